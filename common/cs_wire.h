@@ -1,0 +1,46 @@
+/*  cs_wire.h — the one codec of the cryptoserver wire (proto/cryptoserver.proto).
+ *
+ *  Module and broker both decode through these functions, so the limits a
+ *  peer may send are checked in exactly one place.  DESIGN.md §3.
+ */
+#ifndef CS_WIRE_H_INCLUDED
+#define CS_WIRE_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cryptoserver.pb-c.h"
+
+#define CS_PROTOCOL_VERSION_MIN 1       /* oldest protocol this build speaks */
+#define CS_PROTOCOL_VERSION     1       /* newest protocol this build speaks */
+#define CS_WIRE_MAX_MESSAGE     (1024 * 1024)   /* bytes in one frame */
+#define CS_WIRE_MAX_JOBS        1024    /* jobs in one request (a batch) */
+#define CS_WIRE_MAX_DATA        8192    /* bytes of data in one sign/decrypt job */
+#define CS_WIRE_MAX_KEY_ID      64      /* bytes of a CKA_ID */
+#define CS_WIRE_MAX_PIN         256     /* bytes of a PIN */
+#define CS_WIRE_MAX_LABEL       1024    /* bytes of an OAEP label */
+
+/*  Decodes and validates one Request frame of `size` bytes.  Returns the
+ *  request (caller frees with cs__request__free_unpacked (req, NULL)), or NULL
+ *  when the frame is empty, over CS_WIRE_MAX_MESSAGE, not valid protobuf, or
+ *  breaks a limit above (no jobs, too many jobs, a job with no kind, an
+ *  oversized field); then *why_p, if given, points at a static reason.  */
+Cs__Request *cs_wire_request_decode (const void *data, size_t size, const char **why_p);
+
+/*  Decodes and validates one Reply frame, as cs_wire_request_decode does.
+ *  Caller frees with cs__reply__free_unpacked (reply, NULL).  */
+Cs__Reply *cs_wire_reply_decode (const void *data, size_t size, const char **why_p);
+
+/*  Encodes any message into a malloc'd buffer of *size_p bytes; caller frees.
+ *  Returns NULL only when out of memory.  */
+uint8_t *cs_wire_encode (const ProtobufCMessage *msg, size_t *size_p);
+
+/*  Picks the protocol version to speak with a peer offering [min, max]:
+ *  returns the highest version both speak, or 0 when the ranges do not meet.  */
+uint32_t cs_wire_version_choose (uint32_t peer_min, uint32_t peer_max);
+
+/*  Returns a static name for a CK_RV ("CKR_PIN_INCORRECT"), or "CKR_0x..." for
+ *  unknown values (then from a static buffer that the next call overwrites).  */
+const char *cs_rv_name (unsigned long rv);
+
+#endif
