@@ -7,7 +7,7 @@
 static bool
 s_mechanism_ok (const Cs__Mechanism *mech)
 {
-    return mech && mech->source_data.len <= CS_WIRE_MAX_LABEL;
+    return mech && mech->oaep_label.len <= CS_WIRE_MAX_LABEL;
 }
 
 /*  Checks the key id, mechanism and data of a sign or decrypt job.  */
@@ -59,7 +59,7 @@ cs_wire_request_decode (const void *data, size_t size, const char **why_p)
     if (req->n_jobs > CS_WIRE_MAX_JOBS)
         why = "request has too many jobs";
     else
-    if (req->ticket.len > 256)
+    if (req->ticket.len > CS_WIRE_MAX_TICKET)
         why = "ticket too long";
     for (size_t i = 0; req && !why && i < req->n_jobs; i++)
         why = s_job_problem (req->jobs [i]);

@@ -19,6 +19,7 @@
 #define CS_WIRE_MAX_KEY_ID      64      /* bytes of a CKA_ID */
 #define CS_WIRE_MAX_PIN         256     /* bytes of a PIN */
 #define CS_WIRE_MAX_LABEL       1024    /* bytes of an OAEP label */
+#define CS_WIRE_MAX_TICKET      256     /* bytes of a login ticket */
 
 /*  Decodes and validates one Request frame of `size` bytes.  Returns the
  *  request (caller frees with cs__request__free_unpacked (req, NULL)), or NULL

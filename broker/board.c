@@ -1,0 +1,112 @@
+/*  board.c — load a driver module and open one board through it.  */
+#include <dlfcn.h>
+#include "board.h"
+
+#ifndef CS_DRIVER_DIR
+#define CS_DRIVER_DIR "/usr/local/lib/cryptoserver/drivers"
+#endif
+
+const char *
+board_driver_dir (const broker_config_t *config)
+{
+    const char *env = getenv ("CRYPTOSERVER_DRIVER_DIR");
+    if (config && config->driver_dir)
+        return config->driver_dir;
+    return env && *env ? env : CS_DRIVER_DIR;
+}
+
+/*  dlopens the driver and resolves its entry and dispatch table.  */
+static int
+s_load_driver (board_t *self, const char *driver_dir)
+{
+    char path [4096];
+    snprintf (path, sizeof path, "%s/%s.so", driver_dir, self->type);
+    if (!(self->dl = dlopen (path, RTLD_NOW | RTLD_LOCAL))) {
+        zsys_error ("board %s: cannot load driver %s: %s", self->name, path, dlerror ());
+        return -1;
+    }
+    cs_driver_entry_fn *entry = (cs_driver_entry_fn *) dlsym (self->dl, CS_DRIVER_ENTRY_SYMBOL);
+    self->driver = entry ? entry () : NULL;
+    if (!self->driver || self->driver->abi_version != CS_DRIVER_ABI_VERSION) {
+        zsys_error ("board %s: %s: no %s of ABI version %d", self->name, path,
+                    CS_DRIVER_ENTRY_SYMBOL, CS_DRIVER_ABI_VERSION);
+        return -1;
+    }
+    self->session_open = (cs_drv_session_open_fn *) cs_driver_lookup (self->driver, CS_DRV_SESSION_OPEN);
+    self->session_close = (cs_drv_session_close_fn *) cs_driver_lookup (self->driver, CS_DRV_SESSION_CLOSE);
+    self->sign = (cs_drv_sign_fn *) cs_driver_lookup (self->driver, CS_DRV_SIGN);
+    self->decrypt = (cs_drv_decrypt_fn *) cs_driver_lookup (self->driver, CS_DRV_DECRYPT);
+    self->close = (cs_drv_board_close_fn *) cs_driver_lookup (self->driver, CS_DRV_BOARD_CLOSE);
+    if (!self->session_open || !self->session_close || !self->close
+    ||  !cs_driver_lookup (self->driver, CS_DRV_BOARD_OPEN)
+    ||  !cs_driver_lookup (self->driver, CS_DRV_BOARD_KEYS)
+    ||  !cs_driver_lookup (self->driver, CS_DRV_BOARD_MECHANISMS)) {
+        zsys_error ("board %s: driver %s lacks a required function", self->name, path);
+        return -1;
+    }
+    return 0;
+}
+
+/*  Opens the board and reads its keys and mechanisms once.  */
+static int
+s_open (board_t *self, zconfig_t *config, const char *base_dir)
+{
+    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (self->driver, CS_DRV_BOARD_OPEN);
+    cs_drv_board_keys_fn *keys = (cs_drv_board_keys_fn *) cs_driver_lookup (self->driver, CS_DRV_BOARD_KEYS);
+    cs_drv_board_mechanisms_fn *mechs
+        = (cs_drv_board_mechanisms_fn *) cs_driver_lookup (self->driver, CS_DRV_BOARD_MECHANISMS);
+    if (open (self->name, config, base_dir, &self->handle)) {
+        zsys_error ("board %s: the %s driver could not open it", self->name, self->type);
+        return -1;
+    }
+    if (keys (self->handle, &self->keys, &self->n_keys)
+    ||  mechs (self->handle, &self->mechs, &self->n_mechs)) {
+        zsys_error ("board %s: cannot read its keys or mechanisms", self->name);
+        return -1;
+    }
+    zsys_info ("board %s: %s driver, %zu keys, %zu mechanisms, %d threads", self->name,
+               self->type, self->n_keys, self->n_mechs, self->threads);
+    return 0;
+}
+
+board_t *
+board_new (const broker_board_conf_t *conf, const char *driver_dir, const char *base_dir)
+{
+    board_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->name = strdup (conf->name);
+    self->type = strdup (conf->type);
+    self->threads = conf->threads;
+    if (!self->name || !self->type || s_load_driver (self, driver_dir)
+    ||  s_open (self, conf->config, base_dir))
+        board_destroy (&self);
+    return self;
+}
+
+void
+board_destroy (board_t **self_p)
+{
+    board_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    if (self->handle && self->close)
+        self->close (&self->handle);
+    cs_key_info_free_array (self->keys, self->n_keys);
+    free (self->mechs);
+    if (self->dl)
+        dlclose (self->dl);
+    free (self->name);
+    free (self->type);
+    free (self);
+    *self_p = NULL;
+}
+
+const cs_key_info_t *
+board_key (const board_t *self, const unsigned char *key_id, size_t key_id_len)
+{
+    for (size_t i = 0; i < self->n_keys; i++)
+        if (self->keys [i].id_len == key_id_len && memcmp (self->keys [i].id, key_id, key_id_len) == 0)
+            return &self->keys [i];
+    return NULL;
+}

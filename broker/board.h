@@ -1,0 +1,46 @@
+/*  board.h — one configured board: its driver module, the driver's board
+ *  object, and the keys and mechanisms it reported once at open (used for
+ *  routing and for Hello/ListKeys answers).  DESIGN.md §1, cs_driver.h.
+ */
+#ifndef BOARD_H_INCLUDED
+#define BOARD_H_INCLUDED
+
+#include "cs_driver.h"
+#include "broker_config.h"
+
+typedef struct {
+    char *name;                     /* drivers/<name> */
+    char *type;                     /* driver type */
+    int threads;                    /* worker threads to start */
+    void *dl;                       /* the driver module */
+    const cs_driver_t *driver;
+    cs_board_t *handle;             /* the driver's board object */
+    cs_key_info_t *keys;            /* read once at open */
+    size_t n_keys;
+    cs_mech_info_t *mechs;          /* read once at open */
+    size_t n_mechs;
+    cs_drv_session_open_fn *session_open;
+    cs_drv_session_close_fn *session_close;
+    cs_drv_sign_fn *sign;           /* NULL when the driver cannot sign */
+    cs_drv_decrypt_fn *decrypt;     /* NULL when the driver cannot decrypt */
+    cs_drv_board_close_fn *close;
+} board_t;
+
+/*  Picks the driver directory: the config's broker/driver-dir, else env
+ *  CRYPTOSERVER_DRIVER_DIR, else the compiled-in CS_DRIVER_DIR.  The result
+ *  is owned by the config, the environment or the program.  */
+const char *board_driver_dir (const broker_config_t *config);
+
+/*  Loads DRIVER_DIR/<type>.so, checks its ABI version and required functions,
+ *  opens the board described by `conf` and reads its keys and mechanisms.
+ *  Returns a new board (caller destroys) or NULL after logging why.  */
+board_t *board_new (const broker_board_conf_t *conf, const char *driver_dir, const char *base_dir);
+
+/*  Closes the board (all its worker sessions must be closed) and unloads the
+ *  driver; NULL-safe; nulls *self_p.  */
+void board_destroy (board_t **self_p);
+
+/*  Returns the board's key with CKA_ID key_id (key_id_len bytes), or NULL.  */
+const cs_key_info_t *board_key (const board_t *self, const unsigned char *key_id, size_t key_id_len);
+
+#endif

@@ -1,0 +1,39 @@
+/*  frontend.h — the broker's frontend actor (DESIGN.md §1, the paper's
+ *  Figure 3): it owns the client-facing ROUTER (CURVE server) and the
+ *  backend ROUTER the workers connect to, decodes requests, answers hello,
+ *  login and list-keys itself, splits sign/decrypt batches into work items
+ *  for the scheduler, and replies once per request when its last item is back.
+ *
+ *  Pipe protocol (zactor):
+ *    after start      the actor sends one string: the bound endpoint, or ""
+ *                     when it could not start (then it waits for $TERM)
+ *    "DRAIN"          stop reading new requests; reply "DRAINED" once every
+ *                     request in flight has been answered
+ *    "STATS"          log the stats lines; reply one frame per board,
+ *                     "board=NAME jobs=N errors=N"
+ *    "$TERM"          log the stats lines and end
+ */
+#ifndef FRONTEND_H_INCLUDED
+#define FRONTEND_H_INCLUDED
+
+#include <czmq.h>
+#include "board.h"
+#include "broker_config.h"
+
+/*  Arguments of frontend_actor; everything stays owned by the caller and
+ *  must outlive the actor.  */
+typedef struct {
+    const broker_config_t *config;
+    board_t **boards;
+    size_t n_boards;
+    const char *backend;        /* inproc endpoint the workers connect to */
+} frontend_args_t;
+
+/*  Debug logs (-v) of the frontend: CZMQ 4.2.1 has no log level switch in
+ *  its stable API, so zsys_debug calls are gated by this flag.  */
+extern bool frontend_verbose;
+
+/*  The actor body, for zactor_new (frontend_actor, &args).  */
+void frontend_actor (zsock_t *pipe, void *args);
+
+#endif

@@ -1,0 +1,34 @@
+/*  server.h — a running broker: boards, zauth, the frontend actor and the
+ *  worker threads, started and stopped in the right order.  main.c is a thin
+ *  shell around it, and the actor unit test starts the same thing in-process
+ *  (STYLE.md item 9).
+ */
+#ifndef SERVER_H_INCLUDED
+#define SERVER_H_INCLUDED
+
+#include <czmq.h>
+#include "broker_config.h"
+
+typedef struct _server_t server_t;
+
+/*  Opens every board, starts zauth (CURVE, allow-list = clients dir; verbose
+ *  so refused keys are logged), the frontend and threads workers per board.
+ *  `config` must outlive the server.  Returns NULL after logging on failure.
+ *  Caller destroys.  */
+server_t *server_new (const broker_config_t *config, bool verbose);
+
+/*  The endpoint the frontend bound (a "*" port resolved); owned by self.  */
+const char *server_endpoint (server_t *self);
+
+/*  The frontend actor, to poll it or send it commands (frontend.h).  */
+zactor_t *server_frontend (server_t *self);
+
+/*  Stops reading new requests and waits up to timeout_ms for the requests in
+ *  flight to be answered.  Returns 0 when drained, -1 on timeout.  */
+int server_drain (server_t *self, int timeout_ms);
+
+/*  Stops workers, the frontend (which logs the stats lines), zauth, and
+ *  closes the boards; NULL-safe; nulls *self_p.  */
+void server_destroy (server_t **self_p);
+
+#endif

@@ -1,0 +1,152 @@
+/*  worker.c — worker threads: one driver session each, items by pointer.  */
+#include <openssl/crypto.h>
+#include "cs_wire.h"
+#include "worker.h"
+
+#define S_OUT_MAX 2048          /* bytes: a 16384-bit RSA result */
+
+struct _worker_t {
+    zactor_t *actor;
+};
+
+typedef struct {
+    board_t *board;
+    size_t id;
+    char *backend;
+} s_args_t;
+
+/*  Copies a wire mechanism into the driver ABI's form.  */
+static void
+s_mech (const Cs__Mechanism *wire, cs_mech_t *mech)
+{
+    mech->type = wire->type;
+    mech->hash = wire->hash;
+    mech->mgf = wire->mgf;
+    mech->salt_len = wire->salt_len;
+    mech->label = wire->oaep_label.len ? wire->oaep_label.data : NULL;
+    mech->label_len = wire->oaep_label.len;
+}
+
+void
+worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
+{
+    const Cs__Job *job = item->job;
+    bool sign = job->kind_case == CS__JOB__KIND_SIGN;
+    const Cs__Mechanism *wire = sign ? job->sign->mechanism : job->decrypt->mechanism;
+    ProtobufCBinaryData in = sign ? job->sign->data : job->decrypt->data;
+    cs_drv_sign_fn *fn = sign ? board->sign : board->decrypt;
+    cs_mech_t mech = { 0 };
+    size_t out_len = S_OUT_MAX;
+    item->out = NULL;
+    item->out_len = 0;
+    if (!wire) {
+        item->rv = CKR_MECHANISM_INVALID;
+        return;
+    }
+    if (!fn) {
+        item->rv = CKR_FUNCTION_NOT_SUPPORTED;
+        return;
+    }
+    s_mech (wire, &mech);
+    unsigned char *out = malloc (S_OUT_MAX);
+    if (!out) {
+        item->rv = CKR_HOST_MEMORY;
+        return;
+    }
+    item->rv = fn (session, item->key_id, item->key_id_len, &mech, in.data, in.len, out, &out_len);
+    if (item->rv == CKR_OK && out_len <= S_OUT_MAX) {
+        item->out = out;
+        item->out_len = out_len;
+        return;
+    }
+    if (item->rv == CKR_OK)
+        item->rv = CKR_DEVICE_ERROR;
+    OPENSSL_cleanse (out, S_OUT_MAX);
+    free (out);
+}
+
+/*  The worker loop: announce readiness, then run items until $TERM.  */
+static void
+s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_session_t *session)
+{
+    zpoller_t *poller = zpoller_new (pipe, dealer, NULL);
+    zsock_send (dealer, "ip", (int) args->id, NULL);
+    while (poller) {
+        void *which = zpoller_wait (poller, -1);
+        if (which == pipe || !which) {
+            char *command = zstr_recv (pipe);
+            bool term = !command || streq (command, "$TERM");
+            zstr_free (&command);
+            if (term || !which)
+                break;
+            continue;
+        }
+        work_item_t *item = NULL;
+        if (zsock_recv (dealer, "p", &item) == 0 && item) {
+            worker_run_item (args->board, session, item);
+            zsock_send (dealer, "ip", (int) args->id, item);
+        }
+    }
+    zpoller_destroy (&poller);
+}
+
+/*  Actor body: opens the session in this thread, reports "OK" or "FAIL".  */
+static void
+s_worker_actor (zsock_t *pipe, void *arg)
+{
+    s_args_t *args = arg;
+    board_t *board = args->board;
+    cs_session_t *session = board->session_open (board->handle);
+    zsock_signal (pipe, 0);
+    zstr_send (pipe, session ? "OK" : "FAIL");
+    if (session) {
+        zsock_t *dealer = zsock_new (ZMQ_DEALER);
+        char identity [32];
+        snprintf (identity, sizeof identity, "w%zu", args->id);
+        zsock_set_identity (dealer, identity);
+        if (zsock_connect (dealer, "%s", args->backend) == 0)
+            s_serve (pipe, dealer, args, session);
+        zsock_destroy (&dealer);
+        board->session_close (&session);
+    }
+    else {
+        char *command = zstr_recv (pipe);       /* wait for $TERM */
+        zstr_free (&command);
+    }
+    free (args->backend);
+    free (args);
+}
+
+worker_t *
+worker_new (board_t *board, size_t id, const char *backend)
+{
+    worker_t *self = calloc (1, sizeof *self);
+    s_args_t *args = calloc (1, sizeof *args);
+    if (!self || !args || !(args->backend = strdup (backend))) {
+        free (self);
+        free (args);
+        return NULL;
+    }
+    args->board = board;
+    args->id = id;
+    self->actor = zactor_new (s_worker_actor, args);
+    char *status = self->actor ? zstr_recv (self->actor) : NULL;
+    bool ok = status && streq (status, "OK");
+    zstr_free (&status);
+    if (!ok) {
+        zsys_error ("board %s: worker %zu could not open a driver session", board->name, id);
+        worker_destroy (&self);
+    }
+    return self;
+}
+
+void
+worker_destroy (worker_t **self_p)
+{
+    worker_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    zactor_destroy (&self->actor);
+    free (self);
+    *self_p = NULL;
+}

@@ -1,0 +1,34 @@
+/*  worker.h — one worker thread of a board (the paper's per-board thread
+ *  pool, §4.2.5).  Each worker owns its own driver session, opened in its own
+ *  thread (cs_driver.h: a session is used only by the thread that opened it).
+ *
+ *  Protocol over inproc (DESIGN.md §5): the worker's DEALER (routing id
+ *  "w<ID>") connects to the frontend's backend ROUTER and sends "ip"
+ *  (id, NULL) when ready; the frontend sends "p" (a work_item_t *) and the
+ *  worker answers "ip" (id, item) with item->rv/out set.  Ownership of the
+ *  item moves with the pointer.
+ */
+#ifndef WORKER_H_INCLUDED
+#define WORKER_H_INCLUDED
+
+#include <czmq.h>
+#include "board.h"
+#include "scheduler.h"
+
+typedef struct _worker_t worker_t;
+
+/*  Starts worker `id` of `board`, connecting to backend endpoint `backend`.
+ *  Returns NULL (after logging) when its driver session cannot be opened.
+ *  The board must outlive the worker.  Caller destroys.  */
+worker_t *worker_new (board_t *board, size_t id, const char *backend);
+
+/*  Stops the thread (after its current item) and closes its session;
+ *  NULL-safe; nulls *self_p.  */
+void worker_destroy (worker_t **self_p);
+
+/*  Runs one sign or decrypt item with a driver session, in the calling
+ *  thread: sets item->rv and, on CKR_OK, item->out/out_len (malloc'd, owned
+ *  by the item).  Exposed for tests.  */
+void worker_run_item (board_t *board, cs_session_t *session, work_item_t *item);
+
+#endif

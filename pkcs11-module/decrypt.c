@@ -1,0 +1,190 @@
+/*  decrypt.c — C_DecryptInit and C_Decrypt for CKM_RSA_PKCS and
+ *  CKM_RSA_PKCS_OAEP: one DecryptJob per call.
+ *
+ *  A length query answers k (the modulus length, an upper bound) locally.
+ *  The plaintext length is only known after the round trip, so a result
+ *  that does not fit the caller's buffer is kept (wiped on free) and handed
+ *  out by the retry: CKR_BUFFER_TOO_SMALL keeps the operation (PKCS#11 2.40
+ *  §5.9) without decrypting twice.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include "cs_wire.h"
+#include "log.h"
+#include "mechanism.h"
+#include "module.h"
+#include "object.h"
+#include "session.h"
+#include "token.h"
+
+typedef struct {
+    cs_key_t *key;
+    const cs_mech_t *mech;
+    cs_mech_params_t params;    /* OAEP */
+    uint8_t *plain;             /* result kept after CKR_BUFFER_TOO_SMALL */
+    size_t plain_len;
+} cs_decrypt_op_t;
+
+static void
+s_decrypt_op_free (void *op)
+{
+    cs_decrypt_op_t *self = op;
+    if (!self)
+        return;
+    cs_key_unref (&self->key);
+    cs_mech_params_clear (&self->params);
+    if (self->plain)
+        OPENSSL_cleanse (self->plain, self->plain_len);
+    free (self->plain);
+    free (self);
+}
+
+static CK_RV
+s_decrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, cs_decrypt_op_t **op_p)
+{
+    CK_RV rv;
+    const cs_mech_t *entry = cs_mech_lookup (mech->mechanism);
+    cs_decrypt_op_t *self;
+    if (!entry || !(entry->flags & CKF_DECRYPT))
+        return CKR_MECHANISM_INVALID;
+    if (!(self = calloc (1, sizeof *self)))
+        return CKR_HOST_MEMORY;
+    self->key = cs_key_ref (key);
+    self->mech = entry;
+    rv = cs_mech_check (entry, mech, key->key_type, key->modulus_len, &self->params);
+    if (rv == CKR_OK)
+        *op_p = self;
+    else
+        s_decrypt_op_free (self);
+    return rv;
+}
+
+/*  Runs one DecryptJob; on CKR_OK the op holds the plaintext.  Without the
+ *  mutex.  */
+static CK_RV
+s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len)
+{
+    CK_RV rv;
+    Cs__Reply *reply = NULL;
+    Cs__Mechanism mech = CS__MECHANISM__INIT;
+    Cs__DecryptJob decrypt = CS__DECRYPT_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    const Cs__Result *result;
+    mech.type = op->mech->wire;
+    mech.hash = op->params.hash;
+    mech.mgf = op->params.mgf;
+    mech.oaep_label.data = op->params.label;
+    mech.oaep_label.len = op->params.label_len;
+    decrypt.key_id.data = op->key->id;
+    decrypt.key_id.len = op->key->id_len;
+    decrypt.mechanism = &mech;
+    decrypt.data.data = (uint8_t *) data;
+    decrypt.data.len = len;
+    job.kind_case = CS__JOB__KIND_DECRYPT;
+    job.decrypt = &decrypt;
+    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
+        goto out;
+    result = reply->results [0];
+    if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len > op->key->modulus_len) {
+        cs_log_error ("the broker returned a malformed decryption result");
+        rv = CKR_DEVICE_ERROR;
+        goto out;
+    }
+    if (!(op->plain = malloc (result->data.len + 1))) {
+        rv = CKR_HOST_MEMORY;
+        goto out;
+    }
+    memcpy (op->plain, result->data.data, result->data.len);
+    op->plain_len = result->data.len;
+    OPENSSL_cleanse (result->data.data, result->data.len);
+out:
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
+/*  Hands the kept plaintext to the caller (PKCS#11 length rules).  */
+static CK_RV
+s_deliver (const cs_decrypt_op_t *op, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    if (*out_len_p < op->plain_len) {
+        *out_len_p = op->plain_len;
+        return CKR_BUFFER_TOO_SMALL;
+    }
+    if (op->plain_len)
+        memcpy (out, op->plain, op->plain_len);
+    *out_len_p = op->plain_len;
+    return CKR_OK;
+}
+
+CK_RV
+C_DecryptInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
+{
+    cs_session_t *session;
+    cs_decrypt_op_t *op = NULL;
+    cs_key_t *key = NULL;
+    CK_OBJECT_CLASS klass = 0;
+    CK_RV rv;
+    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (cs_session_op (session, CS_OP_DECRYPT))
+        rv = CKR_OPERATION_ACTIVE;
+    else
+    if (!cs_token_user_logged_in ())
+        rv = CKR_USER_NOT_LOGGED_IN;
+    else
+    if (!(key = cs_object_key (key_handle, &klass)))
+        rv = CKR_KEY_HANDLE_INVALID;
+    else
+    if (klass != CKO_PRIVATE_KEY || !key->can_decrypt)
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    else
+    if ((rv = s_decrypt_op_new (mech, key, &op)) == CKR_OK
+    &&  (rv = cs_session_op_start (session, CS_OP_DECRYPT, op, s_decrypt_op_free)) == CKR_OK)
+        op = NULL;
+    cs_module_unlock ();
+    s_decrypt_op_free (op);
+    cs_key_unref (&key);
+    return rv;
+}
+
+CK_RV
+C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
+           CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    cs_session_t *session;
+    cs_decrypt_op_t *op;
+    CK_RV rv;
+    return_val_if_fail (out_len_p != NULL && (data || !len), CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (!(op = cs_session_op (session, CS_OP_DECRYPT))) {
+        cs_module_unlock ();
+        return CKR_OPERATION_NOT_INITIALIZED;
+    }
+    if (!out && !op->plain) {
+        *out_len_p = op->key->modulus_len;      /* upper bound, locally */
+        cs_module_unlock ();
+        return CKR_OK;
+    }
+    op = cs_session_op_take (session, CS_OP_DECRYPT);
+    cs_module_unlock ();
+    if (!op->plain)
+        rv = len == op->key->modulus_len ? s_decrypt_job (op, data, len) : CKR_ENCRYPTED_DATA_LEN_RANGE;
+    if (rv == CKR_OK && !out) {
+        *out_len_p = op->plain_len;
+        rv = CKR_BUFFER_TOO_SMALL;  /* internal marker: keep the op */
+    }
+    else
+    if (rv == CKR_OK)
+        rv = s_deliver (op, out, out_len_p);
+    cs_module_lock ();
+    if (rv == CKR_BUFFER_TOO_SMALL && (session = cs_session_lookup (handle))
+    &&  cs_session_op_start (session, CS_OP_DECRYPT, op, s_decrypt_op_free) == CKR_OK)
+        op = NULL;
+    cs_module_unlock ();
+    s_decrypt_op_free (op);
+    return rv == CKR_BUFFER_TOO_SMALL && !out ? CKR_OK : rv;
+}

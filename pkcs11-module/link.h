@@ -1,0 +1,48 @@
+/*  link.h — the module's one association with the broker(s).
+ *
+ *  One I/O thread per process owns one ZeroMQ context and one DEALER socket
+ *  (CURVE client) connected to every configured endpoint, plus a socket
+ *  monitor.  Application threads never touch a socket: cs_link_call queues an
+ *  encoded request, wakes the I/O thread through an eventfd, and waits on its
+ *  own condition variable (CLOCK_MONOTONIC) for the reply with the same
+ *  request id, or for its deadline.  DESIGN.md §1, §3, §5.
+ *
+ *  The raw libzmq API is used, never zsock/zactor: CZMQ's global zsys state
+ *  must not be started inside a library that nginx or a JVM loads.
+ */
+#ifndef CS_MODULE_LINK_H_INCLUDED
+#define CS_MODULE_LINK_H_INCLUDED
+
+#include <stdint.h>
+#include "cs_p11.h"
+#include "cs_wire.h"
+#include "client_config.h"
+
+typedef struct _cs_link_t cs_link_t;
+
+/*  Creates the socket, connects it to every endpoint of `config` (the
+ *  connections come up in the background) and starts the I/O thread.  Returns
+ *  the link, or NULL with *rv_p set: CKR_HOST_MEMORY, CKR_GENERAL_ERROR (bad
+ *  endpoint, socket or thread failure; logged).  `config` is only read.  */
+cs_link_t *cs_link_new (const cs_client_config_t *config, CK_RV *rv_p);
+
+/*  Stops the I/O thread, fails every waiting call with
+ *  CKR_CRYPTOKI_NOT_INITIALIZED, waits until the callers have left, closes
+ *  the socket and terminates the context.  NULL-safe, nulls *self_p.  */
+void cs_link_destroy (cs_link_t **self_p);
+
+/*  Forgets a link inherited over fork() without touching it: the parent's
+ *  context, sockets and thread belong to the parent (a leak, on purpose).  */
+void cs_link_abandon (cs_link_t **self_p);
+
+/*  Sends `req` (its request_id, version range and deadline_ms are filled in
+ *  here; the caller keeps ownership of req) and waits at most `timeout_ms`
+ *  milliseconds for its reply.  On CKR_OK *reply_p is the decoded reply, whose
+ *  request-level rv is CKR_OK and which has one result per job (caller frees
+ *  with cs__reply__free_unpacked).  Errors: CKR_DEVICE_ERROR on deadline,
+ *  refused CURVE key, protocol version mismatch or any request-level failure
+ *  (all logged); CKR_HOST_MEMORY; CKR_CRYPTOKI_NOT_INITIALIZED while the link
+ *  is being destroyed.  A reply arriving after the deadline is dropped.  */
+CK_RV cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply **reply_p);
+
+#endif

@@ -1,0 +1,522 @@
+/*  local.c — the operations that need no secret and run in the module with
+ *  OpenSSL 3 (DESIGN.md §1): C_Verify*, C_EncryptInit/C_Encrypt, C_Digest*,
+ *  C_GenerateRandom, C_SeedRandom.
+ *
+ *  Public keys are rebuilt from CKA_MODULUS/CKA_PUBLIC_EXPONENT or
+ *  CKA_EC_PARAMS/CKA_EC_POINT with EVP_PKEY_fromdata.  ECDSA signatures are
+ *  raw r||s in PKCS#11 and DER for OpenSSL.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/param_build.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
+#include "log.h"
+#include "mechanism.h"
+#include "module.h"
+#include "object.h"
+#include "session.h"
+#include "sign.h"
+
+/*  ---- public keys -------------------------------------------------- */
+
+static EVP_PKEY *
+s_pkey_from (const char *type, OSSL_PARAM_BLD *bld)
+{
+    EVP_PKEY *pkey = NULL;
+    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param (bld);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name (NULL, type, NULL);
+    if (!params || !ctx || EVP_PKEY_fromdata_init (ctx) <= 0
+    ||  EVP_PKEY_fromdata (ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0)
+        pkey = NULL;
+    EVP_PKEY_CTX_free (ctx);
+    OSSL_PARAM_free (params);
+    return pkey;
+}
+
+static EVP_PKEY *
+s_pkey_rsa (const cs_key_t *key)
+{
+    EVP_PKEY *pkey = NULL;
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
+    BIGNUM *n = BN_bin2bn (key->modulus, (int) key->modulus_len, NULL);
+    BIGNUM *e = BN_bin2bn (key->exponent, (int) key->exponent_len, NULL);
+    if (bld && n && e && OSSL_PARAM_BLD_push_BN (bld, OSSL_PKEY_PARAM_RSA_N, n)
+    &&  OSSL_PARAM_BLD_push_BN (bld, OSSL_PKEY_PARAM_RSA_E, e))
+        pkey = s_pkey_from ("RSA", bld);
+    BN_free (n);
+    BN_free (e);
+    OSSL_PARAM_BLD_free (bld);
+    return pkey;
+}
+
+static EVP_PKEY *
+s_pkey_ec (const cs_key_t *key)
+{
+    EVP_PKEY *pkey = NULL;
+    const unsigned char *der = key->ec_params;
+    const uint8_t *point;
+    size_t point_len;
+    ASN1_OBJECT *oid = d2i_ASN1_OBJECT (NULL, &der, (long) key->ec_params_len);
+    const char *name = oid ? OBJ_nid2sn (OBJ_obj2nid (oid)) : NULL;
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
+    if (bld && name && cs_key_ec_point_raw (key, &point, &point_len)
+    &&  OSSL_PARAM_BLD_push_utf8_string (bld, OSSL_PKEY_PARAM_GROUP_NAME, name, 0)
+    &&  OSSL_PARAM_BLD_push_octet_string (bld, OSSL_PKEY_PARAM_PUB_KEY, point, point_len))
+        pkey = s_pkey_from ("EC", bld);
+    ASN1_OBJECT_free (oid);
+    OSSL_PARAM_BLD_free (bld);
+    return pkey;
+}
+
+static EVP_PKEY *
+s_pkey (const cs_key_t *key)
+{
+    EVP_PKEY *pkey = key->key_type == CKK_RSA ? s_pkey_rsa (key) : s_pkey_ec (key);
+    if (!pkey)
+        cs_log_warning ("cannot build an OpenSSL public key for '%s'", key->label);
+    return pkey;
+}
+
+/*  ---- verify -------------------------------------------------------- */
+
+/*  RSA PKCS#1 v1.5: recover the encoded message and compare.  */
+static CK_RV
+s_verify_pkcs1 (EVP_PKEY_CTX *ctx, const uint8_t *message, size_t len, const uint8_t *sig, size_t sig_len)
+{
+    uint8_t recovered [CS_MAX_RSA_BYTES];
+    size_t recovered_len = sizeof recovered;
+    if (EVP_PKEY_verify_recover_init (ctx) <= 0
+    ||  EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_PADDING) <= 0)
+        return CKR_FUNCTION_FAILED;
+    if (EVP_PKEY_verify_recover (ctx, recovered, &recovered_len, sig, sig_len) <= 0
+    ||  recovered_len != len || CRYPTO_memcmp (recovered, message, len) != 0)
+        return CKR_SIGNATURE_INVALID;
+    return CKR_OK;
+}
+
+static CK_RV
+s_verify_pss (EVP_PKEY_CTX *ctx, const cs_mech_params_t *params, const uint8_t *digest, size_t len,
+              const uint8_t *sig, size_t sig_len)
+{
+    if (EVP_PKEY_verify_init (ctx) <= 0
+    ||  EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_PSS_PADDING) <= 0
+    ||  EVP_PKEY_CTX_set_signature_md (ctx, cs_mech_md (params->hash)) <= 0
+    ||  EVP_PKEY_CTX_set_rsa_mgf1_md (ctx, cs_mech_mgf_md (params->mgf)) <= 0
+    ||  EVP_PKEY_CTX_set_rsa_pss_saltlen (ctx, (int) params->salt_len) <= 0)
+        return CKR_FUNCTION_FAILED;
+    return EVP_PKEY_verify (ctx, sig, sig_len, digest, len) == 1 ? CKR_OK : CKR_SIGNATURE_INVALID;
+}
+
+/*  ECDSA: raw r||s (PKCS#11) to DER (OpenSSL), then verify the digest.  */
+static CK_RV
+s_verify_ecdsa (EVP_PKEY_CTX *ctx, const uint8_t *digest, size_t len, const uint8_t *sig, size_t sig_len)
+{
+    CK_RV rv = CKR_HOST_MEMORY;
+    ECDSA_SIG *ecsig = ECDSA_SIG_new ();
+    BIGNUM *r = BN_bin2bn (sig, (int) sig_len / 2, NULL);
+    BIGNUM *s = BN_bin2bn (sig + sig_len / 2, (int) sig_len / 2, NULL);
+    unsigned char *der = NULL;
+    int der_len;
+    if (!ecsig || !r || !s || !ECDSA_SIG_set0 (ecsig, r, s))
+        goto out;
+    r = s = NULL;
+    if ((der_len = i2d_ECDSA_SIG (ecsig, &der)) <= 0)
+        goto out;
+    if (EVP_PKEY_verify_init (ctx) <= 0) {
+        rv = CKR_FUNCTION_FAILED;
+        goto out;
+    }
+    rv = EVP_PKEY_verify (ctx, der, (size_t) der_len, digest, len) == 1 ? CKR_OK : CKR_SIGNATURE_INVALID;
+out:
+    BN_free (r);
+    BN_free (s);
+    ECDSA_SIG_free (ecsig);
+    OPENSSL_free (der);
+    return rv;
+}
+
+/*  Checks `sig` over the prepared message (cs_sigop_message).  */
+static CK_RV
+s_verify (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_t *sig, size_t sig_len)
+{
+    CK_RV rv = CKR_FUNCTION_FAILED;
+    EVP_PKEY *pkey = NULL;
+    EVP_PKEY_CTX *ctx = NULL;
+    if (sig_len != cs_key_signature_len (op->key))
+        return CKR_SIGNATURE_LEN_RANGE;
+    if (!(pkey = s_pkey (op->key)) || !(ctx = EVP_PKEY_CTX_new_from_pkey (NULL, pkey, NULL)))
+        goto out;
+    if (op->mech->wire == CKM_RSA_PKCS)
+        rv = s_verify_pkcs1 (ctx, message, len, sig, sig_len);
+    else
+    if (op->mech->wire == CKM_RSA_PKCS_PSS)
+        rv = s_verify_pss (ctx, &op->params, message, len, sig, sig_len);
+    else
+        rv = s_verify_ecdsa (ctx, message, len, sig, sig_len);
+out:
+    EVP_PKEY_CTX_free (ctx);
+    EVP_PKEY_free (pkey);
+    return rv;
+}
+
+CK_RV
+C_VerifyInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
+{
+    cs_session_t *session;
+    cs_sigop_t *op = NULL;
+    cs_key_t *key = NULL;
+    CK_OBJECT_CLASS klass = 0;
+    CK_RV rv;
+    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (cs_session_op (session, CS_OP_VERIFY))
+        rv = CKR_OPERATION_ACTIVE;
+    else
+    if (!(key = cs_object_key (key_handle, &klass)))
+        rv = CKR_KEY_HANDLE_INVALID;
+    else
+    if (klass != CKO_PUBLIC_KEY)
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    else
+    if ((rv = cs_sigop_new (mech, key, CKF_VERIFY, &op)) == CKR_OK
+    &&  (rv = cs_session_op_start (session, CS_OP_VERIFY, op, cs_sigop_free)) == CKR_OK)
+        op = NULL;
+    cs_module_unlock ();
+    cs_sigop_free (op);
+    cs_key_unref (&key);
+    return rv;
+}
+
+/*  C_Verify (final false) and C_VerifyFinal (final true): both end the
+ *  operation whatever the outcome (PKCS#11 2.40 §5.12).  */
+static CK_RV
+s_verify_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool final,
+                 const uint8_t *sig, size_t sig_len)
+{
+    uint8_t message [CS_SIGOP_MAX_MESSAGE];
+    size_t message_len = 0;
+    cs_session_t *session;
+    cs_sigop_t *op;
+    CK_RV rv;
+    return_val_if_fail ((data || !len) && (sig || !sig_len), CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (!(op = cs_session_op_take (session, CS_OP_VERIFY)))
+        rv = CKR_OPERATION_NOT_INITIALIZED;
+    else
+    if (!final && op->updated)
+        rv = CKR_OPERATION_ACTIVE;
+    else
+        rv = cs_sigop_message (op, data, len, final, message, &message_len);
+    cs_module_unlock ();
+    if (rv == CKR_OK)
+        rv = s_verify (op, message, message_len, sig, sig_len);
+    cs_sigop_free (op);
+    return rv;
+}
+
+CK_RV
+C_Verify (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR sig, CK_ULONG sig_len)
+{
+    return s_verify_finish (handle, data, len, false, sig, sig_len);
+}
+
+CK_RV
+C_VerifyUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
+{
+    cs_session_t *session;
+    cs_sigop_t *op;
+    CK_RV rv;
+    return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (!(op = cs_session_op (session, CS_OP_VERIFY)))
+        rv = CKR_OPERATION_NOT_INITIALIZED;
+    else
+    if ((rv = cs_sigop_update (op, data, len)) != CKR_OK)
+        cs_session_op_end (session, CS_OP_VERIFY);
+    cs_module_unlock ();
+    return rv;
+}
+
+CK_RV
+C_VerifyFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR sig, CK_ULONG sig_len)
+{
+    return s_verify_finish (handle, NULL, 0, true, sig, sig_len);
+}
+
+/*  ---- encrypt -------------------------------------------------------- */
+
+typedef struct {
+    cs_key_t *key;
+    const cs_mech_t *mech;
+    cs_mech_params_t params;
+} cs_encrypt_op_t;
+
+static void
+s_encrypt_op_free (void *op)
+{
+    cs_encrypt_op_t *self = op;
+    if (!self)
+        return;
+    cs_key_unref (&self->key);
+    cs_mech_params_clear (&self->params);
+    free (self);
+}
+
+CK_RV
+C_EncryptInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
+{
+    cs_session_t *session;
+    cs_encrypt_op_t *op = NULL;
+    const cs_mech_t *entry;
+    CK_OBJECT_CLASS klass = 0;
+    CK_RV rv;
+    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
+    entry = cs_mech_lookup (mech->mechanism);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (cs_session_op (session, CS_OP_ENCRYPT))
+        rv = CKR_OPERATION_ACTIVE;
+    else
+    if (!entry || !(entry->flags & CKF_ENCRYPT))
+        rv = CKR_MECHANISM_INVALID;
+    else
+    if (!(op = calloc (1, sizeof *op)))
+        rv = CKR_HOST_MEMORY;
+    else
+    if (!(op->key = cs_object_key (key_handle, &klass)))
+        rv = CKR_KEY_HANDLE_INVALID;
+    else
+    if (klass != CKO_PUBLIC_KEY)
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    else
+    if ((rv = cs_mech_check (entry, mech, op->key->key_type, op->key->modulus_len, &op->params)) == CKR_OK) {
+        op->mech = entry;
+        if ((rv = cs_session_op_start (session, CS_OP_ENCRYPT, op, s_encrypt_op_free)) == CKR_OK)
+            op = NULL;
+    }
+    cs_module_unlock ();
+    s_encrypt_op_free (op);
+    return rv;
+}
+
+/*  The largest plaintext for the op (RFC 8017 §7.1.1, §7.2.1).  */
+static size_t
+s_encrypt_max (const cs_encrypt_op_t *op)
+{
+    size_t k = op->key->modulus_len;
+    if (op->mech->wire == CKM_RSA_PKCS)
+        return k > 11 ? k - 11 : 0;
+    size_t h = (size_t) EVP_MD_get_size (cs_mech_md (op->params.hash));
+    return k > 2 * h + 2 ? k - 2 * h - 2 : 0;
+}
+
+static CK_RV
+s_encrypt (const cs_encrypt_op_t *op, const uint8_t *data, size_t len, uint8_t *out, CK_ULONG_PTR out_len_p)
+{
+    CK_RV rv = CKR_FUNCTION_FAILED;
+    EVP_PKEY *pkey = s_pkey (op->key);
+    EVP_PKEY_CTX *ctx = pkey ? EVP_PKEY_CTX_new_from_pkey (NULL, pkey, NULL) : NULL;
+    size_t out_len = op->key->modulus_len;
+    bool oaep = op->mech->wire == CKM_RSA_PKCS_OAEP;
+    if (!ctx || EVP_PKEY_encrypt_init (ctx) <= 0
+    ||  EVP_PKEY_CTX_set_rsa_padding (ctx, oaep ? RSA_PKCS1_OAEP_PADDING : RSA_PKCS1_PADDING) <= 0)
+        goto out;
+    if (oaep && (EVP_PKEY_CTX_set_rsa_oaep_md (ctx, cs_mech_md (op->params.hash)) <= 0
+              || EVP_PKEY_CTX_set_rsa_mgf1_md (ctx, cs_mech_mgf_md (op->params.mgf)) <= 0))
+        goto out;
+    if (oaep && op->params.label_len) {
+        void *label = OPENSSL_memdup (op->params.label, op->params.label_len);
+        if (!label || EVP_PKEY_CTX_set0_rsa_oaep_label (ctx, label, (int) op->params.label_len) <= 0) {
+            OPENSSL_free (label);
+            goto out;
+        }
+    }
+    if (EVP_PKEY_encrypt (ctx, out, &out_len, data, len) <= 0)
+        goto out;
+    *out_len_p = out_len;
+    rv = CKR_OK;
+out:
+    EVP_PKEY_CTX_free (ctx);
+    EVP_PKEY_free (pkey);
+    return rv;
+}
+
+CK_RV
+C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    cs_session_t *session;
+    cs_encrypt_op_t *op;
+    CK_RV rv;
+    return_val_if_fail (out_len_p != NULL && (data || !len), CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (!(op = cs_session_op (session, CS_OP_ENCRYPT))) {
+        cs_module_unlock ();
+        return CKR_OPERATION_NOT_INITIALIZED;
+    }
+    if (!out || *out_len_p < op->key->modulus_len) {
+        rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
+        *out_len_p = op->key->modulus_len;
+        cs_module_unlock ();
+        return rv;
+    }
+    op = cs_session_op_take (session, CS_OP_ENCRYPT);
+    cs_module_unlock ();
+    rv = len <= s_encrypt_max (op) ? s_encrypt (op, data, len, out, out_len_p) : CKR_DATA_LEN_RANGE;
+    s_encrypt_op_free (op);
+    return rv;
+}
+
+/*  ---- digest -------------------------------------------------------- */
+
+typedef struct {
+    EVP_MD_CTX *ctx;
+    bool updated;
+} cs_digest_op_t;
+
+static void
+s_digest_op_free (void *op)
+{
+    cs_digest_op_t *self = op;
+    if (self)
+        EVP_MD_CTX_free (self->ctx);
+    free (self);
+}
+
+CK_RV
+C_DigestInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech)
+{
+    cs_session_t *session;
+    cs_digest_op_t *op = NULL;
+    const cs_mech_t *entry;
+    CK_RV rv;
+    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
+    entry = cs_mech_lookup (mech->mechanism);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (cs_session_op (session, CS_OP_DIGEST))
+        rv = CKR_OPERATION_ACTIVE;
+    else
+    if (!entry || !(entry->flags & CKF_DIGEST))
+        rv = CKR_MECHANISM_INVALID;
+    else
+    if (mech->ulParameterLen)
+        rv = CKR_MECHANISM_PARAM_INVALID;
+    else
+    if (!(op = calloc (1, sizeof *op)) || !(op->ctx = EVP_MD_CTX_new ())
+    ||  !EVP_DigestInit_ex (op->ctx, cs_mech_md (entry->hash), NULL))
+        rv = CKR_HOST_MEMORY;
+    else
+    if ((rv = cs_session_op_start (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
+        op = NULL;
+    cs_module_unlock ();
+    s_digest_op_free (op);
+    return rv;
+}
+
+/*  C_Digest (data given) and C_DigestFinal (final).  Length query and
+ *  CKR_BUFFER_TOO_SMALL keep the operation (PKCS#11 2.40 §5.10).  */
+static CK_RV
+s_digest_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool final,
+                 CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    cs_session_t *session;
+    cs_digest_op_t *op;
+    unsigned int out_len = 0;
+    size_t need;
+    CK_RV rv;
+    return_val_if_fail (out_len_p != NULL && (data || !len), CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (!(op = cs_session_op (session, CS_OP_DIGEST))) {
+        cs_module_unlock ();
+        return CKR_OPERATION_NOT_INITIALIZED;
+    }
+    need = (size_t) EVP_MD_CTX_get_size (op->ctx);
+    if (!out || *out_len_p < need) {
+        rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
+        *out_len_p = need;
+        cs_module_unlock ();
+        return rv;
+    }
+    op = cs_session_op_take (session, CS_OP_DIGEST);
+    cs_module_unlock ();
+    if (!final && op->updated)
+        rv = CKR_OPERATION_ACTIVE;
+    else
+    if ((!final && !EVP_DigestUpdate (op->ctx, data, len)) || !EVP_DigestFinal_ex (op->ctx, out, &out_len))
+        rv = CKR_FUNCTION_FAILED;
+    else
+        *out_len_p = out_len;
+    s_digest_op_free (op);
+    return rv;
+}
+
+CK_RV
+C_Digest (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    return s_digest_finish (handle, data, len, false, out, out_len_p);
+}
+
+CK_RV
+C_DigestUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
+{
+    cs_session_t *session;
+    cs_digest_op_t *op;
+    CK_RV rv;
+    return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (!(op = cs_session_op (session, CS_OP_DIGEST)))
+        rv = CKR_OPERATION_NOT_INITIALIZED;
+    else
+    if (!EVP_DigestUpdate (op->ctx, data, len)) {
+        rv = CKR_FUNCTION_FAILED;
+        cs_session_op_end (session, CS_OP_DIGEST);
+    }
+    else
+        op->updated = true;
+    cs_module_unlock ();
+    return rv;
+}
+
+CK_RV
+C_DigestFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    return s_digest_finish (handle, NULL, 0, true, out, out_len_p);
+}
+
+/*  ---- random -------------------------------------------------------- */
+
+CK_RV
+C_SeedRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR seed, CK_ULONG len)
+{
+    cs_session_t *session;
+    CK_RV rv = cs_session_enter (handle, &session);
+    if (rv != CKR_OK)
+        return rv;
+    cs_module_unlock ();
+    return CKR_RANDOM_SEED_NOT_SUPPORTED;
+}
+
+CK_RV
+C_GenerateRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG len)
+{
+    cs_session_t *session;
+    CK_RV rv;
+    return_val_if_fail (out || !len, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    cs_module_unlock ();
+    if (len > INT32_MAX)
+        return CKR_ARGUMENTS_BAD;
+    return RAND_bytes (out, (int) len) == 1 ? CKR_OK : CKR_FUNCTION_FAILED;
+}

@@ -1,0 +1,71 @@
+/*  mechanism.h — the mechanisms the module offers to applications and how
+ *  each maps to a job mechanism on the wire (docs/CONTRACTS.md "Wire"):
+ *  hash-and-sign mechanisms are hashed here and travel as the raw mechanism
+ *  with the digest (RSA PKCS#1 v1.5: the DER DigestInfo, RFC 8017 §9.2).
+ *  Also: PSS and OAEP parameter checks (PKCS#11 2.40 curr. mech. §2.1.14,
+ *  §2.1.8) and key type checks.
+ */
+#ifndef CS_MODULE_MECHANISM_H_INCLUDED
+#define CS_MODULE_MECHANISM_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/evp.h>
+#include "cs_p11.h"
+
+#define CS_KEY_NONE ((CK_KEY_TYPE) -1)     /* digest mechanisms take no key */
+
+typedef struct {
+    CK_MECHANISM_TYPE type;     /* what the application asks for */
+    CK_MECHANISM_TYPE wire;     /* job mechanism; 0 for local-only (digests) */
+    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC or CS_KEY_NONE */
+    CK_MECHANISM_TYPE hash;     /* hashed in the module first (CKM_SHA256...), 0 = none */
+    CK_FLAGS flags;             /* CKF_SIGN|CKF_VERIFY, CKF_DECRYPT|CKF_ENCRYPT, CKF_DIGEST */
+} cs_mech_t;
+
+/*  Parameters of a PSS or OAEP operation, validated.  */
+typedef struct {
+    CK_MECHANISM_TYPE hash;     /* hashAlg */
+    CK_RSA_PKCS_MGF_TYPE mgf;   /* CKG_MGF1_* */
+    CK_ULONG salt_len;          /* PSS sLen, bytes */
+    uint8_t *label;             /* OAEP label (owned, may be NULL) */
+    size_t label_len;
+} cs_mech_params_t;
+
+/*  The whole table (static), *count_p entries.  */
+const cs_mech_t *cs_mech_table (size_t *count_p);
+
+/*  The entry for an application mechanism, or NULL (→ CKR_MECHANISM_INVALID).  */
+const cs_mech_t *cs_mech_lookup (CK_MECHANISM_TYPE type);
+
+/*  OpenSSL digest for CKM_SHA_1, CKM_SHA224, CKM_SHA256, CKM_SHA384,
+ *  CKM_SHA512; NULL for anything else.  */
+const EVP_MD *cs_mech_md (CK_MECHANISM_TYPE hash);
+
+/*  OpenSSL digest of an MGF1 type (CKG_MGF1_SHA1 ... CKG_MGF1_SHA512), or NULL.  */
+const EVP_MD *cs_mech_mgf_md (CK_RSA_PKCS_MGF_TYPE mgf);
+
+/*  The DER DigestInfo prefix of RFC 8017 §9.2 note 1 for `hash` (static
+ *  bytes, *len_p bytes), or NULL for an unknown hash.  */
+const uint8_t *cs_mech_digest_info_prefix (CK_MECHANISM_TYPE hash, size_t *len_p);
+
+/*  Writes prefix || digest into out (max bytes).  Returns the length, or 0
+ *  when the hash is unknown, the digest length is wrong, or out is too small.  */
+size_t cs_mech_digest_info (CK_MECHANISM_TYPE hash, const uint8_t *digest, size_t digest_len,
+                            uint8_t *out, size_t max);
+
+/*  Validates an application's mechanism for `entry` with a key of
+ *  `key_type` whose modulus is `modulus_bytes` long (0 for EC), and fills
+ *  *params (caller clears it with cs_mech_params_clear).  Returns CKR_OK,
+ *  CKR_KEY_TYPE_INCONSISTENT, or CKR_MECHANISM_PARAM_INVALID for a bad
+ *  parameter block: wrong size; unknown hashAlg (for CKM_SHAx_RSA_PKCS_PSS it
+ *  must be that hash); unknown MGF; sLen > k - hLen - 2; OAEP source other
+ *  than CKZ_DATA_SPECIFIED; a label over CS_WIRE_MAX_LABEL bytes.  */
+CK_RV cs_mech_check (const cs_mech_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE key_type,
+                     size_t modulus_bytes, cs_mech_params_t *params);
+
+/*  Frees the label and zeroes *params.  NULL-safe.  */
+void cs_mech_params_clear (cs_mech_params_t *params);
+
+#endif

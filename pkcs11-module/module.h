@@ -1,0 +1,37 @@
+/*  module.h — library-wide state of the PKCS#11 module: initialisation, the
+ *  one library mutex, fork detection, and running one job on the broker.
+ *
+ *  Rule (DESIGN.md §5): the library mutex guards the session, object and
+ *  token tables; no network I/O happens under it.  Entry points copy what
+ *  they need under the lock, release it, then call cs_module_run_job.
+ */
+#ifndef CS_MODULE_MODULE_H_INCLUDED
+#define CS_MODULE_MODULE_H_INCLUDED
+
+#include <stdbool.h>
+#include "cs_p11.h"
+#include "cs_wire.h"
+
+/*  Returns CKR_OK when C_Initialize has run in this process and C_Finalize
+ *  has not; CKR_CRYPTOKI_NOT_INITIALIZED otherwise, including in a child
+ *  after fork() until it calls C_Initialize (PKCS#11 2.40 §6.6.1).  */
+CK_RV cs_module_check (void);
+
+/*  Take and release the library mutex.  */
+void cs_module_lock (void);
+void cs_module_unlock (void);
+
+/*  Sends one job (borrowed) to the broker with the client's timeout, adding
+ *  the CKU_USER login ticket when `with_ticket`, and waits for its result.
+ *  Must be called WITHOUT the library mutex.  Returns the job's own rv (as
+ *  the broker set it) with *reply_p the whole reply, whose results[0] is the
+ *  job's result (caller frees with cs__reply__free_unpacked, also when the
+ *  rv is not CKR_OK); or a link error (CKR_DEVICE_ERROR, CKR_HOST_MEMORY,
+ *  CKR_CRYPTOKI_NOT_INITIALIZED) with *reply_p NULL.  */
+CK_RV cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p);
+
+/*  Copies `text` into a blank-padded, not terminated PKCS#11 string field of
+ *  `size` bytes (truncating).  */
+void cs_module_pad (unsigned char *field, size_t size, const char *text);
+
+#endif

@@ -1,0 +1,230 @@
+/*  session.c — the session table, C_OpenSession, C_CloseSession,
+ *  C_CloseAllSessions, C_GetSessionInfo (PKCS#11 2.40 §5.6).
+ *
+ *  Login state is per token, not per session (token.c); closing the last
+ *  session logs the user out, as §5.6 C_CloseSession requires.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "log.h"
+#include "module.h"
+#include "token.h"
+#include "session.h"
+
+struct _cs_session_t {
+    CK_SESSION_HANDLE handle;
+    CK_FLAGS flags;
+    void *ops [CS_OP_KINDS];
+    cs_op_free_fn *op_free [CS_OP_KINDS];
+};
+
+static struct {
+    cs_session_t **sessions;
+    size_t count;
+    size_t size;
+    CK_SESSION_HANDLE next_handle;
+} s_sessions;
+
+static void
+s_session_destroy (cs_session_t **self_p)
+{
+    cs_session_t *self = *self_p;
+    if (!self)
+        return;
+    for (int kind = 0; kind < CS_OP_KINDS; kind++)
+        cs_session_op_end (self, kind);
+    free (self);
+    *self_p = NULL;
+}
+
+cs_session_t *
+cs_session_lookup (CK_SESSION_HANDLE handle)
+{
+    for (size_t i = 0; i < s_sessions.count; i++)
+        if (s_sessions.sessions [i]->handle == handle)
+            return s_sessions.sessions [i];
+    return NULL;
+}
+
+CK_RV
+cs_session_enter (CK_SESSION_HANDLE handle, cs_session_t **session_p)
+{
+    CK_RV rv = cs_module_check ();
+    if (rv != CKR_OK)
+        return rv;
+    cs_module_lock ();
+    if ((rv = cs_module_check ()) == CKR_OK && !(*session_p = cs_session_lookup (handle)))
+        rv = CKR_SESSION_HANDLE_INVALID;
+    if (rv != CKR_OK)
+        cs_module_unlock ();
+    return rv;
+}
+
+CK_FLAGS
+cs_session_flags (const cs_session_t *self)
+{
+    return self->flags;
+}
+
+void *
+cs_session_op (cs_session_t *self, cs_op_kind_t kind)
+{
+    return self->ops [kind];
+}
+
+CK_RV
+cs_session_op_start (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free_fn *free_fn)
+{
+    if (self->ops [kind])
+        return CKR_OPERATION_ACTIVE;
+    self->ops [kind] = op;
+    self->op_free [kind] = free_fn;
+    return CKR_OK;
+}
+
+void *
+cs_session_op_take (cs_session_t *self, cs_op_kind_t kind)
+{
+    void *op = self->ops [kind];
+    self->ops [kind] = NULL;
+    return op;
+}
+
+void
+cs_session_op_end (cs_session_t *self, cs_op_kind_t kind)
+{
+    void *op = cs_session_op_take (self, kind);
+    if (op && self->op_free [kind])
+        self->op_free [kind] (op);
+}
+
+size_t
+cs_session_count (CK_FLAGS flags)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < s_sessions.count; i++)
+        if ((s_sessions.sessions [i]->flags & flags) == flags)
+            count++;
+    return count;
+}
+
+void
+cs_session_reset_all (void)
+{
+    for (size_t i = 0; i < s_sessions.count; i++)
+        s_session_destroy (&s_sessions.sessions [i]);
+    free (s_sessions.sessions);
+    memset (&s_sessions, 0, sizeof s_sessions);
+}
+
+static CK_RV
+s_session_add (CK_FLAGS flags, CK_SESSION_HANDLE *handle_p)
+{
+    cs_session_t *self;
+    if (s_sessions.count == s_sessions.size) {
+        size_t size = s_sessions.size ? 2 * s_sessions.size : 16;
+        cs_session_t **sessions = realloc (s_sessions.sessions, size * sizeof *sessions);
+        if (!sessions)
+            return CKR_HOST_MEMORY;
+        s_sessions.sessions = sessions;
+        s_sessions.size = size;
+    }
+    if (!(self = calloc (1, sizeof *self)))
+        return CKR_HOST_MEMORY;
+    self->handle = ++s_sessions.next_handle;
+    self->flags = flags;
+    s_sessions.sessions [s_sessions.count++] = self;
+    *handle_p = self->handle;
+    return CKR_OK;
+}
+
+/*  Removes session `handle`; logs out when it was the last one.  */
+static CK_RV
+s_session_remove (CK_SESSION_HANDLE handle)
+{
+    for (size_t i = 0; i < s_sessions.count; i++)
+        if (s_sessions.sessions [i]->handle == handle) {
+            s_session_destroy (&s_sessions.sessions [i]);
+            s_sessions.sessions [i] = s_sessions.sessions [--s_sessions.count];
+            if (s_sessions.count == 0)
+                cs_token_logout ();
+            return CKR_OK;
+        }
+    return CKR_SESSION_HANDLE_INVALID;
+}
+
+CK_RV
+C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
+               CK_NOTIFY notify, CK_SESSION_HANDLE_PTR handle_p)
+{
+    CK_RV rv = cs_module_check ();
+    if (rv != CKR_OK)
+        return rv;
+    return_val_if_fail (handle_p != NULL, CKR_ARGUMENTS_BAD);
+    if (slot != CS_SLOT_ID)
+        return CKR_SLOT_ID_INVALID;
+    if (!(flags & CKF_SERIAL_SESSION))
+        return CKR_SESSION_PARALLEL_NOT_SUPPORTED;
+    cs_module_lock ();
+    if (cs_token_so_logged_in () && !(flags & CKF_RW_SESSION))
+        rv = CKR_SESSION_READ_WRITE_SO_EXISTS;
+    else
+        rv = s_session_add (flags & (CKF_SERIAL_SESSION | CKF_RW_SESSION), handle_p);
+    cs_module_unlock ();
+    return rv;
+}
+
+CK_RV
+C_CloseSession (CK_SESSION_HANDLE handle)
+{
+    CK_RV rv = cs_module_check ();
+    if (rv != CKR_OK)
+        return rv;
+    cs_module_lock ();
+    rv = s_session_remove (handle);
+    cs_module_unlock ();
+    return rv;
+}
+
+CK_RV
+C_CloseAllSessions (CK_SLOT_ID slot)
+{
+    CK_RV rv = cs_module_check ();
+    if (rv != CKR_OK)
+        return rv;
+    if (slot != CS_SLOT_ID)
+        return CKR_SLOT_ID_INVALID;
+    cs_module_lock ();
+    cs_session_reset_all ();
+    cs_token_logout ();
+    cs_module_unlock ();
+    return CKR_OK;
+}
+
+/*  Session state from the token's login state (PKCS#11 2.40 §5.6 table 8).  */
+static CK_STATE
+s_state (const cs_session_t *self)
+{
+    bool rw = self->flags & CKF_RW_SESSION;
+    if (cs_token_so_logged_in ())
+        return CKS_RW_SO_FUNCTIONS;
+    if (cs_token_user_logged_in ())
+        return rw ? CKS_RW_USER_FUNCTIONS : CKS_RO_USER_FUNCTIONS;
+    return rw ? CKS_RW_PUBLIC_SESSION : CKS_RO_PUBLIC_SESSION;
+}
+
+CK_RV
+C_GetSessionInfo (CK_SESSION_HANDLE handle, CK_SESSION_INFO_PTR info)
+{
+    cs_session_t *session;
+    CK_RV rv;
+    return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    memset (info, 0, sizeof *info);
+    info->slotID = CS_SLOT_ID;
+    info->state = s_state (session);
+    info->flags = session->flags;
+    cs_module_unlock ();
+    return CKR_OK;
+}

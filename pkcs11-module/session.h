@@ -1,0 +1,58 @@
+/*  session.h — the session table and per-session operations.
+ *
+ *  A session holds at most one active operation of each kind (find, sign,
+ *  verify, decrypt, encrypt, digest); PKCS#11 2.40 §5.6, §5.7.  Everything
+ *  here runs under the library mutex (module.h), except the entry points.
+ *  Session handles are never reused within the life of the process.
+ */
+#ifndef CS_MODULE_SESSION_H_INCLUDED
+#define CS_MODULE_SESSION_H_INCLUDED
+
+#include <stddef.h>
+#include "cs_p11.h"
+
+typedef enum {
+    CS_OP_FIND, CS_OP_SIGN, CS_OP_VERIFY, CS_OP_DECRYPT, CS_OP_ENCRYPT, CS_OP_DIGEST,
+    CS_OP_KINDS
+} cs_op_kind_t;
+
+/*  Frees one operation object (its kind's own destructor).  */
+typedef void (cs_op_free_fn) (void *op);
+
+typedef struct _cs_session_t cs_session_t;
+
+/*  For entry points: checks C_Initialize, takes the library mutex and looks
+ *  up `handle`.  On CKR_OK returns WITH THE MUTEX HELD and *session_p set;
+ *  otherwise (CKR_CRYPTOKI_NOT_INITIALIZED, CKR_SESSION_HANDLE_INVALID) the
+ *  mutex is not held.  */
+CK_RV cs_session_enter (CK_SESSION_HANDLE handle, cs_session_t **session_p);
+
+/*  Looks up an open session (under the mutex), or NULL.  */
+cs_session_t *cs_session_lookup (CK_SESSION_HANDLE handle);
+
+/*  CKF_RW_SESSION | CKF_SERIAL_SESSION as opened.  */
+CK_FLAGS cs_session_flags (const cs_session_t *self);
+
+/*  The active operation of `kind`, or NULL.  The session keeps ownership.  */
+void *cs_session_op (cs_session_t *self, cs_op_kind_t kind);
+
+/*  Installs `op` (ownership moves to the session, freed with free_fn) as the
+ *  active operation of `kind`.  Returns CKR_OPERATION_ACTIVE, leaving `op`
+ *  with the caller, when one is already active.  */
+CK_RV cs_session_op_start (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free_fn *free_fn);
+
+/*  Detaches the active operation of `kind` and returns it (caller owns it;
+ *  free it with the kind's destructor or install it again), or NULL.  Used
+ *  around network I/O, which happens without the mutex.  */
+void *cs_session_op_take (cs_session_t *self, cs_op_kind_t kind);
+
+/*  Ends (frees) the active operation of `kind`, if any.  */
+void cs_session_op_end (cs_session_t *self, cs_op_kind_t kind);
+
+/*  Number of open sessions; with CKF_RW_SESSION only the read-write ones.  */
+size_t cs_session_count (CK_FLAGS flags);
+
+/*  Closes every session without logging out (C_Finalize, fork).  */
+void cs_session_reset_all (void);
+
+#endif

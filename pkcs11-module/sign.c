@@ -1,0 +1,276 @@
+/*  sign.c — C_SignInit, C_Sign, C_SignUpdate, C_SignFinal, and the shared
+ *  signature state (sign.h).
+ *
+ *  The signature length is known from the key (RSA: k bytes, ECDSA: twice
+ *  the field size), so a length query or a too-small buffer is answered
+ *  locally, before any job is sent: one round trip per signature (DESIGN.md
+ *  §1).  The operation is detached from its session during the round trip,
+ *  so no network I/O happens under the library mutex.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include "cs_wire.h"
+#include "log.h"
+#include "module.h"
+#include "session.h"
+#include "token.h"
+#include "sign.h"
+
+/*  ---- the signature state ------------------------------------------ */
+
+void
+cs_sigop_free (void *op)
+{
+    cs_sigop_t *self = op;
+    if (!self)
+        return;
+    cs_key_unref (&self->key);
+    cs_mech_params_clear (&self->params);
+    EVP_MD_CTX_free (self->md_ctx);
+    if (self->buf)
+        OPENSSL_cleanse (self->buf, self->buf_len);
+    free (self->buf);
+    free (self);
+}
+
+CK_RV
+cs_sigop_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, cs_sigop_t **op_p)
+{
+    CK_RV rv;
+    const cs_mech_t *entry = cs_mech_lookup (mech->mechanism);
+    cs_sigop_t *self = NULL;
+    if (!entry || !(entry->flags & want))
+        return CKR_MECHANISM_INVALID;
+    if (!(self = calloc (1, sizeof *self)))
+        return CKR_HOST_MEMORY;
+    self->key = cs_key_ref (key);
+    self->mech = entry;
+    if ((rv = cs_mech_check (entry, mech, key->key_type, key->modulus_len, &self->params)) != CKR_OK)
+        goto out;
+    if (entry->hash
+    && (!(self->md_ctx = EVP_MD_CTX_new ())
+    ||  !EVP_DigestInit_ex (self->md_ctx, cs_mech_md (entry->hash), NULL)))
+        rv = CKR_HOST_MEMORY;
+out:
+    if (rv == CKR_OK)
+        *op_p = self;
+    else
+        cs_sigop_free (self);
+    return rv;
+}
+
+CK_RV
+cs_sigop_update (cs_sigop_t *self, const uint8_t *data, size_t len)
+{
+    uint8_t *buf;
+    self->updated = true;
+    if (self->md_ctx)
+        return EVP_DigestUpdate (self->md_ctx, data, len) ? CKR_OK : CKR_FUNCTION_FAILED;
+    if (self->buf_len + len > CS_WIRE_MAX_DATA)
+        return CKR_DATA_LEN_RANGE;
+    if (!len)
+        return CKR_OK;
+    if (!(buf = realloc (self->buf, self->buf_len + len)))
+        return CKR_HOST_MEMORY;
+    memcpy (buf + self->buf_len, data, len);
+    self->buf = buf;
+    self->buf_len += len;
+    return CKR_OK;
+}
+
+/*  Checks raw input against the mechanism's limits.  */
+static CK_RV
+s_raw_len_ok (const cs_sigop_t *self, size_t len)
+{
+    switch (self->mech->wire) {
+        case CKM_RSA_PKCS:
+            return len + 11 <= self->key->modulus_len ? CKR_OK : CKR_DATA_LEN_RANGE;
+        case CKM_RSA_PKCS_PSS:
+            return len == (size_t) EVP_MD_get_size (cs_mech_md (self->params.hash))
+                   ? CKR_OK : CKR_DATA_LEN_RANGE;
+        case CKM_ECDSA:
+            return len > 0 && len <= 64 ? CKR_OK : CKR_DATA_LEN_RANGE;
+        default:
+            return CKR_MECHANISM_INVALID;
+    }
+}
+
+CK_RV
+cs_sigop_message (cs_sigop_t *self, const uint8_t *data, size_t len, bool final,
+                  uint8_t *out, size_t *out_len)
+{
+    uint8_t digest [EVP_MAX_MD_SIZE];
+    unsigned int digest_len = 0;
+    CK_RV rv;
+    if (!self->md_ctx) {
+        if (final) {
+            data = self->buf;
+            len = self->buf_len;
+        }
+        if ((rv = s_raw_len_ok (self, len)) != CKR_OK)
+            return rv;
+        if (len)
+            memcpy (out, data, len);
+        *out_len = len;
+        return CKR_OK;
+    }
+    if ((!final && !EVP_DigestUpdate (self->md_ctx, data, len))
+    ||  !EVP_DigestFinal_ex (self->md_ctx, digest, &digest_len))
+        return CKR_FUNCTION_FAILED;
+    if (self->mech->wire == CKM_RSA_PKCS) {
+        *out_len = cs_mech_digest_info (self->mech->hash, digest, digest_len, out, CS_SIGOP_MAX_MESSAGE);
+        return *out_len && *out_len + 11 <= self->key->modulus_len ? CKR_OK : CKR_KEY_SIZE_RANGE;
+    }
+    memcpy (out, digest, digest_len);
+    *out_len = digest_len;
+    return CKR_OK;
+}
+
+/*  ---- the job ------------------------------------------------------- */
+
+/*  Runs one SignJob for `message`; copies the signature into sig (which
+ *  holds `max` bytes).  Without the mutex.  */
+static CK_RV
+s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len,
+            CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p, size_t max)
+{
+    CK_RV rv;
+    Cs__Reply *reply = NULL;
+    Cs__Mechanism mech = CS__MECHANISM__INIT;
+    Cs__SignJob sign = CS__SIGN_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    const Cs__Result *result;
+    mech.type = op->mech->wire;
+    mech.hash = op->params.hash;
+    mech.mgf = op->params.mgf;
+    mech.salt_len = op->params.salt_len;
+    sign.key_id.data = op->key->id;
+    sign.key_id.len = op->key->id_len;
+    sign.mechanism = &mech;
+    sign.data.data = (uint8_t *) message;
+    sign.data.len = len;
+    job.kind_case = CS__JOB__KIND_SIGN;
+    job.sign = &sign;
+    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
+        goto out;
+    result = reply->results [0];
+    if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len == 0 || result->data.len > max) {
+        cs_log_error ("the broker returned a signature of %zu bytes (expected %zu)",
+                      result->kind_case == CS__RESULT__KIND_DATA ? result->data.len : 0, max);
+        rv = CKR_DEVICE_ERROR;
+        goto out;
+    }
+    memcpy (sig, result->data.data, result->data.len);
+    *sig_len_p = result->data.len;
+out:
+    if (rv != CKR_OK && reply)
+        cs_log_debug ("sign job failed: %s", cs_rv_name (rv));
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
+/*  C_Sign (final false) and C_SignFinal (final true).  PKCS#11 2.40 §5.11:
+ *  a length query or CKR_BUFFER_TOO_SMALL keeps the operation; anything else
+ *  ends it.  */
+static CK_RV
+s_sign_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool final,
+               CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
+{
+    uint8_t message [CS_SIGOP_MAX_MESSAGE];
+    size_t message_len = 0, need;
+    cs_session_t *session;
+    cs_sigop_t *op = NULL;
+    CK_RV rv;
+    return_val_if_fail (sig_len_p != NULL && (data || !len), CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (!(op = cs_session_op (session, CS_OP_SIGN))) {
+        cs_module_unlock ();
+        return CKR_OPERATION_NOT_INITIALIZED;
+    }
+    need = cs_key_signature_len (op->key);
+    if (!sig || *sig_len_p < need) {
+        rv = sig ? CKR_BUFFER_TOO_SMALL : CKR_OK;
+        *sig_len_p = need;
+        cs_module_unlock ();
+        return rv;
+    }
+    op = cs_session_op_take (session, CS_OP_SIGN);
+    if (!final && op->updated)
+        rv = CKR_OPERATION_ACTIVE;      /* C_Sign cannot finish a multi-part signature */
+    else
+        rv = cs_sigop_message (op, data, len, final, message, &message_len);
+    cs_module_unlock ();
+    if (rv == CKR_OK)
+        rv = s_sign_job (op, message, message_len, sig, sig_len_p, need);
+    OPENSSL_cleanse (message, sizeof message);
+    cs_sigop_free (op);
+    return rv;
+}
+
+/*  ---- entry points ------------------------------------------------ */
+
+CK_RV
+C_SignInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
+{
+    cs_session_t *session;
+    cs_sigop_t *op = NULL;
+    cs_key_t *key = NULL;
+    CK_OBJECT_CLASS klass = 0;
+    CK_RV rv;
+    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (cs_session_op (session, CS_OP_SIGN))
+        rv = CKR_OPERATION_ACTIVE;
+    else
+    if (!cs_token_user_logged_in ())
+        rv = CKR_USER_NOT_LOGGED_IN;
+    else
+    if (!(key = cs_object_key (key_handle, &klass)))
+        rv = CKR_KEY_HANDLE_INVALID;
+    else
+    if (klass != CKO_PRIVATE_KEY || !key->can_sign)
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    else
+    if ((rv = cs_sigop_new (mech, key, CKF_SIGN, &op)) == CKR_OK
+    &&  (rv = cs_session_op_start (session, CS_OP_SIGN, op, cs_sigop_free)) == CKR_OK)
+        op = NULL;
+    cs_module_unlock ();
+    cs_sigop_free (op);
+    cs_key_unref (&key);
+    return rv;
+}
+
+CK_RV
+C_Sign (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
+        CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
+{
+    return s_sign_finish (handle, data, len, false, sig, sig_len_p);
+}
+
+CK_RV
+C_SignUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
+{
+    cs_session_t *session;
+    cs_sigop_t *op;
+    CK_RV rv;
+    return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (!(op = cs_session_op (session, CS_OP_SIGN)))
+        rv = CKR_OPERATION_NOT_INITIALIZED;
+    else
+    if ((rv = cs_sigop_update (op, data, len)) != CKR_OK)
+        cs_session_op_end (session, CS_OP_SIGN);
+    cs_module_unlock ();
+    return rv;
+}
+
+CK_RV
+C_SignFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
+{
+    return s_sign_finish (handle, NULL, 0, true, sig, sig_len_p);
+}

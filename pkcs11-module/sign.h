@@ -1,0 +1,52 @@
+/*  sign.h — signature operations: C_SignInit/C_Sign/C_SignUpdate/C_SignFinal
+ *  run one SignJob per signature; the operation state (a running hash, or a
+ *  buffer for raw mechanisms) stays in the session.  The same state serves
+ *  the local C_Verify* (local.c), hence the shared cs_sigop_t below.
+ */
+#ifndef CS_MODULE_SIGN_H_INCLUDED
+#define CS_MODULE_SIGN_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/evp.h>
+#include "cs_p11.h"
+#include "mechanism.h"
+#include "object.h"
+
+#define CS_SIGOP_MAX_MESSAGE 1024   /* bytes of the message that gets signed */
+
+typedef struct {
+    cs_key_t *key;              /* reference */
+    const cs_mech_t *mech;      /* application mechanism */
+    cs_mech_params_t params;    /* PSS parameters */
+    EVP_MD_CTX *md_ctx;         /* hash-and-sign mechanisms */
+    uint8_t *buf;               /* raw mechanisms, multi-part input */
+    size_t buf_len;
+    bool updated;               /* an Update call happened */
+} cs_sigop_t;
+
+/*  Starts a signature state for application mechanism `mech` (validated
+ *  here: CKR_MECHANISM_INVALID when it cannot sign (`want` = CKF_SIGN) or
+ *  verify (CKF_VERIFY), CKR_KEY_TYPE_INCONSISTENT, CKR_MECHANISM_PARAM_INVALID)
+ *  with `key` (a new reference is taken).  On CKR_OK *op_p is the new state
+ *  (free with cs_sigop_free); else CKR_HOST_MEMORY or the check's code.  */
+CK_RV cs_sigop_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, cs_sigop_t **op_p);
+
+/*  Feeds one part (multi-part).  CKR_DATA_LEN_RANGE when raw input would
+ *  exceed CS_WIRE_MAX_DATA, CKR_HOST_MEMORY, CKR_FUNCTION_FAILED.  */
+CK_RV cs_sigop_update (cs_sigop_t *self, const uint8_t *data, size_t len);
+
+/*  Produces the message to sign or verify: the DigestInfo (RSA PKCS#1 v1.5
+ *  with hash), the digest (PSS, ECDSA with hash), or the application's raw
+ *  bytes: `data` for single-part (final false), the buffered parts when
+ *  final.  out holds CS_SIGOP_MAX_MESSAGE bytes.  CKR_DATA_LEN_RANGE when raw
+ *  data does not fit the mechanism (RSA PKCS#1: more than k - 11 bytes; raw
+ *  PSS: not hLen bytes; raw ECDSA: 0 or more than 64 bytes).  */
+CK_RV cs_sigop_message (cs_sigop_t *self, const uint8_t *data, size_t len, bool final,
+                        uint8_t *out, size_t *out_len);
+
+/*  Frees a state (cs_op_free_fn).  NULL-safe.  */
+void cs_sigop_free (void *op);
+
+#endif

@@ -1,0 +1,397 @@
+/*  token.c — the slot, the token, its mechanisms, C_Login and C_Logout.
+ *
+ *  One slot, id CS_SLOT_ID (0), always holding one token: the tenant's view
+ *  of the broker.  Token label, model, serial and the boards' mechanisms come
+ *  from one HelloJob, sent on the first call that needs them and cached
+ *  until C_Finalize.  Login is stateless on the broker: C_Login returns a
+ *  ticket that every sign and decrypt job carries (docs/CONTRACTS.md).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include "cs_pin.h"
+#include "log.h"
+#include "mechanism.h"
+#include "module.h"
+#include "object.h"
+#include "session.h"
+#include "token.h"
+
+typedef struct {
+    CK_MECHANISM_TYPE type;
+    CK_ULONG min_bits;
+    CK_ULONG max_bits;
+    CK_FLAGS flags;
+} s_raw_mech_t;
+
+static struct {
+    bool have_hello;
+    char label [33];
+    char manufacturer [33];
+    char model [17];
+    char serial [17];
+    s_raw_mech_t *mechs;        /* the boards' raw mechanisms */
+    size_t n_mechs;
+    CK_ULONG min_pin;
+    CK_ULONG max_pin;
+    bool user;                  /* CKU_USER logged in */
+    bool so;                    /* CKU_SO logged in */
+    uint8_t ticket [CS_WIRE_MAX_TICKET];
+    size_t ticket_len;
+} s_token;
+
+/*  ---- state (under the library mutex) -------------------------------- */
+
+bool
+cs_token_user_logged_in (void)
+{
+    return s_token.user;
+}
+
+bool
+cs_token_so_logged_in (void)
+{
+    return s_token.so;
+}
+
+size_t
+cs_token_ticket_copy (uint8_t *out, size_t max)
+{
+    if (!s_token.user || s_token.ticket_len > max)
+        return 0;
+    memcpy (out, s_token.ticket, s_token.ticket_len);
+    return s_token.ticket_len;
+}
+
+void
+cs_token_logout (void)
+{
+    OPENSSL_cleanse (s_token.ticket, sizeof s_token.ticket);
+    s_token.ticket_len = 0;
+    s_token.user = false;
+    s_token.so = false;
+}
+
+void
+cs_token_reset (void)
+{
+    cs_token_logout ();
+    free (s_token.mechs);
+    memset (&s_token, 0, sizeof s_token);
+}
+
+static void
+s_copy_text (char *out, size_t size, const char *text, const char *fallback)
+{
+    snprintf (out, size, "%s", text && *text ? text : fallback);
+}
+
+/*  Stores a HelloResult (under the mutex).  */
+static CK_RV
+s_store_hello (const Cs__HelloResult *hello)
+{
+    s_raw_mech_t *mechs = calloc (hello->n_mechanisms + 1, sizeof *mechs);
+    if (!mechs)
+        return CKR_HOST_MEMORY;
+    for (size_t i = 0; i < hello->n_mechanisms; i++)
+        mechs [i] = (s_raw_mech_t) { hello->mechanisms [i]->type, hello->mechanisms [i]->min_key_bits,
+                                     hello->mechanisms [i]->max_key_bits, hello->mechanisms [i]->flags };
+    free (s_token.mechs);
+    s_token.mechs = mechs;
+    s_token.n_mechs = hello->n_mechanisms;
+    s_copy_text (s_token.label, sizeof s_token.label, hello->token_label, "cryptoserver");
+    s_copy_text (s_token.manufacturer, sizeof s_token.manufacturer, hello->manufacturer, CS_MANUFACTURER);
+    s_copy_text (s_token.model, sizeof s_token.model, hello->model, "broker");
+    s_copy_text (s_token.serial, sizeof s_token.serial, hello->serial, "0");
+    s_token.min_pin = hello->min_pin_len ? hello->min_pin_len : CS_PIN_MIN_LEN;
+    s_token.max_pin = hello->max_pin_len ? hello->max_pin_len : CS_PIN_MAX_LEN;
+    s_token.have_hello = true;
+    return CKR_OK;
+}
+
+/*  Without the mutex: fetches and caches the HelloResult once.  */
+static CK_RV
+s_hello_ensure (void)
+{
+    CK_RV rv;
+    bool have;
+    Cs__Reply *reply = NULL;
+    Cs__HelloJob hello = CS__HELLO_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    cs_module_lock ();
+    have = s_token.have_hello;
+    cs_module_unlock ();
+    if (have)
+        return CKR_OK;
+    job.kind_case = CS__JOB__KIND_HELLO;
+    job.hello = &hello;
+    rv = cs_module_run_job (&job, false, &reply);
+    if (rv == CKR_OK && reply->results [0]->kind_case != CS__RESULT__KIND_HELLO) {
+        cs_log_error ("the broker answered hello without a hello result");
+        rv = CKR_DEVICE_ERROR;
+    }
+    if (rv == CKR_OK) {
+        cs_module_lock ();
+        rv = s_store_hello (reply->results [0]->hello);
+        cs_module_unlock ();
+    }
+    else
+    if (reply)
+        cs_log_error ("hello failed: %s", cs_rv_name (rv));
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
+static const s_raw_mech_t *
+s_raw_mech (CK_MECHANISM_TYPE type)
+{
+    for (size_t i = 0; i < s_token.n_mechs; i++)
+        if (s_token.mechs [i].type == type)
+            return &s_token.mechs [i];
+    return NULL;
+}
+
+/*  What the module offers for `entry` given the boards' raw mechanisms:
+ *  false when the boards cannot run its job mechanism.  Verify and encrypt
+ *  are local, so they come with sign and decrypt.  */
+static bool
+s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
+{
+    const s_raw_mech_t *raw = NULL;
+    memset (info, 0, sizeof *info);
+    info->flags = entry->flags;
+    if (!entry->wire)
+        return true;    /* local digests */
+    if (!(raw = s_raw_mech (entry->wire)))
+        return false;
+    if (raw->flags & (CKF_SIGN | CKF_DECRYPT)) {
+        if (!(raw->flags & CKF_SIGN))
+            info->flags &= ~(CK_FLAGS) CKF_SIGN;
+        if (!(raw->flags & CKF_DECRYPT))
+            info->flags &= ~(CK_FLAGS) CKF_DECRYPT;
+    }
+    info->ulMinKeySize = raw->min_bits;
+    info->ulMaxKeySize = raw->max_bits;
+    if (entry->key_type == CKK_EC)
+        info->flags |= CKF_EC_F_P | CKF_EC_NAMEDCURVE | CKF_EC_UNCOMPRESS;
+    return true;
+}
+
+/*  ---- entry points -------------------------------------------------- */
+
+CK_RV
+C_GetSlotList (CK_BBOOL token_present, CK_SLOT_ID_PTR slots, CK_ULONG_PTR count_p)
+{
+    CK_RV rv = cs_module_check ();
+    if (rv != CKR_OK)
+        return rv;
+    return_val_if_fail (count_p != NULL, CKR_ARGUMENTS_BAD);
+    if (slots && *count_p < 1)
+        rv = CKR_BUFFER_TOO_SMALL;
+    else
+    if (slots)
+        slots [0] = CS_SLOT_ID;
+    *count_p = 1;
+    return rv;
+}
+
+CK_RV
+C_GetSlotInfo (CK_SLOT_ID slot, CK_SLOT_INFO_PTR info)
+{
+    CK_RV rv = cs_module_check ();
+    if (rv != CKR_OK)
+        return rv;
+    return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
+    if (slot != CS_SLOT_ID)
+        return CKR_SLOT_ID_INVALID;
+    memset (info, 0, sizeof *info);
+    cs_module_pad (info->slotDescription, sizeof info->slotDescription, "cryptoserver broker");
+    cs_module_pad (info->manufacturerID, sizeof info->manufacturerID, CS_MANUFACTURER);
+    info->flags = CKF_TOKEN_PRESENT | CKF_HW_SLOT;
+    info->hardwareVersion.minor = 1;
+    info->firmwareVersion.minor = 1;
+    return CKR_OK;
+}
+
+CK_RV
+C_GetTokenInfo (CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
+{
+    CK_RV rv = cs_module_check ();
+    if (rv != CKR_OK)
+        return rv;
+    return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
+    if (slot != CS_SLOT_ID)
+        return CKR_SLOT_ID_INVALID;
+    if ((rv = s_hello_ensure ()) != CKR_OK)
+        return rv;
+    memset (info, 0, sizeof *info);
+    cs_module_lock ();
+    cs_module_pad (info->label, sizeof info->label, s_token.label);
+    cs_module_pad (info->manufacturerID, sizeof info->manufacturerID, s_token.manufacturer);
+    cs_module_pad (info->model, sizeof info->model, s_token.model);
+    cs_module_pad (info->serialNumber, sizeof info->serialNumber, s_token.serial);
+    info->flags = CKF_TOKEN_INITIALIZED | CKF_LOGIN_REQUIRED | CKF_USER_PIN_INITIALIZED | CKF_RNG;
+    info->ulMaxSessionCount = CK_EFFECTIVELY_INFINITE;
+    info->ulSessionCount = cs_session_count (0);
+    info->ulMaxRwSessionCount = CK_EFFECTIVELY_INFINITE;
+    info->ulRwSessionCount = cs_session_count (CKF_RW_SESSION);
+    info->ulMinPinLen = s_token.min_pin;
+    info->ulMaxPinLen = s_token.max_pin;
+    info->ulTotalPublicMemory = CK_UNAVAILABLE_INFORMATION;
+    info->ulFreePublicMemory = CK_UNAVAILABLE_INFORMATION;
+    info->ulTotalPrivateMemory = CK_UNAVAILABLE_INFORMATION;
+    info->ulFreePrivateMemory = CK_UNAVAILABLE_INFORMATION;
+    info->hardwareVersion.minor = 1;
+    info->firmwareVersion.minor = 1;
+    cs_module_pad (info->utcTime, sizeof info->utcTime, "");
+    cs_module_unlock ();
+    return CKR_OK;
+}
+
+CK_RV
+C_GetMechanismList (CK_SLOT_ID slot, CK_MECHANISM_TYPE_PTR list, CK_ULONG_PTR count_p)
+{
+    size_t n_table, count = 0;
+    const cs_mech_t *table = cs_mech_table (&n_table);
+    CK_MECHANISM_INFO info;
+    CK_RV rv = cs_module_check ();
+    if (rv != CKR_OK)
+        return rv;
+    return_val_if_fail (count_p != NULL, CKR_ARGUMENTS_BAD);
+    if (slot != CS_SLOT_ID)
+        return CKR_SLOT_ID_INVALID;
+    if ((rv = s_hello_ensure ()) != CKR_OK)
+        return rv;
+    cs_module_lock ();
+    for (size_t i = 0; i < n_table; i++)
+        if (s_offer (&table [i], &info)) {
+            if (list && count < *count_p)
+                list [count] = table [i].type;
+            count++;
+        }
+    cs_module_unlock ();
+    if (list && count > *count_p)
+        rv = CKR_BUFFER_TOO_SMALL;
+    *count_p = count;
+    return rv;
+}
+
+CK_RV
+C_GetMechanismInfo (CK_SLOT_ID slot, CK_MECHANISM_TYPE type, CK_MECHANISM_INFO_PTR info)
+{
+    const cs_mech_t *entry = cs_mech_lookup (type);
+    CK_RV rv = cs_module_check ();
+    if (rv != CKR_OK)
+        return rv;
+    return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
+    if (slot != CS_SLOT_ID)
+        return CKR_SLOT_ID_INVALID;
+    if ((rv = s_hello_ensure ()) != CKR_OK)
+        return rv;
+    cs_module_lock ();
+    if (!entry || !s_offer (entry, info))
+        rv = CKR_MECHANISM_INVALID;
+    cs_module_unlock ();
+    return rv;
+}
+
+/*  Under the mutex: may `user_type` log in now?  PKCS#11 2.40 §5.6 C_Login.  */
+static CK_RV
+s_login_allowed (CK_USER_TYPE user_type)
+{
+    bool same = user_type == CKU_USER ? s_token.user : s_token.so;
+    bool other = user_type == CKU_USER ? s_token.so : s_token.user;
+    if (same)
+        return CKR_USER_ALREADY_LOGGED_IN;
+    if (other)
+        return CKR_USER_ANOTHER_ALREADY_LOGGED_IN;
+    if (user_type == CKU_SO && cs_session_count (0) != cs_session_count (CKF_RW_SESSION))
+        return CKR_SESSION_READ_ONLY_EXISTS;
+    return CKR_OK;
+}
+
+/*  Under the mutex: records a successful login and its ticket.  */
+static CK_RV
+s_login_store (CK_USER_TYPE user_type, const Cs__Result *result)
+{
+    if (result->kind_case != CS__RESULT__KIND_LOGIN || !result->login
+    ||  result->login->ticket.len == 0 || result->login->ticket.len > sizeof s_token.ticket) {
+        cs_log_error ("the broker answered login without a usable ticket");
+        return CKR_DEVICE_ERROR;
+    }
+    return cs_token_login_store (user_type, result->login->ticket.data, result->login->ticket.len);
+}
+
+CK_RV
+cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len)
+{
+    if (user_type == CKU_SO) {
+        s_token.so = true;
+        return CKR_OK;
+    }
+    if (len == 0 || len > sizeof s_token.ticket)
+        return CKR_DEVICE_ERROR;
+    memcpy (s_token.ticket, ticket, len);
+    s_token.ticket_len = len;
+    s_token.user = true;
+    cs_object_invalidate ();        /* the key list may differ once logged in */
+    return CKR_OK;
+}
+
+CK_RV
+C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
+{
+    cs_session_t *session;
+    Cs__Reply *reply = NULL;
+    Cs__LoginJob login = CS__LOGIN_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    CK_RV rv;
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (user_type == CKU_CONTEXT_SPECIFIC)
+        rv = CKR_OPERATION_NOT_INITIALIZED;     /* no key needs CKA_ALWAYS_AUTHENTICATE */
+    else
+    if (user_type != CKU_USER && user_type != CKU_SO)
+        rv = CKR_USER_TYPE_INVALID;
+    else
+    if (!pin && pin_len)
+        rv = CKR_ARGUMENTS_BAD;
+    else
+    if (pin_len == 0 || pin_len > CS_PIN_MAX_LEN)
+        rv = CKR_PIN_LEN_RANGE;
+    else
+        rv = s_login_allowed (user_type);
+    cs_module_unlock ();
+    if (rv != CKR_OK)
+        return rv;
+    login.user_type = user_type;
+    login.pin.data = pin;
+    login.pin.len = pin_len;
+    job.kind_case = CS__JOB__KIND_LOGIN;
+    job.login = &login;
+    rv = cs_module_run_job (&job, false, &reply);
+    if (rv == CKR_OK) {
+        cs_module_lock ();
+        rv = s_login_store (user_type, reply->results [0]);
+        cs_module_unlock ();
+    }
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
+CK_RV
+C_Logout (CK_SESSION_HANDLE handle)
+{
+    cs_session_t *session;
+    CK_RV rv = cs_session_enter (handle, &session);
+    if (rv != CKR_OK)
+        return rv;
+    if (!s_token.user && !s_token.so)
+        rv = CKR_USER_NOT_LOGGED_IN;
+    else
+        cs_token_logout ();
+    cs_module_unlock ();
+    return rv;
+}

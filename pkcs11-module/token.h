@@ -1,0 +1,35 @@
+/*  token.h — the one slot (CS_SLOT_ID = 0) and its token: token info and
+ *  mechanisms from the broker's HelloResult (fetched lazily, cached), and the
+ *  login state with its ticket (docs/CONTRACTS.md "Login tickets").  The
+ *  state functions below run under the library mutex.
+ */
+#ifndef CS_MODULE_TOKEN_H_INCLUDED
+#define CS_MODULE_TOKEN_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cs_p11.h"
+
+/*  True while CKU_USER is logged in.  */
+bool cs_token_user_logged_in (void);
+
+/*  True while CKU_SO is logged in.  */
+bool cs_token_so_logged_in (void);
+
+/*  Copies the CKU_USER ticket into out (max bytes).  Returns its length, 0
+ *  when not logged in or when it does not fit.  The caller wipes `out`.  */
+size_t cs_token_ticket_copy (uint8_t *out, size_t max);
+
+/*  Records a successful login of `user_type` (CKU_USER keeps `ticket`, len
+ *  bytes, 1..256, copied; CKU_SO needs none) and marks the key list stale.
+ *  Returns CKR_OK, or CKR_DEVICE_ERROR for an unusable ticket.  */
+CK_RV cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len);
+
+/*  Ends the login state and wipes the ticket (last session closed, logout).  */
+void cs_token_logout (void);
+
+/*  Forgets everything: login state and the cached HelloResult.  */
+void cs_token_reset (void);
+
+#endif

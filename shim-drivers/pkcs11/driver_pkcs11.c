@@ -1,0 +1,644 @@
+/*  driver_pkcs11.c — drives any PKCS#11 library (SoftHSMv2, a vendor HSM) as
+ *  a board: one token of that library, its private keys found by CKA_ID.
+ *
+ *  Config keys (under drivers/<name>): module (path of the .so), token (token
+ *  label), pin-file (board user PIN, relative to the config dir); "threads" is
+ *  the broker's.  Several boards may be tokens of one library in one process,
+ *  so a loaded library is shared per module path with a refcount: C_Initialize
+ *  once, C_Finalize when its last board closes.  Login state is per application
+ *  (PKCS#11 v2.40 §5.6), so one C_Login on the board session serves every
+ *  worker session.  OAEP with other than SHA-1/MGF1-SHA1/no label runs as a raw
+ *  CKM_RSA_X_509 decrypt plus OpenSSL unpadding, since SoftHSM 2.6 supports only
+ *  SHA-1 OAEP natively.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/objects.h>
+#include "cs_util.h"
+#include "cs_wire.h"          /* cs_rv_name */
+#include "drv_util.h"
+
+#define S_PIN_MAX 256
+
+/*  One loaded PKCS#11 library, shared by all boards that name its path.  */
+typedef struct s_module_s {
+    char *path;
+    void *dl;
+    CK_FUNCTION_LIST_PTR fl;
+    int refs;
+    struct s_module_s *next;
+} s_module_t;
+
+static pthread_mutex_t s_modules_lock = PTHREAD_MUTEX_INITIALIZER;
+static s_module_t *s_modules = NULL;
+
+struct cs_board_s {
+    char *name;
+    s_module_t *module;
+    CK_FUNCTION_LIST_PTR fl;
+    CK_SLOT_ID slot;
+    CK_SESSION_HANDLE session;      /* the board session: login, key listing */
+    bool native_oaep;               /* CKM_RSA_PKCS_OAEP with CKF_DECRYPT */
+    bool raw_rsa;                   /* CKM_RSA_X_509 with CKF_DECRYPT */
+    cs_key_info_t *keys;            /* read once at open */
+    size_t n_keys;
+};
+
+struct cs_session_s {
+    cs_board_t *board;
+    CK_SESSION_HANDLE handle;
+    zhashx_t *objects;              /* hex CKA_ID -> CK_OBJECT_HANDLE + 1 */
+};
+
+/*  Loads the library and calls C_Initialize; returns NULL and logs on failure.  */
+static s_module_t *
+s_module_load (const char *path)
+{
+    s_module_t *self = calloc (1, sizeof *self);
+    CK_C_GetFunctionList get_list = NULL;
+    CK_C_INITIALIZE_ARGS args = { .flags = CKF_OS_LOCKING_OK };
+    if (!self || !(self->path = strdup (path)))
+        goto fail;
+    if (!(self->dl = dlopen (path, RTLD_NOW | RTLD_LOCAL))) {
+        zsys_error ("pkcs11: cannot load %s: %s", path, dlerror ());
+        goto fail;
+    }
+    get_list = (CK_C_GetFunctionList) dlsym (self->dl, "C_GetFunctionList");
+    if (!get_list || get_list (&self->fl) != CKR_OK || !self->fl) {
+        zsys_error ("pkcs11: %s: no usable C_GetFunctionList", path);
+        goto fail;
+    }
+    CK_RV rv = self->fl->C_Initialize (&args);
+    if (rv != CKR_OK && rv != CKR_CRYPTOKI_ALREADY_INITIALIZED) {
+        zsys_error ("pkcs11: %s: C_Initialize: %s", path, cs_rv_name (rv));
+        goto fail;
+    }
+    return self;
+fail:
+    if (self && self->dl)
+        dlclose (self->dl);
+    if (self)
+        free (self->path);
+    free (self);
+    return NULL;
+}
+
+/*  Returns the shared instance of the library at path (refcount + 1).  */
+static s_module_t *
+s_module_get (const char *path)
+{
+    pthread_mutex_lock (&s_modules_lock);
+    s_module_t *self = s_modules;
+    while (self && strcmp (self->path, path))
+        self = self->next;
+    if (!self && (self = s_module_load (path))) {
+        self->next = s_modules;
+        s_modules = self;
+    }
+    if (self)
+        self->refs++;
+    pthread_mutex_unlock (&s_modules_lock);
+    return self;
+}
+
+/*  Drops one reference; the last one finalizes and unloads the library.  */
+static void
+s_module_put (s_module_t *self)
+{
+    pthread_mutex_lock (&s_modules_lock);
+    if (--self->refs == 0) {
+        s_module_t **link = &s_modules;
+        while (*link != self)
+            link = &(*link)->next;
+        *link = self->next;
+        self->fl->C_Finalize (NULL);
+        dlclose (self->dl);
+        free (self->path);
+        free (self);
+    }
+    pthread_mutex_unlock (&s_modules_lock);
+}
+
+/*  Finds the slot whose token label (32 bytes, space padded) is `label`.  */
+static int
+s_find_slot (cs_board_t *self, const char *label)
+{
+    CK_ULONG count = 0;
+    CK_SLOT_ID slots [64];
+    CK_RV rv = self->fl->C_GetSlotList (CK_TRUE, NULL, &count);
+    if (rv == CKR_OK) {
+        count = count > 64 ? 64 : count;
+        rv = self->fl->C_GetSlotList (CK_TRUE, slots, &count);
+    }
+    for (CK_ULONG i = 0; rv == CKR_OK && i < count; i++) {
+        CK_TOKEN_INFO info;
+        if (self->fl->C_GetTokenInfo (slots [i], &info) != CKR_OK)
+            continue;
+        size_t len = sizeof info.label;
+        while (len > 0 && info.label [len - 1] == ' ')
+            len--;
+        if (len == strlen (label) && memcmp (info.label, label, len) == 0) {
+            self->slot = slots [i];
+            return 0;
+        }
+    }
+    zsys_error ("pkcs11 %s: no token labelled '%s' (%s)", self->name, label, cs_rv_name (rv));
+    return -1;
+}
+
+/*  Opens the board session and logs in as CKU_USER with the PIN file.  */
+static int
+s_login (cs_board_t *self, const char *pin_path)
+{
+    char *pin = pin_path ? cs_file_read_secret (pin_path, S_PIN_MAX) : NULL;
+    CK_RV rv = self->fl->C_OpenSession (self->slot, CKF_SERIAL_SESSION, NULL, NULL, &self->session);
+    if (rv != CKR_OK) {
+        zsys_error ("pkcs11 %s: C_OpenSession: %s", self->name, cs_rv_name (rv));
+        goto out;
+    }
+    if (!pin) {
+        zsys_error ("pkcs11 %s: pin-file: cannot read %s", self->name, pin_path ? pin_path : "(missing)");
+        rv = CKR_PIN_INCORRECT;
+        goto out;
+    }
+    rv = self->fl->C_Login (self->session, CKU_USER, (CK_UTF8CHAR_PTR) pin, strlen (pin));
+    if (rv == CKR_USER_ALREADY_LOGGED_IN)
+        rv = CKR_OK;
+    if (rv != CKR_OK)
+        zsys_error ("pkcs11 %s: C_Login: %s", self->name, cs_rv_name (rv));
+out:
+    if (pin) {
+        OPENSSL_cleanse (pin, strlen (pin));
+        free (pin);
+    }
+    return rv == CKR_OK ? 0 : -1;
+}
+
+/*  Reads attribute `type` of obj into a malloc'd buffer; NULL when absent.  */
+static unsigned char *
+s_attr_alloc (cs_board_t *self, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE obj,
+              CK_ATTRIBUTE_TYPE type, size_t *len_p)
+{
+    CK_ATTRIBUTE attr = { type, NULL, 0 };
+    if (self->fl->C_GetAttributeValue (session, obj, &attr, 1) != CKR_OK
+    ||  attr.ulValueLen == CK_UNAVAILABLE_INFORMATION)
+        return NULL;
+    unsigned char *value = malloc (attr.ulValueLen + 1);
+    attr.pValue = value;
+    if (!value || self->fl->C_GetAttributeValue (session, obj, &attr, 1) != CKR_OK) {
+        free (value);
+        return NULL;
+    }
+    value [attr.ulValueLen] = 0;        /* so labels are C strings */
+    *len_p = attr.ulValueLen;
+    return value;
+}
+
+/*  Reads a fixed-size attribute; returns false when unavailable.  */
+static bool
+s_attr_get (cs_board_t *self, CK_OBJECT_HANDLE obj, CK_ATTRIBUTE_TYPE type,
+            void *value, CK_ULONG len)
+{
+    CK_ATTRIBUTE attr = { type, value, len };
+    return self->fl->C_GetAttributeValue (self->session, obj, &attr, 1) == CKR_OK;
+}
+
+/*  Finds up to max objects matching a template in `session`.  */
+static CK_ULONG
+s_find (cs_board_t *self, CK_SESSION_HANDLE session, CK_ATTRIBUTE *tmpl, CK_ULONG n,
+        CK_OBJECT_HANDLE *objs, CK_ULONG max)
+{
+    CK_ULONG count = 0;
+    if (self->fl->C_FindObjectsInit (session, tmpl, n) != CKR_OK)
+        return 0;
+    if (self->fl->C_FindObjects (session, objs, max, &count) != CKR_OK)
+        count = 0;
+    self->fl->C_FindObjectsFinal (session);
+    return count;
+}
+
+/*  Field size in bits of a DER-encoded named curve; 0 when unknown.  */
+static CK_ULONG
+s_curve_bits (const unsigned char *der, size_t len)
+{
+    const unsigned char *p = der;
+    ASN1_OBJECT *oid = d2i_ASN1_OBJECT (NULL, &p, (long) len);
+    EC_GROUP *group = oid ? EC_GROUP_new_by_curve_name (OBJ_obj2nid (oid)) : NULL;
+    CK_ULONG bits = group ? (CK_ULONG) EC_GROUP_get_degree (group) : 0;
+    EC_GROUP_free (group);
+    ASN1_OBJECT_free (oid);
+    return bits;
+}
+
+/*  Reads CKA_EC_POINT from the public key object with the same CKA_ID.  */
+static int
+s_ec_public (cs_board_t *self, cs_key_info_t *key)
+{
+    CK_OBJECT_CLASS cls = CKO_PUBLIC_KEY;
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &cls, sizeof cls }, { CKA_ID, key->id, key->id_len }
+    };
+    CK_OBJECT_HANDLE pub;
+    if (s_find (self, self->session, tmpl, 2, &pub, 1) != 1)
+        return -1;
+    key->ec_point = s_attr_alloc (self, self->session, pub, CKA_EC_POINT, &key->ec_point_len);
+    return key->ec_point ? 0 : -1;
+}
+
+/*  Fills key from private key object obj; returns -1 to skip the key.  */
+static int
+s_key_read (cs_board_t *self, CK_OBJECT_HANDLE obj, cs_key_info_t *key)
+{
+    size_t id_len = 0;
+    CK_BBOOL sign = CK_FALSE, decrypt = CK_FALSE;
+    unsigned char *id = s_attr_alloc (self, self->session, obj, CKA_ID, &id_len);
+    if (!id || id_len == 0 || id_len > CS_KEY_ID_MAX) {
+        free (id);
+        return -1;
+    }
+    memcpy (key->id, id, id_len);
+    key->id_len = id_len;
+    free (id);
+    size_t label_len;
+    key->label = (char *) s_attr_alloc (self, self->session, obj, CKA_LABEL, &label_len);
+    s_attr_get (self, obj, CKA_SIGN, &sign, sizeof sign);
+    s_attr_get (self, obj, CKA_DECRYPT, &decrypt, sizeof decrypt);
+    key->can_sign = sign == CK_TRUE;
+    key->can_decrypt = decrypt == CK_TRUE;
+    if (!s_attr_get (self, obj, CKA_KEY_TYPE, &key->key_type, sizeof key->key_type))
+        return -1;
+    if (key->key_type == CKK_RSA) {
+        key->modulus = s_attr_alloc (self, self->session, obj, CKA_MODULUS, &key->modulus_len);
+        key->public_exponent = s_attr_alloc (self, self->session, obj, CKA_PUBLIC_EXPONENT,
+                                             &key->public_exponent_len);
+        key->bits = key->modulus_len * 8;
+        return key->modulus && key->public_exponent ? 0 : -1;
+    }
+    if (key->key_type == CKK_EC) {
+        key->ec_params = s_attr_alloc (self, self->session, obj, CKA_EC_PARAMS, &key->ec_params_len);
+        key->bits = key->ec_params ? s_curve_bits (key->ec_params, key->ec_params_len) : 0;
+        if (key->bits && s_ec_public (self, key) == 0)
+            return 0;
+        zsys_warning ("pkcs11 %s: EC key '%s' has no public key with its CKA_ID (or an "
+                      "unknown curve); skipped", self->name, key->label ? key->label : "");
+    }
+    return -1;
+}
+
+/*  Lists every CKO_PRIVATE_KEY with a CKA_ID into self->keys.  */
+static int
+s_read_keys (cs_board_t *self)
+{
+    CK_OBJECT_CLASS cls = CKO_PRIVATE_KEY;
+    CK_ATTRIBUTE tmpl [] = { { CKA_CLASS, &cls, sizeof cls } };
+    CK_OBJECT_HANDLE objs [1024];
+    CK_ULONG count = s_find (self, self->session, tmpl, 1, objs, 1024);
+    self->keys = calloc (count ? count : 1, sizeof (cs_key_info_t));
+    if (!self->keys)
+        return -1;
+    for (CK_ULONG i = 0; i < count; i++) {
+        cs_key_info_t *key = &self->keys [self->n_keys];
+        if (s_key_read (self, objs [i], key) == 0)
+            self->n_keys++;
+        else {
+            free (key->label); free (key->modulus); free (key->public_exponent);
+            free (key->ec_params); free (key->ec_point);
+            memset (key, 0, sizeof *key);
+        }
+    }
+    return 0;
+}
+
+/*  Notes which RSA decrypt paths the slot offers, for OAEP routing.  */
+static void
+s_probe_mechanisms (cs_board_t *self)
+{
+    CK_MECHANISM_INFO info;
+    self->native_oaep = self->fl->C_GetMechanismInfo (self->slot, CKM_RSA_PKCS_OAEP, &info) == CKR_OK
+                     && (info.flags & CKF_DECRYPT);
+    self->raw_rsa = self->fl->C_GetMechanismInfo (self->slot, CKM_RSA_X_509, &info) == CKR_OK
+                 && (info.flags & CKF_DECRYPT);
+}
+
+static void s_board_close (cs_board_t **board_p);
+
+static int
+s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_board_t **board_p)
+{
+    const char *module = drv_config_get (config, "module", NULL);
+    const char *token = drv_config_get (config, "token", NULL);
+    char *pin_path = cs_path_resolve (base_dir, drv_config_get (config, "pin-file", NULL));
+    cs_board_t *self = calloc (1, sizeof *self);
+    int rc = -1;
+    if (!self || !(self->name = strdup (name)))
+        goto out;
+    self->session = CK_INVALID_HANDLE;
+    if (!module || !token) {
+        zsys_error ("pkcs11 %s: 'module' and 'token' are required", name);
+        goto out;
+    }
+    if (!(self->module = s_module_get (module)))
+        goto out;
+    self->fl = self->module->fl;
+    if (s_find_slot (self, token) || s_login (self, pin_path) || s_read_keys (self))
+        goto out;
+    s_probe_mechanisms (self);
+    zsys_info ("pkcs11 %s: token '%s' of %s: %zu keys", name, token, module, self->n_keys);
+    *board_p = self;
+    self = NULL;
+    rc = 0;
+out:
+    free (pin_path);
+    s_board_close (&self);
+    return rc;
+}
+
+static void
+s_board_close (cs_board_t **board_p)
+{
+    cs_board_t *self = board_p ? *board_p : NULL;
+    if (!self)
+        return;
+    if (self->session != CK_INVALID_HANDLE)
+        self->fl->C_CloseSession (self->session);
+    if (self->module)
+        s_module_put (self->module);
+    cs_key_info_free_array (self->keys, self->n_keys);
+    free (self->name);
+    free (self);
+    *board_p = NULL;
+}
+
+/*  Adds one mechanism of the broker's raw set if the slot has it.  */
+static void
+s_mech_add (cs_board_t *self, CK_MECHANISM_TYPE type, CK_MECHANISM_TYPE probe,
+            cs_mech_info_t *mechs, size_t *count)
+{
+    CK_MECHANISM_INFO info;
+    if (self->fl->C_GetMechanismInfo (self->slot, probe, &info) != CKR_OK)
+        return;
+    mechs [*count] = (cs_mech_info_t) { type, info.ulMinKeySize, info.ulMaxKeySize,
+                                        info.flags & (CKF_SIGN | CKF_DECRYPT | CKF_HW) };
+    if (type == CKM_RSA_PKCS_OAEP)
+        mechs [*count].flags &= ~CKF_SIGN;
+    if (mechs [*count].flags & (CKF_SIGN | CKF_DECRYPT))
+        (*count)++;
+}
+
+static int
+s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
+{
+    cs_mech_info_t *mechs = calloc (5, sizeof *mechs);
+    size_t count = 0;
+    if (!mechs)
+        return -1;
+    s_mech_add (self, CKM_RSA_PKCS, CKM_RSA_PKCS, mechs, &count);
+    s_mech_add (self, CKM_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS, mechs, &count);
+    s_mech_add (self, CKM_RSA_X_509, CKM_RSA_X_509, mechs, &count);
+    s_mech_add (self, CKM_ECDSA, CKM_ECDSA, mechs, &count);
+    if (self->native_oaep || self->raw_rsa)
+        s_mech_add (self, CKM_RSA_PKCS_OAEP,
+                    self->native_oaep ? CKM_RSA_PKCS_OAEP : CKM_RSA_X_509, mechs, &count);
+    *mechs_p = mechs;
+    *count_p = count;
+    return 0;
+}
+
+/*  Deep-copies one key description; returns -1 when out of memory.  */
+static int
+s_key_copy (cs_key_info_t *to, const cs_key_info_t *from)
+{
+    *to = *from;
+    to->label = from->label ? strdup (from->label) : NULL;
+    to->modulus = from->modulus ? OPENSSL_memdup (from->modulus, from->modulus_len) : NULL;
+    to->public_exponent = from->public_exponent
+        ? OPENSSL_memdup (from->public_exponent, from->public_exponent_len) : NULL;
+    to->ec_params = from->ec_params ? OPENSSL_memdup (from->ec_params, from->ec_params_len) : NULL;
+    to->ec_point = from->ec_point ? OPENSSL_memdup (from->ec_point, from->ec_point_len) : NULL;
+    return (from->label && !to->label) || (from->modulus && !to->modulus) ? -1 : 0;
+}
+
+static int
+s_board_keys (cs_board_t *self, cs_key_info_t **keys_p, size_t *count_p)
+{
+    cs_key_info_t *keys = calloc (self->n_keys ? self->n_keys : 1, sizeof *keys);
+    if (!keys)
+        return -1;
+    for (size_t i = 0; i < self->n_keys; i++)
+        if (s_key_copy (&keys [i], &self->keys [i])) {
+            cs_key_info_free_array (keys, i + 1);
+            return -1;
+        }
+    *keys_p = keys;
+    *count_p = self->n_keys;
+    return 0;
+}
+
+static cs_session_t *
+s_session_open (cs_board_t *board)
+{
+    cs_session_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->board = board;
+    self->objects = zhashx_new ();
+    CK_RV rv = board->fl->C_OpenSession (board->slot, CKF_SERIAL_SESSION, NULL, NULL, &self->handle);
+    if (rv != CKR_OK || !self->objects) {
+        zsys_error ("pkcs11 %s: worker C_OpenSession: %s", board->name, cs_rv_name (rv));
+        zhashx_destroy (&self->objects);
+        free (self);
+        return NULL;
+    }
+    return self;
+}
+
+static void
+s_session_close (cs_session_t **session_p)
+{
+    cs_session_t *self = session_p ? *session_p : NULL;
+    if (!self)
+        return;
+    self->board->fl->C_CloseSession (self->handle);
+    zhashx_destroy (&self->objects);
+    free (self);
+    *session_p = NULL;
+}
+
+/*  Looks up the board's key description for key_id; NULL when absent.  */
+static const cs_key_info_t *
+s_key_info (cs_board_t *board, const unsigned char *key_id, size_t key_id_len)
+{
+    for (size_t i = 0; i < board->n_keys; i++)
+        if (board->keys [i].id_len == key_id_len && !memcmp (board->keys [i].id, key_id, key_id_len))
+            return &board->keys [i];
+    return NULL;
+}
+
+/*  Returns the private key handle for key_id in this session (cached), or
+ *  CK_INVALID_HANDLE.  `fresh` drops the cached handle first.  */
+static CK_OBJECT_HANDLE
+s_object (cs_session_t *self, const unsigned char *key_id, size_t key_id_len, bool fresh)
+{
+    char hex [2 * CS_KEY_ID_MAX + 1];
+    cs_hex_encode (key_id, key_id_len, hex);
+    if (fresh)
+        zhashx_delete (self->objects, hex);
+    uintptr_t cached = (uintptr_t) zhashx_lookup (self->objects, hex);
+    if (cached)
+        return (CK_OBJECT_HANDLE) (cached - 1);
+    CK_OBJECT_CLASS cls = CKO_PRIVATE_KEY;
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &cls, sizeof cls }, { CKA_ID, (void *) key_id, key_id_len }
+    };
+    CK_OBJECT_HANDLE obj;
+    if (s_find (self->board, self->handle, tmpl, 2, &obj, 1) != 1)
+        return CK_INVALID_HANDLE;
+    zhashx_insert (self->objects, hex, (void *) (uintptr_t) (obj + 1));
+    return obj;
+}
+
+/*  Runs C_XxxInit + C_Xxx once; `sign` picks C_Sign over C_Decrypt.  */
+static CK_RV
+s_run (cs_session_t *self, CK_OBJECT_HANDLE obj, CK_MECHANISM *mech, bool sign,
+       const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
+{
+    CK_FUNCTION_LIST_PTR fl = self->board->fl;
+    CK_ULONG len = *out_len;
+    CK_RV rv = sign ? fl->C_SignInit (self->handle, mech, obj)
+                    : fl->C_DecryptInit (self->handle, mech, obj);
+    if (rv != CKR_OK)
+        return rv;
+    rv = sign ? fl->C_Sign (self->handle, (CK_BYTE_PTR) in, in_len, out, &len)
+              : fl->C_Decrypt (self->handle, (CK_BYTE_PTR) in, in_len, out, &len);
+    if (rv == CKR_BUFFER_TOO_SMALL) {       /* the operation stays active: end it */
+        unsigned char scratch [2048];
+        CK_ULONG big = sizeof scratch;
+        if (sign) fl->C_Sign (self->handle, (CK_BYTE_PTR) in, in_len, scratch, &big);
+        else fl->C_Decrypt (self->handle, (CK_BYTE_PTR) in, in_len, scratch, &big);
+        OPENSSL_cleanse (scratch, sizeof scratch);
+    }
+    if (rv == CKR_OK)
+        *out_len = len;
+    return rv;
+}
+
+/*  Runs one operation on key_id, re-finding the key once if its cached
+ *  handle went stale (a token re-imported the key).  */
+static CK_RV
+s_run_key (cs_session_t *self, const unsigned char *key_id, size_t key_id_len,
+           CK_MECHANISM *mech, bool sign, const unsigned char *in, size_t in_len,
+           unsigned char *out, size_t *out_len)
+{
+    CK_RV rv = CKR_KEY_HANDLE_INVALID;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        CK_OBJECT_HANDLE obj = s_object (self, key_id, key_id_len, attempt > 0);
+        if (obj == CK_INVALID_HANDLE)
+            return CKR_KEY_HANDLE_INVALID;
+        rv = s_run (self, obj, mech, sign, in, in_len, out, out_len);
+        if (rv != CKR_OBJECT_HANDLE_INVALID && rv != CKR_KEY_HANDLE_INVALID)
+            break;
+    }
+    return rv;
+}
+
+static CK_RV
+s_sign (cs_session_t *self, const unsigned char *key_id, size_t key_id_len,
+        const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+        unsigned char *out, size_t *out_len)
+{
+    CK_RSA_PKCS_PSS_PARAMS pss = { mech->hash, mech->mgf, mech->salt_len };
+    CK_MECHANISM m = { mech->type, NULL, 0 };
+    if (mech->type == CKM_RSA_PKCS_PSS) {
+        m.pParameter = &pss;
+        m.ulParameterLen = sizeof pss;
+    }
+    else
+    if (mech->type != CKM_RSA_PKCS && mech->type != CKM_ECDSA && mech->type != CKM_RSA_X_509)
+        return CKR_MECHANISM_INVALID;
+    return s_run_key (self, key_id, key_id_len, &m, true, in, in_len, out, out_len);
+}
+
+/*  OAEP that the board cannot do natively: raw RSA on the board, then
+ *  OpenSSL removes the padding.  The raw block is left-padded to k bytes.  */
+static CK_RV
+s_decrypt_oaep_raw (cs_session_t *self, const unsigned char *key_id, size_t key_id_len,
+                    const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+                    unsigned char *out, size_t *out_len)
+{
+    const cs_key_info_t *key = s_key_info (self->board, key_id, key_id_len);
+    if (!key)
+        return CKR_KEY_HANDLE_INVALID;
+    if (key->key_type != CKK_RSA)
+        return CKR_KEY_TYPE_INCONSISTENT;
+    size_t k = key->modulus_len;
+    if (in_len != k || k > 1024)
+        return CKR_ENCRYPTED_DATA_LEN_RANGE;
+    unsigned char raw [1024], em [1024];
+    size_t raw_len = sizeof raw;
+    CK_MECHANISM m = { CKM_RSA_X_509, NULL, 0 };
+    CK_RV rv = s_run_key (self, key_id, key_id_len, &m, false, in, in_len, raw, &raw_len);
+    if (rv == CKR_OK && raw_len > k)
+        rv = CKR_ENCRYPTED_DATA_INVALID;
+    if (rv == CKR_OK) {
+        memset (em, 0, k - raw_len);
+        memcpy (em + k - raw_len, raw, raw_len);
+        rv = drv_oaep_unpad (em, k, mech, out, out_len);
+    }
+    OPENSSL_cleanse (raw, sizeof raw);
+    OPENSSL_cleanse (em, sizeof em);
+    return rv;
+}
+
+static CK_RV
+s_decrypt (cs_session_t *self, const unsigned char *key_id, size_t key_id_len,
+           const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+           unsigned char *out, size_t *out_len)
+{
+    CK_MECHANISM m = { mech->type, NULL, 0 };
+    if (mech->type == CKM_RSA_PKCS)
+        return s_run_key (self, key_id, key_id_len, &m, false, in, in_len, out, out_len);
+    if (mech->type != CKM_RSA_PKCS_OAEP)
+        return CKR_MECHANISM_INVALID;
+    if (!drv_md_from_ckm (mech->hash) || !drv_md_from_mgf (mech->mgf))
+        return CKR_MECHANISM_PARAM_INVALID;
+    bool sha1_plain = mech->hash == CKM_SHA_1 && mech->mgf == CKG_MGF1_SHA1 && mech->label_len == 0;
+    if (sha1_plain && self->board->native_oaep) {
+        CK_RSA_PKCS_OAEP_PARAMS oaep = { CKM_SHA_1, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0 };
+        m.pParameter = &oaep;
+        m.ulParameterLen = sizeof oaep;
+        return s_run_key (self, key_id, key_id_len, &m, false, in, in_len, out, out_len);
+    }
+    if (!self->board->raw_rsa)
+        return CKR_MECHANISM_PARAM_INVALID;
+    return s_decrypt_oaep_raw (self, key_id, key_id_len, mech, in, in_len, out, out_len);
+}
+
+static const cs_driver_dispatch_t s_dispatch [] = {
+    { CS_DRV_BOARD_OPEN, (cs_driver_fn_t) s_board_open },
+    { CS_DRV_BOARD_CLOSE, (cs_driver_fn_t) s_board_close },
+    { CS_DRV_BOARD_MECHANISMS, (cs_driver_fn_t) s_board_mechanisms },
+    { CS_DRV_BOARD_KEYS, (cs_driver_fn_t) s_board_keys },
+    { CS_DRV_SESSION_OPEN, (cs_driver_fn_t) s_session_open },
+    { CS_DRV_SESSION_CLOSE, (cs_driver_fn_t) s_session_close },
+    { CS_DRV_SIGN, (cs_driver_fn_t) s_sign },
+    { CS_DRV_DECRYPT, (cs_driver_fn_t) s_decrypt },
+    { 0, NULL }
+};
+
+static const cs_driver_t s_driver = {
+    CS_DRIVER_ABI_VERSION, "pkcs11",
+    "PKCS#11 library token (SoftHSMv2 or a vendor HSM)",
+    s_dispatch
+};
+
+/*  The driver's one exported symbol (cs_driver.h).  */
+const cs_driver_t *cs_driver_entry (void);
+
+const cs_driver_t *
+cs_driver_entry (void)
+{
+    return &s_driver;
+}

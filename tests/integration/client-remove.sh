@@ -1,0 +1,38 @@
+#!/bin/bash
+# client-remove.sh — `cryptoserver-admin client remove` cuts off a client
+# that is connected and signing: its requests fail within a few seconds
+# (the broker re-reads clients.d every 2 s), and a new process with that key
+# is refused too.
+. "$(dirname "$0")/lib.sh"
+
+cs_setup
+cs_start
+"$CS_ADMIN" config set "$CRYPTOSERVER_CONF" client/timeout-ms 3000
+cp -a "$WORK/clients/demo" "$WORK/demo-copy"
+
+"$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" --pin "$CRYPTOSERVER_PIN" \
+    --key rsa2048 --seconds 60 --progress --stop-on-error > "$WORK/bench.out" 2> "$WORK/bench.err" &
+bench=$!
+signing () { grep -sEq 'progress: [1-9][0-9]* signatures' "$WORK/bench.err"; }
+if ! cs_wait_until 20 signing; then
+    kill "$bench" 2>/dev/null || true
+    cat "$WORK/bench.out" "$WORK/bench.err"; cs_fail "the client never started signing"
+fi
+cs_log "client connected and signing"
+
+"$CS_ADMIN" client remove demo --dir "$WORK"
+removed=$(date +%s)
+gone () { ! kill -0 "$bench" 2>/dev/null; }
+if ! cs_wait_until 15 gone; then
+    kill "$bench" 2>/dev/null || true; wait "$bench" 2>/dev/null || true
+    cat "$WORK/bench.err"; cs_fail "the removed client still signs 15 s after 'client remove'"
+fi
+set +e; wait "$bench"; rc=$?; set -e
+elapsed=$(( $(date +%s) - removed ))
+cat "$WORK/bench.out"; grep -v '^progress' "$WORK/bench.err" || true
+[ "$rc" != 0 ] || cs_fail "the bench ended without failures"
+cs_log "the connected client was cut off ${elapsed}s after 'client remove'"
+
+CRYPTOSERVER_CONF=$WORK/demo-copy/client.conf cs_run_bounded 30 "$WORK/again.txt" \
+    $P11 --login --pin "$CRYPTOSERVER_PIN" -O && { cat "$WORK/again.txt"; cs_fail "a new process with the removed key logged in"; }
+cs_log "a new process with the removed key is refused"

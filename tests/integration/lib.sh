@@ -1,0 +1,125 @@
+# lib.sh — shared helpers of the integration tests (sourced, bash).
+#
+# Each test makes its own demo deployment under the build tree
+# (tests/integration/work/NAME, by tools/demo-deploy.sh), starts its own broker
+# on tcp://127.0.0.1:* (the bound endpoint comes back through endpoint-file),
+# and stops it on exit.  No fixed sleeps: every wait polls with a bound.
+#
+# make check exports top_srcdir and top_builddir (Makefile.am,
+# AM_TESTS_ENVIRONMENT); run by hand, they default to the source tree.
+#
+# Exit statuses follow automake: 0 pass, 1 fail, 77 skip, 99 hard error.
+
+set -eu
+
+CS_TEST_NAME=$(basename "$0" .sh)
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir}
+export CS_BUILD_DIR=$top_builddir
+CS_DEPLOY=$top_srcdir/tools/demo-deploy.sh
+CS_ADMIN=$top_builddir/tools/cryptoserver-admin
+CS_BENCH=$top_builddir/tools/cryptoserver-bench
+WORK=$top_builddir/tests/integration/work/$CS_TEST_NAME
+
+# cs_log MESSAGE: a line in the test's log.
+cs_log () { echo "[$CS_TEST_NAME] $*"; }
+
+# cs_fail MESSAGE: fails the test (the EXIT trap stops the broker).
+cs_fail () {
+    echo "[$CS_TEST_NAME] FAIL: $*" >&2
+    exit 1
+}
+
+# cs_skip MESSAGE: skips the test.
+cs_skip () {
+    echo "[$CS_TEST_NAME] SKIP: $*"
+    exit 77
+}
+
+# cs_require PROGRAM...: skips when a needed program is not installed.
+cs_require () {
+    local program
+    for program in "$@"; do
+        command -v "$program" >/dev/null 2>&1 || cs_skip "$program not installed"
+    done
+}
+
+# cs_cleanup: the EXIT trap; stops the broker and shows its log on failure.
+cs_cleanup () {
+    local rc=$?
+    set +e
+    if [ -f "$WORK/broker.pid" ]; then
+        "$CS_DEPLOY" --stop "$WORK" >/dev/null 2>&1
+    fi
+    if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -f "$WORK/broker.log" ]; then
+        echo "---- $WORK/broker.log (last 40 lines) ----"
+        tail -n 40 "$WORK/broker.log"
+    fi
+    exit "$rc"
+}
+
+# cs_setup: a fresh deployment in $WORK with the built binaries; sources its
+# env.sh.  Needs the module, broker and drivers built (make check builds them).
+cs_setup () {
+    cs_require pkcs11-tool softhsm2-util openssl
+    local need
+    for need in "$top_builddir/tools/cryptoserver-admin" "$top_builddir/broker/cryptoserver-broker" \
+                "$top_builddir/pkcs11-module/.libs/cryptoserver-pkcs11.so" \
+                "$top_builddir/shim-drivers/.libs/pkcs11.so"; do
+        [ -e "$need" ] || cs_fail "$need is not built"
+    done
+    trap cs_cleanup EXIT
+    rm -rf "$WORK"
+    mkdir -p "$WORK"
+    "$CS_DEPLOY" "$WORK" --endpoint 'tcp://127.0.0.1:*' || cs_fail "demo-deploy.sh failed"
+    # shellcheck disable=SC1091
+    . "$WORK/env.sh"
+    P11="pkcs11-tool --module $CRYPTOSERVER_MODULE --token-label $CRYPTOSERVER_TOKEN"
+    KEYS=$WORK/keys
+}
+
+# cs_start: starts the broker (bounded wait until it listens) and points the
+# client configs at its endpoint.
+cs_start () {
+    CS_START_TIMEOUT=${CS_START_TIMEOUT:-30} "$CS_DEPLOY" --start "$WORK" \
+        || cs_fail "the broker did not start"
+    CRYPTOSERVER_BROKER_PID=$(cat "$WORK/broker.pid")
+    BROKER_ENDPOINT=$(cat "$WORK/broker.endpoint")
+}
+
+# cs_stop: stops the broker (SIGTERM, bounded wait).
+cs_stop () {
+    "$CS_DEPLOY" --stop "$WORK" || cs_fail "could not stop the broker"
+}
+
+# cs_broker_alive: true while the broker process runs.
+cs_broker_alive () {
+    kill -0 "$CRYPTOSERVER_BROKER_PID" 2>/dev/null \
+        && ! grep -q '^State:.*Z' "/proc/$CRYPTOSERVER_BROKER_PID/status" 2>/dev/null
+}
+
+# cs_wait_until SECONDS COMMAND...: polls COMMAND every 0.1 s until it
+# succeeds; returns 1 when SECONDS pass first.
+cs_wait_until () {
+    local limit=$(( $1 * 10 )) waited=0
+    shift
+    until "$@"; do
+        [ $waited -lt $limit ] || return 1
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+}
+
+# cs_board_jobs BOARD: N of the last "stats board=BOARD jobs=N" line of the
+# broker log (empty when there is none).
+cs_board_jobs () {
+    sed -n "s/.*stats board=$1 jobs=\([0-9][0-9]*\).*/\1/p" "$WORK/broker.log" | tail -n 1
+}
+
+# cs_run_bounded SECONDS OUTFILE COMMAND...: runs COMMAND with a time limit,
+# output to OUTFILE; returns its status (124 when it ran out of time).
+cs_run_bounded () {
+    local seconds=$1 out=$2
+    shift 2
+    timeout --kill-after=5 "$seconds" "$@" >"$out" 2>&1
+}

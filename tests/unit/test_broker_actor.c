@@ -1,0 +1,276 @@
+/*  test_broker_actor.c — the whole broker in-process (server.h: boards,
+ *  zauth, frontend actor, workers) on tcp://127.0.0.1:* with two sim boards
+ *  holding the same RSA key, CURVE on, and a DEALER client.  Needs
+ *  CRYPTOSERVER_DRIVER_DIR (set by make check) to find sim.so.
+ */
+#include "test_broker_helpers.h"
+#include "broker_config.h"
+#include "server.h"
+
+static char *s_dir;
+static EVP_PKEY *s_key;
+static broker_config_t *s_config;
+static server_t *s_server;
+static zsock_t *s_client;
+static const uint8_t s_key_id [] = { 0x01 };
+
+static void
+s_setup (void)
+{
+    s_dir = th_tmpdir ();
+    s_key = th_key_pem (s_dir, "key.pem", 2048);
+    th_certs (s_dir, "alice", "demo");
+    char *head = th_conf_head (true), *conf = NULL;
+    ck_assert_int_ge (asprintf (&conf, "%s"
+        "drivers\n"
+        "    sim0\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
+        "        latency-ms = 4\n        threads = 2\n"
+        "    sim1\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
+        "        latency-ms = 4\n        threads = 2\n", head), 0);
+    th_write (s_dir, "broker.conf", conf);
+    free (head);
+    free (conf);
+    char path [4096], *error = NULL;
+    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
+    s_config = broker_config_load (path, &error);
+    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
+    s_server = server_new (s_config, false);
+    ck_assert_ptr_nonnull (s_server);
+    ck_assert (strncmp (server_endpoint (s_server), "tcp://127.0.0.1:", 16) == 0);
+    s_client = th_dealer (s_dir, "alice", server_endpoint (s_server));
+}
+
+static void
+s_teardown (void)
+{
+    zsock_destroy (&s_client);
+    server_destroy (&s_server);
+    broker_config_destroy (&s_config);
+    EVP_PKEY_free (s_key);
+    char command [4200];
+    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
+    ck_assert_int_eq (system (command), 0);
+    free (s_dir);
+}
+
+START_TEST (test_batch_of_50_signs)
+{
+    size_t ticket_len = 0;
+    uint64_t rv = 0;
+    uint8_t *ticket = th_login (s_client, "1234", &ticket_len, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    enum { N = 50 };
+    static uint8_t di [N][51];
+    Cs__Request *req = th_request (N, 42);
+    req->ticket = (ProtobufCBinaryData) { ticket_len, ticket };
+    for (size_t i = 0; i < N; i++) {
+        char msg [32];
+        snprintf (msg, sizeof msg, "message %zu", i);
+        th_digest_info (msg, di [i]);
+        th_job_crypto (req->jobs [i], true, s_key_id, 1, CKM_RSA_PKCS, di [i], 51);
+    }
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->rv, CKR_OK);
+    ck_assert_uint_eq (reply->n_results, N);
+    for (size_t i = 0; i < N; i++) {
+        Cs__Result *result = reply->results [i];
+        ck_assert_uint_eq (result->rv, CKR_OK);
+        ck_assert_int_eq (result->kind_case, CS__RESULT__KIND_DATA);
+        ck_assert_uint_eq (result->data.len, 256);
+        ck_assert_msg (th_verify_rsa_pkcs1 (s_key, di [i], 51, result->data.data, result->data.len),
+                       "signature %zu does not verify (results out of order?)", i);
+    }
+    /*  Answered once: nothing else is waiting on the socket.  */
+    ck_assert_int_eq (zsock_events (s_client) & ZMQ_POLLIN, 0);
+    uint64_t errors0 = 1, errors1 = 1;
+    uint64_t jobs0 = th_board_jobs (server_frontend (s_server), "sim0", &errors0);
+    uint64_t jobs1 = th_board_jobs (server_frontend (s_server), "sim1", &errors1);
+    ck_assert_uint_gt (jobs0, 0);
+    ck_assert_uint_gt (jobs1, 0);
+    ck_assert_uint_eq (jobs0 + jobs1, N);
+    ck_assert_uint_eq (errors0 + errors1, 0);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    free (ticket);
+}
+END_TEST
+
+START_TEST (test_pss_and_decrypt)
+{
+    size_t ticket_len = 0;
+    uint64_t rv = 0;
+    uint8_t *ticket = th_login (s_client, "1234", &ticket_len, &rv);
+    uint8_t digest [32], ct1 [256], ct2 [256], ct3 [256];
+    SHA256 ((const uint8_t *) "pss", 3, digest);
+    size_t len1 = th_rsa_encrypt (s_key, NULL, NULL, "pkcs1 secret", ct1, sizeof ct1);
+    size_t len2 = th_rsa_encrypt (s_key, EVP_sha256 (), "lbl", "oaep secret", ct2, sizeof ct2);
+    memcpy (ct3, ct2, sizeof ct3);
+    ct3 [100] ^= 1;
+    Cs__Request *req = th_request (4, 43);
+    req->ticket = (ProtobufCBinaryData) { ticket_len, ticket };
+    Cs__Mechanism *pss = th_job_crypto (req->jobs [0], true, s_key_id, 1, CKM_RSA_PKCS_PSS, digest, 32);
+    pss->hash = CKM_SHA256; pss->mgf = CKG_MGF1_SHA256; pss->salt_len = 32;
+    th_job_crypto (req->jobs [1], false, s_key_id, 1, CKM_RSA_PKCS, ct1, len1);
+    Cs__Mechanism *oaep = th_job_crypto (req->jobs [2], false, s_key_id, 1, CKM_RSA_PKCS_OAEP, ct2, len2);
+    oaep->hash = CKM_SHA256; oaep->mgf = CKG_MGF1_SHA256;
+    oaep->oaep_label = (ProtobufCBinaryData) { 3, (uint8_t *) "lbl" };
+    Cs__Mechanism *bad = th_job_crypto (req->jobs [3], false, s_key_id, 1, CKM_RSA_PKCS_OAEP, ct3, len2);
+    bad->hash = CKM_SHA256; bad->mgf = CKG_MGF1_SHA256;
+    bad->oaep_label = (ProtobufCBinaryData) { 3, (uint8_t *) "lbl" };
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->n_results, 4);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_OK);
+    ck_assert (th_verify_rsa_pss (s_key, digest, reply->results [0]->data.data, reply->results [0]->data.len));
+    ck_assert_uint_eq (reply->results [1]->rv, CKR_OK);
+    ck_assert_uint_eq (reply->results [1]->data.len, 12);
+    ck_assert (memcmp (reply->results [1]->data.data, "pkcs1 secret", 12) == 0);
+    ck_assert_uint_eq (reply->results [2]->rv, CKR_OK);
+    ck_assert (memcmp (reply->results [2]->data.data, "oaep secret", 11) == 0);
+    ck_assert_uint_eq (reply->results [3]->rv, CKR_ENCRYPTED_DATA_INVALID);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    free (ticket);
+}
+END_TEST
+
+START_TEST (test_wrong_pin)
+{
+    size_t ticket_len = 0;
+    uint64_t rv = 0;
+    uint8_t *ticket = th_login (s_client, "9999", &ticket_len, &rv);
+    ck_assert_ptr_null (ticket);
+    ck_assert_uint_eq (rv, CKR_PIN_INCORRECT);
+}
+END_TEST
+
+START_TEST (test_sign_without_ticket)
+{
+    uint8_t di [51];
+    th_digest_info ("x", di);
+    Cs__Request *req = th_request (2, 44);
+    th_job_crypto (req->jobs [0], true, s_key_id, 1, CKM_RSA_PKCS, di, 51);
+    th_job_hello (req->jobs [1]);
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->rv, CKR_OK);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_USER_NOT_LOGGED_IN);
+    ck_assert_uint_eq (reply->results [1]->rv, CKR_OK);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  A forged ticket is no better.  */
+    uint8_t forged [33] = { CKU_USER };
+    req->ticket = (ProtobufCBinaryData) { sizeof forged, forged };
+    req->request_id = 45;
+    reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_USER_NOT_LOGGED_IN);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+}
+END_TEST
+
+START_TEST (test_unknown_key)
+{
+    size_t ticket_len = 0;
+    uint64_t rv = 0;
+    uint8_t *ticket = th_login (s_client, "1234", &ticket_len, &rv);
+    uint8_t di [51], other [] = { 0x99 };
+    th_digest_info ("x", di);
+    Cs__Request *req = th_request (1, 46);
+    req->ticket = (ProtobufCBinaryData) { ticket_len, ticket };
+    th_job_crypto (req->jobs [0], true, other, 1, CKM_RSA_PKCS, di, 51);
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_KEY_HANDLE_INVALID);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    free (ticket);
+}
+END_TEST
+
+START_TEST (test_garbage_then_hello)
+{
+    static const uint8_t garbage [] = { 0xff, 0xff, 0xff, 0x01, 0x02, 0x03, 0x04 };
+    th_send_raw (s_client, garbage, sizeof garbage);
+    Cs__Reply *reply = th_recv (s_client);
+    ck_assert_uint_eq (reply->rv, CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (reply->request_id, 0);
+    ck_assert (reply->error && *reply->error);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  Version mismatch: a clear error naming both ranges.  */
+    Cs__Request *req = th_request (1, 47);
+    th_job_hello (req->jobs [0]);
+    req->version_min = 90;
+    req->version_max = 99;
+    reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->rv, CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (reply->version, CS_PROTOCOL_VERSION);
+    ck_assert_ptr_nonnull (strstr (reply->error, "90..99"));
+    cs__reply__free_unpacked (reply, NULL);
+    /*  Still answering, with the tenant as token label and both boards up.  */
+    req->version_min = CS_PROTOCOL_VERSION_MIN;
+    req->version_max = CS_PROTOCOL_VERSION;
+    req->request_id = 48;
+    reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->rv, CKR_OK);
+    ck_assert_int_eq (reply->results [0]->kind_case, CS__RESULT__KIND_HELLO);
+    ck_assert_str_eq (reply->results [0]->hello->token_label, "demo");
+    ck_assert_uint_eq (reply->results [0]->hello->boards, 2);
+    ck_assert_uint_ge (reply->results [0]->hello->n_mechanisms, 3);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+}
+END_TEST
+
+START_TEST (test_list_keys)
+{
+    Cs__Request *req = th_request (1, 49);
+    th_job_list_keys (req->jobs [0]);
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_OK);
+    Cs__ListKeysResult *keys = reply->results [0]->keys;
+    ck_assert_uint_eq (keys->n_keys, 1);
+    ck_assert_uint_eq (keys->keys [0]->boards, 2);
+    ck_assert_uint_eq (keys->keys [0]->bits, 2048);
+    ck_assert_uint_eq (keys->keys [0]->modulus.len, 256);
+    ck_assert_uint_eq (keys->keys [0]->key_type, CKK_RSA);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+}
+END_TEST
+
+START_TEST (test_drain)
+{
+    ck_assert_int_eq (server_drain (s_server, 5000), 0);
+}
+END_TEST
+
+static Suite *
+s_suite (void)
+{
+    Suite *suite = suite_create ("broker_actor");
+    TCase *tc = tcase_create ("actor");
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
+    tcase_set_timeout (tc, 60);
+    tcase_add_test (tc, test_batch_of_50_signs);
+    tcase_add_test (tc, test_pss_and_decrypt);
+    tcase_add_test (tc, test_wrong_pin);
+    tcase_add_test (tc, test_sign_without_ticket);
+    tcase_add_test (tc, test_unknown_key);
+    tcase_add_test (tc, test_garbage_then_hello);
+    tcase_add_test (tc, test_list_keys);
+    tcase_add_test (tc, test_drain);
+    suite_add_tcase (suite, tc);
+    return suite;
+}
+
+int
+main (void)
+{
+    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
+        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+        return 77;
+    }
+    zsys_init ();
+    SRunner *runner = srunner_create (s_suite ());
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? 1 : 0;
+}

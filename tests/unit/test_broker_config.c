@@ -1,0 +1,192 @@
+/*  test_broker_config.c — broker.conf loading and validation
+ *  (broker/broker_config.h): a good config, defaults, and one bad value at
+ *  a time, each reported as "FILE: PATH: problem".
+ */
+#include "test_broker_helpers.h"
+#include "broker_config.h"
+
+static char *s_dir;
+
+static void
+s_setup (void)
+{
+    s_dir = th_tmpdir ();
+    th_certs (s_dir, "alice", "demo");
+    th_write (s_dir, "ticket.key", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n");
+}
+
+static void
+s_teardown (void)
+{
+    char command [4200];
+    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
+    ck_assert_int_eq (system (command), 0);
+    free (s_dir);
+}
+
+/*  Writes broker.conf = the standard head + extra broker keys + drivers, and
+ *  loads it; returns the config or NULL with *error_p.  */
+static broker_config_t *
+s_load (const char *broker_extra, const char *drivers, char **error_p)
+{
+    char *head = th_conf_head (true), *text = NULL, path [4096];
+    /*  Insert broker_extra right after the "broker" line.  */
+    ck_assert_int_ge (asprintf (&text, "broker\n%s%s%s", broker_extra, head + strlen ("broker\n"),
+                                drivers), 0);
+    th_write (s_dir, "broker.conf", text);
+    free (head);
+    free (text);
+    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
+    *error_p = NULL;
+    return broker_config_load (path, error_p);
+}
+
+static const char *s_drivers =
+    "drivers\n"
+    "    board0\n        type = pkcs11\n        module = /usr/lib/softhsm/libsofthsm2.so\n"
+    "        token = board0\n        pin-file = board.pin\n        threads = 4\n"
+    "    sim\n        type = sim\n";
+
+START_TEST (test_good)
+{
+    char *error = NULL;
+    broker_config_t *config = s_load ("    ticket-key = ticket.key\n    max-queue = 50\n"
+                                      "    endpoint-file = ep.txt\n    driver-dir = drv\n",
+                                      s_drivers, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ck_assert_str_eq (config->endpoint, "tcp://127.0.0.1:*");
+    ck_assert_int_eq (config->max_queue, 50);
+    ck_assert_int_eq (config->default_deadline_ms, 10000);
+    ck_assert_int_eq (config->stats_interval_ms, 0);
+    ck_assert (config->curve);
+    ck_assert (!config->ticket_key_random);
+    ck_assert_uint_eq (config->ticket_key [0], 0x00);
+    ck_assert_uint_eq (config->ticket_key [31], 0xff);
+    char expect [4200];
+    snprintf (expect, sizeof expect, "%s/ep.txt", s_dir);
+    ck_assert_str_eq (config->endpoint_file, expect);
+    snprintf (expect, sizeof expect, "%s/clients.d", s_dir);
+    ck_assert_str_eq (config->clients_dir, expect);
+    snprintf (expect, sizeof expect, "%s/drv", s_dir);
+    ck_assert_str_eq (config->driver_dir, expect);
+    ck_assert_uint_eq (config->n_tenants, 1);
+    ck_assert_str_eq (config->tenants [0].name, "demo");
+    ck_assert_ptr_nonnull (broker_config_tenant (config, "demo"));
+    ck_assert_ptr_null (broker_config_tenant (config, "other"));
+    ck_assert_uint_eq (config->n_boards, 2);
+    ck_assert_str_eq (config->boards [0].name, "board0");
+    ck_assert_str_eq (config->boards [0].type, "pkcs11");
+    ck_assert_int_eq (config->boards [0].threads, 4);
+    ck_assert_int_eq (config->boards [1].threads, 1);
+    ck_assert_str_eq (zconfig_get (config->boards [0].config, "token", ""), "board0");
+    broker_config_destroy (&config);
+    ck_assert_ptr_null (config);
+    broker_config_destroy (&config);
+}
+END_TEST
+
+START_TEST (test_random_ticket_key_and_plaintext)
+{
+    char *error = NULL;
+    broker_config_t *config = s_load ("", "drivers\n    b\n        type = sim\n", &error);
+    ck_assert_ptr_nonnull (config);
+    ck_assert (config->ticket_key_random);
+    broker_config_destroy (&config);
+}
+END_TEST
+
+/*  One bad value each: the expected "PATH: problem" fragment.  */
+static const struct {
+    const char *broker_extra;
+    const char *drivers;
+    const char *expect;
+} s_bad [] = {
+    { "", "drivers\n    board0\n        type = sim\n        threads = 0\n",
+      "broker.conf: drivers/board0/threads: must be 1..256" },
+    { "", "drivers\n    board0\n        type = sim\n        threads = 300\n",
+      "drivers/board0/threads: must be 1..256" },
+    { "", "drivers\n    board0\n        type = sim\n        threads = four\n",
+      "drivers/board0/threads: must be 1..256" },
+    { "", "drivers\n    board0\n        module = x.so\n", "drivers/board0/type: required" },
+    { "", "drivers\n    board0\n        type = ../evil\n", "drivers/board0/type: required" },
+    { "", "", "drivers: must name 1..64 boards" },
+    { "    max-queue = 0\n", NULL, "broker/max-queue: must be 1..1000000" },
+    { "    default-deadline-ms = -5\n", NULL, "broker/default-deadline-ms: must be" },
+    { "    stats-interval-ms = x\n", NULL, "broker/stats-interval-ms: must be" },
+    { "    ticket-key = missing.key\n", NULL, "broker/ticket-key: cannot read" },
+    { "    ticket-key = broker.cert\n", NULL, "broker/ticket-key:" },
+    { "    endpoint = udp://x\n", NULL, "broker/endpoint: must start with" },
+};
+
+START_TEST (test_bad)
+{
+    char *error = NULL;
+    broker_config_t *config = s_load (s_bad [_i].broker_extra,
+                                      s_bad [_i].drivers ? s_bad [_i].drivers : s_drivers, &error);
+    ck_assert_ptr_null (config);
+    ck_assert_ptr_nonnull (error);
+    ck_assert_msg (strstr (error, s_bad [_i].expect) != NULL, "case %d: got \"%s\"", _i, error);
+    free (error);
+}
+END_TEST
+
+/*  Curve settings and tenants need their own files.  */
+static broker_config_t *
+s_load_text (const char *text, char **error_p)
+{
+    char path [4096];
+    th_write (s_dir, "broker.conf", text);
+    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
+    *error_p = NULL;
+    return broker_config_load (path, error_p);
+}
+
+START_TEST (test_bad_curve_and_tenants)
+{
+    char *error = NULL;
+    ck_assert_ptr_null (s_load_text ("broker\n    curve\n        enabled = maybe\n", &error));
+    ck_assert_ptr_nonnull (strstr (error, "broker/curve/enabled: must be true or false"));
+    free (error);
+    ck_assert_ptr_null (s_load_text ("broker\n    curve\n        secret-key = nope\n", &error));
+    ck_assert_ptr_nonnull (strstr (error, "broker/curve/secret-key: "));
+    free (error);
+    ck_assert_ptr_null (s_load_text ("broker\n    curve\n        secret-key = broker.cert_secret\n"
+                                     "        clients = nodir\n", &error));
+    ck_assert_ptr_nonnull (strstr (error, "broker/curve/clients: "));
+    free (error);
+    ck_assert_ptr_null (s_load_text ("broker\n    curve\n        enabled = false\n"
+                                     "drivers\n    b\n        type = sim\n", &error));
+    ck_assert_ptr_nonnull (strstr (error, "tenants: at least one tenant"));
+    free (error);
+    ck_assert_ptr_null (s_load_text ("broker\n    curve\n        enabled = false\n"
+                                     "tenants\n    demo\n        user-pin = 1234\n", &error));
+    ck_assert_ptr_nonnull (strstr (error, "tenants/demo/user-pin: required"));
+    free (error);
+    ck_assert_ptr_null (s_load_text ("broker\n  this is not ZPL\n\t\tbroken = \"\n", &error));
+    ck_assert_ptr_nonnull (error);
+    free (error);
+    char missing [4200];
+    snprintf (missing, sizeof missing, "%s/none.conf", s_dir);
+    ck_assert_ptr_null (broker_config_load (missing, &error));
+    ck_assert_ptr_nonnull (strstr (error, "none.conf: cannot read"));
+    free (error);
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("broker_config");
+    TCase *tc = tcase_create ("config");
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
+    tcase_add_test (tc, test_good);
+    tcase_add_test (tc, test_random_ticket_key_and_plaintext);
+    tcase_add_loop_test (tc, test_bad, 0, (int) (sizeof s_bad / sizeof s_bad [0]));
+    tcase_add_test (tc, test_bad_curve_and_tenants);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? 1 : 0;
+}

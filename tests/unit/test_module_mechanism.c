@@ -1,0 +1,174 @@
+/*  test_module_mechanism.c — mechanism table, DigestInfo bytes (RFC 8017
+ *  §9.2), PSS and OAEP parameter checks with their exact CK_RV codes.  */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mechanism.h"
+
+START_TEST (test_digest_info_sha256)
+{
+    /*  RFC 8017 §9.2 note 1, SHA-256.  */
+    static const uint8_t expect [] = { 0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01,
+        0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04, 0x20 };
+    uint8_t digest [32], out [128];
+    size_t len;
+    const uint8_t *prefix = cs_mech_digest_info_prefix (CKM_SHA256, &len);
+    ck_assert_uint_eq (len, sizeof expect);
+    ck_assert_mem_eq (prefix, expect, sizeof expect);
+    memset (digest, 0xab, sizeof digest);
+    ck_assert_uint_eq (cs_mech_digest_info (CKM_SHA256, digest, 32, out, sizeof out), 51);
+    ck_assert_mem_eq (out, expect, sizeof expect);
+    ck_assert_mem_eq (out + 19, digest, 32);
+    ck_assert_uint_eq (cs_mech_digest_info (CKM_SHA256, digest, 31, out, sizeof out), 0);
+    ck_assert_uint_eq (cs_mech_digest_info (CKM_SHA256, digest, 32, out, 50), 0);
+    ck_assert_uint_eq (cs_mech_digest_info (CKM_MD5, digest, 16, out, sizeof out), 0);
+}
+END_TEST
+
+START_TEST (test_digest_info_lengths)
+{
+    /*  Each prefix ends with OCTET STRING of the digest size; total 19 (15 for SHA-1).  */
+    static const struct { CK_MECHANISM_TYPE hash; size_t prefix; uint8_t size; } cases [] = {
+        { CKM_SHA_1, 15, 20 }, { CKM_SHA384, 19, 48 }, { CKM_SHA512, 19, 64 },
+    };
+    for (size_t i = 0; i < 3; i++) {
+        size_t len;
+        const uint8_t *prefix = cs_mech_digest_info_prefix (cases [i].hash, &len);
+        ck_assert_uint_eq (len, cases [i].prefix);
+        ck_assert_uint_eq (prefix [len - 1], cases [i].size);
+        ck_assert_uint_eq (prefix [1], len - 2 + cases [i].size);
+    }
+}
+END_TEST
+
+START_TEST (test_table)
+{
+    const cs_mech_t *m = cs_mech_lookup (CKM_SHA384_RSA_PKCS);
+    ck_assert_ptr_nonnull (m);
+    ck_assert_uint_eq (m->wire, CKM_RSA_PKCS);
+    ck_assert_uint_eq (m->hash, CKM_SHA384);
+    m = cs_mech_lookup (CKM_ECDSA_SHA256);
+    ck_assert_uint_eq (m->wire, CKM_ECDSA);
+    ck_assert_uint_eq (m->key_type, CKK_EC);
+    m = cs_mech_lookup (CKM_RSA_PKCS_OAEP);
+    ck_assert (m->flags & CKF_DECRYPT);
+    ck_assert (!(m->flags & CKF_SIGN));
+    ck_assert_ptr_null (cs_mech_lookup (CKM_MD5_RSA_PKCS));
+    ck_assert_ptr_null (cs_mech_lookup (CKM_AES_CBC));
+}
+END_TEST
+
+static CK_RV
+s_pss (CK_MECHANISM_TYPE type, CK_MECHANISM_TYPE hash, CK_ULONG mgf, CK_ULONG salt, size_t k)
+{
+    CK_RSA_PKCS_PSS_PARAMS pss = { hash, mgf, salt };
+    CK_MECHANISM mech = { type, &pss, sizeof pss };
+    cs_mech_params_t params;
+    CK_RV rv = cs_mech_check (cs_mech_lookup (type), &mech, CKK_RSA, k, &params);
+    if (rv == CKR_OK)
+        ck_assert_uint_eq (params.salt_len, salt);
+    cs_mech_params_clear (&params);
+    return rv;
+}
+
+START_TEST (test_pss)
+{
+    ck_assert_uint_eq (s_pss (CKM_SHA256_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 32, 256), CKR_OK);
+    ck_assert_uint_eq (s_pss (CKM_RSA_PKCS_PSS, CKM_SHA384, CKG_MGF1_SHA1, 0, 256), CKR_OK);
+    /*  hashAlg must be the mechanism's own hash.  */
+    ck_assert_uint_eq (s_pss (CKM_SHA256_RSA_PKCS_PSS, CKM_SHA512, CKG_MGF1_SHA256, 32, 256),
+                       CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (s_pss (CKM_RSA_PKCS_PSS, CKM_MD5, CKG_MGF1_SHA256, 32, 256), CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (s_pss (CKM_RSA_PKCS_PSS, CKM_SHA256, 0x77, 32, 256), CKR_MECHANISM_PARAM_INVALID);
+    /*  sLen <= k - hLen - 2: 256 - 32 - 2 = 222.  */
+    ck_assert_uint_eq (s_pss (CKM_SHA256_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 222, 256), CKR_OK);
+    ck_assert_uint_eq (s_pss (CKM_SHA256_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 223, 256),
+                       CKR_MECHANISM_PARAM_INVALID);
+}
+END_TEST
+
+START_TEST (test_pss_block)
+{
+    CK_RSA_PKCS_PSS_PARAMS pss = { CKM_SHA256, CKG_MGF1_SHA256, 32 };
+    CK_MECHANISM mech = { CKM_SHA256_RSA_PKCS_PSS, &pss, sizeof pss - 1 };
+    cs_mech_params_t params;
+    const cs_mech_t *entry = cs_mech_lookup (CKM_SHA256_RSA_PKCS_PSS);
+    ck_assert_uint_eq (cs_mech_check (entry, &mech, CKK_RSA, 256, &params), CKR_MECHANISM_PARAM_INVALID);
+    mech.pParameter = NULL;
+    mech.ulParameterLen = 0;
+    ck_assert_uint_eq (cs_mech_check (entry, &mech, CKK_RSA, 256, &params), CKR_MECHANISM_PARAM_INVALID);
+    mech.pParameter = &pss;
+    mech.ulParameterLen = sizeof pss;
+    ck_assert_uint_eq (cs_mech_check (entry, &mech, CKK_EC, 0, &params), CKR_KEY_TYPE_INCONSISTENT);
+}
+END_TEST
+
+static CK_RV
+s_oaep (CK_MECHANISM_TYPE hash, CK_ULONG mgf, CK_ULONG source, void *label, CK_ULONG label_len,
+        cs_mech_params_t *params)
+{
+    CK_RSA_PKCS_OAEP_PARAMS oaep = { hash, mgf, source, label, label_len };
+    CK_MECHANISM mech = { CKM_RSA_PKCS_OAEP, &oaep, sizeof oaep };
+    return cs_mech_check (cs_mech_lookup (CKM_RSA_PKCS_OAEP), &mech, CKK_RSA, 256, params);
+}
+
+START_TEST (test_oaep)
+{
+    cs_mech_params_t params;
+    char label [] = "my label";
+    ck_assert_uint_eq (s_oaep (CKM_SHA256, CKG_MGF1_SHA256, CKZ_DATA_SPECIFIED, label, 8, &params), CKR_OK);
+    ck_assert_uint_eq (params.hash, CKM_SHA256);
+    ck_assert_uint_eq (params.label_len, 8);
+    ck_assert_mem_eq (params.label, "my label", 8);
+    cs_mech_params_clear (&params);
+    ck_assert_ptr_null (params.label);
+    ck_assert_uint_eq (s_oaep (CKM_SHA_1, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0, &params), CKR_OK);
+    ck_assert_ptr_null (params.label);
+    ck_assert_uint_eq (s_oaep (CKM_MD5, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0, &params),
+                       CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (s_oaep (CKM_SHA256, 0, CKZ_DATA_SPECIFIED, NULL, 0, &params),
+                       CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (s_oaep (CKM_SHA256, CKG_MGF1_SHA256, 2, label, 8, &params),
+                       CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (s_oaep (CKM_SHA256, CKG_MGF1_SHA256, CKZ_DATA_SPECIFIED, NULL, 8, &params),
+                       CKR_MECHANISM_PARAM_INVALID);
+}
+END_TEST
+
+START_TEST (test_no_params)
+{
+    cs_mech_params_t params;
+    CK_ULONG junk = 1;
+    CK_MECHANISM mech = { CKM_SHA256_RSA_PKCS, NULL, 0 };
+    const cs_mech_t *entry = cs_mech_lookup (CKM_SHA256_RSA_PKCS);
+    ck_assert_uint_eq (cs_mech_check (entry, &mech, CKK_RSA, 256, &params), CKR_OK);
+    mech.pParameter = &junk;
+    mech.ulParameterLen = sizeof junk;
+    ck_assert_uint_eq (cs_mech_check (entry, &mech, CKK_RSA, 256, &params), CKR_MECHANISM_PARAM_INVALID);
+    mech = (CK_MECHANISM) { CKM_ECDSA, NULL, 0 };
+    ck_assert_uint_eq (cs_mech_check (cs_mech_lookup (CKM_ECDSA), &mech, CKK_RSA, 256, &params),
+                       CKR_KEY_TYPE_INCONSISTENT);
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("module_mechanism");
+    TCase *tc = tcase_create ("mechanism");
+    SRunner *runner;
+    int failed;
+    tcase_add_test (tc, test_digest_info_sha256);
+    tcase_add_test (tc, test_digest_info_lengths);
+    tcase_add_test (tc, test_table);
+    tcase_add_test (tc, test_pss);
+    tcase_add_test (tc, test_pss_block);
+    tcase_add_test (tc, test_oaep);
+    tcase_add_test (tc, test_no_params);
+    suite_add_tcase (suite, tc);
+    runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,66 @@
+/*  cs_admin.c — cryptoserver-admin: make and manage a cryptoserver deployment.
+ *
+ *  main() only dispatches to a verb: init, board, client, config.  The
+ *  deployment layout is docs/CONTRACTS.md; the user manual is
+ *  man/cryptoserver-admin.1.
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#include <stdio.h>
+#include <string.h>
+#include "cs_admin.h"
+
+static void
+s_usage (FILE *out)
+{
+    fprintf (out,
+        "usage: cryptoserver-admin VERB ...\n"
+        "\n"
+        "  init DIR [--tenant NAME] [--pin PIN] [--so-pin PIN] [--endpoint E] [--force]\n"
+        "      create a deployment: broker key pair, ticket key, clients.d/, broker.conf\n"
+        "  board add NAME --type T [--module PATH --token LABEL --pin-file FILE]\n"
+        "            [--threads N] [--set KEY=VALUE ...] [--dir DIR]\n"
+        "  board list [--dir DIR]\n"
+        "  board remove NAME [--dir DIR]\n"
+        "      manage the back-end boards in DIR/broker.conf (section drivers)\n"
+        "  client add NAME [--dir DIR] [--tenant T] [--endpoint E]\n"
+        "  client list [--dir DIR]\n"
+        "  client remove NAME [--dir DIR]\n"
+        "      manage client key pairs, the allow-list DIR/clients.d and client configs\n"
+        "  config get FILE PATH\n"
+        "  config set FILE PATH VALUE\n"
+        "      read or change one value of a ZPL config file (e.g. broker/endpoint)\n"
+        "\n"
+        "DIR defaults to the current directory.  'cryptoserver-admin VERB --help'\n"
+        "shows a verb's options; man cryptoserver-admin has the details.\n"
+        "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+int
+main (int argc, char **argv)
+{
+    if (argc < 2) {
+        s_usage (stderr);
+        return CS_ADMIN_USAGE;
+    }
+    const char *verb = argv [1];
+    if (streq (verb, "--help") || streq (verb, "-h") || streq (verb, "help")) {
+        s_usage (stdout);
+        return CS_ADMIN_OK;
+    }
+    if (streq (verb, "--version")) {
+        printf ("cryptoserver-admin %s\n", PACKAGE_VERSION);
+        return CS_ADMIN_OK;
+    }
+    if (streq (verb, "init"))
+        return cs_admin_init (argc - 1, argv + 1);
+    if (streq (verb, "board"))
+        return cs_admin_board (argc - 1, argv + 1);
+    if (streq (verb, "client"))
+        return cs_admin_client (argc - 1, argv + 1);
+    if (streq (verb, "config"))
+        return cs_admin_config (argc - 1, argv + 1);
+    cs_admin_error ("unknown verb '%s' (try --help)", verb);
+    return CS_ADMIN_USAGE;
+}

@@ -1,0 +1,63 @@
+/*  cs_admin.h — cryptoserver-admin: the verbs and the helpers they share.
+ *
+ *  Each verb is `int verb (int argc, char **argv)` with argv[0] the verb's own
+ *  name; it returns the process exit status: 0 success, 1 failure, 2 usage.
+ *  The deployment layout it writes is docs/CONTRACTS.md, "Deployment directory".
+ */
+#ifndef CS_ADMIN_H_INCLUDED
+#define CS_ADMIN_H_INCLUDED
+
+#include <stdbool.h>
+#include <czmq.h>
+
+#define CS_ADMIN_OK      0
+#define CS_ADMIN_FAIL    1
+#define CS_ADMIN_USAGE   2
+
+#define CS_ADMIN_DEFAULT_ENDPOINT "tcp://127.0.0.1:5555"
+#define CS_ADMIN_DEFAULT_TENANT   "demo"
+
+/*  Verbs (cs_admin_init.c, cs_admin_board.c, cs_admin_client.c, cs_admin_util.c).  */
+int cs_admin_init (int argc, char **argv);
+int cs_admin_board (int argc, char **argv);
+int cs_admin_client (int argc, char **argv);
+int cs_admin_config (int argc, char **argv);
+
+/*  Prints "cryptoserver-admin: MESSAGE" on stderr.  */
+void cs_admin_error (const char *format, ...) CHECK_PRINTF (1);
+
+/*  True when `name` is 1..64 characters of [A-Za-z0-9_.-], not starting with
+ *  '.' or '-': safe as a file name and as a ZPL name.  */
+bool cs_admin_name_ok (const char *name);
+
+/*  Joins dir and name with '/'.  Returns a malloc'd path; caller frees.
+ *  Aborts on out of memory (a CLI tool, CZMQ style).  */
+char *cs_admin_path (const char *dir, const char *name);
+
+/*  Loads DIR/broker.conf.  Returns the tree (caller destroys), or NULL after
+ *  printing an error when the file is missing or not valid ZPL.  */
+zconfig_t *cs_admin_conf_load (const char *dir);
+
+/*  Saves a config tree to `path` atomically (write PATH.tmp, rename), after
+ *  normalising section nodes so they print as plain names.  mode is the new
+ *  file's permission bits.  Returns 0, or -1 after printing an error.  */
+int cs_admin_conf_save (zconfig_t *config, const char *path, mode_t mode);
+
+/*  Writes `len` bytes to a new file `path` with permission bits `mode`
+ *  (replacing any old file).  Returns 0, or -1 after printing an error.  */
+int cs_admin_file_write (const char *path, const void *data, size_t len, mode_t mode);
+
+/*  Copies file `from` to `to` with permission bits `mode`.  Returns 0 or -1
+ *  after printing an error.  */
+int cs_admin_file_copy (const char *from, const char *to, mode_t mode);
+
+/*  Expresses `path` (an existing file, relative to the current directory or
+ *  absolute) for a config file that lives in `dir`: relative to dir when the
+ *  file is inside it, else absolute.  Returns a malloc'd string (caller frees),
+ *  or NULL after printing an error when the file does not exist.  */
+char *cs_admin_path_for_config (const char *dir, const char *path);
+
+/*  True when the directory `dir` exists.  */
+bool cs_admin_is_dir (const char *dir);
+
+#endif

@@ -1,0 +1,128 @@
+/*  cs_bench.h — cryptoserver-bench: signing throughput and latency of any
+ *  PKCS#11 module (ours, or a board's own library for the baseline), with
+ *  the signatures checked by OpenSSL outside the module's code.
+ *
+ *  Units: cs_bench_p11.c (load a module, find token, key and public key),
+ *  cs_bench_verify.c (OpenSSL verification), cs_bench_stats.c (latency
+ *  percentiles), cs_bench.c (options, threads, the report).
+ */
+#ifndef CS_BENCH_H_INCLUDED
+#define CS_BENCH_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <p11-kit/pkcs11.h>
+
+/*  ---- mechanisms ------------------------------------------------------ */
+
+typedef enum {
+    CS_BENCH_SHA256_RSA_PKCS,       /* CKM_SHA256_RSA_PKCS */
+    CS_BENCH_RSA_PSS_SHA256,        /* CKM_SHA256_RSA_PKCS_PSS, MGF1-SHA256, sLen 32 */
+    CS_BENCH_ECDSA_SHA256,          /* CKM_ECDSA_SHA256, raw r||s */
+    CS_BENCH_ECDSA                  /* CKM_ECDSA over a SHA-256 digest made by the bench
+                                       (for modules without CKM_ECDSA_SHA256: SoftHSM 2.6) */
+} cs_bench_mech_t;
+
+/*  Parses a mechanism name ("sha256-rsa-pkcs", "rsa-pkcs-pss-sha256",
+ *  "ecdsa-sha256", "ecdsa") into *mech.  Returns false for an unknown name.  */
+bool cs_bench_mech_parse (const char *name, cs_bench_mech_t *mech);
+
+/*  Returns the mechanism's canonical name (static).  */
+const char *cs_bench_mech_name (cs_bench_mech_t mech);
+
+/*  True for the ECDSA mechanisms (EC keys, r||s signatures).  */
+bool cs_bench_mech_is_ec (cs_bench_mech_t mech);
+
+/*  Fills *mechanism (and *pss, which must outlive it) for C_SignInit.  */
+void cs_bench_mech_fill (cs_bench_mech_t mech, CK_MECHANISM *mechanism,
+                         CK_RSA_PKCS_PSS_PARAMS *pss);
+
+/*  ---- the PKCS#11 module (cs_bench_p11.c) ----------------------------- */
+
+typedef struct {
+    void *dl;                       /* dlopen handle */
+    CK_FUNCTION_LIST *p11;          /* the module's function list */
+    CK_SLOT_ID slot;                /* the slot whose token has the label */
+    bool initialized;               /* C_Initialize succeeded */
+} cs_bench_module_t;
+
+/*  Public key material read with C_GetAttributeValue, big-endian bytes.
+ *  All buffers malloc'd; free with cs_bench_pubkey_clear.  */
+typedef struct {
+    CK_KEY_TYPE key_type;           /* CKK_RSA or CKK_EC */
+    unsigned char *modulus;   size_t modulus_len;
+    unsigned char *exponent;  size_t exponent_len;
+    unsigned char *ec_params; size_t ec_params_len;    /* DER OID */
+    unsigned char *ec_point;  size_t ec_point_len;     /* DER OCTET STRING or raw */
+} cs_bench_pubkey_t;
+
+/*  dlopens `path`, calls C_GetFunctionList and C_Initialize (CKF_OS_LOCKING_OK)
+ *  and finds the slot whose token label is `token`.  Returns 0, or -1 with a
+ *  message in err (err_size bytes); call cs_bench_module_close either way.  */
+int cs_bench_module_open (cs_bench_module_t *module, const char *path, const char *token,
+                          char *err, size_t err_size);
+
+/*  C_Finalize and dlclose; safe on a half-opened or zeroed module.  */
+void cs_bench_module_close (cs_bench_module_t *module);
+
+/*  Opens a R/W session on module->slot and logs in as CKU_USER with `pin`
+ *  (CKR_USER_ALREADY_LOGGED_IN counts as success: login state is per
+ *  application, PKCS#11 v2.40 §5.6).  Returns CKR_OK and the session in
+ *  *session, else the failing CK_RV (the session is then closed).  */
+CK_RV cs_bench_session_open (cs_bench_module_t *module, const char *pin,
+                             CK_SESSION_HANDLE *session);
+
+/*  Finds the one object of class `klass` labelled `label`.  Returns CKR_OK
+ *  and *object; CKR_KEY_HANDLE_INVALID when there is none.  */
+CK_RV cs_bench_find (cs_bench_module_t *module, CK_SESSION_HANDLE session,
+                     CK_OBJECT_CLASS klass, const char *label, CK_OBJECT_HANDLE *object);
+
+/*  Reads the public half of the key labelled `label`: from the public key
+ *  object if there is one, else from the private key object.  Returns CKR_OK
+ *  and fills *pubkey (caller clears), else the failing CK_RV.  */
+CK_RV cs_bench_pubkey_read (cs_bench_module_t *module, CK_SESSION_HANDLE session,
+                            const char *label, cs_bench_pubkey_t *pubkey);
+
+void cs_bench_pubkey_clear (cs_bench_pubkey_t *pubkey);
+
+/*  ---- verification (cs_bench_verify.c) -------------------------------- */
+
+typedef struct cs_bench_verifier cs_bench_verifier_t;
+
+/*  Builds an OpenSSL public key from `pubkey` for mechanism `mech`.  Returns
+ *  the verifier (caller destroys), or NULL with a message in err.  The
+ *  verifier is read-only and may be shared by threads.  */
+cs_bench_verifier_t *cs_bench_verifier_new (const cs_bench_pubkey_t *pubkey, cs_bench_mech_t mech,
+                                            char *err, size_t err_size);
+
+void cs_bench_verifier_destroy (cs_bench_verifier_t **self_p);
+
+/*  True when `sig` (sig_len bytes, as C_Sign returned it) is a valid
+ *  signature of `msg` (msg_len bytes).  Thread-safe.  */
+bool cs_bench_verify (const cs_bench_verifier_t *self, const void *msg, size_t msg_len,
+                      const void *sig, size_t sig_len);
+
+/*  Key size in bits (RSA modulus, EC group order), for the report.  */
+int cs_bench_verifier_bits (const cs_bench_verifier_t *self);
+
+/*  ---- latency statistics (cs_bench_stats.c) --------------------------- */
+
+typedef struct {
+    double *ms;                     /* samples in milliseconds */
+    size_t count, size;
+} cs_bench_samples_t;
+
+/*  Appends one sample; grows the array.  Returns false when out of memory.  */
+bool cs_bench_samples_add (cs_bench_samples_t *samples, double ms);
+
+/*  Appends all of `from` to `to`.  Returns false when out of memory.  */
+bool cs_bench_samples_merge (cs_bench_samples_t *to, const cs_bench_samples_t *from);
+
+/*  Sorts the samples and returns the p-th percentile (0 < p <= 100) by the
+ *  nearest-rank method; 0 when there are none.  */
+double cs_bench_percentile (cs_bench_samples_t *samples, double p);
+
+void cs_bench_samples_free (cs_bench_samples_t *samples);
+
+#endif

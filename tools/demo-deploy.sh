@@ -1,0 +1,316 @@
+#!/bin/bash
+# demo-deploy.sh — makes (and starts/stops the broker of) a demo deployment:
+# the one copy of this logic, used by tools/quickstart.sh and by the
+# integration tests (tests/integration/lib.sh).  Layout: docs/CONTRACTS.md,
+# "Deployment directory" and "Demo keys".
+set -eu
+
+usage () {
+    cat <<'EOT'
+usage: demo-deploy.sh DIR [--port P | --endpoint E]   make or refresh a deployment
+       demo-deploy.sh --start DIR                      start its broker in the background
+       demo-deploy.sh --stop DIR                       stop that broker
+       demo-deploy.sh --help
+
+DIR gets: broker and client key pairs and configs (cryptoserver-admin), two
+SoftHSMv2 tokens board0 and board1 (DIR/softhsm2.conf, PIN in DIR/board.pin)
+holding the same keys rsa2048 (CKA_ID 01), rsa3072 (02) and p256 (03), their
+public keys in DIR/keys/LABEL.pub.pem, tenant demo (PIN 1234, SO PIN 123456),
+client demo, and DIR/env.sh to source.  An existing DIR keeps its keys and
+state; only what is missing is made.  The broker listens on --endpoint E
+(default tcp://127.0.0.1:5555; --port P means tcp://127.0.0.1:P;
+"tcp://127.0.0.1:*" picks a free port, which --start writes into the client
+configs).
+
+--start runs the broker with its log in DIR/broker.log and its pid in
+DIR/broker.pid and waits (bounded) until it listens; --stop sends SIGTERM
+and waits for it to exit.
+
+Environment:
+  CS_BUILD_DIR       top build directory holding the built programs
+                     (default: the source tree this script lives in)
+  SOFTHSM2_MODULE    SoftHSMv2 library (default: the Debian path)
+  CS_START_TIMEOUT   seconds --start waits for the broker (default 30)
+EOT
+}
+
+die () { echo "demo-deploy: error: $*" >&2; exit 1; }
+say () { echo "demo-deploy: $*"; }
+
+TENANT=demo
+USER_PIN=1234
+SO_PIN=123456
+CLIENT=demo
+BOARDS="board0 board1"
+# label id bits-or-curve
+KEYS="rsa2048:01:rsa:2048 rsa3072:02:rsa:3072 p256:03:ec:P-256"
+
+SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_DIR=$(cd "${CS_BUILD_DIR:-$SRC_DIR}" && pwd)
+ADMIN=$BUILD_DIR/tools/cryptoserver-admin
+BROKER=$BUILD_DIR/broker/cryptoserver-broker
+MODULE=$BUILD_DIR/pkcs11-module/.libs/cryptoserver-pkcs11.so
+DRIVER_DIR=$BUILD_DIR/shim-drivers/.libs
+
+find_softhsm () {
+    if [ -n "${SOFTHSM2_MODULE:-}" ]; then echo "$SOFTHSM2_MODULE"; return; fi
+    for f in /usr/lib/softhsm/libsofthsm2.so /usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so \
+             /usr/local/lib/softhsm/libsofthsm2.so; do
+        if [ -f "$f" ]; then echo "$f"; return; fi
+    done
+    die "SoftHSMv2 not found (install softhsm2 or set SOFTHSM2_MODULE)"
+}
+
+# ---- deployment --------------------------------------------------------
+
+# p11 BOARD ARGS...: pkcs11-tool on one SoftHSM board, logged in.
+p11 () {
+    local board=$1; shift
+    pkcs11-tool --module "$SOFTHSM" --token-label "$board" --login --pin "$BOARD_PIN" "$@"
+}
+
+make_admin_deployment () {
+    if [ ! -f "$DIR/broker.conf" ]; then
+        "$ADMIN" init "$DIR" --tenant "$TENANT" --pin "$USER_PIN" --so-pin "$SO_PIN" \
+            --endpoint "$ENDPOINT" >/dev/null
+        say "created broker key pair, ticket key and broker.conf"
+    elif [ -n "$ENDPOINT_GIVEN" ]; then
+        "$ADMIN" config set "$DIR/broker.conf" broker/endpoint "$ENDPOINT"
+    fi
+    "$ADMIN" config set "$DIR/broker.conf" broker/endpoint-file broker.endpoint
+}
+
+make_softhsm_config () {
+    mkdir -p "$DIR/softhsm/tokens"
+    # Always rewritten: it holds DIR's absolute path (a copied DIR stays valid).
+    printf 'directories.tokendir = %s/softhsm/tokens\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n' \
+        "$DIR" > "$DIR/softhsm2.conf"
+    if [ ! -s "$DIR/board.pin" ]; then
+        (umask 077; openssl rand -hex 8 > "$DIR/board.pin"; openssl rand -hex 8 > "$DIR/board.so-pin")
+    fi
+    BOARD_PIN=$(cat "$DIR/board.pin")
+}
+
+# Makes both tokens afresh (deleting half-made ones) and imports the keys.
+make_boards () {
+    local board
+    for board in $BOARDS; do
+        softhsm2-util --delete-token --token "$board" >/dev/null 2>&1 || true
+        softhsm2-util --init-token --free --label "$board" --pin "$BOARD_PIN" \
+            --so-pin "$(cat "$DIR/board.so-pin")" >/dev/null
+    done
+    say "initialised SoftHSMv2 tokens: $BOARDS"
+}
+
+# gen_key KIND SIZE OUT.pem: a fresh private key made by OpenSSL.
+gen_key () {
+    if [ "$1" = rsa ]; then
+        openssl genpkey -algorithm RSA -pkeyopt "rsa_keygen_bits:$2" -out "$3" 2>/dev/null
+    else
+        openssl genpkey -algorithm EC -pkeyopt "ec_paramgen_curve:$2" \
+            -pkeyopt ec_param_enc:named_curve -out "$3"
+    fi
+}
+
+# import_key LABEL ID KIND DIR: the key pair in DIR/LABEL.der (private,
+# PKCS#8 DER) and DIR/LABEL.pub.der into every board.
+import_key () {
+    local label=$1 id=$2 kind=$3 tmp=$4 board usage="--usage-sign"
+    [ "$kind" = rsa ] && usage="--usage-sign --usage-decrypt"
+    for board in $BOARDS; do
+        # shellcheck disable=SC2086
+        p11 "$board" --write-object "$tmp/$label.der" --type privkey --id "$id" --label "$label" \
+            $usage >/dev/null
+        # shellcheck disable=SC2086
+        p11 "$board" --write-object "$tmp/$label.pub.der" --type pubkey --id "$id" --label "$label" \
+            $usage >/dev/null
+    done
+}
+
+# check_keys BOARD: every private key can sign (RSA: decrypt), is sensitive,
+# and has its public key object.
+check_keys () {
+    local board=$1 entry label kind objects
+    objects=$(p11 "$board" -O 2>/dev/null)
+    for entry in $KEYS; do
+        label=${entry%%:*}
+        kind=$(echo "$entry" | cut -d: -f3)
+        echo "$objects" | awk -v label="$label" -v kind="$kind" '
+            /^[A-Z].*Object/ { cls = $0; lab = ""; use = ""; acc = "" }
+            /label:/ { lab = $2 }
+            /Usage:/ { use = $0 }
+            /Access:/ { acc = $0 }
+            /Access:/ && lab == label && cls ~ /Private Key/ {
+                if (use ~ /sign/ && (kind != "rsa" || use ~ /decrypt/) && acc ~ /sensitive/) priv = 1 }
+            /Access:/ && lab == label && cls ~ /Public Key/ { pub = 1 }
+            END { exit !(priv && pub) }' \
+            || die "board $board: key $label is missing, cannot sign/decrypt, or is not sensitive"
+    done
+}
+
+# Makes the demo keys with OpenSSL, imports them into both boards, keeps the
+# public PEMs and shreds the private ones.  Skipped once done (stamp file).
+make_keys () {
+    if [ -f "$DIR/keys/.imported" ]; then
+        return 0
+    fi
+    make_boards
+    mkdir -p "$DIR/keys"
+    local tmp entry label id kind size
+    tmp=$(mktemp -d "$DIR/keys/.private.XXXXXX")
+    chmod 700 "$tmp"
+    for entry in $KEYS; do
+        IFS=: read -r label id kind size <<<"$entry"
+        gen_key "$kind" "$size" "$tmp/$label.pem"
+        openssl pkey -in "$tmp/$label.pem" -outform DER -out "$tmp/$label.der"
+        openssl pkey -in "$tmp/$label.pem" -pubout -outform DER -out "$tmp/$label.pub.der"
+        openssl pkey -in "$tmp/$label.pem" -pubout -out "$DIR/keys/$label.pub.pem"
+        import_key "$label" "$id" "$kind" "$tmp"
+    done
+    shred -u "$tmp"/*.pem "$tmp"/*.der 2>/dev/null || rm -f "$tmp"/*
+    rmdir "$tmp"
+    for board in $BOARDS; do check_keys "$board"; done
+    touch "$DIR/keys/.imported"
+    say "imported rsa2048 (id 01), rsa3072 (02), p256 (03) into $BOARDS; private PEMs shredded"
+}
+
+register_boards () {
+    local board
+    for board in $BOARDS; do
+        if ! "$ADMIN" config get "$DIR/broker.conf" "drivers/$board/type" >/dev/null 2>&1; then
+            "$ADMIN" board add "$board" --dir "$DIR" --type pkcs11 --module "$SOFTHSM" \
+                --token "$board" --pin-file "$DIR/board.pin" --threads 2 >/dev/null
+            say "registered board $board (pkcs11, 2 threads)"
+        fi
+    done
+}
+
+make_client () {
+    if [ ! -f "$DIR/clients/$CLIENT/client.conf" ]; then
+        "$ADMIN" client add "$CLIENT" --dir "$DIR" --tenant "$TENANT" >/dev/null
+        say "created client $CLIENT"
+    fi
+}
+
+write_env () {
+    cat > "$DIR/env.sh" <<EOT
+# Source me: the demo deployment in $DIR (written by tools/demo-deploy.sh).
+export CRYPTOSERVER_CONF='$DIR/clients/$CLIENT/client.conf'
+export CRYPTOSERVER_MODULE='$MODULE'
+export CRYPTOSERVER_TOKEN='$TENANT'
+export CRYPTOSERVER_PIN='$USER_PIN'
+export SOFTHSM2_CONF='$DIR/softhsm2.conf'
+export CRYPTOSERVER_BOARD_PIN='$BOARD_PIN'
+export CRYPTOSERVER_BROKER_PID="\$(cat '$DIR/broker.pid' 2>/dev/null || true)"
+EOT
+}
+
+deploy () {
+    [ -x "$ADMIN" ] || die "$ADMIN not built (run make, or set CS_BUILD_DIR)"
+    command -v softhsm2-util >/dev/null || die "softhsm2-util not found (install softhsm2)"
+    command -v pkcs11-tool >/dev/null || die "pkcs11-tool not found (install opensc)"
+    SOFTHSM=$(find_softhsm)
+    export SOFTHSM2_CONF=$DIR/softhsm2.conf
+    make_admin_deployment
+    make_softhsm_config
+    make_keys
+    register_boards
+    make_client
+    write_env
+    say "deployment ready in $DIR (source $DIR/env.sh)"
+}
+
+# ---- broker ------------------------------------------------------------
+
+# alive PID: the process exists and is not a zombie.
+alive () {
+    [ -n "$1" ] && kill -0 "$1" 2>/dev/null \
+        && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+}
+
+broker_pid () { cat "$DIR/broker.pid" 2>/dev/null || true; }
+
+start_broker () {
+    [ -f "$DIR/broker.conf" ] || die "$DIR is not a deployment (run demo-deploy.sh $DIR first)"
+    [ -x "$BROKER" ] || die "$BROKER not built"
+    local pid
+    pid=$(broker_pid)
+    if alive "$pid"; then
+        say "broker already running (pid $pid) on $(cat "$DIR/broker.endpoint" 2>/dev/null)"
+        return 0
+    fi
+    rm -f "$DIR/broker.endpoint"
+    SOFTHSM2_CONF=$DIR/softhsm2.conf CRYPTOSERVER_DRIVER_DIR=$DRIVER_DIR \
+        nohup "$BROKER" -c "$DIR/broker.conf" -f >>"$DIR/broker.log" 2>&1 </dev/null &
+    pid=$!
+    echo "$pid" > "$DIR/broker.pid"
+    local waited=0 limit=$(( ${CS_START_TIMEOUT:-30} * 10 ))
+    while [ ! -s "$DIR/broker.endpoint" ]; do
+        if ! alive "$pid" || [ $waited -ge $limit ]; then
+            alive "$pid" && kill "$pid" 2>/dev/null
+            rm -f "$DIR/broker.pid"
+            echo "---- last lines of $DIR/broker.log ----" >&2
+            tail -n 20 "$DIR/broker.log" >&2 || true
+            die "the broker did not start listening"
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    local endpoint conf
+    endpoint=$(cat "$DIR/broker.endpoint")
+    # The clients connect where the broker really listens (its port may be "*").
+    for conf in "$DIR"/clients/*/client.conf; do
+        [ -f "$conf" ] && "$ADMIN" config set "$conf" client/endpoints "$endpoint"
+    done
+    say "broker started (pid $pid) on $endpoint, log $DIR/broker.log"
+}
+
+stop_broker () {
+    local pid waited=0
+    pid=$(broker_pid)
+    if ! alive "$pid"; then
+        say "broker not running"
+        rm -f "$DIR/broker.pid"
+        return 0
+    fi
+    kill -TERM "$pid"
+    while alive "$pid" && [ $waited -lt 150 ]; do sleep 0.1; waited=$((waited + 1)); done
+    if alive "$pid"; then
+        kill -KILL "$pid" 2>/dev/null || true
+        say "broker (pid $pid) did not stop in 15 s: killed"
+    else
+        say "broker (pid $pid) stopped"
+    fi
+    rm -f "$DIR/broker.pid"
+}
+
+# ---- command line ------------------------------------------------------
+
+ACTION=deploy
+DIR=
+ENDPOINT=tcp://127.0.0.1:5555
+ENDPOINT_GIVEN=
+while [ $# -gt 0 ]; do
+    case $1 in
+        -h|--help) usage; exit 0 ;;
+        --start) ACTION=start ;;
+        --stop) ACTION=stop ;;
+        --port) [ $# -ge 2 ] || { usage >&2; exit 2; }
+                ENDPOINT=tcp://127.0.0.1:$2; ENDPOINT_GIVEN=1; shift ;;
+        --endpoint) [ $# -ge 2 ] || { usage >&2; exit 2; }
+                ENDPOINT=$2; ENDPOINT_GIVEN=1; shift ;;
+        -*) echo "demo-deploy: unknown option $1" >&2; usage >&2; exit 2 ;;
+        *) [ -z "$DIR" ] || { usage >&2; exit 2; }; DIR=$1 ;;
+    esac
+    shift
+done
+[ -n "$DIR" ] || { usage >&2; exit 2; }
+[ "$ACTION" = deploy ] && mkdir -p "$DIR"
+[ -d "$DIR" ] || die "$DIR: no such directory"
+DIR=$(cd "$DIR" && pwd)
+
+case $ACTION in
+    deploy) deploy ;;
+    start) start_broker ;;
+    stop) stop_broker ;;
+esac

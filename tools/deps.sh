@@ -1,0 +1,45 @@
+# deps.sh — the Debian 12 packages cryptoserver needs to build, test and run
+# its demo, and a function that installs the missing ones.  Sourced by
+# tools/quickstart.sh and tools/check.sh (POSIX sh; not run on its own).
+
+# Build: compiler, autotools, every PKG_CHECK_MODULES of configure.ac.
+# Run/test: SoftHSMv2 (the demo boards), OpenSC's pkcs11-tool, openssl.
+CS_DEB_PACKAGES="gcc make autoconf automake libtool pkg-config
+    libzmq3-dev libczmq-dev libssl-dev libp11-kit-dev
+    libprotobuf-c-dev protobuf-c-compiler check libsubunit-dev
+    softhsm2 opensc openssl procps"
+
+# cs_deps_missing: prints the packages of CS_DEB_PACKAGES not installed.
+cs_deps_missing () {
+    for cs_pkg in $CS_DEB_PACKAGES; do
+        dpkg-query -W -f='${Status}\n' "$cs_pkg" 2>/dev/null | grep -q 'install ok installed' \
+            || printf '%s\n' "$cs_pkg"
+    done
+}
+
+# cs_deps_install: installs what is missing with apt-get (through sudo when
+# not root); runs apt-get update first only when something is missing.
+# Returns non-zero when packages are missing and cannot be installed.
+cs_deps_install () {
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        echo "note: not a Debian system; make sure these are installed: $(echo $CS_DEB_PACKAGES)"
+        return 0
+    fi
+    cs_missing=$(cs_deps_missing | tr '\n' ' ')
+    if [ -z "$cs_missing" ]; then
+        echo "packages: all present"
+        return 0
+    fi
+    echo "packages: installing $cs_missing"
+    cs_sudo=
+    if [ "$(id -u)" != 0 ]; then
+        if ! command -v sudo >/dev/null 2>&1; then
+            echo "error: need root or sudo to install: $cs_missing" >&2
+            return 1
+        fi
+        cs_sudo=sudo
+    fi
+    $cs_sudo apt-get update -q || return 1
+    # shellcheck disable=SC2086
+    $cs_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $cs_missing || return 1
+}

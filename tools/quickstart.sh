@@ -1,0 +1,120 @@
+#!/bin/bash
+# quickstart.sh — from a fresh clone on Debian 12 to verified signatures:
+# installs missing packages, builds, makes a demo deployment
+# (tools/demo-deploy.sh), starts the broker on 127.0.0.1, then signs and
+# decrypts through cryptoserver-pkcs11.so with pkcs11-tool and checks the
+# results with openssl.
+set -eu
+
+usage () {
+    cat <<'EOT'
+usage: tools/quickstart.sh [DIR]          build, deploy into DIR (default ./demo), start, try it
+       tools/quickstart.sh --stop [DIR]   stop DIR's broker
+       tools/quickstart.sh --help
+
+Run again on an existing DIR: keys and state are kept and the broker is
+(re)started if it is not running.  Afterwards:  . DIR/env.sh  sets
+CRYPTOSERVER_CONF, CRYPTOSERVER_MODULE, CRYPTOSERVER_TOKEN, CRYPTOSERVER_PIN,
+SOFTHSM2_CONF, CRYPTOSERVER_BOARD_PIN and CRYPTOSERVER_BROKER_PID.
+Environment: CS_BUILD_DIR  build somewhere else than in the source tree
+             CS_PORT       the broker's port on 127.0.0.1 (default 5555)
+EOT
+}
+
+SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
+step () { echo; echo "==> $*"; }
+ok () { echo "    ok: $*"; }
+die () { echo "quickstart: error: $*" >&2; exit 1; }
+
+STOP=
+DIR=
+while [ $# -gt 0 ]; do
+    case $1 in
+        -h|--help) usage; exit 0 ;;
+        --stop) STOP=1 ;;
+        -*) echo "quickstart: unknown option $1" >&2; usage >&2; exit 2 ;;
+        *) [ -z "$DIR" ] || { usage >&2; exit 2; }; DIR=$1 ;;
+    esac
+    shift
+done
+DIR=${DIR:-demo}
+export CS_BUILD_DIR=${CS_BUILD_DIR:-$SRC_DIR}
+
+if [ -n "$STOP" ]; then
+    exec "$SRC_DIR/tools/demo-deploy.sh" --stop "$DIR"
+fi
+
+build () {
+    step "Build (in $CS_BUILD_DIR)"
+    if [ ! -x "$SRC_DIR/configure" ]; then
+        (cd "$SRC_DIR" && autoreconf -fi >/dev/null 2>&1) || (cd "$SRC_DIR" && autoreconf -fi)
+    fi
+    mkdir -p "$CS_BUILD_DIR"
+    cd "$CS_BUILD_DIR"
+    if [ ! -f Makefile ]; then
+        "$SRC_DIR/configure" -q
+    fi
+    make -s -j"$(nproc 2>/dev/null || echo 2)" >/dev/null
+    cd - >/dev/null
+    ok "built cryptoserver-pkcs11.so, cryptoserver-broker, drivers, cryptoserver-admin"
+}
+
+# The demo: list, sign + verify (RSA and EC), OAEP decrypt.
+try_it () {
+    # shellcheck disable=SC1091
+    . "$DIR/env.sh"
+    local tmp p11
+    tmp=$(mktemp -d "$DIR/.quickstart.XXXXXX")
+    p11="pkcs11-tool --module $CRYPTOSERVER_MODULE --token-label $CRYPTOSERVER_TOKEN"
+
+    step "List the token through the module ($CRYPTOSERVER_MODULE)"
+    $p11 -L | sed -n 's/^ *\(token label\|token manufacturer\|token model\) *: */    \1: /p'
+    $p11 -O --login --pin "$CRYPTOSERVER_PIN" | grep -E '^(Private|Public) Key Object|label:' \
+        | paste - - | sed 's/ \+/ /g; s/^/    /'
+
+    step "Sign with rsa2048 (SHA256-RSA-PKCS) and verify with openssl"
+    printf 'Hello from cryptoserver quickstart, %s\n' "$(date)" > "$tmp/message.txt"
+    $p11 --login --pin "$CRYPTOSERVER_PIN" --sign --mechanism SHA256-RSA-PKCS --id 01 \
+        --input-file "$tmp/message.txt" --output-file "$tmp/rsa.sig" 2>/dev/null
+    openssl dgst -sha256 -verify "$DIR/keys/rsa2048.pub.pem" -signature "$tmp/rsa.sig" \
+        "$tmp/message.txt" >/dev/null || die "the RSA signature does not verify"
+    ok "$(wc -c < "$tmp/rsa.sig") byte signature verified by openssl dgst -sha256 -verify"
+
+    step "Sign with p256 (ECDSA-SHA256) and verify with openssl"
+    $p11 --login --pin "$CRYPTOSERVER_PIN" --sign --mechanism ECDSA-SHA256 --id 03 \
+        --signature-format openssl --input-file "$tmp/message.txt" \
+        --output-file "$tmp/ec.sig" 2>/dev/null
+    openssl dgst -sha256 -verify "$DIR/keys/p256.pub.pem" -signature "$tmp/ec.sig" \
+        "$tmp/message.txt" >/dev/null || die "the ECDSA signature does not verify"
+    ok "DER ECDSA signature verified by openssl dgst -sha256 -verify"
+
+    step "Decrypt an RSA-OAEP ciphertext made by openssl (SHA-1, openssl's default)"
+    printf 'a secret for rsa2048\n' > "$tmp/plain.txt"
+    openssl pkeyutl -encrypt -pubin -inkey "$DIR/keys/rsa2048.pub.pem" \
+        -pkeyopt rsa_padding_mode:oaep -in "$tmp/plain.txt" -out "$tmp/cipher.bin"
+    $p11 --login --pin "$CRYPTOSERVER_PIN" --decrypt --mechanism RSA-PKCS-OAEP \
+        --hash-algorithm SHA-1 --mgf MGF1-SHA1 --id 01 \
+        --input-file "$tmp/cipher.bin" --output-file "$tmp/decrypted.txt" 2>/dev/null
+    cmp -s "$tmp/plain.txt" "$tmp/decrypted.txt" || die "the decrypted text differs"
+    ok "decrypted: $(cat "$tmp/decrypted.txt")"
+    rm -rf "$tmp"
+}
+
+step "Packages"
+# shellcheck source=tools/deps.sh
+. "$SRC_DIR/tools/deps.sh"
+cs_deps_install
+build
+
+step "Deployment in $DIR"
+"$SRC_DIR/tools/demo-deploy.sh" "$DIR" ${CS_PORT:+--port "$CS_PORT"}
+DIR=$(cd "$DIR" && pwd)
+
+step "Broker"
+"$SRC_DIR/tools/demo-deploy.sh" --start "$DIR"
+
+try_it
+
+step "Done"
+echo "    . $DIR/env.sh          # then use \$CRYPTOSERVER_MODULE with any PKCS#11 application"
+echo "    tools/quickstart.sh --stop $DIR    # stops the broker"
