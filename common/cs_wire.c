@@ -1,6 +1,7 @@
 /*  cs_wire.c — decoding with limits, encoding, version choice.  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <p11-kit/pkcs11.h>
 #include "cs_wire.h"
 
@@ -10,13 +11,72 @@ s_mechanism_ok (const Cs__Mechanism *mech)
     return mech && mech->oaep_label.len <= CS_WIRE_MAX_LABEL;
 }
 
-/*  Checks the key id, mechanism and data of a sign or decrypt job.  */
+/*  Checks the key (a server-held key's ref or a per-request PKCS#8 key,
+ *  exactly one of them), mechanism and data of a sign or decrypt job.  */
 static bool
-s_crypto_job_ok (ProtobufCBinaryData key_id, const Cs__Mechanism *mech,
-                 ProtobufCBinaryData data)
+s_crypto_job_ok (ProtobufCBinaryData key_id, ProtobufCBinaryData key_pkcs8,
+                 const Cs__Mechanism *mech, ProtobufCBinaryData data)
 {
-    return key_id.len > 0 && key_id.len <= CS_WIRE_MAX_KEY_ID
-        && s_mechanism_ok (mech) && data.len <= CS_WIRE_MAX_DATA;
+    bool by_ref = key_id.len > 0 && key_id.len <= CS_WIRE_MAX_REF && key_pkcs8.len == 0;
+    bool by_value = key_id.len == 0 && key_pkcs8.len > 0 && key_pkcs8.len <= CS_WIRE_MAX_KEY_DER;
+    return (by_ref || by_value) && s_mechanism_ok (mech) && data.len <= CS_WIRE_MAX_DATA;
+}
+
+/*  Checks the count and sizes of a template.  */
+static bool
+s_template_ok (size_t count, Cs__Attribute **attributes)
+{
+    if (count > CS_WIRE_MAX_ATTRIBUTES)
+        return false;
+    for (size_t i = 0; i < count; i++)
+        if (attributes [i]->value_case == CS__ATTRIBUTE__VALUE_BYTES
+        &&  attributes [i]->bytes.len > CS_WIRE_MAX_ATTR_BYTES)
+            return false;
+    return true;
+}
+
+static bool
+s_ref_ok (const char *ref)
+{
+    return ref && *ref && strlen (ref) <= CS_WIRE_MAX_REF;
+}
+
+static const char *
+s_key_job_problem (const Cs__Job *job)
+{
+    const Cs__GenerateKeyPairJob *gen = job->generate_key_pair;
+    const Cs__ImportKeyJob *imp = job->import_key;
+    switch (job->kind_case) {
+        case CS__JOB__KIND_GENERATE_KEY_PAIR:
+            return gen->public_exponent.len <= 16 && gen->ec_params.len <= 256
+                && s_template_ok (gen->n_public_template, gen->public_template)
+                && s_template_ok (gen->n_private_template, gen->private_template)
+                   ? NULL : "bad generate job (exponent, curve or template size)";
+        case CS__JOB__KIND_IMPORT_KEY:
+            return (imp->private_pkcs8.len > 0) != (imp->public_spki.len > 0)
+                && imp->private_pkcs8.len <= CS_WIRE_MAX_KEY_DER
+                && imp->public_spki.len <= CS_WIRE_MAX_KEY_DER
+                && s_template_ok (imp->n_template_, imp->template_)
+                   ? NULL : "bad import job (needs one key of bounded size)";
+        case CS__JOB__KIND_DESTROY_KEY:
+            return s_ref_ok (job->destroy_key->ref) ? NULL : "bad destroy job";
+        case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
+            return s_ref_ok (job->set_key_attributes->ref)
+                && s_template_ok (job->set_key_attributes->n_attributes,
+                                  job->set_key_attributes->attributes)
+                   ? NULL : "bad set-attributes job";
+        case CS__JOB__KIND_COPY_KEY:
+            return s_ref_ok (job->copy_key->ref)
+                && s_template_ok (job->copy_key->n_attributes, job->copy_key->attributes)
+                   ? NULL : "bad copy job";
+        case CS__JOB__KIND_INIT_PIN:
+            return job->init_pin->pin.len <= CS_WIRE_MAX_PIN ? NULL : "PIN too long";
+        case CS__JOB__KIND_SET_PIN:
+            return job->set_pin->old_pin.len <= CS_WIRE_MAX_PIN
+                && job->set_pin->new_pin.len <= CS_WIRE_MAX_PIN ? NULL : "PIN too long";
+        default:
+            return "job of unknown kind";
+    }
 }
 
 static const char *
@@ -29,13 +89,15 @@ s_job_problem (const Cs__Job *job)
         case CS__JOB__KIND_LOGIN:
             return job->login->pin.len <= CS_WIRE_MAX_PIN ? NULL : "PIN too long";
         case CS__JOB__KIND_SIGN:
-            return s_crypto_job_ok (job->sign->key_id, job->sign->mechanism, job->sign->data)
+            return s_crypto_job_ok (job->sign->key_id, job->sign->key_pkcs8,
+                                    job->sign->mechanism, job->sign->data)
                    ? NULL : "bad sign job (key id, mechanism or data size)";
         case CS__JOB__KIND_DECRYPT:
-            return s_crypto_job_ok (job->decrypt->key_id, job->decrypt->mechanism, job->decrypt->data)
+            return s_crypto_job_ok (job->decrypt->key_id, job->decrypt->key_pkcs8,
+                                    job->decrypt->mechanism, job->decrypt->data)
                    ? NULL : "bad decrypt job (key id, mechanism or data size)";
         default:
-            return "job of unknown kind";
+            return s_key_job_problem (job);
     }
 }
 
@@ -80,7 +142,7 @@ cs_wire_reply_decode (const void *data, size_t size, const char **why_p)
     if (!data || size == 0)
         why = "empty reply";
     else
-    if (size > CS_WIRE_MAX_MESSAGE)
+    if (size > CS_WIRE_MAX_REPLY)
         why = "reply too large";
     else
     if (!(reply = cs__reply__unpack (NULL, size, data)))

@@ -13,13 +13,18 @@
 
 #define CS_PROTOCOL_VERSION_MIN 1       /* oldest protocol this build speaks */
 #define CS_PROTOCOL_VERSION     1       /* newest protocol this build speaks */
-#define CS_WIRE_MAX_MESSAGE     (1024 * 1024)   /* bytes in one frame */
+#define CS_WIRE_MAX_MESSAGE     (1024 * 1024)   /* bytes in one request frame */
+#define CS_WIRE_MAX_REPLY       (16 * 1024 * 1024)  /* bytes in one reply frame (key lists) */
 #define CS_WIRE_MAX_JOBS        1024    /* jobs in one request (a batch) */
 #define CS_WIRE_MAX_DATA        8192    /* bytes of data in one sign/decrypt job */
 #define CS_WIRE_MAX_KEY_ID      64      /* bytes of a CKA_ID */
 #define CS_WIRE_MAX_PIN         256     /* bytes of a PIN */
 #define CS_WIRE_MAX_LABEL       1024    /* bytes of an OAEP label */
 #define CS_WIRE_MAX_TICKET      256     /* bytes of a login ticket */
+#define CS_WIRE_MAX_KEY_DER     8192    /* bytes of a PKCS#8 or SPKI key (RSA-8192 fits) */
+#define CS_WIRE_MAX_ATTRIBUTES  64      /* attributes in one template */
+#define CS_WIRE_MAX_ATTR_BYTES  4096    /* bytes of one attribute value */
+#define CS_WIRE_MAX_REF         128     /* bytes of a KeyInfo.ref */
 
 /*  Decodes and validates one Request frame of `size` bytes.  Returns the
  *  request (caller frees with cs__request__free_unpacked (req, NULL)), or NULL

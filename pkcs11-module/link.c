@@ -247,7 +247,7 @@ s_set_int (void *socket, int option, int value)
 static int
 s_configure (cs_link_t *self, const cs_client_config_t *config)
 {
-    int64_t max_size = CS_WIRE_MAX_MESSAGE;
+    int64_t max_size = CS_WIRE_MAX_REPLY;
     if (s_set_int (self->socket, ZMQ_LINGER, 0)
     ||  s_set_int (self->socket, ZMQ_SNDHWM, S_HWM)
     ||  s_set_int (self->socket, ZMQ_RCVHWM, S_HWM)

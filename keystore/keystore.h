@@ -1,0 +1,129 @@
+/*  keystore.h — the broker's store of server-held keys and of tenants.
+ *
+ *  One SQLite file (WAL, synchronous=FULL: a call that returns 0 after a
+ *  write has made it durable).  Each key is a row: its public description in
+ *  the clear (a packed cs.KeyInfo, so listing needs no decryption) and, for
+ *  keys whose home is the keystore, its private key as PKCS#8 DER encrypted
+ *  with AES-256-GCM under the master key, with "cs-key-v1" || tenant || NUL ||
+ *  ref as associated data, so a row moved to another tenant or key does not
+ *  decrypt.  Keys resident on a board have a row without private material
+ *  (home "board:NAME").  Tenants hold PBKDF2 hashes of their user and SO
+ *  PINs (common/cs_pin.h) and failure counters (PKCS#11 2.40 §5.4 token flags).
+ *
+ *  A keystore object is used by one thread at a time.  The broker's frontend
+ *  owns one; cryptoserver-admin opens its own on the same file (SQLite locks
+ *  make that safe).  Errors: functions return 0 or -1 (or a CK_RV where the
+ *  result goes to a PKCS#11 caller) and log why with zsys_error; nothing
+ *  logged ever holds a PIN or key byte.
+ */
+#ifndef CS_KEYSTORE_H_INCLUDED
+#define CS_KEYSTORE_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <p11-kit/pkcs11.h>
+#include "cryptoserver.pb-c.h"
+
+#define KEYSTORE_MASTER_KEY_LEN 32      /* bytes: AES-256 */
+#define KEYSTORE_PIN_MAX_FAILURES 5     /* wrong PINs in a row before CKR_PIN_LOCKED */
+
+typedef struct _keystore_t keystore_t;
+
+/*  Opens (creating if absent, mode 0600) the keystore at `path` under the
+ *  32-byte master key.  A new file records a check value of the master key;
+ *  an existing file whose check value does not match gives NULL with the log
+ *  line "keystore PATH: master key does not match" (never a crash).  Caller
+ *  destroys the result.  The master key is copied; the caller wipes its own.  */
+keystore_t *keystore_open (const char *path, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN]);
+
+/*  Closes the keystore, wiping the master key copy; NULL-safe; nulls *self_p.  */
+void keystore_destroy (keystore_t **self_p);
+
+/*  Reads a master key file: 64 hex digits (created 0600 by cryptoserver-admin
+ *  init).  Returns 0, or -1 when unreadable, malformed, or readable by group
+ *  or others (then the log says so).  */
+int keystore_master_key_read (const char *path, uint8_t key [KEYSTORE_MASTER_KEY_LEN]);
+
+/*  Writes a fresh random master key file with mode 0600; refuses to
+ *  overwrite.  Returns 0 or -1.  */
+int keystore_master_key_create (const char *path, uint8_t key [KEYSTORE_MASTER_KEY_LEN]);
+
+/* ---- tenants ------------------------------------------------------- */
+
+/*  Adds a tenant with its user and SO PINs (bytes; hashed here).  Returns 0,
+ *  or -1 when the name exists, is empty or longer than 32 bytes (it becomes
+ *  the token label), or a PIN is out of CS_PIN_MIN_LEN..CS_PIN_MAX_LEN.  */
+int keystore_tenant_add (keystore_t *self, const char *name,
+                         const void *user_pin, size_t user_pin_len,
+                         const void *so_pin, size_t so_pin_len);
+
+/*  Removes a tenant and every key row of it.  Returns 0, or -1 if unknown.  */
+int keystore_tenant_remove (keystore_t *self, const char *name);
+
+/*  Returns a malloc'd, NULL-terminated array of malloc'd tenant names, in
+ *  name order (caller frees each and the array), or NULL on error.  */
+char **keystore_tenant_list (keystore_t *self);
+
+/*  True when the tenant exists.  */
+bool keystore_tenant_exists (keystore_t *self, const char *name);
+
+/*  Checks a C_Login PIN of user_type (CKU_USER or CKU_SO) for the tenant and
+ *  counts failures durably: CKR_OK (and the count reset), CKR_PIN_INCORRECT,
+ *  CKR_PIN_LOCKED after KEYSTORE_PIN_MAX_FAILURES wrong PINs in a row (also
+ *  for the right PIN, until reset), CKR_USER_TYPE_INVALID, CKR_DEVICE_ERROR
+ *  for an unknown tenant or a database failure.  PKCS#11 2.40 §5.6 C_Login.  */
+CK_RV keystore_pin_check (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
+                          const void *pin, size_t pin_len);
+
+/*  Sets the PIN of user_type and clears its failure count and lock (C_InitPIN
+ *  for CKU_USER by the SO, C_SetPIN, admin tenant set-pin).  Returns CKR_OK,
+ *  CKR_PIN_LEN_RANGE, CKR_USER_TYPE_INVALID or CKR_DEVICE_ERROR.  */
+CK_RV keystore_pin_set (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
+                        const void *pin, size_t pin_len);
+
+/*  The tenant's CKF_USER_PIN_COUNT_LOW / _FINAL_TRY / _LOCKED and the CKF_SO_PIN_*
+ *  equivalents for CK_TOKEN_INFO.flags; 0 for an unknown tenant.  */
+CK_FLAGS keystore_pin_flags (keystore_t *self, const char *tenant);
+
+/* ---- keys ---------------------------------------------------------- */
+
+/*  Stores a new key of the tenant: `info` (its ref must be set and unique in
+ *  the tenant; see keystore_ref_new) and, for home "keystore", the private key
+ *  as PKCS#8 DER (pkcs8_len bytes, encrypted here; NULL for public-only keys
+ *  and board-resident keys).  Durable when it returns 0; -1 on failure.  */
+int keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
+                      const uint8_t *pkcs8, size_t pkcs8_len);
+
+/*  Replaces the public description of an existing key (C_SetAttributeValue).
+ *  Returns 0, or -1 if the key is unknown or on failure.  */
+int keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *info);
+
+/*  Loads one key by ref.  *info_p gets the description (caller frees with
+ *  cs__key_info__free_unpacked (info, NULL)); if pkcs8_p is not NULL it gets
+ *  the decrypted private key (malloc'd, *pkcs8_len_p bytes; caller wipes with
+ *  OPENSSL_cleanse and frees; NULL with length 0 for keys without private
+ *  material).  Returns 0, -1 when unknown (no log), or -1 with a log line when
+ *  the row does not decrypt (tampered, other master key).  */
+int keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
+                      Cs__KeyInfo **info_p, uint8_t **pkcs8_p, size_t *pkcs8_len_p);
+
+/*  Lists the tenant's keys: *infos_p gets a malloc'd array of *count_p
+ *  descriptions (free each with cs__key_info__free_unpacked, then the array).
+ *  Returns 0 or -1.  */
+int keystore_key_list (keystore_t *self, const char *tenant,
+                       Cs__KeyInfo ***infos_p, size_t *count_p);
+
+/*  Deletes a key row.  Returns 0, or -1 if unknown.  */
+int keystore_key_delete (keystore_t *self, const char *tenant, const char *ref);
+
+/*  The tenant's key-list version: a counter that every put, update and
+ *  delete of one of its keys increments (ListKeysResult.version).  0 for an
+ *  unknown tenant.  */
+uint64_t keystore_keys_version (keystore_t *self, const char *tenant);
+
+/*  Writes a fresh ref "ks:" + 32 hex digits (16 random bytes) into
+ *  ref (at least 36 bytes).  */
+void keystore_ref_new (char ref [36]);
+
+#endif
