@@ -6,7 +6,7 @@
 # Run/test: SoftHSMv2 (the demo boards), OpenSC's pkcs11-tool, openssl.
 CS_DEB_PACKAGES="gcc make autoconf automake libtool pkg-config
     libzmq3-dev libczmq-dev libssl-dev libp11-kit-dev
-    libprotobuf-c-dev protobuf-c-compiler check libsubunit-dev
+    libprotobuf-c-dev protobuf-c-compiler check libsubunit-dev libsqlite3-dev
     softhsm2 opensc openssl procps"
 
 # cs_deps_missing: prints the packages of CS_DEB_PACKAGES not installed.
