@@ -34,8 +34,14 @@ s_load_driver (board_t *self, const char *driver_dir)
     }
     self->session_open = (cs_drv_session_open_fn *) cs_driver_lookup (self->driver, CS_DRV_SESSION_OPEN);
     self->session_close = (cs_drv_session_close_fn *) cs_driver_lookup (self->driver, CS_DRV_SESSION_CLOSE);
-    self->sign = (cs_drv_sign_fn *) cs_driver_lookup (self->driver, CS_DRV_SIGN);
-    self->decrypt = (cs_drv_decrypt_fn *) cs_driver_lookup (self->driver, CS_DRV_DECRYPT);
+    self->sign = (cs_drv_sign_key_fn *) cs_driver_lookup (self->driver, CS_DRV_SIGN_KEY);
+    self->decrypt = (cs_drv_decrypt_key_fn *) cs_driver_lookup (self->driver, CS_DRV_DECRYPT_KEY);
+    self->generate_material = (cs_drv_generate_material_fn *)
+        cs_driver_lookup (self->driver, CS_DRV_GENERATE_MATERIAL);
+    self->generate_resident = (cs_drv_generate_resident_fn *)
+        cs_driver_lookup (self->driver, CS_DRV_GENERATE_RESIDENT);
+    self->destroy_resident = (cs_drv_destroy_resident_fn *)
+        cs_driver_lookup (self->driver, CS_DRV_DESTROY_RESIDENT);
     self->close = (cs_drv_board_close_fn *) cs_driver_lookup (self->driver, CS_DRV_BOARD_CLOSE);
     if (!self->session_open || !self->session_close || !self->close
     ||  !cs_driver_lookup (self->driver, CS_DRV_BOARD_OPEN)
@@ -59,13 +65,26 @@ s_open (board_t *self, zconfig_t *config, const char *base_dir)
         zsys_error ("board %s: the %s driver could not open it", self->name, self->type);
         return -1;
     }
+    cs_drv_capabilities_fn *caps
+        = (cs_drv_capabilities_fn *) cs_driver_lookup (self->driver, CS_DRV_CAPABILITIES);
     if (keys (self->handle, &self->keys, &self->n_keys)
-    ||  mechs (self->handle, &self->mechs, &self->n_mechs)) {
-        zsys_error ("board %s: cannot read its keys or mechanisms", self->name);
+    ||  mechs (self->handle, &self->mechs, &self->n_mechs)
+    ||  (caps && caps (self->handle, &self->caps))) {
+        zsys_error ("board %s: cannot read its keys, mechanisms or capabilities", self->name);
         return -1;
     }
-    zsys_info ("board %s: %s driver, %zu keys, %zu mechanisms, %d threads", self->name,
-               self->type, self->n_keys, self->n_mechs, self->threads);
+    if (!self->generate_material)
+        self->caps.flags &= ~CS_CAP_GENERATE_MATERIAL;
+    if (!self->generate_resident)
+        self->caps.flags &= ~CS_CAP_GENERATE_RESIDENT;
+    zsys_info ("board %s: %s driver, %zu keys, %zu mechanisms, %d threads%s%s", self->name,
+               self->type, self->n_keys, self->n_mechs, self->threads,
+               self->caps.flags & CS_CAP_KEY_MATERIAL ? ", key material" : "",
+               self->caps.flags & (CS_CAP_GENERATE_MATERIAL | CS_CAP_GENERATE_RESIDENT)
+               ? ", key generation" : "");
+    if (self->n_keys && !self->tenant)
+        zsys_warning ("board %s: no 'tenant': its %zu resident keys are visible to no tenant",
+                      self->name, self->n_keys);
     return 0;
 }
 
@@ -77,8 +96,9 @@ board_new (const broker_board_conf_t *conf, const char *driver_dir, const char *
         return NULL;
     self->name = strdup (conf->name);
     self->type = strdup (conf->type);
+    self->tenant = conf->tenant ? strdup (conf->tenant) : NULL;
     self->threads = conf->threads;
-    if (!self->name || !self->type || s_load_driver (self, driver_dir)
+    if (!self->name || !self->type || (conf->tenant && !self->tenant) || s_load_driver (self, driver_dir)
     ||  s_open (self, conf->config, base_dir))
         board_destroy (&self);
     return self;
@@ -98,6 +118,7 @@ board_destroy (board_t **self_p)
         dlclose (self->dl);
     free (self->name);
     free (self->type);
+    free (self->tenant);
     free (self);
     *self_p = NULL;
 }
@@ -109,4 +130,18 @@ board_key (const board_t *self, const unsigned char *key_id, size_t key_id_len)
         if (self->keys [i].id_len == key_id_len && memcmp (self->keys [i].id, key_id, key_id_len) == 0)
             return &self->keys [i];
     return NULL;
+}
+
+bool
+board_takes_material (const board_t *self, CK_KEY_TYPE key_type)
+{
+    return (self->caps.flags & CS_CAP_KEY_MATERIAL) && (self->caps.material_types & cs_kt_bit (key_type))
+        && self->sign;
+}
+
+bool
+board_generates (const board_t *self, CK_KEY_TYPE key_type, bool resident)
+{
+    unsigned flag = resident ? CS_CAP_GENERATE_RESIDENT : CS_CAP_GENERATE_MATERIAL;
+    return (self->caps.flags & flag) && (self->caps.generate_types & cs_kt_bit (key_type));
 }

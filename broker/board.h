@@ -11,6 +11,7 @@
 typedef struct {
     char *name;                     /* drivers/<name> */
     char *type;                     /* driver type */
+    char *tenant;                   /* drivers/<name>/tenant: owner of its resident keys, or NULL */
     int threads;                    /* worker threads to start */
     void *dl;                       /* the driver module */
     const cs_driver_t *driver;
@@ -21,8 +22,13 @@ typedef struct {
     size_t n_mechs;
     cs_drv_session_open_fn *session_open;
     cs_drv_session_close_fn *session_close;
-    cs_drv_sign_fn *sign;           /* NULL when the driver cannot sign */
-    cs_drv_decrypt_fn *decrypt;     /* NULL when the driver cannot decrypt */
+    cs_caps_t caps;                 /* read once at open; zero when the driver has no
+                                       CS_DRV_CAPABILITIES (resident keys only) */
+    cs_drv_sign_key_fn *sign;       /* NULL when the driver cannot sign */
+    cs_drv_decrypt_key_fn *decrypt; /* NULL when the driver cannot decrypt */
+    cs_drv_generate_material_fn *generate_material;     /* optional */
+    cs_drv_generate_resident_fn *generate_resident;     /* optional */
+    cs_drv_destroy_resident_fn *destroy_resident;       /* optional */
     cs_drv_board_close_fn *close;
 } board_t;
 
@@ -39,6 +45,14 @@ board_t *board_new (const broker_board_conf_t *conf, const char *driver_dir, con
 /*  Closes the board (all its worker sessions must be closed) and unloads the
  *  driver; NULL-safe; nulls *self_p.  */
 void board_destroy (board_t **self_p);
+
+/*  True when the board can sign/decrypt with key material of key_type
+ *  (CKK_RSA, CKK_EC, CKK_EC_EDWARDS).  */
+bool board_takes_material (const board_t *self, CK_KEY_TYPE key_type);
+
+/*  True when the board can generate a key pair of key_type as material
+ *  (resident = false) or as a resident key (resident = true).  */
+bool board_generates (const board_t *self, CK_KEY_TYPE key_type, bool resident);
 
 /*  Returns the board's key with CKA_ID key_id (key_id_len bytes), or NULL.  */
 const cs_key_info_t *board_key (const board_t *self, const unsigned char *key_id, size_t key_id_len);

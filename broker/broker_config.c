@@ -147,41 +147,81 @@ s_broker (s_loader_t *self)
     return s_curve (self);
 }
 
-/*  Checks that a stored PIN hash has the cs_pin.h form.  */
-static bool
-s_pin_form_ok (const char *stored)
+unsigned
+broker_pool_bits (size_t i)
 {
-    return stored && strncmp (stored, "pbkdf2-sha256$", 14) == 0;
+    static const unsigned bits [BROKER_POOL_SIZES] = { 2048, 3072, 4096 };
+    return i < BROKER_POOL_SIZES ? bits [i] : 0;
 }
 
-/*  The "tenants" section: at least one, each with a user-pin.  */
+/*  keystore/master-key: a file, or board:NAME:LABEL with master-key-wrapped.  */
 static int
-s_tenants (s_loader_t *self)
+s_master_key (s_loader_t *self)
 {
     broker_config_t *config = self->config;
-    zconfig_t *section = zconfig_locate (config->root, "tenants");
-    size_t count = 0;
-    for (zconfig_t *t = section ? zconfig_child (section) : NULL; t; t = zconfig_next (t))
-        count++;
-    if (count == 0)
-        return s_fail (self, "tenants", "at least one tenant is required");
-    config->tenants = calloc (count, sizeof (broker_tenant_t));
-    for (zconfig_t *t = zconfig_child (section); t && config->tenants; t = zconfig_next (t)) {
-        broker_tenant_t *tenant = &config->tenants [config->n_tenants++];
-        char path [256];
-        tenant->name = strdup (zconfig_name (t));
-        const char *user = zconfig_get (t, "user-pin", NULL);
-        const char *so = zconfig_get (t, "so-pin", NULL);
-        snprintf (path, sizeof path, "tenants/%s/user-pin", tenant->name);
-        if (!s_pin_form_ok (user))
-            return s_fail (self, path, "required, in the form pbkdf2-sha256$ITER$SALT$HASH");
-        snprintf (path, sizeof path, "tenants/%s/so-pin", tenant->name);
-        if (so && !s_pin_form_ok (so))
-            return s_fail (self, path, "must be in the form pbkdf2-sha256$ITER$SALT$HASH");
-        tenant->user_pin = strdup (user);
-        tenant->so_pin = so ? strdup (so) : NULL;
+    const char *text = zconfig_get (config->root, "keystore/master-key", "master.key");
+    if (strncmp (text, "board:", 6)) {
+        config->master_key_file = s_path (self, "keystore/master-key");
+        if (!config->master_key_file)
+            config->master_key_file = cs_path_resolve (config->dir, "master.key");
+        return config->master_key_file ? 0 : s_fail (self, "keystore/master-key", "out of memory");
     }
-    return config->tenants ? 0 : s_fail (self, "tenants", "out of memory");
+    const char *colon = strchr (text + 6, ':');
+    if (!colon || colon == text + 6 || !colon [1])
+        return s_fail (self, "keystore/master-key", "must be FILE or board:NAME:LABEL (got \"%s\")",
+                       text);
+    config->master_key_board = strndup (text + 6, (size_t) (colon - text - 6));
+    config->master_key_label = strdup (colon + 1);
+    config->master_key_wrapped = s_path (self, "keystore/master-key-wrapped");
+    if (!config->master_key_wrapped)
+        return s_fail (self, "keystore/master-key-wrapped",
+                       "required with master-key = board:NAME:LABEL");
+    return 0;
+}
+
+/*  The "keystore" section: path (default keystore.db) and the master key.  */
+static int
+s_keystore (s_loader_t *self)
+{
+    broker_config_t *config = self->config;
+    config->keystore_path = s_path (self, "keystore/path");
+    if (!config->keystore_path)
+        config->keystore_path = cs_path_resolve (config->dir, "keystore.db");
+    if (!config->keystore_path)
+        return s_fail (self, "keystore/path", "out of memory");
+    return s_master_key (self);
+}
+
+/*  The "keys" section: home of generated token keys and the RSA pool.  */
+static int
+s_keys (s_loader_t *self)
+{
+    broker_config_t *config = self->config;
+    config->keys_home = strdup (zconfig_get (config->root, "keys/home", "keystore"));
+    for (size_t i = 0; i < BROKER_POOL_SIZES; i++) {
+        char path [64];
+        snprintf (path, sizeof path, "keys/pool-rsa-%u", broker_pool_bits (i));
+        if (s_int (self, path, 0, 0, BROKER_POOL_MAX, &config->pool_rsa [i]))
+            return -1;
+    }
+    return config->keys_home ? 0 : s_fail (self, "keys/home", "out of memory");
+}
+
+/*  Cross-checks after the boards are known: keys/home and the board of a
+ *  wrapped master key must name boards.  */
+static int
+s_cross_check (s_loader_t *self)
+{
+    broker_config_t *config = self->config;
+    if (!streq (config->keys_home, "keystore") && !broker_config_board (config, config->keys_home))
+        return s_fail (self, "keys/home", "must be keystore or a board name (got \"%s\")",
+                       config->keys_home);
+    if (config->master_key_board && !broker_config_board (config, config->master_key_board))
+        return s_fail (self, "keystore/master-key", "no board named \"%s\"", config->master_key_board);
+    if (zconfig_locate (config->root, "tenants"))
+        zsys_warning ("%s: the 'tenants' section is ignored: tenants and PINs live in the keystore "
+                      "(cryptoserver-admin tenant add)", config->file);
+    return 0;
 }
 
 /*  Checks a driver type: a plain file name (letters, digits, '_', '-').  */
@@ -208,6 +248,8 @@ s_board (s_loader_t *self, zconfig_t *section, broker_board_conf_t *board)
     if (!s_type_ok (type))
         return s_fail (self, path, "required: a driver name such as pkcs11 or sim");
     board->type = strdup (type);
+    const char *tenant = zconfig_get (section, "tenant", NULL);
+    board->tenant = tenant && *tenant ? strdup (tenant) : NULL;
     snprintf (path, sizeof path, "drivers/%s/threads", board->name);
     return s_int (self, path, 1, 1, BROKER_MAX_THREADS, &board->threads);
 }
@@ -247,8 +289,9 @@ broker_config_load (const char *file, char **error_p)
     if (!(config->root = zconfig_load (file)))
         s_fail (&loader, NULL, "not a valid ZPL file");
     else
-    if (s_broker (&loader) == 0 && s_tenants (&loader) == 0)
-        s_boards (&loader);
+    if (s_broker (&loader) == 0 && s_keystore (&loader) == 0 && s_keys (&loader) == 0
+    &&  s_boards (&loader) == 0)
+        s_cross_check (&loader);
     if (loader.error) {
         broker_config_destroy (&config);
         if (error_p)
@@ -265,17 +308,18 @@ broker_config_destroy (broker_config_t **self_p)
     broker_config_t *self = self_p ? *self_p : NULL;
     if (!self)
         return;
-    for (size_t i = 0; i < self->n_tenants; i++) {
-        free (self->tenants [i].name);
-        free (self->tenants [i].user_pin);
-        free (self->tenants [i].so_pin);
-    }
     for (size_t i = 0; i < self->n_boards; i++) {
         free (self->boards [i].name);
         free (self->boards [i].type);
+        free (self->boards [i].tenant);
     }
-    free (self->tenants);
     free (self->boards);
+    free (self->keystore_path);
+    free (self->master_key_file);
+    free (self->master_key_board);
+    free (self->master_key_label);
+    free (self->master_key_wrapped);
+    free (self->keys_home);
     OPENSSL_cleanse (self->ticket_key, sizeof self->ticket_key);
     zconfig_destroy (&self->root);
     free (self->file);
@@ -289,11 +333,11 @@ broker_config_destroy (broker_config_t **self_p)
     *self_p = NULL;
 }
 
-const broker_tenant_t *
-broker_config_tenant (const broker_config_t *self, const char *name)
+const broker_board_conf_t *
+broker_config_board (const broker_config_t *self, const char *name)
 {
-    for (size_t i = 0; name && i < self->n_tenants; i++)
-        if (streq (self->tenants [i].name, name))
-            return &self->tenants [i];
+    for (size_t i = 0; name && i < self->n_boards; i++)
+        if (streq (self->boards [i].name, name))
+            return &self->boards [i];
     return NULL;
 }

@@ -18,15 +18,15 @@ typedef struct {
     char *name;
     char *type;                 /* driver type: loads DRIVER_DIR/<type>.so */
     int threads;                /* worker threads, 1..256 (default 1) */
+    char *tenant;               /* tenant owning the board's resident keys, or NULL */
     zconfig_t *config;          /* the section itself; owned by the config root */
 } broker_board_conf_t;
 
-/*  One "tenants/<name>" section; PINs in cs_pin.h's stored form.  */
-typedef struct {
-    char *name;
-    char *user_pin;             /* "pbkdf2-sha256$..." */
-    char *so_pin;               /* may be NULL: SO login is then refused */
-} broker_tenant_t;
+#define BROKER_POOL_SIZES 3         /* pool-rsa-2048, -3072, -4096 */
+#define BROKER_POOL_MAX 1000        /* keys per size */
+
+/*  RSA modulus bits of pool size index i (2048, 3072, 4096).  */
+unsigned broker_pool_bits (size_t i);
 
 typedef struct {
     char *file;                 /* the path given to broker_config_load */
@@ -43,8 +43,13 @@ typedef struct {
     bool curve;                 /* broker/curve/enabled, default true */
     char *secret_key;           /* resolved broker/curve/secret-key (zcert file) */
     char *clients_dir;          /* resolved broker/curve/clients (allow-list dir) */
-    broker_tenant_t *tenants;
-    size_t n_tenants;
+    char *keystore_path;        /* resolved keystore/path, default keystore.db */
+    char *master_key_file;      /* resolved keystore/master-key (file form), or NULL */
+    char *master_key_board;     /* keystore/master-key = board:NAME:LABEL: NAME, or NULL */
+    char *master_key_label;     /* ... and LABEL (CKA_LABEL of the wrapping RSA key) */
+    char *master_key_wrapped;   /* resolved keystore/master-key-wrapped (board form) */
+    char *keys_home;            /* keys/home: "keystore" (default) or a board name */
+    int pool_rsa [BROKER_POOL_SIZES];   /* keys/pool-rsa-2048/3072/4096, 0..1000, default 0 */
     broker_board_conf_t *boards;
     size_t n_boards;
 } broker_config_t;
@@ -57,7 +62,7 @@ broker_config_t *broker_config_load (const char *file, char **error_p);
 /*  Destroys a config; NULL-safe; nulls *self_p.  Wipes the ticket key.  */
 void broker_config_destroy (broker_config_t **self_p);
 
-/*  Returns the tenant called `name`, or NULL.  The result is owned by self.  */
-const broker_tenant_t *broker_config_tenant (const broker_config_t *self, const char *name);
+/*  Returns the board config called `name`, or NULL.  Owned by self.  */
+const broker_board_conf_t *broker_config_board (const broker_config_t *self, const char *name);
 
 #endif

@@ -1,25 +1,34 @@
 /*  frontend.c — the frontend actor: client ROUTER, allow-list, requests,
- *  work items to workers and replies back (the paper's Figure 3).  */
+ *  work items to workers and replies back (the paper's Figure 3), and the
+ *  jobs cheap enough to answer here: hello, login and PINs (keystore), key
+ *  lists and key management on keystore rows (SQLite).  Key generation runs
+ *  on workers (or comes from the pre-generated pool).  */
 #include <dirent.h>
 #include <inttypes.h>
 #include <openssl/crypto.h>
+#include <openssl/objects.h>
 #include <openssl/sha.h>
+#include <openssl/x509.h>
 #include "cs_pin.h"
 #include "cs_util.h"
 #include "cs_wire.h"
 #include "frontend.h"
+#include "key_info.h"
+#include "keyjobs.h"
+#include "pool.h"
 #include "scheduler.h"
 #include "ticket.h"
 
 #define S_CLIENTS_RELOAD_MS 2000        /* allow-list re-read period */
 #define S_ZAP_DOMAIN "cryptoserver"
+#define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
 
 bool frontend_verbose = false;
 
 /*  One entry of the allow-list (clients.d).  */
 typedef struct {
     char *name;
-    char *tenant;
+    char *tenant;                   /* NULL: the default tenant */
 } s_client_t;
 
 /*  The per-job storage of a request: its result and what the result points to.  */
@@ -29,6 +38,15 @@ typedef struct {
     Cs__HelloResult hello;
     Cs__LoginResult login;
     Cs__ListKeysResult keys;
+    Cs__GenerateKeyPairResult generated;
+    Cs__ImportKeyResult imported;
+    Cs__KeyResult key_result;
+    Cs__KeyInfo *info;              /* owned: a key made or changed by the job */
+    Cs__KeyInfo **listed;           /* owned: keystore rows of a key list */
+    size_t n_listed;
+    unsigned char *private_pkcs8;   /* owned: a generated session key, wiped */
+    size_t private_pkcs8_len;
+    char ref [36];                  /* a resident key's ref while it is generated */
     unsigned char ticket [TICKET_LEN];
 } s_slot_t;
 
@@ -43,14 +61,22 @@ typedef struct {
     uint32_t version;
     int64_t deadline;               /* cs_clock_ms () */
     bool ticket_ok;                 /* a valid CKU_USER ticket came with it */
+    bool so_ok;                     /* a valid CKU_SO ticket came with it */
     s_slot_t *slots;
     Cs__Result **results;
     size_t pending;
 } s_request_t;
 
+/*  A resident board key as listed to its tenant.  */
+typedef struct {
+    Cs__KeyInfo info;
+    const char *tenant;             /* the board's tenant (owned by the board) */
+} s_board_key_t;
+
 typedef struct {
     const frontend_args_t *args;
     const broker_config_t *config;
+    keystore_t *ks;                 /* owned by the server; used by this thread only */
     zsock_t *pipe;
     zsock_t *router;
     zsock_t *backend;
@@ -58,18 +84,30 @@ typedef struct {
     scheduler_t *scheduler;
     size_t n_workers;
     zhashx_t *clients;              /* Z85 key -> s_client_t */
+    char *default_tenant;           /* first tenant by name, for clients without one */
     bool reading;                   /* the router is being polled */
     bool draining;
     size_t in_flight;               /* requests waiting for items */
     Cs__MechanismInfo *mechs;       /* Hello: union over boards */
     Cs__MechanismInfo **mech_ptrs;
     size_t n_mechs;
-    Cs__KeyInfo *keys;              /* ListKeys: union over boards */
-    Cs__KeyInfo **key_ptrs;
-    size_t n_keys;
+    s_board_key_t *board_keys;      /* ListKeys: resident keys, one per (tenant, CKA_ID) */
+    size_t n_board_keys;
+    Cs__Attribute resident_attrs [8];   /* their private object's flags */
+    Cs__Attribute *resident_attr_ptrs [8];
+    size_t n_resident_attrs;
+    pool_t *pool;                   /* pre-generated RSA keys, or NULL */
+    size_t pool_max_running;        /* refills at once */
+    unsigned pool_wait_bits;        /* "POOL-WAIT": reply when this size ... */
+    size_t pool_wait_count;         /* ... has this many keys */
+    bool pool_waiting;
+    int home_board;                 /* keys/home board index, -1 = keystore */
     char serial [17];
     char *endpoint;
 } s_frontend_t;
+
+static void s_pool_refill (s_frontend_t *self);
+static void s_background_done (s_frontend_t *self, work_item_t *item);
 
 /* ------------------------------------------------------------------ */
 /*  Allow-list                                                         */
@@ -99,7 +137,7 @@ s_client_load (s_frontend_t *self, zhashx_t *map, const char *dir, const char *f
     const char *tenant = zcert_meta (cert, "tenant");
     if (client) {
         client->name = strdup (name ? name : file);
-        client->tenant = strdup (tenant ? tenant : self->config->tenants [0].name);
+        client->tenant = tenant && *tenant ? strdup (tenant) : NULL;
         if (zhashx_insert (map, zcert_public_txt (cert), client))
             s_client_destroy (&client);
     }
@@ -112,7 +150,7 @@ s_clients_diff (zhashx_t *old, zhashx_t *fresh)
 {
     for (s_client_t *c = zhashx_first (fresh); c; c = zhashx_next (fresh))
         if (!old || !zhashx_lookup (old, zhashx_cursor (fresh)))
-            zsys_info ("client %s (tenant %s) allowed: %s", c->name, c->tenant,
+            zsys_info ("client %s (tenant %s) allowed: %s", c->name, c->tenant ? c->tenant : "(default)",
                        (const char *) zhashx_cursor (fresh));
     for (s_client_t *c = old ? zhashx_first (old) : NULL; c; c = zhashx_next (old))
         if (!zhashx_lookup (fresh, zhashx_cursor (old)))
@@ -144,10 +182,24 @@ s_clients_reload (s_frontend_t *self)
     self->clients = map;
 }
 
+/*  Re-reads the default tenant: the first tenant of the keystore by name.  */
+static void
+s_default_tenant_reload (s_frontend_t *self)
+{
+    char **names = keystore_tenant_list (self->ks);
+    char *first = names && names [0] ? strdup (names [0]) : NULL;
+    for (size_t i = 0; names && names [i]; i++)
+        free (names [i]);
+    free (names);
+    free (self->default_tenant);
+    self->default_tenant = first;
+}
+
 static int
 s_on_clients_timer (zloop_t *loop, int timer_id, void *arg)
 {
     s_clients_reload (arg);
+    s_default_tenant_reload (arg);
     return 0;
 }
 
@@ -184,24 +236,73 @@ s_send_error (s_frontend_t *self, zframe_t *identity, uint64_t request_id, CK_RV
     s_send_reply (self, identity, &reply);
 }
 
+/*  Wipes the secrets a request carries (per-request keys, imported keys,
+ *  PINs) before protobuf-c frees it: they never outlive the request.  */
+static void
+s_request_wipe (Cs__Request *req)
+{
+    for (size_t i = 0; i < req->n_jobs; i++) {
+        const Cs__Job *job = req->jobs [i];
+        ProtobufCBinaryData secrets [2] = { { 0 }, { 0 } };
+        switch (job->kind_case) {
+            case CS__JOB__KIND_SIGN: secrets [0] = job->sign->key_pkcs8; break;
+            case CS__JOB__KIND_DECRYPT: secrets [0] = job->decrypt->key_pkcs8; break;
+            case CS__JOB__KIND_IMPORT_KEY: secrets [0] = job->import_key->private_pkcs8; break;
+            case CS__JOB__KIND_LOGIN: secrets [0] = job->login->pin; break;
+            case CS__JOB__KIND_INIT_PIN: secrets [0] = job->init_pin->pin; break;
+            case CS__JOB__KIND_SET_PIN:
+                secrets [0] = job->set_pin->old_pin;
+                secrets [1] = job->set_pin->new_pin;
+                break;
+            default: break;
+        }
+        for (size_t k = 0; k < 2; k++)
+            if (secrets [k].data)
+                OPENSSL_cleanse (secrets [k].data, secrets [k].len);
+    }
+}
+
+/*  Frees what one slot owns, wiping key material.  */
+static void
+s_slot_free (s_slot_t *slot)
+{
+    work_item_t *item = &slot->item;
+    if (item->out) {
+        OPENSSL_cleanse (item->out, item->out_len);
+        free (item->out);
+    }
+    if (item->material) {
+        OPENSSL_cleanse (item->material, item->material_len);
+        free (item->material);
+    }
+    cs_key_info_free_members (&item->generated);
+    if (slot->private_pkcs8) {
+        OPENSSL_cleanse (slot->private_pkcs8, slot->private_pkcs8_len);
+        free (slot->private_pkcs8);
+    }
+    if (slot->info)
+        cs__key_info__free_unpacked (slot->info, NULL);
+    for (size_t i = 0; i < slot->n_listed; i++)
+        cs__key_info__free_unpacked (slot->listed [i], NULL);
+    free (slot->listed);
+    free (slot->keys.keys);
+    OPENSSL_cleanse (slot->ticket, TICKET_LEN);
+}
+
 static void
 s_request_destroy (s_request_t **self_p)
 {
     s_request_t *self = *self_p;
     if (!self)
         return;
-    for (size_t i = 0; self->slots && i < self->req->n_jobs; i++) {
-        work_item_t *item = &self->slots [i].item;
-        if (item->out) {
-            OPENSSL_cleanse (item->out, item->out_len);
-            free (item->out);
-        }
-        OPENSSL_cleanse (self->slots [i].ticket, TICKET_LEN);
-    }
+    for (size_t i = 0; self->slots && i < self->req->n_jobs; i++)
+        s_slot_free (&self->slots [i]);
     free (self->slots);
     free (self->results);
-    if (self->req)
+    if (self->req) {
+        s_request_wipe (self->req);
         cs__request__free_unpacked (self->req, NULL);
+    }
     zframe_destroy (&self->identity);
     free (self->client_key);
     free (self->name_copy);
@@ -243,17 +344,44 @@ s_request_release (s_frontend_t *self, s_request_t *request, bool counted)
 /* ------------------------------------------------------------------ */
 /*  Work items                                                         */
 
-/*  Stores an item's result in its request's slot and releases it.  */
+static void s_generate_finish (s_frontend_t *self, s_request_t *request, s_slot_t *slot);
+
+/*  Wipes and frees the key material an item carried.  */
+static void
+s_item_wipe_material (work_item_t *item)
+{
+    if (item->material) {
+        OPENSSL_cleanse (item->material, item->material_len);
+        free (item->material);
+        item->material = NULL;
+        item->material_len = 0;
+    }
+    item->key.pkcs8 = NULL;
+    item->key.pkcs8_len = 0;
+}
+
+/*  Stores an item's result in its request's slot and releases it;
+ *  background items (no request) go to s_background_done.  */
 static void
 s_item_finish (s_frontend_t *self, work_item_t *item)
 {
     s_request_t *request = item->request;
-    Cs__Result *result = &request->slots [item->index].result;
-    result->rv = item->rv;
-    if (item->rv == CKR_OK) {
-        result->kind_case = CS__RESULT__KIND_DATA;
-        result->data.data = item->out;
-        result->data.len = item->out_len;
+    if (!request) {
+        s_background_done (self, item);
+        return;
+    }
+    s_slot_t *slot = &request->slots [item->index];
+    Cs__Result *result = &slot->result;
+    s_item_wipe_material (item);
+    if (item->kind == WORK_GENERATE || item->kind == WORK_GENERATE_RESIDENT)
+        s_generate_finish (self, request, slot);
+    else {
+        result->rv = item->rv;
+        if (item->rv == CKR_OK) {
+            result->kind_case = CS__RESULT__KIND_DATA;
+            result->data.data = item->out;
+            result->data.len = item->out_len;
+        }
     }
     s_request_release (self, request, true);
 }
@@ -324,7 +452,196 @@ s_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
 }
 
 /* ------------------------------------------------------------------ */
-/*  Jobs answered by the frontend                                      */
+/*  Routing: which boards may run a job                                */
+
+/*  Boards whose `tenant` is the given tenant (their resident keys are its).  */
+static uint64_t
+s_tenant_boards (s_frontend_t *self, const char *tenant)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (self->args->boards [b]->tenant && streq (self->args->boards [b]->tenant, tenant))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
+/*  Boards that sign/decrypt with key material of key_type.  */
+static uint64_t
+s_material_boards (s_frontend_t *self, CK_KEY_TYPE key_type)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_takes_material (self->args->boards [b], key_type))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
+/*  Boards that generate key_type as material.  */
+static uint64_t
+s_generating_boards (s_frontend_t *self, CK_KEY_TYPE key_type)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_generates (self->args->boards [b], key_type, false))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
+/*  Index of the board called name, or -1.  */
+static int
+s_board_index (s_frontend_t *self, const char *name)
+{
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (streq (self->args->boards [b]->name, name))
+            return (int) b;
+    return -1;
+}
+
+/*  The key type in a PKCS#8 key's algorithm identifier, without parsing
+ *  the key itself; CKK_VENDOR_DEFINED when unknown or malformed.  */
+static CK_KEY_TYPE
+s_pkcs8_key_type (const uint8_t *der, size_t len)
+{
+    const unsigned char *p = der;
+    const ASN1_OBJECT *oid = NULL;
+    PKCS8_PRIV_KEY_INFO *p8 = d2i_PKCS8_PRIV_KEY_INFO (NULL, &p, (long) len);
+    int nid = p8 && PKCS8_pkey_get0 (&oid, NULL, NULL, NULL, p8) ? OBJ_obj2nid (oid) : NID_undef;
+    PKCS8_PRIV_KEY_INFO_free (p8);
+    return nid == NID_rsaEncryption || nid == NID_rsassaPss ? CKK_RSA
+         : nid == NID_X9_62_id_ecPublicKey ? CKK_EC : nid == NID_ED25519 ? CKK_EC_EDWARDS
+         : CKK_VENDOR_DEFINED;
+}
+
+/*  Copies a ref from the wire (bytes) into a C string; -1 if too long.  */
+static int
+s_ref_copy (ProtobufCBinaryData ref, char out [S_REF_MAX + 1])
+{
+    if (ref.len == 0 || ref.len > S_REF_MAX || memchr (ref.data, 0, ref.len))
+        return -1;
+    memcpy (out, ref.data, ref.len);
+    out [ref.len] = 0;
+    return 0;
+}
+
+/*  Submits a prepared item: given to a worker now, queued, or failed with
+ *  `none_rv` when no board may run it.  Returns 0 when it is out.  */
+static int
+s_submit (s_frontend_t *self, work_item_t *item)
+{
+    size_t worker = 0;
+    scheduler_outcome_t outcome = scheduler_submit (self->scheduler, item, &worker);
+    if (outcome == SCHEDULER_NO_BOARD)
+        return -1;
+    if (outcome == SCHEDULER_ASSIGNED)
+        s_give (self, worker, item);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/*  Sign and decrypt                                                   */
+
+/*  A per-request key: any board that takes material of its type.  */
+static CK_RV
+s_route_per_request (s_frontend_t *self, work_item_t *item, ProtobufCBinaryData der)
+{
+    CK_KEY_TYPE type = s_pkcs8_key_type (der.data, der.len);
+    if (type == CKK_VENDOR_DEFINED)
+        return CKR_KEY_HANDLE_INVALID;
+    item->key = (cs_key_t) { NULL, 0, der.data, der.len, NULL };
+    item->boards = s_material_boards (self, type);
+    return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
+}
+
+/*  "board:<hex CKA_ID>": the tenant's boards holding that CKA_ID.  */
+static CK_RV
+s_route_board_ref (s_frontend_t *self, s_request_t *request, work_item_t *item, const char *ref)
+{
+    long len = cs_hex_decode (ref + 6, item->id, sizeof item->id);
+    if (len <= 0)
+        return CKR_KEY_HANDLE_INVALID;
+    item->key = (cs_key_t) { item->id, (size_t) len, NULL, 0, NULL };
+    item->boards = scheduler_key_boards (self->scheduler, item->id, (size_t) len)
+                 & s_tenant_boards (self, request->tenant);
+    return item->boards ? CKR_OK : CKR_KEY_HANDLE_INVALID;
+}
+
+/*  "ks:...": a keystore row of the tenant; its material goes with the item
+ *  (home keystore) or its resident copy is used (home board:NAME).  */
+static CK_RV
+s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *item, const char *ref)
+{
+    Cs__KeyInfo *info = NULL;
+    CK_RV rv = CKR_OK;
+    if (keystore_key_get (self->ks, request->tenant, ref, &info, &item->material, &item->material_len))
+        return CKR_KEY_HANDLE_INVALID;
+    if (!info->has_private)
+        rv = CKR_KEY_HANDLE_INVALID;
+    else
+    if (item->kind == WORK_SIGN ? !info->can_sign : !info->can_decrypt)
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    else
+    if (strncmp (info->home, "board:", 6) == 0) {
+        int board = s_board_index (self, info->home + 6);
+        if (board < 0 || keyjobs_resident_id (ref, item->id))
+            rv = CKR_KEY_HANDLE_INVALID;
+        item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
+        item->boards = board >= 0 ? UINT64_C (1) << board : 0;
+    }
+    else {
+        snprintf (item->ref, sizeof item->ref, "%s", ref);
+        item->key = (cs_key_t) { NULL, 0, item->material, item->material_len, item->ref };
+        item->boards = item->material ? s_material_boards (self, info->key_type) : 0;
+        if (rv == CKR_OK && !item->boards) {
+            zsys_warning ("key %s of tenant %s: no board takes keys of its type", ref, request->tenant);
+            rv = CKR_DEVICE_ERROR;
+        }
+    }
+    cs__key_info__free_unpacked (info, NULL);
+    return rv;
+}
+
+/*  Routes a sign/decrypt job by its key: per-request key, board ref or
+ *  keystore ref (docs/CONTRACTS.md "Routing").  */
+static CK_RV
+s_route_crypto (s_frontend_t *self, s_request_t *request, work_item_t *item)
+{
+    bool sign = item->kind == WORK_SIGN;
+    ProtobufCBinaryData key_id = sign ? item->job->sign->key_id : item->job->decrypt->key_id;
+    ProtobufCBinaryData der = sign ? item->job->sign->key_pkcs8 : item->job->decrypt->key_pkcs8;
+    char ref [S_REF_MAX + 1];
+    if (der.len)
+        return s_route_per_request (self, item, der);
+    if (s_ref_copy (key_id, ref))
+        return CKR_KEY_HANDLE_INVALID;
+    if (strncmp (ref, "board:", 6) == 0)
+        return s_route_board_ref (self, request, item, ref);
+    if (strncmp (ref, "ks:", 3) == 0)
+        return s_route_keystore_ref (self, request, item, ref);
+    return CKR_KEY_HANDLE_INVALID;
+}
+
+/*  Makes a work item of a sign or decrypt job and routes it.  */
+static void
+s_job_crypto (s_frontend_t *self, s_request_t *request, size_t index)
+{
+    s_slot_t *slot = &request->slots [index];
+    work_item_t *item = &slot->item;
+    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
+                            .deadline = request->deadline };
+    item->kind = item->job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN : WORK_DECRYPT;
+    CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item) : CKR_USER_NOT_LOGGED_IN;
+    if (rv == CKR_OK && s_submit (self, item))
+        rv = CKR_KEY_HANDLE_INVALID;
+    if (rv != CKR_OK) {
+        s_item_wipe_material (item);
+        slot->result.rv = rv;
+        return;
+    }
+    request->pending++;
+}
+
+/* ------------------------------------------------------------------ */
+/*  Hello, login, PINs                                                 */
 
 static void
 s_job_hello (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
@@ -341,48 +658,31 @@ s_job_hello (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
     hello->boards = (uint32_t) self->args->n_boards;
     hello->min_pin_len = CS_PIN_MIN_LEN;
     hello->max_pin_len = CS_PIN_MAX_LEN;
+    hello->token_flags = keystore_pin_flags (self->ks, request->tenant);
     slot->result.rv = CKR_OK;
     slot->result.kind_case = CS__RESULT__KIND_HELLO;
     slot->result.hello = hello;
 }
 
-static void
-s_job_list_keys (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
-{
-    cs__list_keys_result__init (&slot->keys);
-    slot->keys.n_keys = self->n_keys;
-    slot->keys.keys = self->key_ptrs;
-    slot->result.rv = CKR_OK;
-    slot->result.kind_case = CS__RESULT__KIND_KEYS;
-    slot->result.keys = &slot->keys;
-}
-
-/*  Checks the PIN of the client's tenant (cs_pin.h, ~50 ms of PBKDF2 in
- *  this thread) and returns a ticket bound to the client key.  */
+/*  Checks the PIN of the client's tenant in the keystore (PBKDF2, ~50 ms in
+ *  this thread; failures counted, CKR_PIN_LOCKED after too many) and
+ *  returns a ticket bound to the client key.  */
 static CK_RV
 s_login (s_frontend_t *self, s_request_t *request, const Cs__LoginJob *job, s_slot_t *slot)
 {
-    const broker_tenant_t *tenant = broker_config_tenant (self->config, request->tenant);
     if (job->user_type != CKU_USER && job->user_type != CKU_SO)
         return CKR_USER_TYPE_INVALID;
-    if (!tenant) {
-        zsys_warning ("login: client %s names tenant '%s', which is not configured",
+    const char *role = job->user_type == CKU_USER ? "user" : "SO";
+    CK_RV rv = keystore_pin_check (self->ks, request->tenant, job->user_type, job->pin.data, job->pin.len);
+    if (rv != CKR_OK) {
+        zsys_warning ("login: %s as %s from client %s (tenant %s)", cs_rv_name (rv), role,
                       request->client_name, request->tenant);
-        return CKR_USER_PIN_NOT_INITIALIZED;
+        return rv;
     }
-    const char *stored = job->user_type == CKU_USER ? tenant->user_pin : tenant->so_pin;
-    if (!stored)
-        return CKR_USER_PIN_NOT_INITIALIZED;
-    if (!cs_pin_verify (stored, job->pin.data, job->pin.len)) {
-        zsys_warning ("login: wrong %s PIN from client %s (tenant %s)",
-                      job->user_type == CKU_USER ? "user" : "SO", request->client_name, tenant->name);
-        return CKR_PIN_INCORRECT;
-    }
-    if (ticket_make (self->config->ticket_key, request->client_key, tenant->name,
+    if (ticket_make (self->config->ticket_key, request->client_key, request->tenant,
                      job->user_type, slot->ticket))
         return CKR_DEVICE_ERROR;
-    zsys_info ("login: client %s (tenant %s) as %s", request->client_name, tenant->name,
-               job->user_type == CKU_USER ? "user" : "SO");
+    zsys_info ("login: client %s (tenant %s) as %s", request->client_name, request->tenant, role);
     cs__login_result__init (&slot->login);
     slot->login.ticket.data = slot->ticket;
     slot->login.ticket.len = TICKET_LEN;
@@ -391,33 +691,420 @@ s_login (s_frontend_t *self, s_request_t *request, const Cs__LoginJob *job, s_sl
     return CKR_OK;
 }
 
-/*  Turns a sign or decrypt job into a work item and routes it.  */
-static void
-s_job_crypto (s_frontend_t *self, s_request_t *request, size_t index)
+/*  C_InitPIN: the SO sets the user PIN (PKCS#11 2.40 §5.6), which also
+ *  clears its lock.  */
+static CK_RV
+s_init_pin (s_frontend_t *self, s_request_t *request, const Cs__InitPinJob *job)
 {
-    s_slot_t *slot = &request->slots [index];
-    const Cs__Job *job = request->req->jobs [index];
-    work_item_t *item = &slot->item;
-    ProtobufCBinaryData key_id = job->kind_case == CS__JOB__KIND_SIGN
-                               ? job->sign->key_id : job->decrypt->key_id;
-    if (!request->ticket_ok) {
-        slot->result.rv = CKR_USER_NOT_LOGGED_IN;
+    if (!request->so_ok)
+        return CKR_USER_NOT_LOGGED_IN;
+    CK_RV rv = keystore_pin_set (self->ks, request->tenant, CKU_USER, job->pin.data, job->pin.len);
+    zsys_info ("init-pin: tenant %s by client %s: %s", request->tenant, request->client_name,
+               cs_rv_name (rv));
+    return rv;
+}
+
+/*  C_SetPIN: the old PIN (counted like a login) then the new one.  */
+static CK_RV
+s_set_pin (s_frontend_t *self, s_request_t *request, const Cs__SetPinJob *job)
+{
+    if (job->user_type != CKU_USER && job->user_type != CKU_SO)
+        return CKR_USER_TYPE_INVALID;
+    CK_RV rv = keystore_pin_check (self->ks, request->tenant, job->user_type, job->old_pin.data,
+                                   job->old_pin.len);
+    if (rv == CKR_OK)
+        rv = keystore_pin_set (self->ks, request->tenant, job->user_type, job->new_pin.data,
+                               job->new_pin.len);
+    zsys_info ("set-pin: tenant %s (%s) by client %s: %s", request->tenant,
+               job->user_type == CKU_USER ? "user" : "SO", request->client_name, cs_rv_name (rv));
+    return rv;
+}
+
+/* ------------------------------------------------------------------ */
+/*  Key lists                                                          */
+
+/*  A 32-bit FNV-1a over the CKA_IDs of the tenant's resident board keys: the
+ *  board inventory part of ListKeysResult.version.  */
+static uint32_t
+s_inventory_hash (s_frontend_t *self, const char *tenant)
+{
+    uint32_t hash = 0;
+    for (size_t i = 0; i < self->n_board_keys; i++) {
+        if (!streq (self->board_keys [i].tenant, tenant))
+            continue;
+        if (hash == 0)
+            hash = 2166136261u;
+        const Cs__KeyInfo *key = &self->board_keys [i].info;
+        for (size_t k = 0; k < key->id.len; k++)
+            hash = (hash ^ key->id.data [k]) * 16777619u;
+        hash = (hash ^ key->boards) * 16777619u;
+    }
+    return hash;
+}
+
+/*  ListKeys: the tenant's keystore rows and the resident keys of its
+ *  boards; "unchanged" when the client's version is current.  */
+static void
+s_job_list_keys (s_frontend_t *self, s_request_t *request, const Cs__ListKeysJob *job, s_slot_t *slot)
+{
+    Cs__ListKeysResult *keys = &slot->keys;
+    uint64_t version = ((uint64_t) s_inventory_hash (self, request->tenant) << 32)
+                     | (keystore_keys_version (self->ks, request->tenant) & 0xffffffffu);
+    cs__list_keys_result__init (keys);
+    keys->version = version;
+    slot->result.kind_case = CS__RESULT__KIND_KEYS;
+    slot->result.keys = keys;
+    slot->result.rv = CKR_OK;
+    if (job->known_version && job->known_version == version) {
+        keys->unchanged = true;
         return;
     }
-    *item = (work_item_t) { .request = request, .index = index, .job = job,
-                            .key_id = key_id.data, .key_id_len = key_id.len,
-                            .deadline = request->deadline };
-    size_t worker = 0;
-    request->pending++;
-    scheduler_outcome_t outcome = scheduler_submit (self->scheduler, item, &worker);
-    if (outcome == SCHEDULER_ASSIGNED)
-        s_give (self, worker, item);
-    else
-    if (outcome == SCHEDULER_NO_BOARD) {
-        request->pending--;
-        slot->result.rv = CKR_KEY_HANDLE_INVALID;
+    if (keystore_key_list (self->ks, request->tenant, &slot->listed, &slot->n_listed)) {
+        slot->result.rv = CKR_DEVICE_ERROR;
+        return;
+    }
+    keys->keys = calloc (slot->n_listed + self->n_board_keys + 1, sizeof (Cs__KeyInfo *));
+    if (!keys->keys) {
+        slot->result.rv = CKR_HOST_MEMORY;
+        return;
+    }
+    for (size_t i = 0; i < self->n_board_keys; i++)
+        if (streq (self->board_keys [i].tenant, request->tenant))
+            keys->keys [keys->n_keys++] = &self->board_keys [i].info;
+    for (size_t i = 0; i < slot->n_listed; i++)
+        keys->keys [keys->n_keys++] = slot->listed [i];
+}
+
+/* ------------------------------------------------------------------ */
+/*  Key generation                                                     */
+
+/*  The CKA_xxx flag of a template, or fallback.  */
+static bool
+s_template_flag (Cs__Attribute **attrs, size_t n, CK_ATTRIBUTE_TYPE type, bool fallback)
+{
+    for (size_t i = 0; i < n; i++)
+        if (attrs [i]->type == type && attrs [i]->value_case == CS__ATTRIBUTE__VALUE_FLAG)
+            return attrs [i]->flag;
+    return fallback;
+}
+
+/*  Sets a generation job's result from a new key's description: stored
+ *  durably first for a token key (keystore_key_put before the reply).
+ *  Takes ownership of info and of pkcs8 (a session key's, returned).  */
+static void
+s_generated (s_frontend_t *self, s_request_t *request, s_slot_t *slot, Cs__KeyInfo *info,
+             unsigned char *pkcs8, size_t len)
+{
+    const Cs__GenerateKeyPairJob *job = request->req->jobs [slot->item.index]->generate_key_pair;
+    bool resident = strncmp (info->home, "board:", 6) == 0;
+    slot->info = info;
+    slot->result.rv = CKR_OK;
+    if (job->token && keystore_key_put (self->ks, request->tenant, info, resident ? NULL : pkcs8,
+                                        resident ? 0 : len))
+        slot->result.rv = CKR_DEVICE_ERROR;
+    if (!job->token) {                  /* a session key: nothing stored, no ref */
+        free (info->ref);
+        info->ref = strdup ("");
+        slot->private_pkcs8 = pkcs8;
+        slot->private_pkcs8_len = len;
+        pkcs8 = NULL;
+    }
+    if (pkcs8) {
+        OPENSSL_cleanse (pkcs8, len);
+        free (pkcs8);
+    }
+    if (slot->result.rv != CKR_OK)
+        return;
+    cs__generate_key_pair_result__init (&slot->generated);
+    slot->generated.key = info;
+    slot->generated.private_pkcs8 = (ProtobufCBinaryData) { slot->private_pkcs8_len, slot->private_pkcs8 };
+    slot->result.kind_case = CS__RESULT__KIND_GENERATED;
+    slot->result.generated = &slot->generated;
+    zsys_info ("generate: %s key %s for tenant %s (%s)", job->token ? "token" : "session",
+               job->token ? info->ref : "-", request->tenant, job->token ? info->home : "returned");
+}
+
+/*  Builds the description of generated material and finishes the job.
+ *  Takes ownership of pkcs8.  */
+static void
+s_generated_material (s_frontend_t *self, s_request_t *request, s_slot_t *slot,
+                      unsigned char *pkcs8, size_t len)
+{
+    const Cs__GenerateKeyPairJob *job = request->req->jobs [slot->item.index]->generate_key_pair;
+    EVP_PKEY *pkey = key_info_pkey_from_pkcs8 (pkcs8, len);
+    Cs__KeyInfo *info = NULL;
+    CK_RV rv = pkey ? keyjobs_info_new (pkey, NULL, job->token ? "keystore" : "", true, job->token, false,
+                                        job->public_template, job->n_public_template,
+                                        job->private_template, job->n_private_template, &info)
+                    : CKR_DEVICE_ERROR;
+    EVP_PKEY_free (pkey);
+    if (rv == CKR_OK)
+        s_generated (self, request, slot, info, pkcs8, len);
+    else {
+        slot->result.rv = rv;
+        OPENSSL_cleanse (pkcs8, len);
+        free (pkcs8);
     }
 }
+
+/*  Builds the description of a key generated on a board.  */
+static void
+s_generated_resident (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
+{
+    const Cs__GenerateKeyPairJob *job = request->req->jobs [slot->item.index]->generate_key_pair;
+    work_item_t *item = &slot->item;
+    char home [256];
+    snprintf (home, sizeof home, "board:%s", self->args->boards [item->board]->name);
+    EVP_PKEY *pkey = keyjobs_pkey_from_board_key (&item->generated);
+    Cs__KeyInfo *info = NULL;
+    CK_RV rv = pkey ? keyjobs_info_new (pkey, slot->ref, home, true, true, false,
+                                        job->public_template, job->n_public_template,
+                                        job->private_template, job->n_private_template, &info)
+                    : CKR_DEVICE_ERROR;
+    EVP_PKEY_free (pkey);
+    if (rv == CKR_OK)
+        s_generated (self, request, slot, info, NULL, 0);
+    else
+        slot->result.rv = rv;
+}
+
+/*  A generation item came back from a worker.  */
+static void
+s_generate_finish (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
+{
+    work_item_t *item = &slot->item;
+    if (item->rv != CKR_OK)
+        slot->result.rv = item->rv;
+    else
+    if (item->kind == WORK_GENERATE) {
+        unsigned char *pkcs8 = item->out;
+        item->out = NULL;
+        s_generated_material (self, request, slot, pkcs8, item->out_len);
+    }
+    else
+        s_generated_resident (self, request, slot);
+}
+
+/*  Token key on the board of keys/home: a fresh ref whose random bytes are
+ *  the key's CKA_ID there (its user-visible CKA_ID/label live in the row).  */
+static CK_RV
+s_generate_on_board (s_frontend_t *self, s_request_t *request, s_slot_t *slot, CK_KEY_TYPE type)
+{
+    const Cs__GenerateKeyPairJob *job = slot->item.job->generate_key_pair;
+    work_item_t *item = &slot->item;
+    board_t *board = self->args->boards [self->home_board];
+    if (!board_generates (board, type, true)) {
+        zsys_warning ("generate: board %s (keys/home) cannot generate this key type", board->name);
+        return CKR_MECHANISM_INVALID;
+    }
+    keystore_ref_new (slot->ref);
+    keyjobs_resident_id (slot->ref, item->id);
+    item->kind = WORK_GENERATE_RESIDENT;
+    item->gen.id = item->id;
+    item->gen.id_len = 16;
+    item->gen.label = slot->ref;
+    item->gen.can_sign = s_template_flag (job->private_template, job->n_private_template, CKA_SIGN, true);
+    item->gen.can_decrypt = s_template_flag (job->private_template, job->n_private_template,
+                                             CKA_DECRYPT, type == CKK_RSA);
+    item->boards = UINT64_C (1) << self->home_board;
+    return s_submit (self, item) ? CKR_DEVICE_ERROR : CKR_OK;
+}
+
+/*  C_GenerateKeyPair (issue #3): from the pool, on a worker as material, or
+ *  resident on the keys/home board.  */
+static void
+s_job_generate (s_frontend_t *self, s_request_t *request, size_t index)
+{
+    s_slot_t *slot = &request->slots [index];
+    work_item_t *item = &slot->item;
+    const Cs__GenerateKeyPairJob *job = request->req->jobs [index]->generate_key_pair;
+    CK_KEY_TYPE type = CKK_RSA;
+    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
+                            .kind = WORK_GENERATE, .deadline = request->deadline };
+    CK_RV rv = request->ticket_ok ? keyjobs_keygen (job, &item->gen, &type) : CKR_USER_NOT_LOGGED_IN;
+    if (rv == CKR_OK && job->token && self->home_board >= 0)
+        rv = s_generate_on_board (self, request, slot, type);
+    else
+    if (rv == CKR_OK) {
+        size_t len = 0;
+        unsigned char *pkcs8 = type == CKK_RSA && self->pool && keyjobs_default_exponent (job)
+                             ? pool_take (self->pool, job->modulus_bits, &len) : NULL;
+        if (pkcs8) {
+            s_generated_material (self, request, slot, pkcs8, len);
+            s_pool_refill (self);
+            return;
+        }
+        item->boards = s_generating_boards (self, type);
+        rv = item->boards && s_submit (self, item) == 0 ? CKR_OK : CKR_MECHANISM_INVALID;
+    }
+    slot->result.rv = rv;
+    if (rv == CKR_OK)
+        request->pending++;
+}
+
+/* ------------------------------------------------------------------ */
+/*  Import and life cycle of keystore rows                             */
+
+/*  Sets a key job's result: the key after the change (NULL: gone).  */
+static void
+s_key_result (s_slot_t *slot, CK_RV rv, Cs__KeyInfo *info, bool import)
+{
+    slot->result.rv = rv;
+    slot->info = info;
+    if (rv != CKR_OK)
+        return;
+    if (import) {
+        cs__import_key_result__init (&slot->imported);
+        slot->imported.key = info;
+        slot->result.kind_case = CS__RESULT__KIND_IMPORTED;
+        slot->result.imported = &slot->imported;
+        return;
+    }
+    cs__key_result__init (&slot->key_result);
+    slot->key_result.key = info;
+    slot->result.kind_case = CS__RESULT__KIND_KEY;
+    slot->result.key = &slot->key_result;
+}
+
+/*  Refs of key jobs: a keystore row of the tenant, or a resident key found
+ *  on one of its boards (those cannot change: CKR_ACTION_PROHIBITED).  */
+static CK_RV
+s_key_ref_check (s_frontend_t *self, s_request_t *request, const char *ref)
+{
+    if (strncmp (ref, "ks:", 3) == 0)
+        return CKR_OK;
+    unsigned char id [CS_KEY_ID_MAX];
+    long len = strncmp (ref, "board:", 6) == 0 ? cs_hex_decode (ref + 6, id, sizeof id) : -1;
+    if (len > 0 && (scheduler_key_boards (self->scheduler, id, (size_t) len)
+                    & s_tenant_boards (self, request->tenant)))
+        return CKR_ACTION_PROHIBITED;
+    return CKR_OBJECT_HANDLE_INVALID;
+}
+
+/*  Destroys the resident copy of a keystore key on its board, in the
+ *  background (the row is already gone; failures are logged).  */
+static void
+s_destroy_resident (s_frontend_t *self, const char *board_name, const char *ref)
+{
+    int board = s_board_index (self, board_name);
+    work_item_t *item = board >= 0 ? calloc (1, sizeof *item) : NULL;
+    if (!item || keyjobs_resident_id (ref, item->id)) {
+        zsys_warning ("destroy: cannot remove key %s from board %s", ref, board_name);
+        free (item);
+        return;
+    }
+    item->kind = WORK_DESTROY_RESIDENT;
+    item->low = true;
+    item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
+    item->boards = UINT64_C (1) << board;
+    item->deadline = INT64_MAX;
+    if (s_submit (self, item))
+        free (item);
+}
+
+/*  Import, destroy, set attributes, copy: a USER ticket and a key ref of
+ *  the tenant.  */
+static void
+s_job_key (s_frontend_t *self, s_request_t *request, const Cs__Job *job, s_slot_t *slot)
+{
+    Cs__KeyInfo *info = NULL;
+    char *resident_board = NULL;
+    const char *ref = job->kind_case == CS__JOB__KIND_DESTROY_KEY ? job->destroy_key->ref
+                    : job->kind_case == CS__JOB__KIND_SET_KEY_ATTRIBUTES ? job->set_key_attributes->ref
+                    : job->kind_case == CS__JOB__KIND_COPY_KEY ? job->copy_key->ref : "ks:";
+    CK_RV rv = request->ticket_ok ? s_key_ref_check (self, request, ref) : CKR_USER_NOT_LOGGED_IN;
+    if (rv == CKR_OK)
+        switch (job->kind_case) {
+            case CS__JOB__KIND_IMPORT_KEY:
+                rv = keyjobs_import (self->ks, request->tenant, job->import_key, &info);
+                break;
+            case CS__JOB__KIND_DESTROY_KEY:
+                rv = keyjobs_destroy (self->ks, request->tenant, job->destroy_key, &info, &resident_board);
+                break;
+            case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
+                rv = keyjobs_set (self->ks, request->tenant, job->set_key_attributes, &info);
+                break;
+            default:
+                rv = keyjobs_copy (self->ks, request->tenant, job->copy_key, &info);
+        }
+    if (resident_board)
+        s_destroy_resident (self, resident_board, ref);
+    free (resident_board);
+    if (rv == CKR_OK || frontend_verbose)
+        zsys_info ("key job %d on %s (tenant %s): %s", (int) job->kind_case,
+                   info ? info->ref : ref, request->tenant, cs_rv_name (rv));
+    s_key_result (slot, rv, info, job->kind_case == CS__JOB__KIND_IMPORT_KEY);
+}
+
+/* ------------------------------------------------------------------ */
+/*  Background work: pool refills, clean-ups                           */
+
+/*  Answers a "POOL-WAIT" once the pool has the keys it waits for.  */
+static void
+s_pool_waiter (s_frontend_t *self)
+{
+    if (self->pool_waiting && pool_ready (self->pool, self->pool_wait_bits) >= self->pool_wait_count) {
+        self->pool_waiting = false;
+        zstr_sendf (self->pipe, "%zu", pool_ready (self->pool, self->pool_wait_bits));
+    }
+}
+
+/*  Queues background refills while the pool lacks keys (workers take them
+ *  only when no client item waits: scheduler.h).  */
+static void
+s_pool_refill (s_frontend_t *self)
+{
+    uint64_t boards = self->pool ? s_generating_boards (self, CKK_RSA) : 0;
+    unsigned bits;
+    while (boards && (bits = pool_next_refill (self->pool, self->pool_max_running)) != 0) {
+        work_item_t *item = calloc (1, sizeof *item);
+        if (!item) {
+            pool_refill_failed (self->pool, bits);
+            return;
+        }
+        item->kind = WORK_GENERATE;
+        item->low = true;
+        item->bits = bits;
+        item->gen = (cs_keygen_t) { .mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN, .modulus_bits = bits };
+        item->boards = boards;
+        item->deadline = INT64_MAX;
+        if (s_submit (self, item)) {
+            pool_refill_failed (self->pool, bits);
+            free (item);
+            return;
+        }
+    }
+}
+
+/*  A background item came back.  */
+static void
+s_background_done (s_frontend_t *self, work_item_t *item)
+{
+    if (item->kind == WORK_GENERATE && self->pool) {
+        if (item->rv == CKR_OK) {
+            pool_put (self->pool, item->bits, item->out, item->out_len);
+            item->out = NULL;
+        }
+        else {
+            zsys_warning ("pool: RSA-%u generation failed: %s", item->bits, cs_rv_name (item->rv));
+            pool_refill_failed (self->pool, item->bits);
+        }
+        s_pool_waiter (self);
+    }
+    else
+    if (item->kind == WORK_DESTROY_RESIDENT && item->rv != CKR_OK)
+        zsys_warning ("destroy: board %s could not remove a resident key: %s",
+                      self->args->boards [item->board]->name, cs_rv_name (item->rv));
+    if (item->out) {
+        OPENSSL_cleanse (item->out, item->out_len);
+        free (item->out);
+    }
+    free (item);
+    s_pool_refill (self);
+}
+
+/* ------------------------------------------------------------------ */
+/*  One job                                                            */
 
 static void
 s_job (s_frontend_t *self, s_request_t *request, size_t index)
@@ -426,6 +1113,7 @@ s_job (s_frontend_t *self, s_request_t *request, size_t index)
     const Cs__Job *job = request->req->jobs [index];
     cs__result__init (&slot->result);
     request->results [index] = &slot->result;
+    slot->item.index = index;
     switch (job->kind_case) {
         case CS__JOB__KIND_HELLO:
             s_job_hello (self, request, slot);
@@ -434,11 +1122,26 @@ s_job (s_frontend_t *self, s_request_t *request, size_t index)
             slot->result.rv = s_login (self, request, job->login, slot);
             break;
         case CS__JOB__KIND_LIST_KEYS:
-            s_job_list_keys (self, request, slot);
+            s_job_list_keys (self, request, job->list_keys, slot);
             break;
         case CS__JOB__KIND_SIGN:
         case CS__JOB__KIND_DECRYPT:
             s_job_crypto (self, request, index);
+            break;
+        case CS__JOB__KIND_GENERATE_KEY_PAIR:
+            s_job_generate (self, request, index);
+            break;
+        case CS__JOB__KIND_IMPORT_KEY:
+        case CS__JOB__KIND_DESTROY_KEY:
+        case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
+        case CS__JOB__KIND_COPY_KEY:
+            s_job_key (self, request, job, slot);
+            break;
+        case CS__JOB__KIND_INIT_PIN:
+            slot->result.rv = s_init_pin (self, request, job->init_pin);
+            break;
+        case CS__JOB__KIND_SET_PIN:
+            slot->result.rv = s_set_pin (self, request, job->set_pin);
             break;
         default:
             slot->result.rv = CKR_FUNCTION_NOT_SUPPORTED;      /* cs_wire rejects these */
@@ -456,7 +1159,7 @@ s_identify (s_frontend_t *self, zframe_t *body, s_request_t *request)
     if (!self->config->curve) {
         request->client_key = strdup ("");
         request->name_copy = strdup ("plaintext");
-        request->tenant = strdup (self->config->tenants [0].name);
+        request->tenant = strdup (self->default_tenant ? self->default_tenant : "");
     }
     else {
         const char *key = zframe_meta (body, "User-Id");
@@ -468,7 +1171,8 @@ s_identify (s_frontend_t *self, zframe_t *body, s_request_t *request)
         }
         request->client_key = strdup (key);
         request->name_copy = strdup (client->name);
-        request->tenant = strdup (client->tenant);
+        request->tenant = strdup (client->tenant ? client->tenant
+                                  : self->default_tenant ? self->default_tenant : "");
     }
     request->client_name = request->name_copy;
     return request->client_key && request->name_copy && request->tenant ? 0 : -1;
@@ -514,6 +1218,9 @@ s_request_prepare (s_frontend_t *self, s_request_t *request)
                       + (req->deadline_ms ? (int64_t) req->deadline_ms : (int64_t) self->config->default_deadline_ms);
     request->ticket_ok = ticket_check (self->config->ticket_key, request->client_key,
                                        request->tenant, CKU_USER, req->ticket.data, req->ticket.len);
+    request->so_ok = !request->ticket_ok
+                  && ticket_check (self->config->ticket_key, request->client_key, request->tenant,
+                                   CKU_SO, req->ticket.data, req->ticket.len);
     return 0;
 }
 
@@ -576,6 +1283,8 @@ s_on_router (zloop_t *loop, zsock_t *reader, void *arg)
     zframe_t *body = zmsg_pop (msg);
     if (identity && body)
         s_request_handle (self, &identity, body, zmsg_size (msg) > 0);
+    if (body)       /* the raw frame may hold PINs and per-request keys */
+        OPENSSL_cleanse (zframe_data (body), zframe_size (body));
     zframe_destroy (&identity);
     zframe_destroy (&body);
     zmsg_destroy (&msg);
@@ -612,6 +1321,24 @@ s_on_stats_timer (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
+/*  "POOL-WAIT" BITS COUNT: replies the number of ready keys of BITS once it
+ *  is at least COUNT ("0" at once when the pool does not keep that size).  */
+static void
+s_pipe_pool_wait (s_frontend_t *self)
+{
+    char *bits = zstr_recv (self->pipe), *count = bits ? zstr_recv (self->pipe) : NULL;
+    self->pool_wait_bits = bits ? (unsigned) atoi (bits) : 0;
+    self->pool_wait_count = count ? (size_t) atol (count) : 0;
+    zstr_free (&bits);
+    zstr_free (&count);
+    if (!self->pool) {
+        zstr_send (self->pipe, "0");
+        return;
+    }
+    self->pool_waiting = true;
+    s_pool_waiter (self);
+}
+
 static int
 s_on_pipe (zloop_t *loop, zsock_t *reader, void *arg)
 {
@@ -633,6 +1360,9 @@ s_on_pipe (zloop_t *loop, zsock_t *reader, void *arg)
     else
     if (streq (command, "STATS"))
         s_stats (self, true);
+    else
+    if (streq (command, "POOL-WAIT"))
+        s_pipe_pool_wait (self);
     zstr_free (&command);
     return rc;
 }
@@ -676,17 +1406,29 @@ s_build_mechs (s_frontend_t *self)
     return 0;
 }
 
-/*  Adds key (from a board) to the ListKeys union, counting boards.  */
+/*  Adds key of board b (with a tenant) to the ListKeys union of that
+ *  tenant, counting boards.  Keys generated for keystore rows (their board
+ *  label is the "ks:" ref) are listed through their rows instead.  */
 static void
-s_key_merge (s_frontend_t *self, const cs_key_info_t *key)
+s_key_merge (s_frontend_t *self, size_t b, const cs_key_info_t *key)
 {
-    for (size_t i = 0; i < self->n_keys; i++)
-        if (self->keys [i].id.len == key->id_len && !memcmp (self->keys [i].id.data, key->id, key->id_len)) {
-            self->keys [i].boards++;
+    board_t *board = self->args->boards [b];
+    if (!board->tenant || (key->label && strncmp (key->label, "ks:", 3) == 0))
+        return;
+    for (size_t i = 0; i < self->n_board_keys; i++) {
+        s_board_key_t *known = &self->board_keys [i];
+        if (streq (known->tenant, board->tenant) && known->info.id.len == key->id_len
+        &&  !memcmp (known->info.id.data, key->id, key->id_len)) {
+            known->info.boards++;
             return;
         }
-    Cs__KeyInfo *out = &self->keys [self->n_keys];
+    }
+    s_board_key_t *entry = &self->board_keys [self->n_board_keys];
+    Cs__KeyInfo *out = &entry->info;
+    char hex [2 * CS_KEY_ID_MAX + 1];
+    cs_hex_encode (key->id, key->id_len, hex);
     cs__key_info__init (out);
+    entry->tenant = board->tenant;
     out->id = (ProtobufCBinaryData) { key->id_len, (uint8_t *) key->id };
     out->label = key->label ? key->label : (char *) "";
     out->key_type = key->key_type;
@@ -698,34 +1440,87 @@ s_key_merge (s_frontend_t *self, const cs_key_info_t *key)
     out->can_sign = key->can_sign;
     out->can_decrypt = key->can_decrypt;
     out->boards = 1;
-    self->key_ptrs [self->n_keys++] = out;
+    out->has_private = true;
+    out->has_public = true;
+    if (asprintf (&out->ref, "board:%s", hex) < 0)
+        out->ref = NULL;
+    if (asprintf (&out->home, "board:%s", board->name) < 0)
+        out->home = NULL;
+    out->n_private_attributes = self->n_resident_attrs;
+    out->private_attributes = self->resident_attr_ptrs;
+    if (out->ref && out->home)
+        self->n_board_keys++;
+}
+
+/*  What a resident board key's private object says about itself.  */
+static void
+s_resident_attrs (s_frontend_t *self)
+{
+    static const struct { CK_ATTRIBUTE_TYPE type; bool value; } flags [] = {
+        { CKA_SENSITIVE, true }, { CKA_EXTRACTABLE, false }, { CKA_PRIVATE, true },
+        { CKA_MODIFIABLE, false }, { CKA_DESTROYABLE, false }, { CKA_COPYABLE, false },
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags [0]; i++) {
+        Cs__Attribute *attr = &self->resident_attrs [i];
+        cs__attribute__init (attr);
+        attr->type = flags [i].type;
+        attr->value_case = CS__ATTRIBUTE__VALUE_FLAG;
+        attr->flag = flags [i].value;
+        self->resident_attr_ptrs [i] = attr;
+    }
+    self->n_resident_attrs = sizeof flags / sizeof flags [0];
 }
 
 /*  Registers boards, their keys and workers with the scheduler and builds
- *  the ListKeys union (pointing into the boards' key arrays).  */
+ *  the ListKeys entries of resident keys (pointing into the boards' arrays).  */
 static int
 s_build_routing (s_frontend_t *self)
 {
     size_t max = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
         max += self->args->boards [b]->n_keys;
-    self->keys = calloc (max + 1, sizeof (Cs__KeyInfo));
-    self->key_ptrs = calloc (max + 1, sizeof (Cs__KeyInfo *));
-    if (!self->keys || !self->key_ptrs || !(self->scheduler = scheduler_new ()))
+    self->board_keys = calloc (max + 1, sizeof (s_board_key_t));
+    if (!self->board_keys || !(self->scheduler = scheduler_new ()))
         return -1;
+    s_resident_attrs (self);
     for (size_t b = 0; b < self->args->n_boards; b++) {
         board_t *board = self->args->boards [b];
         if (scheduler_board_add (self->scheduler, board->name) != (int) b)
             return -1;
         for (size_t k = 0; k < board->n_keys; k++) {
             scheduler_key_add (self->scheduler, b, board->keys [k].id, board->keys [k].id_len);
-            s_key_merge (self, &board->keys [k]);
+            s_key_merge (self, b, &board->keys [k]);
         }
         for (int t = 0; t < board->threads; t++)
             if (scheduler_worker_add (self->scheduler, b) != (int) self->n_workers++)
                 return -1;
     }
     return 0;
+}
+
+/*  keys/home and the pool of pre-generated RSA keys (when configured and a
+ *  board can generate RSA material).  */
+static int
+s_keys_start (s_frontend_t *self)
+{
+    const broker_config_t *config = self->config;
+    size_t gen_workers = 0;
+    bool any = false;
+    self->home_board = streq (config->keys_home, "keystore") ? -1 : s_board_index (self, config->keys_home);
+    for (size_t i = 0; i < BROKER_POOL_SIZES; i++)
+        any |= config->pool_rsa [i] > 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_generates (self->args->boards [b], CKK_RSA, false))
+            gen_workers += (size_t) self->args->boards [b]->threads;
+    if (!any)
+        return 0;
+    if (gen_workers == 0) {
+        zsys_warning ("keys/pool-rsa-*: no board generates RSA keys as material: no pool");
+        return 0;
+    }
+    self->pool = pool_new (config->pool_rsa);
+    self->pool_max_running = gen_workers > 1 ? gen_workers / 2 : 1;
+    return self->pool ? 0 : -1;
 }
 
 /*  Creates, secures and binds the client ROUTER.  */
@@ -765,10 +1560,19 @@ s_router_bind (s_frontend_t *self)
 }
 
 static int
+s_on_tenant_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    s_default_tenant_reload (arg);
+    return 0;
+}
+
+static int
 s_start (s_frontend_t *self)
 {
-    if (s_build_mechs (self) || s_build_routing (self) || s_router_bind (self))
+    self->ks = self->args->keystore;
+    if (s_build_mechs (self) || s_build_routing (self) || s_keys_start (self) || s_router_bind (self))
         return -1;
+    s_default_tenant_reload (self);
     self->backend = zsock_new (ZMQ_ROUTER);
     if (!self->backend || zsock_bind (self->backend, "%s", self->args->backend) < 0) {
         zsys_error ("cannot bind the worker endpoint %s", self->args->backend);
@@ -786,6 +1590,9 @@ s_start (s_frontend_t *self)
         zloop_timer (self->loop, S_CLIENTS_RELOAD_MS, 0, s_on_clients_timer, self);
     if (self->config->stats_interval_ms > 0)
         zloop_timer (self->loop, (size_t) self->config->stats_interval_ms, 0, s_on_stats_timer, self);
+    if (!self->config->curve)
+        zloop_timer (self->loop, S_CLIENTS_RELOAD_MS, 0, s_on_tenant_timer, self);
+    s_pool_refill (self);
     return 0;
 }
 
@@ -795,12 +1602,24 @@ s_frontend_free (s_frontend_t *self)
     zloop_destroy (&self->loop);
     zsock_destroy (&self->router);
     zsock_destroy (&self->backend);
+    for (work_item_t *item; self->scheduler && (item = scheduler_pop_low (self->scheduler)); ) {
+        if (item->out) {
+            OPENSSL_cleanse (item->out, item->out_len);
+            free (item->out);
+        }
+        free (item);
+    }
     scheduler_destroy (&self->scheduler);
     zhashx_destroy (&self->clients);
     free (self->mechs);
     free (self->mech_ptrs);
-    free (self->keys);
-    free (self->key_ptrs);
+    for (size_t i = 0; i < self->n_board_keys; i++) {
+        free (self->board_keys [i].info.ref);
+        free (self->board_keys [i].info.home);
+    }
+    free (self->board_keys);
+    pool_destroy (&self->pool);
+    free (self->default_tenant);
     free (self->endpoint);
 }
 

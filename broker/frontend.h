@@ -1,8 +1,11 @@
 /*  frontend.h — the broker's frontend actor (DESIGN.md §1, the paper's
  *  Figure 3): it owns the client-facing ROUTER (CURVE server) and the
  *  backend ROUTER the workers connect to, decodes requests, answers hello,
- *  login and list-keys itself, splits sign/decrypt batches into work items
- *  for the scheduler, and replies once per request when its last item is back.
+ *  login, PIN jobs, key lists and keystore key management itself (keyjobs.h),
+ *  splits sign/decrypt/generate batches into work items for the scheduler
+ *  (routed by key: docs/CONTRACTS.md "Routing"), keeps the pool of
+ *  pre-generated RSA keys filled with background items, and replies once per
+ *  request when its last item is back.
  *
  *  Pipe protocol (zactor):
  *    after start      the actor sends one string: the bound endpoint, or ""
@@ -11,6 +14,10 @@
  *                     request in flight has been answered
  *    "STATS"          log the stats lines; reply one frame per board,
  *                     "board=NAME jobs=N errors=N"
+ *    "POOL-WAIT" BITS COUNT
+ *                     reply (one string: the number of ready pre-generated
+ *                     RSA-BITS keys) once the pool holds at least COUNT of
+ *                     them; at once with "0" when there is no pool (tests)
  *    "$TERM"          log the stats lines and end
  */
 #ifndef FRONTEND_H_INCLUDED
@@ -19,6 +26,7 @@
 #include <czmq.h>
 #include "board.h"
 #include "broker_config.h"
+#include "keystore.h"
 
 /*  Arguments of frontend_actor; everything stays owned by the caller and
  *  must outlive the actor.  */
@@ -27,6 +35,7 @@ typedef struct {
     board_t **boards;
     size_t n_boards;
     const char *backend;        /* inproc endpoint the workers connect to */
+    keystore_t *keystore;       /* the keystore; only the actor's thread uses it */
 } frontend_args_t;
 
 /*  Debug logs (-v) of the frontend: CZMQ 4.2.1 has no log level switch in

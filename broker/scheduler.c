@@ -22,6 +22,7 @@ struct _scheduler_t {
     size_t n_workers;
     zhashx_t *keys;                 /* hex CKA_ID -> uint64_t* board set */
     zlistx_t *queue;                /* work_item_t *, oldest first */
+    zlistx_t *low;                  /* background work_item_t *, oldest first */
 };
 
 scheduler_t *
@@ -32,7 +33,8 @@ scheduler_new (void)
         return NULL;
     self->keys = zhashx_new ();
     self->queue = zlistx_new ();
-    if (!self->keys || !self->queue) {
+    self->low = zlistx_new ();
+    if (!self->keys || !self->queue || !self->low) {
         scheduler_destroy (&self);
         return NULL;
     }
@@ -53,6 +55,7 @@ scheduler_destroy (scheduler_t **self_p)
     free (self->worker_board);
     zhashx_destroy (&self->keys);
     zlistx_destroy (&self->queue);
+    zlistx_destroy (&self->low);
     free (self);
     *self_p = NULL;
 }
@@ -120,6 +123,19 @@ scheduler_has_key (scheduler_t *self, const unsigned char *id, size_t len)
     return s_key_boards (self, id, len) != 0;
 }
 
+uint64_t
+scheduler_key_boards (scheduler_t *self, const unsigned char *id, size_t len)
+{
+    return s_key_boards (self, id, len);
+}
+
+/*  The boards that may run item.  */
+static uint64_t
+s_item_boards (scheduler_t *self, const work_item_t *item)
+{
+    return item->boards ? item->boards : s_key_boards (self, item->key_id, item->key_id_len);
+}
+
 /*  Picks the board in `set` with idle workers: most idle, then fewest
  *  assigned.  Returns -1 when none of them has an idle worker.  */
 static int
@@ -150,7 +166,7 @@ s_assign (scheduler_t *self, work_item_t *item, size_t board, size_t worker)
 scheduler_outcome_t
 scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p)
 {
-    uint64_t set = s_key_boards (self, item->key_id, item->key_id_len);
+    uint64_t set = s_item_boards (self, item);
     if (!set)
         return SCHEDULER_NO_BOARD;
     /*  An idle worker never coexists with a queued item its board can run
@@ -158,7 +174,7 @@ scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p)
      *  worker here cannot overtake an older item that worker could serve.  */
     int board = s_pick_board (self, set);
     if (board < 0) {
-        zlistx_add_end (self->queue, item);
+        zlistx_add_end (item->low ? self->low : self->queue, item);
         return SCHEDULER_QUEUED;
     }
     s_board_t *b = &self->boards [board];
@@ -168,18 +184,31 @@ scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p)
     return SCHEDULER_ASSIGNED;
 }
 
+/*  Takes the oldest item of queue that board (bit) may run, or NULL.  */
+static work_item_t *
+s_take (scheduler_t *self, zlistx_t *queue, uint64_t bit)
+{
+    for (work_item_t *item = zlistx_first (queue); item; item = zlistx_next (queue))
+        if (s_item_boards (self, item) & bit) {
+            zlistx_delete (queue, zlistx_cursor (queue));
+            return item;
+        }
+    return NULL;
+}
+
 work_item_t *
 scheduler_worker_ready (scheduler_t *self, size_t worker)
 {
     assert (worker < self->n_workers);
     size_t board = self->worker_board [worker];
     uint64_t bit = UINT64_C (1) << board;
-    for (work_item_t *item = zlistx_first (self->queue); item; item = zlistx_next (self->queue))
-        if (s_key_boards (self, item->key_id, item->key_id_len) & bit) {
-            zlistx_delete (self->queue, zlistx_cursor (self->queue));
-            s_assign (self, item, board, worker);
-            return item;
-        }
+    work_item_t *item = s_take (self, self->queue, bit);
+    if (!item)
+        item = s_take (self, self->low, bit);
+    if (item) {
+        s_assign (self, item, board, worker);
+        return item;
+    }
     s_board_t *b = &self->boards [board];
     assert (b->n_idle < b->n_workers);
     b->idle [b->n_idle++] = worker;
@@ -196,6 +225,7 @@ scheduler_done (scheduler_t *self, size_t board, bool error)
 }
 
 size_t scheduler_queued (scheduler_t *self) { return zlistx_size (self->queue); }
+size_t scheduler_queued_low (scheduler_t *self) { return zlistx_size (self->low); }
 size_t scheduler_boards (scheduler_t *self) { return self->n_boards; }
 
 size_t
@@ -220,4 +250,10 @@ uint64_t
 scheduler_errors (scheduler_t *self, size_t board)
 {
     return board < self->n_boards ? self->boards [board].errors : 0;
+}
+
+work_item_t *
+scheduler_pop_low (scheduler_t *self)
+{
+    return zlistx_detach (self->low, NULL);
 }

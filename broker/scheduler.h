@@ -15,21 +15,45 @@
 #include <stdint.h>
 #include <p11-kit/pkcs11.h>
 #include "cryptoserver.pb-c.h"
+#include "cs_driver.h"
 
-/*  One sign or decrypt job on its way to a worker and back.  Ownership moves
- *  with the pointer (frontend -> worker -> frontend); the parent request and
- *  the job it points into stay with the frontend and outlive the item.  */
+/*  What a work item asks of a worker.  */
+typedef enum {
+    WORK_SIGN = 0,                  /* job->sign with `key` */
+    WORK_DECRYPT,                   /* job->decrypt with `key` */
+    WORK_GENERATE,                  /* `gen` as PKCS#8 material into out/out_len */
+    WORK_GENERATE_RESIDENT,         /* `gen` on the board into `generated` */
+    WORK_DESTROY_RESIDENT           /* the resident key key.id on the board */
+} work_kind_t;
+
+/*  One job on its way to a worker and back.  Ownership moves with the
+ *  pointer (frontend -> worker -> frontend); the parent request and the job
+ *  it points into stay with the frontend and outlive the item.  Background
+ *  items (pool refills, clean-ups) have no request.  */
 typedef struct {
-    void *request;                  /* parent request; not owned */
+    void *request;                  /* parent request, or NULL; not owned */
     size_t index;                   /* the job's index in the parent */
-    const Cs__Job *job;             /* owned by the parent */
-    const unsigned char *key_id;    /* points into job */
+    const Cs__Job *job;             /* owned by the parent, or NULL */
+    work_kind_t kind;
+    const unsigned char *key_id;    /* routing when `boards` is 0: boards holding this CKA_ID */
     size_t key_id_len;
+    uint64_t boards;                /* boards that may run it (bit per board); 0 = by key_id */
+    bool low;                       /* background: runs only when no client item waits */
+    cs_key_t key;                   /* sign/decrypt/destroy: the key as drivers see it */
+    unsigned char id [CS_KEY_ID_MAX];   /* storage for key.id */
+    unsigned char *material;        /* storage for key.pkcs8 when owned (keystore key):
+                                       malloc'd, wiped and freed by the frontend */
+    size_t material_len;
+    char ref [129];                 /* storage for key.ref (a ref is at most 128 bytes) */
+    cs_keygen_t gen;                /* generation parameters (borrow from job or ctx) */
+    cs_key_info_t generated;        /* WORK_GENERATE_RESIDENT result (members owned) */
+    unsigned bits;                  /* pool refills: RSA modulus bits */
     int64_t deadline;               /* cs_clock_ms() time after which it must not run */
     size_t board;                   /* board it was given to */
     size_t worker;                  /* worker it was given to */
     CK_RV rv;                       /* result */
-    unsigned char *out;             /* result bytes, malloc'd, owned by the item */
+    unsigned char *out;             /* result bytes (signature, plaintext, PKCS#8),
+                                       malloc'd, owned by the item; wiped when freed */
     size_t out_len;
 } work_item_t;
 
@@ -62,14 +86,28 @@ int scheduler_worker_add (scheduler_t *self, size_t board);
 /*  Returns true when some board holds key id (len bytes).  */
 bool scheduler_has_key (scheduler_t *self, const unsigned char *id, size_t len);
 
-/*  Routes an item (ownership stays with the caller until a worker gets it):
- *  ASSIGNED sets *worker_p, item->worker and item->board; QUEUED keeps it
- *  in FIFO order; NO_BOARD means no board holds its key.  */
+/*  The set of boards holding key id (a bit per board), 0 if none.  */
+uint64_t scheduler_key_boards (scheduler_t *self, const unsigned char *id, size_t len);
+
+/*  Routes an item to one of its boards (item->boards, or the boards holding
+ *  item->key_id when that is 0); ownership stays with the caller until a
+ *  worker gets it: ASSIGNED sets *worker_p, item->worker and item->board;
+ *  QUEUED keeps it in FIFO order (client items and background items
+ *  (item->low) in two queues); NO_BOARD means no board may run it.  */
 scheduler_outcome_t scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p);
 
-/*  Worker `worker` is free: returns the oldest queued item its board holds
- *  the key of (now assigned to it), or NULL, and then the worker is idle.  */
+/*  Worker `worker` is free: returns the oldest queued client item its board
+ *  may run, else the oldest such background item (now assigned to it), or
+ *  NULL, and then the worker is idle.  Client items always go first (issue #3:
+ *  the pool is filled only when boards are idle).  */
 work_item_t *scheduler_worker_ready (scheduler_t *self, size_t worker);
+
+/*  Background items waiting.  */
+size_t scheduler_queued_low (scheduler_t *self);
+
+/*  Removes and returns the oldest waiting background item, or NULL (to free
+ *  them at shutdown: their owner is the frontend).  */
+work_item_t *scheduler_pop_low (scheduler_t *self);
 
 /*  Counts one finished job on `board`, as an error when `error`.  */
 void scheduler_done (scheduler_t *self, size_t board, bool error);

@@ -1,8 +1,14 @@
 /*  server.c — start and stop a whole broker in one process.  */
+#include <openssl/crypto.h>
 #include "board.h"
+#include "cs_util.h"
+#include "cs_wire.h"
 #include "frontend.h"
+#include "keystore.h"
 #include "server.h"
 #include "worker.h"
+
+#define S_WRAPPED_MAX 1024          /* bytes of a wrapped master key (RSA-8192) */
 
 struct _server_t {
     const broker_config_t *config;
@@ -15,6 +21,7 @@ struct _server_t {
     char *endpoint;
     worker_t **workers;
     size_t n_workers;
+    keystore_t *keystore;
 };
 
 /*  Opens every configured board.  */
@@ -33,6 +40,83 @@ s_boards_open (server_t *self)
         self->n_boards++;
     }
     return 0;
+}
+
+/*  Reads a whole binary file of at most max bytes; returns its length or -1.  */
+static long
+s_read_file (const char *path, unsigned char *buf, size_t max)
+{
+    FILE *file = fopen (path, "rbe");
+    if (!file)
+        return -1;
+    size_t len = fread (buf, 1, max, file);
+    bool whole = len < max && feof (file);
+    fclose (file);
+    return whole ? (long) len : -1;
+}
+
+/*  Unwraps the master key with the board key labelled `label`: RSA-OAEP
+ *  with SHA-256 and MGF1-SHA256, no label, on one session of that board.
+ *  The wrapped file holds the raw ciphertext (modulus-sized).  */
+static int
+s_unwrap_master_key (server_t *self, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
+{
+    const broker_config_t *config = self->config;
+    board_t *board = NULL;
+    for (size_t i = 0; i < self->n_boards; i++)
+        if (streq (self->boards [i]->name, config->master_key_board))
+            board = self->boards [i];
+    const cs_key_info_t *wrap = NULL;
+    for (size_t i = 0; board && i < board->n_keys; i++)
+        if (board->keys [i].label && streq (board->keys [i].label, config->master_key_label)
+        &&  board->keys [i].key_type == CKK_RSA)
+            wrap = &board->keys [i];
+    if (!wrap || !board->decrypt) {
+        zsys_error ("keystore: master key: board %s has no RSA key labelled '%s'",
+                    config->master_key_board, config->master_key_label);
+        return -1;
+    }
+    unsigned char wrapped [S_WRAPPED_MAX], plain [512];
+    size_t plain_len = sizeof plain;
+    long len = s_read_file (config->master_key_wrapped, wrapped, sizeof wrapped);
+    if (len <= 0) {
+        zsys_error ("keystore: master-key-wrapped: cannot read %s", config->master_key_wrapped);
+        return -1;
+    }
+    cs_session_t *session = board->session_open (board->handle);
+    cs_key_t wrap_key = { wrap->id, wrap->id_len, NULL, 0, NULL };
+    cs_mech_t mech = { CKM_RSA_PKCS_OAEP, CKM_SHA256, CKG_MGF1_SHA256, 0, NULL, 0 };
+    CK_RV rv = session ? board->decrypt (session, &wrap_key, &mech, wrapped, (size_t) len, plain,
+                                         &plain_len) : CKR_DEVICE_ERROR;
+    board->session_close (&session);
+    int rc = rv == CKR_OK && plain_len == KEYSTORE_MASTER_KEY_LEN ? 0 : -1;
+    if (rc == 0)
+        memcpy (key, plain, KEYSTORE_MASTER_KEY_LEN);
+    else
+        zsys_error ("keystore: master key: %s does not unwrap with key '%s' of board %s (%s)",
+                    config->master_key_wrapped, config->master_key_label, board->name,
+                    rv == CKR_OK ? "not 32 bytes" : cs_rv_name (rv));
+    OPENSSL_cleanse (plain, sizeof plain);
+    return rc;
+}
+
+/*  Gets the master key (file or board-wrapped) and opens the keystore; a
+ *  wrong master key is a log line from keystore_open and a failed start.  */
+static int
+s_keystore_open (server_t *self)
+{
+    const broker_config_t *config = self->config;
+    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
+    int rc = config->master_key_board ? s_unwrap_master_key (self, key)
+           : keystore_master_key_read (config->master_key_file, key);
+    if (rc)
+        zsys_error ("keystore %s: no usable master key (%s)", config->keystore_path,
+                    config->master_key_board ? "board-wrapped" : config->master_key_file);
+    else
+    if (!(self->keystore = keystore_open (config->keystore_path, key)))
+        rc = -1;
+    OPENSSL_cleanse (key, sizeof key);
+    return rc;
 }
 
 /*  Starts zauth with the CURVE allow-list of the clients directory.  */
@@ -56,7 +140,8 @@ static int
 s_frontend_start (server_t *self)
 {
     snprintf (self->backend, sizeof self->backend, "inproc://cs-backend-%p", (void *) self);
-    self->args = (frontend_args_t) { self->config, self->boards, self->n_boards, self->backend };
+    self->args = (frontend_args_t) { self->config, self->boards, self->n_boards, self->backend,
+                                     self->keystore };
     self->frontend = zactor_new (frontend_actor, &self->args);
     char *endpoint = self->frontend ? zstr_recv (self->frontend) : NULL;
     if (endpoint && *endpoint) {
@@ -96,8 +181,8 @@ server_new (const broker_config_t *config, bool verbose)
         return NULL;
     self->config = config;
     frontend_verbose = verbose;
-    if (s_boards_open (self) || s_auth_start (self, verbose) || s_frontend_start (self)
-    ||  s_workers_start (self))
+    if (s_boards_open (self) || s_keystore_open (self) || s_auth_start (self, verbose)
+    ||  s_frontend_start (self) || s_workers_start (self))
         server_destroy (&self);
     else
         zsys_info ("listening on %s", self->endpoint);
@@ -146,6 +231,7 @@ server_destroy (server_t **self_p)
         worker_destroy (&self->workers [i]);
     zactor_destroy (&self->frontend);
     zactor_destroy (&self->auth);
+    keystore_destroy (&self->keystore);
     for (size_t i = 0; i < self->n_boards; i++)
         board_destroy (&self->boards [i]);
     free (self->workers);

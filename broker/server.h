@@ -11,7 +11,8 @@
 
 typedef struct _server_t server_t;
 
-/*  Opens every board, starts zauth (CURVE, allow-list = clients dir; verbose
+/*  Opens every board, the keystore (its master key from a file or unwrapped
+ *  by a board key: keystore/master-key; a wrong key fails the start), starts zauth (CURVE, allow-list = clients dir; verbose
  *  so refused keys are logged), the frontend and threads workers per board.
  *  `config` must outlive the server.  Returns NULL after logging on failure.
  *  Caller destroys.  */

@@ -27,18 +27,17 @@ s_mech (const Cs__Mechanism *wire, cs_mech_t *mech)
     mech->label_len = wire->oaep_label.len;
 }
 
-void
-worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
+/*  Sign or decrypt with item->key.  */
+static void
+s_run_crypto (board_t *board, cs_session_t *session, work_item_t *item)
 {
     const Cs__Job *job = item->job;
-    bool sign = job->kind_case == CS__JOB__KIND_SIGN;
+    bool sign = item->kind == WORK_SIGN;
     const Cs__Mechanism *wire = sign ? job->sign->mechanism : job->decrypt->mechanism;
     ProtobufCBinaryData in = sign ? job->sign->data : job->decrypt->data;
-    cs_drv_sign_fn *fn = sign ? board->sign : board->decrypt;
+    cs_drv_sign_key_fn *fn = sign ? board->sign : board->decrypt;
     cs_mech_t mech = { 0 };
     size_t out_len = S_OUT_MAX;
-    item->out = NULL;
-    item->out_len = 0;
     if (!wire) {
         item->rv = CKR_MECHANISM_INVALID;
         return;
@@ -53,7 +52,7 @@ worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
         item->rv = CKR_HOST_MEMORY;
         return;
     }
-    item->rv = fn (session, item->key_id, item->key_id_len, &mech, in.data, in.len, out, &out_len);
+    item->rv = fn (session, &item->key, &mech, in.data, in.len, out, &out_len);
     if (item->rv == CKR_OK && out_len <= S_OUT_MAX) {
         item->out = out;
         item->out_len = out_len;
@@ -63,6 +62,36 @@ worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
         item->rv = CKR_DEVICE_ERROR;
     OPENSSL_cleanse (out, S_OUT_MAX);
     free (out);
+}
+
+void
+worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
+{
+    item->out = NULL;
+    item->out_len = 0;
+    switch (item->kind) {
+        case WORK_SIGN:
+        case WORK_DECRYPT:
+            s_run_crypto (board, session, item);
+            break;
+        case WORK_GENERATE:
+            item->rv = board->generate_material
+                     ? board->generate_material (session, &item->gen, &item->out, &item->out_len)
+                     : CKR_FUNCTION_NOT_SUPPORTED;
+            break;
+        case WORK_GENERATE_RESIDENT:
+            item->rv = board->generate_resident
+                     ? board->generate_resident (session, &item->gen, &item->generated)
+                     : CKR_FUNCTION_NOT_SUPPORTED;
+            break;
+        case WORK_DESTROY_RESIDENT:
+            item->rv = board->destroy_resident
+                     ? board->destroy_resident (session, item->key.id, item->key.id_len)
+                     : CKR_FUNCTION_NOT_SUPPORTED;
+            break;
+        default:
+            item->rv = CKR_FUNCTION_NOT_SUPPORTED;
+    }
 }
 
 /*  The worker loop: announce readiness, then run items until $TERM.  */

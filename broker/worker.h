@@ -26,9 +26,10 @@ worker_t *worker_new (board_t *board, size_t id, const char *backend);
  *  NULL-safe; nulls *self_p.  */
 void worker_destroy (worker_t **self_p);
 
-/*  Runs one sign or decrypt item with a driver session, in the calling
- *  thread: sets item->rv and, on CKR_OK, item->out/out_len (malloc'd, owned
- *  by the item).  Exposed for tests.  */
+/*  Runs one item with a driver session, in the calling thread: sets
+ *  item->rv and, on CKR_OK, item->out/out_len (signature, plaintext or
+ *  generated PKCS#8; malloc'd, owned by the item) or item->generated.
+ *  Exposed for tests.  */
 void worker_run_item (board_t *board, cs_session_t *session, work_item_t *item);
 
 #endif

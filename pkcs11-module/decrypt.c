@@ -15,6 +15,7 @@
 #include "mechanism.h"
 #include "module.h"
 #include "object.h"
+#include "keyop.h"
 #include "session.h"
 #include "token.h"
 
@@ -41,12 +42,12 @@ s_decrypt_op_free (void *op)
 }
 
 static CK_RV
-s_decrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, cs_decrypt_op_t **op_p)
+s_decrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
 {
     CK_RV rv;
     const cs_mech_t *entry = cs_mech_lookup (mech->mechanism);
     cs_decrypt_op_t *self;
-    if (!entry || !(entry->flags & CKF_DECRYPT))
+    if (!entry || !(entry->flags & want))
         return CKR_MECHANISM_INVALID;
     if (!(self = calloc (1, sizeof *self)))
         return CKR_HOST_MEMORY;
@@ -71,13 +72,8 @@ s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len)
     Cs__DecryptJob decrypt = CS__DECRYPT_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     const Cs__Result *result;
-    mech.type = op->mech->wire;
-    mech.hash = op->params.hash;
-    mech.mgf = op->params.mgf;
-    mech.oaep_label.data = op->params.label;
-    mech.oaep_label.len = op->params.label_len;
-    decrypt.key_id.data = op->key->id;
-    decrypt.key_id.len = op->key->id_len;
+    cs_keyop_job_mechanism (op->mech->wire, &op->params, &mech);
+    cs_keyop_job_key (op->key, &decrypt.key_id, &decrypt.key_pkcs8);
     decrypt.mechanism = &mech;
     decrypt.data.data = (uint8_t *) data;
     decrypt.data.len = len;
@@ -118,36 +114,12 @@ s_deliver (const cs_decrypt_op_t *op, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
     return CKR_OK;
 }
 
+/*  PKCS#11 2.40 §5.9.  */
 CK_RV
 C_DecryptInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
 {
-    cs_session_t *session;
-    cs_decrypt_op_t *op = NULL;
-    cs_key_t *key = NULL;
-    CK_OBJECT_CLASS klass = 0;
-    CK_RV rv;
-    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (cs_session_op (session, CS_OP_DECRYPT))
-        rv = CKR_OPERATION_ACTIVE;
-    else
-    if (!cs_token_user_logged_in ())
-        rv = CKR_USER_NOT_LOGGED_IN;
-    else
-    if (!(key = cs_object_key (key_handle, &klass)))
-        rv = CKR_KEY_HANDLE_INVALID;
-    else
-    if (klass != CKO_PRIVATE_KEY || !key->can_decrypt)
-        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
-    else
-    if ((rv = s_decrypt_op_new (mech, key, &op)) == CKR_OK
-    &&  (rv = cs_session_op_start (session, CS_OP_DECRYPT, op, s_decrypt_op_free)) == CKR_OK)
-        op = NULL;
-    cs_module_unlock ();
-    s_decrypt_op_free (op);
-    cs_key_unref (&key);
-    return rv;
+    return cs_keyop_init (handle, CS_OP_DECRYPT, CKF_DECRYPT, mech, key_handle, s_decrypt_op_new,
+                          s_decrypt_op_free);
 }
 
 CK_RV

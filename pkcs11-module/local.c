@@ -3,8 +3,9 @@
  *  C_GenerateRandom, C_SeedRandom.
  *
  *  Public keys are rebuilt from CKA_MODULUS/CKA_PUBLIC_EXPONENT or
- *  CKA_EC_PARAMS/CKA_EC_POINT with EVP_PKEY_fromdata.  ECDSA signatures are
- *  raw r||s in PKCS#11 and DER for OpenSSL.
+ *  CKA_EC_PARAMS/CKA_EC_POINT (keyder.h).  ECDSA signatures are raw r||s in
+ *  PKCS#11 and DER for OpenSSL; Ed25519 (CKM_EDDSA) verifies the whole
+ *  message (RFC 8032 §5.1.7, no prehash).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,72 +16,14 @@
 #include <openssl/param_build.h>
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
+#include "keyder.h"
+#include "keyop.h"
 #include "log.h"
 #include "mechanism.h"
 #include "module.h"
 #include "object.h"
 #include "session.h"
 #include "sign.h"
-
-/*  ---- public keys -------------------------------------------------- */
-
-static EVP_PKEY *
-s_pkey_from (const char *type, OSSL_PARAM_BLD *bld)
-{
-    EVP_PKEY *pkey = NULL;
-    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param (bld);
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name (NULL, type, NULL);
-    if (!params || !ctx || EVP_PKEY_fromdata_init (ctx) <= 0
-    ||  EVP_PKEY_fromdata (ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0)
-        pkey = NULL;
-    EVP_PKEY_CTX_free (ctx);
-    OSSL_PARAM_free (params);
-    return pkey;
-}
-
-static EVP_PKEY *
-s_pkey_rsa (const cs_key_t *key)
-{
-    EVP_PKEY *pkey = NULL;
-    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
-    BIGNUM *n = BN_bin2bn (key->modulus, (int) key->modulus_len, NULL);
-    BIGNUM *e = BN_bin2bn (key->exponent, (int) key->exponent_len, NULL);
-    if (bld && n && e && OSSL_PARAM_BLD_push_BN (bld, OSSL_PKEY_PARAM_RSA_N, n)
-    &&  OSSL_PARAM_BLD_push_BN (bld, OSSL_PKEY_PARAM_RSA_E, e))
-        pkey = s_pkey_from ("RSA", bld);
-    BN_free (n);
-    BN_free (e);
-    OSSL_PARAM_BLD_free (bld);
-    return pkey;
-}
-
-static EVP_PKEY *
-s_pkey_ec (const cs_key_t *key)
-{
-    EVP_PKEY *pkey = NULL;
-    const unsigned char *der = key->ec_params;
-    const uint8_t *point;
-    size_t point_len;
-    ASN1_OBJECT *oid = d2i_ASN1_OBJECT (NULL, &der, (long) key->ec_params_len);
-    const char *name = oid ? OBJ_nid2sn (OBJ_obj2nid (oid)) : NULL;
-    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
-    if (bld && name && cs_key_ec_point_raw (key, &point, &point_len)
-    &&  OSSL_PARAM_BLD_push_utf8_string (bld, OSSL_PKEY_PARAM_GROUP_NAME, name, 0)
-    &&  OSSL_PARAM_BLD_push_octet_string (bld, OSSL_PKEY_PARAM_PUB_KEY, point, point_len))
-        pkey = s_pkey_from ("EC", bld);
-    ASN1_OBJECT_free (oid);
-    OSSL_PARAM_BLD_free (bld);
-    return pkey;
-}
-
-static EVP_PKEY *
-s_pkey (const cs_key_t *key)
-{
-    EVP_PKEY *pkey = key->key_type == CKK_RSA ? s_pkey_rsa (key) : s_pkey_ec (key);
-    if (!pkey)
-        cs_log_warning ("cannot build an OpenSSL public key for '%s'", key->label);
-    return pkey;
-}
 
 /*  ---- verify -------------------------------------------------------- */
 
@@ -140,6 +83,21 @@ out:
     return rv;
 }
 
+/*  Ed25519: one-shot verification of the whole message.  */
+static CK_RV
+s_verify_eddsa (EVP_PKEY *pkey, const uint8_t *message, size_t len, const uint8_t *sig, size_t sig_len)
+{
+    CK_RV rv = CKR_HOST_MEMORY;
+    EVP_MD_CTX *md_ctx = EVP_MD_CTX_new ();
+    if (md_ctx && EVP_DigestVerifyInit (md_ctx, NULL, NULL, NULL, pkey) <= 0)
+        rv = CKR_FUNCTION_FAILED;
+    else
+    if (md_ctx)
+        rv = EVP_DigestVerify (md_ctx, sig, sig_len, message, len) == 1 ? CKR_OK : CKR_SIGNATURE_INVALID;
+    EVP_MD_CTX_free (md_ctx);
+    return rv;
+}
+
 /*  Checks `sig` over the prepared message (cs_sigop_message).  */
 static CK_RV
 s_verify (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_t *sig, size_t sig_len)
@@ -149,8 +107,14 @@ s_verify (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_
     EVP_PKEY_CTX *ctx = NULL;
     if (sig_len != cs_key_signature_len (op->key))
         return CKR_SIGNATURE_LEN_RANGE;
-    if (!(pkey = s_pkey (op->key)) || !(ctx = EVP_PKEY_CTX_new_from_pkey (NULL, pkey, NULL)))
+    if (!(pkey = cs_keyder_public_pkey (op->key)))
         goto out;
+    if (op->mech->wire == CKM_EDDSA)
+        rv = s_verify_eddsa (pkey, message, len, sig, sig_len);
+    else
+    if (!(ctx = EVP_PKEY_CTX_new_from_pkey (NULL, pkey, NULL)))
+        goto out;
+    else
     if (op->mech->wire == CKM_RSA_PKCS)
         rv = s_verify_pkcs1 (ctx, message, len, sig, sig_len);
     else
@@ -164,33 +128,11 @@ out:
     return rv;
 }
 
+/*  PKCS#11 2.40 §5.12.  */
 CK_RV
 C_VerifyInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
 {
-    cs_session_t *session;
-    cs_sigop_t *op = NULL;
-    cs_key_t *key = NULL;
-    CK_OBJECT_CLASS klass = 0;
-    CK_RV rv;
-    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (cs_session_op (session, CS_OP_VERIFY))
-        rv = CKR_OPERATION_ACTIVE;
-    else
-    if (!(key = cs_object_key (key_handle, &klass)))
-        rv = CKR_KEY_HANDLE_INVALID;
-    else
-    if (klass != CKO_PUBLIC_KEY)
-        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
-    else
-    if ((rv = cs_sigop_new (mech, key, CKF_VERIFY, &op)) == CKR_OK
-    &&  (rv = cs_session_op_start (session, CS_OP_VERIFY, op, cs_sigop_free)) == CKR_OK)
-        op = NULL;
-    cs_module_unlock ();
-    cs_sigop_free (op);
-    cs_key_unref (&key);
-    return rv;
+    return cs_keyop_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle, cs_sigop_create, cs_sigop_free);
 }
 
 /*  C_Verify (final false) and C_VerifyFinal (final true): both end the
@@ -230,19 +172,7 @@ C_Verify (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR 
 CK_RV
 C_VerifyUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
 {
-    cs_session_t *session;
-    cs_sigop_t *op;
-    CK_RV rv;
-    return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (!(op = cs_session_op (session, CS_OP_VERIFY)))
-        rv = CKR_OPERATION_NOT_INITIALIZED;
-    else
-    if ((rv = cs_sigop_update (op, data, len)) != CKR_OK)
-        cs_session_op_end (session, CS_OP_VERIFY);
-    cs_module_unlock ();
-    return rv;
+    return cs_sigop_session_update (handle, CS_OP_VERIFY, data, len);
 }
 
 CK_RV
@@ -270,41 +200,31 @@ s_encrypt_op_free (void *op)
     free (self);
 }
 
+static CK_RV
+s_encrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
+{
+    CK_RV rv;
+    const cs_mech_t *entry = cs_mech_lookup (mech->mechanism);
+    cs_encrypt_op_t *op;
+    if (!entry || !(entry->flags & want))
+        return CKR_MECHANISM_INVALID;
+    if (!(op = calloc (1, sizeof *op)))
+        return CKR_HOST_MEMORY;
+    op->key = cs_key_ref (key);
+    op->mech = entry;
+    if ((rv = cs_mech_check (entry, mech, key->key_type, key->modulus_len, &op->params)) == CKR_OK)
+        *op_p = op;
+    else
+        s_encrypt_op_free (op);
+    return rv;
+}
+
+/*  PKCS#11 2.40 §5.8.  */
 CK_RV
 C_EncryptInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
 {
-    cs_session_t *session;
-    cs_encrypt_op_t *op = NULL;
-    const cs_mech_t *entry;
-    CK_OBJECT_CLASS klass = 0;
-    CK_RV rv;
-    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
-    entry = cs_mech_lookup (mech->mechanism);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (cs_session_op (session, CS_OP_ENCRYPT))
-        rv = CKR_OPERATION_ACTIVE;
-    else
-    if (!entry || !(entry->flags & CKF_ENCRYPT))
-        rv = CKR_MECHANISM_INVALID;
-    else
-    if (!(op = calloc (1, sizeof *op)))
-        rv = CKR_HOST_MEMORY;
-    else
-    if (!(op->key = cs_object_key (key_handle, &klass)))
-        rv = CKR_KEY_HANDLE_INVALID;
-    else
-    if (klass != CKO_PUBLIC_KEY)
-        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
-    else
-    if ((rv = cs_mech_check (entry, mech, op->key->key_type, op->key->modulus_len, &op->params)) == CKR_OK) {
-        op->mech = entry;
-        if ((rv = cs_session_op_start (session, CS_OP_ENCRYPT, op, s_encrypt_op_free)) == CKR_OK)
-            op = NULL;
-    }
-    cs_module_unlock ();
-    s_encrypt_op_free (op);
-    return rv;
+    return cs_keyop_init (handle, CS_OP_ENCRYPT, CKF_ENCRYPT, mech, key_handle, s_encrypt_op_new,
+                          s_encrypt_op_free);
 }
 
 /*  The largest plaintext for the op (RFC 8017 §7.1.1, §7.2.1).  */
@@ -322,7 +242,7 @@ static CK_RV
 s_encrypt (const cs_encrypt_op_t *op, const uint8_t *data, size_t len, uint8_t *out, CK_ULONG_PTR out_len_p)
 {
     CK_RV rv = CKR_FUNCTION_FAILED;
-    EVP_PKEY *pkey = s_pkey (op->key);
+    EVP_PKEY *pkey = cs_keyder_public_pkey (op->key);
     EVP_PKEY_CTX *ctx = pkey ? EVP_PKEY_CTX_new_from_pkey (NULL, pkey, NULL) : NULL;
     size_t out_len = op->key->modulus_len;
     bool oaep = op->mech->wire == CKM_RSA_PKCS_OAEP;

@@ -4,8 +4,10 @@
 #include "cs_wire.h"
 #include "mechanism.h"
 
-#define S_SIGN    (CKF_SIGN | CKF_VERIFY)
-#define S_CRYPT   (CKF_DECRYPT | CKF_ENCRYPT)
+/*  CKF_HW: the private-key side runs on the broker's boards, not in this
+ *  process (OpenSC's pkcs11-tool --test only tests signing with HW mechanisms).  */
+#define S_SIGN    (CKF_HW | CKF_SIGN | CKF_VERIFY)
+#define S_CRYPT   (CKF_HW | CKF_DECRYPT | CKF_ENCRYPT)
 
 static const cs_mech_t s_table [] = {
     { CKM_RSA_PKCS,            CKM_RSA_PKCS,      CKK_RSA, 0,          S_SIGN | S_CRYPT },
@@ -20,6 +22,10 @@ static const cs_mech_t s_table [] = {
     { CKM_ECDSA,               CKM_ECDSA,         CKK_EC,  0,          S_SIGN },
     { CKM_ECDSA_SHA256,        CKM_ECDSA,         CKK_EC,  CKM_SHA256, S_SIGN },
     { CKM_ECDSA_SHA384,        CKM_ECDSA,         CKK_EC,  CKM_SHA384, S_SIGN },
+    { CKM_EDDSA,               CKM_EDDSA,         CKK_EC_EDWARDS, 0,   S_SIGN },
+    { CKM_RSA_PKCS_KEY_PAIR_GEN, CKM_RSA_PKCS_KEY_PAIR_GEN, CKK_RSA, 0, CKF_HW | CKF_GENERATE_KEY_PAIR },
+    { CKM_EC_KEY_PAIR_GEN,     CKM_EC_KEY_PAIR_GEN, CKK_EC, 0,         CKF_HW | CKF_GENERATE_KEY_PAIR },
+    { CKM_EC_EDWARDS_KEY_PAIR_GEN, CKM_EC_EDWARDS_KEY_PAIR_GEN, CKK_EC_EDWARDS, 0, CKF_HW | CKF_GENERATE_KEY_PAIR },
     { CKM_SHA_1,               0,                 CS_KEY_NONE, CKM_SHA_1,  CKF_DIGEST },
     { CKM_SHA256,              0,                 CS_KEY_NONE, CKM_SHA256, CKF_DIGEST },
     { CKM_SHA384,              0,                 CS_KEY_NONE, CKM_SHA384, CKF_DIGEST },

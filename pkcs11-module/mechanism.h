@@ -2,6 +2,9 @@
  *  each maps to a job mechanism on the wire (docs/CONTRACTS.md "Wire"):
  *  hash-and-sign mechanisms are hashed here and travel as the raw mechanism
  *  with the digest (RSA PKCS#1 v1.5: the DER DigestInfo, RFC 8017 §9.2).
+ *  CKM_EDDSA (PKCS#11 3.0 §2.3.14; the 2.40 header has the number) signs the
+ *  whole message: no hash here, at most CS_WIRE_MAX_DATA bytes.  The key-pair
+ *  generation mechanisms map to themselves and run as GenerateKeyPairJob.
  *  Also: PSS and OAEP parameter checks (PKCS#11 2.40 curr. mech. §2.1.14,
  *  §2.1.8) and key type checks.
  */
@@ -19,9 +22,10 @@
 typedef struct {
     CK_MECHANISM_TYPE type;     /* what the application asks for */
     CK_MECHANISM_TYPE wire;     /* job mechanism; 0 for local-only (digests) */
-    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC or CS_KEY_NONE */
+    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC, CKK_EC_EDWARDS or CS_KEY_NONE */
     CK_MECHANISM_TYPE hash;     /* hashed in the module first (CKM_SHA256...), 0 = none */
-    CK_FLAGS flags;             /* CKF_SIGN|CKF_VERIFY, CKF_DECRYPT|CKF_ENCRYPT, CKF_DIGEST */
+    CK_FLAGS flags;             /* CKF_SIGN|CKF_VERIFY, CKF_DECRYPT|CKF_ENCRYPT, CKF_DIGEST,
+                                   CKF_GENERATE_KEY_PAIR */
 } cs_mech_t;
 
 /*  Parameters of a PSS or OAEP operation, validated.  */

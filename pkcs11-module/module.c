@@ -24,6 +24,7 @@ static struct {
     volatile bool initialized;
     volatile pid_t pid;         /* process that ran C_Initialize */
     cs_client_config_t *config;
+    cs_client_config_t *inherited_config;   /* the parent's, after fork (s_forget_parent) */
     cs_link_t *link;
 } s_module;
 
@@ -98,22 +99,31 @@ s_check_init_args (CK_C_INITIALIZE_ARGS *args)
     given = !!args->CreateMutex + !!args->DestroyMutex + !!args->LockMutex + !!args->UnlockMutex;
     if (given != 0 && given != 4)
         return CKR_ARGUMENTS_BAD;
-    if (args->flags & CKF_LIBRARY_CANT_CREATE_OS_THREADS) {
-        cs_log_error ("C_Initialize: this module needs its own I/O thread (CKF_LIBRARY_CANT_CREATE_OS_THREADS is set)");
-        return CKR_NEED_TO_CREATE_THREADS;
-    }
+    /*  §5.4 would have us answer CKR_NEED_TO_CREATE_THREADS, but GnuTLS
+        (and so p11tool and every GnuTLS program) always sets this flag
+        together with CKF_OS_LOCKING_OK.  Our one I/O thread never calls
+        back into the application, so we go on, as p11-kit's remote module
+        and OpenSC do.  */
+    if (args->flags & CKF_LIBRARY_CANT_CREATE_OS_THREADS)
+        cs_log_debug ("C_Initialize: CKF_LIBRARY_CANT_CREATE_OS_THREADS set; "
+                      "using our own I/O thread anyway");
     if (given && !(args->flags & CKF_OS_LOCKING_OK))
         return CKR_CANT_LOCK;
     return CKR_OK;
 }
 
-/*  In a forked child: drops the parent's state without touching its link.  */
+/*  In a forked child: drops the parent's state without touching its link.
+ *  The parent's parsed config (with the client key) is kept for the child's
+ *  C_Initialize: nginx clears its workers' environment and drops privileges
+ *  after fork, so the child could neither find nor read the file again.  */
 static void
 s_forget_parent (void)
 {
     pthread_mutex_init (&s_lock, NULL);  /* it may have been held at fork() */
     cs_link_abandon (&s_module.link);
-    cs_client_config_destroy (&s_module.config);
+    cs_client_config_destroy (&s_module.inherited_config);
+    s_module.inherited_config = s_module.config;
+    s_module.config = NULL;
     cs_session_reset_all ();
     cs_object_reset ();
     cs_token_reset ();
@@ -135,7 +145,9 @@ C_Initialize (CK_VOID_PTR init_args)
         goto out;
     }
     cs_log_set_level (CS_LOG_WARNING);
-    if (!(config = cs_client_config_load (cs_client_config_path ()))) {
+    config = s_module.inherited_config;
+    s_module.inherited_config = NULL;
+    if (!config && !(config = cs_client_config_load (cs_client_config_path ()))) {
         rv = CKR_GENERAL_ERROR;
         goto out;
     }
@@ -196,15 +208,9 @@ C_GetInfo (CK_INFO_PTR info)
     static CK_RV s_##name args { return cs_module_check () ?: CKR_FUNCTION_NOT_SUPPORTED; }
 
 S_NOT_SUPPORTED (C_InitToken, (CK_SLOT_ID a, CK_UTF8CHAR_PTR b, CK_ULONG c, CK_UTF8CHAR_PTR d))
-S_NOT_SUPPORTED (C_InitPIN, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ULONG c))
-S_NOT_SUPPORTED (C_SetPIN, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ULONG c, CK_UTF8CHAR_PTR d, CK_ULONG e))
 S_NOT_SUPPORTED (C_GetOperationState, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
 S_NOT_SUPPORTED (C_SetOperationState, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_OBJECT_HANDLE d, CK_OBJECT_HANDLE e))
-S_NOT_SUPPORTED (C_CreateObject, (CK_SESSION_HANDLE a, CK_ATTRIBUTE_PTR b, CK_ULONG c, CK_OBJECT_HANDLE_PTR d))
-S_NOT_SUPPORTED (C_CopyObject, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b, CK_ATTRIBUTE_PTR c, CK_ULONG d, CK_OBJECT_HANDLE_PTR e))
-S_NOT_SUPPORTED (C_DestroyObject, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b))
 S_NOT_SUPPORTED (C_GetObjectSize, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b, CK_ULONG_PTR c))
-S_NOT_SUPPORTED (C_SetAttributeValue, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b, CK_ATTRIBUTE_PTR c, CK_ULONG d))
 S_NOT_SUPPORTED (C_EncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
 S_NOT_SUPPORTED (C_EncryptFinal, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
 S_NOT_SUPPORTED (C_DecryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
@@ -219,7 +225,6 @@ S_NOT_SUPPORTED (C_DecryptDigestUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_
 S_NOT_SUPPORTED (C_SignEncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
 S_NOT_SUPPORTED (C_DecryptVerifyUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
 S_NOT_SUPPORTED (C_GenerateKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_ATTRIBUTE_PTR c, CK_ULONG d, CK_OBJECT_HANDLE_PTR e))
-S_NOT_SUPPORTED (C_GenerateKeyPair, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_ATTRIBUTE_PTR c, CK_ULONG d, CK_ATTRIBUTE_PTR e, CK_ULONG f, CK_OBJECT_HANDLE_PTR g, CK_OBJECT_HANDLE_PTR h))
 S_NOT_SUPPORTED (C_WrapKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_OBJECT_HANDLE d, CK_BYTE_PTR e, CK_ULONG_PTR f))
 S_NOT_SUPPORTED (C_UnwrapKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_BYTE_PTR d, CK_ULONG e, CK_ATTRIBUTE_PTR f, CK_ULONG g, CK_OBJECT_HANDLE_PTR h))
 S_NOT_SUPPORTED (C_DeriveKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_ATTRIBUTE_PTR d, CK_ULONG e, CK_OBJECT_HANDLE_PTR f))
@@ -242,11 +247,11 @@ static CK_FUNCTION_LIST s_function_list = {
     { CRYPTOKI_VERSION_MAJOR, CRYPTOKI_VERSION_MINOR },
     C_Initialize, C_Finalize, C_GetInfo, C_GetFunctionList,
     C_GetSlotList, C_GetSlotInfo, C_GetTokenInfo, C_GetMechanismList, C_GetMechanismInfo,
-    s_C_InitToken, s_C_InitPIN, s_C_SetPIN,
+    s_C_InitToken, C_InitPIN, C_SetPIN,
     C_OpenSession, C_CloseSession, C_CloseAllSessions, C_GetSessionInfo,
     s_C_GetOperationState, s_C_SetOperationState, C_Login, C_Logout,
-    s_C_CreateObject, s_C_CopyObject, s_C_DestroyObject, s_C_GetObjectSize,
-    C_GetAttributeValue, s_C_SetAttributeValue,
+    C_CreateObject, C_CopyObject, C_DestroyObject, s_C_GetObjectSize,
+    C_GetAttributeValue, C_SetAttributeValue,
     C_FindObjectsInit, C_FindObjects, C_FindObjectsFinal,
     C_EncryptInit, C_Encrypt, s_C_EncryptUpdate, s_C_EncryptFinal,
     C_DecryptInit, C_Decrypt, s_C_DecryptUpdate, s_C_DecryptFinal,
@@ -254,7 +259,7 @@ static CK_FUNCTION_LIST s_function_list = {
     C_SignInit, C_Sign, C_SignUpdate, C_SignFinal, s_C_SignRecoverInit, s_C_SignRecover,
     C_VerifyInit, C_Verify, C_VerifyUpdate, C_VerifyFinal, s_C_VerifyRecoverInit, s_C_VerifyRecover,
     s_C_DigestEncryptUpdate, s_C_DecryptDigestUpdate, s_C_SignEncryptUpdate, s_C_DecryptVerifyUpdate,
-    s_C_GenerateKey, s_C_GenerateKeyPair, s_C_WrapKey, s_C_UnwrapKey, s_C_DeriveKey,
+    s_C_GenerateKey, C_GenerateKeyPair, s_C_WrapKey, s_C_UnwrapKey, s_C_DeriveKey,
     C_SeedRandom, C_GenerateRandom,
     s_C_GetFunctionStatus, s_C_CancelFunction, s_C_WaitForSlotEvent,
 };

@@ -1,13 +1,19 @@
-/*  object.c — key objects, their attributes, and template matching.
+/*  object.c — key objects, their attributes, template matching (object.h).
  *
  *  The table only grows: entry i has handle i + 1 for the life of the
- *  process; an entry whose key disappeared from the broker keeps its handle
- *  with key NULL (then CKR_OBJECT_HANDLE_INVALID).
+ *  process.  Token entries keep their ref and class while their key is gone
+ *  (key NULL), so a key that comes back gets its old handle; a chained hash
+ *  index over (ref, class) finds them in O(1), so loading a list of
+ *  thousands of keys is linear.  A find is one pass over the table.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/crypto.h>
+#include "cs_util.h"
+#include "keyder.h"
 #include "log.h"
 #include "module.h"
+#include "secmem.h"
 #include "token.h"
 #include "session.h"
 #include "object.h"
@@ -15,6 +21,10 @@
 typedef struct {
     CK_OBJECT_CLASS klass;
     cs_key_t *key;              /* NULL: gone */
+    cs_attrs_t attrs;           /* stored attributes: over the defaults */
+    char *ref;                  /* token objects (kept while gone); NULL: session object */
+    CK_SESSION_HANDLE session;  /* session objects: the session that made it */
+    size_t chain;               /* hash chain: index + 1 of the next, 0 = end */
 } cs_object_t;
 
 typedef struct {
@@ -27,7 +37,10 @@ static struct {
     cs_object_t *objects;
     size_t count;
     size_t size;
-    bool fetched;
+    size_t *buckets;            /* index + 1 of the first token object, 0 = none */
+    size_t n_buckets;           /* = size */
+    bool have_list;
+    uint64_t version;
 } s_table;
 
 /*  ---- keys ------------------------------------------------------------ */
@@ -37,6 +50,7 @@ cs_key_ec_point_raw (const cs_key_t *key, const uint8_t **raw_p, size_t *len_p)
 {
     const uint8_t *der = key->ec_point;
     size_t len = key->ec_point_len, header = 2, content;
+    bool edwards = key->key_type == CKK_EC_EDWARDS;
     if (!der || len < 3)
         return false;
     content = der [1];
@@ -44,12 +58,13 @@ cs_key_ec_point_raw (const cs_key_t *key, const uint8_t **raw_p, size_t *len_p)
         content = der [2];
         header = 3;
     }
-    if (der [0] == 0x04 && header + content == len && content % 2 == 1 && der [header] == 0x04) {
+    if (der [0] == 0x04 && header + content == len
+    && (edwards ? content == 32 : content % 2 == 1 && der [header] == 0x04)) {
         *raw_p = der + header;
         *len_p = content;
         return true;
     }
-    if (der [0] == 0x04 && len % 2 == 1) {
+    if (edwards ? len == 32 : der [0] == 0x04 && len % 2 == 1) {
         *raw_p = der;
         *len_p = len;
         return true;
@@ -61,6 +76,17 @@ size_t
 cs_key_signature_len (const cs_key_t *key)
 {
     return key->key_type == CKK_RSA ? key->modulus_len : 2 * key->field_len;
+}
+
+const uint8_t *
+cs_key_job_id (const cs_key_t *key, size_t *len_p)
+{
+    if (key->legacy_id) {
+        *len_p = key->id_len;
+        return key->id;
+    }
+    *len_p = key->ref ? strlen (key->ref) : 0;
+    return (const uint8_t *) key->ref;
 }
 
 cs_key_t *
@@ -80,6 +106,8 @@ cs_key_unref (cs_key_t **key_p)
     *key_p = NULL;
     if (__atomic_sub_fetch (&key->refs, 1, __ATOMIC_SEQ_CST) > 0)
         return;
+    cs_secmem_free (key->pkcs8, key->pkcs8_len);
+    free (key->ref);
     free (key->label);
     free (key->modulus);
     free (key->exponent);
@@ -104,52 +132,92 @@ s_copy_bytes (uint8_t **out, size_t *out_len, ProtobufCBinaryData in, bool strip
     return 0;
 }
 
-cs_key_t *
-cs_key_new (const Cs__KeyInfo *info)
+/*  The ref of a KeyInfo; "board:<hex id>" (legacy) when the broker sent none.  */
+static int
+s_key_ref (cs_key_t *key, const Cs__KeyInfo *info)
+{
+    if (info->ref && *info->ref)
+        return (key->ref = strdup (info->ref)) ? 0 : -1;
+    if (info->id.len == 0)
+        return 0;               /* a local key (keyder): no ref */
+    if (!(key->ref = malloc (6 + 2 * info->id.len + 1)))
+        return -1;
+    memcpy (key->ref, "board:", 6);
+    cs_hex_encode (info->id.data, info->id.len, key->ref + 6);
+    key->legacy_id = true;
+    return 0;
+}
+
+/*  Checks the public parts of a new key and derives bits and field size.  */
+static bool
+s_key_complete (cs_key_t *key)
 {
     const uint8_t *raw;
     size_t raw_len;
+    if (key->key_type == CKK_RSA) {
+        if (!key->modulus_len || !key->exponent_len || key->modulus_len > CS_MAX_RSA_BYTES)
+            return false;
+        if (!key->bits)
+            key->bits = key->modulus_len * 8;
+        return true;
+    }
+    if (!key->ec_params_len || !cs_key_ec_point_raw (key, &raw, &raw_len))
+        return false;
+    key->field_len = key->key_type == CKK_EC_EDWARDS ? 32 : (raw_len - 1) / 2;
+    if (!key->bits)
+        key->bits = key->key_type == CKK_EC_EDWARDS ? 256 : key->field_len * 8;
+    return true;
+}
+
+cs_key_t *
+cs_key_new (const Cs__KeyInfo *info)
+{
     cs_key_t *key = NULL;
-    if (info->id.len == 0 || info->id.len > CS_WIRE_MAX_KEY_ID
-    || (info->key_type != CKK_RSA && info->key_type != CKK_EC))
+    if (info->id.len > CS_WIRE_MAX_KEY_ID
+    || (info->key_type != CKK_RSA && info->key_type != CKK_EC && info->key_type != CKK_EC_EDWARDS))
         return NULL;
     if (!(key = calloc (1, sizeof *key)))
         return NULL;
     key->refs = 1;
-    memcpy (key->id, info->id.data, info->id.len);
+    if (info->id.len)
+        memcpy (key->id, info->id.data, info->id.len);
     key->id_len = info->id.len;
     key->key_type = info->key_type;
     key->bits = info->bits;
     key->can_sign = info->can_sign;
     key->can_decrypt = info->can_decrypt;
-    if (!(key->label = strdup (info->label ? info->label : ""))
+    if (s_key_ref (key, info)
+    ||  !(key->label = strdup (info->label ? info->label : ""))
     ||  s_copy_bytes (&key->modulus, &key->modulus_len, info->modulus, true)
     ||  s_copy_bytes (&key->exponent, &key->exponent_len, info->public_exponent, true)
     ||  s_copy_bytes (&key->ec_params, &key->ec_params_len, info->ec_params, false)
     ||  s_copy_bytes (&key->ec_point, &key->ec_point_len, info->ec_point, false))
         goto fail;
-    if (key->key_type == CKK_RSA) {
-        if (!key->modulus_len || !key->exponent_len || key->modulus_len > CS_MAX_RSA_BYTES)
-            goto fail;
-        if (!key->bits)
-            key->bits = key->modulus_len * 8;
-    }
-    else {
-        if (!key->ec_params_len || !cs_key_ec_point_raw (key, &raw, &raw_len))
-            goto fail;
-        key->field_len = (raw_len - 1) / 2;
-        if (!key->bits)
-            key->bits = key->field_len * 8;
-    }
-    return key;
+    if (s_key_complete (key))
+        return key;
+    cs_log_warning ("ignoring key '%s': incomplete public attributes", info->label ? info->label : "");
 fail:
-    cs_log_warning ("ignoring key '%s' from the broker: incomplete public attributes",
-                    info->label ? info->label : "");
     cs_key_unref (&key);
     return NULL;
 }
 
-/*  ---- the table ------------------------------------------------------- */
+cs_key_t *
+cs_key_public_only (const cs_key_t *key)
+{
+    Cs__KeyInfo info = CS__KEY_INFO__INIT;
+    info.key_type = key->key_type;
+    info.bits = (uint32_t) key->bits;
+    info.label = key->label;
+    info.modulus = (ProtobufCBinaryData) { key->modulus_len, key->modulus };
+    info.public_exponent = (ProtobufCBinaryData) { key->exponent_len, key->exponent };
+    info.ec_params = (ProtobufCBinaryData) { key->ec_params_len, key->ec_params };
+    info.ec_point = (ProtobufCBinaryData) { key->ec_point_len, key->ec_point };
+    info.can_sign = key->can_sign;
+    info.can_decrypt = key->can_decrypt;
+    return cs_key_new (&info);
+}
+
+/*  ---- the table and its index ------------------------------------------ */
 
 static cs_object_t *
 s_object (CK_OBJECT_HANDLE handle)
@@ -159,80 +227,177 @@ s_object (CK_OBJECT_HANDLE handle)
     return &s_table.objects [handle - 1];
 }
 
-static bool
-s_visible (const cs_object_t *object)
+static size_t
+s_hash (const char *ref, CK_OBJECT_CLASS klass)
 {
-    return object && object->key
-        && (object->klass == CKO_PUBLIC_KEY || cs_token_user_logged_in ());
+    uint64_t hash = 1469598103934665603ULL ^ klass;     /* FNV-1a */
+    for (const char *p = ref; *p; p++)
+        hash = (hash ^ (uint8_t) *p) * 1099511628211ULL;
+    return (size_t) hash;
 }
 
-/*  Remembers (id, class) -> handle even while the key is gone.  */
-typedef struct { uint8_t id [CS_WIRE_MAX_KEY_ID]; size_t id_len; } s_id_t;
-static s_id_t *s_ids;
+static void
+s_index_add (size_t i)
+{
+    size_t bucket = s_hash (s_table.objects [i].ref, s_table.objects [i].klass) % s_table.n_buckets;
+    s_table.objects [i].chain = s_table.buckets [bucket];
+    s_table.buckets [bucket] = i + 1;
+}
+
+/*  Grows the table (and rebuilds the index) when it is full.  */
+static int
+s_grow (void)
+{
+    size_t size = s_table.size ? 2 * s_table.size : 64;
+    cs_object_t *objects;
+    size_t *buckets;
+    if (s_table.count < s_table.size)
+        return 0;
+    if (!(buckets = calloc (size, sizeof *buckets)))
+        return -1;
+    if (!(objects = realloc (s_table.objects, size * sizeof *objects))) {
+        free (buckets);
+        return -1;
+    }
+    free (s_table.buckets);
+    s_table.objects = objects;
+    s_table.buckets = buckets;
+    s_table.size = s_table.n_buckets = size;
+    for (size_t i = 0; i < s_table.count; i++)
+        if (s_table.objects [i].ref)
+            s_index_add (i);
+    return 0;
+}
 
 static cs_object_t *
-s_slot_for (const cs_key_t *key, CK_OBJECT_CLASS klass)
+s_lookup (const char *ref, CK_OBJECT_CLASS klass)
 {
-    for (size_t i = 0; i < s_table.count; i++)
-        if (s_table.objects [i].klass == klass && s_ids [i].id_len == key->id_len
-        &&  memcmp (s_ids [i].id, key->id, key->id_len) == 0)
-            return &s_table.objects [i];
-    if (s_table.count == s_table.size) {
-        size_t size = s_table.size ? 2 * s_table.size : 16;
-        cs_object_t *objects = realloc (s_table.objects, size * sizeof *objects);
-        s_id_t *ids;
-        if (!objects)
-            return NULL;
-        s_table.objects = objects;
-        if (!(ids = realloc (s_ids, size * sizeof *ids)))
-            return NULL;
-        s_ids = ids;
-        s_table.size = size;
+    size_t next = s_table.n_buckets ? s_table.buckets [s_hash (ref, klass) % s_table.n_buckets] : 0;
+    while (next) {
+        cs_object_t *object = &s_table.objects [next - 1];
+        if (object->klass == klass && strcmp (object->ref, ref) == 0)
+            return object;
+        next = object->chain;
     }
-    s_table.objects [s_table.count] = (cs_object_t) { klass, NULL };
-    memcpy (s_ids [s_table.count].id, key->id, key->id_len);
-    s_ids [s_table.count].id_len = key->id_len;
+    return NULL;
+}
+
+/*  The token entry of (ref, class), made when new.  */
+static cs_object_t *
+s_slot_for (const char *ref, CK_OBJECT_CLASS klass)
+{
+    cs_object_t *object = s_lookup (ref, klass);
+    char *copy;
+    if (object)
+        return object;
+    if (s_grow () || !(copy = strdup (ref)))
+        return NULL;
+    s_table.objects [s_table.count] = (cs_object_t) { .klass = klass, .ref = copy };
+    s_index_add (s_table.count);
     return &s_table.objects [s_table.count++];
+}
+
+/*  Empties an entry (its handle stays taken).  */
+static void
+s_object_clear (cs_object_t *object)
+{
+    cs_key_unref (&object->key);
+    cs_attrs_clear (&object->attrs);
+}
+
+/*  Puts one KeyInfo's objects.  An older broker sets neither has_private
+ *  nor has_public: then both objects exist.  */
+static CK_RV
+s_put (const Cs__KeyInfo *info, cs_key_t *key)
+{
+    static const CK_OBJECT_CLASS classes [] = { CKO_PUBLIC_KEY, CKO_PRIVATE_KEY };
+    bool legacy = !info->has_private && !info->has_public;
+    bool has [2] = { legacy || info->has_public, legacy || info->has_private };
+    Cs__Attribute *const *attrs [2] = { info->public_attributes, info->private_attributes };
+    size_t n_attrs [2] = { info->n_public_attributes, info->n_private_attributes };
+    for (int c = 0; c < 2; c++) {
+        cs_object_t *object = has [c] ? s_slot_for (key->ref, classes [c]) : s_lookup (key->ref, classes [c]);
+        if (!object && has [c])
+            return CKR_HOST_MEMORY;
+        if (!object)
+            continue;
+        s_object_clear (object);
+        if (!has [c])
+            continue;
+        object->key = cs_key_ref (key);
+        if (cs_attrs_from_wire (&object->attrs, attrs [c], n_attrs [c]))
+            return CKR_HOST_MEMORY;
+    }
+    return CKR_OK;
+}
+
+/*  True when (ref, either class) has a live object.  */
+static bool
+s_live (const char *ref)
+{
+    cs_object_t *pub = s_lookup (ref, CKO_PUBLIC_KEY), *priv = s_lookup (ref, CKO_PRIVATE_KEY);
+    return (pub && pub->key) || (priv && priv->key);
 }
 
 CK_RV
 cs_object_load (const Cs__ListKeysResult *result)
 {
-    static const CK_OBJECT_CLASS classes [] = { CKO_PUBLIC_KEY, CKO_PRIVATE_KEY };
+    CK_RV rv = CKR_OK;
+    if (result && result->unchanged) {     /* known_version was current: keep the cache */
+        s_table.have_list = true;
+        return CKR_OK;
+    }
     for (size_t i = 0; i < s_table.count; i++)
-        cs_key_unref (&s_table.objects [i].key);
-    for (size_t i = 0; result && i < result->n_keys; i++) {
+        if (s_table.objects [i].ref)
+            s_object_clear (&s_table.objects [i]);
+    for (size_t i = 0; rv == CKR_OK && result && i < result->n_keys; i++) {
         cs_key_t *key = cs_key_new (result->keys [i]);
-        if (!key)
-            continue;
-        for (int c = 0; c < 2; c++) {
-            cs_object_t *object = s_slot_for (key, classes [c]);
-            if (!object) {
-                cs_key_unref (&key);
-                return CKR_HOST_MEMORY;
-            }
-            if (!object->key)       /* the first of duplicate ids wins */
-                object->key = cs_key_ref (key);
-        }
+        if (key && key->ref && !s_live (key->ref))    /* the first of duplicate refs wins */
+            rv = s_put (result->keys [i], key);
         cs_key_unref (&key);
     }
-    s_table.fetched = true;
-    return CKR_OK;
+    s_table.have_list = rv == CKR_OK;
+    s_table.version = result ? result->version : 0;
+    return rv;
 }
 
 CK_RV
-cs_object_ensure (void)
+cs_object_put (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p)
+{
+    CK_RV rv = CKR_DEVICE_ERROR;
+    cs_key_t *key = info ? cs_key_new (info) : NULL;
+    cs_object_t *object = NULL;
+    if (key && key->ref && (rv = s_put (info, key)) == CKR_OK)
+        object = s_lookup (key->ref, klass);
+    else
+    if (rv == CKR_DEVICE_ERROR)
+        cs_log_error ("the broker described a key without a usable ref or public parts");
+    cs_key_unref (&key);
+    if (handle_p)
+        *handle_p = object && object->key ? (CK_OBJECT_HANDLE) (object - s_table.objects) + 1 : 0;
+    return rv;
+}
+
+void
+cs_object_forget (CK_OBJECT_HANDLE handle)
+{
+    cs_object_t *object = s_object (handle);
+    if (object)
+        s_object_clear (object);
+}
+
+/*  known_version 0 means "I hold no list": the broker's versions start at 1,
+ *  so it answers 0 with the whole list.  */
+CK_RV
+cs_object_refresh (void)
 {
     CK_RV rv;
-    bool fetched;
     Cs__Reply *reply = NULL;
     Cs__ListKeysJob list = CS__LIST_KEYS_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     cs_module_lock ();
-    fetched = s_table.fetched;
+    list.known_version = s_table.have_list ? s_table.version : 0;
     cs_module_unlock ();
-    if (fetched)
-        return CKR_OK;
     job.kind_case = CS__JOB__KIND_LIST_KEYS;
     job.list_keys = &list;
     rv = cs_module_run_job (&job, true, &reply);
@@ -250,46 +415,60 @@ cs_object_ensure (void)
     return rv;
 }
 
-cs_key_t *
-cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p)
-{
-    cs_object_t *object = s_object (handle);
-    if (!s_visible (object))
-        return NULL;
-    if (class_p)
-        *class_p = object->klass;
-    return cs_key_ref (object->key);
-}
-
 void
 cs_object_invalidate (void)
 {
-    s_table.fetched = false;
+    s_table.have_list = false;
 }
 
 void
 cs_object_reset (void)
 {
-    for (size_t i = 0; i < s_table.count; i++)
-        cs_key_unref (&s_table.objects [i].key);
+    for (size_t i = 0; i < s_table.count; i++) {
+        s_object_clear (&s_table.objects [i]);
+        free (s_table.objects [i].ref);
+    }
     free (s_table.objects);
-    free (s_ids);
-    s_ids = NULL;
+    free (s_table.buckets);
     memset (&s_table, 0, sizeof s_table);
 }
 
-/*  ---- attributes ------------------------------------------------------ */
+/*  ---- session objects ---------------------------------------------------- */
 
-typedef enum { S_OK, S_SENSITIVE, S_INVALID } s_attr_kind_t;
+CK_RV
+cs_object_add_session (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_key_t *key,
+                       cs_attrs_t *attrs, CK_OBJECT_HANDLE *handle_p)
+{
+    if (s_grow ())
+        return CKR_HOST_MEMORY;
+    s_table.objects [s_table.count] = (cs_object_t) {
+        .klass = klass, .key = cs_key_ref (key), .attrs = *attrs, .session = session };
+    memset (attrs, 0, sizeof *attrs);
+    *handle_p = ++s_table.count;
+    return CKR_OK;
+}
+
+void
+cs_object_session_closed (CK_SESSION_HANDLE session)
+{
+    for (size_t i = 0; i < s_table.count; i++)
+        if (!s_table.objects [i].ref && (session == 0 || s_table.objects [i].session == session))
+            s_object_clear (&s_table.objects [i]);
+}
+
+/*  ---- attribute values --------------------------------------------------- */
+
+typedef enum { S_OK, S_SENSITIVE, S_INVALID } s_attr_result_t;
 
 typedef struct {
     const void *data;
     CK_ULONG len;
     CK_BBOOL flag;              /* storage for booleans */
     CK_ULONG number;            /* storage for CK_ULONG values */
+    uint8_t secret [CS_MAX_RSA_BYTES];  /* extractable private components; wiped */
 } s_value_t;
 
-static s_attr_kind_t
+static s_attr_result_t
 s_bool (s_value_t *value, bool flag)
 {
     value->flag = flag ? CK_TRUE : CK_FALSE;
@@ -298,7 +477,7 @@ s_bool (s_value_t *value, bool flag)
     return S_OK;
 }
 
-static s_attr_kind_t
+static s_attr_result_t
 s_ulong (s_value_t *value, CK_ULONG number)
 {
     value->number = number;
@@ -307,32 +486,64 @@ s_ulong (s_value_t *value, CK_ULONG number)
     return S_OK;
 }
 
-static s_attr_kind_t
+static s_attr_result_t
 s_bytes (s_value_t *value, const void *data, size_t len)
 {
-    if (!data && len)
-        return S_INVALID;
-    value->data = data;
+    value->data = len ? data : "";
     value->len = len;
     return S_OK;
 }
 
-static s_attr_kind_t
+static void
+s_value_wipe (s_value_t *value)
+{
+    if (value->data == value->secret)
+        OPENSSL_cleanse (value->secret, sizeof value->secret);
+}
+
+/*  The key material (never stored, never changed).  */
+static s_attr_result_t
+s_attr_material (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
+{
+    const cs_key_t *key = object->key;
+    bool rsa = key->key_type == CKK_RSA;
+    switch (type) {
+        case CKA_CLASS:           return s_ulong (value, object->klass);
+        case CKA_KEY_TYPE:        return s_ulong (value, key->key_type);
+        case CKA_MODULUS:         return rsa ? s_bytes (value, key->modulus, key->modulus_len) : S_INVALID;
+        case CKA_PUBLIC_EXPONENT: return rsa ? s_bytes (value, key->exponent, key->exponent_len) : S_INVALID;
+        case CKA_MODULUS_BITS:
+            return rsa && object->klass == CKO_PUBLIC_KEY ? s_ulong (value, key->bits) : S_INVALID;
+        case CKA_EC_PARAMS:       return rsa ? S_INVALID : s_bytes (value, key->ec_params, key->ec_params_len);
+        case CKA_EC_POINT:        return rsa ? S_INVALID : s_bytes (value, key->ec_point, key->ec_point_len);
+        default:                  return S_INVALID;
+    }
+}
+
+static bool
+s_is_material (CK_ATTRIBUTE_TYPE type)
+{
+    return type == CKA_CLASS || type == CKA_KEY_TYPE || type == CKA_MODULUS || type == CKA_PUBLIC_EXPONENT
+        || type == CKA_MODULUS_BITS || type == CKA_EC_PARAMS || type == CKA_EC_POINT;
+}
+
+/*  Defaults of every key object (PKCS#11 2.40 §4.4, §4.5, §4.7).  Board
+ *  keys are neither modifiable nor destroyable here; keystore and session
+ *  keys are.  */
+static s_attr_result_t
 s_attr_common (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
 {
     const cs_key_t *key = object->key;
-    bool is_private = object->klass == CKO_PRIVATE_KEY;
+    bool managed = !object->ref || (!key->legacy_id && strncmp (object->ref, "ks:", 3) == 0);
     switch (type) {
-        case CKA_CLASS:          return s_ulong (value, object->klass);
-        case CKA_KEY_TYPE:       return s_ulong (value, key->key_type);
         case CKA_ID:             return s_bytes (value, key->id, key->id_len);
         case CKA_LABEL:          return s_bytes (value, key->label, strlen (key->label));
-        case CKA_TOKEN:          return s_bool (value, true);
-        case CKA_PRIVATE:        return s_bool (value, is_private);
-        case CKA_MODIFIABLE:     return s_bool (value, false);
-        case CKA_COPYABLE:       return s_bool (value, false);
-        case CKA_DESTROYABLE:    return s_bool (value, false);
-        case CKA_LOCAL:          return s_bool (value, false);
+        case CKA_TOKEN:          return s_bool (value, object->ref != NULL);
+        case CKA_PRIVATE:        return s_bool (value, object->klass == CKO_PRIVATE_KEY);
+        case CKA_MODIFIABLE:
+        case CKA_COPYABLE:
+        case CKA_DESTROYABLE:    return s_bool (value, managed);
+        case CKA_LOCAL:
         case CKA_DERIVE:         return s_bool (value, false);
         case CKA_KEY_GEN_MECHANISM: return s_ulong (value, CK_UNAVAILABLE_INFORMATION);
         case CKA_START_DATE:
@@ -342,32 +553,7 @@ s_attr_common (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *val
     }
 }
 
-static s_attr_kind_t
-s_attr_rsa (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
-{
-    if (key->key_type != CKK_RSA)
-        return S_INVALID;
-    switch (type) {
-        case CKA_MODULUS:         return s_bytes (value, key->modulus, key->modulus_len);
-        case CKA_PUBLIC_EXPONENT: return s_bytes (value, key->exponent, key->exponent_len);
-        case CKA_MODULUS_BITS:    return s_ulong (value, key->bits);
-        default:                  return S_INVALID;
-    }
-}
-
-static s_attr_kind_t
-s_attr_ec (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
-{
-    if (key->key_type != CKK_EC)
-        return S_INVALID;
-    switch (type) {
-        case CKA_EC_PARAMS: return s_bytes (value, key->ec_params, key->ec_params_len);
-        case CKA_EC_POINT:  return s_bytes (value, key->ec_point, key->ec_point_len);
-        default:            return S_INVALID;
-    }
-}
-
-static s_attr_kind_t
+static s_attr_result_t
 s_attr_public (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
 {
     switch (type) {
@@ -376,14 +562,11 @@ s_attr_public (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
         case CKA_WRAP:
         case CKA_VERIFY_RECOVER:
         case CKA_TRUSTED:        return s_bool (value, false);
-        case CKA_MODULUS_BITS:
-        case CKA_MODULUS:
-        case CKA_PUBLIC_EXPONENT: return s_attr_rsa (key, type, value);
-        default:                 return s_attr_ec (key, type, value);
+        default:                 return S_INVALID;
     }
 }
 
-static s_attr_kind_t
+static s_attr_result_t
 s_attr_private (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
 {
     switch (type) {
@@ -397,53 +580,146 @@ s_attr_private (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
         case CKA_SIGN_RECOVER:
         case CKA_WRAP_WITH_TRUSTED:
         case CKA_ALWAYS_AUTHENTICATE: return s_bool (value, false);
-        case CKA_PRIVATE_EXPONENT:
-        case CKA_PRIME_1:
-        case CKA_PRIME_2:
-        case CKA_EXPONENT_1:
-        case CKA_EXPONENT_2:
-        case CKA_COEFFICIENT:
-        case CKA_VALUE:             return S_SENSITIVE;
-        case CKA_MODULUS:
-        case CKA_PUBLIC_EXPONENT:   return s_attr_rsa (key, type, value);
-        default:                    return s_attr_ec (key, type, value);
+        default:                    return S_INVALID;
     }
 }
 
-/*  The value of one attribute of a (visible) object.  */
-static s_attr_kind_t
+static s_attr_result_t s_attr (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value);
+
+static bool
+s_flag (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, bool dflt)
+{
+    s_value_t value = { 0 };
+    return s_attr (object, type, &value) == S_OK && value.len == 1 ? *(const CK_BBOOL *) value.data != 0 : dflt;
+}
+
+/*  Private components: sensitive, except for a local (session) key that is
+ *  neither CKA_SENSITIVE nor non-extractable (PKCS#11 2.40 §4.9 table 32).  */
+static s_attr_result_t
+s_attr_secret (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
+{
+    size_t len;
+    bool rsa = object->key->key_type == CKK_RSA;
+    if (object->klass != CKO_PRIVATE_KEY || (!rsa && type != CKA_VALUE) || (rsa && type == CKA_VALUE))
+        return S_INVALID;
+    if (object->ref || !object->key->pkcs8
+    ||  s_flag (object, CKA_SENSITIVE, true) || !s_flag (object, CKA_EXTRACTABLE, false))
+        return S_SENSITIVE;
+    if (!(len = cs_keyder_component (object->key, type, value->secret, sizeof value->secret)))
+        return S_SENSITIVE;
+    value->data = value->secret;
+    value->len = len;
+    return S_OK;
+}
+
+/*  The value of one attribute of a (live) object: key material, secrets,
+ *  then the stored attributes, then the defaults of its class.  */
+static s_attr_result_t
 s_attr (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
 {
-    s_attr_kind_t kind = s_attr_common (object, type, value);
-    if (kind != S_INVALID)
+    const cs_attr_t *stored;
+    s_attr_result_t kind;
+    if (s_is_material (type))
+        return s_attr_material (object, type, value);
+    if (cs_attr_kind (type) == CS_ATTR_SECRET)
+        return s_attr_secret (object, type, value);
+    if ((stored = cs_attrs_find (&object->attrs, type)))
+        return s_bytes (value, stored->value, stored->len);
+    if ((kind = s_attr_common (object, type, value)) != S_INVALID)
         return kind;
     if (object->klass == CKO_PUBLIC_KEY)
         return s_attr_public (object->key, type, value);
     return s_attr_private (object->key, type, value);
 }
 
+static bool
+s_visible (const cs_object_t *object)
+{
+    return object && object->key && (cs_token_user_logged_in () || !s_flag (object, CKA_PRIVATE, true));
+}
+
+/*  ---- looking at objects --------------------------------------------------- */
+
+cs_key_t *
+cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p)
+{
+    cs_object_t *object = s_object (handle);
+    if (!s_visible (object))
+        return NULL;
+    if (class_p)
+        *class_p = object->klass;
+    return cs_key_ref (object->key);
+}
+
+CK_RV
+cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
+{
+    cs_object_t *object = s_object (handle);
+    bool need_private = want & (CKF_SIGN | CKF_DECRYPT);
+    CK_ATTRIBUTE_TYPE usage = want & CKF_SIGN ? CKA_SIGN : want & CKF_DECRYPT ? CKA_DECRYPT
+                            : want & CKF_VERIFY ? CKA_VERIFY : CKA_ENCRYPT;
+    if (!s_visible (object))
+        return CKR_KEY_HANDLE_INVALID;
+    if (object->klass != (need_private ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY) || !s_flag (object, usage, false))
+        return CKR_KEY_FUNCTION_NOT_PERMITTED;
+    *key_p = cs_key_ref (object->key);
+    return CKR_OK;
+}
+
+bool
+cs_object_flag (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt)
+{
+    cs_object_t *object = s_object (handle);
+    return s_visible (object) ? s_flag (object, type, dflt) : dflt;
+}
+
+CK_RV
+cs_object_info (CK_OBJECT_HANDLE handle, cs_object_info_t *info)
+{
+    cs_object_t *object = s_object (handle);
+    memset (info, 0, sizeof *info);
+    if (!s_visible (object))
+        return CKR_OBJECT_HANDLE_INVALID;
+    if (cs_attrs_copy (&info->attrs, &object->attrs))
+        return CKR_HOST_MEMORY;
+    info->klass = object->klass;
+    info->key = cs_key_ref (object->key);
+    info->token = object->ref != NULL;
+    return CKR_OK;
+}
+
+void
+cs_object_info_clear (cs_object_info_t *info)
+{
+    cs_key_unref (&info->key);
+    cs_attrs_clear (&info->attrs);
+}
+
 /*  Fills one template entry; returns its own CK_RV (PKCS#11 2.40 §5.7).  */
 static CK_RV
 s_get_one (const cs_object_t *object, CK_ATTRIBUTE *attr)
 {
+    CK_RV rv = CKR_OK;
     s_value_t value = { 0 };
-    s_attr_kind_t kind = s_attr (object, attr->type, &value);
+    s_attr_result_t kind = s_attr (object, attr->type, &value);
     if (kind != S_OK) {
         attr->ulValueLen = CK_UNAVAILABLE_INFORMATION;
         return kind == S_SENSITIVE ? CKR_ATTRIBUTE_SENSITIVE : CKR_ATTRIBUTE_TYPE_INVALID;
     }
-    if (!attr->pValue) {
+    if (!attr->pValue)
         attr->ulValueLen = value.len;
-        return CKR_OK;
-    }
+    else
     if (attr->ulValueLen < value.len) {
         attr->ulValueLen = CK_UNAVAILABLE_INFORMATION;
-        return CKR_BUFFER_TOO_SMALL;
+        rv = CKR_BUFFER_TOO_SMALL;
     }
-    if (value.len)
-        memcpy (attr->pValue, value.data, value.len);
-    attr->ulValueLen = value.len;
-    return CKR_OK;
+    else {
+        if (value.len)
+            memcpy (attr->pValue, value.data, value.len);
+        attr->ulValueLen = value.len;
+    }
+    s_value_wipe (&value);
+    return rv;
 }
 
 CK_RV
@@ -466,8 +742,10 @@ s_matches (const cs_object_t *object, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 {
     for (CK_ULONG i = 0; i < count; i++) {
         s_value_t value = { 0 };
-        if (s_attr (object, tmpl [i].type, &value) != S_OK || value.len != tmpl [i].ulValueLen
-        ||  (value.len && (!tmpl [i].pValue || memcmp (value.data, tmpl [i].pValue, value.len))))
+        bool same = cs_attr_kind (tmpl [i].type) != CS_ATTR_SECRET
+                 && s_attr (object, tmpl [i].type, &value) == S_OK && value.len == tmpl [i].ulValueLen
+                 && (!value.len || (tmpl [i].pValue && !memcmp (value.data, tmpl [i].pValue, value.len)));
+        if (!same)
             return false;
     }
     return true;
@@ -485,6 +763,105 @@ cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **han
             handles [found++] = i + 1;
     *handles_p = handles;
     *count_p = found;
+    return CKR_OK;
+}
+
+/*  ---- changing objects ------------------------------------------------------ */
+
+/*  How one attribute may change (PKCS#11 2.40 tables 15-32, footnotes 8, 11).  */
+typedef enum { S_FREE, S_ONLY_TRUE, S_ONLY_FALSE, S_COPY_ONLY, S_FIXED } s_rule_t;
+
+static s_rule_t
+s_rule (CK_ATTRIBUTE_TYPE type)
+{
+    switch (type) {
+        case CKA_LABEL: case CKA_ID: case CKA_SUBJECT: case CKA_START_DATE: case CKA_END_DATE:
+        case CKA_APPLICATION: case CKA_SIGN: case CKA_VERIFY: case CKA_ENCRYPT: case CKA_DECRYPT:
+        case CKA_WRAP: case CKA_UNWRAP: case CKA_DERIVE: case CKA_SIGN_RECOVER:
+        case CKA_VERIFY_RECOVER: case CKA_ALLOWED_MECHANISMS:
+            return S_FREE;
+        case CKA_SENSITIVE: case CKA_WRAP_WITH_TRUSTED:
+            return S_ONLY_TRUE;
+        case CKA_EXTRACTABLE: case CKA_COPYABLE:
+            return S_ONLY_FALSE;
+        case CKA_TOKEN: case CKA_PRIVATE: case CKA_MODIFIABLE: case CKA_DESTROYABLE:
+            return S_COPY_ONLY;
+        default:
+            return S_FIXED;
+    }
+}
+
+/*  Checks one attribute of a change against the object's current value.  */
+static CK_RV
+s_check_one_change (const cs_object_t *object, const CK_ATTRIBUTE *attr, bool copy)
+{
+    s_value_t value = { 0 };
+    s_attr_result_t kind = s_attr (object, attr->type, &value);
+    bool same = kind == S_OK && value.len == attr->ulValueLen
+             && (!value.len || memcmp (value.data, attr->pValue, value.len) == 0);
+    bool to_true = attr->ulValueLen == 1 && *(const CK_BBOOL *) attr->pValue;
+    s_rule_t rule = s_rule (attr->type);
+    s_value_wipe (&value);
+    if (kind == S_INVALID)
+        return CKR_ATTRIBUTE_TYPE_INVALID;      /* not an attribute of this object */
+    if (same && copy)
+        return CKR_OK;
+    switch (rule) {
+        case S_FREE:        return CKR_OK;
+        case S_ONLY_TRUE:   return to_true || same ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
+        case S_ONLY_FALSE:  return !to_true || same ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
+        case S_COPY_ONLY:   return copy ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
+        default:            return CKR_ATTRIBUTE_READ_ONLY;
+    }
+}
+
+CK_RV
+cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy)
+{
+    const cs_object_t *object = s_object (handle);
+    CK_RV rv;
+    if (!s_visible (object))
+        return CKR_OBJECT_HANDLE_INVALID;
+    if ((rv = cs_template_check (tmpl, count)) != CKR_OK)
+        return rv;
+    if (!s_flag (object, copy ? CKA_COPYABLE : CKA_MODIFIABLE, false))
+        return CKR_ACTION_PROHIBITED;
+    for (CK_ULONG i = 0; i < count; i++)
+        if ((rv = s_check_one_change (object, &tmpl [i], copy)) != CKR_OK)
+            return rv;
+    return CKR_OK;
+}
+
+/*  Types a session object never stores: they come from its key or entry.  */
+static bool
+s_not_stored (CK_ATTRIBUTE_TYPE type)
+{
+    return s_is_material (type) || type == CKA_TOKEN;
+}
+
+CK_RV
+cs_object_set_local (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
+{
+    cs_object_t *object = s_object (handle);
+    cs_attrs_t attrs = { 0 };
+    if (!s_visible (object) || object->ref)
+        return CKR_OBJECT_HANDLE_INVALID;
+    if (cs_attrs_copy (&attrs, &object->attrs) || cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)) {
+        cs_attrs_clear (&attrs);
+        return CKR_HOST_MEMORY;
+    }
+    cs_attrs_clear (&object->attrs);
+    object->attrs = attrs;
+    return CKR_OK;
+}
+
+CK_RV
+cs_object_destroy_local (CK_OBJECT_HANDLE handle)
+{
+    cs_object_t *object = s_object (handle);
+    if (!s_visible (object) || object->ref)
+        return CKR_OBJECT_HANDLE_INVALID;
+    s_object_clear (object);
     return CKR_OK;
 }
 
@@ -522,7 +899,7 @@ C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG cou
     cs_find_t *find = NULL;
     CK_RV rv;
     return_val_if_fail (tmpl || count == 0, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_module_check ()) != CKR_OK || (rv = cs_object_ensure ()) != CKR_OK)
+    if ((rv = cs_module_check ()) != CKR_OK || (rv = cs_object_refresh ()) != CKR_OK)
         return rv;
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;

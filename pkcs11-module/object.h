@@ -1,9 +1,27 @@
-/*  object.h — the token objects: two per server-held key of the tenant, a
- *  CKO_PUBLIC_KEY (always visible) and a CKO_PRIVATE_KEY (CKA_PRIVATE, only
- *  visible while the user is logged in).  Keys come from a ListKeysJob,
- *  fetched lazily and cached, fetched again after C_Login.  Object handles
- *  are stable for the life of the process (same key id and class, same
- *  handle).  Everything runs under the library mutex unless said otherwise.
+/*  object.h — the objects of the token: key objects only.
+ *
+ *  Token objects (CKA_TOKEN TRUE) are the tenant's server-held keys, from a
+ *  ListKeysJob: each KeyInfo gives a CKO_PRIVATE_KEY object when has_private
+ *  and a CKO_PUBLIC_KEY object when has_public, with the attributes of its
+ *  private_attributes / public_attributes over the defaults of a board key
+ *  (PKCS#11 2.40 §4.8, §4.9).  Jobs name a token key by KeyInfo.ref.  The
+ *  list is cached with its version and refreshed with ListKeysJob
+ *  {known_version} on every C_FindObjectsInit (an unchanged list costs one
+ *  small round trip) and after login; key changes (generate, import, copy,
+ *  set, destroy) put their reply's KeyInfo into the table at once.
+ *
+ *  Session objects (CKA_TOKEN FALSE) are made by C_CreateObject,
+ *  C_GenerateKeyPair and C_CopyObject and live in the module only.  A
+ *  private one is a per-request key: its PKCS#8 DER sits in locked memory
+ *  (secmem.h) and travels in every job that uses it (DESIGN.md §1); it is
+ *  wiped when the session that made it closes (PKCS#11 2.40 §6.7.4).
+ *
+ *  Handles: a token object keeps its handle for the life of the process
+ *  (same ref and class, same handle, found through a hash index); session
+ *  objects get fresh handles; handles are never reused.  A handle whose
+ *  object is gone gives CKR_OBJECT_HANDLE_INVALID.  A CKA_PRIVATE object is
+ *  visible only while the user is logged in.  Everything runs under the
+ *  library mutex unless said otherwise.
  */
 #ifndef CS_MODULE_OBJECT_H_INCLUDED
 #define CS_MODULE_OBJECT_H_INCLUDED
@@ -13,61 +31,134 @@
 #include <stdint.h>
 #include "cs_p11.h"
 #include "cs_wire.h"
+#include "attrs.h"
 
-/*  One server-held key's public facts.  Immutable after creation and
- *  reference counted, so an operation can keep it while the table changes.  */
+/*  One key's public facts and, for a per-request key, its private DER.
+ *  Immutable after creation and reference counted, so an operation can keep
+ *  it while the table changes.  */
 typedef struct {
     int refs;
+    char *ref;                  /* token keys: KeyInfo.ref, or "board:<hex id>" from an
+                                   older broker (legacy_id); NULL for session keys */
+    bool legacy_id;             /* the broker sent no ref: jobs name the key by its id */
     uint8_t id [CS_WIRE_MAX_KEY_ID];
     size_t id_len;
     char *label;
-    CK_KEY_TYPE key_type;       /* CKK_RSA or CKK_EC */
+    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC or CKK_EC_EDWARDS */
     CK_ULONG bits;              /* modulus bits, or curve bits */
     uint8_t *modulus;           /* RSA, big-endian without leading zeros */
     size_t modulus_len;         /* = k, the modulus length in bytes */
     uint8_t *exponent;
     size_t exponent_len;
-    uint8_t *ec_params;         /* EC: DER named-curve OID */
+    uint8_t *ec_params;         /* EC/EdDSA: DER named-curve OID (or printable name) */
     size_t ec_params_len;
-    uint8_t *ec_point;          /* EC: DER OCTET STRING of the uncompressed point */
+    uint8_t *ec_point;          /* EC/EdDSA: DER OCTET STRING of the point */
     size_t ec_point_len;
-    size_t field_len;           /* EC: bytes of one coordinate */
+    size_t field_len;           /* EC: bytes of one coordinate; Ed25519: 32 */
     bool can_sign;
     bool can_decrypt;
+    uint8_t *pkcs8;             /* per-request key: PKCS#8 DER in locked memory, else NULL */
+    size_t pkcs8_len;
 } cs_key_t;
 
 /*  Bytes of a signature by this key: k for RSA, 2 × field bytes for ECDSA
- *  (raw r||s, PKCS#11 2.40 curr. mech. §2.3.1).  */
+ *  (raw r||s, PKCS#11 2.40 curr. mech. §2.3.1), 64 for Ed25519.  */
 size_t cs_key_signature_len (const cs_key_t *key);
 
-/*  The uncompressed EC point (04 || X || Y) inside the key's CKA_EC_POINT,
- *  which is a DER OCTET STRING (a bare point is accepted too).  Returns false
- *  when it is malformed.  *raw_p points into the key.  */
+/*  The raw point inside the key's CKA_EC_POINT (a DER OCTET STRING; a bare
+ *  point is accepted too): 04 || X || Y for EC, the 32-byte key for
+ *  Ed25519.  Returns false when it is malformed.  *raw_p points into the key.  */
 bool cs_key_ec_point_raw (const cs_key_t *key, const uint8_t **raw_p, size_t *len_p);
+
+/*  The key id that jobs carry for a token key (ref, or the CKA_ID bytes of
+ *  a legacy_id key), *len_p bytes, pointing into the key.  */
+const uint8_t *cs_key_job_id (const cs_key_t *key, size_t *len_p);
 
 /*  New reference to `key` (atomic).  */
 cs_key_t *cs_key_ref (cs_key_t *key);
 
-/*  Drops a reference and nulls *key_p; frees the key on the last one.  */
+/*  Drops a reference and nulls *key_p; frees the key on the last one,
+ *  wiping its PKCS#8.  */
 void cs_key_unref (cs_key_t **key_p);
 
-/*  Builds a key from a KeyInfo of the wire.  Returns NULL when out of memory
- *  or when the KeyInfo is unusable (no id, unknown type, missing public
- *  parts).  Caller unrefs.  */
+/*  Builds a key from a KeyInfo (its public facts and ref).  Returns NULL when
+ *  out of memory or when the KeyInfo is unusable (unknown type, missing
+ *  public parts).  Caller unrefs.  */
 cs_key_t *cs_key_new (const Cs__KeyInfo *info);
 
-/*  Without the mutex: makes sure the key list is fetched (a ListKeysJob on
- *  first use and after each login).  Returns CKR_OK or the job's error.  */
-CK_RV cs_object_ensure (void);
+/*  A new session key with the public facts of `key` only (no ref, no
+ *  PKCS#8, empty id).  NULL when out of memory.  Caller unrefs.  */
+cs_key_t *cs_key_public_only (const cs_key_t *key);
 
-/*  Replaces the key list by `result` (from the broker, or from a test),
- *  keeping handles stable.  Returns CKR_OK or CKR_HOST_MEMORY.  */
+/*  ---- the token objects ---------------------------------------------- */
+
+/*  Without the mutex: refreshes the key list with one ListKeysJob carrying
+ *  the cached version (0 while no list is held).  Returns CKR_OK or the
+ *  job's error.  */
+CK_RV cs_object_refresh (void);
+
+/*  Replaces the token objects by `result` (from the broker, or from a test),
+ *  keeping handles stable; an `unchanged` result keeps the cached list.
+ *  Returns CKR_OK or CKR_HOST_MEMORY.  */
 CK_RV cs_object_load (const Cs__ListKeysResult *result);
+
+/*  Puts one server-held key from a key-change reply into the table (its
+ *  objects appear, change or go as its has_private/has_public say).  When
+ *  handle_p is given it gets the handle of the key's `klass` object (0 when
+ *  that object does not exist).  CKR_OK, CKR_HOST_MEMORY, or CKR_DEVICE_ERROR
+ *  for an unusable KeyInfo.  */
+CK_RV cs_object_put (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p);
+
+/*  Marks a token object gone (after DestroyKeyJob).  */
+void cs_object_forget (CK_OBJECT_HANDLE handle);
+
+/*  Marks the key list stale so the next refresh fetches it whole.  */
+void cs_object_invalidate (void);
+
+/*  Forgets every object and handle (C_Finalize, fork).  */
+void cs_object_reset (void);
+
+/*  ---- session objects ------------------------------------------------- */
+
+/*  Adds a session object of `klass` made by session `session`, holding a new
+ *  reference to `key` and taking the stored attributes *attrs (emptied).
+ *  Returns CKR_OK with *handle_p, or CKR_HOST_MEMORY.  */
+CK_RV cs_object_add_session (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_key_t *key,
+                             cs_attrs_t *attrs, CK_OBJECT_HANDLE *handle_p);
+
+/*  Destroys (and wipes) the session objects made by `session`, or all of
+ *  them when session is 0 (C_CloseSession, C_CloseAllSessions).  */
+void cs_object_session_closed (CK_SESSION_HANDLE session);
+
+/*  ---- looking at objects ---------------------------------------------- */
+
+/*  What key management needs to know of one visible object: a snapshot.  */
+typedef struct {
+    CK_OBJECT_CLASS klass;
+    cs_key_t *key;              /* reference */
+    bool token;                 /* token object (then key->ref names it) */
+    cs_attrs_t attrs;           /* copy of the object's stored attributes */
+} cs_object_info_t;
+
+/*  Snapshot of a visible object.  CKR_OK, CKR_OBJECT_HANDLE_INVALID,
+ *  CKR_HOST_MEMORY.  Clear with cs_object_info_clear.  */
+CK_RV cs_object_info (CK_OBJECT_HANDLE handle, cs_object_info_t *info);
+void cs_object_info_clear (cs_object_info_t *info);
+
+/*  A CK_BBOOL attribute of a visible object as C_GetAttributeValue would
+ *  return it (stored, else the default); `dflt` for types it does not have.  */
+bool cs_object_flag (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt);
 
 /*  The key behind a visible object, as a new reference (caller unrefs), and
  *  the object's class in *class_p; NULL when the handle is unknown or not
  *  visible now.  */
 cs_key_t *cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p);
+
+/*  The key of a visible object for an operation `want` (CKF_SIGN, CKF_DECRYPT
+ *  on a private key; CKF_VERIFY, CKF_ENCRYPT on a public key), whose usage
+ *  attribute (CKA_SIGN ...) must be TRUE.  CKR_OK with *key_p a new
+ *  reference; CKR_KEY_HANDLE_INVALID; CKR_KEY_FUNCTION_NOT_PERMITTED.  */
+CK_RV cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p);
 
 /*  C_GetAttributeValue semantics (PKCS#11 2.40 §5.7) on a visible object.  */
 CK_RV cs_object_get_attributes (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count);
@@ -78,10 +169,27 @@ CK_RV cs_object_get_attributes (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, 
 CK_RV cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count,
                       CK_OBJECT_HANDLE **handles_p, size_t *count_p);
 
-/*  Marks the key list stale so the next cs_object_ensure fetches it.  */
-void cs_object_invalidate (void);
+/*  ---- changing objects ------------------------------------------------ */
 
-/*  Forgets every object and handle (C_Finalize, fork).  */
-void cs_object_reset (void);
+/*  Checks a C_SetAttributeValue (copy false) or C_CopyObject (copy true)
+ *  template against a visible object (PKCS#11 2.40 §4.1.2, §5.7, tables
+ *  15-30): CKR_OBJECT_HANDLE_INVALID; CKR_ACTION_PROHIBITED when the object
+ *  is not CKA_MODIFIABLE (set) or not CKA_COPYABLE (copy);
+ *  CKR_ATTRIBUTE_TYPE_INVALID for a type the object does not have;
+ *  CKR_ATTRIBUTE_READ_ONLY for a change the spec forbids (CKA_CLASS,
+ *  CKA_KEY_TYPE, key material, CKA_LOCAL, CKA_ALWAYS_SENSITIVE,
+ *  CKA_NEVER_EXTRACTABLE, CKA_KEY_GEN_MECHANISM, CKA_SENSITIVE TRUE→FALSE,
+ *  CKA_EXTRACTABLE FALSE→TRUE ...; a copy may also set CKA_TOKEN,
+ *  CKA_PRIVATE, CKA_MODIFIABLE, CKA_DESTROYABLE and give read-only ones
+ *  their current value); the template's own errors (cs_template_check).  */
+CK_RV cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy);
+
+/*  Applies a checked template to a session object.  CKR_OK, CKR_HOST_MEMORY,
+ *  CKR_OBJECT_HANDLE_INVALID.  */
+CK_RV cs_object_set_local (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count);
+
+/*  Destroys a session object (wiping a per-request key).  CKR_OK, or
+ *  CKR_OBJECT_HANDLE_INVALID.  */
+CK_RV cs_object_destroy_local (CK_OBJECT_HANDLE handle);
 
 #endif

@@ -2,12 +2,15 @@
  *  C_CloseAllSessions, C_GetSessionInfo (PKCS#11 2.40 §5.6).
  *
  *  Login state is per token, not per session (token.c); closing the last
- *  session logs the user out, as §5.6 C_CloseSession requires.
+ *  session logs the user out, as §5.6 C_CloseSession requires.  Closing a
+ *  session destroys the session objects it made, wiping per-request keys
+ *  (§6.7.4, DESIGN.md §1).
  */
 #include <stdlib.h>
 #include <string.h>
 #include "log.h"
 #include "module.h"
+#include "object.h"
 #include "token.h"
 #include "session.h"
 
@@ -33,6 +36,7 @@ s_session_destroy (cs_session_t **self_p)
         return;
     for (int kind = 0; kind < CS_OP_KINDS; kind++)
         cs_session_op_end (self, kind);
+    cs_object_session_closed (self->handle);
     free (self);
     *self_p = NULL;
 }

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "module.h"
 #include "session.h"
+#include "keyop.h"
 #include "token.h"
 #include "sign.h"
 
@@ -61,6 +62,12 @@ out:
 }
 
 CK_RV
+cs_sigop_create (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
+{
+    return cs_sigop_new (mech, key, want, (cs_sigop_t **) op_p);
+}
+
+CK_RV
 cs_sigop_update (cs_sigop_t *self, const uint8_t *data, size_t len)
 {
     uint8_t *buf;
@@ -91,6 +98,8 @@ s_raw_len_ok (const cs_sigop_t *self, size_t len)
                    ? CKR_OK : CKR_DATA_LEN_RANGE;
         case CKM_ECDSA:
             return len > 0 && len <= 64 ? CKR_OK : CKR_DATA_LEN_RANGE;
+        case CKM_EDDSA:
+            return len <= CS_WIRE_MAX_DATA ? CKR_OK : CKR_DATA_LEN_RANGE;
         default:
             return CKR_MECHANISM_INVALID;
     }
@@ -141,12 +150,8 @@ s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len,
     Cs__SignJob sign = CS__SIGN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     const Cs__Result *result;
-    mech.type = op->mech->wire;
-    mech.hash = op->params.hash;
-    mech.mgf = op->params.mgf;
-    mech.salt_len = op->params.salt_len;
-    sign.key_id.data = op->key->id;
-    sign.key_id.len = op->key->id_len;
+    cs_keyop_job_mechanism (op->mech->wire, &op->params, &mech);
+    cs_keyop_job_key (op->key, &sign.key_id, &sign.key_pkcs8);
     sign.mechanism = &mech;
     sign.data.data = (uint8_t *) message;
     sign.data.len = len;
@@ -212,36 +217,11 @@ s_sign_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool f
 
 /*  ---- entry points ------------------------------------------------ */
 
+/*  PKCS#11 2.40 §5.11.  */
 CK_RV
 C_SignInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
 {
-    cs_session_t *session;
-    cs_sigop_t *op = NULL;
-    cs_key_t *key = NULL;
-    CK_OBJECT_CLASS klass = 0;
-    CK_RV rv;
-    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (cs_session_op (session, CS_OP_SIGN))
-        rv = CKR_OPERATION_ACTIVE;
-    else
-    if (!cs_token_user_logged_in ())
-        rv = CKR_USER_NOT_LOGGED_IN;
-    else
-    if (!(key = cs_object_key (key_handle, &klass)))
-        rv = CKR_KEY_HANDLE_INVALID;
-    else
-    if (klass != CKO_PRIVATE_KEY || !key->can_sign)
-        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
-    else
-    if ((rv = cs_sigop_new (mech, key, CKF_SIGN, &op)) == CKR_OK
-    &&  (rv = cs_session_op_start (session, CS_OP_SIGN, op, cs_sigop_free)) == CKR_OK)
-        op = NULL;
-    cs_module_unlock ();
-    cs_sigop_free (op);
-    cs_key_unref (&key);
-    return rv;
+    return cs_keyop_init (handle, CS_OP_SIGN, CKF_SIGN, mech, key_handle, cs_sigop_create, cs_sigop_free);
 }
 
 CK_RV
@@ -252,7 +232,7 @@ C_Sign (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
 }
 
 CK_RV
-C_SignUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
+cs_sigop_session_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t *data, size_t len)
 {
     cs_session_t *session;
     cs_sigop_t *op;
@@ -260,13 +240,19 @@ C_SignUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
     return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
-    if (!(op = cs_session_op (session, CS_OP_SIGN)))
+    if (!(op = cs_session_op (session, kind)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
     if ((rv = cs_sigop_update (op, data, len)) != CKR_OK)
-        cs_session_op_end (session, CS_OP_SIGN);
+        cs_session_op_end (session, kind);
     cs_module_unlock ();
     return rv;
+}
+
+CK_RV
+C_SignUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
+{
+    return cs_sigop_session_update (handle, CS_OP_SIGN, data, len);
 }
 
 CK_RV

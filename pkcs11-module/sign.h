@@ -12,9 +12,12 @@
 #include <openssl/evp.h>
 #include "cs_p11.h"
 #include "mechanism.h"
+#include "cs_wire.h"
 #include "object.h"
+#include "session.h"
 
-#define CS_SIGOP_MAX_MESSAGE 1024   /* bytes of the message that gets signed */
+#define CS_SIGOP_MAX_MESSAGE CS_WIRE_MAX_DATA  /* bytes of the message that gets signed
+                                                (CKM_EDDSA signs the whole message) */
 
 typedef struct {
     cs_key_t *key;              /* reference */
@@ -33,6 +36,14 @@ typedef struct {
  *  (free with cs_sigop_free); else CKR_HOST_MEMORY or the check's code.  */
 CK_RV cs_sigop_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, cs_sigop_t **op_p);
 
+/*  cs_sigop_new as a cs_keyop_new_fn (keyop.h).  */
+CK_RV cs_sigop_create (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p);
+
+/*  C_SignUpdate / C_VerifyUpdate (kind CS_OP_SIGN / CS_OP_VERIFY): feeds one
+ *  part to the session's signature state; an error ends the operation
+ *  (PKCS#11 2.40 §5.11, §5.12).  */
+CK_RV cs_sigop_session_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t *data, size_t len);
+
 /*  Feeds one part (multi-part).  CKR_DATA_LEN_RANGE when raw input would
  *  exceed CS_WIRE_MAX_DATA, CKR_HOST_MEMORY, CKR_FUNCTION_FAILED.  */
 CK_RV cs_sigop_update (cs_sigop_t *self, const uint8_t *data, size_t len);
@@ -42,7 +53,8 @@ CK_RV cs_sigop_update (cs_sigop_t *self, const uint8_t *data, size_t len);
  *  bytes: `data` for single-part (final false), the buffered parts when
  *  final.  out holds CS_SIGOP_MAX_MESSAGE bytes.  CKR_DATA_LEN_RANGE when raw
  *  data does not fit the mechanism (RSA PKCS#1: more than k - 11 bytes; raw
- *  PSS: not hLen bytes; raw ECDSA: 0 or more than 64 bytes).  */
+ *  PSS: not hLen bytes; raw ECDSA: 0 or more than 64 bytes; EdDSA: more
+ *  than CS_WIRE_MAX_DATA bytes).  */
 CK_RV cs_sigop_message (cs_sigop_t *self, const uint8_t *data, size_t len, bool final,
                         uint8_t *out, size_t *out_len);
 

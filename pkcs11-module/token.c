@@ -3,8 +3,18 @@
  *  One slot, id CS_SLOT_ID (0), always holding one token: the tenant's view
  *  of the broker.  Token label, model, serial and the boards' mechanisms come
  *  from one HelloJob, sent on the first call that needs them and cached
- *  until C_Finalize.  Login is stateless on the broker: C_Login returns a
- *  ticket that every sign and decrypt job carries (docs/CONTRACTS.md).
+ *  until C_Finalize, and fetched again after each C_Login so that the PIN
+ *  flags of CK_TOKEN_INFO (CKF_USER_PIN_COUNT_LOW, _FINAL_TRY, _LOCKED and
+ *  the SO equivalents, HelloResult.token_flags) show the broker's failure
+ *  count.  Login is stateless on the broker: C_Login (CKU_USER or CKU_SO)
+ *  returns a ticket that every job of that login carries (docs/CONTRACTS.md);
+ *  C_InitPIN needs the SO's, sign and decrypt the user's.
+ *
+ *  PIN functions (PKCS#11 2.40 §5.6): C_InitPIN in an SO R/W session;
+ *  C_SetPIN in any R/W session, for the logged-in user type (CKU_USER when
+ *  nobody is logged in).  PIN lengths outside the token's range fail
+ *  locally with CKR_PIN_LEN_RANGE; CKR_PIN_INCORRECT / CKR_PIN_LOCKED come
+ *  from the broker unchanged.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +44,7 @@ static struct {
     size_t n_mechs;
     CK_ULONG min_pin;
     CK_ULONG max_pin;
+    CK_FLAGS pin_flags;         /* HelloResult.token_flags */
     bool user;                  /* CKU_USER logged in */
     bool so;                    /* CKU_SO logged in */
     uint8_t ticket [CS_WIRE_MAX_TICKET];
@@ -57,7 +68,7 @@ cs_token_so_logged_in (void)
 size_t
 cs_token_ticket_copy (uint8_t *out, size_t max)
 {
-    if (!s_token.user || s_token.ticket_len > max)
+    if ((!s_token.user && !s_token.so) || s_token.ticket_len > max)
         return 0;
     memcpy (out, s_token.ticket, s_token.ticket_len);
     return s_token.ticket_len;
@@ -105,6 +116,9 @@ s_store_hello (const Cs__HelloResult *hello)
     s_copy_text (s_token.serial, sizeof s_token.serial, hello->serial, "0");
     s_token.min_pin = hello->min_pin_len ? hello->min_pin_len : CS_PIN_MIN_LEN;
     s_token.max_pin = hello->max_pin_len ? hello->max_pin_len : CS_PIN_MAX_LEN;
+    s_token.pin_flags = hello->token_flags & (CKF_USER_PIN_COUNT_LOW | CKF_USER_PIN_FINAL_TRY
+        | CKF_USER_PIN_LOCKED | CKF_USER_PIN_TO_BE_CHANGED | CKF_SO_PIN_COUNT_LOW
+        | CKF_SO_PIN_FINAL_TRY | CKF_SO_PIN_LOCKED | CKF_SO_PIN_TO_BE_CHANGED);
     s_token.have_hello = true;
     return CKR_OK;
 }
@@ -165,7 +179,7 @@ s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
         return true;    /* local digests */
     if (!(raw = s_raw_mech (entry->wire)))
         return false;
-    if (raw->flags & (CKF_SIGN | CKF_DECRYPT)) {
+    if (raw->flags & (CKF_SIGN | CKF_DECRYPT | CKF_GENERATE_KEY_PAIR)) {
         if (!(raw->flags & CKF_SIGN))
             info->flags &= ~(CK_FLAGS) CKF_SIGN;
         if (!(raw->flags & CKF_DECRYPT))
@@ -214,16 +228,24 @@ C_GetSlotInfo (CK_SLOT_ID slot, CK_SLOT_INFO_PTR info)
     return CKR_OK;
 }
 
-CK_RV
-C_GetTokenInfo (CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
+/*  The common start of the token calls: initialised, argument, slot, hello.  */
+static CK_RV
+s_slot_enter (CK_SLOT_ID slot, const void *arg)
 {
     CK_RV rv = cs_module_check ();
     if (rv != CKR_OK)
         return rv;
-    return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
+    return_val_if_fail (arg != NULL, CKR_ARGUMENTS_BAD);
     if (slot != CS_SLOT_ID)
         return CKR_SLOT_ID_INVALID;
-    if ((rv = s_hello_ensure ()) != CKR_OK)
+    return s_hello_ensure ();
+}
+
+CK_RV
+C_GetTokenInfo (CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
+{
+    CK_RV rv = s_slot_enter (slot, info);
+    if (rv != CKR_OK)
         return rv;
     memset (info, 0, sizeof *info);
     cs_module_lock ();
@@ -231,7 +253,8 @@ C_GetTokenInfo (CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
     cs_module_pad (info->manufacturerID, sizeof info->manufacturerID, s_token.manufacturer);
     cs_module_pad (info->model, sizeof info->model, s_token.model);
     cs_module_pad (info->serialNumber, sizeof info->serialNumber, s_token.serial);
-    info->flags = CKF_TOKEN_INITIALIZED | CKF_LOGIN_REQUIRED | CKF_USER_PIN_INITIALIZED | CKF_RNG;
+    info->flags = CKF_TOKEN_INITIALIZED | CKF_LOGIN_REQUIRED | CKF_USER_PIN_INITIALIZED | CKF_RNG
+                | s_token.pin_flags;
     info->ulMaxSessionCount = CK_EFFECTIVELY_INFINITE;
     info->ulSessionCount = cs_session_count (0);
     info->ulMaxRwSessionCount = CK_EFFECTIVELY_INFINITE;
@@ -255,13 +278,8 @@ C_GetMechanismList (CK_SLOT_ID slot, CK_MECHANISM_TYPE_PTR list, CK_ULONG_PTR co
     size_t n_table, count = 0;
     const cs_mech_t *table = cs_mech_table (&n_table);
     CK_MECHANISM_INFO info;
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = s_slot_enter (slot, count_p);
     if (rv != CKR_OK)
-        return rv;
-    return_val_if_fail (count_p != NULL, CKR_ARGUMENTS_BAD);
-    if (slot != CS_SLOT_ID)
-        return CKR_SLOT_ID_INVALID;
-    if ((rv = s_hello_ensure ()) != CKR_OK)
         return rv;
     cs_module_lock ();
     for (size_t i = 0; i < n_table; i++)
@@ -278,22 +296,25 @@ C_GetMechanismList (CK_SLOT_ID slot, CK_MECHANISM_TYPE_PTR list, CK_ULONG_PTR co
 }
 
 CK_RV
-C_GetMechanismInfo (CK_SLOT_ID slot, CK_MECHANISM_TYPE type, CK_MECHANISM_INFO_PTR info)
+cs_token_mechanism (CK_MECHANISM_TYPE type, CK_MECHANISM_INFO *info)
 {
     const cs_mech_t *entry = cs_mech_lookup (type);
-    CK_RV rv = cs_module_check ();
+    CK_MECHANISM_INFO scratch;
+    CK_RV rv = s_hello_ensure ();
     if (rv != CKR_OK)
         return rv;
-    return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
-    if (slot != CS_SLOT_ID)
-        return CKR_SLOT_ID_INVALID;
-    if ((rv = s_hello_ensure ()) != CKR_OK)
-        return rv;
     cs_module_lock ();
-    if (!entry || !s_offer (entry, info))
+    if (!entry || !s_offer (entry, info ? info : &scratch))
         rv = CKR_MECHANISM_INVALID;
     cs_module_unlock ();
     return rv;
+}
+
+CK_RV
+C_GetMechanismInfo (CK_SLOT_ID slot, CK_MECHANISM_TYPE type, CK_MECHANISM_INFO_PTR info)
+{
+    CK_RV rv = s_slot_enter (slot, info);
+    return rv != CKR_OK ? rv : cs_token_mechanism (type, info);
 }
 
 /*  Under the mutex: may `user_type` log in now?  PKCS#11 2.40 §5.6 C_Login.  */
@@ -326,15 +347,12 @@ s_login_store (CK_USER_TYPE user_type, const Cs__Result *result)
 CK_RV
 cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len)
 {
-    if (user_type == CKU_SO) {
-        s_token.so = true;
-        return CKR_OK;
-    }
     if (len == 0 || len > sizeof s_token.ticket)
         return CKR_DEVICE_ERROR;
     memcpy (s_token.ticket, ticket, len);
     s_token.ticket_len = len;
-    s_token.user = true;
+    s_token.user = user_type == CKU_USER;
+    s_token.so = user_type == CKU_SO;
     cs_object_invalidate ();        /* the key list may differ once logged in */
     return CKR_OK;
 }
@@ -371,11 +389,12 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     job.kind_case = CS__JOB__KIND_LOGIN;
     job.login = &login;
     rv = cs_module_run_job (&job, false, &reply);
-    if (rv == CKR_OK) {
-        cs_module_lock ();
+    cs_module_lock ();
+    if (rv == CKR_OK)
         rv = s_login_store (user_type, reply->results [0]);
-        cs_module_unlock ();
-    }
+    if (reply)
+        s_token.have_hello = false;     /* the PIN flags may have changed */
+    cs_module_unlock ();
     if (reply)
         cs__reply__free_unpacked (reply, NULL);
     return rv;
@@ -394,4 +413,89 @@ C_Logout (CK_SESSION_HANDLE handle)
         cs_token_logout ();
     cs_module_unlock ();
     return rv;
+}
+
+/*  Under the mutex: is a new PIN of `len` bytes within the token's range?  */
+static bool
+s_pin_len_ok (CK_ULONG len)
+{
+    CK_ULONG min = s_token.have_hello ? s_token.min_pin : CS_PIN_MIN_LEN;
+    CK_ULONG max = s_token.have_hello ? s_token.max_pin : CS_PIN_MAX_LEN;
+    return len >= min && len <= max;
+}
+
+/*  Runs a PIN job with the current login's ticket; without the mutex.  */
+static CK_RV
+s_pin_job (Cs__Job *job)
+{
+    Cs__Reply *reply = NULL;
+    CK_RV rv = cs_module_run_job (job, true, &reply);
+    if (reply) {
+        cs_module_lock ();
+        s_token.have_hello = false;     /* the PIN flags may have changed */
+        cs_module_unlock ();
+        cs__reply__free_unpacked (reply, NULL);
+    }
+    return rv;
+}
+
+/*  PKCS#11 2.40 §5.6: the SO sets the user's PIN (and so clears its lock).  */
+CK_RV
+C_InitPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
+{
+    cs_session_t *session;
+    Cs__InitPinJob init = CS__INIT_PIN_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    CK_RV rv;
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (!pin && pin_len)
+        rv = CKR_ARGUMENTS_BAD;
+    else
+    if (!(cs_session_flags (session) & CKF_RW_SESSION))
+        rv = CKR_SESSION_READ_ONLY;
+    else
+    if (!s_token.so)
+        rv = CKR_USER_NOT_LOGGED_IN;
+    else
+    if (!s_pin_len_ok (pin_len))
+        rv = CKR_PIN_LEN_RANGE;
+    cs_module_unlock ();
+    if (rv != CKR_OK)
+        return rv;
+    init.pin = (ProtobufCBinaryData) { pin_len, pin };
+    job.kind_case = CS__JOB__KIND_INIT_PIN;
+    job.init_pin = &init;
+    return s_pin_job (&job);
+}
+
+/*  PKCS#11 2.40 §5.6: changes the PIN of the logged-in user type, or of
+ *  CKU_USER when nobody is logged in.  */
+CK_RV
+C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
+          CK_UTF8CHAR_PTR new_pin, CK_ULONG new_len)
+{
+    cs_session_t *session;
+    Cs__SetPinJob set = CS__SET_PIN_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    CK_RV rv;
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if ((!old_pin && old_len) || (!new_pin && new_len))
+        rv = CKR_ARGUMENTS_BAD;
+    else
+    if (!(cs_session_flags (session) & CKF_RW_SESSION))
+        rv = CKR_SESSION_READ_ONLY;
+    else
+    if (old_len > CS_WIRE_MAX_PIN || !s_pin_len_ok (new_len))
+        rv = CKR_PIN_LEN_RANGE;
+    set.user_type = s_token.so ? CKU_SO : CKU_USER;
+    cs_module_unlock ();
+    if (rv != CKR_OK)
+        return rv;
+    set.old_pin = (ProtobufCBinaryData) { old_len, old_pin };
+    set.new_pin = (ProtobufCBinaryData) { new_len, new_pin };
+    job.kind_case = CS__JOB__KIND_SET_PIN;
+    job.set_pin = &set;
+    return s_pin_job (&job);
 }

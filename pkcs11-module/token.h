@@ -17,14 +17,20 @@ bool cs_token_user_logged_in (void);
 /*  True while CKU_SO is logged in.  */
 bool cs_token_so_logged_in (void);
 
-/*  Copies the CKU_USER ticket into out (max bytes).  Returns its length, 0
- *  when not logged in or when it does not fit.  The caller wipes `out`.  */
+/*  Copies the ticket of the current login (CKU_USER or CKU_SO) into out
+ *  (max bytes).  Returns its length, 0 when not logged in or when it does not
+ *  fit.  The caller wipes `out`.  */
 size_t cs_token_ticket_copy (uint8_t *out, size_t max);
 
-/*  Records a successful login of `user_type` (CKU_USER keeps `ticket`, len
- *  bytes, 1..256, copied; CKU_SO needs none) and marks the key list stale.
+/*  Records a successful login of `user_type` (CKU_USER or CKU_SO) with its
+ *  `ticket` (len bytes, 1..256, copied) and marks the key list stale.
  *  Returns CKR_OK, or CKR_DEVICE_ERROR for an unusable ticket.  */
 CK_RV cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len);
+
+/*  Without the mutex: CKR_OK when the broker offers application mechanism
+ *  `type` (then *info, if given, describes it), CKR_MECHANISM_INVALID when
+ *  not, or the error of fetching the hello.  */
+CK_RV cs_token_mechanism (CK_MECHANISM_TYPE type, CK_MECHANISM_INFO *info);
 
 /*  Ends the login state and wipes the ticket (last session closed, logout).  */
 void cs_token_logout (void);

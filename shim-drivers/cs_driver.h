@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <czmq.h>
 #include <p11-kit/pkcs11.h>
 
@@ -30,7 +32,7 @@
 extern "C" {
 #endif
 
-#define CS_DRIVER_ABI_VERSION 1
+#define CS_DRIVER_ABI_VERSION 2       /* 2: keys as cs_key_t, capabilities, generation */
 #define CS_DRIVER_ENTRY_SYMBOL "cs_driver_entry"
 #define CS_KEY_ID_MAX 64        /* bytes of CKA_ID we accept */
 
@@ -40,7 +42,7 @@ typedef struct cs_session_s cs_session_t;
 /*  A raw mechanism with its parameters (mirrors cs.Mechanism on the wire).  */
 typedef struct {
     CK_MECHANISM_TYPE type;          /* CKM_RSA_PKCS, CKM_RSA_PKCS_PSS, CKM_RSA_X_509,
-                                        CKM_ECDSA, CKM_RSA_PKCS_OAEP */
+                                        CKM_ECDSA, CKM_RSA_PKCS_OAEP, CKM_EDDSA */
     CK_MECHANISM_TYPE hash;          /* PSS/OAEP hash, CKM_SHA256 ... */
     CK_RSA_PKCS_MGF_TYPE mgf;        /* PSS/OAEP CKG_MGF1_* */
     CK_ULONG salt_len;               /* PSS sLen, bytes */
@@ -62,19 +64,33 @@ typedef struct {
     unsigned char id [CS_KEY_ID_MAX];   /* CKA_ID */
     size_t id_len;
     char *label;                        /* CKA_LABEL, NUL-terminated, may be NULL */
-    CK_KEY_TYPE key_type;               /* CKK_RSA or CKK_EC */
+    CK_KEY_TYPE key_type;               /* CKK_RSA, CKK_EC or CKK_EC_EDWARDS */
     CK_ULONG bits;                      /* modulus bits, or field size for EC */
     unsigned char *modulus;             /* RSA, big-endian */
     size_t modulus_len;
     unsigned char *public_exponent;     /* RSA, big-endian */
     size_t public_exponent_len;
-    unsigned char *ec_params;           /* EC: DER OID of the curve */
+    unsigned char *ec_params;           /* EC, EdDSA: DER OID of the curve */
     size_t ec_params_len;
-    unsigned char *ec_point;            /* EC: DER OCTET STRING of the point */
+    unsigned char *ec_point;            /* EC, EdDSA: DER OCTET STRING of the point */
     size_t ec_point_len;
     bool can_sign;
     bool can_decrypt;
 } cs_key_info_t;
+
+/*  Frees the members of one key description and zeroes it; NULL-safe.  */
+static inline void
+cs_key_info_free_members (cs_key_info_t *key)
+{
+    if (!key)
+        return;
+    free (key->label);
+    free (key->modulus);
+    free (key->public_exponent);
+    free (key->ec_params);
+    free (key->ec_point);
+    memset (key, 0, sizeof *key);
+}
 
 /*  Frees the members of count keys and the array itself; NULL-safe.  */
 static inline void
@@ -82,17 +98,74 @@ cs_key_info_free_array (cs_key_info_t *keys, size_t count)
 {
     if (!keys)
         return;
-    for (size_t i = 0; i < count; i++) {
-        free (keys [i].label);
-        free (keys [i].modulus);
-        free (keys [i].public_exponent);
-        free (keys [i].ec_params);
-        free (keys [i].ec_point);
-    }
+    for (size_t i = 0; i < count; i++)
+        cs_key_info_free_members (&keys [i]);
     free (keys);
 }
 
-/*  Function ids of the dispatch table.  Never reuse or renumber an id.  */
+/*  The key of one sign or decrypt operation (ABI v2).  Exactly one form:
+ *    resident  id/id_len: the CKA_ID of a private key that lives on the board
+ *              (found there, or generated there with CS_DRV_GENERATE_RESIDENT);
+ *    material  pkcs8/pkcs8_len: the private key as PKCS#8 DER (a keystore key
+ *              or a per-request key, DESIGN.md §1).  `ref` is a stable name of
+ *              that key (the keystore ref "ks:..."): the driver may cache what
+ *              it made of the material under it, per session.  ref == NULL is
+ *              a per-request key: use it for this call only, cache nothing.
+ *  Everything is borrowed for the call; the caller wipes the material.  */
+typedef struct {
+    const unsigned char *id;            /* resident: CKA_ID, else NULL */
+    size_t id_len;
+    const unsigned char *pkcs8;         /* material: PKCS#8 DER, else NULL */
+    size_t pkcs8_len;
+    const char *ref;                    /* material: cache name, NULL = do not cache */
+} cs_key_t;
+
+/*  Key-type bits of cs_caps_t.material_types.  */
+#define CS_KT_RSA          0x1u         /* CKK_RSA */
+#define CS_KT_EC           0x2u         /* CKK_EC: P-256, P-384, P-521 */
+#define CS_KT_EC_EDWARDS   0x4u         /* CKK_EC_EDWARDS: Ed25519 */
+
+/*  Capability flags of cs_caps_t.flags.  */
+#define CS_CAP_KEY_MATERIAL      0x1u   /* sign/decrypt with cs_key_t material */
+#define CS_CAP_GENERATE_RESIDENT 0x2u   /* CS_DRV_GENERATE_RESIDENT */
+#define CS_CAP_GENERATE_MATERIAL 0x4u   /* CS_DRV_GENERATE_MATERIAL */
+
+/*  What a board can do beyond its resident keys; read once at open and used
+ *  by the broker for routing (STYLE.md item 7).  */
+typedef struct {
+    unsigned flags;                     /* CS_CAP_* */
+    unsigned material_types;            /* CS_KT_* it can use as material */
+    unsigned generate_types;            /* CS_KT_* it can generate (either form) */
+} cs_caps_t;
+
+/*  Maps a PKCS#11 key type to its CS_KT_* bit; 0 when unsupported.  */
+static inline unsigned
+cs_kt_bit (CK_KEY_TYPE key_type)
+{
+    return key_type == CKK_RSA ? CS_KT_RSA : key_type == CKK_EC ? CS_KT_EC
+         : key_type == CKK_EC_EDWARDS ? CS_KT_EC_EDWARDS : 0;
+}
+
+/*  A key pair to generate (C_GenerateKeyPair, PKCS#11 2.40 §2.1.4, §2.3.6,
+ *  3.0 §2.3.10).  Borrowed for the call.  */
+typedef struct {
+    CK_MECHANISM_TYPE mechanism;        /* CKM_RSA_PKCS_KEY_PAIR_GEN, CKM_EC_KEY_PAIR_GEN,
+                                           CKM_EC_EDWARDS_KEY_PAIR_GEN */
+    CK_ULONG modulus_bits;              /* RSA */
+    const unsigned char *public_exponent;   /* RSA, big-endian; NULL = 65537 */
+    size_t public_exponent_len;
+    const unsigned char *ec_params;     /* EC/EdDSA: DER OID of the curve */
+    size_t ec_params_len;
+    /* CS_DRV_GENERATE_RESIDENT only: */
+    const unsigned char *id;            /* CKA_ID to give the key pair on the board */
+    size_t id_len;
+    const char *label;                  /* CKA_LABEL on the board, may be NULL */
+    bool can_sign;                      /* CKA_SIGN of the private key */
+    bool can_decrypt;                   /* CKA_DECRYPT of the private key */
+} cs_keygen_t;
+
+/*  Function ids of the dispatch table.  Never reuse or renumber an id.
+ *  7 and 8 were ABI v1's sign/decrypt by CKA_ID; they are retired.  */
 enum {
     CS_DRV_BOARD_OPEN = 1,        /* required */
     CS_DRV_BOARD_CLOSE = 2,       /* required */
@@ -100,8 +173,14 @@ enum {
     CS_DRV_BOARD_KEYS = 4,        /* required */
     CS_DRV_SESSION_OPEN = 5,      /* required */
     CS_DRV_SESSION_CLOSE = 6,     /* required */
-    CS_DRV_SIGN = 7,              /* optional */
-    CS_DRV_DECRYPT = 8,           /* optional */
+    /* 7, 8: retired (v1 sign/decrypt) */
+    CS_DRV_CAPABILITIES = 9,      /* optional: absent = resident keys only */
+    CS_DRV_SIGN_KEY = 10,         /* optional */
+    CS_DRV_DECRYPT_KEY = 11,      /* optional */
+    CS_DRV_GENERATE_MATERIAL = 12,    /* optional; needs CS_CAP_GENERATE_MATERIAL */
+    CS_DRV_GENERATE_RESIDENT = 13,    /* optional; needs CS_CAP_GENERATE_RESIDENT */
+    CS_DRV_DESTROY_RESIDENT = 14,     /* optional */
+    CS_DRV_SESSION_CACHED = 15,       /* optional: keys a session caches (tests, stats) */
 };
 
 /*  CS_DRV_BOARD_OPEN: opens the board named `name` from its config section
@@ -134,19 +213,49 @@ typedef cs_session_t *(cs_drv_session_open_fn) (cs_board_t *board);
 /*  CS_DRV_SESSION_CLOSE: closes a worker context; NULL-safe; nulls *session_p.  */
 typedef void (cs_drv_session_close_fn) (cs_session_t **session_p);
 
-/*  CS_DRV_SIGN / CS_DRV_DECRYPT: runs one raw private-key operation with the
- *  key whose CKA_ID is key_id (key_id_len bytes).  `in` is the digest,
- *  DigestInfo or raw block to sign, or the ciphertext to decrypt.  On entry
- *  *out_len is the capacity of `out` in bytes; on CKR_OK it is the length
- *  written.  Returns CKR_OK or the board's CK_RV (CKR_KEY_HANDLE_INVALID when
- *  the board lacks the key, CKR_BUFFER_TOO_SMALL, CKR_DATA_LEN_RANGE,
- *  CKR_ENCRYPTED_DATA_INVALID, CKR_MECHANISM_INVALID, CKR_DEVICE_ERROR ...).  */
-typedef CK_RV (cs_drv_sign_fn) (cs_session_t *session,
-                                const unsigned char *key_id, size_t key_id_len,
-                                const cs_mech_t *mech,
-                                const unsigned char *in, size_t in_len,
-                                unsigned char *out, size_t *out_len);
-typedef cs_drv_sign_fn cs_drv_decrypt_fn;
+/*  CS_DRV_CAPABILITIES: fills *caps.  Returns 0, or -1.  */
+typedef int (cs_drv_capabilities_fn) (cs_board_t *board, cs_caps_t *caps);
+
+/*  CS_DRV_SIGN_KEY / CS_DRV_DECRYPT_KEY: runs one raw private-key operation
+ *  with `key` (resident or material, see cs_key_t).  `in` is the digest,
+ *  DigestInfo, raw block or (CKM_EDDSA) whole message to sign, or the
+ *  ciphertext to decrypt.  On entry *out_len is the capacity of `out` in
+ *  bytes; on CKR_OK it is the length written.  Returns CKR_OK or a CK_RV
+ *  (CKR_KEY_HANDLE_INVALID when the board lacks a resident key or cannot parse
+ *  the material, CKR_KEY_TYPE_INCONSISTENT, CKR_BUFFER_TOO_SMALL,
+ *  CKR_DATA_LEN_RANGE, CKR_ENCRYPTED_DATA_INVALID, CKR_MECHANISM_INVALID,
+ *  CKR_MECHANISM_PARAM_INVALID, CKR_DEVICE_ERROR ...).  */
+typedef CK_RV (cs_drv_sign_key_fn) (cs_session_t *session, const cs_key_t *key,
+                                    const cs_mech_t *mech,
+                                    const unsigned char *in, size_t in_len,
+                                    unsigned char *out, size_t *out_len);
+typedef cs_drv_sign_key_fn cs_drv_decrypt_key_fn;
+
+/*  CS_DRV_GENERATE_MATERIAL: generates a key pair in the broker's memory and
+ *  stores its private key as PKCS#8 DER in *pkcs8_p (malloc'd, *pkcs8_len_p
+ *  bytes; the caller wipes it with OPENSSL_cleanse and frees it).  Returns
+ *  CKR_OK, CKR_MECHANISM_INVALID, CKR_KEY_SIZE_RANGE, CKR_DOMAIN_PARAMS_INVALID
+ *  (unknown curve), CKR_ATTRIBUTE_VALUE_INVALID (bad exponent), CKR_HOST_MEMORY
+ *  or CKR_DEVICE_ERROR.  */
+typedef CK_RV (cs_drv_generate_material_fn) (cs_session_t *session, const cs_keygen_t *gen,
+                                             unsigned char **pkcs8_p, size_t *pkcs8_len_p);
+
+/*  CS_DRV_GENERATE_RESIDENT: generates a token key pair on the board
+ *  (CKA_TOKEN, sensitive, not extractable) with CKA_ID gen->id and fills
+ *  *info with its public description (caller frees the members with
+ *  cs_key_info_free_members).  Returns the CK_RV of the board.  */
+typedef CK_RV (cs_drv_generate_resident_fn) (cs_session_t *session, const cs_keygen_t *gen,
+                                             cs_key_info_t *info);
+
+/*  CS_DRV_DESTROY_RESIDENT: destroys the private and public key objects
+ *  with CKA_ID id (id_len bytes) on the board.  Returns CKR_OK (also when
+ *  none exists) or the board's CK_RV.  */
+typedef CK_RV (cs_drv_destroy_resident_fn) (cs_session_t *session,
+                                            const unsigned char *id, size_t id_len);
+
+/*  CS_DRV_SESSION_CACHED: how many keys the session holds in its cache of
+ *  material keys (parsed keys, imported session objects).  */
+typedef size_t (cs_drv_session_cached_fn) (cs_session_t *session);
 
 typedef void (*cs_driver_fn_t) (void);
 

@@ -32,6 +32,51 @@ CK_RV drv_ecdsa_der_to_raw (const unsigned char *der, size_t der_len, size_t hal
 CK_RV drv_oaep_unpad (const unsigned char *em, size_t k, const cs_mech_t *mech,
                       unsigned char *out, size_t *out_len);
 
+/*  Signs `in` with pkey under a raw mechanism on the broker's cores:
+ *  CKM_RSA_PKCS (in = DigestInfo, PKCS#1 v1.5 type 1 padding, no hashing),
+ *  CKM_RSA_PKCS_PSS (in = digest of mech->hash; any hash, MGF1, salt),
+ *  CKM_RSA_X_509 (in = at most k bytes, left-padded with zeros; raw RSA),
+ *  CKM_ECDSA (in = digest; out = raw r||s, PKCS#11 2.40 §2.3.1),
+ *  CKM_EDDSA (in = the whole message; Ed25519 pure, RFC 8032).
+ *  *out_len: capacity in, bytes written out.  Returns CKR_OK,
+ *  CKR_KEY_TYPE_INCONSISTENT, CKR_MECHANISM_INVALID, CKR_MECHANISM_PARAM_INVALID,
+ *  CKR_DATA_LEN_RANGE, CKR_BUFFER_TOO_SMALL or CKR_FUNCTION_FAILED.
+ *  Thread-safe: pkey is only read.  */
+CK_RV drv_evp_sign (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+                    unsigned char *out, size_t *out_len);
+
+/*  Decrypts with an RSA pkey: CKM_RSA_PKCS, CKM_RSA_PKCS_OAEP (any SHA-1/SHA-2
+ *  hash and MGF1, optional label), CKM_RSA_X_509 (raw, k bytes out).
+ *  Returns CKR_OK, CKR_KEY_TYPE_INCONSISTENT, CKR_MECHANISM_INVALID,
+ *  CKR_MECHANISM_PARAM_INVALID, CKR_ENCRYPTED_DATA_LEN_RANGE,
+ *  CKR_ENCRYPTED_DATA_INVALID or CKR_BUFFER_TOO_SMALL.  */
+CK_RV drv_evp_decrypt (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in,
+                       size_t in_len, unsigned char *out, size_t *out_len);
+
+/*  The PKCS#11 key type of pkey (CKK_RSA, CKK_EC, CKK_EC_EDWARDS for
+ *  Ed25519), or CKK_VENDOR_DEFINED when unsupported.  */
+CK_KEY_TYPE drv_evp_key_type (const EVP_PKEY *pkey);
+
+/*  Fills key's type, bits and public attributes (modulus and exponent, or
+ *  CKA_EC_PARAMS and CKA_EC_POINT) from pkey; id and label are left alone.
+ *  Members are malloc'd (cs_key_info_free_members).  Returns 0, or -1.  */
+int drv_key_info_from_pkey (EVP_PKEY *pkey, cs_key_info_t *key);
+
+/*  Parses PKCS#8 DER (len bytes) into a new EVP_PKEY (caller frees), or NULL.  */
+EVP_PKEY *drv_pkey_from_pkcs8 (const unsigned char *der, size_t len);
+
+/*  Maps a DER CKA_EC_PARAMS (named-curve OID, or the PrintableString
+ *  "edwards25519" of PKCS#11 3.0 §2.3.10) to an OpenSSL group name
+ *  ("P-256", "P-384", "P-521", "ED25519"); NULL when unsupported.  */
+const char *drv_curve_name (const unsigned char *ec_params, size_t len);
+
+/*  Generates the key pair of gen with OpenSSL (RSA 1024..8192 with an odd
+ *  exponent >= 3 of at most 8 bytes; P-256/384/521; Ed25519) and returns its
+ *  PKCS#8 DER in *der_p (malloc'd, *len_p bytes; caller wipes and frees).
+ *  Returns CKR_OK, CKR_MECHANISM_INVALID, CKR_KEY_SIZE_RANGE,
+ *  CKR_ATTRIBUTE_VALUE_INVALID, CKR_DOMAIN_PARAMS_INVALID or CKR_DEVICE_ERROR.  */
+CK_RV drv_evp_generate (const cs_keygen_t *gen, unsigned char **der_p, size_t *len_p);
+
 /*  Returns the string value of `path` under config node `config`, or
  *  `fallback` when the key is absent.  The result is owned by the config.  */
 const char *drv_config_get (zconfig_t *config, const char *path, const char *fallback);

@@ -1,6 +1,7 @@
 /*  cs_admin.c — cryptoserver-admin: make and manage a cryptoserver deployment.
  *
- *  main() only dispatches to a verb: init, board, client, config.  The
+ *  main() only dispatches to a verb: init, board, client, config, tenant,
+ *  key, master-key.  The
  *  deployment layout is docs/CONTRACTS.md; the user manual is
  *  man/cryptoserver-admin.1.
  */
@@ -18,12 +19,25 @@ s_usage (FILE *out)
         "usage: cryptoserver-admin VERB ...\n"
         "\n"
         "  init DIR [--tenant NAME] [--pin PIN] [--so-pin PIN] [--endpoint E] [--force]\n"
-        "      create a deployment: broker key pair, ticket key, clients.d/, broker.conf\n"
+        "      create a deployment: broker key pair, ticket key, master key, keystore\n"
+        "      with the first tenant, clients.d/, broker.conf\n"
         "  board add NAME --type T [--module PATH --token LABEL --pin-file FILE]\n"
         "            [--threads N] [--set KEY=VALUE ...] [--dir DIR]\n"
         "  board list [--dir DIR]\n"
         "  board remove NAME [--dir DIR]\n"
         "      manage the back-end boards in DIR/broker.conf (section drivers)\n"
+        "  tenant add NAME --pin PIN --so-pin SOPIN [--dir DIR]\n"
+        "  tenant list [--dir DIR]\n"
+        "  tenant remove NAME [--dir DIR]\n"
+        "  tenant set-pin NAME [--so] --pin PIN [--dir DIR]\n"
+        "      manage tenants (tokens) and their PINs in the keystore\n"
+        "  key list --tenant T [--dir DIR]\n"
+        "  key generate --tenant T --type TYPE --label L [--id HEX] [--dir DIR]\n"
+        "  key import --tenant T --file KEY.pem --label L [--id HEX] [--dir DIR]\n"
+        "  key delete --tenant T (--ref REF | --label L) [--dir DIR]\n"
+        "      manage a tenant's server-held keys in the keystore\n"
+        "  master-key wrap --board NAME --label LABEL --public-key PUB.pem [--dir DIR]\n"
+        "      wrap the keystore master key with a board's RSA key\n"
         "  client add NAME [--dir DIR] [--tenant T] [--endpoint E]\n"
         "  client list [--dir DIR]\n"
         "  client remove NAME [--dir DIR]\n"
@@ -61,6 +75,12 @@ main (int argc, char **argv)
         return cs_admin_client (argc - 1, argv + 1);
     if (streq (verb, "config"))
         return cs_admin_config (argc - 1, argv + 1);
+    if (streq (verb, "tenant"))
+        return cs_admin_tenant (argc - 1, argv + 1);
+    if (streq (verb, "key"))
+        return cs_admin_key (argc - 1, argv + 1);
+    if (streq (verb, "master-key"))
+        return cs_admin_master_key (argc - 1, argv + 1);
     cs_admin_error ("unknown verb '%s' (try --help)", verb);
     return CS_ADMIN_USAGE;
 }

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <czmq.h>
+#include "keystore.h"
 
 #define CS_ADMIN_OK      0
 #define CS_ADMIN_FAIL    1
@@ -22,6 +23,37 @@ int cs_admin_init (int argc, char **argv);
 int cs_admin_board (int argc, char **argv);
 int cs_admin_client (int argc, char **argv);
 int cs_admin_config (int argc, char **argv);
+int cs_admin_tenant (int argc, char **argv);        /* cs_admin_tenant.c */
+int cs_admin_key (int argc, char **argv);           /* cs_admin_key.c */
+int cs_admin_master_key (int argc, char **argv);    /* cs_admin_key.c */
+
+/*  Options shared by the keystore verbs (tenant, key, master-key); every
+ *  string is borrowed from argv except the PINs (owned, wiped by
+ *  cs_admin_ks_args_free).  name: the one positional argument.  */
+typedef struct {
+    const char *dir, *name, *tenant, *type, *label, *id, *file, *ref;
+    const char *master_key;     /* --master-key FILE: another copy of the master key */
+    const char *board, *public_key;
+    char *pin, *so_pin;
+    bool so;
+} cs_admin_ks_args_t;
+
+/*  Parses the options after a sub-verb into *args.  Returns -1 on success,
+ *  CS_ADMIN_OK for --help, CS_ADMIN_USAGE for a bad option.  */
+int cs_admin_ks_parse (int argc, char **argv, cs_admin_ks_args_t *args);
+
+/*  Wipes and frees the PINs of args.  */
+void cs_admin_ks_args_free (cs_admin_ks_args_t *args);
+
+/*  Wipes and frees one PIN string; NULL-safe; nulls *pin_p.  */
+void cs_admin_ks_args_free_pin (char **pin_p);
+
+/*  Opens the keystore of the deployment in dir: keystore/path and
+ *  keystore/master-key of DIR/broker.conf (relative to DIR), or the master
+ *  key file master_override when not NULL.  Returns the keystore (caller
+ *  destroys), or NULL after printing why (no deployment, wrapped or wrong
+ *  master key).  */
+keystore_t *cs_admin_keystore_open (const char *dir, const char *master_override);
 
 /*  Prints "cryptoserver-admin: MESSAGE" on stderr.  */
 void cs_admin_error (const char *format, ...) CHECK_PRINTF (1);

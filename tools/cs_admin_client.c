@@ -32,7 +32,8 @@ s_client_usage (FILE *out, int status)
         "add: makes DIR/clients/NAME/ (client.cert, client.cert_secret 0600,\n"
         "broker.cert, client.conf) and admits the key by writing\n"
         "DIR/clients.d/NAME.cert; prints the client.conf path as its last line.\n"
-        "  --tenant T     the tenant the client acts for (default: the first in broker.conf)\n"
+        "  --tenant T     the tenant the client acts for; it must exist in the keystore\n"
+        "                 (default: the first tenant by name)\n"
         "  --endpoint E   the broker endpoint(s) to connect to, comma-separated\n"
         "                 (default: broker/endpoint of broker.conf)\n"
         "remove: deletes the allow-list entry (the broker refuses the key within\n"
@@ -41,23 +42,35 @@ s_client_usage (FILE *out, int status)
     return status;
 }
 
-//  Returns the tenant to use: args->tenant if it exists in the config, the
-//  first tenant if none was given, or NULL after printing why.
-static const char *
-s_client_tenant (s_client_args_t *args, zconfig_t *config)
+//  Returns the tenant to use as a malloc'd string (caller frees):
+//  args->tenant if it exists in DIR's keystore, the first tenant (by name)
+//  if none was given, or NULL after printing why.
+static char *
+s_client_tenant (s_client_args_t *args)
 {
-    zconfig_t *tenants = zconfig_locate (config, "tenants");
-    zconfig_t *first = tenants ? zconfig_child (tenants) : NULL;
-    if (!args->tenant) {
-        if (!first)
-            cs_admin_error ("%s/broker.conf has no tenants", args->dir);
-        return first ? zconfig_name (first) : NULL;
-    }
-    if (!tenants || !zconfig_locate (tenants, args->tenant)) {
-        cs_admin_error ("no tenant %s in %s/broker.conf", args->tenant, args->dir);
+    keystore_t *keystore = cs_admin_keystore_open (args->dir, NULL);
+    if (!keystore)
         return NULL;
+    char *tenant = NULL;
+    if (args->tenant) {
+        if (keystore_tenant_exists (keystore, args->tenant))
+            tenant = strdup (args->tenant);
+        else
+            cs_admin_error ("no tenant %s in %s's keystore (add it with 'cryptoserver-admin "
+                            "tenant add')", args->tenant, args->dir);
     }
-    return args->tenant;
+    else {
+        char **names = keystore_tenant_list (keystore);
+        if (names && names [0])
+            tenant = strdup (names [0]);
+        else
+            cs_admin_error ("%s's keystore has no tenants", args->dir);
+        for (size_t i = 0; names && names [i]; i++)
+            free (names [i]);
+        free (names);
+    }
+    keystore_destroy (&keystore);
+    return tenant;
 }
 
 //  Returns the endpoint(s) a client should connect to, as a malloc'd string:
@@ -147,7 +160,7 @@ s_client_add (s_client_args_t *args)
     char *from = cs_admin_path (args->dir, "broker.cert");
     char *to = cs_admin_path (home, "broker.cert");
     char *endpoint = NULL;
-    const char *tenant = s_client_tenant (args, config);
+    char *tenant = s_client_tenant (args);
     if (!tenant)
         goto out;
     if (access (allow, F_OK) == 0 || access (home, F_OK) == 0) {
@@ -171,6 +184,7 @@ s_client_add (s_client_args_t *args)
     printf ("%s/client.conf\n", home);
     status = CS_ADMIN_OK;
 out:
+    free (tenant);
     zstr_free (&endpoint);
     zstr_free (&home);
     zstr_free (&allow);

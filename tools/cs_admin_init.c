@@ -1,7 +1,8 @@
 /*  cs_admin_init.c — `cryptoserver-admin init DIR`: a new deployment.
  *
- *  Writes the broker key pair, the ticket key, clients.d/ and broker.conf of
- *  docs/CONTRACTS.md.  PINs are stored only as cs_pin_hash strings.
+ *  Writes the broker key pair, the ticket key, the master key, the keystore
+ *  with the first tenant, clients.d/ and broker.conf of docs/CONTRACTS.md.
+ *  PINs are stored only as cs_pin_hash strings, in the keystore.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -30,7 +31,11 @@ typedef struct {
 static const char *s_broker_conf_header [] = {
     " broker.conf: cryptoserver-broker configuration (ZPL), made by cryptoserver-admin.",
     " See cryptoserver-broker(8) and docs/CONTRACTS.md.  Relative paths are",
-    " relative to this file's directory.  PINs are stored only as PBKDF2 hashes.",
+    " relative to this file's directory.  Tenants, their PINs (PBKDF2 hashes) and",
+    " server-held keys live in the keystore (man cryptoserver-keystore(5));",
+    " manage them with 'cryptoserver-admin tenant' and 'cryptoserver-admin key'.",
+    " keys/home: where token keys are generated (keystore or a board name);",
+    " keys/pool-rsa-BITS: pre-generated RSA keys kept ready per size (0 = no pool).",
     "",
     " Boards live in the drivers section; add them with",
     "   cryptoserver-admin board add NAME --dir DIR --type pkcs11 --module PATH \\",
@@ -54,12 +59,15 @@ s_init_usage (FILE *out, int status)
         "                                   [--endpoint E] [--force]\n"
         "\n"
         "Creates a deployment in DIR: broker.cert + broker.cert_secret (0600),\n"
-        "ticket.key (0600), clients.d/ and broker.conf.\n"
+        "ticket.key (0600), master.key (0600), keystore.db with the first tenant,\n"
+        "clients.d/ and broker.conf.\n"
         "  --tenant NAME   the first tenant (default " CS_ADMIN_DEFAULT_TENANT ")\n"
         "  --pin PIN       its user PIN, %d..%d bytes (prompted twice on a terminal)\n"
         "  --so-pin PIN    its SO PIN (prompted twice on a terminal)\n"
         "  --endpoint E    where the broker listens (default " CS_ADMIN_DEFAULT_ENDPOINT ")\n"
-        "  --force         replace an existing deployment's keys and broker.conf\n",
+        "  --force         replace an existing deployment's keys and broker.conf\n"
+        "                  (an existing master.key and keystore.db are kept; the\n"
+        "                  tenant's PINs are set)\n",
         CS_PIN_MIN_LEN, CS_PIN_MAX_LEN);
     return status;
 }
@@ -192,23 +200,19 @@ s_write_ticket_key (const char *dir)
     return rc;
 }
 
-//  Puts tenants/TENANT/KEY = cs_pin_hash (pin).  Returns 0 or -1.
-static int
-s_put_pin_hash (zconfig_t *config, const char *tenant, const char *key, const char *pin)
+//  Writes the keystore and keys sections (man cryptoserver-broker.conf(5)).
+static void
+s_put_keystore_sections (zconfig_t *config)
 {
-    char *hash = cs_pin_hash (pin, strlen (pin));
-    if (!hash) {
-        cs_admin_error ("cannot hash the PIN");
-        return -1;
-    }
-    char *path = zsys_sprintf ("tenants/%s/%s", tenant, key);
-    zconfig_put (config, path, hash);
-    zstr_free (&path);
-    free (hash);
-    return 0;
+    zconfig_put (config, "keystore/path", "keystore.db");
+    zconfig_put (config, "keystore/master-key", "master.key");
+    zconfig_put (config, "keys/home", "keystore");
+    zconfig_put (config, "keys/pool-rsa-2048", "4");
+    zconfig_put (config, "keys/pool-rsa-3072", "2");
+    zconfig_put (config, "keys/pool-rsa-4096", "0");
 }
 
-//  Writes DIR/broker.conf (0600: it holds PIN hashes).
+//  Writes DIR/broker.conf (0600).
 static int
 s_write_broker_conf (const s_init_args_t *args)
 {
@@ -223,15 +227,55 @@ s_write_broker_conf (const s_init_args_t *args)
     zconfig_put (config, "broker/curve/enabled", "true");
     zconfig_put (config, "broker/curve/secret-key", "broker.cert_secret");
     zconfig_put (config, "broker/curve/clients", "clients.d");
-    int rc = s_put_pin_hash (config, args->tenant, "user-pin", args->pin);
-    if (rc == 0)
-        rc = s_put_pin_hash (config, args->tenant, "so-pin", args->so_pin);
+    s_put_keystore_sections (config);
     zconfig_new ("drivers", config);
     char *path = cs_admin_path (args->dir, "broker.conf");
-    if (rc == 0)
-        rc = cs_admin_conf_save (config, path, 0600);
+    int rc = cs_admin_conf_save (config, path, 0600);
     zstr_free (&path);
     zconfig_destroy (&config);
+    return rc;
+}
+
+//  Reads DIR/master.key when it exists (--force on a deployment), else
+//  creates it (0600).  Returns 0, or -1 after printing why.
+static int
+s_init_master_key (const s_init_args_t *args, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
+{
+    char *path = cs_admin_path (args->dir, "master.key");
+    int rc = access (path, F_OK) == 0 ? keystore_master_key_read (path, key)
+                                      : keystore_master_key_create (path, key);
+    if (rc != 0)
+        cs_admin_error ("%s: cannot make or read the master key (see above)", path);
+    zstr_free (&path);
+    return rc;
+}
+
+//  Makes DIR/keystore.db (or opens the kept one) and adds the first
+//  tenant, or sets its PINs when it exists.  Returns 0, or -1 after printing.
+static int
+s_init_keystore (const s_init_args_t *args)
+{
+    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
+    if (s_init_master_key (args, key) != 0)
+        return -1;
+    char *path = cs_admin_path (args->dir, "keystore.db");
+    keystore_t *keystore = keystore_open (path, key);
+    OPENSSL_cleanse (key, sizeof key);
+    int rc = -1;
+    if (!keystore)
+        cs_admin_error ("%s: cannot open the keystore (see above)", path);
+    else
+    if (!keystore_tenant_exists (keystore, args->tenant))
+        rc = keystore_tenant_add (keystore, args->tenant, args->pin, strlen (args->pin),
+                                  args->so_pin, strlen (args->so_pin));
+    else
+    if (keystore_pin_set (keystore, args->tenant, CKU_USER, args->pin, strlen (args->pin)) == CKR_OK
+    &&  keystore_pin_set (keystore, args->tenant, CKU_SO, args->so_pin, strlen (args->so_pin)) == CKR_OK)
+        rc = 0;
+    if (keystore && rc != 0)
+        cs_admin_error ("%s: cannot add tenant %s (see above)", path, args->tenant);
+    keystore_destroy (&keystore);
+    zstr_free (&path);
     return rc;
 }
 
@@ -268,7 +312,7 @@ s_init_parse (int argc, char **argv, s_init_args_t *args)
     }
     if (!args->dir)
         return s_init_usage (stderr, CS_ADMIN_USAGE);
-    if (!cs_admin_name_ok (args->tenant)) {
+    if (!cs_admin_name_ok (args->tenant) || strlen (args->tenant) > 32) {
         cs_admin_error ("bad tenant name '%s' (letters, digits, _ . - only)", args->tenant);
         return CS_ADMIN_USAGE;
     }
@@ -331,6 +375,7 @@ cs_admin_init (int argc, char **argv)
     ||  s_init_dirs (&args) != 0
     ||  s_write_broker_cert (args.dir) != 0
     ||  s_write_ticket_key (args.dir) != 0
+    ||  s_init_keystore (&args) != 0
     ||  s_write_broker_conf (&args) != 0)
         goto out;
     printf ("initialised deployment %s (tenant %s, endpoint %s)\n",

@@ -33,6 +33,8 @@ typedef struct {
     bool verify, csv;
     bool progress;                  /* progress lines even when stderr is no terminal */
     bool stop_on_error;             /* all threads stop at the first failure */
+    bool keygen;                    /* --keygen: time C_GenerateKeyPair instead */
+    cs_bench_keygen_options_t gen;
 } s_options_t;
 
 //  A signature kept for verification once signing has stopped, so OpenSSL
@@ -93,6 +95,16 @@ s_usage (FILE *out, int status)
         "                   not a terminal (on a terminal it is always shown)\n"
         "  --stop-on-error  stop every thread at the first failed signature\n"
         "\n"
+        "\n"
+        "       cryptoserver-bench --module SO --token LABEL --pin PIN\n"
+        "                          --keygen TYPE [--count N] [--interval-ms MS]\n"
+        "                          [--session-keys] [--csv]\n"
+        "  --keygen TYPE    time C_GenerateKeyPair of TYPE = rsa:2048, ec:prime256v1 or\n"
+        "                   ed25519 (token keys; each pair is destroyed after it is timed)\n"
+        "                   and print p50/p90/p99/max latency.  --count N pairs (default 100)\n"
+        "  --interval-ms MS pause between generations (lets a broker key pool refill)\n"
+        "  --session-keys   generate session objects (per-request keys) instead\n"
+        "\n"
         "Exit status: 0 all signed (and verified), 1 any failure, 2 usage.\n",
         MAX_THREADS);
     return status;
@@ -109,6 +121,8 @@ s_parse (int argc, char **argv, s_options_t *options)
         { "count", required_argument, NULL, 'c' },  { "seconds", required_argument, NULL, 's' },
         { "verify", no_argument, NULL, 'v' },       { "csv", no_argument, NULL, 'C' },
         { "progress", no_argument, NULL, 'P' },     { "stop-on-error", no_argument, NULL, 'S' },
+        { "keygen", required_argument, NULL, 'g' }, { "interval-ms", required_argument, NULL, 'i' },
+        { "session-keys", no_argument, NULL, 'T' },
         { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 }
     };
     int opt;
@@ -132,6 +146,15 @@ s_parse (int argc, char **argv, s_options_t *options)
             case 'C': options->csv = true; break;
             case 'P': options->progress = true; break;
             case 'S': options->stop_on_error = true; break;
+            case 'g':
+                options->keygen = true;
+                if (!cs_bench_keygen_parse (optarg, &options->gen.keygen)) {
+                    fprintf (stderr, "cryptoserver-bench: unknown key type '%s'\n", optarg);
+                    return 2;
+                }
+                break;
+            case 'i': options->gen.interval_ms = strtol (optarg, &end, 10); break;
+            case 'T': options->gen.token = false; break;
             case 'h': return s_usage (stdout, 0);
             default:  return s_usage (stderr, 2);
         }
@@ -141,7 +164,8 @@ s_parse (int argc, char **argv, s_options_t *options)
         }
         end = NULL;
     }
-    if (optind < argc || !options->module_path || !options->token || !options->pin || !options->key)
+    if (optind < argc || !options->module_path || !options->token || !options->pin
+    ||  (!options->key && !options->keygen) || options->gen.interval_ms < 0)
         return s_usage (stderr, 2);
     if (options->threads < 1 || options->threads > MAX_THREADS
     ||  options->count < 0 || options->seconds < 0 || (options->count > 0 && options->seconds > 0)) {
@@ -413,7 +437,7 @@ s_run (const s_options_t *options, cs_bench_module_t *module, const cs_bench_ver
 int
 main (int argc, char **argv)
 {
-    s_options_t options = { .threads = 1, .mech = CS_BENCH_SHA256_RSA_PKCS };
+    s_options_t options = { .threads = 1, .mech = CS_BENCH_SHA256_RSA_PKCS, .gen.token = true };
     int status = s_parse (argc, argv, &options);
     if (status >= 0)
         return status;
@@ -429,6 +453,12 @@ main (int argc, char **argv)
     CK_RV rv = cs_bench_session_open (&module, options.pin, &session);
     if (rv != CKR_OK) {
         snprintf (err, sizeof err, "C_OpenSession/C_Login: %s", cs_rv_name (rv));
+        goto out;
+    }
+    if (options.keygen) {
+        options.gen.count = options.count;
+        options.gen.csv = options.csv;
+        status = cs_bench_keygen_run (&module, session, &options.gen);
         goto out;
     }
     rv = cs_bench_pubkey_read (&module, session, options.key, &pubkey);

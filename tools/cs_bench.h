@@ -125,4 +125,33 @@ double cs_bench_percentile (cs_bench_samples_t *samples, double p);
 
 void cs_bench_samples_free (cs_bench_samples_t *samples);
 
+/*  ---- key generation latency (cs_bench_keygen.c) --------------------- */
+
+typedef enum {
+    CS_BENCH_KEYGEN_RSA2048,        /* CKM_RSA_PKCS_KEY_PAIR_GEN, 2048 bits, e = 65537 */
+    CS_BENCH_KEYGEN_P256,           /* CKM_EC_KEY_PAIR_GEN, CKA_EC_PARAMS prime256v1 OID */
+    CS_BENCH_KEYGEN_ED25519         /* CKM_EC_EDWARDS_KEY_PAIR_GEN, OID 1.3.101.112 */
+} cs_bench_keygen_t;
+
+typedef struct {
+    cs_bench_keygen_t keygen;
+    long count;                     /* key pairs to generate */
+    long interval_ms;               /* pause between generations (not timed), ms */
+    bool token;                     /* CKA_TOKEN TRUE (server-held) or FALSE (per-request) */
+    bool csv;
+} cs_bench_keygen_options_t;
+
+/*  Parses "rsa:2048", "ec:prime256v1", "ed25519".  False for other names.  */
+bool cs_bench_keygen_parse (const char *name, cs_bench_keygen_t *keygen);
+
+/*  The canonical name of a key type (static).  */
+const char *cs_bench_keygen_name (cs_bench_keygen_t keygen);
+
+/*  Generates options->count key pairs in `session` (logged in), timing each
+ *  C_GenerateKeyPair in ms and destroying both objects after it (untimed),
+ *  then prints p50/p90/p99/max (or CSV).  Returns 0, or 1 when any
+ *  generation failed.  */
+int cs_bench_keygen_run (cs_bench_module_t *module, CK_SESSION_HANDLE session,
+                         const cs_bench_keygen_options_t *options);
+
 #endif

@@ -7,7 +7,8 @@ set -eu
 
 usage () {
     cat <<'EOT'
-usage: demo-deploy.sh DIR [--port P | --endpoint E]   make or refresh a deployment
+usage: demo-deploy.sh DIR [--port P | --endpoint E] [--tenant NAME[:PIN:SOPIN] ...]
+                                                       make or refresh a deployment
        demo-deploy.sh --start DIR                      start its broker in the background
        demo-deploy.sh --stop DIR                       stop that broker
        demo-deploy.sh --help
@@ -15,8 +16,13 @@ usage: demo-deploy.sh DIR [--port P | --endpoint E]   make or refresh a deployme
 DIR gets: broker and client key pairs and configs (cryptoserver-admin), two
 SoftHSMv2 tokens board0 and board1 (DIR/softhsm2.conf, PIN in DIR/board.pin)
 holding the same keys rsa2048 (CKA_ID 01), rsa3072 (02) and p256 (03), their
-public keys in DIR/keys/LABEL.pub.pem, tenant demo (PIN 1234, SO PIN 123456),
-client demo, and DIR/env.sh to source.  An existing DIR keeps its keys and
+public keys in DIR/keys/LABEL.pub.pem, tenant demo (PIN 1234, SO PIN 123456)
+in DIR/keystore.db (master key DIR/master.key), client demo, and DIR/env.sh
+to source.  The boards are registered with tenant = demo: their keys belong
+to tenant demo only; an openssl board "cpu" (2 threads) signs with keystore
+keys and generates keys.  Each --tenant NAME[:PIN:SOPIN] adds a tenant (default
+PINs 1234 and 123456) with no keys and a client NAME
+(DIR/clients/NAME/client.conf).  An existing DIR keeps its keys and
 state; only what is missing is made.  The broker listens on --endpoint E
 (default tcp://127.0.0.1:5555; --port P means tcp://127.0.0.1:P;
 "tcp://127.0.0.1:*" picks a free port, which --start writes into the client
@@ -179,8 +185,38 @@ register_boards () {
     for board in $BOARDS; do
         if ! "$ADMIN" config get "$DIR/broker.conf" "drivers/$board/type" >/dev/null 2>&1; then
             "$ADMIN" board add "$board" --dir "$DIR" --type pkcs11 --module "$SOFTHSM" \
-                --token "$board" --pin-file "$DIR/board.pin" --threads 2 >/dev/null
-            say "registered board $board (pkcs11, 2 threads)"
+                --token "$board" --pin-file "$DIR/board.pin" --threads 2 \
+                --set "tenant=$TENANT" >/dev/null
+            say "registered board $board (pkcs11, 2 threads, tenant $TENANT)"
+        elif ! "$ADMIN" config get "$DIR/broker.conf" "drivers/$board/tenant" >/dev/null 2>&1; then
+            "$ADMIN" config set "$DIR/broker.conf" "drivers/$board/tenant" "$TENANT"
+        fi
+    done
+}
+
+# register_cpu_board: an openssl board "cpu" (EVP on the broker's cores):
+# it signs with keystore and per-request keys and generates keys as
+# material for the keystore and the key pool (keys/home = keystore).
+register_cpu_board () {
+    [ -f "$DRIVER_DIR/openssl.so" ] || { say "no openssl driver built: no cpu board"; return 0; }
+    if ! "$ADMIN" config get "$DIR/broker.conf" drivers/cpu/type >/dev/null 2>&1; then
+        "$ADMIN" board add cpu --dir "$DIR" --type openssl --threads 2 >/dev/null
+        say "registered board cpu (openssl, 2 threads)"
+    fi
+}
+
+# make_tenants: the extra tenants of --tenant, each with a client of its name.
+make_tenants () {
+    local spec name pin so_pin
+    for spec in $EXTRA_TENANTS; do
+        IFS=: read -r name pin so_pin <<<"$spec"
+        if ! "$ADMIN" tenant list --dir "$DIR" | awk 'NR > 1 { print $1 }' | grep -qx "$name"; then
+            "$ADMIN" tenant add "$name" --dir "$DIR" --pin "${pin:-1234}" --so-pin "${so_pin:-123456}" >/dev/null
+            say "added tenant $name"
+        fi
+        if [ ! -f "$DIR/clients/$name/client.conf" ]; then
+            "$ADMIN" client add "$name" --dir "$DIR" --tenant "$name" >/dev/null
+            say "created client $name (tenant $name)"
         fi
     done
 }
@@ -215,7 +251,9 @@ deploy () {
     make_softhsm_config
     make_keys
     register_boards
+    register_cpu_board
     make_client
+    make_tenants
     write_env
     say "deployment ready in $DIR (source $DIR/env.sh)"
 }
@@ -290,6 +328,7 @@ ACTION=deploy
 DIR=
 ENDPOINT=tcp://127.0.0.1:5555
 ENDPOINT_GIVEN=
+EXTRA_TENANTS=
 while [ $# -gt 0 ]; do
     case $1 in
         -h|--help) usage; exit 0 ;;
@@ -299,6 +338,8 @@ while [ $# -gt 0 ]; do
                 ENDPOINT=tcp://127.0.0.1:$2; ENDPOINT_GIVEN=1; shift ;;
         --endpoint) [ $# -ge 2 ] || { usage >&2; exit 2; }
                 ENDPOINT=$2; ENDPOINT_GIVEN=1; shift ;;
+        --tenant) [ $# -ge 2 ] || { usage >&2; exit 2; }
+                EXTRA_TENANTS="$EXTRA_TENANTS $2"; shift ;;
         -*) echo "demo-deploy: unknown option $1" >&2; usage >&2; exit 2 ;;
         *) [ -z "$DIR" ] || { usage >&2; exit 2; }; DIR=$1 ;;
     esac

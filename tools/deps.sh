@@ -3,11 +3,28 @@
 # tools/quickstart.sh and tools/check.sh (POSIX sh; not run on its own).
 
 # Build: compiler, autotools, every PKG_CHECK_MODULES of configure.ac.
-# Run/test: SoftHSMv2 (the demo boards), OpenSC's pkcs11-tool, openssl.
+# Run/test: SoftHSMv2 (the demo boards), OpenSC's pkcs11-tool, openssl, and
+# the PKCS#11 applications of the client tests (below).
 CS_DEB_PACKAGES="gcc make autoconf automake libtool pkg-config
     libzmq3-dev libczmq-dev libssl-dev libp11-kit-dev
     libprotobuf-c-dev protobuf-c-compiler check libsubunit-dev libsqlite3-dev
     softhsm2 opensc openssl procps"
+
+# Client tests (tests/clients.am, issue #4): the OpenSSL engine "pkcs11"
+# (libp11), GnuTLS's p11tool, p11-kit (p11-kit command and p11-kit-proxy.so),
+# curl, Python PyKCS11, OpenSSH's ssh-keygen.
+CS_DEB_PACKAGES="$CS_DEB_PACKAGES
+    libengine-pkcs11-openssl gnutls-bin p11-kit curl python3-pykcs11 openssh-client"
+# nginx (client-nginx.sh): nginx-light, unless an nginx flavour (nginx-core,
+# nginx-full, ...) is installed already: they conflict with each other.
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+    CS_DEB_PACKAGES="$CS_DEB_PACKAGES nginx-light"
+fi
+# Java's keytool (client-java.sh): any JDK or JRE will do, and machine images
+# often carry one; a headless JRE only when no keytool is found.
+if ! command -v keytool >/dev/null 2>&1 && ! ls /usr/lib/jvm/*/bin/keytool >/dev/null 2>&1; then
+    CS_DEB_PACKAGES="$CS_DEB_PACKAGES openjdk-17-jre-headless"
+fi
 
 # cs_deps_missing: prints the packages of CS_DEB_PACKAGES not installed.
 cs_deps_missing () {

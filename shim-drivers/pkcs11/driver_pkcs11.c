@@ -16,12 +16,16 @@
 #include <string.h>
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
+#include <openssl/core_names.h>
 #include <openssl/objects.h>
+#include <openssl/sha.h>
 #include "cs_util.h"
 #include "cs_wire.h"          /* cs_rv_name */
 #include "drv_util.h"
 
 #define S_PIN_MAX 256
+#define S_CACHE_DEFAULT 256
+#define S_CACHE_MAX 100000
 
 /*  One loaded PKCS#11 library, shared by all boards that name its path.  */
 typedef struct s_module_s {
@@ -43,14 +47,27 @@ struct cs_board_s {
     CK_SESSION_HANDLE session;      /* the board session: login, key listing */
     bool native_oaep;               /* CKM_RSA_PKCS_OAEP with CKF_DECRYPT */
     bool raw_rsa;                   /* CKM_RSA_X_509 with CKF_DECRYPT */
+    bool material;                  /* key-material: import keys as session objects */
+    size_t cache_size;              /* imported keys kept per session */
+    cs_caps_t caps;                 /* probed at open */
     cs_key_info_t *keys;            /* read once at open */
     size_t n_keys;
 };
+
+/*  A keystore key imported into a worker session.  */
+typedef struct {
+    CK_OBJECT_HANDLE handle;
+    size_t k;                       /* RSA modulus bytes (OAEP unpadding), else 0 */
+    unsigned char digest [SHA256_DIGEST_LENGTH];    /* of the PKCS#8 DER */
+    uint64_t used;                  /* session tick of the last use */
+} s_import_t;
 
 struct cs_session_s {
     cs_board_t *board;
     CK_SESSION_HANDLE handle;
     zhashx_t *objects;              /* hex CKA_ID -> CK_OBJECT_HANDLE + 1 */
+    zhashx_t *imports;              /* ref -> s_import_t */
+    uint64_t tick;
 };
 
 /*  Loads the library and calls C_Initialize; returns NULL and logs on failure.  */
@@ -199,11 +216,11 @@ s_attr_alloc (cs_board_t *self, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE obj,
 
 /*  Reads a fixed-size attribute; returns false when unavailable.  */
 static bool
-s_attr_get (cs_board_t *self, CK_OBJECT_HANDLE obj, CK_ATTRIBUTE_TYPE type,
-            void *value, CK_ULONG len)
+s_attr_get (cs_board_t *self, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE obj,
+            CK_ATTRIBUTE_TYPE type, void *value, CK_ULONG len)
 {
     CK_ATTRIBUTE attr = { type, value, len };
-    return self->fl->C_GetAttributeValue (self->session, obj, &attr, 1) == CKR_OK;
+    return self->fl->C_GetAttributeValue (session, obj, &attr, 1) == CKR_OK;
 }
 
 /*  Finds up to max objects matching a template in `session`.  */
@@ -235,26 +252,51 @@ s_curve_bits (const unsigned char *der, size_t len)
 
 /*  Reads CKA_EC_POINT from the public key object with the same CKA_ID.  */
 static int
-s_ec_public (cs_board_t *self, cs_key_info_t *key)
+s_ec_public (cs_board_t *self, CK_SESSION_HANDLE session, cs_key_info_t *key)
 {
     CK_OBJECT_CLASS cls = CKO_PUBLIC_KEY;
     CK_ATTRIBUTE tmpl [] = {
         { CKA_CLASS, &cls, sizeof cls }, { CKA_ID, key->id, key->id_len }
     };
     CK_OBJECT_HANDLE pub;
-    if (s_find (self, self->session, tmpl, 2, &pub, 1) != 1)
+    if (s_find (self, session, tmpl, 2, &pub, 1) != 1)
         return -1;
-    key->ec_point = s_attr_alloc (self, self->session, pub, CKA_EC_POINT, &key->ec_point_len);
+    key->ec_point = s_attr_alloc (self, session, pub, CKA_EC_POINT, &key->ec_point_len);
     return key->ec_point ? 0 : -1;
+}
+
+/*  Reads the public attributes of an RSA, EC or EdDSA private key object.  */
+static int
+s_key_public (cs_board_t *self, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE obj, cs_key_info_t *key)
+{
+    if (key->key_type == CKK_RSA) {
+        key->modulus = s_attr_alloc (self, session, obj, CKA_MODULUS, &key->modulus_len);
+        key->public_exponent = s_attr_alloc (self, session, obj, CKA_PUBLIC_EXPONENT,
+                                             &key->public_exponent_len);
+        key->bits = key->modulus_len * 8;
+        return key->modulus && key->public_exponent ? 0 : -1;
+    }
+    if (key->key_type == CKK_EC || key->key_type == CKK_EC_EDWARDS) {
+        key->ec_params = s_attr_alloc (self, session, obj, CKA_EC_PARAMS, &key->ec_params_len);
+        if (key->key_type == CKK_EC_EDWARDS)
+            key->bits = key->ec_params ? 256 : 0;
+        else
+            key->bits = key->ec_params ? s_curve_bits (key->ec_params, key->ec_params_len) : 0;
+        if (key->bits && s_ec_public (self, session, key) == 0)
+            return 0;
+        zsys_warning ("pkcs11 %s: EC key '%s' has no public key with its CKA_ID (or an "
+                      "unknown curve); skipped", self->name, key->label ? key->label : "");
+    }
+    return -1;
 }
 
 /*  Fills key from private key object obj; returns -1 to skip the key.  */
 static int
-s_key_read (cs_board_t *self, CK_OBJECT_HANDLE obj, cs_key_info_t *key)
+s_key_read (cs_board_t *self, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE obj, cs_key_info_t *key)
 {
     size_t id_len = 0;
     CK_BBOOL sign = CK_FALSE, decrypt = CK_FALSE;
-    unsigned char *id = s_attr_alloc (self, self->session, obj, CKA_ID, &id_len);
+    unsigned char *id = s_attr_alloc (self, session, obj, CKA_ID, &id_len);
     if (!id || id_len == 0 || id_len > CS_KEY_ID_MAX) {
         free (id);
         return -1;
@@ -263,29 +305,14 @@ s_key_read (cs_board_t *self, CK_OBJECT_HANDLE obj, cs_key_info_t *key)
     key->id_len = id_len;
     free (id);
     size_t label_len;
-    key->label = (char *) s_attr_alloc (self, self->session, obj, CKA_LABEL, &label_len);
-    s_attr_get (self, obj, CKA_SIGN, &sign, sizeof sign);
-    s_attr_get (self, obj, CKA_DECRYPT, &decrypt, sizeof decrypt);
+    key->label = (char *) s_attr_alloc (self, session, obj, CKA_LABEL, &label_len);
+    s_attr_get (self, session, obj, CKA_SIGN, &sign, sizeof sign);
+    s_attr_get (self, session, obj, CKA_DECRYPT, &decrypt, sizeof decrypt);
     key->can_sign = sign == CK_TRUE;
     key->can_decrypt = decrypt == CK_TRUE;
-    if (!s_attr_get (self, obj, CKA_KEY_TYPE, &key->key_type, sizeof key->key_type))
+    if (!s_attr_get (self, session, obj, CKA_KEY_TYPE, &key->key_type, sizeof key->key_type))
         return -1;
-    if (key->key_type == CKK_RSA) {
-        key->modulus = s_attr_alloc (self, self->session, obj, CKA_MODULUS, &key->modulus_len);
-        key->public_exponent = s_attr_alloc (self, self->session, obj, CKA_PUBLIC_EXPONENT,
-                                             &key->public_exponent_len);
-        key->bits = key->modulus_len * 8;
-        return key->modulus && key->public_exponent ? 0 : -1;
-    }
-    if (key->key_type == CKK_EC) {
-        key->ec_params = s_attr_alloc (self, self->session, obj, CKA_EC_PARAMS, &key->ec_params_len);
-        key->bits = key->ec_params ? s_curve_bits (key->ec_params, key->ec_params_len) : 0;
-        if (key->bits && s_ec_public (self, key) == 0)
-            return 0;
-        zsys_warning ("pkcs11 %s: EC key '%s' has no public key with its CKA_ID (or an "
-                      "unknown curve); skipped", self->name, key->label ? key->label : "");
-    }
-    return -1;
+    return s_key_public (self, session, obj, key);
 }
 
 /*  Lists every CKO_PRIVATE_KEY with a CKA_ID into self->keys.  */
@@ -301,26 +328,63 @@ s_read_keys (cs_board_t *self)
         return -1;
     for (CK_ULONG i = 0; i < count; i++) {
         cs_key_info_t *key = &self->keys [self->n_keys];
-        if (s_key_read (self, objs [i], key) == 0)
+        if (s_key_read (self, self->session, objs [i], key) == 0)
             self->n_keys++;
-        else {
-            free (key->label); free (key->modulus); free (key->public_exponent);
-            free (key->ec_params); free (key->ec_point);
-            memset (key, 0, sizeof *key);
-        }
+        else
+            cs_key_info_free_members (key);
     }
     return 0;
 }
 
-/*  Notes which RSA decrypt paths the slot offers, for OAEP routing.  */
+/*  True when the slot has mechanism `type` with all of `flags`.  */
+static bool
+s_has_mech (cs_board_t *self, CK_MECHANISM_TYPE type, CK_FLAGS flags)
+{
+    CK_MECHANISM_INFO info;
+    return self->fl->C_GetMechanismInfo (self->slot, type, &info) == CKR_OK
+        && (info.flags & flags) == flags;
+}
+
+/*  Notes which RSA decrypt paths the slot offers, for OAEP routing, and
+ *  what the board can do with key material and key generation.  */
 static void
 s_probe_mechanisms (cs_board_t *self)
 {
-    CK_MECHANISM_INFO info;
-    self->native_oaep = self->fl->C_GetMechanismInfo (self->slot, CKM_RSA_PKCS_OAEP, &info) == CKR_OK
-                     && (info.flags & CKF_DECRYPT);
-    self->raw_rsa = self->fl->C_GetMechanismInfo (self->slot, CKM_RSA_X_509, &info) == CKR_OK
-                 && (info.flags & CKF_DECRYPT);
+    self->native_oaep = s_has_mech (self, CKM_RSA_PKCS_OAEP, CKF_DECRYPT);
+    self->raw_rsa = s_has_mech (self, CKM_RSA_X_509, CKF_DECRYPT);
+    unsigned usable = (s_has_mech (self, CKM_RSA_PKCS, CKF_SIGN) ? CS_KT_RSA : 0)
+                    | (s_has_mech (self, CKM_ECDSA, CKF_SIGN) ? CS_KT_EC : 0)
+                    | (s_has_mech (self, CKM_EDDSA, CKF_SIGN) ? CS_KT_EC_EDWARDS : 0);
+    unsigned gen = (s_has_mech (self, CKM_RSA_PKCS_KEY_PAIR_GEN, CKF_GENERATE_KEY_PAIR) ? CS_KT_RSA : 0)
+                 | (s_has_mech (self, CKM_EC_KEY_PAIR_GEN, CKF_GENERATE_KEY_PAIR) ? CS_KT_EC : 0)
+                 | (s_has_mech (self, CKM_EC_EDWARDS_KEY_PAIR_GEN, CKF_GENERATE_KEY_PAIR)
+                    ? CS_KT_EC_EDWARDS : 0);
+    self->caps.flags = (self->material && usable ? CS_CAP_KEY_MATERIAL : 0)
+                     | (gen ? CS_CAP_GENERATE_RESIDENT : 0);
+    self->caps.material_types = self->material ? usable : 0;
+    self->caps.generate_types = gen & usable;
+}
+
+/*  Reads key-material (true/false) and cache-size of the board section.  */
+static int
+s_options (cs_board_t *self, zconfig_t *config)
+{
+    const char *material = drv_config_get (config, "key-material", "true");
+    const char *size = drv_config_get (config, "cache-size", NULL);
+    char *end = NULL;
+    long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
+    self->material = streq (material, "true") || streq (material, "yes") || streq (material, "1");
+    if (!self->material && !streq (material, "false") && !streq (material, "no")
+    &&  !streq (material, "0")) {
+        zsys_error ("pkcs11 %s: key-material: must be true or false", self->name);
+        return -1;
+    }
+    if ((size && (end == size || *end)) || value < 1 || value > S_CACHE_MAX) {
+        zsys_error ("pkcs11 %s: cache-size: must be 1..%d", self->name, S_CACHE_MAX);
+        return -1;
+    }
+    self->cache_size = (size_t) value;
+    return 0;
 }
 
 static void s_board_close (cs_board_t **board_p);
@@ -340,13 +404,15 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         zsys_error ("pkcs11 %s: 'module' and 'token' are required", name);
         goto out;
     }
-    if (!(self->module = s_module_get (module)))
+    if (s_options (self, config) || !(self->module = s_module_get (module)))
         goto out;
     self->fl = self->module->fl;
     if (s_find_slot (self, token) || s_login (self, pin_path) || s_read_keys (self))
         goto out;
     s_probe_mechanisms (self);
-    zsys_info ("pkcs11 %s: token '%s' of %s: %zu keys", name, token, module, self->n_keys);
+    zsys_info ("pkcs11 %s: token '%s' of %s: %zu keys%s%s", name, token, module, self->n_keys,
+               self->caps.flags & CS_CAP_KEY_MATERIAL ? ", takes key material" : "",
+               self->caps.flags & CS_CAP_GENERATE_RESIDENT ? ", generates keys" : "");
     *board_p = self;
     self = NULL;
     rc = 0;
@@ -388,10 +454,21 @@ s_mech_add (cs_board_t *self, CK_MECHANISM_TYPE type, CK_MECHANISM_TYPE probe,
         (*count)++;
 }
 
+/*  Adds a key-pair generation mechanism if the slot has it.  */
+static void
+s_mech_add_gen (cs_board_t *self, CK_MECHANISM_TYPE type, cs_mech_info_t *mechs, size_t *count)
+{
+    CK_MECHANISM_INFO info;
+    if (self->fl->C_GetMechanismInfo (self->slot, type, &info) == CKR_OK
+    &&  (info.flags & CKF_GENERATE_KEY_PAIR))
+        mechs [(*count)++] = (cs_mech_info_t) { type, info.ulMinKeySize, info.ulMaxKeySize,
+                                                CKF_GENERATE_KEY_PAIR };
+}
+
 static int
 s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
 {
-    cs_mech_info_t *mechs = calloc (5, sizeof *mechs);
+    cs_mech_info_t *mechs = calloc (9, sizeof *mechs);
     size_t count = 0;
     if (!mechs)
         return -1;
@@ -399,6 +476,10 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
     s_mech_add (self, CKM_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS, mechs, &count);
     s_mech_add (self, CKM_RSA_X_509, CKM_RSA_X_509, mechs, &count);
     s_mech_add (self, CKM_ECDSA, CKM_ECDSA, mechs, &count);
+    s_mech_add (self, CKM_EDDSA, CKM_EDDSA, mechs, &count);
+    s_mech_add_gen (self, CKM_RSA_PKCS_KEY_PAIR_GEN, mechs, &count);
+    s_mech_add_gen (self, CKM_EC_KEY_PAIR_GEN, mechs, &count);
+    s_mech_add_gen (self, CKM_EC_EDWARDS_KEY_PAIR_GEN, mechs, &count);
     if (self->native_oaep || self->raw_rsa)
         s_mech_add (self, CKM_RSA_PKCS_OAEP,
                     self->native_oaep ? CKM_RSA_PKCS_OAEP : CKM_RSA_X_509, mechs, &count);
@@ -437,6 +518,22 @@ s_board_keys (cs_board_t *self, cs_key_info_t **keys_p, size_t *count_p)
     return 0;
 }
 
+static int
+s_capabilities (cs_board_t *self, cs_caps_t *caps)
+{
+    *caps = self->caps;
+    return 0;
+}
+
+/*  Frees a cache entry (its object dies with the session or is destroyed
+ *  by the evicting code).  */
+static void
+s_import_free (s_import_t **self_p)
+{
+    free (*self_p);
+    *self_p = NULL;
+}
+
 static cs_session_t *
 s_session_open (cs_board_t *board)
 {
@@ -445,13 +542,17 @@ s_session_open (cs_board_t *board)
         return NULL;
     self->board = board;
     self->objects = zhashx_new ();
-    CK_RV rv = board->fl->C_OpenSession (board->slot, CKF_SERIAL_SESSION, NULL, NULL, &self->handle);
-    if (rv != CKR_OK || !self->objects) {
+    self->imports = zhashx_new ();
+    CK_RV rv = board->fl->C_OpenSession (board->slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL,
+                                         NULL, &self->handle);
+    if (rv != CKR_OK || !self->objects || !self->imports) {
         zsys_error ("pkcs11 %s: worker C_OpenSession: %s", board->name, cs_rv_name (rv));
         zhashx_destroy (&self->objects);
+        zhashx_destroy (&self->imports);
         free (self);
         return NULL;
     }
+    zhashx_set_destructor (self->imports, (zhashx_destructor_fn *) s_import_free);
     return self;
 }
 
@@ -461,8 +562,9 @@ s_session_close (cs_session_t **session_p)
     cs_session_t *self = session_p ? *session_p : NULL;
     if (!self)
         return;
-    self->board->fl->C_CloseSession (self->handle);
+    self->board->fl->C_CloseSession (self->handle);     /* destroys the session objects */
     zhashx_destroy (&self->objects);
+    zhashx_destroy (&self->imports);
     free (self);
     *session_p = NULL;
 }
@@ -483,6 +585,8 @@ static CK_OBJECT_HANDLE
 s_object (cs_session_t *self, const unsigned char *key_id, size_t key_id_len, bool fresh)
 {
     char hex [2 * CS_KEY_ID_MAX + 1];
+    if (!key_id || key_id_len == 0 || key_id_len > CS_KEY_ID_MAX)
+        return CK_INVALID_HANDLE;
     cs_hex_encode (key_id, key_id_len, hex);
     if (fresh)
         zhashx_delete (self->objects, hex);
@@ -498,6 +602,181 @@ s_object (cs_session_t *self, const unsigned char *key_id, size_t key_id_len, bo
         return CK_INVALID_HANDLE;
     zhashx_insert (self->objects, hex, (void *) (uintptr_t) (obj + 1));
     return obj;
+}
+
+/* ---- key material as session objects --------------------------------- */
+
+/*  One attribute value made from the PKCS#8 key, wiped after import.  */
+typedef struct {
+    CK_ATTRIBUTE_TYPE type;
+    unsigned char *value;
+    size_t len;
+} s_part_t;
+
+#define S_PARTS_MAX 8
+
+/*  Reads big-number parameter `name` of pkey into part (big-endian).  */
+static int
+s_part_bn (EVP_PKEY *pkey, const char *name, CK_ATTRIBUTE_TYPE type, s_part_t *part)
+{
+    BIGNUM *bn = NULL;
+    part->type = type;
+    if (!EVP_PKEY_get_bn_param (pkey, name, &bn))
+        return -1;
+    part->len = (size_t) BN_num_bytes (bn);
+    part->value = OPENSSL_malloc (part->len ? part->len : 1);
+    if (part->value)
+        BN_bn2bin (bn, part->value);
+    BN_clear_free (bn);
+    return part->value ? 0 : -1;
+}
+
+/*  Copies bytes into part.  */
+static int
+s_part_bytes (const unsigned char *data, size_t len, CK_ATTRIBUTE_TYPE type, s_part_t *part)
+{
+    part->type = type;
+    part->len = len;
+    part->value = OPENSSL_memdup (data, len ? len : 1);
+    return part->value ? 0 : -1;
+}
+
+/*  The RSA components of PKCS#11 2.40 §2.1.3 (CKK_RSA private key).  */
+static int
+s_parts_rsa (EVP_PKEY *pkey, s_part_t *parts, size_t *n)
+{
+    static const struct { const char *name; CK_ATTRIBUTE_TYPE type; } map [] = {
+        { OSSL_PKEY_PARAM_RSA_N, CKA_MODULUS }, { OSSL_PKEY_PARAM_RSA_E, CKA_PUBLIC_EXPONENT },
+        { OSSL_PKEY_PARAM_RSA_D, CKA_PRIVATE_EXPONENT }, { OSSL_PKEY_PARAM_RSA_FACTOR1, CKA_PRIME_1 },
+        { OSSL_PKEY_PARAM_RSA_FACTOR2, CKA_PRIME_2 }, { OSSL_PKEY_PARAM_RSA_EXPONENT1, CKA_EXPONENT_1 },
+        { OSSL_PKEY_PARAM_RSA_EXPONENT2, CKA_EXPONENT_2 },
+        { OSSL_PKEY_PARAM_RSA_COEFFICIENT1, CKA_COEFFICIENT },
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map [0]; i++)
+        if (s_part_bn (pkey, map [i].name, map [i].type, &parts [(*n)++]))
+            return -1;
+    return 0;
+}
+
+/*  EC (§2.3.4: CKA_EC_PARAMS, CKA_VALUE = d) or EdDSA (3.0 §2.3.8: the raw
+ *  private key as CKA_VALUE) components.  */
+static int
+s_parts_curve (EVP_PKEY *pkey, CK_KEY_TYPE type, s_part_t *parts, size_t *n)
+{
+    cs_key_info_t info = { 0 };
+    int rc = drv_key_info_from_pkey (pkey, &info);
+    if (rc == 0)
+        rc = s_part_bytes (info.ec_params, info.ec_params_len, CKA_EC_PARAMS, &parts [(*n)++]);
+    cs_key_info_free_members (&info);
+    if (rc)
+        return -1;
+    if (type == CKK_EC) {
+        if (s_part_bn (pkey, OSSL_PKEY_PARAM_PRIV_KEY, CKA_VALUE, &parts [*n]))
+            return -1;
+        (*n)++;
+        return 0;
+    }
+    unsigned char raw [64];
+    size_t raw_len = sizeof raw;
+    rc = EVP_PKEY_get_raw_private_key (pkey, raw, &raw_len) ? 0 : -1;
+    if (rc == 0)
+        rc = s_part_bytes (raw, raw_len, CKA_VALUE, &parts [(*n)++]);
+    OPENSSL_cleanse (raw, sizeof raw);
+    return rc;
+}
+
+static void
+s_parts_free (s_part_t *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        OPENSSL_clear_free (parts [i].value, parts [i].len ? parts [i].len : 1);
+}
+
+/*  Imports key material as a session object: sensitive, not extractable,
+ *  never on the token.  Sets *k_p to the RSA modulus bytes (0 for curves).
+ *  Returns CKR_OK, CKR_KEY_HANDLE_INVALID (unparsable DER) or the board's rv.  */
+static CK_RV
+s_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *k_p)
+{
+    EVP_PKEY *pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
+    CK_KEY_TYPE type = pkey ? drv_evp_key_type (pkey) : CKK_VENDOR_DEFINED;
+    if (!pkey || !(cs_kt_bit (type) & self->board->caps.material_types)) {
+        EVP_PKEY_free (pkey);
+        return CKR_KEY_HANDLE_INVALID;
+    }
+    s_part_t parts [S_PARTS_MAX] = { { 0 } };
+    size_t n = 0;
+    int rc = type == CKK_RSA ? s_parts_rsa (pkey, parts, &n) : s_parts_curve (pkey, type, parts, &n);
+    *k_p = type == CKK_RSA ? (size_t) EVP_PKEY_get_size (pkey) : 0;
+    EVP_PKEY_free (pkey);
+    CK_OBJECT_CLASS cls = CKO_PRIVATE_KEY;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE, decrypt = type == CKK_RSA ? CK_TRUE : CK_FALSE;
+    CK_ATTRIBUTE tmpl [8 + S_PARTS_MAX] = {
+        { CKA_CLASS, &cls, sizeof cls }, { CKA_KEY_TYPE, &type, sizeof type },
+        { CKA_TOKEN, &no, sizeof no }, { CKA_PRIVATE, &yes, sizeof yes },
+        { CKA_SENSITIVE, &yes, sizeof yes }, { CKA_EXTRACTABLE, &no, sizeof no },
+        { CKA_SIGN, &yes, sizeof yes }, { CKA_DECRYPT, &decrypt, sizeof decrypt },
+    };
+    for (size_t i = 0; i < n; i++)
+        tmpl [8 + i] = (CK_ATTRIBUTE) { parts [i].type, parts [i].value, parts [i].len };
+    CK_RV rv = rc ? CKR_KEY_HANDLE_INVALID
+             : self->board->fl->C_CreateObject (self->handle, tmpl, 8 + n, obj_p);
+    s_parts_free (parts, n);
+    if (rv != CKR_OK && rc == 0)
+        zsys_warning ("pkcs11 %s: cannot import a key as a session object: %s",
+                      self->board->name, cs_rv_name (rv));
+    return rv;
+}
+
+/*  Evicts the least recently used imported key, destroying its object.  */
+static void
+s_import_evict (cs_session_t *self)
+{
+    const char *oldest = NULL;
+    s_import_t *victim = NULL;
+    for (s_import_t *e = zhashx_first (self->imports); e; e = zhashx_next (self->imports))
+        if (!victim || e->used < victim->used) {
+            victim = e;
+            oldest = zhashx_cursor (self->imports);
+        }
+    if (!victim)
+        return;
+    self->board->fl->C_DestroyObject (self->handle, victim->handle);
+    char *copy = strdup (oldest);
+    if (copy)
+        zhashx_delete (self->imports, copy);
+    free (copy);
+}
+
+/*  Returns the session object of a keystore key, importing it on a miss.  */
+static CK_RV
+s_import_cached (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *k_p)
+{
+    unsigned char digest [SHA256_DIGEST_LENGTH];
+    SHA256 (key->pkcs8, key->pkcs8_len, digest);
+    s_import_t *entry = zhashx_lookup (self->imports, key->ref);
+    if (entry && CRYPTO_memcmp (entry->digest, digest, sizeof digest) == 0) {
+        entry->used = ++self->tick;
+        *obj_p = entry->handle;
+        *k_p = entry->k;
+        return CKR_OK;
+    }
+    if (entry) {
+        self->board->fl->C_DestroyObject (self->handle, entry->handle);
+        zhashx_delete (self->imports, key->ref);
+    }
+    CK_RV rv = s_import (self, key, obj_p, k_p);
+    if (rv != CKR_OK)
+        return rv;
+    while (zhashx_size (self->imports) >= self->board->cache_size)
+        s_import_evict (self);
+    if (!(entry = calloc (1, sizeof *entry)))
+        return CKR_OK;                      /* used uncached: destroyed with the session */
+    *entry = (s_import_t) { *obj_p, *k_p, { 0 }, ++self->tick };
+    memcpy (entry->digest, digest, sizeof digest);
+    if (zhashx_insert (self->imports, key->ref, entry))
+        free (entry);
+    return CKR_OK;
 }
 
 /*  Runs C_XxxInit + C_Xxx once; `sign` picks C_Sign over C_Decrypt.  */
@@ -525,67 +804,36 @@ s_run (cs_session_t *self, CK_OBJECT_HANDLE obj, CK_MECHANISM *mech, bool sign,
     return rv;
 }
 
-/*  Runs one operation on key_id, re-finding the key once if its cached
- *  handle went stale (a token re-imported the key).  */
-static CK_RV
-s_run_key (cs_session_t *self, const unsigned char *key_id, size_t key_id_len,
-           CK_MECHANISM *mech, bool sign, const unsigned char *in, size_t in_len,
-           unsigned char *out, size_t *out_len)
-{
-    CK_RV rv = CKR_KEY_HANDLE_INVALID;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        CK_OBJECT_HANDLE obj = s_object (self, key_id, key_id_len, attempt > 0);
-        if (obj == CK_INVALID_HANDLE)
-            return CKR_KEY_HANDLE_INVALID;
-        rv = s_run (self, obj, mech, sign, in, in_len, out, out_len);
-        if (rv != CKR_OBJECT_HANDLE_INVALID && rv != CKR_KEY_HANDLE_INVALID)
-            break;
-    }
-    return rv;
-}
-
-static CK_RV
-s_sign (cs_session_t *self, const unsigned char *key_id, size_t key_id_len,
-        const cs_mech_t *mech, const unsigned char *in, size_t in_len,
-        unsigned char *out, size_t *out_len)
-{
-    CK_RSA_PKCS_PSS_PARAMS pss = { mech->hash, mech->mgf, mech->salt_len };
-    CK_MECHANISM m = { mech->type, NULL, 0 };
-    if (mech->type == CKM_RSA_PKCS_PSS) {
-        m.pParameter = &pss;
-        m.ulParameterLen = sizeof pss;
-    }
-    else
-    if (mech->type != CKM_RSA_PKCS && mech->type != CKM_ECDSA && mech->type != CKM_RSA_X_509)
-        return CKR_MECHANISM_INVALID;
-    return s_run_key (self, key_id, key_id_len, &m, true, in, in_len, out, out_len);
-}
+/*  An operation to run on a key: the mechanism, the data and, for OAEP
+ *  without native support, the raw decrypt plus OpenSSL unpadding.  */
+typedef struct {
+    CK_MECHANISM mech;
+    bool sign;
+    bool oaep_raw;                  /* run CKM_RSA_X_509 and unpad with `oaep` */
+    const cs_mech_t *oaep;
+    const unsigned char *in;
+    size_t in_len;
+    unsigned char *out;
+    size_t *out_len;
+} s_op_t;
 
 /*  OAEP that the board cannot do natively: raw RSA on the board, then
  *  OpenSSL removes the padding.  The raw block is left-padded to k bytes.  */
 static CK_RV
-s_decrypt_oaep_raw (cs_session_t *self, const unsigned char *key_id, size_t key_id_len,
-                    const cs_mech_t *mech, const unsigned char *in, size_t in_len,
-                    unsigned char *out, size_t *out_len)
+s_run_oaep_raw (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t k, const s_op_t *op)
 {
-    const cs_key_info_t *key = s_key_info (self->board, key_id, key_id_len);
-    if (!key)
-        return CKR_KEY_HANDLE_INVALID;
-    if (key->key_type != CKK_RSA)
-        return CKR_KEY_TYPE_INCONSISTENT;
-    size_t k = key->modulus_len;
-    if (in_len != k || k > 1024)
+    if (op->in_len != k || k == 0 || k > 1024)
         return CKR_ENCRYPTED_DATA_LEN_RANGE;
     unsigned char raw [1024], em [1024];
     size_t raw_len = sizeof raw;
     CK_MECHANISM m = { CKM_RSA_X_509, NULL, 0 };
-    CK_RV rv = s_run_key (self, key_id, key_id_len, &m, false, in, in_len, raw, &raw_len);
+    CK_RV rv = s_run (self, obj, &m, false, op->in, op->in_len, raw, &raw_len);
     if (rv == CKR_OK && raw_len > k)
         rv = CKR_ENCRYPTED_DATA_INVALID;
     if (rv == CKR_OK) {
         memset (em, 0, k - raw_len);
         memcpy (em + k - raw_len, raw, raw_len);
-        rv = drv_oaep_unpad (em, k, mech, out, out_len);
+        rv = drv_oaep_unpad (em, k, op->oaep, op->out, op->out_len);
     }
     OPENSSL_cleanse (raw, sizeof raw);
     OPENSSL_cleanse (em, sizeof em);
@@ -593,27 +841,210 @@ s_decrypt_oaep_raw (cs_session_t *self, const unsigned char *key_id, size_t key_
 }
 
 static CK_RV
-s_decrypt (cs_session_t *self, const unsigned char *key_id, size_t key_id_len,
-           const cs_mech_t *mech, const unsigned char *in, size_t in_len,
-           unsigned char *out, size_t *out_len)
+s_run_op (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t k, s_op_t *op)
 {
-    CK_MECHANISM m = { mech->type, NULL, 0 };
+    if (op->oaep_raw)
+        return s_run_oaep_raw (self, obj, k, op);
+    return s_run (self, obj, &op->mech, op->sign, op->in, op->in_len, op->out, op->out_len);
+}
+
+/*  Runs op on a resident key, re-finding the key once if its cached handle
+ *  went stale (a token re-imported the key).  */
+static CK_RV
+s_run_resident (cs_session_t *self, const cs_key_t *key, s_op_t *op)
+{
+    const cs_key_info_t *info = s_key_info (self->board, key->id, key->id_len);
+    CK_RV rv = CKR_KEY_HANDLE_INVALID;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        CK_OBJECT_HANDLE obj = s_object (self, key->id, key->id_len, attempt > 0);
+        if (obj == CK_INVALID_HANDLE)
+            return CKR_KEY_HANDLE_INVALID;
+        size_t k = info && info->key_type == CKK_RSA ? info->modulus_len : 0;
+        if (op->oaep_raw && !info) {        /* generated after open: ask the object */
+            unsigned char *modulus = s_attr_alloc (self->board, self->handle, obj, CKA_MODULUS, &k);
+            free (modulus);
+            if (!modulus)
+                k = 0;
+        }
+        if (op->oaep_raw && !k)
+            return CKR_KEY_TYPE_INCONSISTENT;
+        rv = s_run_op (self, obj, k, op);
+        if (rv != CKR_OBJECT_HANDLE_INVALID && rv != CKR_KEY_HANDLE_INVALID)
+            break;
+    }
+    return rv;
+}
+
+/*  Runs op on key material: a cached session object for a keystore key, a
+ *  throw-away one for a per-request key.  */
+static CK_RV
+s_run_material (cs_session_t *self, const cs_key_t *key, s_op_t *op)
+{
+    CK_OBJECT_HANDLE obj = CK_INVALID_HANDLE;
+    size_t k = 0;
+    bool cached = key->ref && *key->ref;
+    if (!(self->board->caps.flags & CS_CAP_KEY_MATERIAL))
+        return CKR_KEY_HANDLE_INVALID;
+    CK_RV rv = cached ? s_import_cached (self, key, &obj, &k) : s_import (self, key, &obj, &k);
+    if (rv != CKR_OK)
+        return rv;
+    rv = op->oaep_raw && !k ? CKR_KEY_TYPE_INCONSISTENT : s_run_op (self, obj, k, op);
+    if (!cached)
+        self->board->fl->C_DestroyObject (self->handle, obj);
+    return rv;
+}
+
+static CK_RV
+s_run_key (cs_session_t *self, const cs_key_t *key, s_op_t *op)
+{
+    if (key->pkcs8 && key->pkcs8_len)
+        return s_run_material (self, key, op);
+    return s_run_resident (self, key, op);
+}
+
+static CK_RV
+s_sign (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
+        const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
+{
+    CK_RSA_PKCS_PSS_PARAMS pss = { mech->hash, mech->mgf, mech->salt_len };
+    s_op_t op = { { mech->type, NULL, 0 }, true, false, NULL, in, in_len, out, out_len };
+    if (mech->type == CKM_RSA_PKCS_PSS) {
+        op.mech.pParameter = &pss;
+        op.mech.ulParameterLen = sizeof pss;
+    }
+    else
+    if (mech->type != CKM_RSA_PKCS && mech->type != CKM_ECDSA && mech->type != CKM_RSA_X_509
+    &&  mech->type != CKM_EDDSA)
+        return CKR_MECHANISM_INVALID;
+    return s_run_key (self, key, &op);
+}
+
+static CK_RV
+s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
+           const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
+{
+    CK_RSA_PKCS_OAEP_PARAMS oaep = { CKM_SHA_1, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0 };
+    s_op_t op = { { mech->type, NULL, 0 }, false, false, mech, in, in_len, out, out_len };
     if (mech->type == CKM_RSA_PKCS)
-        return s_run_key (self, key_id, key_id_len, &m, false, in, in_len, out, out_len);
+        return s_run_key (self, key, &op);
     if (mech->type != CKM_RSA_PKCS_OAEP)
         return CKR_MECHANISM_INVALID;
     if (!drv_md_from_ckm (mech->hash) || !drv_md_from_mgf (mech->mgf))
         return CKR_MECHANISM_PARAM_INVALID;
     bool sha1_plain = mech->hash == CKM_SHA_1 && mech->mgf == CKG_MGF1_SHA1 && mech->label_len == 0;
     if (sha1_plain && self->board->native_oaep) {
-        CK_RSA_PKCS_OAEP_PARAMS oaep = { CKM_SHA_1, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0 };
-        m.pParameter = &oaep;
-        m.ulParameterLen = sizeof oaep;
-        return s_run_key (self, key_id, key_id_len, &m, false, in, in_len, out, out_len);
+        op.mech.pParameter = &oaep;
+        op.mech.ulParameterLen = sizeof oaep;
+        return s_run_key (self, key, &op);
     }
     if (!self->board->raw_rsa)
         return CKR_MECHANISM_PARAM_INVALID;
-    return s_decrypt_oaep_raw (self, key_id, key_id_len, mech, in, in_len, out, out_len);
+    op.oaep_raw = true;
+    return s_run_key (self, key, &op);
+}
+
+/* ---- resident keys: generation and destruction ----------------------- */
+
+/*  The public template of a resident key pair generation.  */
+static CK_ULONG
+s_gen_public (const cs_keygen_t *gen, CK_ATTRIBUTE *t, CK_BBOOL *yes, CK_ULONG *bits)
+{
+    static const unsigned char f4 [] = { 0x01, 0x00, 0x01 };
+    CK_ULONG n = 0;
+    t [n++] = (CK_ATTRIBUTE) { CKA_TOKEN, yes, sizeof *yes };
+    t [n++] = (CK_ATTRIBUTE) { CKA_VERIFY, yes, sizeof *yes };
+    t [n++] = (CK_ATTRIBUTE) { CKA_ID, (void *) gen->id, gen->id_len };
+    if (gen->label)
+        t [n++] = (CK_ATTRIBUTE) { CKA_LABEL, (void *) gen->label, strlen (gen->label) };
+    if (gen->mechanism == CKM_RSA_PKCS_KEY_PAIR_GEN) {
+        *bits = gen->modulus_bits;
+        t [n++] = (CK_ATTRIBUTE) { CKA_ENCRYPT, yes, sizeof *yes };
+        t [n++] = (CK_ATTRIBUTE) { CKA_MODULUS_BITS, bits, sizeof *bits };
+        t [n++] = gen->public_exponent_len
+                ? (CK_ATTRIBUTE) { CKA_PUBLIC_EXPONENT, (void *) gen->public_exponent,
+                                   gen->public_exponent_len }
+                : (CK_ATTRIBUTE) { CKA_PUBLIC_EXPONENT, (void *) f4, sizeof f4 };
+    }
+    else
+        t [n++] = (CK_ATTRIBUTE) { CKA_EC_PARAMS, (void *) gen->ec_params, gen->ec_params_len };
+    return n;
+}
+
+/*  The private template: a token key, private, sensitive, never extractable.  */
+static CK_ULONG
+s_gen_private (const cs_keygen_t *gen, CK_ATTRIBUTE *t, CK_BBOOL *yes, CK_BBOOL *no,
+               CK_BBOOL *sign, CK_BBOOL *decrypt)
+{
+    CK_ULONG n = 0;
+    *sign = gen->can_sign ? CK_TRUE : CK_FALSE;
+    *decrypt = gen->can_decrypt && gen->mechanism == CKM_RSA_PKCS_KEY_PAIR_GEN ? CK_TRUE : CK_FALSE;
+    t [n++] = (CK_ATTRIBUTE) { CKA_TOKEN, yes, sizeof *yes };
+    t [n++] = (CK_ATTRIBUTE) { CKA_PRIVATE, yes, sizeof *yes };
+    t [n++] = (CK_ATTRIBUTE) { CKA_SENSITIVE, yes, sizeof *yes };
+    t [n++] = (CK_ATTRIBUTE) { CKA_EXTRACTABLE, no, sizeof *no };
+    t [n++] = (CK_ATTRIBUTE) { CKA_SIGN, sign, sizeof *sign };
+    t [n++] = (CK_ATTRIBUTE) { CKA_ID, (void *) gen->id, gen->id_len };
+    if (gen->label)
+        t [n++] = (CK_ATTRIBUTE) { CKA_LABEL, (void *) gen->label, strlen (gen->label) };
+    if (gen->mechanism == CKM_RSA_PKCS_KEY_PAIR_GEN)
+        t [n++] = (CK_ATTRIBUTE) { CKA_DECRYPT, decrypt, sizeof *decrypt };
+    return n;
+}
+
+static CK_RV
+s_generate_resident (cs_session_t *self, const cs_keygen_t *gen, cs_key_info_t *info)
+{
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE, sign, decrypt;
+    CK_ULONG bits = 0;
+    CK_ATTRIBUTE pub [8], priv [8];
+    CK_MECHANISM mech = { gen->mechanism, NULL, 0 };
+    CK_OBJECT_HANDLE pub_obj, priv_obj;
+    if (!gen->id || gen->id_len == 0 || gen->id_len > CS_KEY_ID_MAX)
+        return CKR_ARGUMENTS_BAD;
+    if (gen->mechanism != CKM_RSA_PKCS_KEY_PAIR_GEN && gen->mechanism != CKM_EC_KEY_PAIR_GEN
+    &&  gen->mechanism != CKM_EC_EDWARDS_KEY_PAIR_GEN)
+        return CKR_MECHANISM_INVALID;
+    CK_ULONG n_pub = s_gen_public (gen, pub, &yes, &bits);
+    CK_ULONG n_priv = s_gen_private (gen, priv, &yes, &no, &sign, &decrypt);
+    CK_RV rv = self->board->fl->C_GenerateKeyPair (self->handle, &mech, pub, n_pub, priv, n_priv,
+                                                   &pub_obj, &priv_obj);
+    if (rv != CKR_OK) {
+        zsys_warning ("pkcs11 %s: C_GenerateKeyPair: %s", self->board->name, cs_rv_name (rv));
+        return rv;
+    }
+    memset (info, 0, sizeof *info);
+    if (s_key_read (self->board, self->handle, priv_obj, info) == 0)
+        return CKR_OK;
+    cs_key_info_free_members (info);
+    self->board->fl->C_DestroyObject (self->handle, priv_obj);
+    self->board->fl->C_DestroyObject (self->handle, pub_obj);
+    return CKR_DEVICE_ERROR;
+}
+
+static CK_RV
+s_destroy_resident (cs_session_t *self, const unsigned char *id, size_t id_len)
+{
+    CK_ATTRIBUTE tmpl [] = { { CKA_ID, (void *) id, id_len } };
+    CK_OBJECT_HANDLE objs [16];
+    CK_RV rv = CKR_OK;
+    if (!id || id_len == 0 || id_len > CS_KEY_ID_MAX)
+        return CKR_ARGUMENTS_BAD;
+    CK_ULONG count = s_find (self->board, self->handle, tmpl, 1, objs, 16);
+    for (CK_ULONG i = 0; i < count; i++) {
+        CK_RV one = self->board->fl->C_DestroyObject (self->handle, objs [i]);
+        if (one != CKR_OK)
+            rv = one;
+    }
+    char hex [2 * CS_KEY_ID_MAX + 1];
+    cs_hex_encode (id, id_len, hex);
+    zhashx_delete (self->objects, hex);
+    return rv;
+}
+
+static size_t
+s_session_cached (cs_session_t *self)
+{
+    return zhashx_size (self->imports);
 }
 
 static const cs_driver_dispatch_t s_dispatch [] = {
@@ -623,8 +1054,12 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_BOARD_KEYS, (cs_driver_fn_t) s_board_keys },
     { CS_DRV_SESSION_OPEN, (cs_driver_fn_t) s_session_open },
     { CS_DRV_SESSION_CLOSE, (cs_driver_fn_t) s_session_close },
-    { CS_DRV_SIGN, (cs_driver_fn_t) s_sign },
-    { CS_DRV_DECRYPT, (cs_driver_fn_t) s_decrypt },
+    { CS_DRV_CAPABILITIES, (cs_driver_fn_t) s_capabilities },
+    { CS_DRV_SIGN_KEY, (cs_driver_fn_t) s_sign },
+    { CS_DRV_DECRYPT_KEY, (cs_driver_fn_t) s_decrypt },
+    { CS_DRV_GENERATE_RESIDENT, (cs_driver_fn_t) s_generate_resident },
+    { CS_DRV_DESTROY_RESIDENT, (cs_driver_fn_t) s_destroy_resident },
+    { CS_DRV_SESSION_CACHED, (cs_driver_fn_t) s_session_cached },
     { 0, NULL }
 };
 

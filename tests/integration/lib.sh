@@ -58,8 +58,10 @@ cs_cleanup () {
     exit "$rc"
 }
 
-# cs_setup: a fresh deployment in $WORK with the built binaries; sources its
-# env.sh.  Needs the module, broker and drivers built (make check builds them).
+# cs_setup [demo-deploy options...]: a fresh deployment in $WORK with the
+# built binaries (extra options, e.g. --tenant NAME, go to demo-deploy.sh);
+# sources its env.sh.  Needs the module, broker and drivers built (make check
+# builds them).
 cs_setup () {
     cs_require pkcs11-tool softhsm2-util openssl
     local need
@@ -71,7 +73,7 @@ cs_setup () {
     trap cs_cleanup EXIT
     rm -rf "$WORK"
     mkdir -p "$WORK"
-    "$CS_DEPLOY" "$WORK" --endpoint 'tcp://127.0.0.1:*' || cs_fail "demo-deploy.sh failed"
+    "$CS_DEPLOY" "$WORK" --endpoint 'tcp://127.0.0.1:*' "$@" || cs_fail "demo-deploy.sh failed"
     # shellcheck disable=SC1091
     . "$WORK/env.sh"
     P11="pkcs11-tool --module $CRYPTOSERVER_MODULE --token-label $CRYPTOSERVER_TOKEN"
@@ -122,4 +124,90 @@ cs_run_bounded () {
     local seconds=$1 out=$2
     shift 2
     timeout --kill-after=5 "$seconds" "$@" >"$out" 2>&1
+}
+
+# ---- keystore tests (keys-*.sh) ----------------------------------------------
+
+CS_KEYS_PY=$top_srcdir/tests/integration/keys-lib.py
+CS_BROKER=$top_builddir/broker/cryptoserver-broker
+
+# cs_p11_as CLIENT ARGS...: pkcs11-tool through the module as client CLIENT
+# (DIR/clients/CLIENT/client.conf) on the token of the same name (the
+# tenant; demo-deploy.sh --tenant makes client NAME for tenant NAME).
+cs_p11_as () {
+    local client=$1
+    shift
+    CRYPTOSERVER_CONF=$WORK/clients/$client/client.conf \
+        pkcs11-tool --module "$CRYPTOSERVER_MODULE" --token-label "$client" "$@"
+}
+
+# cs_pubkey_pem P11CMD ID OUT.pem: the public key with CKA_ID ID as PEM
+# (pkcs11-tool 0.23 writes DER for RSA/EC and PEM for Ed25519; for an EC
+# point whose X starts with zero bytes its --read-object fails with "cannot
+# create EVP_PKEY", so EC keys fall back to CKA_EC_PARAMS/CKA_EC_POINT of -O).
+cs_pubkey_pem () {
+    local p11=$1 id=$2 out=$3
+    if ! $p11 --read-object --type pubkey --id "$id" -o "$out.raw" >/dev/null 2>&1; then
+        local fields
+        fields=$($p11 -O --type pubkey 2>/dev/null | awk -v id="$id" '
+            /^[A-Z].*Object/ { point = ""; params = "" }
+            /EC_POINT:/ { point = $2 }
+            /EC_PARAMS:/ { params = $2 }
+            /^ *ID:/ && $2 == id && point != "" { print params, point; exit }')
+        # shellcheck disable=SC2086
+        [ -n "${fields// /}" ] && python3 "$CS_KEYS_PY" ec-pem $fields "$out" 2>/dev/null
+        return
+    fi
+    if head -c 11 "$out.raw" | grep -q -- '-----BEGIN'; then
+        mv "$out.raw" "$out"
+    else
+        openssl pkey -pubin -inform DER -in "$out.raw" -out "$out" 2>/dev/null || return 1
+        rm -f "$out.raw"
+    fi
+}
+
+# cs_sign_verify P11CMD ID KIND PUB.pem WORKDIR: signs a fresh message with
+# the key CKA_ID ID (KIND rsa: SHA256-RSA-PKCS, ec: ECDSA-SHA256, ed: EDDSA)
+# and verifies the signature with openssl.  Returns 1 (with output) when
+# either fails.
+cs_sign_verify () {
+    local p11=$1 id=$2 kind=$3 pub=$4 tmp=$5
+    head -c 300 /dev/urandom > "$tmp/msg.bin"
+    rm -f "$tmp/sig.bin"
+    case $kind in
+        rsa) $p11 --login --pin "$CRYPTOSERVER_PIN" --sign --id "$id" --mechanism SHA256-RSA-PKCS \
+                 -i "$tmp/msg.bin" -o "$tmp/sig.bin" > "$tmp/sign.log" 2>&1 \
+             && openssl dgst -sha256 -verify "$pub" -signature "$tmp/sig.bin" "$tmp/msg.bin" \
+                 >> "$tmp/sign.log" 2>&1 ;;
+        ec)  $p11 --login --pin "$CRYPTOSERVER_PIN" --sign --id "$id" --mechanism ECDSA-SHA256 \
+                 --signature-format openssl -i "$tmp/msg.bin" -o "$tmp/sig.bin" > "$tmp/sign.log" 2>&1 \
+             && openssl dgst -sha256 -verify "$pub" -signature "$tmp/sig.bin" "$tmp/msg.bin" \
+                 >> "$tmp/sign.log" 2>&1 ;;
+        ed)  $p11 --login --pin "$CRYPTOSERVER_PIN" --sign --id "$id" --mechanism EDDSA \
+                 -i "$tmp/msg.bin" -o "$tmp/sig.bin" > "$tmp/sign.log" 2>&1 \
+             && openssl pkeyutl -verify -pubin -inkey "$pub" -rawin -in "$tmp/msg.bin" \
+                 -sigfile "$tmp/sig.bin" >> "$tmp/sign.log" 2>&1 ;;
+        *) return 1 ;;
+    esac || { cat "$tmp/sign.log"; return 1; }
+}
+
+# cs_no_secret_in KEY.pem FILE...: fails the test when any FILE holds a
+# 16-byte window of the private numbers of KEY.pem (RSA d, p, q, dP, dQ,
+# qInv; the EC or Ed25519 private scalar).
+cs_no_secret_in () {
+    local key=$1
+    shift
+    python3 "$CS_KEYS_PY" scan "$key" "$@" || cs_fail "a private key window of $key is on disk or in a log"
+}
+
+# cs_keystore_rows TENANT: how many keys the tenant has in the keystore.
+cs_keystore_rows () {
+    "$CS_ADMIN" key list --dir "$WORK" --tenant "$1" | awk 'NR > 1' | wc -l
+}
+
+# cs_kill9: kills the broker with SIGKILL and waits (bounded) until it is gone.
+cs_kill9 () {
+    kill -KILL "$CRYPTOSERVER_BROKER_PID" 2>/dev/null || true
+    cs_wait_until 10 eval '! cs_broker_alive' || cs_fail "the broker survived kill -9"
+    rm -f "$WORK/broker.pid"
 }

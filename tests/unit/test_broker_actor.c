@@ -12,7 +12,7 @@ static EVP_PKEY *s_key;
 static broker_config_t *s_config;
 static server_t *s_server;
 static zsock_t *s_client;
-static const uint8_t s_key_id [] = { 0x01 };
+static const uint8_t s_key_id [] = "board:01";   /* KeyInfo.ref of the resident key */
 
 static void
 s_setup (void)
@@ -20,13 +20,14 @@ s_setup (void)
     s_dir = th_tmpdir ();
     s_key = th_key_pem (s_dir, "key.pem", 2048);
     th_certs (s_dir, "alice", "demo");
+    th_keystore (s_dir);
     char *head = th_conf_head (true), *conf = NULL;
     ck_assert_int_ge (asprintf (&conf, "%s"
         "drivers\n"
         "    sim0\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
-        "        latency-ms = 4\n        threads = 2\n"
+        "        latency-ms = 4\n        threads = 2\n        tenant = demo\n"
         "    sim1\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
-        "        latency-ms = 4\n        threads = 2\n", head), 0);
+        "        latency-ms = 4\n        threads = 2\n        tenant = demo\n", head), 0);
     th_write (s_dir, "broker.conf", conf);
     free (head);
     free (conf);
@@ -67,7 +68,7 @@ START_TEST (test_batch_of_50_signs)
         char msg [32];
         snprintf (msg, sizeof msg, "message %zu", i);
         th_digest_info (msg, di [i]);
-        th_job_crypto (req->jobs [i], true, s_key_id, 1, CKM_RSA_PKCS, di [i], 51);
+        th_job_crypto (req->jobs [i], true, s_key_id, 8, CKM_RSA_PKCS, di [i], 51);
     }
     Cs__Reply *reply = th_call (s_client, req);
     ck_assert_uint_eq (reply->rv, CKR_OK);
@@ -108,13 +109,13 @@ START_TEST (test_pss_and_decrypt)
     ct3 [100] ^= 1;
     Cs__Request *req = th_request (4, 43);
     req->ticket = (ProtobufCBinaryData) { ticket_len, ticket };
-    Cs__Mechanism *pss = th_job_crypto (req->jobs [0], true, s_key_id, 1, CKM_RSA_PKCS_PSS, digest, 32);
+    Cs__Mechanism *pss = th_job_crypto (req->jobs [0], true, s_key_id, 8, CKM_RSA_PKCS_PSS, digest, 32);
     pss->hash = CKM_SHA256; pss->mgf = CKG_MGF1_SHA256; pss->salt_len = 32;
-    th_job_crypto (req->jobs [1], false, s_key_id, 1, CKM_RSA_PKCS, ct1, len1);
-    Cs__Mechanism *oaep = th_job_crypto (req->jobs [2], false, s_key_id, 1, CKM_RSA_PKCS_OAEP, ct2, len2);
+    th_job_crypto (req->jobs [1], false, s_key_id, 8, CKM_RSA_PKCS, ct1, len1);
+    Cs__Mechanism *oaep = th_job_crypto (req->jobs [2], false, s_key_id, 8, CKM_RSA_PKCS_OAEP, ct2, len2);
     oaep->hash = CKM_SHA256; oaep->mgf = CKG_MGF1_SHA256;
     oaep->oaep_label = (ProtobufCBinaryData) { 3, (uint8_t *) "lbl" };
-    Cs__Mechanism *bad = th_job_crypto (req->jobs [3], false, s_key_id, 1, CKM_RSA_PKCS_OAEP, ct3, len2);
+    Cs__Mechanism *bad = th_job_crypto (req->jobs [3], false, s_key_id, 8, CKM_RSA_PKCS_OAEP, ct3, len2);
     bad->hash = CKM_SHA256; bad->mgf = CKG_MGF1_SHA256;
     bad->oaep_label = (ProtobufCBinaryData) { 3, (uint8_t *) "lbl" };
     Cs__Reply *reply = th_call (s_client, req);
@@ -148,7 +149,7 @@ START_TEST (test_sign_without_ticket)
     uint8_t di [51];
     th_digest_info ("x", di);
     Cs__Request *req = th_request (2, 44);
-    th_job_crypto (req->jobs [0], true, s_key_id, 1, CKM_RSA_PKCS, di, 51);
+    th_job_crypto (req->jobs [0], true, s_key_id, 8, CKM_RSA_PKCS, di, 51);
     th_job_hello (req->jobs [1]);
     Cs__Reply *reply = th_call (s_client, req);
     ck_assert_uint_eq (reply->rv, CKR_OK);
@@ -171,11 +172,11 @@ START_TEST (test_unknown_key)
     size_t ticket_len = 0;
     uint64_t rv = 0;
     uint8_t *ticket = th_login (s_client, "1234", &ticket_len, &rv);
-    uint8_t di [51], other [] = { 0x99 };
+    uint8_t di [51], other [] = "board:99";
     th_digest_info ("x", di);
     Cs__Request *req = th_request (1, 46);
     req->ticket = (ProtobufCBinaryData) { ticket_len, ticket };
-    th_job_crypto (req->jobs [0], true, other, 1, CKM_RSA_PKCS, di, 51);
+    th_job_crypto (req->jobs [0], true, other, 8, CKM_RSA_PKCS, di, 51);
     Cs__Reply *reply = th_call (s_client, req);
     ck_assert_uint_eq (reply->results [0]->rv, CKR_KEY_HANDLE_INVALID);
     cs__reply__free_unpacked (reply, NULL);

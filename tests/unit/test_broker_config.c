@@ -45,6 +45,7 @@ static const char *s_drivers =
     "drivers\n"
     "    board0\n        type = pkcs11\n        module = /usr/lib/softhsm/libsofthsm2.so\n"
     "        token = board0\n        pin-file = board.pin\n        threads = 4\n"
+    "        tenant = demo\n"
     "    sim\n        type = sim\n";
 
 START_TEST (test_good)
@@ -69,11 +70,18 @@ START_TEST (test_good)
     ck_assert_str_eq (config->clients_dir, expect);
     snprintf (expect, sizeof expect, "%s/drv", s_dir);
     ck_assert_str_eq (config->driver_dir, expect);
-    ck_assert_uint_eq (config->n_tenants, 1);
-    ck_assert_str_eq (config->tenants [0].name, "demo");
-    ck_assert_ptr_nonnull (broker_config_tenant (config, "demo"));
-    ck_assert_ptr_null (broker_config_tenant (config, "other"));
+    snprintf (expect, sizeof expect, "%s/keystore.db", s_dir);
+    ck_assert_str_eq (config->keystore_path, expect);
+    snprintf (expect, sizeof expect, "%s/master.key", s_dir);
+    ck_assert_str_eq (config->master_key_file, expect);
+    ck_assert_ptr_null (config->master_key_board);
+    ck_assert_str_eq (config->keys_home, "keystore");
+    ck_assert_int_eq (config->pool_rsa [0], 0);
+    ck_assert_ptr_nonnull (broker_config_board (config, "sim"));
+    ck_assert_ptr_null (broker_config_board (config, "other"));
     ck_assert_uint_eq (config->n_boards, 2);
+    ck_assert_str_eq (config->boards [0].tenant, "demo");
+    ck_assert_ptr_null (config->boards [1].tenant);
     ck_assert_str_eq (config->boards [0].name, "board0");
     ck_assert_str_eq (config->boards [0].type, "pkcs11");
     ck_assert_int_eq (config->boards [0].threads, 4);
@@ -82,6 +90,39 @@ START_TEST (test_good)
     broker_config_destroy (&config);
     ck_assert_ptr_null (config);
     broker_config_destroy (&config);
+}
+END_TEST
+
+/*  The keystore and keys sections: a board-wrapped master key, a board as
+ *  keys/home, pool sizes.  */
+START_TEST (test_keystore_and_keys)
+{
+    char *error = NULL, path [4096], expect [4200];
+    char *text = NULL;
+    ck_assert_int_ge (asprintf (&text, "broker\n    curve\n        secret-key = broker.cert_secret\n"
+        "        clients = clients.d\n"
+        "keystore\n"
+        "    path = /var/lib/cs/ks.db\n"
+        "    master-key = board:board0:wrapper\n"
+        "    master-key-wrapped = master.wrapped\n"
+        "keys\n    home = board0\n    pool-rsa-2048 = 8\n    pool-rsa-4096 = 1\n%s", s_drivers), 0);
+    th_write (s_dir, "broker.conf", text);
+    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
+    broker_config_t *config = broker_config_load (path, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ck_assert_str_eq (config->keystore_path, "/var/lib/cs/ks.db");
+    ck_assert_str_eq (config->master_key_board, "board0");
+    ck_assert_str_eq (config->master_key_label, "wrapper");
+    snprintf (expect, sizeof expect, "%s/master.wrapped", s_dir);
+    ck_assert_str_eq (config->master_key_wrapped, expect);
+    ck_assert_ptr_null (config->master_key_file);
+    ck_assert_str_eq (config->keys_home, "board0");
+    ck_assert_int_eq (config->pool_rsa [0], 8);
+    ck_assert_int_eq (config->pool_rsa [1], 0);
+    ck_assert_int_eq (config->pool_rsa [2], 1);
+    ck_assert_uint_eq (broker_pool_bits (2), 4096);
+    broker_config_destroy (&config);
+    free (text);
 }
 END_TEST
 
@@ -116,6 +157,10 @@ static const struct {
     { "    ticket-key = missing.key\n", NULL, "broker/ticket-key: cannot read" },
     { "    ticket-key = broker.cert\n", NULL, "broker/ticket-key:" },
     { "    endpoint = udp://x\n", NULL, "broker/endpoint: must start with" },
+    { "", "keys\n    home = nowhere\n" "drivers\n    b\n        type = sim\n",
+      "keys/home: must be keystore or a board name" },
+    { "", "keys\n    pool-rsa-3072 = 5000\n" "drivers\n    b\n        type = sim\n",
+      "keys/pool-rsa-3072: must be 0..1000" },
 };
 
 START_TEST (test_bad)
@@ -155,12 +200,20 @@ START_TEST (test_bad_curve_and_tenants)
     ck_assert_ptr_nonnull (strstr (error, "broker/curve/clients: "));
     free (error);
     ck_assert_ptr_null (s_load_text ("broker\n    curve\n        enabled = false\n"
+                                     "keystore\n    master-key = board:x\n"
                                      "drivers\n    b\n        type = sim\n", &error));
-    ck_assert_ptr_nonnull (strstr (error, "tenants: at least one tenant"));
+    ck_assert_ptr_nonnull (strstr (error, "keystore/master-key: must be FILE or board:NAME:LABEL"));
     free (error);
     ck_assert_ptr_null (s_load_text ("broker\n    curve\n        enabled = false\n"
-                                     "tenants\n    demo\n        user-pin = 1234\n", &error));
-    ck_assert_ptr_nonnull (strstr (error, "tenants/demo/user-pin: required"));
+                                     "keystore\n    master-key = board:b:wrap\n"
+                                     "drivers\n    b\n        type = sim\n", &error));
+    ck_assert_ptr_nonnull (strstr (error, "keystore/master-key-wrapped: required"));
+    free (error);
+    ck_assert_ptr_null (s_load_text ("broker\n    curve\n        enabled = false\n"
+                                     "keystore\n    master-key = board:nope:wrap\n"
+                                     "    master-key-wrapped = w.bin\n"
+                                     "drivers\n    b\n        type = sim\n", &error));
+    ck_assert_ptr_nonnull (strstr (error, "keystore/master-key: no board named \"nope\""));
     free (error);
     ck_assert_ptr_null (s_load_text ("broker\n  this is not ZPL\n\t\tbroken = \"\n", &error));
     ck_assert_ptr_nonnull (error);
@@ -180,6 +233,7 @@ main (void)
     TCase *tc = tcase_create ("config");
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_good);
+    tcase_add_test (tc, test_keystore_and_keys);
     tcase_add_test (tc, test_random_ticket_key_and_plaintext);
     tcase_add_loop_test (tc, test_bad, 0, (int) (sizeof s_bad / sizeof s_bad [0]));
     tcase_add_test (tc, test_bad_curve_and_tenants);

@@ -15,6 +15,7 @@
 #include "cs_pin.h"
 #include "cs_util.h"
 #include "cs_wire.h"
+#include "keystore.h"
 #include <p11-kit/pkcs11.h>
 
 #define TH_TIMEOUT_MS 15000
@@ -55,6 +56,23 @@ th_key_pem (const char *dir, const char *name, unsigned bits)
     return pkey;
 }
 
+/*  Adds one more client: DIR/clients.d/NAME.cert and DIR/NAME.cert(_secret)
+ *  with metadata name and tenant (after th_certs made the directory).  */
+static inline void
+th_client_add (const char *dir, const char *client, const char *tenant)
+{
+    char path [4096];
+    zcert_t *cert = zcert_new ();
+    zcert_set_meta (cert, "name", "%s", client);
+    if (tenant)
+        zcert_set_meta (cert, "tenant", "%s", tenant);
+    snprintf (path, sizeof path, "%s/%s.cert", dir, client);
+    ck_assert_int_eq (zcert_save (cert, path), 0);
+    snprintf (path, sizeof path, "%s/clients.d/%s.cert", dir, client);
+    ck_assert_int_eq (zcert_save_public (cert, path), 0);
+    zcert_destroy (&cert);
+}
+
 /*  Makes DIR/broker.cert(_secret), DIR/clients.d/NAME.cert and
  *  DIR/NAME.cert(_secret) with metadata name and tenant.  */
 static inline void
@@ -78,13 +96,13 @@ th_certs (const char *dir, const char *client, const char *tenant)
     zcert_destroy (&cert);
 }
 
-/*  The broker.conf head: endpoint on a free port, curve, tenant demo with
- *  user PIN 1234 and SO PIN 123456.  Drivers are appended by the caller.  */
+/*  The broker.conf head: endpoint on a free port, curve, the keystore
+ *  (keystore.db under master.key, see th_keystore).  Drivers are appended by
+ *  the caller.  */
 static inline char *
 th_conf_head (bool curve)
 {
-    char *user = cs_pin_hash ("1234", 4), *so = cs_pin_hash ("123456", 6), *text = NULL;
-    ck_assert (user && so);
+    char *text = NULL;
     ck_assert_int_ge (asprintf (&text,
         "broker\n"
         "    endpoint = tcp://127.0.0.1:*\n"
@@ -93,13 +111,28 @@ th_conf_head (bool curve)
         "        enabled = %s\n"
         "        secret-key = broker.cert_secret\n"
         "        clients = clients.d\n"
-        "tenants\n"
-        "    demo\n"
-        "        user-pin = \"%s\"\n"
-        "        so-pin = \"%s\"\n", curve ? "true" : "false", user, so), 0);
-    free (user);
-    free (so);
+        "keystore\n"
+        "    path = keystore.db\n"
+        "    master-key = master.key\n", curve ? "true" : "false"), 0);
     return text;
+}
+
+/*  Makes DIR/master.key and DIR/keystore.db with tenant demo (user PIN 1234,
+ *  SO PIN 123456) and tenant other (user PIN 5678, SO PIN 567890).  */
+static inline void
+th_keystore (const char *dir)
+{
+    char path [4096];
+    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
+    snprintf (path, sizeof path, "%s/master.key", dir);
+    ck_assert_int_eq (keystore_master_key_create (path, key), 0);
+    snprintf (path, sizeof path, "%s/keystore.db", dir);
+    keystore_t *ks = keystore_open (path, key);
+    ck_assert_ptr_nonnull (ks);
+    ck_assert_int_eq (keystore_tenant_add (ks, "demo", "1234", 4, "123456", 6), 0);
+    ck_assert_int_eq (keystore_tenant_add (ks, "other", "5678", 4, "567890", 6), 0);
+    keystore_destroy (&ks);
+    OPENSSL_cleanse (key, sizeof key);
 }
 
 /*  A DEALER connected to endpoint with CURVE (broker and client certs in dir).  */

@@ -4,6 +4,8 @@
  *  in-process answering a CURVE client.  Every signature and plaintext is
  *  checked with OpenSSL.  Skipped (77) without SoftHSMv2 or pkcs11-tool.
  */
+#include <openssl/param_build.h>
+#include <openssl/x509.h>
 #include "test_broker_helpers.h"
 #include "broker_config.h"
 #include "server.h"
@@ -15,7 +17,7 @@ static server_t *s_server;
 static zsock_t *s_client;
 static uint8_t *s_ticket;
 static size_t s_ticket_len;
-static const uint8_t s_rsa_id [] = { 0x01 }, s_ec_id [] = { 0x03 };
+static const uint8_t s_rsa_id [] = "board:01", s_ec_id [] = "board:03";
 
 /*  Runs a shell command in s_dir with SOFTHSM2_CONF set; asserts success.  */
 static void
@@ -61,14 +63,15 @@ s_setup (void)
     s_rsa = th_key_pem (s_dir, "rsa.pem", 2048);
     s_ec = th_key_pem (s_dir, "ec.pem", 0);
     s_tokens ();
-    th_certs (s_dir, "bob", NULL);          /* no tenant: the first one */
+    th_certs (s_dir, "bob", NULL);          /* no tenant: the first one by name (demo) */
+    th_keystore (s_dir);
     char *head = th_conf_head (true);
     const char *module = getenv ("SOFTHSM2_MODULE");
-    ck_assert_int_ge (asprintf (&conf, "%sdrivers\n"
+    ck_assert_int_ge (asprintf (&conf, "%skeys\n    home = board0\n" "drivers\n"
         "    board0\n        type = pkcs11\n        module = %s\n        token = board0\n"
-        "        pin-file = board.pin\n        threads = 2\n"
+        "        pin-file = board.pin\n        threads = 2\n        tenant = demo\n"
         "    board1\n        type = pkcs11\n        module = %s\n        token = board1\n"
-        "        pin-file = board.pin\n        threads = 2\n", head, module, module), 0);
+        "        pin-file = board.pin\n        threads = 2\n        tenant = demo\n", head, module, module), 0);
     th_write (s_dir, "broker.conf", conf);
     free (head);
     free (conf);
@@ -141,11 +144,11 @@ START_TEST (test_sign)
         char msg [32];
         snprintf (msg, sizeof msg, "m%zu", i);
         th_digest_info (msg, di [i]);
-        th_job_crypto (req->jobs [i], true, s_rsa_id, 1, CKM_RSA_PKCS, di [i], 51);
+        th_job_crypto (req->jobs [i], true, s_rsa_id, 8, CKM_RSA_PKCS, di [i], 51);
     }
-    Cs__Mechanism *pss = th_job_crypto (req->jobs [N], true, s_rsa_id, 1, CKM_RSA_PKCS_PSS, digest, 32);
+    Cs__Mechanism *pss = th_job_crypto (req->jobs [N], true, s_rsa_id, 8, CKM_RSA_PKCS_PSS, digest, 32);
     pss->hash = CKM_SHA256; pss->mgf = CKG_MGF1_SHA256; pss->salt_len = 32;
-    th_job_crypto (req->jobs [N + 1], true, s_ec_id, 1, CKM_ECDSA, digest, 32);
+    th_job_crypto (req->jobs [N + 1], true, s_ec_id, 8, CKM_ECDSA, digest, 32);
     Cs__Reply *reply = th_call (s_client, req);
     ck_assert_uint_eq (reply->n_results, N + 2);
     for (size_t i = 0; i < N; i++) {
@@ -178,18 +181,18 @@ START_TEST (test_decrypt)
     ct [4][7] ^= 0x40;
     Cs__Request *req = th_request (6, 3);
     req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
-    th_job_crypto (req->jobs [0], false, s_rsa_id, 1, CKM_RSA_PKCS, ct [0], len [0]);
-    Cs__Mechanism *m = th_job_crypto (req->jobs [1], false, s_rsa_id, 1, CKM_RSA_PKCS_OAEP, ct [1], len [1]);
+    th_job_crypto (req->jobs [0], false, s_rsa_id, 8, CKM_RSA_PKCS, ct [0], len [0]);
+    Cs__Mechanism *m = th_job_crypto (req->jobs [1], false, s_rsa_id, 8, CKM_RSA_PKCS_OAEP, ct [1], len [1]);
     m->hash = CKM_SHA_1; m->mgf = CKG_MGF1_SHA1;
-    m = th_job_crypto (req->jobs [2], false, s_rsa_id, 1, CKM_RSA_PKCS_OAEP, ct [2], len [2]);
+    m = th_job_crypto (req->jobs [2], false, s_rsa_id, 8, CKM_RSA_PKCS_OAEP, ct [2], len [2]);
     m->hash = CKM_SHA256; m->mgf = CKG_MGF1_SHA256;
     m->oaep_label = (ProtobufCBinaryData) { 5, (uint8_t *) "label" };
-    m = th_job_crypto (req->jobs [3], false, s_rsa_id, 1, CKM_RSA_PKCS_OAEP, ct [3], len [3]);
+    m = th_job_crypto (req->jobs [3], false, s_rsa_id, 8, CKM_RSA_PKCS_OAEP, ct [3], len [3]);
     m->hash = CKM_SHA256; m->mgf = CKG_MGF1_SHA256;
-    m = th_job_crypto (req->jobs [4], false, s_rsa_id, 1, CKM_RSA_PKCS_OAEP, ct [4], len [4]);
+    m = th_job_crypto (req->jobs [4], false, s_rsa_id, 8, CKM_RSA_PKCS_OAEP, ct [4], len [4]);
     m->hash = CKM_SHA256; m->mgf = CKG_MGF1_SHA256;
     m->oaep_label = (ProtobufCBinaryData) { 5, (uint8_t *) "label" };
-    m = th_job_crypto (req->jobs [5], false, s_rsa_id, 1, CKM_RSA_PKCS_OAEP, ct [2], len [2]);
+    m = th_job_crypto (req->jobs [5], false, s_rsa_id, 8, CKM_RSA_PKCS_OAEP, ct [2], len [2]);
     m->hash = CKM_SHA256; m->mgf = CKG_MGF1_SHA256;     /* wrong (missing) label */
     Cs__Reply *reply = th_call (s_client, req);
     static const char *expect [] = { "pkcs1 plain", "oaep sha1", "oaep sha256", "oaep sha256 nolabel" };
@@ -211,14 +214,142 @@ START_TEST (test_board_errors_pass_through)
     uint8_t short_digest [20] = { 0 };
     Cs__Request *req = th_request (2, 4);
     req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
-    Cs__Mechanism *pss = th_job_crypto (req->jobs [0], true, s_rsa_id, 1, CKM_RSA_PKCS_PSS,
+    Cs__Mechanism *pss = th_job_crypto (req->jobs [0], true, s_rsa_id, 8, CKM_RSA_PKCS_PSS,
                                         short_digest, 20);
     pss->hash = CKM_SHA256; pss->mgf = CKG_MGF1_SHA256; pss->salt_len = 32;
-    th_job_crypto (req->jobs [1], true, s_rsa_id, 1, CKM_ECDSA, short_digest, 20);
+    th_job_crypto (req->jobs [1], true, s_rsa_id, 8, CKM_ECDSA, short_digest, 20);
     Cs__Reply *reply = th_call (s_client, req);
     ck_assert_uint_ne (reply->results [0]->rv, CKR_OK);
     ck_assert_uint_ne (reply->results [1]->rv, CKR_OK);
     cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+}
+END_TEST
+
+/*  PKCS#8 DER of pkey (caller frees with OPENSSL_free).  */
+static uint8_t *
+s_pkcs8 (EVP_PKEY *pkey, size_t *len_p)
+{
+    PKCS8_PRIV_KEY_INFO *p8 = EVP_PKEY2PKCS8 (pkey);
+    uint8_t *der = NULL;
+    int len = i2d_PKCS8_PRIV_KEY_INFO (p8, &der);
+    PKCS8_PRIV_KEY_INFO_free (p8);
+    ck_assert_int_gt (len, 0);
+    *len_p = (size_t) len;
+    return der;
+}
+
+/*  Key material on SoftHSM boards: a per-request RSA key and EC key are
+ *  imported as session objects for the job (and destroyed after).  */
+START_TEST (test_per_request_keys)
+{
+    size_t rsa_len = 0, ec_len = 0;
+    uint8_t *rsa = s_pkcs8 (s_rsa, &rsa_len), *ec = s_pkcs8 (s_ec, &ec_len);
+    uint8_t di [51], digest [32];
+    th_digest_info ("per-request", di);
+    SHA256 ((const uint8_t *) "per-request", 11, digest);
+    Cs__Request *req = th_request (8, 5);
+    req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    for (size_t i = 0; i < 8; i++) {
+        bool is_rsa = i % 2 == 0;
+        th_job_crypto (req->jobs [i], true, NULL, 0, is_rsa ? CKM_RSA_PKCS : CKM_ECDSA,
+                       is_rsa ? di : digest, is_rsa ? 51 : 32);
+        req->jobs [i]->sign->key_pkcs8 = is_rsa ? (ProtobufCBinaryData) { rsa_len, rsa }
+                                                : (ProtobufCBinaryData) { ec_len, ec };
+    }
+    Cs__Reply *reply = th_call (s_client, req);
+    for (size_t i = 0; i < 8; i++) {
+        ProtobufCBinaryData sig = reply->results [i]->data;
+        ck_assert_msg (reply->results [i]->rv == CKR_OK, "job %zu: %s", i,
+                       cs_rv_name (reply->results [i]->rv));
+        ck_assert (i % 2 == 0 ? th_verify_rsa_pkcs1 (s_rsa, di, 51, sig.data, sig.len)
+                              : th_verify_ecdsa (s_ec, digest, 32, sig.data, sig.len));
+    }
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    OPENSSL_free (rsa);
+    OPENSSL_free (ec);
+}
+END_TEST
+
+/*  keys/home = board0: a token key generated on the board (C_GenerateKeyPair,
+ *  a random internal CKA_ID), described by a keystore row, signs there.  */
+START_TEST (test_generate_resident)
+{
+    Cs__Attribute label = CS__ATTRIBUTE__INIT;
+    label.type = CKA_LABEL;
+    label.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    label.bytes = (ProtobufCBinaryData) { 8, (uint8_t *) "resident" };
+    Cs__Attribute *tmpl [] = { &label };
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    gen.mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN;
+    gen.modulus_bits = 2048;
+    gen.token = true;
+    gen.n_private_template = 1;
+    gen.private_template = tmpl;
+    Cs__Request *req = th_request (1, 6);
+    req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    req->jobs [0]->kind_case = CS__JOB__KIND_GENERATE_KEY_PAIR;
+    req->jobs [0]->generate_key_pair = &gen;
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_msg (reply->results [0]->rv == CKR_OK, "%s", cs_rv_name (reply->results [0]->rv));
+    Cs__KeyInfo *key = reply->results [0]->generated->key;
+    ck_assert_str_eq (key->home, "board:board0");
+    ck_assert_str_eq (key->label, "resident");
+    ck_assert (key->has_private && key->modulus.len == 256);
+    /*  Sign with its ref; verify with the modulus it reported.  */
+    BIGNUM *n = BN_bin2bn (key->modulus.data, (int) key->modulus.len, NULL);
+    BIGNUM *e = BN_bin2bn (key->public_exponent.data, (int) key->public_exponent.len, NULL);
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
+    OSSL_PARAM_BLD_push_BN (bld, "n", n);
+    OSSL_PARAM_BLD_push_BN (bld, "e", e);
+    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param (bld);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name (NULL, "RSA", NULL);
+    EVP_PKEY *pub = NULL;
+    ck_assert (EVP_PKEY_fromdata_init (ctx) > 0 && EVP_PKEY_fromdata (ctx, &pub, EVP_PKEY_PUBLIC_KEY, params) > 0);
+    uint8_t di [51];
+    th_digest_info ("resident", di);
+    Cs__Request *sreq = th_request (1, 7);
+    sreq->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    th_job_crypto (sreq->jobs [0], true, (const uint8_t *) key->ref, strlen (key->ref), CKM_RSA_PKCS, di, 51);
+    Cs__Reply *sreply = th_call (s_client, sreq);
+    ck_assert_uint_eq (sreply->results [0]->rv, CKR_OK);
+    ck_assert (th_verify_rsa_pkcs1 (pub, di, 51, sreply->results [0]->data.data, sreply->results [0]->data.len));
+    cs__reply__free_unpacked (sreply, NULL);
+    th_request_free (sreq);
+    EVP_PKEY_free (pub);
+    EVP_PKEY_CTX_free (ctx);
+    OSSL_PARAM_free (params);
+    OSSL_PARAM_BLD_free (bld);
+    BN_free (n);
+    BN_free (e);
+    cs__reply__free_unpacked (reply, NULL);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+}
+END_TEST
+
+/*  Resident keys found on boards cannot be destroyed or changed.  */
+START_TEST (test_board_keys_prohibited)
+{
+    Cs__DestroyKeyJob destroy = CS__DESTROY_KEY_JOB__INIT;
+    destroy.ref = (char *) "board:01";
+    destroy.object = CKO_PRIVATE_KEY;
+    Cs__Request *req = th_request (1, 8);
+    req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    req->jobs [0]->kind_case = CS__JOB__KIND_DESTROY_KEY;
+    req->jobs [0]->destroy_key = &destroy;
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_ACTION_PROHIBITED);
+    cs__reply__free_unpacked (reply, NULL);
+    destroy.ref = (char *) "board:77";
+    req->request_id = 9;
+    reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_OBJECT_HANDLE_INVALID);
+    cs__reply__free_unpacked (reply, NULL);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
     th_request_free (req);
 }
 END_TEST
@@ -234,6 +365,9 @@ s_suite (void)
     tcase_add_test (tc, test_sign);
     tcase_add_test (tc, test_decrypt);
     tcase_add_test (tc, test_board_errors_pass_through);
+    tcase_add_test (tc, test_per_request_keys);
+    tcase_add_test (tc, test_generate_resident);
+    tcase_add_test (tc, test_board_keys_prohibited);
     suite_add_tcase (suite, tc);
     return suite;
 }

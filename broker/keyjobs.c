@@ -1,0 +1,686 @@
+/*  keyjobs.c — key-management jobs on keystore rows and the PKCS#11
+ *  attribute rules (keyjobs.h).  */
+#include <string.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/param_build.h>
+#include <openssl/x509.h>
+#include <czmq.h>
+#include "cs_util.h"
+#include "drv_util.h"
+#include "key_info.h"
+#include "keyjobs.h"
+
+/*  What the rules allow for one attribute type.  */
+typedef enum {
+    S_FREE,             /* may change any time; stored as given */
+    S_LABEL,            /* CKA_LABEL: shared field, per-object override */
+    S_ID,               /* CKA_ID: likewise */
+    S_USAGE,            /* CKA_SIGN / CKA_DECRYPT of the private object */
+    S_ONLY_TRUE,        /* may go FALSE -> TRUE only (CKA_SENSITIVE, CKA_WRAP_WITH_TRUSTED) */
+    S_ONLY_FALSE,       /* may go TRUE -> FALSE only (CKA_EXTRACTABLE) */
+    S_AT_CREATE,        /* set at creation or copy, read-only after */
+    S_READ_ONLY,        /* never set by an application */
+    S_KEY_VALUE,        /* the key's own public values / class / type: must agree */
+    S_SECRET            /* private components: never stored */
+} s_rule_t;
+
+typedef enum { S_CREATE, S_SET, S_COPY } s_mode_t;
+
+static s_rule_t
+s_rule (CK_ATTRIBUTE_TYPE type)
+{
+    switch (type) {
+        case CKA_LABEL: return S_LABEL;
+        case CKA_ID: return S_ID;
+        case CKA_SIGN: case CKA_DECRYPT: return S_USAGE;
+        case CKA_SENSITIVE: case CKA_WRAP_WITH_TRUSTED: return S_ONLY_TRUE;
+        case CKA_EXTRACTABLE: return S_ONLY_FALSE;
+        case CKA_TOKEN: case CKA_PRIVATE: case CKA_MODIFIABLE: case CKA_COPYABLE:
+        case CKA_DESTROYABLE:
+            return S_AT_CREATE;
+        case CKA_LOCAL: case CKA_KEY_GEN_MECHANISM: case CKA_ALWAYS_SENSITIVE:
+        case CKA_NEVER_EXTRACTABLE:
+            return S_READ_ONLY;
+        case CKA_CLASS: case CKA_KEY_TYPE: case CKA_MODULUS: case CKA_MODULUS_BITS:
+        case CKA_PUBLIC_EXPONENT: case CKA_EC_PARAMS: case CKA_EC_POINT:
+            return S_KEY_VALUE;
+        case CKA_VALUE: case CKA_PRIVATE_EXPONENT: case CKA_PRIME_1: case CKA_PRIME_2:
+        case CKA_EXPONENT_1: case CKA_EXPONENT_2: case CKA_COEFFICIENT:
+            return S_SECRET;
+        default:
+            return S_FREE;
+    }
+}
+
+/*  True for CK_BBOOL attributes (their value must be a flag).  */
+static bool
+s_is_bool (CK_ATTRIBUTE_TYPE type)
+{
+    switch (type) {
+        case CKA_TOKEN: case CKA_PRIVATE: case CKA_MODIFIABLE: case CKA_COPYABLE:
+        case CKA_DESTROYABLE: case CKA_SENSITIVE: case CKA_EXTRACTABLE: case CKA_LOCAL:
+        case CKA_ALWAYS_SENSITIVE: case CKA_NEVER_EXTRACTABLE: case CKA_SIGN: case CKA_DECRYPT:
+        case CKA_VERIFY: case CKA_ENCRYPT: case CKA_WRAP: case CKA_UNWRAP: case CKA_DERIVE:
+        case CKA_SIGN_RECOVER: case CKA_VERIFY_RECOVER: case CKA_WRAP_WITH_TRUSTED:
+        case CKA_ALWAYS_AUTHENTICATE: case CKA_TRUSTED:
+            return true;
+        default:
+            return false;
+    }
+}
+
+/*  Reads a flag value (a flag, or one byte); -1 when not a flag.  */
+static int
+s_flag_of (const Cs__Attribute *attr)
+{
+    if (attr->value_case == CS__ATTRIBUTE__VALUE_FLAG)
+        return attr->flag ? 1 : 0;
+    if (attr->value_case == CS__ATTRIBUTE__VALUE_BYTES && attr->bytes.len == 1)
+        return attr->bytes.data [0] ? 1 : 0;
+    return -1;
+}
+
+/* ---- attribute lists of a KeyInfo ------------------------------------ */
+
+static size_t *
+s_count (Cs__KeyInfo *info, bool priv)
+{
+    return priv ? &info->n_private_attributes : &info->n_public_attributes;
+}
+
+static Cs__Attribute ***
+s_list (Cs__KeyInfo *info, bool priv)
+{
+    return priv ? &info->private_attributes : &info->public_attributes;
+}
+
+static void
+s_attr_free (Cs__Attribute *attr)
+{
+    if (attr && attr->value_case == CS__ATTRIBUTE__VALUE_BYTES)
+        free (attr->bytes.data);
+    free (attr);
+}
+
+/*  A deep copy of attr with its value, or NULL.  */
+static Cs__Attribute *
+s_attr_dup (const Cs__Attribute *attr)
+{
+    Cs__Attribute *copy = malloc (sizeof *copy);
+    if (!copy)
+        return NULL;
+    *copy = *attr;
+    if (attr->value_case == CS__ATTRIBUTE__VALUE_BYTES) {
+        copy->bytes.data = malloc (attr->bytes.len ? attr->bytes.len : 1);
+        if (!copy->bytes.data) {
+            free (copy);
+            return NULL;
+        }
+        memcpy (copy->bytes.data, attr->bytes.data, attr->bytes.len);
+    }
+    return copy;
+}
+
+/*  Index of type in the side's list, or -1.  */
+static long
+s_attr_index (Cs__KeyInfo *info, bool priv, CK_ATTRIBUTE_TYPE type)
+{
+    for (size_t i = 0; i < *s_count (info, priv); i++)
+        if ((*s_list (info, priv)) [i]->type == type)
+            return (long) i;
+    return -1;
+}
+
+/*  Puts a copy of attr on the side (replacing the same type).  */
+static CK_RV
+s_attr_put (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr)
+{
+    Cs__Attribute *copy = s_attr_dup (attr);
+    long at = s_attr_index (info, priv, attr->type);
+    if (!copy)
+        return CKR_HOST_MEMORY;
+    if (at >= 0) {
+        s_attr_free ((*s_list (info, priv)) [at]);
+        (*s_list (info, priv)) [at] = copy;
+        return CKR_OK;
+    }
+    size_t n = *s_count (info, priv);
+    Cs__Attribute **list = realloc (*s_list (info, priv), (n + 1) * sizeof *list);
+    if (!list) {
+        s_attr_free (copy);
+        return CKR_HOST_MEMORY;
+    }
+    list [n] = copy;
+    *s_list (info, priv) = list;
+    *s_count (info, priv) = n + 1;
+    return CKR_OK;
+}
+
+/*  Removes type from the side's list, if there.  */
+static void
+s_attr_drop (Cs__KeyInfo *info, bool priv, CK_ATTRIBUTE_TYPE type)
+{
+    long at = s_attr_index (info, priv, type);
+    if (at < 0)
+        return;
+    Cs__Attribute **list = *s_list (info, priv);
+    s_attr_free (list [at]);
+    memmove (&list [at], &list [at + 1], (*s_count (info, priv) - (size_t) at - 1) * sizeof *list);
+    (*s_count (info, priv))--;
+}
+
+static CK_RV
+s_attr_put_flag (Cs__KeyInfo *info, bool priv, CK_ATTRIBUTE_TYPE type, bool value)
+{
+    Cs__Attribute attr = CS__ATTRIBUTE__INIT;
+    attr.type = type;
+    attr.value_case = CS__ATTRIBUTE__VALUE_FLAG;
+    attr.flag = value;
+    return s_attr_put (info, priv, &attr);
+}
+
+/*  The flag `type` of a side, or fallback when absent.  */
+static bool
+s_flag (Cs__KeyInfo *info, bool priv, CK_ATTRIBUTE_TYPE type, bool fallback)
+{
+    long at = s_attr_index (info, priv, type);
+    int value = at >= 0 ? s_flag_of ((*s_list (info, priv)) [at]) : -1;
+    return value < 0 ? fallback : value == 1;
+}
+
+/* ---- the rules --------------------------------------------------------- */
+
+/*  Strips leading zero bytes (big-endian integers compare by value).  */
+static ProtobufCBinaryData
+s_strip (ProtobufCBinaryData value)
+{
+    while (value.len > 1 && value.data [0] == 0) {
+        value.data++;
+        value.len--;
+    }
+    return value;
+}
+
+static bool
+s_bytes_eq (ProtobufCBinaryData a, ProtobufCBinaryData b)
+{
+    return a.len == b.len && (a.len == 0 || memcmp (a.data, b.data, a.len) == 0);
+}
+
+/*  A creation template's CKA_CLASS, CKA_KEY_TYPE or key value against the
+ *  key (PKCS#11 2.40 §4.1.1: inconsistent values are CKR_TEMPLATE_INCONSISTENT).  */
+static CK_RV
+s_key_value_agrees (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, bool import)
+{
+    uint64_t number = attr->value_case == CS__ATTRIBUTE__VALUE_NUMBER ? attr->number : UINT64_MAX;
+    switch (attr->type) {
+        case CKA_CLASS:
+            return number == (priv ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY) ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+        case CKA_KEY_TYPE:
+            return number == info->key_type ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+        default:
+            break;
+    }
+    if (!import)                /* generation: the job's own fields carry these */
+        return CKR_OK;
+    if (attr->type == CKA_MODULUS_BITS)
+        return number == info->bits ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+    if (attr->value_case != CS__ATTRIBUTE__VALUE_BYTES)
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    ProtobufCBinaryData mine = attr->type == CKA_MODULUS ? info->modulus
+                             : attr->type == CKA_PUBLIC_EXPONENT ? info->public_exponent
+                             : attr->type == CKA_EC_POINT ? info->ec_point : info->ec_params;
+    if (attr->type == CKA_EC_PARAMS && attr->bytes.len && attr->bytes.data [0] != 0x06)
+        return CKR_OK;          /* a printable curve name: the key's OID names the same curve */
+    if (attr->type == CKA_MODULUS || attr->type == CKA_PUBLIC_EXPONENT)
+        return s_bytes_eq (s_strip (attr->bytes), s_strip (mine)) ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+    return s_bytes_eq (attr->bytes, mine) ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+}
+
+/*  Sets CKA_LABEL or CKA_ID of one object of the pair: the private object
+ *  owns the shared field (the public one keeps its old value as an override
+ *  if it had none); the public object gets an override, dropped when equal.  */
+static CK_RV
+s_set_name (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr)
+{
+    bool label = attr->type == CKA_LABEL;
+    if (attr->value_case != CS__ATTRIBUTE__VALUE_BYTES || attr->bytes.len > (label ? 1024 : 256))
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    ProtobufCBinaryData shared = label
+        ? (ProtobufCBinaryData) { strlen (info->label), (uint8_t *) info->label } : info->id;
+    if (!priv) {
+        if (s_bytes_eq (attr->bytes, shared))
+            s_attr_drop (info, false, attr->type);
+        return s_bytes_eq (attr->bytes, shared) ? CKR_OK : s_attr_put (info, false, attr);
+    }
+    if (info->has_public && s_attr_index (info, false, attr->type) < 0) {
+        Cs__Attribute old = CS__ATTRIBUTE__INIT;
+        old.type = attr->type;
+        old.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+        old.bytes = shared;
+        if (!s_bytes_eq (attr->bytes, shared) && s_attr_put (info, false, &old) != CKR_OK)
+            return CKR_HOST_MEMORY;
+    }
+    if (label) {
+        char *text = strndup ((const char *) attr->bytes.data, attr->bytes.len);
+        if (!text)
+            return CKR_HOST_MEMORY;
+        free (info->label);
+        info->label = text;
+    }
+    else {
+        uint8_t *id = malloc (attr->bytes.len ? attr->bytes.len : 1);
+        if (!id)
+            return CKR_HOST_MEMORY;
+        memcpy (id, attr->bytes.data, attr->bytes.len);
+        free (info->id.data);
+        info->id = (ProtobufCBinaryData) { attr->bytes.len, id };
+    }
+    return CKR_OK;
+}
+
+/*  A flag that may move one way only (§4.8 table 41 footnotes 11 and 12).  */
+static CK_RV
+s_one_way (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, s_mode_t mode, bool to)
+{
+    int value = s_flag_of (attr);
+    bool now = s_flag (info, priv, attr->type, !to);
+    if (value < 0)
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (mode != S_CREATE && (bool) value != now && (bool) value != to)
+        return CKR_ATTRIBUTE_READ_ONLY;
+    return s_attr_put (info, priv, attr);
+}
+
+/*  Applies one attribute to a side of info under the rules of mode.  */
+static CK_RV
+s_apply (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, s_mode_t mode, bool token, bool import)
+{
+    s_rule_t rule = s_rule (attr->type);
+    if (s_is_bool (attr->type) && s_flag_of (attr) < 0)
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    switch (rule) {
+        case S_LABEL:
+        case S_ID:
+            return s_set_name (info, priv, attr);
+        case S_USAGE:
+            if (!priv)
+                return mode == S_SET ? CKR_ATTRIBUTE_TYPE_INVALID : CKR_TEMPLATE_INCONSISTENT;
+            if (attr->type == CKA_SIGN)
+                info->can_sign = s_flag_of (attr) == 1;
+            else
+                info->can_decrypt = s_flag_of (attr) == 1 && info->key_type == CKK_RSA;
+            return CKR_OK;
+        case S_ONLY_TRUE:
+            return s_one_way (info, priv, attr, mode, true);
+        case S_ONLY_FALSE:
+            return s_one_way (info, priv, attr, mode, false);
+        case S_AT_CREATE:
+            if (mode == S_SET)
+                return CKR_ATTRIBUTE_READ_ONLY;
+            if (attr->type == CKA_TOKEN)
+                return (s_flag_of (attr) == 1) == token ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+            return s_attr_put (info, priv, attr);
+        case S_READ_ONLY:
+            return CKR_ATTRIBUTE_READ_ONLY;
+        case S_KEY_VALUE:
+            return mode == S_CREATE ? s_key_value_agrees (info, priv, attr, import)
+                                    : CKR_ATTRIBUTE_READ_ONLY;
+        case S_SECRET:
+            return mode == S_CREATE ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
+        default:
+            return s_attr_put (info, priv, attr);
+    }
+}
+
+/*  Applies a template to one side; stops at the first failure.  */
+static CK_RV
+s_apply_all (Cs__KeyInfo *info, bool priv, Cs__Attribute **attrs, size_t n, s_mode_t mode,
+             bool token, bool import)
+{
+    CK_RV rv = CKR_OK;
+    for (size_t i = 0; rv == CKR_OK && i < n; i++)
+        rv = s_apply (info, priv, attrs [i], mode, token, import);
+    return rv;
+}
+
+/* ---- generation --------------------------------------------------------- */
+
+CK_RV
+keyjobs_keygen (const Cs__GenerateKeyPairJob *job, cs_keygen_t *gen, CK_KEY_TYPE *key_type_p)
+{
+    memset (gen, 0, sizeof *gen);
+    gen->mechanism = job->mechanism;
+    switch (job->mechanism) {
+        case CKM_RSA_PKCS_KEY_PAIR_GEN:
+            if (job->modulus_bits == 0)
+                return CKR_TEMPLATE_INCOMPLETE;
+            if (job->modulus_bits < 2048 || job->modulus_bits > 4096 || job->modulus_bits % 8)
+                return CKR_KEY_SIZE_RANGE;
+            if (job->public_exponent.len > 8)
+                return CKR_ATTRIBUTE_VALUE_INVALID;
+            gen->modulus_bits = job->modulus_bits;
+            gen->public_exponent = job->public_exponent.len ? job->public_exponent.data : NULL;
+            gen->public_exponent_len = job->public_exponent.len;
+            *key_type_p = CKK_RSA;
+            return CKR_OK;
+        case CKM_EC_KEY_PAIR_GEN:
+        case CKM_EC_EDWARDS_KEY_PAIR_GEN: {
+            if (job->ec_params.len == 0)
+                return CKR_TEMPLATE_INCOMPLETE;
+            const char *curve = drv_curve_name (job->ec_params.data, job->ec_params.len);
+            bool edwards = job->mechanism == CKM_EC_EDWARDS_KEY_PAIR_GEN;
+            if (!curve || edwards != streq (curve, "ED25519"))
+                return CKR_DOMAIN_PARAMS_INVALID;
+            gen->ec_params = job->ec_params.data;
+            gen->ec_params_len = job->ec_params.len;
+            *key_type_p = edwards ? CKK_EC_EDWARDS : CKK_EC;
+            return CKR_OK;
+        }
+        default:
+            return CKR_MECHANISM_INVALID;
+    }
+}
+
+bool
+keyjobs_default_exponent (const Cs__GenerateKeyPairJob *job)
+{
+    ProtobufCBinaryData e = s_strip (job->public_exponent);
+    static const uint8_t f4 [] = { 0x01, 0x00, 0x01 };
+    return job->public_exponent.len == 0 || (e.len == 3 && memcmp (e.data, f4, 3) == 0);
+}
+
+/*  Sets the "how it was made" flags after the templates: CKA_ALWAYS_SENSITIVE
+ *  and CKA_NEVER_EXTRACTABLE are TRUE only for keys generated sensitive and
+ *  not extractable (PKCS#11 2.40 §4.8 table 41 footnotes).  */
+static CK_RV
+s_origin (Cs__KeyInfo *info, bool generated)
+{
+    bool sensitive = s_flag (info, true, CKA_SENSITIVE, true);
+    bool extractable = s_flag (info, true, CKA_EXTRACTABLE, false);
+    if (s_attr_put_flag (info, true, CKA_ALWAYS_SENSITIVE, generated && sensitive)
+    ||  s_attr_put_flag (info, true, CKA_NEVER_EXTRACTABLE, generated && !extractable))
+        return CKR_HOST_MEMORY;
+    return CKR_OK;
+}
+
+CK_RV
+keyjobs_info_new (EVP_PKEY *pkey, const char *ref, const char *home, bool generated,
+                  bool token, bool import,
+                  Cs__Attribute **public_template, size_t n_public,
+                  Cs__Attribute **private_template, size_t n_private,
+                  Cs__KeyInfo **info_p)
+{
+    key_info_params_t params = { ref, NULL, NULL, 0, home, generated };
+    Cs__KeyInfo *info = key_info_from_pkey (pkey, &params);
+    if (!info)
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    CK_RV rv = s_apply_all (info, false, public_template, n_public, S_CREATE, token, import);
+    if (rv == CKR_OK)
+        rv = s_apply_all (info, true, private_template, n_private, S_CREATE, token, import);
+    if (home && strncmp (home, "board:", 6) == 0)
+        info->has_private = true;       /* the private half lives on the board */
+    if (rv == CKR_OK && info->has_private)
+        rv = s_origin (info, generated);
+    if (rv != CKR_OK) {
+        cs__key_info__free_unpacked (info, NULL);
+        info = NULL;
+    }
+    *info_p = info;
+    return rv;
+}
+
+/*  Unwraps a DER OCTET STRING (CKA_EC_POINT) into *data_p and *len_p.  */
+static int
+s_octet_string (const unsigned char *der, size_t len, const unsigned char **data_p, size_t *len_p)
+{
+    const unsigned char *p = der;
+    ASN1_OCTET_STRING *os = d2i_ASN1_OCTET_STRING (NULL, &p, (long) len);
+    if (!os)
+        return -1;
+    size_t head = (size_t) (p - der) - (size_t) ASN1_STRING_length (os);
+    *data_p = der + head;
+    *len_p = (size_t) ASN1_STRING_length (os);
+    ASN1_OCTET_STRING_free (os);
+    return 0;
+}
+
+EVP_PKEY *
+keyjobs_pkey_from_board_key (const cs_key_info_t *key)
+{
+    EVP_PKEY *pkey = NULL;
+    const unsigned char *point = NULL;
+    size_t point_len = 0;
+    if (key->key_type == CKK_EC_EDWARDS)
+        return s_octet_string (key->ec_point, key->ec_point_len, &point, &point_len) ? NULL
+             : EVP_PKEY_new_raw_public_key (EVP_PKEY_ED25519, NULL, point, point_len);
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
+    BIGNUM *n = NULL, *e = NULL;
+    const char *curve = NULL;
+    bool ok = bld != NULL;
+    if (ok && key->key_type == CKK_RSA) {
+        n = BN_bin2bn (key->modulus, (int) key->modulus_len, NULL);
+        e = BN_bin2bn (key->public_exponent, (int) key->public_exponent_len, NULL);
+        ok = n && e && OSSL_PARAM_BLD_push_BN (bld, OSSL_PKEY_PARAM_RSA_N, n)
+          && OSSL_PARAM_BLD_push_BN (bld, OSSL_PKEY_PARAM_RSA_E, e);
+    }
+    else
+    if (ok && key->key_type == CKK_EC) {
+        curve = drv_curve_name (key->ec_params, key->ec_params_len);
+        ok = curve && !s_octet_string (key->ec_point, key->ec_point_len, &point, &point_len)
+          && OSSL_PARAM_BLD_push_utf8_string (bld, OSSL_PKEY_PARAM_GROUP_NAME, curve, 0)
+          && OSSL_PARAM_BLD_push_octet_string (bld, OSSL_PKEY_PARAM_PUB_KEY, point, point_len);
+    }
+    else
+        ok = false;
+    OSSL_PARAM *params = ok ? OSSL_PARAM_BLD_to_param (bld) : NULL;
+    EVP_PKEY_CTX *ctx = params ? EVP_PKEY_CTX_new_from_name (NULL, key->key_type == CKK_RSA
+                                                              ? "RSA" : "EC", NULL) : NULL;
+    if (ctx && EVP_PKEY_fromdata_init (ctx) > 0)
+        EVP_PKEY_fromdata (ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params);
+    EVP_PKEY_CTX_free (ctx);
+    OSSL_PARAM_free (params);
+    OSSL_PARAM_BLD_free (bld);
+    BN_free (n);
+    BN_free (e);
+    ERR_clear_error ();
+    return pkey;
+}
+
+/* ---- import, set, copy, destroy ---------------------------------------- */
+
+/*  The CKA_CLASS a template names, or fallback.  */
+static uint64_t
+s_template_class (Cs__Attribute **attrs, size_t n, uint64_t fallback)
+{
+    for (size_t i = 0; i < n; i++)
+        if (attrs [i]->type == CKA_CLASS && attrs [i]->value_case == CS__ATTRIBUTE__VALUE_NUMBER)
+            return attrs [i]->number;
+    return fallback;
+}
+
+CK_RV
+keyjobs_import (keystore_t *ks, const char *tenant, const Cs__ImportKeyJob *job, Cs__KeyInfo **info_p)
+{
+    bool priv = job->private_pkcs8.len > 0;
+    const unsigned char *p = job->public_spki.data;
+    EVP_PKEY *pkey = priv ? key_info_pkey_from_pkcs8 (job->private_pkcs8.data, job->private_pkcs8.len)
+                          : d2i_PUBKEY (NULL, &p, (long) job->public_spki.len);
+    Cs__KeyInfo *info = NULL;
+    CK_RV rv = CKR_OK;
+    *info_p = NULL;
+    ERR_clear_error ();
+    if (!pkey)
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (s_template_class (job->template_, job->n_template_, priv ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY)
+        != (priv ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY))
+        rv = CKR_TEMPLATE_INCONSISTENT;
+    if (rv == CKR_OK)
+        rv = keyjobs_info_new (pkey, NULL, NULL, false, true, true,
+                               priv ? NULL : job->template_, priv ? 0 : job->n_template_,
+                               priv ? job->template_ : NULL, priv ? job->n_template_ : 0, &info);
+    if (rv == CKR_OK && !priv)
+        info->has_private = false;
+    if (rv == CKR_OK && keystore_key_put (ks, tenant, info, priv ? job->private_pkcs8.data : NULL,
+                                          priv ? job->private_pkcs8.len : 0))
+        rv = CKR_DEVICE_ERROR;
+    EVP_PKEY_free (pkey);
+    if (rv != CKR_OK && info)
+        cs__key_info__free_unpacked (info, NULL);
+    else
+        *info_p = info;
+    return rv;
+}
+
+/*  Loads a key of the tenant with or without its material; a ref the
+ *  tenant does not have is CKR_OBJECT_HANDLE_INVALID.  */
+static CK_RV
+s_load (keystore_t *ks, const char *tenant, const char *ref, uint64_t object, Cs__KeyInfo **info_p,
+        uint8_t **pkcs8_p, size_t *len_p)
+{
+    if (object != CKO_PRIVATE_KEY && object != CKO_PUBLIC_KEY)
+        return CKR_OBJECT_HANDLE_INVALID;
+    if (keystore_key_get (ks, tenant, ref, info_p, pkcs8_p, len_p))
+        return CKR_OBJECT_HANDLE_INVALID;
+    bool priv = object == CKO_PRIVATE_KEY;
+    if (!(priv ? (*info_p)->has_private : (*info_p)->has_public)) {
+        cs__key_info__free_unpacked (*info_p, NULL);
+        *info_p = NULL;
+        if (pkcs8_p && *pkcs8_p) {
+            OPENSSL_cleanse (*pkcs8_p, *len_p);
+            free (*pkcs8_p);
+            *pkcs8_p = NULL;
+        }
+        return CKR_OBJECT_HANDLE_INVALID;
+    }
+    return CKR_OK;
+}
+
+CK_RV
+keyjobs_set (keystore_t *ks, const char *tenant, const Cs__SetKeyAttributesJob *job,
+             Cs__KeyInfo **info_p)
+{
+    bool priv = job->object == CKO_PRIVATE_KEY;
+    Cs__KeyInfo *info = NULL;
+    CK_RV rv = s_load (ks, tenant, job->ref, job->object, &info, NULL, NULL);
+    *info_p = NULL;
+    if (rv != CKR_OK)
+        return rv;
+    if (!s_flag (info, priv, CKA_MODIFIABLE, true))
+        rv = CKR_ACTION_PROHIBITED;
+    if (rv == CKR_OK)
+        rv = s_apply_all (info, priv, job->attributes, job->n_attributes, S_SET, true, false);
+    if (rv == CKR_OK && keystore_key_update (ks, tenant, info))
+        rv = CKR_DEVICE_ERROR;
+    if (rv == CKR_OK)
+        *info_p = info;
+    else
+        cs__key_info__free_unpacked (info, NULL);
+    return rv;
+}
+
+/*  Replaces a string field with a copy of text.  */
+static CK_RV
+s_string_set (char **field, const char *text)
+{
+    char *copy = strdup (text);
+    if (!copy)
+        return CKR_HOST_MEMORY;
+    if (*field && *field != protobuf_c_empty_string)
+        free (*field);
+    *field = copy;
+    return CKR_OK;
+}
+
+CK_RV
+keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *job, Cs__KeyInfo **info_p)
+{
+    bool priv = job->object == CKO_PRIVATE_KEY;
+    Cs__KeyInfo *info = NULL;
+    uint8_t *pkcs8 = NULL;
+    size_t len = 0;
+    char ref [36];
+    CK_RV rv = s_load (ks, tenant, job->ref, job->object, &info, &pkcs8, &len);
+    *info_p = NULL;
+    if (rv != CKR_OK)
+        return rv;
+    if (!s_flag (info, priv, CKA_COPYABLE, true) || strcmp (info->home, "keystore"))
+        rv = CKR_ACTION_PROHIBITED;
+    if (rv == CKR_OK && !priv) {            /* a copy of the public object alone */
+        info->has_private = false;
+        OPENSSL_cleanse (pkcs8, len);
+        free (pkcs8);
+        pkcs8 = NULL;
+        len = 0;
+    }
+    keystore_ref_new (ref);
+    if (rv == CKR_OK)
+        rv = s_string_set (&info->ref, ref);
+    if (rv == CKR_OK)
+        rv = s_apply_all (info, priv, job->attributes, job->n_attributes, S_COPY, true, false);
+    if (rv == CKR_OK && keystore_key_put (ks, tenant, info, pkcs8, len))
+        rv = CKR_DEVICE_ERROR;
+    if (pkcs8) {
+        OPENSSL_cleanse (pkcs8, len);
+        free (pkcs8);
+    }
+    if (rv == CKR_OK)
+        *info_p = info;
+    else
+        cs__key_info__free_unpacked (info, NULL);
+    return rv;
+}
+
+/*  Drops the private half: the row is stored again without its material.  */
+static CK_RV
+s_drop_private (keystore_t *ks, const char *tenant, Cs__KeyInfo *info)
+{
+    info->has_private = false;
+    if (keystore_key_delete (ks, tenant, info->ref) || keystore_key_put (ks, tenant, info, NULL, 0))
+        return CKR_DEVICE_ERROR;
+    return CKR_OK;
+}
+
+CK_RV
+keyjobs_destroy (keystore_t *ks, const char *tenant, const Cs__DestroyKeyJob *job,
+                 Cs__KeyInfo **info_p, char **resident_board_p)
+{
+    bool priv = job->object == CKO_PRIVATE_KEY;
+    Cs__KeyInfo *info = NULL;
+    CK_RV rv = s_load (ks, tenant, job->ref, job->object, &info, NULL, NULL);
+    *info_p = NULL;
+    *resident_board_p = NULL;
+    if (rv != CKR_OK)
+        return rv;
+    bool other = priv ? info->has_public : info->has_private;
+    bool on_board = priv && strncmp (info->home, "board:", 6) == 0;
+    if (!s_flag (info, priv, CKA_DESTROYABLE, true))
+        rv = CKR_ACTION_PROHIBITED;
+    else
+    if (!other)
+        rv = keystore_key_delete (ks, tenant, info->ref) ? CKR_DEVICE_ERROR : CKR_OK;
+    else
+    if (priv)
+        rv = s_drop_private (ks, tenant, info);
+    else {
+        info->has_public = false;
+        rv = keystore_key_update (ks, tenant, info) ? CKR_DEVICE_ERROR : CKR_OK;
+    }
+    if (rv == CKR_OK && on_board)
+        *resident_board_p = strdup (info->home + 6);
+    if (rv == CKR_OK && other)
+        *info_p = info;
+    else
+        cs__key_info__free_unpacked (info, NULL);
+    return rv;
+}
+
+int
+keyjobs_resident_id (const char *ref, unsigned char id [16])
+{
+    if (!ref || strncmp (ref, "ks:", 3) || strlen (ref) != 35)
+        return -1;
+    return cs_hex_decode (ref + 3, id, 16) == 16 ? 0 : -1;
+}

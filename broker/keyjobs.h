@@ -1,0 +1,95 @@
+/*  keyjobs.h — key-management jobs of the broker on keystore rows, and the
+ *  PKCS#11 2.40 attribute rules they follow (§4.1.1 object templates,
+ *  §4.4 storage objects, §4.8/§4.9 private and public key objects):
+ *
+ *    - CKA_LABEL, CKA_ID, the usage flags (CKA_SIGN, CKA_DECRYPT, CKA_VERIFY,
+ *      CKA_ENCRYPT, CKA_DERIVE, ...), dates and CKA_SUBJECT may change;
+ *    - CKA_SENSITIVE may only go FALSE -> TRUE, CKA_EXTRACTABLE only
+ *      TRUE -> FALSE, CKA_WRAP_WITH_TRUSTED only FALSE -> TRUE;
+ *    - CKA_TOKEN, CKA_PRIVATE, CKA_MODIFIABLE, CKA_COPYABLE, CKA_DESTROYABLE
+ *      are set when the object is made or copied, then read-only;
+ *    - CKA_LOCAL, CKA_KEY_GEN_MECHANISM, CKA_ALWAYS_SENSITIVE,
+ *      CKA_NEVER_EXTRACTABLE, CKA_CLASS, CKA_KEY_TYPE and the key's own values
+ *      are read-only (CKR_ATTRIBUTE_READ_ONLY); in a creation template the
+ *      key's values must agree with the key (CKR_TEMPLATE_INCONSISTENT);
+ *    - private key components (CKA_VALUE, CKA_PRIVATE_EXPONENT, CKA_PRIME_1 ...)
+ *      are never stored among the attributes.
+ *
+ *  Each server-held key is a pair of objects (KeyInfo.has_private /
+ *  has_public); the private object owns KeyInfo.id and .label, the public one
+ *  carries its own CKA_ID/CKA_LABEL among public_attributes when they differ.
+ *  All functions run in the frontend thread (SQLite is cheap); every failure
+ *  is a CK_RV for the job's result.
+ */
+#ifndef KEYJOBS_H_INCLUDED
+#define KEYJOBS_H_INCLUDED
+
+#include <stdbool.h>
+#include <openssl/evp.h>
+#include "cs_driver.h"
+#include "keystore.h"
+
+/*  Checks a GenerateKeyPairJob and fills gen (pointing into job; the
+ *  ec_params pointer may point at static DER of the curve) and *key_type_p.
+ *  RSA 2048..4096 bits; EC P-256/384/521; Ed25519.  Returns CKR_OK,
+ *  CKR_MECHANISM_INVALID, CKR_KEY_SIZE_RANGE, CKR_DOMAIN_PARAMS_INVALID,
+ *  CKR_ATTRIBUTE_VALUE_INVALID (exponent) or CKR_TEMPLATE_INCOMPLETE.  */
+CK_RV keyjobs_keygen (const Cs__GenerateKeyPairJob *job, cs_keygen_t *gen, CK_KEY_TYPE *key_type_p);
+
+/*  True when the public exponent of job is 65537 (or left to the default):
+ *  then a pre-generated pool key may serve it.  */
+bool keyjobs_default_exponent (const Cs__GenerateKeyPairJob *job);
+
+/*  Builds the KeyInfo of a new key pair made from pkey (private or public)
+ *  with the application's templates applied (key_info_from_pkey, then the
+ *  rules above).  `ref` and `home` may be NULL (a fresh "ks:" ref, home
+ *  "keystore"); `generated` sets CKA_LOCAL, CKA_KEY_GEN_MECHANISM and
+ *  CKA_ALWAYS_SENSITIVE / CKA_NEVER_EXTRACTABLE from the final CKA_SENSITIVE
+ *  and CKA_EXTRACTABLE; `token` is the CKA_TOKEN the templates must agree
+ *  with.  *info_p gets the result (caller frees with
+ *  cs__key_info__free_unpacked).  Returns CKR_OK or the template's CK_RV.  */
+CK_RV keyjobs_info_new (EVP_PKEY *pkey, const char *ref, const char *home, bool generated,
+                        bool token, bool import,
+                        Cs__Attribute **public_template, size_t n_public,
+                        Cs__Attribute **private_template, size_t n_private,
+                        Cs__KeyInfo **info_p);
+
+/*  Builds a public EVP_PKEY from a board key's public values (for
+ *  key_info_from_pkey of a key generated on a board).  NULL on failure.  */
+EVP_PKEY *keyjobs_pkey_from_board_key (const cs_key_info_t *key);
+
+/*  ImportKeyJob: parses the PKCS#8 private key (its public half derived) or
+ *  the SPKI public key with OpenSSL, applies the template (CKA_CLASS must
+ *  match the kind of key sent, CKA_KEY_TYPE and the key's values must agree:
+ *  CKR_TEMPLATE_INCONSISTENT; an unparsable key: CKR_ATTRIBUTE_VALUE_INVALID)
+ *  and stores it durably.  *info_p gets the stored description.  */
+CK_RV keyjobs_import (keystore_t *ks, const char *tenant, const Cs__ImportKeyJob *job,
+                      Cs__KeyInfo **info_p);
+
+/*  SetKeyAttributesJob on a keystore row of tenant: all attributes or none
+ *  (CKR_ATTRIBUTE_READ_ONLY, CKR_ATTRIBUTE_VALUE_INVALID,
+ *  CKR_ATTRIBUTE_TYPE_INVALID, CKR_ACTION_PROHIBITED when CKA_MODIFIABLE is
+ *  FALSE, CKR_OBJECT_HANDLE_INVALID for a ref the tenant does not have).  */
+CK_RV keyjobs_set (keystore_t *ks, const char *tenant, const Cs__SetKeyAttributesJob *job,
+                   Cs__KeyInfo **info_p);
+
+/*  CopyKeyJob: a new row (fresh ref) with the same material and the
+ *  template applied as C_CopyObject allows; CKR_ACTION_PROHIBITED when
+ *  CKA_COPYABLE is FALSE or the key lives on a board.  Copying the private
+ *  object copies the pair; copying the public object makes a public key.  */
+CK_RV keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *job,
+                    Cs__KeyInfo **info_p);
+
+/*  DestroyKeyJob: drops one half of the pair; the private half takes the
+ *  private material with it; the row goes when both are gone (then *info_p
+ *  is NULL).  CKR_ACTION_PROHIBITED when CKA_DESTROYABLE is FALSE.  When the
+ *  private key lived on a board, *resident_board_p gets that board's name
+ *  (malloc'd, caller frees): the caller destroys the resident key there.  */
+CK_RV keyjobs_destroy (keystore_t *ks, const char *tenant, const Cs__DestroyKeyJob *job,
+                       Cs__KeyInfo **info_p, char **resident_board_p);
+
+/*  The 16-byte CKA_ID a key generated on a board has there: the random
+ *  bytes of its ref "ks:<32 hex>".  Returns 0, or -1 for another ref form.  */
+int keyjobs_resident_id (const char *ref, unsigned char id [16]);
+
+#endif

@@ -1,0 +1,44 @@
+/*  pool.h — pre-generated RSA keys, per modulus size, kept in the broker's
+ *  memory so that C_GenerateKeyPair of a token key returns at once while the
+ *  pool has one (issue #3; the idea of seeds/002: key generation is slow,
+ *  do it ahead of time on idle boards).  Only public exponent 65537.
+ *
+ *  A pure data structure (no threads): the frontend takes keys, queues
+ *  refills as background work items and puts the results back.  Keys are
+ *  PKCS#8 DER buffers, locked in memory where the system allows (mlock) and
+ *  wiped when taken out or destroyed.
+ */
+#ifndef POOL_H_INCLUDED
+#define POOL_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct _pool_t pool_t;
+
+/*  Creates a pool keeping targets [i] keys of broker_pool_bits (i) bits
+ *  (BROKER_POOL_SIZES entries).  NULL when out of memory.  Caller destroys.  */
+pool_t *pool_new (const int *targets);
+
+/*  Wipes and frees every key; NULL-safe; nulls *self_p.  */
+void pool_destroy (pool_t **self_p);
+
+/*  Takes a ready key of `bits`: returns its PKCS#8 DER (malloc'd, *len_p
+ *  bytes; caller wipes with OPENSSL_cleanse and frees), or NULL when none.  */
+unsigned char *pool_take (pool_t *self, unsigned bits, size_t *len_p);
+
+/*  Adds a freshly generated key of `bits` (takes ownership of der, which it
+ *  wipes when full or unknown size) and ends one refill of that size.  */
+void pool_put (pool_t *self, unsigned bits, unsigned char *der, size_t len);
+
+/*  Ends one refill of `bits` that produced no key.  */
+void pool_refill_failed (pool_t *self, unsigned bits);
+
+/*  Returns the size of a refill to start now (ready + running < target, at
+ *  most max_running refills in all), counting it as running; 0 when none.  */
+unsigned pool_next_refill (pool_t *self, size_t max_running);
+
+/*  Keys ready of `bits` (0 for a size the pool does not keep).  */
+size_t pool_ready (pool_t *self, unsigned bits);
+
+#endif

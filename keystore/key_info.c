@@ -1,0 +1,288 @@
+/*  key_info.c — cs.KeyInfo from an OpenSSL EVP_PKEY, and PKCS#8 encoding
+ *  (key_info.h).  OpenSSL 3 parameter API only (no deprecated RSA/EC_KEY).
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/objects.h>
+#include <openssl/sha.h>
+#include <openssl/x509.h>
+#include "key_info.h"
+#include "keystore.h"
+
+#define MAX_POINT 256                   /* bytes: P-521 uncompressed is 133 */
+
+//  DER of OID 1.3.101.112 (id-Ed25519, RFC 8410 §3).
+static const uint8_t s_ed25519_oid [] = { 0x06, 0x03, 0x2b, 0x65, 0x70 };
+
+//  Copies len bytes into a malloc'd ProtobufCBinaryData.  Returns 0 or -1.
+static int
+s_bytes_set (ProtobufCBinaryData *field, const void *data, size_t len)
+{
+    field->data = malloc (len ? len : 1);
+    if (!field->data)
+        return -1;
+    memcpy (field->data, data, len);
+    field->len = len;
+    return 0;
+}
+
+//  Appends a flag or number attribute to a repeated field.  Returns 0 or -1.
+static int
+s_attr_add (size_t *count, Cs__Attribute ***list, CK_ATTRIBUTE_TYPE type,
+            Cs__Attribute__ValueCase kind, uint64_t value)
+{
+    Cs__Attribute **grown = realloc (*list, (*count + 1) * sizeof *grown);
+    if (!grown)
+        return -1;
+    *list = grown;
+    Cs__Attribute *attr = malloc (sizeof *attr);
+    if (!attr)
+        return -1;
+    cs__attribute__init (attr);
+    attr->type = type;
+    attr->value_case = kind;
+    if (kind == CS__ATTRIBUTE__VALUE_FLAG)
+        attr->flag = value != 0;
+    else
+        attr->number = value;
+    (*list) [(*count)++] = attr;
+    return 0;
+}
+
+//  Big-endian bytes of a BIGNUM parameter of pkey into field.
+static int
+s_bn_param (EVP_PKEY *pkey, const char *name, ProtobufCBinaryData *field)
+{
+    BIGNUM *bn = NULL;
+    if (EVP_PKEY_get_bn_param (pkey, name, &bn) != 1)
+        return -1;
+    int len = BN_num_bytes (bn);
+    field->data = malloc (len > 0 ? (size_t) len : 1);
+    int rc = -1;
+    if (field->data) {
+        field->len = (size_t) BN_bn2bin (bn, field->data);
+        rc = 0;
+    }
+    BN_free (bn);
+    return rc;
+}
+
+//  ec_point = DER OCTET STRING (X.690 §8.7) around the raw encoded public
+//  key (an X9.62 uncompressed point, or the 32 Ed25519 bytes).
+static int
+s_ec_point (EVP_PKEY *pkey, ProtobufCBinaryData *field)
+{
+    uint8_t raw [MAX_POINT];
+    size_t len = 0;
+    //  EC keys export the X9.62 encoding; Ed25519 only the raw public key.
+    if ((EVP_PKEY_get_octet_string_param (pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY,
+                                          raw, sizeof raw, &len) != 1 || len == 0)
+    &&  (EVP_PKEY_get_octet_string_param (pkey, OSSL_PKEY_PARAM_PUB_KEY,
+                                          raw, sizeof raw, &len) != 1 || len == 0))
+        return -1;
+    size_t header = len < 128 ? 2 : 3;          //  len < 256 by MAX_POINT
+    field->data = malloc (header + len);
+    if (!field->data)
+        return -1;
+    field->data [0] = 0x04;
+    if (header == 2)
+        field->data [1] = (uint8_t) len;
+    else {
+        field->data [1] = 0x81;
+        field->data [2] = (uint8_t) len;
+    }
+    memcpy (field->data + header, raw, len);
+    field->len = header + len;
+    return 0;
+}
+
+//  ec_params = DER OID of the named curve of an EC key.
+static int
+s_ec_params (EVP_PKEY *pkey, ProtobufCBinaryData *field)
+{
+    char name [80];
+    size_t len = 0;
+    if (EVP_PKEY_get_utf8_string_param (pkey, OSSL_PKEY_PARAM_GROUP_NAME, name, sizeof name, &len) != 1)
+        return -1;
+    int nid = OBJ_txt2nid (name);
+    if (nid == NID_undef)
+        nid = EC_curve_nist2nid (name);
+    const ASN1_OBJECT *oid = nid != NID_undef ? OBJ_nid2obj (nid) : NULL;
+    unsigned char *der = NULL;
+    int der_len = oid ? i2d_ASN1_OBJECT (oid, &der) : -1;
+    int rc = der_len > 0 ? s_bytes_set (field, der, (size_t) der_len) : -1;
+    OPENSSL_free (der);
+    return rc;
+}
+
+//  Fills the type-specific public fields; *mechanism_p gets the key pair
+//  generation mechanism of the type.  Returns 0, or -1 for another type.
+static int
+s_public_fields (EVP_PKEY *pkey, Cs__KeyInfo *info, CK_MECHANISM_TYPE *mechanism_p)
+{
+    if (EVP_PKEY_is_a (pkey, "RSA")) {
+        info->key_type = CKK_RSA;
+        info->bits = (uint32_t) EVP_PKEY_get_bits (pkey);
+        info->can_decrypt = true;
+        *mechanism_p = CKM_RSA_PKCS_KEY_PAIR_GEN;
+        return s_bn_param (pkey, OSSL_PKEY_PARAM_RSA_N, &info->modulus) == 0
+            && s_bn_param (pkey, OSSL_PKEY_PARAM_RSA_E, &info->public_exponent) == 0 ? 0 : -1;
+    }
+    if (EVP_PKEY_is_a (pkey, "EC")) {
+        info->key_type = CKK_EC;
+        info->bits = (uint32_t) EVP_PKEY_get_bits (pkey);
+        *mechanism_p = CKM_EC_KEY_PAIR_GEN;
+        return s_ec_params (pkey, &info->ec_params) == 0
+            && s_ec_point (pkey, &info->ec_point) == 0 ? 0 : -1;
+    }
+    if (EVP_PKEY_is_a (pkey, "ED25519")) {
+        info->key_type = CKK_EC_EDWARDS;
+        info->bits = 256;
+        *mechanism_p = CKM_EC_EDWARDS_KEY_PAIR_GEN;
+        return s_bytes_set (&info->ec_params, s_ed25519_oid, sizeof s_ed25519_oid) == 0
+            && s_ec_point (pkey, &info->ec_point) == 0 ? 0 : -1;
+    }
+    return -1;
+}
+
+//  True when pkey holds private material (not only a public key).
+static bool
+s_has_private (EVP_PKEY *pkey)
+{
+    BIGNUM *d = NULL;
+    uint8_t raw [64];
+    size_t len = 0;
+    bool has = EVP_PKEY_get_bn_param (pkey, OSSL_PKEY_PARAM_RSA_D, &d) == 1
+            || EVP_PKEY_get_bn_param (pkey, OSSL_PKEY_PARAM_PRIV_KEY, &d) == 1
+            || EVP_PKEY_get_octet_string_param (pkey, OSSL_PKEY_PARAM_PRIV_KEY, raw, sizeof raw, &len) == 1;
+    BN_clear_free (d);
+    OPENSSL_cleanse (raw, sizeof raw);
+    return has;
+}
+
+//  The PKCS#11 2.40 §4.7 / §4.9 attributes that the KeyInfo fields do not
+//  carry, for both objects of the pair.
+static int
+s_attributes (Cs__KeyInfo *info, bool generated, CK_MECHANISM_TYPE mechanism)
+{
+    uint64_t gen = generated ? mechanism : CK_UNAVAILABLE_INFORMATION;
+    Cs__Attribute__ValueCase flag = CS__ATTRIBUTE__VALUE_FLAG, number = CS__ATTRIBUTE__VALUE_NUMBER;
+    size_t *pc = &info->n_private_attributes, *uc = &info->n_public_attributes;
+    Cs__Attribute ***pl = &info->private_attributes, ***ul = &info->public_attributes;
+    return s_attr_add (pc, pl, CKA_SENSITIVE, flag, true)
+         | s_attr_add (pc, pl, CKA_EXTRACTABLE, flag, false)
+         | s_attr_add (pc, pl, CKA_ALWAYS_SENSITIVE, flag, generated)
+         | s_attr_add (pc, pl, CKA_NEVER_EXTRACTABLE, flag, generated)
+         | s_attr_add (pc, pl, CKA_LOCAL, flag, generated)
+         | s_attr_add (pc, pl, CKA_KEY_GEN_MECHANISM, number, gen)
+         | s_attr_add (uc, ul, CKA_LOCAL, flag, generated)
+         | s_attr_add (uc, ul, CKA_KEY_GEN_MECHANISM, number, gen);
+}
+
+//  Sets ref, label, home and id from params (defaults per key_info.h).
+static int
+s_names (EVP_PKEY *pkey, Cs__KeyInfo *info, const key_info_params_t *params)
+{
+    char ref [36];
+    if (!params->ref)
+        keystore_ref_new (ref);
+    info->ref = strdup (params->ref ? params->ref : ref);
+    info->label = strdup (params->label ? params->label : "");
+    info->home = strdup (params->home ? params->home : "keystore");
+    if (!info->ref || !info->label || !info->home)
+        return -1;
+    if (params->id)
+        return s_bytes_set (&info->id, params->id, params->id_len);
+    uint8_t id [KEY_INFO_ID_LEN];
+    return key_info_derive_id (pkey, id) == 0 ? s_bytes_set (&info->id, id, sizeof id) : -1;
+}
+
+Cs__KeyInfo *
+key_info_from_pkey (EVP_PKEY *pkey, const key_info_params_t *params)
+{
+    static const key_info_params_t defaults = { 0 };
+    if (!pkey)
+        return NULL;
+    params = params ? params : &defaults;
+    Cs__KeyInfo *info = malloc (sizeof *info);
+    if (!info)
+        return NULL;
+    cs__key_info__init (info);
+    CK_MECHANISM_TYPE mechanism = CK_UNAVAILABLE_INFORMATION;
+    if (s_public_fields (pkey, info, &mechanism) != 0
+    ||  s_names (pkey, info, params) != 0
+    ||  s_attributes (info, params->generated, mechanism) != 0) {
+        cs__key_info__free_unpacked (info, NULL);
+        return NULL;
+    }
+    info->can_sign = true;
+    info->has_private = s_has_private (pkey);
+    info->has_public = true;
+    return info;
+}
+
+int
+key_info_derive_id (EVP_PKEY *pkey, uint8_t id [KEY_INFO_ID_LEN])
+{
+    X509_PUBKEY *xpk = NULL;
+    const unsigned char *bits = NULL;
+    int len = 0, rc = -1;
+    if (X509_PUBKEY_set (&xpk, pkey) == 1
+    &&  X509_PUBKEY_get0_param (NULL, &bits, &len, NULL, xpk) == 1 && len > 0) {
+        SHA1 (bits, (size_t) len, id);
+        rc = 0;
+    }
+    X509_PUBKEY_free (xpk);
+    return rc;
+}
+
+uint8_t *
+key_info_pkcs8 (EVP_PKEY *pkey, size_t *len_p)
+{
+    PKCS8_PRIV_KEY_INFO *p8 = pkey ? EVP_PKEY2PKCS8 (pkey) : NULL;
+    int len = p8 ? i2d_PKCS8_PRIV_KEY_INFO (p8, NULL) : -1;
+    uint8_t *der = len > 0 ? malloc ((size_t) len) : NULL;
+    if (der) {
+        unsigned char *cursor = der;
+        if (i2d_PKCS8_PRIV_KEY_INFO (p8, &cursor) == len)
+            *len_p = (size_t) len;
+        else {
+            OPENSSL_cleanse (der, (size_t) len);
+            free (der);
+            der = NULL;
+        }
+    }
+    PKCS8_PRIV_KEY_INFO_free (p8);      //  OpenSSL wipes its private copy
+    return der;
+}
+
+EVP_PKEY *
+key_info_pkey_from_pkcs8 (const uint8_t *der, size_t len)
+{
+    const unsigned char *cursor = der;
+    if (!der || len == 0 || len > LONG_MAX)
+        return NULL;
+    PKCS8_PRIV_KEY_INFO *p8 = d2i_PKCS8_PRIV_KEY_INFO (NULL, &cursor, (long) len);
+    EVP_PKEY *pkey = p8 ? EVP_PKCS82PKEY (p8) : NULL;
+    PKCS8_PRIV_KEY_INFO_free (p8);
+    return pkey;
+}
+
+const Cs__Attribute *
+key_info_attribute (const Cs__KeyInfo *info, bool private_side, CK_ATTRIBUTE_TYPE type)
+{
+    size_t count = private_side ? info->n_private_attributes : info->n_public_attributes;
+    Cs__Attribute **list = private_side ? info->private_attributes : info->public_attributes;
+    for (size_t i = 0; i < count; i++)
+        if (list [i]->type == type)
+            return list [i];
+    return NULL;
+}

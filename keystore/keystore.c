@@ -1,0 +1,986 @@
+/*  keystore.c — the broker's store of server-held keys and tenants (keystore.h).
+ *
+ *  One SQLite file in WAL mode with synchronous=FULL and secure_delete, three
+ *  tables (meta, tenants, keys; schema below).  Private keys are sealed with
+ *  AES-256-GCM (NIST SP 800-38D, RFC 5116 AEAD_AES_256_GCM) under the master
+ *  key: blob = nonce (12) || ciphertext || tag (16), associated data
+ *  "cs-key-v1" || tenant || NUL || ref.  man cryptoserver-keystore(5) is the
+ *  user-facing description of the file.
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <czmq.h>
+#include <sqlite3.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include "keystore.h"
+#include "cs_pin.h"
+#include "cs_util.h"
+
+#define SCHEMA_VERSION   1
+#define BUSY_TIMEOUT_MS  5000           /* admin and broker share the file */
+#define GCM_NONCE_LEN    12             /* bytes, RFC 5116 §5.1 N_MIN = N_MAX */
+#define GCM_TAG_LEN      16             /* bytes */
+#define TENANT_NAME_MAX  32             /* bytes: it is the token label */
+#define KEY_AAD_PREFIX   "cs-key-v1"
+#define CHECK_AAD        "cs-master-check-v1"
+#define CHECK_PLAINTEXT  "cryptoserver keystore master key check value"
+
+struct _keystore_t {
+    sqlite3 *db;
+    char *path;
+    uint8_t master [KEYSTORE_MASTER_KEY_LEN];
+};
+
+//  The schema.  Lock state is derived from the counters: a PIN is locked
+//  when its failure count reaches KEYSTORE_PIN_MAX_FAILURES.  keys_version
+//  values come from meta 'version_seq', a counter over the whole file, so a
+//  tenant removed and added again never repeats an old version.
+static const char *s_schema =
+    "CREATE TABLE IF NOT EXISTS meta ("
+    "  name TEXT PRIMARY KEY, value BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS tenants ("
+    "  name TEXT PRIMARY KEY,"
+    "  user_pin TEXT NOT NULL, so_pin TEXT NOT NULL,"
+    "  user_failures INTEGER NOT NULL DEFAULT 0,"
+    "  so_failures INTEGER NOT NULL DEFAULT 0,"
+    "  keys_version INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS keys ("
+    "  tenant TEXT NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
+    "  ref TEXT NOT NULL,"
+    "  info BLOB NOT NULL,"
+    "  private BLOB,"
+    "  PRIMARY KEY (tenant, ref));";
+
+/* ---- small helpers ---------------------------------------------------- */
+
+//  Logs a SQLite failure of `what` with the database's message.
+static void
+s_db_error (keystore_t *self, const char *what)
+{
+    zsys_error ("keystore %s: %s: %s", self->path, what, sqlite3_errmsg (self->db));
+}
+
+//  Prepares `sql`.  Returns the statement (caller finalizes) or NULL after a log.
+static sqlite3_stmt *
+s_prepare (keystore_t *self, const char *sql)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2 (self->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
+        s_db_error (self, "prepare");
+        sqlite3_finalize (stmt);
+        return NULL;
+    }
+    return stmt;
+}
+
+//  Runs statements without results.  Returns 0, or -1 after a log.
+static int
+s_exec (keystore_t *self, const char *sql)
+{
+    if (sqlite3_exec (self->db, sql, NULL, NULL, NULL) == SQLITE_OK)
+        return 0;
+    s_db_error (self, sql);
+    return -1;
+}
+
+//  Steps a statement that returns no row.  Returns 0, or -1 after a log.
+static int
+s_step_done (keystore_t *self, sqlite3_stmt *stmt)
+{
+    if (sqlite3_step (stmt) == SQLITE_DONE)
+        return 0;
+    s_db_error (self, "write");
+    return -1;
+}
+
+//  Binds text (NUL-terminated) at position `index`.
+static void
+s_bind_text (sqlite3_stmt *stmt, int index, const char *text)
+{
+    sqlite3_bind_text (stmt, index, text, -1, SQLITE_TRANSIENT);
+}
+
+/* ---- AES-256-GCM (RFC 5116) ------------------------------------------ */
+
+//  Seals plain (len bytes) with `key` and associated data aad (aad_len
+//  bytes).  Returns a malloc'd blob nonce || ciphertext || tag of
+//  *blob_len_p bytes (caller frees), or NULL on failure.
+static uint8_t *
+s_seal (const uint8_t *key, const void *aad, size_t aad_len,
+        const uint8_t *plain, size_t len, size_t *blob_len_p)
+{
+    size_t blob_len = GCM_NONCE_LEN + len + GCM_TAG_LEN;
+    uint8_t *blob = malloc (blob_len);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new ();
+    int out_len = 0, final_len = 0;
+    bool ok = blob && ctx && len <= INT_MAX && aad_len <= INT_MAX
+           && RAND_bytes (blob, GCM_NONCE_LEN) == 1
+           && EVP_EncryptInit_ex (ctx, EVP_aes_256_gcm (), NULL, key, blob) == 1
+           && EVP_EncryptUpdate (ctx, NULL, &out_len, aad, (int) aad_len) == 1
+           && EVP_EncryptUpdate (ctx, blob + GCM_NONCE_LEN, &out_len, plain, (int) len) == 1
+           && EVP_EncryptFinal_ex (ctx, blob + GCM_NONCE_LEN + out_len, &final_len) == 1
+           && (size_t) (out_len + final_len) == len
+           && EVP_CIPHER_CTX_ctrl (ctx, EVP_CTRL_GCM_GET_TAG, GCM_TAG_LEN,
+                                   blob + GCM_NONCE_LEN + len) == 1;
+    EVP_CIPHER_CTX_free (ctx);
+    if (!ok) {
+        if (blob)
+            OPENSSL_cleanse (blob, blob_len);
+        free (blob);
+        return NULL;
+    }
+    *blob_len_p = blob_len;
+    return blob;
+}
+
+//  Opens a blob made by s_seal.  Returns the malloc'd plaintext of
+//  *len_p bytes (caller wipes and frees; one spare NUL byte follows it), or
+//  NULL when the blob is short, was sealed under another key or other
+//  associated data, or was changed (the GCM tag does not verify).
+static uint8_t *
+s_open (const uint8_t *key, const void *aad, size_t aad_len,
+        const uint8_t *blob, size_t blob_len, size_t *len_p)
+{
+    if (blob_len < GCM_NONCE_LEN + GCM_TAG_LEN || blob_len > INT_MAX || aad_len > INT_MAX)
+        return NULL;
+    size_t len = blob_len - GCM_NONCE_LEN - GCM_TAG_LEN;
+    uint8_t *plain = malloc (len + 1);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new ();
+    int out_len = 0, final_len = 0;
+    bool ok = plain && ctx
+           && EVP_DecryptInit_ex (ctx, EVP_aes_256_gcm (), NULL, key, blob) == 1
+           && EVP_DecryptUpdate (ctx, NULL, &out_len, aad, (int) aad_len) == 1
+           && EVP_DecryptUpdate (ctx, plain, &out_len, blob + GCM_NONCE_LEN, (int) len) == 1
+           && EVP_CIPHER_CTX_ctrl (ctx, EVP_CTRL_GCM_SET_TAG, GCM_TAG_LEN,
+                                   (void *) (blob + GCM_NONCE_LEN + len)) == 1
+           && EVP_DecryptFinal_ex (ctx, plain + out_len, &final_len) == 1;
+    EVP_CIPHER_CTX_free (ctx);
+    if (!ok) {
+        if (plain)
+            OPENSSL_cleanse (plain, len + 1);
+        free (plain);
+        return NULL;
+    }
+    plain [len] = 0;
+    *len_p = len;
+    return plain;
+}
+
+//  Builds the associated data of a key row: "cs-key-v1" || tenant || NUL ||
+//  ref, into a malloc'd buffer of *len_p bytes (caller frees).
+static uint8_t *
+s_key_aad (const char *tenant, const char *ref, size_t *len_p)
+{
+    size_t prefix = strlen (KEY_AAD_PREFIX), tlen = strlen (tenant), rlen = strlen (ref);
+    uint8_t *aad = malloc (prefix + tlen + 1 + rlen);
+    if (!aad)
+        return NULL;
+    memcpy (aad, KEY_AAD_PREFIX, prefix);
+    memcpy (aad + prefix, tenant, tlen);
+    aad [prefix + tlen] = 0;
+    memcpy (aad + prefix + tlen + 1, ref, rlen);
+    *len_p = prefix + tlen + 1 + rlen;
+    return aad;
+}
+
+/* ---- meta rows -------------------------------------------------------- */
+
+//  Reads meta row `name` into a malloc'd buffer (*len_p bytes; caller
+//  frees).  Returns 1 found, 0 absent, -1 on error.
+static int
+s_meta_get (keystore_t *self, const char *name, uint8_t **value_p, size_t *len_p)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT value FROM meta WHERE name = ?1");
+    int rc = -1;
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, name);
+    int step = sqlite3_step (stmt);
+    if (step == SQLITE_DONE)
+        rc = 0;
+    else
+    if (step == SQLITE_ROW) {
+        size_t len = (size_t) sqlite3_column_bytes (stmt, 0);
+        *value_p = malloc (len + 1);
+        if (*value_p) {
+            memcpy (*value_p, sqlite3_column_blob (stmt, 0), len);
+            (*value_p) [len] = 0;
+            *len_p = len;
+            rc = 1;
+        }
+    }
+    else
+        s_db_error (self, "read meta");
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+//  Writes meta row `name`.  Returns 0 or -1.
+static int
+s_meta_put (keystore_t *self, const char *name, const void *value, size_t len)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "INSERT OR REPLACE INTO meta (name, value) VALUES (?1, ?2)");
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, name);
+    sqlite3_bind_blob (stmt, 2, value, (int) len, SQLITE_TRANSIENT);
+    int rc = s_step_done (self, stmt);
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+//  Takes the next value of the file-wide version counter (meta
+//  'version_seq').  Call inside a write transaction.  Returns it, or 0 on
+//  failure.
+static uint64_t
+s_version_next (keystore_t *self)
+{
+    if (s_exec (self, "UPDATE meta SET value = CAST (value AS INTEGER) + 1 "
+                      "WHERE name = 'version_seq'") != 0)
+        return 0;
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT CAST (value AS INTEGER) FROM meta "
+                                          "WHERE name = 'version_seq'");
+    uint64_t version = 0;
+    if (stmt && sqlite3_step (stmt) == SQLITE_ROW)
+        version = (uint64_t) sqlite3_column_int64 (stmt, 0);
+    sqlite3_finalize (stmt);
+    return version;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+//  Creates the file with mode 0600 when it does not exist yet, so SQLite
+//  (which gives its -wal and -shm files the database's mode) never makes a
+//  world-readable keystore.  Returns 0 or -1 after a log.
+static int
+s_file_create (const char *path)
+{
+    int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        zsys_error ("keystore %s: cannot open: %s", path, strerror (errno));
+        return -1;
+    }
+    close (fd);
+    return 0;
+}
+
+//  Sets the connection up: busy timeout, WAL, synchronous=FULL (a commit
+//  is on disk when it returns), foreign keys (tenant removal cascades),
+//  secure_delete (deleted rows are overwritten in the file).
+static int
+s_pragmas (keystore_t *self)
+{
+    sqlite3_busy_timeout (self->db, BUSY_TIMEOUT_MS);
+    return s_exec (self, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
+                         " PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;");
+}
+
+//  Checks the schema version row; on a new file writes it, the version
+//  counter and the master key check value.  Returns 0, or -1 after a log
+//  (the documented "master key does not match" line included).
+static int
+s_check_or_init (keystore_t *self)
+{
+    if (s_exec (self, "BEGIN IMMEDIATE") != 0)
+        return -1;
+    uint8_t *value = NULL, *plain = NULL;
+    size_t len = 0, plain_len = 0;
+    int rc = -1;
+    if (s_exec (self, s_schema) != 0)
+        goto out;
+    int found = s_meta_get (self, "master_check", &value, &len);
+    if (found < 0)
+        goto out;
+    if (found == 0) {                           //  a new keystore
+        char version [16];
+        snprintf (version, sizeof version, "%d", SCHEMA_VERSION);
+        uint8_t *check = s_seal (self->master, CHECK_AAD, strlen (CHECK_AAD),
+                                 (const uint8_t *) CHECK_PLAINTEXT, strlen (CHECK_PLAINTEXT), &len);
+        rc = check && s_meta_put (self, "schema", version, strlen (version)) == 0
+                   && s_meta_put (self, "version_seq", "0", 1) == 0
+                   && s_meta_put (self, "master_check", check, len) == 0 ? 0 : -1;
+        free (check);
+        goto out;
+    }
+    plain = s_open (self->master, CHECK_AAD, strlen (CHECK_AAD), value, len, &plain_len);
+    if (!plain || plain_len != strlen (CHECK_PLAINTEXT) || memcmp (plain, CHECK_PLAINTEXT, plain_len)) {
+        zsys_error ("keystore %s: master key does not match", self->path);
+        goto out;
+    }
+    free (value);
+    value = NULL;
+    if (s_meta_get (self, "schema", &value, &len) != 1 || atoi ((char *) value) != SCHEMA_VERSION) {
+        zsys_error ("keystore %s: schema version %s is not %d (made by another version?)",
+                    self->path, value ? (char *) value : "?", SCHEMA_VERSION);
+        goto out;
+    }
+    rc = 0;
+out:
+    free (value);
+    free (plain);
+    s_exec (self, rc == 0 ? "COMMIT" : "ROLLBACK");
+    return rc;
+}
+
+keystore_t *
+keystore_open (const char *path, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN])
+{
+    if (!path || !master_key)
+        return NULL;
+    keystore_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->path = strdup (path);
+    memcpy (self->master, master_key, KEYSTORE_MASTER_KEY_LEN);
+    if (!self->path || s_file_create (path) != 0)
+        goto fail;
+    if (sqlite3_open_v2 (path, &self->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        zsys_error ("keystore %s: cannot open: %s", path,
+                    self->db ? sqlite3_errmsg (self->db) : "out of memory");
+        goto fail;
+    }
+    if (s_pragmas (self) != 0 || s_check_or_init (self) != 0)
+        goto fail;
+    return self;
+fail:
+    keystore_destroy (&self);
+    return NULL;
+}
+
+void
+keystore_destroy (keystore_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    keystore_t *self = *self_p;
+    sqlite3_close_v2 (self->db);
+    OPENSSL_cleanse (self->master, sizeof self->master);
+    free (self->path);
+    free (self);
+    *self_p = NULL;
+}
+
+/* ---- master key files ---------------------------------------------------- */
+
+int
+keystore_master_key_read (const char *path, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
+{
+    struct stat st;
+    if (stat (path, &st) != 0) {
+        zsys_error ("master key %s: %s", path, strerror (errno));
+        return -1;
+    }
+    if (st.st_mode & 077) {
+        zsys_error ("master key %s: readable by group or others (mode %03o): chmod 600 it",
+                    path, (unsigned) (st.st_mode & 0777));
+        return -1;
+    }
+    char *hex = cs_file_read_secret (path, 4 * KEYSTORE_MASTER_KEY_LEN);
+    int rc = -1;
+    if (!hex)
+        zsys_error ("master key %s: cannot read", path);
+    else
+    if (strlen (hex) != 2 * KEYSTORE_MASTER_KEY_LEN
+    ||  cs_hex_decode (hex, key, KEYSTORE_MASTER_KEY_LEN) != KEYSTORE_MASTER_KEY_LEN)
+        zsys_error ("master key %s: not %d hex digits", path, 2 * KEYSTORE_MASTER_KEY_LEN);
+    else
+        rc = 0;
+    if (hex) {
+        OPENSSL_cleanse (hex, strlen (hex));
+        free (hex);
+    }
+    if (rc != 0)
+        OPENSSL_cleanse (key, KEYSTORE_MASTER_KEY_LEN);
+    return rc;
+}
+
+//  Writes all of data to fd.  Returns 0 or -1.
+static int
+s_write_all (int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write (fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        data += n;
+        len -= (size_t) n;
+    }
+    return 0;
+}
+
+int
+keystore_master_key_create (const char *path, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
+{
+    char hex [2 * KEYSTORE_MASTER_KEY_LEN + 2];
+    int rc = -1;
+    int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        zsys_error ("master key %s: cannot create: %s", path, strerror (errno));
+        return -1;
+    }
+    if (RAND_bytes (key, KEYSTORE_MASTER_KEY_LEN) != 1)
+        zsys_error ("master key %s: no random bytes", path);
+    else {
+        cs_hex_encode (key, KEYSTORE_MASTER_KEY_LEN, hex);
+        strcat (hex, "\n");
+        if (fchmod (fd, 0600) == 0 && s_write_all (fd, hex, strlen (hex)) == 0 && fsync (fd) == 0)
+            rc = 0;
+        else
+            zsys_error ("master key %s: write failed: %s", path, strerror (errno));
+    }
+    if (close (fd) != 0)
+        rc = -1;
+    OPENSSL_cleanse (hex, sizeof hex);
+    if (rc != 0) {
+        OPENSSL_cleanse (key, KEYSTORE_MASTER_KEY_LEN);
+        unlink (path);
+    }
+    return rc;
+}
+
+/* ---- tenants ------------------------------------------------------------- */
+
+static bool
+s_pin_len_ok (size_t len)
+{
+    return len >= CS_PIN_MIN_LEN && len <= CS_PIN_MAX_LEN;
+}
+
+int
+keystore_tenant_add (keystore_t *self, const char *name,
+                     const void *user_pin, size_t user_pin_len,
+                     const void *so_pin, size_t so_pin_len)
+{
+    if (!self || !name || !*name || strlen (name) > TENANT_NAME_MAX
+    ||  !user_pin || !so_pin || !s_pin_len_ok (user_pin_len) || !s_pin_len_ok (so_pin_len)) {
+        zsys_error ("keystore: tenant name must be 1..%d bytes and PINs %d..%d bytes",
+                    TENANT_NAME_MAX, CS_PIN_MIN_LEN, CS_PIN_MAX_LEN);
+        return -1;
+    }
+    if (keystore_tenant_exists (self, name)) {
+        zsys_error ("keystore %s: tenant %s exists", self->path, name);
+        return -1;
+    }
+    char *user_hash = cs_pin_hash (user_pin, user_pin_len);
+    char *so_hash = cs_pin_hash (so_pin, so_pin_len);
+    sqlite3_stmt *stmt = NULL;
+    int rc = -1;
+    if (!user_hash || !so_hash || s_exec (self, "BEGIN IMMEDIATE") != 0)
+        goto out;
+    uint64_t version = s_version_next (self);
+    stmt = s_prepare (self, "INSERT INTO tenants (name, user_pin, so_pin, keys_version) "
+                            "VALUES (?1, ?2, ?3, ?4)");
+    if (version && stmt) {
+        s_bind_text (stmt, 1, name);
+        s_bind_text (stmt, 2, user_hash);
+        s_bind_text (stmt, 3, so_hash);
+        sqlite3_bind_int64 (stmt, 4, (sqlite3_int64) version);
+        rc = s_step_done (self, stmt);
+    }
+    if (s_exec (self, rc == 0 ? "COMMIT" : "ROLLBACK") != 0)
+        rc = -1;
+out:
+    sqlite3_finalize (stmt);
+    free (user_hash);
+    free (so_hash);
+    return rc;
+}
+
+int
+keystore_tenant_remove (keystore_t *self, const char *name)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "DELETE FROM tenants WHERE name = ?1");
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, name);
+    int rc = s_step_done (self, stmt);
+    if (rc == 0 && sqlite3_changes (self->db) == 0)
+        rc = -1;
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+char **
+keystore_tenant_list (keystore_t *self)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT name FROM tenants ORDER BY name");
+    if (!stmt)
+        return NULL;
+    size_t count = 0, room = 8;
+    char **names = calloc (room + 1, sizeof *names);
+    int step;
+    while (names && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
+        if (count == room) {
+            char **grown = realloc (names, (2 * room + 1) * sizeof *names);
+            if (!grown)
+                break;
+            names = grown;
+            room *= 2;
+        }
+        names [count] = strdup ((const char *) sqlite3_column_text (stmt, 0));
+        names [++count] = NULL;
+        if (!names [count - 1])
+            break;
+    }
+    bool ok = names && step == SQLITE_DONE;
+    sqlite3_finalize (stmt);
+    if (!ok && names) {
+        for (size_t i = 0; names [i]; i++)
+            free (names [i]);
+        free (names);
+        names = NULL;
+    }
+    return names;
+}
+
+bool
+keystore_tenant_exists (keystore_t *self, const char *name)
+{
+    sqlite3_stmt *stmt = name ? s_prepare (self, "SELECT 1 FROM tenants WHERE name = ?1") : NULL;
+    if (!stmt)
+        return false;
+    s_bind_text (stmt, 1, name);
+    bool exists = sqlite3_step (stmt) == SQLITE_ROW;
+    sqlite3_finalize (stmt);
+    return exists;
+}
+
+/* ---- PINs ------------------------------------------------------------- */
+
+//  Column names of a user type's hash and failure counter; false for a
+//  user type other than CKU_USER and CKU_SO.
+static bool
+s_pin_columns (CK_USER_TYPE user_type, const char **hash_p, const char **failures_p)
+{
+    if (user_type == CKU_USER) {
+        *hash_p = "user_pin";
+        *failures_p = "user_failures";
+        return true;
+    }
+    if (user_type == CKU_SO) {
+        *hash_p = "so_pin";
+        *failures_p = "so_failures";
+        return true;
+    }
+    return false;
+}
+
+//  Reads the tenant's stored hash (malloc'd into *hash_p, caller frees) and
+//  failure count of one user type.  Returns 1 found, 0 unknown, -1 error.
+static int
+s_pin_row (keystore_t *self, const char *tenant, const char *hash_col, const char *failures_col,
+           char **hash_p, long *failures_p)
+{
+    char *sql = zsys_sprintf ("SELECT %s, %s FROM tenants WHERE name = ?1", hash_col, failures_col);
+    sqlite3_stmt *stmt = sql ? s_prepare (self, sql) : NULL;
+    zstr_free (&sql);
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    int step = sqlite3_step (stmt), rc = -1;
+    if (step == SQLITE_DONE)
+        rc = 0;
+    else
+    if (step == SQLITE_ROW) {
+        *hash_p = strdup ((const char *) sqlite3_column_text (stmt, 0));
+        *failures_p = (long) sqlite3_column_int64 (stmt, 1);
+        rc = *hash_p ? 1 : -1;
+    }
+    else
+        s_db_error (self, "read tenant");
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+//  Runs "UPDATE tenants SET <assignments> WHERE name = ?1".  Durable when
+//  it returns 0; -1 on failure or an unknown tenant.
+static int
+s_tenant_update (keystore_t *self, const char *tenant, const char *assignments)
+{
+    char *sql = zsys_sprintf ("UPDATE tenants SET %s WHERE name = ?1", assignments);
+    sqlite3_stmt *stmt = sql ? s_prepare (self, sql) : NULL;
+    zstr_free (&sql);
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    int rc = s_step_done (self, stmt);
+    if (rc == 0 && sqlite3_changes (self->db) == 0)
+        rc = -1;
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+CK_RV
+keystore_pin_check (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
+                    const void *pin, size_t pin_len)
+{
+    const char *hash_col, *failures_col;
+    if (!s_pin_columns (user_type, &hash_col, &failures_col))
+        return CKR_USER_TYPE_INVALID;
+    char *hash = NULL, *assign = NULL;
+    long failures = 0;
+    CK_RV rv = CKR_DEVICE_ERROR;
+    if (!self || !tenant || s_pin_row (self, tenant, hash_col, failures_col, &hash, &failures) != 1)
+        goto out;
+    if (failures >= KEYSTORE_PIN_MAX_FAILURES) {
+        rv = CKR_PIN_LOCKED;
+        goto out;
+    }
+    bool match = pin && cs_pin_verify (hash, pin, pin_len);
+    //  The counter moves in one statement, so two concurrent wrong PINs
+    //  both count.
+    if (match)
+        assign = zsys_sprintf ("%s = 0", failures_col);
+    else
+        assign = zsys_sprintf ("%s = %s + 1", failures_col, failures_col);
+    if (match && failures == 0)
+        rv = CKR_OK;
+    else
+    if (assign && s_tenant_update (self, tenant, assign) == 0)
+        rv = match ? CKR_OK : CKR_PIN_INCORRECT;
+out:
+    zstr_free (&assign);
+    free (hash);
+    return rv;
+}
+
+CK_RV
+keystore_pin_set (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
+                  const void *pin, size_t pin_len)
+{
+    const char *hash_col, *failures_col;
+    if (!s_pin_columns (user_type, &hash_col, &failures_col))
+        return CKR_USER_TYPE_INVALID;
+    if (!pin || !s_pin_len_ok (pin_len))
+        return CKR_PIN_LEN_RANGE;
+    if (!self || !tenant)
+        return CKR_DEVICE_ERROR;
+    char *hash = cs_pin_hash (pin, pin_len);
+    char *sql = hash ? zsys_sprintf ("UPDATE tenants SET %s = ?2, %s = 0 WHERE name = ?1",
+                                     hash_col, failures_col) : NULL;
+    sqlite3_stmt *stmt = sql ? s_prepare (self, sql) : NULL;
+    CK_RV rv = CKR_DEVICE_ERROR;
+    if (stmt) {
+        s_bind_text (stmt, 1, tenant);
+        s_bind_text (stmt, 2, hash);
+        if (s_step_done (self, stmt) == 0 && sqlite3_changes (self->db) == 1)
+            rv = CKR_OK;
+    }
+    sqlite3_finalize (stmt);
+    zstr_free (&sql);
+    free (hash);
+    return rv;
+}
+
+//  The PKCS#11 2.40 §5.4 CK_TOKEN_INFO flags for `failures` wrong PINs in a
+//  row: COUNT_LOW after one, FINAL_TRY when one try is left, LOCKED at the
+//  maximum.
+static CK_FLAGS
+s_pin_flags (long failures, CK_FLAGS count_low, CK_FLAGS final_try, CK_FLAGS locked)
+{
+    CK_FLAGS flags = 0;
+    if (failures >= 1)
+        flags |= count_low;
+    if (failures == KEYSTORE_PIN_MAX_FAILURES - 1)
+        flags |= final_try;
+    if (failures >= KEYSTORE_PIN_MAX_FAILURES)
+        flags |= locked;
+    return flags;
+}
+
+CK_FLAGS
+keystore_pin_flags (keystore_t *self, const char *tenant)
+{
+    sqlite3_stmt *stmt = self && tenant
+        ? s_prepare (self, "SELECT user_failures, so_failures FROM tenants WHERE name = ?1") : NULL;
+    if (!stmt)
+        return 0;
+    s_bind_text (stmt, 1, tenant);
+    CK_FLAGS flags = 0;
+    if (sqlite3_step (stmt) == SQLITE_ROW)
+        flags = s_pin_flags ((long) sqlite3_column_int64 (stmt, 0), CKF_USER_PIN_COUNT_LOW,
+                             CKF_USER_PIN_FINAL_TRY, CKF_USER_PIN_LOCKED)
+              | s_pin_flags ((long) sqlite3_column_int64 (stmt, 1), CKF_SO_PIN_COUNT_LOW,
+                             CKF_SO_PIN_FINAL_TRY, CKF_SO_PIN_LOCKED);
+    sqlite3_finalize (stmt);
+    return flags;
+}
+
+/* ---- keys --------------------------------------------------------------- */
+
+//  Gives the tenant a new keys_version.  Call inside a write transaction.
+static int
+s_version_bump (keystore_t *self, const char *tenant)
+{
+    uint64_t version = s_version_next (self);
+    sqlite3_stmt *stmt = version
+        ? s_prepare (self, "UPDATE tenants SET keys_version = ?2 WHERE name = ?1") : NULL;
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    sqlite3_bind_int64 (stmt, 2, (sqlite3_int64) version);
+    int rc = s_step_done (self, stmt);
+    if (rc == 0 && sqlite3_changes (self->db) != 1)
+        rc = -1;
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+//  Packs a KeyInfo into a malloc'd buffer of *len_p bytes (caller frees).
+static uint8_t *
+s_info_pack (const Cs__KeyInfo *info, size_t *len_p)
+{
+    size_t len = cs__key_info__get_packed_size (info);
+    uint8_t *packed = malloc (len ? len : 1);
+    if (packed)
+        *len_p = cs__key_info__pack (info, packed);
+    return packed;
+}
+
+//  Runs one key write (`sql` with ?1 tenant, ?2 ref, ?3 info, ?4 private)
+//  and bumps the tenant's version, in one transaction.  `want_change`:
+//  fail when no row changed.  Returns 0 (durable) or -1.
+static int
+s_key_write (keystore_t *self, const char *sql, const char *tenant, const char *ref,
+             const Cs__KeyInfo *info, const uint8_t *blob, size_t blob_len)
+{
+    size_t packed_len = 0;
+    uint8_t *packed = info ? s_info_pack (info, &packed_len) : NULL;
+    sqlite3_stmt *stmt = NULL;
+    int rc = -1;
+    if ((info && !packed) || s_exec (self, "BEGIN IMMEDIATE") != 0)
+        goto out;
+    stmt = s_prepare (self, sql);
+    if (stmt) {
+        s_bind_text (stmt, 1, tenant);
+        s_bind_text (stmt, 2, ref);
+        if (packed)
+            sqlite3_bind_blob (stmt, 3, packed, (int) packed_len, SQLITE_TRANSIENT);
+        if (blob)
+            sqlite3_bind_blob (stmt, 4, blob, (int) blob_len, SQLITE_TRANSIENT);
+        rc = s_step_done (self, stmt);
+    }
+    if (rc == 0 && sqlite3_changes (self->db) != 1)
+        rc = -1;
+    if (rc == 0)
+        rc = s_version_bump (self, tenant);
+    if (s_exec (self, rc == 0 ? "COMMIT" : "ROLLBACK") != 0)
+        rc = -1;
+out:
+    sqlite3_finalize (stmt);
+    free (packed);
+    return rc;
+}
+
+//  True when `ref` is a usable key reference.
+static bool
+s_ref_ok (const char *ref)
+{
+    return ref && *ref && strlen (ref) <= 128;
+}
+
+int
+keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
+                  const uint8_t *pkcs8, size_t pkcs8_len)
+{
+    if (!self || !tenant || !info || !s_ref_ok (info->ref) || (pkcs8 && !pkcs8_len))
+        return -1;
+    if (!keystore_tenant_exists (self, tenant)) {
+        zsys_error ("keystore %s: no tenant %s", self->path, tenant);
+        return -1;
+    }
+    uint8_t *aad = NULL, *blob = NULL;
+    size_t aad_len = 0, blob_len = 0;
+    int rc = -1;
+    if (pkcs8) {
+        aad = s_key_aad (tenant, info->ref, &aad_len);
+        blob = aad ? s_seal (self->master, aad, aad_len, pkcs8, pkcs8_len, &blob_len) : NULL;
+        if (!blob)
+            goto out;
+    }
+    rc = s_key_write (self, "INSERT INTO keys (tenant, ref, info, private) VALUES (?1, ?2, ?3, ?4)",
+                      tenant, info->ref, info, blob, blob_len);
+    if (rc != 0)
+        zsys_error ("keystore %s: cannot store key %s of tenant %s", self->path, info->ref, tenant);
+out:
+    free (aad);
+    free (blob);        //  ciphertext: no wipe needed
+    return rc;
+}
+
+int
+keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *info)
+{
+    if (!self || !tenant || !info || !s_ref_ok (info->ref))
+        return -1;
+    return s_key_write (self, "UPDATE keys SET info = ?3 WHERE tenant = ?1 AND ref = ?2",
+                        tenant, info->ref, info, NULL, 0);
+}
+
+int
+keystore_key_delete (keystore_t *self, const char *tenant, const char *ref)
+{
+    if (!self || !tenant || !s_ref_ok (ref))
+        return -1;
+    return s_key_write (self, "DELETE FROM keys WHERE tenant = ?1 AND ref = ?2",
+                        tenant, ref, NULL, NULL, 0);
+}
+
+//  Unpacks column `col` of the current row as a KeyInfo (caller frees with
+//  cs__key_info__free_unpacked), or NULL after a log when it is damaged.
+static Cs__KeyInfo *
+s_info_column (keystore_t *self, sqlite3_stmt *stmt, int col)
+{
+    const uint8_t *data = sqlite3_column_blob (stmt, col);
+    size_t len = (size_t) sqlite3_column_bytes (stmt, col);
+    Cs__KeyInfo *info = cs__key_info__unpack (NULL, len, data);
+    if (!info)
+        zsys_error ("keystore %s: a key description does not decode", self->path);
+    return info;
+}
+
+//  Decrypts the private blob in column `col` of the current row into
+//  *pkcs8_p / *len_p (NULL and 0 when the row has none).  Returns 0, or -1
+//  after a log when it does not decrypt.
+static int
+s_private_column (keystore_t *self, sqlite3_stmt *stmt, int col, const char *tenant,
+                  const char *ref, uint8_t **pkcs8_p, size_t *len_p)
+{
+    *pkcs8_p = NULL;
+    *len_p = 0;
+    if (sqlite3_column_type (stmt, col) == SQLITE_NULL)
+        return 0;
+    size_t aad_len = 0;
+    uint8_t *aad = s_key_aad (tenant, ref, &aad_len);
+    if (aad)
+        *pkcs8_p = s_open (self->master, aad, aad_len, sqlite3_column_blob (stmt, col),
+                           (size_t) sqlite3_column_bytes (stmt, col), len_p);
+    free (aad);
+    if (*pkcs8_p)
+        return 0;
+    zsys_error ("keystore %s: key %s of tenant %s does not decrypt (changed, moved, "
+                "or another master key)", self->path, ref, tenant);
+    return -1;
+}
+
+int
+keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
+                  Cs__KeyInfo **info_p, uint8_t **pkcs8_p, size_t *pkcs8_len_p)
+{
+    if (!self || !tenant || !s_ref_ok (ref) || !info_p)
+        return -1;
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT info, private FROM keys "
+                                          "WHERE tenant = ?1 AND ref = ?2");
+    Cs__KeyInfo *info = NULL;
+    int rc = -1;
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    s_bind_text (stmt, 2, ref);
+    if (sqlite3_step (stmt) != SQLITE_ROW)
+        goto out;
+    info = s_info_column (self, stmt, 0);
+    if (!info)
+        goto out;
+    if (pkcs8_p && s_private_column (self, stmt, 1, tenant, ref, pkcs8_p, pkcs8_len_p) != 0)
+        goto out;
+    *info_p = info;
+    info = NULL;
+    rc = 0;
+out:
+    if (info)
+        cs__key_info__free_unpacked (info, NULL);
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+//  Frees the first `count` entries of infos and the array.
+static void
+s_infos_free (Cs__KeyInfo **infos, size_t count)
+{
+    for (size_t i = 0; infos && i < count; i++)
+        cs__key_info__free_unpacked (infos [i], NULL);
+    free (infos);
+}
+
+int
+keystore_key_list (keystore_t *self, const char *tenant,
+                   Cs__KeyInfo ***infos_p, size_t *count_p)
+{
+    if (!self || !tenant || !infos_p || !count_p)
+        return -1;
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT info FROM keys WHERE tenant = ?1 ORDER BY rowid");
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    size_t count = 0, room = 16;
+    Cs__KeyInfo **infos = malloc (room * sizeof *infos);
+    int step = SQLITE_ERROR;
+    while (infos && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
+        if (count == room) {
+            Cs__KeyInfo **grown = realloc (infos, 2 * room * sizeof *infos);
+            if (!grown)
+                break;
+            infos = grown;
+            room *= 2;
+        }
+        infos [count] = s_info_column (self, stmt, 0);
+        if (!infos [count])
+            break;
+        count++;
+    }
+    sqlite3_finalize (stmt);
+    if (step != SQLITE_DONE) {
+        if (infos)
+            s_db_error (self, "list keys");
+        s_infos_free (infos, count);
+        return -1;
+    }
+    *infos_p = infos;
+    *count_p = count;
+    return 0;
+}
+
+uint64_t
+keystore_keys_version (keystore_t *self, const char *tenant)
+{
+    sqlite3_stmt *stmt = self && tenant
+        ? s_prepare (self, "SELECT keys_version FROM tenants WHERE name = ?1") : NULL;
+    if (!stmt)
+        return 0;
+    s_bind_text (stmt, 1, tenant);
+    uint64_t version = 0;
+    if (sqlite3_step (stmt) == SQLITE_ROW)
+        version = (uint64_t) sqlite3_column_int64 (stmt, 0);
+    sqlite3_finalize (stmt);
+    return version;
+}
+
+void
+keystore_ref_new (char ref [36])
+{
+    uint8_t random [16];
+    if (RAND_bytes (random, sizeof random) != 1) {
+        //  Practically never; refs must still differ, so fall back to
+        //  time and counter rather than returning a constant.
+        static uint64_t counter;
+        uint64_t now = (uint64_t) zclock_time (), next = ++counter;
+        memcpy (random, &now, 8);
+        memcpy (random + 8, &next, 8);
+    }
+    memcpy (ref, "ks:", 3);
+    cs_hex_encode (random, sizeof random, ref + 3);
+}

@@ -1,0 +1,586 @@
+/*  keymgmt.c — C_GenerateKeyPair, C_CreateObject, C_CopyObject,
+ *  C_SetAttributeValue, C_DestroyObject (keymgmt.h).
+ *
+ *  Each entry point checks under the library mutex, runs at most one key
+ *  job without it, and puts the reply into the object table under it again.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include "keyder.h"
+#include "log.h"
+#include "module.h"
+#include "object.h"
+#include "session.h"
+#include "token.h"
+#include "keymgmt.h"
+
+/*  ---- checks ------------------------------------------------------------ */
+
+/*  Attributes only the token sets (PKCS#11 2.40 §4.7, §4.9 footnotes 4, 6).  */
+static bool
+s_token_only (CK_ATTRIBUTE_TYPE type)
+{
+    return type == CKA_LOCAL || type == CKA_ALWAYS_SENSITIVE || type == CKA_NEVER_EXTRACTABLE
+        || type == CKA_KEY_GEN_MECHANISM;
+}
+
+static CK_RV
+s_check_token_only (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
+{
+    for (CK_ULONG i = 0; i < count; i++)
+        if (s_token_only (tmpl [i].type))
+            return CKR_ATTRIBUTE_READ_ONLY;
+    return CKR_OK;
+}
+
+/*  Key material a generation template must not carry (footnote 3).  */
+static bool
+s_generated_material (CK_ATTRIBUTE_TYPE type, bool public_template)
+{
+    if (cs_attr_kind (type) == CS_ATTR_SECRET || type == CKA_MODULUS || type == CKA_EC_POINT)
+        return true;
+    return !public_template && (type == CKA_MODULUS_BITS || type == CKA_PUBLIC_EXPONENT);
+}
+
+/*  One generation template: its own checks, class, key type, material.  */
+static CK_RV
+s_check_gen_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass, CK_KEY_TYPE key_type)
+{
+    CK_ULONG value;
+    CK_RV rv = cs_template_check (tmpl, count);
+    if (rv != CKR_OK || (rv = s_check_token_only (tmpl, count)) != CKR_OK)
+        return rv;
+    if ((cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != klass)
+    ||  (cs_template_ulong (tmpl, count, CKA_KEY_TYPE, &value) && value != key_type))
+        return CKR_TEMPLATE_INCONSISTENT;
+    for (CK_ULONG i = 0; i < count; i++)
+        if (s_generated_material (tmpl [i].type, klass == CKO_PUBLIC_KEY))
+            return CKR_TEMPLATE_INCONSISTENT;
+    return CKR_OK;
+}
+
+static CK_RV
+s_check_rsa_gen (const CK_ATTRIBUTE *pub, CK_ULONG n_pub, cs_keygen_t *gen)
+{
+    const CK_ATTRIBUTE *e = cs_template_find (pub, n_pub, CKA_PUBLIC_EXPONENT);
+    const uint8_t *bytes;
+    if (!cs_template_ulong (pub, n_pub, CKA_MODULUS_BITS, &gen->modulus_bits))
+        return CKR_TEMPLATE_INCOMPLETE;
+    if (gen->modulus_bits != 2048 && gen->modulus_bits != 3072 && gen->modulus_bits != 4096)
+        return CKR_KEY_SIZE_RANGE;
+    if (!e)
+        return CKR_OK;
+    bytes = e->pValue;
+    while (e->ulValueLen && gen->exponent_len < e->ulValueLen && !bytes [gen->exponent_len])
+        gen->exponent_len++;       /* leading zeros */
+    gen->exponent = bytes + gen->exponent_len;
+    gen->exponent_len = e->ulValueLen - gen->exponent_len;
+    if (gen->exponent_len == 0 || gen->exponent_len > 16 || !(gen->exponent [gen->exponent_len - 1] & 1)
+    ||  (gen->exponent_len == 1 && gen->exponent [0] < 3))
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    return CKR_OK;
+}
+
+static CK_RV
+s_check_curve_gen (const CK_ATTRIBUTE *pub, CK_ULONG n_pub, const CK_ATTRIBUTE *priv, CK_ULONG n_priv,
+                   cs_keygen_t *gen)
+{
+    const CK_ATTRIBUTE *params = cs_template_find (pub, n_pub, CKA_EC_PARAMS);
+    const CK_ATTRIBUTE *other = cs_template_find (priv, n_priv, CKA_EC_PARAMS);
+    CK_RV rv;
+    if (!params && !(params = other))
+        return CKR_TEMPLATE_INCOMPLETE;
+    if (other && (other->ulValueLen != params->ulValueLen
+                  || memcmp (other->pValue, params->pValue, params->ulValueLen)))
+        return CKR_TEMPLATE_INCONSISTENT;
+    if ((rv = cs_curve_parse (params->pValue, params->ulValueLen, &gen->curve)) != CKR_OK)
+        return rv;
+    return gen->curve->key_type == gen->key_type ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+}
+
+CK_RV
+cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_pub,
+                 const CK_ATTRIBUTE *priv, CK_ULONG n_priv, cs_keygen_t *gen)
+{
+    CK_RV rv;
+    memset (gen, 0, sizeof *gen);
+    gen->mechanism = mech->mechanism;
+    switch (mech->mechanism) {
+        case CKM_RSA_PKCS_KEY_PAIR_GEN:   gen->key_type = CKK_RSA; break;
+        case CKM_EC_KEY_PAIR_GEN:         gen->key_type = CKK_EC; break;
+        case CKM_EC_EDWARDS_KEY_PAIR_GEN: gen->key_type = CKK_EC_EDWARDS; break;
+        default:                          return CKR_MECHANISM_INVALID;
+    }
+    if (mech->ulParameterLen)
+        return CKR_MECHANISM_PARAM_INVALID;
+    if ((rv = s_check_gen_template (pub, n_pub, CKO_PUBLIC_KEY, gen->key_type)) != CKR_OK
+    ||  (rv = s_check_gen_template (priv, n_priv, CKO_PRIVATE_KEY, gen->key_type)) != CKR_OK)
+        return rv;
+    gen->token = cs_template_bool (pub, n_pub, CKA_TOKEN, false) || cs_template_bool (priv, n_priv, CKA_TOKEN, false);
+    gen->private_private = cs_template_bool (priv, n_priv, CKA_PRIVATE, true);
+    if (gen->key_type == CKK_RSA)
+        return s_check_rsa_gen (pub, n_pub, gen);
+    return s_check_curve_gen (pub, n_pub, priv, n_priv, gen);
+}
+
+CK_RV
+cs_keymgmt_create_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *class_p,
+                         CK_KEY_TYPE *key_type_p, bool *token_p)
+{
+    CK_RV rv = cs_template_check (tmpl, count);
+    if (rv != CKR_OK || (rv = s_check_token_only (tmpl, count)) != CKR_OK)
+        return rv;
+    if (!cs_template_ulong (tmpl, count, CKA_CLASS, class_p)
+    ||  !cs_template_ulong (tmpl, count, CKA_KEY_TYPE, key_type_p))
+        return CKR_TEMPLATE_INCOMPLETE;
+    if ((*class_p != CKO_PUBLIC_KEY && *class_p != CKO_PRIVATE_KEY)
+    ||  (*key_type_p != CKK_RSA && *key_type_p != CKK_EC && *key_type_p != CKK_EC_EDWARDS))
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    *token_p = cs_template_bool (tmpl, count, CKA_TOKEN, false);
+    return CKR_OK;
+}
+
+/*  What a session object never stores: it comes from its key or entry.  */
+static bool
+s_not_stored (CK_ATTRIBUTE_TYPE type)
+{
+    return type == CKA_CLASS || type == CKA_KEY_TYPE || type == CKA_TOKEN || type == CKA_MODULUS
+        || type == CKA_PUBLIC_EXPONENT || type == CKA_MODULUS_BITS || type == CKA_EC_PARAMS
+        || type == CKA_EC_POINT || s_token_only (type);
+}
+
+int
+cs_keymgmt_session_attrs (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
+                          CK_MECHANISM_TYPE gen_mech, cs_attrs_t *attrs)
+{
+    bool generated = gen_mech != CK_UNAVAILABLE_INFORMATION;
+    bool sensitive = cs_template_bool (tmpl, count, CKA_SENSITIVE, true);
+    bool extractable = cs_template_bool (tmpl, count, CKA_EXTRACTABLE, false);
+    if (cs_attrs_add_template (attrs, tmpl, count, s_not_stored)
+    ||  cs_attrs_set_bool (attrs, CKA_LOCAL, generated)
+    ||  cs_attrs_set_ulong (attrs, CKA_KEY_GEN_MECHANISM, gen_mech))
+        return -1;
+    if (klass == CKO_PUBLIC_KEY)
+        return cs_attrs_set_bool (attrs, CKA_PRIVATE, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
+    if (cs_attrs_set_bool (attrs, CKA_PRIVATE, cs_template_bool (tmpl, count, CKA_PRIVATE, true))
+    ||  cs_attrs_set_bool (attrs, CKA_SENSITIVE, sensitive)
+    ||  cs_attrs_set_bool (attrs, CKA_EXTRACTABLE, extractable)
+    ||  cs_attrs_set_bool (attrs, CKA_ALWAYS_SENSITIVE, generated && sensitive)
+    ||  cs_attrs_set_bool (attrs, CKA_NEVER_EXTRACTABLE, generated && !extractable))
+        return -1;
+    return 0;
+}
+
+/*  Under the mutex: may this session make or change an object that is a
+ *  token object (`token`) or private (`priv`)?  PKCS#11 2.40 §5.7, §6.7.1.  */
+static CK_RV
+s_may_write (cs_session_t *session, bool token, bool priv)
+{
+    if (token && !(cs_session_flags (session) & CKF_RW_SESSION))
+        return CKR_SESSION_READ_ONLY;
+    if ((token || priv) && !cs_token_user_logged_in ())
+        return CKR_USER_NOT_LOGGED_IN;
+    return CKR_OK;
+}
+
+/*  ---- jobs ---------------------------------------------------------------- */
+
+/*  Runs one key job with the login ticket; without the mutex.  On CKR_OK
+ *  *reply_p holds a result of `kind` (caller frees).  */
+static CK_RV
+s_key_job (Cs__Job *job, Cs__Result__KindCase kind, Cs__Reply **reply_p)
+{
+    CK_RV rv = cs_module_run_job (job, true, reply_p);
+    if (rv == CKR_OK && (*reply_p)->results [0]->kind_case != kind
+    &&  !(kind == CS__RESULT__KIND_KEY && (*reply_p)->results [0]->kind_case == CS__RESULT__KIND__NOT_SET)) {
+        cs_log_error ("the broker answered a key job with the wrong result");
+        rv = CKR_DEVICE_ERROR;
+    }
+    if (rv != CKR_OK && *reply_p) {
+        cs_log_debug ("key job failed: %s", cs_rv_name (rv));
+        cs__reply__free_unpacked (*reply_p, NULL);
+        *reply_p = NULL;
+    }
+    return rv;
+}
+
+/*  Puts a reply's KeyInfo into the table and returns the handle of its
+ *  `klass` object; CKR_DEVICE_ERROR when the reply lacks it.  */
+static CK_RV
+s_put_result (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p)
+{
+    CK_RV rv;
+    cs_module_lock ();
+    rv = cs_object_put (info, klass, handle_p);
+    cs_module_unlock ();
+    if (rv == CKR_OK && handle_p && !*handle_p) {
+        cs_log_error ("the broker's reply lacks the new %s object",
+                      klass == CKO_PRIVATE_KEY ? "private key" : "public key");
+        rv = CKR_DEVICE_ERROR;
+    }
+    return rv;
+}
+
+/*  ImportKeyJob of a private (PKCS#8) or public key with the template.  */
+static CK_RV
+s_import (const cs_key_t *key, CK_OBJECT_CLASS klass, Cs__Attribute **wire, size_t n_wire,
+          CK_OBJECT_HANDLE *handle_p)
+{
+    CK_RV rv;
+    Cs__ImportKeyJob import = CS__IMPORT_KEY_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    Cs__Reply *reply = NULL;
+    uint8_t *spki = NULL;
+    size_t spki_len = 0;
+    if (klass == CKO_PRIVATE_KEY && !key->pkcs8)
+        return CKR_TEMPLATE_INCONSISTENT;
+    if (klass == CKO_PRIVATE_KEY)
+        import.private_pkcs8 = (ProtobufCBinaryData) { key->pkcs8_len, key->pkcs8 };
+    else
+    if (!(spki = cs_keyder_spki (key, &spki_len)))
+        return CKR_HOST_MEMORY;
+    else
+        import.public_spki = (ProtobufCBinaryData) { spki_len, spki };
+    import.template_ = wire;
+    import.n_template_ = n_wire;
+    job.kind_case = CS__JOB__KIND_IMPORT_KEY;
+    job.import_key = &import;
+    if ((rv = s_key_job (&job, CS__RESULT__KIND_IMPORTED, &reply)) == CKR_OK)
+        rv = s_put_result (reply->results [0]->imported->key, klass, handle_p);
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    free (spki);
+    return rv;
+}
+
+/*  ---- C_GenerateKeyPair ---------------------------------------------------- */
+
+/*  Makes the two session objects of a per-request key from its PKCS#8.  */
+static CK_RV
+s_session_pair (CK_SESSION_HANDLE handle, const cs_keygen_t *gen, ProtobufCBinaryData pkcs8,
+                const CK_ATTRIBUTE *pub, CK_ULONG n_pub, const CK_ATTRIBUTE *priv, CK_ULONG n_priv,
+                CK_OBJECT_HANDLE *pub_p, CK_OBJECT_HANDLE *priv_p)
+{
+    CK_RV rv = CKR_HOST_MEMORY;
+    cs_key_t *key = cs_keyder_key_from_pkcs8 (pkcs8.data, pkcs8.len);
+    cs_key_t *public_key = key ? cs_key_public_only (key) : NULL;
+    cs_attrs_t pub_attrs = { 0 }, priv_attrs = { 0 };
+    cs_session_t *session;
+    if (!key || !public_key || key->key_type != gen->key_type) {
+        rv = key && public_key ? CKR_DEVICE_ERROR : rv;
+        goto out;
+    }
+    if (cs_keymgmt_session_attrs (CKO_PUBLIC_KEY, pub, n_pub, gen->mechanism, &pub_attrs)
+    ||  cs_keymgmt_session_attrs (CKO_PRIVATE_KEY, priv, n_priv, gen->mechanism, &priv_attrs))
+        goto out;
+    cs_module_lock ();
+    if (!(session = cs_session_lookup (handle)))
+        rv = CKR_SESSION_HANDLE_INVALID;         /* closed meanwhile */
+    else
+    if ((rv = cs_object_add_session (handle, CKO_PUBLIC_KEY, public_key, &pub_attrs, pub_p)) == CKR_OK
+    &&  (rv = cs_object_add_session (handle, CKO_PRIVATE_KEY, key, &priv_attrs, priv_p)) != CKR_OK)
+        cs_object_destroy_local (*pub_p);
+    cs_module_unlock ();
+out:
+    cs_attrs_clear (&pub_attrs);
+    cs_attrs_clear (&priv_attrs);
+    cs_key_unref (&public_key);
+    cs_key_unref (&key);
+    return rv;
+}
+
+/*  Runs the GenerateKeyPairJob and makes the objects.  */
+static CK_RV
+s_generate (CK_SESSION_HANDLE handle, const cs_keygen_t *gen, Cs__GenerateKeyPairJob *job_gen,
+            const CK_ATTRIBUTE *pub, CK_ULONG n_pub, const CK_ATTRIBUTE *priv, CK_ULONG n_priv,
+            CK_OBJECT_HANDLE *pub_p, CK_OBJECT_HANDLE *priv_p)
+{
+    Cs__Job job = CS__JOB__INIT;
+    Cs__Reply *reply = NULL;
+    Cs__GenerateKeyPairResult *result;
+    CK_RV rv;
+    job.kind_case = CS__JOB__KIND_GENERATE_KEY_PAIR;
+    job.generate_key_pair = job_gen;
+    if ((rv = s_key_job (&job, CS__RESULT__KIND_GENERATED, &reply)) != CKR_OK)
+        return rv;
+    result = reply->results [0]->generated;
+    if (gen->token) {
+        if ((rv = s_put_result (result->key, CKO_PUBLIC_KEY, pub_p)) == CKR_OK)
+            rv = s_put_result (result->key, CKO_PRIVATE_KEY, priv_p);
+    }
+    else
+    if (!result->private_pkcs8.len) {
+        cs_log_error ("the broker generated a session key without its private key");
+        rv = CKR_DEVICE_ERROR;
+    }
+    else
+        rv = s_session_pair (handle, gen, result->private_pkcs8, pub, n_pub, priv, n_priv, pub_p, priv_p);
+    if (result->private_pkcs8.len)
+        OPENSSL_cleanse (result->private_pkcs8.data, result->private_pkcs8.len);
+    cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
+/*  PKCS#11 2.40 §5.14.  */
+CK_RV
+C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
+                   CK_ATTRIBUTE_PTR pub, CK_ULONG n_pub, CK_ATTRIBUTE_PTR priv, CK_ULONG n_priv,
+                   CK_OBJECT_HANDLE_PTR pub_p, CK_OBJECT_HANDLE_PTR priv_p)
+{
+    Cs__GenerateKeyPairJob job = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    cs_session_t *session;
+    cs_keygen_t gen;
+    CK_RV rv;
+    return_val_if_fail (mech && pub_p && priv_p && (pub || !n_pub) && (priv || !n_priv), CKR_ARGUMENTS_BAD);
+    if ((rv = cs_keygen_check (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
+        return cs_module_check () ?: rv;
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    rv = s_may_write (session, gen.token, gen.private_private);
+    cs_module_unlock ();
+    if (rv != CKR_OK || (rv = cs_token_mechanism (mech->mechanism, NULL)) != CKR_OK)
+        return rv;
+    job.mechanism = gen.mechanism;
+    job.modulus_bits = (uint32_t) gen.modulus_bits;
+    job.public_exponent = (ProtobufCBinaryData) { gen.exponent_len, (uint8_t *) gen.exponent };
+    if (gen.curve)
+        job.ec_params = (ProtobufCBinaryData) { gen.curve->oid_len, (uint8_t *) gen.curve->oid };
+    job.token = gen.token;
+    if ((rv = cs_attrs_to_wire (pub, n_pub, &job.public_template, &job.n_public_template)) == CKR_OK
+    &&  (rv = cs_attrs_to_wire (priv, n_priv, &job.private_template, &job.n_private_template)) == CKR_OK)
+        rv = s_generate (handle, &gen, &job, pub, n_pub, priv, n_priv, pub_p, priv_p);
+    cs_attrs_wire_free (job.public_template, job.n_public_template);
+    cs_attrs_wire_free (job.private_template, job.n_private_template);
+    return rv;
+}
+
+/*  ---- C_CreateObject -------------------------------------------------------- */
+
+/*  PKCS#11 2.40 §5.7; key components per curr. mech. §2.1.3, §2.1.4, §2.3.3,
+ *  §2.3.4.  The template's private values are only read (the application
+ *  owns and wipes them); every copy made here is cleared (keyder.h).  */
+CK_RV
+C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count, CK_OBJECT_HANDLE_PTR object_p)
+{
+    CK_OBJECT_CLASS klass;
+    CK_KEY_TYPE key_type;
+    bool token, priv;
+    cs_session_t *session;
+    cs_key_t *key = NULL;
+    cs_attrs_t attrs = { 0 };
+    Cs__Attribute **wire = NULL;
+    size_t n_wire = 0;
+    CK_RV rv;
+    return_val_if_fail (object_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
+    if ((rv = cs_module_check ()) != CKR_OK
+    ||  (rv = cs_keymgmt_create_check (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
+        return rv;
+    priv = cs_template_bool (tmpl, count, CKA_PRIVATE, klass == CKO_PRIVATE_KEY);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    rv = s_may_write (session, token, priv);
+    cs_module_unlock ();
+    if (rv != CKR_OK)
+        return rv;
+    rv = klass == CKO_PRIVATE_KEY ? cs_keyder_private_from_template (key_type, tmpl, count, &key)
+                                  : cs_keyder_public_from_template (key_type, tmpl, count, &key, NULL, NULL);
+    if (rv == CKR_OK && token && (rv = cs_attrs_to_wire (tmpl, count, &wire, &n_wire)) == CKR_OK)
+        rv = s_import (key, klass, wire, n_wire, object_p);
+    else
+    if (rv == CKR_OK && cs_keymgmt_session_attrs (klass, tmpl, count, CK_UNAVAILABLE_INFORMATION, &attrs))
+        rv = CKR_HOST_MEMORY;
+    else
+    if (rv == CKR_OK) {
+        cs_module_lock ();
+        rv = cs_session_lookup (handle) ? cs_object_add_session (handle, klass, key, &attrs, object_p)
+                                        : CKR_SESSION_HANDLE_INVALID;
+        cs_module_unlock ();
+    }
+    cs_attrs_wire_free (wire, n_wire);
+    cs_attrs_clear (&attrs);
+    cs_key_unref (&key);
+    return rv;
+}
+
+/*  ---- changes of existing objects ------------------------------------------- */
+
+/*  Under the mutex, from an entry point: the snapshot of `object` and the
+ *  session's right to change it.  */
+static CK_RV
+s_enter_object (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, cs_object_info_t *info)
+{
+    cs_session_t *session;
+    CK_RV rv = cs_session_enter (handle, &session);
+    if (rv != CKR_OK)
+        return rv;
+    if ((rv = cs_object_info (object, info)) == CKR_OK && info->token)
+        rv = s_may_write (session, true, false);
+    return rv;      /* the mutex stays held */
+}
+
+/*  Runs a job on a token key that answers with a KeyResult and puts its key;
+ *  *handle_p (if given) gets the `klass` object of the reply's key.  */
+static CK_RV
+s_key_change (Cs__Job *job, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p)
+{
+    Cs__Reply *reply = NULL;
+    const Cs__KeyResult *result;
+    CK_RV rv = s_key_job (job, CS__RESULT__KIND_KEY, &reply);
+    if (rv != CKR_OK)
+        return rv;
+    result = reply->results [0]->kind_case == CS__RESULT__KIND_KEY ? reply->results [0]->key : NULL;
+    if (result && result->key)
+        rv = s_put_result (result->key, klass, handle_p);
+    else
+    if (handle_p) {
+        cs_log_error ("the broker's reply lacks the changed key");
+        rv = CKR_DEVICE_ERROR;
+    }
+    cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
+/*  PKCS#11 2.40 §5.7: CKA_DESTROYABLE FALSE → CKR_ACTION_PROHIBITED.  */
+CK_RV
+C_DestroyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
+{
+    Cs__DestroyKeyJob destroy = CS__DESTROY_KEY_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    cs_object_info_t info;
+    CK_RV rv = s_enter_object (handle, object, &info);
+    if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID)
+        return rv;
+    if (rv == CKR_OK && !cs_object_flag (object, CKA_DESTROYABLE, true))
+        rv = CKR_ACTION_PROHIBITED;
+    else
+    if (rv == CKR_OK && !info.token)
+        rv = cs_object_destroy_local (object);
+    cs_module_unlock ();
+    if (rv == CKR_OK && info.token) {
+        destroy.ref = info.key->ref;
+        destroy.object = info.klass;
+        job.kind_case = CS__JOB__KIND_DESTROY_KEY;
+        job.destroy_key = &destroy;
+        if ((rv = s_key_change (&job, info.klass, NULL)) == CKR_OK) {
+            cs_module_lock ();
+            cs_object_forget (object);
+            cs_module_unlock ();
+        }
+    }
+    cs_object_info_clear (&info);
+    return rv;
+}
+
+/*  PKCS#11 2.40 §5.7, §4.1.2: the rules are cs_object_check_change's.  */
+CK_RV
+C_SetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
+{
+    Cs__SetKeyAttributesJob set = CS__SET_KEY_ATTRIBUTES_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    cs_object_info_t info;
+    CK_RV rv;
+    return_val_if_fail (tmpl || !count, CKR_ARGUMENTS_BAD);
+    rv = s_enter_object (handle, object, &info);
+    if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID)
+        return rv;
+    if (rv == CKR_OK)
+        rv = cs_object_check_change (object, tmpl, count, false);
+    if (rv == CKR_OK && !info.token)
+        rv = cs_object_set_local (object, tmpl, count);
+    cs_module_unlock ();
+    if (rv == CKR_OK && info.token
+    &&  (rv = cs_attrs_to_wire (tmpl, count, &set.attributes, &set.n_attributes)) == CKR_OK) {
+        set.ref = info.key->ref;
+        set.object = info.klass;
+        job.kind_case = CS__JOB__KIND_SET_KEY_ATTRIBUTES;
+        job.set_key_attributes = &set;
+        rv = s_key_change (&job, info.klass, NULL);
+        cs_attrs_wire_free (set.attributes, set.n_attributes);
+    }
+    cs_object_info_clear (&info);
+    return rv;
+}
+
+/*  A session copy of a visible object: the same key (a token public key:
+ *  its public facts), the stored attributes with the template over them.  */
+static CK_RV
+s_copy_local (CK_SESSION_HANDLE handle, const cs_object_info_t *info, const CK_ATTRIBUTE *tmpl,
+              CK_ULONG count, CK_OBJECT_HANDLE *object_p)
+{
+    CK_RV rv = CKR_HOST_MEMORY;
+    cs_key_t *key = info->token ? cs_key_public_only (info->key) : cs_key_ref (info->key);
+    cs_attrs_t attrs = { 0 };
+    if (info->token && info->klass == CKO_PRIVATE_KEY)
+        rv = CKR_TEMPLATE_INCONSISTENT;     /* a server-held private key never leaves */
+    else
+    if (key && !cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)) {
+        cs_module_lock ();
+        rv = cs_session_lookup (handle) ? cs_object_add_session (handle, info->klass, key, &attrs, object_p)
+                                        : CKR_SESSION_HANDLE_INVALID;
+        cs_module_unlock ();
+    }
+    cs_attrs_clear (&attrs);
+    cs_key_unref (&key);
+    return rv;
+}
+
+/*  A session object becomes a token object: an import with its attributes.  */
+static CK_RV
+s_copy_import (const cs_object_info_t *info, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE *object_p)
+{
+    CK_RV rv = CKR_HOST_MEMORY;
+    cs_attrs_t attrs = { 0 };
+    Cs__Attribute **wire = NULL;
+    size_t n_wire = 0;
+    if (!cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, NULL)
+    &&  (rv = cs_attrs_list_to_wire (&attrs, &wire, &n_wire)) == CKR_OK)
+        rv = s_import (info->key, info->klass, wire, n_wire, object_p);
+    cs_attrs_wire_free (wire, n_wire);
+    cs_attrs_clear (&attrs);
+    return rv;
+}
+
+/*  PKCS#11 2.40 §5.7: CKA_COPYABLE FALSE → CKR_ACTION_PROHIBITED; a copy
+ *  may change CKA_TOKEN (session → token is an import), CKA_PRIVATE,
+ *  CKA_MODIFIABLE, CKA_DESTROYABLE and what C_SetAttributeValue may.  */
+CK_RV
+C_CopyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
+              CK_OBJECT_HANDLE_PTR object_p)
+{
+    Cs__CopyKeyJob copy = CS__COPY_KEY_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    cs_object_info_t info;
+    cs_session_t *session;
+    bool token, priv;
+    CK_RV rv;
+    return_val_if_fail (object_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if ((rv = cs_object_info (object, &info)) == CKR_OK
+    &&  (rv = cs_object_check_change (object, tmpl, count, true)) == CKR_OK) {
+        token = cs_template_bool (tmpl, count, CKA_TOKEN, info.token);
+        priv = cs_template_bool (tmpl, count, CKA_PRIVATE, cs_object_flag (object, CKA_PRIVATE, false));
+        rv = s_may_write (session, token, priv);
+    }
+    cs_module_unlock ();
+    if (rv != CKR_OK)
+        ;
+    else
+    if (!token)
+        rv = s_copy_local (handle, &info, tmpl, count, object_p);
+    else
+    if (!info.token)
+        rv = s_copy_import (&info, tmpl, count, object_p);
+    else
+    if ((rv = cs_attrs_to_wire (tmpl, count, &copy.attributes, &copy.n_attributes)) == CKR_OK) {
+        copy.ref = info.key->ref;
+        copy.object = info.klass;
+        job.kind_case = CS__JOB__KIND_COPY_KEY;
+        job.copy_key = &copy;
+        rv = s_key_change (&job, info.klass, object_p);
+        cs_attrs_wire_free (copy.attributes, copy.n_attributes);
+    }
+    cs_object_info_clear (&info);
+    return rv;
+}

@@ -1,0 +1,57 @@
+/*  keyop.c — the shared start of key operations (keyop.h).  */
+#include "log.h"
+#include "module.h"
+#include "token.h"
+#include "keyop.h"
+
+CK_RV
+cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const CK_MECHANISM *mech,
+               CK_OBJECT_HANDLE key_handle, cs_keyop_new_fn *new_fn, cs_op_free_fn *free_fn)
+{
+    cs_session_t *session;
+    cs_key_t *key = NULL;
+    void *op = NULL;
+    CK_RV rv;
+    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (cs_session_op (session, kind))
+        rv = CKR_OPERATION_ACTIVE;
+    else
+    if ((want & (CKF_SIGN | CKF_DECRYPT)) && !cs_token_user_logged_in ())
+        rv = CKR_USER_NOT_LOGGED_IN;
+    else
+    if ((rv = cs_object_use (key_handle, want, &key)) == CKR_OK
+    &&  (rv = new_fn (mech, key, want, &op)) == CKR_OK
+    &&  (rv = cs_session_op_start (session, kind, op, free_fn)) == CKR_OK)
+        op = NULL;
+    cs_module_unlock ();
+    if (op)
+        free_fn (op);
+    cs_key_unref (&key);
+    return rv;
+}
+
+void
+cs_keyop_job_key (const cs_key_t *key, ProtobufCBinaryData *key_id, ProtobufCBinaryData *key_pkcs8)
+{
+    size_t len = 0;
+    if (key->pkcs8) {
+        key_pkcs8->data = key->pkcs8;
+        key_pkcs8->len = key->pkcs8_len;
+        return;
+    }
+    key_id->data = (uint8_t *) cs_key_job_id (key, &len);
+    key_id->len = len;
+}
+
+void
+cs_keyop_job_mechanism (CK_MECHANISM_TYPE wire, const cs_mech_params_t *params, Cs__Mechanism *mech)
+{
+    mech->type = wire;
+    mech->hash = params->hash;
+    mech->mgf = params->mgf;
+    mech->salt_len = params->salt_len;
+    mech->oaep_label.data = params->label;
+    mech->oaep_label.len = params->label_len;
+}

@@ -1,0 +1,35 @@
+/*  keyop.h — starting an operation with a key: the one place for the checks
+ *  that C_SignInit, C_VerifyInit, C_DecryptInit and C_EncryptInit share
+ *  (PKCS#11 2.40 §5.9 to §5.12), and for naming the key inside a job.
+ */
+#ifndef CS_MODULE_KEYOP_H_INCLUDED
+#define CS_MODULE_KEYOP_H_INCLUDED
+
+#include "cs_p11.h"
+#include "cs_wire.h"
+#include "mechanism.h"
+#include "object.h"
+#include "session.h"
+
+/*  Makes the state of an operation for mechanism `mech` with `key` (the
+ *  constructor takes its own reference).  On CKR_OK *op_p is the state.  */
+typedef CK_RV (cs_keyop_new_fn) (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p);
+
+/*  C_*Init: checks the session, that no operation of `kind` is active
+ *  (CKR_OPERATION_ACTIVE), a CKU_USER login for private-key operations
+ *  (want CKF_SIGN or CKF_DECRYPT: CKR_USER_NOT_LOGGED_IN), the key object
+ *  (cs_object_use: CKR_KEY_HANDLE_INVALID, CKR_KEY_FUNCTION_NOT_PERMITTED),
+ *  then makes the state with new_fn and installs it with free_fn.  */
+CK_RV cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const CK_MECHANISM *mech,
+                     CK_OBJECT_HANDLE key_handle, cs_keyop_new_fn *new_fn, cs_op_free_fn *free_fn);
+
+/*  Names the key of a sign or decrypt job: a per-request key travels as
+ *  key_pkcs8 (borrowed from the key, DESIGN.md §1), a server-held one as
+ *  key_id (its ref).  */
+void cs_keyop_job_key (const cs_key_t *key, ProtobufCBinaryData *key_id, ProtobufCBinaryData *key_pkcs8);
+
+/*  Fills the wire mechanism of a job from the raw mechanism `wire` and the
+ *  checked parameters (PSS hash, MGF, salt; OAEP hash, MGF, label borrowed).  */
+void cs_keyop_job_mechanism (CK_MECHANISM_TYPE wire, const cs_mech_params_t *params, Cs__Mechanism *mech);
+
+#endif

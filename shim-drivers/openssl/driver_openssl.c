@@ -1,0 +1,289 @@
+/*  driver_openssl.c — a board made of the broker's own cores: OpenSSL EVP
+ *  with key material that comes with each job (keystore keys and per-request
+ *  keys, DESIGN.md §1), and key generation as PKCS#8 (the keystore and the
+ *  pre-generated pool use it).  It holds no resident keys.
+ *
+ *  Config keys (under drivers/<name>): type = openssl, threads (the broker's),
+ *  cache-size (parsed keys kept per worker session, default 256, 0 = none).
+ *  Each worker session keeps a bounded LRU cache of parsed EVP_PKEYs by key
+ *  ref, so a keystore key is parsed once per worker, not once per job; an
+ *  entry also holds the SHA-256 of the DER it was parsed from and is used
+ *  only when the job's DER matches.  Per-request keys (ref NULL) are parsed,
+ *  used and freed in the call.  EVP_PKEY_free wipes private components
+ *  (BN_clear_free), so an evicted key leaves no copy behind.
+ */
+#include <string.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include "cs_util.h"
+#include "drv_util.h"
+
+#define S_CACHE_DEFAULT 256
+#define S_CACHE_MAX 100000
+
+struct cs_board_s {
+    char *name;
+    size_t cache_size;              /* entries per session */
+};
+
+/*  One parsed key of the cache.  */
+typedef struct {
+    EVP_PKEY *pkey;
+    unsigned char digest [SHA256_DIGEST_LENGTH];    /* of the PKCS#8 DER */
+    uint64_t used;                  /* session tick of the last use */
+} s_entry_t;
+
+struct cs_session_s {
+    cs_board_t *board;
+    zhashx_t *cache;                /* ref -> s_entry_t */
+    uint64_t tick;
+};
+
+static void
+s_entry_destroy (s_entry_t **self_p)
+{
+    if (*self_p) {
+        EVP_PKEY_free ((*self_p)->pkey);
+        free (*self_p);
+        *self_p = NULL;
+    }
+}
+
+static void s_board_close (cs_board_t **board_p);
+
+static int
+s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_board_t **board_p)
+{
+    (void) base_dir;
+    cs_board_t *self = calloc (1, sizeof *self);
+    const char *size = drv_config_get (config, "cache-size", NULL);
+    char *end = NULL;
+    long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
+    if (!self || !(self->name = strdup (name))) {
+        s_board_close (&self);
+        return -1;
+    }
+    if ((size && (end == size || *end)) || value < 0 || value > S_CACHE_MAX) {
+        zsys_error ("openssl %s: cache-size: must be 0..%d", name, S_CACHE_MAX);
+        s_board_close (&self);
+        return -1;
+    }
+    self->cache_size = (size_t) value;
+    zsys_info ("openssl %s: %s, key cache of %zu per worker", name, OpenSSL_version (OPENSSL_VERSION),
+               self->cache_size);
+    *board_p = self;
+    return 0;
+}
+
+static void
+s_board_close (cs_board_t **board_p)
+{
+    cs_board_t *self = board_p ? *board_p : NULL;
+    if (!self)
+        return;
+    free (self->name);
+    free (self);
+    *board_p = NULL;
+}
+
+static int
+s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
+{
+    static const cs_mech_info_t mechs [] = {
+        { CKM_RSA_PKCS, 1024, 8192, CKF_SIGN | CKF_DECRYPT },
+        { CKM_RSA_PKCS_PSS, 1024, 8192, CKF_SIGN },
+        { CKM_RSA_X_509, 1024, 8192, CKF_SIGN | CKF_DECRYPT },
+        { CKM_RSA_PKCS_OAEP, 1024, 8192, CKF_DECRYPT },
+        { CKM_ECDSA, 256, 521, CKF_SIGN },
+        { CKM_EDDSA, 255, 255, CKF_SIGN },
+        { CKM_RSA_PKCS_KEY_PAIR_GEN, 1024, 8192, CKF_GENERATE_KEY_PAIR },
+        { CKM_EC_KEY_PAIR_GEN, 256, 521, CKF_GENERATE_KEY_PAIR },
+        { CKM_EC_EDWARDS_KEY_PAIR_GEN, 255, 255, CKF_GENERATE_KEY_PAIR },
+    };
+    (void) self;
+    *mechs_p = malloc (sizeof mechs);
+    if (!*mechs_p)
+        return -1;
+    memcpy (*mechs_p, mechs, sizeof mechs);
+    *count_p = sizeof mechs / sizeof mechs [0];
+    return 0;
+}
+
+/*  No resident keys: an empty list.  */
+static int
+s_board_keys (cs_board_t *self, cs_key_info_t **keys_p, size_t *count_p)
+{
+    (void) self;
+    *keys_p = calloc (1, sizeof (cs_key_info_t));
+    *count_p = 0;
+    return *keys_p ? 0 : -1;
+}
+
+static int
+s_capabilities (cs_board_t *self, cs_caps_t *caps)
+{
+    (void) self;
+    caps->flags = CS_CAP_KEY_MATERIAL | CS_CAP_GENERATE_MATERIAL;
+    caps->material_types = CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS;
+    caps->generate_types = CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS;
+    return 0;
+}
+
+static cs_session_t *
+s_session_open (cs_board_t *board)
+{
+    cs_session_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->board = board;
+    self->cache = zhashx_new ();
+    if (!self->cache) {
+        free (self);
+        return NULL;
+    }
+    zhashx_set_destructor (self->cache, (zhashx_destructor_fn *) s_entry_destroy);
+    return self;
+}
+
+static void
+s_session_close (cs_session_t **session_p)
+{
+    cs_session_t *self = session_p ? *session_p : NULL;
+    if (!self)
+        return;
+    zhashx_destroy (&self->cache);
+    free (self);
+    *session_p = NULL;
+}
+
+/*  Evicts the least recently used entry (a scan: only on a miss when full).  */
+static void
+s_cache_evict (cs_session_t *self)
+{
+    const char *oldest = NULL;
+    uint64_t oldest_tick = UINT64_MAX;
+    for (s_entry_t *e = zhashx_first (self->cache); e; e = zhashx_next (self->cache))
+        if (e->used < oldest_tick) {
+            oldest_tick = e->used;
+            oldest = zhashx_cursor (self->cache);
+        }
+    if (oldest) {
+        char *copy = strdup (oldest);
+        if (copy)
+            zhashx_delete (self->cache, copy);
+        free (copy);
+    }
+}
+
+/*  Returns the parsed key of `key` (cached by ref when the session caches;
+ *  then *owned_p is false) or a fresh EVP_PKEY the caller frees (*owned_p
+ *  true).  NULL when the DER does not parse.  */
+static EVP_PKEY *
+s_pkey (cs_session_t *self, const cs_key_t *key, bool *owned_p)
+{
+    unsigned char digest [SHA256_DIGEST_LENGTH];
+    bool cache = key->ref && *key->ref && self->board->cache_size > 0;
+    *owned_p = true;
+    if (cache) {
+        SHA256 (key->pkcs8, key->pkcs8_len, digest);
+        s_entry_t *entry = zhashx_lookup (self->cache, key->ref);
+        if (entry && CRYPTO_memcmp (entry->digest, digest, sizeof digest) == 0) {
+            entry->used = ++self->tick;
+            *owned_p = false;
+            return entry->pkey;
+        }
+        if (entry)
+            zhashx_delete (self->cache, key->ref);     /* same ref, other DER: reparse */
+    }
+    EVP_PKEY *pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
+    s_entry_t *entry = cache && pkey ? calloc (1, sizeof *entry) : NULL;
+    if (!entry)
+        return pkey;
+    while (zhashx_size (self->cache) >= self->board->cache_size)
+        s_cache_evict (self);
+    entry->pkey = pkey;
+    memcpy (entry->digest, digest, sizeof digest);
+    entry->used = ++self->tick;
+    if (zhashx_insert (self->cache, key->ref, entry) == 0)
+        *owned_p = false;
+    else
+        free (entry);
+    return pkey;
+}
+
+/*  Runs a sign (sign = true) or decrypt with the key's material.  */
+static CK_RV
+s_run (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech, bool sign,
+       const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
+{
+    if (!key->pkcs8 || key->pkcs8_len == 0)
+        return CKR_KEY_HANDLE_INVALID;          /* no resident keys here */
+    bool owned = false;
+    EVP_PKEY *pkey = s_pkey (self, key, &owned);
+    if (!pkey)
+        return CKR_KEY_HANDLE_INVALID;
+    CK_RV rv = sign ? drv_evp_sign (pkey, mech, in, in_len, out, out_len)
+                    : drv_evp_decrypt (pkey, mech, in, in_len, out, out_len);
+    if (owned)
+        EVP_PKEY_free (pkey);
+    return rv;
+}
+
+static CK_RV
+s_sign (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
+        const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
+{
+    return s_run (self, key, mech, true, in, in_len, out, out_len);
+}
+
+static CK_RV
+s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
+           const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
+{
+    return s_run (self, key, mech, false, in, in_len, out, out_len);
+}
+
+static CK_RV
+s_generate (cs_session_t *self, const cs_keygen_t *gen, unsigned char **pkcs8_p, size_t *len_p)
+{
+    (void) self;
+    return drv_evp_generate (gen, pkcs8_p, len_p);
+}
+
+static size_t
+s_session_cached (cs_session_t *self)
+{
+    return zhashx_size (self->cache);
+}
+
+static const cs_driver_dispatch_t s_dispatch [] = {
+    { CS_DRV_BOARD_OPEN, (cs_driver_fn_t) s_board_open },
+    { CS_DRV_BOARD_CLOSE, (cs_driver_fn_t) s_board_close },
+    { CS_DRV_BOARD_MECHANISMS, (cs_driver_fn_t) s_board_mechanisms },
+    { CS_DRV_BOARD_KEYS, (cs_driver_fn_t) s_board_keys },
+    { CS_DRV_SESSION_OPEN, (cs_driver_fn_t) s_session_open },
+    { CS_DRV_SESSION_CLOSE, (cs_driver_fn_t) s_session_close },
+    { CS_DRV_CAPABILITIES, (cs_driver_fn_t) s_capabilities },
+    { CS_DRV_SIGN_KEY, (cs_driver_fn_t) s_sign },
+    { CS_DRV_DECRYPT_KEY, (cs_driver_fn_t) s_decrypt },
+    { CS_DRV_GENERATE_MATERIAL, (cs_driver_fn_t) s_generate },
+    { CS_DRV_SESSION_CACHED, (cs_driver_fn_t) s_session_cached },
+    { 0, NULL }
+};
+
+static const cs_driver_t s_driver = {
+    CS_DRIVER_ABI_VERSION, "openssl",
+    "OpenSSL on the broker's cores: keystore and per-request keys, key generation",
+    s_dispatch
+};
+
+/*  The driver's one exported symbol (cs_driver.h).  */
+const cs_driver_t *cs_driver_entry (void);
+
+const cs_driver_t *
+cs_driver_entry (void)
+{
+    return &s_driver;
+}

@@ -1,0 +1,547 @@
+/*  test_broker_keys.c — the keystore side of the broker (issue #3), whole
+ *  broker in-process on tcp://127.0.0.1:* with one openssl board and a pool
+ *  of two pre-generated RSA-2048 keys: generation from the pool (the pool
+ *  drops, then refills when idle) and without it, keystore keys signing on
+ *  the openssl board (verified with OpenSSL), per-request keys (no row
+ *  left), import and attribute rules, tenant isolation of refs, PIN lock
+ *  and C_InitPIN through the broker.  Two clients: alice (tenant demo) and
+ *  eve (tenant other).  Needs CRYPTOSERVER_DRIVER_DIR (make check).
+ */
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
+#include <openssl/x509.h>
+#include "test_broker_helpers.h"
+#include "broker_config.h"
+#include "server.h"
+
+static char *s_dir;
+static broker_config_t *s_config;
+static server_t *s_server;
+static zsock_t *s_alice, *s_eve;
+static uint8_t *s_ticket;
+static size_t s_ticket_len;
+
+static void
+s_setup (void)
+{
+    s_dir = th_tmpdir ();
+    th_certs (s_dir, "alice", "demo");
+    th_client_add (s_dir, "eve", "other");
+    th_keystore (s_dir);
+    char *head = th_conf_head (true), *conf = NULL;
+    ck_assert_int_ge (asprintf (&conf, "%s"
+        "keys\n    home = keystore\n    pool-rsa-2048 = 2\n"
+        "drivers\n    cpu\n        type = openssl\n        threads = 2\n", head), 0);
+    th_write (s_dir, "broker.conf", conf);
+    free (head);
+    free (conf);
+    char path [4096], *error = NULL;
+    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
+    s_config = broker_config_load (path, &error);
+    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
+    s_server = server_new (s_config, false);
+    ck_assert_ptr_nonnull (s_server);
+    s_alice = th_dealer (s_dir, "alice", server_endpoint (s_server));
+    s_eve = th_dealer (s_dir, "eve", server_endpoint (s_server));
+    uint64_t rv = 0;
+    s_ticket = th_login (s_alice, "1234", &s_ticket_len, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+}
+
+static void
+s_teardown (void)
+{
+    zsock_destroy (&s_alice);
+    zsock_destroy (&s_eve);
+    server_destroy (&s_server);
+    broker_config_destroy (&s_config);
+    free (s_ticket);
+    char command [4200];
+    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
+    ck_assert_int_eq (system (command), 0);
+    free (s_dir);
+}
+
+/*  Waits (event-driven, no sleep) until the pool holds `count` RSA-2048
+ *  keys; returns how many it holds.  count 0 answers at once.  */
+static size_t
+s_pool_wait (size_t count)
+{
+    zactor_t *frontend = server_frontend (s_server);
+    char text [32];
+    snprintf (text, sizeof text, "%zu", count);
+    zstr_sendx (frontend, "POOL-WAIT", "2048", text, NULL);
+    char *reply = zstr_recv (frontend);
+    size_t ready = reply ? (size_t) atol (reply) : 0;
+    zstr_free (&reply);
+    return ready;
+}
+
+/*  A one-job request carrying alice's ticket.  */
+static Cs__Request *
+s_request (uint64_t id)
+{
+    Cs__Request *req = th_request (1, id);
+    req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    return req;
+}
+
+/*  Sends a one-job request and returns its only result's rv; the reply is
+ *  kept in *reply_p (caller frees) when reply_p is given.  */
+static uint64_t
+s_call (zsock_t *client, Cs__Request *req, Cs__Reply **reply_p)
+{
+    Cs__Reply *reply = th_call (client, req);
+    ck_assert_uint_eq (reply->rv, CKR_OK);
+    ck_assert_uint_eq (reply->n_results, 1);
+    uint64_t rv = reply->results [0]->rv;
+    if (reply_p)
+        *reply_p = reply;
+    else
+        cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
+/*  A GenerateKeyPair job (fields of gen and templates are borrowed).  */
+static void
+s_job_generate (Cs__Job *job, Cs__GenerateKeyPairJob *gen)
+{
+    job->kind_case = CS__JOB__KIND_GENERATE_KEY_PAIR;
+    job->generate_key_pair = gen;
+}
+
+static Cs__Attribute
+s_flag (CK_ATTRIBUTE_TYPE type, bool value)
+{
+    Cs__Attribute attr = CS__ATTRIBUTE__INIT;
+    attr.type = type;
+    attr.value_case = CS__ATTRIBUTE__VALUE_FLAG;
+    attr.flag = value;
+    return attr;
+}
+
+static Cs__Attribute
+s_bytes (CK_ATTRIBUTE_TYPE type, const char *text)
+{
+    Cs__Attribute attr = CS__ATTRIBUTE__INIT;
+    attr.type = type;
+    attr.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    attr.bytes = (ProtobufCBinaryData) { strlen (text), (uint8_t *) text };
+    return attr;
+}
+
+/*  The public key of a KeyInfo, for verification (caller frees).  */
+static EVP_PKEY *
+s_public (const Cs__KeyInfo *key)
+{
+    EVP_PKEY *pkey = NULL;
+    if (key->key_type == CKK_EC_EDWARDS)
+        return EVP_PKEY_new_raw_public_key (EVP_PKEY_ED25519, NULL, key->ec_point.data + 2, 32);
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
+    BIGNUM *n = NULL, *e = NULL;
+    if (key->key_type == CKK_RSA) {
+        n = BN_bin2bn (key->modulus.data, (int) key->modulus.len, NULL);
+        e = BN_bin2bn (key->public_exponent.data, (int) key->public_exponent.len, NULL);
+        OSSL_PARAM_BLD_push_BN (bld, "n", n);
+        OSSL_PARAM_BLD_push_BN (bld, "e", e);
+    }
+    else {
+        OSSL_PARAM_BLD_push_utf8_string (bld, "group", key->bits == 256 ? "P-256" : "P-384", 0);
+        OSSL_PARAM_BLD_push_octet_string (bld, "pub", key->ec_point.data + 2, key->ec_point.len - 2);
+    }
+    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param (bld);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name (NULL, key->key_type == CKK_RSA ? "RSA" : "EC", NULL);
+    ck_assert (ctx && EVP_PKEY_fromdata_init (ctx) > 0);
+    ck_assert (EVP_PKEY_fromdata (ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) > 0);
+    EVP_PKEY_CTX_free (ctx);
+    OSSL_PARAM_free (params);
+    OSSL_PARAM_BLD_free (bld);
+    BN_free (n);
+    BN_free (e);
+    return pkey;
+}
+
+/*  Signs a DigestInfo with key ref (or a per-request PKCS#8 when der) as
+ *  client; returns the rv and verifies an RSA signature with pub.  */
+static uint64_t
+s_sign_rsa (zsock_t *client, const char *ref, const uint8_t *der, size_t der_len, EVP_PKEY *pub)
+{
+    uint8_t di [51];
+    th_digest_info ("keystore", di);
+    Cs__Request *req = s_request (20);
+    th_job_crypto (req->jobs [0], true, (const uint8_t *) ref, ref ? strlen (ref) : 0, CKM_RSA_PKCS, di, 51);
+    if (der)
+        req->jobs [0]->sign->key_pkcs8 = (ProtobufCBinaryData) { der_len, (uint8_t *) der };
+    Cs__Reply *reply = NULL;
+    uint64_t rv = s_call (client, req, &reply);
+    if (rv == CKR_OK && pub)
+        ck_assert (th_verify_rsa_pkcs1 (pub, di, 51, reply->results [0]->data.data,
+                                        reply->results [0]->data.len));
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    return rv;
+}
+
+/*  Number of keys alice's tenant lists.  */
+static size_t
+s_list_count (zsock_t *client)
+{
+    Cs__Request *req = th_request (1, 30);
+    th_job_list_keys (req->jobs [0]);
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (client, req, &reply), CKR_OK);
+    size_t count = reply->results [0]->keys->n_keys;
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    return count;
+}
+
+START_TEST (test_generate_from_pool)
+{
+    ck_assert_uint_eq (s_pool_wait (2), 2);
+    uint64_t jobs = th_board_jobs (server_frontend (s_server), "cpu", NULL);
+    ck_assert_uint_eq (jobs, 2);                /* the two refills */
+    Cs__Attribute label = s_bytes (CKA_LABEL, "pooled"), id = s_bytes (CKA_ID, "\x42");
+    Cs__Attribute sensitive = s_flag (CKA_SENSITIVE, true), token = s_flag (CKA_TOKEN, true);
+    Cs__Attribute *priv [] = { &label, &id, &sensitive, &token }, *pub [] = { &label, &id, &token };
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    gen.mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN;
+    gen.modulus_bits = 2048;
+    gen.token = true;
+    gen.n_private_template = 4;
+    gen.private_template = priv;
+    gen.n_public_template = 3;
+    gen.public_template = pub;
+    Cs__Request *req = s_request (10);
+    s_job_generate (req->jobs [0], &gen);
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+    /*  Served from the pool: no worker ran a generation for it.  */
+    ck_assert_uint_eq (th_board_jobs (server_frontend (s_server), "cpu", NULL), jobs);
+    Cs__KeyInfo *key = reply->results [0]->generated->key;
+    ck_assert_uint_eq (reply->results [0]->generated->private_pkcs8.len, 0);
+    ck_assert_str_eq (key->label, "pooled");
+    ck_assert (strncmp (key->ref, "ks:", 3) == 0);
+    ck_assert_str_eq (key->home, "keystore");
+    ck_assert_uint_eq (key->bits, 2048);
+    ck_assert (key->has_private && key->has_public);
+    const Cs__Attribute *local = NULL, *always = NULL;
+    for (size_t i = 0; i < key->n_private_attributes; i++) {
+        if (key->private_attributes [i]->type == CKA_LOCAL)
+            local = key->private_attributes [i];
+        if (key->private_attributes [i]->type == CKA_ALWAYS_SENSITIVE)
+            always = key->private_attributes [i];
+    }
+    ck_assert (local && local->flag && always && always->flag);
+    /*  The pool refills when idle, and the key signs on the openssl board.  */
+    ck_assert_uint_eq (s_pool_wait (2), 2);
+    EVP_PKEY *pub_key = s_public (key);
+    ck_assert_uint_eq (s_sign_rsa (s_alice, key->ref, NULL, 0, pub_key), CKR_OK);
+    ck_assert_uint_eq (s_list_count (s_alice), 1);
+    EVP_PKEY_free (pub_key);
+    cs__reply__free_unpacked (reply, NULL);
+    req->jobs [0]->generate_key_pair = NULL;
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    th_request_free (req);
+}
+END_TEST
+
+/*  Generates one key without the pool and signs a digest with it.  */
+static void
+s_generate_and_sign (uint64_t mechanism, const uint8_t *params, size_t params_len, uint64_t sign_mech)
+{
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    gen.mechanism = mechanism;
+    gen.ec_params = (ProtobufCBinaryData) { params_len, (uint8_t *) params };
+    gen.token = true;
+    Cs__Request *req = s_request (11);
+    s_job_generate (req->jobs [0], &gen);
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+    Cs__KeyInfo *key = reply->results [0]->generated->key;
+    EVP_PKEY *pub = s_public (key);
+    uint8_t digest [32], sig [128];
+    SHA256 ((const uint8_t *) "curve", 5, digest);
+    Cs__Request *sreq = s_request (12);
+    th_job_crypto (sreq->jobs [0], true, (const uint8_t *) key->ref, strlen (key->ref), sign_mech, digest, 32);
+    Cs__Reply *sreply = NULL;
+    ck_assert_uint_eq (s_call (s_alice, sreq, &sreply), CKR_OK);
+    ProtobufCBinaryData s = sreply->results [0]->data;
+    ck_assert_uint_le (s.len, sizeof sig);
+    if (sign_mech == CKM_ECDSA)
+        ck_assert (th_verify_ecdsa (pub, digest, 32, s.data, s.len));
+    else {
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
+        ck_assert (EVP_DigestVerifyInit (ctx, NULL, NULL, NULL, pub) > 0);
+        ck_assert_int_eq (EVP_DigestVerify (ctx, s.data, s.len, digest, 32), 1);
+        EVP_MD_CTX_free (ctx);
+    }
+    EVP_PKEY_free (pub);
+    cs__reply__free_unpacked (sreply, NULL);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (sreq);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+}
+
+START_TEST (test_generate_without_pool)
+{
+    static const uint8_t p256 [] = { 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07 };
+    static const uint8_t ed [] = { 0x06, 0x03, 0x2b, 0x65, 0x70 };
+    s_generate_and_sign (CKM_EC_KEY_PAIR_GEN, p256, sizeof p256, CKM_ECDSA);
+    s_generate_and_sign (CKM_EC_EDWARDS_KEY_PAIR_GEN, ed, sizeof ed, CKM_EDDSA);
+    ck_assert_uint_eq (s_list_count (s_alice), 2);
+    /*  A session key (token = FALSE, RSA-3072: no pool of that size): the
+        private key comes back, nothing is stored.  */
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    gen.mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN;
+    gen.modulus_bits = 3072;
+    Cs__Request *req = s_request (13);
+    s_job_generate (req->jobs [0], &gen);
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+    ProtobufCBinaryData der = reply->results [0]->generated->private_pkcs8;
+    ck_assert_uint_gt (der.len, 1000);
+    ck_assert_str_eq (reply->results [0]->generated->key->ref, "");
+    ck_assert_uint_eq (s_list_count (s_alice), 2);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  Without a ticket, and with a bad size.  */
+    req->ticket = (ProtobufCBinaryData) { 0, NULL };
+    ck_assert_uint_eq (s_call (s_alice, req, NULL), CKR_USER_NOT_LOGGED_IN);
+    req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    gen.modulus_bits = 1000;
+    ck_assert_uint_eq (s_call (s_alice, req, NULL), CKR_KEY_SIZE_RANGE);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+}
+END_TEST
+
+/*  PKCS#8 DER of pkey (caller frees with OPENSSL_free).  */
+static uint8_t *
+s_pkcs8 (EVP_PKEY *pkey, size_t *len_p)
+{
+    PKCS8_PRIV_KEY_INFO *p8 = EVP_PKEY2PKCS8 (pkey);
+    uint8_t *der = NULL;
+    int len = i2d_PKCS8_PRIV_KEY_INFO (p8, &der);
+    PKCS8_PRIV_KEY_INFO_free (p8);
+    ck_assert_int_gt (len, 0);
+    *len_p = (size_t) len;
+    return der;
+}
+
+START_TEST (test_per_request_key)
+{
+    EVP_PKEY *pkey = EVP_RSA_gen (2048);
+    size_t len = 0;
+    uint8_t *der = s_pkcs8 (pkey, &len);
+    size_t before = s_list_count (s_alice);
+    for (int i = 0; i < 3; i++)
+        ck_assert_uint_eq (s_sign_rsa (s_alice, NULL, der, len, pkey), CKR_OK);
+    ck_assert_uint_eq (s_list_count (s_alice), before);
+    /*  Garbage as a key.  */
+    uint8_t junk [] = { 0x30, 0x03, 0x02, 0x01, 0x00 };
+    ck_assert_uint_eq (s_sign_rsa (s_alice, NULL, junk, sizeof junk, NULL), CKR_KEY_HANDLE_INVALID);
+    OPENSSL_free (der);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+/*  A key job on ref as client (destroy when attrs is NULL).  */
+static uint64_t
+s_key_job (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const char *ref,
+           uint64_t object, Cs__Attribute **attrs, size_t n)
+{
+    Cs__DestroyKeyJob destroy = CS__DESTROY_KEY_JOB__INIT;
+    Cs__SetKeyAttributesJob set = CS__SET_KEY_ATTRIBUTES_JOB__INIT;
+    Cs__Request *req = th_request (1, 40);
+    req->ticket = (ProtobufCBinaryData) { ticket_len, (uint8_t *) ticket };
+    if (attrs) {
+        set.ref = (char *) ref;
+        set.object = object;
+        set.n_attributes = n;
+        set.attributes = attrs;
+        req->jobs [0]->kind_case = CS__JOB__KIND_SET_KEY_ATTRIBUTES;
+        req->jobs [0]->set_key_attributes = &set;
+    }
+    else {
+        destroy.ref = (char *) ref;
+        destroy.object = object;
+        req->jobs [0]->kind_case = CS__JOB__KIND_DESTROY_KEY;
+        req->jobs [0]->destroy_key = &destroy;
+    }
+    uint64_t rv = s_call (client, req, NULL);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+    return rv;
+}
+
+START_TEST (test_import_attributes_and_isolation)
+{
+    EVP_PKEY *pkey = EVP_RSA_gen (2048);
+    size_t len = 0;
+    uint8_t *der = s_pkcs8 (pkey, &len);
+    Cs__Attribute label = s_bytes (CKA_LABEL, "imported"), cls = CS__ATTRIBUTE__INIT;
+    cls.type = CKA_CLASS;
+    cls.value_case = CS__ATTRIBUTE__VALUE_NUMBER;
+    cls.number = CKO_PRIVATE_KEY;
+    Cs__Attribute *tmpl [] = { &label, &cls };
+    Cs__ImportKeyJob imp = CS__IMPORT_KEY_JOB__INIT;
+    imp.private_pkcs8 = (ProtobufCBinaryData) { len, der };
+    imp.n_template_ = 2;
+    imp.template_ = tmpl;
+    Cs__Request *req = s_request (41);
+    req->jobs [0]->kind_case = CS__JOB__KIND_IMPORT_KEY;
+    req->jobs [0]->import_key = &imp;
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+    char *ref = strdup (reply->results [0]->imported->key->ref);
+    ck_assert_str_eq (reply->results [0]->imported->key->label, "imported");
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_sign_rsa (s_alice, ref, NULL, 0, pkey), CKR_OK);
+    /*  A class that does not match the key sent.  */
+    cls.number = CKO_PUBLIC_KEY;
+    ck_assert_uint_eq (s_call (s_alice, req, NULL), CKR_TEMPLATE_INCONSISTENT);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+    /*  Eve (tenant other) neither sees, uses nor destroys alice's key.  */
+    size_t eve_len = 0;
+    uint64_t rv = 0;
+    uint8_t *eve = th_login (s_eve, "5678", &eve_len, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    ck_assert_uint_eq (s_list_count (s_eve), 0);
+    uint8_t di [51];
+    th_digest_info ("x", di);
+    Cs__Request *sreq = th_request (1, 42);
+    sreq->ticket = (ProtobufCBinaryData) { eve_len, eve };
+    th_job_crypto (sreq->jobs [0], true, (const uint8_t *) ref, strlen (ref), CKM_RSA_PKCS, di, 51);
+    ck_assert_uint_eq (s_call (s_eve, sreq, NULL), CKR_KEY_HANDLE_INVALID);
+    th_request_free (sreq);
+    ck_assert_uint_eq (s_key_job (s_eve, eve, eve_len, ref, CKO_PRIVATE_KEY, NULL, 0),
+                       CKR_OBJECT_HANDLE_INVALID);
+    /*  Attribute rules: label may change; CKA_SENSITIVE may not go back to
+        FALSE; CKA_LOCAL is read-only.  */
+    Cs__Attribute relabel = s_bytes (CKA_LABEL, "renamed"), insensitive = s_flag (CKA_SENSITIVE, false);
+    Cs__Attribute local = s_flag (CKA_LOCAL, true);
+    Cs__Attribute *a1 [] = { &relabel }, *a2 [] = { &insensitive }, *a3 [] = { &local };
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a1, 1), CKR_OK);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a2, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a3, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    /*  Destroy the private half (the public stays listed), then the public.  */
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, NULL, 0), CKR_OK);
+    ck_assert_uint_eq (s_sign_rsa (s_alice, ref, NULL, 0, NULL), CKR_KEY_HANDLE_INVALID);
+    ck_assert_uint_eq (s_list_count (s_alice), 1);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PUBLIC_KEY, NULL, 0), CKR_OK);
+    ck_assert_uint_eq (s_list_count (s_alice), 0);
+    free (ref);
+    free (eve);
+    OPENSSL_free (der);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+START_TEST (test_list_version_unchanged)
+{
+    Cs__Request *req = th_request (1, 50);
+    th_job_list_keys (req->jobs [0]);
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+    uint64_t version = reply->results [0]->keys->version;
+    cs__reply__free_unpacked (reply, NULL);
+    req->jobs [0]->list_keys->known_version = version;
+    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+    ck_assert (reply->results [0]->keys->unchanged);
+    ck_assert_uint_eq (reply->results [0]->keys->n_keys, 0);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+}
+END_TEST
+
+/*  Token flags of eve's tenant from Hello.  */
+static uint64_t
+s_eve_flags (void)
+{
+    Cs__Request *req = th_request (1, 60);
+    th_job_hello (req->jobs [0]);
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (s_eve, req, &reply), CKR_OK);
+    ck_assert_str_eq (reply->results [0]->hello->token_label, "other");
+    uint64_t flags = reply->results [0]->hello->token_flags;
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    return flags;
+}
+
+START_TEST (test_pin_lock_and_init_pin)
+{
+    size_t len = 0;
+    uint64_t rv = 0;
+    for (int i = 0; i < KEYSTORE_PIN_MAX_FAILURES; i++) {
+        ck_assert_ptr_null (th_login (s_eve, "0000", &len, &rv));
+        ck_assert_uint_eq (rv, CKR_PIN_INCORRECT);
+    }
+    /*  Locked now: even the right PIN is refused.  */
+    ck_assert_ptr_null (th_login (s_eve, "5678", &len, &rv));
+    ck_assert_uint_eq (rv, CKR_PIN_LOCKED);
+    ck_assert (s_eve_flags () & CKF_USER_PIN_LOCKED);
+    /*  InitPIN needs an SO ticket; then the new PIN works.  */
+    Cs__InitPinJob init = CS__INIT_PIN_JOB__INIT;
+    init.pin = (ProtobufCBinaryData) { 4, (uint8_t *) "9999" };
+    Cs__Request *req = th_request (1, 61);
+    req->jobs [0]->kind_case = CS__JOB__KIND_INIT_PIN;
+    req->jobs [0]->init_pin = &init;
+    ck_assert_uint_eq (s_call (s_eve, req, NULL), CKR_USER_NOT_LOGGED_IN);
+    Cs__Request *login = th_request (1, 62);
+    th_job_login (login->jobs [0], CKU_SO, "567890");
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (s_eve, login, &reply), CKR_OK);
+    req->ticket = reply->results [0]->login->ticket;
+    ck_assert_uint_eq (s_call (s_eve, req, NULL), CKR_OK);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (login);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+    ck_assert (!(s_eve_flags () & CKF_USER_PIN_LOCKED));
+    uint8_t *ticket = th_login (s_eve, "9999", &len, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    free (ticket);
+}
+END_TEST
+
+static Suite *
+s_suite (void)
+{
+    Suite *suite = suite_create ("broker_keys");
+    TCase *tc = tcase_create ("keys");
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
+    tcase_set_timeout (tc, 120);
+    tcase_add_test (tc, test_generate_from_pool);
+    tcase_add_test (tc, test_generate_without_pool);
+    tcase_add_test (tc, test_per_request_key);
+    tcase_add_test (tc, test_import_attributes_and_isolation);
+    tcase_add_test (tc, test_list_version_unchanged);
+    tcase_add_test (tc, test_pin_lock_and_init_pin);
+    suite_add_tcase (suite, tc);
+    return suite;
+}
+
+int
+main (void)
+{
+    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
+        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+        return 77;
+    }
+    zsys_init ();
+    SRunner *runner = srunner_create (s_suite ());
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,390 @@
+/*  test_driver_openssl.c — the openssl driver (shim-drivers/openssl) through
+ *  its ABI v2 dispatch table, loaded from CRYPTOSERVER_DRIVER_DIR as the
+ *  broker loads it: every mechanism signs or decrypts with key material and
+ *  OpenSSL verifies; generated keys work; the per-session cache gives the
+ *  same results and per-request keys leave no entry behind.
+ */
+#include <dlfcn.h>
+#include <openssl/x509.h>
+#include "test_broker_helpers.h"
+#include "cs_driver.h"
+
+static void *s_dl;
+static const cs_driver_t *s_driver;
+static cs_board_t *s_board;
+static cs_session_t *s_session;
+static cs_drv_sign_key_fn *s_sign;
+static cs_drv_decrypt_key_fn *s_decrypt;
+static cs_drv_session_cached_fn *s_cached;
+
+/*  Loads DRIVER_DIR/openssl.so and opens a board and a session.  */
+static void
+s_setup (void)
+{
+    char path [4096];
+    snprintf (path, sizeof path, "%s/openssl.so", getenv ("CRYPTOSERVER_DRIVER_DIR"));
+    s_dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg (s_dl != NULL, "%s", dlerror ());
+    cs_driver_entry_fn *entry = (cs_driver_entry_fn *) dlsym (s_dl, CS_DRIVER_ENTRY_SYMBOL);
+    ck_assert_ptr_nonnull (entry);
+    s_driver = entry ();
+    ck_assert_uint_eq (s_driver->abi_version, CS_DRIVER_ABI_VERSION);
+    ck_assert_str_eq (s_driver->type, "openssl");
+    zconfig_t *config = zconfig_new ("root", NULL);
+    zconfig_put (config, "cache-size", "4");
+    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_OPEN);
+    ck_assert_int_eq (open ("cpu", config, "/tmp", &s_board), 0);
+    zconfig_destroy (&config);
+    cs_drv_session_open_fn *session_open
+        = (cs_drv_session_open_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_OPEN);
+    s_session = session_open (s_board);
+    ck_assert_ptr_nonnull (s_session);
+    s_sign = (cs_drv_sign_key_fn *) cs_driver_lookup (s_driver, CS_DRV_SIGN_KEY);
+    s_decrypt = (cs_drv_decrypt_key_fn *) cs_driver_lookup (s_driver, CS_DRV_DECRYPT_KEY);
+    s_cached = (cs_drv_session_cached_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CACHED);
+    ck_assert (s_sign && s_decrypt && s_cached);
+}
+
+static void
+s_teardown (void)
+{
+    cs_drv_session_close_fn *close_session
+        = (cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE);
+    cs_drv_board_close_fn *close_board
+        = (cs_drv_board_close_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_CLOSE);
+    close_session (&s_session);
+    ck_assert_ptr_null (s_session);
+    close_board (&s_board);
+    ck_assert_ptr_null (s_board);
+    dlclose (s_dl);
+}
+
+/*  PKCS#8 DER of pkey (caller frees with OPENSSL_free).  */
+static unsigned char *
+s_pkcs8 (EVP_PKEY *pkey, size_t *len_p)
+{
+    PKCS8_PRIV_KEY_INFO *p8 = EVP_PKEY2PKCS8 (pkey);
+    unsigned char *der = NULL;
+    int len = i2d_PKCS8_PRIV_KEY_INFO (p8, &der);
+    PKCS8_PRIV_KEY_INFO_free (p8);
+    ck_assert_int_gt (len, 0);
+    *len_p = (size_t) len;
+    return der;
+}
+
+/*  A material key description for pkey (ref may be NULL); the DER is kept
+ *  in *der_p for the caller to free.  */
+static cs_key_t
+s_key (EVP_PKEY *pkey, const char *ref, unsigned char **der_p)
+{
+    size_t len = 0;
+    *der_p = s_pkcs8 (pkey, &len);
+    return (cs_key_t) { NULL, 0, *der_p, len, ref };
+}
+
+START_TEST (test_capabilities_and_mechanisms)
+{
+    cs_caps_t caps = { 0 };
+    cs_drv_capabilities_fn *fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_driver, CS_DRV_CAPABILITIES);
+    ck_assert_ptr_nonnull (fn);
+    ck_assert_int_eq (fn (s_board, &caps), 0);
+    ck_assert (caps.flags & CS_CAP_KEY_MATERIAL);
+    ck_assert (caps.flags & CS_CAP_GENERATE_MATERIAL);
+    ck_assert (!(caps.flags & CS_CAP_GENERATE_RESIDENT));
+    ck_assert_uint_eq (caps.material_types, CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS);
+    cs_drv_board_keys_fn *keys = (cs_drv_board_keys_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_KEYS);
+    cs_key_info_t *list = NULL;
+    size_t count = 9;
+    ck_assert_int_eq (keys (s_board, &list, &count), 0);
+    ck_assert_uint_eq (count, 0);
+    cs_key_info_free_array (list, count);
+}
+END_TEST
+
+START_TEST (test_rsa_sign)
+{
+    EVP_PKEY *pkey = EVP_RSA_gen (2048);
+    unsigned char *der = NULL, sig [512], sig2 [512], di [51], digest [64];
+    cs_key_t key = s_key (pkey, "ks:rsa", &der);
+    size_t len = sizeof sig, len2 = sizeof sig2;
+    th_digest_info ("hello", di);
+    /*  PKCS#1 v1.5 over a DigestInfo, twice: the cached key gives the same bytes.  */
+    cs_mech_t mech = { CKM_RSA_PKCS };
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+    ck_assert_uint_eq (len, 256);
+    ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
+    ck_assert_uint_eq (s_cached (s_session), 1);
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig2, &len2), CKR_OK);
+    ck_assert (len2 == len && memcmp (sig, sig2, len) == 0);
+    ck_assert_uint_eq (s_cached (s_session), 1);
+    /*  PSS: SHA-256/MGF1-SHA256/32, then SHA-384/MGF1-SHA1/0 (any combination).  */
+    SHA256 ((const uint8_t *) "pss", 3, digest);
+    mech = (cs_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 32 };
+    len = sizeof sig;
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_OK);
+    ck_assert (th_verify_rsa_pss (pkey, digest, sig, len));
+    SHA384 ((const uint8_t *) "pss", 3, digest);
+    mech = (cs_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA384, CKG_MGF1_SHA1, 0 };
+    len = sizeof sig;
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 48, sig, &len), CKR_OK);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (pkey, NULL);
+    ck_assert (EVP_PKEY_verify_init (ctx) > 0);
+    ck_assert (EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_PSS_PADDING) > 0);
+    ck_assert (EVP_PKEY_CTX_set_signature_md (ctx, EVP_sha384 ()) > 0);
+    ck_assert (EVP_PKEY_CTX_set_rsa_mgf1_md (ctx, EVP_sha1 ()) > 0);
+    ck_assert (EVP_PKEY_CTX_set_rsa_pss_saltlen (ctx, 0) > 0);
+    ck_assert_int_eq (EVP_PKEY_verify (ctx, sig, len, digest, 48), 1);
+    EVP_PKEY_CTX_free (ctx);
+    /*  A wrong digest length for the PSS hash.  */
+    len = sizeof sig;
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_DATA_LEN_RANGE);
+    /*  Raw X.509: the public operation gives back the left-padded input.  */
+    mech = (cs_mech_t) { CKM_RSA_X_509 };
+    len = sizeof sig;
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+    ck_assert_uint_eq (len, 256);
+    unsigned char back [256];
+    size_t back_len = sizeof back;
+    ctx = EVP_PKEY_CTX_new (pkey, NULL);
+    ck_assert (EVP_PKEY_verify_recover_init (ctx) > 0);
+    ck_assert (EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_NO_PADDING) > 0);
+    ck_assert (EVP_PKEY_verify_recover (ctx, back, &back_len, sig, len) > 0);
+    EVP_PKEY_CTX_free (ctx);
+    ck_assert_uint_eq (back_len, 256);
+    ck_assert (memcmp (back + 256 - 51, di, 51) == 0);
+    /*  ECDSA with an RSA key; too small a buffer.  */
+    mech = (cs_mech_t) { CKM_ECDSA };
+    len = sizeof sig;
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
+    mech = (cs_mech_t) { CKM_RSA_PKCS };
+    len = 100;
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_BUFFER_TOO_SMALL);
+    OPENSSL_free (der);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+START_TEST (test_rsa_decrypt)
+{
+    EVP_PKEY *pkey = EVP_RSA_gen (2048);
+    unsigned char *der = NULL, ct [256], out [512];
+    cs_key_t key = s_key (pkey, "ks:dec", &der);
+    static const struct { CK_MECHANISM_TYPE hash; CK_RSA_PKCS_MGF_TYPE mgf; const char *label; } oaep [] = {
+        { CKM_SHA_1, CKG_MGF1_SHA1, NULL }, { CKM_SHA224, CKG_MGF1_SHA224, "l" },
+        { CKM_SHA256, CKG_MGF1_SHA256, "label" }, { CKM_SHA384, CKG_MGF1_SHA384, NULL },
+        { CKM_SHA512, CKG_MGF1_SHA512, "lbl" },
+    };
+    const EVP_MD *mds [] = { EVP_sha1 (), EVP_sha224 (), EVP_sha256 (), EVP_sha384 (), EVP_sha512 () };
+    for (size_t i = 0; i < 5; i++) {
+        size_t ct_len = th_rsa_encrypt (pkey, mds [i], oaep [i].label, "oaep secret", ct, sizeof ct);
+        cs_mech_t mech = { CKM_RSA_PKCS_OAEP, oaep [i].hash, oaep [i].mgf, 0,
+                           (const unsigned char *) oaep [i].label, oaep [i].label ? strlen (oaep [i].label) : 0 };
+        size_t len = sizeof out;
+        ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
+        ck_assert (len == 11 && memcmp (out, "oaep secret", 11) == 0);
+        ct [9] ^= 1;
+        len = sizeof out;
+        ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len),
+                           CKR_ENCRYPTED_DATA_INVALID);
+    }
+    size_t ct_len = th_rsa_encrypt (pkey, NULL, NULL, "pkcs1", ct, sizeof ct);
+    cs_mech_t mech = { CKM_RSA_PKCS };
+    size_t len = sizeof out;
+    ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
+    ck_assert (len == 5 && memcmp (out, "pkcs1", 5) == 0);
+    /*  Raw decryption gives the whole padded block.  */
+    mech = (cs_mech_t) { CKM_RSA_X_509 };
+    len = sizeof out;
+    ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
+    ck_assert_uint_eq (len, 256);
+    ck_assert (out [1] == 0x02 && memcmp (out + 251, "pkcs1", 5) == 0);
+    len = sizeof out;
+    ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, 100, out, &len), CKR_ENCRYPTED_DATA_LEN_RANGE);
+    OPENSSL_free (der);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+START_TEST (test_ecdsa)
+{
+    static const char *curves [] = { "P-256", "P-384", "P-521" };
+    static const size_t halves [] = { 32, 48, 66 };
+    unsigned char digest [48], sig [200];
+    SHA384 ((const uint8_t *) "ec", 2, digest);
+    for (size_t i = 0; i < 3; i++) {
+        EVP_PKEY *pkey = EVP_EC_gen (curves [i]);
+        unsigned char *der = NULL;
+        cs_key_t key = s_key (pkey, curves [i], &der);
+        cs_mech_t mech = { CKM_ECDSA };
+        size_t len = sizeof sig;
+        ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 48, sig, &len), CKR_OK);
+        ck_assert_uint_eq (len, 2 * halves [i]);
+        ck_assert_msg (th_verify_ecdsa (pkey, digest, 48, sig, len), "curve %s", curves [i]);
+        len = sizeof sig;
+        ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, digest, 48, sig, &len),
+                           CKR_KEY_FUNCTION_NOT_PERMITTED);
+        OPENSSL_free (der);
+        EVP_PKEY_free (pkey);
+    }
+}
+END_TEST
+
+START_TEST (test_eddsa)
+{
+    EVP_PKEY *pkey = EVP_PKEY_Q_keygen (NULL, NULL, "ED25519");
+    unsigned char *der = NULL, sig [64];
+    cs_key_t key = s_key (pkey, NULL, &der);
+    static const char msg [] = "the whole message, not a digest";
+    cs_mech_t mech = { CKM_EDDSA };
+    size_t len = sizeof sig;
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, (const unsigned char *) msg, sizeof msg, sig, &len),
+                       CKR_OK);
+    ck_assert_uint_eq (len, 64);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
+    ck_assert (EVP_DigestVerifyInit (ctx, NULL, NULL, NULL, pkey) > 0);
+    ck_assert_int_eq (EVP_DigestVerify (ctx, sig, len, (const unsigned char *) msg, sizeof msg), 1);
+    EVP_MD_CTX_free (ctx);
+    mech.type = CKM_ECDSA;
+    len = sizeof sig;
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, sig, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
+    OPENSSL_free (der);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+START_TEST (test_per_request_keys_not_cached)
+{
+    unsigned char di [51], sig [256];
+    th_digest_info ("x", di);
+    cs_mech_t mech = { CKM_RSA_PKCS };
+    EVP_PKEY *pkey = EVP_RSA_gen (2048);
+    unsigned char *der = NULL;
+    cs_key_t key = s_key (pkey, NULL, &der);
+    ck_assert_uint_eq (s_cached (s_session), 0);
+    for (int i = 0; i < 3; i++) {
+        size_t len = sizeof sig;
+        ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+        ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
+    }
+    ck_assert_uint_eq (s_cached (s_session), 0);
+    /*  The cache is bounded (cache-size = 4): six refs leave four entries,
+        and an evicted key still works when it comes back.  */
+    for (int i = 0; i < 6; i++) {
+        char ref [16];
+        snprintf (ref, sizeof ref, "ks:%d", i);
+        key.ref = ref;
+        size_t len = sizeof sig;
+        ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+    }
+    ck_assert_uint_eq (s_cached (s_session), 4);
+    key.ref = "ks:0";
+    size_t len = sizeof sig;
+    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+    ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
+    /*  Garbage material, and a resident id the board does not have.  */
+    unsigned char junk [] = { 0x30, 0x03, 0x02, 0x01, 0x00 };
+    cs_key_t bad = { NULL, 0, junk, sizeof junk, NULL };
+    len = sizeof sig;
+    ck_assert_uint_eq (s_sign (s_session, &bad, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
+    cs_key_t resident = { (const unsigned char *) "\x01", 1, NULL, 0, NULL };
+    len = sizeof sig;
+    ck_assert_uint_eq (s_sign (s_session, &resident, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
+    OPENSSL_free (der);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+/*  Generates with gen and checks the key signs with mech (verified).  */
+static EVP_PKEY *
+s_generate (const cs_keygen_t *gen)
+{
+    cs_drv_generate_material_fn *fn
+        = (cs_drv_generate_material_fn *) cs_driver_lookup (s_driver, CS_DRV_GENERATE_MATERIAL);
+    unsigned char *der = NULL;
+    size_t len = 0;
+    ck_assert_ptr_nonnull (fn);
+    ck_assert_uint_eq (fn (s_session, gen, &der, &len), CKR_OK);
+    const unsigned char *p = der;
+    PKCS8_PRIV_KEY_INFO *p8 = d2i_PKCS8_PRIV_KEY_INFO (NULL, &p, (long) len);
+    EVP_PKEY *pkey = p8 ? EVP_PKCS82PKEY (p8) : NULL;
+    PKCS8_PRIV_KEY_INFO_free (p8);
+    ck_assert_ptr_nonnull (pkey);
+    OPENSSL_cleanse (der, len);
+    free (der);
+    return pkey;
+}
+
+START_TEST (test_generate)
+{
+    static const unsigned char e3 [] = { 0x03 }, p256 [] = { 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce,
+        0x3d, 0x03, 0x01, 0x07 }, ed [] = { 0x13, 0x0c, 'e', 'd', 'w', 'a', 'r', 'd', 's', '2',
+        '5', '5', '1', '9' };
+    cs_keygen_t gen = { CKM_RSA_PKCS_KEY_PAIR_GEN, 2048 };
+    EVP_PKEY *pkey = s_generate (&gen);
+    BIGNUM *e = NULL;
+    ck_assert (EVP_PKEY_is_a (pkey, "RSA") && EVP_PKEY_get_bits (pkey) == 2048);
+    ck_assert (EVP_PKEY_get_bn_param (pkey, "e", &e) && BN_get_word (e) == 65537);
+    BN_free (e);
+    e = NULL;
+    EVP_PKEY_free (pkey);
+    gen.public_exponent = e3;
+    gen.public_exponent_len = 1;
+    pkey = s_generate (&gen);
+    ck_assert (EVP_PKEY_get_bn_param (pkey, "e", &e) && BN_get_word (e) == 3);
+    BN_free (e);
+    EVP_PKEY_free (pkey);
+    gen = (cs_keygen_t) { CKM_EC_KEY_PAIR_GEN, 0, NULL, 0, p256, sizeof p256 };
+    pkey = s_generate (&gen);
+    ck_assert (EVP_PKEY_is_a (pkey, "EC") && EVP_PKEY_get_bits (pkey) == 256);
+    EVP_PKEY_free (pkey);
+    gen = (cs_keygen_t) { CKM_EC_KEY_PAIR_GEN, 0, NULL, 0, (const unsigned char *) "secp384r1", 9 };
+    pkey = s_generate (&gen);
+    ck_assert (EVP_PKEY_get_bits (pkey) == 384);
+    EVP_PKEY_free (pkey);
+    gen = (cs_keygen_t) { CKM_EC_EDWARDS_KEY_PAIR_GEN, 0, NULL, 0, ed, sizeof ed };
+    pkey = s_generate (&gen);
+    ck_assert (EVP_PKEY_is_a (pkey, "ED25519"));
+    EVP_PKEY_free (pkey);
+    /*  Refusals.  */
+    cs_drv_generate_material_fn *fn
+        = (cs_drv_generate_material_fn *) cs_driver_lookup (s_driver, CS_DRV_GENERATE_MATERIAL);
+    unsigned char *der = NULL;
+    size_t len = 0;
+    static const unsigned char even [] = { 0x01, 0x00, 0x00 };
+    gen = (cs_keygen_t) { CKM_RSA_PKCS_KEY_PAIR_GEN, 512 };
+    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_KEY_SIZE_RANGE);
+    gen = (cs_keygen_t) { CKM_RSA_PKCS_KEY_PAIR_GEN, 2048, even, sizeof even };
+    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_ATTRIBUTE_VALUE_INVALID);
+    gen = (cs_keygen_t) { CKM_EC_KEY_PAIR_GEN, 0, NULL, 0, ed, sizeof ed };
+    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_DOMAIN_PARAMS_INVALID);
+    gen = (cs_keygen_t) { CKM_DSA_KEY_PAIR_GEN };
+    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_MECHANISM_INVALID);
+    ck_assert_ptr_null (der);
+}
+END_TEST
+
+int
+main (void)
+{
+    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
+        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+        return 77;
+    }
+    Suite *suite = suite_create ("driver_openssl");
+    TCase *tc = tcase_create ("openssl");
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
+    tcase_set_timeout (tc, 60);
+    tcase_add_test (tc, test_capabilities_and_mechanisms);
+    tcase_add_test (tc, test_rsa_sign);
+    tcase_add_test (tc, test_rsa_decrypt);
+    tcase_add_test (tc, test_ecdsa);
+    tcase_add_test (tc, test_eddsa);
+    tcase_add_test (tc, test_per_request_keys_not_cached);
+    tcase_add_test (tc, test_generate);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? 1 : 0;
+}
