@@ -5,6 +5,8 @@
 #include <p11-kit/pkcs11.h>
 #include "cs_wire.h"
 
+static const Cs__Mechanism s_no_mechanism = CS__MECHANISM__INIT;
+
 static bool
 s_mechanism_ok (const Cs__Mechanism *mech)
 {
@@ -69,6 +71,11 @@ s_key_job_problem (const Cs__Job *job)
             return s_ref_ok (job->copy_key->ref)
                 && s_template_ok (job->copy_key->n_attributes, job->copy_key->attributes)
                    ? NULL : "bad copy job";
+        case CS__JOB__KIND_DERIVE:
+            return s_crypto_job_ok (job->derive->key_id, job->derive->key_pkcs8,
+                                    &s_no_mechanism, job->derive->public_data)
+                && job->derive->public_data.len > 0 && job->derive->public_data.len <= 1024
+                   ? NULL : "bad derive job (key or public data size)";
         case CS__JOB__KIND_INIT_PIN:
             return job->init_pin->pin.len <= CS_WIRE_MAX_PIN ? NULL : "PIN too long";
         case CS__JOB__KIND_SET_PIN:
