@@ -36,6 +36,7 @@ s_load_driver (board_t *self, const char *driver_dir)
     self->session_close = (cs_drv_session_close_fn *) cs_driver_lookup (self->driver, CS_DRV_SESSION_CLOSE);
     self->sign = (cs_drv_sign_key_fn *) cs_driver_lookup (self->driver, CS_DRV_SIGN_KEY);
     self->decrypt = (cs_drv_decrypt_key_fn *) cs_driver_lookup (self->driver, CS_DRV_DECRYPT_KEY);
+    self->derive = (cs_drv_derive_key_fn *) cs_driver_lookup (self->driver, CS_DRV_DERIVE_KEY);
     self->generate_material = (cs_drv_generate_material_fn *)
         cs_driver_lookup (self->driver, CS_DRV_GENERATE_MATERIAL);
     self->generate_resident = (cs_drv_generate_resident_fn *)
@@ -77,6 +78,8 @@ s_open (board_t *self, zconfig_t *config, const char *base_dir)
         self->caps.flags &= ~CS_CAP_GENERATE_MATERIAL;
     if (!self->generate_resident)
         self->caps.flags &= ~CS_CAP_GENERATE_RESIDENT;
+    if (!self->derive)
+        self->caps.flags &= ~CS_CAP_DERIVE;
     zsys_info ("board %s: %s driver, %zu keys, %zu mechanisms, %d threads%s%s", self->name,
                self->type, self->n_keys, self->n_mechs, self->threads,
                self->caps.flags & CS_CAP_KEY_MATERIAL ? ", key material" : "",
@@ -137,6 +140,14 @@ board_takes_material (const board_t *self, CK_KEY_TYPE key_type)
 {
     return (self->caps.flags & CS_CAP_KEY_MATERIAL) && (self->caps.material_types & cs_kt_bit (key_type))
         && self->sign;
+}
+
+bool
+board_derives (const board_t *self, bool material)
+{
+    if (!self->derive || !(self->caps.flags & CS_CAP_DERIVE))
+        return false;
+    return !material || ((self->caps.flags & CS_CAP_KEY_MATERIAL) && (self->caps.material_types & CS_KT_EC));
 }
 
 bool

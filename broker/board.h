@@ -26,6 +26,7 @@ typedef struct {
                                        CS_DRV_CAPABILITIES (resident keys only) */
     cs_drv_sign_key_fn *sign;       /* NULL when the driver cannot sign */
     cs_drv_decrypt_key_fn *decrypt; /* NULL when the driver cannot decrypt */
+    cs_drv_derive_key_fn *derive;   /* ECDH (CS_DRV_DERIVE_KEY); NULL when the driver has none */
     cs_drv_generate_material_fn *generate_material;     /* optional */
     cs_drv_generate_resident_fn *generate_resident;     /* optional */
     cs_drv_destroy_resident_fn *destroy_resident;       /* optional */
@@ -49,6 +50,11 @@ void board_destroy (board_t **self_p);
 /*  True when the board can sign/decrypt with key material of key_type
  *  (CKK_RSA, CKK_EC, CKK_EC_EDWARDS).  */
 bool board_takes_material (const board_t *self, CK_KEY_TYPE key_type);
+
+/*  True when the board runs ECDH (CS_DRV_DERIVE_KEY, CS_CAP_DERIVE): with
+ *  its resident EC keys (material false) or with EC key material (material
+ *  true, which also needs CS_CAP_KEY_MATERIAL for CKK_EC).  */
+bool board_derives (const board_t *self, bool material);
 
 /*  True when the board can generate a key pair of key_type as material
  *  (resident = false) or as a resident key (resident = true).  */

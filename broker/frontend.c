@@ -247,6 +247,7 @@ s_request_wipe (Cs__Request *req)
         switch (job->kind_case) {
             case CS__JOB__KIND_SIGN: secrets [0] = job->sign->key_pkcs8; break;
             case CS__JOB__KIND_DECRYPT: secrets [0] = job->decrypt->key_pkcs8; break;
+            case CS__JOB__KIND_DERIVE: secrets [0] = job->derive->key_pkcs8; break;
             case CS__JOB__KIND_IMPORT_KEY: secrets [0] = job->import_key->private_pkcs8; break;
             case CS__JOB__KIND_LOGIN: secrets [0] = job->login->pin; break;
             case CS__JOB__KIND_INIT_PIN: secrets [0] = job->init_pin->pin; break;
@@ -476,6 +477,18 @@ s_material_boards (s_frontend_t *self, CK_KEY_TYPE key_type)
     return set;
 }
 
+/*  Boards that run ECDH with resident keys (material false) or with EC key
+ *  material (material true).  */
+static uint64_t
+s_derive_boards (s_frontend_t *self, bool material)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_derives (self->args->boards [b], material))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
 /*  Boards that generate key_type as material.  */
 static uint64_t
 s_generating_boards (s_frontend_t *self, CK_KEY_TYPE key_type)
@@ -540,15 +553,18 @@ s_submit (s_frontend_t *self, work_item_t *item)
 /* ------------------------------------------------------------------ */
 /*  Sign and decrypt                                                   */
 
-/*  A per-request key: any board that takes material of its type.  */
+/*  A per-request key: any board that takes material of its type (and, for
+ *  ECDH, derives with EC material).  */
 static CK_RV
 s_route_per_request (s_frontend_t *self, work_item_t *item, ProtobufCBinaryData der)
 {
     CK_KEY_TYPE type = s_pkcs8_key_type (der.data, der.len);
     if (type == CKK_VENDOR_DEFINED)
         return CKR_KEY_HANDLE_INVALID;
+    if (item->kind == WORK_DERIVE && type != CKK_EC)
+        return CKR_KEY_TYPE_INCONSISTENT;
     item->key = (cs_key_t) { NULL, 0, der.data, der.len, NULL };
-    item->boards = s_material_boards (self, type);
+    item->boards = item->kind == WORK_DERIVE ? s_derive_boards (self, true) : s_material_boards (self, type);
     return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
 }
 
@@ -562,7 +578,25 @@ s_route_board_ref (s_frontend_t *self, s_request_t *request, work_item_t *item, 
     item->key = (cs_key_t) { item->id, (size_t) len, NULL, 0, NULL };
     item->boards = scheduler_key_boards (self->scheduler, item->id, (size_t) len)
                  & s_tenant_boards (self, request->tenant);
+    if (item->boards && item->kind == WORK_DERIVE) {
+        item->boards &= s_derive_boards (self, false);
+        return item->boards ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;    /* no board derives */
+    }
     return item->boards ? CKR_OK : CKR_KEY_HANDLE_INVALID;
+}
+
+/*  ECDH with a keystore key: an EC key whose private object has CKA_DERIVE
+ *  TRUE (PKCS#11 2.40 §4.7: the default is FALSE).  */
+static CK_RV
+s_derive_permitted (const Cs__KeyInfo *info)
+{
+    if (info->key_type != CKK_EC)
+        return CKR_KEY_TYPE_INCONSISTENT;
+    for (size_t i = 0; i < info->n_private_attributes; i++)
+        if (info->private_attributes [i]->type == CKA_DERIVE
+        &&  info->private_attributes [i]->value_case == CS__ATTRIBUTE__VALUE_FLAG)
+            return info->private_attributes [i]->flag ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;
+    return CKR_KEY_FUNCTION_NOT_PERMITTED;
 }
 
 /*  "ks:...": a keystore row of the tenant; its material goes with the item
@@ -577,8 +611,11 @@ s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *ite
     if (!info->has_private)
         rv = CKR_KEY_HANDLE_INVALID;
     else
-    if (item->kind == WORK_SIGN ? !info->can_sign : !info->can_decrypt)
-        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    if (item->kind == WORK_DERIVE ? (rv = s_derive_permitted (info)) != CKR_OK
+                                  : item->kind == WORK_SIGN ? !info->can_sign : !info->can_decrypt) {
+        if (rv == CKR_OK)
+            rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    }
     else
     if (strncmp (info->home, "board:", 6) == 0) {
         int board = s_board_index (self, info->home + 6);
@@ -586,11 +623,16 @@ s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *ite
             rv = CKR_KEY_HANDLE_INVALID;
         item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
         item->boards = board >= 0 ? UINT64_C (1) << board : 0;
+        if (item->kind == WORK_DERIVE)
+            item->boards &= s_derive_boards (self, false);
+        if (rv == CKR_OK && !item->boards)
+            rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
     }
     else {
         snprintf (item->ref, sizeof item->ref, "%s", ref);
         item->key = (cs_key_t) { NULL, 0, item->material, item->material_len, item->ref };
-        item->boards = item->material ? s_material_boards (self, info->key_type) : 0;
+        item->boards = !item->material ? 0 : item->kind == WORK_DERIVE ? s_derive_boards (self, true)
+                     : s_material_boards (self, info->key_type);
         if (rv == CKR_OK && !item->boards) {
             zsys_warning ("key %s of tenant %s: no board takes keys of its type", ref, request->tenant);
             rv = CKR_DEVICE_ERROR;
@@ -600,14 +642,16 @@ s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *ite
     return rv;
 }
 
-/*  Routes a sign/decrypt job by its key: per-request key, board ref or
- *  keystore ref (docs/CONTRACTS.md "Routing").  */
+/*  Routes a sign/decrypt/derive job by its key: per-request key, board ref
+ *  or keystore ref (docs/CONTRACTS.md "Routing").  */
 static CK_RV
 s_route_crypto (s_frontend_t *self, s_request_t *request, work_item_t *item)
 {
-    bool sign = item->kind == WORK_SIGN;
-    ProtobufCBinaryData key_id = sign ? item->job->sign->key_id : item->job->decrypt->key_id;
-    ProtobufCBinaryData der = sign ? item->job->sign->key_pkcs8 : item->job->decrypt->key_pkcs8;
+    const Cs__Job *job = item->job;
+    ProtobufCBinaryData key_id = item->kind == WORK_SIGN ? job->sign->key_id
+                               : item->kind == WORK_DECRYPT ? job->decrypt->key_id : job->derive->key_id;
+    ProtobufCBinaryData der = item->kind == WORK_SIGN ? job->sign->key_pkcs8
+                            : item->kind == WORK_DECRYPT ? job->decrypt->key_pkcs8 : job->derive->key_pkcs8;
     char ref [S_REF_MAX + 1];
     if (der.len)
         return s_route_per_request (self, item, der);
@@ -628,7 +672,8 @@ s_job_crypto (s_frontend_t *self, s_request_t *request, size_t index)
     work_item_t *item = &slot->item;
     *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
                             .deadline = request->deadline };
-    item->kind = item->job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN : WORK_DECRYPT;
+    item->kind = item->job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
+               : item->job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE;
     CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item) : CKR_USER_NOT_LOGGED_IN;
     if (rv == CKR_OK && s_submit (self, item))
         rv = CKR_KEY_HANDLE_INVALID;
@@ -1054,7 +1099,9 @@ s_pool_waiter (s_frontend_t *self)
 static void
 s_pool_refill (s_frontend_t *self)
 {
-    uint64_t boards = self->pool ? s_generating_boards (self, CKK_RSA) : 0;
+    /*  No refills while draining: a worker that is shutting down would
+        never hand the item back, and its key material would leak.  */
+    uint64_t boards = self->pool && !self->draining ? s_generating_boards (self, CKK_RSA) : 0;
     unsigned bits;
     while (boards && (bits = pool_next_refill (self->pool, self->pool_max_running)) != 0) {
         work_item_t *item = calloc (1, sizeof *item);
@@ -1126,6 +1173,7 @@ s_job (s_frontend_t *self, s_request_t *request, size_t index)
             break;
         case CS__JOB__KIND_SIGN:
         case CS__JOB__KIND_DECRYPT:
+        case CS__JOB__KIND_DERIVE:
             s_job_crypto (self, request, index);
             break;
         case CS__JOB__KIND_GENERATE_KEY_PAIR:
@@ -1446,7 +1494,8 @@ s_key_merge (s_frontend_t *self, size_t b, const cs_key_info_t *key)
         out->ref = NULL;
     if (asprintf (&out->home, "board:%s", board->name) < 0)
         out->home = NULL;
-    out->n_private_attributes = self->n_resident_attrs;
+    out->n_private_attributes = self->n_resident_attrs
+                              - (key->can_derive && board_derives (board, false) ? 0 : 1);
     out->private_attributes = self->resident_attr_ptrs;
     if (out->ref && out->home)
         self->n_board_keys++;
@@ -1459,6 +1508,7 @@ s_resident_attrs (s_frontend_t *self)
     static const struct { CK_ATTRIBUTE_TYPE type; bool value; } flags [] = {
         { CKA_SENSITIVE, true }, { CKA_EXTRACTABLE, false }, { CKA_PRIVATE, true },
         { CKA_MODIFIABLE, false }, { CKA_DESTROYABLE, false }, { CKA_COPYABLE, false },
+        { CKA_DERIVE, true },       /* last: only for keys whose board derives with them */
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags [0]; i++) {
         Cs__Attribute *attr = &self->resident_attrs [i];

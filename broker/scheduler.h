@@ -23,7 +23,8 @@ typedef enum {
     WORK_DECRYPT,                   /* job->decrypt with `key` */
     WORK_GENERATE,                  /* `gen` as PKCS#8 material into out/out_len */
     WORK_GENERATE_RESIDENT,         /* `gen` on the board into `generated` */
-    WORK_DESTROY_RESIDENT           /* the resident key key.id on the board */
+    WORK_DESTROY_RESIDENT,          /* the resident key key.id on the board */
+    WORK_DERIVE                     /* job->derive with `key`: the raw ECDH secret Z into out */
 } work_kind_t;
 
 /*  One job on its way to a worker and back.  Ownership moves with the

@@ -3,6 +3,10 @@
 #include "cs_wire.h"
 #include "worker.h"
 
+/*  p11-kit's compatibility names: its header maps public_data to
+ *  pPublicData, which would hide DeriveJob.public_data.  */
+#undef public_data
+
 #define S_OUT_MAX 2048          /* bytes: a 16384-bit RSA result */
 
 struct _worker_t {
@@ -64,6 +68,34 @@ s_run_crypto (board_t *board, cs_session_t *session, work_item_t *item)
     free (out);
 }
 
+/*  ECDH with item->key: the raw Z (cs_driver.h CS_DRV_DERIVE_KEY).  */
+static void
+s_run_derive (board_t *board, cs_session_t *session, work_item_t *item)
+{
+    const Cs__DeriveJob *derive = item->job->derive;
+    size_t out_len = 256;
+    unsigned char *out;
+    if (!board->derive) {
+        item->rv = CKR_FUNCTION_NOT_SUPPORTED;
+        return;
+    }
+    if (!(out = malloc (out_len))) {
+        item->rv = CKR_HOST_MEMORY;
+        return;
+    }
+    item->rv = board->derive (session, &item->key, derive->public_data.data, derive->public_data.len,
+                              out, &out_len);
+    if (item->rv == CKR_OK && out_len > 0 && out_len <= 256) {
+        item->out = out;
+        item->out_len = out_len;
+        return;
+    }
+    if (item->rv == CKR_OK)
+        item->rv = CKR_DEVICE_ERROR;
+    OPENSSL_cleanse (out, 256);
+    free (out);
+}
+
 void
 worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
 {
@@ -73,6 +105,9 @@ worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
         case WORK_SIGN:
         case WORK_DECRYPT:
             s_run_crypto (board, session, item);
+            break;
+        case WORK_DERIVE:
+            s_run_derive (board, session, item);
             break;
         case WORK_GENERATE:
             item->rv = board->generate_material

@@ -15,6 +15,7 @@ cs_attr_kind (CK_ATTRIBUTE_TYPE type)
         case CKA_WRAP_WITH_TRUSTED: case CKA_TRUSTED:
             return CS_ATTR_BOOL;
         case CKA_CLASS: case CKA_KEY_TYPE: case CKA_MODULUS_BITS: case CKA_KEY_GEN_MECHANISM:
+        case CKA_VALUE_LEN:
             return CS_ATTR_ULONG;
         case CKA_ID: case CKA_LABEL: case CKA_SUBJECT: case CKA_START_DATE: case CKA_END_DATE:
         case CKA_MODULUS: case CKA_PUBLIC_EXPONENT: case CKA_EC_PARAMS: case CKA_EC_POINT:

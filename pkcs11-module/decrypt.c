@@ -129,13 +129,9 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     cs_session_t *session;
     cs_decrypt_op_t *op;
     CK_RV rv;
-    return_val_if_fail (out_len_p != NULL && (data || !len), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_session_op_enter (handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
+                                   &session, (void **) &op)) != CKR_OK)
         return rv;
-    if (!(op = cs_session_op (session, CS_OP_DECRYPT))) {
-        cs_module_unlock ();
-        return CKR_OPERATION_NOT_INITIALIZED;
-    }
     if (!out && !op->plain) {
         *out_len_p = op->key->modulus_len;      /* upper bound, locally */
         cs_module_unlock ();

@@ -533,6 +533,8 @@ s_copy_import (const cs_object_info_t *info, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     cs_attrs_t attrs = { 0 };
     Cs__Attribute **wire = NULL;
     size_t n_wire = 0;
+    if (info->klass == CKO_SECRET_KEY)
+        return CKR_ATTRIBUTE_VALUE_INVALID;     /* secret keys are session objects only */
     if (!cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, NULL)
     &&  (rv = cs_attrs_list_to_wire (&attrs, &wire, &n_wire)) == CKR_OK)
         rv = s_import (info->key, info->klass, wire, n_wire, object_p);

@@ -26,6 +26,12 @@ typedef struct _cs_link_t cs_link_t;
  *  endpoint, socket or thread failure; logged).  `config` is only read.  */
 cs_link_t *cs_link_new (const cs_client_config_t *config, CK_RV *rv_p);
 
+/*  Wakes every call waiting on the link with CKR_CRYPTOKI_NOT_INITIALIZED
+ *  and makes later calls fail at once with it; the I/O thread keeps running
+ *  until cs_link_destroy.  Used by C_Finalize before it waits for the calls
+ *  in flight to leave.  NULL-safe.  */
+void cs_link_stop (cs_link_t *self);
+
 /*  Stops the I/O thread, fails every waiting call with
  *  CKR_CRYPTOKI_NOT_INITIALIZED, waits until the callers have left, closes
  *  the socket and terminates the context.  NULL-safe, nulls *self_p.  */

@@ -42,6 +42,21 @@ s_verify_pkcs1 (EVP_PKEY_CTX *ctx, const uint8_t *message, size_t len, const uin
     return CKR_OK;
 }
 
+/*  Raw RSA (CKM_RSA_X_509): sig^e mod n must equal the k-byte message.  */
+static CK_RV
+s_verify_raw (EVP_PKEY_CTX *ctx, const uint8_t *message, size_t len, const uint8_t *sig, size_t sig_len)
+{
+    uint8_t recovered [CS_MAX_RSA_BYTES];
+    size_t recovered_len = sizeof recovered;
+    if (EVP_PKEY_verify_recover_init (ctx) <= 0
+    ||  EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_NO_PADDING) <= 0)
+        return CKR_FUNCTION_FAILED;
+    if (EVP_PKEY_verify_recover (ctx, recovered, &recovered_len, sig, sig_len) <= 0
+    ||  recovered_len != len || CRYPTO_memcmp (recovered, message, len) != 0)
+        return CKR_SIGNATURE_INVALID;
+    return CKR_OK;
+}
+
 static CK_RV
 s_verify_pss (EVP_PKEY_CTX *ctx, const cs_mech_params_t *params, const uint8_t *digest, size_t len,
               const uint8_t *sig, size_t sig_len)
@@ -117,6 +132,9 @@ s_verify (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_
     else
     if (op->mech->wire == CKM_RSA_PKCS)
         rv = s_verify_pkcs1 (ctx, message, len, sig, sig_len);
+    else
+    if (op->mech->wire == CKM_RSA_X_509)
+        rv = s_verify_raw (ctx, message, len, sig, sig_len);
     else
     if (op->mech->wire == CKM_RSA_PKCS_PSS)
         rv = s_verify_pss (ctx, &op->params, message, len, sig, sig_len);
@@ -234,6 +252,8 @@ s_encrypt_max (const cs_encrypt_op_t *op)
     size_t k = op->key->modulus_len;
     if (op->mech->wire == CKM_RSA_PKCS)
         return k > 11 ? k - 11 : 0;
+    if (op->mech->wire == CKM_RSA_X_509)
+        return k;
     size_t h = (size_t) EVP_MD_get_size (cs_mech_md (op->params.hash));
     return k > 2 * h + 2 ? k - 2 * h - 2 : 0;
 }
@@ -245,10 +265,21 @@ s_encrypt (const cs_encrypt_op_t *op, const uint8_t *data, size_t len, uint8_t *
     EVP_PKEY *pkey = cs_keyder_public_pkey (op->key);
     EVP_PKEY_CTX *ctx = pkey ? EVP_PKEY_CTX_new_from_pkey (NULL, pkey, NULL) : NULL;
     size_t out_len = op->key->modulus_len;
-    bool oaep = op->mech->wire == CKM_RSA_PKCS_OAEP;
+    bool oaep = op->mech->wire == CKM_RSA_PKCS_OAEP, raw = op->mech->wire == CKM_RSA_X_509;
+    uint8_t block [CS_MAX_RSA_BYTES];
     if (!ctx || EVP_PKEY_encrypt_init (ctx) <= 0
-    ||  EVP_PKEY_CTX_set_rsa_padding (ctx, oaep ? RSA_PKCS1_OAEP_PADDING : RSA_PKCS1_PADDING) <= 0)
+    ||  EVP_PKEY_CTX_set_rsa_padding (ctx, oaep ? RSA_PKCS1_OAEP_PADDING
+                                      : raw ? RSA_NO_PADDING : RSA_PKCS1_PADDING) <= 0)
         goto out;
+    if (raw) {                      /* a k-byte integer, left-padded (PKCS#11 2.40 §2.1.10) */
+        if (len > out_len || out_len > sizeof block)
+            goto out;
+        memset (block, 0, out_len - len);
+        if (len)
+            memcpy (block + out_len - len, data, len);
+        data = block;
+        len = out_len;
+    }
     if (oaep && (EVP_PKEY_CTX_set_rsa_oaep_md (ctx, cs_mech_md (op->params.hash)) <= 0
               || EVP_PKEY_CTX_set_rsa_mgf1_md (ctx, cs_mech_mgf_md (op->params.mgf)) <= 0))
         goto out;
@@ -259,8 +290,10 @@ s_encrypt (const cs_encrypt_op_t *op, const uint8_t *data, size_t len, uint8_t *
             goto out;
         }
     }
-    if (EVP_PKEY_encrypt (ctx, out, &out_len, data, len) <= 0)
+    if (EVP_PKEY_encrypt (ctx, out, &out_len, data, len) <= 0) {
+        rv = raw ? CKR_DATA_INVALID : CKR_FUNCTION_FAILED;     /* raw: not below the modulus */
         goto out;
+    }
     *out_len_p = out_len;
     rv = CKR_OK;
 out:
@@ -275,13 +308,9 @@ C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR
     cs_session_t *session;
     cs_encrypt_op_t *op;
     CK_RV rv;
-    return_val_if_fail (out_len_p != NULL && (data || !len), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_session_op_enter (handle, CS_OP_ENCRYPT, out_len_p != NULL && (data || !len),
+                                   &session, (void **) &op)) != CKR_OK)
         return rv;
-    if (!(op = cs_session_op (session, CS_OP_ENCRYPT))) {
-        cs_module_unlock ();
-        return CKR_OPERATION_NOT_INITIALIZED;
-    }
     if (!out || *out_len_p < op->key->modulus_len) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = op->key->modulus_len;
@@ -353,13 +382,9 @@ s_digest_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
     unsigned int out_len = 0;
     size_t need;
     CK_RV rv;
-    return_val_if_fail (out_len_p != NULL && (data || !len), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_session_op_enter (handle, CS_OP_DIGEST, out_len_p != NULL && (data || !len),
+                                   &session, (void **) &op)) != CKR_OK)
         return rv;
-    if (!(op = cs_session_op (session, CS_OP_DIGEST))) {
-        cs_module_unlock ();
-        return CKR_OPERATION_NOT_INITIALIZED;
-    }
     need = (size_t) EVP_MD_CTX_get_size (op->ctx);
     if (!out || *out_len_p < need) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;

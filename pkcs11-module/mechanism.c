@@ -11,22 +11,32 @@
 
 static const cs_mech_t s_table [] = {
     { CKM_RSA_PKCS,            CKM_RSA_PKCS,      CKK_RSA, 0,          S_SIGN | S_CRYPT },
+    { CKM_RSA_X_509,           CKM_RSA_X_509,     CKK_RSA, 0,          S_SIGN | S_CRYPT },
+    { CKM_SHA1_RSA_PKCS,       CKM_RSA_PKCS,      CKK_RSA, CKM_SHA_1,  S_SIGN },
+    { CKM_SHA224_RSA_PKCS,     CKM_RSA_PKCS,      CKK_RSA, CKM_SHA224, S_SIGN },
     { CKM_SHA256_RSA_PKCS,     CKM_RSA_PKCS,      CKK_RSA, CKM_SHA256, S_SIGN },
     { CKM_SHA384_RSA_PKCS,     CKM_RSA_PKCS,      CKK_RSA, CKM_SHA384, S_SIGN },
     { CKM_SHA512_RSA_PKCS,     CKM_RSA_PKCS,      CKK_RSA, CKM_SHA512, S_SIGN },
     { CKM_RSA_PKCS_PSS,        CKM_RSA_PKCS_PSS,  CKK_RSA, 0,          S_SIGN },
+    { CKM_SHA1_RSA_PKCS_PSS,   CKM_RSA_PKCS_PSS,  CKK_RSA, CKM_SHA_1,  S_SIGN },
+    { CKM_SHA224_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS,  CKK_RSA, CKM_SHA224, S_SIGN },
     { CKM_SHA256_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS,  CKK_RSA, CKM_SHA256, S_SIGN },
     { CKM_SHA384_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS,  CKK_RSA, CKM_SHA384, S_SIGN },
     { CKM_SHA512_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS,  CKK_RSA, CKM_SHA512, S_SIGN },
     { CKM_RSA_PKCS_OAEP,       CKM_RSA_PKCS_OAEP, CKK_RSA, 0,          S_CRYPT },
     { CKM_ECDSA,               CKM_ECDSA,         CKK_EC,  0,          S_SIGN },
+    { CKM_ECDSA_SHA1,          CKM_ECDSA,         CKK_EC,  CKM_SHA_1,  S_SIGN },
+    { CKM_ECDSA_SHA224,        CKM_ECDSA,         CKK_EC,  CKM_SHA224, S_SIGN },
     { CKM_ECDSA_SHA256,        CKM_ECDSA,         CKK_EC,  CKM_SHA256, S_SIGN },
     { CKM_ECDSA_SHA384,        CKM_ECDSA,         CKK_EC,  CKM_SHA384, S_SIGN },
+    { CKM_ECDSA_SHA512,        CKM_ECDSA,         CKK_EC,  CKM_SHA512, S_SIGN },
     { CKM_EDDSA,               CKM_EDDSA,         CKK_EC_EDWARDS, 0,   S_SIGN },
+    { CKM_ECDH1_DERIVE,        CKM_ECDH1_DERIVE,  CKK_EC,  0,          CKF_HW | CKF_DERIVE },
     { CKM_RSA_PKCS_KEY_PAIR_GEN, CKM_RSA_PKCS_KEY_PAIR_GEN, CKK_RSA, 0, CKF_HW | CKF_GENERATE_KEY_PAIR },
     { CKM_EC_KEY_PAIR_GEN,     CKM_EC_KEY_PAIR_GEN, CKK_EC, 0,         CKF_HW | CKF_GENERATE_KEY_PAIR },
     { CKM_EC_EDWARDS_KEY_PAIR_GEN, CKM_EC_EDWARDS_KEY_PAIR_GEN, CKK_EC_EDWARDS, 0, CKF_HW | CKF_GENERATE_KEY_PAIR },
     { CKM_SHA_1,               0,                 CS_KEY_NONE, CKM_SHA_1,  CKF_DIGEST },
+    { CKM_SHA224,              0,                 CS_KEY_NONE, CKM_SHA224, CKF_DIGEST },
     { CKM_SHA256,              0,                 CS_KEY_NONE, CKM_SHA256, CKF_DIGEST },
     { CKM_SHA384,              0,                 CS_KEY_NONE, CKM_SHA384, CKF_DIGEST },
     { CKM_SHA512,              0,                 CS_KEY_NONE, CKM_SHA512, CKF_DIGEST },
@@ -121,6 +131,8 @@ s_check_pss (const cs_mech_t *entry, const CK_MECHANISM *mech, size_t modulus_by
     const EVP_MD *md;
     if (!pss || mech->ulParameterLen != sizeof *pss)
         return CKR_MECHANISM_PARAM_INVALID;
+    /*  sLen: 0 .. emLen - hLen - 2 with emLen = k for whole-byte moduli
+     *  (RFC 8017 §9.1.1 step 3; PKCS#11 2.40 curr. mech. §2.1.14).  */
     if (!(md = cs_mech_md (pss->hashAlg)) || (entry->hash && entry->hash != pss->hashAlg))
         return CKR_MECHANISM_PARAM_INVALID;
     if (!cs_mech_mgf_md (pss->mgf))
@@ -167,6 +179,8 @@ cs_mech_check (const cs_mech_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE key
         return s_check_pss (entry, mech, modulus_bytes, params);
     if (entry->wire == CKM_RSA_PKCS_OAEP)
         return s_check_oaep (mech, params);
+    if (entry->wire == CKM_ECDH1_DERIVE)
+        return CKR_MECHANISM_INVALID;       /* C_DeriveKey only (derive.h) */
     if (mech->ulParameterLen != 0)
         return CKR_MECHANISM_PARAM_INVALID;
     return CKR_OK;

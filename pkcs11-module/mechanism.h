@@ -2,6 +2,9 @@
  *  each maps to a job mechanism on the wire (docs/CONTRACTS.md "Wire"):
  *  hash-and-sign mechanisms are hashed here and travel as the raw mechanism
  *  with the digest (RSA PKCS#1 v1.5: the DER DigestInfo, RFC 8017 §9.2).
+ *  CKM_RSA_X_509 (raw RSA) travels as itself with the data left-padded with
+ *  zeros to k bytes.  CKM_ECDH1_DERIVE is C_DeriveKey only (derive.h): the
+ *  board returns Z and the module applies the KDF.
  *  CKM_EDDSA (PKCS#11 3.0 §2.3.14; the 2.40 header has the number) signs the
  *  whole message: no hash here, at most CS_WIRE_MAX_DATA bytes.  The key-pair
  *  generation mechanisms map to themselves and run as GenerateKeyPairJob.
@@ -25,7 +28,7 @@ typedef struct {
     CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC, CKK_EC_EDWARDS or CS_KEY_NONE */
     CK_MECHANISM_TYPE hash;     /* hashed in the module first (CKM_SHA256...), 0 = none */
     CK_FLAGS flags;             /* CKF_SIGN|CKF_VERIFY, CKF_DECRYPT|CKF_ENCRYPT, CKF_DIGEST,
-                                   CKF_GENERATE_KEY_PAIR */
+                                   CKF_GENERATE_KEY_PAIR, CKF_DERIVE */
 } cs_mech_t;
 
 /*  Parameters of a PSS or OAEP operation, validated.  */

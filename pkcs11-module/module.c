@@ -1,10 +1,26 @@
-/*  module.c — C_GetFunctionList, C_Initialize, C_Finalize, C_GetInfo, the
- *  function table (PKCS#11 2.40), the library mutex and fork detection.
+/*  module.c — library-wide state: C_Initialize, C_Finalize, C_GetInfo, the
+ *  library mutex, the call guard and fork detection (PKCS#11 2.40 §5.4, §6.6,
+ *  DESIGN.md §5).  The function lists are in interface.c.
  *
- *  Fork: the pid is remembered at C_Initialize.  In a child every call
+ *  Threads.  The library mutex guards the session, object and token tables;
+ *  it is the application's when C_Initialize gets mutex callbacks without
+ *  CKF_OS_LOCKING_OK, a pthread mutex otherwise.  Every entry point of the
+ *  function lists runs inside the call guard (cs_module_enter/leave, a
+ *  count of calls in flight under a pthread mutex of our own that never
+ *  calls the application).  C_Finalize closes the guard, stops the link
+ *  (which wakes every thread waiting on the broker with
+ *  CKR_CRYPTOKI_NOT_INITIALIZED), waits for the count to reach zero, and
+ *  only then frees the tables, the link and the application's mutex: no
+ *  call can touch freed state.  C_Initialize and C_Finalize are serialised
+ *  by a second private mutex, so C_Initialize right after (or during) a
+ *  C_Finalize waits for it and then works.
+ *
+ *  Fork.  The pid is remembered at C_Initialize.  In a child every call
  *  returns CKR_CRYPTOKI_NOT_INITIALIZED until the child calls C_Initialize,
  *  which builds a fresh link; the parent's ZeroMQ context, sockets and I/O
- *  thread are never touched in the child (they are leaked on purpose).
+ *  thread, and the application mutex it made, are never touched in the
+ *  child (they are leaked on purpose), and our private mutexes, which a
+ *  parent thread may have held at fork(), are re-initialised.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -19,19 +35,41 @@
 #include "object.h"
 #include "module.h"
 
-static pthread_mutex_t s_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t s_lock = PTHREAD_MUTEX_INITIALIZER;        /* the library mutex (OS locking) */
+static pthread_mutex_t s_init_lock = PTHREAD_MUTEX_INITIALIZER;   /* C_Initialize vs C_Finalize */
+static pthread_mutex_t s_calls_lock = PTHREAD_MUTEX_INITIALIZER;  /* the call guard */
+static pthread_cond_t s_calls_left = PTHREAD_COND_INITIALIZER;
+
 static struct {
-    volatile bool initialized;
-    volatile pid_t pid;         /* process that ran C_Initialize */
+    bool initialized;           /* read and written with __atomic builtins: */
+    pid_t pid;                  /* process that ran C_Initialize (likewise) */
+    pid_t owner;                /* process whose state this is (0: none yet) */
+    size_t calls;               /* guarded calls in flight (s_calls_lock) */
+    CK_C_INITIALIZE_ARGS app;   /* the application's mutex callbacks */
+    void *app_mutex;            /* its library mutex, or NULL for s_lock */
     cs_client_config_t *config;
     cs_client_config_t *inherited_config;   /* the parent's, after fork (s_forget_parent) */
     cs_link_t *link;
 } s_module;
 
+/*  The fast-path checks read these without the library mutex (C_Finalize
+ *  may be changing them under the call guard): atomically, not volatile.  */
+static bool
+s_initialized (void)
+{
+    return __atomic_load_n (&s_module.initialized, __ATOMIC_SEQ_CST);
+}
+
+static pid_t
+s_pid (void)
+{
+    return __atomic_load_n (&s_module.pid, __ATOMIC_SEQ_CST);
+}
+
 CK_RV
 cs_module_check (void)
 {
-    if (!s_module.initialized || s_module.pid != getpid ())
+    if (!s_initialized () || s_pid () != getpid ())
         return CKR_CRYPTOKI_NOT_INITIALIZED;
     return CKR_OK;
 }
@@ -39,13 +77,47 @@ cs_module_check (void)
 void
 cs_module_lock (void)
 {
-    pthread_mutex_lock (&s_lock);
+    if (s_module.app_mutex) {
+        if (s_module.app.LockMutex (s_module.app_mutex) != CKR_OK)
+            cs_log_error ("the application's LockMutex failed");
+    }
+    else
+        pthread_mutex_lock (&s_lock);
 }
 
 void
 cs_module_unlock (void)
 {
-    pthread_mutex_unlock (&s_lock);
+    if (s_module.app_mutex) {
+        if (s_module.app.UnlockMutex (s_module.app_mutex) != CKR_OK)
+            cs_log_error ("the application's UnlockMutex failed");
+    }
+    else
+        pthread_mutex_unlock (&s_lock);
+}
+
+CK_RV
+cs_module_enter (void)
+{
+    CK_RV rv = CKR_OK;
+    if (s_pid () != getpid ())
+        return CKR_CRYPTOKI_NOT_INITIALIZED;    /* a child: never touch the parent's locks */
+    pthread_mutex_lock (&s_calls_lock);
+    if (!s_initialized ())
+        rv = CKR_CRYPTOKI_NOT_INITIALIZED;
+    else
+        s_module.calls++;
+    pthread_mutex_unlock (&s_calls_lock);
+    return rv;
+}
+
+void
+cs_module_leave (void)
+{
+    pthread_mutex_lock (&s_calls_lock);
+    if (--s_module.calls == 0)
+        pthread_cond_broadcast (&s_calls_left);
+    pthread_mutex_unlock (&s_calls_lock);
 }
 
 void
@@ -85,11 +157,10 @@ cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p)
     return rv;
 }
 
-/*  Validates CK_C_INITIALIZE_ARGS (PKCS#11 2.40 §5.4): we always lock with
- *  pthreads, so application mutex callbacks without CKF_OS_LOCKING_OK are
- *  refused with CKR_CANT_LOCK; we need our own I/O thread.  */
+/*  Validates CK_C_INITIALIZE_ARGS (PKCS#11 2.40 §5.4): pReserved NULL, the
+ *  four mutex callbacks all given or none.  */
 static CK_RV
-s_check_init_args (CK_C_INITIALIZE_ARGS *args)
+s_check_init_args (const CK_C_INITIALIZE_ARGS *args)
 {
     int given;
     if (!args)
@@ -107,29 +178,71 @@ s_check_init_args (CK_C_INITIALIZE_ARGS *args)
     if (args->flags & CKF_LIBRARY_CANT_CREATE_OS_THREADS)
         cs_log_debug ("C_Initialize: CKF_LIBRARY_CANT_CREATE_OS_THREADS set; "
                       "using our own I/O thread anyway");
-    if (given && !(args->flags & CKF_OS_LOCKING_OK))
-        return CKR_CANT_LOCK;
     return CKR_OK;
 }
 
-/*  In a forked child: drops the parent's state without touching its link.
- *  The parent's parsed config (with the client key) is kept for the child's
- *  C_Initialize: nginx clears its workers' environment and drops privileges
- *  after fork, so the child could neither find nor read the file again.  */
+/*  Makes the library mutex (PKCS#11 2.40 §5.4): with callbacks and without
+ *  CKF_OS_LOCKING_OK (case 3) the application's own; otherwise (cases 1,
+ *  2 and 4: with CKF_OS_LOCKING_OK we may pick either) our pthread mutex.  */
+static CK_RV
+s_mutex_create (const CK_C_INITIALIZE_ARGS *args)
+{
+    CK_RV rv;
+    void *mutex = NULL;
+    if (!args || !args->CreateMutex || (args->flags & CKF_OS_LOCKING_OK))
+        return CKR_OK;
+    if ((rv = args->CreateMutex (&mutex)) != CKR_OK)
+        return rv;
+    if (!mutex)
+        return CKR_CANT_LOCK;
+    s_module.app = *args;
+    s_module.app_mutex = mutex;
+    return CKR_OK;
+}
+
+/*  Destroys the application's mutex once nobody can use it.  */
+static void
+s_mutex_destroy (void)
+{
+    void *mutex = s_module.app_mutex;
+    s_module.app_mutex = NULL;
+    if (mutex && s_module.app.DestroyMutex (mutex) != CKR_OK)
+        cs_log_warning ("the application's DestroyMutex failed");
+    memset (&s_module.app, 0, sizeof s_module.app);
+}
+
+/*  In a forked child: drops the parent's state without touching its link
+ *  or its application mutex, and re-initialises our own mutexes (a parent
+ *  thread may have held them at fork()).  The parent's parsed config (with
+ *  the client key) is kept for the child's C_Initialize: nginx clears its
+ *  workers' environment and drops privileges after fork, so the child
+ *  could neither find nor read the file again.  */
 static void
 s_forget_parent (void)
 {
-    pthread_mutex_init (&s_lock, NULL);  /* it may have been held at fork() */
+    pthread_mutex_init (&s_lock, NULL);
+    pthread_mutex_init (&s_init_lock, NULL);
+    pthread_mutex_init (&s_calls_lock, NULL);
+    pthread_cond_init (&s_calls_left, NULL);
+    s_module.calls = 0;
+    s_module.app_mutex = NULL;
+    memset (&s_module.app, 0, sizeof s_module.app);
     cs_link_abandon (&s_module.link);
-    cs_client_config_destroy (&s_module.inherited_config);
-    s_module.inherited_config = s_module.config;
-    s_module.config = NULL;
+    if (s_module.config) {
+        cs_client_config_destroy (&s_module.inherited_config);
+        s_module.inherited_config = s_module.config;
+        s_module.config = NULL;
+    }
     cs_session_reset_all ();
     cs_object_reset ();
     cs_token_reset ();
-    s_module.initialized = false;
+    __atomic_store_n (&s_module.initialized, false, __ATOMIC_SEQ_CST);
+    s_module.owner = getpid ();
 }
 
+/*  PKCS#11 2.40 §5.4.  CKR_CRYPTOKI_ALREADY_INITIALIZED, CKR_ARGUMENTS_BAD,
+ *  the application's CreateMutex error, CKR_GENERAL_ERROR (config or link:
+ *  logged), CKR_HOST_MEMORY, CKR_OK.  */
 CK_RV
 C_Initialize (CK_VOID_PTR init_args)
 {
@@ -137,10 +250,10 @@ C_Initialize (CK_VOID_PTR init_args)
     cs_client_config_t *config = NULL;
     if ((rv = s_check_init_args (init_args)) != CKR_OK)
         return rv;
-    if (s_module.initialized && s_module.pid != getpid ())
+    if (s_module.owner != getpid ())
         s_forget_parent ();
-    cs_module_lock ();
-    if (s_module.initialized) {
+    pthread_mutex_lock (&s_init_lock);
+    if (s_initialized ()) {
         rv = CKR_CRYPTOKI_ALREADY_INITIALIZED;
         goto out;
     }
@@ -152,50 +265,74 @@ C_Initialize (CK_VOID_PTR init_args)
         goto out;
     }
     cs_log_set_level (config->log_level);
-    if (!(s_module.link = cs_link_new (config, &rv)))
+    if ((rv = s_mutex_create (init_args)) != CKR_OK)
         goto out;
+    if (!(s_module.link = cs_link_new (config, &rv))) {
+        s_mutex_destroy ();
+        goto out;
+    }
     s_module.config = config;
     config = NULL;
-    s_module.pid = getpid ();
-    s_module.initialized = true;
-    cs_log_debug ("initialized from %s", s_module.config->path);
+    pthread_mutex_lock (&s_calls_lock);     /* publishes the state to cs_module_enter */
+    __atomic_store_n (&s_module.pid, getpid (), __ATOMIC_SEQ_CST);
+    __atomic_store_n (&s_module.initialized, true, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock (&s_calls_lock);
+    cs_log_debug ("initialized from %s%s", s_module.config->path,
+                  s_module.app_mutex ? " (application mutex callbacks)" : "");
 out:
-    cs_module_unlock ();
+    pthread_mutex_unlock (&s_init_lock);
     cs_client_config_destroy (&config);
     return rv;
 }
 
+/*  PKCS#11 2.40 §5.4, safe while other threads are inside calls (module.c
+ *  head).  CKR_CRYPTOKI_NOT_INITIALIZED, CKR_ARGUMENTS_BAD, CKR_OK.  */
 CK_RV
 C_Finalize (CK_VOID_PTR reserved)
 {
-    CK_RV rv;
-    cs_link_t *link = NULL;
+    cs_link_t *link;
+    if (s_module.owner != getpid () || cs_module_check () != CKR_OK)
+        return CKR_CRYPTOKI_NOT_INITIALIZED;
     return_val_if_fail (reserved == NULL, CKR_ARGUMENTS_BAD);
-    cs_module_lock ();
-    if ((rv = cs_module_check ()) == CKR_OK) {
-        link = s_module.link;
-        s_module.link = NULL;
-        s_module.initialized = false;
-        cs_session_reset_all ();
-        cs_object_reset ();
-        cs_token_reset ();
-        cs_client_config_destroy (&s_module.config);
+    pthread_mutex_lock (&s_init_lock);
+    pthread_mutex_lock (&s_calls_lock);
+    if (!s_initialized ()) {            /* another C_Finalize won */
+        pthread_mutex_unlock (&s_calls_lock);
+        pthread_mutex_unlock (&s_init_lock);
+        return CKR_CRYPTOKI_NOT_INITIALIZED;
     }
+    __atomic_store_n (&s_module.initialized, false, __ATOMIC_SEQ_CST);  /* no new guarded call gets in */
+    pthread_mutex_unlock (&s_calls_lock);
+    link = s_module.link;
+    cs_link_stop (link);                    /* wakes the threads waiting on the broker */
+    pthread_mutex_lock (&s_calls_lock);
+    while (s_module.calls > 0)
+        pthread_cond_wait (&s_calls_left, &s_calls_lock);
+    pthread_mutex_unlock (&s_calls_lock);
+    /*  Nobody else is inside the library now.  */
+    s_module.link = NULL;
+    cs_module_lock ();
+    cs_session_reset_all ();
+    cs_object_reset ();
+    cs_token_reset ();
     cs_module_unlock ();
-    cs_link_destroy (&link);     /* joins the I/O thread: outside the lock */
-    return rv;
+    cs_client_config_destroy (&s_module.config);
+    cs_link_destroy (&link);                /* joins the I/O thread */
+    s_mutex_destroy ();
+    pthread_mutex_unlock (&s_init_lock);
+    return CKR_OK;
 }
 
 CK_RV
-C_GetInfo (CK_INFO_PTR info)
+cs_module_info (CK_INFO_PTR info, CK_BYTE major, CK_BYTE minor)
 {
     CK_RV rv = cs_module_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
     memset (info, 0, sizeof *info);
-    info->cryptokiVersion.major = CRYPTOKI_VERSION_MAJOR;
-    info->cryptokiVersion.minor = CRYPTOKI_VERSION_MINOR;
+    info->cryptokiVersion.major = major;
+    info->cryptokiVersion.minor = minor;
     cs_module_pad (info->manufacturerID, sizeof info->manufacturerID, CS_MANUFACTURER);
     cs_module_pad (info->libraryDescription, sizeof info->libraryDescription, CS_LIBRARY_DESC);
     info->libraryVersion.major = 0;
@@ -203,73 +340,10 @@ C_GetInfo (CK_INFO_PTR info)
     return CKR_OK;
 }
 
-/*  The functions this module does not provide (yet).  */
-#define S_NOT_SUPPORTED(name, args) \
-    static CK_RV s_##name args { return cs_module_check () ?: CKR_FUNCTION_NOT_SUPPORTED; }
-
-S_NOT_SUPPORTED (C_InitToken, (CK_SLOT_ID a, CK_UTF8CHAR_PTR b, CK_ULONG c, CK_UTF8CHAR_PTR d))
-S_NOT_SUPPORTED (C_GetOperationState, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
-S_NOT_SUPPORTED (C_SetOperationState, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_OBJECT_HANDLE d, CK_OBJECT_HANDLE e))
-S_NOT_SUPPORTED (C_GetObjectSize, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b, CK_ULONG_PTR c))
-S_NOT_SUPPORTED (C_EncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_EncryptFinal, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
-S_NOT_SUPPORTED (C_DecryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_DecryptFinal, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
-S_NOT_SUPPORTED (C_DigestKey, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b))
-S_NOT_SUPPORTED (C_SignRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c))
-S_NOT_SUPPORTED (C_SignRecover, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_VerifyRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c))
-S_NOT_SUPPORTED (C_VerifyRecover, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_DigestEncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_DecryptDigestUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_SignEncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_DecryptVerifyUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_GenerateKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_ATTRIBUTE_PTR c, CK_ULONG d, CK_OBJECT_HANDLE_PTR e))
-S_NOT_SUPPORTED (C_WrapKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_OBJECT_HANDLE d, CK_BYTE_PTR e, CK_ULONG_PTR f))
-S_NOT_SUPPORTED (C_UnwrapKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_BYTE_PTR d, CK_ULONG e, CK_ATTRIBUTE_PTR f, CK_ULONG g, CK_OBJECT_HANDLE_PTR h))
-S_NOT_SUPPORTED (C_DeriveKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_ATTRIBUTE_PTR d, CK_ULONG e, CK_OBJECT_HANDLE_PTR f))
-S_NOT_SUPPORTED (C_WaitForSlotEvent, (CK_FLAGS a, CK_SLOT_ID_PTR b, CK_VOID_PTR c))
-
-/*  Legacy parallel functions: PKCS#11 2.40 §5.16.  */
-static CK_RV
-s_C_GetFunctionStatus (CK_SESSION_HANDLE session)
-{
-    return cs_module_check () ?: CKR_FUNCTION_NOT_PARALLEL;
-}
-
-static CK_RV
-s_C_CancelFunction (CK_SESSION_HANDLE session)
-{
-    return cs_module_check () ?: CKR_FUNCTION_NOT_PARALLEL;
-}
-
-static CK_FUNCTION_LIST s_function_list = {
-    { CRYPTOKI_VERSION_MAJOR, CRYPTOKI_VERSION_MINOR },
-    C_Initialize, C_Finalize, C_GetInfo, C_GetFunctionList,
-    C_GetSlotList, C_GetSlotInfo, C_GetTokenInfo, C_GetMechanismList, C_GetMechanismInfo,
-    s_C_InitToken, C_InitPIN, C_SetPIN,
-    C_OpenSession, C_CloseSession, C_CloseAllSessions, C_GetSessionInfo,
-    s_C_GetOperationState, s_C_SetOperationState, C_Login, C_Logout,
-    C_CreateObject, C_CopyObject, C_DestroyObject, s_C_GetObjectSize,
-    C_GetAttributeValue, C_SetAttributeValue,
-    C_FindObjectsInit, C_FindObjects, C_FindObjectsFinal,
-    C_EncryptInit, C_Encrypt, s_C_EncryptUpdate, s_C_EncryptFinal,
-    C_DecryptInit, C_Decrypt, s_C_DecryptUpdate, s_C_DecryptFinal,
-    C_DigestInit, C_Digest, C_DigestUpdate, s_C_DigestKey, C_DigestFinal,
-    C_SignInit, C_Sign, C_SignUpdate, C_SignFinal, s_C_SignRecoverInit, s_C_SignRecover,
-    C_VerifyInit, C_Verify, C_VerifyUpdate, C_VerifyFinal, s_C_VerifyRecoverInit, s_C_VerifyRecover,
-    s_C_DigestEncryptUpdate, s_C_DecryptDigestUpdate, s_C_SignEncryptUpdate, s_C_DecryptVerifyUpdate,
-    s_C_GenerateKey, C_GenerateKeyPair, s_C_WrapKey, s_C_UnwrapKey, s_C_DeriveKey,
-    C_SeedRandom, C_GenerateRandom,
-    s_C_GetFunctionStatus, s_C_CancelFunction, s_C_WaitForSlotEvent,
-};
-
-/*  The one exported symbol (cryptoserver-pkcs11.map).  Works before
- *  C_Initialize, as PKCS#11 2.40 §5.2 requires.  */
+/*  The 2.40 entry point, for callers that link the units directly (the
+ *  unit tests); the function lists use their own per-version C_GetInfo.  */
 CK_RV
-C_GetFunctionList (CK_FUNCTION_LIST_PTR_PTR list_p)
+C_GetInfo (CK_INFO_PTR info)
 {
-    return_val_if_fail (list_p != NULL, CKR_ARGUMENTS_BAD);
-    *list_p = &s_function_list;
-    return CKR_OK;
+    return cs_module_info (info, CRYPTOKI_VERSION_MAJOR, CRYPTOKI_VERSION_MINOR);
 }

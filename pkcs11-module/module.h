@@ -17,9 +17,26 @@
  *  after fork() until it calls C_Initialize (PKCS#11 2.40 §6.6.1).  */
 CK_RV cs_module_check (void);
 
-/*  Take and release the library mutex.  */
+/*  Take and release the library mutex: the application's, made with its
+ *  CreateMutex callback, when C_Initialize got mutex callbacks without
+ *  CKF_OS_LOCKING_OK (PKCS#11 2.40 §5.4 case 3); a pthread mutex otherwise.  */
 void cs_module_lock (void);
 void cs_module_unlock (void);
+
+/*  The call guard around every entry point of the function lists
+ *  (interface.c).  cs_module_enter returns CKR_CRYPTOKI_NOT_INITIALIZED
+ *  (before C_Initialize, during and after C_Finalize, in a forked child)
+ *  or CKR_OK, and then the caller must call cs_module_leave once it is done
+ *  with the library's state.  C_Finalize waits until every guarded call has
+ *  left before it frees anything, so it is safe while other threads are
+ *  inside calls (they are woken with CKR_CRYPTOKI_NOT_INITIALIZED).  */
+CK_RV cs_module_enter (void);
+void cs_module_leave (void);
+
+/*  Fills CK_INFO (PKCS#11 2.40 §5.4 C_GetInfo) with cryptokiVersion
+ *  major.minor: the version of the interface it is called through.
+ *  CKR_CRYPTOKI_NOT_INITIALIZED, CKR_ARGUMENTS_BAD, CKR_OK.  */
+CK_RV cs_module_info (CK_INFO_PTR info, CK_BYTE major, CK_BYTE minor);
 
 /*  Sends one job (borrowed) to the broker with the client's timeout, adding
  *  the CKU_USER login ticket when `with_ticket`, and waits for its result.

@@ -107,6 +107,7 @@ cs_key_unref (cs_key_t **key_p)
     if (__atomic_sub_fetch (&key->refs, 1, __ATOMIC_SEQ_CST) > 0)
         return;
     cs_secmem_free (key->pkcs8, key->pkcs8_len);
+    cs_secmem_free (key->secret, key->secret_len);
     free (key->ref);
     free (key->label);
     free (key->modulus);
@@ -199,6 +200,23 @@ cs_key_new (const Cs__KeyInfo *info)
 fail:
     cs_key_unref (&key);
     return NULL;
+}
+
+cs_key_t *
+cs_key_new_secret (CK_KEY_TYPE key_type, const uint8_t *value, size_t len)
+{
+    cs_key_t *key;
+    if (len == 0 || len > CS_MAX_RSA_BYTES || !(key = calloc (1, sizeof *key)))
+        return NULL;
+    key->refs = 1;
+    key->key_type = key_type;
+    key->bits = len * 8;
+    if (!(key->label = strdup ("")) || !(key->secret = cs_secmem_dup (value, len))) {
+        cs_key_unref (&key);
+        return NULL;
+    }
+    key->secret_len = len;
+    return key;
 }
 
 cs_key_t *
@@ -506,7 +524,9 @@ static s_attr_result_t
 s_attr_material (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
 {
     const cs_key_t *key = object->key;
-    bool rsa = key->key_type == CKK_RSA;
+    bool rsa = key->key_type == CKK_RSA, secret = object->klass == CKO_SECRET_KEY;
+    if (secret && type != CKA_CLASS && type != CKA_KEY_TYPE)
+        return type == CKA_VALUE_LEN ? s_ulong (value, key->secret_len) : S_INVALID;
     switch (type) {
         case CKA_CLASS:           return s_ulong (value, object->klass);
         case CKA_KEY_TYPE:        return s_ulong (value, key->key_type);
@@ -524,7 +544,7 @@ static bool
 s_is_material (CK_ATTRIBUTE_TYPE type)
 {
     return type == CKA_CLASS || type == CKA_KEY_TYPE || type == CKA_MODULUS || type == CKA_PUBLIC_EXPONENT
-        || type == CKA_MODULUS_BITS || type == CKA_EC_PARAMS || type == CKA_EC_POINT;
+        || type == CKA_MODULUS_BITS || type == CKA_EC_PARAMS || type == CKA_EC_POINT || type == CKA_VALUE_LEN;
 }
 
 /*  Defaults of every key object (PKCS#11 2.40 §4.4, §4.5, §4.7).  Board
@@ -539,7 +559,7 @@ s_attr_common (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *val
         case CKA_ID:             return s_bytes (value, key->id, key->id_len);
         case CKA_LABEL:          return s_bytes (value, key->label, strlen (key->label));
         case CKA_TOKEN:          return s_bool (value, object->ref != NULL);
-        case CKA_PRIVATE:        return s_bool (value, object->klass == CKO_PRIVATE_KEY);
+        case CKA_PRIVATE:        return s_bool (value, object->klass != CKO_PUBLIC_KEY);
         case CKA_MODIFIABLE:
         case CKA_COPYABLE:
         case CKA_DESTROYABLE:    return s_bool (value, managed);
@@ -584,6 +604,24 @@ s_attr_private (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
     }
 }
 
+/*  Defaults of a secret key (PKCS#11 2.40 §4.10); C_DeriveKey stores the
+ *  template's values and the derived CKA_ALWAYS_SENSITIVE and
+ *  CKA_NEVER_EXTRACTABLE over these.  */
+static s_attr_result_t
+s_attr_secret_key (CK_ATTRIBUTE_TYPE type, s_value_t *value)
+{
+    switch (type) {
+        case CKA_SENSITIVE:
+        case CKA_ALWAYS_SENSITIVE:
+        case CKA_NEVER_EXTRACTABLE: return s_bool (value, true);
+        case CKA_EXTRACTABLE:
+        case CKA_ENCRYPT: case CKA_DECRYPT: case CKA_SIGN: case CKA_VERIFY:
+        case CKA_WRAP: case CKA_UNWRAP: case CKA_WRAP_WITH_TRUSTED: case CKA_TRUSTED:
+                                    return s_bool (value, false);
+        default:                    return S_INVALID;
+    }
+}
+
 static s_attr_result_t s_attr (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value);
 
 static bool
@@ -600,6 +638,15 @@ s_attr_secret (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *val
 {
     size_t len;
     bool rsa = object->key->key_type == CKK_RSA;
+    if (object->klass == CKO_SECRET_KEY && type == CKA_VALUE) {
+        if (s_flag (object, CKA_SENSITIVE, true) || !s_flag (object, CKA_EXTRACTABLE, false)
+        ||  object->key->secret_len > sizeof value->secret)
+            return S_SENSITIVE;
+        memcpy (value->secret, object->key->secret, object->key->secret_len);
+        value->data = value->secret;
+        value->len = object->key->secret_len;
+        return S_OK;
+    }
     if (object->klass != CKO_PRIVATE_KEY || (!rsa && type != CKA_VALUE) || (rsa && type == CKA_VALUE))
         return S_INVALID;
     if (object->ref || !object->key->pkcs8
@@ -629,6 +676,8 @@ s_attr (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
         return kind;
     if (object->klass == CKO_PUBLIC_KEY)
         return s_attr_public (object->key, type, value);
+    if (object->klass == CKO_SECRET_KEY)
+        return s_attr_secret_key (type, value);
     return s_attr_private (object->key, type, value);
 }
 
@@ -636,6 +685,15 @@ static bool
 s_visible (const cs_object_t *object)
 {
     return object && object->key && (cs_token_user_logged_in () || !s_flag (object, CKA_PRIVATE, true));
+}
+
+void
+cs_object_logged_out (void)
+{
+    for (size_t i = 0; i < s_table.count; i++)
+        if (!s_table.objects [i].ref && s_table.objects [i].key
+        &&  s_flag (&s_table.objects [i], CKA_PRIVATE, true))
+            s_object_clear (&s_table.objects [i]);
 }
 
 /*  ---- looking at objects --------------------------------------------------- */
@@ -655,8 +713,9 @@ CK_RV
 cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
 {
     cs_object_t *object = s_object (handle);
-    bool need_private = want & (CKF_SIGN | CKF_DECRYPT);
+    bool need_private = want & (CKF_SIGN | CKF_DECRYPT | CKF_DERIVE);
     CK_ATTRIBUTE_TYPE usage = want & CKF_SIGN ? CKA_SIGN : want & CKF_DECRYPT ? CKA_DECRYPT
+                            : want & CKF_DERIVE ? CKA_DERIVE
                             : want & CKF_VERIFY ? CKA_VERIFY : CKA_ENCRYPT;
     if (!s_visible (object))
         return CKR_KEY_HANDLE_INVALID;
@@ -899,7 +958,12 @@ C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG cou
     cs_find_t *find = NULL;
     CK_RV rv;
     return_val_if_fail (tmpl || count == 0, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_module_check ()) != CKR_OK || (rv = cs_object_refresh ()) != CKR_OK)
+    /*  The session is checked first, so that a broker problem cannot hide
+        CKR_SESSION_HANDLE_INVALID; the refresh runs outside the mutex.  */
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    cs_module_unlock ();
+    if ((rv = cs_object_refresh ()) != CKR_OK)
         return rv;
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;

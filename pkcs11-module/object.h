@@ -11,7 +11,10 @@
  *  set, destroy) put their reply's KeyInfo into the table at once.
  *
  *  Session objects (CKA_TOKEN FALSE) are made by C_CreateObject,
- *  C_GenerateKeyPair and C_CopyObject and live in the module only.  A
+ *  C_GenerateKeyPair, C_CopyObject and C_DeriveKey and live in the module
+ *  only; C_DeriveKey makes CKO_SECRET_KEY objects, whose CKA_VALUE sits in
+ *  locked memory and is readable only when CKA_SENSITIVE is FALSE and
+ *  CKA_EXTRACTABLE TRUE (PKCS#11 2.40 §4.10).  A
  *  private one is a per-request key: its PKCS#8 DER sits in locked memory
  *  (secmem.h) and travels in every job that uses it (DESIGN.md §1); it is
  *  wiped when the session that made it closes (PKCS#11 2.40 §6.7.4).
@@ -59,6 +62,9 @@ typedef struct {
     bool can_decrypt;
     uint8_t *pkcs8;             /* per-request key: PKCS#8 DER in locked memory, else NULL */
     size_t pkcs8_len;
+    uint8_t *secret;            /* secret key (CKO_SECRET_KEY, from C_DeriveKey): its
+                                   CKA_VALUE in locked memory, else NULL */
+    size_t secret_len;          /* bytes = CKA_VALUE_LEN */
 } cs_key_t;
 
 /*  Bytes of a signature by this key: k for RSA, 2 × field bytes for ECDSA
@@ -85,6 +91,12 @@ void cs_key_unref (cs_key_t **key_p);
  *  out of memory or when the KeyInfo is unusable (unknown type, missing
  *  public parts).  Caller unrefs.  */
 cs_key_t *cs_key_new (const Cs__KeyInfo *info);
+
+/*  A new secret key (CKK_GENERIC_SECRET, CKK_AES ...) holding a copy of
+ *  `value` (len bytes, 1..CS_MAX_RSA_BYTES) in locked memory (secmem.h),
+ *  wiped on the last unref.  NULL when out of memory or len is out of range.
+ *  Caller unrefs.  PKCS#11 2.40 §4.10.  */
+cs_key_t *cs_key_new_secret (CK_KEY_TYPE key_type, const uint8_t *value, size_t len);
 
 /*  A new session key with the public facts of `key` only (no ref, no
  *  PKCS#8, empty id).  NULL when out of memory.  Caller unrefs.  */
@@ -130,6 +142,10 @@ CK_RV cs_object_add_session (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, c
  *  them when session is 0 (C_CloseSession, C_CloseAllSessions).  */
 void cs_object_session_closed (CK_SESSION_HANDLE session);
 
+/*  Under the mutex, at C_Logout: destroys (and wipes) every private session
+ *  object (CKA_PRIVATE TRUE): PKCS#11 2.40 §5.6 C_Logout.  */
+void cs_object_logged_out (void);
+
 /*  ---- looking at objects ---------------------------------------------- */
 
 /*  What key management needs to know of one visible object: a snapshot.  */
@@ -154,9 +170,9 @@ bool cs_object_flag (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt)
  *  visible now.  */
 cs_key_t *cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p);
 
-/*  The key of a visible object for an operation `want` (CKF_SIGN, CKF_DECRYPT
- *  on a private key; CKF_VERIFY, CKF_ENCRYPT on a public key), whose usage
- *  attribute (CKA_SIGN ...) must be TRUE.  CKR_OK with *key_p a new
+/*  The key of a visible object for an operation `want` (CKF_SIGN, CKF_DECRYPT,
+ *  CKF_DERIVE on a private key; CKF_VERIFY, CKF_ENCRYPT on a public key), whose
+ *  usage attribute (CKA_SIGN, ..., CKA_DERIVE) must be TRUE.  CKR_OK with *key_p a new
  *  reference; CKR_KEY_HANDLE_INVALID; CKR_KEY_FUNCTION_NOT_PERMITTED.  */
 CK_RV cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p);
 

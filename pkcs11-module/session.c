@@ -13,6 +13,7 @@
 #include "object.h"
 #include "token.h"
 #include "session.h"
+#include "cs_p11_3.h"
 
 struct _cs_session_t {
     CK_SESSION_HANDLE handle;
@@ -84,6 +85,25 @@ cs_session_op_start (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free
     self->ops [kind] = op;
     self->op_free [kind] = free_fn;
     return CKR_OK;
+}
+
+CK_RV
+cs_session_op_enter (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args_ok,
+                     cs_session_t **session_p, void **op_p)
+{
+    CK_RV rv = cs_session_enter (handle, session_p);
+    if (rv != CKR_OK)
+        return rv;
+    if (!(*op_p = cs_session_op (*session_p, kind)))
+        rv = CKR_OPERATION_NOT_INITIALIZED;
+    else
+    if (!args_ok) {
+        cs_session_op_end (*session_p, kind);
+        rv = CKR_ARGUMENTS_BAD;
+    }
+    if (rv != CKR_OK)
+        cs_module_unlock ();
+    return rv;
 }
 
 void *
@@ -229,6 +249,30 @@ C_GetSessionInfo (CK_SESSION_HANDLE handle, CK_SESSION_INFO_PTR info)
     info->slotID = CS_SLOT_ID;
     info->state = s_state (session);
     info->flags = session->flags;
+    cs_module_unlock ();
+    return CKR_OK;
+}
+
+/*  PKCS#11 3.0 §5.6 C_SessionCancel: ends the operations named by `flags`
+ *  (CKF_ENCRYPT, CKF_DECRYPT, CKF_DIGEST, CKF_SIGN, CKF_VERIFY,
+ *  CKF_FIND_OBJECTS); flags of operations that are not active, or that
+ *  this module never has (recover, message-based), are ignored, as the
+ *  spec says.  An operation is never stuck, so CKR_OPERATION_CANCEL_FAILED
+ *  does not occur.  CKR_SESSION_HANDLE_INVALID or CKR_OK.  */
+CK_RV
+cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags)
+{
+    static const struct { CK_FLAGS flag; cs_op_kind_t kind; } map [] = {
+        { CKF_FIND_OBJECTS, CS_OP_FIND }, { CKF_SIGN, CS_OP_SIGN }, { CKF_VERIFY, CS_OP_VERIFY },
+        { CKF_DECRYPT, CS_OP_DECRYPT }, { CKF_ENCRYPT, CS_OP_ENCRYPT }, { CKF_DIGEST, CS_OP_DIGEST },
+    };
+    cs_session_t *session;
+    CK_RV rv = cs_session_enter (handle, &session);
+    if (rv != CKR_OK)
+        return rv;
+    for (size_t i = 0; i < sizeof map / sizeof map [0]; i++)
+        if (flags & map [i].flag)
+            cs_session_op_end (session, map [i].kind);
     cs_module_unlock ();
     return CKR_OK;
 }

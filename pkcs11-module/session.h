@@ -8,6 +8,7 @@
 #ifndef CS_MODULE_SESSION_H_INCLUDED
 #define CS_MODULE_SESSION_H_INCLUDED
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "cs_p11.h"
 
@@ -49,8 +50,22 @@ void *cs_session_op_take (cs_session_t *self, cs_op_kind_t kind);
 /*  Ends (frees) the active operation of `kind`, if any.  */
 void cs_session_op_end (cs_session_t *self, cs_op_kind_t kind);
 
+/*  The preamble of a single-part or final call (C_Sign, C_Decrypt, ...):
+ *  locks the module, finds the session and its operation of `kind`.  When
+ *  args_ok is false the operation is ended, as any error other than
+ *  CKR_BUFFER_TOO_SMALL ends it (PKCS#11 2.40 §5.2), and CKR_ARGUMENTS_BAD
+ *  is returned.  On CKR_OK the module stays locked and *session_p, *op_p
+ *  are set; on any error it is unlocked.  Errors: those of cs_session_enter,
+ *  CKR_OPERATION_NOT_INITIALIZED, CKR_ARGUMENTS_BAD.  */
+CK_RV cs_session_op_enter (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args_ok,
+                           cs_session_t **session_p, void **op_p);
+
 /*  Number of open sessions; with CKF_RW_SESSION only the read-write ones.  */
 size_t cs_session_count (CK_FLAGS flags);
+
+/*  PKCS#11 3.0 §5.6 C_SessionCancel (the 3.0 list runs it in the call
+ *  guard): ends the session's operations named by `flags`.  */
+CK_RV cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags);
 
 /*  Closes every session without logging out (C_Finalize, fork).  */
 void cs_session_reset_all (void);

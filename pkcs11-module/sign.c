@@ -93,6 +93,8 @@ s_raw_len_ok (const cs_sigop_t *self, size_t len)
     switch (self->mech->wire) {
         case CKM_RSA_PKCS:
             return len + 11 <= self->key->modulus_len ? CKR_OK : CKR_DATA_LEN_RANGE;
+        case CKM_RSA_X_509:
+            return len <= self->key->modulus_len ? CKR_OK : CKR_DATA_LEN_RANGE;
         case CKM_RSA_PKCS_PSS:
             return len == (size_t) EVP_MD_get_size (cs_mech_md (self->params.hash))
                    ? CKR_OK : CKR_DATA_LEN_RANGE;
@@ -119,6 +121,14 @@ cs_sigop_message (cs_sigop_t *self, const uint8_t *data, size_t len, bool final,
         }
         if ((rv = s_raw_len_ok (self, len)) != CKR_OK)
             return rv;
+        if (self->mech->wire == CKM_RSA_X_509) {    /* a k-byte integer (PKCS#11 2.40 §2.1.10) */
+            size_t k = self->key->modulus_len;
+            memset (out, 0, k - len);
+            if (len)
+                memcpy (out + k - len, data, len);
+            *out_len = k;
+            return CKR_OK;
+        }
         if (len)
             memcpy (out, data, len);
         *out_len = len;
@@ -188,13 +198,9 @@ s_sign_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool f
     cs_session_t *session;
     cs_sigop_t *op = NULL;
     CK_RV rv;
-    return_val_if_fail (sig_len_p != NULL && (data || !len), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_session_op_enter (handle, CS_OP_SIGN, sig_len_p != NULL && (data || !len),
+                                   &session, (void **) &op)) != CKR_OK)
         return rv;
-    if (!(op = cs_session_op (session, CS_OP_SIGN))) {
-        cs_module_unlock ();
-        return CKR_OPERATION_NOT_INITIALIZED;
-    }
     need = cs_key_signature_len (op->key);
     if (!sig || *sig_len_p < need) {
         rv = sig ? CKR_BUFFER_TOO_SMALL : CKR_OK;

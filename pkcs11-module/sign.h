@@ -52,7 +52,8 @@ CK_RV cs_sigop_update (cs_sigop_t *self, const uint8_t *data, size_t len);
  *  with hash), the digest (PSS, ECDSA with hash), or the application's raw
  *  bytes: `data` for single-part (final false), the buffered parts when
  *  final.  out holds CS_SIGOP_MAX_MESSAGE bytes.  CKR_DATA_LEN_RANGE when raw
- *  data does not fit the mechanism (RSA PKCS#1: more than k - 11 bytes; raw
+ *  data does not fit the mechanism (RSA PKCS#1: more than k - 11 bytes; RSA
+ *  X.509: more than k bytes, else left-padded with zeros to k bytes; raw
  *  PSS: not hLen bytes; raw ECDSA: 0 or more than 64 bytes; EdDSA: more
  *  than CS_WIRE_MAX_DATA bytes).  */
 CK_RV cs_sigop_message (cs_sigop_t *self, const uint8_t *data, size_t len, bool final,

@@ -373,8 +373,8 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     if (user_type != CKU_USER && user_type != CKU_SO)
         rv = CKR_USER_TYPE_INVALID;
     else
-    if (!pin && pin_len)
-        rv = CKR_ARGUMENTS_BAD;
+    if (!pin)
+        rv = CKR_ARGUMENTS_BAD;     /* no protected authentication path */
     else
     if (pin_len == 0 || pin_len > CS_PIN_MAX_LEN)
         rv = CKR_PIN_LEN_RANGE;
@@ -390,6 +390,9 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     job.login = &login;
     rv = cs_module_run_job (&job, false, &reply);
     cs_module_lock ();
+    if (rv == CKR_OK && (rv = s_login_allowed (user_type)) != CKR_OK)
+        ;       /* another thread logged in meanwhile: its login stands */
+    else
     if (rv == CKR_OK)
         rv = s_login_store (user_type, reply->results [0]);
     if (reply)
@@ -398,6 +401,25 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     if (reply)
         cs__reply__free_unpacked (reply, NULL);
     return rv;
+}
+
+/*  PKCS#11 3.0 §5.6 C_LoginUser.  The token has one user per role (the
+ *  tenant of this client's key), so there are no user names: an absent or
+ *  empty one is C_Login; any other is CKR_ARGUMENTS_BAD after the session
+ *  check.  */
+CK_RV
+cs_token_login_user (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len,
+                     CK_UTF8CHAR_PTR username, CK_ULONG username_len)
+{
+    cs_session_t *session;
+    CK_RV rv;
+    if (!username || username_len == 0)
+        return C_Login (handle, user_type, pin, pin_len);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    cs_module_unlock ();
+    cs_log_debug ("C_LoginUser: this token has no user names");
+    return CKR_ARGUMENTS_BAD;
 }
 
 CK_RV
@@ -409,8 +431,10 @@ C_Logout (CK_SESSION_HANDLE handle)
         return rv;
     if (!s_token.user && !s_token.so)
         rv = CKR_USER_NOT_LOGGED_IN;
-    else
+    else {
         cs_token_logout ();
+        cs_object_logged_out ();
+    }
     cs_module_unlock ();
     return rv;
 }
@@ -498,4 +522,40 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     job.kind_case = CS__JOB__KIND_SET_PIN;
     job.set_pin = &set;
     return s_pin_job (&job);
+}
+
+/*  Under the mutex: our estimate of an object's size in bytes (PKCS#11
+ *  2.40 §5.7 leaves the meaning open): its stored attributes (type, length
+ *  and value each) plus the key material the module holds for it.  */
+static CK_ULONG
+s_object_size (const cs_object_info_t *info)
+{
+    const cs_key_t *key = info->key;
+    CK_ULONG size = 0;
+    for (size_t i = 0; i < info->attrs.count; i++)
+        size += sizeof (CK_ATTRIBUTE) + info->attrs.items [i].len;
+    if (key)
+        size += key->modulus_len + key->exponent_len + key->ec_params_len + key->ec_point_len
+              + key->pkcs8_len + key->id_len + (key->label ? strlen (key->label) : 0);
+    return size;
+}
+
+/*  PKCS#11 2.40 §5.7 C_GetObjectSize: an estimate (s_object_size).
+ *  CKR_ARGUMENTS_BAD, CKR_SESSION_HANDLE_INVALID, CKR_OBJECT_HANDLE_INVALID,
+ *  CKR_HOST_MEMORY, CKR_OK.  */
+CK_RV
+C_GetObjectSize (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ULONG_PTR size_p)
+{
+    cs_session_t *session;
+    cs_object_info_t info;
+    CK_RV rv;
+    return_val_if_fail (size_p != NULL, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if ((rv = cs_object_info (object, &info)) == CKR_OK) {
+        *size_p = s_object_size (&info);
+        cs_object_info_clear (&info);
+    }
+    cs_module_unlock ();
+    return rv;
 }

@@ -32,6 +32,12 @@ CK_RV cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_
  *  not, or the error of fetching the hello.  */
 CK_RV cs_token_mechanism (CK_MECHANISM_TYPE type, CK_MECHANISM_INFO *info);
 
+/*  PKCS#11 3.0 §5.6 C_LoginUser (the 3.0 list runs it in the call guard):
+ *  C_Login when `username` is NULL or empty; CKR_ARGUMENTS_BAD otherwise
+ *  (the token has no named users); CKR_SESSION_HANDLE_INVALID first.  */
+CK_RV cs_token_login_user (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin,
+                           CK_ULONG pin_len, CK_UTF8CHAR_PTR username, CK_ULONG username_len);
+
 /*  Ends the login state and wipes the ticket (last session closed, logout).  */
 void cs_token_logout (void);
 

@@ -42,7 +42,8 @@ typedef struct cs_session_s cs_session_t;
 /*  A raw mechanism with its parameters (mirrors cs.Mechanism on the wire).  */
 typedef struct {
     CK_MECHANISM_TYPE type;          /* CKM_RSA_PKCS, CKM_RSA_PKCS_PSS, CKM_RSA_X_509,
-                                        CKM_ECDSA, CKM_RSA_PKCS_OAEP, CKM_EDDSA */
+                                        CKM_ECDSA, CKM_RSA_PKCS_OAEP, CKM_EDDSA
+                                        (CKM_ECDH1_DERIVE runs as CS_DRV_DERIVE_KEY) */
     CK_MECHANISM_TYPE hash;          /* PSS/OAEP hash, CKM_SHA256 ... */
     CK_RSA_PKCS_MGF_TYPE mgf;        /* PSS/OAEP CKG_MGF1_* */
     CK_ULONG salt_len;               /* PSS sLen, bytes */
@@ -76,6 +77,10 @@ typedef struct {
     size_t ec_point_len;
     bool can_sign;
     bool can_decrypt;
+    bool can_derive;                    /* CKA_DERIVE of the private key (ECDH).  Added in
+                                           v2's trailing padding: the size and the offsets of
+                                           the fields above are unchanged, and drivers that
+                                           zero their arrays (all in-tree ones) report false */
 } cs_key_info_t;
 
 /*  Frees the members of one key description and zeroes it; NULL-safe.  */
@@ -129,6 +134,8 @@ typedef struct {
 #define CS_CAP_KEY_MATERIAL      0x1u   /* sign/decrypt with cs_key_t material */
 #define CS_CAP_GENERATE_RESIDENT 0x2u   /* CS_DRV_GENERATE_RESIDENT */
 #define CS_CAP_GENERATE_MATERIAL 0x4u   /* CS_DRV_GENERATE_MATERIAL */
+#define CS_CAP_DERIVE            0x8u   /* CS_DRV_DERIVE_KEY: ECDH with CKK_EC keys (resident,
+                                           and material when CS_CAP_KEY_MATERIAL has CS_KT_EC) */
 
 /*  What a board can do beyond its resident keys; read once at open and used
  *  by the broker for routing (STYLE.md item 7).  */
@@ -181,6 +188,7 @@ enum {
     CS_DRV_GENERATE_RESIDENT = 13,    /* optional; needs CS_CAP_GENERATE_RESIDENT */
     CS_DRV_DESTROY_RESIDENT = 14,     /* optional */
     CS_DRV_SESSION_CACHED = 15,       /* optional: keys a session caches (tests, stats) */
+    CS_DRV_DERIVE_KEY = 16,           /* optional; needs CS_CAP_DERIVE (issue #4) */
 };
 
 /*  CS_DRV_BOARD_OPEN: opens the board named `name` from its config section
@@ -230,6 +238,22 @@ typedef CK_RV (cs_drv_sign_key_fn) (cs_session_t *session, const cs_key_t *key,
                                     const unsigned char *in, size_t in_len,
                                     unsigned char *out, size_t *out_len);
 typedef cs_drv_sign_key_fn cs_drv_decrypt_key_fn;
+
+/*  CS_DRV_DERIVE_KEY: the raw ECDH shared secret Z (PKCS#11 2.40 curr. mech.
+ *  §2.3.14 CKM_ECDH1_DERIVE with CKD_NULL; SEC 1 §3.3.1: the X coordinate of
+ *  d * Q, left-padded to the field size) of the private key `key` (resident or
+ *  material, as for signing; CKK_EC only) and the peer's public point `point`
+ *  (point_len bytes, uncompressed 04 || X || Y, not DER).  The driver checks
+ *  that the point is on the key's curve.  No KDF here: the module applies it.
+ *  On entry *out_len is the capacity of `out` in bytes; on CKR_OK it is the
+ *  length written (the field size: 32, 48 or 66).  The caller wipes `out`.
+ *  Returns CKR_OK, CKR_KEY_HANDLE_INVALID, CKR_KEY_TYPE_INCONSISTENT (not an EC
+ *  key), CKR_KEY_FUNCTION_NOT_PERMITTED (the board key has CKA_DERIVE false),
+ *  CKR_MECHANISM_PARAM_INVALID (a point that is malformed or not on the
+ *  curve), CKR_BUFFER_TOO_SMALL or CKR_DEVICE_ERROR.  */
+typedef CK_RV (cs_drv_derive_key_fn) (cs_session_t *session, const cs_key_t *key,
+                                      const unsigned char *point, size_t point_len,
+                                      unsigned char *out, size_t *out_len);
 
 /*  CS_DRV_GENERATE_MATERIAL: generates a key pair in the broker's memory and
  *  stores its private key as PKCS#8 DER in *pkcs8_p (malloc'd, *pkcs8_len_p

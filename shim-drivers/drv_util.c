@@ -11,6 +11,7 @@
 #include <openssl/core_names.h>
 #include <openssl/objects.h>
 #include <openssl/x509.h>
+#include <openssl/param_build.h>
 #include "drv_util.h"
 
 #define S_BLOCK_MAX 1024        /* bytes: an RSA-8192 block */
@@ -281,11 +282,101 @@ drv_evp_decrypt (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in,
     return rv;
 }
 
+/* ---- ECDH and PSS encoding ---------------------------------------------- */
+
+/*  A public EC key on pkey's curve at `point`; NULL when it is malformed.  */
+static EVP_PKEY *
+s_ec_peer (EVP_PKEY *pkey, const unsigned char *point, size_t point_len)
+{
+    char group [64];
+    EVP_PKEY *peer = NULL;
+    OSSL_PARAM params [3];
+    EVP_PKEY_CTX *ctx = NULL;
+    if (!EVP_PKEY_get_utf8_string_param (pkey, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group, NULL))
+        return NULL;
+    params [0] = OSSL_PARAM_construct_utf8_string (OSSL_PKEY_PARAM_GROUP_NAME, group, 0);
+    params [1] = OSSL_PARAM_construct_octet_string (OSSL_PKEY_PARAM_PUB_KEY, (void *) point, point_len);
+    params [2] = OSSL_PARAM_construct_end ();
+    if (!(ctx = EVP_PKEY_CTX_new_from_name (NULL, "EC", NULL))
+    ||  EVP_PKEY_fromdata_init (ctx) <= 0
+    ||  EVP_PKEY_fromdata (ctx, &peer, EVP_PKEY_PUBLIC_KEY, params) <= 0)
+        peer = NULL;
+    EVP_PKEY_CTX_free (ctx);
+    return peer;
+}
+
+CK_RV
+drv_evp_derive (EVP_PKEY *pkey, const unsigned char *point, size_t point_len,
+                unsigned char *out, size_t *out_len)
+{
+    if (drv_evp_key_type (pkey) != CKK_EC)
+        return CKR_KEY_TYPE_INCONSISTENT;
+    size_t field = ((size_t) EVP_PKEY_get_bits (pkey) + 7) / 8;
+    if (!point || point_len != 2 * field + 1 || point [0] != 0x04)
+        return CKR_MECHANISM_PARAM_INVALID;
+    if (*out_len < field)
+        return CKR_BUFFER_TOO_SMALL;
+    EVP_PKEY *peer = s_ec_peer (pkey, point, point_len);
+    EVP_PKEY_CTX *ctx = peer ? EVP_PKEY_CTX_new (pkey, NULL) : NULL;
+    size_t len = *out_len;
+    CK_RV rv = CKR_OK;
+    if (!peer)
+        rv = CKR_MECHANISM_PARAM_INVALID;
+    else
+    if (!ctx || EVP_PKEY_derive_init (ctx) <= 0)
+        rv = CKR_DEVICE_ERROR;
+    else
+    if (EVP_PKEY_derive_set_peer (ctx, peer) <= 0)
+        rv = CKR_MECHANISM_PARAM_INVALID;       /* not on the curve, or the point at infinity */
+    else
+    if (EVP_PKEY_derive (ctx, out, &len) <= 0 || len != field)
+        rv = CKR_DEVICE_ERROR;
+    if (rv == CKR_OK)
+        *out_len = len;
+    else
+        OPENSSL_cleanse (out, *out_len);
+    EVP_PKEY_CTX_free (ctx);
+    EVP_PKEY_free (peer);
+    ERR_clear_error ();
+    return rv;
+}
+
+CK_RV
+drv_pss_encode (const cs_mech_t *mech, const unsigned char *digest, size_t digest_len,
+                size_t modulus_bits, unsigned char *em, size_t k)
+{
+    const EVP_MD *md = drv_md_from_ckm (mech->hash);
+    const EVP_MD *mgf1 = drv_md_from_mgf (mech->mgf);
+    if (!md || !mgf1 || k == 0 || k > S_BLOCK_MAX || (modulus_bits + 7) / 8 != k)
+        return CKR_MECHANISM_PARAM_INVALID;
+    if (digest_len != (size_t) EVP_MD_get_size (md))
+        return CKR_DATA_LEN_RANGE;
+    /*  emLen = ceil((modBits - 1) / 8), RFC 8017 §8.1.1; sLen <= emLen - hLen - 2.  */
+    size_t em_len = (modulus_bits - 1 + 7) / 8;
+    if (mech->salt_len + digest_len + 2 > em_len)
+        return CKR_MECHANISM_PARAM_INVALID;
+    RSA *rsa = RSA_new ();
+    BIGNUM *n = BN_new (), *e = BN_new ();
+    CK_RV rv = CKR_FUNCTION_FAILED;
+    /*  Only the modulus size matters to the encoder: a dummy modulus of
+     *  modulus_bits bits (top bit set).  */
+    if (rsa && n && e && BN_set_bit (n, (int) modulus_bits - 1) && BN_set_bit (n, 0)
+    &&  BN_set_word (e, 65537) && RSA_set0_key (rsa, n, e, NULL)) {
+        n = e = NULL;
+        if (RSA_padding_add_PKCS1_PSS_mgf1 (rsa, em, digest, md, mgf1, (int) mech->salt_len) == 1)
+            rv = CKR_OK;
+    }
+    BN_free (n);
+    BN_free (e);
+    RSA_free (rsa);
+    ERR_clear_error ();
+    return rv;
+}
+
 /* ---- public attributes ------------------------------------------------ */
 
-/*  Wraps a byte string in a DER OCTET STRING (CKA_EC_POINT's form).  */
-static unsigned char *
-s_der_octet_string (const unsigned char *data, size_t len, size_t *out_len)
+unsigned char *
+drv_der_octet_string (const unsigned char *data, size_t len, size_t *out_len)
 {
     size_t head = len < 128 ? 2 : len < 256 ? 3 : 4;
     unsigned char *out = malloc (head + len);
@@ -349,7 +440,7 @@ s_ec_info (EVP_PKEY *pkey, cs_key_info_t *key)
                                           &point_len))
         return -1;
     key->ec_params = s_oid_der (OBJ_sn2nid (group), &key->ec_params_len);
-    key->ec_point = s_der_octet_string (point, point_len, &key->ec_point_len);
+    key->ec_point = drv_der_octet_string (point, point_len, &key->ec_point_len);
     return key->ec_params && key->ec_point ? 0 : -1;
 }
 
@@ -361,7 +452,7 @@ s_ed25519_info (EVP_PKEY *pkey, cs_key_info_t *key)
     if (!EVP_PKEY_get_raw_public_key (pkey, point, &point_len))
         return -1;
     key->ec_params = s_oid_der (NID_ED25519, &key->ec_params_len);
-    key->ec_point = s_der_octet_string (point, point_len, &key->ec_point_len);
+    key->ec_point = drv_der_octet_string (point, point_len, &key->ec_point_len);
     key->bits = 256;
     return key->ec_params && key->ec_point ? 0 : -1;
 }

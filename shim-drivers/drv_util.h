@@ -53,6 +53,32 @@ CK_RV drv_evp_sign (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *
 CK_RV drv_evp_decrypt (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in,
                        size_t in_len, unsigned char *out, size_t *out_len);
 
+/*  The raw ECDH shared secret Z (SEC 1 §3.3.1, the X coordinate, field-size
+ *  bytes) of an EC private pkey and the peer point `point` (uncompressed
+ *  04 || X || Y, point_len bytes) on the same curve; OpenSSL checks the peer
+ *  key (EVP_PKEY_derive_set_peer validates it).  *out_len: capacity in,
+ *  bytes written out; the caller wipes out.  Returns CKR_OK,
+ *  CKR_KEY_TYPE_INCONSISTENT, CKR_MECHANISM_PARAM_INVALID (bad or off-curve
+ *  point), CKR_BUFFER_TOO_SMALL or CKR_DEVICE_ERROR.  PKCS#11 2.40 curr.
+ *  mech. §2.3.14.  */
+CK_RV drv_evp_derive (EVP_PKEY *pkey, const unsigned char *point, size_t point_len,
+                      unsigned char *out, size_t *out_len);
+
+/*  EMSA-PSS encoding (RFC 8017 §9.1.1) of `digest` (the hash of mech->hash)
+ *  with MGF1 of mech->mgf and salt mech->salt_len, into em (k bytes, k = the
+ *  modulus length, modulus_bits its bit length), ready for a raw RSA
+ *  (CKM_RSA_X_509) private-key operation: the fallback of boards that lack
+ *  CKM_RSA_PKCS_PSS for a hash/MGF pair.  Returns CKR_OK,
+ *  CKR_MECHANISM_PARAM_INVALID (unknown hash or MGF, salt too long),
+ *  CKR_DATA_LEN_RANGE (digest length is not the hash's) or
+ *  CKR_FUNCTION_FAILED.  */
+CK_RV drv_pss_encode (const cs_mech_t *mech, const unsigned char *digest, size_t digest_len,
+                      size_t modulus_bits, unsigned char *em, size_t k);
+
+/*  Wraps data in a DER OCTET STRING (CKA_EC_POINT's form): malloc'd, *out_len
+ *  bytes, caller frees; NULL when out of memory or over 65535 bytes.  */
+unsigned char *drv_der_octet_string (const unsigned char *data, size_t len, size_t *out_len);
+
 /*  The PKCS#11 key type of pkey (CKK_RSA, CKK_EC, CKK_EC_EDWARDS for
  *  Ed25519), or CKK_VENDOR_DEFINED when unsupported.  */
 CK_KEY_TYPE drv_evp_key_type (const EVP_PKEY *pkey);

@@ -8,16 +8,19 @@ set -eu
 
 usage () {
     cat <<'EOT'
-usage: tools/check.sh [--help]
+usage: tools/check.sh [--memcheck] [--help]
 
-Builds in _build/ (or $CS_BUILD_DIR) with --enable-strict and runs make check.
+Builds in _build/ (or $CS_BUILD_DIR) with --enable-strict and runs make check;
+with --memcheck, then also make memcheck (valgrind: many minutes; README.md).
 Environment: CS_BUILD_DIR  build directory (default SRC/_build)
              CS_JOBS       parallel make jobs (default: number of CPUs)
              CS_DISTCHECK=1  also run make distcheck (the default when $CI is set)
 EOT
 }
+MEMCHECK=
 case ${1:-} in
     -h|--help) usage; exit 0 ;;
+    --memcheck) MEMCHECK=1 ;;
     "") ;;
     *) usage >&2; exit 2 ;;
 esac
@@ -72,6 +75,17 @@ fi
 if [ "${CS_DISTCHECK:-${CI:+1}}" = 1 ] && [ "$rc" = 0 ] && [ "$failed" = 0 ]; then
     step "make distcheck"
     make -j"$JOBS" distcheck || { rc=$?; echo "make distcheck failed: see above"; }
+fi
+
+# Opt-in: the unit and integration tests under valgrind (tests/memcheck.am).
+if [ -n "$MEMCHECK" ]; then
+    step "make memcheck"
+    if ! make -j"$JOBS" memcheck; then
+        rc=1
+        for log in tests/memcheck-unit.log tests/memcheck-integration.log; do
+            [ -f "$log" ] && { step "$log"; cat "$log"; }
+        done
+    fi
 fi
 
 [ "$skipped" = 0 ] || echo "($skipped skipped)"

@@ -37,6 +37,9 @@ Environment:
                      (default: the source tree this script lives in)
   SOFTHSM2_MODULE    SoftHSMv2 library (default: the Debian path)
   CS_START_TIMEOUT   seconds --start waits for the broker (default 30)
+  CS_STOP_TIMEOUT    seconds --stop waits after SIGTERM before SIGKILL (default 15)
+  CS_BROKER_WRAPPER  command words put before the broker by --start, e.g.
+                     "valgrind --log-file=..." (tests/integration/lib.sh, CS_VALGRIND)
 EOT
 }
 
@@ -279,7 +282,7 @@ start_broker () {
     fi
     rm -f "$DIR/broker.endpoint"
     SOFTHSM2_CONF=$DIR/softhsm2.conf CRYPTOSERVER_DRIVER_DIR=$DRIVER_DIR \
-        nohup "$BROKER" -c "$DIR/broker.conf" -f >>"$DIR/broker.log" 2>&1 </dev/null &
+        nohup ${CS_BROKER_WRAPPER:-} "$BROKER" -c "$DIR/broker.conf" -f >>"$DIR/broker.log" 2>&1 </dev/null &
     pid=$!
     echo "$pid" > "$DIR/broker.pid"
     local waited=0 limit=$(( ${CS_START_TIMEOUT:-30} * 10 ))
@@ -304,7 +307,7 @@ start_broker () {
 }
 
 stop_broker () {
-    local pid waited=0
+    local pid waited=0 limit=$(( ${CS_STOP_TIMEOUT:-15} * 10 ))
     pid=$(broker_pid)
     if ! alive "$pid"; then
         say "broker not running"
@@ -312,10 +315,10 @@ stop_broker () {
         return 0
     fi
     kill -TERM "$pid"
-    while alive "$pid" && [ $waited -lt 150 ]; do sleep 0.1; waited=$((waited + 1)); done
+    while alive "$pid" && [ $waited -lt $limit ]; do sleep 0.1; waited=$((waited + 1)); done
     if alive "$pid"; then
         kill -KILL "$pid" 2>/dev/null || true
-        say "broker (pid $pid) did not stop in 15 s: killed"
+        say "broker (pid $pid) did not stop in ${CS_STOP_TIMEOUT:-15} s: killed"
     else
         say "broker (pid $pid) stopped"
     fi

@@ -1,6 +1,7 @@
 /*  driver_openssl.c — a board made of the broker's own cores: OpenSSL EVP
  *  with key material that comes with each job (keystore keys and per-request
- *  keys, DESIGN.md §1), and key generation as PKCS#8 (the keystore and the
+ *  keys, DESIGN.md §1): signatures, decryption and ECDH (CS_DRV_DERIVE_KEY:
+ *  the raw Z, the module applies the KDF), and key generation as PKCS#8 (the keystore and the
  *  pre-generated pool use it).  It holds no resident keys.
  *
  *  Config keys (under drivers/<name>): type = openssl, threads (the broker's),
@@ -98,6 +99,7 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
         { CKM_RSA_PKCS_OAEP, 1024, 8192, CKF_DECRYPT },
         { CKM_ECDSA, 256, 521, CKF_SIGN },
         { CKM_EDDSA, 255, 255, CKF_SIGN },
+        { CKM_ECDH1_DERIVE, 256, 521, CKF_DERIVE },
         { CKM_RSA_PKCS_KEY_PAIR_GEN, 1024, 8192, CKF_GENERATE_KEY_PAIR },
         { CKM_EC_KEY_PAIR_GEN, 256, 521, CKF_GENERATE_KEY_PAIR },
         { CKM_EC_EDWARDS_KEY_PAIR_GEN, 255, 255, CKF_GENERATE_KEY_PAIR },
@@ -125,7 +127,7 @@ static int
 s_capabilities (cs_board_t *self, cs_caps_t *caps)
 {
     (void) self;
-    caps->flags = CS_CAP_KEY_MATERIAL | CS_CAP_GENERATE_MATERIAL;
+    caps->flags = CS_CAP_KEY_MATERIAL | CS_CAP_GENERATE_MATERIAL | CS_CAP_DERIVE;
     caps->material_types = CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS;
     caps->generate_types = CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS;
     return 0;
@@ -245,6 +247,23 @@ s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
     return s_run (self, key, mech, false, in, in_len, out, out_len);
 }
 
+/*  CS_DRV_DERIVE_KEY: ECDH with the key's material (cs_driver.h).  */
+static CK_RV
+s_derive (cs_session_t *self, const cs_key_t *key, const unsigned char *point, size_t point_len,
+          unsigned char *out, size_t *out_len)
+{
+    if (!key->pkcs8 || key->pkcs8_len == 0)
+        return CKR_KEY_HANDLE_INVALID;
+    bool owned = false;
+    EVP_PKEY *pkey = s_pkey (self, key, &owned);
+    if (!pkey)
+        return CKR_KEY_HANDLE_INVALID;
+    CK_RV rv = drv_evp_derive (pkey, point, point_len, out, out_len);
+    if (owned)
+        EVP_PKEY_free (pkey);
+    return rv;
+}
+
 static CK_RV
 s_generate (cs_session_t *self, const cs_keygen_t *gen, unsigned char **pkcs8_p, size_t *len_p)
 {
@@ -270,6 +289,7 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_DECRYPT_KEY, (cs_driver_fn_t) s_decrypt },
     { CS_DRV_GENERATE_MATERIAL, (cs_driver_fn_t) s_generate },
     { CS_DRV_SESSION_CACHED, (cs_driver_fn_t) s_session_cached },
+    { CS_DRV_DERIVE_KEY, (cs_driver_fn_t) s_derive },
     { 0, NULL }
 };
 

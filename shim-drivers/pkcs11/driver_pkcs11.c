@@ -9,7 +9,10 @@
  *  (PKCS#11 v2.40 §5.6), so one C_Login on the board session serves every
  *  worker session.  OAEP with other than SHA-1/MGF1-SHA1/no label runs as a raw
  *  CKM_RSA_X_509 decrypt plus OpenSSL unpadding, since SoftHSM 2.6 supports only
- *  SHA-1 OAEP natively.
+ *  SHA-1 OAEP natively; PSS whose MGF1 hash differs from its hash (SoftHSM 2.6
+ *  refuses those) is encoded by OpenSSL and signed with CKM_RSA_X_509.  ECDH
+ *  (CS_DRV_DERIVE_KEY) derives a throw-away session secret of the field size
+ *  with CKD_NULL and returns its value, the raw Z.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -47,6 +50,9 @@ struct cs_board_s {
     CK_SESSION_HANDLE session;      /* the board session: login, key listing */
     bool native_oaep;               /* CKM_RSA_PKCS_OAEP with CKF_DECRYPT */
     bool raw_rsa;                   /* CKM_RSA_X_509 with CKF_DECRYPT */
+    bool raw_sign;                  /* CKM_RSA_X_509 with CKF_SIGN (PSS fallback) */
+    bool native_pss;                /* CKM_RSA_PKCS_PSS with CKF_SIGN */
+    bool derive;                    /* CKM_ECDH1_DERIVE with CKF_DERIVE */
     bool material;                  /* key-material: import keys as session objects */
     size_t cache_size;              /* imported keys kept per session */
     cs_caps_t caps;                 /* probed at open */
@@ -57,7 +63,7 @@ struct cs_board_s {
 /*  A keystore key imported into a worker session.  */
 typedef struct {
     CK_OBJECT_HANDLE handle;
-    size_t k;                       /* RSA modulus bytes (OAEP unpadding), else 0 */
+    size_t bits;                    /* RSA modulus bits (OAEP, PSS fallbacks), else 0 */
     unsigned char digest [SHA256_DIGEST_LENGTH];    /* of the PKCS#8 DER */
     uint64_t used;                  /* session tick of the last use */
 } s_import_t;
@@ -295,7 +301,7 @@ static int
 s_key_read (cs_board_t *self, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE obj, cs_key_info_t *key)
 {
     size_t id_len = 0;
-    CK_BBOOL sign = CK_FALSE, decrypt = CK_FALSE;
+    CK_BBOOL sign = CK_FALSE, decrypt = CK_FALSE, derive = CK_FALSE;
     unsigned char *id = s_attr_alloc (self, session, obj, CKA_ID, &id_len);
     if (!id || id_len == 0 || id_len > CS_KEY_ID_MAX) {
         free (id);
@@ -310,6 +316,8 @@ s_key_read (cs_board_t *self, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE obj, c
     s_attr_get (self, session, obj, CKA_DECRYPT, &decrypt, sizeof decrypt);
     key->can_sign = sign == CK_TRUE;
     key->can_decrypt = decrypt == CK_TRUE;
+    s_attr_get (self, session, obj, CKA_DERIVE, &derive, sizeof derive);
+    key->can_derive = derive == CK_TRUE;
     if (!s_attr_get (self, session, obj, CKA_KEY_TYPE, &key->key_type, sizeof key->key_type))
         return -1;
     return s_key_public (self, session, obj, key);
@@ -352,6 +360,9 @@ s_probe_mechanisms (cs_board_t *self)
 {
     self->native_oaep = s_has_mech (self, CKM_RSA_PKCS_OAEP, CKF_DECRYPT);
     self->raw_rsa = s_has_mech (self, CKM_RSA_X_509, CKF_DECRYPT);
+    self->raw_sign = s_has_mech (self, CKM_RSA_X_509, CKF_SIGN);
+    self->native_pss = s_has_mech (self, CKM_RSA_PKCS_PSS, CKF_SIGN);
+    self->derive = s_has_mech (self, CKM_ECDH1_DERIVE, CKF_DERIVE);
     unsigned usable = (s_has_mech (self, CKM_RSA_PKCS, CKF_SIGN) ? CS_KT_RSA : 0)
                     | (s_has_mech (self, CKM_ECDSA, CKF_SIGN) ? CS_KT_EC : 0)
                     | (s_has_mech (self, CKM_EDDSA, CKF_SIGN) ? CS_KT_EC_EDWARDS : 0);
@@ -360,7 +371,8 @@ s_probe_mechanisms (cs_board_t *self)
                  | (s_has_mech (self, CKM_EC_EDWARDS_KEY_PAIR_GEN, CKF_GENERATE_KEY_PAIR)
                     ? CS_KT_EC_EDWARDS : 0);
     self->caps.flags = (self->material && usable ? CS_CAP_KEY_MATERIAL : 0)
-                     | (gen ? CS_CAP_GENERATE_RESIDENT : 0);
+                     | (gen ? CS_CAP_GENERATE_RESIDENT : 0)
+                     | (self->derive ? CS_CAP_DERIVE : 0);
     self->caps.material_types = self->material ? usable : 0;
     self->caps.generate_types = gen & usable;
 }
@@ -438,6 +450,27 @@ s_board_close (cs_board_t **board_p)
     *board_p = NULL;
 }
 
+/*  Clamps a board's key-size range to what the broker and module use: EC
+ *  keys on P-256/384/521 (field bits 256..521), Ed25519 only (255 bits, as
+ *  the openssl driver and OpenSC say), RSA up to 8192 bits (module limit).  */
+static void
+s_mech_clamp (cs_mech_info_t *info)
+{
+    CK_ULONG lo = 0, hi = 0;
+    switch (info->type) {
+        case CKM_ECDSA: case CKM_ECDH1_DERIVE: case CKM_EC_KEY_PAIR_GEN:
+            lo = 256; hi = 521; break;
+        case CKM_EDDSA: case CKM_EC_EDWARDS_KEY_PAIR_GEN:
+            lo = 255; hi = 255; break;
+        default:
+            hi = 8192;
+    }
+    if (lo && (info->min_key_bits < lo || info->min_key_bits > hi))
+        info->min_key_bits = lo;
+    if (info->max_key_bits > hi || (lo && info->max_key_bits < lo))
+        info->max_key_bits = hi;
+}
+
 /*  Adds one mechanism of the broker's raw set if the slot has it.  */
 static void
 s_mech_add (cs_board_t *self, CK_MECHANISM_TYPE type, CK_MECHANISM_TYPE probe,
@@ -447,10 +480,13 @@ s_mech_add (cs_board_t *self, CK_MECHANISM_TYPE type, CK_MECHANISM_TYPE probe,
     if (self->fl->C_GetMechanismInfo (self->slot, probe, &info) != CKR_OK)
         return;
     mechs [*count] = (cs_mech_info_t) { type, info.ulMinKeySize, info.ulMaxKeySize,
-                                        info.flags & (CKF_SIGN | CKF_DECRYPT | CKF_HW) };
+                                        info.flags & (CKF_SIGN | CKF_DECRYPT | CKF_DERIVE | CKF_HW) };
     if (type == CKM_RSA_PKCS_OAEP)
-        mechs [*count].flags &= ~CKF_SIGN;
-    if (mechs [*count].flags & (CKF_SIGN | CKF_DECRYPT))
+        mechs [*count].flags &= ~(CK_FLAGS) (CKF_SIGN | CKF_DERIVE);
+    if (type == CKM_RSA_PKCS_PSS)
+        mechs [*count].flags &= ~(CK_FLAGS) (CKF_DECRYPT | CKF_DERIVE);
+    s_mech_clamp (&mechs [*count]);
+    if (mechs [*count].flags & (CKF_SIGN | CKF_DECRYPT | CKF_DERIVE))
         (*count)++;
 }
 
@@ -460,23 +496,28 @@ s_mech_add_gen (cs_board_t *self, CK_MECHANISM_TYPE type, cs_mech_info_t *mechs,
 {
     CK_MECHANISM_INFO info;
     if (self->fl->C_GetMechanismInfo (self->slot, type, &info) == CKR_OK
-    &&  (info.flags & CKF_GENERATE_KEY_PAIR))
-        mechs [(*count)++] = (cs_mech_info_t) { type, info.ulMinKeySize, info.ulMaxKeySize,
-                                                CKF_GENERATE_KEY_PAIR };
+    &&  (info.flags & CKF_GENERATE_KEY_PAIR)) {
+        mechs [*count] = (cs_mech_info_t) { type, info.ulMinKeySize, info.ulMaxKeySize,
+                                            CKF_GENERATE_KEY_PAIR };
+        s_mech_clamp (&mechs [(*count)++]);
+    }
 }
 
 static int
 s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
 {
-    cs_mech_info_t *mechs = calloc (9, sizeof *mechs);
+    cs_mech_info_t *mechs = calloc (12, sizeof *mechs);
     size_t count = 0;
     if (!mechs)
         return -1;
     s_mech_add (self, CKM_RSA_PKCS, CKM_RSA_PKCS, mechs, &count);
-    s_mech_add (self, CKM_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS, mechs, &count);
+    if (self->native_pss || self->raw_sign)     /* PSS falls back to raw RSA + OpenSSL EMSA-PSS */
+        s_mech_add (self, CKM_RSA_PKCS_PSS, self->native_pss ? CKM_RSA_PKCS_PSS : CKM_RSA_X_509,
+                    mechs, &count);
     s_mech_add (self, CKM_RSA_X_509, CKM_RSA_X_509, mechs, &count);
     s_mech_add (self, CKM_ECDSA, CKM_ECDSA, mechs, &count);
     s_mech_add (self, CKM_EDDSA, CKM_EDDSA, mechs, &count);
+    s_mech_add (self, CKM_ECDH1_DERIVE, CKM_ECDH1_DERIVE, mechs, &count);
     s_mech_add_gen (self, CKM_RSA_PKCS_KEY_PAIR_GEN, mechs, &count);
     s_mech_add_gen (self, CKM_EC_KEY_PAIR_GEN, mechs, &count);
     s_mech_add_gen (self, CKM_EC_EDWARDS_KEY_PAIR_GEN, mechs, &count);
@@ -693,10 +734,11 @@ s_parts_free (s_part_t *parts, size_t n)
 }
 
 /*  Imports key material as a session object: sensitive, not extractable,
- *  never on the token.  Sets *k_p to the RSA modulus bytes (0 for curves).
+ *  never on the token; EC keys with CKA_DERIVE (ECDH).  Sets *bits_p to the
+ *  RSA modulus bits (0 for curves).
  *  Returns CKR_OK, CKR_KEY_HANDLE_INVALID (unparsable DER) or the board's rv.  */
 static CK_RV
-s_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *k_p)
+s_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p)
 {
     EVP_PKEY *pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
     CK_KEY_TYPE type = pkey ? drv_evp_key_type (pkey) : CKK_VENDOR_DEFINED;
@@ -707,20 +749,22 @@ s_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size
     s_part_t parts [S_PARTS_MAX] = { { 0 } };
     size_t n = 0;
     int rc = type == CKK_RSA ? s_parts_rsa (pkey, parts, &n) : s_parts_curve (pkey, type, parts, &n);
-    *k_p = type == CKK_RSA ? (size_t) EVP_PKEY_get_size (pkey) : 0;
+    *bits_p = type == CKK_RSA ? (size_t) EVP_PKEY_get_bits (pkey) : 0;
     EVP_PKEY_free (pkey);
     CK_OBJECT_CLASS cls = CKO_PRIVATE_KEY;
     CK_BBOOL yes = CK_TRUE, no = CK_FALSE, decrypt = type == CKK_RSA ? CK_TRUE : CK_FALSE;
-    CK_ATTRIBUTE tmpl [8 + S_PARTS_MAX] = {
+    CK_BBOOL derive = type == CKK_EC ? CK_TRUE : CK_FALSE;
+    CK_ATTRIBUTE tmpl [9 + S_PARTS_MAX] = {
         { CKA_CLASS, &cls, sizeof cls }, { CKA_KEY_TYPE, &type, sizeof type },
         { CKA_TOKEN, &no, sizeof no }, { CKA_PRIVATE, &yes, sizeof yes },
         { CKA_SENSITIVE, &yes, sizeof yes }, { CKA_EXTRACTABLE, &no, sizeof no },
         { CKA_SIGN, &yes, sizeof yes }, { CKA_DECRYPT, &decrypt, sizeof decrypt },
+        { CKA_DERIVE, &derive, sizeof derive },
     };
     for (size_t i = 0; i < n; i++)
-        tmpl [8 + i] = (CK_ATTRIBUTE) { parts [i].type, parts [i].value, parts [i].len };
+        tmpl [9 + i] = (CK_ATTRIBUTE) { parts [i].type, parts [i].value, parts [i].len };
     CK_RV rv = rc ? CKR_KEY_HANDLE_INVALID
-             : self->board->fl->C_CreateObject (self->handle, tmpl, 8 + n, obj_p);
+             : self->board->fl->C_CreateObject (self->handle, tmpl, 9 + n, obj_p);
     s_parts_free (parts, n);
     if (rv != CKR_OK && rc == 0)
         zsys_warning ("pkcs11 %s: cannot import a key as a session object: %s",
@@ -750,7 +794,7 @@ s_import_evict (cs_session_t *self)
 
 /*  Returns the session object of a keystore key, importing it on a miss.  */
 static CK_RV
-s_import_cached (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *k_p)
+s_import_cached (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p)
 {
     unsigned char digest [SHA256_DIGEST_LENGTH];
     SHA256 (key->pkcs8, key->pkcs8_len, digest);
@@ -758,21 +802,21 @@ s_import_cached (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_
     if (entry && CRYPTO_memcmp (entry->digest, digest, sizeof digest) == 0) {
         entry->used = ++self->tick;
         *obj_p = entry->handle;
-        *k_p = entry->k;
+        *bits_p = entry->bits;
         return CKR_OK;
     }
     if (entry) {
         self->board->fl->C_DestroyObject (self->handle, entry->handle);
         zhashx_delete (self->imports, key->ref);
     }
-    CK_RV rv = s_import (self, key, obj_p, k_p);
+    CK_RV rv = s_import (self, key, obj_p, bits_p);
     if (rv != CKR_OK)
         return rv;
     while (zhashx_size (self->imports) >= self->board->cache_size)
         s_import_evict (self);
     if (!(entry = calloc (1, sizeof *entry)))
         return CKR_OK;                      /* used uncached: destroyed with the session */
-    *entry = (s_import_t) { *obj_p, *k_p, { 0 }, ++self->tick };
+    *entry = (s_import_t) { *obj_p, *bits_p, { 0 }, ++self->tick };
     memcpy (entry->digest, digest, sizeof digest);
     if (zhashx_insert (self->imports, key->ref, entry))
         free (entry);
@@ -804,14 +848,22 @@ s_run (cs_session_t *self, CK_OBJECT_HANDLE obj, CK_MECHANISM *mech, bool sign,
     return rv;
 }
 
-/*  An operation to run on a key: the mechanism, the data and, for OAEP
- *  without native support, the raw decrypt plus OpenSSL unpadding.  */
+/*  How an operation runs on the board.  */
+typedef enum {
+    S_NATIVE,                       /* the mechanism as given */
+    S_OAEP_RAW,                     /* CKM_RSA_X_509 decrypt, then OpenSSL removes OAEP */
+    S_PSS_RAW,                      /* OpenSSL encodes EMSA-PSS, then CKM_RSA_X_509 sign */
+    S_DERIVE                        /* CKM_ECDH1_DERIVE with CKD_NULL: the raw Z */
+} s_path_t;
+
+/*  An operation to run on a key: the mechanism, the data, and the path
+ *  (native, or one of the fallbacks for what the board lacks).  */
 typedef struct {
     CK_MECHANISM mech;
     bool sign;
-    bool oaep_raw;                  /* run CKM_RSA_X_509 and unpad with `oaep` */
-    const cs_mech_t *oaep;
-    const unsigned char *in;
+    s_path_t path;
+    const cs_mech_t *params;        /* S_OAEP_RAW, S_PSS_RAW: hash, MGF, salt, label */
+    const unsigned char *in;        /* S_DERIVE: the peer point 04||X||Y */
     size_t in_len;
     unsigned char *out;
     size_t *out_len;
@@ -833,19 +885,121 @@ s_run_oaep_raw (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t k, const s_op_t
     if (rv == CKR_OK) {
         memset (em, 0, k - raw_len);
         memcpy (em + k - raw_len, raw, raw_len);
-        rv = drv_oaep_unpad (em, k, op->oaep, op->out, op->out_len);
+        rv = drv_oaep_unpad (em, k, op->params, op->out, op->out_len);
     }
     OPENSSL_cleanse (raw, sizeof raw);
     OPENSSL_cleanse (em, sizeof em);
     return rv;
 }
 
+/*  PSS that the board cannot do natively (SoftHSM 2.6 wants the MGF1 hash
+ *  equal to the hash): OpenSSL makes EM (RFC 8017 §9.1.1) and the board
+ *  runs the RSA private-key primitive on it (CKM_RSA_X_509).  */
 static CK_RV
-s_run_op (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t k, s_op_t *op)
+s_run_pss_raw (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t bits, const s_op_t *op)
 {
-    if (op->oaep_raw)
-        return s_run_oaep_raw (self, obj, k, op);
-    return s_run (self, obj, &op->mech, op->sign, op->in, op->in_len, op->out, op->out_len);
+    size_t k = (bits + 7) / 8;
+    unsigned char em [1024];
+    if (k == 0 || k > sizeof em)
+        return CKR_KEY_SIZE_RANGE;
+    CK_MECHANISM m = { CKM_RSA_X_509, NULL, 0 };
+    CK_RV rv = drv_pss_encode (op->params, op->in, op->in_len, bits, em, k);
+    if (rv == CKR_OK)
+        rv = s_run (self, obj, &m, true, em, k, op->out, op->out_len);
+    OPENSSL_cleanse (em, sizeof em);
+    return rv;
+}
+
+/*  Reads CKA_VALUE of a derived secret into op->out and destroys it.  */
+static CK_RV
+s_take_secret (cs_session_t *self, CK_OBJECT_HANDLE secret, const s_op_t *op)
+{
+    CK_FUNCTION_LIST_PTR fl = self->board->fl;
+    unsigned char value [256];
+    CK_ATTRIBUTE attr = { CKA_VALUE, value, sizeof value };
+    CK_RV rv = fl->C_GetAttributeValue (self->handle, secret, &attr, 1);
+    fl->C_DestroyObject (self->handle, secret);
+    if (rv == CKR_OK && attr.ulValueLen > *op->out_len)
+        rv = CKR_BUFFER_TOO_SMALL;
+    if (rv == CKR_OK) {
+        memcpy (op->out, value, attr.ulValueLen);
+        *op->out_len = attr.ulValueLen;
+    }
+    else
+    if (rv != CKR_BUFFER_TOO_SMALL)
+        rv = CKR_DEVICE_ERROR;
+    OPENSSL_cleanse (value, sizeof value);
+    return rv;
+}
+
+/*  ECDH on the board: C_DeriveKey with CKD_NULL into a session secret key
+ *  of the field size (not sensitive, extractable: it must come out, as Z),
+ *  read and destroyed at once.  The peer point goes as a DER OCTET STRING
+ *  (PKCS#11 2.40 §2.3.14 allows either form; SoftHSM takes both); a token
+ *  that refuses it gets the raw point.  */
+static CK_RV
+s_run_derive (cs_session_t *self, CK_OBJECT_HANDLE obj, const s_op_t *op)
+{
+    size_t der_len = 0;
+    unsigned char *der = drv_der_octet_string (op->in, op->in_len, &der_len);
+    CK_ECDH1_DERIVE_PARAMS params = { CKD_NULL, 0, NULL, der_len, der };
+    CK_MECHANISM mech = { CKM_ECDH1_DERIVE, &params, sizeof params };
+    CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_GENERIC_SECRET;
+    CK_ULONG len = (op->in_len - 1) / 2;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &cls, sizeof cls }, { CKA_KEY_TYPE, &type, sizeof type },
+        { CKA_TOKEN, &no, sizeof no }, { CKA_PRIVATE, &yes, sizeof yes },
+        { CKA_SENSITIVE, &no, sizeof no }, { CKA_EXTRACTABLE, &yes, sizeof yes },
+        { CKA_VALUE_LEN, &len, sizeof len },
+    };
+    CK_OBJECT_HANDLE secret = CK_INVALID_HANDLE;
+    if (!der)
+        return CKR_HOST_MEMORY;
+    CK_RV rv = self->board->fl->C_DeriveKey (self->handle, &mech, obj, tmpl, 7, &secret);
+    if (rv == CKR_MECHANISM_PARAM_INVALID || rv == CKR_ARGUMENTS_BAD) {
+        params.ulPublicDataLen = op->in_len;
+        params.pPublicData = (CK_BYTE_PTR) op->in;
+        rv = self->board->fl->C_DeriveKey (self->handle, &mech, obj, tmpl, 7, &secret);
+    }
+    free (der);
+    if (rv != CKR_OK)
+        return rv == CKR_ARGUMENTS_BAD ? CKR_MECHANISM_PARAM_INVALID : rv;
+    return s_take_secret (self, secret, op);
+}
+
+static CK_RV
+s_run_op (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t bits, s_op_t *op)
+{
+    switch (op->path) {
+        case S_OAEP_RAW: return s_run_oaep_raw (self, obj, (bits + 7) / 8, op);
+        case S_PSS_RAW:  return s_run_pss_raw (self, obj, bits, op);
+        case S_DERIVE:   return s_run_derive (self, obj, op);
+        default:
+            return s_run (self, obj, &op->mech, op->sign, op->in, op->in_len, op->out, op->out_len);
+    }
+}
+
+/*  Bits of a big-endian modulus.  */
+static size_t
+s_modulus_bits (const unsigned char *m, size_t len)
+{
+    while (len && !*m) {
+        m++;
+        len--;
+    }
+    size_t bits = len ? (len - 1) * 8 : 0;
+    for (unsigned c = len ? m [0] : 0; c; c >>= 1)
+        bits++;
+    return bits;
+}
+
+/*  The RSA fallbacks need the modulus size.  */
+static bool
+s_needs_bits (const s_op_t *op)
+{
+    return op->path == S_OAEP_RAW || op->path == S_PSS_RAW;
 }
 
 /*  Runs op on a resident key, re-finding the key once if its cached handle
@@ -859,16 +1013,16 @@ s_run_resident (cs_session_t *self, const cs_key_t *key, s_op_t *op)
         CK_OBJECT_HANDLE obj = s_object (self, key->id, key->id_len, attempt > 0);
         if (obj == CK_INVALID_HANDLE)
             return CKR_KEY_HANDLE_INVALID;
-        size_t k = info && info->key_type == CKK_RSA ? info->modulus_len : 0;
-        if (op->oaep_raw && !info) {        /* generated after open: ask the object */
-            unsigned char *modulus = s_attr_alloc (self->board, self->handle, obj, CKA_MODULUS, &k);
+        size_t bits = info && info->key_type == CKK_RSA ? s_modulus_bits (info->modulus, info->modulus_len) : 0;
+        if (s_needs_bits (op) && !info) {   /* generated after open: ask the object */
+            size_t len = 0;
+            unsigned char *modulus = s_attr_alloc (self->board, self->handle, obj, CKA_MODULUS, &len);
+            bits = modulus ? s_modulus_bits (modulus, len) : 0;
             free (modulus);
-            if (!modulus)
-                k = 0;
         }
-        if (op->oaep_raw && !k)
+        if (s_needs_bits (op) && !bits)
             return CKR_KEY_TYPE_INCONSISTENT;
-        rv = s_run_op (self, obj, k, op);
+        rv = s_run_op (self, obj, bits, op);
         if (rv != CKR_OBJECT_HANDLE_INVALID && rv != CKR_KEY_HANDLE_INVALID)
             break;
     }
@@ -881,14 +1035,14 @@ static CK_RV
 s_run_material (cs_session_t *self, const cs_key_t *key, s_op_t *op)
 {
     CK_OBJECT_HANDLE obj = CK_INVALID_HANDLE;
-    size_t k = 0;
+    size_t bits = 0;
     bool cached = key->ref && *key->ref;
     if (!(self->board->caps.flags & CS_CAP_KEY_MATERIAL))
         return CKR_KEY_HANDLE_INVALID;
-    CK_RV rv = cached ? s_import_cached (self, key, &obj, &k) : s_import (self, key, &obj, &k);
+    CK_RV rv = cached ? s_import_cached (self, key, &obj, &bits) : s_import (self, key, &obj, &bits);
     if (rv != CKR_OK)
         return rv;
-    rv = op->oaep_raw && !k ? CKR_KEY_TYPE_INCONSISTENT : s_run_op (self, obj, k, op);
+    rv = s_needs_bits (op) && !bits ? CKR_KEY_TYPE_INCONSISTENT : s_run_op (self, obj, bits, op);
     if (!cached)
         self->board->fl->C_DestroyObject (self->handle, obj);
     return rv;
@@ -902,13 +1056,35 @@ s_run_key (cs_session_t *self, const cs_key_t *key, s_op_t *op)
     return s_run_resident (self, key, op);
 }
 
+/*  The MGF1 id that goes with hash (the only MGF SoftHSM 2.6 accepts).  */
+static CK_RSA_PKCS_MGF_TYPE
+s_mgf_of (CK_MECHANISM_TYPE hash)
+{
+    switch (hash) {
+        case CKM_SHA_1:  return CKG_MGF1_SHA1;
+        case CKM_SHA224: return CKG_MGF1_SHA224;
+        case CKM_SHA256: return CKG_MGF1_SHA256;
+        case CKM_SHA384: return CKG_MGF1_SHA384;
+        case CKM_SHA512: return CKG_MGF1_SHA512;
+        default:         return 0;
+    }
+}
+
+/*  PSS runs natively when the board has CKM_RSA_PKCS_PSS and the MGF1 hash
+ *  is the hash; otherwise EMSA-PSS is encoded here and the board runs raw
+ *  RSA (when it has CKM_RSA_X_509 signing).  */
 static CK_RV
 s_sign (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
         const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     CK_RSA_PKCS_PSS_PARAMS pss = { mech->hash, mech->mgf, mech->salt_len };
-    s_op_t op = { { mech->type, NULL, 0 }, true, false, NULL, in, in_len, out, out_len };
+    s_op_t op = { { mech->type, NULL, 0 }, true, S_NATIVE, mech, in, in_len, out, out_len };
     if (mech->type == CKM_RSA_PKCS_PSS) {
+        if (!drv_md_from_ckm (mech->hash) || !drv_md_from_mgf (mech->mgf))
+            return CKR_MECHANISM_PARAM_INVALID;
+        bool native = self->board->native_pss && s_mgf_of (mech->hash) == mech->mgf;
+        if (!native && self->board->raw_sign)
+            op.path = S_PSS_RAW;
         op.mech.pParameter = &pss;
         op.mech.ulParameterLen = sizeof pss;
     }
@@ -924,8 +1100,8 @@ s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
            const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     CK_RSA_PKCS_OAEP_PARAMS oaep = { CKM_SHA_1, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0 };
-    s_op_t op = { { mech->type, NULL, 0 }, false, false, mech, in, in_len, out, out_len };
-    if (mech->type == CKM_RSA_PKCS)
+    s_op_t op = { { mech->type, NULL, 0 }, false, S_NATIVE, mech, in, in_len, out, out_len };
+    if (mech->type == CKM_RSA_PKCS || mech->type == CKM_RSA_X_509)
         return s_run_key (self, key, &op);
     if (mech->type != CKM_RSA_PKCS_OAEP)
         return CKR_MECHANISM_INVALID;
@@ -939,7 +1115,22 @@ s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
     }
     if (!self->board->raw_rsa)
         return CKR_MECHANISM_PARAM_INVALID;
-    op.oaep_raw = true;
+    op.path = S_OAEP_RAW;
+    return s_run_key (self, key, &op);
+}
+
+/*  CS_DRV_DERIVE_KEY (cs_driver.h): ECDH on the board, resident or material.  */
+static CK_RV
+s_derive (cs_session_t *self, const cs_key_t *key, const unsigned char *point, size_t point_len,
+          unsigned char *out, size_t *out_len)
+{
+    s_op_t op = { { CKM_ECDH1_DERIVE, NULL, 0 }, false, S_DERIVE, NULL, point, point_len, out, out_len };
+    if (!(self->board->caps.flags & CS_CAP_DERIVE))
+        return CKR_FUNCTION_NOT_SUPPORTED;
+    if (!point || point_len < 65 || point_len > 133 || point_len % 2 == 0 || point [0] != 0x04)
+        return CKR_MECHANISM_PARAM_INVALID;
+    if (*out_len < (point_len - 1) / 2)
+        return CKR_BUFFER_TOO_SMALL;
     return s_run_key (self, key, &op);
 }
 
@@ -1060,6 +1251,7 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_GENERATE_RESIDENT, (cs_driver_fn_t) s_generate_resident },
     { CS_DRV_DESTROY_RESIDENT, (cs_driver_fn_t) s_destroy_resident },
     { CS_DRV_SESSION_CACHED, (cs_driver_fn_t) s_session_cached },
+    { CS_DRV_DERIVE_KEY, (cs_driver_fn_t) s_derive },
     { 0, NULL }
 };
 

@@ -55,6 +55,7 @@ s_load_key (cs_board_t *self, zconfig_t *config, const char *base_dir)
     rc = drv_key_info_from_pkey (self->pkey, &self->key);
     self->key.can_sign = true;
     self->key.can_decrypt = self->key.key_type == CKK_RSA;
+    self->key.can_derive = self->key.key_type == CKK_EC;
     if (rc)
         zsys_error ("sim %s: key-file: only RSA, EC and Ed25519 keys are supported", self->name);
 out:
@@ -115,16 +116,18 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
         { CKM_RSA_PKCS, 512, 16384, CKF_SIGN | CKF_DECRYPT },
         { CKM_RSA_PKCS_PSS, 512, 16384, CKF_SIGN },
         { CKM_RSA_PKCS_OAEP, 512, 16384, CKF_DECRYPT },
+        { CKM_RSA_X_509, 512, 16384, CKF_SIGN | CKF_DECRYPT },
     };
     static const cs_mech_info_t ec [] = {
         { CKM_ECDSA, 256, 521, CKF_SIGN },
+        { CKM_ECDH1_DERIVE, 256, 521, CKF_DERIVE },
     };
     static const cs_mech_info_t ed [] = {
         { CKM_EDDSA, 255, 255, CKF_SIGN },
     };
     bool is_rsa = self->key.key_type == CKK_RSA;
     const cs_mech_info_t *table = is_rsa ? rsa : self->key.key_type == CKK_EC ? ec : ed;
-    size_t count = is_rsa ? 3 : 1;
+    size_t count = is_rsa ? 4 : self->key.key_type == CKK_EC ? 2 : 1;
     *mechs_p = malloc (count * sizeof (cs_mech_info_t));
     if (!*mechs_p)
         return -1;
@@ -222,6 +225,28 @@ s_decrypt (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
     return drv_evp_decrypt (board->pkey, mech, in, in_len, out, out_len);
 }
 
+/*  CS_DRV_DERIVE_KEY: ECDH with the board's EC key (cs_driver.h).  */
+static CK_RV
+s_derive (cs_session_t *session, const cs_key_t *key, const unsigned char *point, size_t point_len,
+          unsigned char *out, size_t *out_len)
+{
+    cs_board_t *board = session->board;
+    CK_RV rv = s_check_key (board, key);
+    if (rv != CKR_OK)
+        return rv;
+    s_latency (board);
+    return drv_evp_derive (board->pkey, point, point_len, out, out_len);
+}
+
+/*  Resident key only; ECDH when that key is an EC key.  */
+static int
+s_capabilities (cs_board_t *self, cs_caps_t *caps)
+{
+    memset (caps, 0, sizeof *caps);
+    caps->flags = self->key.key_type == CKK_EC ? CS_CAP_DERIVE : 0;
+    return 0;
+}
+
 static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_BOARD_OPEN, (cs_driver_fn_t) s_board_open },
     { CS_DRV_BOARD_CLOSE, (cs_driver_fn_t) s_board_close },
@@ -231,6 +256,8 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_SESSION_CLOSE, (cs_driver_fn_t) s_session_close },
     { CS_DRV_SIGN_KEY, (cs_driver_fn_t) s_sign },
     { CS_DRV_DECRYPT_KEY, (cs_driver_fn_t) s_decrypt },
+    { CS_DRV_CAPABILITIES, (cs_driver_fn_t) s_capabilities },
+    { CS_DRV_DERIVE_KEY, (cs_driver_fn_t) s_derive },
     { 0, NULL }
 };
 

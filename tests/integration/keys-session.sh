@@ -15,7 +15,7 @@ openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/rsa.pem" 2
 openssl pkey -in "$T/rsa.pem" -outform DER -out "$T/rsa.der"
 
 rows_before=$(cs_keystore_rows demo)
-cs_run_bounded 120 "$T/client.log" "$CLIENT" "$CRYPTOSERVER_MODULE" "$CRYPTOSERVER_TOKEN" \
+cs_run_bounded $((120 * CS_TIME_FACTOR)) "$T/client.log" $CS_CLIENT_WRAPPER "$CLIENT" "$CRYPTOSERVER_MODULE" "$CRYPTOSERVER_TOKEN" \
     "$CRYPTOSERVER_PIN" "$T/rsa.der" || { cat "$T/client.log"; cs_fail "cs-session-key failed"; }
 sed 's/^/    /' "$T/client.log"
 rows_after=$(cs_keystore_rows demo)

@@ -21,6 +21,35 @@ CS_ADMIN=$top_builddir/tools/cryptoserver-admin
 CS_BENCH=$top_builddir/tools/cryptoserver-bench
 WORK=$top_builddir/tests/integration/work/$CS_TEST_NAME
 
+# CS_VALGRIND=1 (make memcheck-integration, tests/memcheck.am): the broker
+# (demo-deploy.sh runs it after $CS_BROKER_WRAPPER) and our own clients that
+# load the module (run after $CS_CLIENT_WRAPPER: cryptoserver-bench, cs-fork,
+# cs-session-key) run under valgrind, one log per process in $WORK/valgrind;
+# cs_cleanup fails the test when a log reports errors (definite leaks
+# count).  CS_VALGRIND_FLAGS replaces the default valgrind options.
+# CS_TIME_FACTOR scales the bounds of client runs (5 under valgrind).
+CS_CLIENT_WRAPPER=
+CS_TIME_FACTOR=1
+if [ "${CS_VALGRIND:-}" = 1 ]; then
+    CS_TIME_FACTOR=5
+    CS_VALGRIND_FLAGS=${CS_VALGRIND_FLAGS:-"--leak-check=full --errors-for-leak-kinds=definite \
+--num-callers=40 --suppressions=$top_srcdir/tests/valgrind.supp"}
+    export CS_BROKER_WRAPPER="valgrind $CS_VALGRIND_FLAGS --log-file=$WORK/valgrind/broker.%p.log"
+    CS_CLIENT_WRAPPER="valgrind $CS_VALGRIND_FLAGS --log-file=$WORK/valgrind/client.%p.log"
+    export CS_START_TIMEOUT=${CS_START_TIMEOUT:-120} CS_STOP_TIMEOUT=${CS_STOP_TIMEOUT:-120}
+elif [ "${CS_TSAN:-}" = 1 ]; then
+    # CS_TSAN=1 (a configure --enable-tsan build; make check-tsan): the
+    # broker and our clients run with tests/tsan-zmq.c preloaded and write
+    # ThreadSanitizer reports to $WORK/sanitizer; cs_cleanup fails the test
+    # when there is one.
+    CS_TIME_FACTOR=3
+    CS_TSAN_SHIM=${CS_TSAN_SHIM:-$top_builddir/tests/.libs/cs-tsan-zmq.so}
+    export TSAN_OPTIONS="second_deadlock_stack=1 suppressions=$top_srcdir/tests/tsan.supp \
+log_path=$WORK/sanitizer/tsan ${TSAN_OPTIONS:-}"
+    export CS_BROKER_WRAPPER="env LD_PRELOAD=$CS_TSAN_SHIM"
+    CS_CLIENT_WRAPPER="env LD_PRELOAD=$CS_TSAN_SHIM"
+fi
+
 # cs_log MESSAGE: a line in the test's log.
 cs_log () { echo "[$CS_TEST_NAME] $*"; }
 
@@ -51,11 +80,52 @@ cs_cleanup () {
     if [ -f "$WORK/broker.pid" ]; then
         "$CS_DEPLOY" --stop "$WORK" >/dev/null 2>&1
     fi
+    if [ "${CS_VALGRIND:-}" = 1 ] && ! cs_valgrind_check && [ "$rc" = 0 ]; then
+        rc=1
+    fi
+    if [ "${CS_TSAN:-}" = 1 ] && ! cs_tsan_check && [ "$rc" = 0 ]; then
+        rc=1
+    fi
     if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -f "$WORK/broker.log" ]; then
         echo "---- $WORK/broker.log (last 40 lines) ----"
         tail -n 40 "$WORK/broker.log"
     fi
     exit "$rc"
+}
+
+# cs_valgrind_check: with CS_VALGRIND=1, reports each valgrind log of
+# $WORK/valgrind; returns 1 when one has errors (shown in the test's log).  A
+# log with no summary belongs to a process killed on purpose (cs_kill9).
+cs_valgrind_check () {
+    local log errors bad=0 n=0
+    for log in "$WORK"/valgrind/*.log; do
+        [ -f "$log" ] || continue
+        n=$((n + 1))
+        errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9][0-9]*\) errors.*/\1/p' "$log" | tail -n 1)
+        if [ -z "$errors" ]; then
+            echo "[$CS_TEST_NAME] valgrind: $(basename "$log"): no summary (killed)"
+        elif [ "$errors" != 0 ]; then
+            bad=1
+            echo "[$CS_TEST_NAME] valgrind: $(basename "$log"): $errors errors ----"
+            cat "$log"
+        fi
+    done
+    echo "[$CS_TEST_NAME] valgrind: $n process logs, $( [ $bad = 0 ] && echo clean || echo ERRORS)"
+    return $bad
+}
+
+# cs_tsan_check: with CS_TSAN=1, shows the ThreadSanitizer reports of
+# $WORK/sanitizer; returns 1 when there is one.
+cs_tsan_check () {
+    local log n=0
+    for log in "$WORK"/sanitizer/tsan.*; do
+        [ -f "$log" ] || continue
+        n=$((n + 1))
+        echo "[$CS_TEST_NAME] ThreadSanitizer: $(basename "$log") ----"
+        cat "$log"
+    done
+    echo "[$CS_TEST_NAME] ThreadSanitizer: $n process(es) with reports"
+    [ "$n" = 0 ]
 }
 
 # cs_setup [demo-deploy options...]: a fresh deployment in $WORK with the
@@ -72,8 +142,14 @@ cs_setup () {
     done
     trap cs_cleanup EXIT
     rm -rf "$WORK"
-    mkdir -p "$WORK"
+    mkdir -p "$WORK/valgrind" "$WORK/sanitizer"
     "$CS_DEPLOY" "$WORK" --endpoint 'tcp://127.0.0.1:*' "$@" || cs_fail "demo-deploy.sh failed"
+    if [ "${CS_VALGRIND:-}" = 1 ]; then      # a broker under valgrind answers slowly
+        local conf
+        for conf in "$WORK"/clients/*/client.conf; do
+            "$CS_ADMIN" config set "$conf" client/timeout-ms 120000
+        done
+    fi
     # shellcheck disable=SC1091
     . "$WORK/env.sh"
     P11="pkcs11-tool --module $CRYPTOSERVER_MODULE --token-label $CRYPTOSERVER_TOKEN"

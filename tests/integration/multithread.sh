@@ -7,7 +7,7 @@
 cs_setup
 cs_start
 
-"$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" --pin "$CRYPTOSERVER_PIN" \
+$CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" --pin "$CRYPTOSERVER_PIN" \
     --key rsa2048 --mechanism sha256-rsa-pkcs --threads 8 --count 200 --verify --csv \
     > "$WORK/bench.csv" 2> "$WORK/bench.err" \
     || { cat "$WORK/bench.csv" "$WORK/bench.err"; cs_fail "cryptoserver-bench reported failures"; }

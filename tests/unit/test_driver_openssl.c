@@ -6,6 +6,7 @@
  */
 #include <dlfcn.h>
 #include <openssl/x509.h>
+#include <openssl/core_names.h>
 #include "test_broker_helpers.h"
 #include "cs_driver.h"
 
@@ -229,6 +230,63 @@ START_TEST (test_ecdsa)
 }
 END_TEST
 
+/*  The uncompressed public point of an EC pkey.  */
+static size_t
+s_point (EVP_PKEY *pkey, unsigned char *out, size_t max)
+{
+    size_t len = 0;
+    ck_assert (EVP_PKEY_get_octet_string_param (pkey, OSSL_PKEY_PARAM_PUB_KEY, out, max, &len));
+    return len;
+}
+
+/*  CS_DRV_DERIVE_KEY: Z equals OpenSSL's ECDH from the peer's side on each
+ *  curve; bad points, RSA keys and short buffers get their CK_RV.  */
+START_TEST (test_ecdh)
+{
+    static const char *curves [] = { "P-256", "P-384", "P-521" };
+    static const size_t fields [] = { 32, 48, 66 };
+    cs_drv_derive_key_fn *derive = (cs_drv_derive_key_fn *) cs_driver_lookup (s_driver, CS_DRV_DERIVE_KEY);
+    cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_driver, CS_DRV_CAPABILITIES);
+    cs_caps_t caps = { 0 };
+    ck_assert_ptr_nonnull (derive);
+    ck_assert_int_eq (caps_fn (s_board, &caps), 0);
+    ck_assert (caps.flags & CS_CAP_DERIVE);
+    for (size_t i = 0; i < 3; i++) {
+        EVP_PKEY *own = EVP_EC_gen (curves [i]), *peer = EVP_EC_gen (curves [i]);
+        unsigned char *der = NULL, point [200], z [128], ref [128];
+        cs_key_t key = s_key (own, i == 1 ? NULL : curves [i], &der);
+        size_t point_len = s_point (peer, point, sizeof point), len = sizeof z, ref_len = sizeof ref;
+        ck_assert_uint_eq (derive (s_session, &key, point, point_len, z, &len), CKR_OK);
+        ck_assert_uint_eq (len, fields [i]);
+        EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (peer, NULL);
+        ck_assert (EVP_PKEY_derive_init (ctx) > 0 && EVP_PKEY_derive_set_peer (ctx, own) > 0
+                   && EVP_PKEY_derive (ctx, ref, &ref_len) > 0);
+        EVP_PKEY_CTX_free (ctx);
+        ck_assert_uint_eq (ref_len, len);
+        ck_assert_mem_eq (z, ref, len);
+        len = fields [i] - 1;
+        ck_assert_uint_eq (derive (s_session, &key, point, point_len, z, &len), CKR_BUFFER_TOO_SMALL);
+        len = sizeof z;
+        ck_assert_uint_eq (derive (s_session, &key, point, point_len - 1, z, &len), CKR_MECHANISM_PARAM_INVALID);
+        point [point_len - 1] ^= 1;             /* no longer on the curve */
+        len = sizeof z;
+        ck_assert_uint_eq (derive (s_session, &key, point, point_len, z, &len), CKR_MECHANISM_PARAM_INVALID);
+        OPENSSL_free (der);
+        EVP_PKEY_free (own);
+        EVP_PKEY_free (peer);
+    }
+    EVP_PKEY *rsa = EVP_RSA_gen (2048);
+    unsigned char *der = NULL, point [65] = { 0x04 }, z [64];
+    cs_key_t key = s_key (rsa, NULL, &der);
+    size_t len = sizeof z;
+    ck_assert_uint_eq (derive (s_session, &key, point, sizeof point, z, &len), CKR_KEY_TYPE_INCONSISTENT);
+    cs_key_t none = { NULL, 0, NULL, 0, NULL };
+    ck_assert_uint_eq (derive (s_session, &none, point, sizeof point, z, &len), CKR_KEY_HANDLE_INVALID);
+    OPENSSL_free (der);
+    EVP_PKEY_free (rsa);
+}
+END_TEST
+
 START_TEST (test_eddsa)
 {
     EVP_PKEY *pkey = EVP_PKEY_Q_keygen (NULL, NULL, "ED25519");
@@ -379,6 +437,7 @@ main (void)
     tcase_add_test (tc, test_rsa_decrypt);
     tcase_add_test (tc, test_ecdsa);
     tcase_add_test (tc, test_eddsa);
+    tcase_add_test (tc, test_ecdh);
     tcase_add_test (tc, test_per_request_keys_not_cached);
     tcase_add_test (tc, test_generate);
     suite_add_tcase (suite, tc);

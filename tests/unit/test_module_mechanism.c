@@ -151,6 +151,64 @@ START_TEST (test_no_params)
 }
 END_TEST
 
+/*  Issue #4: every hash-and-sign variant maps to its raw mechanism and hash;
+ *  RSA-X.509 takes no parameters; ECDH is C_DeriveKey only.  */
+START_TEST (test_table_issue4)
+{
+    static const struct { CK_MECHANISM_TYPE type, wire, hash; } cases [] = {
+        { CKM_SHA1_RSA_PKCS, CKM_RSA_PKCS, CKM_SHA_1 }, { CKM_SHA224_RSA_PKCS, CKM_RSA_PKCS, CKM_SHA224 },
+        { CKM_SHA1_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS, CKM_SHA_1 },
+        { CKM_SHA224_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS, CKM_SHA224 },
+        { CKM_ECDSA_SHA1, CKM_ECDSA, CKM_SHA_1 }, { CKM_ECDSA_SHA224, CKM_ECDSA, CKM_SHA224 },
+        { CKM_ECDSA_SHA512, CKM_ECDSA, CKM_SHA512 }, { CKM_RSA_X_509, CKM_RSA_X_509, 0 },
+        { CKM_SHA224, 0, CKM_SHA224 },
+    };
+    cs_mech_params_t params;
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        const cs_mech_t *m = cs_mech_lookup (cases [i].type);
+        ck_assert_ptr_nonnull (m);
+        ck_assert_uint_eq (m->wire, cases [i].wire);
+        ck_assert_uint_eq (m->hash, cases [i].hash);
+    }
+    const cs_mech_t *x509 = cs_mech_lookup (CKM_RSA_X_509);
+    ck_assert ((x509->flags & (CKF_SIGN | CKF_VERIFY | CKF_ENCRYPT | CKF_DECRYPT | CKF_HW))
+               == (CKF_SIGN | CKF_VERIFY | CKF_ENCRYPT | CKF_DECRYPT | CKF_HW));
+    CK_ULONG junk = 0;
+    CK_MECHANISM mech = { CKM_RSA_X_509, &junk, sizeof junk };
+    ck_assert_uint_eq (cs_mech_check (x509, &mech, CKK_RSA, 256, &params), CKR_MECHANISM_PARAM_INVALID);
+    mech = (CK_MECHANISM) { CKM_RSA_X_509, NULL, 0 };
+    ck_assert_uint_eq (cs_mech_check (x509, &mech, CKK_EC, 0, &params), CKR_KEY_TYPE_INCONSISTENT);
+    ck_assert_uint_eq (cs_mech_check (x509, &mech, CKK_RSA, 256, &params), CKR_OK);
+    const cs_mech_t *ecdh = cs_mech_lookup (CKM_ECDH1_DERIVE);
+    ck_assert_uint_eq (ecdh->flags, CKF_HW | CKF_DERIVE);
+    mech = (CK_MECHANISM) { CKM_ECDH1_DERIVE, NULL, 0 };
+    ck_assert_uint_eq (cs_mech_check (ecdh, &mech, CKK_EC, 0, &params), CKR_MECHANISM_INVALID);
+}
+END_TEST
+
+/*  PSS salt bounds for every hash on 2048- and 3072-bit keys: 0 and
+ *  k - hLen - 2 pass, one more is CKR_MECHANISM_PARAM_INVALID; any MGF1 hash.  */
+START_TEST (test_pss_all_hashes)
+{
+    static const struct { CK_MECHANISM_TYPE type, hash; size_t hlen; } cases [] = {
+        { CKM_SHA1_RSA_PKCS_PSS, CKM_SHA_1, 20 }, { CKM_SHA224_RSA_PKCS_PSS, CKM_SHA224, 28 },
+        { CKM_SHA256_RSA_PKCS_PSS, CKM_SHA256, 32 }, { CKM_SHA384_RSA_PKCS_PSS, CKM_SHA384, 48 },
+        { CKM_SHA512_RSA_PKCS_PSS, CKM_SHA512, 64 },
+    };
+    static const CK_ULONG mgfs [] = { CKG_MGF1_SHA1, CKG_MGF1_SHA224, CKG_MGF1_SHA256, CKG_MGF1_SHA384,
+                                      CKG_MGF1_SHA512 };
+    for (size_t k = 256; k <= 384; k += 128)
+        for (size_t i = 0; i < 5; i++)
+            for (size_t m = 0; m < 5; m++) {
+                CK_ULONG max = k - cases [i].hlen - 2;
+                ck_assert_uint_eq (s_pss (cases [i].type, cases [i].hash, mgfs [m], 0, k), CKR_OK);
+                ck_assert_uint_eq (s_pss (CKM_RSA_PKCS_PSS, cases [i].hash, mgfs [m], max, k), CKR_OK);
+                ck_assert_uint_eq (s_pss (cases [i].type, cases [i].hash, mgfs [m], max + 1, k),
+                                   CKR_MECHANISM_PARAM_INVALID);
+            }
+}
+END_TEST
+
 int
 main (void)
 {
@@ -165,6 +223,8 @@ main (void)
     tcase_add_test (tc, test_pss_block);
     tcase_add_test (tc, test_oaep);
     tcase_add_test (tc, test_no_params);
+    tcase_add_test (tc, test_table_issue4);
+    tcase_add_test (tc, test_pss_all_hashes);
     suite_add_tcase (suite, tc);
     runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

@@ -1,0 +1,808 @@
+/*  test_module_conformance.c — the built cryptoserver-pkcs11.so, loaded with
+ *  dlopen() as applications load it, against the whole broker in-process
+ *  (server.h) on tcp://127.0.0.1:* with two sim boards: "fast" (key 01, no
+ *  latency) and "slow" (key 02, S_SLOW_MS per signature).  Asserts the exact
+ *  CK_RVs of PKCS#11 2.40 §5 and 3.0 §5.4/§5.6 for the rules in
+ *  man cryptoserver-pkcs11(7) "CONFORMANCE": initialisation, arguments,
+ *  slots, sessions and their states, login rules, the two-call length
+ *  convention, operation life cycles, read-only sessions, the interface
+ *  list, application mutex callbacks, C_Finalize racing threads blocked on
+ *  the broker, and fork.  The module is $CRYPTOSERVER_MODULE_PATH, else
+ *  $top_builddir/pkcs11-module/.libs/cryptoserver-pkcs11.so (make check).
+ *  No sleeps: waits are condition variables with deadlines.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <time.h>
+#include "test_broker_helpers.h"
+#include "broker_config.h"
+#include "server.h"
+#include "cs_p11_3.h"
+
+#define S_SLOW_MS 3000
+
+static char *s_dir;
+static EVP_PKEY *s_fast_key;
+static broker_config_t *s_config;
+static server_t *s_server;
+static void *s_dl;
+static CK_FUNCTION_LIST *p;             /* the 2.40 list */
+static CK_RV (*s_get_interface_list) (CK_INTERFACE_PTR, CK_ULONG_PTR);
+static CK_RV (*s_get_interface) (CK_UTF8CHAR_PTR, CK_VERSION_PTR, CK_INTERFACE_PTR_PTR, CK_FLAGS);
+static CK_UTF8CHAR s_user_pin [] = "1234", s_so_pin [] = "123456";
+static const CK_BYTE s_id_fast [] = { 0x01 }, s_id_slow [] = { 0x02 };
+
+/*  ---- fixture --------------------------------------------------------- */
+
+static void
+s_write_client_conf (void)
+{
+    char *text = NULL, path [4096];
+    ck_assert_int_ge (asprintf (&text,
+        "client\n"
+        "    endpoints = %s\n"
+        "    broker-cert = broker.cert\n"
+        "    certificate = app.cert\n"
+        "    curve = true\n"
+        "    timeout-ms = 20000\n", server_endpoint (s_server)), 0);
+    th_write (s_dir, "client.conf", text);
+    free (text);
+    snprintf (path, sizeof path, "%s/client.conf", s_dir);
+    setenv ("CRYPTOSERVER_CONF", path, 1);
+}
+
+static void
+s_load_module (void)
+{
+    char path [4096];
+    const char *env = getenv ("CRYPTOSERVER_MODULE_PATH"), *top = getenv ("top_builddir");
+    CK_RV (*get_list) (CK_FUNCTION_LIST_PTR_PTR);
+    if (env)
+        snprintf (path, sizeof path, "%s", env);
+    else
+        snprintf (path, sizeof path, "%s/pkcs11-module/.libs/cryptoserver-pkcs11.so", top ? top : ".");
+    s_dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg (s_dl != NULL, "dlopen %s: %s", path, dlerror ());
+    *(void **) &get_list = dlsym (s_dl, "C_GetFunctionList");
+    *(void **) &s_get_interface_list = dlsym (s_dl, "C_GetInterfaceList");
+    *(void **) &s_get_interface = dlsym (s_dl, "C_GetInterface");
+    ck_assert (get_list && s_get_interface_list && s_get_interface);
+    ck_assert_ptr_null (dlsym (s_dl, "C_Sign"));            /* only the three are exported */
+    ck_assert_uint_eq (get_list (&p), CKR_OK);
+}
+
+static void
+s_setup (void)
+{
+    char *head, *conf = NULL, path [4096], *error = NULL;
+    EVP_PKEY *slow;
+    s_dir = th_tmpdir ();
+    s_fast_key = th_key_pem (s_dir, "fast.pem", 2048);
+    slow = th_key_pem (s_dir, "slow.pem", 2048);
+    EVP_PKEY_free (slow);
+    th_certs (s_dir, "app", "demo");
+    th_keystore (s_dir);
+    head = th_conf_head (true);
+    ck_assert_int_ge (asprintf (&conf, "%s"
+        "drivers\n"
+        "    fast\n        type = sim\n        key-file = fast.pem\n        key-id = 01\n"
+        "        threads = 2\n        tenant = demo\n"
+        "    slow\n        type = sim\n        key-file = slow.pem\n        key-id = 02\n"
+        "        latency-ms = %d\n        threads = 4\n        coprocessors = 4\n        tenant = demo\n",
+        head, S_SLOW_MS), 0);
+    th_write (s_dir, "broker.conf", conf);
+    free (head);
+    free (conf);
+    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
+    s_config = broker_config_load (path, &error);
+    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
+    s_server = server_new (s_config, false);
+    ck_assert_ptr_nonnull (s_server);
+    s_write_client_conf ();
+    s_load_module ();
+}
+
+static void
+s_teardown (void)
+{
+    char command [4200];
+    if (p)
+        p->C_Finalize (NULL);
+    if (s_dl)
+        dlclose (s_dl);
+    s_dl = NULL;
+    p = NULL;
+    server_destroy (&s_server);
+    broker_config_destroy (&s_config);
+    EVP_PKEY_free (s_fast_key);
+    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
+    ck_assert_int_eq (system (command), 0);
+    free (s_dir);
+}
+
+/*  ---- helpers --------------------------------------------------------- */
+
+static CK_SESSION_HANDLE
+s_open (CK_FLAGS flags)
+{
+    CK_SESSION_HANDLE h = 0;
+    ck_assert_uint_eq (p->C_OpenSession (0, CKF_SERIAL_SESSION | flags, NULL, NULL, &h), CKR_OK);
+    return h;
+}
+
+static CK_STATE
+s_state (CK_SESSION_HANDLE h)
+{
+    CK_SESSION_INFO info;
+    ck_assert_uint_eq (p->C_GetSessionInfo (h, &info), CKR_OK);
+    ck_assert_uint_eq (info.slotID, 0);
+    return info.state;
+}
+
+/*  The private key object with CKA_ID id (the user is logged in).  */
+static CK_OBJECT_HANDLE
+s_find_key (CK_SESSION_HANDLE h, const CK_BYTE *id)
+{
+    CK_OBJECT_CLASS klass = CKO_PRIVATE_KEY;
+    CK_ATTRIBUTE tmpl [] = { { CKA_CLASS, &klass, sizeof klass }, { CKA_ID, (void *) id, 1 } };
+    CK_OBJECT_HANDLE key = 0;
+    CK_ULONG count = 0;
+    ck_assert_uint_eq (p->C_FindObjectsInit (h, tmpl, 2), CKR_OK);
+    ck_assert_uint_eq (p->C_FindObjectsInit (h, tmpl, 2), CKR_OPERATION_ACTIVE);
+    ck_assert_uint_eq (p->C_FindObjects (h, &key, 1, &count), CKR_OK);
+    ck_assert_uint_eq (count, 1);
+    ck_assert_uint_eq (p->C_FindObjectsFinal (h), CKR_OK);
+    ck_assert_uint_eq (p->C_FindObjectsFinal (h), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_FindObjects (h, &key, 1, &count), CKR_OPERATION_NOT_INITIALIZED);
+    return key;
+}
+
+/*  A session RSA public key object made from `pkey`'s n and e.  */
+static CK_OBJECT_HANDLE
+s_public_key (CK_SESSION_HANDLE h, EVP_PKEY *pkey)
+{
+    static uint8_t n [512], e [8];
+    BIGNUM *bn_n = NULL, *bn_e = NULL;
+    CK_OBJECT_CLASS klass = CKO_PUBLIC_KEY;
+    CK_KEY_TYPE type = CKK_RSA;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_OBJECT_HANDLE key = 0;
+    ck_assert (EVP_PKEY_get_bn_param (pkey, "n", &bn_n) && EVP_PKEY_get_bn_param (pkey, "e", &bn_e));
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &type, sizeof type },
+        { CKA_TOKEN, &no, sizeof no }, { CKA_VERIFY, &yes, sizeof yes },
+        { CKA_MODULUS, n, (CK_ULONG) BN_bn2bin (bn_n, n) },
+        { CKA_PUBLIC_EXPONENT, e, (CK_ULONG) BN_bn2bin (bn_e, e) },
+    };
+    BN_free (bn_n);
+    BN_free (bn_e);
+    ck_assert_uint_eq (p->C_CreateObject (h, tmpl, 6, &key), CKR_OK);
+    return key;
+}
+
+/*  ---- initialisation -------------------------------------------------- */
+
+/*  A representative call of each family before C_Initialize / after C_Finalize.  */
+static void
+s_assert_not_initialized (void)
+{
+    CK_INFO info;
+    CK_ULONG count = 0;
+    CK_SESSION_HANDLE h = 0;
+    CK_SLOT_ID slot;
+    CK_BYTE buf [8];
+    CK_MECHANISM mech = { CKM_SHA256, NULL, 0 };
+    ck_assert_uint_eq (p->C_GetInfo (&info), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_GetSlotList (CK_TRUE, NULL, &count), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_OpenSession (0, CKF_SERIAL_SESSION, NULL, NULL, &h), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_CloseSession (1), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_Login (1, CKU_USER, s_user_pin, 4), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_DigestInit (1, &mech), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_Sign (1, buf, 1, NULL, &count), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_GenerateRandom (1, buf, sizeof buf), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_GetOperationState (1, NULL, &count), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_GetFunctionStatus (1), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_WaitForSlotEvent (CKF_DONT_BLOCK, &slot, NULL), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_CRYPTOKI_NOT_INITIALIZED);
+}
+
+START_TEST (test_initialize)
+{
+    CK_C_INITIALIZE_ARGS args = { 0 };
+    CK_INFO info;
+    s_assert_not_initialized ();
+    args.pReserved = &args;
+    ck_assert_uint_eq (p->C_Initialize (&args), CKR_ARGUMENTS_BAD);
+    args.pReserved = NULL;
+    args.CreateMutex = (CK_CREATEMUTEX) 1;          /* one callback of four */
+    ck_assert_uint_eq (p->C_Initialize (&args), CKR_ARGUMENTS_BAD);
+    s_assert_not_initialized ();
+    ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
+    ck_assert_uint_eq (p->C_Initialize (NULL), CKR_CRYPTOKI_ALREADY_INITIALIZED);
+    ck_assert_uint_eq (p->C_GetInfo (NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_GetInfo (&info), CKR_OK);
+    ck_assert_uint_eq (info.cryptokiVersion.major, 2);
+    ck_assert_uint_eq (info.cryptokiVersion.minor, 40);
+    ck_assert_uint_eq (info.flags, 0);
+    ck_assert_uint_eq (p->C_Finalize (&args), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+    s_assert_not_initialized ();
+    ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);    /* again, with a fresh link */
+    ck_assert_uint_eq (p->C_GetInfo (&info), CKR_OK);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+}
+END_TEST
+
+/*  ---- interfaces (PKCS#11 3.0 §5.4) ------------------------------------ */
+
+START_TEST (test_interfaces)
+{
+    CK_INTERFACE list [3], *iface = NULL;
+    CK_ULONG count = 0;
+    CK_VERSION v240 = { 2, 40 }, v30 = { 3, 0 }, v31 = { 3, 1 };
+    CK_FUNCTION_LIST_3_0 *p3;
+    CK_INFO info;
+    CK_SESSION_HANDLE h;
+    CK_BYTE buf [4];
+    /*  Before C_Initialize: the list, two calls.  */
+    ck_assert_uint_eq (s_get_interface_list (NULL, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (s_get_interface_list (NULL, &count), CKR_OK);
+    ck_assert_uint_eq (count, 2);
+    count = 1;
+    ck_assert_uint_eq (s_get_interface_list (list, &count), CKR_BUFFER_TOO_SMALL);
+    ck_assert_uint_eq (count, 2);
+    count = 3;
+    ck_assert_uint_eq (s_get_interface_list (list, &count), CKR_OK);
+    ck_assert_uint_eq (count, 2);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_str_eq ((char *) list [i].pInterfaceName, "PKCS 11");
+        ck_assert_uint_eq (list [i].flags, 0);      /* not CKF_INTERFACE_FORK_SAFE */
+    }
+    ck_assert_uint_eq (((CK_VERSION *) list [0].pFunctionList)->major, 3);
+    ck_assert_uint_eq (((CK_VERSION *) list [0].pFunctionList)->minor, 0);
+    ck_assert_ptr_eq (list [1].pFunctionList, p);
+    ck_assert_uint_eq (p->version.major, 2);
+    ck_assert_uint_eq (p->version.minor, 40);
+    /*  C_GetInterface: default, by name and version, refusals.  */
+    ck_assert_uint_eq (s_get_interface (NULL, NULL, NULL, 0), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (s_get_interface (NULL, NULL, &iface, 0), CKR_OK);
+    ck_assert_ptr_eq (iface->pFunctionList, list [0].pFunctionList);
+    ck_assert_uint_eq (s_get_interface ((CK_UTF8CHAR_PTR) "PKCS 11", &v240, &iface, 0), CKR_OK);
+    ck_assert_ptr_eq (iface->pFunctionList, p);
+    ck_assert_uint_eq (s_get_interface ((CK_UTF8CHAR_PTR) "PKCS 11", &v30, &iface, 0), CKR_OK);
+    p3 = iface->pFunctionList;
+    ck_assert_uint_eq (s_get_interface ((CK_UTF8CHAR_PTR) "PKCS 11", &v31, &iface, 0), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (s_get_interface ((CK_UTF8CHAR_PTR) "Vendor X", NULL, &iface, 0), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (s_get_interface (NULL, NULL, &iface, CKF_INTERFACE_FORK_SAFE), CKR_ARGUMENTS_BAD);
+    ck_assert_ptr_eq (p3->C_GetInterfaceList, s_get_interface_list);
+    ck_assert_ptr_eq (p3->C_GetInterface, s_get_interface);
+    /*  C_GetInfo reports the version of the list it is called through.  */
+    ck_assert_uint_eq (p3->C_GetInfo (&info), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p3->C_SessionCancel (1, CKF_SIGN), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p3->C_Initialize (NULL), CKR_OK);
+    ck_assert_uint_eq (p3->C_GetInfo (&info), CKR_OK);
+    ck_assert_uint_eq (info.cryptokiVersion.major, 3);
+    ck_assert_uint_eq (info.cryptokiVersion.minor, 0);
+    ck_assert_uint_eq (p->C_GetInfo (&info), CKR_OK);
+    ck_assert_uint_eq (info.cryptokiVersion.major, 2);
+    ck_assert_uint_eq (info.cryptokiVersion.minor, 40);
+    /*  3.0 functions.  */
+    h = s_open (0);
+    ck_assert_uint_eq (p3->C_MessageSignInit (h, NULL, 0), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p3->C_SignMessage (h, NULL, 0, buf, 1, buf, &count), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p3->C_EncryptMessage (h, NULL, 0, NULL, 0, buf, 1, buf, &count),
+                       CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p3->C_MessageVerifyFinal (h), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p3->C_LoginUser (h, CKU_USER, s_user_pin, 4, (CK_UTF8CHAR_PTR) "bob", 3),
+                       CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p3->C_LoginUser (h + 100, CKU_USER, s_user_pin, 4, NULL, 0), CKR_SESSION_HANDLE_INVALID);
+    ck_assert_uint_eq (s_state (h), CKS_RO_PUBLIC_SESSION);
+    ck_assert_uint_eq (p3->C_LoginUser (h, CKU_USER, s_user_pin, 4, NULL, 0), CKR_OK);
+    ck_assert_uint_eq (s_state (h), CKS_RO_USER_FUNCTIONS);
+    /*  C_SessionCancel ends what its flags name; other flags are ignored.  */
+    CK_MECHANISM digest = { CKM_SHA256, NULL, 0 }, sign = { CKM_SHA256_RSA_PKCS, NULL, 0 };
+    CK_OBJECT_HANDLE key = s_find_key (h, s_id_fast);
+    ck_assert_uint_eq (p3->C_SessionCancel (h + 100, CKF_SIGN), CKR_SESSION_HANDLE_INVALID);
+    ck_assert_uint_eq (p3->C_DigestInit (h, &digest), CKR_OK);
+    ck_assert_uint_eq (p3->C_SignInit (h, &sign, key), CKR_OK);
+    ck_assert_uint_eq (p3->C_SessionCancel (h, 0), CKR_OK);
+    ck_assert_uint_eq (p3->C_SignInit (h, &sign, key), CKR_OPERATION_ACTIVE);
+    ck_assert_uint_eq (p3->C_SessionCancel (h, CKF_SIGN | CKF_DECRYPT | CKF_SIGN_RECOVER), CKR_OK);
+    ck_assert_uint_eq (p3->C_SignInit (h, &sign, key), CKR_OK);
+    ck_assert_uint_eq (p3->C_DigestInit (h, &digest), CKR_OPERATION_ACTIVE);
+    ck_assert_uint_eq (p3->C_SessionCancel (h, CKF_DIGEST | CKF_SIGN), CKR_OK);
+    ck_assert_uint_eq (p3->C_DigestUpdate (h, buf, 1), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p3->C_SignUpdate (h, buf, 1), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p3->C_Finalize (NULL), CKR_OK);
+    ck_assert_uint_eq (p3->C_MessageSignInit (h, NULL, 0), CKR_CRYPTOKI_NOT_INITIALIZED);
+}
+END_TEST
+
+/*  ---- slots, sessions, login (PKCS#11 2.40 §5.5, §5.6) ------------------ */
+
+START_TEST (test_slots_and_sessions)
+{
+    CK_SLOT_ID slots [2];
+    CK_ULONG count = 0, n_mechs = 0;
+    CK_SLOT_INFO slot_info;
+    CK_TOKEN_INFO token_info;
+    CK_SESSION_HANDLE ro, rw, h;
+    CK_MECHANISM_TYPE mechs [64];
+    CK_MECHANISM_INFO mech_info;
+    ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
+    /*  Slot list, two calls.  */
+    ck_assert_uint_eq (p->C_GetSlotList (CK_TRUE, NULL, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_GetSlotList (CK_TRUE, NULL, &count), CKR_OK);
+    ck_assert_uint_eq (count, 1);
+    count = 0;
+    ck_assert_uint_eq (p->C_GetSlotList (CK_FALSE, slots, &count), CKR_BUFFER_TOO_SMALL);
+    ck_assert_uint_eq (count, 1);
+    count = 2;
+    ck_assert_uint_eq (p->C_GetSlotList (CK_FALSE, slots, &count), CKR_OK);
+    ck_assert_uint_eq (count, 1);
+    ck_assert_uint_eq (slots [0], 0);
+    /*  Slot ids and NULL outputs.  */
+    ck_assert_uint_eq (p->C_GetSlotInfo (7, &slot_info), CKR_SLOT_ID_INVALID);
+    ck_assert_uint_eq (p->C_GetSlotInfo (0, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_GetTokenInfo (7, &token_info), CKR_SLOT_ID_INVALID);
+    ck_assert_uint_eq (p->C_GetTokenInfo (0, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_GetTokenInfo (0, &token_info), CKR_OK);
+    ck_assert (token_info.flags & CKF_TOKEN_INITIALIZED);
+    ck_assert_uint_eq (p->C_GetMechanismList (7, NULL, &n_mechs), CKR_SLOT_ID_INVALID);
+    ck_assert_uint_eq (p->C_GetMechanismList (0, NULL, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_GetMechanismList (0, NULL, &n_mechs), CKR_OK);
+    ck_assert_uint_gt (n_mechs, 1);
+    ck_assert_uint_le (n_mechs, 64);
+    count = n_mechs - 1;
+    ck_assert_uint_eq (p->C_GetMechanismList (0, mechs, &count), CKR_BUFFER_TOO_SMALL);
+    ck_assert_uint_eq (count, n_mechs);
+    ck_assert_uint_eq (p->C_GetMechanismList (0, mechs, &count), CKR_OK);
+    ck_assert_uint_eq (p->C_GetMechanismInfo (0, mechs [0], NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_GetMechanismInfo (7, mechs [0], &mech_info), CKR_SLOT_ID_INVALID);
+    ck_assert_uint_eq (p->C_GetMechanismInfo (0, CKM_VENDOR_DEFINED + 5, &mech_info), CKR_MECHANISM_INVALID);
+    /*  Opening sessions.  */
+    ck_assert_uint_eq (p->C_OpenSession (7, CKF_SERIAL_SESSION, NULL, NULL, &h), CKR_SLOT_ID_INVALID);
+    ck_assert_uint_eq (p->C_OpenSession (0, 0, NULL, NULL, &h), CKR_SESSION_PARALLEL_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_OpenSession (0, CKF_SERIAL_SESSION, NULL, NULL, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_CloseAllSessions (7), CKR_SLOT_ID_INVALID);
+    ro = s_open (0);
+    rw = s_open (CKF_RW_SESSION);
+    CK_SESSION_INFO session_info;
+    ck_assert_uint_eq (p->C_GetSessionInfo (rw + 100, &session_info), CKR_SESSION_HANDLE_INVALID);
+    ck_assert_uint_eq (p->C_GetSessionInfo (rw, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_CloseSession (rw + 100), CKR_SESSION_HANDLE_INVALID);
+    ck_assert_uint_eq (s_state (ro), CKS_RO_PUBLIC_SESSION);
+    ck_assert_uint_eq (s_state (rw), CKS_RW_PUBLIC_SESSION);
+    ck_assert_uint_eq (p->C_GetTokenInfo (0, &token_info), CKR_OK);
+    ck_assert_uint_eq (token_info.ulSessionCount, 2);
+    ck_assert_uint_eq (token_info.ulRwSessionCount, 1);
+    /*  Login rules.  */
+    ck_assert_uint_eq (p->C_Logout (ro), CKR_USER_NOT_LOGGED_IN);
+    ck_assert_uint_eq (p->C_Login (ro, 77, s_user_pin, 4), CKR_USER_TYPE_INVALID);
+    ck_assert_uint_eq (p->C_Login (ro, CKU_USER, NULL, 4), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_Login (ro, CKU_USER, (CK_UTF8CHAR_PTR) "9999", 4), CKR_PIN_INCORRECT);
+    ck_assert_uint_eq (p->C_Login (ro + 100, CKU_USER, s_user_pin, 4), CKR_SESSION_HANDLE_INVALID);
+    ck_assert_uint_eq (p->C_Login (ro, CKU_SO, s_so_pin, 6), CKR_SESSION_READ_ONLY_EXISTS);
+    ck_assert_uint_eq (p->C_Login (ro, CKU_USER, s_user_pin, 4), CKR_OK);
+    ck_assert_uint_eq (s_state (ro), CKS_RO_USER_FUNCTIONS);
+    ck_assert_uint_eq (s_state (rw), CKS_RW_USER_FUNCTIONS);
+    ck_assert_uint_eq (p->C_Login (rw, CKU_USER, s_user_pin, 4), CKR_USER_ALREADY_LOGGED_IN);
+    ck_assert_uint_eq (p->C_Login (rw, CKU_SO, s_so_pin, 6), CKR_USER_ANOTHER_ALREADY_LOGGED_IN);
+    ck_assert_uint_eq (p->C_Logout (rw), CKR_OK);
+    ck_assert_uint_eq (s_state (ro), CKS_RO_PUBLIC_SESSION);
+    /*  The SO: only without R/O sessions, and then no R/O session opens.  */
+    ck_assert_uint_eq (p->C_CloseSession (ro), CKR_OK);
+    ck_assert_uint_eq (p->C_CloseSession (ro), CKR_SESSION_HANDLE_INVALID);
+    ck_assert_uint_eq (p->C_Login (rw, CKU_SO, s_so_pin, 6), CKR_OK);
+    ck_assert_uint_eq (s_state (rw), CKS_RW_SO_FUNCTIONS);
+    ck_assert_uint_eq (p->C_OpenSession (0, CKF_SERIAL_SESSION, NULL, NULL, &h), CKR_SESSION_READ_WRITE_SO_EXISTS);
+    ck_assert_uint_eq (p->C_Login (rw, CKU_USER, s_user_pin, 4), CKR_USER_ANOTHER_ALREADY_LOGGED_IN);
+    /*  Closing the last session logs out (§5.6 C_CloseSession).  */
+    ck_assert_uint_eq (p->C_CloseAllSessions (0), CKR_OK);
+    rw = s_open (CKF_RW_SESSION);
+    ck_assert_uint_eq (s_state (rw), CKS_RW_PUBLIC_SESSION);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+}
+END_TEST
+
+/*  ---- R/O sessions (PKCS#11 2.40 §5.6, §5.7) ---------------------------- */
+
+START_TEST (test_read_only)
+{
+    CK_SESSION_HANDLE ro;
+    CK_OBJECT_HANDLE key, pub, created = 0;
+    static uint8_t n [256] = { 0xc1 }, e [3] = { 1, 0, 1 };
+    CK_OBJECT_CLASS klass = CKO_PUBLIC_KEY;
+    CK_KEY_TYPE type = CKK_RSA;
+    CK_BBOOL yes = CK_TRUE;
+    CK_UTF8CHAR label [] = "x";
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &type, sizeof type },
+        { CKA_TOKEN, &yes, sizeof yes }, { CKA_MODULUS, n, sizeof n }, { CKA_PUBLIC_EXPONENT, e, sizeof e },
+    };
+    CK_ATTRIBUTE set [] = { { CKA_LABEL, label, 1 } };
+    n [255] = 1;
+    ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
+    ro = s_open (0);
+    ck_assert_uint_eq (p->C_InitPIN (ro, s_user_pin, 4), CKR_SESSION_READ_ONLY);
+    ck_assert_uint_eq (p->C_SetPIN (ro, s_user_pin, 4, (CK_UTF8CHAR_PTR) "5555", 4), CKR_SESSION_READ_ONLY);
+    ck_assert_uint_eq (p->C_Login (ro, CKU_USER, s_user_pin, 4), CKR_OK);
+    key = s_find_key (ro, s_id_fast);
+    ck_assert_uint_eq (p->C_CreateObject (ro, tmpl, 5, &created), CKR_SESSION_READ_ONLY);
+    ck_assert_uint_eq (p->C_DestroyObject (ro, key), CKR_SESSION_READ_ONLY);
+    ck_assert_uint_eq (p->C_SetAttributeValue (ro, key, set, 1), CKR_SESSION_READ_ONLY);
+    CK_MECHANISM gen = { CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0 };
+    CK_ULONG bits = 2048;
+    CK_ATTRIBUTE pub_tmpl [] = { { CKA_TOKEN, &yes, sizeof yes }, { CKA_MODULUS_BITS, &bits, sizeof bits } };
+    CK_ATTRIBUTE priv_tmpl [] = { { CKA_TOKEN, &yes, sizeof yes } };
+    CK_OBJECT_HANDLE gen_pub = 0, gen_priv = 0;
+    ck_assert_uint_eq (p->C_GenerateKeyPair (ro, &gen, pub_tmpl, 2, priv_tmpl, 1, &gen_pub, &gen_priv),
+                       CKR_SESSION_READ_ONLY);
+    /*  Session objects are fine in a R/O session; making one a token object is not.  */
+    pub = s_public_key (ro, s_fast_key);
+    ck_assert_uint_eq (p->C_CopyObject (ro, pub, &tmpl [2], 1, &created), CKR_SESSION_READ_ONLY);
+    ck_assert_uint_eq (created, 0);
+    ck_assert_uint_eq (p->C_DestroyObject (ro, pub), CKR_OK);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+}
+END_TEST
+
+/*  ---- operations (PKCS#11 2.40 §5.10-§5.12) ----------------------------- */
+
+START_TEST (test_operations)
+{
+    CK_SESSION_HANDLE h;
+    CK_OBJECT_HANDLE key, pub;
+    CK_MECHANISM raw = { CKM_RSA_PKCS, NULL, 0 }, hashed = { CKM_SHA256_RSA_PKCS, NULL, 0 };
+    CK_MECHANISM sha = { CKM_SHA256, NULL, 0 };
+    uint8_t di [51], sig [256], digest [32], big [300] = { 0 }, expect [32];
+    CK_BYTE msg [] = "conformance";
+    CK_ULONG len = 0, size = 0;
+    CK_SLOT_ID slot;
+    ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
+    h = s_open (CKF_RW_SESSION);
+    th_digest_info ("conformance", di);
+    /*  Private-key operations need the user.  */
+    ck_assert_uint_eq (p->C_SignInit (h, &raw, 1), CKR_USER_NOT_LOGGED_IN);
+    ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
+    key = s_find_key (h, s_id_fast);
+    ck_assert_uint_eq (p->C_SignInit (h, NULL, key), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_SignInit (h + 100, &raw, key), CKR_SESSION_HANDLE_INVALID);
+    ck_assert_uint_eq (p->C_Sign (h, di, 51, sig, &len), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_SignFinal (h, sig, &len), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_SignUpdate (h, di, 1), CKR_OPERATION_NOT_INITIALIZED);
+    /*  Two-call convention: the query and CKR_BUFFER_TOO_SMALL keep the operation.  */
+    ck_assert_uint_eq (p->C_SignInit (h, &raw, key), CKR_OK);
+    ck_assert_uint_eq (p->C_SignInit (h, &raw, key), CKR_OPERATION_ACTIVE);
+    ck_assert_uint_eq (p->C_Sign (h, di, 51, NULL, &len), CKR_OK);
+    ck_assert_uint_eq (len, 256);
+    len = 255;
+    ck_assert_uint_eq (p->C_Sign (h, di, 51, sig, &len), CKR_BUFFER_TOO_SMALL);
+    ck_assert_uint_eq (len, 256);
+    ck_assert_uint_eq (p->C_Sign (h, di, 51, sig, &len), CKR_OK);
+    ck_assert_uint_eq (len, 256);
+    ck_assert (th_verify_rsa_pkcs1 (s_fast_key, di, 51, sig, len));
+    ck_assert_uint_eq (p->C_Sign (h, di, 51, sig, &len), CKR_OPERATION_NOT_INITIALIZED);
+    /*  An error ends the operation.  */
+    ck_assert_uint_eq (p->C_SignInit (h, &raw, key), CKR_OK);
+    ck_assert_uint_eq (p->C_Sign (h, big, sizeof big, sig, &len), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (p->C_Sign (h, di, 51, sig, &len), CKR_OPERATION_NOT_INITIALIZED);
+    /*  Multi-part, with the length query on the final call.  */
+    ck_assert_uint_eq (p->C_SignInit (h, &hashed, key), CKR_OK);
+    ck_assert_uint_eq (p->C_SignUpdate (h, msg, 4), CKR_OK);
+    ck_assert_uint_eq (p->C_SignUpdate (h, msg + 4, sizeof msg - 5), CKR_OK);
+    ck_assert_uint_eq (p->C_SignFinal (h, NULL, &len), CKR_OK);
+    ck_assert_uint_eq (len, 256);
+    len = 10;
+    ck_assert_uint_eq (p->C_SignFinal (h, sig, &len), CKR_BUFFER_TOO_SMALL);
+    ck_assert_uint_eq (p->C_SignFinal (h, sig, &len), CKR_OK);
+    ck_assert (th_verify_rsa_pkcs1 (s_fast_key, di, 51, sig, len));
+    ck_assert_uint_eq (p->C_SignFinal (h, sig, &len), CKR_OPERATION_NOT_INITIALIZED);
+    /*  Verify, single and multi-part: every outcome ends the operation.  */
+    pub = s_public_key (h, s_fast_key);
+    ck_assert_uint_eq (p->C_VerifyUpdate (h, msg, 1), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_VerifyFinal (h, sig, 256), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_VerifyInit (h, &hashed, pub), CKR_OK);
+    ck_assert_uint_eq (p->C_VerifyInit (h, &hashed, pub), CKR_OPERATION_ACTIVE);
+    ck_assert_uint_eq (p->C_VerifyUpdate (h, msg, sizeof msg - 1), CKR_OK);
+    ck_assert_uint_eq (p->C_VerifyFinal (h, sig, 256), CKR_OK);
+    ck_assert_uint_eq (p->C_VerifyFinal (h, sig, 256), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_VerifyInit (h, &hashed, pub), CKR_OK);
+    ck_assert_uint_eq (p->C_VerifyUpdate (h, msg, 3), CKR_OK);
+    ck_assert_uint_eq (p->C_VerifyFinal (h, sig, 256), CKR_SIGNATURE_INVALID);
+    ck_assert_uint_eq (p->C_VerifyUpdate (h, msg, 1), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_VerifyInit (h, &hashed, pub), CKR_OK);
+    ck_assert_uint_eq (p->C_VerifyFinal (h, sig, 100), CKR_SIGNATURE_LEN_RANGE);
+    ck_assert_uint_eq (p->C_VerifyFinal (h, sig, 256), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_VerifyInit (h, &raw, pub), CKR_OK);
+    ck_assert_uint_eq (p->C_Verify (h, di, 51, sig, 256), CKR_OK);
+    ck_assert_uint_eq (p->C_Verify (h, di, 51, sig, 256), CKR_OPERATION_NOT_INITIALIZED);
+    /*  Digest, two calls, multi-part.  */
+    SHA256 (msg, sizeof msg - 1, expect);
+    ck_assert_uint_eq (p->C_DigestUpdate (h, msg, 1), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_DigestFinal (h, digest, &len), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_DigestInit (h, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_DigestInit (h, &raw), CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (p->C_DigestInit (h, &sha), CKR_OK);
+    ck_assert_uint_eq (p->C_DigestInit (h, &sha), CKR_OPERATION_ACTIVE);
+    ck_assert_uint_eq (p->C_DigestUpdate (h, msg, 4), CKR_OK);
+    ck_assert_uint_eq (p->C_DigestUpdate (h, msg + 4, sizeof msg - 5), CKR_OK);
+    ck_assert_uint_eq (p->C_DigestFinal (h, NULL, &len), CKR_OK);
+    ck_assert_uint_eq (len, 32);
+    len = 31;
+    ck_assert_uint_eq (p->C_DigestFinal (h, digest, &len), CKR_BUFFER_TOO_SMALL);
+    ck_assert_uint_eq (len, 32);
+    ck_assert_uint_eq (p->C_DigestFinal (h, digest, &len), CKR_OK);
+    ck_assert_mem_eq (digest, expect, 32);
+    ck_assert_uint_eq (p->C_DigestFinal (h, digest, &len), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_DigestInit (h, &sha), CKR_OK);
+    ck_assert_uint_eq (p->C_Digest (h, msg, sizeof msg - 1, NULL, &len), CKR_OK);
+    ck_assert_uint_eq (p->C_Digest (h, msg, sizeof msg - 1, digest, &len), CKR_OK);
+    ck_assert_mem_eq (digest, expect, 32);
+    /*  What the module leaves out says so.  */
+    ck_assert_uint_eq (p->C_GetOperationState (h, NULL, &len), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_SetOperationState (h, digest, 4, 0, 0), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_GetFunctionStatus (h), CKR_FUNCTION_NOT_PARALLEL);
+    ck_assert_uint_eq (p->C_CancelFunction (h), CKR_FUNCTION_NOT_PARALLEL);
+    ck_assert_uint_eq (p->C_WaitForSlotEvent (CKF_DONT_BLOCK, &slot, NULL), CKR_NO_EVENT);
+    ck_assert_uint_eq (p->C_WaitForSlotEvent (0, &slot, NULL), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_WaitForSlotEvent (CKF_DONT_BLOCK, NULL, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_InitToken (0, s_so_pin, 6, (CK_UTF8CHAR_PTR) "x"), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_DigestKey (h, key), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_SignRecoverInit (h, &raw, key), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_VerifyRecoverInit (h, &raw, pub), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_SignRecover (h, di, 51, sig, &len), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_VerifyRecover (h, sig, 256, di, &len), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_SeedRandom (h, di, 4), CKR_RANDOM_SEED_NOT_SUPPORTED);
+    ck_assert_uint_eq (p->C_GenerateRandom (h, NULL, 4), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_GenerateRandom (h, di, 16), CKR_OK);
+    /*  C_GetObjectSize: an estimate.  */
+    ck_assert_uint_eq (p->C_GetObjectSize (h, key, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p->C_GetObjectSize (h, 999999, &size), CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (p->C_GetObjectSize (h + 100, key, &size), CKR_SESSION_HANDLE_INVALID);
+    ck_assert_uint_eq (p->C_GetObjectSize (h, pub, &size), CKR_OK);
+    ck_assert_uint_ge (size, 256);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+}
+END_TEST
+
+/*  ---- application mutex callbacks (PKCS#11 2.40 §5.4) -------------------- */
+
+static struct {
+    int created, destroyed, locked, unlocked;
+} s_mx;
+
+static CK_RV
+s_mx_create (CK_VOID_PTR_PTR mutex_p)
+{
+    pthread_mutex_t *mutex = malloc (sizeof *mutex);
+    if (!mutex)
+        return CKR_HOST_MEMORY;
+    pthread_mutex_init (mutex, NULL);
+    __atomic_add_fetch (&s_mx.created, 1, __ATOMIC_SEQ_CST);
+    *mutex_p = mutex;
+    return CKR_OK;
+}
+
+static CK_RV
+s_mx_destroy (CK_VOID_PTR mutex)
+{
+    pthread_mutex_destroy (mutex);
+    free (mutex);
+    __atomic_add_fetch (&s_mx.destroyed, 1, __ATOMIC_SEQ_CST);
+    return CKR_OK;
+}
+
+static CK_RV
+s_mx_lock (CK_VOID_PTR mutex)
+{
+    __atomic_add_fetch (&s_mx.locked, 1, __ATOMIC_SEQ_CST);
+    return pthread_mutex_lock (mutex) == 0 ? CKR_OK : CKR_MUTEX_BAD;
+}
+
+static CK_RV
+s_mx_unlock (CK_VOID_PTR mutex)
+{
+    __atomic_add_fetch (&s_mx.unlocked, 1, __ATOMIC_SEQ_CST);
+    return pthread_mutex_unlock (mutex) == 0 ? CKR_OK : CKR_MUTEX_NOT_LOCKED;
+}
+
+static CK_C_INITIALIZE_ARGS s_mx_args = { s_mx_create, s_mx_destroy, s_mx_lock, s_mx_unlock, 0, NULL };
+
+START_TEST (test_mutex_callbacks)
+{
+    CK_C_INITIALIZE_ARGS os = s_mx_args;
+    CK_SESSION_HANDLE h;
+    CK_TOKEN_INFO info;
+    /*  Callbacks without CKF_OS_LOCKING_OK: they are the library mutex.  */
+    ck_assert_uint_eq (p->C_Initialize (&s_mx_args), CKR_OK);
+    ck_assert_int_eq (s_mx.created, 1);
+    h = s_open (0);
+    ck_assert_uint_eq (p->C_GetTokenInfo (0, &info), CKR_OK);
+    ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
+    ck_assert_uint_eq (p->C_CloseSession (h), CKR_OK);
+    ck_assert_int_gt (s_mx.locked, 4);
+    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_eq (s_mx.destroyed, 0);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+    ck_assert_int_eq (s_mx.destroyed, 1);
+    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    /*  With CKF_OS_LOCKING_OK we may choose: we use our own (documented).  */
+    memset (&s_mx, 0, sizeof s_mx);
+    os.flags = CKF_OS_LOCKING_OK;
+    ck_assert_uint_eq (p->C_Initialize (&os), CKR_OK);
+    h = s_open (0);
+    ck_assert_uint_eq (p->C_GetTokenInfo (0, &info), CKR_OK);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+    ck_assert_int_eq (s_mx.created + s_mx.locked + s_mx.destroyed, 0);
+}
+END_TEST
+
+/*  ---- C_Finalize while threads wait on the broker -------------------------- */
+
+enum { S_RACERS = 4 };
+
+static struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int started;
+} s_race = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+
+typedef struct {
+    pthread_t thread;
+    CK_SESSION_HANDLE session;
+    CK_RV rv;
+} s_racer_t;
+
+static void *
+s_racer (void *arg)
+{
+    s_racer_t *self = arg;
+    uint8_t di [51], sig [256];
+    CK_ULONG len = sizeof sig;
+    th_digest_info ("race", di);
+    pthread_mutex_lock (&s_race.mutex);
+    s_race.started++;
+    pthread_cond_broadcast (&s_race.cond);
+    pthread_mutex_unlock (&s_race.mutex);
+    self->rv = p->C_Sign (self->session, di, 51, sig, &len);
+    return NULL;
+}
+
+static int64_t
+s_now_ms (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+START_TEST (test_finalize_race)
+{
+    s_racer_t racers [S_RACERS];
+    CK_MECHANISM raw = { CKM_RSA_PKCS, NULL, 0 };
+    CK_OBJECT_HANDLE key;
+    CK_TOKEN_INFO info;
+    CK_INFO ck_info;
+    struct timespec deadline;
+    int64_t start;
+    ck_assert_uint_eq (p->C_Initialize (&s_mx_args), CKR_OK);   /* with the application's mutex too */
+    for (int i = 0; i < S_RACERS; i++)
+        racers [i].session = s_open (0);
+    ck_assert_uint_eq (p->C_Login (racers [0].session, CKU_USER, s_user_pin, 4), CKR_OK);
+    key = s_find_key (racers [0].session, s_id_slow);
+    for (int i = 0; i < S_RACERS; i++)
+        ck_assert_uint_eq (p->C_SignInit (racers [i].session, &raw, key), CKR_OK);
+    start = s_now_ms ();
+    for (int i = 0; i < S_RACERS; i++)
+        ck_assert_int_eq (pthread_create (&racers [i].thread, NULL, s_racer, &racers [i]), 0);
+    clock_gettime (CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    pthread_mutex_lock (&s_race.mutex);
+    while (s_race.started < S_RACERS)
+        ck_assert_int_ne (pthread_cond_timedwait (&s_race.cond, &s_race.mutex, &deadline), ETIMEDOUT);
+    pthread_mutex_unlock (&s_race.mutex);
+    /*  The boards take S_SLOW_MS per signature; C_Finalize must not wait for them.  */
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+    for (int i = 0; i < S_RACERS; i++) {
+        ck_assert_int_eq (pthread_timedjoin_np (racers [i].thread, NULL, &deadline), 0);
+        ck_assert_uint_eq (racers [i].rv, CKR_CRYPTOKI_NOT_INITIALIZED);
+    }
+    ck_assert_int_lt (s_now_ms () - start, S_SLOW_MS);
+    ck_assert_int_eq (s_mx.created, s_mx.destroyed);
+    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_uint_eq (p->C_GetInfo (&ck_info), CKR_CRYPTOKI_NOT_INITIALIZED);
+    /*  And the library comes back.  */
+    ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
+    ck_assert_uint_eq (p->C_GetTokenInfo (0, &info), CKR_OK);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+}
+END_TEST
+
+/*  ---- fork (PKCS#11 2.40 §6.6.1) ------------------------------------------ */
+
+/*  The child's steps; returns 0 or the number of the step that failed.  */
+static int
+s_child (void)
+{
+    CK_INFO info;
+    CK_TOKEN_INFO token;
+    CK_SESSION_HANDLE h = 0;
+    CK_SESSION_INFO session;
+    if (p->C_GetInfo (&info) != CKR_CRYPTOKI_NOT_INITIALIZED)
+        return 1;
+    if (p->C_OpenSession (0, CKF_SERIAL_SESSION, NULL, NULL, &h) != CKR_CRYPTOKI_NOT_INITIALIZED)
+        return 2;
+    if (p->C_GetSessionInfo (1, &session) != CKR_CRYPTOKI_NOT_INITIALIZED)
+        return 3;
+    if (p->C_Finalize (NULL) != CKR_CRYPTOKI_NOT_INITIALIZED)
+        return 4;
+    if (p->C_Initialize (&s_mx_args) != CKR_OK)
+        return 5;
+    if (p->C_GetTokenInfo (0, &token) != CKR_OK)
+        return 6;
+    if (p->C_OpenSession (0, CKF_SERIAL_SESSION, NULL, NULL, &h) != CKR_OK)
+        return 7;
+    if (p->C_GetSessionInfo (h, &session) != CKR_OK || session.state != CKS_RO_PUBLIC_SESSION)
+        return 8;       /* the parent's login is not inherited */
+    if (p->C_Login (h, CKU_USER, s_user_pin, 4) != CKR_OK)
+        return 9;
+    if (p->C_Finalize (NULL) != CKR_OK)
+        return 10;
+    return 0;
+}
+
+START_TEST (test_fork)
+{
+    CK_SESSION_HANDLE h;
+    CK_MECHANISM raw = { CKM_RSA_PKCS, NULL, 0 };
+    CK_OBJECT_HANDLE key;
+    uint8_t di [51], sig [256];
+    CK_ULONG len = sizeof sig;
+    int status = 0;
+    pid_t pid;
+    ck_assert_uint_eq (p->C_Initialize (&s_mx_args), CKR_OK);
+    h = s_open (0);
+    ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
+    key = s_find_key (h, s_id_fast);
+    ck_assert_uint_eq (p->C_SignInit (h, &raw, key), CKR_OK);
+    pid = fork ();
+    ck_assert_int_ge (pid, 0);
+    if (pid == 0)
+        _exit (s_child ());
+    ck_assert_int_eq (waitpid (pid, &status, 0), pid);
+    ck_assert_msg (WIFEXITED (status) && WEXITSTATUS (status) == 0,
+                   "the child failed at step %d", WIFEXITED (status) ? WEXITSTATUS (status) : -1);
+    /*  The parent is unaffected: its login, its operation, its link.  */
+    ck_assert_uint_eq (s_state (h), CKS_RO_USER_FUNCTIONS);
+    th_digest_info ("parent", di);
+    ck_assert_uint_eq (p->C_Sign (h, di, 51, sig, &len), CKR_OK);
+    ck_assert (th_verify_rsa_pkcs1 (s_fast_key, di, 51, sig, len));
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("module_conformance");
+    TCase *tc = tcase_create ("conformance");
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
+    tcase_set_timeout (tc, 60);
+    tcase_add_test (tc, test_initialize);
+    tcase_add_test (tc, test_interfaces);
+    tcase_add_test (tc, test_slots_and_sessions);
+    tcase_add_test (tc, test_read_only);
+    tcase_add_test (tc, test_operations);
+    tcase_add_test (tc, test_mutex_callbacks);
+    tcase_add_test (tc, test_finalize_race);
+    tcase_add_test (tc, test_fork);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? 1 : 0;
+}
