@@ -298,6 +298,14 @@ typedef struct {
 /*  The one exported symbol of a driver .so.  */
 typedef const cs_driver_t *(cs_driver_entry_fn) (void);
 
+/*  Defines a driver's cs_driver_t and its one exported symbol,
+ *  cs_driver_entry(), at the end of the driver's source file:
+ *  CS_DRIVER_EXPORT ("openssl", "one line for logs", s_dispatch).  */
+#define CS_DRIVER_EXPORT(TYPE, DESCRIPTION, DISPATCH) \
+    static const cs_driver_t s_driver = { CS_DRIVER_ABI_VERSION, TYPE, DESCRIPTION, DISPATCH }; \
+    const cs_driver_t *cs_driver_entry (void); \
+    const cs_driver_t *cs_driver_entry (void) { return &s_driver; }
+
 /*  Looks up function `id` in a driver's table; NULL when missing.  */
 static inline cs_driver_fn_t
 cs_driver_lookup (const cs_driver_t *driver, int id)

@@ -293,17 +293,6 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { 0, NULL }
 };
 
-static const cs_driver_t s_driver = {
-    CS_DRIVER_ABI_VERSION, "openssl",
-    "OpenSSL on the broker's cores: keystore and per-request keys, key generation",
-    s_dispatch
-};
-
-/*  The driver's one exported symbol (cs_driver.h).  */
-const cs_driver_t *cs_driver_entry (void);
-
-const cs_driver_t *
-cs_driver_entry (void)
-{
-    return &s_driver;
-}
+CS_DRIVER_EXPORT ("openssl",
+                  "OpenSSL on the broker's cores: keystore and per-request keys, key generation",
+                  s_dispatch)
