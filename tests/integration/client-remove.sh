@@ -14,7 +14,7 @@ cp -a "$WORK/clients/demo" "$WORK/demo-copy"
     --key rsa2048 --seconds 60 --progress --stop-on-error > "$WORK/bench.out" 2> "$WORK/bench.err" &
 bench=$!
 signing () { grep -sEq 'progress: [1-9][0-9]* signatures' "$WORK/bench.err"; }
-if ! cs_wait_until 20 signing; then
+if ! cs_wait_until $((20 * CS_TIME_FACTOR)) signing; then
     kill "$bench" 2>/dev/null || true
     cat "$WORK/bench.out" "$WORK/bench.err"; cs_fail "the client never started signing"
 fi
@@ -33,6 +33,6 @@ cat "$WORK/bench.out"; grep -v '^progress' "$WORK/bench.err" || true
 [ "$rc" != 0 ] || cs_fail "the bench ended without failures"
 cs_log "the connected client was cut off ${elapsed}s after 'client remove'"
 
-CRYPTOSERVER_CONF=$WORK/demo-copy/client.conf cs_run_bounded 30 "$WORK/again.txt" \
+CRYPTOSERVER_CONF=$WORK/demo-copy/client.conf cs_run_bounded $((30 * CS_TIME_FACTOR)) "$WORK/again.txt" \
     $P11 --login --pin "$CRYPTOSERVER_PIN" -O && { cat "$WORK/again.txt"; cs_fail "a new process with the removed key logged in"; }
 cs_log "a new process with the removed key is refused"

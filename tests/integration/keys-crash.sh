@@ -51,10 +51,10 @@ clients_done () {
     return 0
 }
 acked_or_done () { acked || clients_done; }
-if ! cs_wait_until 120 acked_or_done || ! acked; then
+if ! cs_wait_until $((120 * CS_TIME_FACTOR)) acked_or_done || ! acked; then
     kill $pids 2>/dev/null || true
     tail -n 5 "$T"/client.*.log
-    cs_fail "the clients did not get $((CLIENTS * 2)) keys acknowledged in 120 s"
+    cs_fail "the clients did not get $((CLIENTS * 2)) keys acknowledged in $((120 * CS_TIME_FACTOR)) s"
 fi
 cs_kill9
 cs_log "broker killed with SIGKILL after $(cat "$T"/ack.* | wc -l) acknowledged keys"
