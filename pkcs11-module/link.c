@@ -437,7 +437,11 @@ s_wait (cs_link_t *self, cs_waiter_t *waiter, int64_t timeout_ms)
                           (long long) timeout_ms, (unsigned long long) waiter->request_id,
                           waiter->frame ? "; no broker connection is up" : "");
             waiter->done = true;
-            waiter->rv = CKR_DEVICE_ERROR;
+            /*  A frame still held here was never sent: with ZMQ_IMMEDIATE
+                no broker connection was up to take it all along, so every
+                broker is gone (DESIGN.md §6).  Otherwise the broker took
+                the job and did not answer in time.  */
+            waiter->rv = waiter->frame ? CKR_DEVICE_REMOVED : CKR_DEVICE_ERROR;
         }
     s_unlink_waiter (self, waiter);
     if (--self->callers == 0 && self->stopping)

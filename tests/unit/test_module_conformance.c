@@ -37,7 +37,7 @@ static const CK_BYTE s_id_fast [] = { 0x01 }, s_id_slow [] = { 0x02 };
 /*  ---- fixture --------------------------------------------------------- */
 
 static void
-s_write_client_conf (void)
+s_write_client_conf_timeout (int timeout_ms)
 {
     char *text = NULL, path [4096];
     ck_assert_int_ge (asprintf (&text,
@@ -46,11 +46,17 @@ s_write_client_conf (void)
         "    broker-cert = broker.cert\n"
         "    certificate = app.cert\n"
         "    curve = true\n"
-        "    timeout-ms = 20000\n", server_endpoint (s_server)), 0);
+        "    timeout-ms = %d\n", server_endpoint (s_server), timeout_ms), 0);
     th_write (s_dir, "client.conf", text);
     free (text);
     snprintf (path, sizeof path, "%s/client.conf", s_dir);
     setenv ("CRYPTOSERVER_CONF", path, 1);
+}
+
+static void
+s_write_client_conf (void)
+{
+    s_write_client_conf_timeout (20000);
 }
 
 static void
@@ -795,6 +801,30 @@ START_TEST (test_fork)
 }
 END_TEST
 
+/*  Every broker gone: a job that no connection could take fails at its
+ *  deadline with CKR_DEVICE_REMOVED, not CKR_DEVICE_ERROR (DESIGN.md §6),
+ *  and never hangs.  The first attempts may still meet the dying
+ *  connection (CKR_DEVICE_ERROR); a bounded retry waits for the link to
+ *  notice.  */
+START_TEST (test_broker_gone)
+{
+    CK_TOKEN_INFO token;
+    CK_SESSION_HANDLE h;
+    CK_RV rv = CKR_OK;
+    s_write_client_conf_timeout (1000);
+    ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
+    ck_assert_uint_eq (p->C_GetTokenInfo (0, &token), CKR_OK);
+    h = s_open (0);
+    server_destroy (&s_server);
+    for (int attempt = 0; attempt < 5 && rv != CKR_DEVICE_REMOVED; attempt++) {
+        rv = p->C_Login (h, CKU_USER, s_user_pin, 4);
+        ck_assert_msg (rv == CKR_DEVICE_REMOVED || rv == CKR_DEVICE_ERROR,
+                       "C_Login with no broker returned 0x%lx", rv);
+    }
+    ck_assert_uint_eq (rv, CKR_DEVICE_REMOVED);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -810,6 +840,7 @@ main (void)
     tcase_add_test (tc, test_mutex_callbacks);
     tcase_add_test (tc, test_finalize_race);
     tcase_add_test (tc, test_fork);
+    tcase_add_test (tc, test_broker_gone);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
