@@ -87,16 +87,12 @@ s_ticket_key (s_loader_t *self)
             rc = s_fail (self, "broker/ticket-key", "no random bytes for a ticket key");
         return rc;
     }
-    char *hex = cs_file_read_secret (path, 256);
-    if (!hex)
+    int got = cs_file_read_hex (path, config->ticket_key, sizeof config->ticket_key);
+    if (got == -1)
         rc = s_fail (self, "broker/ticket-key", "cannot read %s", path);
     else
-    if (strlen (hex) != 64 || cs_hex_decode (hex, config->ticket_key, 32) != 32)
+    if (got == -2)
         rc = s_fail (self, "broker/ticket-key", "%s must hold 64 hex digits", path);
-    if (hex) {
-        OPENSSL_cleanse (hex, strlen (hex));
-        free (hex);
-    }
     free (path);
     return rc;
 }

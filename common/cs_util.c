@@ -94,3 +94,19 @@ cs_file_read_secret (const char *path, size_t max)
         buf [--len] = 0;
     return buf;
 }
+
+int
+cs_file_read_hex (const char *path, void *out, size_t len)
+{
+    /*  A generous cap, so that an over-long file reads as malformed (-2)
+        rather than unreadable.  */
+    char *hex = cs_file_read_secret (path, 2 * len + 4096);
+    if (!hex)
+        return -1;
+    int rc = strlen (hex) == 2 * len && cs_hex_decode (hex, out, len) == (long) len ? 0 : -2;
+    OPENSSL_cleanse (hex, strlen (hex));
+    free (hex);
+    if (rc)
+        OPENSSL_cleanse (out, len);
+    return rc;
+}

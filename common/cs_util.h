@@ -27,4 +27,10 @@ int64_t cs_clock_ms (void);
  *  Used for PIN files: the caller wipes and frees the result.  */
 char *cs_file_read_secret (const char *path, size_t max);
 
+/*  Reads a secret file holding exactly 2*len hex digits (trailing newline
+ *  allowed) into len bytes of out; the text copy is wiped.  Returns 0, -1
+ *  when the file cannot be read, -2 when it is not 2*len hex digits (then
+ *  out is wiped).  Used for the ticket key and the master key files.  */
+int cs_file_read_hex (const char *path, void *out, size_t len);
+
 #endif

@@ -386,23 +386,13 @@ keystore_master_key_read (const char *path, uint8_t key [KEYSTORE_MASTER_KEY_LEN
                     path, (unsigned) (st.st_mode & 0777));
         return -1;
     }
-    char *hex = cs_file_read_secret (path, 4 * KEYSTORE_MASTER_KEY_LEN);
-    int rc = -1;
-    if (!hex)
+    int got = cs_file_read_hex (path, key, KEYSTORE_MASTER_KEY_LEN);
+    if (got == -1)
         zsys_error ("master key %s: cannot read", path);
     else
-    if (strlen (hex) != 2 * KEYSTORE_MASTER_KEY_LEN
-    ||  cs_hex_decode (hex, key, KEYSTORE_MASTER_KEY_LEN) != KEYSTORE_MASTER_KEY_LEN)
+    if (got == -2)
         zsys_error ("master key %s: not %d hex digits", path, 2 * KEYSTORE_MASTER_KEY_LEN);
-    else
-        rc = 0;
-    if (hex) {
-        OPENSSL_cleanse (hex, strlen (hex));
-        free (hex);
-    }
-    if (rc != 0)
-        OPENSSL_cleanse (key, KEYSTORE_MASTER_KEY_LEN);
-    return rc;
+    return got == 0 ? 0 : -1;
 }
 
 //  Writes all of data to fd.  Returns 0 or -1.

@@ -27,29 +27,17 @@
 
 /*  ---- verify -------------------------------------------------------- */
 
-/*  RSA PKCS#1 v1.5: recover the encoded message and compare.  */
+/*  RSA PKCS#1 v1.5 (padding RSA_PKCS1_PADDING) or raw CKM_RSA_X_509
+ *  (RSA_NO_PADDING, the k-byte message): recovers what the signature
+ *  encodes and compares it with `message` in constant time.  */
 static CK_RV
-s_verify_pkcs1 (EVP_PKEY_CTX *ctx, const uint8_t *message, size_t len, const uint8_t *sig, size_t sig_len)
+s_verify_recover (EVP_PKEY_CTX *ctx, int padding, const uint8_t *message, size_t len,
+                  const uint8_t *sig, size_t sig_len)
 {
     uint8_t recovered [CS_MAX_RSA_BYTES];
     size_t recovered_len = sizeof recovered;
     if (EVP_PKEY_verify_recover_init (ctx) <= 0
-    ||  EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_PADDING) <= 0)
-        return CKR_FUNCTION_FAILED;
-    if (EVP_PKEY_verify_recover (ctx, recovered, &recovered_len, sig, sig_len) <= 0
-    ||  recovered_len != len || CRYPTO_memcmp (recovered, message, len) != 0)
-        return CKR_SIGNATURE_INVALID;
-    return CKR_OK;
-}
-
-/*  Raw RSA (CKM_RSA_X_509): sig^e mod n must equal the k-byte message.  */
-static CK_RV
-s_verify_raw (EVP_PKEY_CTX *ctx, const uint8_t *message, size_t len, const uint8_t *sig, size_t sig_len)
-{
-    uint8_t recovered [CS_MAX_RSA_BYTES];
-    size_t recovered_len = sizeof recovered;
-    if (EVP_PKEY_verify_recover_init (ctx) <= 0
-    ||  EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_NO_PADDING) <= 0)
+    ||  EVP_PKEY_CTX_set_rsa_padding (ctx, padding) <= 0)
         return CKR_FUNCTION_FAILED;
     if (EVP_PKEY_verify_recover (ctx, recovered, &recovered_len, sig, sig_len) <= 0
     ||  recovered_len != len || CRYPTO_memcmp (recovered, message, len) != 0)
@@ -131,10 +119,10 @@ s_verify (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_
         goto out;
     else
     if (op->mech->wire == CKM_RSA_PKCS)
-        rv = s_verify_pkcs1 (ctx, message, len, sig, sig_len);
+        rv = s_verify_recover (ctx, RSA_PKCS1_PADDING, message, len, sig, sig_len);
     else
     if (op->mech->wire == CKM_RSA_X_509)
-        rv = s_verify_raw (ctx, message, len, sig, sig_len);
+        rv = s_verify_recover (ctx, RSA_NO_PADDING, message, len, sig, sig_len);
     else
     if (op->mech->wire == CKM_RSA_PKCS_PSS)
         rv = s_verify_pss (ctx, &op->params, message, len, sig, sig_len);

@@ -66,6 +66,19 @@ th_key_pem (const char *dir, const char *name, unsigned bits)
 
 /*  Adds one more client: DIR/clients.d/NAME.cert and DIR/NAME.cert(_secret)
  *  with metadata name and tenant (after th_certs made the directory).  */
+/*  PKCS#8 DER of pkey (caller frees with OPENSSL_free).  */
+static inline uint8_t *
+th_pkcs8 (EVP_PKEY *pkey, size_t *len_p)
+{
+    PKCS8_PRIV_KEY_INFO *p8 = EVP_PKEY2PKCS8 (pkey);
+    uint8_t *der = NULL;
+    int len = i2d_PKCS8_PRIV_KEY_INFO (p8, &der);
+    PKCS8_PRIV_KEY_INFO_free (p8);
+    ck_assert_int_gt (len, 0);
+    *len_p = (size_t) len;
+    return der;
+}
+
 static inline void
 th_client_add (const char *dir, const char *client, const char *tenant)
 {

@@ -318,24 +318,11 @@ START_TEST (test_generate_without_pool)
 }
 END_TEST
 
-/*  PKCS#8 DER of pkey (caller frees with OPENSSL_free).  */
-static uint8_t *
-s_pkcs8 (EVP_PKEY *pkey, size_t *len_p)
-{
-    PKCS8_PRIV_KEY_INFO *p8 = EVP_PKEY2PKCS8 (pkey);
-    uint8_t *der = NULL;
-    int len = i2d_PKCS8_PRIV_KEY_INFO (p8, &der);
-    PKCS8_PRIV_KEY_INFO_free (p8);
-    ck_assert_int_gt (len, 0);
-    *len_p = (size_t) len;
-    return der;
-}
-
 START_TEST (test_per_request_key)
 {
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     size_t len = 0;
-    uint8_t *der = s_pkcs8 (pkey, &len);
+    uint8_t *der = th_pkcs8 (pkey, &len);
     size_t before = s_list_count (s_alice);
     for (int i = 0; i < 3; i++)
         ck_assert_uint_eq (s_sign_rsa (s_alice, NULL, der, len, pkey), CKR_OK);
@@ -382,7 +369,7 @@ START_TEST (test_import_attributes_and_isolation)
 {
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     size_t len = 0;
-    uint8_t *der = s_pkcs8 (pkey, &len);
+    uint8_t *der = th_pkcs8 (pkey, &len);
     Cs__Attribute label = s_bytes (CKA_LABEL, "imported"), cls = CS__ATTRIBUTE__INIT;
     cls.type = CKA_CLASS;
     cls.value_case = CS__ATTRIBUTE__VALUE_NUMBER;

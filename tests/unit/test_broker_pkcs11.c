@@ -226,25 +226,12 @@ START_TEST (test_board_errors_pass_through)
 }
 END_TEST
 
-/*  PKCS#8 DER of pkey (caller frees with OPENSSL_free).  */
-static uint8_t *
-s_pkcs8 (EVP_PKEY *pkey, size_t *len_p)
-{
-    PKCS8_PRIV_KEY_INFO *p8 = EVP_PKEY2PKCS8 (pkey);
-    uint8_t *der = NULL;
-    int len = i2d_PKCS8_PRIV_KEY_INFO (p8, &der);
-    PKCS8_PRIV_KEY_INFO_free (p8);
-    ck_assert_int_gt (len, 0);
-    *len_p = (size_t) len;
-    return der;
-}
-
 /*  Key material on SoftHSM boards: a per-request RSA key and EC key are
  *  imported as session objects for the job (and destroyed after).  */
 START_TEST (test_per_request_keys)
 {
     size_t rsa_len = 0, ec_len = 0;
-    uint8_t *rsa = s_pkcs8 (s_rsa, &rsa_len), *ec = s_pkcs8 (s_ec, &ec_len);
+    uint8_t *rsa = th_pkcs8 (s_rsa, &rsa_len), *ec = th_pkcs8 (s_ec, &ec_len);
     uint8_t di [51], digest [32];
     th_digest_info ("per-request", di);
     SHA256 ((const uint8_t *) "per-request", 11, digest);

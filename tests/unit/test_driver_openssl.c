@@ -60,26 +60,13 @@ s_teardown (void)
     dlclose (s_dl);
 }
 
-/*  PKCS#8 DER of pkey (caller frees with OPENSSL_free).  */
-static unsigned char *
-s_pkcs8 (EVP_PKEY *pkey, size_t *len_p)
-{
-    PKCS8_PRIV_KEY_INFO *p8 = EVP_PKEY2PKCS8 (pkey);
-    unsigned char *der = NULL;
-    int len = i2d_PKCS8_PRIV_KEY_INFO (p8, &der);
-    PKCS8_PRIV_KEY_INFO_free (p8);
-    ck_assert_int_gt (len, 0);
-    *len_p = (size_t) len;
-    return der;
-}
-
 /*  A material key description for pkey (ref may be NULL); the DER is kept
  *  in *der_p for the caller to free.  */
 static cs_key_t
 s_key (EVP_PKEY *pkey, const char *ref, unsigned char **der_p)
 {
     size_t len = 0;
-    *der_p = s_pkcs8 (pkey, &len);
+    *der_p = th_pkcs8 (pkey, &len);
     return (cs_key_t) { NULL, 0, *der_p, len, ref };
 }
 

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cs_pin.h"
 #include "cs_util.h"
 
@@ -68,6 +69,37 @@ START_TEST (test_paths)
 }
 END_TEST
 
+/*  Writes text to a fresh temporary file; returns its path (static).  */
+static const char *
+s_temp_file (const char *text)
+{
+    static char path [] = "/tmp/cs-test-hex-XXXXXX";
+    strcpy (path, "/tmp/cs-test-hex-XXXXXX");
+    int fd = mkstemp (path);
+    ck_assert_int_ge (fd, 0);
+    ck_assert_int_eq (write (fd, text, strlen (text)), (ssize_t) strlen (text));
+    close (fd);
+    return path;
+}
+
+START_TEST (test_file_read_hex)
+{
+    unsigned char key [4];
+    const char *path = s_temp_file ("00a1B2ff\n");
+    ck_assert_int_eq (cs_file_read_hex (path, key, sizeof key), 0);
+    ck_assert_mem_eq (key, "\x00\xa1\xb2\xff", 4);
+    unlink (path);
+    path = s_temp_file ("00a1b2\n");                  /* too short */
+    ck_assert_int_eq (cs_file_read_hex (path, key, sizeof key), -2);
+    ck_assert_mem_eq (key, "\0\0\0\0", 4);          /* wiped on failure */
+    unlink (path);
+    path = s_temp_file ("00a1b2fg");                   /* not hex */
+    ck_assert_int_eq (cs_file_read_hex (path, key, sizeof key), -2);
+    unlink (path);
+    ck_assert_int_eq (cs_file_read_hex ("/nonexistent/cs-key", key, sizeof key), -1);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -78,6 +110,7 @@ main (void)
     tcase_add_test (tc, test_pin_malformed_stored);
     tcase_add_test (tc, test_hex);
     tcase_add_test (tc, test_paths);
+    tcase_add_test (tc, test_file_read_hex);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
