@@ -31,6 +31,7 @@ typedef struct {
     long count;                     /* signatures per thread; 0 = use seconds */
     double seconds;
     bool verify, csv;
+    const char *verify_key;         /* --verify-key PEM, or NULL: the token's */
     bool progress;                  /* progress lines even when stderr is no terminal */
     bool stop_on_error;             /* all threads stop at the first failure */
     bool keygen;                    /* --keygen: time C_GenerateKeyPair instead */
@@ -90,6 +91,8 @@ s_usage (FILE *out, int status)
         "  --count M        signatures per thread (default 100)\n"
         "  --seconds S      run for S seconds instead of a count\n"
         "  --verify         verify every signature with OpenSSL and the token's public key\n"
+        "  --verify-key PEM verify every signature with OpenSSL and this public key (PEM),\n"
+        "                   made outside the module under test (implies --verify)\n"
         "  --csv            print the result as CSV (header and one row)\n"
         "  --progress       a progress line on stderr every second, even when it is\n"
         "                   not a terminal (on a terminal it is always shown)\n"
@@ -122,7 +125,7 @@ s_parse (int argc, char **argv, s_options_t *options)
         { "verify", no_argument, NULL, 'v' },       { "csv", no_argument, NULL, 'C' },
         { "progress", no_argument, NULL, 'P' },     { "stop-on-error", no_argument, NULL, 'S' },
         { "keygen", required_argument, NULL, 'g' }, { "interval-ms", required_argument, NULL, 'i' },
-        { "session-keys", no_argument, NULL, 'T' },
+        { "session-keys", no_argument, NULL, 'T' }, { "verify-key", required_argument, NULL, 'K' },
         { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 }
     };
     int opt;
@@ -143,6 +146,7 @@ s_parse (int argc, char **argv, s_options_t *options)
             case 'c': options->count = strtol (optarg, &end, 10); break;
             case 's': options->seconds = strtod (optarg, &end); break;
             case 'v': options->verify = true; break;
+            case 'K': options->verify = true; options->verify_key = optarg; break;
             case 'C': options->csv = true; break;
             case 'P': options->progress = true; break;
             case 'S': options->stop_on_error = true; break;
@@ -467,7 +471,9 @@ main (int argc, char **argv)
                   options.key, cs_rv_name (rv));
         goto out;
     }
-    verifier = cs_bench_verifier_new (&pubkey, options.mech, err, sizeof err);
+    verifier = options.verify_key
+             ? cs_bench_verifier_from_pem (options.verify_key, &pubkey, options.mech, err, sizeof err)
+             : cs_bench_verifier_new (&pubkey, options.mech, err, sizeof err);
     if (!verifier)
         goto out;
     status = s_run (&options, &module, options.verify ? verifier : NULL,

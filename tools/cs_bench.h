@@ -96,6 +96,14 @@ typedef struct cs_bench_verifier cs_bench_verifier_t;
 cs_bench_verifier_t *cs_bench_verifier_new (const cs_bench_pubkey_t *pubkey, cs_bench_mech_t mech,
                                             char *err, size_t err_size);
 
+/*  Like cs_bench_verifier_new, with the public key read from the PEM file
+ *  `path` (SubjectPublicKeyInfo, made outside the module under test), which
+ *  must be the same key as `token_key` (the token's public key of the
+ *  signing key): a mismatch is an error.  Caller destroys the result; NULL
+ *  with a message in err.  */
+cs_bench_verifier_t *cs_bench_verifier_from_pem (const char *path, const cs_bench_pubkey_t *token_key,
+                                                 cs_bench_mech_t mech, char *err, size_t err_size);
+
 void cs_bench_verifier_destroy (cs_bench_verifier_t **self_p);
 
 /*  True when `sig` (sig_len bytes, as C_Sign returned it) is a valid

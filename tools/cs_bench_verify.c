@@ -9,6 +9,7 @@
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/objects.h>
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
@@ -111,6 +112,33 @@ cs_bench_verifier_new (const cs_bench_pubkey_t *pubkey, cs_bench_mech_t mech,
     }
     self->pkey = pkey;
     self->mech = mech;
+    return self;
+}
+
+cs_bench_verifier_t *
+cs_bench_verifier_from_pem (const char *path, const cs_bench_pubkey_t *token_key,
+                            cs_bench_mech_t mech, char *err, size_t err_size)
+{
+    cs_bench_verifier_t *self = cs_bench_verifier_new (token_key, mech, err, err_size);
+    if (!self)
+        return NULL;
+    FILE *file = fopen (path, "re");
+    EVP_PKEY *pkey = file ? PEM_read_PUBKEY (file, NULL, NULL, NULL) : NULL;
+    if (file)
+        fclose (file);
+    if (!pkey) {
+        snprintf (err, err_size, "%s: not a readable PEM public key", path);
+        cs_bench_verifier_destroy (&self);
+        return NULL;
+    }
+    if (EVP_PKEY_eq (pkey, self->pkey) != 1) {
+        snprintf (err, err_size, "%s is not the public key of the token's key", path);
+        EVP_PKEY_free (pkey);
+        cs_bench_verifier_destroy (&self);
+        return NULL;
+    }
+    EVP_PKEY_free (self->pkey);
+    self->pkey = pkey;
     return self;
 }
 

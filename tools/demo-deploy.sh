@@ -10,6 +10,8 @@ usage () {
 usage: demo-deploy.sh DIR [--port P | --endpoint E] [--tenant NAME[:PIN:SOPIN] ...]
                                                        make or refresh a deployment
        demo-deploy.sh --start DIR                      start its broker in the background
+       demo-deploy.sh --run DIR                        run its broker in the foreground (exec)
+       demo-deploy.sh --wait DIR                       wait until a --run broker listens
        demo-deploy.sh --stop DIR                       stop that broker
        demo-deploy.sh --help
 
@@ -29,8 +31,12 @@ state; only what is missing is made.  The broker listens on --endpoint E
 configs).
 
 --start runs the broker with its log in DIR/broker.log and its pid in
-DIR/broker.pid and waits (bounded) until it listens; --stop sends SIGTERM
-and waits for it to exit.
+DIR/broker.pid and waits (bounded) until it listens.  --run execs the
+broker in the foreground (same log and pid file) so that the caller owns
+the process and its exit status; --wait then waits until it listens and
+points the client configs at it (the tests: "--run DIR &", "--wait DIR").
+--stop sends SIGTERM and waits; it fails when the broker had to be killed
+with SIGKILL or had died before.
 
 Environment:
   CS_BUILD_DIR       top build directory holding the built programs
@@ -271,28 +277,38 @@ alive () {
 
 broker_pid () { cat "$DIR/broker.pid" 2>/dev/null || true; }
 
-start_broker () {
+# run_broker: replaces this script with the broker in the foreground, its
+# log appended to DIR/broker.log and its pid (this script's, kept by exec)
+# in DIR/broker.pid.  A caller that starts "demo-deploy.sh --run DIR &" owns
+# the broker as its child and can wait for its exit status (the tests do).
+run_broker () {
     [ -f "$DIR/broker.conf" ] || die "$DIR is not a deployment (run demo-deploy.sh $DIR first)"
     [ -x "$BROKER" ] || die "$BROKER not built"
     local pid
     pid=$(broker_pid)
     if alive "$pid"; then
-        say "broker already running (pid $pid) on $(cat "$DIR/broker.endpoint" 2>/dev/null)"
-        return 0
+        die "a broker already runs (pid $pid) on $(cat "$DIR/broker.endpoint" 2>/dev/null)"
     fi
     rm -f "$DIR/broker.endpoint"
-    SOFTHSM2_CONF=$DIR/softhsm2.conf CRYPTOSERVER_DRIVER_DIR=$DRIVER_DIR \
-        nohup ${CS_BROKER_WRAPPER:-} "$BROKER" -c "$DIR/broker.conf" -f >>"$DIR/broker.log" 2>&1 </dev/null &
-    pid=$!
-    echo "$pid" > "$DIR/broker.pid"
-    local waited=0 limit=$(( ${CS_START_TIMEOUT:-30} * 10 ))
+    echo "$$" > "$DIR/broker.pid"
+    export SOFTHSM2_CONF=$DIR/softhsm2.conf CRYPTOSERVER_DRIVER_DIR=$DRIVER_DIR
+    # shellcheck disable=SC2086
+    exec ${CS_BROKER_WRAPPER:-} "$BROKER" -c "$DIR/broker.conf" -f >>"$DIR/broker.log" 2>&1 </dev/null
+}
+
+# wait_broker: waits (bounded) until the broker of DIR/broker.pid listens,
+# then points the client configs at the endpoint it bound.
+wait_broker () {
+    local pid waited=0 limit=$(( ${CS_START_TIMEOUT:-30} * 10 ))
+    while pid=$(broker_pid); [ -z "$pid" ] && [ $waited -lt 50 ]; do
+        sleep 0.1; waited=$((waited + 1))
+    done
     while [ ! -s "$DIR/broker.endpoint" ]; do
         if ! alive "$pid" || [ $waited -ge $limit ]; then
-            alive "$pid" && kill "$pid" 2>/dev/null
-            rm -f "$DIR/broker.pid"
             echo "---- last lines of $DIR/broker.log ----" >&2
             tail -n 20 "$DIR/broker.log" >&2 || true
-            die "the broker did not start listening"
+            alive "$pid" || die "the broker (pid ${pid:-?}) exited before it listened"
+            die "the broker (pid $pid) did not listen within ${CS_START_TIMEOUT:-30} s"
         fi
         sleep 0.1
         waited=$((waited + 1))
@@ -306,23 +322,49 @@ start_broker () {
     say "broker started (pid $pid) on $endpoint, log $DIR/broker.log"
 }
 
+# start_broker: --run in the background, detached from this script, then
+# wait_broker; a broker that does not listen in time is stopped.
+start_broker () {
+    local pid
+    pid=$(broker_pid)
+    if alive "$pid"; then
+        say "broker already running (pid $pid) on $(cat "$DIR/broker.endpoint" 2>/dev/null)"
+        return 0
+    fi
+    rm -f "$DIR/broker.pid"
+    nohup "$0" --run "$DIR" >/dev/null 2>&1 </dev/null &
+    if ! (wait_broker); then
+        pid=$(broker_pid)
+        alive "$pid" && kill "$pid" 2>/dev/null
+        rm -f "$DIR/broker.pid"
+        exit 1
+    fi
+}
+
+# stop_broker: SIGTERM and a bounded wait.  Fails (status 1) when the broker
+# had to be killed with SIGKILL, or when DIR/broker.pid names a broker that
+# is no longer running (it died: see DIR/broker.log).
 stop_broker () {
     local pid waited=0 limit=$(( ${CS_STOP_TIMEOUT:-15} * 10 ))
     pid=$(broker_pid)
-    if ! alive "$pid"; then
+    if [ -z "$pid" ]; then
         say "broker not running"
-        rm -f "$DIR/broker.pid"
         return 0
+    fi
+    if ! alive "$pid"; then
+        rm -f "$DIR/broker.pid"
+        echo "demo-deploy: error: the broker (pid $pid) was not running: it died, see $DIR/broker.log" >&2
+        return 1
     fi
     kill -TERM "$pid"
     while alive "$pid" && [ $waited -lt $limit ]; do sleep 0.1; waited=$((waited + 1)); done
+    rm -f "$DIR/broker.pid"
     if alive "$pid"; then
         kill -KILL "$pid" 2>/dev/null || true
-        say "broker (pid $pid) did not stop in ${CS_STOP_TIMEOUT:-15} s: killed"
-    else
-        say "broker (pid $pid) stopped"
+        echo "demo-deploy: error: the broker (pid $pid) did not stop in ${CS_STOP_TIMEOUT:-15} s: killed" >&2
+        return 1
     fi
-    rm -f "$DIR/broker.pid"
+    say "broker (pid $pid) stopped"
 }
 
 # ---- command line ------------------------------------------------------
@@ -336,6 +378,8 @@ while [ $# -gt 0 ]; do
     case $1 in
         -h|--help) usage; exit 0 ;;
         --start) ACTION=start ;;
+        --run) ACTION=run ;;
+        --wait) ACTION=wait ;;
         --stop) ACTION=stop ;;
         --port) [ $# -ge 2 ] || { usage >&2; exit 2; }
                 ENDPOINT=tcp://127.0.0.1:$2; ENDPOINT_GIVEN=1; shift ;;
@@ -356,5 +400,7 @@ DIR=$(cd "$DIR" && pwd)
 case $ACTION in
     deploy) deploy ;;
     start) start_broker ;;
+    run) run_broker ;;
+    wait) wait_broker ;;
     stop) stop_broker ;;
 esac

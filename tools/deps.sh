@@ -60,3 +60,13 @@ cs_deps_install () {
     # shellcheck disable=SC2086
     $cs_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $cs_missing || return 1
 }
+
+# cs_deps_versions: "package version" of each package of CS_DEB_PACKAGES
+# ("package -" when absent); tools/check.sh configures again when it changes.
+cs_deps_versions () {
+    for cs_pkg in $CS_DEB_PACKAGES; do
+        cs_ver=$(dpkg-query -W -f='${Status} ${Version}\n' "$cs_pkg" 2>/dev/null \
+                     | sed -n 's/^install ok installed //p')
+        printf '%s %s\n' "$cs_pkg" "${cs_ver:--}"
+    done
+}

@@ -12,8 +12,8 @@
 . "$(dirname "$0")/clients/common.sh"
 
 cs_require openssl curl timeout
-NGINX=$(cs_find_program nginx) || cs_skip "nginx not installed (nginx-light)"
-cs_pkcs11_engine_ok || cs_skip "OpenSSL engine pkcs11 not available (install libengine-pkcs11-openssl)"
+NGINX=$(cs_find_program nginx) || cs_missing_dependency "nginx not installed (nginx-light)"
+cs_pkcs11_engine_ok || cs_missing_dependency "OpenSSL engine pkcs11 not available (install libengine-pkcs11-openssl)"
 cs_setup
 cs_client_trap
 cs_start
@@ -76,8 +76,12 @@ start_nginx () {
 
 start_nginx
 cs_log "nginx (master pid $NGINX_PID) serves https://127.0.0.1:$PORT/ with the key on the token"
-WORKERS=$(ps -o pid= --ppid "$NGINX_PID" | tr -d ' ' | sort)
-[ "$(echo "$WORKERS" | wc -l)" = 2 ] || cs_fail "nginx does not run two worker processes: $(echo $WORKERS)"
+# The master answers once one worker runs; the second may still be forking.
+nginx_workers () { ps -o pid= --ppid "$NGINX_PID" | tr -d ' ' | sort; }
+two_workers () { [ "$(nginx_workers | wc -l)" = 2 ]; }
+cs_wait_until $((10 * CS_TIME_FACTOR)) two_workers \
+    || cs_fail "nginx does not run two worker processes: $(nginx_workers | tr '\n' ' ')"
+WORKERS=$(nginx_workers)
 
 # fetch TLSOPTS...: one HTTPS request; the page must come back verified.
 fetch () {

@@ -17,7 +17,7 @@
 . "$(dirname "$0")/clients/common.sh"
 
 cs_require openssl timeout
-cs_pkcs11_engine_ok || cs_skip "OpenSSL engine pkcs11 not available (install libengine-pkcs11-openssl)"
+cs_pkcs11_engine_ok || cs_missing_dependency "OpenSSL engine pkcs11 not available (install libengine-pkcs11-openssl)"
 cs_setup
 cs_client_trap
 cs_start
@@ -122,7 +122,7 @@ start_server () {
 handshake () {
     local what=$1 cert=$2 version=$3 peersig=$4
     shift 4
-    printf 'GET / HTTP/1.0\r\n\r\n' | timeout --kill-after=5 30 openssl s_client \
+    printf 'GET / HTTP/1.0\r\n\r\n' | timeout --kill-after=5 $((30 * CS_TIME_FACTOR)) openssl s_client \
         -connect "127.0.0.1:$PORT" -CAfile "$cert" -verify_return_error -verify_ip 127.0.0.1 \
         "-$version" -ign_eof "$@" > "$T/client.log" 2>&1 \
         || { cat "$T/client.log"; echo "---- server ----"; cat "$T/server.log"; cs_fail "$what: s_client failed"; }

@@ -25,7 +25,7 @@ TOKEN_URI="pkcs11:token=$CRYPTOSERVER_TOKEN"
 p11 () {
     local out=$1
     shift
-    timeout --kill-after=5 60 p11tool --provider "$CRYPTOSERVER_MODULE" "$@" > "$out" 2>&1
+    timeout --kill-after=5 $((60 * CS_TIME_FACTOR)) p11tool --provider "$CRYPTOSERVER_MODULE" "$@" > "$out" 2>&1
 }
 p11_ok () {
     local what=$1 out=$2

@@ -17,7 +17,7 @@ for candidate in ${CS_PYTHON:-} "$(command -v python3 || true)" /usr/bin/python3
     [ -n "$candidate" ] && [ -x "$candidate" ] || continue
     if "$candidate" -c 'import PyKCS11' >/dev/null 2>&1; then PY=$candidate; break; fi
 done
-[ -n "$PY" ] || cs_skip "no python3 with PyKCS11 (install python3-pykcs11)"
+[ -n "$PY" ] || cs_missing_dependency "no python3 with PyKCS11 (install python3-pykcs11)"
 cs_setup
 cs_client_trap
 cs_start
@@ -26,7 +26,7 @@ mkdir -p "$T"
 cs_log "python: $PY (PyKCS11 $("$PY" -c 'import PyKCS11, importlib.metadata as m; print(m.version("PyKCS11"))' 2>/dev/null || echo '?'))"
 
 rc=0
-timeout --kill-after=5 60 "$PY" "$CS_CLIENTS_DIR/pykcs11_test.py" "$CRYPTOSERVER_MODULE" \
+timeout --kill-after=5 $((60 * CS_TIME_FACTOR)) "$PY" "$CS_CLIENTS_DIR/pykcs11_test.py" "$CRYPTOSERVER_MODULE" \
     "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" "$KEYS" "$T" || rc=$?
 case $rc in
     0) cs_log "all PyKCS11 checks passed" ;;

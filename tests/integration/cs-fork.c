@@ -1,6 +1,6 @@
 /*  cs-fork.c — fork() safety of a PKCS#11 module, for tests/integration/fork.sh.
  *
- *  usage: cs-fork MODULE.so TOKEN PIN [KEY-LABEL]     (default key: rsa2048)
+ *  usage: cs-fork MODULE.so TOKEN PIN PUB.pem [KEY-LABEL]   (default key: rsa2048)
  *
  *  PKCS#11 2.40 §6.7.7 and the nginx/libp11 way of using a token: after
  *  fork() the child is not initialised (CKR_CRYPTOKI_NOT_INITIALIZED from
@@ -9,8 +9,9 @@
  *  on unaffected.
  *
  *  1. The parent initialises, logs in and signs (CKM_SHA256_RSA_PKCS with
- *     the RSA key KEY-LABEL; OpenSSL verifies with the public key built from
- *     CKA_MODULUS and CKA_PUBLIC_EXPONENT of its public key object).
+ *     the RSA key KEY-LABEL; OpenSSL verifies with PUB.pem, the public key
+ *     made outside the module when the key was made: never one read from
+ *     the token under test).
  *  2. It forks 4 children and keeps signing in a thread while they run and
  *     after they exit.  Each child: C_GetSlotList and C_Sign (parent's
  *     session) give CKR_CRYPTOKI_NOT_INITIALIZED; then C_Initialize, login,
@@ -36,10 +37,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <openssl/bn.h>
-#include <openssl/core_names.h>
 #include <openssl/evp.h>
-#include <openssl/param_build.h>
+#include <openssl/pem.h>
 #include <p11-kit/pkcs11.h>
 
 #define S_CHILDREN          4       /* forked children of step 2 */
@@ -51,7 +50,7 @@
 
 static CK_FUNCTION_LIST *p11;
 static const char *s_token, *s_pin, *s_label = "rsa2048";
-static EVP_PKEY *s_pub;             /* the parent's; a child reads its own */
+static EVP_PKEY *s_pub;             /* from PUB.pem; children inherit it */
 static bool s_in_child;
 
 static void __attribute__ ((format (printf, 1, 2)))
@@ -106,29 +105,16 @@ s_find (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass)
     return object;
 }
 
-//  RSA public key from CKA_MODULUS and CKA_PUBLIC_EXPONENT of `object`.
+//  The public key of PUB.pem (made by OpenSSL with the key pair).
 static EVP_PKEY *
-s_rsa_public (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE object)
+s_read_public (const char *path)
 {
-    CK_BYTE n [1024], e [16];
-    CK_ATTRIBUTE attrs [] = { { CKA_MODULUS, n, sizeof n }, { CKA_PUBLIC_EXPONENT, e, sizeof e } };
-    CHECK (p11->C_GetAttributeValue (session, object, attrs, 2), "C_GetAttributeValue (n, e)");
-    BIGNUM *bn_n = BN_bin2bn (n, (int) attrs [0].ulValueLen, NULL);
-    BIGNUM *bn_e = BN_bin2bn (e, (int) attrs [1].ulValueLen, NULL);
-    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
-    OSSL_PARAM_BLD_push_BN (bld, OSSL_PKEY_PARAM_RSA_N, bn_n);
-    OSSL_PARAM_BLD_push_BN (bld, OSSL_PKEY_PARAM_RSA_E, bn_e);
-    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param (bld);
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name (NULL, "RSA", NULL);
-    EVP_PKEY *pkey = NULL;
-    if (EVP_PKEY_fromdata_init (ctx) != 1
-    ||  EVP_PKEY_fromdata (ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) != 1)
-        s_fail ("CKA_MODULUS/CKA_PUBLIC_EXPONENT make no RSA key");
-    EVP_PKEY_CTX_free (ctx);
-    OSSL_PARAM_free (params);
-    OSSL_PARAM_BLD_free (bld);
-    BN_free (bn_n);
-    BN_free (bn_e);
+    FILE *file = fopen (path, "re");
+    EVP_PKEY *pkey = file ? PEM_read_PUBKEY (file, NULL, NULL, NULL) : NULL;
+    if (file)
+        fclose (file);
+    if (!pkey)
+        s_fail ("cannot read the public key %s", path);
     return pkey;
 }
 
@@ -207,13 +193,11 @@ s_child (const char *name, CK_SESSION_HANDLE parent_session, CK_OBJECT_HANDLE pa
     s_expect_not_initialized (p11->C_Sign (parent_session, data, 1, sig, &len), "C_Sign");
     CHECK (p11->C_Initialize (NULL), "C_Initialize in the child");
     CK_SESSION_HANDLE session = s_open (true);
-    EVP_PKEY *pub = s_rsa_public (session, s_find (session, CKO_PUBLIC_KEY));
     CK_OBJECT_HANDLE key = s_find (session, CKO_PRIVATE_KEY);
     for (unsigned i = 0; i < S_CHILD_SIGNATURES; i++)
-        s_sign_verify (session, key, pub, i);
+        s_sign_verify (session, key, s_pub, i);
     CHECK (p11->C_CloseSession (session), "C_CloseSession in the child");
     CHECK (p11->C_Finalize (NULL), "C_Finalize in the child");
-    EVP_PKEY_free (pub);
     printf ("%s (pid %d): CKR_CRYPTOKI_NOT_INITIALIZED until C_Initialize; "
             "then %d signatures verified\n", name, (int) getpid (), S_CHILD_SIGNATURES);
     fflush (NULL);
@@ -377,14 +361,14 @@ s_step_busy (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE key)
 int
 main (int argc, char **argv)
 {
-    if (argc != 4 && argc != 5) {
-        fprintf (stderr, "usage: cs-fork MODULE.so TOKEN PIN [KEY-LABEL]\n");
+    if (argc != 5 && argc != 6) {
+        fprintf (stderr, "usage: cs-fork MODULE.so TOKEN PIN PUB.pem [KEY-LABEL]\n");
         return 2;
     }
     s_token = argv [2];
     s_pin = argv [3];
-    if (argc == 5)
-        s_label = argv [4];
+    if (argc == 6)
+        s_label = argv [5];
     setvbuf (stdout, NULL, _IOLBF, 0);
     void *dl = dlopen (argv [1], RTLD_NOW | RTLD_LOCAL);
     CK_C_GetFunctionList get = dl ? (CK_C_GetFunctionList) dlsym (dl, "C_GetFunctionList") : NULL;
@@ -393,7 +377,7 @@ main (int argc, char **argv)
     CK_C_INITIALIZE_ARGS args = { .flags = CKF_OS_LOCKING_OK };
     CHECK (p11->C_Initialize (&args), "C_Initialize");
     CK_SESSION_HANDLE session = s_open (true);
-    s_pub = s_rsa_public (session, s_find (session, CKO_PUBLIC_KEY));
+    s_pub = s_read_public (argv [4]);
     CK_OBJECT_HANDLE key = s_find (session, CKO_PRIVATE_KEY);
     s_sign_verify (session, key, s_pub, 0);
     printf ("parent (pid %d): logged in, %s signature verified by OpenSSL\n", (int) getpid (), s_label);

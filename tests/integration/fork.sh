@@ -15,7 +15,7 @@ T=$WORK/tmp
 mkdir -p "$T"
 
 cs_run_bounded $((120 * CS_TIME_FACTOR)) "$T/client.log" $CS_CLIENT_WRAPPER "$CLIENT" \
-    "$CRYPTOSERVER_MODULE" "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" rsa2048 \
+    "$CRYPTOSERVER_MODULE" "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" "$KEYS/rsa2048.pub.pem" rsa2048 \
     || { cat "$T/client.log"; cs_fail "cs-fork failed"; }
 sed 's/^/    /' "$T/client.log"
 grep -q '^ok$' "$T/client.log" || cs_fail "cs-fork did not finish"

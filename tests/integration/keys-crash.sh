@@ -16,7 +16,13 @@ P11L="$P11 --login --pin $CRYPTOSERVER_PIN"
 
 # client N: alternately imports an OpenSSL-made P-256 key and generates one
 # with --keypairgen; appends "id kind" to ack.N after each success; stops at
-# the first failure (the broker is gone).
+# the first failure, writing when it happened and what it said to fail.N
+# (checked below: only after the kill, and only "the broker is gone").
+# failed N STATUS: client N's operation failed with STATUS (output in op.N.log).
+failed () {
+    { date +%s.%N; echo "status $2"; cat "$T/op.$1.log"; } > "$T/fail.$1"
+}
+
 client () {
     local n=$1 i id
     for i in $(seq 1 "$ROUNDS"); do
@@ -25,13 +31,15 @@ client () {
             openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
                 -out "$T/$id.pem" 2>/dev/null
             openssl pkey -in "$T/$id.pem" -outform DER -out "$T/$id.der"
-            timeout 30 $P11L --write-object "$T/$id.der" --type privkey --id "$id" \
-                --label "crash-$id" --usage-sign >> "$T/client.$n.log" 2>&1 || return 0
+            timeout $((30 * CS_TIME_FACTOR)) $P11L --write-object "$T/$id.der" --type privkey --id "$id" \
+                --label "crash-$id" --usage-sign > "$T/op.$n.log" 2>&1 || { failed "$n" $?; return 0; }
+            cat "$T/op.$n.log" >> "$T/client.$n.log"
             openssl pkey -in "$T/$id.pem" -pubout -out "$T/$id.pub.pem"
             echo "$id imported" >> "$T/ack.$n"
         else
-            timeout 30 $P11L --keypairgen --key-type EC:prime256v1 --id "$id" \
-                --label "crash-$id" --usage-sign >> "$T/client.$n.log" 2>&1 || return 0
+            timeout $((30 * CS_TIME_FACTOR)) $P11L --keypairgen --key-type EC:prime256v1 --id "$id" \
+                --label "crash-$id" --usage-sign > "$T/op.$n.log" 2>&1 || { failed "$n" $?; return 0; }
+            cat "$T/op.$n.log" >> "$T/client.$n.log"
             echo "$id generated" >> "$T/ack.$n"
         fi
     done
@@ -56,9 +64,23 @@ if ! cs_wait_until $((120 * CS_TIME_FACTOR)) acked_or_done || ! acked; then
     tail -n 5 "$T"/client.*.log
     cs_fail "the clients did not get $((CLIENTS * 2)) keys acknowledged in $((120 * CS_TIME_FACTOR)) s"
 fi
+killed_at=$(date +%s.%N)
 cs_kill9
 cs_log "broker killed with SIGKILL after $(cat "$T"/ack.* | wc -l) acknowledged keys"
 for pid in $pids; do wait "$pid" || true; done
+# A failure before the kill is a real one; after it, the module must say
+# that the broker is gone (DESIGN §6), never crash or hang.
+for f in "$T"/fail.*; do
+    [ -f "$f" ] || continue
+    at=$(head -n 1 "$f")
+    awk -v at="$at" -v k="$killed_at" 'BEGIN { exit !(at >= k) }' \
+        || { cat "$f"; cs_fail "client ${f##*.} failed before the broker was killed"; }
+    sed -n 2p "$f" | grep -Eq '^status (1|3)$' \
+        || { cat "$f"; cs_fail "client ${f##*.}: pkcs11-tool crashed or hung when the broker died"; }
+    grep -Eq 'CKR_DEVICE_ERROR|CKR_DEVICE_REMOVED|No slot with token named' "$f" \
+        || { cat "$f"; cs_fail "client ${f##*.} failed for another reason than the broker's death"; }
+done
+cs_log "clients that failed did so after the kill, with the broker gone ($(ls "$T"/fail.* 2>/dev/null | wc -l) of $CLIENTS)"
 total=$(cat "$T"/ack.* | wc -l)
 cs_log "$total keys acknowledged in all"
 

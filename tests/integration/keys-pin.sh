@@ -11,23 +11,26 @@ cs_start
 T=$WORK/tmp
 mkdir -p "$T"
 login () { cs_p11_as pin --login --pin "$1" -O > "$T/login.log" 2>&1; }
+cs_expect_broker_log 'login: CKR_PIN_(INCORRECT|LOCKED) as user from client pin \(tenant pin\)$'
+flags () { cs_p11_as pin -T 2>&1 | sed -n 's/^ *token flags *: *//p'; }
 
-login 9999 && cs_fail "a wrong PIN logged in"
-grep -q CKR_PIN_INCORRECT "$T/login.log" || { cat "$T/login.log"; cs_fail "wrong PIN: not CKR_PIN_INCORRECT"; }
-cs_log "wrong PIN: CKR_PIN_INCORRECT"
-
-locked=
-for i in 1 2 3 4 5 6 7 8 9 10; do
-    login 9999 && cs_fail "a wrong PIN logged in"
-    if grep -q CKR_PIN_LOCKED "$T/login.log"; then locked=$i; break; fi
-    grep -q CKR_PIN_INCORRECT "$T/login.log" || { cat "$T/login.log"; cs_fail "wrong PIN $i: neither INCORRECT nor LOCKED"; }
+# cryptoserver-keystore(5): 5 wrong PINs in a row lock the user PIN; the
+# 4th leaves CKF_USER_PIN_FINAL_TRY; every wrong one is CKR_PIN_INCORRECT.
+for i in 1 2 3 4 5; do
+    cs_expect_refusal CKR_PIN_INCORRECT "wrong PIN $i of 5" "$T/login.log" \
+        cs_p11_as pin --login --pin 9999 -O
+    case $i in
+        1) flags | grep -q "user PIN count low" || cs_fail "1 wrong PIN: no CKF_USER_PIN_COUNT_LOW ($(flags))" ;;
+        4) flags | grep -q "final user PIN try" || cs_fail "4 wrong PINs: no CKF_USER_PIN_FINAL_TRY ($(flags))" ;;
+    esac
+    if [ $i -lt 5 ] && flags | grep -q "user PIN locked"; then
+        cs_fail "the PIN is locked after $i wrong PINs, not 5 ($(flags))"
+    fi
 done
-[ -n "$locked" ] || cs_fail "10 more wrong PINs did not lock the PIN"
-login 1234 && cs_fail "the right PIN logged in while locked"
-grep -q CKR_PIN_LOCKED "$T/login.log" || { cat "$T/login.log"; cs_fail "right PIN while locked: not CKR_PIN_LOCKED"; }
-cs_p11_as pin -T > "$T/flags.txt" 2>&1 || true
-grep -qi "locked" "$T/flags.txt" && cs_log "token flags show the lock: $(grep -i flags "$T/flags.txt" | head -1)"
-cs_log "PIN locked after $locked wrong PINs in a row; the right PIN then gives CKR_PIN_LOCKED"
+flags | grep -q "user PIN locked" || cs_fail "5 wrong PINs: no CKF_USER_PIN_LOCKED ($(flags))"
+cs_expect_refusal CKR_PIN_LOCKED "the right PIN while locked" "$T/login.log" \
+    cs_p11_as pin --login --pin 1234 -O
+cs_log "PIN locked after exactly 5 wrong PINs (flags: $(flags)); the right PIN then gives CKR_PIN_LOCKED"
 
 cs_p11_as pin --init-pin --login --login-type so --so-pin 123456 --new-pin 4321 > "$T/init.log" 2>&1 \
     || { cat "$T/init.log"; cs_fail "C_InitPIN by the SO failed"; }
@@ -37,7 +40,8 @@ cs_log "SO reset the user PIN with C_InitPIN; the user logs in again"
 cs_p11_as pin --change-pin --login --pin 4321 --new-pin 5678 > "$T/set.log" 2>&1 \
     || { cat "$T/set.log"; cs_fail "C_SetPIN failed"; }
 login 5678 || { cat "$T/login.log"; cs_fail "the changed PIN does not log in"; }
-login 4321 && cs_fail "the old PIN still logs in after C_SetPIN"
+cs_expect_refusal CKR_PIN_INCORRECT "the old PIN after C_SetPIN" "$T/login.log" \
+    cs_p11_as pin --login --pin 4321 -O
 cs_log "C_SetPIN works"
 
 # Master key mismatch: another key in master.key, the broker must refuse to start.
@@ -47,7 +51,7 @@ mv "$WORK/master.key" "$WORK/master.key.good"
 mv "$WORK/master.key.other" "$WORK/master.key"
 set +e
 SOFTHSM2_CONF=$WORK/softhsm2.conf CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs \
-    timeout --kill-after=5 30 "$CS_BROKER" -c "$WORK/broker.conf" -f > "$T/mismatch.log" 2>&1
+    timeout --kill-after=5 $((30 * CS_TIME_FACTOR)) "$CS_BROKER" -c "$WORK/broker.conf" -f > "$T/mismatch.log" 2>&1
 rc=$?
 set -e
 mv "$WORK/master.key.good" "$WORK/master.key"

@@ -27,9 +27,19 @@ cs_log "alpha generated a-key and signs with it"
 
 cs_p11_as beta --login --pin "$PIN" -O > "$T/beta.O" 2>&1 || cs_fail "beta: -O failed"
 grep -q "a-key\|Object" "$T/beta.O" && { cat "$T/beta.O"; cs_fail "beta sees objects (alpha's key?)"; }
-cs_sign_verify "cs_p11_as beta" a1 ec "$T/a.pub.pem" "$T" >/dev/null 2>&1 \
-    && cs_fail "beta signed with alpha's key"
-cs_p11_as beta --login --pin "$PIN" --delete-object --type privkey --id a1 > "$T/del.log" 2>&1 || true
+# beta's token has no object with alpha's CKA_ID: signing and deleting end
+# in pkcs11-tool's "not found", an ordinary error exit, never a crash.
+rc=0
+cs_run_bounded 60 "$T/beta-sign.log" cs_p11_as beta --login --pin "$PIN" --sign --id a1 \
+    --mechanism ECDSA-SHA256 -i "$T/gen.log" -o "$T/beta.sig" || rc=$?
+[ "$rc" = 1 ] && grep -q "Private key not found" "$T/beta-sign.log" \
+    || { cat "$T/beta-sign.log"; cs_fail "beta signing with alpha's CKA_ID: status $rc, not 'Private key not found'"; }
+[ ! -s "$T/beta.sig" ] || cs_fail "beta got a signature with alpha's key"
+rc=0
+cs_run_bounded 60 "$T/del.log" cs_p11_as beta --login --pin "$PIN" --delete-object --type privkey --id a1 || rc=$?
+[ "$rc" = 1 ] && grep -q "object not found" "$T/del.log" \
+    || { cat "$T/del.log"; cs_fail "beta deleting alpha's CKA_ID: status $rc, not 'object not found'"; }
+cs_broker_alive || cs_fail "the broker died"
 cs_sign_verify "cs_p11_as alpha" a1 ec "$T/a.pub.pem" "$T" \
     || cs_fail "alpha's key is gone or unusable after beta tried to delete it"
 [ "$(cs_keystore_rows beta)" = 0 ] || cs_fail "the keystore has rows for beta"

@@ -59,26 +59,45 @@ cs_fail () {
     exit 1
 }
 
-# cs_skip MESSAGE: skips the test.
+# cs_skip MESSAGE: skips the test for something that cannot exist on this
+# machine (never for a package tools/deps.sh installs: use cs_require).
+# tools/check.sh lists every skip by name and accepts only these.
 cs_skip () {
-    echo "[$CS_TEST_NAME] SKIP: $*"
+    echo "[$CS_TEST_NAME] SKIP (cannot exist here): $*"
     exit 77
 }
 
-# cs_require PROGRAM...: skips when a needed program is not installed.
+# cs_missing_dependency MESSAGE: something tools/deps.sh installs is missing:
+# a skip for a developer's plain `make check`, a failure under
+# CS_REQUIRE_ALL=1 (tools/check.sh).
+cs_missing_dependency () {
+    [ "${CS_REQUIRE_ALL:-}" != 1 ] || cs_fail "$* (tools/deps.sh installs it; CS_REQUIRE_ALL=1)"
+    echo "[$CS_TEST_NAME] SKIP (missing dependency): $*"
+    exit 77
+}
+
+# cs_require PROGRAM...: a needed program.  Missing, it is a skip for a
+# developer's plain `make check`, but a failure when CS_REQUIRE_ALL=1
+# (tools/check.sh sets it: it installs every package of tools/deps.sh).
 cs_require () {
     local program
     for program in "$@"; do
-        command -v "$program" >/dev/null 2>&1 || cs_skip "$program not installed"
+        command -v "$program" >/dev/null 2>&1 || cs_missing_dependency "$program not installed"
     done
 }
 
-# cs_cleanup: the EXIT trap; stops the broker and shows its log on failure.
+# cs_cleanup: the EXIT trap.  Stops the broker and checks how it ended (a
+# crash, a stop that needed SIGKILL, a sanitizer or valgrind report, or an
+# unexpected error in its log fails the test), kills what the test left
+# running, and shows the broker's log on failure.
 cs_cleanup () {
     local rc=$?
     set +e
-    if [ -f "$WORK/broker.pid" ]; then
-        "$CS_DEPLOY" --stop "$WORK" >/dev/null 2>&1
+    if [ -n "${CRYPTOSERVER_BROKER_PID:-}" ] && ! cs_broker_end && [ "$rc" = 0 ]; then
+        rc=1
+    fi
+    if [ -f "$WORK/broker.log" ] && ! cs_broker_log_check && [ "$rc" = 0 ]; then
+        rc=1
     fi
     if [ "${CS_VALGRIND:-}" = 1 ] && ! cs_valgrind_check && [ "$rc" = 0 ]; then
         rc=1
@@ -86,11 +105,102 @@ cs_cleanup () {
     if [ "${CS_TSAN:-}" = 1 ] && ! cs_tsan_check && [ "$rc" = 0 ]; then
         rc=1
     fi
+    cs_kill_leftovers
+    if [ -d "$WORK" ]; then         # the test's own private keys: never left on disk
+        local key
+        for key in $(cs_private_keys_on_disk); do
+            shred -u "$key" 2>/dev/null || rm -f "$key"
+        done
+        if [ -n "$(cs_private_keys_on_disk)" ]; then
+            echo "[$CS_TEST_NAME] FAIL: private keys left on disk: $(cs_private_keys_on_disk | tr '\n' ' ')" >&2
+            rc=1
+        fi
+    fi
     if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -f "$WORK/broker.log" ]; then
         echo "---- $WORK/broker.log (last 40 lines) ----"
         tail -n 40 "$WORK/broker.log"
     fi
     exit "$rc"
+}
+
+# cs_kill_leftovers: kills every process this test started that still runs
+# (its background jobs and their children), so that no test leaves anything
+# running, also when it fails.
+cs_kill_leftovers () {
+    local pid
+    for pid in $(jobs -p); do
+        pkill -KILL -P "$pid" 2>/dev/null
+        kill -KILL "$pid" 2>/dev/null
+    done
+    wait 2>/dev/null
+}
+
+# cs_broker_end: stops the test's broker if it still runs and checks its
+# exit: status 0 after SIGTERM within the (scaled) stop timeout.  Returns 1,
+# with the reason in the test's log, on a crash (killed by a signal), a
+# non-zero status, or a stop that needed SIGKILL.
+cs_broker_end () {
+    local pid=$CRYPTOSERVER_BROKER_PID status=0 waited=0
+    local limit=$(( ${CS_STOP_TIMEOUT:-15} * 10 * CS_TIME_FACTOR ))
+    CRYPTOSERVER_BROKER_PID=
+    rm -f "$WORK/broker.pid"
+    if cs_broker_alive_pid "$pid"; then
+        kill -TERM "$pid" 2>/dev/null
+        while cs_broker_alive_pid "$pid" && [ $waited -lt $limit ]; do
+            sleep 0.1
+            waited=$((waited + 1))
+        done
+        if cs_broker_alive_pid "$pid"; then
+            kill -KILL "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+            echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) did not stop within $((limit / 10)) s of SIGTERM: killed" >&2
+            return 1
+        fi
+        wait "$pid" 2>/dev/null || status=$?
+    else
+        wait "$pid" 2>/dev/null || status=$?
+        echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) exited on its own (status $status) before the test stopped it" >&2
+        return 1
+    fi
+    if [ "$status" -gt 128 ]; then
+        echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) died of signal $((status - 128)) ($(kill -l "$status" 2>/dev/null))" >&2
+        return 1
+    fi
+    if [ "$status" != 0 ]; then
+        echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) exited with status $status" >&2
+        return 1
+    fi
+    echo "[$CS_TEST_NAME] broker (pid $pid) stopped cleanly (status 0)"
+}
+
+# cs_broker_alive_pid PID: the process runs and is not a zombie.
+cs_broker_alive_pid () {
+    [ -n "$1" ] && kill -0 "$1" 2>/dev/null \
+        && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+}
+
+# cs_expect_broker_log REGEX: lines of the broker log at warning or error
+# level (W:, E:) matching REGEX (grep -E) are expected by this test.  Any
+# other W:/E: line, or a sanitizer or assertion report, fails the test at
+# exit (cs_broker_log_check).
+CS_EXPECTED_LOG=
+cs_expect_broker_log () {
+    CS_EXPECTED_LOG="${CS_EXPECTED_LOG:+$CS_EXPECTED_LOG|}$1"
+}
+
+# cs_broker_log_check: the broker log's warnings and errors that no
+# cs_expect_broker_log pattern covers; returns 1 (and shows them) when there
+# is one.
+cs_broker_log_check () {
+    local unexpected
+    unexpected=$(grep -E '^(W|E|F): |ERROR: (Address|Thread|Leak|Undefined)Sanitizer|runtime error:|Assertion .* failed|Segmentation fault' \
+                     "$WORK/broker.log" \
+                 | { if [ -n "$CS_EXPECTED_LOG" ]; then grep -Ev -- "$CS_EXPECTED_LOG"; else cat; fi; } \
+                 | head -n 20)
+    [ -z "$unexpected" ] && return 0
+    echo "[$CS_TEST_NAME] FAIL: the broker log has warnings or errors this test does not expect:" >&2
+    echo "$unexpected" >&2
+    return 1
 }
 
 # cs_valgrind_check: with CS_VALGRIND=1, reports each valgrind log of
@@ -156,25 +266,29 @@ cs_setup () {
     KEYS=$WORK/keys
 }
 
-# cs_start: starts the broker (bounded wait until it listens) and points the
-# client configs at its endpoint.
+# cs_start: starts the broker as a child of this test (demo-deploy.sh --run,
+# which execs it), waits (bounded) until it listens and points the client
+# configs at its endpoint.  The test owns the process: cs_stop and the EXIT
+# trap check its exit status.
 cs_start () {
-    CS_START_TIMEOUT=${CS_START_TIMEOUT:-30} "$CS_DEPLOY" --start "$WORK" \
+    "$CS_DEPLOY" --run "$WORK" &
+    CRYPTOSERVER_BROKER_PID=$!
+    CS_START_TIMEOUT=${CS_START_TIMEOUT:-30} "$CS_DEPLOY" --wait "$WORK" \
         || cs_fail "the broker did not start"
-    CRYPTOSERVER_BROKER_PID=$(cat "$WORK/broker.pid")
+    [ "$(cat "$WORK/broker.pid")" = "$CRYPTOSERVER_BROKER_PID" ] \
+        || cs_fail "broker.pid ($(cat "$WORK/broker.pid")) is not the broker this test started ($CRYPTOSERVER_BROKER_PID)"
     BROKER_ENDPOINT=$(cat "$WORK/broker.endpoint")
 }
 
-# cs_stop: stops the broker (SIGTERM, bounded wait).
+# cs_stop: stops the broker (SIGTERM, bounded wait) and fails the test
+# unless it exits with status 0 in time.
 cs_stop () {
-    "$CS_DEPLOY" --stop "$WORK" || cs_fail "could not stop the broker"
+    [ -n "${CRYPTOSERVER_BROKER_PID:-}" ] || cs_fail "cs_stop: no broker is running"
+    cs_broker_end || cs_fail "the broker did not stop cleanly"
 }
 
 # cs_broker_alive: true while the broker process runs.
-cs_broker_alive () {
-    kill -0 "$CRYPTOSERVER_BROKER_PID" 2>/dev/null \
-        && ! grep -q '^State:.*Z' "/proc/$CRYPTOSERVER_BROKER_PID/status" 2>/dev/null
-}
+cs_broker_alive () { cs_broker_alive_pid "${CRYPTOSERVER_BROKER_PID:-}"; }
 
 # cs_wait_until SECONDS COMMAND...: polls COMMAND every 0.1 s until it
 # succeeds; returns 1 when SECONDS pass first.
@@ -194,12 +308,30 @@ cs_board_jobs () {
     sed -n "s/.*stats board=$1 jobs=\([0-9][0-9]*\).*/\1/p" "$WORK/broker.log" | tail -n 1
 }
 
-# cs_run_bounded SECONDS OUTFILE COMMAND...: runs COMMAND with a time limit,
-# output to OUTFILE; returns its status (124 when it ran out of time).
+# cs_run_bounded SECONDS OUTFILE COMMAND...: runs COMMAND (a program or a
+# shell function) with a time limit, output to OUTFILE; returns its status
+# (124 when it ran out of time and was killed, with its children).
 cs_run_bounded () {
-    local seconds=$1 out=$2
+    local seconds=$1 out=$2 pid waited=0 rc=0
     shift 2
-    timeout --kill-after=5 "$seconds" "$@" >"$out" 2>&1
+    if [ "$(type -t "$1")" != function ]; then
+        timeout --kill-after=5 "$seconds" "$@" >"$out" 2>&1 || rc=$?
+        return $rc
+    fi
+    "$@" >"$out" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null && [ $waited -lt $((seconds * 10)) ]; do
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        pkill -KILL -P "$pid" 2>/dev/null
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        return 124
+    fi
+    wait "$pid" || rc=$?
+    return $rc
 }
 
 # ---- keystore tests (keys-*.sh) ----------------------------------------------
@@ -281,9 +413,46 @@ cs_keystore_rows () {
     "$CS_ADMIN" key list --dir "$WORK" --tenant "$1" | awk 'NR > 1' | wc -l
 }
 
-# cs_kill9: kills the broker with SIGKILL and waits (bounded) until it is gone.
+# cs_kill9: kills the broker with SIGKILL on purpose and reaps it.
 cs_kill9 () {
     kill -KILL "$CRYPTOSERVER_BROKER_PID" 2>/dev/null || true
+    wait "$CRYPTOSERVER_BROKER_PID" 2>/dev/null || true
     cs_wait_until 10 eval '! cs_broker_alive' || cs_fail "the broker survived kill -9"
+    CRYPTOSERVER_BROKER_PID=
     rm -f "$WORK/broker.pid"
+}
+
+# ---- refusals ----------------------------------------------------------------
+
+# cs_expect_refusal CKR WHAT OUT COMMAND...: COMMAND (bounded: 60 s, scaled
+# for valgrind) must fail the way a PKCS#11 application fails on a refusal:
+# an ordinary error exit (1..123: not a crash, a kill or a time-out) with
+# exactly CKR (e.g. CKR_PIN_INCORRECT; an alternation "CKR_A|CKR_B" when the
+# spec allows either) in its output, and the broker must still be alive.
+# Output goes to OUT.  Fails the test otherwise.
+cs_expect_refusal () {
+    local ckr=$1 what=$2 out=$3 rc=0
+    shift 3
+    cs_run_bounded $((60 * CS_TIME_FACTOR)) "$out" "$@" || rc=$?
+    [ "$rc" != 0 ] || { cat "$out"; cs_fail "$what: succeeded"; }
+    [ "$rc" -lt 124 ] || { cat "$out"; cs_fail "$what: crashed, was killed or hung (status $rc)"; }
+    grep -Eq "(^|[^A-Z_])($ckr)([^A-Z_]|\$)" "$out" \
+        || { cat "$out"; cs_fail "$what: refused, but not with $ckr"; }
+    if [ -n "${CRYPTOSERVER_BROKER_PID:-}" ]; then
+        cs_broker_alive || cs_fail "$what: the broker died"
+    fi
+    cs_log "$what: refused with $(grep -Eo "(^|[^A-Z_])($ckr)([^A-Z_]|\$)" "$out" | head -n 1 | tr -d ' ():')"
+}
+
+# cs_private_keys_on_disk: lists files under $WORK that hold a private key
+# in the clear (PEM "PRIVATE KEY" blocks, or DER that OpenSSL parses as a
+# private key).  The boards' token files and the sealed keystore are not in
+# the clear and are not listed.
+cs_private_keys_on_disk () {
+    local f
+    grep -rlI -- '-----BEGIN .*PRIVATE KEY-----' "$WORK" 2>/dev/null
+    find "$WORK" -name '*.der' -type f 2>/dev/null | while read -r f; do
+        openssl pkey -inform DER -in "$f" -noout >/dev/null 2>&1 && echo "$f"
+    done
+    return 0
 }

@@ -1,6 +1,7 @@
 #!/bin/bash
 # multithread.sh — 8 threads x 200 SHA256-RSA-PKCS signatures with rsa2048
-# through the module (cryptoserver-bench --verify: OpenSSL checks every one),
+# through the module (cryptoserver-bench --verify-key: OpenSSL checks every one with the
+# public key OpenSSL made with the key pair),
 # then the broker's exit stats must show that both boards did part of them.
 . "$(dirname "$0")/lib.sh"
 
@@ -8,7 +9,7 @@ cs_setup
 cs_start
 
 $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" --pin "$CRYPTOSERVER_PIN" \
-    --key rsa2048 --mechanism sha256-rsa-pkcs --threads 8 --count 200 --verify --csv \
+    --key rsa2048 --mechanism sha256-rsa-pkcs --threads 8 --count 200 --verify-key "$KEYS/rsa2048.pub.pem" --csv \
     > "$WORK/bench.csv" 2> "$WORK/bench.err" \
     || { cat "$WORK/bench.csv" "$WORK/bench.err"; cs_fail "cryptoserver-bench reported failures"; }
 cat "$WORK/bench.csv"

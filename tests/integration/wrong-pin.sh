@@ -6,12 +6,11 @@
 cs_setup
 cs_start
 
-if $P11 --login --pin 9999 -O > "$WORK/wrong.txt" 2>&1; then
-    cat "$WORK/wrong.txt"; cs_fail "login with a wrong PIN succeeded"
-fi
-cat "$WORK/wrong.txt"
-grep -q "CKR_PIN_INCORRECT" "$WORK/wrong.txt" || cs_fail "a wrong PIN did not give CKR_PIN_INCORRECT"
-cs_log "wrong PIN: CKR_PIN_INCORRECT"
+cs_expect_broker_log 'login: CKR_PIN_INCORRECT as user from client demo \(tenant demo\)$'
+cs_expect_refusal CKR_PIN_INCORRECT "login with a wrong PIN" "$WORK/wrong.txt" \
+    $P11 --login --pin 9999 -O
+grep -q 'login: CKR_PIN_INCORRECT as user from client demo' "$WORK/broker.log" \
+    || cs_fail "the broker log does not name the client that gave a wrong PIN"
 
 $P11 --login --pin "$CRYPTOSERVER_PIN" -O > "$WORK/right.txt" 2>&1 \
     || { cat "$WORK/right.txt"; cs_fail "login with the right PIN failed after a wrong one"; }
