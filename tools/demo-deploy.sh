@@ -27,8 +27,10 @@ PINs 1234 and 123456) with no keys and a client NAME
 (DIR/clients/NAME/client.conf).  An existing DIR keeps its keys and
 state; only what is missing is made.  The broker listens on --endpoint E
 (default tcp://127.0.0.1:5555; --port P means tcp://127.0.0.1:P;
-"tcp://127.0.0.1:*" picks a free port, which --start writes into the client
-configs).
+"tcp://127.0.0.1:*" picks the lowest free port from 49152 and
+"tcp://127.0.0.1:!" a random free one (the tests: a dead broker's port is
+then unlikely to be taken by another test's broker); --start writes the
+bound port into the client configs).
 
 --start runs the broker with its log in DIR/broker.log and its pid in
 DIR/broker.pid and waits (bounded) until it listens.  --run execs the

@@ -1,5 +1,5 @@
 /*  test_broker_actor.c — the whole broker in-process (server.h: boards,
- *  zauth, frontend actor, workers) on tcp://127.0.0.1:* with two sim boards
+ *  zauth, frontend actor, workers) on tcp://127.0.0.1:! (a random free port) with two sim boards
  *  holding the same RSA key, CURVE on, and a DEALER client.  Needs
  *  CRYPTOSERVER_DRIVER_DIR (set by make check) to find sim.so.
  */

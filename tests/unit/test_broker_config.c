@@ -55,7 +55,7 @@ START_TEST (test_good)
                                       "    endpoint-file = ep.txt\n    driver-dir = drv\n",
                                       s_drivers, &error);
     ck_assert_msg (config != NULL, "%s", error ? error : "");
-    ck_assert_str_eq (config->endpoint, "tcp://127.0.0.1:*");
+    ck_assert_str_eq (config->endpoint, "tcp://127.0.0.1:!");
     ck_assert_int_eq (config->max_queue, 50);
     ck_assert_int_eq (config->default_deadline_ms, 10000);
     ck_assert_int_eq (config->stats_interval_ms, 0);

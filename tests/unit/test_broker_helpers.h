@@ -126,7 +126,7 @@ th_conf_head (bool curve)
     char *text = NULL;
     ck_assert_int_ge (asprintf (&text,
         "broker\n"
-        "    endpoint = tcp://127.0.0.1:*\n"
+        "    endpoint = tcp://127.0.0.1:!\n"
         "    stats-interval-ms = 0\n"
         "    curve\n"
         "        enabled = %s\n"

@@ -1,5 +1,5 @@
 /*  test_broker_keys.c — the keystore side of the broker (issue #3), whole
- *  broker in-process on tcp://127.0.0.1:* with one openssl board and a pool
+ *  broker in-process on tcp://127.0.0.1:! (a random free port) with one openssl board and a pool
  *  of two pre-generated RSA-2048 keys: generation from the pool (the pool
  *  drops, then refills when idle) and without it, keystore keys signing on
  *  the openssl board (verified with OpenSSL), per-request keys (no row

@@ -1,6 +1,6 @@
 /*  test_module_conformance.c — the built cryptoserver-pkcs11.so, loaded with
  *  dlopen() as applications load it, against the whole broker in-process
- *  (server.h) on tcp://127.0.0.1:* with two sim boards: "fast" (key 01, no
+ *  (server.h) on tcp://127.0.0.1:! with two sim boards: "fast" (key 01, no
  *  latency) and "slow" (key 02, S_SLOW_MS per signature).  Asserts the exact
  *  CK_RVs of PKCS#11 2.40 §5 and 3.0 §5.4/§5.6 for the rules in
  *  man cryptoserver-pkcs11(7) "CONFORMANCE": initialisation, arguments,
