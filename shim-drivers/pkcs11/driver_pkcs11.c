@@ -64,6 +64,7 @@ struct cs_board_s {
 typedef struct {
     CK_OBJECT_HANDLE handle;
     size_t bits;                    /* RSA modulus bits (OAEP, PSS fallbacks), else 0 */
+    CK_KEY_TYPE type;               /* CKK_RSA, CKK_EC or CKK_EC_EDWARDS */
     unsigned char digest [SHA256_DIGEST_LENGTH];    /* of the PKCS#8 DER */
     uint64_t used;                  /* session tick of the last use */
 } s_import_t;
@@ -735,10 +736,11 @@ s_parts_free (s_part_t *parts, size_t n)
 
 /*  Imports key material as a session object: sensitive, not extractable,
  *  never on the token; EC keys with CKA_DERIVE (ECDH).  Sets *bits_p to the
- *  RSA modulus bits (0 for curves).
+ *  RSA modulus bits (0 for curves) and *type_p to the key type.
  *  Returns CKR_OK, CKR_KEY_HANDLE_INVALID (unparsable DER) or the board's rv.  */
 static CK_RV
-s_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p)
+s_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p,
+          CK_KEY_TYPE *type_p)
 {
     EVP_PKEY *pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
     CK_KEY_TYPE type = pkey ? drv_evp_key_type (pkey) : CKK_VENDOR_DEFINED;
@@ -750,6 +752,7 @@ s_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size
     size_t n = 0;
     int rc = type == CKK_RSA ? s_parts_rsa (pkey, parts, &n) : s_parts_curve (pkey, type, parts, &n);
     *bits_p = type == CKK_RSA ? (size_t) EVP_PKEY_get_bits (pkey) : 0;
+    *type_p = type;
     EVP_PKEY_free (pkey);
     CK_OBJECT_CLASS cls = CKO_PRIVATE_KEY;
     CK_BBOOL yes = CK_TRUE, no = CK_FALSE, decrypt = type == CKK_RSA ? CK_TRUE : CK_FALSE;
@@ -794,7 +797,8 @@ s_import_evict (cs_session_t *self)
 
 /*  Returns the session object of a keystore key, importing it on a miss.  */
 static CK_RV
-s_import_cached (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p)
+s_import_cached (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p,
+                 CK_KEY_TYPE *type_p)
 {
     unsigned char digest [SHA256_DIGEST_LENGTH];
     SHA256 (key->pkcs8, key->pkcs8_len, digest);
@@ -803,20 +807,21 @@ s_import_cached (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_
         entry->used = ++self->tick;
         *obj_p = entry->handle;
         *bits_p = entry->bits;
+        *type_p = entry->type;
         return CKR_OK;
     }
     if (entry) {
         self->board->fl->C_DestroyObject (self->handle, entry->handle);
         zhashx_delete (self->imports, key->ref);
     }
-    CK_RV rv = s_import (self, key, obj_p, bits_p);
+    CK_RV rv = s_import (self, key, obj_p, bits_p, type_p);
     if (rv != CKR_OK)
         return rv;
     while (zhashx_size (self->imports) >= self->board->cache_size)
         s_import_evict (self);
     if (!(entry = calloc (1, sizeof *entry)))
         return CKR_OK;                      /* used uncached: destroyed with the session */
-    *entry = (s_import_t) { *obj_p, *bits_p, { 0 }, ++self->tick };
+    *entry = (s_import_t) { *obj_p, *bits_p, *type_p, { 0 }, ++self->tick };
     memcpy (entry->digest, digest, sizeof digest);
     if (zhashx_insert (self->imports, key->ref, entry))
         free (entry);
@@ -969,6 +974,37 @@ s_run_derive (cs_session_t *self, CK_OBJECT_HANDLE obj, const s_op_t *op)
     return s_take_secret (self, secret, op);
 }
 
+/*  Refuses what the board may mis-report: a mechanism for another key type
+ *  (PKCS#11 2.40 §5.11 C_SignInit, §5.9 C_DecryptInit:
+ *  CKR_KEY_TYPE_INCONSISTENT), and PSS input that is not one hash long
+ *  (PKCS#11 2.40 curr. mech. "PKCS #1 RSA PSS": the input is the hash;
+ *  C_Sign: CKR_DATA_LEN_RANGE), as the openssl driver does (drv_util.c).
+ *  SoftHSM 2.6 takes both and fails in C_Sign with
+ *  CKR_GENERAL_ERROR.  `type` CKK_VENDOR_DEFINED (unknown) leaves the type
+ *  to the board.  */
+static CK_RV
+s_op_check (const s_op_t *op, CK_KEY_TYPE type)
+{
+    CK_KEY_TYPE want = CKK_VENDOR_DEFINED;
+    switch (op->mech.mechanism) {
+        case CKM_RSA_PKCS: case CKM_RSA_PKCS_PSS: case CKM_RSA_X_509: case CKM_RSA_PKCS_OAEP:
+            want = CKK_RSA;
+            break;
+        case CKM_ECDSA: case CKM_ECDH1_DERIVE:
+            want = CKK_EC;
+            break;
+        case CKM_EDDSA:
+            want = CKK_EC_EDWARDS;
+            break;
+    }
+    if (type != CKK_VENDOR_DEFINED && want != CKK_VENDOR_DEFINED && type != want)
+        return CKR_KEY_TYPE_INCONSISTENT;
+    if (op->sign && op->mech.mechanism == CKM_RSA_PKCS_PSS
+    &&  op->in_len != (size_t) EVP_MD_get_size (drv_md_from_ckm (op->params->hash)))
+        return CKR_DATA_LEN_RANGE;
+    return CKR_OK;
+}
+
 static CK_RV
 s_run_op (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t bits, s_op_t *op)
 {
@@ -1013,6 +1049,11 @@ s_run_resident (cs_session_t *self, const cs_key_t *key, s_op_t *op)
         CK_OBJECT_HANDLE obj = s_object (self, key->id, key->id_len, attempt > 0);
         if (obj == CK_INVALID_HANDLE)
             return CKR_KEY_HANDLE_INVALID;
+        CK_KEY_TYPE type = info ? info->key_type : CKK_VENDOR_DEFINED;
+        if (!info && !s_attr_get (self->board, self->handle, obj, CKA_KEY_TYPE, &type, sizeof type))
+            type = CKK_VENDOR_DEFINED;
+        if ((rv = s_op_check (op, type)) != CKR_OK)
+            return rv;
         size_t bits = info && info->key_type == CKK_RSA ? s_modulus_bits (info->modulus, info->modulus_len) : 0;
         if (s_needs_bits (op) && !info) {   /* generated after open: ask the object */
             size_t len = 0;
@@ -1036,13 +1077,16 @@ s_run_material (cs_session_t *self, const cs_key_t *key, s_op_t *op)
 {
     CK_OBJECT_HANDLE obj = CK_INVALID_HANDLE;
     size_t bits = 0;
+    CK_KEY_TYPE type = CKK_VENDOR_DEFINED;
     bool cached = key->ref && *key->ref;
     if (!(self->board->caps.flags & CS_CAP_KEY_MATERIAL))
         return CKR_KEY_HANDLE_INVALID;
-    CK_RV rv = cached ? s_import_cached (self, key, &obj, &bits) : s_import (self, key, &obj, &bits);
+    CK_RV rv = cached ? s_import_cached (self, key, &obj, &bits, &type)
+                      : s_import (self, key, &obj, &bits, &type);
     if (rv != CKR_OK)
         return rv;
-    rv = s_needs_bits (op) && !bits ? CKR_KEY_TYPE_INCONSISTENT : s_run_op (self, obj, bits, op);
+    if ((rv = s_op_check (op, type)) == CKR_OK)
+        rv = s_needs_bits (op) && !bits ? CKR_KEY_TYPE_INCONSISTENT : s_run_op (self, obj, bits, op);
     if (!cached)
         self->board->fl->C_DestroyObject (self->handle, obj);
     return rv;

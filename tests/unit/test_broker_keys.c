@@ -432,20 +432,115 @@ START_TEST (test_import_attributes_and_isolation)
 }
 END_TEST
 
-START_TEST (test_list_version_unchanged)
+/*  Imports pkey into alice's tenant as a token key; returns its ref (caller frees).  */
+static char *
+s_import (EVP_PKEY *pkey, const char *label_text)
+{
+    size_t len = 0;
+    uint8_t *der = th_pkcs8 (pkey, &len);
+    Cs__Attribute label = s_bytes (CKA_LABEL, label_text);
+    Cs__Attribute *tmpl [] = { &label };
+    Cs__ImportKeyJob imp = CS__IMPORT_KEY_JOB__INIT;
+    imp.private_pkcs8 = (ProtobufCBinaryData) { len, der };
+    imp.n_template_ = 1;
+    imp.template_ = tmpl;
+    Cs__Request *req = s_request (51);
+    req->jobs [0]->kind_case = CS__JOB__KIND_IMPORT_KEY;
+    req->jobs [0]->import_key = &imp;
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+    char *ref = strdup (reply->results [0]->imported->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+    OPENSSL_free (der);
+    return ref;
+}
+
+/*  ListKeys with known_version as alice; returns the result (in *reply_p,
+ *  caller frees).  */
+static Cs__ListKeysResult *
+s_list (uint64_t known_version, Cs__Reply **reply_p)
 {
     Cs__Request *req = th_request (1, 50);
     th_job_list_keys (req->jobs [0]);
-    Cs__Reply *reply = NULL;
-    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
-    uint64_t version = reply->results [0]->keys->version;
-    cs__reply__free_unpacked (reply, NULL);
-    req->jobs [0]->list_keys->known_version = version;
-    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
-    ck_assert (reply->results [0]->keys->unchanged);
-    ck_assert_uint_eq (reply->results [0]->keys->n_keys, 0);
-    cs__reply__free_unpacked (reply, NULL);
+    req->jobs [0]->list_keys->known_version = known_version;
+    ck_assert_uint_eq (s_call (s_alice, req, reply_p), CKR_OK);
     th_request_free (req);
+    Cs__ListKeysResult *keys = (*reply_p)->results [0]->keys;
+    ck_assert_ptr_nonnull (keys);
+    return keys;
+}
+
+/*  True when the list holds a key with this ref.  */
+static bool
+s_listed (const Cs__ListKeysResult *keys, const char *ref)
+{
+    for (size_t i = 0; i < keys->n_keys; i++)
+        if (streq (keys->keys [i]->ref, ref))
+            return true;
+    return false;
+}
+
+/*  The list version contract (docs/CONTRACTS.md, ListKeysJob): the current
+ *  known_version gets `unchanged` and no keys; after any key change the same
+ *  known_version gets the whole new list and a new version.  */
+START_TEST (test_list_version_unchanged)
+{
+    EVP_PKEY *a = EVP_EC_gen ("P-256"), *b = EVP_EC_gen ("P-256");
+    char *ref_a = s_import (a, "a");
+    Cs__Reply *reply = NULL;
+    /*  No known version: the whole list, with the key.  */
+    Cs__ListKeysResult *keys = s_list (0, &reply);
+    ck_assert (!keys->unchanged);
+    ck_assert_uint_eq (keys->n_keys, 1);
+    ck_assert_str_eq (keys->keys [0]->ref, ref_a);
+    uint64_t v1 = keys->version;
+    ck_assert_uint_ne (v1, 0);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  The current version: unchanged, no keys.  */
+    keys = s_list (v1, &reply);
+    ck_assert (keys->unchanged);
+    ck_assert_uint_eq (keys->n_keys, 0);
+    ck_assert_uint_eq (keys->version, v1);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  A key added: v1 is stale, the list has both keys.  */
+    char *ref_b = s_import (b, "b");
+    keys = s_list (v1, &reply);
+    ck_assert (!keys->unchanged);
+    ck_assert_uint_eq (keys->n_keys, 2);
+    ck_assert (s_listed (keys, ref_a) && s_listed (keys, ref_b));
+    uint64_t v2 = keys->version;
+    ck_assert_uint_ne (v2, v1);
+    cs__reply__free_unpacked (reply, NULL);
+    keys = s_list (v2, &reply);
+    ck_assert (keys->unchanged);
+    ck_assert_uint_eq (keys->n_keys, 0);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  Half a key deleted (its private object: a row update), then the rest
+        (the row goes): each change makes the version before it stale.  */
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref_a, CKO_PRIVATE_KEY, NULL, 0), CKR_OK);
+    keys = s_list (v2, &reply);
+    ck_assert (!keys->unchanged);
+    ck_assert_uint_eq (keys->n_keys, 2);
+    for (size_t i = 0; i < 2; i++)
+        ck_assert (streq (keys->keys [i]->ref, ref_a) ? !keys->keys [i]->has_private
+                                                      : keys->keys [i]->has_private);
+    uint64_t v3 = keys->version;
+    ck_assert (v3 != v2 && v3 != v1);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref_a, CKO_PUBLIC_KEY, NULL, 0), CKR_OK);
+    keys = s_list (v3, &reply);
+    ck_assert (!keys->unchanged);
+    ck_assert_uint_eq (keys->n_keys, 1);
+    ck_assert_str_eq (keys->keys [0]->ref, ref_b);
+    ck_assert (keys->version != v3 && keys->version != v2 && keys->version != v1);
+    cs__reply__free_unpacked (reply, NULL);
+    free (ref_a);
+    free (ref_b);
+    EVP_PKEY_free (a);
+    EVP_PKEY_free (b);
 }
 END_TEST
 
@@ -468,7 +563,7 @@ START_TEST (test_pin_lock_and_init_pin)
 {
     size_t len = 0;
     uint64_t rv = 0;
-    for (int i = 0; i < KEYSTORE_PIN_MAX_FAILURES; i++) {
+    for (int i = 0; i < 5; i++) {      /* 5 wrong PINs lock (cryptoserver-keystore(5)) */
         ck_assert_ptr_null (th_login (s_eve, "0000", &len, &rv));
         ck_assert_uint_eq (rv, CKR_PIN_INCORRECT);
     }

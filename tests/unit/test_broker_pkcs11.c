@@ -209,20 +209,53 @@ START_TEST (test_decrypt)
 }
 END_TEST
 
+/*  A job the board must refuse reaches the client with the CK_RV PKCS#11
+ *  names for it, on resident keys and on key material alike:
+ *    PSS over a 20-byte input when the hash is SHA-256: the input must be
+ *    one hash long (curr. mech. "PKCS #1 RSA PSS"), C_Sign gives
+ *    CKR_DATA_LEN_RANGE (native PSS and the raw-RSA fallback path);
+ *    ECDSA with an RSA key, RSA with an EC key: C_SignInit gives
+ *    CKR_KEY_TYPE_INCONSISTENT (PKCS#11 2.40 §5.11).
+ *  SoftHSM 2.6 itself answers CKR_GENERAL_ERROR to the first two.  */
 START_TEST (test_board_errors_pass_through)
 {
-    uint8_t short_digest [20] = { 0 };
-    Cs__Request *req = th_request (2, 4);
+    enum { N = 8 };
+    uint8_t short_digest [20] = { 0 }, digest [32] = { 0 }, di [51];
+    size_t rsa_len = 0, ec_len = 0;
+    uint8_t *rsa = th_pkcs8 (s_rsa, &rsa_len), *ec = th_pkcs8 (s_ec, &ec_len);
+    th_digest_info ("wrong key", di);
+    Cs__Request *req = th_request (N, 4);
     req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
     Cs__Mechanism *pss = th_job_crypto (req->jobs [0], true, s_rsa_id, 8, CKM_RSA_PKCS_PSS,
                                         short_digest, 20);
     pss->hash = CKM_SHA256; pss->mgf = CKG_MGF1_SHA256; pss->salt_len = 32;
-    th_job_crypto (req->jobs [1], true, s_rsa_id, 8, CKM_ECDSA, short_digest, 20);
+    pss = th_job_crypto (req->jobs [1], true, s_rsa_id, 8, CKM_RSA_PKCS_PSS, short_digest, 20);
+    pss->hash = CKM_SHA256; pss->mgf = CKG_MGF1_SHA1; pss->salt_len = 32;      /* the raw path */
+    th_job_crypto (req->jobs [2], true, s_rsa_id, 8, CKM_ECDSA, digest, 32);
+    th_job_crypto (req->jobs [3], true, s_ec_id, 8, CKM_RSA_PKCS, di, 51);
+    /*  The same on per-request key material.  */
+    pss = th_job_crypto (req->jobs [4], true, NULL, 0, CKM_RSA_PKCS_PSS, short_digest, 20);
+    pss->hash = CKM_SHA256; pss->mgf = CKG_MGF1_SHA256; pss->salt_len = 32;
+    req->jobs [4]->sign->key_pkcs8 = (ProtobufCBinaryData) { rsa_len, rsa };
+    th_job_crypto (req->jobs [5], true, NULL, 0, CKM_ECDSA, digest, 32);
+    req->jobs [5]->sign->key_pkcs8 = (ProtobufCBinaryData) { rsa_len, rsa };
+    th_job_crypto (req->jobs [6], true, NULL, 0, CKM_RSA_PKCS, di, 51);
+    req->jobs [6]->sign->key_pkcs8 = (ProtobufCBinaryData) { ec_len, ec };
+    /*  And a right job in the same batch still signs.  */
+    th_job_crypto (req->jobs [7], true, s_ec_id, 8, CKM_ECDSA, digest, 32);
+    static const CK_RV expect [N] = {
+        CKR_DATA_LEN_RANGE, CKR_DATA_LEN_RANGE, CKR_KEY_TYPE_INCONSISTENT, CKR_KEY_TYPE_INCONSISTENT,
+        CKR_DATA_LEN_RANGE, CKR_KEY_TYPE_INCONSISTENT, CKR_KEY_TYPE_INCONSISTENT, CKR_OK };
     Cs__Reply *reply = th_call (s_client, req);
-    ck_assert_uint_ne (reply->results [0]->rv, CKR_OK);
-    ck_assert_uint_ne (reply->results [1]->rv, CKR_OK);
+    ck_assert_uint_eq (reply->n_results, N);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_msg (reply->results [i]->rv == expect [i], "job %zu: %s, want %s", i,
+                       cs_rv_name (reply->results [i]->rv), cs_rv_name (expect [i]));
+    ck_assert (th_verify_ecdsa (s_ec, digest, 32, reply->results [7]->data.data, reply->results [7]->data.len));
     cs__reply__free_unpacked (reply, NULL);
     th_request_free (req);
+    OPENSSL_free (rsa);
+    OPENSSL_free (ec);
 }
 END_TEST
 

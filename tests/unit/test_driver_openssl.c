@@ -1,8 +1,9 @@
 /*  test_driver_openssl.c — the openssl driver (shim-drivers/openssl) through
  *  its ABI v2 dispatch table, loaded from CRYPTOSERVER_DRIVER_DIR as the
  *  broker loads it: every mechanism signs or decrypts with key material and
- *  OpenSSL verifies; generated keys work; the per-session cache gives the
- *  same results and per-request keys leave no entry behind.
+ *  OpenSSL verifies; generated keys (RSA, P-256, P-384, Ed25519) sign through
+ *  the driver and OpenSSL verifies with their public half; the per-session
+ *  cache gives the same results and per-request keys leave no entry behind.
  */
 #include <dlfcn.h>
 #include <openssl/x509.h>
@@ -339,13 +340,57 @@ START_TEST (test_per_request_keys_not_cached)
 }
 END_TEST
 
-/*  Generates with gen and checks the key signs with mech (verified).  */
+/*  Signs with the driver, using `der` (PKCS#8) as a per-request key, and
+ *  verifies with OpenSSL against `pub` (a public-only key): CKM_RSA_PKCS
+ *  over a SHA-256 DigestInfo (RFC 8017 §9.2), CKM_ECDSA over a SHA-256
+ *  digest (raw r||s, each half the field size), CKM_EDDSA over the message.  */
+static void
+s_sign_verify (const unsigned char *der, size_t der_len, EVP_PKEY *pub)
+{
+    static const char msg [] = "a freshly generated key";
+    unsigned char di [51], digest [32], sig [1024];
+    size_t len = sizeof sig;
+    cs_key_t key = { NULL, 0, der, der_len, NULL };
+    cs_mech_t mech = { CKM_RSA_PKCS };
+    th_digest_info (msg, di);
+    SHA256 ((const unsigned char *) msg, strlen (msg), digest);
+    if (EVP_PKEY_is_a (pub, "RSA")) {
+        ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+        ck_assert_uint_eq (len, (size_t) EVP_PKEY_get_size (pub));
+        ck_assert (th_verify_rsa_pkcs1 (pub, di, 51, sig, len));
+        di [50] ^= 1;                                   /* and not another digest */
+        ck_assert (!th_verify_rsa_pkcs1 (pub, di, 51, sig, len));
+    }
+    else
+    if (EVP_PKEY_is_a (pub, "EC")) {
+        mech.type = CKM_ECDSA;
+        ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_OK);
+        ck_assert_uint_eq (len, 2 * (size_t) ((EVP_PKEY_get_bits (pub) + 7) / 8));
+        ck_assert (th_verify_ecdsa (pub, digest, 32, sig, len));
+        digest [0] ^= 1;
+        ck_assert (!th_verify_ecdsa (pub, digest, 32, sig, len));
+    }
+    else {
+        ck_assert (EVP_PKEY_is_a (pub, "ED25519"));
+        mech.type = CKM_EDDSA;
+        ck_assert_uint_eq (s_sign (s_session, &key, &mech, (const unsigned char *) msg, sizeof msg,
+                                   sig, &len), CKR_OK);
+        ck_assert_uint_eq (len, 64);
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
+        ck_assert (EVP_DigestVerifyInit (ctx, NULL, NULL, NULL, pub) > 0);
+        ck_assert_int_eq (EVP_DigestVerify (ctx, sig, len, (const unsigned char *) msg, sizeof msg), 1);
+        EVP_MD_CTX_free (ctx);
+    }
+}
+
+/*  Generates with gen, checks the key signs (s_sign_verify, against the
+ *  public half of the generated PKCS#8) and returns it (caller frees).  */
 static EVP_PKEY *
 s_generate (const cs_keygen_t *gen)
 {
     cs_drv_generate_material_fn *fn
         = (cs_drv_generate_material_fn *) cs_driver_lookup (s_driver, CS_DRV_GENERATE_MATERIAL);
-    unsigned char *der = NULL;
+    unsigned char *der = NULL, *spki = NULL;
     size_t len = 0;
     ck_assert_ptr_nonnull (fn);
     ck_assert_uint_eq (fn (s_session, gen, &der, &len), CKR_OK);
@@ -354,6 +399,14 @@ s_generate (const cs_keygen_t *gen)
     EVP_PKEY *pkey = p8 ? EVP_PKCS82PKEY (p8) : NULL;
     PKCS8_PRIV_KEY_INFO_free (p8);
     ck_assert_ptr_nonnull (pkey);
+    int spki_len = i2d_PUBKEY (pkey, &spki);
+    ck_assert_int_gt (spki_len, 0);
+    p = spki;
+    EVP_PKEY *pub = d2i_PUBKEY (NULL, &p, spki_len);
+    ck_assert_ptr_nonnull (pub);
+    s_sign_verify (der, len, pub);
+    EVP_PKEY_free (pub);
+    OPENSSL_free (spki);
     OPENSSL_cleanse (der, len);
     free (der);
     return pkey;

@@ -115,7 +115,7 @@ START_TEST (test_defaults)
     char log [1024];
     cs_client_config_t *config = s_load (GOOD_HEAD "    certificate = client.cert\n", log, sizeof log);
     ck_assert_ptr_nonnull (config);
-    ck_assert_int_eq (config->timeout_ms, CS_CLIENT_TIMEOUT_DEFAULT);
+    ck_assert_int_eq (config->timeout_ms, 10000);     /* cryptoserver-client.conf(5) */
     ck_assert_int_eq (config->log_level, CS_LOG_WARNING);
     cs_client_config_destroy (&config);
 }
@@ -167,7 +167,7 @@ START_TEST (test_path_env)
     setenv ("CRYPTOSERVER_CONF", "/x/y.conf", 1);
     ck_assert_str_eq (cs_client_config_path (), "/x/y.conf");
     unsetenv ("CRYPTOSERVER_CONF");
-    ck_assert_str_eq (cs_client_config_path (), CS_CLIENT_CONF_DEFAULT);
+    ck_assert_str_eq (cs_client_config_path (), "/etc/cryptoserver/client.conf");  /* DESIGN.md §4 */
 }
 END_TEST
 

@@ -408,6 +408,18 @@ s_find_one (CK_OBJECT_CLASS klass, const void *id, size_t id_len)
     return handle;
 }
 
+/*  How many objects of klass have CKA_ID id.  */
+static size_t
+s_count_id (CK_OBJECT_CLASS klass, const void *id, size_t id_len)
+{
+    CK_ATTRIBUTE tmpl [] = { { CKA_CLASS, &klass, sizeof klass }, { CKA_ID, (void *) id, id_len } };
+    CK_OBJECT_HANDLE *handles = NULL;
+    size_t count = 99;
+    ck_assert_uint_eq (cs_object_find (tmpl, 2, &handles, &count), CKR_OK);
+    free (handles);
+    return count;
+}
+
 START_TEST (test_token_attributes)
 {
     Cs__KeyInfo board, stored, *keys [2] = { &board, &stored };
@@ -522,7 +534,8 @@ START_TEST (test_find_1000)
     CK_OBJECT_CLASS pub = CKO_PUBLIC_KEY;
     CK_ATTRIBUTE all_pub [] = { { CKA_CLASS, &pub, sizeof pub } };
     CK_ATTRIBUTE by_label [] = { { CKA_LABEL, "key-501", 7 } };
-    CK_OBJECT_HANDLE *handles = NULL, h777;
+    CK_ATTRIBUTE label = { CKA_LABEL, NULL, 0 };
+    CK_OBJECT_HANDLE *handles = NULL, h777, h777_pub, h500, h501_pub, h999;
     size_t count = 0;
     for (int i = 0; i < N; i++) {
         snprintf (refs [i], sizeof refs [i], "ks:%032x", i);
@@ -538,6 +551,12 @@ START_TEST (test_find_1000)
     ck_assert_uint_eq (cs_object_load (&list), CKR_OK);
     s_login ();
     h777 = s_find_one (CKO_PRIVATE_KEY, ids [777], 2);
+    h777_pub = s_find_one (CKO_PUBLIC_KEY, ids [777], 2);
+    h500 = s_find_one (CKO_PRIVATE_KEY, ids [500], 2);
+    h501_pub = s_find_one (CKO_PUBLIC_KEY, ids [501], 2);          /* 500 has none */
+    h999 = s_find_one (CKO_PRIVATE_KEY, ids [999], 2);
+    ck_assert_uint_ne (h500, h777);
+    ck_assert_uint_ne (h500, h501_pub);
     ck_assert_uint_eq (cs_object_find (all_pub, 1, &handles, &count), CKR_OK);
     ck_assert_uint_eq (count, 900);
     free (handles);
@@ -547,16 +566,35 @@ START_TEST (test_find_1000)
     ck_assert_uint_eq (cs_object_find (NULL, 0, &handles, &count), CKR_OK);
     ck_assert_uint_eq (count, 1900);
     free (handles);
-    /*  A new version of the list without key 777: it goes, the others keep their handles.  */
+    /*  A new version of the list without key 777 (its slot now repeats key
+        778, and the first of duplicate refs wins): 777's two objects go and
+        their handles stop working; every other key keeps the handle it had
+        before the reload.  */
     infos [777] = infos [778];
     list.version = 2;
     ck_assert_uint_eq (cs_object_load (&list), CKR_OK);
-    ck_assert_uint_eq (cs_object_get_attributes (h777, NULL, 0), CKR_OBJECT_HANDLE_INVALID);
-    ck_assert_uint_eq (s_find_one (CKO_PRIVATE_KEY, ids [500], 2), s_find_one (CKO_PRIVATE_KEY, ids [500], 2));
+    ck_assert_uint_eq (cs_object_get_attributes (h777, &label, 1), CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (cs_object_get_attributes (h777_pub, &label, 1), CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (s_count_id (CKO_PRIVATE_KEY, ids [777], 2), 0);
+    ck_assert_uint_eq (s_count_id (CKO_PUBLIC_KEY, ids [777], 2), 0);
+    ck_assert_uint_eq (s_find_one (CKO_PRIVATE_KEY, ids [500], 2), h500);
+    ck_assert_uint_eq (s_find_one (CKO_PUBLIC_KEY, ids [501], 2), h501_pub);
+    ck_assert_uint_eq (s_find_one (CKO_PRIVATE_KEY, ids [999], 2), h999);
+    ck_assert_uint_eq (cs_object_get_attributes (h500, &label, 1), CKR_OK);
+    ck_assert_uint_eq (label.ulValueLen, 7);                  /* "key-500" */
+    ck_assert_uint_eq (cs_object_find (NULL, 0, &handles, &count), CKR_OK);
+    ck_assert_uint_eq (count, 1898);
+    free (handles);
+    /*  Key 777 comes back (same ref, same class): it gets its old handles.  */
     s_ec_info (&infos [777], refs [777], labels [777], ids [777], 2);
     list.version = 3;
     ck_assert_uint_eq (cs_object_load (&list), CKR_OK);
     ck_assert_uint_eq (s_find_one (CKO_PRIVATE_KEY, ids [777], 2), h777);
+    ck_assert_uint_eq (s_find_one (CKO_PUBLIC_KEY, ids [777], 2), h777_pub);
+    ck_assert_uint_eq (s_find_one (CKO_PRIVATE_KEY, ids [500], 2), h500);
+    ck_assert_uint_eq (cs_object_find (NULL, 0, &handles, &count), CKR_OK);
+    ck_assert_uint_eq (count, 1900);
+    free (handles);
 }
 END_TEST
 

@@ -1,6 +1,8 @@
 /*  test_module_mechanism.c — mechanism table, DigestInfo bytes (RFC 8017
  *  §9.2), PSS and OAEP parameter checks with their exact CK_RV codes.  */
 #include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mechanism.h"
@@ -38,6 +40,80 @@ START_TEST (test_digest_info_lengths)
         ck_assert_uint_eq (prefix [len - 1], cases [i].size);
         ck_assert_uint_eq (prefix [1], len - 2 + cases [i].size);
     }
+}
+END_TEST
+
+/*  Known answers: the DER DigestInfo of "abc" for every hash the module
+ *  signs with under CKM_SHAx_RSA_PKCS, i.e. the prefix of RFC 8017 §9.2
+ *  note 1 || the FIPS 180-4 digest of "abc".  Computed outside the project,
+ *  for each x in sha1 sha224 sha256 sha384 sha512:
+ *    printf abc | openssl dgst -x -sign k.pem -out s
+ *    openssl pkeyutl -verifyrecover -inkey k.pem -in s -pkeyopt rsa_padding_mode:pkcs1 | xxd -p
+ *  and the prefixes again with a ten-line DER encoder in python from the
+ *  OIDs (1.3.14.3.2.26, 2.16.840.1.101.3.4.2.{4,1,2,3}); both match the
+ *  RFC's table byte for byte.  */
+static const struct {
+    CK_MECHANISM_TYPE hash;
+    size_t prefix_len;
+    const char *hex;
+} s_digest_info_kat [] = {
+    { CKM_SHA_1, 15, "3021300906052b0e03021a05000414"
+        "a9993e364706816aba3e25717850c26c9cd0d89d" },
+    { CKM_SHA224, 19, "302d300d06096086480165030402040500041c"
+        "23097d223405d8228642a477bda255b32aadbce4bda0b3f7e36c9da7" },
+    { CKM_SHA256, 19, "3031300d060960864801650304020105000420"
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+    { CKM_SHA384, 19, "3041300d060960864801650304020205000430"
+        "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed"
+        "8086072ba1e7cc2358baeca134c825a7" },
+    { CKM_SHA512, 19, "3051300d060960864801650304020305000440"
+        "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
+        "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f" },
+};
+#define S_DIGEST_INFO_KATS (sizeof s_digest_info_kat / sizeof s_digest_info_kat [0])
+
+/*  Decodes lower-case hex into out; returns the byte count.  */
+static size_t
+s_unhex (const char *hex, uint8_t *out)
+{
+    size_t n = strlen (hex) / 2;
+    for (size_t i = 0; i < n; i++) {
+        unsigned byte = 0;
+        ck_assert_int_eq (sscanf (hex + 2 * i, "%2x", &byte), 1);
+        out [i] = (uint8_t) byte;
+    }
+    return n;
+}
+
+START_TEST (test_digest_info_kat)
+{
+    uint8_t expect [128], out [128];
+    for (size_t i = 0; i < S_DIGEST_INFO_KATS; i++) {
+        size_t len = s_unhex (s_digest_info_kat [i].hex, expect), prefix_len = 0;
+        size_t plen = s_digest_info_kat [i].prefix_len;
+        const uint8_t *prefix = cs_mech_digest_info_prefix (s_digest_info_kat [i].hash, &prefix_len);
+        ck_assert_ptr_nonnull (prefix);
+        ck_assert_uint_eq (prefix_len, plen);
+        ck_assert_msg (memcmp (prefix, expect, plen) == 0, "prefix of hash 0x%lx differs from RFC 8017",
+                       s_digest_info_kat [i].hash);
+        ck_assert_uint_eq (cs_mech_digest_info (s_digest_info_kat [i].hash, expect + plen, len - plen,
+                                                out, sizeof out), len);
+        ck_assert_mem_eq (out, expect, len);
+    }
+    /*  Every hash-and-sign RSA PKCS#1 v1.5 mechanism of the table has a vector.  */
+    size_t count = 0, covered = 0;
+    const cs_mech_t *table = cs_mech_table (&count);
+    for (size_t m = 0; m < count; m++) {
+        if (table [m].wire != CKM_RSA_PKCS || !table [m].hash)
+            continue;
+        bool found = false;
+        for (size_t i = 0; i < S_DIGEST_INFO_KATS; i++)
+            found |= s_digest_info_kat [i].hash == table [m].hash;
+        ck_assert_msg (found, "mechanism 0x%lx: no DigestInfo vector for hash 0x%lx",
+                       table [m].type, table [m].hash);
+        covered++;
+    }
+    ck_assert_uint_eq (covered, 5);
 }
 END_TEST
 
@@ -218,6 +294,7 @@ main (void)
     int failed;
     tcase_add_test (tc, test_digest_info_sha256);
     tcase_add_test (tc, test_digest_info_lengths);
+    tcase_add_test (tc, test_digest_info_kat);
     tcase_add_test (tc, test_table);
     tcase_add_test (tc, test_pss);
     tcase_add_test (tc, test_pss_block);
