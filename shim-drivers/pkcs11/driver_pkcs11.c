@@ -828,13 +828,21 @@ s_import_cached (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_
     return CKR_OK;
 }
 
-/*  Runs C_XxxInit + C_Xxx once; `sign` picks C_Sign over C_Decrypt.  */
+/*  Runs C_XxxInit + C_Xxx once; `sign` picks C_Sign over C_Decrypt.  Empty
+ *  input (in may be NULL then: protobuf-c's empty bytes) goes as a non-NULL
+ *  pointer: SoftHSM 2.6 answers C_Sign/C_Decrypt (NULL, 0) with
+ *  CKR_ARGUMENTS_BAD and leaves the operation active, so every later job on
+ *  this worker's session failed with CKR_OPERATION_ACTIVE (found by
+ *  tests/fuzz/cs-fuzz-frames).  */
 static CK_RV
 s_run (cs_session_t *self, CK_OBJECT_HANDLE obj, CK_MECHANISM *mech, bool sign,
        const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
+    static const unsigned char empty [1];
     CK_FUNCTION_LIST_PTR fl = self->board->fl;
     CK_ULONG len = *out_len;
+    if (!in)
+        in = empty;
     CK_RV rv = sign ? fl->C_SignInit (self->handle, mech, obj)
                     : fl->C_DecryptInit (self->handle, mech, obj);
     if (rv != CKR_OK)

@@ -259,6 +259,44 @@ START_TEST (test_board_errors_pass_through)
 }
 END_TEST
 
+/*  Jobs with empty data (NULL in protobuf-c) leave no operation active on
+ *  a worker's board session: SoftHSM 2.6 keeps one after C_Sign (NULL, 0),
+ *  and every later job of that worker failed with CKR_OPERATION_ACTIVE
+ *  (found by tests/fuzz/cs-fuzz-frames).  32 empty jobs reach all four
+ *  workers; then 16 valid signatures must all verify.  */
+START_TEST (test_empty_data_leaves_no_operation)
+{
+    enum { EMPTY = 32, VALID = 16 };
+    static uint8_t di [VALID][51];
+    Cs__Request *req = th_request (EMPTY, 5);
+    req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    for (size_t i = 0; i < EMPTY; i++)
+        th_job_crypto (req->jobs [i], i % 2 == 0, s_rsa_id, 8, CKM_RSA_PKCS, NULL, 0);
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->n_results, EMPTY);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    req = th_request (VALID, 6);
+    req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    for (size_t i = 0; i < VALID; i++) {
+        char msg [32];
+        snprintf (msg, sizeof msg, "after empty %zu", i);
+        th_digest_info (msg, di [i]);
+        th_job_crypto (req->jobs [i], true, s_rsa_id, 8, CKM_RSA_PKCS, di [i], 51);
+    }
+    reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->n_results, VALID);
+    for (size_t i = 0; i < VALID; i++) {
+        ck_assert_msg (reply->results [i]->rv == CKR_OK, "job %zu: %s", i,
+                       cs_rv_name (reply->results [i]->rv));
+        ck_assert (th_verify_rsa_pkcs1 (s_rsa, di [i], 51, reply->results [i]->data.data,
+                                        reply->results [i]->data.len));
+    }
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+}
+END_TEST
+
 /*  Key material on SoftHSM boards: a per-request RSA key and EC key are
  *  imported as session objects for the job (and destroyed after).  */
 START_TEST (test_per_request_keys)
@@ -385,6 +423,7 @@ s_suite (void)
     tcase_add_test (tc, test_sign);
     tcase_add_test (tc, test_decrypt);
     tcase_add_test (tc, test_board_errors_pass_through);
+    tcase_add_test (tc, test_empty_data_leaves_no_operation);
     tcase_add_test (tc, test_per_request_keys);
     tcase_add_test (tc, test_generate_resident);
     tcase_add_test (tc, test_board_keys_prohibited);
