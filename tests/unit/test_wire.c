@@ -173,6 +173,8 @@ START_TEST (test_rv_names)
 {
     ck_assert_str_eq (cs_rv_name (CKR_PIN_INCORRECT), "CKR_PIN_INCORRECT");
     ck_assert_str_eq (cs_rv_name (0x7777), "CKR_0x7777");
+    ck_assert_str_eq (cs_rv_name (CKR_ACTION_PROHIBITED), "CKR_ACTION_PROHIBITED");
+    ck_assert_str_eq (cs_rv_name (CKR_USER_PIN_NOT_INITIALIZED), "CKR_USER_PIN_NOT_INITIALIZED");
 }
 END_TEST
 
