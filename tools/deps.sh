@@ -7,7 +7,7 @@
 # the PKCS#11 applications of the client tests (below).
 CS_DEB_PACKAGES="gcc make autoconf automake libtool pkg-config
     libzmq3-dev libczmq-dev libssl-dev libp11-kit-dev
-    libprotobuf-c-dev protobuf-c-compiler check libsubunit-dev libsqlite3-dev
+    libprotobuf-c-dev protobuf-c-compiler check libsubunit-dev libsqlite3-dev libgmp-dev
     softhsm2 opensc openssl procps"
 
 # Client tests (tests/clients.am, issue #4): the OpenSSL engine "pkcs11"

@@ -5,7 +5,10 @@
  *  pre-generated pool use it).  It holds no resident keys.
  *
  *  Config keys (under drivers/<name>): type = openssl, threads (the broker's),
- *  cache-size (parsed keys kept per worker session, default 256, 0 = none).
+ *  cache-size (parsed keys kept per worker session, default 256, 0 = none),
+ *  key-material (default true; false = the board takes no keystore or
+ *  per-request key and only generates keys: their jobs route to other
+ *  boards, e.g. a gmp board).
  *  Each worker session keeps a bounded LRU cache of parsed EVP_PKEYs by key
  *  ref, so a keystore key is parsed once per worker, not once per job; an
  *  entry also holds the SHA-256 of the DER it was parsed from and is used
@@ -27,6 +30,7 @@
 struct cs_board_s {
     char *name;
     size_t cache_size;              /* entries per session */
+    bool material;                  /* key-material: sign/decrypt/derive with key material */
 };
 
 /*  One parsed key of the cache.  */
@@ -60,6 +64,7 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
     (void) base_dir;
     cs_board_t *self = calloc (1, sizeof *self);
     const char *size = drv_config_get (config, "cache-size", NULL);
+    const char *material = drv_config_get (config, "key-material", "true");
     char *end = NULL;
     long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
     if (!self || !(self->name = strdup (name))) {
@@ -71,9 +76,15 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         s_board_close (&self);
         return -1;
     }
+    self->material = streq (material, "true") || streq (material, "yes") || streq (material, "1");
+    if (!self->material && !streq (material, "false") && !streq (material, "no") && !streq (material, "0")) {
+        zsys_error ("openssl %s: key-material: must be true or false", name);
+        s_board_close (&self);
+        return -1;
+    }
     self->cache_size = (size_t) value;
-    zsys_info ("openssl %s: %s, key cache of %zu per worker", name, OpenSSL_version (OPENSSL_VERSION),
-               self->cache_size);
+    zsys_info ("openssl %s: %s, key cache of %zu per worker%s", name, OpenSSL_version (OPENSSL_VERSION),
+               self->cache_size, self->material ? "" : ", no key material (key generation only)");
     *board_p = self;
     return 0;
 }
@@ -123,12 +134,14 @@ s_board_keys (cs_board_t *self, cs_key_info_t **keys_p, size_t *count_p)
     return *keys_p ? 0 : -1;
 }
 
+/*  key-material = false leaves only generation: no sign, decrypt or derive
+ *  job is routed here.  */
 static int
 s_capabilities (cs_board_t *self, cs_caps_t *caps)
 {
-    (void) self;
-    caps->flags = CS_CAP_KEY_MATERIAL | CS_CAP_GENERATE_MATERIAL | CS_CAP_DERIVE;
-    caps->material_types = CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS;
+    caps->flags = self->material ? CS_CAP_KEY_MATERIAL | CS_CAP_GENERATE_MATERIAL | CS_CAP_DERIVE
+                                 : CS_CAP_GENERATE_MATERIAL;
+    caps->material_types = self->material ? CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS : 0;
     caps->generate_types = CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS;
     return 0;
 }

@@ -79,6 +79,7 @@ START_TEST (test_capabilities_and_mechanisms)
     ck_assert_int_eq (fn (s_board, &caps), 0);
     ck_assert (caps.flags & CS_CAP_KEY_MATERIAL);
     ck_assert (caps.flags & CS_CAP_GENERATE_MATERIAL);
+    ck_assert (caps.flags & CS_CAP_DERIVE);
     ck_assert (!(caps.flags & CS_CAP_GENERATE_RESIDENT));
     ck_assert_uint_eq (caps.material_types, CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS);
     cs_drv_board_keys_fn *keys = (cs_drv_board_keys_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_KEYS);
@@ -87,6 +88,32 @@ START_TEST (test_capabilities_and_mechanisms)
     ck_assert_int_eq (keys (s_board, &list, &count), 0);
     ck_assert_uint_eq (count, 0);
     cs_key_info_free_array (list, count);
+}
+END_TEST
+
+/*  key-material = false: a board that only generates (its sign, decrypt
+ *  and derive jobs route elsewhere, e.g. to a gmp board); a value that is
+ *  not a boolean stops the board.  */
+START_TEST (test_key_material_off)
+{
+    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_OPEN);
+    cs_drv_board_close_fn *close_board
+        = (cs_drv_board_close_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_CLOSE);
+    cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_driver, CS_DRV_CAPABILITIES);
+    zconfig_t *config = zconfig_new ("root", NULL);
+    cs_board_t *board = NULL;
+    cs_caps_t caps = { 0 };
+    zconfig_put (config, "key-material", "false");
+    ck_assert_int_eq (open ("keygen", config, "/tmp", &board), 0);
+    ck_assert_int_eq (caps_fn (board, &caps), 0);
+    ck_assert_uint_eq (caps.flags, CS_CAP_GENERATE_MATERIAL);
+    ck_assert_uint_eq (caps.material_types, 0);
+    ck_assert_uint_eq (caps.generate_types, CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS);
+    close_board (&board);
+    zconfig_put (config, "key-material", "maybe");
+    ck_assert_int_eq (open ("keygen", config, "/tmp", &board), -1);
+    ck_assert_ptr_null (board);
+    zconfig_destroy (&config);
 }
 END_TEST
 
@@ -473,6 +500,7 @@ main (void)
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_set_timeout (tc, 60);
     tcase_add_test (tc, test_capabilities_and_mechanisms);
+    tcase_add_test (tc, test_key_material_off);
     tcase_add_test (tc, test_rsa_sign);
     tcase_add_test (tc, test_rsa_decrypt);
     tcase_add_test (tc, test_ecdsa);
