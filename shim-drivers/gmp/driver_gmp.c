@@ -1,5 +1,5 @@
 /*  driver_gmp.c — a board made of the broker's own cores with GMP doing the
- *  modular exponentiation (gmp_rsa.c: CRT, mpz_powm_sec, blinding, every
+ *  modular exponentiation (gmp_rsa.c: CRT, mpn_sec_powm, blinding, every
  *  result checked before release) and OpenSSL doing only the padding:
  *  PKCS#1 v1.5 type 1 and PSS to sign, PKCS#1 v1.5 type 2 and OAEP checks
  *  to decrypt (OpenSSL's constant-time decoders), raw RSA both ways.  RSA
@@ -92,7 +92,7 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         s_board_close (&self);
         return -1;
     }
-    zsys_info ("gmp %s: GMP %s, RSA %d..%d bits (CRT, mpz_powm_sec, blinding, checked results), "
+    zsys_info ("gmp %s: GMP %s, RSA %d..%d bits (CRT, constant-time mpn_sec_powm, blinding, checked results), "
                "no key generation, key cache of %zu per worker; self-test ok: RSA-2048 %.0f us "
                "per private operation (%.0f/s per thread)", name, gmp_version, GMP_RSA_MIN_BITS,
                GMP_RSA_MAX_BITS, self->cache_size, us, us > 0 ? 1e6 / us : 0.0);

@@ -1,5 +1,6 @@
-/*  gmp_rsa.c — RSA private-key operations in GMP: CRT, mpz_powm_sec,
- *  blinding, the result checked before release (gmp_rsa.h).
+/*  gmp_rsa.c — RSA private-key operations in GMP: CRT, mpn_sec_powm
+ *  (mpz_powm_sec's core), blinding, the result checked before release
+ *  (gmp_rsa.h).
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -28,6 +29,8 @@ struct gmp_rsa_key_s {
     mpz_t blind, unblind;           /* A = r^e mod n, Ai = r^-1 mod n */
     unsigned blind_uses;            /* operations since A was drawn; 0 = draw one */
     mpz_t t [S_TEMPS];              /* workspace, 2 * bits + 2 limbs each: never reallocated */
+    mp_limb_t *scratch;             /* mpn_sec_powm's scratch for either half, wiped after use */
+    size_t scratch_limbs;
 };
 
 static atomic_ulong s_blindings;
@@ -47,8 +50,9 @@ s_wipe (mpz_t z)
     }
 }
 
-/*  Overwrites the stack below the caller, where GMP's scratch (TMP_ALLOC:
- *  alloca for these sizes) held intermediate values of the exponentiation.  */
+/*  Overwrites the stack below the caller, where GMP's temporary space
+ *  (TMP_ALLOC: alloca under 32 KB) held intermediate values of mpz_mod and
+ *  mpz_mul on the secret primes.  */
 static void __attribute__ ((noinline))
 s_scrub_stack (void)
 {
@@ -147,7 +151,15 @@ static gmp_rsa_key_t *
 s_key_checked (gmp_rsa_key_t *self)
 {
     size_t bits = mpz_sizeinbase (self->n, 2);
-    if (bits != self->bits || !s_consistent (self))
+    if (bits != self->bits || !s_consistent (self)) {
+        gmp_rsa_key_destroy (&self);
+        return NULL;
+    }
+    mp_size_t np = (mp_size_t) mpz_size (self->p), nq = (mp_size_t) mpz_size (self->q);
+    mp_size_t itch_p = mpn_sec_powm_itch (np, mpz_sizeinbase (self->dp, 2), np);
+    mp_size_t itch_q = mpn_sec_powm_itch (nq, mpz_sizeinbase (self->dq, 2), nq);
+    self->scratch_limbs = (size_t) (itch_p > itch_q ? itch_p : itch_q);
+    if (!(self->scratch = calloc (self->scratch_limbs, sizeof (mp_limb_t))))
         gmp_rsa_key_destroy (&self);
     return self;
 }
@@ -196,6 +208,10 @@ gmp_rsa_key_destroy (gmp_rsa_key_t **self_p)
     for (int i = 0; i < S_TEMPS; i++) {
         s_wipe (self->t [i]);
         mpz_clear (self->t [i]);
+    }
+    if (self->scratch) {
+        explicit_bzero (self->scratch, self->scratch_limbs * sizeof (mp_limb_t));
+        free (self->scratch);
     }
     explicit_bzero (self, sizeof *self);
     free (self);
@@ -270,17 +286,37 @@ s_blinding_next (gmp_rsa_key_t *self)
     return 0;
 }
 
+/*  r = b^e mod m, constant-time in e: mpz_powm_sec's own core
+ *  (mpn_sec_powm) with the key's scratch, so that no intermediate value is
+ *  left in memory we do not wipe (mpz_powm_sec takes its scratch from the
+ *  stack, or from the heap past 32 KB, and frees it unwiped).  b < m, r is
+ *  not b.  A zero base (an input of 0) is answered directly.  */
+static void
+s_powm_sec (gmp_rsa_key_t *self, mpz_ptr r, mpz_srcptr b, mpz_srcptr e, mpz_srcptr m)
+{
+    mp_size_t n = (mp_size_t) mpz_size (m), bn = (mp_size_t) mpz_size (b);
+    if (bn == 0) {
+        mpz_set_ui (r, 0);
+        return;
+    }
+    mp_limb_t *rp = mpz_limbs_write (r, n);
+    mpn_sec_powm (rp, mpz_limbs_read (b), bn, mpz_limbs_read (e), mpz_sizeinbase (e, 2),
+                  mpz_limbs_read (m), n, self->scratch);
+    mpz_limbs_finish (r, n);
+}
+
 /*  s = c^d mod n by CRT (RFC 8017 §5.1.2, 2.b): m1 = c^dP mod p,
  *  m2 = c^dQ mod q, h = qInv (m1 - m2) mod p, s = m2 + q h.  Both
- *  exponentiations are constant-time in the exponent (mpz_powm_sec).  */
+ *  exponentiations are constant-time in the exponent (mpn_sec_powm, the
+ *  core of mpz_powm_sec).  */
 static void
 s_crt (gmp_rsa_key_t *self, mpz_srcptr c, mpz_ptr s, gmp_rsa_fault_t fault)
 {
     mpz_ptr m1 = self->t [S_M1], m2 = self->t [S_M2], h = self->t [S_H];
-    mpz_mod (m1, c, self->p);
-    mpz_powm_sec (m1, m1, self->dp, self->p);
-    mpz_mod (m2, c, self->q);
-    mpz_powm_sec (m2, m2, self->dq, self->q);
+    mpz_mod (h, c, self->p);
+    s_powm_sec (self, m1, h, self->dp, self->p);
+    mpz_mod (h, c, self->q);
+    s_powm_sec (self, m2, h, self->dq, self->q);
     if (fault == GMP_RSA_FAULT_P)
         mpz_combit (m1, 7);
     if (fault == GMP_RSA_FAULT_Q)
@@ -302,12 +338,14 @@ s_export (mpz_srcptr z, unsigned char *out, size_t k)
         mpz_export (out + k - len, NULL, 1, 1, 1, 0, z);
 }
 
-/*  Wipes the workspace after an operation (values and GMP's stack scratch).  */
+/*  Wipes the workspace after an operation: values, the exponentiation's
+ *  scratch, and the stack GMP's other functions used (mpz_mod, mpz_mul).  */
 static void
 s_clean (gmp_rsa_key_t *self)
 {
     for (int i = 0; i < S_TEMPS; i++)
         s_wipe (self->t [i]);
+    explicit_bzero (self->scratch, self->scratch_limbs * sizeof (mp_limb_t));
     s_scrub_stack ();
 }
 

@@ -1,12 +1,18 @@
 /*  gmp_rsa.h — the RSA private-key operation of the gmp board, in GMP:
  *  CRT with the key's p, q, dP, dQ, qInv, each half a constant-time
- *  exponentiation (mpz_powm_sec), the base blinded (m' = m * r^e mod n,
- *  s = s' * r^-1 mod n) and the result checked (s^e mod n == m) before it
- *  is released, so that a fault in one CRT half can never give away a
- *  factor of n (Boneh, DeMillo, Lipton 1997).  The key lives as mpz_t with
- *  its blinding pair and a workspace allocated once, so a cached key costs
- *  no allocation per operation (seed 003: caching); every limb is wiped
- *  before it is freed (mpz_clear does not wipe).
+ *  exponentiation (mpn_sec_powm, the core of mpz_powm_sec, run on the key's
+ *  own scratch so that it can be wiped), the base blinded (m' = m * r^e
+ *  mod n, s = s' * r^-1 mod n) and the result checked (s^e mod n == m)
+ *  before it is released, so that a fault in one CRT half can never give
+ *  away a factor of n (Boneh, DeMillo, Lipton 1997).  The reductions mod
+ *  p and q and the recombination use GMP's ordinary functions: they only
+ *  ever see blinded values.  The key lives as mpz_t with its blinding pair,
+ *  a workspace and the exponentiation's scratch allocated once, so a cached
+ *  key costs no allocation per operation (seed 003: caching); every limb is
+ *  wiped before it is freed (mpz_clear does not wipe), the workspace and
+ *  scratch after every operation.  GMP's public API has no way to keep
+ *  Montgomery constants: mpn_sec_powm derives them per call (a few us of
+ *  the ~250 us of an RSA-2048 half).
  *
  *  A key object is not thread-safe: the driver keeps one per worker session.
  *  Padding is not here: the driver pads and unpads with OpenSSL.

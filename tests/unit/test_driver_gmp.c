@@ -9,6 +9,7 @@
  *  cache keeps keys and their blinding pairs and stays bounded.
  */
 #include <dlfcn.h>
+#include <gmp.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
@@ -624,6 +625,59 @@ START_TEST (test_unusable_keys)
 }
 END_TEST
 
+/*  GMP memory functions that count the blocks freed with a non-zero byte
+ *  while s_watch is set (they wrap malloc, like GMP's own).  */
+static bool s_watch;
+static int s_freed, s_dirty;
+
+static void *
+s_gmp_alloc (size_t size)
+{
+    return malloc (size);
+}
+
+static void *
+s_gmp_realloc (void *ptr, size_t old, size_t size)
+{
+    (void) old;
+    return realloc (ptr, size);
+}
+
+static void
+s_gmp_free (void *ptr, size_t size)
+{
+    if (s_watch) {
+        s_freed++;
+        for (size_t i = 0; i < size; i++)
+            if (((unsigned char *) ptr) [i]) {
+                s_dirty++;
+                break;
+            }
+    }
+    free (ptr);
+}
+
+/*  Every limb of a key (its numbers, blinding pair and workspace, after an
+ *  operation filled them) is overwritten before GMP frees it.  */
+START_TEST (test_key_wiped)
+{
+    void *(*alloc) (size_t), *(*realloc_fn) (void *, size_t, size_t);
+    void (*free_fn) (void *, size_t);
+    mp_get_memory_functions (&alloc, &realloc_fn, &free_fn);
+    mp_set_memory_functions (s_gmp_alloc, s_gmp_realloc, s_gmp_free);
+    gmp_rsa_key_t *key = gmp_rsa_key_new (s_keys [S_KEY_2048]);
+    ck_assert_ptr_nonnull (key);
+    unsigned char in [256] = { 0x00, 0x42, 0x17 }, out [256];
+    ck_assert_uint_eq (gmp_rsa_private (key, in, out), CKR_OK);
+    s_watch = true;
+    gmp_rsa_key_destroy (&key);
+    s_watch = false;
+    mp_set_memory_functions (alloc, realloc_fn, free_fn);
+    ck_assert_int_ge (s_freed, 9);          /* n e p q dP dQ qInv A Ai, and the workspace */
+    ck_assert_int_eq (s_dirty, 0);
+}
+END_TEST
+
 START_TEST (test_self_test)
 {
     double us = 0;
@@ -657,6 +711,7 @@ main (void)
     tcase_add_test (tc, test_cache);
     tcase_add_test (tc, test_blinding_reuse);
     tcase_add_test (tc, test_unusable_keys);
+    tcase_add_test (tc, test_key_wiped);
     tcase_add_test (tc, test_self_test);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
