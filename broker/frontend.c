@@ -67,10 +67,12 @@ typedef struct {
     size_t pending;
 } s_request_t;
 
-/*  A resident board key as listed to its tenant.  */
+/*  A resident board key as listed to its tenant: the only board keys a
+ *  client job may name (docs/CONTRACTS.md "Key refs and routing").  */
 typedef struct {
     Cs__KeyInfo info;
     const char *tenant;             /* the board's tenant (owned by the board) */
+    uint64_t boards;                /* the boards of that tenant holding it (bit per board) */
 } s_board_key_t;
 
 typedef struct {
@@ -455,17 +457,6 @@ s_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
 /* ------------------------------------------------------------------ */
 /*  Routing: which boards may run a job                                */
 
-/*  Boards whose `tenant` is the given tenant (their resident keys are its).  */
-static uint64_t
-s_tenant_boards (s_frontend_t *self, const char *tenant)
-{
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (self->args->boards [b]->tenant && streq (self->args->boards [b]->tenant, tenant))
-            set |= UINT64_C (1) << b;
-    return set;
-}
-
 /*  Boards that sign/decrypt with key material of key_type.  */
 static uint64_t
 s_material_boards (s_frontend_t *self, CK_KEY_TYPE key_type)
@@ -568,16 +559,38 @@ s_route_per_request (s_frontend_t *self, work_item_t *item, ProtobufCBinaryData 
     return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
 }
 
-/*  "board:<hex CKA_ID>": the tenant's boards holding that CKA_ID.  */
+/*  The resident key "board:<hex CKA_ID>" as listed to tenant, or NULL: a
+ *  key on one of the tenant's boards, neither a keystore key kept there
+ *  (its board label is a "ks:" ref of some tenant) nor a key the broker
+ *  reserved (the master key's wrapping key).  Any other ref, whatever it
+ *  names, is unknown to the tenant (issue #7).  id gets the CKA_ID
+ *  (*id_len_p bytes).  */
+static const s_board_key_t *
+s_board_key_find (s_frontend_t *self, const char *tenant, const char *ref, unsigned char id [CS_KEY_ID_MAX],
+                  size_t *id_len_p)
+{
+    long len = strncmp (ref, "board:", 6) == 0 ? cs_hex_decode (ref + 6, id, CS_KEY_ID_MAX) : -1;
+    for (size_t i = 0; len > 0 && i < self->n_board_keys; i++) {
+        const s_board_key_t *key = &self->board_keys [i];
+        if (streq (key->tenant, tenant) && key->info.id.len == (size_t) len
+        &&  memcmp (key->info.id.data, id, (size_t) len) == 0) {
+            *id_len_p = (size_t) len;
+            return key;
+        }
+    }
+    return NULL;
+}
+
+/*  "board:<hex CKA_ID>": the tenant's boards holding that listed key.  */
 static CK_RV
 s_route_board_ref (s_frontend_t *self, s_request_t *request, work_item_t *item, const char *ref)
 {
-    long len = cs_hex_decode (ref + 6, item->id, sizeof item->id);
-    if (len <= 0)
+    size_t len = 0;
+    const s_board_key_t *key = s_board_key_find (self, request->tenant, ref, item->id, &len);
+    if (!key)
         return CKR_KEY_HANDLE_INVALID;
-    item->key = (cs_key_t) { item->id, (size_t) len, NULL, 0, NULL };
-    item->boards = scheduler_key_boards (self->scheduler, item->id, (size_t) len)
-                 & s_tenant_boards (self, request->tenant);
+    item->key = (cs_key_t) { item->id, len, NULL, 0, NULL };
+    item->boards = key->boards;
     if (item->boards && item->kind == WORK_DERIVE) {
         item->boards &= s_derive_boards (self, false);
         return item->boards ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;    /* no board derives */
@@ -619,7 +632,8 @@ s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *ite
     else
     if (strncmp (info->home, "board:", 6) == 0) {
         int board = s_board_index (self, info->home + 6);
-        if (board < 0 || keyjobs_resident_id (ref, item->id))
+        if (board < 0 || keyjobs_resident_id (ref, item->id)
+        ||  board_id_reserved (self->args->boards [board], item->id, 16))
             rv = CKR_KEY_HANDLE_INVALID;
         item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
         item->boards = board >= 0 ? UINT64_C (1) << board : 0;
@@ -1019,11 +1033,9 @@ s_key_ref_check (s_frontend_t *self, s_request_t *request, const char *ref)
     if (strncmp (ref, "ks:", 3) == 0)
         return CKR_OK;
     unsigned char id [CS_KEY_ID_MAX];
-    long len = strncmp (ref, "board:", 6) == 0 ? cs_hex_decode (ref + 6, id, sizeof id) : -1;
-    if (len > 0 && (scheduler_key_boards (self->scheduler, id, (size_t) len)
-                    & s_tenant_boards (self, request->tenant)))
-        return CKR_ACTION_PROHIBITED;
-    return CKR_OBJECT_HANDLE_INVALID;
+    size_t len = 0;
+    return s_board_key_find (self, request->tenant, ref, id, &len) ? CKR_ACTION_PROHIBITED
+                                                                   : CKR_OBJECT_HANDLE_INVALID;
 }
 
 /*  Destroys the resident copy of a keystore key on its board, in the
@@ -1033,7 +1045,8 @@ s_destroy_resident (s_frontend_t *self, const char *board_name, const char *ref)
 {
     int board = s_board_index (self, board_name);
     work_item_t *item = board >= 0 ? calloc (1, sizeof *item) : NULL;
-    if (!item || keyjobs_resident_id (ref, item->id)) {
+    if (!item || keyjobs_resident_id (ref, item->id)
+    ||  board_id_reserved (self->args->boards [board], item->id, 16)) {
         zsys_warning ("destroy: cannot remove key %s from board %s", ref, board_name);
         free (item);
         return;
@@ -1454,21 +1467,27 @@ s_build_mechs (s_frontend_t *self)
     return 0;
 }
 
-/*  Adds key of board b (with a tenant) to the ListKeys union of that
- *  tenant, counting boards.  Keys generated for keystore rows (their board
- *  label is the "ks:" ref) are listed through their rows instead.  */
-static void
-s_key_merge (s_frontend_t *self, size_t b, const cs_key_info_t *key)
+/*  Adds key k of board b (with a tenant) to the ListKeys union of that
+ *  tenant, counting boards; returns true when it is listed (and so
+ *  routable).  Keys generated for keystore rows (their board label is the
+ *  "ks:" ref, of any tenant) are listed and routed through their rows
+ *  instead, and reserved keys (board_key_reserve) not at all.  */
+static bool
+s_key_merge (s_frontend_t *self, size_t b, size_t k)
 {
     board_t *board = self->args->boards [b];
-    if (!board->tenant || (key->label && strncmp (key->label, "ks:", 3) == 0))
-        return;
+    const cs_key_info_t *key = &board->keys [k];
+    if (!board->tenant || (key->label && strncmp (key->label, "ks:", 3) == 0)
+    ||  board_id_reserved (board, key->id, key->id_len))
+        return false;
     for (size_t i = 0; i < self->n_board_keys; i++) {
         s_board_key_t *known = &self->board_keys [i];
         if (streq (known->tenant, board->tenant) && known->info.id.len == key->id_len
         &&  !memcmp (known->info.id.data, key->id, key->id_len)) {
-            known->info.boards++;
-            return;
+            if (!(known->boards & (UINT64_C (1) << b)))
+                known->info.boards++;
+            known->boards |= UINT64_C (1) << b;
+            return true;
         }
     }
     s_board_key_t *entry = &self->board_keys [self->n_board_keys];
@@ -1477,6 +1496,7 @@ s_key_merge (s_frontend_t *self, size_t b, const cs_key_info_t *key)
     cs_hex_encode (key->id, key->id_len, hex);
     cs__key_info__init (out);
     entry->tenant = board->tenant;
+    entry->boards = UINT64_C (1) << b;
     out->id = (ProtobufCBinaryData) { key->id_len, (uint8_t *) key->id };
     out->label = key->label ? key->label : (char *) "";
     out->key_type = key->key_type;
@@ -1497,8 +1517,13 @@ s_key_merge (s_frontend_t *self, size_t b, const cs_key_info_t *key)
     out->n_private_attributes = self->n_resident_attrs
                               - (key->can_derive && board_derives (board, false) ? 0 : 1);
     out->private_attributes = self->resident_attr_ptrs;
-    if (out->ref && out->home)
-        self->n_board_keys++;
+    if (!out->ref || !out->home) {
+        free (out->ref);
+        free (out->home);
+        return false;
+    }
+    self->n_board_keys++;
+    return true;
 }
 
 /*  What a resident board key's private object says about itself.  */
@@ -1537,10 +1562,9 @@ s_build_routing (s_frontend_t *self)
         board_t *board = self->args->boards [b];
         if (scheduler_board_add (self->scheduler, board->name) != (int) b)
             return -1;
-        for (size_t k = 0; k < board->n_keys; k++) {
-            scheduler_key_add (self->scheduler, b, board->keys [k].id, board->keys [k].id_len);
-            s_key_merge (self, b, &board->keys [k]);
-        }
+        for (size_t k = 0; k < board->n_keys; k++)
+            if (s_key_merge (self, b, k))
+                scheduler_key_add (self->scheduler, b, board->keys [k].id, board->keys [k].id_len);
         for (int t = 0; t < board->threads; t++)
             if (scheduler_worker_add (self->scheduler, b) != (int) self->n_workers++)
                 return -1;

@@ -544,6 +544,31 @@ START_TEST (test_list_version_unchanged)
 }
 END_TEST
 
+/*  Issue #7: eve (tenant other) probing alice's keystore ref, in every job
+ *  kind, gets the answers of a ref that does not exist.  */
+START_TEST (test_foreign_refs_unknown)
+{
+    EVP_PKEY *pkey = EVP_EC_gen ("P-256");
+    char *ref = s_import (pkey, "alice's");
+    size_t eve_len = 0;
+    uint64_t rv = 0;
+    uint8_t *eve = th_login (s_eve, "5678", &eve_len, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    th_probe_unknown (s_eve, eve, eve_len, ref, "ks:00112233445566778899aabbccddeeff");
+    th_probe_unknown (s_eve, eve, eve_len, "board:01", "board:99");
+    th_probe_unknown (s_eve, eve, eve_len, "something else", "ks:");
+    /*  And alice's key is still whole.  */
+    Cs__Reply *reply = NULL;
+    Cs__ListKeysResult *keys = s_list (0, &reply);
+    ck_assert_uint_eq (keys->n_keys, 1);
+    ck_assert_str_eq (keys->keys [0]->label, "alice's");
+    cs__reply__free_unpacked (reply, NULL);
+    free (eve);
+    free (ref);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
 /*  Token flags of eve's tenant from Hello.  */
 static uint64_t
 s_eve_flags (void)
@@ -609,6 +634,7 @@ s_suite (void)
     tcase_add_test (tc, test_import_attributes_and_isolation);
     tcase_add_test (tc, test_list_version_unchanged);
     tcase_add_test (tc, test_pin_lock_and_init_pin);
+    tcase_add_test (tc, test_foreign_refs_unknown);
     suite_add_tcase (suite, tc);
     return suite;
 }
