@@ -28,7 +28,7 @@ bool frontend_verbose = false;
 /*  One entry of the allow-list (clients.d).  */
 typedef struct {
     char *name;
-    char *tenant;                   /* NULL: the default tenant */
+    char *tenant;                   /* NULL: none, its requests are refused */
 } s_client_t;
 
 /*  The per-job storage of a request: its result and what the result points to.  */
@@ -44,6 +44,8 @@ typedef struct {
     Cs__KeyInfo *info;              /* owned: a key made or changed by the job */
     Cs__KeyInfo **listed;           /* owned: keystore rows of a key list */
     size_t n_listed;
+    Cs__KeyInfo *public_view;       /* owned array of shallow copies: a key list
+                                       without a login (s_list_public_view) */
     unsigned char *private_pkcs8;   /* owned: a generated session key, wiped */
     size_t private_pkcs8_len;
     char ref [36];                  /* a resident key's ref while it is generated */
@@ -86,7 +88,7 @@ typedef struct {
     scheduler_t *scheduler;
     size_t n_workers;
     zhashx_t *clients;              /* Z85 key -> s_client_t */
-    char *default_tenant;           /* first tenant by name, for clients without one */
+    char *default_tenant;           /* first tenant by name, for plaintext clients only */
     bool reading;                   /* the router is being polled */
     bool draining;
     size_t in_flight;               /* requests waiting for items */
@@ -151,9 +153,15 @@ static void
 s_clients_diff (zhashx_t *old, zhashx_t *fresh)
 {
     for (s_client_t *c = zhashx_first (fresh); c; c = zhashx_next (fresh))
-        if (!old || !zhashx_lookup (old, zhashx_cursor (fresh)))
-            zsys_info ("client %s (tenant %s) allowed: %s", c->name, c->tenant ? c->tenant : "(default)",
+        if (old && zhashx_lookup (old, zhashx_cursor (fresh)))
+            ;
+        else
+        if (c->tenant)
+            zsys_info ("client %s (tenant %s) allowed: %s", c->name, c->tenant,
                        (const char *) zhashx_cursor (fresh));
+        else
+            zsys_warning ("client %s has no tenant in its certificate: its requests are refused: %s",
+                          c->name, (const char *) zhashx_cursor (fresh));
     for (s_client_t *c = old ? zhashx_first (old) : NULL; c; c = zhashx_next (old))
         if (!zhashx_lookup (fresh, zhashx_cursor (old)))
             zsys_info ("client %s removed from the allow-list: %s", c->name,
@@ -201,7 +209,6 @@ static int
 s_on_clients_timer (zloop_t *loop, int timer_id, void *arg)
 {
     s_clients_reload (arg);
-    s_default_tenant_reload (arg);
     return 0;
 }
 
@@ -288,6 +295,7 @@ s_slot_free (s_slot_t *slot)
     for (size_t i = 0; i < slot->n_listed; i++)
         cs__key_info__free_unpacked (slot->listed [i], NULL);
     free (slot->listed);
+    free (slot->public_view);
     free (slot->keys.keys);
     OPENSSL_cleanse (slot->ticket, TICKET_LEN);
 }
@@ -801,14 +809,57 @@ s_inventory_hash (s_frontend_t *self, const char *tenant)
     return hash;
 }
 
+/*  The CKA_PRIVATE flag among attrs, or dflt.  */
+static bool
+s_private_flag (Cs__Attribute **attrs, size_t n, bool dflt)
+{
+    for (size_t i = 0; i < n; i++)
+        if (attrs [i]->type == CKA_PRIVATE && attrs [i]->value_case == CS__ATTRIBUTE__VALUE_FLAG)
+            return attrs [i]->flag;
+    return dflt;
+}
+
+/*  Without a CKU_USER ticket a key list holds public objects only (issue
+ *  #7; PKCS#11 2.40 §4.4: objects with CKA_PRIVATE TRUE need a login): the
+ *  public key objects whose CKA_PRIVATE is FALSE (a public key's default),
+ *  and never a private key object, whatever its CKA_PRIVATE (every job with
+ *  a private key needs the login anyway).  Rewrites keys->keys to shallow
+ *  copies in slot->public_view without their private half; the originals
+ *  stay with their owners.  Returns 0 or -1 (out of memory).  */
+static int
+s_list_public_view (s_slot_t *slot, Cs__ListKeysResult *keys)
+{
+    slot->public_view = calloc (keys->n_keys + 1, sizeof (Cs__KeyInfo));
+    if (!slot->public_view)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < keys->n_keys; i++) {
+        const Cs__KeyInfo *key = keys->keys [i];
+        if (!key->has_public || s_private_flag (key->public_attributes, key->n_public_attributes, false))
+            continue;
+        Cs__KeyInfo *copy = &slot->public_view [n];
+        *copy = *key;
+        copy->has_private = false;
+        copy->n_private_attributes = 0;
+        copy->private_attributes = NULL;
+        keys->keys [n++] = copy;
+    }
+    keys->n_keys = n;
+    return 0;
+}
+
 /*  ListKeys: the tenant's keystore rows and the resident keys of its
- *  boards; "unchanged" when the client's version is current.  */
+ *  boards, only their public objects without a login (s_list_public_view,
+ *  a list of its own version: the top bit flipped); "unchanged" when the
+ *  client's version is current.  */
 static void
 s_job_list_keys (s_frontend_t *self, s_request_t *request, const Cs__ListKeysJob *job, s_slot_t *slot)
 {
     Cs__ListKeysResult *keys = &slot->keys;
     uint64_t version = ((uint64_t) s_inventory_hash (self, request->tenant) << 32)
                      | (keystore_keys_version (self->ks, request->tenant) & 0xffffffffu);
+    if (!request->ticket_ok)
+        version ^= UINT64_C (1) << 63;
     cs__list_keys_result__init (keys);
     keys->version = version;
     slot->result.kind_case = CS__RESULT__KIND_KEYS;
@@ -832,6 +883,10 @@ s_job_list_keys (s_frontend_t *self, s_request_t *request, const Cs__ListKeysJob
             keys->keys [keys->n_keys++] = &self->board_keys [i].info;
     for (size_t i = 0; i < slot->n_listed; i++)
         keys->keys [keys->n_keys++] = slot->listed [i];
+    if (!request->ticket_ok && s_list_public_view (slot, keys)) {
+        keys->n_keys = 0;
+        slot->result.rv = CKR_HOST_MEMORY;
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -1212,11 +1267,15 @@ s_job (s_frontend_t *self, s_request_t *request, size_t index)
 /* ------------------------------------------------------------------ */
 /*  Requests                                                           */
 
-/*  Identifies the sender: its CURVE key must be in the current allow-list.
- *  Fills key, name and tenant; returns -1 (after logging) when refused.  */
+/*  Identifies the sender: its CURVE key must be in the current allow-list
+ *  and its certificate must name its tenant (issue #7: no client falls back
+ *  to some tenant; plaintext, a test-only mode, gets the first tenant by
+ *  name).  Fills key, name and tenant; returns -1 (after logging, with the
+ *  reason for the client in *why_p) when refused.  */
 static int
-s_identify (s_frontend_t *self, zframe_t *body, s_request_t *request)
+s_identify (s_frontend_t *self, zframe_t *body, s_request_t *request, const char **why_p)
 {
+    *why_p = "client key not allowed";
     if (!self->config->curve) {
         request->client_key = strdup ("");
         request->name_copy = strdup ("plaintext");
@@ -1230,10 +1289,15 @@ s_identify (s_frontend_t *self, zframe_t *body, s_request_t *request)
                           key ? key : "(none)", self->config->clients_dir);
             return -1;
         }
+        if (!client->tenant) {
+            zsys_warning ("request refused: client %s has no tenant in its certificate (key %s, in %s)",
+                          client->name, key, self->config->clients_dir);
+            *why_p = "client has no tenant: its certificate in the broker's allow-list names none";
+            return -1;
+        }
         request->client_key = strdup (key);
         request->name_copy = strdup (client->name);
-        request->tenant = strdup (client->tenant ? client->tenant
-                                  : self->default_tenant ? self->default_tenant : "");
+        request->tenant = strdup (client->tenant);
     }
     request->client_name = request->name_copy;
     return request->client_key && request->name_copy && request->tenant ? 0 : -1;
@@ -1309,9 +1373,9 @@ s_request_handle (s_frontend_t *self, zframe_t **identity_p, zframe_t *body, boo
         return;
     request->identity = *identity_p;
     *identity_p = NULL;
-    if (s_identify (self, body, request)) {
-        s_send_error (self, request->identity, s_peek_request_id (body), CKR_DEVICE_ERROR,
-                      "client key not allowed");
+    const char *why = NULL;
+    if (s_identify (self, body, request, &why)) {
+        s_send_error (self, request->identity, s_peek_request_id (body), CKR_DEVICE_ERROR, why);
         goto done;
     }
     if (extra_frames) {
@@ -1646,7 +1710,8 @@ s_start (s_frontend_t *self)
     self->ks = self->args->keystore;
     if (s_build_mechs (self) || s_build_routing (self) || s_keys_start (self) || s_router_bind (self))
         return -1;
-    s_default_tenant_reload (self);
+    if (!self->config->curve)
+        s_default_tenant_reload (self);
     self->backend = zsock_new (ZMQ_ROUTER);
     if (!self->backend || zsock_bind (self->backend, "%s", self->args->backend) < 0) {
         zsys_error ("cannot bind the worker endpoint %s", self->args->backend);
