@@ -1,4 +1,5 @@
 /*  board.c — load a driver module and open one board through it.  */
+#include <assert.h>
 #include <dlfcn.h>
 #include "board.h"
 
@@ -116,6 +117,7 @@ board_destroy (board_t **self_p)
     if (self->handle && self->close)
         self->close (&self->handle);
     cs_key_info_free_array (self->keys, self->n_keys);
+    free (self->reserved);
     free (self->mechs);
     if (self->dl)
         dlclose (self->dl);
@@ -124,6 +126,26 @@ board_destroy (board_t **self_p)
     free (self->tenant);
     free (self);
     *self_p = NULL;
+}
+
+int
+board_key_reserve (board_t *self, size_t index)
+{
+    assert (index < self->n_keys);
+    if (!self->reserved && !(self->reserved = calloc (self->n_keys, sizeof (bool))))
+        return -1;
+    self->reserved [index] = true;
+    return 0;
+}
+
+bool
+board_id_reserved (const board_t *self, const unsigned char *key_id, size_t key_id_len)
+{
+    for (size_t i = 0; self->reserved && i < self->n_keys; i++)
+        if (self->reserved [i] && self->keys [i].id_len == key_id_len
+        &&  memcmp (self->keys [i].id, key_id, key_id_len) == 0)
+            return true;
+    return false;
 }
 
 const cs_key_info_t *

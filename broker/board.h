@@ -18,6 +18,8 @@ typedef struct {
     cs_board_t *handle;             /* the driver's board object */
     cs_key_info_t *keys;            /* read once at open */
     size_t n_keys;
+    bool *reserved;                 /* NULL, or n_keys flags: keys the broker keeps for
+                                       itself (board_key_reserve) */
     cs_mech_info_t *mechs;          /* read once at open */
     size_t n_mechs;
     cs_drv_session_open_fn *session_open;
@@ -59,6 +61,16 @@ bool board_derives (const board_t *self, bool material);
 /*  True when the board can generate a key pair of key_type as material
  *  (resident = false) or as a resident key (resident = true).  */
 bool board_generates (const board_t *self, CK_KEY_TYPE key_type, bool resident);
+
+/*  Reserves key number `index` of the board's key list for the broker
+ *  itself (the master key's wrapping key, server.c; issue #7): the frontend
+ *  neither lists it to any tenant nor routes any client job to it.  Returns
+ *  0, or -1 when out of memory.  */
+int board_key_reserve (board_t *self, size_t index);
+
+/*  True when the board holds a reserved key with CKA_ID key_id (key_id_len
+ *  bytes): a job with that CKA_ID on this board could reach it.  */
+bool board_id_reserved (const board_t *self, const unsigned char *key_id, size_t key_id_len);
 
 /*  Returns the board's key with CKA_ID key_id (key_id_len bytes), or NULL.  */
 const cs_key_info_t *board_key (const board_t *self, const unsigned char *key_id, size_t key_id_len);

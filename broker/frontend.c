@@ -28,7 +28,7 @@ bool frontend_verbose = false;
 /*  One entry of the allow-list (clients.d).  */
 typedef struct {
     char *name;
-    char *tenant;                   /* NULL: the default tenant */
+    char *tenant;                   /* NULL: none, its requests are refused */
 } s_client_t;
 
 /*  The per-job storage of a request: its result and what the result points to.  */
@@ -44,6 +44,8 @@ typedef struct {
     Cs__KeyInfo *info;              /* owned: a key made or changed by the job */
     Cs__KeyInfo **listed;           /* owned: keystore rows of a key list */
     size_t n_listed;
+    Cs__KeyInfo *public_view;       /* owned array of shallow copies: a key list
+                                       without a login (s_list_public_view) */
     unsigned char *private_pkcs8;   /* owned: a generated session key, wiped */
     size_t private_pkcs8_len;
     char ref [36];                  /* a resident key's ref while it is generated */
@@ -67,10 +69,12 @@ typedef struct {
     size_t pending;
 } s_request_t;
 
-/*  A resident board key as listed to its tenant.  */
+/*  A resident board key as listed to its tenant: the only board keys a
+ *  client job may name (docs/CONTRACTS.md "Key refs and routing").  */
 typedef struct {
     Cs__KeyInfo info;
     const char *tenant;             /* the board's tenant (owned by the board) */
+    uint64_t boards;                /* the boards of that tenant holding it (bit per board) */
 } s_board_key_t;
 
 typedef struct {
@@ -84,7 +88,7 @@ typedef struct {
     scheduler_t *scheduler;
     size_t n_workers;
     zhashx_t *clients;              /* Z85 key -> s_client_t */
-    char *default_tenant;           /* first tenant by name, for clients without one */
+    char *default_tenant;           /* first tenant by name, for plaintext clients only */
     bool reading;                   /* the router is being polled */
     bool draining;
     size_t in_flight;               /* requests waiting for items */
@@ -149,9 +153,15 @@ static void
 s_clients_diff (zhashx_t *old, zhashx_t *fresh)
 {
     for (s_client_t *c = zhashx_first (fresh); c; c = zhashx_next (fresh))
-        if (!old || !zhashx_lookup (old, zhashx_cursor (fresh)))
-            zsys_info ("client %s (tenant %s) allowed: %s", c->name, c->tenant ? c->tenant : "(default)",
+        if (old && zhashx_lookup (old, zhashx_cursor (fresh)))
+            ;
+        else
+        if (c->tenant)
+            zsys_info ("client %s (tenant %s) allowed: %s", c->name, c->tenant,
                        (const char *) zhashx_cursor (fresh));
+        else
+            zsys_warning ("client %s has no tenant in its certificate: its requests are refused: %s",
+                          c->name, (const char *) zhashx_cursor (fresh));
     for (s_client_t *c = old ? zhashx_first (old) : NULL; c; c = zhashx_next (old))
         if (!zhashx_lookup (fresh, zhashx_cursor (old)))
             zsys_info ("client %s removed from the allow-list: %s", c->name,
@@ -199,7 +209,6 @@ static int
 s_on_clients_timer (zloop_t *loop, int timer_id, void *arg)
 {
     s_clients_reload (arg);
-    s_default_tenant_reload (arg);
     return 0;
 }
 
@@ -286,6 +295,7 @@ s_slot_free (s_slot_t *slot)
     for (size_t i = 0; i < slot->n_listed; i++)
         cs__key_info__free_unpacked (slot->listed [i], NULL);
     free (slot->listed);
+    free (slot->public_view);
     free (slot->keys.keys);
     OPENSSL_cleanse (slot->ticket, TICKET_LEN);
 }
@@ -455,17 +465,6 @@ s_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
 /* ------------------------------------------------------------------ */
 /*  Routing: which boards may run a job                                */
 
-/*  Boards whose `tenant` is the given tenant (their resident keys are its).  */
-static uint64_t
-s_tenant_boards (s_frontend_t *self, const char *tenant)
-{
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (self->args->boards [b]->tenant && streq (self->args->boards [b]->tenant, tenant))
-            set |= UINT64_C (1) << b;
-    return set;
-}
-
 /*  Boards that sign/decrypt with key material of key_type.  */
 static uint64_t
 s_material_boards (s_frontend_t *self, CK_KEY_TYPE key_type)
@@ -568,16 +567,38 @@ s_route_per_request (s_frontend_t *self, work_item_t *item, ProtobufCBinaryData 
     return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
 }
 
-/*  "board:<hex CKA_ID>": the tenant's boards holding that CKA_ID.  */
+/*  The resident key "board:<hex CKA_ID>" as listed to tenant, or NULL: a
+ *  key on one of the tenant's boards, neither a keystore key kept there
+ *  (its board label is a "ks:" ref of some tenant) nor a key the broker
+ *  reserved (the master key's wrapping key).  Any other ref, whatever it
+ *  names, is unknown to the tenant (issue #7).  id gets the CKA_ID
+ *  (*id_len_p bytes).  */
+static const s_board_key_t *
+s_board_key_find (s_frontend_t *self, const char *tenant, const char *ref, unsigned char id [CS_KEY_ID_MAX],
+                  size_t *id_len_p)
+{
+    long len = strncmp (ref, "board:", 6) == 0 ? cs_hex_decode (ref + 6, id, CS_KEY_ID_MAX) : -1;
+    for (size_t i = 0; len > 0 && i < self->n_board_keys; i++) {
+        const s_board_key_t *key = &self->board_keys [i];
+        if (streq (key->tenant, tenant) && key->info.id.len == (size_t) len
+        &&  memcmp (key->info.id.data, id, (size_t) len) == 0) {
+            *id_len_p = (size_t) len;
+            return key;
+        }
+    }
+    return NULL;
+}
+
+/*  "board:<hex CKA_ID>": the tenant's boards holding that listed key.  */
 static CK_RV
 s_route_board_ref (s_frontend_t *self, s_request_t *request, work_item_t *item, const char *ref)
 {
-    long len = cs_hex_decode (ref + 6, item->id, sizeof item->id);
-    if (len <= 0)
+    size_t len = 0;
+    const s_board_key_t *key = s_board_key_find (self, request->tenant, ref, item->id, &len);
+    if (!key)
         return CKR_KEY_HANDLE_INVALID;
-    item->key = (cs_key_t) { item->id, (size_t) len, NULL, 0, NULL };
-    item->boards = scheduler_key_boards (self->scheduler, item->id, (size_t) len)
-                 & s_tenant_boards (self, request->tenant);
+    item->key = (cs_key_t) { item->id, len, NULL, 0, NULL };
+    item->boards = key->boards;
     if (item->boards && item->kind == WORK_DERIVE) {
         item->boards &= s_derive_boards (self, false);
         return item->boards ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;    /* no board derives */
@@ -619,7 +640,8 @@ s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *ite
     else
     if (strncmp (info->home, "board:", 6) == 0) {
         int board = s_board_index (self, info->home + 6);
-        if (board < 0 || keyjobs_resident_id (ref, item->id))
+        if (board < 0 || keyjobs_resident_id (ref, item->id)
+        ||  board_id_reserved (self->args->boards [board], item->id, 16))
             rv = CKR_KEY_HANDLE_INVALID;
         item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
         item->boards = board >= 0 ? UINT64_C (1) << board : 0;
@@ -787,14 +809,57 @@ s_inventory_hash (s_frontend_t *self, const char *tenant)
     return hash;
 }
 
+/*  The CKA_PRIVATE flag among attrs, or dflt.  */
+static bool
+s_private_flag (Cs__Attribute **attrs, size_t n, bool dflt)
+{
+    for (size_t i = 0; i < n; i++)
+        if (attrs [i]->type == CKA_PRIVATE && attrs [i]->value_case == CS__ATTRIBUTE__VALUE_FLAG)
+            return attrs [i]->flag;
+    return dflt;
+}
+
+/*  Without a CKU_USER ticket a key list holds public objects only (issue
+ *  #7; PKCS#11 2.40 §4.4: objects with CKA_PRIVATE TRUE need a login): the
+ *  public key objects whose CKA_PRIVATE is FALSE (a public key's default),
+ *  and never a private key object, whatever its CKA_PRIVATE (every job with
+ *  a private key needs the login anyway).  Rewrites keys->keys to shallow
+ *  copies in slot->public_view without their private half; the originals
+ *  stay with their owners.  Returns 0 or -1 (out of memory).  */
+static int
+s_list_public_view (s_slot_t *slot, Cs__ListKeysResult *keys)
+{
+    slot->public_view = calloc (keys->n_keys + 1, sizeof (Cs__KeyInfo));
+    if (!slot->public_view)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < keys->n_keys; i++) {
+        const Cs__KeyInfo *key = keys->keys [i];
+        if (!key->has_public || s_private_flag (key->public_attributes, key->n_public_attributes, false))
+            continue;
+        Cs__KeyInfo *copy = &slot->public_view [n];
+        *copy = *key;
+        copy->has_private = false;
+        copy->n_private_attributes = 0;
+        copy->private_attributes = NULL;
+        keys->keys [n++] = copy;
+    }
+    keys->n_keys = n;
+    return 0;
+}
+
 /*  ListKeys: the tenant's keystore rows and the resident keys of its
- *  boards; "unchanged" when the client's version is current.  */
+ *  boards, only their public objects without a login (s_list_public_view,
+ *  a list of its own version: the top bit flipped); "unchanged" when the
+ *  client's version is current.  */
 static void
 s_job_list_keys (s_frontend_t *self, s_request_t *request, const Cs__ListKeysJob *job, s_slot_t *slot)
 {
     Cs__ListKeysResult *keys = &slot->keys;
     uint64_t version = ((uint64_t) s_inventory_hash (self, request->tenant) << 32)
                      | (keystore_keys_version (self->ks, request->tenant) & 0xffffffffu);
+    if (!request->ticket_ok)
+        version ^= UINT64_C (1) << 63;
     cs__list_keys_result__init (keys);
     keys->version = version;
     slot->result.kind_case = CS__RESULT__KIND_KEYS;
@@ -818,6 +883,10 @@ s_job_list_keys (s_frontend_t *self, s_request_t *request, const Cs__ListKeysJob
             keys->keys [keys->n_keys++] = &self->board_keys [i].info;
     for (size_t i = 0; i < slot->n_listed; i++)
         keys->keys [keys->n_keys++] = slot->listed [i];
+    if (!request->ticket_ok && s_list_public_view (slot, keys)) {
+        keys->n_keys = 0;
+        slot->result.rv = CKR_HOST_MEMORY;
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -1019,11 +1088,9 @@ s_key_ref_check (s_frontend_t *self, s_request_t *request, const char *ref)
     if (strncmp (ref, "ks:", 3) == 0)
         return CKR_OK;
     unsigned char id [CS_KEY_ID_MAX];
-    long len = strncmp (ref, "board:", 6) == 0 ? cs_hex_decode (ref + 6, id, sizeof id) : -1;
-    if (len > 0 && (scheduler_key_boards (self->scheduler, id, (size_t) len)
-                    & s_tenant_boards (self, request->tenant)))
-        return CKR_ACTION_PROHIBITED;
-    return CKR_OBJECT_HANDLE_INVALID;
+    size_t len = 0;
+    return s_board_key_find (self, request->tenant, ref, id, &len) ? CKR_ACTION_PROHIBITED
+                                                                   : CKR_OBJECT_HANDLE_INVALID;
 }
 
 /*  Destroys the resident copy of a keystore key on its board, in the
@@ -1033,7 +1100,8 @@ s_destroy_resident (s_frontend_t *self, const char *board_name, const char *ref)
 {
     int board = s_board_index (self, board_name);
     work_item_t *item = board >= 0 ? calloc (1, sizeof *item) : NULL;
-    if (!item || keyjobs_resident_id (ref, item->id)) {
+    if (!item || keyjobs_resident_id (ref, item->id)
+    ||  board_id_reserved (self->args->boards [board], item->id, 16)) {
         zsys_warning ("destroy: cannot remove key %s from board %s", ref, board_name);
         free (item);
         return;
@@ -1199,11 +1267,15 @@ s_job (s_frontend_t *self, s_request_t *request, size_t index)
 /* ------------------------------------------------------------------ */
 /*  Requests                                                           */
 
-/*  Identifies the sender: its CURVE key must be in the current allow-list.
- *  Fills key, name and tenant; returns -1 (after logging) when refused.  */
+/*  Identifies the sender: its CURVE key must be in the current allow-list
+ *  and its certificate must name its tenant (issue #7: no client falls back
+ *  to some tenant; plaintext, a test-only mode, gets the first tenant by
+ *  name).  Fills key, name and tenant; returns -1 (after logging, with the
+ *  reason for the client in *why_p) when refused.  */
 static int
-s_identify (s_frontend_t *self, zframe_t *body, s_request_t *request)
+s_identify (s_frontend_t *self, zframe_t *body, s_request_t *request, const char **why_p)
 {
+    *why_p = "client key not allowed";
     if (!self->config->curve) {
         request->client_key = strdup ("");
         request->name_copy = strdup ("plaintext");
@@ -1217,10 +1289,15 @@ s_identify (s_frontend_t *self, zframe_t *body, s_request_t *request)
                           key ? key : "(none)", self->config->clients_dir);
             return -1;
         }
+        if (!client->tenant) {
+            zsys_warning ("request refused: client %s has no tenant in its certificate (key %s, in %s)",
+                          client->name, key, self->config->clients_dir);
+            *why_p = "client has no tenant: its certificate in the broker's allow-list names none";
+            return -1;
+        }
         request->client_key = strdup (key);
         request->name_copy = strdup (client->name);
-        request->tenant = strdup (client->tenant ? client->tenant
-                                  : self->default_tenant ? self->default_tenant : "");
+        request->tenant = strdup (client->tenant);
     }
     request->client_name = request->name_copy;
     return request->client_key && request->name_copy && request->tenant ? 0 : -1;
@@ -1296,9 +1373,9 @@ s_request_handle (s_frontend_t *self, zframe_t **identity_p, zframe_t *body, boo
         return;
     request->identity = *identity_p;
     *identity_p = NULL;
-    if (s_identify (self, body, request)) {
-        s_send_error (self, request->identity, s_peek_request_id (body), CKR_DEVICE_ERROR,
-                      "client key not allowed");
+    const char *why = NULL;
+    if (s_identify (self, body, request, &why)) {
+        s_send_error (self, request->identity, s_peek_request_id (body), CKR_DEVICE_ERROR, why);
         goto done;
     }
     if (extra_frames) {
@@ -1454,21 +1531,27 @@ s_build_mechs (s_frontend_t *self)
     return 0;
 }
 
-/*  Adds key of board b (with a tenant) to the ListKeys union of that
- *  tenant, counting boards.  Keys generated for keystore rows (their board
- *  label is the "ks:" ref) are listed through their rows instead.  */
-static void
-s_key_merge (s_frontend_t *self, size_t b, const cs_key_info_t *key)
+/*  Adds key k of board b (with a tenant) to the ListKeys union of that
+ *  tenant, counting boards; returns true when it is listed (and so
+ *  routable).  Keys generated for keystore rows (their board label is the
+ *  "ks:" ref, of any tenant) are listed and routed through their rows
+ *  instead, and reserved keys (board_key_reserve) not at all.  */
+static bool
+s_key_merge (s_frontend_t *self, size_t b, size_t k)
 {
     board_t *board = self->args->boards [b];
-    if (!board->tenant || (key->label && strncmp (key->label, "ks:", 3) == 0))
-        return;
+    const cs_key_info_t *key = &board->keys [k];
+    if (!board->tenant || (key->label && strncmp (key->label, "ks:", 3) == 0)
+    ||  board_id_reserved (board, key->id, key->id_len))
+        return false;
     for (size_t i = 0; i < self->n_board_keys; i++) {
         s_board_key_t *known = &self->board_keys [i];
         if (streq (known->tenant, board->tenant) && known->info.id.len == key->id_len
         &&  !memcmp (known->info.id.data, key->id, key->id_len)) {
-            known->info.boards++;
-            return;
+            if (!(known->boards & (UINT64_C (1) << b)))
+                known->info.boards++;
+            known->boards |= UINT64_C (1) << b;
+            return true;
         }
     }
     s_board_key_t *entry = &self->board_keys [self->n_board_keys];
@@ -1477,6 +1560,7 @@ s_key_merge (s_frontend_t *self, size_t b, const cs_key_info_t *key)
     cs_hex_encode (key->id, key->id_len, hex);
     cs__key_info__init (out);
     entry->tenant = board->tenant;
+    entry->boards = UINT64_C (1) << b;
     out->id = (ProtobufCBinaryData) { key->id_len, (uint8_t *) key->id };
     out->label = key->label ? key->label : (char *) "";
     out->key_type = key->key_type;
@@ -1497,8 +1581,13 @@ s_key_merge (s_frontend_t *self, size_t b, const cs_key_info_t *key)
     out->n_private_attributes = self->n_resident_attrs
                               - (key->can_derive && board_derives (board, false) ? 0 : 1);
     out->private_attributes = self->resident_attr_ptrs;
-    if (out->ref && out->home)
-        self->n_board_keys++;
+    if (!out->ref || !out->home) {
+        free (out->ref);
+        free (out->home);
+        return false;
+    }
+    self->n_board_keys++;
+    return true;
 }
 
 /*  What a resident board key's private object says about itself.  */
@@ -1537,10 +1626,9 @@ s_build_routing (s_frontend_t *self)
         board_t *board = self->args->boards [b];
         if (scheduler_board_add (self->scheduler, board->name) != (int) b)
             return -1;
-        for (size_t k = 0; k < board->n_keys; k++) {
-            scheduler_key_add (self->scheduler, b, board->keys [k].id, board->keys [k].id_len);
-            s_key_merge (self, b, &board->keys [k]);
-        }
+        for (size_t k = 0; k < board->n_keys; k++)
+            if (s_key_merge (self, b, k))
+                scheduler_key_add (self->scheduler, b, board->keys [k].id, board->keys [k].id_len);
         for (int t = 0; t < board->threads; t++)
             if (scheduler_worker_add (self->scheduler, b) != (int) self->n_workers++)
                 return -1;
@@ -1622,7 +1710,8 @@ s_start (s_frontend_t *self)
     self->ks = self->args->keystore;
     if (s_build_mechs (self) || s_build_routing (self) || s_keys_start (self) || s_router_bind (self))
         return -1;
-    s_default_tenant_reload (self);
+    if (!self->config->curve)
+        s_default_tenant_reload (self);
     self->backend = zsock_new (ZMQ_ROUTER);
     if (!self->backend || zsock_bind (self->backend, "%s", self->args->backend) < 0) {
         zsys_error ("cannot bind the worker endpoint %s", self->args->backend);

@@ -55,11 +55,11 @@ s_read_file (const char *path, unsigned char *buf, size_t max)
     return whole ? (long) len : -1;
 }
 
-/*  Unwraps the master key with the board key labelled `label`: RSA-OAEP
- *  with SHA-256 and MGF1-SHA256, no label, on one session of that board.
- *  The wrapped file holds the raw ciphertext (modulus-sized).  */
-static int
-s_unwrap_master_key (server_t *self, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
+/*  The key that wraps the master key (keystore/master-key =
+ *  board:NAME:LABEL): the (last) RSA key labelled LABEL on board NAME, or
+ *  NULL; *board_p gets board NAME (or NULL).  */
+static const cs_key_info_t *
+s_wrap_key_find (server_t *self, board_t **board_p)
 {
     const broker_config_t *config = self->config;
     board_t *board = NULL;
@@ -71,6 +71,19 @@ s_unwrap_master_key (server_t *self, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
         if (board->keys [i].label && streq (board->keys [i].label, config->master_key_label)
         &&  board->keys [i].key_type == CKK_RSA)
             wrap = &board->keys [i];
+    *board_p = board;
+    return wrap;
+}
+
+/*  Unwraps the master key with the board key labelled `label`: RSA-OAEP
+ *  with SHA-256 and MGF1-SHA256, no label, on one session of that board.
+ *  The wrapped file holds the raw ciphertext (modulus-sized).  */
+static int
+s_unwrap_master_key (server_t *self, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
+{
+    const broker_config_t *config = self->config;
+    board_t *board = NULL;
+    const cs_key_info_t *wrap = s_wrap_key_find (self, &board);
     if (!wrap || !board->decrypt) {
         zsys_error ("keystore: master key: board %s has no RSA key labelled '%s'",
                     config->master_key_board, config->master_key_label);
@@ -100,8 +113,114 @@ s_unwrap_master_key (server_t *self, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
     return rc;
 }
 
+/*  Big-endian unsigned integers a and b are equal, whatever their leading
+ *  zero bytes (PKCS#11 CKA_MODULUS may keep them, OpenSSL drops them).  */
+static bool
+s_unsigned_eq (const unsigned char *a, size_t a_len, const unsigned char *b, size_t b_len)
+{
+    while (a_len && !*a) {
+        a++;
+        a_len--;
+    }
+    while (b_len && !*b) {
+        b++;
+        b_len--;
+    }
+    return a_len == b_len && (a_len == 0 || memcmp (a, b, a_len) == 0);
+}
+
+/*  True when an RSA key with modulus n and exponent e is the wrapping key
+ *  (same public key); never for a wrapping key whose board reported no
+ *  modulus.  */
+static bool
+s_wrap_key_is (const cs_key_info_t *wrap, CK_KEY_TYPE type, const unsigned char *n, size_t n_len,
+               const unsigned char *e, size_t e_len)
+{
+    return type == CKK_RSA && wrap->modulus_len > 0
+        && s_unsigned_eq (wrap->modulus, wrap->modulus_len, n, n_len)
+        && s_unsigned_eq (wrap->public_exponent, wrap->public_exponent_len, e, e_len);
+}
+
+/*  The key that wraps the master key serves the broker only (issue #7: a
+ *  client that could decrypt master.key.wrapped would get the master key,
+ *  and with keystore.db every tenant's keys).  Reserved (board_key_reserve:
+ *  never listed, never routed, whatever the tenant): on board NAME every key
+ *  labelled LABEL and every key sharing the wrapping key's CKA_ID (board
+ *  jobs name keys by CKA_ID), and every copy of it (the same RSA public key)
+ *  on a board without a tenant.  A copy on a board with a tenant is a client
+ *  key of that tenant: an error line each and -1 (the broker does not
+ *  start).  */
+static int
+s_wrap_key_reserve (server_t *self, const board_t *home, const cs_key_info_t *wrap)
+{
+    const char *label = self->config->master_key_label;
+    int rc = 0;
+    for (size_t b = 0; b < self->n_boards; b++) {
+        board_t *board = self->boards [b];
+        for (size_t k = 0; k < board->n_keys; k++) {
+            const cs_key_info_t *key = &board->keys [k];
+            bool designated = board == home
+                           && ((key->label && streq (key->label, label))
+                               || (key->id_len == wrap->id_len && !memcmp (key->id, wrap->id, wrap->id_len)));
+            bool copy = !designated && s_wrap_key_is (wrap, key->key_type, key->modulus, key->modulus_len,
+                                                      key->public_exponent, key->public_exponent_len);
+            char hex [2 * CS_KEY_ID_MAX + 1];
+            cs_hex_encode (key->id, key->id_len, hex);
+            if (copy && board->tenant) {
+                zsys_error ("keystore: master key: board %s holds a copy of the wrapping key '%s' of "
+                            "board %s (CKA_ID %s), a client key of tenant %s there: remove that copy, "
+                            "or wrap the master key with a key of its own", board->name, label,
+                            home->name, hex, board->tenant);
+                rc = -1;
+            }
+            else
+            if (designated || copy) {
+                if (board_key_reserve (board, k))
+                    rc = -1;
+                zsys_info ("keystore: master key: key '%s' (CKA_ID %s) of board %s is reserved for "
+                           "unwrapping the master key: no client lists or uses it",
+                           key->label ? key->label : "", hex, board->name);
+            }
+        }
+    }
+    return rc;
+}
+
+/*  A keystore row (of any tenant) holding the wrapping key's private key
+ *  would give that tenant the master key: an error line each and -1 (the
+ *  broker does not start).  */
+static int
+s_wrap_key_not_in_keystore (server_t *self, const board_t *home, const cs_key_info_t *wrap)
+{
+    char **tenants = keystore_tenant_list (self->keystore);
+    int rc = tenants ? 0 : -1;
+    for (size_t t = 0; tenants && tenants [t]; t++) {
+        Cs__KeyInfo **keys = NULL;
+        size_t n = 0;
+        if (keystore_key_list (self->keystore, tenants [t], &keys, &n))
+            rc = -1;
+        for (size_t i = 0; i < n; i++) {
+            const Cs__KeyInfo *key = keys [i];
+            if (key->has_private && s_wrap_key_is (wrap, key->key_type, key->modulus.data, key->modulus.len,
+                                                   key->public_exponent.data, key->public_exponent.len)) {
+                zsys_error ("keystore: master key: key %s of tenant %s is the wrapping key '%s' of board "
+                            "%s: a client of that tenant could unwrap the master key; remove that key",
+                            key->ref, tenants [t], self->config->master_key_label, home->name);
+                rc = -1;
+            }
+            cs__key_info__free_unpacked (keys [i], NULL);
+        }
+        free (keys);
+        free (tenants [t]);
+    }
+    free (tenants);
+    return rc;
+}
+
 /*  Gets the master key (file or board-wrapped) and opens the keystore; a
- *  wrong master key is a log line from keystore_open and a failed start.  */
+ *  wrong master key is a log line from keystore_open and a failed start.
+ *  A board-wrapped master key's wrapping key is then reserved for the
+ *  broker (s_wrap_key_reserve, s_wrap_key_not_in_keystore).  */
 static int
 s_keystore_open (server_t *self)
 {
@@ -116,6 +235,10 @@ s_keystore_open (server_t *self)
     if (!(self->keystore = keystore_open (config->keystore_path, key)))
         rc = -1;
     OPENSSL_cleanse (key, sizeof key);
+    board_t *home = NULL;
+    const cs_key_info_t *wrap = rc == 0 && config->master_key_board ? s_wrap_key_find (self, &home) : NULL;
+    if (wrap && (s_wrap_key_reserve (self, home, wrap) | s_wrap_key_not_in_keystore (self, home, wrap)))
+        rc = -1;
     return rc;
 }
 

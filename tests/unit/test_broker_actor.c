@@ -20,6 +20,7 @@ s_setup (void)
     s_dir = th_tmpdir ();
     s_key = th_key_pem (s_dir, "key.pem", 2048);
     th_certs (s_dir, "alice", "demo");
+    th_client_add (s_dir, "nobody", NULL);      /* a cert without tenant metadata */
     th_keystore (s_dir);
     char *head = th_conf_head (true), *conf = NULL;
     ck_assert_int_ge (asprintf (&conf, "%s"
@@ -219,6 +220,8 @@ START_TEST (test_garbage_then_hello)
 }
 END_TEST
 
+/*  Issue #7: without a user ticket a key list holds public objects only
+ *  (the resident key's public half); with one, the private object too.  */
 START_TEST (test_list_keys)
 {
     Cs__Request *req = th_request (1, 49);
@@ -231,8 +234,68 @@ START_TEST (test_list_keys)
     ck_assert_uint_eq (keys->keys [0]->bits, 2048);
     ck_assert_uint_eq (keys->keys [0]->modulus.len, 256);
     ck_assert_uint_eq (keys->keys [0]->key_type, CKK_RSA);
+    ck_assert (keys->keys [0]->has_public);
+    ck_assert_msg (!keys->keys [0]->has_private, "a private key object listed without a login");
+    ck_assert_uint_eq (keys->keys [0]->n_private_attributes, 0);
+    uint64_t public_version = keys->version;
+    cs__reply__free_unpacked (reply, NULL);
+    /*  Logged in: the private object too, under another list version (a
+        client holding the public list must not get "unchanged").  */
+    size_t ticket_len = 0;
+    uint64_t rv = 0;
+    uint8_t *ticket = th_login (s_client, "1234", &ticket_len, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    req->ticket = (ProtobufCBinaryData) { ticket_len, ticket };
+    req->jobs [0]->list_keys->known_version = public_version;
+    reply = th_call (s_client, req);
+    keys = reply->results [0]->keys;
+    ck_assert (!keys->unchanged);
+    ck_assert_uint_ne (keys->version, public_version);
+    ck_assert_uint_eq (keys->n_keys, 1);
+    ck_assert (keys->keys [0]->has_public && keys->keys [0]->has_private);
+    ck_assert_uint_gt (keys->keys [0]->n_private_attributes, 0);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  A forged ticket is no login.  */
+    uint8_t forged [33] = { CKU_USER };
+    req->ticket = (ProtobufCBinaryData) { sizeof forged, forged };
+    req->jobs [0]->list_keys->known_version = 0;
+    reply = th_call (s_client, req);
+    keys = reply->results [0]->keys;
+    ck_assert (keys->n_keys == 1 && !keys->keys [0]->has_private);
     cs__reply__free_unpacked (reply, NULL);
     th_request_free (req);
+    free (ticket);
+}
+END_TEST
+
+/*  Issue #7: a client whose certificate names no tenant is refused (a
+ *  request-level error naming the reason), not mapped to the keystore's
+ *  first tenant.  */
+START_TEST (test_client_without_tenant)
+{
+    zsock_t *nobody = th_dealer (s_dir, "nobody", server_endpoint (s_server));
+    Cs__Request *req = th_request (1, 50);
+    th_job_hello (req->jobs [0]);
+    Cs__Reply *reply = th_call (nobody, req);
+    ck_assert_uint_eq (reply->rv, CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (reply->n_results, 0);
+    ck_assert_ptr_nonnull (strstr (reply->error, "no tenant"));
+    cs__reply__free_unpacked (reply, NULL);
+    size_t len = 0;
+    uint64_t rv = 0;
+    th_request_free (req);
+    req = th_request (1, 51);
+    th_job_login (req->jobs [0], CKU_USER, "1234");
+    reply = th_call (nobody, req);
+    ck_assert_uint_eq (reply->rv, CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (reply->n_results, 0);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    zsock_destroy (&nobody);
+    /*  The client with a tenant still logs in.  */
+    uint8_t *ticket = th_login (s_client, "1234", &len, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    free (ticket);
 }
 END_TEST
 
@@ -256,6 +319,7 @@ s_suite (void)
     tcase_add_test (tc, test_unknown_key);
     tcase_add_test (tc, test_garbage_then_hello);
     tcase_add_test (tc, test_list_keys);
+    tcase_add_test (tc, test_client_without_tenant);
     tcase_add_test (tc, test_drain);
     suite_add_tcase (suite, tc);
     return suite;

@@ -335,6 +335,93 @@ th_login (zsock_t *dealer, const char *pin, size_t *len_p, uint64_t *rv_p)
 }
 
 /*  DER DigestInfo of SHA-256 (msg) into out (51 bytes).  */
+static inline size_t th_digest_info (const char *msg, uint8_t out [51]);
+
+/*  th_ref_probe: every job kind that names a key by ref, in one request.  */
+enum { TH_PROBE_SIGN, TH_PROBE_DECRYPT, TH_PROBE_DERIVE, TH_PROBE_DESTROY, TH_PROBE_SET,
+       TH_PROBE_COPY, TH_PROBE_JOBS };
+
+/*  Sends one request naming `ref` in every job kind that takes a key ref
+ *  (sign, decrypt, ECDH derive, destroy, set attributes, copy) with the
+ *  ticket (ticket_len bytes, may be NULL) and writes their rvs into rvs.
+ *  Issue #7: a ref the client's tenant does not own must get exactly the
+ *  answers of a ref that does not exist (th_probe_unknown).  */
+static inline void
+th_ref_probe (zsock_t *dealer, const uint8_t *ticket, size_t ticket_len, const char *ref,
+              uint64_t rvs [TH_PROBE_JOBS])
+{
+    static uint8_t cipher [256] = { 1 }, point [65] = { 0x04, 1 };
+    static uint8_t di [51];
+    static Cs__Attribute label = CS__ATTRIBUTE__INIT;
+    static Cs__Attribute *attrs [] = { &label };
+    label.type = CKA_LABEL;
+    label.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    label.bytes = (ProtobufCBinaryData) { 5, (uint8_t *) "probe" };
+    th_digest_info ("probe", di);
+    size_t len = strlen (ref);
+    Cs__Request *req = th_request (TH_PROBE_JOBS, 90);
+    req->ticket = (ProtobufCBinaryData) { ticket_len, (uint8_t *) ticket };
+    th_job_crypto (req->jobs [TH_PROBE_SIGN], true, (const uint8_t *) ref, len, CKM_RSA_PKCS, di, 51);
+    th_job_crypto (req->jobs [TH_PROBE_DECRYPT], false, (const uint8_t *) ref, len, CKM_RSA_PKCS,
+                   cipher, sizeof cipher);
+    Cs__DeriveJob *derive = calloc (1, sizeof *derive);
+    cs__derive_job__init (derive);
+    /*  Positional: p11-kit's header #defines the name of the point field.  */
+    *derive = (Cs__DeriveJob) { derive->base, { len, (uint8_t *) ref }, { 0, NULL }, { sizeof point, point } };
+    req->jobs [TH_PROBE_DERIVE]->kind_case = CS__JOB__KIND_DERIVE;
+    req->jobs [TH_PROBE_DERIVE]->derive = derive;
+    Cs__DestroyKeyJob *destroy = calloc (1, sizeof *destroy);
+    cs__destroy_key_job__init (destroy);
+    destroy->ref = (char *) ref;
+    destroy->object = CKO_PRIVATE_KEY;
+    req->jobs [TH_PROBE_DESTROY]->kind_case = CS__JOB__KIND_DESTROY_KEY;
+    req->jobs [TH_PROBE_DESTROY]->destroy_key = destroy;
+    Cs__SetKeyAttributesJob *set = calloc (1, sizeof *set);
+    cs__set_key_attributes_job__init (set);
+    set->ref = (char *) ref;
+    set->object = CKO_PRIVATE_KEY;
+    set->n_attributes = 1;
+    set->attributes = attrs;
+    req->jobs [TH_PROBE_SET]->kind_case = CS__JOB__KIND_SET_KEY_ATTRIBUTES;
+    req->jobs [TH_PROBE_SET]->set_key_attributes = set;
+    Cs__CopyKeyJob *copy = calloc (1, sizeof *copy);
+    cs__copy_key_job__init (copy);
+    copy->ref = (char *) ref;
+    copy->object = CKO_PRIVATE_KEY;
+    req->jobs [TH_PROBE_COPY]->kind_case = CS__JOB__KIND_COPY_KEY;
+    req->jobs [TH_PROBE_COPY]->copy_key = copy;
+    Cs__Reply *reply = th_call (dealer, req);
+    ck_assert_uint_eq (reply->rv, CKR_OK);
+    ck_assert_uint_eq (reply->n_results, TH_PROBE_JOBS);
+    for (size_t i = 0; i < TH_PROBE_JOBS; i++)
+        rvs [i] = reply->results [i]->rv;
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+}
+
+/*  Asserts that `ref` gets, in every job kind, the answers of a ref that
+ *  does not exist (CKR_KEY_HANDLE_INVALID for sign, decrypt and derive,
+ *  CKR_OBJECT_HANDLE_INVALID for key jobs: docs/CONTRACTS.md "Key refs and
+ *  routing"), and the same answers as `unknown`, a ref nobody has.  */
+static inline void
+th_probe_unknown (zsock_t *dealer, const uint8_t *ticket, size_t ticket_len, const char *ref,
+                  const char *unknown)
+{
+    static const uint64_t expect [TH_PROBE_JOBS] = {
+        CKR_KEY_HANDLE_INVALID, CKR_KEY_HANDLE_INVALID, CKR_KEY_HANDLE_INVALID,
+        CKR_OBJECT_HANDLE_INVALID, CKR_OBJECT_HANDLE_INVALID, CKR_OBJECT_HANDLE_INVALID };
+    uint64_t got [TH_PROBE_JOBS], none [TH_PROBE_JOBS];
+    th_ref_probe (dealer, ticket, ticket_len, ref, got);
+    th_ref_probe (dealer, ticket, ticket_len, unknown, none);
+    for (size_t i = 0; i < TH_PROBE_JOBS; i++) {
+        ck_assert_msg (got [i] == expect [i], "ref %s, job %zu: %s, want %s", ref, i,
+                       cs_rv_name (got [i]), cs_rv_name (expect [i]));
+        ck_assert_msg (got [i] == none [i], "ref %s, job %zu: %s, but %s for unknown %s", ref, i,
+                       cs_rv_name (got [i]), cs_rv_name (none [i]), unknown);
+    }
+}
+
+/*  DER DigestInfo of SHA-256 (msg) into out (51 bytes).  */
 static inline size_t
 th_digest_info (const char *msg, uint8_t out [51])
 {

@@ -463,7 +463,7 @@ s_import (EVP_PKEY *pkey, const char *label_text)
 static Cs__ListKeysResult *
 s_list (uint64_t known_version, Cs__Reply **reply_p)
 {
-    Cs__Request *req = th_request (1, 50);
+    Cs__Request *req = s_request (50);
     th_job_list_keys (req->jobs [0]);
     req->jobs [0]->list_keys->known_version = known_version;
     ck_assert_uint_eq (s_call (s_alice, req, reply_p), CKR_OK);
@@ -544,6 +544,86 @@ START_TEST (test_list_version_unchanged)
 }
 END_TEST
 
+/*  Issue #7: without a login a key list holds only public objects: a key
+ *  pair's public key (never its private key), and not a public key whose
+ *  CKA_PRIVATE is TRUE.  Logged in, everything.  */
+START_TEST (test_list_without_login)
+{
+    EVP_PKEY *pkey = EVP_EC_gen ("P-256");
+    char *plain = s_import (pkey, "plain");
+    Cs__Attribute private_flag = s_flag (CKA_PRIVATE, true), token = s_flag (CKA_TOKEN, true);
+    Cs__Attribute *pub [] = { &private_flag, &token };
+    static const uint8_t p256 [] = { 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07 };
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    gen.mechanism = CKM_EC_KEY_PAIR_GEN;
+    gen.ec_params = (ProtobufCBinaryData) { sizeof p256, (uint8_t *) p256 };
+    gen.token = true;
+    gen.n_public_template = 2;
+    gen.public_template = pub;
+    Cs__Request *req = s_request (70);
+    s_job_generate (req->jobs [0], &gen);
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+    char *hidden = strdup (reply->results [0]->generated->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+    /*  Logged in: both keys, both halves.  */
+    Cs__ListKeysResult *keys = s_list (0, &reply);
+    ck_assert_uint_eq (keys->n_keys, 2);
+    for (size_t i = 0; i < 2; i++)
+        ck_assert (keys->keys [i]->has_private && keys->keys [i]->has_public);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  Not logged in (no ticket, and a forged one).  */
+    uint8_t forged [33] = { CKU_USER };
+    for (int round = 0; round < 2; round++) {
+        req = th_request (1, 71);
+        th_job_list_keys (req->jobs [0]);
+        if (round)
+            req->ticket = (ProtobufCBinaryData) { sizeof forged, forged };
+        ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+        keys = reply->results [0]->keys;
+        ck_assert_uint_eq (keys->n_keys, 1);
+        ck_assert_str_eq (keys->keys [0]->ref, plain);
+        ck_assert (keys->keys [0]->has_public);
+        ck_assert_msg (!keys->keys [0]->has_private, "a private key object listed without a login");
+        ck_assert_uint_eq (keys->keys [0]->n_private_attributes, 0);
+        cs__reply__free_unpacked (reply, NULL);
+        th_request_free (req);
+    }
+    ck_assert_uint_eq (s_list_count (s_eve), 0);
+    free (plain);
+    free (hidden);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+/*  Issue #7: eve (tenant other) probing alice's keystore ref, in every job
+ *  kind, gets the answers of a ref that does not exist.  */
+START_TEST (test_foreign_refs_unknown)
+{
+    EVP_PKEY *pkey = EVP_EC_gen ("P-256");
+    char *ref = s_import (pkey, "alice's");
+    size_t eve_len = 0;
+    uint64_t rv = 0;
+    uint8_t *eve = th_login (s_eve, "5678", &eve_len, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    th_probe_unknown (s_eve, eve, eve_len, ref, "ks:00112233445566778899aabbccddeeff");
+    th_probe_unknown (s_eve, eve, eve_len, "board:01", "board:99");
+    th_probe_unknown (s_eve, eve, eve_len, "something else", "ks:");
+    /*  And alice's key is still whole.  */
+    Cs__Reply *reply = NULL;
+    Cs__ListKeysResult *keys = s_list (0, &reply);
+    ck_assert_uint_eq (keys->n_keys, 1);
+    ck_assert_str_eq (keys->keys [0]->label, "alice's");
+    cs__reply__free_unpacked (reply, NULL);
+    free (eve);
+    free (ref);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
 /*  Token flags of eve's tenant from Hello.  */
 static uint64_t
 s_eve_flags (void)
@@ -609,6 +689,8 @@ s_suite (void)
     tcase_add_test (tc, test_import_attributes_and_isolation);
     tcase_add_test (tc, test_list_version_unchanged);
     tcase_add_test (tc, test_pin_lock_and_init_pin);
+    tcase_add_test (tc, test_list_without_login);
+    tcase_add_test (tc, test_foreign_refs_unknown);
     suite_add_tcase (suite, tc);
     return suite;
 }

@@ -1,20 +1,24 @@
 /*  test_broker_pkcs11.c — the pkcs11 driver for real: two SoftHSMv2 tokens
  *  (board0, board1) of one libsofthsm2.so in one process, the same RSA-2048
  *  and P-256 keys imported into both with pkcs11-tool, and the whole broker
- *  in-process answering a CURVE client.  Every signature and plaintext is
- *  checked with OpenSSL.  Skipped (77) without SoftHSMv2 or pkcs11-tool.
+ *  in-process answering CURVE clients: bob (tenant demo, the boards'
+ *  tenant) and eve (tenant other).  Every signature and plaintext is
+ *  checked with OpenSSL.  Also (issue #7) the refs a tenant may name with
+ *  keys/home = board0, and a master key wrapped by a board key that no
+ *  client may use.  Skipped (77) without SoftHSMv2 or pkcs11-tool.
  */
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
 #include "test_broker_helpers.h"
 #include "broker_config.h"
+#include "key_info.h"
 #include "server.h"
 
 static char *s_dir;
-static EVP_PKEY *s_rsa, *s_ec;
+static EVP_PKEY *s_rsa, *s_ec, *s_wrapper;
 static broker_config_t *s_config;
 static server_t *s_server;
-static zsock_t *s_client;
+static zsock_t *s_client, *s_eve;
 static uint8_t *s_ticket;
 static size_t s_ticket_len;
 static const uint8_t s_rsa_id [] = "board:01", s_ec_id [] = "board:03";
@@ -53,48 +57,100 @@ s_tokens (void)
     }
 }
 
+/*  A fresh directory: the two tokens, certs of bob (tenant demo) and eve
+ *  (tenant other), the keystore.  */
 static void
-s_setup (void)
+s_prepare (void)
 {
-    char path [4096], *error = NULL, *conf = NULL;
+    char path [4096];
     s_dir = th_tmpdir ();
     snprintf (path, sizeof path, "%s/softhsm2.conf", s_dir);
     setenv ("SOFTHSM2_CONF", path, 1);
     s_rsa = th_key_pem (s_dir, "rsa.pem", 2048);
     s_ec = th_key_pem (s_dir, "ec.pem", 0);
     s_tokens ();
-    th_certs (s_dir, "bob", NULL);          /* no tenant: the first one by name (demo) */
+    th_certs (s_dir, "bob", "demo");
+    th_client_add (s_dir, "eve", "other");
     th_keystore (s_dir);
-    char *head = th_conf_head (true);
+}
+
+/*  Writes broker.conf (th_conf_head's broker and keystore sections):
+ *  keys/home = board0, both boards (board1 of tenant board1_tenant, or of
+ *  none when NULL), and the keystore/master-key line(s) master_key, or the
+ *  file master.key when NULL.  */
+static void
+s_conf (const char *master_key, const char *board1_tenant)
+{
+    char *conf = NULL, tenant1 [64] = "";
     const char *module = getenv ("SOFTHSM2_MODULE");
-    ck_assert_int_ge (asprintf (&conf, "%skeys\n    home = board0\n" "drivers\n"
+    if (board1_tenant)
+        snprintf (tenant1, sizeof tenant1, "        tenant = %s\n", board1_tenant);
+    ck_assert_int_ge (asprintf (&conf,
+        "broker\n    endpoint = tcp://127.0.0.1:!\n    stats-interval-ms = 0\n"
+        "    curve\n        enabled = true\n        secret-key = broker.cert_secret\n"
+        "        clients = clients.d\n"
+        "keystore\n    path = keystore.db\n%s"
+        "keys\n    home = board0\n" "drivers\n"
         "    board0\n        type = pkcs11\n        module = %s\n        token = board0\n"
         "        pin-file = board.pin\n        threads = 2\n        tenant = demo\n"
         "    board1\n        type = pkcs11\n        module = %s\n        token = board1\n"
-        "        pin-file = board.pin\n        threads = 2\n        tenant = demo\n", head, module, module), 0);
+        "        pin-file = board.pin\n        threads = 2\n%s",
+        master_key ? master_key : "    master-key = master.key\n", module, module, tenant1), 0);
     th_write (s_dir, "broker.conf", conf);
-    free (head);
     free (conf);
+}
+
+/*  Starts the broker of broker.conf; returns false when it refuses to start.  */
+static bool
+s_try_start (void)
+{
+    char path [4096], *error = NULL;
     snprintf (path, sizeof path, "%s/broker.conf", s_dir);
     s_config = broker_config_load (path, &error);
     ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
     s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
+    return s_server != NULL;
+}
+
+/*  Starts the broker, connects bob and eve, logs bob in.  */
+static void
+s_start (void)
+{
+    ck_assert (s_try_start ());
     s_client = th_dealer (s_dir, "bob", server_endpoint (s_server));
+    s_eve = th_dealer (s_dir, "eve", server_endpoint (s_server));
     uint64_t rv = 0;
     s_ticket = th_login (s_client, "1234", &s_ticket_len, &rv);
     ck_assert_uint_eq (rv, CKR_OK);
 }
 
 static void
-s_teardown (void)
+s_stop (void)
 {
     zsock_destroy (&s_client);
+    zsock_destroy (&s_eve);
     server_destroy (&s_server);
     broker_config_destroy (&s_config);
+    free (s_ticket);
+    s_ticket = NULL;
+}
+
+static void
+s_setup (void)
+{
+    s_prepare ();
+    s_conf (NULL, "demo");
+    s_start ();
+}
+
+static void
+s_teardown (void)
+{
+    s_stop ();
     EVP_PKEY_free (s_rsa);
     EVP_PKEY_free (s_ec);
-    free (s_ticket);
+    EVP_PKEY_free (s_wrapper);
+    s_wrapper = NULL;
     s_sh ("rm -rf '%s'", s_dir);
     free (s_dir);
 }
@@ -412,6 +468,241 @@ START_TEST (test_board_keys_prohibited)
 }
 END_TEST
 
+/*  Logs client in as CKU_USER with pin; returns its ticket (caller frees).  */
+static uint8_t *
+s_login (zsock_t *client, const char *pin, size_t *len_p)
+{
+    uint64_t rv = 0;
+    uint8_t *ticket = th_login (client, pin, len_p, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    return ticket;
+}
+
+/*  True when client's key list (with its ticket) has a key with CKA_ID
+ *  id (len bytes) or with the ref `ref`.  */
+static bool
+s_listed (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const uint8_t *id, size_t len,
+          const char *ref)
+{
+    Cs__Request *req = th_request (1, 20);
+    req->ticket = (ProtobufCBinaryData) { ticket_len, (uint8_t *) ticket };
+    th_job_list_keys (req->jobs [0]);
+    Cs__Reply *reply = th_call (client, req);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_OK);
+    bool found = false;
+    Cs__ListKeysResult *keys = reply->results [0]->keys;
+    for (size_t i = 0; i < keys->n_keys; i++)
+        found |= (keys->keys [i]->id.len == len && memcmp (keys->keys [i]->id.data, id, len) == 0)
+              || (ref && streq (keys->keys [i]->ref, ref));
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    return found;
+}
+
+/*  Signs a DigestInfo with ref as client; returns the rv.  */
+static uint64_t
+s_sign_ref (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const char *ref)
+{
+    uint8_t di [51];
+    th_digest_info ("ref", di);
+    Cs__Request *req = th_request (1, 21);
+    req->ticket = (ProtobufCBinaryData) { ticket_len, (uint8_t *) ticket };
+    th_job_crypto (req->jobs [0], true, (const uint8_t *) ref, strlen (ref), CKM_RSA_PKCS, di, 51);
+    Cs__Reply *reply = th_call (client, req);
+    uint64_t rv = reply->results [0]->rv;
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    return rv;
+}
+
+/*  Issue #7: with keys/home = board0 (tenant demo), tenant other's token key
+ *  lives on board0 as a "ks:" object.  After a restart the broker finds it
+ *  in board0's key list; demo, the board's tenant, must not reach it by
+ *  "board:<its CKA_ID>", nor any tenant by any ref it does not own: every
+ *  job kind answers exactly as for a ref that does not exist.  */
+START_TEST (test_board_refs_stay_in_tenant)
+{
+    size_t eve_len = 0;
+    uint8_t *eve = s_login (s_eve, "5678", &eve_len);
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    gen.mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN;
+    gen.modulus_bits = 2048;
+    gen.token = true;
+    Cs__Request *req = th_request (1, 22);
+    req->ticket = (ProtobufCBinaryData) { eve_len, eve };
+    req->jobs [0]->kind_case = CS__JOB__KIND_GENERATE_KEY_PAIR;
+    req->jobs [0]->generate_key_pair = &gen;
+    Cs__Reply *reply = th_call (s_eve, req);
+    ck_assert_msg (reply->results [0]->rv == CKR_OK, "%s", cs_rv_name (reply->results [0]->rv));
+    ck_assert_str_eq (reply->results [0]->generated->key->home, "board:board0");
+    char *ref = strdup (reply->results [0]->generated->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+    free (eve);
+    /*  A restart: board0's key list now holds eve's key (label = its ref,
+        CKA_ID = the ref's 16 random bytes).  */
+    s_stop ();
+    s_start ();
+    eve = s_login (s_eve, "5678", &eve_len);
+    char board_ref [64];
+    uint8_t id [16];
+    snprintf (board_ref, sizeof board_ref, "board:%s", ref + 3);
+    ck_assert_int_eq (cs_hex_decode (ref + 3, id, sizeof id), 16);
+    /*  demo (bob), the tenant of board0, neither lists nor reaches it.  */
+    ck_assert (!s_listed (s_client, s_ticket, s_ticket_len, id, sizeof id, ref));
+    th_probe_unknown (s_client, s_ticket, s_ticket_len, board_ref, "board:00112233445566778899aabbccddeeff");
+    th_probe_unknown (s_client, s_ticket, s_ticket_len, ref, "ks:00112233445566778899aabbccddeeff");
+    /*  Nor does eve by a board ref (she owns no board), nor demo's board keys.  */
+    th_probe_unknown (s_eve, eve, eve_len, board_ref, "board:00112233445566778899aabbccddeeff");
+    th_probe_unknown (s_eve, eve, eve_len, "board:01", "board:99");
+    th_probe_unknown (s_eve, eve, eve_len, "board:03", "board:99");
+    ck_assert (!s_listed (s_eve, eve, eve_len, (const uint8_t *) "\x01", 1, "board:01"));
+    /*  The owners still use their keys: eve by her ref, bob his board key.  */
+    ck_assert (s_listed (s_eve, eve, eve_len, NULL, 0, ref));
+    ck_assert_uint_eq (s_sign_ref (s_eve, eve, eve_len, ref), CKR_OK);
+    ck_assert_uint_eq (s_sign_ref (s_client, s_ticket, s_ticket_len, (const char *) s_rsa_id), CKR_OK);
+    free (eve);
+    free (ref);
+}
+END_TEST
+
+/* ---- a master key wrapped by a board key (issue #7) ---------------------- */
+
+/*  Imports wrapper.pem (private and public) into `board` as CKA_ID 77,
+ *  label "wrapper", for decryption.  */
+static void
+s_wrapper_import (const char *board)
+{
+    const char *module = getenv ("SOFTHSM2_MODULE");
+    s_sh ("openssl pkey -in wrapper.pem -pubout -out wrapper.pub.pem");
+    s_sh ("pkcs11-tool --module %s --token-label %s --login --pin 1234 --write-object wrapper.pem "
+          "--type privkey --id 77 --label wrapper --usage-decrypt", module, board);
+    s_sh ("pkcs11-tool --module %s --token-label %s --login --pin 1234 --write-object wrapper.pub.pem "
+          "--type pubkey --id 77 --label wrapper", module, board);
+}
+
+/*  As `cryptoserver-admin master-key wrap`: master.key encrypted with
+ *  RSA-OAEP (SHA-256, MGF1-SHA256) under a fresh RSA key "wrapper" (CKA_ID
+ *  77) of board0, into master.key.wrapped (kept in wrapped / *len_p);
+ *  broker.conf names board:board0:wrapper, board1 of board1_tenant.  */
+static void
+s_wrap (const char *board1_tenant, uint8_t wrapped [256], size_t *len_p)
+{
+    char path [4096];
+    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
+    s_wrapper = th_key_pem (s_dir, "wrapper.pem", 2048);
+    s_wrapper_import ("board0");
+    snprintf (path, sizeof path, "%s/master.key", s_dir);
+    ck_assert_int_eq (keystore_master_key_read (path, key), 0);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (s_wrapper, NULL);
+    *len_p = 256;
+    ck_assert (ctx && EVP_PKEY_encrypt_init (ctx) > 0
+               && EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_OAEP_PADDING) > 0
+               && EVP_PKEY_CTX_set_rsa_oaep_md (ctx, EVP_sha256 ()) > 0
+               && EVP_PKEY_CTX_set_rsa_mgf1_md (ctx, EVP_sha256 ()) > 0
+               && EVP_PKEY_encrypt (ctx, wrapped, len_p, key, sizeof key) > 0);
+    EVP_PKEY_CTX_free (ctx);
+    OPENSSL_cleanse (key, sizeof key);
+    snprintf (path, sizeof path, "%s/master.key.wrapped", s_dir);
+    FILE *file = fopen (path, "wb");
+    ck_assert (file && fwrite (wrapped, 1, *len_p, file) == *len_p);
+    fclose (file);
+    s_conf ("    master-key = board:board0:wrapper\n    master-key-wrapped = master.key.wrapped\n",
+            board1_tenant);
+}
+
+static void
+s_wrap_setup (void)
+{
+    s_prepare ();
+}
+
+/*  The wrapping key unwraps the master key at start, then serves no
+ *  client: not listed, and every job naming it, even by its board's tenant,
+ *  answers as for an unknown key; the board's other keys still work.  */
+START_TEST (test_wrap_key_reserved)
+{
+    uint8_t wrapped [256];
+    size_t len = 0;
+    s_wrap ("demo", wrapped, &len);
+    s_start ();
+    ck_assert (!s_listed (s_client, s_ticket, s_ticket_len, (const uint8_t *) "\x77", 1, "board:77"));
+    ck_assert (s_listed (s_client, s_ticket, s_ticket_len, (const uint8_t *) "\x01", 1, "board:01"));
+    /*  The attack: decrypt master.key.wrapped with the wrapping key.  */
+    Cs__Request *req = th_request (1, 30);
+    req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    Cs__Mechanism *m = th_job_crypto (req->jobs [0], false, (const uint8_t *) "board:77", 8,
+                                      CKM_RSA_PKCS_OAEP, wrapped, len);
+    m->hash = CKM_SHA256;
+    m->mgf = CKG_MGF1_SHA256;
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_msg (reply->results [0]->rv == CKR_KEY_HANDLE_INVALID, "decrypting the wrapped master key: %s",
+                   cs_rv_name (reply->results [0]->rv));
+    ck_assert_uint_eq (reply->results [0]->data.len, 0);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    th_probe_unknown (s_client, s_ticket, s_ticket_len, "board:77", "board:99");
+    size_t eve_len = 0;
+    uint8_t *eve = s_login (s_eve, "5678", &eve_len);
+    th_probe_unknown (s_eve, eve, eve_len, "board:77", "board:99");
+    free (eve);
+    ck_assert_uint_eq (s_sign_ref (s_client, s_ticket, s_ticket_len, (const char *) s_rsa_id), CKR_OK);
+}
+END_TEST
+
+/*  A copy of the wrapping key on a board with a tenant is a client key of
+ *  that tenant: the broker refuses to start.  */
+START_TEST (test_wrap_key_copy_refused)
+{
+    uint8_t wrapped [256];
+    size_t len = 0;
+    s_wrap ("demo", wrapped, &len);
+    s_wrapper_import ("board1");
+    ck_assert_msg (!s_try_start (), "the broker started with the wrapping key usable on board1");
+}
+END_TEST
+
+/*  On a board without a tenant a copy serves nobody: the broker starts and
+ *  reserves it too.  */
+START_TEST (test_wrap_key_copy_on_tenantless_board)
+{
+    uint8_t wrapped [256];
+    size_t len = 0;
+    s_wrap (NULL, wrapped, &len);
+    s_wrapper_import ("board1");
+    s_start ();
+    th_probe_unknown (s_client, s_ticket, s_ticket_len, "board:77", "board:99");
+}
+END_TEST
+
+/*  A keystore key of any tenant holding the wrapping key's private key:
+ *  the broker refuses to start.  */
+START_TEST (test_wrap_key_in_keystore_refused)
+{
+    uint8_t wrapped [256], key [KEYSTORE_MASTER_KEY_LEN];
+    size_t len = 0, der_len = 0;
+    char path [4096];
+    s_wrap ("demo", wrapped, &len);
+    snprintf (path, sizeof path, "%s/master.key", s_dir);
+    ck_assert_int_eq (keystore_master_key_read (path, key), 0);
+    snprintf (path, sizeof path, "%s/keystore.db", s_dir);
+    keystore_t *ks = keystore_open (path, key);
+    OPENSSL_cleanse (key, sizeof key);
+    ck_assert_ptr_nonnull (ks);
+    key_info_params_t params = { .label = "imported" };
+    Cs__KeyInfo *info = key_info_from_pkey (s_wrapper, &params);
+    uint8_t *der = th_pkcs8 (s_wrapper, &der_len);
+    ck_assert_int_eq (keystore_key_put (ks, "other", info, der, der_len), 0);
+    OPENSSL_cleanse (der, der_len);
+    OPENSSL_free (der);
+    cs__key_info__free_unpacked (info, NULL);
+    keystore_destroy (&ks);
+    ck_assert_msg (!s_try_start (), "the broker started with the wrapping key in tenant other's keystore");
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -427,6 +718,15 @@ s_suite (void)
     tcase_add_test (tc, test_per_request_keys);
     tcase_add_test (tc, test_generate_resident);
     tcase_add_test (tc, test_board_keys_prohibited);
+    tcase_add_test (tc, test_board_refs_stay_in_tenant);
+    suite_add_tcase (suite, tc);
+    tc = tcase_create ("wrap");
+    tcase_add_checked_fixture (tc, s_wrap_setup, s_teardown);
+    tcase_set_timeout (tc, 120);
+    tcase_add_test (tc, test_wrap_key_reserved);
+    tcase_add_test (tc, test_wrap_key_copy_refused);
+    tcase_add_test (tc, test_wrap_key_copy_on_tenantless_board);
+    tcase_add_test (tc, test_wrap_key_in_keystore_refused);
     suite_add_tcase (suite, tc);
     return suite;
 }
