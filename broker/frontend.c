@@ -606,8 +606,9 @@ s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *ite
 {
     Cs__KeyInfo *info = NULL;
     CK_RV rv = CKR_OK;
-    if (keystore_key_get (self->ks, request->tenant, ref, &info, &item->material, &item->material_len))
-        return CKR_KEY_HANDLE_INVALID;
+    int got = keystore_key_get (self->ks, request->tenant, ref, &info, &item->material, &item->material_len);
+    if (got)        /* a row that does not verify: cryptoserver-keystore(5) */
+        return got == KEYSTORE_DAMAGED ? CKR_DEVICE_ERROR : CKR_KEY_HANDLE_INVALID;
     if (!info->has_private)
         rv = CKR_KEY_HANDLE_INVALID;
     else
@@ -709,7 +710,7 @@ s_job_hello (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
     slot->result.hello = hello;
 }
 
-/*  Checks the PIN of the client's tenant in the keystore (PBKDF2, ~50 ms in
+/*  Checks the PIN of the client's tenant in the keystore (scrypt, ~70 ms in
  *  this thread; failures counted, CKR_PIN_LOCKED after too many) and
  *  returns a ticket bound to the client key.  */
 static CK_RV
@@ -718,7 +719,8 @@ s_login (s_frontend_t *self, s_request_t *request, const Cs__LoginJob *job, s_sl
     if (job->user_type != CKU_USER && job->user_type != CKU_SO)
         return CKR_USER_TYPE_INVALID;
     const char *role = job->user_type == CKU_USER ? "user" : "SO";
-    CK_RV rv = keystore_pin_check (self->ks, request->tenant, job->user_type, job->pin.data, job->pin.len);
+    CK_RV rv = keystore_pin_check (self->ks, request->tenant, job->user_type, job->pin.data, job->pin.len,
+                                   NULL);
     if (rv != CKR_OK) {
         zsys_warning ("login: %s as %s from client %s (tenant %s)", cs_rv_name (rv), role,
                       request->client_name, request->tenant);
@@ -743,7 +745,7 @@ s_init_pin (s_frontend_t *self, s_request_t *request, const Cs__InitPinJob *job)
 {
     if (!request->so_ok)
         return CKR_USER_NOT_LOGGED_IN;
-    CK_RV rv = keystore_pin_set (self->ks, request->tenant, CKU_USER, job->pin.data, job->pin.len);
+    CK_RV rv = keystore_pin_set (self->ks, request->tenant, CKU_USER, job->pin.data, job->pin.len, NULL);
     zsys_info ("init-pin: tenant %s by client %s: %s", request->tenant, request->client_name,
                cs_rv_name (rv));
     return rv;
@@ -756,10 +758,10 @@ s_set_pin (s_frontend_t *self, s_request_t *request, const Cs__SetPinJob *job)
     if (job->user_type != CKU_USER && job->user_type != CKU_SO)
         return CKR_USER_TYPE_INVALID;
     CK_RV rv = keystore_pin_check (self->ks, request->tenant, job->user_type, job->old_pin.data,
-                                   job->old_pin.len);
+                                   job->old_pin.len, NULL);
     if (rv == CKR_OK)
         rv = keystore_pin_set (self->ks, request->tenant, job->user_type, job->new_pin.data,
-                               job->new_pin.len);
+                               job->new_pin.len, NULL);
     zsys_info ("set-pin: tenant %s (%s) by client %s: %s", request->tenant,
                job->user_type == CKU_USER ? "user" : "SO", request->client_name, cs_rv_name (rv));
     return rv;

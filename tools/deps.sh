@@ -3,12 +3,14 @@
 # tools/quickstart.sh and tools/check.sh (POSIX sh; not run on its own).
 
 # Build: compiler, autotools, every PKG_CHECK_MODULES of configure.ac.
-# Run/test: SoftHSMv2 (the demo boards), OpenSC's pkcs11-tool, openssl, and
-# the PKCS#11 applications of the client tests (below).
+# Run/test: SoftHSMv2 (the demo boards), OpenSC's pkcs11-tool, openssl, the
+# sqlite3 CLI (tests change keystore.db behind the broker's back, and
+# cryptoserver-keystore(5)'s online backup uses it), and the PKCS#11
+# applications of the client tests (below).
 CS_DEB_PACKAGES="gcc make autoconf automake libtool pkg-config
     libzmq3-dev libczmq-dev libssl-dev libp11-kit-dev
     libprotobuf-c-dev protobuf-c-compiler check libsubunit-dev libsqlite3-dev
-    softhsm2 opensc openssl procps"
+    softhsm2 opensc openssl procps sqlite3"
 
 # Client tests (tests/clients.am, issue #4): the OpenSSL engine "pkcs11"
 # (libp11), GnuTLS's p11tool, p11-kit (p11-kit command and p11-kit-proxy.so),
