@@ -10,7 +10,7 @@ FUZZ=$top_builddir/tests/fuzz/cs-fuzz-frames
 cs_setup
 cs_start
 # Every refusal of a fuzzed frame is a logged warning naming the client.
-cs_expect_broker_log 'bad request from client demo: |client demo: protocol version mismatch|login: CKR_PIN_(INCORRECT|LOCKED) .*from client demo'
+cs_expect_broker_log 'bad request from client demo: |client demo: protocol version mismatch|login: CKR_PIN_(INCORRECT|LOCKED) .*from client demo|tenant demo: (user|SO) PIN locked after'
 
 cs_run_bounded 300 "$WORK/fuzz.txt" "$FUZZ" --count 10000 --endpoint "$BROKER_ENDPOINT" \
     --broker-cert "$WORK/broker.cert" --client-cert "$WORK/clients/demo/client.cert" \
