@@ -3,20 +3,22 @@
 # tools/quickstart.sh and tools/check.sh (POSIX sh; not run on its own).
 
 # Build: compiler, autotools, every PKG_CHECK_MODULES of configure.ac.
-# Run/test: SoftHSMv2 (the demo boards), OpenSC's pkcs11-tool, openssl, the
-# sqlite3 CLI (tests change keystore.db behind the broker's back, and
-# cryptoserver-keystore(5)'s online backup uses it), and the PKCS#11
-# applications of the client tests (below).
+# Run/test: SoftHSMv2 (the demo boards), OpenSC's pkcs11-tool, openssl, and
+# the PKCS#11 applications of the client tests (below).
 CS_DEB_PACKAGES="gcc make autoconf automake libtool pkg-config
     libzmq3-dev libczmq-dev libssl-dev libp11-kit-dev
     libprotobuf-c-dev protobuf-c-compiler check libsubunit-dev libsqlite3-dev
-    softhsm2 opensc openssl procps sqlite3"
+    softhsm2 opensc openssl procps"
 
 # Client tests (tests/clients.am, issue #4): the OpenSSL engine "pkcs11"
 # (libp11), GnuTLS's p11tool, p11-kit (p11-kit command and p11-kit-proxy.so),
 # curl, Python PyKCS11, OpenSSH's ssh-keygen.
 CS_DEB_PACKAGES="$CS_DEB_PACKAGES
     libengine-pkcs11-openssl gnutls-bin p11-kit curl python3-pykcs11 openssh-client"
+# The sqlite3 CLI: tests change keystore.db behind the broker's back
+# (keystore-tamper.sh, login-tickets.sh, issue #7), and the online backup of
+# cryptoserver-keystore(5) uses it.
+CS_DEB_PACKAGES="$CS_DEB_PACKAGES sqlite3"
 # nginx (client-nginx.sh): nginx-light, unless an nginx flavour (nginx-core,
 # nginx-full, ...) is installed already: they conflict with each other.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
