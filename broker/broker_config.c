@@ -138,6 +138,7 @@ s_broker (s_loader_t *self)
     if (s_int (self, "broker/default-deadline-ms", 10000, 1, 3600000, &config->default_deadline_ms)
     ||  s_int (self, "broker/max-queue", 10000, 1, 1000000, &config->max_queue)
     ||  s_int (self, "broker/stats-interval-ms", 10000, 0, 86400000, &config->stats_interval_ms)
+    ||  s_int (self, "broker/ticket-lifetime-ms", 14400000, 1000, 604800000, &config->ticket_lifetime_ms)
     ||  s_ticket_key (self))
         return -1;
     return s_curve (self);

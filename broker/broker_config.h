@@ -36,6 +36,7 @@ typedef struct {
     char *endpoint_file;        /* resolved broker/endpoint-file, or NULL */
     unsigned char ticket_key [32];
     bool ticket_key_random;     /* no broker/ticket-key: random per start */
+    int ticket_lifetime_ms;     /* 1000..604800000, default 14400000 (4 h) */
     int default_deadline_ms;    /* 1..3600000, default 10000 */
     int max_queue;              /* work items, 1..1000000, default 10000 */
     int stats_interval_ms;      /* 0 (only at exit) .. 86400000, default 10000 */

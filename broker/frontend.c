@@ -64,6 +64,8 @@ typedef struct {
     int64_t deadline;               /* cs_clock_ms () */
     bool ticket_ok;                 /* a valid CKU_USER ticket came with it */
     bool so_ok;                     /* a valid CKU_SO ticket came with it */
+    bool renewed;                   /* Reply.ticket: renewed_ticket replaces the request's */
+    unsigned char renewed_ticket [TICKET_LEN];
     s_slot_t *slots;
     Cs__Result **results;
     size_t pending;
@@ -315,6 +317,7 @@ s_request_destroy (s_request_t **self_p)
         cs__request__free_unpacked (self->req, NULL);
     }
     zframe_destroy (&self->identity);
+    OPENSSL_cleanse (self->renewed_ticket, TICKET_LEN);
     free (self->client_key);
     free (self->name_copy);
     free (self->tenant);
@@ -333,6 +336,8 @@ s_request_answer (s_frontend_t *self, s_request_t **request_p)
     reply.rv = CKR_OK;
     reply.n_results = request->req->n_jobs;
     reply.results = request->results;
+    if (request->renewed)
+        reply.ticket = (ProtobufCBinaryData) { TICKET_LEN, request->renewed_ticket };
     s_send_reply (self, request->identity, &reply);
     s_request_destroy (request_p);
 }
@@ -627,8 +632,9 @@ s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *ite
 {
     Cs__KeyInfo *info = NULL;
     CK_RV rv = CKR_OK;
-    if (keystore_key_get (self->ks, request->tenant, ref, &info, &item->material, &item->material_len))
-        return CKR_KEY_HANDLE_INVALID;
+    int got = keystore_key_get (self->ks, request->tenant, ref, &info, &item->material, &item->material_len);
+    if (got)        /* a row that does not verify: cryptoserver-keystore(5) */
+        return got == KEYSTORE_DAMAGED ? CKR_DEVICE_ERROR : CKR_KEY_HANDLE_INVALID;
     if (!info->has_private)
         rv = CKR_KEY_HANDLE_INVALID;
     else
@@ -731,25 +737,63 @@ s_job_hello (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
     slot->result.hello = hello;
 }
 
-/*  Checks the PIN of the client's tenant in the keystore (PBKDF2, ~50 ms in
- *  this thread; failures counted, CKR_PIN_LOCKED after too many) and
- *  returns a ticket bound to the client key.  */
+/*  Makes a ticket for the request's client and tenant: user_type at PIN
+ *  epoch `epoch`, expiring broker/ticket-lifetime-ms from now (wall clock:
+ *  brokers sharing a ticket key accept each other's tickets).  0 or -1.  */
+static int
+s_ticket_make (s_frontend_t *self, s_request_t *request, CK_USER_TYPE user_type, uint64_t epoch,
+               unsigned char out [TICKET_LEN])
+{
+    ticket_claims_t claims = { user_type, epoch,
+                               (uint64_t) zclock_time () + (uint64_t) self->config->ticket_lifetime_ms };
+    return ticket_make (self->config->ticket_key, request->client_key, request->tenant, &claims, out);
+}
+
+/*  Logs a refused PIN (C_Login, or the old PIN of C_SetPIN) with the client
+ *  that gave it and the tenant's count of wrong PINs in a row, and, when
+ *  this one locked the PIN, an error line: one client can lock a whole
+ *  tenant, never silently (cryptoserver-keystore(5) "Wrong PINs").  */
+static void
+s_pin_refused (s_request_t *request, const char *what, CK_USER_TYPE user_type, CK_RV rv,
+               const keystore_pin_state_t *state)
+{
+    const char *role = user_type == CKU_USER ? "user" : "SO";
+    if (rv == CKR_PIN_INCORRECT)
+        zsys_warning ("%s: CKR_PIN_INCORRECT as %s from client %s (tenant %s): %ld of %d wrong PINs "
+                      "in a row", what, role, request->client_name, request->tenant, state->failures,
+                      KEYSTORE_PIN_MAX_FAILURES);
+    else
+        zsys_warning ("%s: %s as %s from client %s (tenant %s)", what, cs_rv_name (rv), role,
+                      request->client_name, request->tenant);
+    if (rv == CKR_PIN_INCORRECT && state->failures >= KEYSTORE_PIN_MAX_FAILURES)
+        zsys_error ("tenant %s: %s PIN locked after %d wrong PINs in a row, the last from client %s; "
+                    "every %s login of the tenant ends until %s", request->tenant, role,
+                    KEYSTORE_PIN_MAX_FAILURES, request->client_name, role,
+                    user_type == CKU_USER ? "the SO sets a new PIN (C_InitPIN) or "
+                                            "cryptoserver-admin tenant set-pin"
+                                          : "cryptoserver-admin tenant set-pin --so");
+}
+
+/*  Checks the PIN of the client's tenant in the keystore (keyed scrypt,
+ *  ~70 ms in this thread; failures counted, CKR_PIN_LOCKED after too many)
+ *  and returns a ticket bound to the client key, at the PIN epoch the check
+ *  saw, expiring after broker/ticket-lifetime-ms unless renewed.  */
 static CK_RV
 s_login (s_frontend_t *self, s_request_t *request, const Cs__LoginJob *job, s_slot_t *slot)
 {
+    keystore_pin_state_t state;
     if (job->user_type != CKU_USER && job->user_type != CKU_SO)
         return CKR_USER_TYPE_INVALID;
-    const char *role = job->user_type == CKU_USER ? "user" : "SO";
-    CK_RV rv = keystore_pin_check (self->ks, request->tenant, job->user_type, job->pin.data, job->pin.len);
+    CK_RV rv = keystore_pin_check (self->ks, request->tenant, job->user_type, job->pin.data,
+                                   job->pin.len, &state);
     if (rv != CKR_OK) {
-        zsys_warning ("login: %s as %s from client %s (tenant %s)", cs_rv_name (rv), role,
-                      request->client_name, request->tenant);
+        s_pin_refused (request, "login", job->user_type, rv, &state);
         return rv;
     }
-    if (ticket_make (self->config->ticket_key, request->client_key, request->tenant,
-                     job->user_type, slot->ticket))
+    if (s_ticket_make (self, request, job->user_type, state.epoch, slot->ticket))
         return CKR_DEVICE_ERROR;
-    zsys_info ("login: client %s (tenant %s) as %s", request->client_name, request->tenant, role);
+    zsys_info ("login: client %s (tenant %s) as %s", request->client_name, request->tenant,
+               job->user_type == CKU_USER ? "user" : "SO");
     cs__login_result__init (&slot->login);
     slot->login.ticket.data = slot->ticket;
     slot->login.ticket.len = TICKET_LEN;
@@ -759,31 +803,49 @@ s_login (s_frontend_t *self, s_request_t *request, const Cs__LoginJob *job, s_sl
 }
 
 /*  C_InitPIN: the SO sets the user PIN (PKCS#11 2.40 §5.6), which also
- *  clears its lock.  */
+ *  clears its lock and ends every user login of the tenant (a new PIN
+ *  epoch); the SO's own login goes on.  */
 static CK_RV
 s_init_pin (s_frontend_t *self, s_request_t *request, const Cs__InitPinJob *job)
 {
     if (!request->so_ok)
         return CKR_USER_NOT_LOGGED_IN;
-    CK_RV rv = keystore_pin_set (self->ks, request->tenant, CKU_USER, job->pin.data, job->pin.len);
+    CK_RV rv = keystore_pin_set (self->ks, request->tenant, CKU_USER, job->pin.data, job->pin.len, NULL);
     zsys_info ("init-pin: tenant %s by client %s: %s", request->tenant, request->client_name,
                cs_rv_name (rv));
     return rv;
 }
 
-/*  C_SetPIN: the old PIN (counted like a login) then the new one.  */
+/*  C_SetPIN: the old PIN (counted like a login) then the new one, which
+ *  moves the PIN epoch: logins made with the old PIN end, anywhere.  The
+ *  caller's own login of that user type goes on (PKCS#11 2.40 §5.6: the
+ *  session stays logged in): it gets a ticket at the new epoch in
+ *  Reply.ticket.  */
 static CK_RV
 s_set_pin (s_frontend_t *self, s_request_t *request, const Cs__SetPinJob *job)
 {
+    keystore_pin_state_t state;
+    uint64_t epoch = 0;
     if (job->user_type != CKU_USER && job->user_type != CKU_SO)
         return CKR_USER_TYPE_INVALID;
+    const char *role = job->user_type == CKU_USER ? "user" : "SO";
+    bool logged_in = job->user_type == CKU_USER ? request->ticket_ok : request->so_ok;
     CK_RV rv = keystore_pin_check (self->ks, request->tenant, job->user_type, job->old_pin.data,
-                                   job->old_pin.len);
-    if (rv == CKR_OK)
-        rv = keystore_pin_set (self->ks, request->tenant, job->user_type, job->new_pin.data,
-                               job->new_pin.len);
-    zsys_info ("set-pin: tenant %s (%s) by client %s: %s", request->tenant,
-               job->user_type == CKU_USER ? "user" : "SO", request->client_name, cs_rv_name (rv));
+                                   job->old_pin.len, &state);
+    if (rv != CKR_OK) {
+        s_pin_refused (request, "set-pin", job->user_type, rv, &state);
+        return rv;
+    }
+    rv = keystore_pin_set (self->ks, request->tenant, job->user_type, job->new_pin.data,
+                           job->new_pin.len, &epoch);
+    if (rv == CKR_OK && logged_in) {
+        request->renewed = s_ticket_make (self, request, job->user_type, epoch,
+                                          request->renewed_ticket) == 0;
+        if (!request->renewed)
+            rv = CKR_DEVICE_ERROR;
+    }
+    zsys_info ("set-pin: tenant %s (%s) by client %s: %s", request->tenant, role, request->client_name,
+               cs_rv_name (rv));
     return rv;
 }
 
@@ -1328,6 +1390,39 @@ s_request_decode (s_frontend_t *self, zframe_t *body, s_request_t *request)
     return 0;
 }
 
+/*  Checks the request's login ticket (docs/CONTRACTS.md "Login tickets"):
+ *  its MAC for this client and tenant, its expiry, and its epoch against
+ *  the tenant's PIN epoch of its user type (one keystore read).  Sets
+ *  ticket_ok (CKU_USER) or so_ok (CKU_SO).  A valid ticket with less than
+ *  half of broker/ticket-lifetime-ms left is renewed: the reply carries a
+ *  fresh one (Reply.ticket), so a login in use never expires and the broker
+ *  keeps no session state.  */
+static void
+s_ticket_check (s_frontend_t *self, s_request_t *request)
+{
+    const Cs__Request *req = request->req;
+    ticket_claims_t claims;
+    uint64_t now = (uint64_t) zclock_time (), epoch = 0;
+    if (req->ticket.len == 0)
+        return;
+    ticket_status_t status = ticket_check (self->config->ticket_key, request->client_key, request->tenant,
+                                           req->ticket.data, req->ticket.len, now, &claims);
+    const char *why = status == TICKET_INVALID ? "not valid" : status == TICKET_EXPIRED ? "expired" : NULL;
+    if (!why && (keystore_pin_epoch (self->ks, request->tenant, claims.user_type, &epoch)
+                 || epoch != claims.epoch))
+        why = "revoked (the PIN was set or locked since)";
+    if (why) {
+        if (frontend_verbose)
+            zsys_debug ("client %s (tenant %s): login ticket %s", request->client_name, request->tenant, why);
+        return;
+    }
+    request->ticket_ok = claims.user_type == CKU_USER;
+    request->so_ok = claims.user_type == CKU_SO;
+    if (claims.expires_ms - now < (uint64_t) self->config->ticket_lifetime_ms / 2)
+        request->renewed = s_ticket_make (self, request, claims.user_type, epoch,
+                                          request->renewed_ticket) == 0;
+}
+
 /*  Prepares the per-job storage, deadline and ticket check.  */
 static int
 s_request_prepare (s_frontend_t *self, s_request_t *request)
@@ -1341,11 +1436,7 @@ s_request_prepare (s_frontend_t *self, s_request_t *request)
     }
     request->deadline = cs_clock_ms ()
                       + (req->deadline_ms ? (int64_t) req->deadline_ms : (int64_t) self->config->default_deadline_ms);
-    request->ticket_ok = ticket_check (self->config->ticket_key, request->client_key,
-                                       request->tenant, CKU_USER, req->ticket.data, req->ticket.len);
-    request->so_ok = !request->ticket_ok
-                  && ticket_check (self->config->ticket_key, request->client_key, request->tenant,
-                                   CKU_SO, req->ticket.data, req->ticket.len);
+    s_ticket_check (self, request);
     return 0;
 }
 

@@ -535,15 +535,17 @@ keyjobs_import (keystore_t *ks, const char *tenant, const Cs__ImportKeyJob *job,
 }
 
 /*  Loads a key of the tenant with or without its material; a ref the
- *  tenant does not have is CKR_OBJECT_HANDLE_INVALID.  */
+ *  tenant does not have is CKR_OBJECT_HANDLE_INVALID, a row that does not
+ *  verify CKR_DEVICE_ERROR (cryptoserver-keystore(5)).  */
 static CK_RV
 s_load (keystore_t *ks, const char *tenant, const char *ref, uint64_t object, Cs__KeyInfo **info_p,
         uint8_t **pkcs8_p, size_t *len_p)
 {
     if (object != CKO_PRIVATE_KEY && object != CKO_PUBLIC_KEY)
         return CKR_OBJECT_HANDLE_INVALID;
-    if (keystore_key_get (ks, tenant, ref, info_p, pkcs8_p, len_p))
-        return CKR_OBJECT_HANDLE_INVALID;
+    int got = keystore_key_get (ks, tenant, ref, info_p, pkcs8_p, len_p);
+    if (got)
+        return got == KEYSTORE_DAMAGED ? CKR_DEVICE_ERROR : CKR_OBJECT_HANDLE_INVALID;
     bool priv = object == CKO_PRIVATE_KEY;
     if (!(priv ? (*info_p)->has_private : (*info_p)->has_public)) {
         cs__key_info__free_unpacked (*info_p, NULL);

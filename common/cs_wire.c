@@ -157,6 +157,9 @@ cs_wire_reply_decode (const void *data, size_t size, const char **why_p)
     else
     if (reply->n_results > CS_WIRE_MAX_JOBS)
         why = "reply has too many results";
+    else
+    if (reply->ticket.len > CS_WIRE_MAX_TICKET)
+        why = "reply ticket too long";
     if (why && reply) {
         cs__reply__free_unpacked (reply, NULL);
         reply = NULL;

@@ -4,8 +4,10 @@
  *  tables (meta, tenants, keys; schema below).  Private keys are sealed with
  *  AES-256-GCM (NIST SP 800-38D, RFC 5116 AEAD_AES_256_GCM) under the master
  *  key: blob = nonce (12) || ciphertext || tag (16), associated data
- *  "cs-key-v1" || tenant || NUL || ref.  man cryptoserver-keystore(5) is the
- *  user-facing description of the file.
+ *  "cs-key-v1" || tenant || NUL || ref.  Tenant and key rows carry an
+ *  HMAC-SHA256 (row_mac.h) under a key derived from the master key; PIN
+ *  hashes are keyed with another derived key (cs_pin.h).  man
+ *  cryptoserver-keystore(5) is the user-facing description of the file.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -25,9 +27,10 @@
 #include <openssl/rand.h>
 #include "keystore.h"
 #include "cs_pin.h"
+#include "row_mac.h"
 #include "cs_util.h"
 
-#define SCHEMA_VERSION   1
+#define SCHEMA_VERSION   2              /* 1: no row MACs, epochs, keyed PIN hashes */
 #define BUSY_TIMEOUT_MS  5000           /* admin and broker share the file */
 #define GCM_NONCE_LEN    12             /* bytes, RFC 5116 §5.1 N_MIN = N_MAX */
 #define GCM_TAG_LEN      16             /* bytes */
@@ -40,12 +43,18 @@ struct _keystore_t {
     sqlite3 *db;
     char *path;
     uint8_t master [KEYSTORE_MASTER_KEY_LEN];
+    uint8_t mac_key [32];           /* HKDF (master, ROW_MAC_INFO_ROWS) */
+    uint8_t pin_key [CS_PIN_KEY_LEN];   /* HKDF (master, ROW_MAC_INFO_PINS) */
 };
 
-//  The schema.  Lock state is derived from the counters: a PIN is locked
-//  when its failure count reaches KEYSTORE_PIN_MAX_FAILURES.  keys_version
-//  values come from meta 'version_seq', a counter over the whole file, so a
-//  tenant removed and added again never repeats an old version.
+//  The schema (version 2).  Lock state is derived from the counters: a PIN
+//  is locked when its failure count reaches KEYSTORE_PIN_MAX_FAILURES.
+//  keys_version and the PIN epochs take their values from meta
+//  'version_seq', a counter over the whole file, so a tenant removed and
+//  added again never repeats an old version or epoch.  `mac` is the row's
+//  HMAC (row_mac.h); keys_version is outside it: it only tells clients when
+//  to fetch the key list again.  Version 1 had no epochs and no mac
+//  columns (s_upgrade_1_to_2 adds them).
 static const char *s_schema =
     "CREATE TABLE IF NOT EXISTS meta ("
     "  name TEXT PRIMARY KEY, value BLOB NOT NULL);"
@@ -54,12 +63,16 @@ static const char *s_schema =
     "  user_pin TEXT NOT NULL, so_pin TEXT NOT NULL,"
     "  user_failures INTEGER NOT NULL DEFAULT 0,"
     "  so_failures INTEGER NOT NULL DEFAULT 0,"
-    "  keys_version INTEGER NOT NULL);"
+    "  keys_version INTEGER NOT NULL,"
+    "  user_epoch INTEGER NOT NULL DEFAULT 0,"
+    "  so_epoch INTEGER NOT NULL DEFAULT 0,"
+    "  mac BLOB);"
     "CREATE TABLE IF NOT EXISTS keys ("
     "  tenant TEXT NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
     "  ref TEXT NOT NULL,"
     "  info BLOB NOT NULL,"
     "  private BLOB,"
+    "  mac BLOB,"
     "  PRIMARY KEY (tenant, ref));";
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -258,6 +271,118 @@ s_version_next (keystore_t *self)
     return version;
 }
 
+/* ---- tenant rows (integrity) ------------------------------------------- */
+
+typedef row_mac_tenant_t s_tenant_row_t;
+
+//  Index of a user type in a tenant row: 0 CKU_USER, 1 CKU_SO, -1 other.
+static int
+s_role (CK_USER_TYPE user_type)
+{
+    return user_type == CKU_USER ? 0 : user_type == CKU_SO ? 1 : -1;
+}
+
+static void
+s_tenant_row_free (s_tenant_row_t *row)
+{
+    free (row->pin [0]);
+    free (row->pin [1]);
+    memset (row, 0, sizeof *row);
+}
+
+//  Reads tenant row `name` into *row (caller frees with s_tenant_row_free).
+//  With `verify`, its MAC must match (else an error line naming the tenant).
+//  Returns 1 found, 0 unknown, -1 on a database error, KEYSTORE_DAMAGED when
+//  it does not verify.
+static int
+s_tenant_read (keystore_t *self, const char *name, bool verify, s_tenant_row_t *row)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT user_pin, so_pin, user_failures, so_failures, "
+                                          "user_epoch, so_epoch, mac FROM tenants WHERE name = ?1");
+    uint8_t mac [ROW_MAC_LEN];
+    int rc = -1;
+    memset (row, 0, sizeof *row);
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, name);
+    int step = sqlite3_step (stmt);
+    if (step == SQLITE_DONE)
+        rc = 0;
+    else
+    if (step != SQLITE_ROW)
+        s_db_error (self, "read tenant");
+    else {
+        const char *user_pin = (const char *) sqlite3_column_text (stmt, 0);
+        const char *so_pin = (const char *) sqlite3_column_text (stmt, 1);
+        row->pin [0] = strdup (user_pin ? user_pin : "");
+        row->pin [1] = strdup (so_pin ? so_pin : "");
+        for (int i = 0; i < 2; i++) {
+            row->failures [i] = sqlite3_column_int64 (stmt, 2 + i);
+            row->epoch [i] = sqlite3_column_int64 (stmt, 4 + i);
+        }
+        rc = row->pin [0] && row->pin [1] ? 1 : -1;
+        if (rc == 1 && verify
+        &&  (row_mac_tenant (self->mac_key, name, row, mac) != 0
+             || !row_mac_equal (mac, sqlite3_column_blob (stmt, 6), (size_t) sqlite3_column_bytes (stmt, 6)))) {
+            zsys_error ("keystore %s: tenant %s: row does not verify (changed without the master "
+                        "key): refused", self->path, name);
+            rc = KEYSTORE_DAMAGED;
+        }
+    }
+    sqlite3_finalize (stmt);
+    if (rc != 1)
+        s_tenant_row_free (row);
+    return rc;
+}
+
+//  Writes the PIN columns of tenant row `name` and their MAC.  Call inside
+//  a write transaction.  Returns 0, or -1 (also for an unknown tenant).
+static int
+s_tenant_write (keystore_t *self, const char *name, const s_tenant_row_t *row)
+{
+    uint8_t mac [ROW_MAC_LEN];
+    if (row_mac_tenant (self->mac_key, name, row, mac) != 0)
+        return -1;
+    sqlite3_stmt *stmt = s_prepare (self, "UPDATE tenants SET user_pin = ?2, so_pin = ?3, "
+                                          "user_failures = ?4, so_failures = ?5, user_epoch = ?6, "
+                                          "so_epoch = ?7, mac = ?8 WHERE name = ?1");
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, name);
+    s_bind_text (stmt, 2, row->pin [0]);
+    s_bind_text (stmt, 3, row->pin [1]);
+    for (int i = 0; i < 2; i++) {
+        sqlite3_bind_int64 (stmt, 4 + i, row->failures [i]);
+        sqlite3_bind_int64 (stmt, 6 + i, row->epoch [i]);
+    }
+    sqlite3_bind_blob (stmt, 8, mac, ROW_MAC_LEN, SQLITE_TRANSIENT);
+    int rc = s_step_done (self, stmt);
+    if (rc == 0 && sqlite3_changes (self->db) != 1)
+        rc = -1;
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+//  A new PIN epoch after `old`: the next value of the file-wide counter,
+//  and above `old` whatever that counter holds.  Call inside a write
+//  transaction.  Returns 0 on failure.
+static int64_t
+s_epoch_next (keystore_t *self, int64_t old)
+{
+    uint64_t next = s_version_next (self);
+    if (next == 0 || next >= INT64_MAX)
+        return 0;
+    return (int64_t) next > old ? (int64_t) next : old + 1;
+}
+
+//  The MAC of a key row (row_mac_key) under the keystore's row key.
+static int
+s_key_mac (keystore_t *self, const char *tenant, const char *ref, const uint8_t *info,
+           size_t info_len, const uint8_t *private, size_t private_len, uint8_t mac [ROW_MAC_LEN])
+{
+    return row_mac_key (self->mac_key, tenant, ref, info, info_len, private, private_len, mac);
+}
+
 /* ---- opening ------------------------------------------------------------ */
 
 //  Creates the file with mode 0600 when it does not exist yet, so SQLite
@@ -286,9 +411,99 @@ s_pragmas (keystore_t *self)
                          " PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;");
 }
 
+//  Schema 1 to 2, inside the open's write transaction: adds the epoch and
+//  mac columns, gives every tenant fresh epochs, wraps its unkeyed PBKDF2
+//  hashes under the PIN key (cs_pin_wrap: a copy of the file no longer
+//  allows guessing them offline), and MACs every tenant and key row as it
+//  is now (trust on first use: the upgrade cannot tell an earlier change).
+//  Returns 0, or -1 after a log.
+static int
+s_upgrade_1_to_2 (keystore_t *self)
+{
+    char **names = NULL;
+    sqlite3_stmt *stmt = NULL;
+    int rc = -1;
+    if (s_exec (self, "ALTER TABLE tenants ADD COLUMN user_epoch INTEGER NOT NULL DEFAULT 0;"
+                      "ALTER TABLE tenants ADD COLUMN so_epoch INTEGER NOT NULL DEFAULT 0;"
+                      "ALTER TABLE tenants ADD COLUMN mac BLOB;"
+                      "ALTER TABLE keys ADD COLUMN mac BLOB;") != 0
+    ||  !(names = keystore_tenant_list (self)))
+        goto out;
+    for (size_t i = 0; names [i]; i++) {
+        s_tenant_row_t row;
+        if (s_tenant_read (self, names [i], false, &row) != 1)
+            goto out;
+        bool ok = true;
+        for (int role = 0; role < 2 && ok; role++) {
+            char *wrapped = cs_pin_wrap (row.pin [role], self->pin_key);
+            free (row.pin [role]);
+            row.pin [role] = wrapped;
+            row.epoch [role] = s_epoch_next (self, 0);
+            ok = wrapped && row.epoch [role] > 0;
+        }
+        ok = ok && s_tenant_write (self, names [i], &row) == 0;
+        s_tenant_row_free (&row);
+        if (!ok) {
+            zsys_error ("keystore %s: upgrade: tenant %s has a malformed PIN hash", self->path, names [i]);
+            goto out;
+        }
+    }
+    stmt = s_prepare (self, "SELECT rowid, tenant, ref, info, private FROM keys");
+    //  Rows change only after the scan (a statement reading a table that
+    //  is being updated may see rows twice).
+    size_t count = 0;
+    int64_t *rowids = NULL;
+    uint8_t (*macs) [ROW_MAC_LEN] = NULL;
+    int step = SQLITE_ERROR;
+    while (stmt && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
+        int64_t *grown_ids = realloc (rowids, (count + 1) * sizeof *rowids);
+        rowids = grown_ids ? grown_ids : rowids;
+        uint8_t (*grown_macs) [ROW_MAC_LEN] = realloc (macs, (count + 1) * sizeof *macs);
+        macs = grown_macs ? grown_macs : macs;
+        if (!grown_ids || !grown_macs)
+            break;
+        bool has_private = sqlite3_column_type (stmt, 4) != SQLITE_NULL;
+        rowids [count] = sqlite3_column_int64 (stmt, 0);
+        if (s_key_mac (self, (const char *) sqlite3_column_text (stmt, 1),
+                       (const char *) sqlite3_column_text (stmt, 2), sqlite3_column_blob (stmt, 3),
+                       (size_t) sqlite3_column_bytes (stmt, 3),
+                       has_private ? sqlite3_column_blob (stmt, 4) : NULL,
+                       (size_t) sqlite3_column_bytes (stmt, 4), macs [count]) != 0)
+            break;
+        count++;
+    }
+    sqlite3_finalize (stmt);
+    stmt = step == SQLITE_DONE ? s_prepare (self, "UPDATE keys SET mac = ?2 WHERE rowid = ?1") : NULL;
+    size_t done = 0;
+    while (stmt && done < count) {
+        sqlite3_reset (stmt);
+        sqlite3_bind_int64 (stmt, 1, rowids [done]);
+        sqlite3_bind_blob (stmt, 2, macs [done], ROW_MAC_LEN, SQLITE_TRANSIENT);
+        if (s_step_done (self, stmt) != 0)
+            break;
+        done++;
+    }
+    if (stmt && done == count)
+        rc = 0;
+    free (rowids);
+    free (macs);
+    if (rc == 0)
+        rc = s_meta_put (self, "schema", "2", 1);
+    if (rc == 0)
+        zsys_info ("keystore %s: upgraded from schema 1 to 2 (row MACs, PIN epochs, keyed PIN "
+                   "hashes; %zu key rows)", self->path, count);
+out:
+    sqlite3_finalize (stmt);
+    for (size_t i = 0; names && names [i]; i++)
+        free (names [i]);
+    free (names);
+    return rc;
+}
+
 //  Checks the schema version row; on a new file writes it, the version
-//  counter and the master key check value.  Returns 0, or -1 after a log
-//  (the documented "master key does not match" line included).
+//  counter and the master key check value; a schema 1 file is upgraded.
+//  Returns 0, or -1 after a log (the documented "master key does not
+//  match" line included).
 static int
 s_check_or_init (keystore_t *self)
 {
@@ -320,12 +535,15 @@ s_check_or_init (keystore_t *self)
     }
     free (value);
     value = NULL;
-    if (s_meta_get (self, "schema", &value, &len) != 1 || atoi ((char *) value) != SCHEMA_VERSION) {
+    int schema = s_meta_get (self, "schema", &value, &len) == 1 ? atoi ((char *) value) : 0;
+    if (schema == 1)
+        rc = s_upgrade_1_to_2 (self);
+    else
+    if (schema != SCHEMA_VERSION)
         zsys_error ("keystore %s: schema version %s is not %d (made by another version?)",
                     self->path, value ? (char *) value : "?", SCHEMA_VERSION);
-        goto out;
-    }
-    rc = 0;
+    else
+        rc = 0;
 out:
     free (value);
     free (plain);
@@ -343,7 +561,9 @@ keystore_open (const char *path, const uint8_t master_key [KEYSTORE_MASTER_KEY_L
         return NULL;
     self->path = strdup (path);
     memcpy (self->master, master_key, KEYSTORE_MASTER_KEY_LEN);
-    if (!self->path || s_file_create (path) != 0)
+    if (!self->path || row_mac_derive (self->master, ROW_MAC_INFO_ROWS, self->mac_key) != 0
+    ||  row_mac_derive (self->master, ROW_MAC_INFO_PINS, self->pin_key) != 0
+    ||  s_file_create (path) != 0)
         goto fail;
     if (sqlite3_open_v2 (path, &self->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
         zsys_error ("keystore %s: cannot open: %s", path,
@@ -366,6 +586,8 @@ keystore_destroy (keystore_t **self_p)
     keystore_t *self = *self_p;
     sqlite3_close_v2 (self->db);
     OPENSSL_cleanse (self->master, sizeof self->master);
+    OPENSSL_cleanse (self->mac_key, sizeof self->mac_key);
+    OPENSSL_cleanse (self->pin_key, sizeof self->pin_key);
     free (self->path);
     free (self);
     *self_p = NULL;
@@ -464,28 +686,34 @@ keystore_tenant_add (keystore_t *self, const char *name,
         zsys_error ("keystore %s: tenant %s exists", self->path, name);
         return -1;
     }
-    char *user_hash = cs_pin_hash (user_pin, user_pin_len);
-    char *so_hash = cs_pin_hash (so_pin, so_pin_len);
+    s_tenant_row_t row = { { cs_pin_hash (self->pin_key, user_pin, user_pin_len),
+                             cs_pin_hash (self->pin_key, so_pin, so_pin_len) } };
+    uint8_t mac [ROW_MAC_LEN];
     sqlite3_stmt *stmt = NULL;
     int rc = -1;
-    if (!user_hash || !so_hash || s_exec (self, "BEGIN IMMEDIATE") != 0)
+    if (!row.pin [0] || !row.pin [1] || s_exec (self, "BEGIN IMMEDIATE") != 0)
         goto out;
     uint64_t version = s_version_next (self);
-    stmt = s_prepare (self, "INSERT INTO tenants (name, user_pin, so_pin, keys_version) "
-                            "VALUES (?1, ?2, ?3, ?4)");
-    if (version && stmt) {
+    row.epoch [0] = s_epoch_next (self, 0);
+    row.epoch [1] = s_epoch_next (self, 0);
+    stmt = s_prepare (self, "INSERT INTO tenants (name, user_pin, so_pin, keys_version, user_epoch, "
+                            "so_epoch, mac) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    if (version && row.epoch [0] && row.epoch [1] && stmt
+    &&  row_mac_tenant (self->mac_key, name, &row, mac) == 0) {
         s_bind_text (stmt, 1, name);
-        s_bind_text (stmt, 2, user_hash);
-        s_bind_text (stmt, 3, so_hash);
+        s_bind_text (stmt, 2, row.pin [0]);
+        s_bind_text (stmt, 3, row.pin [1]);
         sqlite3_bind_int64 (stmt, 4, (sqlite3_int64) version);
+        sqlite3_bind_int64 (stmt, 5, row.epoch [0]);
+        sqlite3_bind_int64 (stmt, 6, row.epoch [1]);
+        sqlite3_bind_blob (stmt, 7, mac, ROW_MAC_LEN, SQLITE_TRANSIENT);
         rc = s_step_done (self, stmt);
     }
     if (s_exec (self, rc == 0 ? "COMMIT" : "ROLLBACK") != 0)
         rc = -1;
 out:
     sqlite3_finalize (stmt);
-    free (user_hash);
-    free (so_hash);
+    s_tenant_row_free (&row);
     return rc;
 }
 
@@ -550,129 +778,98 @@ keystore_tenant_exists (keystore_t *self, const char *name)
 
 /* ---- PINs ------------------------------------------------------------- */
 
-//  Column names of a user type's hash and failure counter; false for a
-//  user type other than CKU_USER and CKU_SO.
-static bool
-s_pin_columns (CK_USER_TYPE user_type, const char **hash_p, const char **failures_p)
+//  Ends a PIN transaction: COMMIT when `commit` (the row was written), else
+//  ROLLBACK.  Returns rv, or CKR_DEVICE_ERROR when the commit fails.
+static CK_RV
+s_pin_end (keystore_t *self, CK_RV rv, bool commit)
 {
-    if (user_type == CKU_USER) {
-        *hash_p = "user_pin";
-        *failures_p = "user_failures";
-        return true;
-    }
-    if (user_type == CKU_SO) {
-        *hash_p = "so_pin";
-        *failures_p = "so_failures";
-        return true;
-    }
-    return false;
-}
-
-//  Reads the tenant's stored hash (malloc'd into *hash_p, caller frees) and
-//  failure count of one user type.  Returns 1 found, 0 unknown, -1 error.
-static int
-s_pin_row (keystore_t *self, const char *tenant, const char *hash_col, const char *failures_col,
-           char **hash_p, long *failures_p)
-{
-    char *sql = zsys_sprintf ("SELECT %s, %s FROM tenants WHERE name = ?1", hash_col, failures_col);
-    sqlite3_stmt *stmt = sql ? s_prepare (self, sql) : NULL;
-    zstr_free (&sql);
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, tenant);
-    int step = sqlite3_step (stmt), rc = -1;
-    if (step == SQLITE_DONE)
-        rc = 0;
-    else
-    if (step == SQLITE_ROW) {
-        *hash_p = strdup ((const char *) sqlite3_column_text (stmt, 0));
-        *failures_p = (long) sqlite3_column_int64 (stmt, 1);
-        rc = *hash_p ? 1 : -1;
-    }
-    else
-        s_db_error (self, "read tenant");
-    sqlite3_finalize (stmt);
-    return rc;
-}
-
-//  Runs "UPDATE tenants SET <assignments> WHERE name = ?1".  Durable when
-//  it returns 0; -1 on failure or an unknown tenant.
-static int
-s_tenant_update (keystore_t *self, const char *tenant, const char *assignments)
-{
-    char *sql = zsys_sprintf ("UPDATE tenants SET %s WHERE name = ?1", assignments);
-    sqlite3_stmt *stmt = sql ? s_prepare (self, sql) : NULL;
-    zstr_free (&sql);
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, tenant);
-    int rc = s_step_done (self, stmt);
-    if (rc == 0 && sqlite3_changes (self->db) == 0)
-        rc = -1;
-    sqlite3_finalize (stmt);
-    return rc;
+    if (s_exec (self, commit ? "COMMIT" : "ROLLBACK") != 0 && commit)
+        return CKR_DEVICE_ERROR;
+    return rv;
 }
 
 CK_RV
 keystore_pin_check (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
-                    const void *pin, size_t pin_len)
+                    const void *pin, size_t pin_len, keystore_pin_state_t *state_p)
 {
-    const char *hash_col, *failures_col;
-    if (!s_pin_columns (user_type, &hash_col, &failures_col))
+    int role = s_role (user_type);
+    s_tenant_row_t row;
+    if (state_p)
+        *state_p = (keystore_pin_state_t) { 0, 0 };
+    if (role < 0)
         return CKR_USER_TYPE_INVALID;
-    char *hash = NULL, *assign = NULL;
-    long failures = 0;
-    CK_RV rv = CKR_DEVICE_ERROR;
-    if (!self || !tenant || s_pin_row (self, tenant, hash_col, failures_col, &hash, &failures) != 1)
-        goto out;
-    if (failures >= KEYSTORE_PIN_MAX_FAILURES) {
-        rv = CKR_PIN_LOCKED;
-        goto out;
-    }
-    bool match = pin && cs_pin_verify (hash, pin, pin_len);
-    //  The counter moves in one statement, so two concurrent wrong PINs
-    //  both count.
-    if (match)
-        assign = zsys_sprintf ("%s = 0", failures_col);
-    else
-        assign = zsys_sprintf ("%s = %s + 1", failures_col, failures_col);
-    if (match && failures == 0)
-        rv = CKR_OK;
-    else
-    if (assign && s_tenant_update (self, tenant, assign) == 0)
+    //  One write transaction around read, hash and update: two concurrent
+    //  wrong PINs (two brokers, or the broker and the administrator) both
+    //  count, and the row written is the row verified.
+    if (!self || !tenant || s_exec (self, "BEGIN IMMEDIATE") != 0)
+        return CKR_DEVICE_ERROR;
+    if (s_tenant_read (self, tenant, true, &row) != 1)
+        return s_pin_end (self, CKR_DEVICE_ERROR, false);
+    CK_RV rv = CKR_PIN_LOCKED;
+    bool changed = false;
+    if (row.failures [role] < KEYSTORE_PIN_MAX_FAILURES) {
+        bool match = cs_pin_verify (row.pin [role], self->pin_key, pin, pin_len);
+        char *rehash = match && !cs_pin_current (row.pin [role])
+                     ? cs_pin_hash (self->pin_key, pin, pin_len) : NULL;
+        changed = !match || row.failures [role] != 0 || rehash;
+        if (rehash) {
+            free (row.pin [role]);
+            row.pin [role] = rehash;
+        }
+        row.failures [role] = match ? 0 : row.failures [role] + 1;
+        bool locks = row.failures [role] >= KEYSTORE_PIN_MAX_FAILURES;
+        if (locks)          //  every login ticket of this user type ends
+            row.epoch [role] = s_epoch_next (self, row.epoch [role]);
         rv = match ? CKR_OK : CKR_PIN_INCORRECT;
-out:
-    zstr_free (&assign);
-    free (hash);
-    return rv;
+        if ((locks && row.epoch [role] == 0) || (changed && s_tenant_write (self, tenant, &row) != 0))
+            rv = CKR_DEVICE_ERROR;
+    }
+    if (state_p)
+        *state_p = (keystore_pin_state_t) { (long) row.failures [role], (uint64_t) row.epoch [role] };
+    s_tenant_row_free (&row);
+    return s_pin_end (self, rv, changed && rv != CKR_DEVICE_ERROR);
 }
 
 CK_RV
 keystore_pin_set (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
-                  const void *pin, size_t pin_len)
+                  const void *pin, size_t pin_len, uint64_t *epoch_p)
 {
-    const char *hash_col, *failures_col;
-    if (!s_pin_columns (user_type, &hash_col, &failures_col))
+    int role = s_role (user_type);
+    s_tenant_row_t row;
+    if (role < 0)
         return CKR_USER_TYPE_INVALID;
     if (!pin || !s_pin_len_ok (pin_len))
         return CKR_PIN_LEN_RANGE;
-    if (!self || !tenant)
+    char *hash = self && tenant ? cs_pin_hash (self->pin_key, pin, pin_len) : NULL;
+    if (!hash || s_exec (self, "BEGIN IMMEDIATE") != 0) {
+        free (hash);
         return CKR_DEVICE_ERROR;
-    char *hash = cs_pin_hash (pin, pin_len);
-    char *sql = hash ? zsys_sprintf ("UPDATE tenants SET %s = ?2, %s = 0 WHERE name = ?1",
-                                     hash_col, failures_col) : NULL;
-    sqlite3_stmt *stmt = sql ? s_prepare (self, sql) : NULL;
-    CK_RV rv = CKR_DEVICE_ERROR;
-    if (stmt) {
-        s_bind_text (stmt, 1, tenant);
-        s_bind_text (stmt, 2, hash);
-        if (s_step_done (self, stmt) == 0 && sqlite3_changes (self->db) == 1)
-            rv = CKR_OK;
     }
-    sqlite3_finalize (stmt);
-    zstr_free (&sql);
-    free (hash);
-    return rv;
+    if (s_tenant_read (self, tenant, true, &row) != 1) {
+        free (hash);
+        return s_pin_end (self, CKR_DEVICE_ERROR, false);
+    }
+    free (row.pin [role]);
+    row.pin [role] = hash;
+    row.failures [role] = 0;
+    row.epoch [role] = s_epoch_next (self, row.epoch [role]);
+    CK_RV rv = row.epoch [role] && s_tenant_write (self, tenant, &row) == 0 ? CKR_OK : CKR_DEVICE_ERROR;
+    if (rv == CKR_OK && epoch_p)
+        *epoch_p = (uint64_t) row.epoch [role];
+    s_tenant_row_free (&row);
+    return s_pin_end (self, rv, rv == CKR_OK);
+}
+
+int
+keystore_pin_epoch (keystore_t *self, const char *tenant, CK_USER_TYPE user_type, uint64_t *epoch_p)
+{
+    int role = s_role (user_type);
+    s_tenant_row_t row;
+    if (role < 0 || !self || !tenant || s_tenant_read (self, tenant, true, &row) != 1)
+        return -1;
+    *epoch_p = (uint64_t) row.epoch [role];
+    s_tenant_row_free (&row);
+    return 0;
 }
 
 //  The PKCS#11 2.40 §5.4 CK_TOKEN_INFO flags for `failures` wrong PINs in a
@@ -694,18 +891,14 @@ s_pin_flags (long failures, CK_FLAGS count_low, CK_FLAGS final_try, CK_FLAGS loc
 CK_FLAGS
 keystore_pin_flags (keystore_t *self, const char *tenant)
 {
-    sqlite3_stmt *stmt = self && tenant
-        ? s_prepare (self, "SELECT user_failures, so_failures FROM tenants WHERE name = ?1") : NULL;
-    if (!stmt)
+    s_tenant_row_t row;
+    if (!self || !tenant || s_tenant_read (self, tenant, true, &row) != 1)
         return 0;
-    s_bind_text (stmt, 1, tenant);
-    CK_FLAGS flags = 0;
-    if (sqlite3_step (stmt) == SQLITE_ROW)
-        flags = s_pin_flags ((long) sqlite3_column_int64 (stmt, 0), CKF_USER_PIN_COUNT_LOW,
-                             CKF_USER_PIN_FINAL_TRY, CKF_USER_PIN_LOCKED)
-              | s_pin_flags ((long) sqlite3_column_int64 (stmt, 1), CKF_SO_PIN_COUNT_LOW,
-                             CKF_SO_PIN_FINAL_TRY, CKF_SO_PIN_LOCKED);
-    sqlite3_finalize (stmt);
+    CK_FLAGS flags = s_pin_flags ((long) row.failures [0], CKF_USER_PIN_COUNT_LOW,
+                                  CKF_USER_PIN_FINAL_TRY, CKF_USER_PIN_LOCKED)
+                   | s_pin_flags ((long) row.failures [1], CKF_SO_PIN_COUNT_LOW,
+                                  CKF_SO_PIN_FINAL_TRY, CKF_SO_PIN_LOCKED);
+    s_tenant_row_free (&row);
     return flags;
 }
 
@@ -740,25 +933,81 @@ s_info_pack (const Cs__KeyInfo *info, size_t *len_p)
     return packed;
 }
 
-//  Runs one key write (`sql` with ?1 tenant, ?2 ref, ?3 info, ?4 private)
-//  and bumps the tenant's version, in one transaction.  `want_change`:
-//  fail when no row changed.  Returns 0 (durable) or -1.
+//  True when the key row in the current result row of stmt (tenant, ref,
+//  info in column col, private in col + 1, mac in col + 2) carries its MAC;
+//  otherwise logs an error naming it.
+static bool
+s_key_row_verified (keystore_t *self, sqlite3_stmt *stmt, int col, const char *tenant, const char *ref)
+{
+    uint8_t mac [ROW_MAC_LEN];
+    bool has_private = sqlite3_column_type (stmt, col + 1) != SQLITE_NULL;
+    const uint8_t *info = sqlite3_column_blob (stmt, col);
+    size_t info_len = (size_t) sqlite3_column_bytes (stmt, col);
+    const uint8_t *private = has_private ? sqlite3_column_blob (stmt, col + 1) : NULL;
+    size_t private_len = (size_t) sqlite3_column_bytes (stmt, col + 1);
+    if (s_key_mac (self, tenant, ref, info, info_len, private, private_len, mac) == 0
+    &&  row_mac_equal (mac, sqlite3_column_blob (stmt, col + 2), (size_t) sqlite3_column_bytes (stmt, col + 2)))
+        return true;
+    zsys_error ("keystore %s: key %s of tenant %s: row does not verify (changed without the "
+                "master key): refused", self->path, ref, tenant);
+    return false;
+}
+
+//  The MAC of the stored private blob of key (tenant, ref) with a new
+//  description (packed, len bytes), after verifying the stored row.  Call
+//  inside a write transaction.  Returns 0, -1 when unknown or on error,
+//  KEYSTORE_DAMAGED (logged) when the stored row does not verify.
+static int
+s_key_remac (keystore_t *self, const char *tenant, const char *ref, const uint8_t *packed,
+             size_t len, uint8_t mac [ROW_MAC_LEN])
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT info, private, mac FROM keys "
+                                          "WHERE tenant = ?1 AND ref = ?2");
+    int rc = -1;
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    s_bind_text (stmt, 2, ref);
+    if (sqlite3_step (stmt) == SQLITE_ROW) {
+        bool has_private = sqlite3_column_type (stmt, 1) != SQLITE_NULL;
+        if (!s_key_row_verified (self, stmt, 0, tenant, ref))
+            rc = KEYSTORE_DAMAGED;
+        else
+        if (s_key_mac (self, tenant, ref, packed, len, has_private ? sqlite3_column_blob (stmt, 1) : NULL,
+                       (size_t) sqlite3_column_bytes (stmt, 1), mac) == 0)
+            rc = 0;
+    }
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+//  Runs one key write (`sql` with ?1 tenant, ?2 ref, ?3 info, ?4 private,
+//  ?5 the row's MAC) and bumps the tenant's version, in one transaction.
+//  `keep_private`: the row keeps its stored private blob, which must
+//  verify (an update of the description); otherwise the MAC covers `blob`.
+//  Fails when no row changed.  Returns 0 (durable), -1, or KEYSTORE_DAMAGED.
 static int
 s_key_write (keystore_t *self, const char *sql, const char *tenant, const char *ref,
-             const Cs__KeyInfo *info, const uint8_t *blob, size_t blob_len)
+             const Cs__KeyInfo *info, const uint8_t *blob, size_t blob_len, bool keep_private)
 {
     size_t packed_len = 0;
     uint8_t *packed = info ? s_info_pack (info, &packed_len) : NULL;
+    uint8_t mac [ROW_MAC_LEN];
     sqlite3_stmt *stmt = NULL;
     int rc = -1;
     if ((info && !packed) || s_exec (self, "BEGIN IMMEDIATE") != 0)
         goto out;
-    stmt = s_prepare (self, sql);
+    if (info)
+        rc = keep_private ? s_key_remac (self, tenant, ref, packed, packed_len, mac)
+                          : s_key_mac (self, tenant, ref, packed, packed_len, blob, blob_len, mac);
+    stmt = !info || rc == 0 ? s_prepare (self, sql) : NULL;
     if (stmt) {
         s_bind_text (stmt, 1, tenant);
         s_bind_text (stmt, 2, ref);
-        if (packed)
+        if (packed) {
             sqlite3_bind_blob (stmt, 3, packed, (int) packed_len, SQLITE_TRANSIENT);
+            sqlite3_bind_blob (stmt, 5, mac, ROW_MAC_LEN, SQLITE_TRANSIENT);
+        }
         if (blob)
             sqlite3_bind_blob (stmt, 4, blob, (int) blob_len, SQLITE_TRANSIENT);
         rc = s_step_done (self, stmt);
@@ -767,7 +1016,7 @@ s_key_write (keystore_t *self, const char *sql, const char *tenant, const char *
         rc = -1;
     if (rc == 0)
         rc = s_version_bump (self, tenant);
-    if (s_exec (self, rc == 0 ? "COMMIT" : "ROLLBACK") != 0)
+    if (s_exec (self, rc == 0 ? "COMMIT" : "ROLLBACK") != 0 && rc == 0)
         rc = -1;
 out:
     sqlite3_finalize (stmt);
@@ -801,8 +1050,8 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
         if (!blob)
             goto out;
     }
-    rc = s_key_write (self, "INSERT INTO keys (tenant, ref, info, private) VALUES (?1, ?2, ?3, ?4)",
-                      tenant, info->ref, info, blob, blob_len);
+    rc = s_key_write (self, "INSERT INTO keys (tenant, ref, info, private, mac) "
+                            "VALUES (?1, ?2, ?3, ?4, ?5)", tenant, info->ref, info, blob, blob_len, false);
     if (rc != 0)
         zsys_error ("keystore %s: cannot store key %s of tenant %s", self->path, info->ref, tenant);
 out:
@@ -816,8 +1065,8 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
 {
     if (!self || !tenant || !info || !s_ref_ok (info->ref))
         return -1;
-    return s_key_write (self, "UPDATE keys SET info = ?3 WHERE tenant = ?1 AND ref = ?2",
-                        tenant, info->ref, info, NULL, 0);
+    return s_key_write (self, "UPDATE keys SET info = ?3, mac = ?5 WHERE tenant = ?1 AND ref = ?2",
+                        tenant, info->ref, info, NULL, 0, true);
 }
 
 int
@@ -826,7 +1075,7 @@ keystore_key_delete (keystore_t *self, const char *tenant, const char *ref)
     if (!self || !tenant || !s_ref_ok (ref))
         return -1;
     return s_key_write (self, "DELETE FROM keys WHERE tenant = ?1 AND ref = ?2",
-                        tenant, ref, NULL, NULL, 0);
+                        tenant, ref, NULL, NULL, 0, false);
 }
 
 //  Unpacks column `col` of the current row as a KeyInfo (caller frees with
@@ -872,7 +1121,7 @@ keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
 {
     if (!self || !tenant || !s_ref_ok (ref) || !info_p)
         return -1;
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT info, private FROM keys "
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT info, private, mac FROM keys "
                                           "WHERE tenant = ?1 AND ref = ?2");
     Cs__KeyInfo *info = NULL;
     int rc = -1;
@@ -882,8 +1131,8 @@ keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
     s_bind_text (stmt, 2, ref);
     if (sqlite3_step (stmt) != SQLITE_ROW)
         goto out;
-    info = s_info_column (self, stmt, 0);
-    if (!info)
+    rc = KEYSTORE_DAMAGED;
+    if (!s_key_row_verified (self, stmt, 0, tenant, ref) || !(info = s_info_column (self, stmt, 0)))
         goto out;
     if (pkcs8_p && s_private_column (self, stmt, 1, tenant, ref, pkcs8_p, pkcs8_len_p) != 0)
         goto out;
@@ -912,7 +1161,8 @@ keystore_key_list (keystore_t *self, const char *tenant,
 {
     if (!self || !tenant || !infos_p || !count_p)
         return -1;
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT info FROM keys WHERE tenant = ?1 ORDER BY rowid");
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT ref, info, private, mac FROM keys "
+                                          "WHERE tenant = ?1 ORDER BY rowid");
     if (!stmt)
         return -1;
     s_bind_text (stmt, 1, tenant);
@@ -927,9 +1177,11 @@ keystore_key_list (keystore_t *self, const char *tenant,
             infos = grown;
             room *= 2;
         }
-        infos [count] = s_info_column (self, stmt, 0);
+        if (!s_key_row_verified (self, stmt, 1, tenant, (const char *) sqlite3_column_text (stmt, 0)))
+            continue;       //  left out, logged
+        infos [count] = s_info_column (self, stmt, 1);
         if (!infos [count])
-            break;
+            continue;       //  verified, yet it does not decode: logged
         count++;
     }
     sqlite3_finalize (stmt);

@@ -7,8 +7,17 @@
  *  with AES-256-GCM under the master key, with "cs-key-v1" || tenant || NUL ||
  *  ref as associated data, so a row moved to another tenant or key does not
  *  decrypt.  Keys resident on a board have a row without private material
- *  (home "board:NAME").  Tenants hold PBKDF2 hashes of their user and SO
- *  PINs (common/cs_pin.h) and failure counters (PKCS#11 2.40 §5.4 token flags).
+ *  (home "board:NAME").  Tenants hold keyed scrypt hashes of their user and
+ *  SO PINs (common/cs_pin.h), failure counters (PKCS#11 2.40 §5.4 token
+ *  flags) and PIN epochs (login tickets carry them: broker/ticket.h).
+ *
+ *  Integrity (schema 2): every tenant row (PIN hashes, failure counters,
+ *  epochs) and every key row (description, private blob) carries an
+ *  HMAC-SHA256 under a key derived from the master key, over its columns and
+ *  its identity (keystore/row_mac.h).  Every read verifies it; a row that
+ *  does not verify (written by someone without the master key) is refused
+ *  with an error log line naming it, and never rewritten.  A schema 1 file
+ *  is upgraded when opened: its rows are trusted once and get their MACs.
  *
  *  A keystore object is used by one thread at a time.  The broker's frontend
  *  owns one; cryptoserver-admin opens its own on the same file (SQLite locks
@@ -27,8 +36,15 @@
 
 #define KEYSTORE_MASTER_KEY_LEN 32      /* bytes: AES-256 */
 #define KEYSTORE_PIN_MAX_FAILURES 5     /* wrong PINs in a row before CKR_PIN_LOCKED */
+#define KEYSTORE_DAMAGED (-2)           /* a row does not verify or decrypt */
 
 typedef struct _keystore_t keystore_t;
+
+/*  What a PIN check leaves behind (keystore_pin_check).  */
+typedef struct {
+    long failures;              /* wrong PINs in a row after the check */
+    uint64_t epoch;             /* the PIN epoch of the user type after the check */
+} keystore_pin_state_t;
 
 /*  Opens (creating if absent, mode 0600) the keystore at `path` under the
  *  32-byte master key.  A new file records a check value of the master key;
@@ -69,21 +85,42 @@ char **keystore_tenant_list (keystore_t *self);
 bool keystore_tenant_exists (keystore_t *self, const char *name);
 
 /*  Checks a C_Login PIN of user_type (CKU_USER or CKU_SO) for the tenant and
- *  counts failures durably: CKR_OK (and the count reset), CKR_PIN_INCORRECT,
+ *  counts failures durably: CKR_OK (and the count reset; a hash of an older
+ *  form or cost is replaced by a current one), CKR_PIN_INCORRECT,
  *  CKR_PIN_LOCKED after KEYSTORE_PIN_MAX_FAILURES wrong PINs in a row (also
  *  for the right PIN, until reset), CKR_USER_TYPE_INVALID, CKR_DEVICE_ERROR
- *  for an unknown tenant or a database failure.  PKCS#11 2.40 §5.6 C_Login.  */
+ *  for an unknown tenant, a tenant row that does not verify, or a database
+ *  failure.  The wrong PIN that reaches the maximum also moves the PIN epoch
+ *  of user_type, so every login ticket of that user type ends.  When
+ *  state_p is not NULL it gets, read in the same transaction, the count of
+ *  wrong PINs in a row after this check (0 after CKR_OK;
+ *  KEYSTORE_PIN_MAX_FAILURES with CKR_PIN_INCORRECT means this check locked
+ *  the PIN) and the PIN epoch of user_type (the one a ticket of this login
+ *  carries).  PKCS#11 2.40 §5.6 C_Login.  */
 CK_RV keystore_pin_check (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
-                          const void *pin, size_t pin_len);
+                          const void *pin, size_t pin_len, keystore_pin_state_t *state_p);
 
-/*  Sets the PIN of user_type and clears its failure count and lock (C_InitPIN
- *  for CKU_USER by the SO, C_SetPIN, admin tenant set-pin).  Returns CKR_OK,
- *  CKR_PIN_LEN_RANGE, CKR_USER_TYPE_INVALID or CKR_DEVICE_ERROR.  */
+/*  Sets the PIN of user_type, clears its failure count and lock, and moves
+ *  its PIN epoch, which ends every login ticket of that user type
+ *  (C_InitPIN for CKU_USER by the SO, C_SetPIN, admin tenant set-pin); the
+ *  new epoch goes to *epoch_p when it is not NULL.  Returns CKR_OK,
+ *  CKR_PIN_LEN_RANGE, CKR_USER_TYPE_INVALID or CKR_DEVICE_ERROR (also for a
+ *  tenant row that does not verify).  */
 CK_RV keystore_pin_set (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
-                        const void *pin, size_t pin_len);
+                        const void *pin, size_t pin_len, uint64_t *epoch_p);
+
+/*  The tenant's PIN epoch of user_type (CKU_USER or CKU_SO) into *epoch_p: a
+ *  value that changes, and never returns to an earlier value, whenever that
+ *  PIN is set or locked (values come from the file-wide counter, so a
+ *  tenant removed and added again never repeats one).  Returns 0, or -1 for
+ *  an unknown tenant or user type, a database failure, or a row that does
+ *  not verify (then with an error log line).  */
+int keystore_pin_epoch (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
+                        uint64_t *epoch_p);
 
 /*  The tenant's CKF_USER_PIN_COUNT_LOW / _FINAL_TRY / _LOCKED and the CKF_SO_PIN_*
- *  equivalents for CK_TOKEN_INFO.flags; 0 for an unknown tenant.  */
+ *  equivalents for CK_TOKEN_INFO.flags; 0 for an unknown tenant or a row
+ *  that does not verify.  */
 CK_FLAGS keystore_pin_flags (keystore_t *self, const char *tenant);
 
 /* ---- keys ---------------------------------------------------------- */
@@ -96,20 +133,24 @@ int keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *i
                       const uint8_t *pkcs8, size_t pkcs8_len);
 
 /*  Replaces the public description of an existing key (C_SetAttributeValue).
- *  Returns 0, or -1 if the key is unknown or on failure.  */
+ *  Returns 0, -1 if the key is unknown or on failure, or KEYSTORE_DAMAGED
+ *  (logged) when the stored row does not verify.  */
 int keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *info);
 
 /*  Loads one key by ref.  *info_p gets the description (caller frees with
  *  cs__key_info__free_unpacked (info, NULL)); if pkcs8_p is not NULL it gets
  *  the decrypted private key (malloc'd, *pkcs8_len_p bytes; caller wipes with
  *  OPENSSL_cleanse and frees; NULL with length 0 for keys without private
- *  material).  Returns 0, -1 when unknown (no log), or -1 with a log line when
- *  the row does not decrypt (tampered, other master key).  */
+ *  material).  Returns 0, -1 when unknown or on a database failure, or
+ *  KEYSTORE_DAMAGED with an error log line when the row does not verify or
+ *  does not decrypt (changed outside cryptoserver, other master key).  */
 int keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
                       Cs__KeyInfo **info_p, uint8_t **pkcs8_p, size_t *pkcs8_len_p);
 
 /*  Lists the tenant's keys: *infos_p gets a malloc'd array of *count_p
  *  descriptions (free each with cs__key_info__free_unpacked, then the array).
+ *  A row that does not verify is left out, with an error log line naming
+ *  it, so that one damaged row does not hide the tenant's other keys.
  *  Returns 0 or -1.  */
 int keystore_key_list (keystore_t *self, const char *tenant,
                        Cs__KeyInfo ***infos_p, size_t *count_p);

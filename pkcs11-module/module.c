@@ -151,9 +151,15 @@ cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p)
     req.n_jobs = 1;
     req.jobs = jobs;
     rv = cs_link_call (link, &req, timeout_ms, reply_p);
-    OPENSSL_cleanse (ticket, sizeof ticket);
     if (rv == CKR_OK)
         rv = (CK_RV) (*reply_p)->results [0]->rv;
+    if (req.ticket.len && *reply_p) {
+        cs_module_lock ();
+        cs_token_ticket_answer (ticket, req.ticket.len, (*reply_p)->ticket.data,
+                                (*reply_p)->ticket.len, rv == CKR_USER_NOT_LOGGED_IN);
+        cs_module_unlock ();
+    }
+    OPENSSL_cleanse (ticket, sizeof ticket);
     return rv;
 }
 

@@ -39,7 +39,10 @@ void cs_module_leave (void);
 CK_RV cs_module_info (CK_INFO_PTR info, CK_BYTE major, CK_BYTE minor);
 
 /*  Sends one job (borrowed) to the broker with the client's timeout, adding
- *  the CKU_USER login ticket when `with_ticket`, and waits for its result.
+ *  the login ticket when `with_ticket`, and waits for its result.  A ticket
+ *  in the reply replaces the one sent; CKR_USER_NOT_LOGGED_IN for a job
+ *  that carried a ticket ends the login (expired or revoked: the
+ *  application logs in again).  See cs_token_ticket_answer.
  *  Must be called WITHOUT the library mutex.  Returns the job's own rv (as
  *  the broker set it) with *reply_p the whole reply, whose results[0] is the
  *  job's result (caller frees with cs__reply__free_unpacked, also when the

@@ -75,6 +75,26 @@ cs_token_ticket_copy (uint8_t *out, size_t max)
 }
 
 void
+cs_token_ticket_answer (const uint8_t *sent, size_t sent_len, const uint8_t *fresh, size_t fresh_len,
+                        bool refused)
+{
+    if ((!s_token.user && !s_token.so) || sent_len != s_token.ticket_len
+    ||  CRYPTO_memcmp (sent, s_token.ticket, sent_len) != 0)
+        return;
+    if (refused) {
+        cs_log_info ("the broker no longer accepts this login (expired, or the PIN was set or "
+                     "locked): logged out");
+        cs_token_logout ();
+        cs_object_logged_out ();
+    }
+    else
+    if (fresh_len > 0 && fresh_len <= sizeof s_token.ticket) {
+        memcpy (s_token.ticket, fresh, fresh_len);
+        s_token.ticket_len = fresh_len;
+    }
+}
+
+void
 cs_token_logout (void)
 {
     OPENSSL_cleanse (s_token.ticket, sizeof s_token.ticket);

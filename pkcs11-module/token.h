@@ -27,6 +27,16 @@ size_t cs_token_ticket_copy (uint8_t *out, size_t max);
  *  Returns CKR_OK, or CKR_DEVICE_ERROR for an unusable ticket.  */
 CK_RV cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len);
 
+/*  What the broker said about the ticket `sent` (sent_len bytes) a job
+ *  carried: `fresh` (fresh_len bytes, 0 = none; Reply.ticket) replaces it,
+ *  the login renewed or, after C_SetPIN, under the new PIN; `refused` (the
+ *  job got CKR_USER_NOT_LOGGED_IN) ends the login as C_Logout does: the
+ *  ticket expired or its PIN epoch passed (docs/CONTRACTS.md "Login
+ *  tickets").  Acts only while `sent` is still the current ticket, so a
+ *  late answer never undoes a newer login.  */
+void cs_token_ticket_answer (const uint8_t *sent, size_t sent_len, const uint8_t *fresh,
+                             size_t fresh_len, bool refused);
+
 /*  Without the mutex: CKR_OK when the broker offers application mechanism
  *  `type` (then *info, if given, describes it), CKR_MECHANISM_INVALID when
  *  not, or the error of fetching the hello.  */

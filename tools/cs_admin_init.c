@@ -269,8 +269,8 @@ s_init_keystore (const s_init_args_t *args)
         rc = keystore_tenant_add (keystore, args->tenant, args->pin, strlen (args->pin),
                                   args->so_pin, strlen (args->so_pin));
     else
-    if (keystore_pin_set (keystore, args->tenant, CKU_USER, args->pin, strlen (args->pin)) == CKR_OK
-    &&  keystore_pin_set (keystore, args->tenant, CKU_SO, args->so_pin, strlen (args->so_pin)) == CKR_OK)
+    if (keystore_pin_set (keystore, args->tenant, CKU_USER, args->pin, strlen (args->pin), NULL) == CKR_OK
+    &&  keystore_pin_set (keystore, args->tenant, CKU_SO, args->so_pin, strlen (args->so_pin), NULL) == CKR_OK)
         rc = 0;
     if (keystore && rc != 0)
         cs_admin_error ("%s: cannot add tenant %s (see above)", path, args->tenant);

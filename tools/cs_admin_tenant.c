@@ -223,12 +223,13 @@ s_tenant_set_pin (keystore_t *keystore, cs_admin_ks_args_t *args)
     if (!s_pin_ok ("--pin", args->pin))
         return CS_ADMIN_USAGE;
     CK_RV rv = keystore_pin_set (keystore, args->name, args->so ? CKU_SO : CKU_USER,
-                                 args->pin, strlen (args->pin));
+                                 args->pin, strlen (args->pin), NULL);
     if (rv != CKR_OK) {
-        cs_admin_error ("cannot set the PIN of tenant %s (no such tenant?)", args->name);
+        cs_admin_error ("cannot set the PIN of tenant %s (no such tenant, or its row does not "
+                        "verify: see above)", args->name);
         return CS_ADMIN_FAIL;
     }
-    printf ("set the %s PIN of tenant %s (failure count cleared, unlocked)\n",
+    printf ("set the %s PIN of tenant %s (failure count cleared, unlocked, its logins ended)\n",
             args->so ? "SO" : "user", args->name);
     return CS_ADMIN_OK;
 }

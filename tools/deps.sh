@@ -15,6 +15,10 @@ CS_DEB_PACKAGES="gcc make autoconf automake libtool pkg-config
 # curl, Python PyKCS11, OpenSSH's ssh-keygen.
 CS_DEB_PACKAGES="$CS_DEB_PACKAGES
     libengine-pkcs11-openssl gnutls-bin p11-kit curl python3-pykcs11 openssh-client"
+# The sqlite3 CLI: tests change keystore.db behind the broker's back
+# (keystore-tamper.sh, login-tickets.sh, issue #7), and the online backup of
+# cryptoserver-keystore(5) uses it.
+CS_DEB_PACKAGES="$CS_DEB_PACKAGES sqlite3"
 # nginx (client-nginx.sh): nginx-light, unless an nginx flavour (nginx-core,
 # nginx-full, ...) is installed already: they conflict with each other.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then

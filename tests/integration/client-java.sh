@@ -61,7 +61,7 @@ cs_log "keytool -list -storetype PKCS11: success, $count entries: $(grep -E '^Yo
 grep -E "PrivateKeyEntry" "$T/list.txt" || true
 
 # A wrong PIN: keytool's cause chain (-debug) must name exactly CKR_PIN_INCORRECT.
-cs_expect_broker_log 'login: CKR_PIN_INCORRECT as user from client demo \(tenant demo\)$'
+cs_expect_broker_log 'login: CKR_PIN_INCORRECT as user from client demo \(tenant demo\): [1-5] of 5 wrong PINs in a row$'
 cs_expect_refusal CKR_PIN_INCORRECT "keytool -list with a wrong PIN" "$T/wrong.txt" \
     keytool_list 9999 "$T/wrong.txt" -debug
 cs_log "all Java SunPKCS11 checks passed"

@@ -15,7 +15,7 @@ COUNT=$((10000 / CS_TIME_FACTOR))     # fewer under valgrind (CS_TIME_FACTOR 5)
 cs_setup
 cs_start
 # Every refusal of a fuzzed frame is a logged warning naming the client.
-cs_expect_broker_log 'bad request from client demo: |client demo: protocol version mismatch|login: CKR_PIN_(INCORRECT|LOCKED) .*from client demo'
+cs_expect_broker_log 'bad request from client demo: |client demo: protocol version mismatch|login: CKR_PIN_(INCORRECT|LOCKED) .*from client demo|tenant demo: (user|SO) PIN locked after'
 
 cs_run_bounded $((90 * CS_TIME_FACTOR)) "$WORK/fuzz.txt" "$FUZZ" --count $COUNT \
     --time-limit $((40 * CS_TIME_FACTOR)) --pin "$CRYPTOSERVER_PIN" --endpoint "$BROKER_ENDPOINT" \

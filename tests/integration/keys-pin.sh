@@ -11,7 +11,9 @@ cs_start
 T=$WORK/tmp
 mkdir -p "$T"
 login () { cs_p11_as pin --login --pin "$1" -O > "$T/login.log" 2>&1; }
-cs_expect_broker_log 'login: CKR_PIN_(INCORRECT|LOCKED) as user from client pin \(tenant pin\)$'
+cs_expect_broker_log 'login: CKR_PIN_INCORRECT as user from client pin \(tenant pin\): [1-5] of 5 wrong PINs in a row$'
+cs_expect_broker_log 'login: CKR_PIN_LOCKED as user from client pin \(tenant pin\)$'
+cs_expect_broker_log 'tenant pin: user PIN locked after 5 wrong PINs in a row, the last from client pin; every user login'
 flags () { cs_p11_as pin -T 2>&1 | sed -n 's/^ *token flags *: *//p'; }
 
 # cryptoserver-keystore(5): 5 wrong PINs in a row lock the user PIN; the

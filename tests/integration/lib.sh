@@ -456,3 +456,51 @@ cs_private_keys_on_disk () {
     done
     return 0
 }
+
+# ---- long-lived PKCS#11 clients (cs-p11-shell) -----------------------------
+
+CS_P11_SHELL=$top_builddir/tests/integration/cs-p11-shell
+declare -A CS_SHELL_IN CS_SHELL_OUT CS_SHELL_PID
+
+# cs_shell_start NAME CLIENT [TOKEN]: starts cs-p11-shell (one PKCS#11
+# application process that keeps its session) as client CLIENT
+# (DIR/clients/CLIENT/client.conf) on token TOKEN (default: CLIENT), fed
+# through FIFOs under $WORK; cs_shell talks to it.
+cs_shell_start () {
+    local name=$1 client=$2 token=${3:-$2} fd
+    [ -x "$CS_P11_SHELL" ] || cs_fail "$CS_P11_SHELL is not built"
+    rm -f "$WORK/shell-$name.in" "$WORK/shell-$name.out"
+    mkfifo "$WORK/shell-$name.in" "$WORK/shell-$name.out"
+    CRYPTOSERVER_CONF=$WORK/clients/$client/client.conf $CS_CLIENT_WRAPPER "$CS_P11_SHELL" \
+        "$CRYPTOSERVER_MODULE" "$token" < "$WORK/shell-$name.in" > "$WORK/shell-$name.out" \
+        2> "$WORK/shell-$name.err" &
+    CS_SHELL_PID[$name]=$!
+    exec {fd}> "$WORK/shell-$name.in"
+    CS_SHELL_IN[$name]=$fd
+    exec {fd}< "$WORK/shell-$name.out"
+    CS_SHELL_OUT[$name]=$fd
+}
+
+# cs_shell NAME EXPECTED COMMAND...: sends COMMAND to shell NAME and fails
+# the test unless it answers EXPECTED (a CKR_* name) within 60 s (scaled).
+cs_shell () {
+    local name=$1 want=$2 line
+    shift 2
+    echo "$*" >&"${CS_SHELL_IN[$name]}"
+    read -r -t $((60 * CS_TIME_FACTOR)) line <&"${CS_SHELL_OUT[$name]}" \
+        || { cat "$WORK/shell-$name.err" >&2; cs_fail "$name: no answer to '$*'"; }
+    [ "$line" = "$1 $want" ] || { cat "$WORK/shell-$name.err" >&2; cs_fail "$name: '$*' gave '$line', expected $want"; }
+    cs_log "$name: $* -> $want"
+}
+
+# cs_shell_stop NAME: ends shell NAME (quit, bounded wait) and fails the test
+# unless it exits 0.
+cs_shell_stop () {
+    local name=$1 rc=0 fd_in=${CS_SHELL_IN[$1]} fd_out=${CS_SHELL_OUT[$1]}
+    echo quit >&"$fd_in"
+    exec {fd_in}>&- {fd_out}<&-
+    cs_wait_until $((30 * CS_TIME_FACTOR)) eval "! kill -0 ${CS_SHELL_PID[$name]} 2>/dev/null" \
+        || cs_fail "$name did not end"
+    wait "${CS_SHELL_PID[$name]}" || rc=$?
+    [ "$rc" = 0 ] || { cat "$WORK/shell-$name.err" >&2; cs_fail "$name exited with status $rc"; }
+}

@@ -59,6 +59,7 @@ START_TEST (test_good)
     ck_assert_int_eq (config->max_queue, 50);
     ck_assert_int_eq (config->default_deadline_ms, 10000);
     ck_assert_int_eq (config->stats_interval_ms, 0);
+    ck_assert_int_eq (config->ticket_lifetime_ms, 4 * 3600 * 1000);   /* 4 h: broker.conf(5) */
     ck_assert (config->curve);
     ck_assert (!config->ticket_key_random);
     ck_assert_uint_eq (config->ticket_key [0], 0x00);
@@ -154,6 +155,8 @@ static const struct {
     { "    max-queue = 0\n", NULL, "broker/max-queue: must be 1..1000000" },
     { "    default-deadline-ms = -5\n", NULL, "broker/default-deadline-ms: must be" },
     { "    stats-interval-ms = x\n", NULL, "broker/stats-interval-ms: must be" },
+    { "    ticket-lifetime-ms = 999\n", NULL, "broker/ticket-lifetime-ms: must be 1000..604800000" },
+    { "    ticket-lifetime-ms = 604800001\n", NULL, "broker/ticket-lifetime-ms: must be 1000..604800000" },
     { "    ticket-key = missing.key\n", NULL, "broker/ticket-key: cannot read" },
     { "    ticket-key = broker.cert\n", NULL, "broker/ticket-key:" },
     { "    endpoint = udp://x\n", NULL, "broker/endpoint: must start with" },

@@ -1,8 +1,9 @@
 /*  test_keystore.c — the keystore (keystore/keystore.c) and key descriptions
  *  (keystore/key_info.c) against real SQLite files in a temporary directory:
  *  round trips, encryption at rest (no plaintext window in the file or its
- *  WAL), the master key check, associated data binding, PIN counters and
- *  flags, key versions, tenant removal.
+ *  WAL), the master key check, associated data binding, PIN counters,
+ *  flags and epochs, key versions, tenant removal, rows changed without the
+ *  master key (refused), and the upgrade of a schema 1 file.
  */
 #include <check.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include "cs_util.h"
 #include "keystore.h"
 #include "key_info.h"
 
@@ -231,8 +233,8 @@ s_copy_row (const char *tenant, const char *ref, const char *to_tenant, const ch
 {
     sqlite3 *db = NULL;
     ck_assert_int_eq (sqlite3_open (s_path, &db), SQLITE_OK);
-    char *sql = sqlite3_mprintf ("INSERT INTO keys (tenant, ref, info, private) "
-                                 "SELECT %Q, %Q, info, private FROM keys WHERE tenant = %Q AND ref = %Q",
+    char *sql = sqlite3_mprintf ("INSERT INTO keys (tenant, ref, info, private, mac) "
+                                 "SELECT %Q, %Q, info, private, mac FROM keys WHERE tenant = %Q AND ref = %Q",
                                  to_tenant, to_ref, tenant, ref);
     ck_assert_int_eq (sqlite3_exec (db, sql, NULL, NULL, NULL), SQLITE_OK);
     ck_assert_int_eq (sqlite3_changes (db), 1);
@@ -252,12 +254,17 @@ START_TEST (test_moved_row_does_not_decrypt)
     uint8_t *der = NULL;
     size_t len = 0;
     ck_assert_int_eq (keystore_key_get (ks, "alice", "ks:00000000000000000000000000000000",
-                                        &info, &der, &len), -1);
-    ck_assert_int_eq (keystore_key_get (ks, "bob", ref, &info, &der, &len), -1);
+                                        &info, &der, &len), KEYSTORE_DAMAGED);
+    ck_assert_int_eq (keystore_key_get (ks, "bob", ref, &info, &der, &len), KEYSTORE_DAMAGED);
     ck_assert_ptr_null (der);
-    //  The public description alone still reads (no decryption needed).
-    ck_assert_int_eq (keystore_key_get (ks, "bob", ref, &info, NULL, NULL), 0);
-    cs__key_info__free_unpacked (info, NULL);
+    //  The row's MAC covers its identity: the public description of a moved
+    //  row does not read either, and lists leave it out.
+    ck_assert_int_eq (keystore_key_get (ks, "bob", ref, &info, NULL, NULL), KEYSTORE_DAMAGED);
+    Cs__KeyInfo **infos = NULL;
+    size_t count = 9;
+    ck_assert_int_eq (keystore_key_list (ks, "bob", &infos, &count), 0);
+    ck_assert_uint_eq (count, 0);
+    free (infos);
     //  The original still works.
     ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &info, &der, &len), 0);
     ck_assert_uint_gt (len, 0);
@@ -274,39 +281,39 @@ START_TEST (test_pin_counters_and_lock)
 {
     keystore_t *ks = s_open_with_tenant ("alice");
     ck_assert_uint_eq (keystore_pin_flags (ks, "alice"), 0);
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4), CKR_OK);
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4), CKR_PIN_INCORRECT);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, NULL), CKR_OK);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4, NULL), CKR_PIN_INCORRECT);
     ck_assert_uint_eq (keystore_pin_flags (ks, "alice"), CKF_USER_PIN_COUNT_LOW);
     //  A right PIN resets the count.
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4), CKR_OK);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, NULL), CKR_OK);
     ck_assert_uint_eq (keystore_pin_flags (ks, "alice"), 0);
     //  5 wrong PINs in a row lock (cryptoserver-keystore(5); a literal, so
     //  that a change of KEYSTORE_PIN_MAX_FAILURES fails here): 4, the final try...
     for (int i = 1; i < 5; i++)
-        ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4), CKR_PIN_INCORRECT);
+        ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4, NULL), CKR_PIN_INCORRECT);
     ck_assert_uint_eq (keystore_pin_flags (ks, "alice"), CKF_USER_PIN_COUNT_LOW | CKF_USER_PIN_FINAL_TRY);
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4), CKR_PIN_INCORRECT);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4, NULL), CKR_PIN_INCORRECT);
     ck_assert_uint_eq (keystore_pin_flags (ks, "alice"), CKF_USER_PIN_COUNT_LOW | CKF_USER_PIN_LOCKED);
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4), CKR_PIN_LOCKED);
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4), CKR_PIN_LOCKED);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, NULL), CKR_PIN_LOCKED);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4, NULL), CKR_PIN_LOCKED);
     //  The count is durable: a new connection sees the lock.
     keystore_destroy (&ks);
     ks = keystore_open (s_path, s_master);
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4), CKR_PIN_LOCKED);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, NULL), CKR_PIN_LOCKED);
     //  The SO is not affected; one wrong SO PIN shows in the SO flags.
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_SO, "123456", 6), CKR_OK);
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_SO, "000000", 6), CKR_PIN_INCORRECT);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_SO, "123456", 6, NULL), CKR_OK);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_SO, "000000", 6, NULL), CKR_PIN_INCORRECT);
     ck_assert (keystore_pin_flags (ks, "alice") & CKF_SO_PIN_COUNT_LOW);
     //  C_InitPIN: a new user PIN unlocks.
-    ck_assert_uint_eq (keystore_pin_set (ks, "alice", CKU_USER, "4321", 4), CKR_OK);
+    ck_assert_uint_eq (keystore_pin_set (ks, "alice", CKU_USER, "4321", 4, NULL), CKR_OK);
     ck_assert_uint_eq (keystore_pin_flags (ks, "alice") & 0xffff0000UL & ~(CKF_SO_PIN_COUNT_LOW), 0);
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4), CKR_PIN_INCORRECT);
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "4321", 4), CKR_OK);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, NULL), CKR_PIN_INCORRECT);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "4321", 4, NULL), CKR_OK);
     //  Errors.
-    ck_assert_uint_eq (keystore_pin_set (ks, "alice", CKU_USER, "12", 2), CKR_PIN_LEN_RANGE);
-    ck_assert_uint_eq (keystore_pin_check (ks, "alice", 7, "1234", 4), CKR_USER_TYPE_INVALID);
-    ck_assert_uint_eq (keystore_pin_check (ks, "nobody", CKU_USER, "1234", 4), CKR_DEVICE_ERROR);
-    ck_assert_uint_eq (keystore_pin_set (ks, "nobody", CKU_USER, "1234", 4), CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (keystore_pin_set (ks, "alice", CKU_USER, "12", 2, NULL), CKR_PIN_LEN_RANGE);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", 7, "1234", 4, NULL), CKR_USER_TYPE_INVALID);
+    ck_assert_uint_eq (keystore_pin_check (ks, "nobody", CKU_USER, "1234", 4, NULL), CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (keystore_pin_set (ks, "nobody", CKU_USER, "1234", 4, NULL), CKR_DEVICE_ERROR);
     ck_assert_uint_eq (keystore_pin_flags (ks, "nobody"), 0);
     keystore_destroy (&ks);
 }
@@ -387,6 +394,300 @@ START_TEST (test_tenants)
     free (a);
     free (b);
     EVP_PKEY_free (pkey);
+    keystore_destroy (&ks);
+}
+END_TEST
+
+//  Runs sql on the keystore file behind the keystore's back (as an attacker
+//  with write access to keystore.db but without the master key could);
+//  fails the test unless exactly `changes` rows changed (-1: any).
+static void
+s_sql (const char *sql, int changes)
+{
+    sqlite3 *db = NULL;
+    ck_assert_int_eq (sqlite3_open (s_path, &db), SQLITE_OK);
+    sqlite3_busy_timeout (db, 5000);
+    ck_assert_msg (sqlite3_exec (db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg (db));
+    if (changes >= 0)
+        ck_assert_int_eq (sqlite3_changes (db), changes);
+    sqlite3_close (db);
+}
+
+//  The first column of the first row of a query on the file, as a malloc'd
+//  string (caller frees), or NULL for SQL NULL or no row.
+static char *
+s_sql_text (const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    char *text = NULL;
+    ck_assert_int_eq (sqlite3_open (s_path, &db), SQLITE_OK);
+    ck_assert_int_eq (sqlite3_prepare_v2 (db, sql, -1, &stmt, NULL), SQLITE_OK);
+    if (sqlite3_step (stmt) == SQLITE_ROW && sqlite3_column_type (stmt, 0) != SQLITE_NULL)
+        text = strdup ((const char *) sqlite3_column_text (stmt, 0));
+    sqlite3_finalize (stmt);
+    sqlite3_close (db);
+    return text;
+}
+
+//  The PIN epoch of a user type; fails the test when it does not read.
+static uint64_t
+s_epoch (keystore_t *ks, const char *tenant, CK_USER_TYPE user_type)
+{
+    uint64_t epoch = 0;
+    ck_assert_int_eq (keystore_pin_epoch (ks, tenant, user_type, &epoch), 0);
+    return epoch;
+}
+
+/*  PIN epochs (login tickets carry them, broker/ticket.h): distinct per
+ *  tenant and user type, moved by a set PIN and by a lock, not by a wrong
+ *  PIN that does not lock nor by a right one, never repeated by a tenant
+ *  removed and added again.  */
+START_TEST (test_pin_epochs)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    keystore_pin_state_t state;
+    uint64_t user = s_epoch (ks, "alice", CKU_USER), so = s_epoch (ks, "alice", CKU_SO), set = 0;
+    ck_assert_uint_gt (user, 0);
+    ck_assert_uint_ne (user, so);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, &state), CKR_OK);
+    ck_assert_int_eq (state.failures, 0);
+    ck_assert_uint_eq (state.epoch, user);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4, &state), CKR_PIN_INCORRECT);
+    ck_assert_int_eq (state.failures, 1);
+    ck_assert_uint_eq (s_epoch (ks, "alice", CKU_USER), user);
+    //  C_SetPIN / C_InitPIN: a new epoch, told to the caller; the other
+    //  user type keeps its own.
+    ck_assert_uint_eq (keystore_pin_set (ks, "alice", CKU_USER, "4321", 4, &set), CKR_OK);
+    ck_assert_uint_gt (set, user);
+    ck_assert_uint_eq (s_epoch (ks, "alice", CKU_USER), set);
+    ck_assert_uint_eq (s_epoch (ks, "alice", CKU_SO), so);
+    //  The wrong PIN that locks moves it, and says it locked.
+    for (int i = 1; i <= 4; i++) {
+        ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "0000", 4, &state), CKR_PIN_INCORRECT);
+        ck_assert_int_eq (state.failures, i);
+        ck_assert_uint_eq (s_epoch (ks, "alice", CKU_USER), set);
+    }
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "0000", 4, &state), CKR_PIN_INCORRECT);
+    ck_assert_int_eq (state.failures, 5);
+    ck_assert_uint_gt (state.epoch, set);
+    ck_assert_uint_eq (s_epoch (ks, "alice", CKU_USER), state.epoch);
+    uint64_t locked = state.epoch;
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "4321", 4, &state), CKR_PIN_LOCKED);
+    ck_assert_uint_eq (s_epoch (ks, "alice", CKU_USER), locked);
+    //  Removed and added again: epochs above every earlier one.
+    ck_assert_int_eq (keystore_tenant_remove (ks, "alice"), 0);
+    ck_assert_int_eq (keystore_pin_epoch (ks, "alice", CKU_USER, &set), -1);
+    ck_assert_int_eq (keystore_tenant_add (ks, "alice", "1234", 4, "123456", 6), 0);
+    ck_assert_uint_gt (s_epoch (ks, "alice", CKU_USER), locked);
+    ck_assert_uint_gt (s_epoch (ks, "alice", CKU_SO), locked);
+    ck_assert_int_eq (keystore_pin_epoch (ks, "alice", 7, &set), -1);
+    keystore_destroy (&ks);
+}
+END_TEST
+
+/*  A tenant row changed without the master key is refused (CKR_DEVICE_ERROR,
+ *  flags 0, no epoch) and never rewritten: a failure counter reset, a PIN
+ *  hash copied from another tenant whose PIN the attacker knows, a PIN hash
+ *  the attacker made (the schema 1 form needs no key), an epoch rolled back
+ *  to an earlier value.  */
+START_TEST (test_tampered_tenant_row)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    uint64_t epoch = 0;
+    ck_assert_int_eq (keystore_tenant_add (ks, "bob", "5678", 4, "567890", 6), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4, NULL), CKR_PIN_INCORRECT);
+    ck_assert (keystore_pin_flags (ks, "alice") & CKF_USER_PIN_FINAL_TRY);
+    //  1. The failure counter reset to 0.
+    s_sql ("UPDATE tenants SET user_failures = 0 WHERE name = 'alice'", 1);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, NULL), CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4, NULL), CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_SO, "123456", 6, NULL), CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (keystore_pin_set (ks, "alice", CKU_USER, "4321", 4, NULL), CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (keystore_pin_flags (ks, "alice"), 0);
+    ck_assert_int_eq (keystore_pin_epoch (ks, "alice", CKU_USER, &epoch), -1);
+    char *failures = s_sql_text ("SELECT user_failures FROM tenants WHERE name = 'alice'");
+    ck_assert_str_eq (failures, "0");       //  refused, not rewritten
+    free (failures);
+    //  Put back as it was: it verifies again.
+    s_sql ("UPDATE tenants SET user_failures = 4 WHERE name = 'alice'", 1);
+    ck_assert (keystore_pin_flags (ks, "alice") & CKF_USER_PIN_FINAL_TRY);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, NULL), CKR_OK);
+    //  2. Bob's user PIN hash (PIN 5678) copied into alice's row.
+    s_sql ("UPDATE tenants SET user_pin = (SELECT user_pin FROM tenants WHERE name = 'bob') "
+           "WHERE name = 'alice'", 1);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "5678", 4, NULL), CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (keystore_pin_check (ks, "bob", CKU_USER, "5678", 4, NULL), CKR_OK);
+    //  3. A hash of PIN 0000 made without the key, in the schema 1 form
+    //  (python3: hashlib.pbkdf2_hmac ("sha256", b"0000", bytes (range (16)), 1000, 32)).
+    s_sql ("UPDATE tenants SET user_pin = 'pbkdf2-sha256$1000$000102030405060708090a0b0c0d0e0f$"
+           "481773e9f3dad48d00246e7123f67f22d9a183dd6dcd647fcc05be5cddfae1c3' WHERE name = 'bob'", 1);
+    ck_assert_uint_eq (keystore_pin_check (ks, "bob", CKU_USER, "5678", 4, NULL), CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (keystore_pin_check (ks, "bob", CKU_USER, "0000", 4, NULL), CKR_DEVICE_ERROR);
+    keystore_destroy (&ks);
+    //  4. An epoch rolled back (a new connection: nothing is cached).
+    ks = s_open_with_tenant ("carol");
+    ck_assert_uint_eq (keystore_pin_set (ks, "carol", CKU_USER, "1111", 4, &epoch), CKR_OK);
+    char *sql = sqlite3_mprintf ("UPDATE tenants SET user_epoch = %llu WHERE name = 'carol'",
+                                 (unsigned long long) epoch - 1);
+    s_sql (sql, 1);
+    sqlite3_free (sql);
+    ck_assert_int_eq (keystore_pin_epoch (ks, "carol", CKU_USER, &epoch), -1);
+    //  5. A row without its MAC.
+    s_sql ("UPDATE tenants SET mac = NULL WHERE name = 'carol'", 1);
+    ck_assert_uint_eq (keystore_pin_check (ks, "carol", CKU_SO, "123456", 6, NULL), CKR_DEVICE_ERROR);
+    keystore_destroy (&ks);
+}
+END_TEST
+
+/*  A key row changed without the master key is refused (KEYSTORE_DAMAGED)
+ *  and left out of lists, while the tenant's other keys stay usable: a
+ *  usage flag flipped in the description (can_decrypt, protobuf field 10,
+ *  appended: the last value wins), the private blob removed, the MAC
+ *  removed.  */
+START_TEST (test_tampered_key_row)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    EVP_PKEY *pkey = s_keygen ("RSA", "2048");
+    key_info_params_t params = { .label = "signer" };
+    Cs__KeyInfo *info = key_info_from_pkey (pkey, &params);
+    ck_assert_ptr_nonnull (info);
+    info->can_decrypt = false;
+    size_t len = 0;
+    uint8_t *der = key_info_pkcs8 (pkey, &len);
+    ck_assert_int_eq (keystore_key_put (ks, "alice", info, der, len), 0);
+    char *ref = strdup (info->ref), *other = s_put (ks, "alice", pkey, "other");
+    Cs__KeyInfo *got = NULL, **infos = NULL;
+    size_t count = 0;
+    uint8_t *pkcs8 = NULL;
+    size_t pkcs8_len = 0;
+    char *sql = sqlite3_mprintf ("UPDATE keys SET info = CAST (info || x'5001' AS BLOB) WHERE ref = %Q", ref);
+    s_sql (sql, 1);
+    sqlite3_free (sql);
+    //  The flip itself reads as can_decrypt = TRUE to anyone who trusts it.
+    sql = sqlite3_mprintf ("SELECT hex (substr (info, -2)) FROM keys WHERE ref = %Q AND typeof (info) = 'blob'", ref);
+    char *hex = s_sql_text (sql);
+    sqlite3_free (sql);
+    ck_assert_str_eq (hex, "5001");
+    free (hex);
+    sql = sqlite3_mprintf ("SELECT hex (info) FROM keys WHERE ref = %Q", ref);
+    hex = s_sql_text (sql);
+    sqlite3_free (sql);
+    uint8_t raw [4096];
+    long raw_len = cs_hex_decode (hex, raw, sizeof raw);
+    ck_assert_int_gt (raw_len, 0);
+    Cs__KeyInfo *flipped = cs__key_info__unpack (NULL, (size_t) raw_len, raw);
+    ck_assert_ptr_nonnull (flipped);
+    ck_assert (flipped->can_decrypt && flipped->can_sign);
+    cs__key_info__free_unpacked (flipped, NULL);
+    free (hex);
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &got, &pkcs8, &pkcs8_len), KEYSTORE_DAMAGED);
+    ck_assert_ptr_null (pkcs8);
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &got, NULL, NULL), KEYSTORE_DAMAGED);
+    ck_assert_int_eq (keystore_key_update (ks, "alice", info), KEYSTORE_DAMAGED);
+    ck_assert_int_eq (keystore_key_list (ks, "alice", &infos, &count), 0);
+    ck_assert_uint_eq (count, 1);
+    ck_assert_str_eq (infos [0]->ref, other);
+    cs__key_info__free_unpacked (infos [0], NULL);
+    free (infos);
+    //  The other key still works; the damaged one can still be deleted.
+    ck_assert_int_eq (keystore_key_get (ks, "alice", other, &got, &pkcs8, &pkcs8_len), 0);
+    OPENSSL_cleanse (pkcs8, pkcs8_len);
+    free (pkcs8);
+    cs__key_info__free_unpacked (got, NULL);
+    ck_assert_int_eq (keystore_key_delete (ks, "alice", ref), 0);
+    //  The private blob removed; the MAC removed.
+    sql = sqlite3_mprintf ("UPDATE keys SET private = NULL WHERE ref = %Q", other);
+    s_sql (sql, 1);
+    sqlite3_free (sql);
+    ck_assert_int_eq (keystore_key_get (ks, "alice", other, &got, NULL, NULL), KEYSTORE_DAMAGED);
+    ck_assert_int_eq (keystore_key_put (ks, "alice", info, der, len), 0);
+    sql = sqlite3_mprintf ("UPDATE keys SET mac = NULL WHERE ref = %Q", ref);
+    s_sql (sql, 1);
+    sqlite3_free (sql);
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &got, NULL, NULL), KEYSTORE_DAMAGED);
+    OPENSSL_cleanse (der, len);
+    free (der);
+    cs__key_info__free_unpacked (info, NULL);
+    free (ref);
+    free (other);
+    EVP_PKEY_free (pkey);
+    keystore_destroy (&ks);
+}
+END_TEST
+
+/*  A schema 1 file made by the code before row MACs (keystore-v1.sql) opens
+ *  with the new code: upgraded to schema 2 once, its PINs, failure counts
+ *  and key still work, its unkeyed PIN hashes are wrapped at once and
+ *  re-hashed with scrypt at the next right PIN, and from then on its rows
+ *  are protected like new ones.  */
+START_TEST (test_upgrade_from_schema_1)
+{
+    static const char ref [] = "ks:fc6748718455138a690dddbd54a54c57";
+    zchunk_t *dump = NULL;
+    FILE *file = fopen (CS_TEST_DATA_DIR "/keystore-v1.sql", "r");
+    ck_assert_ptr_nonnull (file);
+    dump = zchunk_read (file, 1024 * 1024);
+    fclose (file);
+    char *sql = strndup ((const char *) zchunk_data (dump), zchunk_size (dump));
+    zchunk_destroy (&dump);
+    s_sql (sql, -1);
+    free (sql);
+    char *schema = s_sql_text ("SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
+    ck_assert_str_eq (schema, "1");
+    free (schema);
+    keystore_t *ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    schema = s_sql_text ("SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
+    ck_assert_str_eq (schema, "2");
+    free (schema);
+    //  Wrapped under the key: the file alone no longer allows offline guesses.
+    char *pin = s_sql_text ("SELECT user_pin FROM tenants WHERE name = 'alice'");
+    ck_assert_int_eq (strncmp (pin, "pbkdf2-sha256-hmac$100000$", 26), 0);
+    free (pin);
+    //  Counts and epochs survive; bob's wrong PIN is still counted.
+    ck_assert_uint_eq (keystore_pin_flags (ks, "bob"), CKF_USER_PIN_COUNT_LOW);
+    ck_assert_uint_gt (s_epoch (ks, "alice", CKU_USER), 0);
+    ck_assert_uint_ne (s_epoch (ks, "alice", CKU_USER), s_epoch (ks, "bob", CKU_USER));
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "9999", 4, NULL), CKR_PIN_INCORRECT);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, NULL), CKR_OK);
+    pin = s_sql_text ("SELECT user_pin FROM tenants WHERE name = 'alice'");
+    ck_assert_int_eq (strncmp (pin, "scrypt-hmac$15$8$1$", 19), 0);        //  re-hashed
+    free (pin);
+    pin = s_sql_text ("SELECT so_pin FROM tenants WHERE name = 'alice'");
+    ck_assert_int_eq (strncmp (pin, "pbkdf2-sha256-hmac$", 19), 0);        //  not yet
+    free (pin);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, NULL), CKR_OK);
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_SO, "123456", 6, NULL), CKR_OK);
+    ck_assert_uint_eq (keystore_pin_check (ks, "bob", CKU_USER, "5678", 4, NULL), CKR_OK);
+    //  The key decrypts and matches its description.
+    Cs__KeyInfo *info = NULL;
+    uint8_t *der = NULL;
+    size_t len = 0;
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &info, &der, &len), 0);
+    ck_assert_str_eq (info->label, "old-ec");
+    const uint8_t *p = der;
+    EVP_PKEY *pkey = d2i_AutoPrivateKey (NULL, &p, (long) len);
+    ck_assert_ptr_nonnull (pkey);
+    key_info_params_t params = { .label = "x" };
+    Cs__KeyInfo *again = key_info_from_pkey (pkey, &params);
+    ck_assert_uint_eq (again->ec_point.len, info->ec_point.len);
+    ck_assert_mem_eq (again->ec_point.data, info->ec_point.data, info->ec_point.len);
+    cs__key_info__free_unpacked (again, NULL);
+    EVP_PKEY_free (pkey);
+    OPENSSL_cleanse (der, len);
+    free (der);
+    cs__key_info__free_unpacked (info, NULL);
+    keystore_destroy (&ks);
+    //  Opened again: no second upgrade; rows are protected now.
+    ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    s_sql ("UPDATE keys SET info = CAST (info || x'5001' AS BLOB)", 1);
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &info, NULL, NULL), KEYSTORE_DAMAGED);
+    ck_assert_uint_eq (keystore_pin_check (ks, "bob", CKU_USER, "0000", 4, NULL), CKR_PIN_INCORRECT);
+    s_sql ("UPDATE tenants SET user_failures = 0 WHERE name = 'bob'", 1);
+    ck_assert_uint_eq (keystore_pin_check (ks, "bob", CKU_USER, "5678", 4, NULL), CKR_DEVICE_ERROR);
     keystore_destroy (&ks);
 }
 END_TEST
@@ -524,6 +825,10 @@ s_suite (void)
     tcase_add_test (tc, test_pin_counters_and_lock);
     tcase_add_test (tc, test_keys_version);
     tcase_add_test (tc, test_tenants);
+    tcase_add_test (tc, test_pin_epochs);
+    tcase_add_test (tc, test_tampered_tenant_row);
+    tcase_add_test (tc, test_tampered_key_row);
+    tcase_add_test (tc, test_upgrade_from_schema_1);
     tcase_add_test (tc, test_master_key_files);
     tcase_add_test (tc, test_key_info_types);
     suite_add_tcase (suite, tc);

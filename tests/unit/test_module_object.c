@@ -1,6 +1,7 @@
 /*  test_module_object.c — the object table on a fake key list: visibility,
  *  stable handles, C_GetAttributeValue semantics (PKCS#11 2.40 §5.7),
- *  template matching, and the sign-input length rules.  */
+ *  template matching, the sign-input length rules, and what the broker's
+ *  answers about a login ticket do to the login state.  */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,36 @@ START_TEST (test_visibility)
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 4);
     cs_token_logout ();
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 2);
+}
+END_TEST
+
+/*  What the broker says about a ticket (cs_token_ticket_answer,
+ *  docs/CONTRACTS.md "Login tickets"): a renewed ticket replaces the one
+ *  sent while that is still the current one; CKR_USER_NOT_LOGGED_IN for the
+ *  current ticket logs out as C_Logout does (private objects go); answers
+ *  about an older ticket change nothing, and nothing logs in.  */
+START_TEST (test_ticket_answer)
+{
+    static const uint8_t one [] = "\x01one", two [] = "\x01two", three [] = "\x01three";
+    uint8_t out [64];
+    ck_assert_uint_eq (cs_token_login_store (CKU_USER, one, 4), CKR_OK);
+    cs_token_ticket_answer (one, 4, two, 4, false);
+    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 4);
+    ck_assert_mem_eq (out, two, 4);
+    cs_token_ticket_answer (one, 4, three, 6, false);      /* late: about the old one */
+    cs_token_ticket_answer (one, 4, NULL, 0, true);
+    ck_assert (cs_token_user_logged_in ());
+    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 4);
+    ck_assert_mem_eq (out, two, 4);
+    cs_token_ticket_answer (two, 4, NULL, 0, false);       /* no renewal: kept */
+    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 4);
+    ck_assert_uint_eq (s_find (NULL, 0, NULL), 4);
+    cs_token_ticket_answer (two, 4, NULL, 0, true);        /* refused: logged out */
+    ck_assert (!cs_token_user_logged_in ());
+    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 0);
+    ck_assert_uint_eq (s_find (NULL, 0, NULL), 2);
+    cs_token_ticket_answer (two, 4, three, 6, false);
+    ck_assert (!cs_token_user_logged_in ());
 }
 END_TEST
 
@@ -222,6 +253,7 @@ main (void)
     int failed;
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_visibility);
+    tcase_add_test (tc, test_ticket_answer);
     tcase_add_test (tc, test_stable_handles);
     tcase_add_test (tc, test_get_attributes);
     tcase_add_test (tc, test_private_attributes);

@@ -1,0 +1,50 @@
+/*  row_mac.h — integrity of keystore rows: HMAC-SHA256 (RFC 2104) over the
+ *  security-relevant columns of a row and its identity, under a key derived
+ *  from the master key with HKDF-SHA256 (RFC 5869).  Internal to the
+ *  keystore (keystore.c); docs/CONTRACTS.md "Keystore rows" and
+ *  cryptoserver-keystore(5) describe the inputs.
+ *
+ *  Every variable-length input is length-prefixed (4 bytes, big-endian), and
+ *  every integer is 8 bytes big-endian, so no two rows share a MAC input.
+ */
+#ifndef ROW_MAC_H_INCLUDED
+#define ROW_MAC_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ROW_MAC_LEN 32                              /* bytes */
+#define ROW_MAC_INFO_ROWS "cryptoserver keystore row mac v1"   /* HKDF info */
+#define ROW_MAC_INFO_PINS "cryptoserver keystore pin key v1"   /* HKDF info */
+
+/*  HKDF-SHA256 (RFC 5869) of the 32-byte master key with an empty salt and
+ *  `info` (a NUL-terminated label), 32 bytes into out.  Returns 0 or -1.  */
+int row_mac_derive (const uint8_t master [32], const char *info, uint8_t out [32]);
+
+/*  The columns of a tenant row that decide who logs in.  Index 0 is the
+ *  user (CKU_USER), 1 the SO (CKU_SO).  */
+typedef struct {
+    char *pin [2];              /* stored PIN forms (common/cs_pin.h) */
+    int64_t failures [2];       /* wrong PINs in a row */
+    int64_t epoch [2];          /* PIN epochs: tickets carry them (broker/ticket.h) */
+} row_mac_tenant_t;
+
+/*  MAC of tenant row `name`: "cs-tenant-v1" || lp (name) || lp (user PIN) ||
+ *  lp (SO PIN) || user failures || SO failures || user epoch || SO epoch.
+ *  Returns 0 or -1.  */
+int row_mac_tenant (const uint8_t key [32], const char *name, const row_mac_tenant_t *row,
+                    uint8_t mac [ROW_MAC_LEN]);
+
+/*  MAC of key row (tenant, ref): "cs-keyrow-v1" || lp (tenant) || lp (ref) ||
+ *  lp (info) || 1 byte (1: a private blob follows, 0: none) || lp (private).
+ *  `private` NULL means the row has none.  Returns 0 or -1.  */
+int row_mac_key (const uint8_t key [32], const char *tenant, const char *ref,
+                 const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
+                 uint8_t mac [ROW_MAC_LEN]);
+
+/*  Constant-time check of a stored MAC (stored_len bytes, NULL allowed)
+ *  against the expected one.  */
+bool row_mac_equal (const uint8_t expected [ROW_MAC_LEN], const void *stored, size_t stored_len);
+
+#endif

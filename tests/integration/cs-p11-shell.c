@@ -1,0 +1,193 @@
+/*  cs-p11-shell.c — one PKCS#11 application process that stays alive and
+ *  takes commands, for tests that need a logged-in session to outlive what
+ *  other processes do meanwhile (tests/integration/login-tickets.sh,
+ *  keystore-tamper.sh): a C_InitPIN by the SO, wrong PINs, an expiry, a
+ *  change of keystore.db.
+ *
+ *  usage: cs-p11-shell MODULE.so TOKEN-LABEL
+ *
+ *  Opens one R/W session on the token and reads commands from stdin, one a
+ *  line; answers each with one line "COMMAND CKR_NAME" (flushed):
+ *    login PIN          C_Login (CKU_USER)
+ *    login-so PIN       C_Login (CKU_SO)
+ *    logout             C_Logout
+ *    sign ID            C_Sign, CKM_SHA256_RSA_PKCS, with the private key whose
+ *                       CKA_ID is the hex ID (CKR_OBJECT_HANDLE_INVALID when
+ *                       the token lists none)
+ *    keygen-signer ID LABEL   C_GenerateKeyPair of a token RSA-2048 pair with
+ *                       CKA_ID ID (hex) and CKA_LABEL LABEL whose private key
+ *                       signs and does not decrypt (CKA_DECRYPT FALSE)
+ *    init-pin PIN       C_InitPIN
+ *    set-pin OLD NEW    C_SetPIN
+ *    quit               ends (C_Finalize), exit 0
+ *  Links nothing of the project; the module is dlopen'ed.  Exit 1 when the
+ *  module or the token cannot be opened.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <p11-kit/pkcs11.h>
+
+static CK_FUNCTION_LIST *p11;
+static CK_SESSION_HANDLE s_session;
+
+//  The CKR_* name of the values the tests expect, else "CKR_0x...".
+static const char *
+s_rv_name (CK_RV rv)
+{
+    static char other [32];
+    static const struct { CK_RV rv; const char *name; } names [] = {
+        { CKR_OK, "CKR_OK" }, { CKR_USER_NOT_LOGGED_IN, "CKR_USER_NOT_LOGGED_IN" },
+        { CKR_USER_ALREADY_LOGGED_IN, "CKR_USER_ALREADY_LOGGED_IN" },
+        { CKR_PIN_INCORRECT, "CKR_PIN_INCORRECT" }, { CKR_PIN_LOCKED, "CKR_PIN_LOCKED" },
+        { CKR_DEVICE_ERROR, "CKR_DEVICE_ERROR" }, { CKR_OBJECT_HANDLE_INVALID, "CKR_OBJECT_HANDLE_INVALID" },
+        { CKR_KEY_HANDLE_INVALID, "CKR_KEY_HANDLE_INVALID" },
+        { CKR_KEY_FUNCTION_NOT_PERMITTED, "CKR_KEY_FUNCTION_NOT_PERMITTED" },
+        { CKR_ARGUMENTS_BAD, "CKR_ARGUMENTS_BAD" }, { CKR_PIN_LEN_RANGE, "CKR_PIN_LEN_RANGE" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names [0]; i++)
+        if (names [i].rv == rv)
+            return names [i].name;
+    snprintf (other, sizeof other, "CKR_0x%lx", (unsigned long) rv);
+    return other;
+}
+
+//  The slot whose token label is `label` (blank-padded compare), or exits.
+static CK_SLOT_ID
+s_slot (const char *label)
+{
+    CK_SLOT_ID slots [64];
+    CK_ULONG count = 64;
+    char padded [33];
+    snprintf (padded, sizeof padded, "%-32s", label);
+    if (p11->C_GetSlotList (CK_TRUE, slots, &count) == CKR_OK)
+        for (CK_ULONG i = 0; i < count; i++) {
+            CK_TOKEN_INFO info;
+            if (p11->C_GetTokenInfo (slots [i], &info) == CKR_OK && memcmp (info.label, padded, 32) == 0)
+                return slots [i];
+        }
+    fprintf (stderr, "cs-p11-shell: no token %s\n", label);
+    exit (1);
+}
+
+//  Decodes hex into id (at most max bytes); returns the byte count.
+static CK_ULONG
+s_unhex (const char *hex, CK_BYTE *id, CK_ULONG max)
+{
+    CK_ULONG len = 0;
+    unsigned byte;
+    while (hex [2 * len] && len < max && sscanf (hex + 2 * len, "%2x", &byte) == 1)
+        id [len++] = (CK_BYTE) byte;
+    return len;
+}
+
+//  C_Sign of a fixed message with the private key of CKA_ID `hex`.
+static CK_RV
+s_sign (const char *hex)
+{
+    CK_BYTE id [64], sig [1024];
+    CK_ULONG id_len = s_unhex (hex, id, sizeof id), sig_len = sizeof sig, found = 0;
+    CK_OBJECT_CLASS klass = CKO_PRIVATE_KEY;
+    CK_OBJECT_HANDLE key;
+    CK_MECHANISM mechanism = { CKM_SHA256_RSA_PKCS, NULL, 0 };
+    static const char msg [] = "cs-p11-shell";
+    CK_ATTRIBUTE template [] = { { CKA_CLASS, &klass, sizeof klass }, { CKA_ID, id, id_len } };
+    CK_RV rv = p11->C_FindObjectsInit (s_session, template, 2);
+    if (rv != CKR_OK)
+        return rv;
+    rv = p11->C_FindObjects (s_session, &key, 1, &found);
+    p11->C_FindObjectsFinal (s_session);
+    if (rv != CKR_OK)
+        return rv;
+    if (found == 0)
+        return CKR_OBJECT_HANDLE_INVALID;
+    if ((rv = p11->C_SignInit (s_session, &mechanism, key)) != CKR_OK)
+        return rv;
+    return p11->C_Sign (s_session, (CK_BYTE_PTR) msg, sizeof msg - 1, sig, &sig_len);
+}
+
+//  C_GenerateKeyPair: a token RSA-2048 signing key that does not decrypt.
+static CK_RV
+s_keygen_signer (const char *hex, const char *label)
+{
+    CK_BYTE id [64], exponent [] = { 1, 0, 1 };
+    CK_ULONG id_len = s_unhex (hex, id, sizeof id), bits = 2048;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_MECHANISM mechanism = { CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0 };
+    CK_OBJECT_HANDLE pub, priv;
+    CK_ATTRIBUTE pub_template [] = {
+        { CKA_TOKEN, &yes, sizeof yes }, { CKA_MODULUS_BITS, &bits, sizeof bits },
+        { CKA_PUBLIC_EXPONENT, exponent, sizeof exponent }, { CKA_VERIFY, &yes, sizeof yes },
+        { CKA_ENCRYPT, &no, sizeof no }, { CKA_ID, id, id_len },
+        { CKA_LABEL, (void *) label, strlen (label) },
+    };
+    CK_ATTRIBUTE priv_template [] = {
+        { CKA_TOKEN, &yes, sizeof yes }, { CKA_PRIVATE, &yes, sizeof yes },
+        { CKA_SIGN, &yes, sizeof yes }, { CKA_DECRYPT, &no, sizeof no },
+        { CKA_ID, id, id_len }, { CKA_LABEL, (void *) label, strlen (label) },
+    };
+    return p11->C_GenerateKeyPair (s_session, &mechanism, pub_template, 7, priv_template, 6, &pub, &priv);
+}
+
+//  Runs one command line; returns 0, or 1 for "quit".
+static int
+s_command (char *line)
+{
+    char *command = strtok (line, " \t\r\n"), *a = strtok (NULL, " \t\r\n"), *b = strtok (NULL, " \t\r\n");
+    CK_RV rv = CKR_ARGUMENTS_BAD;
+    if (!command)
+        return 0;
+    if (strcmp (command, "quit") == 0)
+        return 1;
+    if (strcmp (command, "login") == 0 && a)
+        rv = p11->C_Login (s_session, CKU_USER, (CK_UTF8CHAR_PTR) a, strlen (a));
+    else
+    if (strcmp (command, "login-so") == 0 && a)
+        rv = p11->C_Login (s_session, CKU_SO, (CK_UTF8CHAR_PTR) a, strlen (a));
+    else
+    if (strcmp (command, "logout") == 0)
+        rv = p11->C_Logout (s_session);
+    else
+    if (strcmp (command, "sign") == 0 && a)
+        rv = s_sign (a);
+    else
+    if (strcmp (command, "keygen-signer") == 0 && a && b)
+        rv = s_keygen_signer (a, b);
+    else
+    if (strcmp (command, "init-pin") == 0 && a)
+        rv = p11->C_InitPIN (s_session, (CK_UTF8CHAR_PTR) a, strlen (a));
+    else
+    if (strcmp (command, "set-pin") == 0 && a && b)
+        rv = p11->C_SetPIN (s_session, (CK_UTF8CHAR_PTR) a, strlen (a), (CK_UTF8CHAR_PTR) b, strlen (b));
+    printf ("%s %s\n", command, s_rv_name (rv));
+    fflush (stdout);
+    return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+    char line [512];
+    if (argc != 3) {
+        fprintf (stderr, "usage: cs-p11-shell MODULE.so TOKEN-LABEL\n");
+        return 2;
+    }
+    void *lib = dlopen (argv [1], RTLD_NOW | RTLD_LOCAL);
+    CK_C_GetFunctionList get = lib ? (CK_C_GetFunctionList) dlsym (lib, "C_GetFunctionList") : NULL;
+    if (!get || get (&p11) != CKR_OK || p11->C_Initialize (NULL) != CKR_OK) {
+        fprintf (stderr, "cs-p11-shell: cannot load %s: %s\n", argv [1], lib ? "no C_GetFunctionList" : dlerror ());
+        return 1;
+    }
+    CK_SLOT_ID slot = s_slot (argv [2]);
+    if (p11->C_OpenSession (slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &s_session) != CKR_OK) {
+        fprintf (stderr, "cs-p11-shell: C_OpenSession failed\n");
+        return 1;
+    }
+    while (fgets (line, sizeof line, stdin) && s_command (line) == 0)
+        ;
+    p11->C_CloseSession (s_session);
+    p11->C_Finalize (NULL);
+    dlclose (lib);
+    return 0;
+}
