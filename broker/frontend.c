@@ -922,6 +922,13 @@ s_job_list_keys (s_frontend_t *self, s_request_t *request, const Cs__ListKeysJob
                      | (keystore_keys_version (self->ks, request->tenant) & 0xffffffffu);
     if (!request->ticket_ok)
         version ^= UINT64_C (1) << 63;
+    if (request->req->ticket.len && !request->ticket_ok && !request->so_ok) {
+        /*  A ticket that is no longer valid (expired, revoked, forged):
+            say that the login is gone, rather than answer with the public
+            view as if the client had never logged in (CONTRACTS.md).  */
+        slot->result.rv = CKR_USER_NOT_LOGGED_IN;
+        return;
+    }
     cs__list_keys_result__init (keys);
     keys->version = version;
     slot->result.kind_case = CS__RESULT__KIND_KEYS;

@@ -154,9 +154,13 @@ cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p)
     if (rv == CKR_OK)
         rv = (CK_RV) (*reply_p)->results [0]->rv;
     if (req.ticket.len && *reply_p) {
+        /*  A refused key list does not end the login here: the next
+            private operation does, with CKR_USER_NOT_LOGGED_IN, which
+            C_FindObjectsInit may not return (cs_object_refresh).  */
+        bool refused = rv == CKR_USER_NOT_LOGGED_IN && job->kind_case != CS__JOB__KIND_LIST_KEYS;
         cs_module_lock ();
         cs_token_ticket_answer (ticket, req.ticket.len, (*reply_p)->ticket.data,
-                                (*reply_p)->ticket.len, rv == CKR_USER_NOT_LOGGED_IN);
+                                (*reply_p)->ticket.len, refused);
         cs_module_unlock ();
     }
     OPENSSL_cleanse (ticket, sizeof ticket);

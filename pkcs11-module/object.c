@@ -419,6 +419,15 @@ cs_object_refresh (void)
     job.kind_case = CS__JOB__KIND_LIST_KEYS;
     job.list_keys = &list;
     rv = cs_module_run_job (&job, true, &reply);
+    if (rv == CKR_USER_NOT_LOGGED_IN) {
+        /*  The broker no longer takes our login ticket (expired, or the
+            PIN was set or locked): keep the list we have.  The session
+            stays logged in as far as the application knows until its next
+            private operation, which gets CKR_USER_NOT_LOGGED_IN and ends
+            the login (C_FindObjectsInit may not return that code).  */
+        rv = CKR_OK;
+        goto out;
+    }
     if (rv == CKR_OK && reply->results [0]->kind_case != CS__RESULT__KIND_KEYS) {
         cs_log_error ("the broker answered a key list without keys");
         rv = CKR_DEVICE_ERROR;
@@ -428,6 +437,7 @@ cs_object_refresh (void)
         rv = cs_object_load (reply->results [0]->keys);
         cs_module_unlock ();
     }
+out:
     if (reply)
         cs__reply__free_unpacked (reply, NULL);
     return rv;

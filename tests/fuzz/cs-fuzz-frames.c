@@ -88,6 +88,7 @@ typedef struct {
     uint64_t id;                    /* request id the broker sees (0: none) */
     bool results;                   /* rv CKR_OK and one result per job; else a request-level error */
     bool ticket_ok;                 /* the ticket is byte-identical to the real one */
+    bool ticket_sent;               /* the request carries a ticket (any bytes) */
     size_t n_jobs;
     uint8_t *jobs;                  /* Cs__Job__KindCase of each job (owned) */
     uint8_t *frame;                 /* a copy of the (first) frame sent, for reports (owned) */
@@ -412,6 +413,7 @@ s_predict (const s_fuzz_t *self, const uint8_t *data, size_t size, s_expect_t *e
         expect->results = true;
         expect->ticket_ok = self->logged_in && req->ticket.len == TICKET_LEN
                          && memcmp (req->ticket.data, self->ticket, TICKET_LEN) == 0;
+        expect->ticket_sent = req->ticket.len > 0;
         expect->n_jobs = req->n_jobs;
         expect->jobs = malloc (req->n_jobs);
         assert (expect->jobs);
@@ -469,8 +471,19 @@ s_must_succeed (const s_expect_t *expect, int kind)
 {
     if (expect->kind != S_INTACT)
         return false;
-    return kind == CS__JOB__KIND_HELLO || kind == CS__JOB__KIND_LIST_KEYS
+    return kind == CS__JOB__KIND_HELLO
+        || (kind == CS__JOB__KIND_LIST_KEYS && (expect->ticket_ok || !expect->ticket_sent))
         || (expect->ticket_ok && (kind == CS__JOB__KIND_SIGN || kind == CS__JOB__KIND_GENERATE_KEY_PAIR));
+}
+
+/*  A key list that carries a ticket which is not the real one must be
+ *  refused with CKR_USER_NOT_LOGGED_IN (docs/CONTRACTS.md "Key lists"):
+ *  the broker says that the login is gone rather than answer with the
+ *  public view.  */
+static bool
+s_list_refused_owed (const s_expect_t *expect, int kind)
+{
+    return kind == CS__JOB__KIND_LIST_KEYS && expect->ticket_sent && !expect->ticket_ok;
 }
 
 /*  Why result i is not what the broker owes for job i of expect, or NULL;
@@ -487,6 +500,10 @@ s_result_problem (const Cs__Result *result, const s_expect_t *expect, size_t i, 
     if (result->rv != CKR_OK && s_must_succeed (expect, kind))
         snprintf (why, why_size, "job %zu (%s) of a valid request answered %s", i, s_job_name (kind),
                   cs_rv_name (result->rv));
+    else
+    if (s_list_refused_owed (expect, kind) && result->rv != CKR_USER_NOT_LOGGED_IN)
+        snprintf (why, why_size, "job %zu (%s) with a ticket that is not the real one answered %s, "
+                  "not CKR_USER_NOT_LOGGED_IN", i, s_job_name (kind), cs_rv_name (result->rv));
     else
     if (needs == S_NEEDS_NOTHING || (needs == S_NEEDS_USER && expect->ticket_ok))
         return NULL;
