@@ -25,6 +25,7 @@
 #include <openssl/rand.h>
 #include "keystore.h"
 #include "cs_pin.h"
+#include "cs_secmem.h"
 #include "cs_util.h"
 
 #define SCHEMA_VERSION   1
@@ -39,7 +40,7 @@
 struct _keystore_t {
     sqlite3 *db;
     char *path;
-    uint8_t master [KEYSTORE_MASTER_KEY_LEN];
+    uint8_t *master;            /* KEYSTORE_MASTER_KEY_LEN bytes, a locked page of its own */
 };
 
 //  The schema.  Lock state is derived from the counters: a PIN is locked
@@ -342,8 +343,8 @@ keystore_open (const char *path, const uint8_t master_key [KEYSTORE_MASTER_KEY_L
     if (!self)
         return NULL;
     self->path = strdup (path);
-    memcpy (self->master, master_key, KEYSTORE_MASTER_KEY_LEN);
-    if (!self->path || s_file_create (path) != 0)
+    self->master = cs_secmem_dup (master_key, KEYSTORE_MASTER_KEY_LEN);
+    if (!self->path || !self->master || s_file_create (path) != 0)
         goto fail;
     if (sqlite3_open_v2 (path, &self->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
         zsys_error ("keystore %s: cannot open: %s", path,
@@ -365,7 +366,7 @@ keystore_destroy (keystore_t **self_p)
         return;
     keystore_t *self = *self_p;
     sqlite3_close_v2 (self->db);
-    OPENSSL_cleanse (self->master, sizeof self->master);
+    cs_secmem_free (self->master, KEYSTORE_MASTER_KEY_LEN);
     free (self->path);
     free (self);
     *self_p = NULL;
@@ -376,14 +377,9 @@ keystore_destroy (keystore_t **self_p)
 int
 keystore_master_key_read (const char *path, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
 {
-    struct stat st;
-    if (stat (path, &st) != 0) {
-        zsys_error ("master key %s: %s", path, strerror (errno));
-        return -1;
-    }
-    if (st.st_mode & 077) {
-        zsys_error ("master key %s: readable by group or others (mode %03o): chmod 600 it",
-                    path, (unsigned) (st.st_mode & 0777));
+    char why [512];
+    if (cs_file_check_private (path, why, sizeof why)) {
+        zsys_error ("master key: %s", why);
         return -1;
     }
     int got = cs_file_read_hex (path, key, KEYSTORE_MASTER_KEY_LEN);

@@ -11,6 +11,8 @@ cs_setup
 cs_start
 # Every refusal of a fuzzed frame is a logged warning naming the client.
 cs_expect_broker_log 'bad request from client demo: |client demo: protocol version mismatch|login: CKR_PIN_(INCORRECT|LOCKED) .*from client demo'
+# A mutated deadline or key meets the broker's limits (cryptoserver-broker.conf(5) LIMITS).
+cs_expect_broker_log 'client demo \(tenant demo\): (deadline of [0-9]+ ms capped|[0-9]+ bytes queued|per-request RSA key|key refused|reply to request)'
 
 cs_run_bounded 300 "$WORK/fuzz.txt" "$FUZZ" --count 10000 --endpoint "$BROKER_ENDPOINT" \
     --broker-cert "$WORK/broker.cert" --client-cert "$WORK/clients/demo/client.cert" \
