@@ -471,6 +471,19 @@ s_load (size_t *now_p, size_t *peak_p)
     zstr_free (&peak);
 }
 
+/*  Waits (bounded) until some client has bytes queued.  */
+static void
+s_load_wait (size_t *now_p, size_t *peak_p)
+{
+    *now_p = 0;
+    for (int tries = 0; *now_p == 0 && tries < 1000; tries++) {
+        s_load (now_p, peak_p);
+        if (*now_p == 0)
+            zclock_sleep (5);
+    }
+    ck_assert_uint_gt (*now_p, 0);
+}
+
 START_TEST (test_client_bytes_flood)
 {
     static uint8_t di [S_FLOOD_JOBS][51];
@@ -487,9 +500,10 @@ START_TEST (test_client_bytes_flood)
         req->request_id = 1000 + i;
         th_send (s_alice, req);
     }
-    /*  Eve first: answered while alice's accepted requests still wait.  */
-    s_eve_served ();
+    /*  Once alice has requests queued, eve is answered while they wait.  */
     size_t now = 0, peak = 0;
+    s_load_wait (&now, &peak);
+    s_eve_served ();
     s_load (&now, &peak);
     ck_assert_uint_gt (now, 0);
     ck_assert_uint_le (peak, S_FLOOD_BYTES);
@@ -569,12 +583,7 @@ START_TEST (test_router_hwm)
     /*  The frontend stops reading once the second job is queued: wait
         until it has charged alice's request.  */
     size_t now = 0, peak = 0;
-    for (int tries = 0; now == 0 && tries < 1000; tries++) {
-        s_load (&now, &peak);
-        if (now == 0)
-            zclock_sleep (5);
-    }
-    ck_assert_uint_gt (now, 0);
+    s_load_wait (&now, &peak);
     zsock_t *flood = th_dealer (s_dir, "eve", server_endpoint (s_server));
     zsock_set_sndhwm (flood, 4);
     size_t taken = s_push_frames (flood);
