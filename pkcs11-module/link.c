@@ -84,6 +84,35 @@ s_has_unsent (cs_link_t *self)
     return false;
 }
 
+/*  Sends a copy of frame without blocking as a zero-copy message whose
+ *  buffer libzmq wipes when it is done with it (cs_wire_frame_free): a
+ *  request may carry a PIN or a per-request private key, and zmq_send would
+ *  leave an unwiped copy in libzmq's heap.  Returns 0, or -1 with errno
+ *  (EAGAIN when the socket would block).  */
+static int
+s_send_frame (void *socket, const uint8_t *frame, size_t size)
+{
+    zmq_msg_t msg;
+    void *hint = (void *) (uintptr_t) size;
+    uint8_t *copy = malloc (size ? size : 1);
+    if (!copy) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy (copy, frame, size);
+    if (zmq_msg_init_data (&msg, copy, size, cs_wire_frame_free, hint)) {
+        cs_wire_frame_free (copy, hint);
+        return -1;
+    }
+    if (zmq_msg_send (&msg, socket, ZMQ_DONTWAIT) < 0) {
+        int error = errno;
+        zmq_msg_close (&msg);                   /* wipes and frees the copy */
+        errno = error;
+        return -1;
+    }
+    return 0;
+}
+
 /*  I/O thread: sends queued frames until the socket would block.  */
 static void
 s_send_queued (cs_link_t *self)
@@ -92,7 +121,7 @@ s_send_queued (cs_link_t *self)
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next) {
         if (!waiter->frame || waiter->done)
             continue;
-        if (zmq_send (self->socket, waiter->frame, waiter->frame_size, ZMQ_DONTWAIT) < 0) {
+        if (s_send_frame (self->socket, waiter->frame, waiter->frame_size) < 0) {
             if (errno != EAGAIN) {
                 cs_log_error ("link: cannot send request: %s", zmq_strerror (errno));
                 s_waiter_finish (waiter, CKR_DEVICE_ERROR, NULL);
