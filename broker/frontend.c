@@ -365,7 +365,7 @@ s_request_answer (s_frontend_t *self, s_request_t **request_p)
     reply.results = request->results;
     if (s_send_reply (self, request->identity, &reply) == -2) {
         if (s_log_due (self, request, "max-reply"))
-                zsys_warning ("client %s (tenant %s): reply to request %" PRIu64 " over %zu bytes: "
+            zsys_warning ("client %s (tenant %s): reply to request %" PRIu64 " over %zu bytes: "
                           "answered with CKR_DEVICE_MEMORY", request->client_name, request->tenant,
                           reply.request_id, frontend_max_reply);
         s_send_error (self, request->identity, reply.request_id, CKR_DEVICE_MEMORY,
@@ -1355,9 +1355,9 @@ s_request_decode (s_frontend_t *self, zframe_t *body, s_request_t *request)
 /*  The bytes a decoded request holds while it waits: its frame's size (the
  *  decoded copy is about as big) and the per-job bookkeeping.  */
 static size_t
-s_request_weight (const zframe_t *body, const Cs__Request *req)
+s_request_weight (zframe_t *body, const Cs__Request *req)
 {
-    return zframe_size ((zframe_t *) body) + sizeof (s_request_t)
+    return zframe_size (body) + sizeof (s_request_t)
          + req->n_jobs * (sizeof (s_slot_t) + sizeof (Cs__Result *) + sizeof (Cs__Job));
 }
 
@@ -1374,8 +1374,10 @@ s_request_charge (s_frontend_t *self, zframe_t *body, s_request_t *request)
         cs_hex_encode (zframe_data (request->identity), len, hex);
         client = hex;
     }
-    if (!(request->load_key = strdup (client)))
+    if (!(request->load_key = strdup (client))) {
+        s_send_error (self, request->identity, request->req->request_id, CKR_HOST_MEMORY, "out of memory");
         return -1;
+    }
     if (client_load_charge (self->load, client, weight) == 0) {
         request->load = self->load;
         request->charged = weight;
