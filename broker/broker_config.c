@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include "cs_secmem.h"
 #include "cs_util.h"
 #include "broker_config.h"
 
@@ -74,20 +75,30 @@ s_path (s_loader_t *self, const char *path)
     return text && *text ? cs_path_resolve (self->config->dir, text) : NULL;
 }
 
-/*  Reads the 32-byte ticket key (64 hex digits) or makes a random one.  */
+/*  Reads the 32-byte ticket key (64 hex digits, a private file) into locked
+ *  memory (cs_secmem.h), or makes a random one.  */
 static int
 s_ticket_key (s_loader_t *self)
 {
     broker_config_t *config = self->config;
     char *path = s_path (self, "broker/ticket-key");
+    char why [512];
     int rc = 0;
+    if (!(config->ticket_key = cs_secmem_alloc (BROKER_TICKET_KEY_LEN))) {
+        free (path);
+        return s_fail (self, "broker/ticket-key", "out of memory");
+    }
     if (!path) {
         config->ticket_key_random = true;
-        if (RAND_bytes (config->ticket_key, sizeof config->ticket_key) != 1)
+        if (RAND_bytes (config->ticket_key, BROKER_TICKET_KEY_LEN) != 1)
             rc = s_fail (self, "broker/ticket-key", "no random bytes for a ticket key");
         return rc;
     }
-    int got = cs_file_read_hex (path, config->ticket_key, sizeof config->ticket_key);
+    int got = cs_file_check_private (path, why, sizeof why) ? -3
+            : cs_file_read_hex (path, config->ticket_key, BROKER_TICKET_KEY_LEN);
+    if (got == -3)
+        rc = s_fail (self, "broker/ticket-key", "%s", why);
+    else
     if (got == -1)
         rc = s_fail (self, "broker/ticket-key", "cannot read %s", path);
     else
@@ -109,6 +120,9 @@ s_curve (s_loader_t *self)
     config->clients_dir = s_path (self, "broker/curve/clients");
     if (!config->secret_key)
         return s_fail (self, "broker/curve/secret-key", "required when curve is enabled");
+    char why [512];
+    if (cs_file_check_private (config->secret_key, why, sizeof why))
+        return s_fail (self, "broker/curve/secret-key", "%s", why);
     zcert_t *cert = zcert_load (config->secret_key);
     bool has_secret = cert && !streq (zcert_secret_txt (cert),
                                       "0000000000000000000000000000000000000000");
@@ -136,11 +150,20 @@ s_broker (s_loader_t *self)
     config->endpoint_file = s_path (self, "broker/endpoint-file");
     config->driver_dir = s_path (self, "broker/driver-dir");
     if (s_int (self, "broker/default-deadline-ms", 10000, 1, 3600000, &config->default_deadline_ms)
+    ||  s_int (self, "broker/max-deadline-ms", config->default_deadline_ms > 60000
+                                               ? config->default_deadline_ms : 60000,
+               1, 3600000, &config->max_deadline_ms)
     ||  s_int (self, "broker/max-queue", 10000, 1, 1000000, &config->max_queue)
+    ||  s_int (self, "broker/max-client-bytes", 16 * 1024 * 1024, 4096, INT_MAX, &config->max_client_bytes)
+    ||  s_int (self, "broker/router-rcvhwm", 100, 1, 100000, &config->router_rcvhwm)
+    ||  s_int (self, "broker/router-sndhwm", 1000, 1, 100000, &config->router_sndhwm)
     ||  s_int (self, "broker/stats-interval-ms", 10000, 0, 86400000, &config->stats_interval_ms)
     ||  s_int (self, "broker/ticket-lifetime-ms", 14400000, 1000, 604800000, &config->ticket_lifetime_ms)
     ||  s_ticket_key (self))
         return -1;
+    if (config->default_deadline_ms > config->max_deadline_ms)
+        return s_fail (self, "broker/default-deadline-ms", "must not exceed broker/max-deadline-ms (%d)",
+                       config->max_deadline_ms);
     return s_curve (self);
 }
 
@@ -317,7 +340,7 @@ broker_config_destroy (broker_config_t **self_p)
     free (self->master_key_label);
     free (self->master_key_wrapped);
     free (self->keys_home);
-    OPENSSL_cleanse (self->ticket_key, sizeof self->ticket_key);
+    cs_secmem_free (self->ticket_key, BROKER_TICKET_KEY_LEN);
     zconfig_destroy (&self->root);
     free (self->file);
     free (self->dir);

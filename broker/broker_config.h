@@ -12,6 +12,7 @@
 
 #define BROKER_MAX_BOARDS  64        /* routing keeps a 64-bit board set per key */
 #define BROKER_MAX_THREADS 256       /* worker threads per board */
+#define BROKER_TICKET_KEY_LEN 32     /* bytes of the login ticket key */
 
 /*  One "drivers/<name>" section.  */
 typedef struct {
@@ -34,11 +35,17 @@ typedef struct {
     zconfig_t *root;
     char *endpoint;             /* broker/endpoint, default tcp://127.0.0.1:5555 */
     char *endpoint_file;        /* resolved broker/endpoint-file, or NULL */
-    unsigned char ticket_key [32];
+    unsigned char *ticket_key;  /* BROKER_TICKET_KEY_LEN bytes in locked memory (cs_secmem.h) */
     bool ticket_key_random;     /* no broker/ticket-key: random per start */
     int ticket_lifetime_ms;     /* 1000..604800000, default 14400000 (4 h) */
-    int default_deadline_ms;    /* 1..3600000, default 10000 */
+    int default_deadline_ms;    /* 1..3600000, default 10000; at most max_deadline_ms */
+    int max_deadline_ms;        /* cap of a request's deadline, 1..3600000, default
+                                   60000 (or default_deadline_ms when larger) */
     int max_queue;              /* work items, 1..1000000, default 10000 */
+    int max_client_bytes;       /* bytes one client may have queued, 4096..2^31-1,
+                                   default 16 MiB (client_load.h) */
+    int router_rcvhwm;          /* ROUTER ZMQ_RCVHWM, messages per connection, 1..100000, default 100 */
+    int router_sndhwm;          /* ROUTER ZMQ_SNDHWM, likewise, default 100 */
     int stats_interval_ms;      /* 0 (only at exit) .. 86400000, default 10000 */
     char *driver_dir;           /* resolved broker/driver-dir, or NULL */
     bool curve;                 /* broker/curve/enabled, default true */

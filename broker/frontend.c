@@ -9,6 +9,7 @@
 #include <openssl/objects.h>
 #include <openssl/sha.h>
 #include <openssl/x509.h>
+#include "client_load.h"
 #include "cs_pin.h"
 #include "cs_util.h"
 #include "cs_wire.h"
@@ -24,6 +25,7 @@
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
 
 bool frontend_verbose = false;
+size_t frontend_max_reply = CS_WIRE_MAX_REPLY;
 
 /*  One entry of the allow-list (clients.d).  */
 typedef struct {
@@ -69,6 +71,9 @@ typedef struct {
     s_slot_t *slots;
     Cs__Result **results;
     size_t pending;
+    client_load_t *load;            /* charged with `charged` bytes of `load_key`, or NULL */
+    char *load_key;
+    size_t charged;
 } s_request_t;
 
 /*  A resident board key as listed to its tenant: the only board keys a
@@ -110,6 +115,7 @@ typedef struct {
     int home_board;                 /* keys/home board index, -1 = keystore */
     char serial [17];
     char *endpoint;
+    client_load_t *load;            /* bytes queued per client (broker/max-client-bytes) */
 } s_frontend_t;
 
 static void s_pool_refill (s_frontend_t *self);
@@ -217,21 +223,33 @@ s_on_clients_timer (zloop_t *loop, int timer_id, void *arg)
 /* ------------------------------------------------------------------ */
 /*  Replies                                                            */
 
-/*  Sends reply to the client at identity (kept by the caller).  */
-static void
+/*  Sends reply to the client at identity (kept by the caller).  The frame
+ *  is zero-copy with a cleansing free function (cs_wire_frame_free): it may
+ *  hold plaintexts, ECDH secrets or generated private keys, and libzmq
+ *  wipes it when it is done with it.  Returns 0; -1 when out of memory;
+ *  -2, sending nothing, when the frame would be over frontend_max_reply.  */
+static int
 s_send_reply (s_frontend_t *self, zframe_t *identity, Cs__Reply *reply)
 {
     size_t size = 0;
     uint8_t *data = cs_wire_encode (&reply->base, &size);
+    zmq_msg_t payload;
     if (!data) {
         zsys_error ("out of memory encoding a reply");
-        return;
+        return -1;
     }
-    zframe_t *payload = zframe_new (data, size);
-    OPENSSL_cleanse (data, size);           /* may hold decrypted plaintext */
-    free (data);
+    if (size > frontend_max_reply) {
+        cs_wire_frame_free (data, (void *) (uintptr_t) size);
+        return -2;
+    }
+    if (zmq_msg_init_data (&payload, data, size, cs_wire_frame_free, (void *) (uintptr_t) size)) {
+        cs_wire_frame_free (data, (void *) (uintptr_t) size);
+        return -1;
+    }
     zframe_send (&identity, self->router, ZFRAME_MORE | ZFRAME_REUSE);
-    zframe_send (&payload, self->router, 0);
+    if (zmq_msg_send (&payload, zsock_resolve (self->router), 0) < 0)
+        zmq_msg_close (&payload);               /* calls cs_wire_frame_free */
+    return 0;
 }
 
 /*  Sends a request-level error: no results, rv and a reason (no secrets).  */
@@ -316,6 +334,9 @@ s_request_destroy (s_request_t **self_p)
         s_request_wipe (self->req);
         cs__request__free_unpacked (self->req, NULL);
     }
+    if (self->load)
+        client_load_release (self->load, self->load_key, self->charged);
+    free (self->load_key);
     zframe_destroy (&self->identity);
     OPENSSL_cleanse (self->renewed_ticket, TICKET_LEN);
     free (self->client_key);
@@ -323,6 +344,25 @@ s_request_destroy (s_request_t **self_p)
     free (self->tenant);
     free (self);
     *self_p = NULL;
+}
+
+/*  True when a log line about this request's client over `limit` (a static
+ *  name) is due (at most one a minute per client and limit: client_load.h).  */
+static bool
+s_log_due (s_frontend_t *self, s_request_t *request, const char *limit)
+{
+    const char *client = request->load_key ? request->load_key : request->client_key;
+    return !client || client_load_log_due (self->load, client, limit, cs_clock_ms ());
+}
+
+/*  Logs (rate-limited) a key job refused by a bound of keyjobs.h.  */
+static void
+s_key_limit_log (s_frontend_t *self, s_request_t *request, CK_RV rv)
+{
+    const char *why = rv != CKR_OK ? keyjobs_limit_problem () : NULL;
+    if (why && s_log_due (self, request, why))
+        zsys_warning ("client %s (tenant %s): key refused: %s: answered with %s", request->client_name,
+                      request->tenant, why, cs_rv_name (rv));
 }
 
 /*  Answers the request with all its results, in job order, and frees it.  */
@@ -338,7 +378,14 @@ s_request_answer (s_frontend_t *self, s_request_t **request_p)
     reply.results = request->results;
     if (request->renewed)
         reply.ticket = (ProtobufCBinaryData) { TICKET_LEN, request->renewed_ticket };
-    s_send_reply (self, request->identity, &reply);
+    if (s_send_reply (self, request->identity, &reply) == -2) {
+        if (s_log_due (self, request, "max-reply"))
+            zsys_warning ("client %s (tenant %s): reply to request %" PRIu64 " over %zu bytes: "
+                          "answered with CKR_DEVICE_MEMORY", request->client_name, request->tenant,
+                          reply.request_id, frontend_max_reply);
+        s_send_error (self, request->identity, reply.request_id, CKR_DEVICE_MEMORY,
+                      "reply over the module's frame limit (CS_WIRE_MAX_REPLY)");
+    }
     s_request_destroy (request_p);
 }
 
@@ -514,18 +561,49 @@ s_board_index (s_frontend_t *self, const char *name)
     return -1;
 }
 
-/*  The key type in a PKCS#8 key's algorithm identifier, without parsing
- *  the key itself; CKK_VENDOR_DEFINED when unknown or malformed.  */
-static CK_KEY_TYPE
-s_pkcs8_key_type (const uint8_t *der, size_t len)
+/*  The modulus bits of an RSAPrivateKey (RFC 8017 A.1.2: SEQUENCE {
+ *  version INTEGER, modulus INTEGER, ... }) read from its DER header, with
+ *  no big-number parsing; 0 when it does not parse that far.  */
+static unsigned
+s_rsa_modulus_bits (const unsigned char *der, long len)
 {
-    const unsigned char *p = der;
+    const unsigned char *p = der, *end = der + len;
+    long item = 0;
+    int tag = 0, xclass = 0;
+    if (ASN1_get_object (&p, &item, &tag, &xclass, len) & 0x80 || tag != V_ASN1_SEQUENCE)
+        return 0;
+    if (ASN1_get_object (&p, &item, &tag, &xclass, end - p) & 0x80 || tag != V_ASN1_INTEGER)
+        return 0;
+    p += item;                                  /* version */
+    if (ASN1_get_object (&p, &item, &tag, &xclass, end - p) & 0x80 || tag != V_ASN1_INTEGER)
+        return 0;
+    while (item > 0 && *p == 0) {               /* leading zeros */
+        p++;
+        item--;
+    }
+    if (item <= 0)
+        return 0;
+    unsigned bits = (unsigned) (item - 1) * 8;
+    for (unsigned top = *p; top; top >>= 1)
+        bits++;
+    return bits;
+}
+
+/*  The key type in a PKCS#8 key's algorithm identifier, and for RSA the
+ *  modulus bits (*rsa_bits_p, 0 when unknown), without parsing the key
+ *  itself; CKK_VENDOR_DEFINED when unknown or malformed.  */
+static CK_KEY_TYPE
+s_pkcs8_key_type (const uint8_t *der, size_t len, unsigned *rsa_bits_p)
+{
+    const unsigned char *p = der, *pk = NULL;
+    int pk_len = 0;
     const ASN1_OBJECT *oid = NULL;
     PKCS8_PRIV_KEY_INFO *p8 = d2i_PKCS8_PRIV_KEY_INFO (NULL, &p, (long) len);
-    int nid = p8 && PKCS8_pkey_get0 (&oid, NULL, NULL, NULL, p8) ? OBJ_obj2nid (oid) : NID_undef;
+    int nid = p8 && PKCS8_pkey_get0 (&oid, &pk, &pk_len, NULL, p8) ? OBJ_obj2nid (oid) : NID_undef;
+    bool rsa = nid == NID_rsaEncryption || nid == NID_rsassaPss;
+    *rsa_bits_p = rsa ? s_rsa_modulus_bits (pk, pk_len) : 0;
     PKCS8_PRIV_KEY_INFO_free (p8);
-    return nid == NID_rsaEncryption || nid == NID_rsassaPss ? CKK_RSA
-         : nid == NID_X9_62_id_ecPublicKey ? CKK_EC : nid == NID_ED25519 ? CKK_EC_EDWARDS
+    return rsa ? CKK_RSA : nid == NID_X9_62_id_ecPublicKey ? CKK_EC : nid == NID_ED25519 ? CKK_EC_EDWARDS
          : CKK_VENDOR_DEFINED;
 }
 
@@ -558,13 +636,23 @@ s_submit (s_frontend_t *self, work_item_t *item)
 /*  Sign and decrypt                                                   */
 
 /*  A per-request key: any board that takes material of its type (and, for
- *  ECDH, derives with EC material).  */
+ *  ECDH, derives with EC material).  An RSA key over CS_WIRE_MAX_RSA_BITS
+ *  is CKR_KEY_SIZE_RANGE: its cost on a board grows with the cube of its
+ *  size.  */
 static CK_RV
-s_route_per_request (s_frontend_t *self, work_item_t *item, ProtobufCBinaryData der)
+s_route_per_request (s_frontend_t *self, s_request_t *request, work_item_t *item, ProtobufCBinaryData der)
 {
-    CK_KEY_TYPE type = s_pkcs8_key_type (der.data, der.len);
+    unsigned bits = 0;
+    CK_KEY_TYPE type = s_pkcs8_key_type (der.data, der.len, &bits);
     if (type == CKK_VENDOR_DEFINED)
         return CKR_KEY_HANDLE_INVALID;
+    if (bits > CS_WIRE_MAX_RSA_BITS) {
+        if (s_log_due (self, request, "max-rsa-bits"))
+            zsys_warning ("client %s (tenant %s): per-request RSA key of %u bits over the %d-bit limit: "
+                          "answered with CKR_KEY_SIZE_RANGE", request->client_name, request->tenant, bits,
+                          CS_WIRE_MAX_RSA_BITS);
+        return CKR_KEY_SIZE_RANGE;
+    }
     if (item->kind == WORK_DERIVE && type != CKK_EC)
         return CKR_KEY_TYPE_INCONSISTENT;
     item->key = (cs_key_t) { NULL, 0, der.data, der.len, NULL };
@@ -682,7 +770,7 @@ s_route_crypto (s_frontend_t *self, s_request_t *request, work_item_t *item)
                             : item->kind == WORK_DECRYPT ? job->decrypt->key_pkcs8 : job->derive->key_pkcs8;
     char ref [S_REF_MAX + 1];
     if (der.len)
-        return s_route_per_request (self, item, der);
+        return s_route_per_request (self, request, item, der);
     if (s_ref_copy (key_id, ref))
         return CKR_KEY_HANDLE_INVALID;
     if (strncmp (ref, "board:", 6) == 0)
@@ -1020,6 +1108,8 @@ s_generated_material (s_frontend_t *self, s_request_t *request, s_slot_t *slot,
                                         job->public_template, job->n_public_template,
                                         job->private_template, job->n_private_template, &info)
                     : CKR_DEVICE_ERROR;
+    if (pkey)
+        s_key_limit_log (self, request, rv);
     EVP_PKEY_free (pkey);
     if (rv == CKR_OK)
         s_generated (self, request, slot, info, pkcs8, len);
@@ -1044,6 +1134,8 @@ s_generated_resident (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
                                         job->public_template, job->n_public_template,
                                         job->private_template, job->n_private_template, &info)
                     : CKR_DEVICE_ERROR;
+    if (pkey)
+        s_key_limit_log (self, request, rv);
     EVP_PKEY_free (pkey);
     if (rv == CKR_OK)
         s_generated (self, request, slot, info, NULL, 0);
@@ -1209,6 +1301,7 @@ s_job_key (s_frontend_t *self, s_request_t *request, const Cs__Job *job, s_slot_
             default:
                 rv = keyjobs_copy (self->ks, request->tenant, job->copy_key, &info);
         }
+    s_key_limit_log (self, request, rv);
     if (resident_board)
         s_destroy_resident (self, resident_board, ref);
     free (resident_board);
@@ -1372,15 +1465,22 @@ s_identify (s_frontend_t *self, zframe_t *body, s_request_t *request, const char
     return request->client_key && request->name_copy && request->tenant ? 0 : -1;
 }
 
-/*  Decodes and checks the request; on failure replies with an error.  */
+static uint64_t s_peek_request_id (zframe_t *body);
+
+/*  Decodes and checks the request; on failure replies with the CK_RV of the
+ *  broken limit (cs_wire_request_check) and the request's id, so that the
+ *  client's waiter gets it; the log line is rate-limited (s_log_due).  */
 static int
 s_request_decode (s_frontend_t *self, zframe_t *body, s_request_t *request)
 {
     const char *why = NULL;
-    request->req = cs_wire_request_decode (zframe_data (body), zframe_size (body), &why);
+    unsigned long rv = CKR_DEVICE_ERROR;
+    request->req = cs_wire_request_check (zframe_data (body), zframe_size (body), &why, &rv);
     if (!request->req) {
-        zsys_warning ("bad request from client %s: %s", request->client_name, why);
-        s_send_error (self, request->identity, 0, CKR_DEVICE_ERROR, why);
+        if (s_log_due (self, request, why))
+            zsys_warning ("bad request from client %s: %s: answered with %s", request->client_name, why,
+                          cs_rv_name (rv));
+        s_send_error (self, request->identity, s_peek_request_id (body), rv, why);
         return -1;
     }
     Cs__Request *req = request->req;
@@ -1390,7 +1490,8 @@ s_request_decode (s_frontend_t *self, zframe_t *body, s_request_t *request)
         snprintf (error, sizeof error, "protocol version mismatch: client speaks %u..%u, "
                   "broker speaks %u..%u", req->version_min, req->version_max,
                   CS_PROTOCOL_VERSION_MIN, CS_PROTOCOL_VERSION);
-        zsys_warning ("client %s: %s", request->client_name, error);
+        if (s_log_due (self, request, "protocol version"))
+            zsys_warning ("client %s: %s", request->client_name, error);
         s_send_error (self, request->identity, req->request_id, CKR_DEVICE_ERROR, error);
         return -1;
     }
@@ -1430,6 +1531,47 @@ s_ticket_check (s_frontend_t *self, s_request_t *request)
                                           request->renewed_ticket) == 0;
 }
 
+/*  The bytes a decoded request holds while it waits: its frame's size (the
+ *  decoded copy is about as big) and the per-job bookkeeping.  */
+static size_t
+s_request_weight (zframe_t *body, const Cs__Request *req)
+{
+    return zframe_size (body) + sizeof (s_request_t)
+         + req->n_jobs * (sizeof (s_slot_t) + sizeof (Cs__Result *) + sizeof (Cs__Job));
+}
+
+/*  Charges the request to its client (broker/max-client-bytes); over the
+ *  limit, answers CKR_DEVICE_MEMORY and logs (rate-limited) who it was.  */
+static int
+s_request_charge (s_frontend_t *self, zframe_t *body, s_request_t *request)
+{
+    size_t weight = s_request_weight (body, request->req);
+    char hex [2 * 256 + 1];
+    const char *client = request->client_key;
+    if (!*client) {             /* plaintext: the connection is the client */
+        size_t len = zframe_size (request->identity) < 256 ? zframe_size (request->identity) : 256;
+        cs_hex_encode (zframe_data (request->identity), len, hex);
+        client = hex;
+    }
+    if (!(request->load_key = strdup (client))) {
+        s_send_error (self, request->identity, request->req->request_id, CKR_HOST_MEMORY, "out of memory");
+        return -1;
+    }
+    if (client_load_charge (self->load, client, weight) == 0) {
+        request->load = self->load;
+        request->charged = weight;
+        return 0;
+    }
+    if (s_log_due (self, request, "max-client-bytes"))
+        zsys_warning ("client %s (tenant %s): %zu bytes queued, request %" PRIu64 " of %zu bytes "
+                      "over broker/max-client-bytes %d: answered with CKR_DEVICE_MEMORY",
+                      request->client_name, request->tenant, client_load_bytes (self->load, client),
+                      request->req->request_id, weight, self->config->max_client_bytes);
+    s_send_error (self, request->identity, request->req->request_id, CKR_DEVICE_MEMORY,
+                  "client over its queued-bytes limit (broker/max-client-bytes)");
+    return -1;
+}
+
 /*  Prepares the per-job storage, deadline and ticket check.  */
 static int
 s_request_prepare (s_frontend_t *self, s_request_t *request)
@@ -1441,8 +1583,15 @@ s_request_prepare (s_frontend_t *self, s_request_t *request)
         s_send_error (self, request->identity, req->request_id, CKR_HOST_MEMORY, "out of memory");
         return -1;
     }
-    request->deadline = cs_clock_ms ()
-                      + (req->deadline_ms ? (int64_t) req->deadline_ms : (int64_t) self->config->default_deadline_ms);
+    int64_t budget = req->deadline_ms ? (int64_t) req->deadline_ms : (int64_t) self->config->default_deadline_ms;
+    if (budget > self->config->max_deadline_ms) {
+        if (s_log_due (self, request, "max-deadline-ms"))
+            zsys_warning ("client %s (tenant %s): deadline of %" PRId64 " ms capped at "
+                          "broker/max-deadline-ms %d", request->client_name, request->tenant, budget,
+                          self->config->max_deadline_ms);
+        budget = self->config->max_deadline_ms;
+    }
+    request->deadline = cs_clock_ms () + budget;
     s_ticket_check (self, request);
     return 0;
 }
@@ -1477,12 +1626,14 @@ s_request_handle (s_frontend_t *self, zframe_t **identity_p, zframe_t *body, boo
         goto done;
     }
     if (extra_frames) {
-        zsys_warning ("bad request from client %s: more than one frame", request->client_name);
+        if (s_log_due (self, request, "more than one frame"))
+            zsys_warning ("bad request from client %s: more than one frame", request->client_name);
         s_send_error (self, request->identity, s_peek_request_id (body), CKR_DEVICE_ERROR,
                       "request must be one frame");
         goto done;
     }
-    if (s_request_decode (self, body, request) || s_request_prepare (self, request))
+    if (s_request_decode (self, body, request) || s_request_charge (self, body, request)
+    ||  s_request_prepare (self, request))
         goto done;
     request->pending = 1;                   /* held while jobs are routed */
     for (size_t i = 0; i < request->req->n_jobs; i++)
@@ -1586,6 +1737,11 @@ s_on_pipe (zloop_t *loop, zsock_t *reader, void *arg)
     else
     if (streq (command, "POOL-WAIT"))
         s_pipe_pool_wait (self);
+    else
+    if (streq (command, "LOAD")) {
+        zstr_sendfm (self->pipe, "%zu", client_load_total (self->load));
+        zstr_sendf (self->pipe, "%zu", client_load_peak (self->load));
+    }
     zstr_free (&command);
     return rc;
 }
@@ -1769,6 +1925,12 @@ s_router_bind (s_frontend_t *self)
         return -1;
     zsock_set_maxmsgsize (self->router, CS_WIRE_MAX_MESSAGE);
     zsock_set_linger (self->router, 1000);
+    /*  Per connection: at most rcvhwm requests wait inside libzmq while the
+        frontend does not read (max-queue), then TCP pushes back on the
+        client; at most sndhwm replies wait for a client that does not read,
+        then further replies to it are dropped (ROUTER).  */
+    zsock_set_rcvhwm (self->router, config->router_rcvhwm);
+    zsock_set_sndhwm (self->router, config->router_sndhwm);
     if (config->curve) {
         zcert_t *cert = zcert_load (config->secret_key);
         if (!cert)
@@ -1806,6 +1968,8 @@ static int
 s_start (s_frontend_t *self)
 {
     self->ks = self->args->keystore;
+    if (!(self->load = client_load_new ((size_t) self->config->max_client_bytes)))
+        return -1;
     if (s_build_mechs (self) || s_build_routing (self) || s_keys_start (self) || s_router_bind (self))
         return -1;
     if (!self->config->curve)
@@ -1856,6 +2020,7 @@ s_frontend_free (s_frontend_t *self)
     }
     free (self->board_keys);
     pool_destroy (&self->pool);
+    client_load_destroy (&self->load);
     free (self->default_tenant);
     free (self->endpoint);
 }

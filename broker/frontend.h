@@ -18,6 +18,9 @@
  *                     reply (one string: the number of ready pre-generated
  *                     RSA-BITS keys) once the pool holds at least COUNT of
  *                     them; at once with "0" when there is no pool (tests)
+ *    "LOAD"           reply two strings: the bytes all clients have queued
+ *                     now and the most one client has held (client_load.h;
+ *                     tests)
  *    "$TERM"          log the stats lines and end
  */
 #ifndef FRONTEND_H_INCLUDED
@@ -41,6 +44,13 @@ typedef struct {
 /*  Debug logs (-v) of the frontend: CZMQ 4.2.1 has no log level switch in
  *  its stable API, so zsys_debug calls are gated by this flag.  */
 extern bool frontend_verbose;
+
+/*  The largest reply frame the frontend sends, in bytes: CS_WIRE_MAX_REPLY,
+ *  the module's receive limit (a bigger frame would make the client's
+ *  libzmq drop the connection).  A bigger reply is replaced by a
+ *  request-level CKR_DEVICE_MEMORY.  Tests lower it before starting a
+ *  frontend; nothing else changes it.  */
+extern size_t frontend_max_reply;
 
 /*  The actor body, for zactor_new (frontend_actor, &args).  */
 void frontend_actor (zsock_t *pipe, void *args);

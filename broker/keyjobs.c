@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 #include <czmq.h>
 #include "cs_util.h"
+#include "cs_wire.h"
 #include "drv_util.h"
 #include "key_info.h"
 #include "keyjobs.h"
@@ -27,6 +28,15 @@ typedef enum {
 } s_rule_t;
 
 typedef enum { S_CREATE, S_SET, S_COPY } s_mode_t;
+
+/*  keyjobs_limit_problem: set by the last call of this thread.  */
+static __thread const char *s_limit_problem;
+
+const char *
+keyjobs_limit_problem (void)
+{
+    return s_limit_problem;
+}
 
 static s_rule_t
 s_rule (CK_ATTRIBUTE_TYPE type)
@@ -346,6 +356,40 @@ s_apply_all (Cs__KeyInfo *info, bool priv, Cs__Attribute **attrs, size_t n, s_mo
     return rv;
 }
 
+/*  Checks one object's attributes against KEYJOBS_MAX_ATTRIBUTES and
+ *  KEYJOBS_MAX_ATTR_BYTES (keyjobs.h); records why in s_limit_problem.  */
+static CK_RV
+s_side_limits (Cs__KeyInfo *info, bool priv)
+{
+    size_t bytes = 0;
+    if (*s_count (info, priv) > KEYJOBS_MAX_ATTRIBUTES) {
+        s_limit_problem = priv ? "private object over KEYJOBS_MAX_ATTRIBUTES attributes"
+                               : "public object over KEYJOBS_MAX_ATTRIBUTES attributes";
+        return CKR_TEMPLATE_INCONSISTENT;
+    }
+    for (size_t i = 0; i < *s_count (info, priv); i++)
+        if ((*s_list (info, priv)) [i]->value_case == CS__ATTRIBUTE__VALUE_BYTES)
+            bytes += (*s_list (info, priv)) [i]->bytes.len;
+    if (bytes > KEYJOBS_MAX_ATTR_BYTES) {
+        s_limit_problem = priv ? "private object over KEYJOBS_MAX_ATTR_BYTES bytes of attributes"
+                               : "public object over KEYJOBS_MAX_ATTR_BYTES bytes of attributes";
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    }
+    return CKR_OK;
+}
+
+/*  The bounds of a key about to be stored (keyjobs.h).  */
+static CK_RV
+s_limits (Cs__KeyInfo *info)
+{
+    if (info->key_type == CKK_RSA && info->bits > CS_WIRE_MAX_RSA_BITS) {
+        s_limit_problem = "RSA key over CS_WIRE_MAX_RSA_BITS bits";
+        return CKR_KEY_SIZE_RANGE;
+    }
+    CK_RV rv = s_side_limits (info, true);
+    return rv == CKR_OK ? s_side_limits (info, false) : rv;
+}
+
 /* ---- generation --------------------------------------------------------- */
 
 CK_RV
@@ -415,6 +459,7 @@ keyjobs_info_new (EVP_PKEY *pkey, const char *ref, const char *home, bool genera
 {
     key_info_params_t params = { ref, NULL, NULL, 0, home, generated };
     Cs__KeyInfo *info = key_info_from_pkey (pkey, &params);
+    s_limit_problem = NULL;
     if (!info)
         return CKR_ATTRIBUTE_VALUE_INVALID;
     CK_RV rv = s_apply_all (info, false, public_template, n_public, S_CREATE, token, import);
@@ -424,6 +469,8 @@ keyjobs_info_new (EVP_PKEY *pkey, const char *ref, const char *home, bool genera
         info->has_private = true;       /* the private half lives on the board */
     if (rv == CKR_OK && info->has_private)
         rv = s_origin (info, generated);
+    if (rv == CKR_OK)
+        rv = s_limits (info);
     if (rv != CKR_OK) {
         cs__key_info__free_unpacked (info, NULL);
         info = NULL;
@@ -511,6 +558,7 @@ keyjobs_import (keystore_t *ks, const char *tenant, const Cs__ImportKeyJob *job,
     Cs__KeyInfo *info = NULL;
     CK_RV rv = CKR_OK;
     *info_p = NULL;
+    s_limit_problem = NULL;
     ERR_clear_error ();
     if (!pkey)
         return CKR_ATTRIBUTE_VALUE_INVALID;
@@ -568,12 +616,15 @@ keyjobs_set (keystore_t *ks, const char *tenant, const Cs__SetKeyAttributesJob *
     Cs__KeyInfo *info = NULL;
     CK_RV rv = s_load (ks, tenant, job->ref, job->object, &info, NULL, NULL);
     *info_p = NULL;
+    s_limit_problem = NULL;
     if (rv != CKR_OK)
         return rv;
     if (!s_flag (info, priv, CKA_MODIFIABLE, true))
         rv = CKR_ACTION_PROHIBITED;
     if (rv == CKR_OK)
         rv = s_apply_all (info, priv, job->attributes, job->n_attributes, S_SET, true, false);
+    if (rv == CKR_OK)
+        rv = s_limits (info);
     if (rv == CKR_OK && keystore_key_update (ks, tenant, info))
         rv = CKR_DEVICE_ERROR;
     if (rv == CKR_OK)
@@ -606,6 +657,7 @@ keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *job, Cs_
     char ref [36];
     CK_RV rv = s_load (ks, tenant, job->ref, job->object, &info, &pkcs8, &len);
     *info_p = NULL;
+    s_limit_problem = NULL;
     if (rv != CKR_OK)
         return rv;
     if (!s_flag (info, priv, CKA_COPYABLE, true) || strcmp (info->home, "keystore"))
@@ -622,6 +674,8 @@ keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *job, Cs_
         rv = s_string_set (&info->ref, ref);
     if (rv == CKR_OK)
         rv = s_apply_all (info, priv, job->attributes, job->n_attributes, S_COPY, true, false);
+    if (rv == CKR_OK)
+        rv = s_limits (info);
     if (rv == CKR_OK && keystore_key_put (ks, tenant, info, pkcs8, len))
         rv = CKR_DEVICE_ERROR;
     if (pkcs8) {

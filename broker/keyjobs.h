@@ -24,6 +24,16 @@
 #ifndef KEYJOBS_H_INCLUDED
 #define KEYJOBS_H_INCLUDED
 
+/*  Bounds of one stored key object (issue #7 item 5), so that one key's
+ *  KeyInfo stays under about 40 KiB and can never make a ListKeys reply
+ *  reach the module's frame limit (CS_WIRE_MAX_REPLY, 16 MiB) on its own:
+ *  attributes kept on each object (private, public) of a pair, and the
+ *  bytes of their values.  Over either: CKR_TEMPLATE_INCONSISTENT (count)
+ *  or CKR_ATTRIBUTE_VALUE_INVALID (bytes), nothing stored.  RSA keys made,
+ *  imported or copied hold at most CS_WIRE_MAX_RSA_BITS: CKR_KEY_SIZE_RANGE.  */
+#define KEYJOBS_MAX_ATTRIBUTES   64         /* attributes per object */
+#define KEYJOBS_MAX_ATTR_BYTES   16384      /* bytes of attribute values per object */
+
 #include <stdbool.h>
 #include <openssl/evp.h>
 #include "cs_driver.h"
@@ -87,6 +97,11 @@ CK_RV keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *jo
  *  (malloc'd, caller frees): the caller destroys the resident key there.  */
 CK_RV keyjobs_destroy (keystore_t *ks, const char *tenant, const Cs__DestroyKeyJob *job,
                        Cs__KeyInfo **info_p, char **resident_board_p);
+
+/*  Why the last keyjobs_* call of this thread broke a bound above (a
+ *  static string for a log line), or NULL when it did not.  The frontend
+ *  logs it with the client's name.  */
+const char *keyjobs_limit_problem (void);
 
 /*  The 16-byte CKA_ID a key generated on a board has there: the random
  *  bytes of its ref "ks:<32 hex>".  Returns 0, or -1 for another ref form.  */

@@ -7,9 +7,10 @@
 #include <getopt.h>
 #include "config.h"
 #include "broker_config.h"
+#include "cs_secmem.h"
 #include "server.h"
 
-#define S_DRAIN_SLACK_MS 2000       /* on top of default-deadline-ms */
+#define S_DRAIN_SLACK_MS 2000       /* on top of max-deadline-ms */
 
 static void
 s_usage (FILE *out)
@@ -95,6 +96,10 @@ main (int argc, char **argv)
         return status;
     zsys_init ();
     zsys_set_logident ("cryptoserver-broker");
+    /*  Before any secret is read (the config reads the ticket key): no core
+        dump and no ptrace by the same user (man cryptoserver-broker(8)).
+        server_new does it again and logs a refusal.  */
+    (void) cs_secmem_protect_process ();
     broker_config_t *config = broker_config_load (file, &error);
     if (!config) {
         zsys_error ("%s", error);
@@ -114,7 +119,7 @@ main (int argc, char **argv)
     if (server && status == 0) {
         s_wait (server);
         zsys_info ("signal received: finishing the jobs in flight");
-        if (server_drain (server, config->default_deadline_ms + S_DRAIN_SLACK_MS))
+        if (server_drain (server, config->max_deadline_ms + S_DRAIN_SLACK_MS))
             zsys_warning ("jobs still in flight after the drain timeout; stopping anyway");
     }
     server_destroy (&server);

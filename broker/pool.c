@@ -1,13 +1,13 @@
 /*  pool.c — pre-generated RSA keys (pool.h).  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <openssl/crypto.h>
 #include "broker_config.h"
+#include "cs_secmem.h"
 #include "pool.h"
 
 typedef struct {
-    unsigned char *der;
+    unsigned char *der;             /* cs_secmem block */
     size_t len;
 } s_key_t;
 
@@ -38,14 +38,13 @@ pool_new (const int *targets)
     return self;
 }
 
-/*  Wipes, unlocks and frees one key buffer.  */
+/*  Wipes and frees one malloc'd key buffer.  */
 static void
 s_wipe (unsigned char *der, size_t len)
 {
     if (!der)
         return;
     OPENSSL_cleanse (der, len);
-    munlock (der, len);
     free (der);
 }
 
@@ -57,7 +56,7 @@ pool_destroy (pool_t **self_p)
         return;
     for (size_t i = 0; i < BROKER_POOL_SIZES; i++) {
         for (size_t k = 0; k < self->sizes [i].n_ready; k++)
-            s_wipe (self->sizes [i].keys [k].der, self->sizes [i].keys [k].len);
+            cs_secmem_free (self->sizes [i].keys [k].der, self->sizes [i].keys [k].len);
         free (self->sizes [i].keys);
     }
     free (self);
@@ -79,11 +78,15 @@ pool_take (pool_t *self, unsigned bits, size_t *len_p)
     s_size_t *size = s_size (self, bits);
     if (!size || size->n_ready == 0)
         return NULL;
-    s_key_t key = size->keys [--size->n_ready];
-    size->keys [size->n_ready] = (s_key_t) { NULL, 0 };
-    munlock (key.der, key.len);         /* the caller's copy is its business */
+    s_key_t key = size->keys [size->n_ready - 1];
+    unsigned char *copy = malloc (key.len);     /* the caller's copy is its business */
+    if (!copy)
+        return NULL;
+    memcpy (copy, key.der, key.len);
+    cs_secmem_free (key.der, key.len);
+    size->keys [--size->n_ready] = (s_key_t) { NULL, 0 };
     *len_p = key.len;
-    return key.der;
+    return copy;
 }
 
 /*  Ends one running refill of size.  */
@@ -101,12 +104,10 @@ pool_put (pool_t *self, unsigned bits, unsigned char *der, size_t len)
 {
     s_size_t *size = s_size (self, bits);
     s_refill_end (self, size);
-    if (!size || size->n_ready >= size->target) {
-        s_wipe (der, len);
-        return;
-    }
-    (void) mlock (der, len);            /* best effort: RLIMIT_MEMLOCK may refuse */
-    size->keys [size->n_ready++] = (s_key_t) { der, len };
+    unsigned char *locked = size && size->n_ready < size->target ? cs_secmem_dup (der, len) : NULL;
+    s_wipe (der, len);
+    if (locked)
+        size->keys [size->n_ready++] = (s_key_t) { locked, len };
 }
 
 void

@@ -4,9 +4,9 @@
  *  do it ahead of time on idle boards).  Only public exponent 65537.
  *
  *  A pure data structure (no threads): the frontend takes keys, queues
- *  refills as background work items and puts the results back.  Keys are
- *  PKCS#8 DER buffers, locked in memory where the system allows (mlock) and
- *  wiped when taken out or destroyed.
+ *  refills as background work items and puts the results back.  Ready keys
+ *  are PKCS#8 DER in locked, non-dumpable pages of their own (cs_secmem.h:
+ *  never an mlock of heap pages), wiped when taken out or destroyed.
  */
 #ifndef POOL_H_INCLUDED
 #define POOL_H_INCLUDED
@@ -27,8 +27,9 @@ void pool_destroy (pool_t **self_p);
  *  bytes; caller wipes with OPENSSL_cleanse and frees), or NULL when none.  */
 unsigned char *pool_take (pool_t *self, unsigned bits, size_t *len_p);
 
-/*  Adds a freshly generated key of `bits` (takes ownership of der, which it
- *  wipes when full or unknown size) and ends one refill of that size.  */
+/*  Adds a freshly generated key of `bits` and ends one refill of that size.
+ *  Takes ownership of der (malloc'd): it is copied into locked memory, then
+ *  wiped and freed (also when the size is full or unknown).  */
 void pool_put (pool_t *self, unsigned bits, unsigned char *der, size_t len);
 
 /*  Ends one refill of `bits` that produced no key.  */

@@ -1,6 +1,7 @@
 /*  server.c — start and stop a whole broker in one process.  */
 #include <openssl/crypto.h>
 #include "board.h"
+#include "cs_secmem.h"
 #include "cs_util.h"
 #include "cs_wire.h"
 #include "frontend.h"
@@ -304,11 +305,18 @@ server_new (const broker_config_t *config, bool verbose)
         return NULL;
     self->config = config;
     frontend_verbose = verbose;
+    if (cs_secmem_protect_process ())
+        zsys_warning ("cannot make the broker process non-dumpable: %s", strerror (errno));
     if (s_boards_open (self) || s_keystore_open (self) || s_auth_start (self, verbose)
     ||  s_frontend_start (self) || s_workers_start (self))
         server_destroy (&self);
-    else
+    else {
+        if (cs_secmem_lock_failures ())
+            zsys_warning ("%zu secrets (master key, ticket key) could not be locked in memory: "
+                          "raise RLIMIT_MEMLOCK (ulimit -l, systemd LimitMEMLOCK=)",
+                          cs_secmem_lock_failures ());
         zsys_info ("listening on %s", self->endpoint);
+    }
     return self;
 }
 

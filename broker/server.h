@@ -11,10 +11,13 @@
 
 typedef struct _server_t server_t;
 
-/*  Opens every board, the keystore (its master key from a file or unwrapped
- *  by a board key: keystore/master-key; a wrong key fails the start, and a
- *  wrapping key is reserved for the broker: no client lists or uses it, and
- *  the start fails when it is also a client key, issue #7), starts zauth (CURVE, allow-list = clients dir; verbose
+/*  Makes the process non-dumpable (cs_secmem_protect_process: no core
+ *  file, no ptrace attach by the same user), opens every board, the keystore
+ *  (its master key from a file or unwrapped by a board key:
+ *  keystore/master-key; a wrong key fails the start; the key is kept in a
+ *  locked page of its own; a wrapping key is reserved for the broker: no
+ *  client lists or uses it, and the start fails when it is also a client
+ *  key, issue #7), starts zauth (CURVE, allow-list = clients dir; verbose
  *  so refused keys are logged), the frontend and threads workers per board.
  *  `config` must outlive the server.  Returns NULL after logging on failure.
  *  Caller destroys.  */

@@ -1,8 +1,12 @@
 /*  cs_util.c — hex, paths, clocks, small secret files.  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <openssl/crypto.h>
 #include "cs_util.h"
 
@@ -75,12 +79,41 @@ cs_clock_ms (void)
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int
+cs_file_check_private (const char *path, char *why, size_t why_size)
+{
+    struct stat st;
+    if (stat (path, &st) != 0) {
+        if (why_size)
+            snprintf (why, why_size, "cannot read %s: %s", path, strerror (errno));
+        return -1;
+    }
+    if (st.st_mode & 077) {
+        if (why_size)
+            snprintf (why, why_size, "%s can be read by group or others (mode %04o): chmod 600 %s",
+                      path, (unsigned) (st.st_mode & 07777), path);
+        return -1;
+    }
+    return 0;
+}
+
 char *
 cs_file_read_secret (const char *path, size_t max)
 {
-    FILE *file = fopen (path, "re");
-    if (!file)
+    struct stat st;
+    int fd = open (path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return NULL;
+    if (fstat (fd, &st) != 0 || (st.st_mode & 077)) {
+        close (fd);
+        errno = EACCES;
+        return NULL;
+    }
+    FILE *file = fdopen (fd, "r");
+    if (!file) {
+        close (fd);
+        return NULL;
+    }
     char *buf = calloc (1, max + 1);
     size_t len = buf ? fread (buf, 1, max + 1, file) : 0;
     fclose (file);

@@ -2,143 +2,192 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/crypto.h>
 #include <p11-kit/pkcs11.h>
 #include "cs_wire.h"
 
 static const Cs__Mechanism s_no_mechanism = CS__MECHANISM__INIT;
 
-static bool
-s_mechanism_ok (const Cs__Mechanism *mech)
-{
-    return mech && mech->oaep_label.len <= CS_WIRE_MAX_LABEL;
-}
+/*  What is wrong with a request: a static reason and the CK_RV of the
+ *  request-level reply (docs/CONTRACTS.md "Limits").  */
+typedef struct {
+    const char *why;
+    unsigned long rv;
+} s_problem_t;
+
+#define S_OK ((s_problem_t) { NULL, CKR_OK })
+#define S_BAD(why, rv) ((s_problem_t) { (why), (rv) })
 
 /*  Checks the key (a server-held key's ref or a per-request PKCS#8 key,
- *  exactly one of them), mechanism and data of a sign or decrypt job.  */
-static bool
-s_crypto_job_ok (ProtobufCBinaryData key_id, ProtobufCBinaryData key_pkcs8,
-                 const Cs__Mechanism *mech, ProtobufCBinaryData data)
+ *  exactly one of them), mechanism and data of a sign, decrypt or derive
+ *  job; data_rv is the CK_RV of over-long data.  */
+static s_problem_t
+s_crypto_job (ProtobufCBinaryData key_id, ProtobufCBinaryData key_pkcs8,
+              const Cs__Mechanism *mech, ProtobufCBinaryData data, unsigned long data_rv)
 {
-    bool by_ref = key_id.len > 0 && key_id.len <= CS_WIRE_MAX_REF && key_pkcs8.len == 0;
-    bool by_value = key_id.len == 0 && key_pkcs8.len > 0 && key_pkcs8.len <= CS_WIRE_MAX_KEY_DER;
-    return (by_ref || by_value) && s_mechanism_ok (mech) && data.len <= CS_WIRE_MAX_DATA;
+    if ((key_id.len > 0) == (key_pkcs8.len > 0))
+        return S_BAD ("job needs exactly one of key_id and key_pkcs8", CKR_DEVICE_ERROR);
+    if (key_id.len > CS_WIRE_MAX_REF)
+        return S_BAD ("key id too long", CKR_KEY_HANDLE_INVALID);
+    if (key_pkcs8.len > CS_WIRE_MAX_KEY_DER)
+        return S_BAD ("per-request key over CS_WIRE_MAX_KEY_DER bytes", CKR_KEY_SIZE_RANGE);
+    if (!mech)
+        return S_BAD ("job without mechanism", CKR_DEVICE_ERROR);
+    if (mech->oaep_label.len > CS_WIRE_MAX_LABEL)
+        return S_BAD ("OAEP label too long", CKR_MECHANISM_PARAM_INVALID);
+    if (data.len > CS_WIRE_MAX_DATA)
+        return S_BAD ("job data over CS_WIRE_MAX_DATA bytes", data_rv);
+    return S_OK;
 }
 
 /*  Checks the count and sizes of a template.  */
-static bool
-s_template_ok (size_t count, Cs__Attribute **attributes)
+static s_problem_t
+s_template (size_t count, Cs__Attribute **attributes)
 {
     if (count > CS_WIRE_MAX_ATTRIBUTES)
-        return false;
+        return S_BAD ("template over CS_WIRE_MAX_ATTRIBUTES attributes", CKR_TEMPLATE_INCONSISTENT);
     for (size_t i = 0; i < count; i++)
         if (attributes [i]->value_case == CS__ATTRIBUTE__VALUE_BYTES
         &&  attributes [i]->bytes.len > CS_WIRE_MAX_ATTR_BYTES)
-            return false;
-    return true;
+            return S_BAD ("attribute value over CS_WIRE_MAX_ATTR_BYTES bytes", CKR_ATTRIBUTE_VALUE_INVALID);
+    return S_OK;
 }
 
-static bool
-s_ref_ok (const char *ref)
+static s_problem_t
+s_ref (const char *ref, size_t count, Cs__Attribute **attributes)
 {
-    return ref && *ref && strlen (ref) <= CS_WIRE_MAX_REF;
+    if (!ref || !*ref || strlen (ref) > CS_WIRE_MAX_REF)
+        return S_BAD ("bad key ref", CKR_OBJECT_HANDLE_INVALID);
+    return s_template (count, attributes);
 }
 
-static const char *
-s_key_job_problem (const Cs__Job *job)
+static s_problem_t
+s_generate_job (const Cs__GenerateKeyPairJob *gen)
 {
-    const Cs__GenerateKeyPairJob *gen = job->generate_key_pair;
-    const Cs__ImportKeyJob *imp = job->import_key;
+    if (gen->public_exponent.len > 16)
+        return S_BAD ("public exponent too long", CKR_ATTRIBUTE_VALUE_INVALID);
+    if (gen->ec_params.len > 256)
+        return S_BAD ("curve parameters too long", CKR_DOMAIN_PARAMS_INVALID);
+    s_problem_t problem = s_template (gen->n_public_template, gen->public_template);
+    return problem.why ? problem : s_template (gen->n_private_template, gen->private_template);
+}
+
+static s_problem_t
+s_import_job (const Cs__ImportKeyJob *imp)
+{
+    if ((imp->private_pkcs8.len > 0) == (imp->public_spki.len > 0))
+        return S_BAD ("import job needs exactly one key", CKR_DEVICE_ERROR);
+    if (imp->private_pkcs8.len > CS_WIRE_MAX_KEY_DER || imp->public_spki.len > CS_WIRE_MAX_KEY_DER)
+        return S_BAD ("imported key over CS_WIRE_MAX_KEY_DER bytes", CKR_KEY_SIZE_RANGE);
+    return s_template (imp->n_template_, imp->template_);
+}
+
+static s_problem_t
+s_pin (ProtobufCBinaryData pin)
+{
+    return pin.len <= CS_WIRE_MAX_PIN ? S_OK : S_BAD ("PIN too long", CKR_PIN_LEN_RANGE);
+}
+
+static s_problem_t
+s_key_job (const Cs__Job *job)
+{
     switch (job->kind_case) {
         case CS__JOB__KIND_GENERATE_KEY_PAIR:
-            return gen->public_exponent.len <= 16 && gen->ec_params.len <= 256
-                && s_template_ok (gen->n_public_template, gen->public_template)
-                && s_template_ok (gen->n_private_template, gen->private_template)
-                   ? NULL : "bad generate job (exponent, curve or template size)";
+            return s_generate_job (job->generate_key_pair);
         case CS__JOB__KIND_IMPORT_KEY:
-            return (imp->private_pkcs8.len > 0) != (imp->public_spki.len > 0)
-                && imp->private_pkcs8.len <= CS_WIRE_MAX_KEY_DER
-                && imp->public_spki.len <= CS_WIRE_MAX_KEY_DER
-                && s_template_ok (imp->n_template_, imp->template_)
-                   ? NULL : "bad import job (needs one key of bounded size)";
+            return s_import_job (job->import_key);
         case CS__JOB__KIND_DESTROY_KEY:
-            return s_ref_ok (job->destroy_key->ref) ? NULL : "bad destroy job";
+            return s_ref (job->destroy_key->ref, 0, NULL);
         case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
-            return s_ref_ok (job->set_key_attributes->ref)
-                && s_template_ok (job->set_key_attributes->n_attributes,
-                                  job->set_key_attributes->attributes)
-                   ? NULL : "bad set-attributes job";
+            return s_ref (job->set_key_attributes->ref, job->set_key_attributes->n_attributes,
+                          job->set_key_attributes->attributes);
         case CS__JOB__KIND_COPY_KEY:
-            return s_ref_ok (job->copy_key->ref)
-                && s_template_ok (job->copy_key->n_attributes, job->copy_key->attributes)
-                   ? NULL : "bad copy job";
-        case CS__JOB__KIND_DERIVE:
-            return s_crypto_job_ok (job->derive->key_id, job->derive->key_pkcs8,
-                                    &s_no_mechanism, job->derive->public_data)
-                && job->derive->public_data.len > 0 && job->derive->public_data.len <= 1024
-                   ? NULL : "bad derive job (key or public data size)";
+            return s_ref (job->copy_key->ref, job->copy_key->n_attributes, job->copy_key->attributes);
         case CS__JOB__KIND_INIT_PIN:
-            return job->init_pin->pin.len <= CS_WIRE_MAX_PIN ? NULL : "PIN too long";
-        case CS__JOB__KIND_SET_PIN:
-            return job->set_pin->old_pin.len <= CS_WIRE_MAX_PIN
-                && job->set_pin->new_pin.len <= CS_WIRE_MAX_PIN ? NULL : "PIN too long";
+            return s_pin (job->init_pin->pin);
+        case CS__JOB__KIND_SET_PIN: {
+            s_problem_t problem = s_pin (job->set_pin->old_pin);
+            return problem.why ? problem : s_pin (job->set_pin->new_pin);
+        }
         default:
-            return "job of unknown kind";
+            return S_BAD ("job of unknown kind", CKR_DEVICE_ERROR);
     }
 }
 
-static const char *
-s_job_problem (const Cs__Job *job)
+static s_problem_t
+s_job (const Cs__Job *job)
 {
+    const Cs__DeriveJob *derive = job->derive;
     switch (job->kind_case) {
         case CS__JOB__KIND_HELLO:
         case CS__JOB__KIND_LIST_KEYS:
-            return NULL;
+            return S_OK;
         case CS__JOB__KIND_LOGIN:
-            return job->login->pin.len <= CS_WIRE_MAX_PIN ? NULL : "PIN too long";
+            return s_pin (job->login->pin);
         case CS__JOB__KIND_SIGN:
-            return s_crypto_job_ok (job->sign->key_id, job->sign->key_pkcs8,
-                                    job->sign->mechanism, job->sign->data)
-                   ? NULL : "bad sign job (key id, mechanism or data size)";
+            return s_crypto_job (job->sign->key_id, job->sign->key_pkcs8, job->sign->mechanism,
+                                 job->sign->data, CKR_DATA_LEN_RANGE);
         case CS__JOB__KIND_DECRYPT:
-            return s_crypto_job_ok (job->decrypt->key_id, job->decrypt->key_pkcs8,
-                                    job->decrypt->mechanism, job->decrypt->data)
-                   ? NULL : "bad decrypt job (key id, mechanism or data size)";
+            return s_crypto_job (job->decrypt->key_id, job->decrypt->key_pkcs8, job->decrypt->mechanism,
+                                 job->decrypt->data, CKR_ENCRYPTED_DATA_LEN_RANGE);
+        case CS__JOB__KIND_DERIVE:
+            if (derive->public_data.len == 0 || derive->public_data.len > CS_WIRE_MAX_EC_POINT)
+                return S_BAD ("derive job: peer point empty or too long", CKR_MECHANISM_PARAM_INVALID);
+            return s_crypto_job (derive->key_id, derive->key_pkcs8, &s_no_mechanism,
+                                 derive->public_data, CKR_MECHANISM_PARAM_INVALID);
         default:
-            return s_key_job_problem (job);
+            return s_key_job (job);
     }
+}
+
+/*  The request-level checks, then every job's.  */
+static s_problem_t
+s_request (const Cs__Request *req)
+{
+    if (req->n_jobs == 0)
+        return S_BAD ("request has no jobs", CKR_DEVICE_ERROR);
+    if (req->n_jobs > CS_WIRE_MAX_JOBS)
+        return S_BAD ("request over CS_WIRE_MAX_JOBS jobs", CKR_DEVICE_MEMORY);
+    if (req->ticket.len > CS_WIRE_MAX_TICKET)
+        return S_BAD ("ticket too long", CKR_DEVICE_ERROR);
+    for (size_t i = 0; i < req->n_jobs; i++) {
+        s_problem_t problem = s_job (req->jobs [i]);
+        if (problem.why)
+            return problem;
+    }
+    return S_OK;
+}
+
+Cs__Request *
+cs_wire_request_check (const void *data, size_t size, const char **why_p, unsigned long *rv_p)
+{
+    s_problem_t problem = S_OK;
+    Cs__Request *req = NULL;
+    if (!data || size == 0)
+        problem = S_BAD ("empty request", CKR_DEVICE_ERROR);
+    else
+    if (size > CS_WIRE_MAX_MESSAGE)
+        problem = S_BAD ("request over CS_WIRE_MAX_MESSAGE bytes", CKR_DEVICE_MEMORY);
+    else
+    if (!(req = cs__request__unpack (NULL, size, data)))
+        problem = S_BAD ("request is not a valid message", CKR_DEVICE_ERROR);
+    else
+        problem = s_request (req);
+    if (problem.why && req) {
+        cs__request__free_unpacked (req, NULL);
+        req = NULL;
+    }
+    if (why_p)
+        *why_p = problem.why;
+    if (rv_p)
+        *rv_p = problem.rv;
+    return req;
 }
 
 Cs__Request *
 cs_wire_request_decode (const void *data, size_t size, const char **why_p)
 {
-    const char *why = NULL;
-    Cs__Request *req = NULL;
-    if (!data || size == 0)
-        why = "empty request";
-    else
-    if (size > CS_WIRE_MAX_MESSAGE)
-        why = "request too large";
-    else
-    if (!(req = cs__request__unpack (NULL, size, data)))
-        why = "request is not a valid message";
-    else
-    if (req->n_jobs == 0)
-        why = "request has no jobs";
-    else
-    if (req->n_jobs > CS_WIRE_MAX_JOBS)
-        why = "request has too many jobs";
-    else
-    if (req->ticket.len > CS_WIRE_MAX_TICKET)
-        why = "ticket too long";
-    for (size_t i = 0; req && !why && i < req->n_jobs; i++)
-        why = s_job_problem (req->jobs [i]);
-    if (why && req) {
-        cs__request__free_unpacked (req, NULL);
-        req = NULL;
-    }
-    if (why_p)
-        *why_p = why;
-    return req;
+    return cs_wire_request_check (data, size, why_p, NULL);
 }
 
 Cs__Reply *
@@ -167,6 +216,57 @@ cs_wire_reply_decode (const void *data, size_t size, const char **why_p)
     if (why_p)
         *why_p = why;
     return reply;
+}
+
+static void
+s_wipe_bytes (ProtobufCBinaryData bytes)
+{
+    if (bytes.data && bytes.len)
+        OPENSSL_cleanse (bytes.data, bytes.len);
+}
+
+void
+cs_wire_reply_wipe (Cs__Reply *reply)
+{
+    for (size_t i = 0; reply && i < reply->n_results; i++) {
+        const Cs__Result *result = reply->results [i];
+        if (result->kind_case == CS__RESULT__KIND_DATA)
+            s_wipe_bytes (result->data);
+        else
+        if (result->kind_case == CS__RESULT__KIND_GENERATED && result->generated)
+            s_wipe_bytes (result->generated->private_pkcs8);
+        else
+        if (result->kind_case == CS__RESULT__KIND_LOGIN && result->login)
+            s_wipe_bytes (result->login->ticket);
+    }
+}
+
+void
+cs_wire_reply_free (Cs__Reply **reply_p)
+{
+    if (!reply_p || !*reply_p)
+        return;
+    cs_wire_reply_wipe (*reply_p);
+    cs__reply__free_unpacked (*reply_p, NULL);
+    *reply_p = NULL;
+}
+
+static void
+s_frame_release (void *data, size_t size)
+{
+    (void) size;
+    free (data);
+}
+
+void (*cs_wire_frame_release) (void *data, size_t size) = s_frame_release;
+
+void
+cs_wire_frame_free (void *data, void *hint)
+{
+    size_t size = (size_t) (uintptr_t) hint;
+    if (data && size)
+        OPENSSL_cleanse (data, size);
+    cs_wire_frame_release (data, size);
 }
 
 uint8_t *

@@ -25,17 +25,53 @@
 #define CS_WIRE_MAX_ATTRIBUTES  64      /* attributes in one template */
 #define CS_WIRE_MAX_ATTR_BYTES  4096    /* bytes of one attribute value */
 #define CS_WIRE_MAX_REF         128     /* bytes of a KeyInfo.ref */
+#define CS_WIRE_MAX_EC_POINT    1024    /* bytes of a DeriveJob's peer point */
+#define CS_WIRE_MAX_RSA_BITS    8192    /* modulus bits of an RSA key sent in a job
+                                           (per-request or imported) */
 
 /*  Decodes and validates one Request frame of `size` bytes.  Returns the
  *  request (caller frees with cs__request__free_unpacked (req, NULL)), or NULL
  *  when the frame is empty, over CS_WIRE_MAX_MESSAGE, not valid protobuf, or
  *  breaks a limit above (no jobs, too many jobs, a job with no kind, an
- *  oversized field); then *why_p, if given, points at a static reason.  */
+ *  oversized field); then *why_p, if given, points at a static reason and
+ *  *rv_p, if given, gets the CK_RV the broker answers with at request level
+ *  (docs/CONTRACTS.md "Limits": CKR_KEY_SIZE_RANGE for an oversized key,
+ *  CKR_DATA_LEN_RANGE / CKR_ENCRYPTED_DATA_LEN_RANGE for data,
+ *  CKR_TEMPLATE_INCONSISTENT for too many attributes,
+ *  CKR_ATTRIBUTE_VALUE_INVALID for an oversized attribute, CKR_PIN_LEN_RANGE,
+ *  CKR_MECHANISM_PARAM_INVALID, CKR_DEVICE_MEMORY for too many jobs;
+ *  CKR_DEVICE_ERROR for a malformed request); CKR_OK on success.  */
+Cs__Request *cs_wire_request_check (const void *data, size_t size, const char **why_p,
+                                    unsigned long *rv_p);
+
+/*  cs_wire_request_check without the CK_RV.  */
 Cs__Request *cs_wire_request_decode (const void *data, size_t size, const char **why_p);
 
 /*  Decodes and validates one Reply frame, as cs_wire_request_decode does.
  *  Caller frees with cs__reply__free_unpacked (reply, NULL).  */
 Cs__Reply *cs_wire_reply_decode (const void *data, size_t size, const char **why_p);
+
+/*  Wipes the secrets a decoded reply carries (result data: signatures,
+ *  plaintexts, ECDH secrets; generated private keys; login tickets) in
+ *  place, before it is freed or dropped.  NULL-safe.  */
+void cs_wire_reply_wipe (Cs__Reply *reply);
+
+/*  cs_wire_reply_wipe, then cs__reply__free_unpacked; NULL-safe; nulls
+ *  *reply_p.  */
+void cs_wire_reply_free (Cs__Reply **reply_p);
+
+/*  A zmq_free_fn (libzmq calls it when it is done with a zero-copy frame
+ *  made by zmq_msg_init_data (msg, data, size, cs_wire_frame_free, hint)):
+ *  wipes the frame's `size` bytes, passed as hint = (void *) (uintptr_t)
+ *  size, with OPENSSL_cleanse, then releases data with
+ *  cs_wire_frame_release.  For reply frames that carry plaintexts, shared
+ *  secrets or generated private keys.  Called from libzmq's I/O thread.  */
+void cs_wire_frame_free (void *data, void *hint);
+
+/*  How cs_wire_frame_free releases a wiped buffer: free() by default.
+ *  Tests replace it to see the bytes after the wipe; set it before any
+ *  frame is sent, never while frames are in flight.  */
+extern void (*cs_wire_frame_release) (void *data, size_t size);
 
 /*  Encodes any message into a malloc'd buffer of *size_p bytes; caller frees.
  *  Returns NULL only when out of memory.  */

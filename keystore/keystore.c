@@ -28,6 +28,7 @@
 #include "keystore.h"
 #include "cs_pin.h"
 #include "row_mac.h"
+#include "cs_secmem.h"
 #include "cs_util.h"
 
 #define SCHEMA_VERSION   2              /* 1: no row MACs, epochs, keyed PIN hashes */
@@ -39,12 +40,18 @@
 #define CHECK_AAD        "cs-master-check-v1"
 #define CHECK_PLAINTEXT  "cryptoserver keystore master key check value"
 
+//  The keystore's secrets, kept together in one locked, no-dump page.
+typedef struct {
+    uint8_t master [KEYSTORE_MASTER_KEY_LEN];
+    uint8_t mac_key [32];                   /* HKDF (master, ROW_MAC_INFO_ROWS) */
+    uint8_t pin_key [CS_PIN_KEY_LEN];       /* HKDF (master, ROW_MAC_INFO_PINS) */
+} s_keys_t;
+
 struct _keystore_t {
     sqlite3 *db;
     char *path;
-    uint8_t master [KEYSTORE_MASTER_KEY_LEN];
-    uint8_t mac_key [32];           /* HKDF (master, ROW_MAC_INFO_ROWS) */
-    uint8_t pin_key [CS_PIN_KEY_LEN];   /* HKDF (master, ROW_MAC_INFO_PINS) */
+    s_keys_t *keys;             /* the master key and the keys derived from it:
+                                   one locked, no-dump page of its own (cs_secmem) */
 };
 
 //  The schema (version 2).  Lock state is derived from the counters: a PIN
@@ -322,7 +329,7 @@ s_tenant_read (keystore_t *self, const char *name, bool verify, s_tenant_row_t *
         }
         rc = row->pin [0] && row->pin [1] ? 1 : -1;
         if (rc == 1 && verify
-        &&  (row_mac_tenant (self->mac_key, name, row, mac) != 0
+        &&  (row_mac_tenant (self->keys->mac_key, name, row, mac) != 0
              || !row_mac_equal (mac, sqlite3_column_blob (stmt, 6), (size_t) sqlite3_column_bytes (stmt, 6)))) {
             zsys_error ("keystore %s: tenant %s: row does not verify (changed without the master "
                         "key): refused", self->path, name);
@@ -341,7 +348,7 @@ static int
 s_tenant_write (keystore_t *self, const char *name, const s_tenant_row_t *row)
 {
     uint8_t mac [ROW_MAC_LEN];
-    if (row_mac_tenant (self->mac_key, name, row, mac) != 0)
+    if (row_mac_tenant (self->keys->mac_key, name, row, mac) != 0)
         return -1;
     sqlite3_stmt *stmt = s_prepare (self, "UPDATE tenants SET user_pin = ?2, so_pin = ?3, "
                                           "user_failures = ?4, so_failures = ?5, user_epoch = ?6, "
@@ -380,7 +387,7 @@ static int
 s_key_mac (keystore_t *self, const char *tenant, const char *ref, const uint8_t *info,
            size_t info_len, const uint8_t *private, size_t private_len, uint8_t mac [ROW_MAC_LEN])
 {
-    return row_mac_key (self->mac_key, tenant, ref, info, info_len, private, private_len, mac);
+    return row_mac_key (self->keys->mac_key, tenant, ref, info, info_len, private, private_len, mac);
 }
 
 /* ---- opening ------------------------------------------------------------ */
@@ -435,7 +442,7 @@ s_upgrade_1_to_2 (keystore_t *self)
             goto out;
         bool ok = true;
         for (int role = 0; role < 2 && ok; role++) {
-            char *wrapped = cs_pin_wrap (row.pin [role], self->pin_key);
+            char *wrapped = cs_pin_wrap (row.pin [role], self->keys->pin_key);
             free (row.pin [role]);
             row.pin [role] = wrapped;
             row.epoch [role] = s_epoch_next (self, 0);
@@ -520,7 +527,7 @@ s_check_or_init (keystore_t *self)
     if (found == 0) {                           //  a new keystore
         char version [16];
         snprintf (version, sizeof version, "%d", SCHEMA_VERSION);
-        uint8_t *check = s_seal (self->master, CHECK_AAD, strlen (CHECK_AAD),
+        uint8_t *check = s_seal (self->keys->master, CHECK_AAD, strlen (CHECK_AAD),
                                  (const uint8_t *) CHECK_PLAINTEXT, strlen (CHECK_PLAINTEXT), &len);
         rc = check && s_meta_put (self, "schema", version, strlen (version)) == 0
                    && s_meta_put (self, "version_seq", "0", 1) == 0
@@ -528,7 +535,7 @@ s_check_or_init (keystore_t *self)
         free (check);
         goto out;
     }
-    plain = s_open (self->master, CHECK_AAD, strlen (CHECK_AAD), value, len, &plain_len);
+    plain = s_open (self->keys->master, CHECK_AAD, strlen (CHECK_AAD), value, len, &plain_len);
     if (!plain || plain_len != strlen (CHECK_PLAINTEXT) || memcmp (plain, CHECK_PLAINTEXT, plain_len)) {
         zsys_error ("keystore %s: master key does not match", self->path);
         goto out;
@@ -560,9 +567,12 @@ keystore_open (const char *path, const uint8_t master_key [KEYSTORE_MASTER_KEY_L
     if (!self)
         return NULL;
     self->path = strdup (path);
-    memcpy (self->master, master_key, KEYSTORE_MASTER_KEY_LEN);
-    if (!self->path || row_mac_derive (self->master, ROW_MAC_INFO_ROWS, self->mac_key) != 0
-    ||  row_mac_derive (self->master, ROW_MAC_INFO_PINS, self->pin_key) != 0
+    self->keys = cs_secmem_alloc (sizeof *self->keys);
+    if (self->keys)
+        memcpy (self->keys->master, master_key, KEYSTORE_MASTER_KEY_LEN);
+    if (!self->path || !self->keys
+    ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_ROWS, self->keys->mac_key) != 0
+    ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_PINS, self->keys->pin_key) != 0
     ||  s_file_create (path) != 0)
         goto fail;
     if (sqlite3_open_v2 (path, &self->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
@@ -585,9 +595,8 @@ keystore_destroy (keystore_t **self_p)
         return;
     keystore_t *self = *self_p;
     sqlite3_close_v2 (self->db);
-    OPENSSL_cleanse (self->master, sizeof self->master);
-    OPENSSL_cleanse (self->mac_key, sizeof self->mac_key);
-    OPENSSL_cleanse (self->pin_key, sizeof self->pin_key);
+    if (self->keys)
+        cs_secmem_free (self->keys, sizeof *self->keys);
     free (self->path);
     free (self);
     *self_p = NULL;
@@ -598,14 +607,9 @@ keystore_destroy (keystore_t **self_p)
 int
 keystore_master_key_read (const char *path, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
 {
-    struct stat st;
-    if (stat (path, &st) != 0) {
-        zsys_error ("master key %s: %s", path, strerror (errno));
-        return -1;
-    }
-    if (st.st_mode & 077) {
-        zsys_error ("master key %s: readable by group or others (mode %03o): chmod 600 it",
-                    path, (unsigned) (st.st_mode & 0777));
+    char why [512];
+    if (cs_file_check_private (path, why, sizeof why)) {
+        zsys_error ("master key: %s", why);
         return -1;
     }
     int got = cs_file_read_hex (path, key, KEYSTORE_MASTER_KEY_LEN);
@@ -686,8 +690,8 @@ keystore_tenant_add (keystore_t *self, const char *name,
         zsys_error ("keystore %s: tenant %s exists", self->path, name);
         return -1;
     }
-    s_tenant_row_t row = { { cs_pin_hash (self->pin_key, user_pin, user_pin_len),
-                             cs_pin_hash (self->pin_key, so_pin, so_pin_len) } };
+    s_tenant_row_t row = { { cs_pin_hash (self->keys->pin_key, user_pin, user_pin_len),
+                             cs_pin_hash (self->keys->pin_key, so_pin, so_pin_len) } };
     uint8_t mac [ROW_MAC_LEN];
     sqlite3_stmt *stmt = NULL;
     int rc = -1;
@@ -699,7 +703,7 @@ keystore_tenant_add (keystore_t *self, const char *name,
     stmt = s_prepare (self, "INSERT INTO tenants (name, user_pin, so_pin, keys_version, user_epoch, "
                             "so_epoch, mac) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     if (version && row.epoch [0] && row.epoch [1] && stmt
-    &&  row_mac_tenant (self->mac_key, name, &row, mac) == 0) {
+    &&  row_mac_tenant (self->keys->mac_key, name, &row, mac) == 0) {
         s_bind_text (stmt, 1, name);
         s_bind_text (stmt, 2, row.pin [0]);
         s_bind_text (stmt, 3, row.pin [1]);
@@ -808,9 +812,9 @@ keystore_pin_check (keystore_t *self, const char *tenant, CK_USER_TYPE user_type
     CK_RV rv = CKR_PIN_LOCKED;
     bool changed = false;
     if (row.failures [role] < KEYSTORE_PIN_MAX_FAILURES) {
-        bool match = cs_pin_verify (row.pin [role], self->pin_key, pin, pin_len);
+        bool match = cs_pin_verify (row.pin [role], self->keys->pin_key, pin, pin_len);
         char *rehash = match && !cs_pin_current (row.pin [role])
-                     ? cs_pin_hash (self->pin_key, pin, pin_len) : NULL;
+                     ? cs_pin_hash (self->keys->pin_key, pin, pin_len) : NULL;
         changed = !match || row.failures [role] != 0 || rehash;
         if (rehash) {
             free (row.pin [role]);
@@ -840,7 +844,7 @@ keystore_pin_set (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
         return CKR_USER_TYPE_INVALID;
     if (!pin || !s_pin_len_ok (pin_len))
         return CKR_PIN_LEN_RANGE;
-    char *hash = self && tenant ? cs_pin_hash (self->pin_key, pin, pin_len) : NULL;
+    char *hash = self && tenant ? cs_pin_hash (self->keys->pin_key, pin, pin_len) : NULL;
     if (!hash || s_exec (self, "BEGIN IMMEDIATE") != 0) {
         free (hash);
         return CKR_DEVICE_ERROR;
@@ -1046,7 +1050,7 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
     int rc = -1;
     if (pkcs8) {
         aad = s_key_aad (tenant, info->ref, &aad_len);
-        blob = aad ? s_seal (self->master, aad, aad_len, pkcs8, pkcs8_len, &blob_len) : NULL;
+        blob = aad ? s_seal (self->keys->master, aad, aad_len, pkcs8, pkcs8_len, &blob_len) : NULL;
         if (!blob)
             goto out;
     }
@@ -1105,7 +1109,7 @@ s_private_column (keystore_t *self, sqlite3_stmt *stmt, int col, const char *ten
     size_t aad_len = 0;
     uint8_t *aad = s_key_aad (tenant, ref, &aad_len);
     if (aad)
-        *pkcs8_p = s_open (self->master, aad, aad_len, sqlite3_column_blob (stmt, col),
+        *pkcs8_p = s_open (self->keys->master, aad, aad_len, sqlite3_column_blob (stmt, col),
                            (size_t) sqlite3_column_bytes (stmt, col), len_p);
     free (aad);
     if (*pkcs8_p)

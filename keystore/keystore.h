@@ -50,7 +50,8 @@ typedef struct {
  *  32-byte master key.  A new file records a check value of the master key;
  *  an existing file whose check value does not match gives NULL with the log
  *  line "keystore PATH: master key does not match" (never a crash).  Caller
- *  destroys the result.  The master key is copied; the caller wipes its own.  */
+ *  destroys the result.  The master key is copied into a locked,
+ *  non-dumpable page of its own (cs_secmem.h); the caller wipes its own.  */
 keystore_t *keystore_open (const char *path, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN]);
 
 /*  Closes the keystore, wiping the master key copy; NULL-safe; nulls *self_p.  */

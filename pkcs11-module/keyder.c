@@ -12,7 +12,7 @@
 #include <openssl/x509.h>
 #include "attrs.h"
 #include "log.h"
-#include "secmem.h"
+#include "cs_secmem.h"
 #include "keyder.h"
 
 /*  ---- curves -------------------------------------------------------- */

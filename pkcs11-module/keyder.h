@@ -5,7 +5,7 @@
  *  §2.3.5/6); the wire wants PKCS#8 PrivateKeyInfo (RFC 5208) or
  *  SubjectPublicKeyInfo (RFC 5280 §4.1.2.7) DER.  The keys are built with
  *  OSSL_PARAM_BLD + EVP_PKEY_fromdata; private DER lands in locked memory
- *  (secmem.h) and every intermediate copy of a private value is cleared.
+ *  (cs_secmem.h) and every intermediate copy of a private value is cleared.
  *  Curves: P-256, P-384, P-521 and Ed25519, named by DER OID or, as PKCS#11
  *  3.0 allows, by a PrintableString curve name.
  */

@@ -84,6 +84,35 @@ s_has_unsent (cs_link_t *self)
     return false;
 }
 
+/*  Sends a copy of frame without blocking as a zero-copy message whose
+ *  buffer libzmq wipes when it is done with it (cs_wire_frame_free): a
+ *  request may carry a PIN or a per-request private key, and zmq_send would
+ *  leave an unwiped copy in libzmq's heap.  Returns 0, or -1 with errno
+ *  (EAGAIN when the socket would block).  */
+static int
+s_send_frame (void *socket, const uint8_t *frame, size_t size)
+{
+    zmq_msg_t msg;
+    void *hint = (void *) (uintptr_t) size;
+    uint8_t *copy = malloc (size ? size : 1);
+    if (!copy) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy (copy, frame, size);
+    if (zmq_msg_init_data (&msg, copy, size, cs_wire_frame_free, hint)) {
+        cs_wire_frame_free (copy, hint);
+        return -1;
+    }
+    if (zmq_msg_send (&msg, socket, ZMQ_DONTWAIT) < 0) {
+        int error = errno;
+        zmq_msg_close (&msg);                   /* wipes and frees the copy */
+        errno = error;
+        return -1;
+    }
+    return 0;
+}
+
 /*  I/O thread: sends queued frames until the socket would block.  */
 static void
 s_send_queued (cs_link_t *self)
@@ -92,7 +121,7 @@ s_send_queued (cs_link_t *self)
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next) {
         if (!waiter->frame || waiter->done)
             continue;
-        if (zmq_send (self->socket, waiter->frame, waiter->frame_size, ZMQ_DONTWAIT) < 0) {
+        if (s_send_frame (self->socket, waiter->frame, waiter->frame_size) < 0) {
             if (errno != EAGAIN) {
                 cs_log_error ("link: cannot send request: %s", zmq_strerror (errno));
                 s_waiter_finish (waiter, CKR_DEVICE_ERROR, NULL);
@@ -124,8 +153,18 @@ s_deliver (cs_link_t *self, Cs__Reply *reply)
     if (reply) {
         cs_log_debug ("link: dropping late or unknown reply %llu",
                       (unsigned long long) reply->request_id);
-        cs__reply__free_unpacked (reply, NULL);
+        cs_wire_reply_free (&reply);        /* a late plaintext or private key */
     }
+}
+
+/*  Wipes a received frame (a reply may carry a plaintext, an ECDH secret or
+ *  a generated private key; its decoded copy is the caller's) and closes it.  */
+static void
+s_msg_wipe_close (zmq_msg_t *msg)
+{
+    if (zmq_msg_size (msg))
+        OPENSSL_cleanse (zmq_msg_data (msg), zmq_msg_size (msg));
+    zmq_msg_close (msg);
 }
 
 /*  I/O thread: reads every reply waiting on the socket.  */
@@ -143,11 +182,11 @@ s_receive_all (cs_link_t *self)
         }
         if (zmq_msg_more (&msg)) {
             cs_log_warning ("link: dropping a multi-frame message from the broker");
-            zmq_msg_close (&msg);
+            s_msg_wipe_close (&msg);
             continue;
         }
         reply = cs_wire_reply_decode (zmq_msg_data (&msg), zmq_msg_size (&msg), &why);
-        zmq_msg_close (&msg);
+        s_msg_wipe_close (&msg);
         if (!reply)
             cs_log_warning ("link: dropping a bad reply from the broker: %s", why);
         else
@@ -448,19 +487,27 @@ s_wait (cs_link_t *self, cs_waiter_t *waiter, int64_t timeout_ms)
         pthread_cond_broadcast (&self->drained);
 }
 
-/*  Checks the request-level outcome of a reply (link.h).  */
-static CK_RV
-s_check_reply (const Cs__Request *req, const Cs__Reply *reply)
+CK_RV
+cs_link_reply_rv (const Cs__Request *req, const Cs__Reply *reply)
 {
     if (reply->rv != CKR_OK) {
-        if (reply->version < CS_PROTOCOL_VERSION_MIN || reply->version > CS_PROTOCOL_VERSION)
+        if (reply->version < CS_PROTOCOL_VERSION_MIN || reply->version > CS_PROTOCOL_VERSION) {
             cs_log_error ("protocol version mismatch: this module speaks %u..%u, the broker speaks %u (%s)",
                           CS_PROTOCOL_VERSION_MIN, CS_PROTOCOL_VERSION, reply->version,
                           reply->error ? reply->error : "");
-        else
-            cs_log_error ("the broker failed the request: %s%s%s", cs_rv_name (reply->rv),
-                          reply->error && *reply->error ? ": " : "", reply->error ? reply->error : "");
-        return CKR_DEVICE_ERROR;
+            return CKR_DEVICE_ERROR;
+        }
+        cs_log_error ("the broker failed the request: %s%s%s", cs_rv_name (reply->rv),
+                      reply->error && *reply->error ? ": " : "", reply->error ? reply->error : "");
+        switch (reply->rv) {                /* the broker's limits (docs/CONTRACTS.md "Limits") */
+            case CKR_DEVICE_MEMORY: case CKR_KEY_SIZE_RANGE: case CKR_DATA_LEN_RANGE:
+            case CKR_ENCRYPTED_DATA_LEN_RANGE: case CKR_TEMPLATE_INCONSISTENT:
+            case CKR_ATTRIBUTE_VALUE_INVALID: case CKR_PIN_LEN_RANGE: case CKR_MECHANISM_PARAM_INVALID:
+            case CKR_DOMAIN_PARAMS_INVALID: case CKR_KEY_HANDLE_INVALID: case CKR_OBJECT_HANDLE_INVALID:
+                return (CK_RV) reply->rv;
+            default:
+                return CKR_DEVICE_ERROR;
+        }
     }
     if (reply->n_results != req->n_jobs) {
         cs_log_error ("the broker sent %zu results for %zu jobs", reply->n_results, req->n_jobs);
@@ -504,12 +551,11 @@ cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply *
     if (waiter.frame)
         OPENSSL_cleanse (waiter.frame, waiter.frame_size);
     free (waiter.frame);
-    if (rv == CKR_OK && (rv = s_check_reply (req, waiter.reply)) != CKR_OK)
+    if (rv == CKR_OK && (rv = cs_link_reply_rv (req, waiter.reply)) != CKR_OK)
         goto out;
     *reply_p = waiter.reply;
     waiter.reply = NULL;
 out:
-    if (waiter.reply)
-        cs__reply__free_unpacked (waiter.reply, NULL);
+    cs_wire_reply_free (&waiter.reply);
     return rv;
 }

@@ -46,9 +46,22 @@ void cs_link_abandon (cs_link_t **self_p);
  *  milliseconds for its reply.  On CKR_OK *reply_p is the decoded reply, whose
  *  request-level rv is CKR_OK and which has one result per job (caller frees
  *  with cs__reply__free_unpacked).  Errors: CKR_DEVICE_ERROR on deadline,
- *  refused CURVE key, protocol version mismatch or any request-level failure
- *  (all logged); CKR_HOST_MEMORY; CKR_CRYPTOKI_NOT_INITIALIZED while the link
- *  is being destroyed.  A reply arriving after the deadline is dropped.  */
+ *  refused CURVE key, protocol version mismatch; a request-level failure as
+ *  cs_link_reply_rv maps it (all logged); CKR_HOST_MEMORY;
+ *  CKR_CRYPTOKI_NOT_INITIALIZED while the link is being destroyed.  A reply
+ *  arriving after the deadline is dropped, its secrets wiped; the received
+ *  frame is wiped once decoded.  */
 CK_RV cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply **reply_p);
+
+/*  The CK_RV of a reply to req at request level: CKR_OK when reply->rv is
+ *  CKR_OK and there is one result per job; a broken broker limit (reply->rv
+ *  CKR_DEVICE_MEMORY, CKR_KEY_SIZE_RANGE, CKR_DATA_LEN_RANGE,
+ *  CKR_ENCRYPTED_DATA_LEN_RANGE, CKR_TEMPLATE_INCONSISTENT,
+ *  CKR_ATTRIBUTE_VALUE_INVALID, CKR_PIN_LEN_RANGE,
+ *  CKR_MECHANISM_PARAM_INVALID, CKR_DOMAIN_PARAMS_INVALID,
+ *  CKR_KEY_HANDLE_INVALID, CKR_OBJECT_HANDLE_INVALID: docs/CONTRACTS.md
+ *  "Limits") as is; anything else, a version mismatch or a wrong result
+ *  count, CKR_DEVICE_ERROR.  Logs every failure.  */
+CK_RV cs_link_reply_rv (const Cs__Request *req, const Cs__Reply *reply);
 
 #endif

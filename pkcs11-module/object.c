@@ -13,7 +13,7 @@
 #include "keyder.h"
 #include "log.h"
 #include "module.h"
-#include "secmem.h"
+#include "cs_secmem.h"
 #include "token.h"
 #include "session.h"
 #include "object.h"

@@ -16,7 +16,7 @@
  *  locked memory and is readable only when CKA_SENSITIVE is FALSE and
  *  CKA_EXTRACTABLE TRUE (PKCS#11 2.40 §4.10).  A
  *  private one is a per-request key: its PKCS#8 DER sits in locked memory
- *  (secmem.h) and travels in every job that uses it (DESIGN.md §1); it is
+ *  (cs_secmem.h) and travels in every job that uses it (DESIGN.md §1); it is
  *  wiped when the session that made it closes (PKCS#11 2.40 §6.7.4).
  *
  *  Handles: a token object keeps its handle for the life of the process
@@ -93,7 +93,7 @@ void cs_key_unref (cs_key_t **key_p);
 cs_key_t *cs_key_new (const Cs__KeyInfo *info);
 
 /*  A new secret key (CKK_GENERIC_SECRET, CKK_AES ...) holding a copy of
- *  `value` (len bytes, 1..CS_MAX_RSA_BYTES) in locked memory (secmem.h),
+ *  `value` (len bytes, 1..CS_MAX_RSA_BYTES) in locked memory (cs_secmem.h),
  *  wiped on the last unref.  NULL when out of memory or len is out of range.
  *  Caller unrefs.  PKCS#11 2.40 §4.10.  */
 cs_key_t *cs_key_new_secret (CK_KEY_TYPE key_type, const uint8_t *value, size_t len);

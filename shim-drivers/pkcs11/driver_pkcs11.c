@@ -184,7 +184,10 @@ s_login (cs_board_t *self, const char *pin_path)
         goto out;
     }
     if (!pin) {
-        zsys_error ("pkcs11 %s: pin-file: cannot read %s", self->name, pin_path ? pin_path : "(missing)");
+        char why [512] = "missing";
+        if (pin_path && cs_file_check_private (pin_path, why, sizeof why) == 0)
+            snprintf (why, sizeof why, "cannot read %s", pin_path);
+        zsys_error ("pkcs11 %s: pin-file: %s", self->name, why);
         rv = CKR_PIN_INCORRECT;
         goto out;
     }

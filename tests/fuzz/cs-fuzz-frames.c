@@ -396,6 +396,8 @@ s_checks_pin (const Cs__Job *job)
     return user_type == CKU_SO || user_type == CKU_USER;
 }
 
+static uint64_t s_peek_id (const uint8_t *data, size_t size);
+
 /*  Predicts the answer to a one-frame message as the broker decodes it
  *  (frontend.c s_request_decode: the same codec).  Returns false when the
  *  message must not be sent (a job that checks a PIN).  */
@@ -403,8 +405,12 @@ static bool
 s_predict (const s_fuzz_t *self, const uint8_t *data, size_t size, s_expect_t *expect)
 {
     Cs__Request *req = cs_wire_request_decode (data, size, NULL);
-    if (!req)
-        return true;                            /* error reply, request id 0 */
+    if (!req) {
+        /*  An error reply with the id protobuf finds in the frame (0 when
+            none), as for several frames (frontend.c s_peek_request_id).  */
+        expect->id = s_peek_id (data, size);
+        return true;
+    }
     bool send = true;
     for (size_t i = 0; i < req->n_jobs; i++)
         send = send && !s_checks_pin (req->jobs [i]);

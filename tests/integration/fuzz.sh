@@ -16,6 +16,8 @@ cs_setup
 cs_start
 # Every refusal of a fuzzed frame is a logged warning naming the client.
 cs_expect_broker_log 'bad request from client demo: |client demo: protocol version mismatch|login: CKR_PIN_(INCORRECT|LOCKED) .*from client demo|tenant demo: (user|SO) PIN locked after'
+# A mutated deadline or key meets the broker's limits (cryptoserver-broker.conf(5) LIMITS).
+cs_expect_broker_log 'client demo \(tenant demo\): (deadline of [0-9]+ ms capped|[0-9]+ bytes queued|per-request RSA key|key refused|reply to request)'
 
 cs_run_bounded $((90 * CS_TIME_FACTOR)) "$WORK/fuzz.txt" "$FUZZ" --count $COUNT \
     --time-limit $((40 * CS_TIME_FACTOR)) --pin "$CRYPTOSERVER_PIN" --endpoint "$BROKER_ENDPOINT" \

@@ -259,6 +259,8 @@ cs_setup () {
         for conf in "$WORK"/clients/*/client.conf; do
             "$CS_ADMIN" config set "$conf" client/timeout-ms 120000
         done
+        # ... and the broker grants such deadlines (broker/max-deadline-ms).
+        "$CS_ADMIN" config set "$WORK/broker.conf" broker/max-deadline-ms 120000
     fi
     # shellcheck disable=SC1091
     . "$WORK/env.sh"

@@ -3,6 +3,8 @@
  *  holding the same RSA key, CURVE on, and a DEALER client.  Needs
  *  CRYPTOSERVER_DRIVER_DIR (set by make check) to find sim.so.
  */
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include "test_broker_helpers.h"
 #include "broker_config.h"
 #include "server.h"
@@ -132,6 +134,65 @@ START_TEST (test_pss_and_decrypt)
     cs__reply__free_unpacked (reply, NULL);
     th_request_free (req);
     free (ticket);
+}
+END_TEST
+
+/*  The broker process is not dumpable once a server runs (no core file, no
+ *  ptrace attach by the same user: issue #7 item 7).  */
+START_TEST (test_not_dumpable)
+{
+    ck_assert_int_eq (prctl (PR_GET_DUMPABLE, 0, 0, 0, 0), 0);
+    struct rlimit core;
+    ck_assert_int_eq (getrlimit (RLIMIT_CORE, &core), 0);
+    ck_assert_uint_eq (core.rlim_cur, 0);
+}
+END_TEST
+
+/*  Reply frames are wiped before libzmq frees them: every frame the broker
+ *  releases is all zeros by then, the login ticket's and the plaintext's
+ *  included (cs_wire_frame_free).  */
+static size_t s_frames;                 /* atomic: frames released */
+static size_t s_dirty_frames;           /* atomic: of which not wiped */
+
+static void
+s_frame_check (void *data, size_t size)
+{
+    bool zero = true;
+    for (size_t i = 0; i < size; i++)
+        zero &= ((uint8_t *) data) [i] == 0;
+    if (!zero)
+        __atomic_add_fetch (&s_dirty_frames, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch (&s_frames, 1, __ATOMIC_SEQ_CST);
+    free (data);
+}
+
+START_TEST (test_reply_frames_wiped)
+{
+    void (*saved) (void *, size_t) = cs_wire_frame_release;
+    cs_wire_frame_release = s_frame_check;      /* before any reply is sent */
+    size_t ticket_len = 0;
+    uint64_t rv = 0;
+    uint8_t *ticket = th_login (s_client, "1234", &ticket_len, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    uint8_t ct [256];
+    size_t len = th_rsa_encrypt (s_key, NULL, NULL, "wipe me", ct, sizeof ct);
+    Cs__Request *req = th_request (1, 44);
+    req->ticket = (ProtobufCBinaryData) { ticket_len, ticket };
+    th_job_crypto (req->jobs [0], false, s_key_id, 8, CKM_RSA_PKCS, ct, len);
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_OK);
+    ck_assert_mem_eq (reply->results [0]->data.data, "wipe me", 7);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  CURVE encrypts a frame into a new one and releases ours before the
+        bytes are on the wire; wait a little in case it is still queued.  */
+    for (int tries = 0; tries < 200 && __atomic_load_n (&s_frames, __ATOMIC_SEQ_CST) < 2; tries++)
+        zclock_sleep (5);
+    ck_assert_uint_ge (__atomic_load_n (&s_frames, __ATOMIC_SEQ_CST), 2);
+    ck_assert_uint_eq (__atomic_load_n (&s_dirty_frames, __ATOMIC_SEQ_CST), 0);
+    th_request_free (req);
+    free (ticket);
+    server_destroy (&s_server);             /* no frame in flight, then the hook goes */
+    cs_wire_frame_release = saved;
 }
 END_TEST
 
@@ -315,6 +376,8 @@ s_suite (void)
     tcase_set_timeout (tc, 60);
     tcase_add_test (tc, test_batch_of_50_signs);
     tcase_add_test (tc, test_pss_and_decrypt);
+    tcase_add_test (tc, test_not_dumpable);
+    tcase_add_test (tc, test_reply_frames_wiped);
     tcase_add_test (tc, test_wrong_pin);
     tcase_add_test (tc, test_sign_without_ticket);
     tcase_add_test (tc, test_unknown_key);

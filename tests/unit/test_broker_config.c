@@ -4,6 +4,8 @@
  */
 #include "test_broker_helpers.h"
 #include "broker_config.h"
+#include "cs_secmem.h"
+#include "test_smaps.h"
 
 static char *s_dir;
 
@@ -137,6 +139,84 @@ START_TEST (test_random_ticket_key_and_plaintext)
 }
 END_TEST
 
+/*  The limits of issue #7: defaults and set values.  */
+START_TEST (test_limits)
+{
+    char *error = NULL;
+    broker_config_t *config = s_load ("", s_drivers, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ck_assert_int_eq (config->max_deadline_ms, 60000);
+    ck_assert_int_eq (config->max_client_bytes, 16 * 1024 * 1024);
+    ck_assert_int_eq (config->router_rcvhwm, 100);
+    ck_assert_int_eq (config->router_sndhwm, 1000);
+    broker_config_destroy (&config);
+    config = s_load ("    max-deadline-ms = 2000\n    default-deadline-ms = 1500\n"
+                     "    max-client-bytes = 4096\n    router-rcvhwm = 7\n    router-sndhwm = 9\n",
+                     s_drivers, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ck_assert_int_eq (config->max_deadline_ms, 2000);
+    ck_assert_int_eq (config->default_deadline_ms, 1500);
+    ck_assert_int_eq (config->max_client_bytes, 4096);
+    ck_assert_int_eq (config->router_rcvhwm, 7);
+    ck_assert_int_eq (config->router_sndhwm, 9);
+    broker_config_destroy (&config);
+    /*  A default deadline over 60 s raises the cap's default with it.  */
+    config = s_load ("    default-deadline-ms = 90000\n", s_drivers, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ck_assert_int_eq (config->max_deadline_ms, 90000);
+    broker_config_destroy (&config);
+}
+END_TEST
+
+/*  Secret files that group or others can read are refused, with the fix in
+ *  the message (issue #7 item 7).  */
+START_TEST (test_secret_file_modes)
+{
+    char *error = NULL, path [4200];
+    snprintf (path, sizeof path, "%s/ticket.key", s_dir);
+    ck_assert_int_eq (chmod (path, 0640), 0);
+    ck_assert_ptr_null (s_load ("    ticket-key = ticket.key\n", s_drivers, &error));
+    ck_assert_msg (strstr (error, "broker/ticket-key: ") && strstr (error, "/ticket.key can be read by group "
+                   "or others (mode 0640): chmod 600 "), "got \"%s\"", error);
+    free (error);
+    ck_assert_int_eq (chmod (path, 0604), 0);
+    ck_assert_ptr_null (s_load ("    ticket-key = ticket.key\n", s_drivers, &error));
+    ck_assert_ptr_nonnull (strstr (error, "(mode 0604): chmod 600"));
+    free (error);
+    ck_assert_int_eq (chmod (path, 0600), 0);
+    snprintf (path, sizeof path, "%s/broker.cert_secret", s_dir);
+    ck_assert_int_eq (chmod (path, 0644), 0);
+    ck_assert_ptr_null (s_load ("    ticket-key = ticket.key\n", s_drivers, &error));
+    ck_assert_msg (strstr (error, "broker/curve/secret-key: ") && strstr (error, "/broker.cert_secret can be read "
+                   "by group or others (mode 0644): chmod 600 "), "got \"%s\"", error);
+    free (error);
+    ck_assert_int_eq (chmod (path, 0600), 0);
+    broker_config_t *config = s_load ("    ticket-key = ticket.key\n", s_drivers, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    broker_config_destroy (&config);
+}
+END_TEST
+
+/*  The ticket key lives in a page of its own, excluded from core dumps and
+ *  locked when RLIMIT_MEMLOCK allows.  */
+START_TEST (test_ticket_key_in_locked_page)
+{
+    long page_kb = sysconf (_SC_PAGESIZE) / 1024;
+    size_t failures = cs_secmem_lock_failures ();
+    ts_locked_t before = ts_locked ();
+    char *error = NULL;
+    broker_config_t *config = s_load ("    ticket-key = ticket.key\n", s_drivers, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ts_locked_t loaded = ts_locked ();
+    ck_assert_int_eq (loaded.secret_kb, before.secret_kb + page_kb);
+    if (cs_secmem_lock_failures () == failures)
+        ck_assert_int_eq (loaded.secret_locked_kb, before.secret_locked_kb + page_kb);
+    ck_assert_int_eq (loaded.other_locked_kb, before.other_locked_kb);
+    broker_config_destroy (&config);
+    ck_assert_int_eq (ts_locked ().secret_kb, before.secret_kb);
+}
+END_TEST
+
 /*  One bad value each: the expected "PATH: problem" fragment.  */
 static const struct {
     const char *broker_extra;
@@ -160,6 +240,12 @@ static const struct {
     { "    ticket-key = missing.key\n", NULL, "broker/ticket-key: cannot read" },
     { "    ticket-key = broker.cert\n", NULL, "broker/ticket-key:" },
     { "    endpoint = udp://x\n", NULL, "broker/endpoint: must start with" },
+    { "    max-client-bytes = 100\n", NULL, "broker/max-client-bytes: must be 4096..2147483647" },
+    { "    max-deadline-ms = 0\n", NULL, "broker/max-deadline-ms: must be 1..3600000" },
+    { "    max-deadline-ms = 5000\n    default-deadline-ms = 6000\n", NULL,
+      "broker/default-deadline-ms: must not exceed broker/max-deadline-ms (5000)" },
+    { "    router-rcvhwm = 0\n", NULL, "broker/router-rcvhwm: must be 1..100000" },
+    { "    router-sndhwm = 100001\n", NULL, "broker/router-sndhwm: must be 1..100000" },
     { "", "keys\n    home = nowhere\n" "drivers\n    b\n        type = sim\n",
       "keys/home: must be keystore or a board name" },
     { "", "keys\n    pool-rsa-3072 = 5000\n" "drivers\n    b\n        type = sim\n",
@@ -240,6 +326,9 @@ main (void)
     tcase_add_test (tc, test_random_ticket_key_and_plaintext);
     tcase_add_loop_test (tc, test_bad, 0, (int) (sizeof s_bad / sizeof s_bad [0]));
     tcase_add_test (tc, test_bad_curve_and_tenants);
+    tcase_add_test (tc, test_limits);
+    tcase_add_test (tc, test_secret_file_modes);
+    tcase_add_test (tc, test_ticket_key_in_locked_page);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

@@ -6,6 +6,7 @@
 #define TEST_BROKER_HELPERS_H_INCLUDED
 
 #include <check.h>
+#include <fcntl.h>
 #include <czmq.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
@@ -37,12 +38,16 @@ th_tmpdir (void)
     return dir;
 }
 
+/*  Writes text to dir/name, mode 0600 (the broker refuses secret files that
+ *  group or others can read).  */
 static inline void
 th_write (const char *dir, const char *name, const char *text)
 {
     char path [4096];
     snprintf (path, sizeof path, "%s/%s", dir, name);
-    FILE *file = fopen (path, "w");
+    int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ck_assert_int_ge (fd, 0);
+    FILE *file = fdopen (fd, "w");
     ck_assert_ptr_nonnull (file);
     fputs (text, file);
     fclose (file);

@@ -42,7 +42,7 @@ s_tokens (void)
 {
     const char *module = getenv ("SOFTHSM2_MODULE");
     s_sh ("mkdir tokens && printf 'directories.tokendir = %s/tokens\\nobjectstore.backend = file\\n"
-          "log.level = ERROR\\n' > softhsm2.conf && echo 1234 > board.pin", s_dir);
+          "log.level = ERROR\\n' > softhsm2.conf && (umask 077; echo 1234 > board.pin)", s_dir);
     for (int b = 0; b < 2; b++) {
         s_sh ("softhsm2-util --init-token --free --label board%d --pin 1234 --so-pin 123456", b);
         for (int k = 0; k < 2; k++) {

@@ -18,8 +18,10 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 #include "cs_util.h"
+#include "cs_secmem.h"
 #include "keystore.h"
 #include "key_info.h"
+#include "test_smaps.h"
 
 #define WINDOW 16       /* bytes of plaintext that must never appear in a file */
 
@@ -716,6 +718,27 @@ START_TEST (test_master_key_files)
 }
 END_TEST
 
+//  The master key lives in a page of its own, excluded from core dumps and
+//  locked (when RLIMIT_MEMLOCK allows), and nothing else gets locked.
+START_TEST (test_master_key_in_locked_page)
+{
+    long page_kb = sysconf (_SC_PAGESIZE) / 1024;
+    size_t failures = cs_secmem_lock_failures ();
+    ts_locked_t before = ts_locked ();
+    keystore_t *ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    ts_locked_t open = ts_locked ();
+    ck_assert_int_eq (open.secret_kb, before.secret_kb + page_kb);
+    if (cs_secmem_lock_failures () == failures)
+        ck_assert_int_eq (open.secret_locked_kb, before.secret_locked_kb + page_kb);
+    ck_assert_int_eq (open.other_locked_kb, before.other_locked_kb);
+    keystore_destroy (&ks);
+    ts_locked_t closed = ts_locked ();
+    ck_assert_int_eq (closed.secret_kb, before.secret_kb);
+    ck_assert_int_eq (closed.secret_locked_kb, before.secret_locked_kb);
+}
+END_TEST
+
 //  Checks the flag or number attribute `type` of a KeyInfo side.
 static void
 s_expect_attr (const Cs__KeyInfo *info, bool private_side, CK_ATTRIBUTE_TYPE type, uint64_t value)
@@ -830,6 +853,7 @@ s_suite (void)
     tcase_add_test (tc, test_tampered_key_row);
     tcase_add_test (tc, test_upgrade_from_schema_1);
     tcase_add_test (tc, test_master_key_files);
+    tcase_add_test (tc, test_master_key_in_locked_page);
     tcase_add_test (tc, test_key_info_types);
     suite_add_tcase (suite, tc);
     return suite;

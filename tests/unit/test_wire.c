@@ -1,6 +1,7 @@
 /*  test_wire.c — the wire codec: round trips, and rejection of truncated,
  *  oversized and garbage frames (common/cs_wire.c).  */
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <p11-kit/pkcs11.h>
@@ -89,10 +90,13 @@ START_TEST (test_request_oversized_rejected)
     size_t size;
     uint8_t *buf = s_encode_sample (&size, CS_WIRE_MAX_DATA + 1);
     const char *why = NULL;
-    ck_assert_ptr_null (cs_wire_request_decode (buf, size, &why));
-    ck_assert_str_eq (why, "bad sign job (key id, mechanism or data size)");
-    ck_assert_ptr_null (cs_wire_request_decode (buf, CS_WIRE_MAX_MESSAGE + 1, &why));
-    ck_assert_str_eq (why, "request too large");
+    unsigned long rv = CKR_OK;
+    ck_assert_ptr_null (cs_wire_request_check (buf, size, &why, &rv));
+    ck_assert_str_eq (why, "job data over CS_WIRE_MAX_DATA bytes");
+    ck_assert_uint_eq (rv, CKR_DATA_LEN_RANGE);
+    ck_assert_ptr_null (cs_wire_request_check (buf, CS_WIRE_MAX_MESSAGE + 1, &why, &rv));
+    ck_assert_str_eq (why, "request over CS_WIRE_MAX_MESSAGE bytes");
+    ck_assert_uint_eq (rv, CKR_DEVICE_MEMORY);
     free (buf);
 }
 END_TEST
@@ -160,6 +164,127 @@ START_TEST (test_reply_round_trip)
 }
 END_TEST
 
+/*  Every limit of a request has its CK_RV (docs/CONTRACTS.md "Limits").  */
+START_TEST (test_request_limit_rvs)
+{
+    static uint8_t big [CS_WIRE_MAX_KEY_DER + 1];
+    uint8_t digest [32] = { 0 };
+    Cs__Mechanism mech = CS__MECHANISM__INIT;
+    Cs__SignJob sign = CS__SIGN_JOB__INIT;
+    sign.mechanism = &mech;
+    sign.data = (ProtobufCBinaryData) { sizeof digest, digest };
+    sign.key_pkcs8 = (ProtobufCBinaryData) { sizeof big, big };
+    Cs__LoginJob login = CS__LOGIN_JOB__INIT;
+    login.pin = (ProtobufCBinaryData) { CS_WIRE_MAX_PIN + 1, big };
+    Cs__Job job = CS__JOB__INIT, *jobs [CS_WIRE_MAX_JOBS + 1];
+    job.kind_case = CS__JOB__KIND_SIGN;
+    job.sign = &sign;
+    for (size_t i = 0; i <= CS_WIRE_MAX_JOBS; i++)
+        jobs [i] = &job;
+    Cs__Request req = CS__REQUEST__INIT;
+    req.version_min = req.version_max = CS_PROTOCOL_VERSION;
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    struct { const char *what; unsigned long rv; } cases [] = {
+        { "key DER", CKR_KEY_SIZE_RANGE }, { "PIN", CKR_PIN_LEN_RANGE },
+        { "jobs", CKR_DEVICE_MEMORY }, { "data", CKR_ENCRYPTED_DATA_LEN_RANGE },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases [0]; c++) {
+        if (c == 1) {
+            job.kind_case = CS__JOB__KIND_LOGIN;
+            job.login = &login;
+        }
+        if (c == 2) {
+            job.kind_case = CS__JOB__KIND_HELLO;
+            job.hello = NULL;
+            req.n_jobs = CS_WIRE_MAX_JOBS + 1;
+        }
+        if (c == 3) {
+            Cs__DecryptJob *decrypt = calloc (1, sizeof *decrypt);
+            cs__decrypt_job__init (decrypt);
+            decrypt->key_id = (ProtobufCBinaryData) { 1, digest };
+            decrypt->mechanism = &mech;
+            decrypt->data = (ProtobufCBinaryData) { CS_WIRE_MAX_DATA + 1, big };
+            job.kind_case = CS__JOB__KIND_DECRYPT;
+            job.decrypt = decrypt;
+            req.n_jobs = 1;
+        }
+        size_t size = 0;
+        uint8_t *buf = cs_wire_encode (&req.base, &size);
+        const char *why = NULL;
+        unsigned long rv = CKR_OK;
+        ck_assert_ptr_null (cs_wire_request_check (buf, size, &why, &rv));
+        ck_assert_msg (rv == cases [c].rv, "%s: rv 0x%lx, want 0x%lx (%s)", cases [c].what, rv,
+                       cases [c].rv, why);
+        free (buf);
+    }
+    free (job.decrypt);
+}
+END_TEST
+
+/*  The secrets of a decoded reply are wiped in place.  */
+START_TEST (test_reply_wipe)
+{
+    uint8_t plain [] = "plaintext", pkcs8 [] = "private key", ticket [] = "ticket";
+    Cs__Result r0 = CS__RESULT__INIT, r1 = CS__RESULT__INIT, r2 = CS__RESULT__INIT;
+    Cs__GenerateKeyPairResult gen = CS__GENERATE_KEY_PAIR_RESULT__INIT;
+    Cs__LoginResult login = CS__LOGIN_RESULT__INIT;
+    r0.kind_case = CS__RESULT__KIND_DATA;
+    r0.data = (ProtobufCBinaryData) { sizeof plain, plain };
+    gen.private_pkcs8 = (ProtobufCBinaryData) { sizeof pkcs8, pkcs8 };
+    r1.kind_case = CS__RESULT__KIND_GENERATED;
+    r1.generated = &gen;
+    login.ticket = (ProtobufCBinaryData) { sizeof ticket, ticket };
+    r2.kind_case = CS__RESULT__KIND_LOGIN;
+    r2.login = &login;
+    Cs__Result *results [] = { &r0, &r1, &r2 };
+    Cs__Reply reply = CS__REPLY__INIT;
+    reply.n_results = 3;
+    reply.results = results;
+    size_t size;
+    uint8_t *buf = cs_wire_encode (&reply.base, &size);
+    Cs__Reply *back = cs_wire_reply_decode (buf, size, NULL);
+    ck_assert_ptr_nonnull (back);
+    ck_assert_mem_eq (back->results [0]->data.data, plain, sizeof plain);
+    cs_wire_reply_wipe (back);
+    static const uint8_t zeros [32];
+    ck_assert_mem_eq (back->results [0]->data.data, zeros, sizeof plain);
+    ck_assert_mem_eq (back->results [1]->generated->private_pkcs8.data, zeros, sizeof pkcs8);
+    ck_assert_mem_eq (back->results [2]->login->ticket.data, zeros, sizeof ticket);
+    cs_wire_reply_free (&back);
+    ck_assert_ptr_null (back);
+    cs_wire_reply_free (&back);             /* NULL-safe */
+    free (buf);
+}
+END_TEST
+
+/*  cs_wire_frame_free wipes a frame before releasing it.  */
+static size_t s_released;
+static bool s_released_zero;
+
+static void
+s_release_check (void *data, size_t size)
+{
+    s_released_zero = true;
+    for (size_t i = 0; i < size; i++)
+        s_released_zero &= ((uint8_t *) data) [i] == 0;
+    s_released += size;
+    free (data);
+}
+
+START_TEST (test_frame_free_wipes)
+{
+    void (*saved) (void *, size_t) = cs_wire_frame_release;
+    cs_wire_frame_release = s_release_check;
+    uint8_t *frame = malloc (100);
+    memset (frame, 0xa5, 100);
+    cs_wire_frame_free (frame, (void *) (uintptr_t) 100);
+    cs_wire_frame_release = saved;
+    ck_assert_uint_eq (s_released, 100);
+    ck_assert (s_released_zero);
+}
+END_TEST
+
 START_TEST (test_version_choose)
 {
     ck_assert_uint_eq (cs_wire_version_choose (1, 1), 1);
@@ -189,6 +314,9 @@ main (void)
     tcase_add_test (tc, test_request_garbage_rejected);
     tcase_add_test (tc, test_request_without_jobs_rejected);
     tcase_add_test (tc, test_reply_round_trip);
+    tcase_add_test (tc, test_request_limit_rvs);
+    tcase_add_test (tc, test_reply_wipe);
+    tcase_add_test (tc, test_frame_free_wipes);
     tcase_add_test (tc, test_version_choose);
     tcase_add_test (tc, test_rv_names);
     suite_add_tcase (suite, tc);

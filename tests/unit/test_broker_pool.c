@@ -1,0 +1,96 @@
+/*  test_broker_pool.c — the pool of pre-generated RSA keys (broker/pool.h):
+ *  keys in and out, refill bookkeeping, and where the keys live: locked,
+ *  non-dumpable pages of their own, never an mlock of heap pages (issue #7
+ *  item 7).  */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <openssl/crypto.h>
+#include "broker_config.h"
+#include "cs_secmem.h"
+#include "pool.h"
+#include "test_smaps.h"
+
+#define S_DER_LEN 1200                  /* about an RSA-2048 PKCS#8 */
+
+/*  A malloc'd stand-in for a generated key, filled with `fill`.  */
+static unsigned char *
+s_der (int fill)
+{
+    unsigned char *der = malloc (S_DER_LEN);
+    ck_assert_ptr_nonnull (der);
+    memset (der, fill, S_DER_LEN);
+    return der;
+}
+
+START_TEST (test_put_take)
+{
+    const int targets [BROKER_POOL_SIZES] = { 2, 0, 0 };
+    pool_t *pool = pool_new (targets);
+    ck_assert_ptr_nonnull (pool);
+    ck_assert_uint_eq (pool_next_refill (pool, 4), 2048);
+    ck_assert_uint_eq (pool_next_refill (pool, 4), 2048);
+    ck_assert_uint_eq (pool_next_refill (pool, 4), 0);     /* ready + running = target */
+    pool_put (pool, 2048, s_der (1), S_DER_LEN);
+    pool_put (pool, 2048, s_der (2), S_DER_LEN);
+    pool_put (pool, 2048, s_der (3), S_DER_LEN);            /* full: wiped, dropped */
+    ck_assert_uint_eq (pool_ready (pool, 2048), 2);
+    size_t len = 0;
+    unsigned char *der = pool_take (pool, 2048, &len);
+    ck_assert_ptr_nonnull (der);
+    ck_assert_uint_eq (len, S_DER_LEN);
+    ck_assert_uint_eq (der [0], 2);                         /* the last one put */
+    OPENSSL_cleanse (der, len);
+    free (der);
+    ck_assert_uint_eq (pool_ready (pool, 2048), 1);
+    ck_assert_ptr_null (pool_take (pool, 3072, &len));      /* a size it does not keep */
+    pool_destroy (&pool);
+    ck_assert_ptr_null (pool);
+}
+END_TEST
+
+/*  Ready keys sit in secret pages (cs_secmem.h); no page of the heap gets
+ *  locked, before or after a key is taken out.  */
+START_TEST (test_keys_in_secret_pages)
+{
+    long page_kb = sysconf (_SC_PAGESIZE) / 1024;
+    const int targets [BROKER_POOL_SIZES] = { 3, 0, 0 };
+    pool_t *pool = pool_new (targets);
+    size_t failures = cs_secmem_lock_failures ();
+    ts_locked_t before = ts_locked ();
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq (pool_next_refill (pool, 4), 2048);
+        pool_put (pool, 2048, s_der (0x40 + i), S_DER_LEN);
+    }
+    ts_locked_t full = ts_locked ();
+    ck_assert_int_eq (full.secret_kb, before.secret_kb + 3 * page_kb);
+    if (cs_secmem_lock_failures () == failures)
+        ck_assert_int_eq (full.secret_locked_kb, before.secret_locked_kb + 3 * page_kb);
+    ck_assert_int_eq (full.other_locked_kb, before.other_locked_kb);
+    size_t len = 0;
+    unsigned char *der = pool_take (pool, 2048, &len);
+    ts_locked_t taken = ts_locked ();
+    ck_assert_int_eq (taken.secret_kb, before.secret_kb + 2 * page_kb);
+    ck_assert_int_eq (taken.other_locked_kb, before.other_locked_kb);
+    OPENSSL_cleanse (der, len);
+    free (der);
+    pool_destroy (&pool);
+    ck_assert_int_eq (ts_locked ().secret_kb, before.secret_kb);
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("pool");
+    TCase *tc = tcase_create ("pool");
+    tcase_add_test (tc, test_put_take);
+    tcase_add_test (tc, test_keys_in_secret_pages);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,167 @@
+/*  test_module_link.c — the module's link (pkcs11-module/link.h): what it
+ *  returns for a reply that fails at request level (cs_link_reply_rv: the
+ *  broker's limits reach the application as their own CK_RV,
+ *  docs/CONTRACTS.md "Limits", everything else as CKR_DEVICE_ERROR), and,
+ *  against a fake plaintext broker in a thread, that the request frames it
+ *  hands libzmq are wiped when libzmq frees them.  */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+#include "cs_p11.h"
+#include "link.h"
+
+START_TEST (test_reply_rv)
+{
+    Cs__Job job = CS__JOB__INIT, *jobs [] = { &job };
+    Cs__Request req = CS__REQUEST__INIT;
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    Cs__Result result = CS__RESULT__INIT, *results [] = { &result };
+    Cs__Reply reply = CS__REPLY__INIT;
+    reply.version = CS_PROTOCOL_VERSION;
+    reply.n_results = 1;
+    reply.results = results;
+    ck_assert_uint_eq (cs_link_reply_rv (&req, &reply), CKR_OK);
+    reply.n_results = 0;                                /* a result missing */
+    ck_assert_uint_eq (cs_link_reply_rv (&req, &reply), CKR_DEVICE_ERROR);
+    static const CK_RV limits [] = {
+        CKR_DEVICE_MEMORY, CKR_KEY_SIZE_RANGE, CKR_DATA_LEN_RANGE, CKR_ENCRYPTED_DATA_LEN_RANGE,
+        CKR_TEMPLATE_INCONSISTENT, CKR_ATTRIBUTE_VALUE_INVALID, CKR_PIN_LEN_RANGE,
+        CKR_MECHANISM_PARAM_INVALID, CKR_DOMAIN_PARAMS_INVALID, CKR_KEY_HANDLE_INVALID,
+        CKR_OBJECT_HANDLE_INVALID,
+    };
+    for (size_t i = 0; i < sizeof limits / sizeof limits [0]; i++) {
+        reply.rv = limits [i];
+        reply.error = (char *) "a limit";
+        ck_assert_uint_eq (cs_link_reply_rv (&req, &reply), limits [i]);
+    }
+    reply.rv = CKR_GENERAL_ERROR;               /* not a limit */
+    ck_assert_uint_eq (cs_link_reply_rv (&req, &reply), CKR_DEVICE_ERROR);
+    reply.rv = CKR_USER_NOT_LOGGED_IN;
+    ck_assert_uint_eq (cs_link_reply_rv (&req, &reply), CKR_DEVICE_ERROR);
+    reply.rv = CKR_DEVICE_MEMORY;               /* a broker of another protocol */
+    reply.version = CS_PROTOCOL_VERSION + 1;
+    ck_assert_uint_eq (cs_link_reply_rv (&req, &reply), CKR_DEVICE_ERROR);
+}
+END_TEST
+
+/*  The fake broker: answers each request with a request-level
+ *  CKR_DEVICE_MEMORY (a limit), then one with a result carrying data.  */
+typedef struct {
+    void *router;
+    int answered;
+} s_fake_t;
+
+static void *
+s_fake_broker (void *arg)
+{
+    s_fake_t *fake = arg;
+    for (int n = 0; n < 2; n++) {
+        zmq_msg_t identity, body;
+        zmq_msg_init (&identity);
+        zmq_msg_init (&body);
+        if (zmq_msg_recv (&identity, fake->router, 0) < 0 || zmq_msg_recv (&body, fake->router, 0) < 0)
+            break;
+        Cs__Request *req = cs_wire_request_decode (zmq_msg_data (&body), zmq_msg_size (&body), NULL);
+        Cs__Result result = CS__RESULT__INIT, *results [] = { &result };
+        Cs__Reply reply = CS__REPLY__INIT;
+        reply.version = CS_PROTOCOL_VERSION;
+        reply.request_id = req ? req->request_id : 0;
+        if (n == 0)
+            reply.rv = CKR_DEVICE_MEMORY;
+        else {
+            result.kind_case = CS__RESULT__KIND_DATA;
+            result.data = (ProtobufCBinaryData) { 6, (uint8_t *) "secret" };
+            reply.n_results = 1;
+            reply.results = results;
+        }
+        size_t size = 0;
+        uint8_t *data = cs_wire_encode (&reply.base, &size);
+        zmq_msg_send (&identity, fake->router, ZMQ_SNDMORE);
+        zmq_send (fake->router, data, size, 0);
+        free (data);
+        zmq_msg_close (&body);
+        if (req)
+            cs__request__free_unpacked (req, NULL);
+        fake->answered++;
+    }
+    return NULL;
+}
+
+/*  Frames the link's libzmq released, and how many were not wiped.  */
+static size_t s_frames, s_dirty;
+
+static void
+s_frame_check (void *data, size_t size)
+{
+    bool zero = true;
+    for (size_t i = 0; i < size; i++)
+        zero &= ((uint8_t *) data) [i] == 0;
+    __atomic_add_fetch (&s_frames, 1, __ATOMIC_SEQ_CST);
+    if (!zero)
+        __atomic_add_fetch (&s_dirty, 1, __ATOMIC_SEQ_CST);
+    free (data);
+}
+
+START_TEST (test_link_end_to_end)
+{
+    void (*saved) (void *, size_t) = cs_wire_frame_release;
+    cs_wire_frame_release = s_frame_check;
+    void *ctx = zmq_ctx_new ();
+    s_fake_t fake = { zmq_socket (ctx, ZMQ_ROUTER), 0 };
+    ck_assert_int_eq (zmq_bind (fake.router, "tcp://127.0.0.1:*"), 0);
+    char endpoint [256];
+    size_t len = sizeof endpoint;
+    ck_assert_int_eq (zmq_getsockopt (fake.router, ZMQ_LAST_ENDPOINT, endpoint, &len), 0);
+    pthread_t thread;
+    ck_assert_int_eq (pthread_create (&thread, NULL, s_fake_broker, &fake), 0);
+
+    char *endpoints [] = { endpoint };
+    cs_client_config_t config = { .endpoints = endpoints, .n_endpoints = 1, .curve = false,
+                                  .timeout_ms = 15000 };
+    CK_RV rv = CKR_OK;
+    cs_link_t *link = cs_link_new (&config, &rv);
+    ck_assert_ptr_nonnull (link);
+    /*  A request with a PIN in it, as a login would send.  */
+    Cs__LoginJob login = CS__LOGIN_JOB__INIT;
+    login.user_type = CKU_USER;
+    login.pin = (ProtobufCBinaryData) { 8, (uint8_t *) "87654321" };
+    Cs__Job job = CS__JOB__INIT, *jobs [] = { &job };
+    job.kind_case = CS__JOB__KIND_LOGIN;
+    job.login = &login;
+    Cs__Request req = CS__REQUEST__INIT;
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (cs_link_call (link, &req, 15000, &reply), CKR_DEVICE_MEMORY);
+    ck_assert_ptr_null (reply);
+    ck_assert_uint_eq (cs_link_call (link, &req, 15000, &reply), CKR_OK);
+    ck_assert_mem_eq (reply->results [0]->data.data, "secret", 6);
+    cs_wire_reply_free (&reply);
+    cs_link_destroy (&link);                /* libzmq has released every frame now */
+    pthread_join (thread, NULL);
+    ck_assert_int_eq (fake.answered, 2);
+    ck_assert_uint_ge (__atomic_load_n (&s_frames, __ATOMIC_SEQ_CST), 2);
+    ck_assert_uint_eq (__atomic_load_n (&s_dirty, __ATOMIC_SEQ_CST), 0);
+    cs_wire_frame_release = saved;
+    zmq_close (fake.router);
+    zmq_ctx_term (ctx);
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("module-link");
+    TCase *tc = tcase_create ("link");
+    tcase_add_test (tc, test_reply_rv);
+    tcase_add_test (tc, test_link_end_to_end);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
