@@ -36,11 +36,15 @@ USER_LINE=
 [ "$(id -u)" = 0 ] && USER_LINE="user $(id -un) $(id -gn);"
 
 NGINX_PID=
+# stop_nginx: graceful stop (SIGQUIT); returns nginx's exit status.
 stop_nginx () {
-    [ -n "$NGINX_PID" ] && cs_stop_pid "$NGINX_PID" QUIT
+    local status=0
+    [ -z "$NGINX_PID" ] || cs_stop_pid "$NGINX_PID" QUIT || status=$?
     NGINX_PID=
+    return $status
 }
-cs_client_on_exit stop_nginx
+stop_nginx_on_exit () { stop_nginx || true; }
+cs_client_on_exit stop_nginx_on_exit
 
 # nginx_answers: true once nginx serves the page; false while it starts;
 # ends the wait (status 2) when nginx died or logged a critical error.
@@ -64,7 +68,7 @@ start_nginx () {
         "$NGINX" -p "$P" -c "$P/nginx.conf" -e "$P/logs/error.log" > "$P/logs/stderr.log" 2>&1 &
         NGINX_PID=$!
         cs_wait_for 30 nginx_answers && return 0
-        stop_nginx
+        stop_nginx || true
         grep -q "Address already in use" "$P/logs/error.log" "$P/logs/stderr.log" && continue
         break
     done
@@ -107,6 +111,8 @@ grep -q ' TLSv1.3 .* 200$' "$P/logs/access.log" || cs_fail "no TLSv1.3 request i
 grep -E '\[(crit|alert|emerg)\]' "$P/logs/error.log" && cs_fail "nginx logged errors"
 cs_log "curl fetched the page $n times over TLS 1.2 and 1.3 (--cacert verified); both workers served"
 
-stop_nginx
+rc=0
+stop_nginx || rc=$?
+[ "$rc" = 0 ] || cs_fail "nginx (with the module loaded in master and workers) exited with status $rc on SIGQUIT"
 cs_broker_alive || cs_fail "the broker died"
 cs_log "nginx stopped; all nginx checks passed"

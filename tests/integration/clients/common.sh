@@ -21,7 +21,7 @@ cs_client_cleanup () {
     local rc=$? pid hook
     set +e
     for hook in $CS_CLIENT_CLEANUP_HOOKS; do "$hook"; done
-    for pid in $CS_CLIENT_PIDS; do cs_stop_pid "$pid"; done
+    for pid in $CS_CLIENT_PIDS; do cs_stop_pid "$pid" || true; done
     (exit "$rc")
     cs_cleanup
 }
@@ -43,16 +43,26 @@ cs_pid_alive () {
         && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
 }
 
-# cs_stop_pid PID [SIGNAL]: SIGTERM (or SIGNAL), up to 10 s, then SIGKILL;
-# reaps it when it is our child.
+# cs_stop_pid PID [SIGNAL]: SIGTERM (or SIGNAL), up to 10 s (scaled), then
+# SIGKILL; reaps it when it is our child.  Returns its exit status (0 for a
+# process that is not our child), 137 when it had to be killed.
 cs_stop_pid () {
-    local pid=$1 sig=${2:-TERM} waited=0
-    cs_pid_alive "$pid" || { wait "$pid" 2>/dev/null; return 0; }
-    kill "-$sig" "$pid" 2>/dev/null
-    while cs_pid_alive "$pid" && [ $waited -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
-    cs_pid_alive "$pid" && kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    return 0
+    local pid=$1 sig=${2:-TERM} waited=0 status=0
+    if cs_pid_alive "$pid"; then
+        kill "-$sig" "$pid" 2>/dev/null
+        while cs_pid_alive "$pid" && [ $waited -lt $((100 * CS_TIME_FACTOR)) ]; do
+            sleep 0.1
+            waited=$((waited + 1))
+        done
+        if cs_pid_alive "$pid"; then
+            kill -KILL "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+            return 137
+        fi
+    fi
+    wait "$pid" 2>/dev/null || status=$?
+    [ "$status" != 127 ] || status=0       # not our child (or reaped already)
+    return "$status"
 }
 
 # cs_find_program NAME: the path of NAME in $PATH or the sbin folders
