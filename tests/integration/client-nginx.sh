@@ -36,10 +36,31 @@ USER_LINE=
 [ "$(id -u)" = 0 ] && USER_LINE="user $(id -un) $(id -gn);"
 
 NGINX_PID=
-# stop_nginx: graceful stop (SIGQUIT); returns nginx's exit status.
+# stop_nginx: graceful stop (SIGQUIT); returns nginx's exit status (137
+# when it had to be killed).  A master still there 2 s (scaled) after
+# SIGQUIT gets its threads' states and stacks (gdb, when installed) written
+# to the test's log, then has 30 s more: under make -j the master was seen
+# to take 5-12 s to exit after logging "exit" (not understood yet; see the
+# closing notes of issue #13), and only a real hang should fail the test.
 stop_nginx () {
-    local status=0
-    [ -z "$NGINX_PID" ] || cs_stop_pid "$NGINX_PID" QUIT || status=$?
+    local status=0 waited=0
+    [ -n "$NGINX_PID" ] || return 0
+    kill -QUIT "$NGINX_PID" 2>/dev/null
+    while cs_pid_alive "$NGINX_PID" && [ $waited -lt $((20 * CS_TIME_FACTOR)) ]; do
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    if cs_pid_alive "$NGINX_PID"; then
+        echo "---- nginx master $NGINX_PID still running $((waited / 10)) s after SIGQUIT: its threads ----"
+        local task
+        for task in /proc/"$NGINX_PID"/task/*; do
+            echo "task ${task##*/}: $(cut -d' ' -f2,3 "$task/stat" 2>/dev/null) wchan=$(cat "$task/wchan" 2>/dev/null)"
+        done
+        command -v gdb >/dev/null \
+            && timeout 60 gdb -p "$NGINX_PID" -batch -ex "thread apply all bt" 2>&1 | tail -n 60
+    fi
+    cs_stop_child "$NGINX_PID" QUIT $((30 * CS_TIME_FACTOR)) || status=$?
+    [ "$status" != 124 ] || status=137
     NGINX_PID=
     return $status
 }

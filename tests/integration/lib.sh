@@ -135,46 +135,55 @@ cs_kill_leftovers () {
     wait 2>/dev/null
 }
 
-# cs_broker_end: stops the test's broker if it still runs and checks its
-# exit: status 0 after SIGTERM within the (scaled) stop timeout.  Returns 1,
-# with the reason in the test's log, on a crash (killed by a signal), a
-# non-zero status, or a stop that needed SIGKILL.
-cs_broker_end () {
-    local pid=$CRYPTOSERVER_BROKER_PID status=0 waited=0
-    local limit=$(( ${CS_STOP_TIMEOUT:-15} * 10 * CS_TIME_FACTOR ))
-    CRYPTOSERVER_BROKER_PID=
-    rm -f "$WORK/broker.pid"
-    if cs_broker_alive_pid "$pid"; then
-        kill -TERM "$pid" 2>/dev/null
-        while cs_broker_alive_pid "$pid" && [ $waited -lt $limit ]; do
+# cs_stop_child PID SIGNAL SECONDS: sends SIGNAL to our child PID, waits up
+# to SECONDS for it to exit, then SIGKILLs it.  Returns its exit status
+# (128+N when it died of signal N; 0 when it is not our child), or 124 when
+# it had to be killed.
+cs_stop_child () {
+    local pid=$1 sig=$2 limit=$(( $3 * 10 )) waited=0 status=0
+    if cs_pid_alive "$pid"; then
+        kill "-$sig" "$pid" 2>/dev/null
+        while cs_pid_alive "$pid" && [ $waited -lt $limit ]; do
             sleep 0.1
             waited=$((waited + 1))
         done
-        if cs_broker_alive_pid "$pid"; then
+        if cs_pid_alive "$pid"; then
             kill -KILL "$pid" 2>/dev/null
             wait "$pid" 2>/dev/null
-            echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) did not stop within $((limit / 10)) s of SIGTERM: killed" >&2
-            return 1
+            return 124
         fi
-        wait "$pid" 2>/dev/null || status=$?
-    else
+    fi
+    wait "$pid" 2>/dev/null || status=$?
+    [ "$status" != 127 ] || status=0       # not our child (or reaped already)
+    return "$status"
+}
+
+# cs_broker_end: stops the test's broker if it still runs and checks its
+# exit: status 0 after SIGTERM within the (scaled) stop timeout.  Returns 1,
+# with the reason in the test's log, on a crash (killed by a signal), a
+# non-zero status, an exit before the stop, or a stop that needed SIGKILL.
+cs_broker_end () {
+    local pid=$CRYPTOSERVER_BROKER_PID status=0 seconds=$(( ${CS_STOP_TIMEOUT:-15} * CS_TIME_FACTOR ))
+    CRYPTOSERVER_BROKER_PID=
+    rm -f "$WORK/broker.pid"
+    if ! cs_pid_alive "$pid"; then
         wait "$pid" 2>/dev/null || status=$?
         echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) exited on its own (status $status) before the test stopped it" >&2
         return 1
     fi
-    if [ "$status" -gt 128 ]; then
-        echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) died of signal $((status - 128)) ($(kill -l "$status" 2>/dev/null))" >&2
-        return 1
-    fi
-    if [ "$status" != 0 ]; then
-        echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) exited with status $status" >&2
-        return 1
-    fi
-    echo "[$CS_TEST_NAME] broker (pid $pid) stopped cleanly (status 0)"
+    cs_stop_child "$pid" TERM "$seconds" || status=$?
+    case $status in
+        0) echo "[$CS_TEST_NAME] broker (pid $pid) stopped cleanly (status 0)"; return 0 ;;
+        124) echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) did not stop within $seconds s of SIGTERM: killed" >&2 ;;
+        12[89]|1[3-9][0-9]|2[0-5][0-9])
+            echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) died of signal $((status - 128)) ($(kill -l "$status" 2>/dev/null))" >&2 ;;
+        *) echo "[$CS_TEST_NAME] FAIL: the broker (pid $pid) exited with status $status" >&2 ;;
+    esac
+    return 1
 }
 
-# cs_broker_alive_pid PID: the process runs and is not a zombie.
-cs_broker_alive_pid () {
+# cs_pid_alive PID: the process runs and is not a zombie.
+cs_pid_alive () {
     [ -n "$1" ] && kill -0 "$1" 2>/dev/null \
         && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
 }
@@ -290,7 +299,7 @@ cs_stop () {
 }
 
 # cs_broker_alive: true while the broker process runs.
-cs_broker_alive () { cs_broker_alive_pid "${CRYPTOSERVER_BROKER_PID:-}"; }
+cs_broker_alive () { cs_pid_alive "${CRYPTOSERVER_BROKER_PID:-}"; }
 
 # cs_wait_until SECONDS COMMAND...: polls COMMAND every 0.1 s until it
 # succeeds; returns 1 when SECONDS pass first.

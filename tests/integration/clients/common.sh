@@ -37,31 +37,13 @@ cs_client_untrack () {
 # cs_client_on_exit FUNCTION: FUNCTION runs on exit (before the broker stops).
 cs_client_on_exit () { CS_CLIENT_CLEANUP_HOOKS="$CS_CLIENT_CLEANUP_HOOKS $1"; }
 
-# cs_pid_alive PID: the process exists and is not a zombie.
-cs_pid_alive () {
-    [ -n "$1" ] && kill -0 "$1" 2>/dev/null \
-        && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
-}
-
 # cs_stop_pid PID [SIGNAL]: SIGTERM (or SIGNAL), up to 10 s (scaled), then
-# SIGKILL; reaps it when it is our child.  Returns its exit status (0 for a
+# SIGKILL (lib.sh's cs_stop_child).  Returns its exit status (0 for a
 # process that is not our child), 137 when it had to be killed.
 cs_stop_pid () {
-    local pid=$1 sig=${2:-TERM} waited=0 status=0
-    if cs_pid_alive "$pid"; then
-        kill "-$sig" "$pid" 2>/dev/null
-        while cs_pid_alive "$pid" && [ $waited -lt $((100 * CS_TIME_FACTOR)) ]; do
-            sleep 0.1
-            waited=$((waited + 1))
-        done
-        if cs_pid_alive "$pid"; then
-            kill -KILL "$pid" 2>/dev/null
-            wait "$pid" 2>/dev/null
-            return 137
-        fi
-    fi
-    wait "$pid" 2>/dev/null || status=$?
-    [ "$status" != 127 ] || status=0       # not our child (or reaped already)
+    local status=0
+    cs_stop_child "$1" "${2:-TERM}" $((10 * CS_TIME_FACTOR)) || status=$?
+    [ "$status" != 124 ] || status=137
     return "$status"
 }
 
