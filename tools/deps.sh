@@ -15,6 +15,10 @@ CS_DEB_PACKAGES="gcc make autoconf automake libtool pkg-config
 # curl, Python PyKCS11, OpenSSH's ssh-keygen.
 CS_DEB_PACKAGES="$CS_DEB_PACKAGES
     libengine-pkcs11-openssl gnutls-bin p11-kit curl python3-pykcs11 openssh-client"
+# cryptoserver-bench paper (tools/bench-paper.sh, tests/integration/bench-paper.sh):
+# gnuplot for its plot (gnuplot-nox: no X11), taskset (util-linux) to pin
+# the TLS server of Table 4 to its CPU.
+CS_DEB_PACKAGES="$CS_DEB_PACKAGES gnuplot-nox util-linux"
 # nginx (client-nginx.sh): nginx-light, unless an nginx flavour (nginx-core,
 # nginx-full, ...) is installed already: they conflict with each other.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
