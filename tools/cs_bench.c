@@ -1,6 +1,11 @@
 /*  cs_bench.c — cryptoserver-bench: N threads, each with its own session,
- *  sign messages through any PKCS#11 module and (optionally) every signature
- *  is verified with OpenSSL.  Prints throughput and latency percentiles.
+ *  sign messages through any PKCS#11 module (or one board through its shim
+ *  driver, --driver-board) and (optionally) every signature is verified with
+ *  OpenSSL.  Prints throughput and latency percentiles.  The paper's method
+ *  (Berson et al. §5.1): the threads start on a barrier, sign blocks of
+ *  --count operations each, and a block's clock stops when its last thread
+ *  finishes; the rate is all operations over the sum of the block times.
+ *  Subcommands: `tls` (cs_bench_tls.c) and `paper` (cs_bench_paper.c).
  *
  *  Exit status: 0 all signatures made (and verified); 1 a sign or verify
  *  failed, or the module/token/key could not be used; 2 usage.
@@ -21,19 +26,25 @@
 #include "cs_wire.h"
 
 #define MAX_THREADS   256
+#define MAX_BLOCKS    64
 #define MAX_SIGNATURE 1024          /* bytes: RSA-8192 */
 #define MESSAGE_LEN   64            /* bytes signed per operation */
 
 typedef struct {
     const char *module_path, *token, *pin, *key;
+    const char *driver_board;       /* --driver-board CONF:NAME, or NULL: the module */
+    const char *key_file;           /* --key-file PEM: key material for --driver-board */
     cs_bench_mech_t mech;
     int threads;
-    long count;                     /* signatures per thread; 0 = use seconds */
+    long count;                     /* signatures per thread and block; 0 = use seconds */
+    int blocks;                     /* --blocks: timed blocks of count signatures */
     double seconds;
     bool verify, csv;
     const char *verify_key;         /* --verify-key PEM, or NULL: the token's */
     bool progress;                  /* progress lines even when stderr is no terminal */
     bool stop_on_error;             /* all threads stop at the first failure */
+    bool share;                     /* --share: a block's threads x count operations
+                                       come from one counter */
     bool keygen;                    /* --keygen: time C_GenerateKeyPair instead */
     cs_bench_keygen_options_t gen;
 } s_options_t;
@@ -50,13 +61,18 @@ typedef struct {
     int index;
     const s_options_t *options;
     cs_bench_module_t *module;
+    cs_bench_driver_t *driver;      /* --driver-board, else NULL */
+    void *driver_session;           /* this thread's driver session */
     const cs_bench_verifier_t *verifier;
-    pthread_barrier_t *start;
-    double began, ended;            /* s_now () when this thread started/stopped signing */
+    pthread_barrier_t *start;       /* the first block: all threads and main */
+    pthread_barrier_t *block;       /* the next blocks: all threads */
+    double began [MAX_BLOCKS], ended [MAX_BLOCKS];  /* s_now () when this thread
+                                       started/stopped signing each block */
     double deadline;                /* s_now () when --seconds ends; set by the thread */
     s_signature_t *signatures;      /* kept for verification after the timed part */
     size_t kept, room;
     atomic_long *progress;          /* ops done by all threads */
+    atomic_long *taken;             /* --share: operations taken, per block */
     atomic_bool *stop;              /* set at the first failure with --stop-on-error */
     cs_bench_samples_t latency;     /* ms per signature that succeeded */
     long ops, verified, failures;
@@ -79,7 +95,10 @@ s_usage (FILE *out, int status)
     fprintf (out,
         "usage: cryptoserver-bench --module SO --token LABEL --pin PIN --key LABEL\n"
         "                          [--mechanism M] [--threads N]\n"
-        "                          [--count M | --seconds S] [--verify] [--csv]\n"
+        "                          [--count M [--blocks B] | --seconds S] [--verify] [--csv]\n"
+        "       cryptoserver-bench --driver-board CONF:NAME (--key LABEL | --key-file PEM) ...\n"
+        "       cryptoserver-bench tls --connect HOST:PORT ...    (cryptoserver-bench tls --help)\n"
+        "       cryptoserver-bench paper [--quick] [--out DIR]   (cryptoserver-bench paper --help)\n"
         "\n"
         "  --module SO      any PKCS#11 library (cryptoserver-pkcs11.so, libsofthsm2.so)\n"
         "  --token LABEL    the token's label\n"
@@ -88,7 +107,17 @@ s_usage (FILE *out, int status)
         "  --mechanism M    sha256-rsa-pkcs (default), rsa-pkcs-pss-sha256, ecdsa-sha256,\n"
         "                   ecdsa (CKM_ECDSA over a SHA-256 digest made by the bench)\n"
         "  --threads N      threads, each with its own session (default 1, max %d)\n"
-        "  --count M        signatures per thread (default 100)\n"
+        "  --count M        signatures per thread (and block; default 100)\n"
+        "  --blocks B       B timed blocks of --count signatures per thread, each started\n"
+        "                   on a barrier and ended by its last thread; ops/s is all the\n"
+        "                   signatures over the sum of the block times (default 1, max %d)\n"
+        "  --share          the block's threads x count signatures come from one counter:\n"
+        "                   every thread works until the block is done, so no thread idles\n"
+        "                   while slower ones finish their own count\n"
+        "  --driver-board CONF:NAME  no module: board NAME of broker config CONF through\n"
+        "                   its shim driver (the board's local speed); each thread opens\n"
+        "                   a driver session.  --key LABEL names a resident key of the\n"
+        "                   board, --key-file PEM an RSA private key used as key material\n"
         "  --seconds S      run for S seconds instead of a count\n"
         "  --verify         verify every signature with OpenSSL and the token's public key\n"
         "  --verify-key PEM verify every signature with OpenSSL and this public key (PEM),\n"
@@ -109,7 +138,7 @@ s_usage (FILE *out, int status)
         "  --session-keys   generate session objects (per-request keys) instead\n"
         "\n"
         "Exit status: 0 all signed (and verified), 1 any failure, 2 usage.\n",
-        MAX_THREADS);
+        MAX_THREADS, MAX_BLOCKS);
     return status;
 }
 
@@ -126,6 +155,8 @@ s_parse (int argc, char **argv, s_options_t *options)
         { "progress", no_argument, NULL, 'P' },     { "stop-on-error", no_argument, NULL, 'S' },
         { "keygen", required_argument, NULL, 'g' }, { "interval-ms", required_argument, NULL, 'i' },
         { "session-keys", no_argument, NULL, 'T' }, { "verify-key", required_argument, NULL, 'K' },
+        { "blocks", required_argument, NULL, 'B' }, { "driver-board", required_argument, NULL, 'D' },
+        { "key-file", required_argument, NULL, 'F' }, { "share", no_argument, NULL, 'H' },
         { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 }
     };
     int opt;
@@ -144,6 +175,10 @@ s_parse (int argc, char **argv, s_options_t *options)
                 break;
             case 'n': options->threads = (int) strtol (optarg, &end, 10); break;
             case 'c': options->count = strtol (optarg, &end, 10); break;
+            case 'B': options->blocks = (int) strtol (optarg, &end, 10); break;
+            case 'D': options->driver_board = optarg; break;
+            case 'F': options->key_file = optarg; break;
+            case 'H': options->share = true; break;
             case 's': options->seconds = strtod (optarg, &end); break;
             case 'v': options->verify = true; break;
             case 'K': options->verify = true; options->verify_key = optarg; break;
@@ -168,9 +203,19 @@ s_parse (int argc, char **argv, s_options_t *options)
         }
         end = NULL;
     }
-    if (optind < argc || !options->module_path || !options->token || !options->pin
-    ||  (!options->key && !options->keygen) || options->gen.interval_ms < 0)
+    bool driver = options->driver_board != NULL;
+    if (optind < argc || (driver ? options->module_path || options->keygen
+                                   || !options->key == !options->key_file
+                                 : !options->module_path || !options->token || !options->pin
+                                   || (!options->key && !options->keygen) || options->key_file)
+    ||  options->gen.interval_ms < 0)
         return s_usage (stderr, 2);
+    if (options->blocks < 1 || options->blocks > MAX_BLOCKS
+    ||  ((options->blocks > 1 || options->share) && options->seconds > 0)) {
+        fprintf (stderr, "cryptoserver-bench: --blocks must be 1..%d; --blocks and --share need --count\n",
+                 MAX_BLOCKS);
+        return 2;
+    }
     if (options->threads < 1 || options->threads > MAX_THREADS
     ||  options->count < 0 || options->seconds < 0 || (options->count > 0 && options->seconds > 0)) {
         fprintf (stderr, "cryptoserver-bench: need 1..%d threads and either --count M or --seconds S\n",
@@ -246,7 +291,7 @@ s_worker_verify (s_worker_t *worker)
 static void
 s_worker_sign (s_worker_t *worker, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE key, long i)
 {
-    CK_FUNCTION_LIST *p11 = worker->module->p11;
+    CK_FUNCTION_LIST *p11 = worker->module ? worker->module->p11 : NULL;
     unsigned char message [MESSAGE_LEN], signature [MAX_SIGNATURE];
     s_message (message, worker->index, i);
     CK_MECHANISM mechanism;
@@ -263,10 +308,17 @@ s_worker_sign (s_worker_t *worker, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE k
         s_worker_fail (worker, CKR_GENERAL_ERROR);
         return;
     }
-    CK_RV rv = p11->C_SignInit (session, &mechanism, key);
-    if (rv == CKR_OK)
-        rv = p11->C_Sign (session, hashed ? digest : message,
-                          hashed ? digest_len : sizeof message, signature, &sig_len);
+    CK_RV rv;
+    if (worker->driver)
+        rv = cs_bench_driver_sign (worker->driver, worker->driver_session, worker->options->mech,
+                                   hashed ? digest : message, hashed ? digest_len : sizeof message,
+                                   signature, &sig_len);
+    else {
+        rv = p11->C_SignInit (session, &mechanism, key);
+        if (rv == CKR_OK)
+            rv = p11->C_Sign (session, hashed ? digest : message,
+                              hashed ? digest_len : sizeof message, signature, &sig_len);
+    }
     double ms = (s_now () - started) * 1000.0;
     worker->ops++;
     atomic_fetch_add (worker->progress, 1);
@@ -279,8 +331,29 @@ s_worker_sign (s_worker_t *worker, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE k
         s_worker_fail (worker, CKR_HOST_MEMORY);
 }
 
+//  Opens this thread's session: a logged-in PKCS#11 session with the key
+//  found, or a driver session.  Records a failure in the worker.
+static void
+s_worker_open (s_worker_t *worker, CK_SESSION_HANDLE *session, CK_OBJECT_HANDLE *key)
+{
+    CK_RV rv = CKR_OK;
+    if (worker->driver) {
+        worker->driver_session = cs_bench_driver_session_open (worker->driver);
+        rv = worker->driver_session ? CKR_OK : CKR_DEVICE_ERROR;
+    }
+    else {
+        rv = cs_bench_session_open (worker->module, worker->options->pin, session);
+        if (rv == CKR_OK)
+            rv = cs_bench_find (worker->module, *session, CKO_PRIVATE_KEY, worker->options->key, key);
+    }
+    if (rv != CKR_OK) {
+        worker->setup_failed = true;
+        worker->first_error = rv;
+    }
+}
+
 //  Thread body: open a session (login), find the key, wait for the others,
-//  then sign until the count or the deadline.
+//  then sign until the count or the deadline, block after block.
 static void *
 s_worker_run (void *arg)
 {
@@ -288,28 +361,32 @@ s_worker_run (void *arg)
     const s_options_t *options = worker->options;
     CK_SESSION_HANDLE session = CK_INVALID_HANDLE;
     CK_OBJECT_HANDLE key = CK_INVALID_HANDLE;
-    CK_RV rv = cs_bench_session_open (worker->module, options->pin, &session);
-    if (rv == CKR_OK)
-        rv = cs_bench_find (worker->module, session, CKO_PRIVATE_KEY, options->key, &key);
-    if (rv != CKR_OK) {
-        worker->setup_failed = true;
-        worker->first_error = rv;
+    s_worker_open (worker, &session, &key);
+    for (int b = 0; b < options->blocks; b++) {
+        //  Every thread waits for the others (even one that failed), so a
+        //  block's clock starts when every session is open.  Each thread
+        //  takes its own deadline so no thread reads a value another one is
+        //  still writing.
+        pthread_barrier_wait (b == 0 ? worker->start : worker->block);
+        worker->began [b] = s_now ();
+        worker->deadline = worker->began [b] + options->seconds;
+        long block_ops = options->count * options->threads;
+        for (long i = 0; !worker->setup_failed; i++) {
+            //  --share: the next operation of the block, whoever takes it.
+            long op = options->share ? atomic_fetch_add (&worker->taken [b], 1) : i;
+            if (options->share ? op >= block_ops
+                               : options->count ? i >= options->count : s_now () >= worker->deadline)
+                break;
+            if (atomic_load (worker->stop))
+                break;
+            s_worker_sign (worker, session, key, (long) b * (options->share ? block_ops : options->count) + op);
+        }
+        worker->ended [b] = s_now ();
     }
-    pthread_barrier_wait (worker->start);
-    //  The clock starts when every session is open; each thread takes its
-    //  own deadline so no thread reads a value another one is still writing.
-    worker->began = s_now ();
-    worker->deadline = worker->began + options->seconds;
-    for (long i = 0; !worker->setup_failed; i++) {
-        if (options->count ? i >= options->count : s_now () >= worker->deadline)
-            break;
-        if (atomic_load (worker->stop))
-            break;
-        s_worker_sign (worker, session, key, i);
-    }
-    worker->ended = s_now ();
     if (session != CK_INVALID_HANDLE)
         worker->module->p11->C_CloseSession (session);
+    if (worker->driver)
+        cs_bench_driver_session_close (worker->driver, &worker->driver_session);
     if (worker->verifier)
         s_worker_verify (worker);
     return NULL;
@@ -380,13 +457,18 @@ s_report (const s_options_t *options, s_totals_t *totals, double seconds, int bi
     if (options->csv) {
         printf ("mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures\n");
         printf ("%s,%s,%d,%d,%ld,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%s,%ld\n",
-                cs_bench_mech_name (options->mech), options->key, bits, options->threads,
+                cs_bench_mech_name (options->mech), options->key ? options->key : "file", bits,
+                options->threads,
                 totals->ops, seconds, rate, p50, p90, p99, max, verified ? verified : count,
                 totals->failures);
         return;
     }
-    printf ("module %s, token %s, key %s (%d bits), %s\n", options->module_path, options->token,
-            options->key, bits, cs_bench_mech_name (options->mech));
+    if (options->driver_board)
+        printf ("board %s (driver, no broker), key %s (%d bits), %s\n", options->driver_board,
+                options->key ? options->key : options->key_file, bits, cs_bench_mech_name (options->mech));
+    else
+        printf ("module %s, token %s, key %s (%d bits), %s\n", options->module_path, options->token,
+                options->key, bits, cs_bench_mech_name (options->mech));
     printf ("%7s %8s %9s %9s %8s %8s %8s %8s %9s %8s\n", "threads", "ops", "seconds", "ops/s",
             "p50 ms", "p90 ms", "p99 ms", "max ms", "verified", "failures");
     printf ("%7d %8ld %9.3f %9.1f %8.3f %8.3f %8.3f %8.3f %9s %8ld\n", options->threads,
@@ -396,32 +478,39 @@ s_report (const s_options_t *options, s_totals_t *totals, double seconds, int bi
 
 //  Runs the threads and reports.  Returns the exit status.
 static int
-s_run (const s_options_t *options, cs_bench_module_t *module, const cs_bench_verifier_t *verifier,
-       int bits)
+s_run (const s_options_t *options, cs_bench_module_t *module, cs_bench_driver_t *driver,
+       const cs_bench_verifier_t *verifier, int bits)
 {
     s_worker_t *workers = calloc ((size_t) options->threads, sizeof *workers);
     pthread_t *threads = calloc ((size_t) options->threads, sizeof *threads);
-    pthread_barrier_t start;
-    atomic_long progress = 0;
+    pthread_barrier_t start, block;
+    atomic_long progress = 0, taken [MAX_BLOCKS];
     atomic_bool stop = false;
+    for (int b = 0; b < MAX_BLOCKS; b++)
+        atomic_init (&taken [b], 0);
     pthread_barrier_init (&start, NULL, (unsigned) options->threads + 1);
+    pthread_barrier_init (&block, NULL, (unsigned) options->threads);
     for (int i = 0; i < options->threads; i++) {
-        workers [i] = (s_worker_t) { .index = i, .options = options, .module = module,
-                                     .verifier = verifier, .start = &start, .progress = &progress,
+        workers [i] = (s_worker_t) { .index = i, .options = options, .module = driver ? NULL : module,
+                                     .driver = driver, .verifier = verifier, .start = &start,
+                                     .block = &block, .progress = &progress, .taken = taken,
                                      .stop = &stop };
         pthread_create (&threads [i], NULL, s_worker_run, &workers [i]);
     }
     pthread_barrier_wait (&start);      //  all sessions open: the clock starts
     double started = s_now ();
     s_wait (threads, options->threads, &progress, started, options->progress);
-    //  Wall time of the signing only: from the first thread's start to the
-    //  last thread's end (verification comes after and is not timed).
-    double first = workers [0].began, last = workers [0].ended;
-    for (int i = 1; i < options->threads; i++) {
-        first = workers [i].began < first ? workers [i].began : first;
-        last = workers [i].ended > last ? workers [i].ended : last;
+    //  Wall time of the signing only: per block from the first thread's start
+    //  to the last thread's end (verification comes after and is not timed).
+    double seconds = 0;
+    for (int b = 0; b < options->blocks; b++) {
+        double first = workers [0].began [b], last = workers [0].ended [b];
+        for (int i = 1; i < options->threads; i++) {
+            first = workers [i].began [b] < first ? workers [i].began [b] : first;
+            last = workers [i].ended [b] > last ? workers [i].ended [b] : last;
+        }
+        seconds += last - first;
     }
-    double seconds = last - first;
     s_totals_t totals;
     s_totals_collect (workers, options->threads, &totals);
     s_report (options, &totals, seconds, bits);
@@ -433,18 +522,59 @@ s_run (const s_options_t *options, cs_bench_module_t *module, const cs_bench_ver
         cs_bench_samples_free (&workers [i].latency);
     cs_bench_samples_free (&totals.latency);
     pthread_barrier_destroy (&start);
+    pthread_barrier_destroy (&block);
     free (threads);
     free (workers);
+    return status;
+}
+
+//  --driver-board: one board through its shim driver, no broker.
+static int
+s_main_driver (const s_options_t *options)
+{
+    char err [256] = "";
+    cs_bench_pubkey_t pubkey = { 0 };
+    cs_bench_verifier_t *verifier = NULL;
+    int status = 1;
+    cs_bench_driver_t *driver = cs_bench_driver_open (options->driver_board, options->key,
+                                                      options->key_file, err, sizeof err);
+    if (!driver)
+        goto out;
+    CK_RV rv = cs_bench_driver_pubkey (driver, &pubkey);
+    if (rv != CKR_OK) {
+        snprintf (err, sizeof err, "cannot read the key's public half: %s", cs_rv_name (rv));
+        goto out;
+    }
+    verifier = options->verify_key
+             ? cs_bench_verifier_from_pem (options->verify_key, &pubkey, options->mech, err, sizeof err)
+             : cs_bench_verifier_new (&pubkey, options->mech, err, sizeof err);
+    if (!verifier)
+        goto out;
+    status = s_run (options, NULL, driver, options->verify ? verifier : NULL,
+                    cs_bench_verifier_bits (verifier));
+out:
+    if (*err)
+        fprintf (stderr, "cryptoserver-bench: %s\n", err);
+    cs_bench_verifier_destroy (&verifier);
+    cs_bench_pubkey_clear (&pubkey);
+    cs_bench_driver_close (&driver);
     return status;
 }
 
 int
 main (int argc, char **argv)
 {
-    s_options_t options = { .threads = 1, .mech = CS_BENCH_SHA256_RSA_PKCS, .gen.token = true };
+    if (argc > 1 && strcmp (argv [1], "tls") == 0)
+        return cs_bench_tls_main (argc - 1, argv + 1);
+    if (argc > 1 && strcmp (argv [1], "paper") == 0)
+        return cs_bench_paper_main (argc - 1, argv + 1);
+    s_options_t options = { .threads = 1, .blocks = 1, .mech = CS_BENCH_SHA256_RSA_PKCS,
+                            .gen.token = true };
     int status = s_parse (argc, argv, &options);
     if (status >= 0)
         return status;
+    if (options.driver_board)
+        return s_main_driver (&options);
     char err [256] = "";
     cs_bench_module_t module;
     cs_bench_pubkey_t pubkey = { 0 };
@@ -476,7 +606,7 @@ main (int argc, char **argv)
              : cs_bench_verifier_new (&pubkey, options.mech, err, sizeof err);
     if (!verifier)
         goto out;
-    status = s_run (&options, &module, options.verify ? verifier : NULL,
+    status = s_run (&options, &module, NULL, options.verify ? verifier : NULL,
                     cs_bench_verifier_bits (verifier));
 out:
     if (*err)

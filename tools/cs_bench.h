@@ -3,8 +3,11 @@
  *  the signatures checked by OpenSSL outside the module's code.
  *
  *  Units: cs_bench_p11.c (load a module, find token, key and public key),
+ *  cs_bench_driver.c (one board through its shim driver, no broker),
  *  cs_bench_verify.c (OpenSSL verification), cs_bench_stats.c (latency
- *  percentiles), cs_bench.c (options, threads, the report).
+ *  percentiles), cs_bench_tls.c (TLS handshakes per second of a server),
+ *  cs_bench_paper.c (the `paper` subcommand), cs_bench.c (options, threads,
+ *  blocks, the report).
  */
 #ifndef CS_BENCH_H_INCLUDED
 #define CS_BENCH_H_INCLUDED
@@ -86,6 +89,41 @@ CK_RV cs_bench_pubkey_read (cs_bench_module_t *module, CK_SESSION_HANDLE session
 
 void cs_bench_pubkey_clear (cs_bench_pubkey_t *pubkey);
 
+/*  ---- one board through its driver (cs_bench_driver.c) --------------- */
+
+typedef struct cs_bench_driver cs_bench_driver_t;
+
+/*  Opens board NAME of the broker config CONF (spec "CONF:NAME") through its
+ *  shim driver: DRIVER_DIR/TYPE.so (env CRYPTOSERVER_DRIVER_DIR, else the
+ *  config's broker/driver-dir, else the installed drivers), opened with its
+ *  drivers/NAME section and the config's directory, as the broker opens it.
+ *  The key: the board's resident key labelled `label`, or, when key_file is
+ *  not NULL, the RSA private key in that PEM file as key material (cached by
+ *  the driver under a ref made from its hash).  Returns the board (caller
+ *  closes), or NULL with a message in err.  */
+cs_bench_driver_t *cs_bench_driver_open (const char *spec, const char *label, const char *key_file,
+                                         char *err, size_t err_size);
+
+/*  Closes the board, wipes the key material, unloads the driver; NULL-safe.  */
+void cs_bench_driver_close (cs_bench_driver_t **self_p);
+
+/*  The public half of the key (caller clears *pubkey).  Returns CKR_OK,
+ *  CKR_KEY_TYPE_INCONSISTENT (material that is not RSA) or CKR_HOST_MEMORY.  */
+CK_RV cs_bench_driver_pubkey (cs_bench_driver_t *self, cs_bench_pubkey_t *pubkey);
+
+/*  A driver session for the calling thread only (a broker worker's);
+ *  NULL on failure.  Close it with cs_bench_driver_session_close.  */
+void *cs_bench_driver_session_open (cs_bench_driver_t *self);
+void cs_bench_driver_session_close (cs_bench_driver_t *self, void **session_p);
+
+/*  Signs `data` (data_len bytes, what C_Sign would get for mech: the message,
+ *  or for CS_BENCH_ECDSA its SHA-256 digest) as the module would: hashes it,
+ *  builds the DigestInfo, and calls the driver's raw sign.  *sig_len:
+ *  capacity in, length out.  Returns the driver's CK_RV.  */
+CK_RV cs_bench_driver_sign (cs_bench_driver_t *self, void *session, cs_bench_mech_t mech,
+                            const unsigned char *data, size_t data_len,
+                            unsigned char *sig, CK_ULONG *sig_len);
+
 /*  ---- verification (cs_bench_verify.c) -------------------------------- */
 
 typedef struct cs_bench_verifier cs_bench_verifier_t;
@@ -161,5 +199,16 @@ const char *cs_bench_keygen_name (cs_bench_keygen_t keygen);
  *  generation failed.  */
 int cs_bench_keygen_run (cs_bench_module_t *module, CK_SESSION_HANDLE session,
                          const cs_bench_keygen_options_t *options);
+
+/*  ---- subcommands ----------------------------------------------------- */
+
+/*  `cryptoserver-bench tls ...` (argv[0] is "tls"): TLS handshakes per
+ *  second of a server (cs_bench_tls.c).  Returns the exit status.  */
+int cs_bench_tls_main (int argc, char **argv);
+
+/*  `cryptoserver-bench paper ...` (argv[0] is "paper"): runs
+ *  tools/bench-paper.sh of the source tree with the build tree's programs
+ *  (cs_bench_paper.c).  Returns only on failure, with the exit status.  */
+int cs_bench_paper_main (int argc, char **argv);
 
 #endif

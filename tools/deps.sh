@@ -19,6 +19,10 @@ CS_DEB_PACKAGES="$CS_DEB_PACKAGES
 # (keystore-tamper.sh, login-tickets.sh, issue #7), and the online backup of
 # cryptoserver-keystore(5) uses it.
 CS_DEB_PACKAGES="$CS_DEB_PACKAGES sqlite3"
+# cryptoserver-bench paper (tools/bench-paper.sh, tests/integration/bench-paper.sh):
+# gnuplot for its plot (gnuplot-nox: no X11), taskset (util-linux) to pin
+# the TLS server of Table 4 to its CPU.
+CS_DEB_PACKAGES="$CS_DEB_PACKAGES gnuplot-nox util-linux"
 # nginx (client-nginx.sh): nginx-light, unless an nginx flavour (nginx-core,
 # nginx-full, ...) is installed already: they conflict with each other.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then

@@ -1,14 +1,22 @@
 /*  driver_sim.c — a simulated board: one PEM private key signed with OpenSSL
- *  on the broker's own cores, plus an optional fixed latency per operation.
+ *  on the broker's own cores (so every result is real and verifiable), timed
+ *  by the model of a card with N coprocessors (sim_card.h).
  *
- *  For scheduling experiments (the paper's boards with N coprocessors, §4.2.5)
- *  and for unit tests, which verify its signatures.  Config keys (under
- *  drivers/<name>): key-file (PEM, RSA or EC, relative to the config dir),
- *  key-id (hex CKA_ID), label, latency-ms (default 0), coprocessors
- *  (informational).  It has no key-material capabilities: only its resident
- *  key, by CKA_ID (driver ABI v2).  Thread safety: the EVP_PKEY is only read after open;
- *  every operation makes its own EVP_PKEY_CTX.
+ *  For scheduling experiments and the paper's benchmarks (the AXL200 and
+ *  nFast 300 boards of Berson et al. §4.2.5, §5.1: `preset`) and for unit
+ *  tests, which verify its signatures.  Config keys (under drivers/<name>):
+ *  key-file (PEM, RSA or EC, relative to the config dir), key-id (hex
+ *  CKA_ID), label, and the card's keys of sim_card.h (preset, coprocessors,
+ *  crt, latency-ms, latency-KIND-BITS-ms, max-rate-KIND-BITS, jitter-pct).
+ *  An operation computes its result, then sleeps (CLOCK_MONOTONIC, absolute)
+ *  until the card says it is done: the worker thread is blocked for its own
+ *  operation only, like the paper's synchronous shim, so the board needs
+ *  `threads` >= coprocessors to keep the card busy (a warning says so).
+ *  It has no key-material capabilities: only its resident key, by CKA_ID
+ *  (driver ABI v2).  Thread safety: the EVP_PKEY is only read after open;
+ *  every operation makes its own EVP_PKEY_CTX; the card has its own lock.
  */
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <openssl/core_names.h>
@@ -18,17 +26,20 @@
 #include <openssl/pem.h>
 #include "cs_util.h"
 #include "drv_util.h"
+#include "sim_card.h"
 
 struct cs_board_s {
     char *name;
     EVP_PKEY *pkey;
     cs_key_info_t key;          /* the one key: public attributes */
-    long latency_ms;
-    long coprocessors;
+    sim_card_params_t params;   /* the card's model for that key */
+    sim_card_t *card;
+    unsigned sessions;          /* sessions opened: seeds their jitter */
 };
 
 struct cs_session_s {
     cs_board_t *board;
+    uint64_t random;            /* xorshift64 state for the jitter */
 };
 
 /*  Loads the PEM key and fills the board's key description.  */
@@ -67,6 +78,27 @@ out:
 
 static void s_board_close (cs_board_t **board_p);
 
+/*  Resolves the card's model for the loaded key and makes the card.  */
+static int
+s_make_card (cs_board_t *self, zconfig_t *config)
+{
+    char err [256] = "";
+    if (sim_card_params_resolve (config, self->key.key_type, self->key.bits, &self->params,
+                                 err, sizeof err)) {
+        zsys_error ("sim %s: %s", self->name, err);
+        return -1;
+    }
+    self->card = sim_card_new (&self->params);
+    if (!self->card)
+        return -1;
+    long threads = atol (drv_config_get (config, "threads", "1"));
+    if (threads < self->params.coprocessors)
+        zsys_warning ("sim %s: threads (%ld) < coprocessors (%ld): at most %ld operations run at "
+                      "once; give the board threads >= coprocessors to load the card",
+                      self->name, threads, self->params.coprocessors, threads);
+    return 0;
+}
+
 static int
 s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_board_t **board_p)
 {
@@ -74,20 +106,18 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
     if (!self)
         return -1;
     self->name = strdup (name);
-    self->latency_ms = atol (drv_config_get (config, "latency-ms", "0"));
-    self->coprocessors = atol (drv_config_get (config, "coprocessors", "1"));
-    if (self->latency_ms < 0 || self->latency_ms > 60000) {
-        zsys_error ("sim %s: latency-ms: must be 0..60000", name);
+    if (!self->name || s_load_key (self, config, base_dir) || s_make_card (self, config)) {
         s_board_close (&self);
         return -1;
     }
-    if (s_load_key (self, config, base_dir)) {
-        s_board_close (&self);
-        return -1;
-    }
-    zsys_info ("sim %s: %s %lu-bit key, latency %ld ms, %ld coprocessors", name,
-               self->key.key_type == CKK_RSA ? "RSA" : "EC/EdDSA", self->key.bits,
-               self->latency_ms, self->coprocessors);
+    const sim_card_params_t *p = &self->params;
+    char rate [64] = "no interface limit";
+    if (p->max_rate > 0)
+        snprintf (rate, sizeof rate, "card limit %.2f ops/s", p->max_rate);
+    zsys_info ("sim %s: %s %lu-bit key, %s%s%s%ld coprocessors, %s %.2f ms per operation, %s, "
+               "jitter %.0f%%", name, self->key.key_type == CKK_RSA ? "RSA" : "EC/EdDSA",
+               self->key.bits, p->preset ? "preset " : "", p->preset ? p->preset : "",
+               p->preset ? ", " : "", p->coprocessors, p->kind, p->latency_ms, rate, p->jitter_pct);
     *board_p = self;
     return 0;
 }
@@ -99,6 +129,7 @@ s_board_close (cs_board_t **board_p)
     if (!self)
         return;
     EVP_PKEY_free (self->pkey);
+    sim_card_destroy (&self->card);
     free (self->key.label);
     free (self->key.modulus);
     free (self->key.public_exponent);
@@ -167,8 +198,14 @@ static cs_session_t *
 s_session_open (cs_board_t *board)
 {
     cs_session_t *self = calloc (1, sizeof *self);
-    if (self)
+    if (self) {
         self->board = board;
+        //  Any non-zero seed; distinct per session so jitters differ.
+        unsigned n = __atomic_add_fetch (&board->sessions, 1, __ATOMIC_RELAXED);
+        self->random = 0x9e3779b97f4a7c15ull * n ^ (uint64_t) time (NULL);
+        if (!self->random)
+            self->random = 1;
+    }
     return self;
 }
 
@@ -181,15 +218,37 @@ s_session_close (cs_session_t **session_p)
     }
 }
 
-/*  Sleeps the simulated coprocessor latency.  */
-static void
-s_latency (cs_board_t *board)
+/*  A uniform number in [-1, 1] from the session's xorshift64.  */
+static double
+s_uniform (cs_session_t *session)
 {
-    if (board->latency_ms > 0) {
-        struct timespec ts = { board->latency_ms / 1000, (board->latency_ms % 1000) * 1000000L };
-        while (nanosleep (&ts, &ts) == -1)
-            ;
-    }
+    uint64_t x = session->random;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    session->random = x;
+    return (double) (x >> 11) / (double) (1ull << 53) * 2.0 - 1.0;
+}
+
+/*  Queues the operation on the card: returns when it will be done
+ *  (nanoseconds on CLOCK_MONOTONIC).  Call before computing the result, so
+ *  the host's work overlaps the card's latency.  */
+static int64_t
+s_card_begin (cs_session_t *session)
+{
+    struct timespec now;
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    int64_t now_ns = (int64_t) now.tv_sec * 1000000000LL + now.tv_nsec;
+    return sim_card_reserve (session->board->card, now_ns, s_uniform (session));
+}
+
+/*  Sleeps until `done` (CLOCK_MONOTONIC nanoseconds): the card's answer.  */
+static void
+s_card_wait (int64_t done)
+{
+    struct timespec until = { (time_t) (done / 1000000000LL), (long) (done % 1000000000LL) };
+    while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+        ;
 }
 
 /*  Checks that the key is the board's resident key.  */
@@ -209,8 +268,10 @@ s_sign (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
     CK_RV rv = s_check_key (board, key);
     if (rv != CKR_OK)
         return rv;
-    s_latency (board);
-    return drv_evp_sign (board->pkey, mech, in, in_len, out, out_len);
+    int64_t done = s_card_begin (session);
+    rv = drv_evp_sign (board->pkey, mech, in, in_len, out, out_len);
+    s_card_wait (done);
+    return rv;
 }
 
 static CK_RV
@@ -221,8 +282,10 @@ s_decrypt (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
     CK_RV rv = s_check_key (board, key);
     if (rv != CKR_OK)
         return rv;
-    s_latency (board);
-    return drv_evp_decrypt (board->pkey, mech, in, in_len, out, out_len);
+    int64_t done = s_card_begin (session);
+    rv = drv_evp_decrypt (board->pkey, mech, in, in_len, out, out_len);
+    s_card_wait (done);
+    return rv;
 }
 
 /*  CS_DRV_DERIVE_KEY: ECDH with the board's EC key (cs_driver.h).  */
@@ -234,8 +297,10 @@ s_derive (cs_session_t *session, const cs_key_t *key, const unsigned char *point
     CK_RV rv = s_check_key (board, key);
     if (rv != CKR_OK)
         return rv;
-    s_latency (board);
-    return drv_evp_derive (board->pkey, point, point_len, out, out_len);
+    int64_t done = s_card_begin (session);
+    rv = drv_evp_derive (board->pkey, point, point_len, out, out_len);
+    s_card_wait (done);
+    return rv;
 }
 
 /*  Resident key only; ECDH when that key is an EC key.  */
@@ -262,5 +327,5 @@ static const cs_driver_dispatch_t s_dispatch [] = {
 };
 
 CS_DRIVER_EXPORT ("sim",
-                  "simulated board: one PEM key, OpenSSL on the broker's cores, fixed latency",
+                  "simulated board: one PEM key, OpenSSL on the broker's cores, a card of N coprocessors",
                   s_dispatch)
