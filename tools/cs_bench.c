@@ -36,6 +36,7 @@ typedef struct {
     bool stop_on_error;             /* all threads stop at the first failure */
     bool keygen;                    /* --keygen: time C_GenerateKeyPair instead */
     cs_bench_keygen_options_t gen;
+    const char *metrics;            /* --metrics URL: the broker's CPU per op, or NULL */
 } s_options_t;
 
 //  A signature kept for verification once signing has stopped, so OpenSSL
@@ -51,6 +52,7 @@ typedef struct {
     const s_options_t *options;
     cs_bench_module_t *module;
     const cs_bench_verifier_t *verifier;
+    pthread_barrier_t *ready;       /* every session open (main then reads --metrics) */
     pthread_barrier_t *start;
     double began, ended;            /* s_now () when this thread started/stopped signing */
     double deadline;                /* s_now () when --seconds ends; set by the thread */
@@ -80,6 +82,7 @@ s_usage (FILE *out, int status)
         "usage: cryptoserver-bench --module SO --token LABEL --pin PIN --key LABEL\n"
         "                          [--mechanism M] [--threads N]\n"
         "                          [--count M | --seconds S] [--verify] [--csv]\n"
+        "                          [--metrics URL]\n"
         "\n"
         "  --module SO      any PKCS#11 library (cryptoserver-pkcs11.so, libsofthsm2.so)\n"
         "  --token LABEL    the token's label\n"
@@ -97,6 +100,9 @@ s_usage (FILE *out, int status)
         "  --progress       a progress line on stderr every second, even when it is\n"
         "                   not a terminal (on a terminal it is always shown)\n"
         "  --stop-on-error  stop every thread at the first failed signature\n"
+        "  --metrics URL    read the broker's process_cpu_seconds_total at URL (http:// only,\n"
+        "                   e.g. $CRYPTOSERVER_METRICS_URL) before and after the run and\n"
+        "                   print the broker's CPU time per operation\n"
         "\n"
         "\n"
         "       cryptoserver-bench --module SO --token LABEL --pin PIN\n"
@@ -126,6 +132,7 @@ s_parse (int argc, char **argv, s_options_t *options)
         { "progress", no_argument, NULL, 'P' },     { "stop-on-error", no_argument, NULL, 'S' },
         { "keygen", required_argument, NULL, 'g' }, { "interval-ms", required_argument, NULL, 'i' },
         { "session-keys", no_argument, NULL, 'T' }, { "verify-key", required_argument, NULL, 'K' },
+        { "metrics", required_argument, NULL, 'u' },
         { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 }
     };
     int opt;
@@ -159,6 +166,7 @@ s_parse (int argc, char **argv, s_options_t *options)
                 break;
             case 'i': options->gen.interval_ms = strtol (optarg, &end, 10); break;
             case 'T': options->gen.token = false; break;
+            case 'u': options->metrics = optarg; break;
             case 'h': return s_usage (stdout, 0);
             default:  return s_usage (stderr, 2);
         }
@@ -179,6 +187,10 @@ s_parse (int argc, char **argv, s_options_t *options)
     }
     if (options->count == 0 && options->seconds == 0)
         options->count = 100;
+    if (options->metrics && options->keygen) {
+        fprintf (stderr, "cryptoserver-bench: --metrics measures signing runs, not --keygen\n");
+        return 2;
+    }
     return -1;
 }
 
@@ -295,6 +307,7 @@ s_worker_run (void *arg)
         worker->setup_failed = true;
         worker->first_error = rv;
     }
+    pthread_barrier_wait (worker->ready);
     pthread_barrier_wait (worker->start);
     //  The clock starts when every session is open; each thread takes its
     //  own deadline so no thread reads a value another one is still writing.
@@ -362,8 +375,17 @@ s_totals_collect (s_worker_t *workers, int count, s_totals_t *totals)
     }
 }
 
+//  The broker's CPU time per operation, in µs, from the process_cpu_seconds_total
+//  of --metrics before and after the run (every op counts, failed or not);
+//  negative when there were no ops.
+static double
+s_cpu_per_op (const s_totals_t *totals, double cpu_before, double cpu_after)
+{
+    return totals->ops > 0 ? (cpu_after - cpu_before) * 1e6 / (double) totals->ops : -1;
+}
+
 static void
-s_report (const s_options_t *options, s_totals_t *totals, double seconds, int bits)
+s_report (const s_options_t *options, s_totals_t *totals, double seconds, int bits, double cpu_us)
 {
     if (totals->first_error != CKR_OK)
         fprintf (stderr, "cryptoserver-bench: first failure: %s\n",
@@ -377,12 +399,17 @@ s_report (const s_options_t *options, s_totals_t *totals, double seconds, int bi
     const char *verified = options->verify ? NULL : "-";
     char count [32];
     snprintf (count, sizeof count, "%ld", totals->verified);
+    char cpu [32] = "-";
+    if (cpu_us >= 0)
+        snprintf (cpu, sizeof cpu, "%.1f", cpu_us);
     if (options->csv) {
-        printf ("mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures\n");
-        printf ("%s,%s,%d,%d,%ld,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%s,%ld\n",
+        //  --metrics adds one column at the end: scripts read the others by position.
+        printf ("mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures%s\n",
+                options->metrics ? ",broker_cpu_us_per_op" : "");
+        printf ("%s,%s,%d,%d,%ld,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%s,%ld%s%s\n",
                 cs_bench_mech_name (options->mech), options->key, bits, options->threads,
                 totals->ops, seconds, rate, p50, p90, p99, max, verified ? verified : count,
-                totals->failures);
+                totals->failures, options->metrics ? "," : "", options->metrics ? cpu : "");
         return;
     }
     printf ("module %s, token %s, key %s (%d bits), %s\n", options->module_path, options->token,
@@ -392,6 +419,9 @@ s_report (const s_options_t *options, s_totals_t *totals, double seconds, int bi
     printf ("%7d %8ld %9.3f %9.1f %8.3f %8.3f %8.3f %8.3f %9s %8ld\n", options->threads,
             totals->ops, seconds, rate, p50, p90, p99, max, verified ? verified : count,
             totals->failures);
+    if (options->metrics)
+        printf ("broker CPU per op: %s µs (process_cpu_seconds_total of %s over %ld ops)\n", cpu,
+                options->metrics, totals->ops);
 }
 
 //  Runs the threads and reports.  Returns the exit status.
@@ -401,19 +431,30 @@ s_run (const s_options_t *options, cs_bench_module_t *module, const cs_bench_ver
 {
     s_worker_t *workers = calloc ((size_t) options->threads, sizeof *workers);
     pthread_t *threads = calloc ((size_t) options->threads, sizeof *threads);
-    pthread_barrier_t start;
+    pthread_barrier_t ready, start;
     atomic_long progress = 0;
     atomic_bool stop = false;
+    char err [512] = "";
+    double cpu_before = 0, cpu_after = 0;
+    pthread_barrier_init (&ready, NULL, (unsigned) options->threads + 1);
     pthread_barrier_init (&start, NULL, (unsigned) options->threads + 1);
     for (int i = 0; i < options->threads; i++) {
         workers [i] = (s_worker_t) { .index = i, .options = options, .module = module,
-                                     .verifier = verifier, .start = &start, .progress = &progress,
-                                     .stop = &stop };
+                                     .verifier = verifier, .ready = &ready, .start = &start,
+                                     .progress = &progress, .stop = &stop };
         pthread_create (&threads [i], NULL, s_worker_run, &workers [i]);
     }
-    pthread_barrier_wait (&start);      //  all sessions open: the clock starts
+    pthread_barrier_wait (&ready);      //  all sessions open (logins are not measured)
+    int metrics_rc = options->metrics ? cs_bench_metrics_read (options->metrics, "process_cpu_seconds_total",
+                                                               &cpu_before, err, sizeof err) : 0;
+    if (metrics_rc)
+        atomic_store (&stop, true);     //  no run: the threads stop before their first op
+    pthread_barrier_wait (&start);      //  the clock starts
     double started = s_now ();
     s_wait (threads, options->threads, &progress, started, options->progress);
+    if (options->metrics && metrics_rc == 0)
+        metrics_rc = cs_bench_metrics_read (options->metrics, "process_cpu_seconds_total", &cpu_after,
+                                            err, sizeof err);
     //  Wall time of the signing only: from the first thread's start to the
     //  last thread's end (verification comes after and is not timed).
     double first = workers [0].began, last = workers [0].ended;
@@ -424,14 +465,19 @@ s_run (const s_options_t *options, cs_bench_module_t *module, const cs_bench_ver
     double seconds = last - first;
     s_totals_t totals;
     s_totals_collect (workers, options->threads, &totals);
-    s_report (options, &totals, seconds, bits);
+    if (metrics_rc == 0)
+        s_report (options, &totals, seconds, bits,
+                  options->metrics ? s_cpu_per_op (&totals, cpu_before, cpu_after) : -1);
+    else
+        fprintf (stderr, "cryptoserver-bench: --metrics: %s\n", err);
     if (totals.setup_failures)
         fprintf (stderr, "cryptoserver-bench: %ld threads could not open a session or find the key\n",
                  totals.setup_failures);
-    int status = (totals.failures || totals.setup_failures) ? 1 : 0;
+    int status = (totals.failures || totals.setup_failures || metrics_rc) ? 1 : 0;
     for (int i = 0; i < options->threads; i++)
         cs_bench_samples_free (&workers [i].latency);
     cs_bench_samples_free (&totals.latency);
+    pthread_barrier_destroy (&ready);
     pthread_barrier_destroy (&start);
     free (threads);
     free (workers);
