@@ -128,4 +128,7 @@ try_it
 
 step "Done"
 echo "    . $DIR/env.sh          # then use \$CRYPTOSERVER_MODULE with any PKCS#11 application"
+if [ -n "${CRYPTOSERVER_METRICS_URL:-}" ]; then
+    echo "    curl -s \"\$CRYPTOSERVER_METRICS_URL\"   # the broker's metrics (Prometheus text)"
+fi
 echo "    tools/quickstart.sh --stop $DIR    # stops the broker"
