@@ -641,16 +641,22 @@ s_ref_copy (ProtobufCBinaryData ref, char out [S_REF_MAX + 1])
 }
 
 /*  Submits a prepared item: given to a worker now, queued, or failed with
- *  `none_rv` when no board may run it.  Returns 0 when it is out.  */
+ *  `none_rv` when no board may run it.  Returns 0 when it is out.  A client
+ *  item counts in its request's `pending` before it can be given: s_give
+ *  finishes at once an item whose deadline has passed, and that must not
+ *  answer (and free) the request while its jobs are still being routed.  */
 static int
 s_submit (s_frontend_t *self, work_item_t *item)
 {
+    s_request_t *request = item->request;
     size_t worker = 0;
     item->submitted_ns = metrics_now_ns ();
     scheduler_outcome_t outcome = scheduler_submit (self->scheduler, item, &worker);
     if (outcome == SCHEDULER_NO_BOARD)
         return -1;
-    s_metrics_inflight (self, item->request, 1);
+    if (request)
+        request->pending++;
+    s_metrics_inflight (self, request, 1);
     if (outcome == SCHEDULER_ASSIGNED)
         s_give (self, worker, item);
     return 0;
@@ -820,9 +826,7 @@ s_job_crypto (s_frontend_t *self, s_request_t *request, size_t index)
     if (rv != CKR_OK) {
         s_item_wipe_material (item);
         slot->result.rv = rv;
-        return;
     }
-    request->pending++;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1236,9 +1240,8 @@ s_job_generate (s_frontend_t *self, s_request_t *request, size_t index)
         item->boards = s_generating_boards (self, type);
         rv = item->boards && s_submit (self, item) == 0 ? CKR_OK : CKR_MECHANISM_INVALID;
     }
-    slot->result.rv = rv;
-    if (rv == CKR_OK)
-        request->pending++;
+    if (rv != CKR_OK)           /* else the item sets it (s_generate_finish), maybe already */
+        slot->result.rv = rv;
 }
 
 /* ------------------------------------------------------------------ */
