@@ -7,6 +7,7 @@
 #include "cs_secmem.h"
 #include "cs_util.h"
 #include "broker_config.h"
+#include "metrics_http.h"
 
 /*  Loader state: the config under construction and the first error.  */
 typedef struct {
@@ -137,6 +138,30 @@ s_curve (s_loader_t *self)
     return 0;
 }
 
+/*  broker/metrics (a URL, or absent/empty: off), metrics-public and
+ *  metrics-file.  An address that is not loopback is refused unless
+ *  metrics-public is true: the metrics name clients and tenants.  */
+static int
+s_metrics (s_loader_t *self)
+{
+    broker_config_t *config = self->config;
+    const char *url = zconfig_get (config->root, "broker/metrics", NULL);
+    metrics_http_url_t parsed;
+    char why [512];
+    if (s_bool (self, "broker/metrics-public", false, &config->metrics_public))
+        return -1;
+    if (!url || !*url)
+        return 0;
+    if (metrics_http_url_parse (url, &parsed, why, sizeof why))
+        return s_fail (self, "broker/metrics", "%s", why);
+    if (!parsed.loopback && !config->metrics_public)
+        return s_fail (self, "broker/metrics", "%s is not a loopback address: the metrics name clients "
+                       "and tenants; set broker/metrics-public = true to serve them beyond this host", url);
+    config->metrics_url = strdup (url);
+    config->metrics_file = s_path (self, "broker/metrics-file");
+    return config->metrics_url ? 0 : s_fail (self, "broker/metrics", "out of memory");
+}
+
 /*  The "broker" section.  */
 static int
 s_broker (s_loader_t *self)
@@ -159,7 +184,7 @@ s_broker (s_loader_t *self)
     ||  s_int (self, "broker/router-sndhwm", 1000, 1, 100000, &config->router_sndhwm)
     ||  s_int (self, "broker/stats-interval-ms", 10000, 0, 86400000, &config->stats_interval_ms)
     ||  s_int (self, "broker/ticket-lifetime-ms", 14400000, 1000, 604800000, &config->ticket_lifetime_ms)
-    ||  s_ticket_key (self))
+    ||  s_ticket_key (self) || s_metrics (self))
         return -1;
     if (config->default_deadline_ms > config->max_deadline_ms)
         return s_fail (self, "broker/default-deadline-ms", "must not exceed broker/max-deadline-ms (%d)",
@@ -346,6 +371,8 @@ broker_config_destroy (broker_config_t **self_p)
     free (self->dir);
     free (self->endpoint);
     free (self->endpoint_file);
+    free (self->metrics_url);
+    free (self->metrics_file);
     free (self->driver_dir);
     free (self->secret_key);
     free (self->clients_dir);

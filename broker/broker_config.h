@@ -47,6 +47,9 @@ typedef struct {
     int router_rcvhwm;          /* ROUTER ZMQ_RCVHWM, messages per connection, 1..100000, default 100 */
     int router_sndhwm;          /* ROUTER ZMQ_SNDHWM, likewise, default 100 */
     int stats_interval_ms;      /* 0 (only at exit) .. 86400000, default 10000 */
+    char *metrics_url;          /* broker/metrics (metrics_http.h), or NULL: no endpoint */
+    bool metrics_public;        /* broker/metrics-public: a non-loopback address allowed */
+    char *metrics_file;         /* resolved broker/metrics-file, or NULL */
     char *driver_dir;           /* resolved broker/driver-dir, or NULL */
     bool curve;                 /* broker/curve/enabled, default true */
     char *secret_key;           /* resolved broker/curve/secret-key (zcert file) */

@@ -74,6 +74,8 @@ typedef struct {
     client_load_t *load;            /* charged with `charged` bytes of `load_key`, or NULL */
     char *load_key;
     size_t charged;
+    int64_t received_ns;            /* metrics_now_ns () when it arrived */
+    metrics_client_t *metrics_client;   /* its in-flight counter, once it has a job out */
 } s_request_t;
 
 /*  A resident board key as listed to its tenant: the only board keys a
@@ -409,6 +411,17 @@ s_request_release (s_frontend_t *self, s_request_t *request, bool counted)
 
 static void s_generate_finish (s_frontend_t *self, s_request_t *request, s_slot_t *slot);
 
+/*  Counts the request's jobs out with workers (cryptoserver_inflight_jobs):
+ *  delta +1 when one goes out, -1 when it is back.  */
+static void
+s_metrics_inflight (s_frontend_t *self, s_request_t *request, long delta)
+{
+    if (request && !request->metrics_client)
+        request->metrics_client = metrics_client (self->args->metrics, request->client_name, request->tenant);
+    if (request)
+        metrics_inflight_add (request->metrics_client, delta);
+}
+
 /*  Wipes and frees the key material an item carried.  */
 static void
 s_item_wipe_material (work_item_t *item)
@@ -435,6 +448,7 @@ s_item_finish (s_frontend_t *self, work_item_t *item)
     }
     s_slot_t *slot = &request->slots [item->index];
     Cs__Result *result = &slot->result;
+    s_metrics_inflight (self, request, -1);
     s_item_wipe_material (item);
     if (item->kind == WORK_GENERATE || item->kind == WORK_GENERATE_RESIDENT)
         s_generate_finish (self, request, slot);
@@ -456,6 +470,7 @@ s_give (s_frontend_t *self, size_t worker, work_item_t *item)
 {
     while (item && cs_clock_ms () > item->deadline) {
         item->rv = CKR_DEVICE_ERROR;
+        metrics_item_expired (self->args->metrics, item);
         if (frontend_verbose)
             zsys_debug ("job %zu of request %" PRIu64 ": deadline passed before a worker took it",
                         item->index, ((s_request_t *) item->request)->req->request_id);
@@ -463,6 +478,7 @@ s_give (s_frontend_t *self, size_t worker, work_item_t *item)
         item = scheduler_worker_ready (self->scheduler, worker);
     }
     if (item) {
+        item->given_ns = metrics_now_ns ();
         zstr_sendfm (self->backend, "w%zu", worker);
         zsock_send (self->backend, "p", item);
     }
@@ -473,6 +489,8 @@ static void
 s_flow_control (s_frontend_t *self)
 {
     bool full = scheduler_queued (self->scheduler) >= (size_t) self->config->max_queue;
+    metrics_queue_depth (self->args->metrics, scheduler_queued (self->scheduler),
+                         scheduler_queued_low (self->scheduler));
     if (self->reading && (full || self->draining)) {
         zloop_reader_end (self->loop, self->router);
         self->reading = false;
@@ -485,6 +503,8 @@ static void
 s_flow_resume (s_frontend_t *self)
 {
     bool full = scheduler_queued (self->scheduler) >= (size_t) self->config->max_queue;
+    metrics_queue_depth (self->args->metrics, scheduler_queued (self->scheduler),
+                         scheduler_queued_low (self->scheduler));
     if (!self->reading && !full && !self->draining) {
         zloop_reader (self->loop, self->router, s_on_router, self);
         self->reading = true;
@@ -507,6 +527,8 @@ s_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
     zstr_free (&identity);
     if (item) {
         scheduler_done (self->scheduler, item->board, item->rv != CKR_OK);
+        metrics_item_done (self->args->metrics, item,
+                           item->request ? ((s_request_t *) item->request)->received_ns : 0);
         s_item_finish (self, item);
     }
     s_give (self, (size_t) id, scheduler_worker_ready (self->scheduler, (size_t) id));
@@ -619,14 +641,22 @@ s_ref_copy (ProtobufCBinaryData ref, char out [S_REF_MAX + 1])
 }
 
 /*  Submits a prepared item: given to a worker now, queued, or failed with
- *  `none_rv` when no board may run it.  Returns 0 when it is out.  */
+ *  `none_rv` when no board may run it.  Returns 0 when it is out.  A client
+ *  item counts in its request's `pending` before it can be given: s_give
+ *  finishes at once an item whose deadline has passed, and that must not
+ *  answer (and free) the request while its jobs are still being routed.  */
 static int
 s_submit (s_frontend_t *self, work_item_t *item)
 {
+    s_request_t *request = item->request;
     size_t worker = 0;
+    item->submitted_ns = metrics_now_ns ();
     scheduler_outcome_t outcome = scheduler_submit (self->scheduler, item, &worker);
     if (outcome == SCHEDULER_NO_BOARD)
         return -1;
+    if (request)
+        request->pending++;
+    s_metrics_inflight (self, request, 1);
     if (outcome == SCHEDULER_ASSIGNED)
         s_give (self, worker, item);
     return 0;
@@ -796,9 +826,7 @@ s_job_crypto (s_frontend_t *self, s_request_t *request, size_t index)
     if (rv != CKR_OK) {
         s_item_wipe_material (item);
         slot->result.rv = rv;
-        return;
     }
-    request->pending++;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1212,9 +1240,8 @@ s_job_generate (s_frontend_t *self, s_request_t *request, size_t index)
         item->boards = s_generating_boards (self, type);
         rv = item->boards && s_submit (self, item) == 0 ? CKR_OK : CKR_MECHANISM_INVALID;
     }
-    slot->result.rv = rv;
-    if (rv == CKR_OK)
-        request->pending++;
+    if (rv != CKR_OK)           /* else the item sets it (s_generate_finish), maybe already */
+        slot->result.rv = rv;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1618,6 +1645,7 @@ s_request_handle (s_frontend_t *self, zframe_t **identity_p, zframe_t *body, boo
     s_request_t *request = calloc (1, sizeof *request);
     if (!request)
         return;
+    request->received_ns = metrics_now_ns ();
     request->identity = *identity_p;
     *identity_p = NULL;
     const char *why = NULL;

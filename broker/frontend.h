@@ -30,6 +30,7 @@
 #include "board.h"
 #include "broker_config.h"
 #include "keystore.h"
+#include "metrics.h"
 
 /*  Arguments of frontend_actor; everything stays owned by the caller and
  *  must outlive the actor.  */
@@ -39,6 +40,7 @@ typedef struct {
     size_t n_boards;
     const char *backend;        /* inproc endpoint the workers connect to */
     keystore_t *keystore;       /* the keystore; only the actor's thread uses it */
+    metrics_t *metrics;         /* the metrics registry (metrics.h), or NULL */
 } frontend_args_t;
 
 /*  Debug logs (-v) of the frontend: CZMQ 4.2.1 has no log level switch in

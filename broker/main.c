@@ -111,7 +111,14 @@ main (int argc, char **argv)
         zsys_warning ("no broker/ticket-key: login tickets will not survive a restart");
     server_t *server = server_new (config, verbose);
     status = server ? 0 : 1;
-    if (server && config->endpoint_file
+    /*  The metrics URL before the endpoint: whoever waits for the endpoint
+        file (demo-deploy.sh --wait) then finds both.  */
+    if (server && server_metrics_url (server) && config->metrics_file
+    &&  s_write_endpoint (config->metrics_file, server_metrics_url (server))) {
+        zsys_error ("cannot write metrics-file %s", config->metrics_file);
+        status = 1;
+    }
+    if (server && status == 0 && config->endpoint_file
     &&  s_write_endpoint (config->endpoint_file, server_endpoint (server))) {
         zsys_error ("cannot write endpoint-file %s", config->endpoint_file);
         status = 1;

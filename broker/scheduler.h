@@ -56,6 +56,8 @@ typedef struct {
     unsigned char *out;             /* result bytes (signature, plaintext, PKCS#8),
                                        malloc'd, owned by the item; wiped when freed */
     size_t out_len;
+    int64_t submitted_ns;           /* metrics_now_ns () when submitted (metrics.h) */
+    int64_t given_ns;               /* ... when handed to a worker */
 } work_item_t;
 
 /*  What scheduler_submit did with an item.  */

@@ -6,6 +6,7 @@
 #include "cs_wire.h"
 #include "frontend.h"
 #include "keystore.h"
+#include "metrics_http.h"
 #include "server.h"
 #include "worker.h"
 
@@ -23,6 +24,8 @@ struct _server_t {
     worker_t **workers;
     size_t n_workers;
     keystore_t *keystore;
+    metrics_t *metrics;
+    metrics_http_t *metrics_http;
 };
 
 /*  Opens every configured board.  */
@@ -260,12 +263,30 @@ s_auth_start (server_t *self, bool verbose)
     return 0;
 }
 
+/*  The metrics registry (always: recording costs a few atomic adds) and,
+ *  with broker/metrics, its HTTP endpoint.  */
+static int
+s_metrics_start (server_t *self)
+{
+    const char *names [BROKER_MAX_BOARDS];
+    for (size_t b = 0; b < self->n_boards; b++)
+        names [b] = self->boards [b]->name;
+    if (!(self->metrics = metrics_new (names, self->n_boards)))
+        return -1;
+    if (!self->config->metrics_url)
+        return 0;
+    self->metrics_http = metrics_http_new (self->metrics, self->config->metrics_url,
+                                           self->config->metrics_public);
+    return self->metrics_http ? 0 : -1;
+}
+
 static int
 s_frontend_start (server_t *self)
 {
     snprintf (self->backend, sizeof self->backend, "inproc://cs-backend-%p", (void *) self);
     self->args = (frontend_args_t) { self->config, self->boards, self->n_boards, self->backend,
                                      self->keystore };
+    self->args.metrics = self->metrics;
     self->frontend = zactor_new (frontend_actor, &self->args);
     char *endpoint = self->frontend ? zstr_recv (self->frontend) : NULL;
     if (endpoint && *endpoint) {
@@ -289,7 +310,7 @@ s_workers_start (server_t *self)
         return -1;
     for (size_t b = 0; b < self->n_boards; b++)
         for (int t = 0; t < self->boards [b]->threads; t++) {
-            worker_t *worker = worker_new (self->boards [b], self->n_workers, self->backend);
+            worker_t *worker = worker_new (self->boards [b], self->n_workers, self->backend, self->metrics);
             if (!worker)
                 return -1;
             self->workers [self->n_workers++] = worker;
@@ -308,7 +329,7 @@ server_new (const broker_config_t *config, bool verbose)
     if (cs_secmem_protect_process ())
         zsys_warning ("cannot make the broker process non-dumpable: %s", strerror (errno));
     if (s_boards_open (self) || s_keystore_open (self) || s_auth_start (self, verbose)
-    ||  s_frontend_start (self) || s_workers_start (self))
+    ||  s_metrics_start (self) || s_frontend_start (self) || s_workers_start (self))
         server_destroy (&self);
     else {
         if (cs_secmem_lock_failures ())
@@ -324,6 +345,12 @@ const char *
 server_endpoint (server_t *self)
 {
     return self->endpoint;
+}
+
+const char *
+server_metrics_url (server_t *self)
+{
+    return self->metrics_http ? metrics_http_url (self->metrics_http) : NULL;
 }
 
 zactor_t *
@@ -358,6 +385,7 @@ server_destroy (server_t **self_p)
     server_t *self = self_p ? *self_p : NULL;
     if (!self)
         return;
+    metrics_http_destroy (&self->metrics_http);
     for (size_t i = 0; i < self->n_workers; i++)
         worker_destroy (&self->workers [i]);
     zactor_destroy (&self->frontend);
@@ -367,6 +395,7 @@ server_destroy (server_t **self_p)
         board_destroy (&self->boards [i]);
     free (self->workers);
     free (self->boards);
+    metrics_destroy (&self->metrics);
     zstr_free (&self->endpoint);
     free (self);
     *self_p = NULL;

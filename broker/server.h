@@ -18,13 +18,19 @@ typedef struct _server_t server_t;
  *  locked page of its own; a wrapping key is reserved for the broker: no
  *  client lists or uses it, and the start fails when it is also a client
  *  key, issue #7), starts zauth (CURVE, allow-list = clients dir; verbose
- *  so refused keys are logged), the frontend and threads workers per board.
+ *  so refused keys are logged), the metrics registry and, with
+ *  broker/metrics, its HTTP endpoint (metrics_http.h: a bind failure fails
+ *  the start), the frontend and threads workers per board.
  *  `config` must outlive the server.  Returns NULL after logging on failure.
  *  Caller destroys.  */
 server_t *server_new (const broker_config_t *config, bool verbose);
 
 /*  The endpoint the frontend bound (a "*" port resolved); owned by self.  */
 const char *server_endpoint (server_t *self);
+
+/*  The URL the metrics endpoint serves (broker/metrics, with a "*" or 0
+ *  port resolved), or NULL when it is off; owned by self.  */
+const char *server_metrics_url (server_t *self);
 
 /*  The frontend actor, to poll it or send it commands (frontend.h).  */
 zactor_t *server_frontend (server_t *self);

@@ -17,6 +17,7 @@ typedef struct {
     board_t *board;
     size_t id;
     char *backend;
+    metrics_t *metrics;
 } s_args_t;
 
 /*  Copies a wire mechanism into the driver ABI's form.  */
@@ -147,7 +148,9 @@ s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_session_t *session)
         }
         work_item_t *item = NULL;
         if (zsock_recv (dealer, "p", &item) == 0 && item) {
+            int64_t started = metrics_now_ns ();
             worker_run_item (args->board, session, item);
+            metrics_observe (args->metrics, item->board, METRICS_SERVICE, metrics_now_ns () - started);
             zsock_send (dealer, "ip", (int) args->id, item);
         }
     }
@@ -182,7 +185,7 @@ s_worker_actor (zsock_t *pipe, void *arg)
 }
 
 worker_t *
-worker_new (board_t *board, size_t id, const char *backend)
+worker_new (board_t *board, size_t id, const char *backend, metrics_t *metrics)
 {
     worker_t *self = calloc (1, sizeof *self);
     s_args_t *args = calloc (1, sizeof *args);
@@ -193,6 +196,7 @@ worker_new (board_t *board, size_t id, const char *backend)
     }
     args->board = board;
     args->id = id;
+    args->metrics = metrics;
     self->actor = zactor_new (s_worker_actor, args);
     char *status = self->actor ? zstr_recv (self->actor) : NULL;
     bool ok = status && streq (status, "OK");

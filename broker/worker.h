@@ -13,14 +13,17 @@
 
 #include <czmq.h>
 #include "board.h"
+#include "metrics.h"
 #include "scheduler.h"
 
 typedef struct _worker_t worker_t;
 
-/*  Starts worker `id` of `board`, connecting to backend endpoint `backend`.
- *  Returns NULL (after logging) when its driver session cannot be opened.
- *  The board must outlive the worker.  Caller destroys.  */
-worker_t *worker_new (board_t *board, size_t id, const char *backend);
+/*  Starts worker `id` of `board`, connecting to backend endpoint `backend`;
+ *  it records the service time of each item in `metrics` (metrics.h: stage
+ *  service of the item's board; NULL: none).  Returns NULL (after logging)
+ *  when its driver session cannot be opened.  The board and the registry
+ *  must outlive the worker.  Caller destroys.  */
+worker_t *worker_new (board_t *board, size_t id, const char *backend, metrics_t *metrics);
 
 /*  Stops the thread (after its current item) and closes its session;
  *  NULL-safe; nulls *self_p.  */

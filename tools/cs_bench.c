@@ -41,6 +41,7 @@ typedef struct {
     double seconds;
     bool verify, csv;
     const char *verify_key;         /* --verify-key PEM, or NULL: the token's */
+    const char *metrics;            /* --metrics URL: the broker's CPU per op, or NULL */
     bool progress;                  /* progress lines even when stderr is no terminal */
     bool stop_on_error;             /* all threads stop at the first failure */
     bool share;                     /* --share: a block's threads x count operations
@@ -64,6 +65,7 @@ typedef struct {
     cs_bench_driver_t *driver;      /* --driver-board, else NULL */
     void *driver_session;           /* this thread's driver session */
     const cs_bench_verifier_t *verifier;
+    pthread_barrier_t *ready;       /* every session open (main then reads --metrics) */
     pthread_barrier_t *start;       /* the first block: all threads and main */
     pthread_barrier_t *block;       /* the next blocks: all threads */
     double began [MAX_BLOCKS], ended [MAX_BLOCKS];  /* s_now () when this thread
@@ -96,6 +98,7 @@ s_usage (FILE *out, int status)
         "usage: cryptoserver-bench --module SO --token LABEL --pin PIN --key LABEL\n"
         "                          [--mechanism M] [--threads N]\n"
         "                          [--count M [--blocks B] | --seconds S] [--verify] [--csv]\n"
+        "                          [--metrics URL]\n"
         "       cryptoserver-bench --driver-board CONF:NAME (--key LABEL | --key-file PEM) ...\n"
         "       cryptoserver-bench tls --connect HOST:PORT ...    (cryptoserver-bench tls --help)\n"
         "       cryptoserver-bench paper [--quick] [--out DIR]   (cryptoserver-bench paper --help)\n"
@@ -126,6 +129,9 @@ s_usage (FILE *out, int status)
         "  --progress       a progress line on stderr every second, even when it is\n"
         "                   not a terminal (on a terminal it is always shown)\n"
         "  --stop-on-error  stop every thread at the first failed signature\n"
+        "  --metrics URL    read the broker's process_cpu_seconds_total at URL (http:// only,\n"
+        "                   e.g. $CRYPTOSERVER_METRICS_URL) before and after the run and\n"
+        "                   print the broker's CPU time per operation\n"
         "\n"
         "\n"
         "       cryptoserver-bench --module SO --token LABEL --pin PIN\n"
@@ -157,6 +163,7 @@ s_parse (int argc, char **argv, s_options_t *options)
         { "session-keys", no_argument, NULL, 'T' }, { "verify-key", required_argument, NULL, 'K' },
         { "blocks", required_argument, NULL, 'B' }, { "driver-board", required_argument, NULL, 'D' },
         { "key-file", required_argument, NULL, 'F' }, { "share", no_argument, NULL, 'H' },
+        { "metrics", required_argument, NULL, 'u' },
         { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 }
     };
     int opt;
@@ -182,6 +189,7 @@ s_parse (int argc, char **argv, s_options_t *options)
             case 's': options->seconds = strtod (optarg, &end); break;
             case 'v': options->verify = true; break;
             case 'K': options->verify = true; options->verify_key = optarg; break;
+            case 'u': options->metrics = optarg; break;
             case 'C': options->csv = true; break;
             case 'P': options->progress = true; break;
             case 'S': options->stop_on_error = true; break;
@@ -224,6 +232,11 @@ s_parse (int argc, char **argv, s_options_t *options)
     }
     if (options->count == 0 && options->seconds == 0)
         options->count = 100;
+    if (options->metrics && (options->keygen || options->driver_board)) {
+        fprintf (stderr, "cryptoserver-bench: --metrics measures signing runs through a broker, "
+                 "not --keygen or --driver-board\n");
+        return 2;
+    }
     return -1;
 }
 
@@ -362,6 +375,7 @@ s_worker_run (void *arg)
     CK_SESSION_HANDLE session = CK_INVALID_HANDLE;
     CK_OBJECT_HANDLE key = CK_INVALID_HANDLE;
     s_worker_open (worker, &session, &key);
+    pthread_barrier_wait (worker->ready);
     for (int b = 0; b < options->blocks; b++) {
         //  Every thread waits for the others (even one that failed), so a
         //  block's clock starts when every session is open.  Each thread
@@ -439,8 +453,17 @@ s_totals_collect (s_worker_t *workers, int count, s_totals_t *totals)
     }
 }
 
+//  The broker's CPU time per operation, in µs, from the process_cpu_seconds_total
+//  of --metrics before and after the run (every op counts, failed or not);
+//  negative when there were no ops.
+static double
+s_cpu_per_op (const s_totals_t *totals, double cpu_before, double cpu_after)
+{
+    return totals->ops > 0 ? (cpu_after - cpu_before) * 1e6 / (double) totals->ops : -1;
+}
+
 static void
-s_report (const s_options_t *options, s_totals_t *totals, double seconds, int bits)
+s_report (const s_options_t *options, s_totals_t *totals, double seconds, int bits, double cpu_us)
 {
     if (totals->first_error != CKR_OK)
         fprintf (stderr, "cryptoserver-bench: first failure: %s\n",
@@ -454,13 +477,18 @@ s_report (const s_options_t *options, s_totals_t *totals, double seconds, int bi
     const char *verified = options->verify ? NULL : "-";
     char count [32];
     snprintf (count, sizeof count, "%ld", totals->verified);
+    char cpu [32] = "-";
+    if (cpu_us >= 0)
+        snprintf (cpu, sizeof cpu, "%.1f", cpu_us);
     if (options->csv) {
-        printf ("mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures\n");
-        printf ("%s,%s,%d,%d,%ld,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%s,%ld\n",
+        //  --metrics adds one column at the end: scripts read the others by position.
+        printf ("mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures%s\n",
+                options->metrics ? ",broker_cpu_us_per_op" : "");
+        printf ("%s,%s,%d,%d,%ld,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%s,%ld%s%s\n",
                 cs_bench_mech_name (options->mech), options->key ? options->key : "file", bits,
                 options->threads,
                 totals->ops, seconds, rate, p50, p90, p99, max, verified ? verified : count,
-                totals->failures);
+                totals->failures, options->metrics ? "," : "", options->metrics ? cpu : "");
         return;
     }
     if (options->driver_board)
@@ -474,6 +502,9 @@ s_report (const s_options_t *options, s_totals_t *totals, double seconds, int bi
     printf ("%7d %8ld %9.3f %9.1f %8.3f %8.3f %8.3f %8.3f %9s %8ld\n", options->threads,
             totals->ops, seconds, rate, p50, p90, p99, max, verified ? verified : count,
             totals->failures);
+    if (options->metrics)
+        printf ("broker CPU per op: %s µs (process_cpu_seconds_total of %s over %ld ops)\n", cpu,
+                options->metrics, totals->ops);
 }
 
 //  Runs the threads and reports.  Returns the exit status.
@@ -483,23 +514,35 @@ s_run (const s_options_t *options, cs_bench_module_t *module, cs_bench_driver_t 
 {
     s_worker_t *workers = calloc ((size_t) options->threads, sizeof *workers);
     pthread_t *threads = calloc ((size_t) options->threads, sizeof *threads);
-    pthread_barrier_t start, block;
+    pthread_barrier_t ready, start, block;
     atomic_long progress = 0, taken [MAX_BLOCKS];
     atomic_bool stop = false;
+    char err [512] = "";
+    double cpu_before = 0, cpu_after = 0;
     for (int b = 0; b < MAX_BLOCKS; b++)
         atomic_init (&taken [b], 0);
+    pthread_barrier_init (&ready, NULL, (unsigned) options->threads + 1);
     pthread_barrier_init (&start, NULL, (unsigned) options->threads + 1);
     pthread_barrier_init (&block, NULL, (unsigned) options->threads);
     for (int i = 0; i < options->threads; i++) {
         workers [i] = (s_worker_t) { .index = i, .options = options, .module = driver ? NULL : module,
-                                     .driver = driver, .verifier = verifier, .start = &start,
+                                     .driver = driver, .verifier = verifier, .ready = &ready,
+                                     .start = &start,
                                      .block = &block, .progress = &progress, .taken = taken,
                                      .stop = &stop };
         pthread_create (&threads [i], NULL, s_worker_run, &workers [i]);
     }
-    pthread_barrier_wait (&start);      //  all sessions open: the clock starts
+    pthread_barrier_wait (&ready);      //  all sessions open (logins are not measured)
+    int metrics_rc = options->metrics ? cs_bench_metrics_read (options->metrics, "process_cpu_seconds_total",
+                                                               &cpu_before, err, sizeof err) : 0;
+    if (metrics_rc)
+        atomic_store (&stop, true);     //  no run: the threads stop before their first op
+    pthread_barrier_wait (&start);      //  the clock starts
     double started = s_now ();
     s_wait (threads, options->threads, &progress, started, options->progress);
+    if (options->metrics && metrics_rc == 0)
+        metrics_rc = cs_bench_metrics_read (options->metrics, "process_cpu_seconds_total", &cpu_after,
+                                            err, sizeof err);
     //  Wall time of the signing only: per block from the first thread's start
     //  to the last thread's end (verification comes after and is not timed).
     double seconds = 0;
@@ -513,14 +556,19 @@ s_run (const s_options_t *options, cs_bench_module_t *module, cs_bench_driver_t 
     }
     s_totals_t totals;
     s_totals_collect (workers, options->threads, &totals);
-    s_report (options, &totals, seconds, bits);
+    if (metrics_rc == 0)
+        s_report (options, &totals, seconds, bits,
+                  options->metrics ? s_cpu_per_op (&totals, cpu_before, cpu_after) : -1);
+    else
+        fprintf (stderr, "cryptoserver-bench: --metrics: %s\n", err);
     if (totals.setup_failures)
         fprintf (stderr, "cryptoserver-bench: %ld threads could not open a session or find the key\n",
                  totals.setup_failures);
-    int status = (totals.failures || totals.setup_failures) ? 1 : 0;
+    int status = (totals.failures || totals.setup_failures || metrics_rc) ? 1 : 0;
     for (int i = 0; i < options->threads; i++)
         cs_bench_samples_free (&workers [i].latency);
     cs_bench_samples_free (&totals.latency);
+    pthread_barrier_destroy (&ready);
     pthread_barrier_destroy (&start);
     pthread_barrier_destroy (&block);
     free (threads);

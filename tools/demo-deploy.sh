@@ -7,8 +7,8 @@ set -eu
 
 usage () {
     cat <<'EOT'
-usage: demo-deploy.sh DIR [--port P | --endpoint E] [--tenant NAME[:PIN:SOPIN] ...]
-                                                       make or refresh a deployment
+usage: demo-deploy.sh DIR [--port P | --endpoint E] [--metrics-port M]
+                         [--tenant NAME[:PIN:SOPIN] ...]  make or refresh a deployment
        demo-deploy.sh --start DIR                      start its broker in the background
        demo-deploy.sh --run DIR                        run its broker in the foreground (exec)
        demo-deploy.sh --wait DIR                       wait until a --run broker listens
@@ -32,6 +32,13 @@ state; only what is missing is made.  The broker listens on --endpoint E
 then unlikely to be taken by another test's broker); --start writes the
 bound port into the client configs).
 
+The broker serves its metrics (cryptoserver-broker(8), METRICS) at
+http://127.0.0.1:M/metrics: --metrics-port M, else $CS_METRICS_PORT, else
+9464 on a new DIR (an existing DIR keeps its setting unless one of them is
+given); M = 0 picks a free port, "off" turns the endpoint off.  The broker
+writes the URL it serves to DIR/broker.metrics, and DIR/env.sh exports it
+as CRYPTOSERVER_METRICS_URL (read when env.sh is sourced).
+
 --start runs the broker with its log in DIR/broker.log and its pid in
 DIR/broker.pid and waits (bounded) until it listens.  --run execs the
 broker in the foreground (same log and pid file) so that the caller owns
@@ -46,6 +53,7 @@ Environment:
   SOFTHSM2_MODULE    SoftHSMv2 library (default: the Debian path)
   CS_START_TIMEOUT   seconds --start waits for the broker (default 30)
   CS_STOP_TIMEOUT    seconds --stop waits after SIGTERM before SIGKILL (default 15)
+  CS_METRICS_PORT    the metrics port when --metrics-port is not given
   CS_BROKER_WRAPPER  command words put before the broker by --start, e.g.
                      "valgrind --log-file=..." (tests/integration/lib.sh, CS_VALGRIND)
 EOT
@@ -95,6 +103,26 @@ make_admin_deployment () {
         "$ADMIN" config set "$DIR/broker.conf" broker/endpoint "$ENDPOINT"
     fi
     "$ADMIN" config set "$DIR/broker.conf" broker/endpoint-file broker.endpoint
+}
+
+# configure_metrics: broker/metrics on 127.0.0.1 (METRICS_PORT; "off": none)
+# and broker/metrics-file, unless DIR already has a setting and no port was
+# asked for.
+configure_metrics () {
+    local conf=$DIR/broker.conf
+    if [ -z "$METRICS_PORT" ] && "$ADMIN" config get "$conf" broker/metrics >/dev/null 2>&1; then
+        return 0
+    fi
+    METRICS_PORT=${METRICS_PORT:-9464}
+    if [ "$METRICS_PORT" = off ]; then
+        "$ADMIN" config set "$conf" broker/metrics ""
+        return 0
+    fi
+    case $METRICS_PORT in
+        ''|*[!0-9]*) die "--metrics-port must be a port number, 0 or off (got $METRICS_PORT)" ;;
+    esac
+    "$ADMIN" config set "$conf" broker/metrics "http://127.0.0.1:$METRICS_PORT/metrics"
+    "$ADMIN" config set "$conf" broker/metrics-file broker.metrics
 }
 
 make_softhsm_config () {
@@ -240,6 +268,8 @@ make_client () {
 }
 
 write_env () {
+    local metrics
+    metrics=$("$ADMIN" config get "$DIR/broker.conf" broker/metrics 2>/dev/null || true)
     cat > "$DIR/env.sh" <<EOT
 # Source me: the demo deployment in $DIR (written by tools/demo-deploy.sh).
 export CRYPTOSERVER_CONF='$DIR/clients/$CLIENT/client.conf'
@@ -249,6 +279,7 @@ export CRYPTOSERVER_PIN='$USER_PIN'
 export SOFTHSM2_CONF='$DIR/softhsm2.conf'
 export CRYPTOSERVER_BOARD_PIN='$BOARD_PIN'
 export CRYPTOSERVER_BROKER_PID="\$(cat '$DIR/broker.pid' 2>/dev/null || true)"
+export CRYPTOSERVER_METRICS_URL="\$(cat '$DIR/broker.metrics' 2>/dev/null || echo '$metrics')"
 EOT
 }
 
@@ -259,6 +290,7 @@ deploy () {
     SOFTHSM=$(find_softhsm)
     export SOFTHSM2_CONF=$DIR/softhsm2.conf
     make_admin_deployment
+    configure_metrics
     make_softhsm_config
     make_keys
     register_boards
@@ -291,7 +323,7 @@ run_broker () {
     if alive "$pid"; then
         die "a broker already runs (pid $pid) on $(cat "$DIR/broker.endpoint" 2>/dev/null)"
     fi
-    rm -f "$DIR/broker.endpoint"
+    rm -f "$DIR/broker.endpoint" "$DIR/broker.metrics"
     echo "$$" > "$DIR/broker.pid"
     export SOFTHSM2_CONF=$DIR/softhsm2.conf CRYPTOSERVER_DRIVER_DIR=$DRIVER_DIR
     # shellcheck disable=SC2086
@@ -322,6 +354,9 @@ wait_broker () {
         [ -f "$conf" ] && "$ADMIN" config set "$conf" client/endpoints "$endpoint"
     done
     say "broker started (pid $pid) on $endpoint, log $DIR/broker.log"
+    if [ -s "$DIR/broker.metrics" ]; then
+        say "metrics at $(cat "$DIR/broker.metrics")"
+    fi
 }
 
 # start_broker: --run in the background, detached from this script, then
@@ -376,6 +411,7 @@ DIR=
 ENDPOINT=tcp://127.0.0.1:5555
 ENDPOINT_GIVEN=
 EXTRA_TENANTS=
+METRICS_PORT=${CS_METRICS_PORT:-}
 while [ $# -gt 0 ]; do
     case $1 in
         -h|--help) usage; exit 0 ;;
@@ -387,6 +423,8 @@ while [ $# -gt 0 ]; do
                 ENDPOINT=tcp://127.0.0.1:$2; ENDPOINT_GIVEN=1; shift ;;
         --endpoint) [ $# -ge 2 ] || { usage >&2; exit 2; }
                 ENDPOINT=$2; ENDPOINT_GIVEN=1; shift ;;
+        --metrics-port) [ $# -ge 2 ] || { usage >&2; exit 2; }
+                METRICS_PORT=$2; shift ;;
         --tenant) [ $# -ge 2 ] || { usage >&2; exit 2; }
                 EXTRA_TENANTS="$EXTRA_TENANTS $2"; shift ;;
         -*) echo "demo-deploy: unknown option $1" >&2; usage >&2; exit 2 ;;

@@ -8,6 +8,7 @@
 CS_DEB_PACKAGES="gcc make autoconf automake libtool pkg-config
     libzmq3-dev libczmq-dev libssl-dev libp11-kit-dev
     libprotobuf-c-dev protobuf-c-compiler check libsubunit-dev libsqlite3-dev libgmp-dev
+    libmicrohttpd-dev
     softhsm2 opensc openssl procps"
 
 # Client tests (tests/clients.am, issue #4): the OpenSSL engine "pkcs11"

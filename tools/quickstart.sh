@@ -15,9 +15,12 @@ usage: tools/quickstart.sh [DIR]          build, deploy into DIR (default ./demo
 Run again on an existing DIR: keys and state are kept and the broker is
 (re)started if it is not running.  Afterwards:  . DIR/env.sh  sets
 CRYPTOSERVER_CONF, CRYPTOSERVER_MODULE, CRYPTOSERVER_TOKEN, CRYPTOSERVER_PIN,
-SOFTHSM2_CONF, CRYPTOSERVER_BOARD_PIN and CRYPTOSERVER_BROKER_PID.
-Environment: CS_BUILD_DIR  build somewhere else than in the source tree
-             CS_PORT       the broker's port on 127.0.0.1 (default 5555)
+SOFTHSM2_CONF, CRYPTOSERVER_BOARD_PIN, CRYPTOSERVER_BROKER_PID and
+CRYPTOSERVER_METRICS_URL (the broker's Prometheus metrics, on 127.0.0.1).
+Environment: CS_BUILD_DIR     build somewhere else than in the source tree
+             CS_PORT          the broker's port on 127.0.0.1 (default 5555)
+             CS_METRICS_PORT  the metrics port on 127.0.0.1 (default 9464; 0: any
+                              free port; off: no metrics endpoint)
 EOT
 }
 
@@ -98,6 +101,13 @@ try_it () {
     cmp -s "$tmp/plain.txt" "$tmp/decrypted.txt" || die "the decrypted text differs"
     ok "decrypted: $(cat "$tmp/decrypted.txt")"
     rm -rf "$tmp"
+
+    if [ -n "${CRYPTOSERVER_METRICS_URL:-}" ]; then
+        step "The broker's metrics ($CRYPTOSERVER_METRICS_URL)"
+        curl -sf --max-time 10 "$CRYPTOSERVER_METRICS_URL" \
+            | grep -E '^(cryptoserver_jobs_total\{.*\} [1-9]|process_cpu_seconds_total )' | sed 's/^/    /' \
+            || die "no metrics at $CRYPTOSERVER_METRICS_URL"
+    fi
 }
 
 step "Packages"
@@ -107,7 +117,8 @@ cs_deps_install
 build
 
 step "Deployment in $DIR"
-"$SRC_DIR/tools/demo-deploy.sh" "$DIR" ${CS_PORT:+--port "$CS_PORT"}
+"$SRC_DIR/tools/demo-deploy.sh" "$DIR" ${CS_PORT:+--port "$CS_PORT"} \
+    ${CS_METRICS_PORT:+--metrics-port "$CS_METRICS_PORT"}
 DIR=$(cd "$DIR" && pwd)
 
 step "Broker"
@@ -117,4 +128,7 @@ try_it
 
 step "Done"
 echo "    . $DIR/env.sh          # then use \$CRYPTOSERVER_MODULE with any PKCS#11 application"
+if [ -n "${CRYPTOSERVER_METRICS_URL:-}" ]; then
+    echo "    curl -s \"\$CRYPTOSERVER_METRICS_URL\"   # the broker's metrics (Prometheus text)"
+fi
 echo "    tools/quickstart.sh --stop $DIR    # stops the broker"

@@ -2,8 +2,8 @@
 #
 # Each test makes its own demo deployment under the build tree
 # (tests/integration/work/NAME, by tools/demo-deploy.sh), starts its own broker
-# on tcp://127.0.0.1:! (a random free port; the bound endpoint comes back through endpoint-file),
-# and stops it on exit.  No fixed sleeps: every wait polls with a bound.
+# on tcp://127.0.0.1:! (a random free port; the bound endpoint comes back through endpoint-file)
+# with its metrics on a free port too (URL in $WORK/broker.metrics), and stops it on exit.  No fixed sleeps: every wait polls with a bound.
 #
 # make check exports top_srcdir and top_builddir (Makefile.am,
 # AM_TESTS_ENVIRONMENT); run by hand, they default to the source tree.
@@ -262,7 +262,7 @@ cs_setup () {
     trap cs_cleanup EXIT
     rm -rf "$WORK"
     mkdir -p "$WORK/valgrind" "$WORK/sanitizer"
-    "$CS_DEPLOY" "$WORK" --endpoint 'tcp://127.0.0.1:!' "$@" || cs_fail "demo-deploy.sh failed"
+    "$CS_DEPLOY" "$WORK" --endpoint 'tcp://127.0.0.1:!' --metrics-port 0 "$@" || cs_fail "demo-deploy.sh failed"
     if [ "${CS_VALGRIND:-}" = 1 ]; then      # a broker under valgrind answers slowly
         local conf
         for conf in "$WORK"/clients/*/client.conf; do

@@ -679,6 +679,57 @@ START_TEST (test_pin_lock_and_init_pin)
 }
 END_TEST
 
+/*  A job whose deadline has already passed when it is routed (here behind
+ *  a login, about 70 ms of scrypt, in a request with a 1 ms deadline) while
+ *  a worker is idle fails at once with CKR_DEVICE_ERROR, and the request is
+ *  still answered once, with every result, after all its jobs are routed.
+ *  Before, the frontend answered and freed the request from inside the
+ *  routing of that job and went on routing the next jobs into freed memory
+ *  (a crash any client could cause), and a key generation that failed so
+ *  was reported as CKR_OK.  */
+START_TEST (test_deadline_passed_when_routed)
+{
+    ck_assert_uint_eq (s_pool_wait (2), 2);            /* the pool is full: both workers idle */
+    EVP_PKEY *pkey = EVP_EC_gen ("P-256");
+    size_t der_len = 0;
+    uint8_t *der = th_pkcs8 (pkey, &der_len), digest [32] = { 1 };
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    gen.mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN;
+    gen.modulus_bits = 3072;                            /* no pool of that size: a worker's job */
+    for (int round = 0; round < 2; round++) {
+        Cs__Request *req = th_request (3, 70 + (uint64_t) round);
+        req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+        req->deadline_ms = 1;
+        th_job_login (req->jobs [0], CKU_USER, "1234");
+        if (round == 0)
+            s_job_generate (req->jobs [1], &gen);
+        else {
+            th_job_crypto (req->jobs [1], true, NULL, 0, CKM_ECDSA, digest, sizeof digest);
+            req->jobs [1]->sign->key_pkcs8 = (ProtobufCBinaryData) { der_len, der };
+        }
+        th_job_hello (req->jobs [2]);
+        Cs__Reply *reply = th_call (s_alice, req);
+        ck_assert_uint_eq (reply->rv, CKR_OK);
+        ck_assert_uint_eq (reply->n_results, 3);
+        ck_assert_uint_eq (reply->results [0]->rv, CKR_OK);
+        ck_assert_msg (reply->results [1]->rv == CKR_DEVICE_ERROR, "round %d: job 1 answered %s", round,
+                       cs_rv_name (reply->results [1]->rv));
+        ck_assert_uint_eq (reply->results [2]->rv, CKR_OK);
+        cs__reply__free_unpacked (reply, NULL);
+        if (round == 0) {
+            req->jobs [1]->kind_case = CS__JOB__KIND_HELLO;     /* gen is on the stack */
+            req->jobs [1]->hello = NULL;
+        }
+        th_request_free (req);
+    }
+    uint64_t rv = 0;                                    /* and the broker goes on */
+    free (th_login (s_alice, "1234", &(size_t) { 0 }, &rv));
+    ck_assert_uint_eq (rv, CKR_OK);
+    OPENSSL_free (der);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -694,6 +745,7 @@ s_suite (void)
     tcase_add_test (tc, test_pin_lock_and_init_pin);
     tcase_add_test (tc, test_list_without_login);
     tcase_add_test (tc, test_foreign_refs_unknown);
+    tcase_add_test (tc, test_deadline_passed_when_routed);
     suite_add_tcase (suite, tc);
     return suite;
 }
