@@ -44,7 +44,7 @@ for family in cryptoserver_jobs_total:counter cryptoserver_job_seconds:histogram
 done
 # The cpu board may already be refilling the demo's RSA key pool (background
 # key generation): only the SoftHSM boards, which run this test's jobs, count.
-[ "$(total "$WORK/m0" '^cryptoserver_jobs_total\{board="board[01]"')" = 0 ] || cs_fail "jobs counted before any job"
+[ "$(total "$WORK/m0" '^cryptoserver_jobs_total[{]board="board[01]"')" = 0 ] || cs_fail "jobs counted before any job"
 
 # ---- jobs: 5 ECDSA signatures, 1 refused decryption, 2 x 40 RSA signatures -
 for i in 1 2 3 4 5; do
