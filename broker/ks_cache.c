@@ -38,6 +38,7 @@ struct _ks_cache_t {
     uint64_t generation;            /* moves at every drop; tokens compare with it */
     size_t holds;
     s_slab_t *slabs [S_CLASSES];
+    bool lock_warned;               /* the warning of an unlocked slab is logged once */
 };
 
 /* ------------------------------------------------------------------ */
@@ -63,10 +64,16 @@ s_slot_alloc (ks_cache_t *self, int c)
     while (slab && slab->used == slots)
         slab = slab->next;
     if (!slab) {
+        size_t failures = cs_secmem_lock_failures ();
         slab = calloc (1, sizeof *slab);
         if (!slab || !(slab->base = cs_secmem_alloc (S_SLAB_LEN))) {
             free (slab);
             return NULL;
+        }
+        if (cs_secmem_lock_failures () > failures && !self->lock_warned) {
+            self->lock_warned = true;
+            zsys_warning ("keystore/key-cache: %d KiB of cached keys could not be locked in memory: "
+                          "raise RLIMIT_MEMLOCK (ulimit -l, systemd LimitMEMLOCK=)", S_SLAB_LEN / 1024);
         }
         slab->next = self->slabs [c];
         self->slabs [c] = slab;
