@@ -184,6 +184,7 @@ s_broker (s_loader_t *self)
     ||  s_int (self, "broker/router-sndhwm", 1000, 1, 100000, &config->router_sndhwm)
     ||  s_int (self, "broker/stats-interval-ms", 10000, 0, 86400000, &config->stats_interval_ms)
     ||  s_int (self, "broker/ticket-lifetime-ms", 14400000, 1000, 604800000, &config->ticket_lifetime_ms)
+    ||  s_int (self, "broker/slow-threads", 1, 1, BROKER_MAX_SLOW_THREADS, &config->slow_threads)
     ||  s_ticket_key (self) || s_metrics (self))
         return -1;
     if (config->default_deadline_ms > config->max_deadline_ms)
@@ -234,6 +235,8 @@ s_keystore (s_loader_t *self)
         config->keystore_path = cs_path_resolve (config->dir, "keystore.db");
     if (!config->keystore_path)
         return s_fail (self, "keystore/path", "out of memory");
+    if (s_int (self, "keystore/key-cache", 1024, 0, BROKER_MAX_KEY_CACHE, &config->key_cache))
+        return -1;
     return s_master_key (self);
 }
 

@@ -13,6 +13,8 @@
 #define BROKER_MAX_BOARDS  64        /* routing keeps a 64-bit board set per key */
 #define BROKER_MAX_THREADS 256       /* worker threads per board */
 #define BROKER_TICKET_KEY_LEN 32     /* bytes of the login ticket key */
+#define BROKER_MAX_SLOW_THREADS 16   /* broker/slow-threads */
+#define BROKER_MAX_KEY_CACHE 1000000 /* keystore/key-cache, keys */
 
 /*  One "drivers/<name>" section.  */
 typedef struct {
@@ -50,11 +52,15 @@ typedef struct {
     char *metrics_url;          /* broker/metrics (metrics_http.h), or NULL: no endpoint */
     bool metrics_public;        /* broker/metrics-public: a non-loopback address allowed */
     char *metrics_file;         /* resolved broker/metrics-file, or NULL */
+    int slow_threads;           /* broker/slow-threads: threads for PIN checks, keystore reads
+                                   and writes (slow_pool.h), 1..16, default 1 */
     char *driver_dir;           /* resolved broker/driver-dir, or NULL */
     bool curve;                 /* broker/curve/enabled, default true */
     char *secret_key;           /* resolved broker/curve/secret-key (zcert file) */
     char *clients_dir;          /* resolved broker/curve/clients (allow-list dir) */
     char *keystore_path;        /* resolved keystore/path, default keystore.db */
+    int key_cache;              /* keystore/key-cache: decrypted keys kept in locked memory
+                                   (ks_cache.h), 0..1000000, default 1024; 0 = none */
     char *master_key_file;      /* resolved keystore/master-key (file form), or NULL */
     char *master_key_board;     /* keystore/master-key = board:NAME:LABEL: NAME, or NULL */
     char *master_key_label;     /* ... and LABEL (CKA_LABEL of the wrapping RSA key) */

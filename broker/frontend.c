@@ -1,8 +1,11 @@
 /*  frontend.c — the frontend actor: client ROUTER, allow-list, requests,
  *  work items to workers and replies back (the paper's Figure 3), and the
- *  jobs cheap enough to answer here: hello, login and PINs (keystore), key
- *  lists and key management on keystore rows (SQLite).  Key generation runs
- *  on workers (or comes from the pre-generated pool).  */
+ *  jobs cheap enough to answer here (hello, key lists from the cache).  It
+ *  never blocks (DESIGN.md §5): PIN checks, keystore reads and writes and
+ *  the descriptions of generated keys go to the slow pool (slow_jobs.h)
+ *  and rejoin the request when done; keystore keys and tenant rows come
+ *  from its cache (ks_cache.h) once read.  Key generation runs on workers
+ *  (or comes from the pre-generated pool).  */
 #include <dirent.h>
 #include <inttypes.h>
 #include <openssl/crypto.h>
@@ -16,13 +19,19 @@
 #include "frontend.h"
 #include "key_info.h"
 #include "keyjobs.h"
+#include "ks_cache.h"
+#include "ks_watch.h"
 #include "pool.h"
 #include "scheduler.h"
+#include "slow_jobs.h"
 #include "ticket.h"
 
 #define S_CLIENTS_RELOAD_MS 2000        /* allow-list re-read period */
 #define S_ZAP_DOMAIN "cryptoserver"
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
+/*  A job's result while it waits for the slow pool: never sent (the request
+ *  is answered only when no job is pending), never a PKCS#11 value.  */
+#define S_CKR_PENDING (CKR_VENDOR_DEFINED | 0x5105u)
 
 bool frontend_verbose = false;
 size_t frontend_max_reply = CS_WIRE_MAX_REPLY;
@@ -76,6 +85,8 @@ typedef struct {
     size_t charged;
     int64_t received_ns;            /* metrics_now_ns () when it arrived */
     metrics_client_t *metrics_client;   /* its in-flight counter, once it has a job out */
+    keystore_tenant_t tenant_state; /* the tenant's row (cache or slow pool), when has_state */
+    bool has_state;
 } s_request_t;
 
 /*  A resident board key as listed to its tenant: the only board keys a
@@ -118,6 +129,9 @@ typedef struct {
     char serial [17];
     char *endpoint;
     client_load_t *load;            /* bytes queued per client (broker/max-client-bytes) */
+    slow_pool_t *slow;              /* PIN checks, keystore reads and writes (slow_jobs.h) */
+    ks_cache_t *cache;              /* keystore keys and tenant rows (keystore/key-cache) */
+    ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
 } s_frontend_t;
 
 static void s_pool_refill (s_frontend_t *self);
@@ -357,11 +371,11 @@ s_log_due (s_frontend_t *self, s_request_t *request, const char *limit)
     return !client || client_load_log_due (self->load, client, limit, cs_clock_ms ());
 }
 
-/*  Logs (rate-limited) a key job refused by a bound of keyjobs.h.  */
+/*  Logs (rate-limited) a key job refused by a bound of keyjobs.h: `why`
+ *  is the slow job's keyjobs_limit_problem, or NULL.  */
 static void
-s_key_limit_log (s_frontend_t *self, s_request_t *request, CK_RV rv)
+s_key_limit_log (s_frontend_t *self, s_request_t *request, CK_RV rv, const char *why)
 {
-    const char *why = rv != CKR_OK ? keyjobs_limit_problem () : NULL;
     if (why && s_log_due (self, request, why))
         zsys_warning ("client %s (tenant %s): key refused: %s: answered with %s", request->client_name,
                       request->tenant, why, cs_rv_name (rv));
@@ -422,10 +436,12 @@ s_metrics_inflight (s_frontend_t *self, s_request_t *request, long delta)
         metrics_inflight_add (request->metrics_client, delta);
 }
 
-/*  Wipes and frees the key material an item carried.  */
+/*  Wipes and frees the key material an item carried, or unpins the cached
+ *  key it used.  */
 static void
-s_item_wipe_material (work_item_t *item)
+s_item_wipe_material (s_frontend_t *self, work_item_t *item)
 {
+    ks_cache_key_release (self->cache, (ks_key_t **) &item->cached);
     if (item->material) {
         OPENSSL_cleanse (item->material, item->material_len);
         free (item->material);
@@ -449,9 +465,9 @@ s_item_finish (s_frontend_t *self, work_item_t *item)
     s_slot_t *slot = &request->slots [item->index];
     Cs__Result *result = &slot->result;
     s_metrics_inflight (self, request, -1);
-    s_item_wipe_material (item);
+    s_item_wipe_material (self, item);
     if (item->kind == WORK_GENERATE || item->kind == WORK_GENERATE_RESIDENT)
-        s_generate_finish (self, request, slot);
+        s_generate_finish (self, request, slot);        /* goes on in the slow pool, or failed */
     else {
         result->rv = item->rv;
         if (item->rv == CKR_OK) {
@@ -743,16 +759,15 @@ s_derive_permitted (const Cs__KeyInfo *info)
     return CKR_KEY_FUNCTION_NOT_PERMITTED;
 }
 
-/*  "ks:...": a keystore row of the tenant; its material goes with the item
- *  (home keystore) or its resident copy is used (home board:NAME).  */
+/*  A keystore row of the tenant (info, and its private key: pkcs8, len
+ *  bytes, borrowed from item->cached or item->material until the item is
+ *  back): its material goes with the item (home keystore) or its resident
+ *  copy is used (home board:NAME).  */
 static CK_RV
-s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *item, const char *ref)
+s_route_keystore_key (s_frontend_t *self, s_request_t *request, work_item_t *item, const char *ref,
+                      const Cs__KeyInfo *info, const uint8_t *pkcs8, size_t len)
 {
-    Cs__KeyInfo *info = NULL;
     CK_RV rv = CKR_OK;
-    int got = keystore_key_get (self->ks, request->tenant, ref, &info, &item->material, &item->material_len);
-    if (got)        /* a row that does not verify: cryptoserver-keystore(5) */
-        return got == KEYSTORE_DAMAGED ? CKR_DEVICE_ERROR : CKR_KEY_HANDLE_INVALID;
     if (!info->has_private)
         rv = CKR_KEY_HANDLE_INVALID;
     else
@@ -776,16 +791,33 @@ s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *ite
     }
     else {
         snprintf (item->ref, sizeof item->ref, "%s", ref);
-        item->key = (cs_key_t) { NULL, 0, item->material, item->material_len, item->ref };
-        item->boards = !item->material ? 0 : item->kind == WORK_DERIVE ? s_derive_boards (self, true)
+        item->key = (cs_key_t) { NULL, 0, pkcs8, len, item->ref };
+        item->boards = !pkcs8 ? 0 : item->kind == WORK_DERIVE ? s_derive_boards (self, true)
                      : s_material_boards (self, info->key_type);
         if (rv == CKR_OK && !item->boards) {
             zsys_warning ("key %s of tenant %s: no board takes keys of its type", ref, request->tenant);
             rv = CKR_DEVICE_ERROR;
         }
     }
-    cs__key_info__free_unpacked (info, NULL);
     return rv;
+}
+
+/*  "ks:...": the tenant's keystore row from the cache, pinned by the item
+ *  (s_route_keystore_key); S_CKR_PENDING with the ref in item->ref when
+ *  it is not cached (the slow pool reads it: s_key_read_done).  */
+static CK_RV
+s_route_keystore_ref (s_frontend_t *self, s_request_t *request, work_item_t *item, const char *ref)
+{
+    ks_key_t *key = ks_cache_key_get (self->cache, request->tenant, ref);
+    size_t len = 0;
+    metrics_key_cache (self->args->metrics, key != NULL);
+    if (!key) {
+        snprintf (item->ref, sizeof item->ref, "%s", ref);
+        return S_CKR_PENDING;
+    }
+    item->cached = key;
+    const uint8_t *pkcs8 = ks_key_pkcs8 (key, &len);
+    return s_route_keystore_key (self, request, item, ref, ks_key_info (key), pkcs8, len);
 }
 
 /*  Routes a sign/decrypt/derive job by its key: per-request key, board ref
@@ -810,7 +842,48 @@ s_route_crypto (s_frontend_t *self, s_request_t *request, work_item_t *item)
     return CKR_KEY_HANDLE_INVALID;
 }
 
-/*  Makes a work item of a sign or decrypt job and routes it.  */
+/*  Submits a routed crypto item (rv: its routing), or sets the job's
+ *  result when it cannot run.  Returns true when the item is out.  */
+static bool
+s_crypto_submit (s_frontend_t *self, s_slot_t *slot, CK_RV rv)
+{
+    work_item_t *item = &slot->item;
+    if (rv == CKR_OK && s_submit (self, item))
+        rv = CKR_KEY_HANDLE_INVALID;
+    if (rv == CKR_OK)
+        return true;
+    s_item_wipe_material (self, item);
+    slot->result.rv = rv;
+    return false;
+}
+
+/*  A slow job of `kind` for job `index` of request (NULL: a job of no
+ *  request), or NULL when out of memory.  Fill its inputs, then s_slow_go.  */
+static slow_job_t *
+s_slow_new (s_request_t *request, size_t index, slow_kind_t kind)
+{
+    return slow_job_new (kind, request, index,
+                         request && index < request->req->n_jobs ? request->req->jobs [index] : NULL,
+                         request ? request->tenant : NULL);
+}
+
+/*  Hands a slow job to the pool; it comes back to s_slow_done.  A job of a
+ *  request job holds one more pending count of the request until then
+ *  (its result waits as S_CKR_PENDING).  */
+static CK_RV
+s_slow_go (s_frontend_t *self, slow_job_t *job)
+{
+    s_request_t *request = job->request;
+    if (request && job->kind != SLOW_TENANT) {
+        request->pending++;
+        request->slots [job->index].result.rv = S_CKR_PENDING;
+    }
+    slow_pool_submit (self->slow, &job->base);
+    return S_CKR_PENDING;
+}
+
+/*  Makes a work item of a sign or decrypt job and routes it; a keystore
+ *  key that is not cached is read by the slow pool first.  */
 static void
 s_job_crypto (s_frontend_t *self, s_request_t *request, size_t index)
 {
@@ -821,12 +894,48 @@ s_job_crypto (s_frontend_t *self, s_request_t *request, size_t index)
     item->kind = item->job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
                : item->job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE;
     CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item) : CKR_USER_NOT_LOGGED_IN;
-    if (rv == CKR_OK && s_submit (self, item))
-        rv = CKR_KEY_HANDLE_INVALID;
-    if (rv != CKR_OK) {
-        s_item_wipe_material (item);
-        slot->result.rv = rv;
+    if (rv == S_CKR_PENDING) {
+        slow_job_t *read = s_slow_new (request, index, SLOW_KEY);
+        if (read) {
+            snprintf (read->ref, sizeof read->ref, "%s", item->ref);
+            read->token = ks_cache_token (self->cache);
+            s_slow_go (self, read);
+            return;
+        }
+        rv = CKR_HOST_MEMORY;
     }
+    s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (s_submit) */
+}
+
+/*  The slow pool read a keystore key for a crypto job: cached (unless a
+ *  drop happened meanwhile: then the item owns the copy), routed and
+ *  submitted; or the job fails.  */
+static void
+s_key_read_done (s_frontend_t *self, s_request_t *request, slow_job_t *job)
+{
+    s_slot_t *slot = &request->slots [job->index];
+    work_item_t *item = &slot->item;
+    CK_RV rv = job->rc == KEYSTORE_DAMAGED ? CKR_DEVICE_ERROR : CKR_KEY_HANDLE_INVALID;
+    if (job->rc == 0) {
+        ks_key_t *key = ks_cache_key_put (self->cache, job->token, request->tenant, job->ref, &job->info,
+                                          job->pkcs8, job->pkcs8_len);
+        const Cs__KeyInfo *info = job->info;
+        const uint8_t *pkcs8 = job->pkcs8;
+        size_t len = job->pkcs8_len;
+        if (key) {
+            item->cached = key;
+            info = ks_key_info (key);
+            pkcs8 = ks_key_pkcs8 (key, &len);
+        }
+        else {                      /* the item owns the read copy */
+            item->material = job->pkcs8;
+            item->material_len = job->pkcs8_len;
+            job->pkcs8 = NULL;
+        }
+        rv = s_route_keystore_key (self, request, item, job->ref, info, pkcs8, len);
+    }
+    s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (s_submit) */
+    s_request_release (self, request, true);      /* the slow read's count (s_slow_go) */
 }
 
 /* ------------------------------------------------------------------ */
@@ -847,7 +956,7 @@ s_job_hello (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
     hello->boards = (uint32_t) self->args->n_boards;
     hello->min_pin_len = CS_PIN_MIN_LEN;
     hello->max_pin_len = CS_PIN_MAX_LEN;
-    hello->token_flags = keystore_pin_flags (self->ks, request->tenant);
+    hello->token_flags = request->has_state ? keystore_tenant_flags (&request->tenant_state) : 0;
     slot->result.rv = CKR_OK;
     slot->result.kind_case = CS__RESULT__KIND_HELLO;
     slot->result.hello = hello;
@@ -890,23 +999,47 @@ s_pin_refused (s_request_t *request, const char *what, CK_USER_TYPE user_type, C
                                           : "cryptoserver-admin tenant set-pin --so");
 }
 
+/*  A PIN job of the slow pool is back: the tenant row it read may have
+ *  changed (failure count, PIN epoch): the cached one goes unless it
+ *  already holds what the check left (`pin` of user_type; NULL: the job
+ *  set a PIN, the row changed).  */
+static void
+s_tenant_touched (s_frontend_t *self, const char *tenant, CK_USER_TYPE user_type,
+                  const keystore_pin_state_t *pin)
+{
+    keystore_tenant_t cached;
+    int role = user_type == CKU_SO ? 1 : 0;
+    if (!pin || !ks_cache_tenant_get (self->cache, tenant, &cached)
+    ||  cached.failures [role] != pin->failures || cached.epoch [role] != pin->epoch)
+        ks_cache_tenant_drop (self->cache, tenant);
+}
+
 /*  Checks the PIN of the client's tenant in the keystore (keyed scrypt,
- *  ~70 ms in this thread; failures counted, CKR_PIN_LOCKED after too many)
- *  and returns a ticket bound to the client key, at the PIN epoch the check
- *  saw, expiring after broker/ticket-lifetime-ms unless renewed.  */
+ *  ~70 ms, in the slow pool; failures counted, CKR_PIN_LOCKED after too
+ *  many): S_CKR_PENDING, then s_login_done.  */
 static CK_RV
 s_login (s_frontend_t *self, s_request_t *request, const Cs__LoginJob *job, s_slot_t *slot)
 {
-    keystore_pin_state_t state;
     if (job->user_type != CKU_USER && job->user_type != CKU_SO)
         return CKR_USER_TYPE_INVALID;
-    CK_RV rv = keystore_pin_check (self->ks, request->tenant, job->user_type, job->pin.data,
-                                   job->pin.len, &state);
+    slow_job_t *check = s_slow_new (request, slot->item.index, SLOW_LOGIN);
+    return check ? s_slow_go (self, check) : CKR_HOST_MEMORY;
+}
+
+/*  The PIN check is back: a ticket bound to the client key, at the PIN
+ *  epoch the check saw, expiring after broker/ticket-lifetime-ms unless
+ *  renewed.  */
+static CK_RV
+s_login_done (s_frontend_t *self, s_request_t *request, s_slot_t *slot, slow_job_t *check)
+{
+    const Cs__LoginJob *job = check->job->login;
+    CK_RV rv = check->rv;
+    s_tenant_touched (self, request->tenant, job->user_type, &check->pin);
     if (rv != CKR_OK) {
-        s_pin_refused (request, "login", job->user_type, rv, &state);
+        s_pin_refused (request, "login", job->user_type, rv, &check->pin);
         return rv;
     }
-    if (s_ticket_make (self, request, job->user_type, state.epoch, slot->ticket))
+    if (s_ticket_make (self, request, job->user_type, check->pin.epoch, slot->ticket))
         return CKR_DEVICE_ERROR;
     zsys_info ("login: client %s (tenant %s) as %s", request->client_name, request->tenant,
                job->user_type == CKU_USER ? "user" : "SO");
@@ -920,42 +1053,53 @@ s_login (s_frontend_t *self, s_request_t *request, const Cs__LoginJob *job, s_sl
 
 /*  C_InitPIN: the SO sets the user PIN (PKCS#11 2.40 §5.6), which also
  *  clears its lock and ends every user login of the tenant (a new PIN
- *  epoch); the SO's own login goes on.  */
+ *  epoch); the SO's own login goes on.  In the slow pool (s_init_pin_done).  */
 static CK_RV
-s_init_pin (s_frontend_t *self, s_request_t *request, const Cs__InitPinJob *job)
+s_init_pin (s_frontend_t *self, s_request_t *request, size_t index)
 {
     if (!request->so_ok)
         return CKR_USER_NOT_LOGGED_IN;
-    CK_RV rv = keystore_pin_set (self->ks, request->tenant, CKU_USER, job->pin.data, job->pin.len, NULL);
+    slow_job_t *set = s_slow_new (request, index, SLOW_INIT_PIN);
+    return set ? s_slow_go (self, set) : CKR_HOST_MEMORY;
+}
+
+static CK_RV
+s_init_pin_done (s_frontend_t *self, s_request_t *request, slow_job_t *set)
+{
+    s_tenant_touched (self, request->tenant, CKU_USER, NULL);
     zsys_info ("init-pin: tenant %s by client %s: %s", request->tenant, request->client_name,
-               cs_rv_name (rv));
-    return rv;
+               cs_rv_name (set->rv));
+    return set->rv;
 }
 
 /*  C_SetPIN: the old PIN (counted like a login) then the new one, which
  *  moves the PIN epoch: logins made with the old PIN end, anywhere.  The
  *  caller's own login of that user type goes on (PKCS#11 2.40 §5.6: the
  *  session stays logged in): it gets a ticket at the new epoch in
- *  Reply.ticket.  */
+ *  Reply.ticket.  In the slow pool (s_set_pin_done).  */
 static CK_RV
-s_set_pin (s_frontend_t *self, s_request_t *request, const Cs__SetPinJob *job)
+s_set_pin (s_frontend_t *self, s_request_t *request, size_t index, const Cs__SetPinJob *job)
 {
-    keystore_pin_state_t state;
-    uint64_t epoch = 0;
     if (job->user_type != CKU_USER && job->user_type != CKU_SO)
         return CKR_USER_TYPE_INVALID;
+    slow_job_t *set = s_slow_new (request, index, SLOW_SET_PIN);
+    return set ? s_slow_go (self, set) : CKR_HOST_MEMORY;
+}
+
+static CK_RV
+s_set_pin_done (s_frontend_t *self, s_request_t *request, slow_job_t *set)
+{
+    const Cs__SetPinJob *job = set->job->set_pin;
     const char *role = job->user_type == CKU_USER ? "user" : "SO";
     bool logged_in = job->user_type == CKU_USER ? request->ticket_ok : request->so_ok;
-    CK_RV rv = keystore_pin_check (self->ks, request->tenant, job->user_type, job->old_pin.data,
-                                   job->old_pin.len, &state);
-    if (rv != CKR_OK) {
-        s_pin_refused (request, "set-pin", job->user_type, rv, &state);
+    CK_RV rv = set->rv;
+    s_tenant_touched (self, request->tenant, job->user_type, NULL);
+    if (set->refused) {
+        s_pin_refused (request, "set-pin", job->user_type, rv, &set->pin);
         return rv;
     }
-    rv = keystore_pin_set (self->ks, request->tenant, job->user_type, job->new_pin.data,
-                           job->new_pin.len, &epoch);
     if (rv == CKR_OK && logged_in) {
-        request->renewed = s_ticket_make (self, request, job->user_type, epoch,
+        request->renewed = s_ticket_make (self, request, job->user_type, set->epoch,
                                           request->renewed_ticket) == 0;
         if (!request->renewed)
             rv = CKR_DEVICE_ERROR;
@@ -1030,14 +1174,23 @@ s_list_public_view (s_slot_t *slot, Cs__ListKeysResult *keys)
  *  boards, only their public objects without a login (s_list_public_view,
  *  a list of its own version: the top bit flipped); "unchanged" when the
  *  client's version is current.  */
+static uint64_t
+s_list_version (s_frontend_t *self, s_request_t *request, uint64_t keys_version)
+{
+    uint64_t version = ((uint64_t) s_inventory_hash (self, request->tenant) << 32)
+                     | (keys_version & 0xffffffffu);
+    return request->ticket_ok ? version : version ^ (UINT64_C (1) << 63);
+}
+
+/*  ListKeys (see s_list_version): answered here when the client's version
+ *  is current (the tenant's keys_version from its row), else the rows are
+ *  read in the slow pool (s_list_keys_done).  */
 static void
 s_job_list_keys (s_frontend_t *self, s_request_t *request, const Cs__ListKeysJob *job, s_slot_t *slot)
 {
     Cs__ListKeysResult *keys = &slot->keys;
-    uint64_t version = ((uint64_t) s_inventory_hash (self, request->tenant) << 32)
-                     | (keystore_keys_version (self->ks, request->tenant) & 0xffffffffu);
-    if (!request->ticket_ok)
-        version ^= UINT64_C (1) << 63;
+    uint64_t version = s_list_version (self, request, request->has_state ? request->tenant_state.keys_version
+                                                                         : 0);
     if (request->req->ticket.len && !request->ticket_ok && !request->so_ok) {
         /*  A ticket that is no longer valid (expired, revoked, forged):
             say that the login is gone, rather than answer with the public
@@ -1054,10 +1207,24 @@ s_job_list_keys (s_frontend_t *self, s_request_t *request, const Cs__ListKeysJob
         keys->unchanged = true;
         return;
     }
-    if (keystore_key_list (self->ks, request->tenant, &slot->listed, &slot->n_listed)) {
-        slot->result.rv = CKR_DEVICE_ERROR;
+    slow_job_t *list = s_slow_new (request, slot->item.index, SLOW_LIST_KEYS);
+    slot->result.rv = list ? s_slow_go (self, list) : CKR_HOST_MEMORY;
+}
+
+/*  The tenant's keystore rows are back (at the keys_version read just
+ *  before them): the list is them and the resident keys of its boards.  */
+static void
+s_list_keys_done (s_frontend_t *self, s_request_t *request, s_slot_t *slot, slow_job_t *list)
+{
+    Cs__ListKeysResult *keys = &slot->keys;
+    slot->listed = list->listed;
+    slot->n_listed = list->n_listed;
+    list->listed = NULL;
+    list->n_listed = 0;
+    keys->version = s_list_version (self, request, list->keys_version);
+    slot->result.rv = list->rc ? CKR_DEVICE_ERROR : CKR_OK;
+    if (list->rc)
         return;
-    }
     keys->keys = calloc (slot->n_listed + self->n_board_keys + 1, sizeof (Cs__KeyInfo *));
     if (!keys->keys) {
         slot->result.rv = CKR_HOST_MEMORY;
@@ -1087,33 +1254,27 @@ s_template_flag (Cs__Attribute **attrs, size_t n, CK_ATTRIBUTE_TYPE type, bool f
     return fallback;
 }
 
-/*  Sets a generation job's result from a new key's description: stored
- *  durably first for a token key (keystore_key_put before the reply).
- *  Takes ownership of info and of pkcs8 (a session key's, returned).  */
+/*  A generated key's description is back from the slow pool (a token key
+ *  stored durably first: keystore_key_put before the reply; a session key
+ *  with its PKCS#8 for the reply, no ref).  */
 static void
-s_generated (s_frontend_t *self, s_request_t *request, s_slot_t *slot, Cs__KeyInfo *info,
-             unsigned char *pkcs8, size_t len)
+s_generated_done (s_frontend_t *self, s_request_t *request, s_slot_t *slot, slow_job_t *described)
 {
-    const Cs__GenerateKeyPairJob *job = request->req->jobs [slot->item.index]->generate_key_pair;
-    bool resident = strncmp (info->home, "board:", 6) == 0;
-    slot->info = info;
-    slot->result.rv = CKR_OK;
-    if (job->token && keystore_key_put (self->ks, request->tenant, info, resident ? NULL : pkcs8,
-                                        resident ? 0 : len))
-        slot->result.rv = CKR_DEVICE_ERROR;
-    if (!job->token) {                  /* a session key: nothing stored, no ref */
-        free (info->ref);
-        info->ref = strdup ("");
-        slot->private_pkcs8 = pkcs8;
-        slot->private_pkcs8_len = len;
-        pkcs8 = NULL;
-    }
-    if (pkcs8) {
-        OPENSSL_cleanse (pkcs8, len);
-        free (pkcs8);
-    }
+    const Cs__GenerateKeyPairJob *job = described->job->generate_key_pair;
+    s_key_limit_log (self, request, described->rv, described->limit);
+    slot->info = described->info;
+    described->info = NULL;
+    slot->result.rv = described->rv;
+    if (job->token)
+        ks_cache_tenant_drop (self->cache, request->tenant);        /* keys_version */
     if (slot->result.rv != CKR_OK)
         return;
+    if (!job->token) {
+        slot->private_pkcs8 = described->pkcs8;
+        slot->private_pkcs8_len = described->pkcs8_len;
+        described->pkcs8 = NULL;
+    }
+    Cs__KeyInfo *info = slot->info;
     cs__generate_key_pair_result__init (&slot->generated);
     slot->generated.key = info;
     slot->generated.private_pkcs8 = (ProtobufCBinaryData) { slot->private_pkcs8_len, slot->private_pkcs8 };
@@ -1123,55 +1284,47 @@ s_generated (s_frontend_t *self, s_request_t *request, s_slot_t *slot, Cs__KeyIn
                job->token ? info->ref : "-", request->tenant, job->token ? info->home : "returned");
 }
 
-/*  Builds the description of generated material and finishes the job.
- *  Takes ownership of pkcs8.  */
-static void
+/*  Hands generated material (PKCS#8, owned: taken) to the slow pool for its
+ *  description (s_generated_done).  Returns true when it went, false when
+ *  the job failed here (its result is set).  */
+static bool
 s_generated_material (s_frontend_t *self, s_request_t *request, s_slot_t *slot,
                       unsigned char *pkcs8, size_t len)
 {
-    const Cs__GenerateKeyPairJob *job = request->req->jobs [slot->item.index]->generate_key_pair;
-    EVP_PKEY *pkey = key_info_pkey_from_pkcs8 (pkcs8, len);
-    Cs__KeyInfo *info = NULL;
-    CK_RV rv = pkey ? keyjobs_info_new (pkey, NULL, job->token ? "keystore" : "", true, job->token, false,
-                                        job->public_template, job->n_public_template,
-                                        job->private_template, job->n_private_template, &info)
-                    : CKR_DEVICE_ERROR;
-    if (pkey)
-        s_key_limit_log (self, request, rv);
-    EVP_PKEY_free (pkey);
-    if (rv == CKR_OK)
-        s_generated (self, request, slot, info, pkcs8, len);
-    else {
-        slot->result.rv = rv;
+    slow_job_t *describe = s_slow_new (request, slot->item.index, SLOW_GENERATED);
+    if (!describe) {
         OPENSSL_cleanse (pkcs8, len);
         free (pkcs8);
+        slot->result.rv = CKR_HOST_MEMORY;
+        return false;
     }
+    describe->pkcs8 = pkcs8;
+    describe->pkcs8_len = len;
+    s_slow_go (self, describe);
+    return true;
 }
 
-/*  Builds the description of a key generated on a board.  */
-static void
+/*  Hands a key generated on a board to the slow pool for its description
+ *  and its row (s_generated_done).  Returns as s_generated_material.  */
+static bool
 s_generated_resident (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
 {
-    const Cs__GenerateKeyPairJob *job = request->req->jobs [slot->item.index]->generate_key_pair;
     work_item_t *item = &slot->item;
-    char home [256];
-    snprintf (home, sizeof home, "board:%s", self->args->boards [item->board]->name);
-    EVP_PKEY *pkey = keyjobs_pkey_from_board_key (&item->generated);
-    Cs__KeyInfo *info = NULL;
-    CK_RV rv = pkey ? keyjobs_info_new (pkey, slot->ref, home, true, true, false,
-                                        job->public_template, job->n_public_template,
-                                        job->private_template, job->n_private_template, &info)
-                    : CKR_DEVICE_ERROR;
-    if (pkey)
-        s_key_limit_log (self, request, rv);
-    EVP_PKEY_free (pkey);
-    if (rv == CKR_OK)
-        s_generated (self, request, slot, info, NULL, 0);
-    else
-        slot->result.rv = rv;
+    slow_job_t *describe = s_slow_new (request, item->index, SLOW_GENERATED);
+    if (!describe) {
+        slot->result.rv = CKR_HOST_MEMORY;
+        return false;
+    }
+    snprintf (describe->home, sizeof describe->home, "board:%s", self->args->boards [item->board]->name);
+    describe->board_key = &item->generated;
+    describe->resident_ref = slot->ref;
+    s_slow_go (self, describe);
+    return true;
 }
 
-/*  A generation item came back from a worker.  */
+/*  A generation item came back from a worker: the key goes to the slow
+ *  pool for its description (that job holds the request), or the job
+ *  failed.  */
 static void
 s_generate_finish (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
 {
@@ -1233,7 +1386,7 @@ s_job_generate (s_frontend_t *self, s_request_t *request, size_t index)
         unsigned char *pkcs8 = type == CKK_RSA && self->pool && keyjobs_default_exponent (job)
                              ? pool_take (self->pool, job->modulus_bits, &len) : NULL;
         if (pkcs8) {
-            s_generated_material (self, request, slot, pkcs8, len);
+            s_generated_material (self, request, slot, pkcs8, len);     /* pending, or failed */
             s_pool_refill (self);
             return;
         }
@@ -1303,35 +1456,45 @@ s_destroy_resident (s_frontend_t *self, const char *board_name, const char *ref)
         free (item);
 }
 
+/*  The ref a key job names ("ks:" for an import).  */
+static const char *
+s_key_job_ref (const Cs__Job *job)
+{
+    return job->kind_case == CS__JOB__KIND_DESTROY_KEY ? job->destroy_key->ref
+         : job->kind_case == CS__JOB__KIND_SET_KEY_ATTRIBUTES ? job->set_key_attributes->ref
+         : job->kind_case == CS__JOB__KIND_COPY_KEY ? job->copy_key->ref : "ks:";
+}
+
 /*  Import, destroy, set attributes, copy: a USER ticket and a key ref of
- *  the tenant.  */
+ *  the tenant; the rows change in the slow pool (s_key_job_done).  */
 static void
 s_job_key (s_frontend_t *self, s_request_t *request, const Cs__Job *job, s_slot_t *slot)
 {
-    Cs__KeyInfo *info = NULL;
-    char *resident_board = NULL;
-    const char *ref = job->kind_case == CS__JOB__KIND_DESTROY_KEY ? job->destroy_key->ref
-                    : job->kind_case == CS__JOB__KIND_SET_KEY_ATTRIBUTES ? job->set_key_attributes->ref
-                    : job->kind_case == CS__JOB__KIND_COPY_KEY ? job->copy_key->ref : "ks:";
-    CK_RV rv = request->ticket_ok ? s_key_ref_check (self, request, ref) : CKR_USER_NOT_LOGGED_IN;
+    CK_RV rv = request->ticket_ok ? s_key_ref_check (self, request, s_key_job_ref (job))
+                                  : CKR_USER_NOT_LOGGED_IN;
+    slow_job_t *change = rv == CKR_OK ? s_slow_new (request, slot->item.index, SLOW_KEY_JOB) : NULL;
     if (rv == CKR_OK)
-        switch (job->kind_case) {
-            case CS__JOB__KIND_IMPORT_KEY:
-                rv = keyjobs_import (self->ks, request->tenant, job->import_key, &info);
-                break;
-            case CS__JOB__KIND_DESTROY_KEY:
-                rv = keyjobs_destroy (self->ks, request->tenant, job->destroy_key, &info, &resident_board);
-                break;
-            case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
-                rv = keyjobs_set (self->ks, request->tenant, job->set_key_attributes, &info);
-                break;
-            default:
-                rv = keyjobs_copy (self->ks, request->tenant, job->copy_key, &info);
-        }
-    s_key_limit_log (self, request, rv);
-    if (resident_board)
-        s_destroy_resident (self, resident_board, ref);
-    free (resident_board);
+        rv = change ? s_slow_go (self, change) : CKR_HOST_MEMORY;
+    if (rv != S_CKR_PENDING)
+        s_key_result (slot, rv, NULL, false);
+}
+
+/*  A key job is back from the slow pool: what it changed leaves the cache
+ *  (the key, and the tenant's keys_version), the resident copy of a
+ *  destroyed key goes from its board.  */
+static void
+s_key_job_done (s_frontend_t *self, s_request_t *request, s_slot_t *slot, slow_job_t *change)
+{
+    const Cs__Job *job = change->job;
+    const char *ref = s_key_job_ref (job);
+    CK_RV rv = change->rv;
+    Cs__KeyInfo *info = change->info;
+    change->info = NULL;
+    ks_cache_key_drop (self->cache, request->tenant, ref);
+    ks_cache_tenant_drop (self->cache, request->tenant);
+    s_key_limit_log (self, request, rv, change->limit);
+    if (change->resident_board)
+        s_destroy_resident (self, change->resident_board, ref);
     if (rv == CKR_OK || frontend_verbose)
         zsys_info ("key job %d on %s (tenant %s): %s", (int) job->kind_case,
                    info ? info->ref : ref, request->tenant, cs_rv_name (rv));
@@ -1443,10 +1606,10 @@ s_job (s_frontend_t *self, s_request_t *request, size_t index)
             s_job_key (self, request, job, slot);
             break;
         case CS__JOB__KIND_INIT_PIN:
-            slot->result.rv = s_init_pin (self, request, job->init_pin);
+            slot->result.rv = s_init_pin (self, request, index);
             break;
         case CS__JOB__KIND_SET_PIN:
-            slot->result.rv = s_set_pin (self, request, job->set_pin);
+            slot->result.rv = s_set_pin (self, request, index, job->set_pin);
             break;
         default:
             slot->result.rv = CKR_FUNCTION_NOT_SUPPORTED;      /* cs_wire rejects these */
@@ -1527,7 +1690,8 @@ s_request_decode (s_frontend_t *self, zframe_t *body, s_request_t *request)
 
 /*  Checks the request's login ticket (docs/CONTRACTS.md "Login tickets"):
  *  its MAC for this client and tenant, its expiry, and its epoch against
- *  the tenant's PIN epoch of its user type (one keystore read).  Sets
+ *  the tenant's PIN epoch of its user type (the tenant row the request
+ *  got before its jobs: s_request_start).  Sets
  *  ticket_ok (CKU_USER) or so_ok (CKU_SO).  A valid ticket with less than
  *  half of broker/ticket-lifetime-ms left is renewed: the reply carries a
  *  fresh one (Reply.ticket), so a login in use never expires and the broker
@@ -1543,8 +1707,8 @@ s_ticket_check (s_frontend_t *self, s_request_t *request)
     ticket_status_t status = ticket_check (self->config->ticket_key, request->client_key, request->tenant,
                                            req->ticket.data, req->ticket.len, now, &claims);
     const char *why = status == TICKET_INVALID ? "not valid" : status == TICKET_EXPIRED ? "expired" : NULL;
-    if (!why && (keystore_pin_epoch (self->ks, request->tenant, claims.user_type, &epoch)
-                 || epoch != claims.epoch))
+    if (!why && (!request->has_state || (claims.user_type != CKU_USER && claims.user_type != CKU_SO)
+                 || (epoch = request->tenant_state.epoch [claims.user_type == CKU_SO]) != claims.epoch))
         why = "revoked (the PIN was set or locked since)";
     if (why) {
         if (frontend_verbose)
@@ -1599,7 +1763,7 @@ s_request_charge (s_frontend_t *self, zframe_t *body, s_request_t *request)
     return -1;
 }
 
-/*  Prepares the per-job storage, deadline and ticket check.  */
+/*  Prepares the per-job storage and deadline.  */
 static int
 s_request_prepare (s_frontend_t *self, s_request_t *request)
 {
@@ -1619,7 +1783,6 @@ s_request_prepare (s_frontend_t *self, s_request_t *request)
         budget = self->config->max_deadline_ms;
     }
     request->deadline = cs_clock_ms () + budget;
-    s_ticket_check (self, request);
     return 0;
 }
 
@@ -1635,6 +1798,130 @@ s_peek_request_id (zframe_t *body)
     if (req)
         cs__request__free_unpacked (req, NULL);
     return id;
+}
+
+/*  Runs the jobs of a request whose tenant row is known (or cannot be):
+ *  the ticket check, then every job; answers at once unless jobs are out
+ *  with workers or the slow pool.  `counted`: the request is in in_flight
+ *  already (it waited for its tenant row).  */
+static void
+s_request_run (s_frontend_t *self, s_request_t *request, bool counted)
+{
+    s_ticket_check (self, request);
+    for (size_t i = 0; i < request->req->n_jobs; i++)
+        s_job (self, request, i);
+    if (!counted && request->pending > 1) {
+        self->in_flight++;
+        counted = true;
+    }
+    s_request_release (self, request, counted);
+}
+
+/*  True when the request needs its tenant's row before its jobs: the PIN
+ *  epoch of its ticket, Hello's token flags, ListKeys' version.  */
+static bool
+s_needs_tenant (const Cs__Request *req)
+{
+    if (req->ticket.len)
+        return true;
+    for (size_t i = 0; i < req->n_jobs; i++)
+        if (req->jobs [i]->kind_case == CS__JOB__KIND_HELLO || req->jobs [i]->kind_case == CS__JOB__KIND_LIST_KEYS)
+            return true;
+    return false;
+}
+
+/*  The keystore file is being written (ks_watch.h): the cache is held
+ *  (not used) until a slow-pool thread got the write lock once, the writer
+ *  having committed (SLOW_SETTLE, s_slow_done); it is dropped then unless
+ *  the only writer was this broker, whose own changes were dropped one by
+ *  one.  Called before every request looks at the cache: a change made
+ *  before a request was sent is seen by it.  */
+static void
+s_keystore_check (s_frontend_t *self)
+{
+    if (!self->watch || !ks_watch_changed (self->watch))
+        return;
+    slow_job_t *settle = s_slow_new (NULL, 0, SLOW_SETTLE);
+    if (!settle) {
+        ks_cache_drop_all (self->cache);
+        return;
+    }
+    ks_cache_hold (self->cache);
+    s_slow_go (self, settle);
+}
+
+/*  Starts a decoded request: its tenant row from the cache, or read in the
+ *  slow pool first (s_slow_done runs it then), and its jobs.  */
+static void
+s_request_start (s_frontend_t *self, s_request_t *request)
+{
+    request->pending = 1;                   /* held while jobs are routed */
+    s_keystore_check (self);
+    if (s_needs_tenant (request->req)) {
+        request->has_state = ks_cache_tenant_get (self->cache, request->tenant, &request->tenant_state);
+        slow_job_t *read = request->has_state ? NULL : s_slow_new (request, 0, SLOW_TENANT);
+        if (read) {
+            read->token = ks_cache_token (self->cache);
+            s_slow_go (self, read);
+            self->in_flight++;
+            return;
+        }
+    }
+    s_request_run (self, request, false);
+}
+
+/*  A slow job is back (slow_pool.h): its result goes to its job, and the
+ *  request is released (a keystore key read goes on to a worker).  */
+static void
+s_slow_done (slow_item_t *item, void *arg)
+{
+    s_frontend_t *self = arg;
+    slow_job_t *job = (slow_job_t *) item;
+    s_request_t *request = job->request;
+    s_slot_t *slot = request ? &request->slots [job->index] : NULL;
+    switch (job->kind) {
+        case SLOW_SETTLE:
+            ks_cache_unhold (self->cache, job->rc != 0);   /* someone else committed, or unknown */
+            break;
+        case SLOW_TENANT:
+            if (job->rc == 0) {
+                ks_cache_tenant_put (self->cache, job->token, request->tenant, &job->state);
+                request->tenant_state = job->state;
+                request->has_state = true;
+            }
+            s_request_run (self, request, true);
+            break;
+        case SLOW_KEY:
+            s_key_read_done (self, request, job);
+            break;
+        case SLOW_LIST_KEYS:
+            s_list_keys_done (self, request, slot, job);
+            s_request_release (self, request, true);
+            break;
+        case SLOW_KEY_JOB:
+            s_key_job_done (self, request, slot, job);
+            s_request_release (self, request, true);
+            break;
+        case SLOW_GENERATED:
+            s_generated_done (self, request, slot, job);
+            s_request_release (self, request, true);
+            break;
+        default:
+            slot->result.rv = job->kind == SLOW_LOGIN ? s_login_done (self, request, slot, job)
+                            : job->kind == SLOW_INIT_PIN ? s_init_pin_done (self, request, job)
+                            : s_set_pin_done (self, request, job);
+            s_request_release (self, request, true);
+    }
+    slow_job_destroy (&job);
+}
+
+/*  A slow job that will not come back through s_slow_done (the frontend is
+ *  ending): freed, wiping what it holds; its request is left unanswered.  */
+static void
+s_slow_discard (slow_item_t *item, void *arg)
+{
+    slow_job_t *job = (slow_job_t *) item;
+    slow_job_destroy (&job);
 }
 
 /*  Handles one request: identity, decode, then every job; answers at once
@@ -1663,12 +1950,7 @@ s_request_handle (s_frontend_t *self, zframe_t **identity_p, zframe_t *body, boo
     if (s_request_decode (self, body, request) || s_request_charge (self, body, request)
     ||  s_request_prepare (self, request))
         goto done;
-    request->pending = 1;                   /* held while jobs are routed */
-    for (size_t i = 0; i < request->req->n_jobs; i++)
-        s_job (self, request, i);
-    if (request->pending > 1)
-        self->in_flight++;
-    s_request_release (self, request, request->pending > 1);
+    s_request_start (self, request);
     return;
 done:
     s_request_destroy (&request);
@@ -1992,6 +2274,27 @@ s_on_tenant_timer (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
+/*  The slow pool (broker/slow-threads, each with its own keystore
+ *  connection), the cache of keys and tenant rows (keystore/key-cache) and
+ *  the watch of the keystore file: without a watch nothing is cached (a
+ *  change by cryptoserver-admin would go unseen).  */
+static int
+s_keystore_start (s_frontend_t *self)
+{
+    self->cache = ks_cache_new ((size_t) self->config->key_cache);
+    self->slow = self->cache ? slow_pool_new (self->ks, (size_t) self->config->slow_threads, self->loop,
+                                              s_slow_done, s_slow_discard, self) : NULL;
+    if (!self->slow)
+        return -1;
+    self->watch = ks_watch_new (self->config->keystore_path);
+    if (!self->watch) {
+        zsys_warning ("keystore %s: keys and tenant rows are not cached: every job reads its row",
+                      self->config->keystore_path);
+        ks_cache_hold (self->cache);            /* for good */
+    }
+    return 0;
+}
+
 static int
 s_start (s_frontend_t *self)
 {
@@ -2011,6 +2314,8 @@ s_start (s_frontend_t *self)
         s_clients_reload (self);
     self->loop = zloop_new ();
     zloop_set_nonstop (self->loop, true);    /* SIGINT means drain, not stop */
+    if (s_keystore_start (self))
+        return -1;
     zloop_reader (self->loop, self->pipe, s_on_pipe, self);
     zloop_reader (self->loop, self->backend, s_on_backend, self);
     zloop_reader (self->loop, self->router, s_on_router, self);
@@ -2028,6 +2333,7 @@ s_start (s_frontend_t *self)
 static void
 s_frontend_free (s_frontend_t *self)
 {
+    slow_pool_destroy (&self->slow);            /* before the loop it reads in */
     zloop_destroy (&self->loop);
     zsock_destroy (&self->router);
     zsock_destroy (&self->backend);
@@ -2048,6 +2354,8 @@ s_frontend_free (s_frontend_t *self)
     }
     free (self->board_keys);
     pool_destroy (&self->pool);
+    ks_watch_destroy (&self->watch);
+    ks_cache_destroy (&self->cache);
     client_load_destroy (&self->load);
     free (self->default_tenant);
     free (self->endpoint);

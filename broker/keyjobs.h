@@ -18,8 +18,9 @@
  *  Each server-held key is a pair of objects (KeyInfo.has_private /
  *  has_public); the private object owns KeyInfo.id and .label, the public one
  *  carries its own CKA_ID/CKA_LABEL among public_attributes when they differ.
- *  All functions run in the frontend thread (SQLite is cheap); every failure
- *  is a CK_RV for the job's result.
+ *  The functions that touch the keystore run in a slow-pool thread with its
+ *  own connection (slow_jobs.c), never in the frontend's; every failure is
+ *  a CK_RV for the job's result.
  */
 #ifndef KEYJOBS_H_INCLUDED
 #define KEYJOBS_H_INCLUDED

@@ -42,9 +42,11 @@ typedef struct {
     bool low;                       /* background: runs only when no client item waits */
     cs_key_t key;                   /* sign/decrypt/destroy: the key as drivers see it */
     unsigned char id [CS_KEY_ID_MAX];   /* storage for key.id */
-    unsigned char *material;        /* storage for key.pkcs8 when owned (keystore key):
-                                       malloc'd, wiped and freed by the frontend */
+    unsigned char *material;        /* storage for key.pkcs8 when owned (a keystore key read
+                                       but not cached): malloc'd, wiped and freed by the frontend */
     size_t material_len;
+    void *cached;                   /* the cached keystore key key.pkcs8 points into, pinned
+                                       until the item is back (ks_cache.h), or NULL */
     char ref [129];                 /* storage for key.ref (a ref is at most 128 bytes) */
     cs_keygen_t gen;                /* generation parameters (borrow from job or ctx) */
     cs_key_info_t generated;        /* WORK_GENERATE_RESIDENT result (members owned) */

@@ -47,12 +47,36 @@ typedef struct {
     uint8_t pin_key [CS_PIN_KEY_LEN];       /* HKDF (master, ROW_MAC_INFO_PINS) */
 } s_keys_t;
 
+//  The statements of the hot reads, prepared once per connection and
+//  reset after each use (s_stmt, s_stmt_done): a key job or a ticket check
+//  must not compile SQL every time.
+enum { S_STMT_TENANT, S_STMT_KEY, S_STMT_KEYS_VERSION, S_STMT_TENANT_EXISTS, S_STMTS };
+
 struct _keystore_t {
     sqlite3 *db;
     char *path;
     s_keys_t *keys;             /* the master key and the keys derived from it:
                                    one locked, no-dump page of its own (cs_secmem) */
+    sqlite3_stmt *stmts [S_STMTS];  /* prepared hot reads, or NULL until first use */
+    int64_t data_version;           /* PRAGMA data_version at open or at the last settle */
 };
+
+static keystore_hook_fn *s_test_hook;   /* keystore_set_test_hook; atomic */
+
+void
+keystore_set_test_hook (keystore_hook_fn *hook)
+{
+    __atomic_store_n (&s_test_hook, hook, __ATOMIC_SEQ_CST);
+}
+
+//  Tells the test hook, when there is one, that `call` is about to read.
+static void
+s_hook (const char *call)
+{
+    keystore_hook_fn *hook = __atomic_load_n (&s_test_hook, __ATOMIC_SEQ_CST);
+    if (hook)
+        hook (call);
+}
 
 //  The schema (version 2).  Lock state is derived from the counters: a PIN
 //  is locked when its failure count reaches KEYSTORE_PIN_MAX_FAILURES.
@@ -104,6 +128,32 @@ s_prepare (keystore_t *self, const char *sql)
     return stmt;
 }
 
+//  The prepared statement `which` of `sql` (prepared at its first use and
+//  kept; its bindings are clear).  Returns it, or NULL after a log.  Give it
+//  back with s_stmt_done, never sqlite3_finalize.
+static sqlite3_stmt *
+s_stmt (keystore_t *self, int which, const char *sql)
+{
+    if (!self->stmts [which])
+        self->stmts [which] = s_prepare (self, sql);
+    return self->stmts [which];
+}
+
+//  Ends the use of a statement: a kept one (s_stmt) is reset, so that it
+//  holds no read transaction open, and its bindings cleared; any other is
+//  finalized.  NULL-safe.
+static void
+s_stmt_done (keystore_t *self, sqlite3_stmt *stmt)
+{
+    for (int i = 0; stmt && i < S_STMTS; i++)
+        if (self->stmts [i] == stmt) {
+            sqlite3_reset (stmt);
+            sqlite3_clear_bindings (stmt);
+            return;
+        }
+    sqlite3_finalize (stmt);
+}
+
 //  Runs statements without results.  Returns 0, or -1 after a log.
 static int
 s_exec (keystore_t *self, const char *sql)
@@ -112,6 +162,21 @@ s_exec (keystore_t *self, const char *sql)
         return 0;
     s_db_error (self, sql);
     return -1;
+}
+
+//  PRAGMA data_version of the connection into *version_p: it moves when
+//  another connection commits, never for this one's own commits.  0 or -1.
+static int
+s_data_version (keystore_t *self, int64_t *version_p)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "PRAGMA data_version");
+    int rc = stmt && sqlite3_step (stmt) == SQLITE_ROW ? 0 : -1;
+    if (rc == 0)
+        *version_p = sqlite3_column_int64 (stmt, 0);
+    else
+        s_db_error (self, "data_version");
+    sqlite3_finalize (stmt);
+    return rc;
 }
 
 //  Steps a statement that returns no row.  Returns 0, or -1 after a log.
@@ -297,18 +362,22 @@ s_tenant_row_free (s_tenant_row_t *row)
     memset (row, 0, sizeof *row);
 }
 
-//  Reads tenant row `name` into *row (caller frees with s_tenant_row_free).
-//  With `verify`, its MAC must match (else an error line naming the tenant).
-//  Returns 1 found, 0 unknown, -1 on a database error, KEYSTORE_DAMAGED when
-//  it does not verify.
+//  Reads tenant row `name` into *row (caller frees with s_tenant_row_free)
+//  and, when keys_version_p is not NULL, its keys_version (outside the
+//  MAC).  With `verify`, its MAC must match (else an error line naming the
+//  tenant).  Returns 1 found, 0 unknown, -1 on a database error,
+//  KEYSTORE_DAMAGED when it does not verify.
 static int
-s_tenant_read (keystore_t *self, const char *name, bool verify, s_tenant_row_t *row)
+s_tenant_read (keystore_t *self, const char *name, bool verify, s_tenant_row_t *row,
+               uint64_t *keys_version_p)
 {
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT user_pin, so_pin, user_failures, so_failures, "
-                                          "user_epoch, so_epoch, mac FROM tenants WHERE name = ?1");
+    sqlite3_stmt *stmt = s_stmt (self, S_STMT_TENANT, "SELECT user_pin, so_pin, user_failures, "
+                                 "so_failures, user_epoch, so_epoch, mac, keys_version FROM tenants "
+                                 "WHERE name = ?1");
     uint8_t mac [ROW_MAC_LEN];
     int rc = -1;
     memset (row, 0, sizeof *row);
+    s_hook ("tenant_read");
     if (!stmt)
         return -1;
     s_bind_text (stmt, 1, name);
@@ -327,6 +396,8 @@ s_tenant_read (keystore_t *self, const char *name, bool verify, s_tenant_row_t *
             row->failures [i] = sqlite3_column_int64 (stmt, 2 + i);
             row->epoch [i] = sqlite3_column_int64 (stmt, 4 + i);
         }
+        if (keys_version_p)
+            *keys_version_p = (uint64_t) sqlite3_column_int64 (stmt, 7);
         rc = row->pin [0] && row->pin [1] ? 1 : -1;
         if (rc == 1 && verify
         &&  (row_mac_tenant (self->keys->mac_key, name, row, mac) != 0
@@ -336,7 +407,7 @@ s_tenant_read (keystore_t *self, const char *name, bool verify, s_tenant_row_t *
             rc = KEYSTORE_DAMAGED;
         }
     }
-    sqlite3_finalize (stmt);
+    s_stmt_done (self, stmt);
     if (rc != 1)
         s_tenant_row_free (row);
     return rc;
@@ -394,11 +465,18 @@ s_key_mac (keystore_t *self, const char *tenant, const char *ref, const uint8_t 
 
 //  Creates the file with mode 0600 when it does not exist yet, so SQLite
 //  (which gives its -wal and -shm files the database's mode) never makes a
-//  world-readable keystore.  Returns 0 or -1 after a log.
+//  world-readable keystore.  An existing file is not opened here: closing
+//  a descriptor of it would drop every POSIX lock this process holds on it
+//  (fcntl(2)), those of the connections already open included (the broker
+//  opens one per slow-pool thread), and another process could then take
+//  the database for unused, checkpoint it and delete the -wal file under
+//  them.  Returns 0 or -1 after a log.
 static int
 s_file_create (const char *path)
 {
-    int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int fd = open (path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST)
+        return 0;
     if (fd < 0) {
         zsys_error ("keystore %s: cannot open: %s", path, strerror (errno));
         return -1;
@@ -438,7 +516,7 @@ s_upgrade_1_to_2 (keystore_t *self)
         goto out;
     for (size_t i = 0; names [i]; i++) {
         s_tenant_row_t row;
-        if (s_tenant_read (self, names [i], false, &row) != 1)
+        if (s_tenant_read (self, names [i], false, &row, NULL) != 1)
             goto out;
         bool ok = true;
         for (int role = 0; role < 2 && ok; role++) {
@@ -580,12 +658,33 @@ keystore_open (const char *path, const uint8_t master_key [KEYSTORE_MASTER_KEY_L
                     self->db ? sqlite3_errmsg (self->db) : "out of memory");
         goto fail;
     }
-    if (s_pragmas (self) != 0 || s_check_or_init (self) != 0)
+    if (s_pragmas (self) != 0 || s_check_or_init (self) != 0
+    ||  s_data_version (self, &self->data_version) != 0)
         goto fail;
     return self;
 fail:
     keystore_destroy (&self);
     return NULL;
+}
+
+keystore_t *
+keystore_open_again (keystore_t *self)
+{
+    return self ? keystore_open (self->path, self->keys->master) : NULL;
+}
+
+int
+keystore_settle (keystore_t *self)
+{
+    int64_t version = 0;
+    if (s_exec (self, "BEGIN IMMEDIATE") != 0)
+        return -1;
+    int rc = s_data_version (self, &version);
+    if (s_exec (self, "ROLLBACK") != 0 || rc != 0)
+        return -1;
+    rc = version != self->data_version ? 1 : 0;
+    self->data_version = version;
+    return rc;
 }
 
 void
@@ -594,6 +693,8 @@ keystore_destroy (keystore_t **self_p)
     if (!self_p || !*self_p)
         return;
     keystore_t *self = *self_p;
+    for (int i = 0; i < S_STMTS; i++)
+        sqlite3_finalize (self->stmts [i]);
     sqlite3_close_v2 (self->db);
     if (self->keys)
         cs_secmem_free (self->keys, sizeof *self->keys);
@@ -771,12 +872,13 @@ keystore_tenant_list (keystore_t *self)
 bool
 keystore_tenant_exists (keystore_t *self, const char *name)
 {
-    sqlite3_stmt *stmt = name ? s_prepare (self, "SELECT 1 FROM tenants WHERE name = ?1") : NULL;
+    sqlite3_stmt *stmt = name ? s_stmt (self, S_STMT_TENANT_EXISTS, "SELECT 1 FROM tenants WHERE name = ?1")
+                              : NULL;
     if (!stmt)
         return false;
     s_bind_text (stmt, 1, name);
     bool exists = sqlite3_step (stmt) == SQLITE_ROW;
-    sqlite3_finalize (stmt);
+    s_stmt_done (self, stmt);
     return exists;
 }
 
@@ -802,12 +904,13 @@ keystore_pin_check (keystore_t *self, const char *tenant, CK_USER_TYPE user_type
         *state_p = (keystore_pin_state_t) { 0, 0 };
     if (role < 0)
         return CKR_USER_TYPE_INVALID;
+    s_hook ("pin_check");
     //  One write transaction around read, hash and update: two concurrent
     //  wrong PINs (two brokers, or the broker and the administrator) both
     //  count, and the row written is the row verified.
     if (!self || !tenant || s_exec (self, "BEGIN IMMEDIATE") != 0)
         return CKR_DEVICE_ERROR;
-    if (s_tenant_read (self, tenant, true, &row) != 1)
+    if (s_tenant_read (self, tenant, true, &row, NULL) != 1)
         return s_pin_end (self, CKR_DEVICE_ERROR, false);
     CK_RV rv = CKR_PIN_LOCKED;
     bool changed = false;
@@ -849,7 +952,7 @@ keystore_pin_set (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
         free (hash);
         return CKR_DEVICE_ERROR;
     }
-    if (s_tenant_read (self, tenant, true, &row) != 1) {
+    if (s_tenant_read (self, tenant, true, &row, NULL) != 1) {
         free (hash);
         return s_pin_end (self, CKR_DEVICE_ERROR, false);
     }
@@ -869,7 +972,7 @@ keystore_pin_epoch (keystore_t *self, const char *tenant, CK_USER_TYPE user_type
 {
     int role = s_role (user_type);
     s_tenant_row_t row;
-    if (role < 0 || !self || !tenant || s_tenant_read (self, tenant, true, &row) != 1)
+    if (role < 0 || !self || !tenant || s_tenant_read (self, tenant, true, &row, NULL) != 1)
         return -1;
     *epoch_p = (uint64_t) row.epoch [role];
     s_tenant_row_free (&row);
@@ -895,15 +998,35 @@ s_pin_flags (long failures, CK_FLAGS count_low, CK_FLAGS final_try, CK_FLAGS loc
 CK_FLAGS
 keystore_pin_flags (keystore_t *self, const char *tenant)
 {
+    keystore_tenant_t state;
+    return keystore_tenant_state (self, tenant, &state) == 0 ? keystore_tenant_flags (&state) : 0;
+}
+
+CK_FLAGS
+keystore_tenant_flags (const keystore_tenant_t *state)
+{
+    return s_pin_flags (state->failures [0], CKF_USER_PIN_COUNT_LOW, CKF_USER_PIN_FINAL_TRY,
+                        CKF_USER_PIN_LOCKED)
+         | s_pin_flags (state->failures [1], CKF_SO_PIN_COUNT_LOW, CKF_SO_PIN_FINAL_TRY,
+                        CKF_SO_PIN_LOCKED);
+}
+
+int
+keystore_tenant_state (keystore_t *self, const char *tenant, keystore_tenant_t *state)
+{
     s_tenant_row_t row;
-    if (!self || !tenant || s_tenant_read (self, tenant, true, &row) != 1)
-        return 0;
-    CK_FLAGS flags = s_pin_flags ((long) row.failures [0], CKF_USER_PIN_COUNT_LOW,
-                                  CKF_USER_PIN_FINAL_TRY, CKF_USER_PIN_LOCKED)
-                   | s_pin_flags ((long) row.failures [1], CKF_SO_PIN_COUNT_LOW,
-                                  CKF_SO_PIN_FINAL_TRY, CKF_SO_PIN_LOCKED);
+    uint64_t keys_version = 0;
+    memset (state, 0, sizeof *state);
+    int got = self && tenant ? s_tenant_read (self, tenant, true, &row, &keys_version) : -1;
+    if (got != 1)
+        return got == KEYSTORE_DAMAGED ? KEYSTORE_DAMAGED : -1;
+    for (int i = 0; i < 2; i++) {
+        state->epoch [i] = (uint64_t) row.epoch [i];
+        state->failures [i] = (long) row.failures [i];
+    }
+    state->keys_version = keys_version;
     s_tenant_row_free (&row);
-    return flags;
+    return 0;
 }
 
 /* ---- keys --------------------------------------------------------------- */
@@ -1125,8 +1248,9 @@ keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
 {
     if (!self || !tenant || !s_ref_ok (ref) || !info_p)
         return -1;
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT info, private, mac FROM keys "
-                                          "WHERE tenant = ?1 AND ref = ?2");
+    s_hook ("key_get");
+    sqlite3_stmt *stmt = s_stmt (self, S_STMT_KEY, "SELECT info, private, mac FROM keys "
+                                                   "WHERE tenant = ?1 AND ref = ?2");
     Cs__KeyInfo *info = NULL;
     int rc = -1;
     if (!stmt)
@@ -1146,7 +1270,7 @@ keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
 out:
     if (info)
         cs__key_info__free_unpacked (info, NULL);
-    sqlite3_finalize (stmt);
+    s_stmt_done (self, stmt);
     return rc;
 }
 
@@ -1165,6 +1289,7 @@ keystore_key_list (keystore_t *self, const char *tenant,
 {
     if (!self || !tenant || !infos_p || !count_p)
         return -1;
+    s_hook ("key_list");
     sqlite3_stmt *stmt = s_prepare (self, "SELECT ref, info, private, mac FROM keys "
                                           "WHERE tenant = ?1 ORDER BY rowid");
     if (!stmt)
@@ -1204,14 +1329,15 @@ uint64_t
 keystore_keys_version (keystore_t *self, const char *tenant)
 {
     sqlite3_stmt *stmt = self && tenant
-        ? s_prepare (self, "SELECT keys_version FROM tenants WHERE name = ?1") : NULL;
+        ? s_stmt (self, S_STMT_KEYS_VERSION, "SELECT keys_version FROM tenants WHERE name = ?1") : NULL;
     if (!stmt)
         return 0;
+    s_hook ("keys_version");
     s_bind_text (stmt, 1, tenant);
     uint64_t version = 0;
     if (sqlite3_step (stmt) == SQLITE_ROW)
         version = (uint64_t) sqlite3_column_int64 (stmt, 0);
-    sqlite3_finalize (stmt);
+    s_stmt_done (self, stmt);
     return version;
 }
 

@@ -19,9 +19,10 @@
  *  with an error log line naming it, and never rewritten.  A schema 1 file
  *  is upgraded when opened: its rows are trusted once and get their MACs.
  *
- *  A keystore object is used by one thread at a time.  The broker's frontend
- *  owns one; cryptoserver-admin opens its own on the same file (SQLite locks
- *  make that safe).  Errors: functions return 0 or -1 (or a CK_RV where the
+ *  A keystore object is used by one thread at a time (its hot reads are
+ *  prepared once and kept).  The broker's slow-pool threads have one each
+ *  (keystore_open_again); cryptoserver-admin opens its own on the same file
+ *  (SQLite locks make that safe).  Errors: functions return 0 or -1 (or a CK_RV where the
  *  result goes to a PKCS#11 caller) and log why with zsys_error; nothing
  *  logged ever holds a PIN or key byte.
  */
@@ -40,6 +41,14 @@
 
 typedef struct _keystore_t keystore_t;
 
+/*  What the broker keeps of a tenant row (keystore_tenant_state): index 0
+ *  is the user (CKU_USER), 1 the SO (CKU_SO).  */
+typedef struct {
+    uint64_t epoch [2];         /* PIN epochs (keystore_pin_epoch) */
+    long failures [2];          /* wrong PINs in a row (keystore_tenant_flags) */
+    uint64_t keys_version;      /* keystore_keys_version */
+} keystore_tenant_t;
+
 /*  What a PIN check leaves behind (keystore_pin_check).  */
 typedef struct {
     long failures;              /* wrong PINs in a row after the check */
@@ -53,6 +62,32 @@ typedef struct {
  *  destroys the result.  The master key is copied into a locked,
  *  non-dumpable page of its own (cs_secmem.h); the caller wipes its own.  */
 keystore_t *keystore_open (const char *path, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN]);
+
+/*  Opens another connection to self's file under the same master key (one
+ *  per thread: a keystore object is used by one thread at a time).  Returns
+ *  NULL after a log on failure.  Caller destroys.  */
+keystore_t *keystore_open_again (keystore_t *self);
+
+/*  Test hook: when set, keystore_pin_check ("pin_check"), keystore_key_get
+ *  ("key_get"), keystore_key_list ("key_list"), keystore_keys_version
+ *  ("keys_version") and every tenant row read ("tenant_read", also inside
+ *  the PIN and state functions) call it with that static name, in the
+ *  calling thread, before they touch the file: tests count the broker's
+ *  SQLite reads, or hold a PIN check to see what else runs meanwhile.  NULL
+ *  (the default) turns it off.  Any thread may set it.  */
+typedef void (keystore_hook_fn) (const char *call);
+void keystore_set_test_hook (keystore_hook_fn *hook);
+
+/*  Waits until no other connection is writing: takes the write lock
+ *  (BEGIN IMMEDIATE, waiting up to the busy timeout of 5 s) and gives it
+ *  back at once, so a read that starts after it returns sees every
+ *  transaction that was under way when it was called; and tells whether
+ *  another connection (of this process or another) committed since the
+ *  previous call on self, or since self was opened (SQLite's PRAGMA
+ *  data_version; self's own commits do not count).  Returns 1 (another
+ *  connection committed), 0 (none did), or -1 after a log (timeout,
+ *  database failure: the caller assumes a change).  */
+int keystore_settle (keystore_t *self);
 
 /*  Closes the keystore, wiping the master key copy; NULL-safe; nulls *self_p.  */
 void keystore_destroy (keystore_t **self_p);
@@ -123,6 +158,18 @@ int keystore_pin_epoch (keystore_t *self, const char *tenant, CK_USER_TYPE user_
  *  equivalents for CK_TOKEN_INFO.flags; 0 for an unknown tenant or a row
  *  that does not verify.  */
 CK_FLAGS keystore_pin_flags (keystore_t *self, const char *tenant);
+
+/*  The tenant row as the broker caches it (its PIN epochs, failure counts
+ *  and key-list version) into *state, read with one statement and its MAC
+ *  verified (keys_version is outside the MAC).  Returns 0; -1 for an
+ *  unknown tenant or a database failure; KEYSTORE_DAMAGED (with an error
+ *  log line) when the row does not verify.  *state is zeroed on failure.  */
+int keystore_tenant_state (keystore_t *self, const char *tenant, keystore_tenant_t *state);
+
+/*  The CK_TOKEN_INFO flags of a tenant state: what keystore_pin_flags
+ *  gives for that row (PKCS#11 2.40 §5.4: COUNT_LOW after one wrong PIN,
+ *  FINAL_TRY when one try is left, LOCKED at KEYSTORE_PIN_MAX_FAILURES).  */
+CK_FLAGS keystore_tenant_flags (const keystore_tenant_t *state);
 
 /* ---- keys ---------------------------------------------------------- */
 

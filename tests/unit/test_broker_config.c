@@ -62,6 +62,8 @@ START_TEST (test_good)
     ck_assert_int_eq (config->default_deadline_ms, 10000);
     ck_assert_int_eq (config->stats_interval_ms, 0);
     ck_assert_int_eq (config->ticket_lifetime_ms, 4 * 3600 * 1000);   /* 4 h: broker.conf(5) */
+    ck_assert_int_eq (config->slow_threads, 1);                         /* broker.conf(5) */
+    ck_assert_int_eq (config->key_cache, 1024);
     ck_assert (config->curve);
     ck_assert (!config->ticket_key_random);
     ck_assert_uint_eq (config->ticket_key [0], 0x00);
@@ -246,6 +248,8 @@ static const struct {
       "broker/default-deadline-ms: must not exceed broker/max-deadline-ms (5000)" },
     { "    router-rcvhwm = 0\n", NULL, "broker/router-rcvhwm: must be 1..100000" },
     { "    router-sndhwm = 100001\n", NULL, "broker/router-sndhwm: must be 1..100000" },
+    { "    slow-threads = 0\n", NULL, "broker/slow-threads: must be 1..16" },
+    { "    slow-threads = 17\n", NULL, "broker/slow-threads: must be 1..16" },
     { "", "keys\n    home = nowhere\n" "drivers\n    b\n        type = sim\n",
       "keys/home: must be keystore or a board name" },
     { "", "keys\n    pool-rsa-3072 = 5000\n" "drivers\n    b\n        type = sim\n",
@@ -303,6 +307,11 @@ START_TEST (test_bad_curve_and_tenants)
                                      "    master-key-wrapped = w.bin\n"
                                      "drivers\n    b\n        type = sim\n", &error));
     ck_assert_ptr_nonnull (strstr (error, "keystore/master-key: no board named \"nope\""));
+    free (error);
+    ck_assert_ptr_null (s_load_text ("broker\n    curve\n        enabled = false\n"
+                                     "keystore\n    key-cache = -1\n"
+                                     "drivers\n    b\n        type = sim\n", &error));
+    ck_assert_ptr_nonnull (strstr (error, "keystore/key-cache: must be 0..1000000"));
     free (error);
     ck_assert_ptr_null (s_load_text ("broker\n  this is not ZPL\n\t\tbroken = \"\n", &error));
     ck_assert_ptr_nonnull (error);

@@ -543,6 +543,70 @@ START_TEST (test_tampered_tenant_row)
 }
 END_TEST
 
+/*  POSIX locks (/proc/locks) this process holds on the file at path.  */
+static int
+s_locks_held (const char *path)
+{
+    struct stat st;
+    ck_assert_int_eq (stat (path, &st), 0);
+    FILE *locks = fopen ("/proc/locks", "re");
+    ck_assert_ptr_nonnull (locks);
+    char line [256], type [16];
+    int held = 0, pid = 0;
+    unsigned long inode = 0;
+    while (fgets (line, sizeof line, locks))
+        if (sscanf (line, "%*d: %15s %*s %*s %d %*x:%*x:%lu", type, &pid, &inode) == 3
+        &&  streq (type, "POSIX") && pid == getpid () && inode == (unsigned long) st.st_ino)
+            held++;
+    fclose (locks);
+    return held;
+}
+
+/*  A second connection of this process (keystore_open_again, as the
+ *  broker's slow pool makes) leaves the first one's POSIX locks on
+ *  keystore.db in place: closing any descriptor of the file drops them all
+ *  (fcntl(2)), and then another process (cryptoserver-admin, sqlite3) that
+ *  reads the file takes it for unused when it closes, checkpoints it and
+ *  deletes the -wal file under the open connections, which stop seeing
+ *  later writes (a tampered row read as it was).  */
+START_TEST (test_open_again_keeps_locks)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    keystore_tenant_t state;
+    ck_assert_int_eq (keystore_tenant_state (ks, "alice", &state), 0);
+    ck_assert_int_gt (s_locks_held (s_path), 0);
+    keystore_t *again = keystore_open_again (ks);
+    ck_assert_ptr_nonnull (again);
+    ck_assert_int_gt (s_locks_held (s_path), 0);
+    ck_assert_int_eq (keystore_tenant_state (again, "alice", &state), 0);
+    ck_assert_int_eq (state.failures [0], 0);
+    s_sql ("UPDATE tenants SET user_failures = 3 WHERE name = 'alice'", 1);
+    ck_assert_int_eq (keystore_tenant_state (again, "alice", &state), KEYSTORE_DAMAGED);
+    ck_assert_int_eq (keystore_tenant_state (ks, "alice", &state), KEYSTORE_DAMAGED);
+    keystore_destroy (&again);
+    keystore_destroy (&ks);
+}
+END_TEST
+
+/*  keystore_settle tells the commits of other connections (another
+ *  keystore object, another process) from the connection's own.  */
+START_TEST (test_settle)
+{
+    keystore_t *ks = s_open_with_tenant (NULL);
+    ck_assert_int_eq (keystore_settle (ks), 0);
+    ck_assert_int_eq (keystore_tenant_add (ks, "alice", "1234", 4, "123456", 6), 0);
+    ck_assert_int_eq (keystore_settle (ks), 0);             /* its own commit */
+    keystore_t *other = keystore_open_again (ks);
+    ck_assert_uint_eq (keystore_pin_set (other, "alice", CKU_USER, "4321", 4, NULL), CKR_OK);
+    ck_assert_int_eq (keystore_settle (ks), 1);
+    ck_assert_int_eq (keystore_settle (ks), 0);             /* told once */
+    s_sql ("UPDATE tenants SET user_failures = 1 WHERE name = 'alice'", 1);
+    ck_assert_int_eq (keystore_settle (ks), 1);
+    keystore_destroy (&other);
+    keystore_destroy (&ks);
+}
+END_TEST
+
 /*  A key row changed without the master key is refused (KEYSTORE_DAMAGED)
  *  and left out of lists, while the tenant's other keys stay usable: a
  *  usage flag flipped in the description (can_decrypt, protobuf field 10,
@@ -850,6 +914,8 @@ s_suite (void)
     tcase_add_test (tc, test_tenants);
     tcase_add_test (tc, test_pin_epochs);
     tcase_add_test (tc, test_tampered_tenant_row);
+    tcase_add_test (tc, test_open_again_keeps_locks);
+    tcase_add_test (tc, test_settle);
     tcase_add_test (tc, test_tampered_key_row);
     tcase_add_test (tc, test_upgrade_from_schema_1);
     tcase_add_test (tc, test_master_key_files);

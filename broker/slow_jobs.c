@@ -1,0 +1,155 @@
+/*  slow_jobs.c — the keystore and PIN work of requests, run in a slow-pool
+ *  thread (slow_jobs.h).  Nothing here touches the frontend's state.  */
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include "key_info.h"
+#include "keyjobs.h"
+#include "slow_jobs.h"
+
+slow_job_t *
+slow_job_new (slow_kind_t kind, void *request, size_t index, const Cs__Job *job, const char *tenant)
+{
+    slow_job_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->base.run = slow_job_run;
+    self->base.heavy = kind == SLOW_LOGIN || kind == SLOW_INIT_PIN || kind == SLOW_SET_PIN;
+    self->kind = kind;
+    self->request = request;
+    self->index = index;
+    self->job = job;
+    self->tenant = tenant;
+    return self;
+}
+
+void
+slow_job_destroy (slow_job_t **self_p)
+{
+    slow_job_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->info)
+        cs__key_info__free_unpacked (self->info, NULL);
+    if (self->pkcs8) {
+        OPENSSL_cleanse (self->pkcs8, self->pkcs8_len);
+        free (self->pkcs8);
+    }
+    for (size_t i = 0; i < self->n_listed; i++)
+        cs__key_info__free_unpacked (self->listed [i], NULL);
+    free (self->listed);
+    free (self->resident_board);
+    free (self);
+    *self_p = NULL;
+}
+
+/*  C_SetPIN: the old PIN (counted like a login), then the new one.  */
+static void
+s_set_pin (slow_job_t *self, keystore_t *ks)
+{
+    const Cs__SetPinJob *job = self->job->set_pin;
+    self->rv = keystore_pin_check (ks, self->tenant, job->user_type, job->old_pin.data, job->old_pin.len,
+                                   &self->pin);
+    self->refused = self->rv != CKR_OK;
+    if (self->rv == CKR_OK)
+        self->rv = keystore_pin_set (ks, self->tenant, job->user_type, job->new_pin.data,
+                                     job->new_pin.len, &self->epoch);
+}
+
+/*  Import, destroy, set attributes, copy (keyjobs.h).  */
+static void
+s_key_job (slow_job_t *self, keystore_t *ks)
+{
+    const Cs__Job *job = self->job;
+    switch (job->kind_case) {
+        case CS__JOB__KIND_IMPORT_KEY:
+            self->rv = keyjobs_import (ks, self->tenant, job->import_key, &self->info);
+            break;
+        case CS__JOB__KIND_DESTROY_KEY:
+            self->rv = keyjobs_destroy (ks, self->tenant, job->destroy_key, &self->info,
+                                        &self->resident_board);
+            break;
+        case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
+            self->rv = keyjobs_set (ks, self->tenant, job->set_key_attributes, &self->info);
+            break;
+        default:
+            self->rv = keyjobs_copy (ks, self->tenant, job->copy_key, &self->info);
+    }
+    self->limit = self->rv != CKR_OK ? keyjobs_limit_problem () : NULL;
+}
+
+/*  A generated key: its description with the application's templates
+ *  (keyjobs_info_new), stored durably before the reply when it is a token
+ *  key (keystore_key_put; a key on a board has a row without material).
+ *  A session key keeps no ref; its PKCS#8 stays in pkcs8 for the reply.  */
+static void
+s_generated (slow_job_t *self, keystore_t *ks)
+{
+    const Cs__GenerateKeyPairJob *job = self->job->generate_key_pair;
+    bool resident = self->board_key != NULL;
+    EVP_PKEY *pkey = resident ? keyjobs_pkey_from_board_key (self->board_key)
+                              : key_info_pkey_from_pkcs8 (self->pkcs8, self->pkcs8_len);
+    self->rv = pkey ? keyjobs_info_new (pkey, resident ? self->resident_ref : NULL,
+                                        resident ? self->home : job->token ? "keystore" : "", true,
+                                        resident || job->token, false, job->public_template,
+                                        job->n_public_template, job->private_template,
+                                        job->n_private_template, &self->info)
+                    : CKR_DEVICE_ERROR;
+    self->limit = pkey && self->rv != CKR_OK ? keyjobs_limit_problem () : NULL;
+    EVP_PKEY_free (pkey);
+    if (self->rv == CKR_OK && job->token
+    &&  keystore_key_put (ks, self->tenant, self->info, resident ? NULL : self->pkcs8,
+                          resident ? 0 : self->pkcs8_len))
+        self->rv = CKR_DEVICE_ERROR;
+    if (self->rv == CKR_OK && !job->token) {    /* a session key: nothing stored, no ref */
+        free (self->info->ref);
+        self->info->ref = strdup ("");
+        if (!self->info->ref)
+            self->rv = CKR_HOST_MEMORY;
+    }
+    if ((self->rv != CKR_OK || job->token) && self->pkcs8) {
+        OPENSSL_cleanse (self->pkcs8, self->pkcs8_len);
+        free (self->pkcs8);
+        self->pkcs8 = NULL;
+        self->pkcs8_len = 0;
+    }
+}
+
+void
+slow_job_run (slow_item_t *item, keystore_t *ks)
+{
+    slow_job_t *self = (slow_job_t *) item;
+    switch (self->kind) {
+        case SLOW_TENANT:
+            self->rc = keystore_tenant_state (ks, self->tenant, &self->state);
+            break;
+        case SLOW_KEY:
+            self->rc = keystore_key_get (ks, self->tenant, self->ref, &self->info, &self->pkcs8,
+                                         &self->pkcs8_len);
+            break;
+        case SLOW_LOGIN:
+            self->rv = keystore_pin_check (ks, self->tenant, self->job->login->user_type,
+                                           self->job->login->pin.data, self->job->login->pin.len,
+                                           &self->pin);
+            break;
+        case SLOW_INIT_PIN:
+            self->rv = keystore_pin_set (ks, self->tenant, CKU_USER, self->job->init_pin->pin.data,
+                                         self->job->init_pin->pin.len, NULL);
+            break;
+        case SLOW_SET_PIN:
+            s_set_pin (self, ks);
+            break;
+        case SLOW_KEY_JOB:
+            s_key_job (self, ks);
+            break;
+        case SLOW_GENERATED:
+            s_generated (self, ks);
+            break;
+        case SLOW_LIST_KEYS:
+            self->keys_version = keystore_keys_version (ks, self->tenant);
+            self->rc = keystore_key_list (ks, self->tenant, &self->listed, &self->n_listed);
+            break;
+        case SLOW_SETTLE:
+            self->rc = keystore_settle (ks);
+            break;
+    }
+}
