@@ -39,6 +39,12 @@ step "Configure (in $BUILD_DIR)"
 if [ ! -x "$SRC_DIR/configure" ] || [ "$SRC_DIR/configure.ac" -nt "$SRC_DIR/configure" ]; then
     (cd "$SRC_DIR" && autoreconf -fi)
 fi
+# A source tree configured in place (an older tools/quickstart.sh) cannot
+# also have a VPATH build: clean it first.
+if [ "$BUILD_DIR" != "$SRC_DIR" ] && [ -f "$SRC_DIR/config.status" ]; then
+    echo "the source tree is configured in place: make distclean there first"
+    make -C "$SRC_DIR" distclean >/dev/null
+fi
 mkdir -p "$BUILD_DIR"
 cd "$BUILD_DIR"
 # configure looks for optional things (SoftHSMv2 for the tests, ...): a build

@@ -17,7 +17,7 @@ Run again on an existing DIR: keys and state are kept and the broker is
 CRYPTOSERVER_CONF, CRYPTOSERVER_MODULE, CRYPTOSERVER_TOKEN, CRYPTOSERVER_PIN,
 SOFTHSM2_CONF, CRYPTOSERVER_BOARD_PIN, CRYPTOSERVER_BROKER_PID and
 CRYPTOSERVER_METRICS_URL (the broker's Prometheus metrics, on 127.0.0.1).
-Environment: CS_BUILD_DIR     build somewhere else than in the source tree
+Environment: CS_BUILD_DIR     build directory (default SRC/_build, where tools/check.sh builds)
              CS_PORT          the broker's port on 127.0.0.1 (default 5555)
              CS_METRICS_PORT  the metrics port on 127.0.0.1 (default 9464; 0: any
                               free port; off: no metrics endpoint)
@@ -41,7 +41,13 @@ while [ $# -gt 0 ]; do
     shift
 done
 DIR=${DIR:-demo}
-export CS_BUILD_DIR=${CS_BUILD_DIR:-$SRC_DIR}
+# The build goes where tools/check.sh builds (_build), so the README's two
+# commands share one build; a source tree configured in place by an older
+# quickstart keeps building in place.
+if [ -z "${CS_BUILD_DIR:-}" ] && [ -f "$SRC_DIR/config.status" ]; then
+    CS_BUILD_DIR=$SRC_DIR
+fi
+export CS_BUILD_DIR=${CS_BUILD_DIR:-$SRC_DIR/_build}
 
 if [ -n "$STOP" ]; then
     exec "$SRC_DIR/tools/demo-deploy.sh" --stop "$DIR"
