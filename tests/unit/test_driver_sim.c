@@ -161,11 +161,27 @@ s_concurrent (const char *const *pairs, int count)
     return elapsed;
 }
 
+/*  s_concurrent up to 3 times: every run must take at least `least` ms (a
+ *  card is never faster than its model); returns the fastest, stopping as
+ *  soon as one is under `most` ms.  A busy machine (make -j) only ever makes
+ *  a run slower, so one hiccup does not fail the upper bound, while a card
+ *  that serialises its calls is slow every time.  */
+static double
+s_concurrent_best (const char *const *pairs, int count, double least, double most)
+{
+    double best = 0;
+    for (int run = 0; run < 3 && (run == 0 || best >= most); run++) {
+        double ms = s_concurrent (pairs, count);
+        ck_assert_msg (ms >= least, "%d calls took %.1f ms < %.1f ms", count, ms, least);
+        best = run == 0 || ms < best ? ms : best;
+    }
+    return best;
+}
+
 START_TEST (test_coprocessors_bound_concurrency)
 {
     const char *pairs [] = { "latency-ms", "50", "coprocessors", "2", "threads", "8", NULL };
-    double ms = s_concurrent (pairs, 8);
-    ck_assert_msg (ms >= 4 * 50.0, "8 calls on 2 coprocessors of 50 ms took %.1f ms < 200", ms);
+    double ms = s_concurrent_best (pairs, 8, 4 * 50.0, 4 * 50.0 + S_SLACK_MS);
     ck_assert_msg (ms < 4 * 50.0 + S_SLACK_MS, "8 calls on 2 coprocessors of 50 ms took %.1f ms", ms);
 }
 END_TEST
@@ -175,8 +191,8 @@ START_TEST (test_default_coprocessors_are_threads)
     //  No coprocessors key: as parallel as the board's 8 threads (the driver's
     //  behaviour before the card model), not one coprocessor (400 ms).
     const char *pairs [] = { "latency-ms", "50", "threads", "8", NULL };
-    double ms = s_concurrent (pairs, 8);
-    ck_assert_msg (ms >= 50.0 && ms < 50.0 + S_SLACK_MS, "8 calls on 8 threads of 50 ms took %.1f ms", ms);
+    double ms = s_concurrent_best (pairs, 8, 50.0, 50.0 + S_SLACK_MS);
+    ck_assert_msg (ms < 50.0 + S_SLACK_MS, "8 calls on 8 threads of 50 ms took %.1f ms", ms);
 }
 END_TEST
 
