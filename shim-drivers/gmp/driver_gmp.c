@@ -31,6 +31,7 @@
 #include <openssl/evp.h>
 #include <openssl/rsa.h>
 #include <openssl/sha.h>
+#include "drv_key_cache.h"
 #include "drv_util.h"
 #include "gmp_rsa.h"
 
@@ -43,27 +44,16 @@ struct cs_board_s {
     size_t cache_size;              /* entries per session */
 };
 
-/*  One key of the cache.  */
-typedef struct {
-    gmp_rsa_key_t *key;
-    unsigned char digest [SHA256_DIGEST_LENGTH];    /* of the PKCS#8 DER */
-    uint64_t used;                  /* session tick of the last use */
-} s_entry_t;
-
 struct cs_session_s {
     cs_board_t *board;
-    zhashx_t *cache;                /* ref -> s_entry_t */
-    uint64_t tick;
+    drv_key_cache_t *cache;         /* parsed keys by ref (drv_key_cache.h) */
 };
 
+/*  Destroys a cached GMP key (its limbs are wiped).  */
 static void
-s_entry_destroy (s_entry_t **self_p)
+s_cached_free (void **key_p)
 {
-    if (*self_p) {
-        gmp_rsa_key_destroy (&(*self_p)->key);
-        free (*self_p);
-        *self_p = NULL;
-    }
+    gmp_rsa_key_destroy ((gmp_rsa_key_t **) key_p);
 }
 
 static void s_board_close (cs_board_t **board_p);
@@ -157,12 +147,11 @@ s_session_open (cs_board_t *board)
     if (!self)
         return NULL;
     self->board = board;
-    self->cache = zhashx_new ();
+    self->cache = drv_key_cache_new (board->cache_size, s_cached_free);
     if (!self->cache) {
         free (self);
         return NULL;
     }
-    zhashx_set_destructor (self->cache, (zhashx_destructor_fn *) s_entry_destroy);
     return self;
 }
 
@@ -173,28 +162,9 @@ s_session_close (cs_session_t **session_p)
     cs_session_t *self = session_p ? *session_p : NULL;
     if (!self)
         return;
-    zhashx_destroy (&self->cache);
+    drv_key_cache_destroy (&self->cache);
     free (self);
     *session_p = NULL;
-}
-
-/*  Evicts (and wipes) the least recently used entry.  */
-static void
-s_cache_evict (cs_session_t *self)
-{
-    const char *oldest = NULL;
-    uint64_t oldest_tick = UINT64_MAX;
-    for (s_entry_t *e = zhashx_first (self->cache); e; e = zhashx_next (self->cache))
-        if (e->used < oldest_tick) {
-            oldest_tick = e->used;
-            oldest = zhashx_cursor (self->cache);
-        }
-    if (oldest) {
-        char *copy = strdup (oldest);
-        if (copy)
-            zhashx_delete (self->cache, copy);
-        free (copy);
-    }
 }
 
 /*  A GMP key made from PKCS#8 DER.  *rv_p: CKR_KEY_HANDLE_INVALID when the
@@ -229,37 +199,20 @@ static gmp_rsa_key_t *
 s_key (cs_session_t *self, const cs_key_t *key, bool *owned_p, CK_RV *rv_p)
 {
     unsigned char digest [SHA256_DIGEST_LENGTH];
-    bool cache = key->ref && *key->ref && self->board->cache_size > 0;
     *owned_p = true;
     *rv_p = CKR_OK;
     if (!key->pkcs8 || key->pkcs8_len == 0) {
         *rv_p = CKR_KEY_HANDLE_INVALID;     /* no resident keys here */
         return NULL;
     }
-    if (cache) {
-        SHA256 (key->pkcs8, key->pkcs8_len, digest);
-        s_entry_t *entry = zhashx_lookup (self->cache, key->ref);
-        if (entry && CRYPTO_memcmp (entry->digest, digest, sizeof digest) == 0) {
-            entry->used = ++self->tick;
-            *owned_p = false;
-            return entry->key;
-        }
-        if (entry)
-            zhashx_delete (self->cache, key->ref);     /* same ref, other DER: remake */
-    }
-    gmp_rsa_key_t *parsed = s_key_parse (key, rv_p);
-    s_entry_t *entry = cache && parsed ? calloc (1, sizeof *entry) : NULL;
-    if (!entry)
-        return parsed;
-    while (zhashx_size (self->cache) >= self->board->cache_size)
-        s_cache_evict (self);
-    entry->key = parsed;
-    memcpy (entry->digest, digest, sizeof digest);
-    entry->used = ++self->tick;
-    if (zhashx_insert (self->cache, key->ref, entry) == 0)
+    gmp_rsa_key_t *parsed = drv_key_cache_get (self->cache, key, digest);
+    if (parsed) {
         *owned_p = false;
-    else
-        free (entry);
+        return parsed;
+    }
+    parsed = s_key_parse (key, rv_p);
+    if (parsed && drv_key_cache_put (self->cache, key, digest, parsed))
+        *owned_p = false;
     return parsed;
 }
 
@@ -420,7 +373,7 @@ s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
 static size_t
 s_session_cached (cs_session_t *self)
 {
-    return zhashx_size (self->cache);
+    return drv_key_cache_count (self->cache);
 }
 
 static const cs_driver_dispatch_t s_dispatch [] = {

@@ -22,6 +22,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 #include "cs_util.h"
+#include "drv_key_cache.h"
 #include "drv_util.h"
 
 #define S_CACHE_DEFAULT 256
@@ -33,27 +34,17 @@ struct cs_board_s {
     bool material;                  /* key-material: sign/decrypt/derive with key material */
 };
 
-/*  One parsed key of the cache.  */
-typedef struct {
-    EVP_PKEY *pkey;
-    unsigned char digest [SHA256_DIGEST_LENGTH];    /* of the PKCS#8 DER */
-    uint64_t used;                  /* session tick of the last use */
-} s_entry_t;
-
 struct cs_session_s {
     cs_board_t *board;
-    zhashx_t *cache;                /* ref -> s_entry_t */
-    uint64_t tick;
+    drv_key_cache_t *cache;         /* parsed keys by ref (drv_key_cache.h) */
 };
 
+/*  Frees a cached EVP_PKEY (OpenSSL wipes its private components).  */
 static void
-s_entry_destroy (s_entry_t **self_p)
+s_cached_free (void **pkey_p)
 {
-    if (*self_p) {
-        EVP_PKEY_free ((*self_p)->pkey);
-        free (*self_p);
-        *self_p = NULL;
-    }
+    EVP_PKEY_free (*pkey_p);
+    *pkey_p = NULL;
 }
 
 static void s_board_close (cs_board_t **board_p);
@@ -153,12 +144,11 @@ s_session_open (cs_board_t *board)
     if (!self)
         return NULL;
     self->board = board;
-    self->cache = zhashx_new ();
+    self->cache = drv_key_cache_new (board->cache_size, s_cached_free);
     if (!self->cache) {
         free (self);
         return NULL;
     }
-    zhashx_set_destructor (self->cache, (zhashx_destructor_fn *) s_entry_destroy);
     return self;
 }
 
@@ -168,28 +158,9 @@ s_session_close (cs_session_t **session_p)
     cs_session_t *self = session_p ? *session_p : NULL;
     if (!self)
         return;
-    zhashx_destroy (&self->cache);
+    drv_key_cache_destroy (&self->cache);
     free (self);
     *session_p = NULL;
-}
-
-/*  Evicts the least recently used entry (a scan: only on a miss when full).  */
-static void
-s_cache_evict (cs_session_t *self)
-{
-    const char *oldest = NULL;
-    uint64_t oldest_tick = UINT64_MAX;
-    for (s_entry_t *e = zhashx_first (self->cache); e; e = zhashx_next (self->cache))
-        if (e->used < oldest_tick) {
-            oldest_tick = e->used;
-            oldest = zhashx_cursor (self->cache);
-        }
-    if (oldest) {
-        char *copy = strdup (oldest);
-        if (copy)
-            zhashx_delete (self->cache, copy);
-        free (copy);
-    }
 }
 
 /*  Returns the parsed key of `key` (cached by ref when the session caches;
@@ -199,32 +170,13 @@ static EVP_PKEY *
 s_pkey (cs_session_t *self, const cs_key_t *key, bool *owned_p)
 {
     unsigned char digest [SHA256_DIGEST_LENGTH];
-    bool cache = key->ref && *key->ref && self->board->cache_size > 0;
-    *owned_p = true;
-    if (cache) {
-        SHA256 (key->pkcs8, key->pkcs8_len, digest);
-        s_entry_t *entry = zhashx_lookup (self->cache, key->ref);
-        if (entry && CRYPTO_memcmp (entry->digest, digest, sizeof digest) == 0) {
-            entry->used = ++self->tick;
-            *owned_p = false;
-            return entry->pkey;
-        }
-        if (entry)
-            zhashx_delete (self->cache, key->ref);     /* same ref, other DER: reparse */
-    }
-    EVP_PKEY *pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
-    s_entry_t *entry = cache && pkey ? calloc (1, sizeof *entry) : NULL;
-    if (!entry)
+    EVP_PKEY *pkey = drv_key_cache_get (self->cache, key, digest);
+    *owned_p = pkey == NULL;
+    if (pkey)
         return pkey;
-    while (zhashx_size (self->cache) >= self->board->cache_size)
-        s_cache_evict (self);
-    entry->pkey = pkey;
-    memcpy (entry->digest, digest, sizeof digest);
-    entry->used = ++self->tick;
-    if (zhashx_insert (self->cache, key->ref, entry) == 0)
+    pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
+    if (pkey && drv_key_cache_put (self->cache, key, digest, pkey))
         *owned_p = false;
-    else
-        free (entry);
     return pkey;
 }
 
@@ -287,7 +239,7 @@ s_generate (cs_session_t *self, const cs_keygen_t *gen, unsigned char **pkcs8_p,
 static size_t
 s_session_cached (cs_session_t *self)
 {
-    return zhashx_size (self->cache);
+    return drv_key_cache_count (self->cache);
 }
 
 static const cs_driver_dispatch_t s_dispatch [] = {

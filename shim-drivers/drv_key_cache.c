@@ -1,0 +1,123 @@
+/*  drv_key_cache.c — a worker session's LRU cache of parsed keys
+ *  (drv_key_cache.h), shared by the openssl and gmp drivers.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <czmq.h>
+#include <openssl/crypto.h>
+#include "drv_key_cache.h"
+
+typedef struct {
+    void *value;
+    drv_key_free_fn *free_fn;
+    unsigned char digest [SHA256_DIGEST_LENGTH];    /* of the PKCS#8 DER */
+    uint64_t used;                  /* the cache's tick at the last use */
+} s_entry_t;
+
+struct drv_key_cache {
+    zhashx_t *entries;              /* ref -> s_entry_t */
+    size_t size;
+    drv_key_free_fn *free_fn;
+    uint64_t tick;
+};
+
+static void
+s_entry_destroy (s_entry_t **self_p)
+{
+    if (*self_p) {
+        (*self_p)->free_fn (&(*self_p)->value);
+        free (*self_p);
+        *self_p = NULL;
+    }
+}
+
+drv_key_cache_t *
+drv_key_cache_new (size_t size, drv_key_free_fn *free_fn)
+{
+    drv_key_cache_t *self = calloc (1, sizeof *self);
+    if (!self || !(self->entries = zhashx_new ())) {
+        free (self);
+        return NULL;
+    }
+    zhashx_set_destructor (self->entries, (zhashx_destructor_fn *) s_entry_destroy);
+    self->size = size;
+    self->free_fn = free_fn;
+    return self;
+}
+
+void
+drv_key_cache_destroy (drv_key_cache_t **self_p)
+{
+    drv_key_cache_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    zhashx_destroy (&self->entries);
+    free (self);
+    *self_p = NULL;
+}
+
+static bool
+s_cacheable (const drv_key_cache_t *self, const cs_key_t *key)
+{
+    return key->ref && *key->ref && self->size > 0;
+}
+
+void *
+drv_key_cache_get (drv_key_cache_t *self, const cs_key_t *key, unsigned char digest [SHA256_DIGEST_LENGTH])
+{
+    if (!s_cacheable (self, key))
+        return NULL;
+    SHA256 (key->pkcs8, key->pkcs8_len, digest);
+    s_entry_t *entry = zhashx_lookup (self->entries, key->ref);
+    if (entry && CRYPTO_memcmp (entry->digest, digest, SHA256_DIGEST_LENGTH) == 0) {
+        entry->used = ++self->tick;
+        return entry->value;
+    }
+    if (entry)
+        zhashx_delete (self->entries, key->ref);       /* same ref, other DER: parse again */
+    return NULL;
+}
+
+/*  Evicts the least recently used entry (a scan: only on a miss when full).  */
+static void
+s_evict (drv_key_cache_t *self)
+{
+    const char *oldest = NULL;
+    uint64_t oldest_tick = UINT64_MAX;
+    for (s_entry_t *e = zhashx_first (self->entries); e; e = zhashx_next (self->entries))
+        if (e->used < oldest_tick) {
+            oldest_tick = e->used;
+            oldest = zhashx_cursor (self->entries);
+        }
+    if (oldest) {
+        char *copy = strdup (oldest);
+        if (copy)
+            zhashx_delete (self->entries, copy);
+        free (copy);
+    }
+}
+
+bool
+drv_key_cache_put (drv_key_cache_t *self, const cs_key_t *key,
+                   const unsigned char digest [SHA256_DIGEST_LENGTH], void *value)
+{
+    s_entry_t *entry = s_cacheable (self, key) && value ? calloc (1, sizeof *entry) : NULL;
+    if (!entry)
+        return false;
+    while (zhashx_size (self->entries) >= self->size)
+        s_evict (self);
+    entry->value = value;
+    entry->free_fn = self->free_fn;
+    memcpy (entry->digest, digest, SHA256_DIGEST_LENGTH);
+    entry->used = ++self->tick;
+    if (zhashx_insert (self->entries, key->ref, entry) == 0)
+        return true;
+    free (entry);
+    return false;
+}
+
+size_t
+drv_key_cache_count (drv_key_cache_t *self)
+{
+    return zhashx_size (self->entries);
+}

@@ -1,0 +1,46 @@
+/*  drv_key_cache.h — a worker session's cache of parsed keys (the openssl
+ *  and gmp drivers): keyed by the job's key ref and checked against the
+ *  SHA-256 of the PKCS#8 DER it was made from, so a ref that names other
+ *  material is parsed again; bounded, least recently used evicted.
+ *  Not thread-safe: one cache per driver session (one worker thread).
+ */
+#ifndef DRV_KEY_CACHE_H
+#define DRV_KEY_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <openssl/sha.h>
+#include "cs_driver.h"
+
+typedef struct drv_key_cache drv_key_cache_t;
+
+/*  Frees (and wipes, as the driver's key type does) a cached value and
+ *  nulls *value_p.  */
+typedef void (drv_key_free_fn) (void **value_p);
+
+/*  A cache of at most `size` keys (0: it keeps none) whose values free_fn
+ *  frees.  NULL when out of memory.  Caller destroys.  */
+drv_key_cache_t *drv_key_cache_new (size_t size, drv_key_free_fn *free_fn);
+
+/*  Frees every cached value (free_fn), then the cache; NULL-safe, nulls
+ *  *self_p.  */
+void drv_key_cache_destroy (drv_key_cache_t **self_p);
+
+/*  The value cached for key (by key->ref, when the DER's SHA-256, written to
+ *  digest, matches), or NULL: not cacheable (no ref, size 0), not cached,
+ *  or cached from other DER (that entry is freed).  The cache keeps
+ *  ownership.  */
+void *drv_key_cache_get (drv_key_cache_t *self, const cs_key_t *key,
+                         unsigned char digest [SHA256_DIGEST_LENGTH]);
+
+/*  Caches value for key (digest from drv_key_cache_get), evicting the least
+ *  recently used keys to stay within the size.  Returns true when the cache
+ *  took ownership of value; false (the caller keeps it) when key is not
+ *  cacheable or out of memory.  */
+bool drv_key_cache_put (drv_key_cache_t *self, const cs_key_t *key,
+                        const unsigned char digest [SHA256_DIGEST_LENGTH], void *value);
+
+/*  How many keys are cached (tests).  */
+size_t drv_key_cache_count (drv_key_cache_t *self);
+
+#endif
