@@ -36,6 +36,7 @@ s_load_driver (board_t *self, const char *driver_dir)
     self->session_open = (cs_drv_session_open_fn *) cs_driver_lookup (self->driver, CS_DRV_SESSION_OPEN);
     self->session_close = (cs_drv_session_close_fn *) cs_driver_lookup (self->driver, CS_DRV_SESSION_CLOSE);
     self->sign = (cs_drv_sign_key_fn *) cs_driver_lookup (self->driver, CS_DRV_SIGN_KEY);
+    self->modexp = (cs_drv_modexp_fn *) cs_driver_lookup (self->driver, CS_DRV_MODEXP);
     self->decrypt = (cs_drv_decrypt_key_fn *) cs_driver_lookup (self->driver, CS_DRV_DECRYPT_KEY);
     self->derive = (cs_drv_derive_key_fn *) cs_driver_lookup (self->driver, CS_DRV_DERIVE_KEY);
     self->generate_material = (cs_drv_generate_material_fn *)
@@ -177,4 +178,10 @@ board_generates (const board_t *self, CK_KEY_TYPE key_type, bool resident)
 {
     unsigned flag = resident ? CS_CAP_GENERATE_RESIDENT : CS_CAP_GENERATE_MATERIAL;
     return (self->caps.flags & flag) && (self->caps.generate_types & cs_kt_bit (key_type));
+}
+
+bool
+board_modexps (const board_t *self)
+{
+    return self->modexp && (self->caps.flags & CS_CAP_MODEXP);
 }

@@ -29,6 +29,7 @@ typedef struct {
     cs_drv_sign_key_fn *sign;       /* NULL when the driver cannot sign */
     cs_drv_decrypt_key_fn *decrypt; /* NULL when the driver cannot decrypt */
     cs_drv_derive_key_fn *derive;   /* ECDH (CS_DRV_DERIVE_KEY); NULL when the driver has none */
+    cs_drv_modexp_fn *modexp;       /* raw modexp (CS_DRV_MODEXP); NULL when the driver has none */
     cs_drv_generate_material_fn *generate_material;     /* optional */
     cs_drv_generate_resident_fn *generate_resident;     /* optional */
     cs_drv_destroy_resident_fn *destroy_resident;       /* optional */
@@ -61,6 +62,10 @@ bool board_derives (const board_t *self, bool material);
 /*  True when the board can generate a key pair of key_type as material
  *  (resident = false) or as a resident key (resident = true).  */
 bool board_generates (const board_t *self, CK_KEY_TYPE key_type, bool resident);
+
+/*  True when the board runs raw modular exponentiation (CS_DRV_MODEXP with
+ *  CS_CAP_MODEXP).  */
+bool board_modexps (const board_t *self);
 
 /*  Reserves key number `index` of the board's key list for the broker
  *  itself (the master key's wrapping key, server.c; issue #7): the frontend

@@ -21,6 +21,7 @@
 #include "keyjobs.h"
 #include "ks_cache.h"
 #include "ks_watch.h"
+#include "modexp_job.h"
 #include "pool.h"
 #include "scheduler.h"
 #include "slow_jobs.h"
@@ -306,6 +307,7 @@ s_request_wipe (Cs__Request *req)
             if (secrets [k].data)
                 OPENSSL_cleanse (secrets [k].data, secrets [k].len);
     }
+    modexp_job_wipe (req);
 }
 
 /*  Frees what one slot owns, wiping key material.  */
@@ -585,6 +587,17 @@ s_generating_boards (s_frontend_t *self, CK_KEY_TYPE key_type)
     uint64_t set = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
         if (board_generates (self->args->boards [b], key_type, false))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
+/*  Boards that run raw modexp (CS_CAP_MODEXP).  */
+static uint64_t
+s_modexp_boards (s_frontend_t *self)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_modexps (self->args->boards [b]))
             set |= UINT64_C (1) << b;
     return set;
 }
@@ -905,6 +918,26 @@ s_job_crypto (s_frontend_t *self, s_request_t *request, size_t index)
         rv = CKR_HOST_MEMORY;
     }
     s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (s_submit) */
+}
+
+/*  A raw modexp job (issue #12): a USER ticket, then one work item on any
+ *  board that runs modexp (modexp_job.h).  */
+static void
+s_job_modexp (s_frontend_t *self, s_request_t *request, size_t index)
+{
+    s_slot_t *slot = &request->slots [index];
+    work_item_t *item = &slot->item;
+    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
+                            .kind = WORK_MODEXP, .deadline = request->deadline };
+    CK_RV rv = request->ticket_ok ? modexp_job_operands (request->req, index, &item->modexp)
+                                  : CKR_USER_NOT_LOGGED_IN;
+    item->boards = s_modexp_boards (self);
+    if (rv == CKR_OK && !item->boards)
+        rv = CKR_MECHANISM_INVALID;
+    if (rv == CKR_OK && s_submit (self, item))
+        rv = CKR_MECHANISM_INVALID;
+    if (rv != CKR_OK)
+        slot->result.rv = rv;
 }
 
 /*  The slow pool read a keystore key for a crypto job: cached (unless a
@@ -1598,6 +1631,9 @@ s_job (s_frontend_t *self, s_request_t *request, size_t index)
             break;
         case CS__JOB__KIND_GENERATE_KEY_PAIR:
             s_job_generate (self, request, index);
+            break;
+        case CS__JOB__KIND_MODEXP:
+            s_job_modexp (self, request, index);
             break;
         case CS__JOB__KIND_IMPORT_KEY:
         case CS__JOB__KIND_DESTROY_KEY:

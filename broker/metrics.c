@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include "cs_wire.h"
 #include "metrics.h"
+#include "cryptoserver/pkcs11v.h"
 
 #define S_MAX_BOARDS 64
 #define S_CLIENT_SLOTS 4096             /* power of two, > METRICS_CLIENTS_MAX */
@@ -263,6 +264,7 @@ metrics_item_mechanism (const work_item_t *item)
         case WORK_SIGN: wire = item->job && item->job->sign ? item->job->sign->mechanism : NULL; break;
         case WORK_DECRYPT: wire = item->job && item->job->decrypt ? item->job->decrypt->mechanism : NULL; break;
         case WORK_DERIVE: return CKM_ECDH1_DERIVE;
+        case WORK_MODEXP: return item->modexp.modulus ? CKM_CS_MODEXP : CKM_CS_RSA_CRT;
         case WORK_GENERATE:
         case WORK_GENERATE_RESIDENT: return item->gen.mechanism;
         default: return METRICS_MECH_NONE;

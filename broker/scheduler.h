@@ -24,7 +24,8 @@ typedef enum {
     WORK_GENERATE,                  /* `gen` as PKCS#8 material into out/out_len */
     WORK_GENERATE_RESIDENT,         /* `gen` on the board into `generated` */
     WORK_DESTROY_RESIDENT,          /* the resident key key.id on the board */
-    WORK_DERIVE                     /* job->derive with `key`: the raw ECDH secret Z into out */
+    WORK_DERIVE,                    /* job->derive with `key`: the raw ECDH secret Z into out */
+    WORK_MODEXP                     /* `modexp` (raw modular exponentiation) into out */
 } work_kind_t;
 
 /*  One job on its way to a worker and back.  Ownership moves with the
@@ -49,6 +50,7 @@ typedef struct {
                                        until the item is back (ks_cache.h), or NULL */
     char ref [129];                 /* storage for key.ref (a ref is at most 128 bytes) */
     cs_keygen_t gen;                /* generation parameters (borrow from job or ctx) */
+    cs_modexp_t modexp;             /* WORK_MODEXP operands (borrowed from the request's jobs) */
     cs_key_info_t generated;        /* WORK_GENERATE_RESIDENT result (members owned) */
     unsigned bits;                  /* pool refills: RSA modulus bits */
     int64_t deadline;               /* cs_clock_ms() time after which it must not run */

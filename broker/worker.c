@@ -97,6 +97,32 @@ s_run_derive (board_t *board, cs_session_t *session, work_item_t *item)
     free (out);
 }
 
+/*  Raw modexp (cs_driver.h CS_DRV_MODEXP): the result into out.  */
+static void
+s_run_modexp (board_t *board, cs_session_t *session, work_item_t *item)
+{
+    size_t max = 2 * CS_WIRE_MAX_MODEXP_BYTES, out_len = max;
+    unsigned char *out;
+    if (!board->modexp) {
+        item->rv = CKR_FUNCTION_NOT_SUPPORTED;
+        return;
+    }
+    if (!(out = malloc (max))) {
+        item->rv = CKR_HOST_MEMORY;
+        return;
+    }
+    item->rv = board->modexp (session, &item->modexp, out, &out_len);
+    if (item->rv == CKR_OK && out_len > 0 && out_len <= max) {
+        item->out = out;
+        item->out_len = out_len;
+        return;
+    }
+    if (item->rv == CKR_OK)
+        item->rv = CKR_DEVICE_ERROR;
+    OPENSSL_cleanse (out, max);
+    free (out);
+}
+
 void
 worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
 {
@@ -109,6 +135,9 @@ worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
             break;
         case WORK_DERIVE:
             s_run_derive (board, session, item);
+            break;
+        case WORK_MODEXP:
+            s_run_modexp (board, session, item);
             break;
         case WORK_GENERATE:
             item->rv = board->generate_material

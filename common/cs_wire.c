@@ -1,9 +1,11 @@
 /*  cs_wire.c — decoding with limits, encoding, version choice.  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
 #include <p11-kit/pkcs11.h>
+#include "cryptoserver/pkcs11v.h"
 #include "cs_wire.h"
 
 static const Cs__Mechanism s_no_mechanism = CS__MECHANISM__INIT;
@@ -140,6 +142,29 @@ s_job (const Cs__Job *job)
     }
 }
 
+/*  A ModexpJob's sizes and form; `has_operands`: an earlier ModexpJob of
+ *  the request carries operands (proto: a job without takes those).  */
+static s_problem_t
+s_modexp_job (const Cs__ModexpJob *job, bool has_operands)
+{
+    const ProtobufCBinaryData *numbers [] = { &job->exponent, &job->modulus, &job->prime1, &job->prime2,
+                                              &job->exponent1, &job->exponent2, &job->coefficient,
+                                              &job->public_exponent };
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers [0]; i++)
+        if (numbers [i]->len > CS_WIRE_MAX_MODEXP_BYTES)
+            return S_BAD ("modexp job: operand over CS_WIRE_MAX_MODEXP_BYTES", CKR_DATA_LEN_RANGE);
+    if (job->base_value.len == 0 || job->base_value.len > CS_WIRE_MAX_DATA)
+        return S_BAD ("modexp job: base empty or over CS_WIRE_MAX_DATA bytes", CKR_DATA_LEN_RANGE);
+    if (job->modulus.len && job->prime1.len)
+        return S_BAD ("modexp job: both a modulus and primes", CKR_MECHANISM_PARAM_INVALID);
+    if (job->prime1.len && (!job->prime2.len || !job->exponent1.len || !job->exponent2.len
+                            || !job->coefficient.len))
+        return S_BAD ("modexp job: incomplete CRT key", CKR_MECHANISM_PARAM_INVALID);
+    if (!job->modulus.len && !job->prime1.len && !has_operands)
+        return S_BAD ("modexp job: no operands", CKR_MECHANISM_PARAM_INVALID);
+    return S_OK;
+}
+
 /*  The request-level checks, then every job's.  */
 static s_problem_t
 s_request (const Cs__Request *req)
@@ -150,10 +175,15 @@ s_request (const Cs__Request *req)
         return S_BAD ("request over CS_WIRE_MAX_JOBS jobs", CKR_DEVICE_MEMORY);
     if (req->ticket.len > CS_WIRE_MAX_TICKET)
         return S_BAD ("ticket too long", CKR_DEVICE_ERROR);
+    bool modexp_operands = false;
     for (size_t i = 0; i < req->n_jobs; i++) {
-        s_problem_t problem = s_job (req->jobs [i]);
+        const Cs__Job *job = req->jobs [i];
+        s_problem_t problem = job->kind_case == CS__JOB__KIND_MODEXP
+                            ? s_modexp_job (job->modexp, modexp_operands) : s_job (job);
         if (problem.why)
             return problem;
+        if (job->kind_case == CS__JOB__KIND_MODEXP && (job->modexp->modulus.len || job->modexp->prime1.len))
+            modexp_operands = true;
     }
     return S_OK;
 }
@@ -350,6 +380,8 @@ cs_mech_name (unsigned long mechanism)
         N (CKM_ECDSA_SHA256), N (CKM_ECDSA_SHA384), N (CKM_ECDSA_SHA512), N (CKM_ECDH1_DERIVE),
         N (CKM_EC_EDWARDS_KEY_PAIR_GEN), N (CKM_EDDSA),
         N (CKM_SHA_1), N (CKM_SHA224), N (CKM_SHA256), N (CKM_SHA384), N (CKM_SHA512),
+        N (CKM_CS_MODEXP), N (CKM_CS_MODEXP_ARRAY), N (CKM_CS_RSA_CRT), N (CKM_CS_RSA_CRT_ARRAY),
+        N (CKM_CS_MULTI_MODEXP_ARRAY),
 #undef N
     };
     for (size_t i = 0; i < sizeof names / sizeof names [0]; i++)

@@ -26,6 +26,7 @@
 #define CS_WIRE_MAX_ATTR_BYTES  4096    /* bytes of one attribute value */
 #define CS_WIRE_MAX_REF         128     /* bytes of a KeyInfo.ref */
 #define CS_WIRE_MAX_EC_POINT    1024    /* bytes of a DeriveJob's peer point */
+#define CS_WIRE_MAX_MODEXP_BYTES 1024   /* bytes of a ModexpJob exponent, modulus or CRT value */
 #define CS_WIRE_MAX_RSA_BITS    8192    /* modulus bits of an RSA key sent in a job
                                            (per-request or imported) */
 

@@ -136,6 +136,7 @@ typedef struct {
 #define CS_CAP_GENERATE_MATERIAL 0x4u   /* CS_DRV_GENERATE_MATERIAL */
 #define CS_CAP_DERIVE            0x8u   /* CS_DRV_DERIVE_KEY: ECDH with CKK_EC keys (resident,
                                            and material when CS_CAP_KEY_MATERIAL has CS_KT_EC) */
+#define CS_CAP_MODEXP           0x10u   /* CS_DRV_MODEXP: raw modular exponentiation (issue #12) */
 
 /*  What a board can do beyond its resident keys; read once at open and used
  *  by the broker for routing (STYLE.md item 7).  */
@@ -189,7 +190,44 @@ enum {
     CS_DRV_DESTROY_RESIDENT = 14,     /* optional */
     CS_DRV_SESSION_CACHED = 15,       /* optional: keys a session caches (tests, stats) */
     CS_DRV_DERIVE_KEY = 16,           /* optional; needs CS_CAP_DERIVE (issue #4) */
+    CS_DRV_MODEXP = 17,               /* optional; needs CS_CAP_MODEXP (issue #12) */
 };
+
+/*  One raw modular exponentiation (the paper's RPCMODEXP and RPCRSAPCRTEXP,
+ *  Berson et al. Figure 2; cryptoserver/pkcs11v.h).  Every number is an
+ *  unsigned big-endian byte string (leading zeros allowed); everything is
+ *  borrowed for the call and wiped by the caller.  Exactly one form:
+ *    plain  modulus != NULL: base^exponent mod modulus, any modulus > 0
+ *           (even ones too), any exponent (0 gives 1 mod modulus), a base
+ *           at or above the modulus is reduced first;
+ *    crt    p != NULL: base^d mod p*q with d given by dp = d mod p-1,
+ *           dq = d mod q-1 and qinv = q^-1 mod p (RFC 8017 §5.1.2 2.b);
+ *           the base is reduced mod p*q.  public_exponent (may be NULL) is
+ *           e of the key: with it the result m is checked as m^e = base mod
+ *           p*q; without it as m^(dp^-1 mod p-1) = base mod p and the same
+ *           mod q.  A result that fails its check never leaves the driver.  */
+typedef struct {
+    const unsigned char *base;          /* both forms */
+    size_t base_len;
+    const unsigned char *exponent, *modulus;            /* plain */
+    size_t exponent_len, modulus_len;
+    const unsigned char *p, *q, *dp, *dq, *qinv;        /* crt */
+    size_t p_len, q_len, dp_len, dq_len, qinv_len;
+    const unsigned char *public_exponent;               /* crt, optional */
+    size_t public_exponent_len;
+} cs_modexp_t;
+
+/*  CS_DRV_MODEXP: runs one cs_modexp_t.  The result is written left-padded
+ *  with zeros to exactly the byte length of the modulus (plain: modulus
+ *  without its leading zero bytes; crt: of p*q); on entry *out_len is the
+ *  capacity of `out`, on CKR_OK the length written.  Returns CKR_OK;
+ *  CKR_MECHANISM_PARAM_INVALID (modulus 0, a prime 0 or 1, CRT values that
+ *  are not an RSA key: no inverse for the check); CKR_DATA_LEN_RANGE (a
+ *  modulus over the board's maximum, mechanism info); CKR_BUFFER_TOO_SMALL;
+ *  CKR_HOST_MEMORY; CKR_DEVICE_ERROR (a result that failed its check,
+ *  logged).  */
+typedef CK_RV (cs_drv_modexp_fn) (cs_session_t *session, const cs_modexp_t *op,
+                                  unsigned char *out, size_t *out_len);
 
 /*  CS_DRV_BOARD_OPEN: opens the board named `name` from its config section
  *  `config` (the "drivers/<name>" node of the broker config; relative paths in

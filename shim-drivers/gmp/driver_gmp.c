@@ -33,7 +33,9 @@
 #include <openssl/sha.h>
 #include "drv_key_cache.h"
 #include "drv_util.h"
+#include "gmp_modexp.h"
 #include "gmp_rsa.h"
+#include "drv_modexp.h"
 
 #define S_CACHE_DEFAULT 256
 #define S_CACHE_MAX 100000
@@ -116,6 +118,10 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
         return -1;
     memcpy (*mechs_p, mechs, sizeof mechs);
     *count_p = sizeof mechs / sizeof mechs [0];
+    if (drv_modexp_mechs_add (mechs_p, count_p, GMP_MODEXP_MAX_BITS)) {
+        free (*mechs_p);
+        return -1;
+    }
     return 0;
 }
 
@@ -134,7 +140,7 @@ static int
 s_capabilities (cs_board_t *self, cs_caps_t *caps)
 {
     (void) self;
-    caps->flags = CS_CAP_KEY_MATERIAL;
+    caps->flags = CS_CAP_KEY_MATERIAL | CS_CAP_MODEXP;
     caps->material_types = CS_KT_RSA;
     caps->generate_types = 0;
     return 0;
@@ -376,6 +382,13 @@ s_session_cached (cs_session_t *self)
     return drv_key_cache_count (self->cache);
 }
 
+/*  CS_DRV_MODEXP (cs_driver.h): raw modexp in GMP (gmp_modexp.h).  */
+static CK_RV
+s_modexp (cs_session_t *self, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
+{
+    return gmp_modexp (op, self->board->name, out, out_len);
+}
+
 static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_BOARD_OPEN, (cs_driver_fn_t) s_board_open },
     { CS_DRV_BOARD_CLOSE, (cs_driver_fn_t) s_board_close },
@@ -387,6 +400,7 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_SIGN_KEY, (cs_driver_fn_t) s_sign },
     { CS_DRV_DECRYPT_KEY, (cs_driver_fn_t) s_decrypt },
     { CS_DRV_SESSION_CACHED, (cs_driver_fn_t) s_session_cached },
+    { CS_DRV_MODEXP, (cs_driver_fn_t) s_modexp },
     { 0, NULL }
 };
 

@@ -23,6 +23,7 @@
 #include <openssl/sha.h>
 #include "cs_util.h"
 #include "drv_key_cache.h"
+#include "drv_modexp.h"
 #include "drv_util.h"
 
 #define S_CACHE_DEFAULT 256
@@ -106,12 +107,15 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
         { CKM_EC_KEY_PAIR_GEN, 256, 521, CKF_GENERATE_KEY_PAIR },
         { CKM_EC_EDWARDS_KEY_PAIR_GEN, 255, 255, CKF_GENERATE_KEY_PAIR },
     };
-    (void) self;
     *mechs_p = malloc (sizeof mechs);
     if (!*mechs_p)
         return -1;
     memcpy (*mechs_p, mechs, sizeof mechs);
     *count_p = sizeof mechs / sizeof mechs [0];
+    if (self->material && drv_modexp_mechs_add (mechs_p, count_p, DRV_MODEXP_MAX_BITS)) {
+        free (*mechs_p);
+        return -1;
+    }
     return 0;
 }
 
@@ -131,6 +135,7 @@ static int
 s_capabilities (cs_board_t *self, cs_caps_t *caps)
 {
     caps->flags = self->material ? CS_CAP_KEY_MATERIAL | CS_CAP_GENERATE_MATERIAL | CS_CAP_DERIVE
+                                   | CS_CAP_MODEXP
                                  : CS_CAP_GENERATE_MATERIAL;
     caps->material_types = self->material ? CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS : 0;
     caps->generate_types = CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS;
@@ -242,6 +247,16 @@ s_session_cached (cs_session_t *self)
     return drv_key_cache_count (self->cache);
 }
 
+/*  CS_DRV_MODEXP (cs_driver.h): raw modexp with BIGNUM, on a board that
+ *  takes key material (raw RSA with the operands as the key).  */
+static CK_RV
+s_modexp (cs_session_t *session, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
+{
+    if (!session->board->material)
+        return CKR_FUNCTION_NOT_SUPPORTED;
+    return drv_modexp_bn (op, session->board->name, out, out_len);
+}
+
 static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_BOARD_OPEN, (cs_driver_fn_t) s_board_open },
     { CS_DRV_BOARD_CLOSE, (cs_driver_fn_t) s_board_close },
@@ -255,6 +270,7 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_GENERATE_MATERIAL, (cs_driver_fn_t) s_generate },
     { CS_DRV_SESSION_CACHED, (cs_driver_fn_t) s_session_cached },
     { CS_DRV_DERIVE_KEY, (cs_driver_fn_t) s_derive },
+    { CS_DRV_MODEXP, (cs_driver_fn_t) s_modexp },
     { 0, NULL }
 };
 

@@ -25,6 +25,7 @@
 #include <openssl/objects.h>
 #include <openssl/pem.h>
 #include "cs_util.h"
+#include "drv_modexp.h"
 #include "drv_util.h"
 #include "sim_card.h"
 
@@ -164,6 +165,10 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
         return -1;
     memcpy (*mechs_p, table, count * sizeof (cs_mech_info_t));
     *count_p = count;
+    if (drv_modexp_mechs_add (mechs_p, count_p, DRV_MODEXP_MAX_BITS)) {
+        free (*mechs_p);
+        return -1;
+    }
     return 0;
 }
 
@@ -308,8 +313,20 @@ static int
 s_capabilities (cs_board_t *self, cs_caps_t *caps)
 {
     memset (caps, 0, sizeof *caps);
-    caps->flags = self->key.key_type == CKK_EC ? CS_CAP_DERIVE : 0;
+    caps->flags = (self->key.key_type == CKK_EC ? CS_CAP_DERIVE : 0) | CS_CAP_MODEXP;
     return 0;
+}
+
+/*  CS_DRV_MODEXP (cs_driver.h): the result with BIGNUM on the host, the
+ *  time of one card operation (the card's model for its key: kind and
+ *  size), as for a signature.  */
+static CK_RV
+s_modexp (cs_session_t *session, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
+{
+    int64_t done = s_card_begin (session);
+    CK_RV rv = drv_modexp_bn (op, session->board->name, out, out_len);
+    s_card_wait (done);
+    return rv;
 }
 
 static const cs_driver_dispatch_t s_dispatch [] = {
@@ -323,6 +340,7 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_DECRYPT_KEY, (cs_driver_fn_t) s_decrypt },
     { CS_DRV_CAPABILITIES, (cs_driver_fn_t) s_capabilities },
     { CS_DRV_DERIVE_KEY, (cs_driver_fn_t) s_derive },
+    { CS_DRV_MODEXP, (cs_driver_fn_t) s_modexp },
     { 0, NULL }
 };
 
