@@ -82,11 +82,14 @@ s_open (board_t *self, zconfig_t *config, const char *base_dir)
         self->caps.flags &= ~CS_CAP_GENERATE_RESIDENT;
     if (!self->derive)
         self->caps.flags &= ~CS_CAP_DERIVE;
-    zsys_info ("board %s: %s driver, %zu keys, %zu mechanisms, %d threads%s%s", self->name,
+    if (!self->modexp)
+        self->caps.flags &= ~CS_CAP_MODEXP;
+    zsys_info ("board %s: %s driver, %zu keys, %zu mechanisms, %d threads%s%s%s", self->name,
                self->type, self->n_keys, self->n_mechs, self->threads,
                self->caps.flags & CS_CAP_KEY_MATERIAL ? ", key material" : "",
                self->caps.flags & (CS_CAP_GENERATE_MATERIAL | CS_CAP_GENERATE_RESIDENT)
-               ? ", key generation" : "");
+               ? ", key generation" : "",
+               self->caps.flags & CS_CAP_MODEXP ? ", raw modexp" : "");
     if (self->n_keys && !self->tenant)
         zsys_warning ("board %s: no 'tenant': its %zu resident keys are visible to no tenant",
                       self->name, self->n_keys);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/objects.h>
@@ -20,10 +21,12 @@
 #include "keyop.h"
 #include "log.h"
 #include "mechanism.h"
+#include "modexp.h"
 #include "module.h"
 #include "object.h"
 #include "session.h"
 #include "sign.h"
+#include "token.h"
 
 /*  ---- verify -------------------------------------------------------- */
 
@@ -314,18 +317,67 @@ C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR
 
 /*  ---- digest -------------------------------------------------------- */
 
+/*  A digest, or a vendor raw modexp (modexp.h) with its buffered input.  */
 typedef struct {
     EVP_MD_CTX *ctx;
     bool updated;
+    cs_modexp_op_t *modexp;
+    uint8_t *buf;               /* modexp: C_DigestUpdate's data */
+    size_t buf_len;
 } cs_digest_op_t;
+
+#define S_MODEXP_MAX_BUFFER (16 * 1024 * 1024)      /* bytes of C_DigestUpdate input */
 
 static void
 s_digest_op_free (void *op)
 {
     cs_digest_op_t *self = op;
-    if (self)
+    if (self) {
         EVP_MD_CTX_free (self->ctx);
+        cs_modexp_op_free (self->modexp);
+        if (self->buf)
+            OPENSSL_cleanse (self->buf, self->buf_len);
+        free (self->buf);
+    }
     free (self);
+}
+
+/*  C_DigestInit of a vendor modexp mechanism: a CKU_USER login (the
+ *  boards' time is the tenant's, as for C_SignInit), then the parameter.  */
+static CK_RV
+s_modexp_init (const CK_MECHANISM *mech, cs_digest_op_t **op_p)
+{
+    if (!cs_token_user_logged_in ())
+        return CKR_USER_NOT_LOGGED_IN;
+    if (!(*op_p = calloc (1, sizeof **op_p)))
+        return CKR_HOST_MEMORY;
+    return cs_modexp_op_new (mech, &(*op_p)->modexp);
+}
+
+/*  C_Digest / C_DigestFinal of a modexp: the length from the parameter,
+ *  then the jobs without the mutex.  Called with the mutex; releases it.  */
+static CK_RV
+s_modexp_finish (cs_session_t *session, cs_digest_op_t *op, const uint8_t *data, size_t len, bool final,
+                 CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    size_t need = 0;
+    if (final) {
+        data = op->buf;
+        len = op->buf_len;
+    }
+    CK_RV rv = !final && op->updated ? CKR_OPERATION_ACTIVE : cs_modexp_out_len (op->modexp, len, &need);
+    if (rv == CKR_OK && (!out || *out_len_p < need)) {
+        rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
+        *out_len_p = need;
+        cs_module_unlock ();
+        return rv;
+    }
+    op = cs_session_op_take (session, CS_OP_DIGEST);
+    cs_module_unlock ();
+    if (rv == CKR_OK && (rv = cs_modexp_run (op->modexp, data, len, out)) == CKR_OK)
+        *out_len_p = need;
+    s_digest_op_free (op);
+    return rv;
 }
 
 CK_RV
@@ -341,6 +393,12 @@ C_DigestInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech)
         return rv;
     if (cs_session_op (session, CS_OP_DIGEST))
         rv = CKR_OPERATION_ACTIVE;
+    else
+    if (cs_modexp_mechanism (mech->mechanism)) {
+        if ((rv = s_modexp_init (mech, &op)) == CKR_OK
+        &&  (rv = cs_session_op_start (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
+            op = NULL;
+    }
     else
     if (!entry || !(entry->flags & CKF_DIGEST))
         rv = CKR_MECHANISM_INVALID;
@@ -373,6 +431,8 @@ s_digest_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
     if ((rv = cs_session_op_enter (handle, CS_OP_DIGEST, out_len_p != NULL && (data || !len),
                                    &session, (void **) &op)) != CKR_OK)
         return rv;
+    if (op->modexp)
+        return s_modexp_finish (session, op, data, len, final, out, out_len_p);
     need = (size_t) EVP_MD_CTX_get_size (op->ctx);
     if (!out || *out_len_p < need) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
@@ -399,6 +459,28 @@ C_Digest (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR 
     return s_digest_finish (handle, data, len, false, out, out_len_p);
 }
 
+/*  Appends C_DigestUpdate's data to a modexp's input.  */
+static CK_RV
+s_modexp_buffer (cs_digest_op_t *op, const uint8_t *data, size_t len)
+{
+    if (len > S_MODEXP_MAX_BUFFER - op->buf_len)
+        return CKR_DATA_LEN_RANGE;
+    uint8_t *grown = malloc (op->buf_len + len + 1);
+    if (!grown)
+        return CKR_HOST_MEMORY;
+    if (op->buf_len)
+        memcpy (grown, op->buf, op->buf_len);
+    if (len)
+        memcpy (grown + op->buf_len, data, len);
+    if (op->buf)
+        OPENSSL_cleanse (op->buf, op->buf_len);
+    free (op->buf);
+    op->buf = grown;
+    op->buf_len += len;
+    op->updated = true;
+    return CKR_OK;
+}
+
 CK_RV
 C_DigestUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
 {
@@ -410,6 +492,12 @@ C_DigestUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
         return rv;
     if (!(op = cs_session_op (session, CS_OP_DIGEST)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
+    else
+    if (op->modexp) {
+        rv = s_modexp_buffer (op, data, len);
+        if (rv != CKR_OK)
+            cs_session_op_end (session, CS_OP_DIGEST);
+    }
     else
     if (!EVP_DigestUpdate (op->ctx, data, len)) {
         rv = CKR_FUNCTION_FAILED;

@@ -129,12 +129,11 @@ cs_module_pad (unsigned char *field, size_t size, const char *text)
 }
 
 CK_RV
-cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p)
+cs_module_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply **reply_p)
 {
     CK_RV rv;
     uint8_t ticket [CS_WIRE_MAX_TICKET];
     Cs__Request req = CS__REQUEST__INIT;
-    Cs__Job *jobs [1] = { job };
     cs_link_t *link;
     int64_t timeout_ms;
     *reply_p = NULL;
@@ -148,16 +147,16 @@ cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p)
     req.ticket.len = with_ticket ? cs_token_ticket_copy (ticket, sizeof ticket) : 0;
     req.ticket.data = ticket;
     cs_module_unlock ();
-    req.n_jobs = 1;
+    req.n_jobs = n_jobs;
     req.jobs = jobs;
     rv = cs_link_call (link, &req, timeout_ms, reply_p);
-    if (rv == CKR_OK)
-        rv = (CK_RV) (*reply_p)->results [0]->rv;
+    for (size_t i = 0; rv == CKR_OK && i < n_jobs; i++)
+        rv = (CK_RV) (*reply_p)->results [i]->rv;
     if (req.ticket.len && *reply_p) {
         /*  A refused key list does not end the login here: the next
             private operation does, with CKR_USER_NOT_LOGGED_IN, which
             C_FindObjectsInit may not return (cs_object_refresh).  */
-        bool refused = rv == CKR_USER_NOT_LOGGED_IN && job->kind_case != CS__JOB__KIND_LIST_KEYS;
+        bool refused = rv == CKR_USER_NOT_LOGGED_IN && jobs [0]->kind_case != CS__JOB__KIND_LIST_KEYS;
         cs_module_lock ();
         cs_token_ticket_answer (ticket, req.ticket.len, (*reply_p)->ticket.data,
                                 (*reply_p)->ticket.len, refused);
@@ -165,6 +164,13 @@ cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p)
     }
     OPENSSL_cleanse (ticket, sizeof ticket);
     return rv;
+}
+
+CK_RV
+cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p)
+{
+    Cs__Job *jobs [1] = { job };
+    return cs_module_run_jobs (jobs, 1, with_ticket, reply_p);
 }
 
 /*  Validates CK_C_INITIALIZE_ARGS (PKCS#11 2.40 §5.4): pReserved NULL, the

@@ -50,6 +50,13 @@ CK_RV cs_module_info (CK_INFO_PTR info, CK_BYTE major, CK_BYTE minor);
  *  CKR_CRYPTOKI_NOT_INITIALIZED) with *reply_p NULL.  */
 CK_RV cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p);
 
+/*  cs_module_run_job for a batch of n_jobs jobs (1..CS_WIRE_MAX_JOBS, all
+ *  borrowed) in one request: the broker splits it into work items and
+ *  answers once (DESIGN.md §3).  Returns the link error, or the first job's
+ *  rv that is not CKR_OK, or CKR_OK; *reply_p as for cs_module_run_job,
+ *  with results[i] for jobs[i].  */
+CK_RV cs_module_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply **reply_p);
+
 /*  Copies `text` into a blank-padded, not terminated PKCS#11 string field of
  *  `size` bytes (truncating).  */
 void cs_module_pad (unsigned char *field, size_t size, const char *text);

@@ -33,7 +33,7 @@ cs_start
 
 grep -Eq 'gmp gmp: GMP [0-9.]+, RSA 1024\.\.8192 bits .*self-test ok: RSA-2048 [0-9]+ us per private operation' \
     "$WORK/broker.log" || cs_fail "the gmp board logged no self-test and speed"
-grep -Eq 'board gmp: gmp driver, 0 keys, 4 mechanisms, 2 threads, key material$' "$WORK/broker.log" \
+grep -Eq 'board gmp: gmp driver, 0 keys, 9 mechanisms, 2 threads, key material, raw modexp$' "$WORK/broker.log" \
     || cs_fail "the gmp board does not report RSA key material only, without key generation"
 grep -Eq 'board cpu: openssl driver, .*threads, key generation$' "$WORK/broker.log" \
     || cs_fail "the cpu board still takes key material"
