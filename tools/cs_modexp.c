@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/bn.h>
 #include <p11-kit/pkcs11.h>
 #include "cryptoserver/pkcs11v.h"
 #include "cs_wire.h"
@@ -256,6 +257,19 @@ s_cmd_modexp (CK_SESSION_HANDLE session, const s_options_t *options, char **argv
     return rv == CKR_OK ? 0 : 1;
 }
 
+/*  Bytes of a*b (the RSA modulus p*q: the length of a CRT result).  */
+static size_t
+s_product_bytes (const s_num_t *a, const s_num_t *b)
+{
+    BIGNUM *x = BN_bin2bn (a->bytes, (int) a->len, NULL), *y = BN_bin2bn (b->bytes, (int) b->len, NULL);
+    BN_CTX *ctx = BN_CTX_new ();
+    size_t k = x && y && ctx && BN_mul (x, x, y, ctx) ? (size_t) BN_num_bytes (x) : 0;
+    BN_free (x);
+    BN_free (y);
+    BN_CTX_free (ctx);
+    return k;
+}
+
 static int
 s_cmd_crt (CK_SESSION_HANDLE session, const s_options_t *options, char **argv, int argc,
            s_num_t *bases, size_t n)
@@ -278,24 +292,10 @@ s_cmd_crt (CK_SESSION_HANDLE session, const s_options_t *options, char **argv, i
     S_NUM (Exponent2, v [3]);
     S_NUM (Coefficient, v [4]);
     S_NUM (PublicExponent, v [5]);
-    size_t k = 0;
-    {   //  k = bytes of P*Q: the module says it (a length query with one base).
-        CK_MECHANISM single = { CKM_CS_RSA_CRT, &params, sizeof params };
-        unsigned char one = 1;
-        CK_ULONG len = 0;
-        CK_RV rv = s_p11->C_DigestInit (session, &single);
-        if (rv == CKR_OK)
-            rv = s_p11->C_Digest (session, &one, 1, NULL, &len);
-        if (rv == CKR_OK) {
-            unsigned char *scratch = malloc (len);
-            rv = scratch ? s_p11->C_Digest (session, &one, 1, scratch, &len) : CKR_HOST_MEMORY;
-            free (scratch);
-        }
-        if (rv != CKR_OK) {
-            fprintf (stderr, "cryptoserver-modexp: %s\n", cs_rv_name (rv));
-            return 1;
-        }
-        k = len;
+    size_t k = s_product_bytes (&v [0], &v [1]);
+    if (k == 0) {
+        fprintf (stderr, "cryptoserver-modexp: P and Q must not be zero\n");
+        return 2;
     }
     CK_MECHANISM single = { CKM_CS_RSA_CRT, &params, sizeof params };
     CK_MECHANISM array = { CKM_CS_RSA_CRT_ARRAY, &params, sizeof params };
