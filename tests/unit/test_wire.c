@@ -222,6 +222,67 @@ START_TEST (test_request_limit_rvs)
 }
 END_TEST
 
+/*  Checks a request of the given ModexpJobs; returns the request-level rv
+ *  (CKR_OK when it decodes).  */
+static unsigned long
+s_modexp_check (Cs__ModexpJob **mjobs, size_t n)
+{
+    Cs__Job jobs [4], *ptrs [4];
+    Cs__Request req = CS__REQUEST__INIT;
+    ck_assert_uint_le (n, 4);
+    for (size_t i = 0; i < n; i++) {
+        cs__job__init (&jobs [i]);
+        jobs [i].kind_case = CS__JOB__KIND_MODEXP;
+        jobs [i].modexp = mjobs [i];
+        ptrs [i] = &jobs [i];
+    }
+    req.version_min = req.version_max = CS_PROTOCOL_VERSION;
+    req.n_jobs = n;
+    req.jobs = ptrs;
+    size_t size = 0;
+    uint8_t *buf = cs_wire_encode (&req.base, &size);
+    unsigned long rv = CKR_OK;
+    Cs__Request *decoded = cs_wire_request_check (buf, size, NULL, &rv);
+    if (decoded)
+        cs__request__free_unpacked (decoded, NULL);
+    free (buf);
+    return decoded ? CKR_OK : rv;
+}
+
+/*  ModexpJob (issue #12): one form; a job without operands only after one
+ *  with; sizes.  */
+START_TEST (test_modexp_job_rules)
+{
+    static uint8_t big [CS_WIRE_MAX_DATA + 1];
+    uint8_t two = 2, m [] = { 0x01, 0x01 };
+    Cs__ModexpJob plain = CS__MODEXP_JOB__INIT, bare = CS__MODEXP_JOB__INIT, crt = CS__MODEXP_JOB__INIT;
+    plain.base_value = bare.base_value = crt.base_value = (ProtobufCBinaryData) { 1, &two };
+    plain.exponent = plain.modulus = (ProtobufCBinaryData) { 2, m };
+    crt.prime1 = crt.prime2 = crt.exponent1 = crt.exponent2 = crt.coefficient = (ProtobufCBinaryData) { 2, m };
+    Cs__ModexpJob *ok1 [] = { &plain, &bare, &bare }, *ok2 [] = { &crt, &bare }, *no [] = { &bare, &plain };
+    ck_assert_uint_eq (s_modexp_check (ok1, 3), CKR_OK);
+    ck_assert_uint_eq (s_modexp_check (ok2, 2), CKR_OK);
+    ck_assert_uint_eq (s_modexp_check (no, 2), CKR_MECHANISM_PARAM_INVALID);   /* nothing before it */
+    Cs__ModexpJob both = crt;
+    both.modulus = plain.modulus;
+    Cs__ModexpJob *bad [] = { &both };
+    ck_assert_uint_eq (s_modexp_check (bad, 1), CKR_MECHANISM_PARAM_INVALID);
+    Cs__ModexpJob half = crt;
+    half.coefficient = (ProtobufCBinaryData) { 0, NULL };
+    bad [0] = &half;
+    ck_assert_uint_eq (s_modexp_check (bad, 1), CKR_MECHANISM_PARAM_INVALID);
+    Cs__ModexpJob large = plain;
+    large.modulus = (ProtobufCBinaryData) { CS_WIRE_MAX_MODEXP_BYTES + 1, big };
+    bad [0] = &large;
+    ck_assert_uint_eq (s_modexp_check (bad, 1), CKR_DATA_LEN_RANGE);
+    large = plain;
+    large.base_value = (ProtobufCBinaryData) { CS_WIRE_MAX_DATA + 1, big };
+    ck_assert_uint_eq (s_modexp_check (bad, 1), CKR_DATA_LEN_RANGE);
+    large.base_value = (ProtobufCBinaryData) { 0, NULL };
+    ck_assert_uint_eq (s_modexp_check (bad, 1), CKR_DATA_LEN_RANGE);
+}
+END_TEST
+
 /*  The secrets of a decoded reply are wiped in place.  */
 START_TEST (test_reply_wipe)
 {
@@ -315,6 +376,7 @@ main (void)
     tcase_add_test (tc, test_request_without_jobs_rejected);
     tcase_add_test (tc, test_reply_round_trip);
     tcase_add_test (tc, test_request_limit_rvs);
+    tcase_add_test (tc, test_modexp_job_rules);
     tcase_add_test (tc, test_reply_wipe);
     tcase_add_test (tc, test_frame_free_wipes);
     tcase_add_test (tc, test_version_choose);
