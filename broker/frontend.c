@@ -23,6 +23,7 @@
 #include "ks_watch.h"
 #include "modexp_job.h"
 #include "pool.h"
+#include "pool_store.h"
 #include "scheduler.h"
 #include "slow_jobs.h"
 #include "ticket.h"
@@ -166,7 +167,8 @@ s_client_load (s_frontend_t *self, zhashx_t *map, const char *dir, const char *f
     const char *tenant = zcert_meta (cert, "tenant");
     if (client) {
         client->name = strdup (name ? name : file);
-        client->tenant = tenant && *tenant ? strdup (tenant) : NULL;
+        /*  A tenant the broker reserves (pool_store.h) serves no client.  */
+        client->tenant = tenant && *tenant && !pool_store_reserved (tenant) ? strdup (tenant) : NULL;
         if (zhashx_insert (map, zcert_public_txt (cert), client))
             s_client_destroy (&client);
     }
@@ -222,7 +224,10 @@ static void
 s_default_tenant_reload (s_frontend_t *self)
 {
     char **names = keystore_tenant_list (self->ks);
-    char *first = names && names [0] ? strdup (names [0]) : NULL;
+    size_t skip = 0;
+    while (names && names [skip] && pool_store_reserved (names [skip]))
+        skip++;
+    char *first = names && names [skip] ? strdup (names [skip]) : NULL;
     for (size_t i = 0; names && names [i]; i++)
         free (names [i]);
     free (names);
@@ -1416,8 +1421,11 @@ s_job_generate (s_frontend_t *self, s_request_t *request, size_t index)
     else
     if (rv == CKR_OK) {
         size_t len = 0;
-        unsigned char *pkcs8 = type == CKK_RSA && self->pool && keyjobs_default_exponent (job)
-                             ? pool_take (self->pool, job->modulus_bits, &len) : NULL;
+        bool pooled = type == CKK_RSA && self->pool && keyjobs_default_exponent (job)
+                   && pool_keeps (self->pool, job->modulus_bits);
+        unsigned char *pkcs8 = pooled ? pool_take (self->pool, job->modulus_bits, &len) : NULL;
+        if (pooled)
+            metrics_pool (self->args->metrics, pkcs8 ? METRICS_POOL_TAKEN : METRICS_POOL_MISSED, 1);
         if (pkcs8) {
             s_generated_material (self, request, slot, pkcs8, len);     /* pending, or failed */
             s_pool_refill (self);
@@ -2258,7 +2266,28 @@ s_keys_start (s_frontend_t *self)
     }
     self->pool = pool_new (config->pool_rsa);
     self->pool_max_running = gen_workers > 1 ? gen_workers / 2 : 1;
-    return self->pool ? 0 : -1;
+    if (!self->pool)
+        return -1;
+    size_t restored = 0;
+    if (self->args->keystore && pool_store_restore (self->args->keystore, self->pool, &restored))
+        zsys_warning ("pool: some keys sealed in the keystore could not be restored (see above)");
+    if (restored)
+        zsys_info ("pool: %zu pre-generated RSA keys restored from the keystore", restored);
+    metrics_pool (self->args->metrics, METRICS_POOL_RESTORED, restored);
+    return 0;
+}
+
+/*  Seals the pool's ready keys in the keystore at a stop (pool_store.h).  */
+static void
+s_pool_seal (s_frontend_t *self)
+{
+    size_t sealed = 0;
+    if (!self->pool || !self->args->keystore)
+        return;
+    if (pool_store_seal (self->args->keystore, self->pool, &sealed))
+        zsys_warning ("pool: not every pre-generated key could be sealed in the keystore (see above)");
+    if (sealed)
+        zsys_info ("pool: %zu pre-generated RSA keys sealed in the keystore for the next start", sealed);
 }
 
 /*  Creates, secures and binds the client ROUTER.  */
@@ -2389,6 +2418,7 @@ s_frontend_free (s_frontend_t *self)
         free (self->board_keys [i].info.home);
     }
     free (self->board_keys);
+    s_pool_seal (self);
     pool_destroy (&self->pool);
     ks_watch_destroy (&self->watch);
     ks_cache_destroy (&self->cache);

@@ -63,6 +63,7 @@ struct _metrics_t {
     _Atomic bool other_used;
     _Atomic uint64_t queue [2];             /* client, background */
     _Atomic uint64_t cache [2];             /* hits, misses */
+    _Atomic uint64_t pool [METRICS_POOL_EVENTS];    /* metrics_pool_t */
 };
 
 metrics_t *
@@ -254,6 +255,13 @@ metrics_key_cache (metrics_t *self, bool hit)
 {
     if (self)
         atomic_fetch_add_explicit (&self->cache [hit ? 0 : 1], 1, S_R);
+}
+
+void
+metrics_pool (metrics_t *self, metrics_pool_t event, size_t n)
+{
+    if (self && event < METRICS_POOL_EVENTS)
+        atomic_fetch_add_explicit (&self->pool [event], n, S_R);
 }
 
 unsigned long
@@ -460,6 +468,16 @@ metrics_render_at (metrics_t *self, uint64_t cpu_us, size_t *len_p)
     s_family (out, "cryptoserver_key_cache_misses_total", "counter",
               "Lookups of keystore keys not in the broker's key cache (read and unsealed).");
     fprintf (out, "cryptoserver_key_cache_misses_total %" PRIu64 "\n", atomic_load_explicit (&self->cache [1], S_R));
+    static const char *const pool [METRICS_POOL_EVENTS][2] = {
+        { "taken", "RSA key generations served from the pre-generated pool." },
+        { "missed", "RSA key generations of a size the pool keeps that found it empty." },
+        { "restored", "Pre-generated RSA keys restored from the keystore at start." } };
+    for (size_t e = 0; e < METRICS_POOL_EVENTS; e++) {
+        char name [64];
+        snprintf (name, sizeof name, "cryptoserver_pool_keys_%s_total", pool [e][0]);
+        s_family (out, name, "counter", pool [e][1]);
+        fprintf (out, "%s %" PRIu64 "\n", name, atomic_load_explicit (&self->pool [e], S_R));
+    }
     s_family (out, "process_cpu_seconds_total", "counter",
               "Total user and system CPU time of the broker process in seconds.");
     fprintf (out, "process_cpu_seconds_total %" PRIu64 ".%06" PRIu64 "\n", cpu_us / 1000000, cpu_us % 1000000);

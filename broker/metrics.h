@@ -98,6 +98,18 @@ void metrics_inflight_add (metrics_client_t *client, long delta);
  *  keeps unsealed keystore keys; both stay 0 until it calls this.  Any thread.  */
 void metrics_key_cache (metrics_t *self, bool hit);
 
+/*  Events of the pre-generated RSA key pool (pool.h, pool_store.h).  */
+typedef enum {
+    METRICS_POOL_TAKEN = 0,         /* a generation served from the pool */
+    METRICS_POOL_MISSED,            /* a generation of a pooled size that found it empty */
+    METRICS_POOL_RESTORED,          /* keys restored from the keystore at start */
+    METRICS_POOL_EVENTS
+} metrics_pool_t;
+
+/*  Adds n to cryptoserver_pool_keys_taken_total, _missed_total or
+ *  _restored_total.  Any thread; NULL-safe.  */
+void metrics_pool (metrics_t *self, metrics_pool_t event, size_t n);
+
 /*  The mechanism a work item runs, for metrics_job: the wire mechanism of
  *  a sign or decrypt job, CKM_ECDH1_DERIVE, the generation mechanism, or
  *  METRICS_MECH_NONE.  */

@@ -144,3 +144,30 @@ pool_ready (pool_t *self, unsigned bits)
     s_size_t *size = s_size (self, bits);
     return size ? size->n_ready : 0;
 }
+
+size_t
+pool_room (pool_t *self, unsigned bits)
+{
+    s_size_t *size = s_size (self, bits);
+    return size && size->target > size->n_ready + size->running
+           ? size->target - size->n_ready - size->running : 0;
+}
+
+int
+pool_add (pool_t *self, unsigned bits, const unsigned char *der, size_t len)
+{
+    s_size_t *size = s_size (self, bits);
+    if (!pool_room (self, bits))
+        return -1;
+    unsigned char *locked = cs_secmem_dup (der, len);
+    if (!locked)
+        return -1;
+    size->keys [size->n_ready++] = (s_key_t) { locked, len };
+    return 0;
+}
+
+bool
+pool_keeps (pool_t *self, unsigned bits)
+{
+    return s_size (self, bits) != NULL;
+}

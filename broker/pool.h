@@ -42,4 +42,17 @@ unsigned pool_next_refill (pool_t *self, size_t max_running);
 /*  Keys ready of `bits` (0 for a size the pool does not keep).  */
 size_t pool_ready (pool_t *self, unsigned bits);
 
+/*  True when the pool keeps keys of `bits` (a target above 0).  */
+bool pool_keeps (pool_t *self, unsigned bits);
+
+/*  Room for how many more ready keys of `bits` (target - ready - running
+ *  refills; 0 for a size the pool does not keep).  */
+size_t pool_room (pool_t *self, unsigned bits);
+
+/*  Adds a ready key of `bits` that no refill made (one restored from the
+ *  keystore: pool_store.h).  der (len bytes) is copied into locked memory;
+ *  the caller keeps and wipes its own.  Returns 0, or -1 when the size is
+ *  not kept, full (pool_room) or out of locked memory.  */
+int pool_add (pool_t *self, unsigned bits, const unsigned char *der, size_t len);
+
 #endif

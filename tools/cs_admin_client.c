@@ -53,6 +53,9 @@ s_client_tenant (s_client_args_t *args)
         return NULL;
     char *tenant = NULL;
     if (args->tenant) {
+        if (args->tenant [0] == '@')
+            cs_admin_error ("tenant %s is reserved for the broker (names starting with '@')", args->tenant);
+        else
         if (keystore_tenant_exists (keystore, args->tenant))
             tenant = strdup (args->tenant);
         else
@@ -61,8 +64,11 @@ s_client_tenant (s_client_args_t *args)
     }
     else {
         char **names = keystore_tenant_list (keystore);
-        if (names && names [0])
-            tenant = strdup (names [0]);
+        size_t skip = 0;
+        while (names && names [skip] && names [skip][0] == '@')    /* reserved: the broker's key pool */
+            skip++;
+        if (names && names [skip])
+            tenant = strdup (names [skip]);
         else
             cs_admin_error ("%s's keystore has no tenants", args->dir);
         for (size_t i = 0; names && names [i]; i++)

@@ -199,6 +199,8 @@ typedef struct {
     long interval_ms;               /* pause between generations (not timed), ms */
     bool token;                     /* CKA_TOKEN TRUE (server-held) or FALSE (per-request) */
     bool csv;
+    const char *metrics;            /* --metrics URL: count the pairs the broker's pre-generated
+                                       pool served (cryptoserver_pool_keys_*_total), or NULL */
 } cs_bench_keygen_options_t;
 
 /*  Parses "rsa:2048", "ec:prime256v1", "ed25519".  False for other names.  */
@@ -209,8 +211,11 @@ const char *cs_bench_keygen_name (cs_bench_keygen_t keygen);
 
 /*  Generates options->count key pairs in `session` (logged in), timing each
  *  C_GenerateKeyPair in ms and destroying both objects after it (untimed),
- *  then prints p50/p90/p99/max (or CSV).  Returns 0, or 1 when any
- *  generation failed.  */
+ *  then prints p50/p90/p99/max (or CSV); with options->metrics also how
+ *  many of them the broker's key pool served (the difference of
+ *  cryptoserver_pool_keys_taken_total and _missed_total before and after).
+ *  Returns 0, or 1 when any generation failed or the metrics could not be
+ *  read.  */
 int cs_bench_keygen_run (cs_bench_module_t *module, CK_SESSION_HANDLE session,
                          const cs_bench_keygen_options_t *options);
 

@@ -101,6 +101,18 @@ s_one (cs_bench_module_t *module, CK_SESSION_HANDLE session, cs_bench_keygen_t k
     return rv;
 }
 
+/*  Reads the pool's taken and missed counters into pool [0..1].  */
+static int
+s_pool_read (const char *url, double pool [2])
+{
+    char err [256] = "";
+    if (cs_bench_metrics_read (url, "cryptoserver_pool_keys_taken_total", &pool [0], err, sizeof err) == 0
+    &&  cs_bench_metrics_read (url, "cryptoserver_pool_keys_missed_total", &pool [1], err, sizeof err) == 0)
+        return 0;
+    fprintf (stderr, "cryptoserver-bench: --metrics: %s\n", err);
+    return -1;
+}
+
 int
 cs_bench_keygen_run (cs_bench_module_t *module, CK_SESSION_HANDLE session,
                      const cs_bench_keygen_options_t *options)
@@ -108,6 +120,8 @@ cs_bench_keygen_run (cs_bench_module_t *module, CK_SESSION_HANDLE session,
     cs_bench_samples_t latency = { 0 };
     long failures = 0;
     CK_RV first = CKR_OK;
+    double before [2] = { 0, 0 }, after [2] = { 0, 0 };
+    int metrics_rc = options->metrics ? s_pool_read (options->metrics, before) : 0;
     for (long i = 0; i < options->count; i++) {
         double ms = 0;
         CK_RV rv = s_one (module, session, options->keygen, options->token, i, &ms);
@@ -122,20 +136,30 @@ cs_bench_keygen_run (cs_bench_module_t *module, CK_SESSION_HANDLE session,
     }
     if (first != CKR_OK)
         fprintf (stderr, "cryptoserver-bench: first C_GenerateKeyPair failure: %s\n", cs_rv_name (first));
+    if (options->metrics && metrics_rc == 0)
+        metrics_rc = s_pool_read (options->metrics, after);
+    long taken = (long) (after [0] - before [0]), missed = (long) (after [1] - before [1]);
     double p50 = cs_bench_percentile (&latency, 50), p90 = cs_bench_percentile (&latency, 90);
     double p99 = cs_bench_percentile (&latency, 99), max = cs_bench_percentile (&latency, 100);
     const char *kind = options->token ? "token" : "session";
     if (options->csv) {
-        printf ("keygen,objects,count,interval_ms,p50_ms,p90_ms,p99_ms,max_ms,failures\n");
-        printf ("%s,%s,%zu,%ld,%.3f,%.3f,%.3f,%.3f,%ld\n", cs_bench_keygen_name (options->keygen),
+        printf ("keygen,objects,count,interval_ms,p50_ms,p90_ms,p99_ms,max_ms,failures%s\n",
+                options->metrics ? ",from_pool,pool_empty" : "");
+        printf ("%s,%s,%zu,%ld,%.3f,%.3f,%.3f,%.3f,%ld", cs_bench_keygen_name (options->keygen),
                 kind, latency.count, options->interval_ms, p50, p90, p99, max, failures);
+        if (options->metrics)
+            printf (",%ld,%ld", taken, missed);
+        printf ("\n");
     }
     else {
         printf ("C_GenerateKeyPair %s (%s keys), %ld pairs, %ld ms between\n",
                 cs_bench_keygen_name (options->keygen), kind, options->count, options->interval_ms);
         printf ("%8s %8s %8s %8s %8s %8s\n", "made", "p50 ms", "p90 ms", "p99 ms", "max ms", "failures");
         printf ("%8zu %8.3f %8.3f %8.3f %8.3f %8ld\n", latency.count, p50, p90, p99, max, failures);
+        if (options->metrics && metrics_rc == 0)
+            printf ("from the broker's key pool: %ld of %ld (%ld found it empty; other generations "
+                    "ran on a board)\n", taken, options->count, missed);
     }
     cs_bench_samples_free (&latency);
-    return failures ? 1 : 0;
+    return failures || metrics_rc ? 1 : 0;
 }

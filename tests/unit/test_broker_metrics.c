@@ -176,6 +176,16 @@ static const char *s_expected =
 "(read and unsealed).\n"
 "# TYPE cryptoserver_key_cache_misses_total counter\n"
 "cryptoserver_key_cache_misses_total 2\n"
+"# HELP cryptoserver_pool_keys_taken_total RSA key generations served from the pre-generated pool.\n"
+"# TYPE cryptoserver_pool_keys_taken_total counter\n"
+"cryptoserver_pool_keys_taken_total 2\n"
+"# HELP cryptoserver_pool_keys_missed_total RSA key generations of a size the pool keeps that found it "
+"empty.\n"
+"# TYPE cryptoserver_pool_keys_missed_total counter\n"
+"cryptoserver_pool_keys_missed_total 1\n"
+"# HELP cryptoserver_pool_keys_restored_total Pre-generated RSA keys restored from the keystore at start.\n"
+"# TYPE cryptoserver_pool_keys_restored_total counter\n"
+"cryptoserver_pool_keys_restored_total 16\n"
 "# HELP process_cpu_seconds_total Total user and system CPU time of the broker process in seconds.\n"
 "# TYPE process_cpu_seconds_total counter\n"
 "process_cpu_seconds_total 1.000042\n";
@@ -206,6 +216,11 @@ START_TEST (test_render_exact)
     metrics_key_cache (metrics, true);
     metrics_key_cache (metrics, false);
     metrics_key_cache (metrics, false);
+    metrics_pool (metrics, METRICS_POOL_TAKEN, 1);
+    metrics_pool (metrics, METRICS_POOL_TAKEN, 1);
+    metrics_pool (metrics, METRICS_POOL_MISSED, 1);
+    metrics_pool (metrics, METRICS_POOL_RESTORED, 16);
+    metrics_pool (NULL, METRICS_POOL_TAKEN, 1);                     /* NULL-safe */
     size_t len = 0;
     char *text = metrics_render_at (metrics, 1000042, &len);
     ck_assert_ptr_nonnull (text);

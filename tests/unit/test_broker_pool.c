@@ -10,6 +10,8 @@
 #include "broker_config.h"
 #include "cs_secmem.h"
 #include "pool.h"
+#include "pool_store.h"
+#include "test_broker_helpers.h"
 #include "test_smaps.h"
 
 #define S_DER_LEN 1200                  /* about an RSA-2048 PKCS#8 */
@@ -80,6 +82,75 @@ START_TEST (test_keys_in_secret_pages)
 }
 END_TEST
 
+/*  Counts the reserved tenant's keystore rows.  */
+static size_t
+s_rows (keystore_t *ks)
+{
+    Cs__KeyInfo **infos = NULL;
+    size_t count = 0;
+    if (!keystore_tenant_exists (ks, POOL_STORE_TENANT))
+        return 0;
+    ck_assert_int_eq (keystore_key_list (ks, POOL_STORE_TENANT, &infos, &count), 0);
+    for (size_t i = 0; i < count; i++)
+        cs__key_info__free_unpacked (infos [i], NULL);
+    free (infos);
+    return count;
+}
+
+/*  pool_store.h: a stop seals the ready keys (the pool is then empty), a
+ *  start restores as many as the pool has room for and deletes exactly
+ *  those rows; the bytes come back unchanged; '@' names are reserved.  */
+START_TEST (test_store_seal_restore)
+{
+    char *dir = th_tmpdir (), path [4096];
+    th_keystore (dir);
+    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
+    snprintf (path, sizeof path, "%s/master.key", dir);
+    ck_assert_int_eq (keystore_master_key_read (path, key), 0);
+    snprintf (path, sizeof path, "%s/keystore.db", dir);
+    keystore_t *ks = keystore_open (path, key);
+    ck_assert_ptr_nonnull (ks);
+    const int three [BROKER_POOL_SIZES] = { 3, 1, 0 }, two [BROKER_POOL_SIZES] = { 2, 0, 0 };
+    pool_t *pool = pool_new (three);
+    int made = 0;
+    for (unsigned bits; (bits = pool_next_refill (pool, 8)) != 0; made++)
+        pool_put (pool, bits, s_der (bits == 2048 ? 0x40 + made : 0x50), S_DER_LEN);
+    ck_assert_int_eq (made, 4);
+    ck_assert_uint_eq (pool_ready (pool, 2048), 3);
+    size_t n = 0;
+    ck_assert_int_eq (pool_store_seal (ks, pool, &n), 0);
+    ck_assert_uint_eq (n, 4);
+    ck_assert_uint_eq (pool_ready (pool, 2048) + pool_ready (pool, 3072), 0);
+    ck_assert_uint_eq (s_rows (ks), 4);
+    pool_destroy (&pool);
+    /*  A smaller pool at the next start: 2 of the 3 RSA-2048 keys, none of
+        the size it no longer keeps; the other rows stay for later.  */
+    pool = pool_new (two);
+    ck_assert_int_eq (pool_store_restore (ks, pool, &n), 0);
+    ck_assert_uint_eq (n, 2);
+    ck_assert_uint_eq (pool_ready (pool, 2048), 2);
+    ck_assert_uint_eq (s_rows (ks), 2);
+    ck_assert_uint_eq (pool_next_refill (pool, 8), 0);        /* full: no refill */
+    size_t len = 0;
+    unsigned char *der = pool_take (pool, 2048, &len);
+    ck_assert_uint_eq (len, S_DER_LEN);
+    ck_assert (der [0] >= 0x40 && der [0] <= 0x43 && der [S_DER_LEN - 1] == der [0]);
+    free (der);
+    pool_destroy (&pool);
+    pool = pool_new (three);
+    ck_assert_int_eq (pool_store_restore (ks, pool, &n), 0);
+    ck_assert_uint_eq (n, 2);
+    ck_assert_uint_eq (s_rows (ks), 0);
+    pool_destroy (&pool);
+    ck_assert (pool_store_reserved ("@pool") && !pool_store_reserved ("demo") && !pool_store_reserved (NULL));
+    keystore_destroy (&ks);
+    OPENSSL_cleanse (key, sizeof key);
+    snprintf (path, sizeof path, "rm -rf '%s'", dir);
+    ck_assert_int_eq (system (path), 0);
+    free (dir);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -87,6 +158,8 @@ main (void)
     TCase *tc = tcase_create ("pool");
     tcase_add_test (tc, test_put_take);
     tcase_add_test (tc, test_keys_in_secret_pages);
+    tcase_add_test (tc, test_store_seal_restore);
+    tcase_set_timeout (tc, 60);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
