@@ -36,17 +36,19 @@ static const cs_mech_t s_table [] = {
     { CKM_RSA_PKCS_KEY_PAIR_GEN, CKM_RSA_PKCS_KEY_PAIR_GEN, CKK_RSA, 0, CKF_HW | CKF_GENERATE_KEY_PAIR },
     { CKM_EC_KEY_PAIR_GEN,     CKM_EC_KEY_PAIR_GEN, CKK_EC, 0,         CKF_HW | CKF_GENERATE_KEY_PAIR },
     { CKM_EC_EDWARDS_KEY_PAIR_GEN, CKM_EC_EDWARDS_KEY_PAIR_GEN, CKK_EC_EDWARDS, 0, CKF_HW | CKF_GENERATE_KEY_PAIR },
-    /*  Vendor raw modexp (cryptoserver/pkcs11v.h): C_Digest on the boards.  */
-    { CKM_CS_MODEXP,           CKM_CS_MODEXP,     CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
-    { CKM_CS_MODEXP_ARRAY,     CKM_CS_MODEXP_ARRAY, CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
-    { CKM_CS_RSA_CRT,          CKM_CS_RSA_CRT,    CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
-    { CKM_CS_RSA_CRT_ARRAY,    CKM_CS_RSA_CRT_ARRAY, CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
-    { CKM_CS_MULTI_MODEXP_ARRAY, CKM_CS_MULTI_MODEXP_ARRAY, CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
     { CKM_SHA_1,               0,                 CS_KEY_NONE, CKM_SHA_1,  CKF_DIGEST },
     { CKM_SHA224,              0,                 CS_KEY_NONE, CKM_SHA224, CKF_DIGEST },
     { CKM_SHA256,              0,                 CS_KEY_NONE, CKM_SHA256, CKF_DIGEST },
     { CKM_SHA384,              0,                 CS_KEY_NONE, CKM_SHA384, CKF_DIGEST },
     { CKM_SHA512,              0,                 CS_KEY_NONE, CKM_SHA512, CKF_DIGEST },
+    /*  Vendor raw modexp (cryptoserver/pkcs11v.h): C_Digest on the boards.  Last:
+        generic callers (pkcs11-tool --test) digest with the first CKF_DIGEST
+        mechanism of the list, which must then be a real digest.  */
+    { CKM_CS_MODEXP,           CKM_CS_MODEXP,     CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
+    { CKM_CS_MODEXP_ARRAY,     CKM_CS_MODEXP_ARRAY, CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
+    { CKM_CS_RSA_CRT,          CKM_CS_RSA_CRT,    CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
+    { CKM_CS_RSA_CRT_ARRAY,    CKM_CS_RSA_CRT_ARRAY, CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
+    { CKM_CS_MULTI_MODEXP_ARRAY, CKM_CS_MULTI_MODEXP_ARRAY, CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
 };
 
 const cs_mech_t *

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/bn.h>
+#include <openssl/crypto.h>
 #include <p11-kit/pkcs11.h>
 #include "cryptoserver/pkcs11v.h"
 #include "cs_wire.h"
@@ -33,6 +34,53 @@ typedef struct {
 } s_options_t;
 
 static CK_FUNCTION_LIST *s_p11;
+
+/*  Every allocation of the program, freed (secret operands wiped) at the
+ *  end of main, so that early error returns leak nothing.  */
+static void **s_allocs;
+static size_t *s_alloc_sizes, s_n_allocs, s_max_allocs;
+
+static void *
+s_calloc (size_t n, size_t size)
+{
+    if (s_n_allocs == s_max_allocs) {
+        size_t max = s_max_allocs ? 2 * s_max_allocs : 64;
+        void **allocs = realloc (s_allocs, max * sizeof *allocs);
+        if (allocs)
+            s_allocs = allocs;
+        size_t *sizes = allocs ? realloc (s_alloc_sizes, max * sizeof *sizes) : NULL;
+        if (!sizes)
+            return NULL;
+        s_alloc_sizes = sizes;
+        s_max_allocs = max;
+    }
+    void *p = calloc (n ? n : 1, size ? size : 1);
+    if (p) {
+        s_allocs [s_n_allocs] = p;
+        s_alloc_sizes [s_n_allocs++] = (n ? n : 1) * (size ? size : 1);
+    }
+    return p;
+}
+
+static char *
+s_strdup (const char *text)
+{
+    char *copy = s_calloc (strlen (text) + 1, 1);
+    if (copy)
+        memcpy (copy, text, strlen (text));
+    return copy;
+}
+
+static void
+s_free_all (void)
+{
+    for (size_t i = 0; i < s_n_allocs; i++) {
+        OPENSSL_cleanse (s_allocs [i], s_alloc_sizes [i]);
+        free (s_allocs [i]);
+    }
+    free (s_allocs);
+    free (s_alloc_sizes);
+}
 
 static void
 s_usage (FILE *out)
@@ -77,7 +125,7 @@ s_hex (const char *text, s_num_t *num)
     if (digits == 0)
         return -1;
     num->len = (digits + 1) / 2;
-    num->bytes = calloc (1, num->len);
+    num->bytes = s_calloc (1, num->len);
     if (!num->bytes)
         return -1;
     for (size_t i = 0; i < digits; i++) {
@@ -124,7 +172,7 @@ s_read_lines (size_t *count_p)
 {
     char *line = NULL;
     size_t cap = 0, count = 0, max = 16;
-    char **lines = malloc (max * sizeof *lines);
+    char **lines = s_calloc (max, sizeof *lines);
     ssize_t got;
     while (lines && (got = getline (&line, &cap, stdin)) >= 0) {
         char *p = line;
@@ -133,12 +181,14 @@ s_read_lines (size_t *count_p)
         if (!*p)
             continue;
         if (count == max) {
-            char **grown = realloc (lines, (max *= 2) * sizeof *lines);
+            char **grown = s_calloc (max * 2, sizeof *lines);
             if (!grown)
                 break;
+            memcpy (grown, lines, max * sizeof *lines);
             lines = grown;
+            max *= 2;
         }
-        lines [count++] = strdup (p);
+        lines [count++] = s_strdup (p);
     }
     free (line);
     *count_p = count;
@@ -214,7 +264,7 @@ static CK_RV
 s_run_fixed (CK_SESSION_HANDLE session, CK_MECHANISM *single, CK_MECHANISM *array, size_t k,
              s_num_t *bases, size_t n)
 {
-    unsigned char *data = calloc (n ? n : 1, k), *out = calloc (n ? n : 1, k);
+    unsigned char *data = s_calloc (n ? n : 1, k), *out = s_calloc (n ? n : 1, k);
     CK_RV rv = data && out ? CKR_OK : CKR_HOST_MEMORY;
     for (size_t i = 0; rv == CKR_OK && i < n; i++)
         if (s_pad (&bases [i], k, data + i * k)) {
@@ -229,8 +279,6 @@ s_run_fixed (CK_SESSION_HANDLE session, CK_MECHANISM *single, CK_MECHANISM *arra
         rv = s_digest (session, single, bases [i].bytes, bases [i].len, out + i * k, k);
     for (size_t i = 0; rv == CKR_OK && i < n; i++)
         s_print (out + i * k, k);
-    free (data);
-    free (out);
     return rv;
 }
 
@@ -309,8 +357,8 @@ s_cmd_crt (CK_SESSION_HANDLE session, const s_options_t *options, char **argv, i
 static int
 s_cmd_multi (CK_SESSION_HANDLE session, char **items, size_t n)
 {
-    CK_CS_MODEXP_PARAMS *params = calloc (n ? n : 1, sizeof *params);
-    s_num_t *nums = calloc (3 * (n ? n : 1), sizeof *nums);
+    CK_CS_MODEXP_PARAMS *params = s_calloc (n ? n : 1, sizeof *params);
+    s_num_t *nums = s_calloc (3 * (n ? n : 1), sizeof *nums);
     size_t total = 0;
     if (!params || !nums)
         return 1;
@@ -328,7 +376,7 @@ s_cmd_multi (CK_SESSION_HANDLE session, char **items, size_t n)
                                              nums [3 * i + 2].bytes, nums [3 * i + 2].len };
         total += s_significant (&nums [3 * i + 2]);
     }
-    unsigned char *data = calloc (1, total + 1), *out = calloc (1, total + 1);
+    unsigned char *data = s_calloc (1, total + 1), *out = s_calloc (1, total + 1);
     CK_CS_MULTI_MODEXP_PARAMS multi = { n, params };
     CK_MECHANISM mech = { CKM_CS_MULTI_MODEXP_ARRAY, &multi, sizeof multi };
     CK_RV rv = data && out ? CKR_OK : CKR_HOST_MEMORY;
@@ -349,8 +397,6 @@ s_cmd_multi (CK_SESSION_HANDLE session, char **items, size_t n)
     }
     if (rv != CKR_OK)
         fprintf (stderr, "cryptoserver-modexp: %s\n", cs_rv_name (rv));
-    free (data);
-    free (out);
     return rv == CKR_OK ? 0 : 1;
 }
 
@@ -405,8 +451,8 @@ s_options (int argc, char **argv, s_options_t *options)
     return 0;
 }
 
-int
-main (int argc, char **argv)
+static int
+s_main (int argc, char **argv)
 {
     s_options_t options = { 0 };
     if (s_options (argc, argv, &options) || optind >= argc) {
@@ -438,7 +484,7 @@ main (int argc, char **argv)
         fprintf (stderr, "cryptoserver-modexp: no bases\n");
         return 2;
     }
-    s_num_t *bases = calloc (n ? n : 1, sizeof *bases);
+    s_num_t *bases = s_calloc (n ? n : 1, sizeof *bases);
     if (strcmp (cmd, "modexp") == 0 || strcmp (cmd, "crt") == 0)
         for (size_t i = 0; bases && i < n; i++)
             if (s_hex (items [i], &bases [i])) {
@@ -456,5 +502,13 @@ main (int argc, char **argv)
         s_p11->C_CloseSession (session);
     s_p11->C_Finalize (NULL);
     fflush (stdout);
+    return status;
+}
+
+int
+main (int argc, char **argv)
+{
+    int status = s_main (argc, argv);
+    s_free_all ();
     return status;
 }

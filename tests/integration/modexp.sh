@@ -39,7 +39,8 @@ for board in board0 board1; do
 done
 
 export CRYPTOSERVER_PIN
-mx () { "$MODEXP" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" "$@"; }
+# shellcheck disable=SC2086
+mx () { ${CS_CLIENT_WRAPPER:-} "$MODEXP" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" "$@"; }
 items=0
 URL=$(cat "$WORK/broker.metrics")
 # modexp_jobs: the modexp items the boards ran so far (metrics: every result).
@@ -58,6 +59,11 @@ phase_items () {
 # ---- GET_MAX_MODULUS_LEN ---------------------------------------------------------------
 [ "$(mx max-modulus)" = 8192 ] || cs_fail "max-modulus: $(mx max-modulus 2>&1), not 8192"
 cs_log "max-modulus: 8192 bits (C_GetMechanismInfo (CKM_CS_MODEXP).ulMaxKeySize)"
+$P11 -M > "$T/mechs.txt" 2>&1 || { cat "$T/mechs.txt"; cs_fail "pkcs11-tool -M failed"; }
+for m in 1 2 3 4 5; do
+    grep -Eiq "^ *mechtype-0xC353000$m, keySize=\{1,8192\}, hw, digest\$" "$T/mechs.txt" \
+        || { cat "$T/mechs.txt"; cs_fail "-M does not list vendor mechanism 0xC353000$m (hw, digest, 1..8192)"; }
+done
 
 # ---- MODEXP and MODEXP_ARRAY: 100 bases, some above the modulus ------------------------
 python3 - "$T" <<'PY'
@@ -177,7 +183,8 @@ cs_expect_refusal CKR_MECHANISM_PARAM_INVALID "RSA_CRT with a wrong qInv" "$T/ba
         "$(cat "$T/exponent2.hex")" "$(cat "$T/badq.hex")" 1234
 phase_items 1 "the refused RSA_CRT"
 cs_expect_broker_log 'login: CKR_PIN_INCORRECT as user from client demo'
-cs_expect_refusal CKR_PIN_INCORRECT "a wrong PIN" "$T/pin.log" env CRYPTOSERVER_PIN=99999999 "$MODEXP" \
+# shellcheck disable=SC2086
+cs_expect_refusal CKR_PIN_INCORRECT "a wrong PIN" "$T/pin.log" env CRYPTOSERVER_PIN=99999999 ${CS_CLIENT_WRAPPER:-} "$MODEXP" \
     --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" modexp 3 65 2
 rm -f "$T"/c*.bin
 

@@ -17,7 +17,6 @@ cs_setup
 T=$WORK/tmp
 mkdir -p "$T"
 CONF=$WORK/broker.conf
-BENCH=$top_builddir/tools/cryptoserver-bench
 "$CS_ADMIN" config set "$CONF" keys/pool-rsa-2048 3
 "$CS_ADMIN" config set "$CONF" keys/pool-rsa-3072 0
 "$CS_ADMIN" config set "$CONF" keys/pool-rsa-4096 0
@@ -58,7 +57,8 @@ grep -q 'pool: 3 pre-generated RSA keys restored from the keystore' "$WORK/broke
 [ "$(metric cryptoserver_pool_keys_restored_total)" = 3 ] || cs_fail "restored_total is not 3"
 [ "$(cs_keystore_rows @pool)" = 0 ] || cs_fail "restored keys are still in the keystore ($(cs_keystore_rows @pool) rows)"
 [ "$(refills_done)" = 0 ] || cs_fail "the boards generated keys although the pool was full"
-"$BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" --pin "$CRYPTOSERVER_PIN" \
+# shellcheck disable=SC2086
+${CS_CLIENT_WRAPPER:-} "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" --pin "$CRYPTOSERVER_PIN" \
     --keygen rsa:2048 --session-keys --count 1 --metrics "$(cat "$WORK/broker.metrics")" > "$T/bench.log" 2>&1 \
     || { cat "$T/bench.log"; cs_fail "cryptoserver-bench --keygen --session-keys failed"; }
 cat "$T/bench.log"
