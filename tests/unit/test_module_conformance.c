@@ -20,6 +20,7 @@
 #include "broker_config.h"
 #include "server.h"
 #include "cs_p11_3.h"
+#include "cryptoserver/pkcs11v.h"
 
 #define S_SLOW_MS 3000
 
@@ -827,6 +828,73 @@ START_TEST (test_broker_gone)
 }
 END_TEST
 
+/*  The vendor raw modexp mechanisms (cryptoserver-pkcs11(7) "Vendor
+ *  mechanisms") on the sim boards: listed with CKF_HW | CKF_DIGEST and the
+ *  largest modulus; a CKU_USER login first; the parameter checked at init;
+ *  the two-call convention answered locally; single-part and multi-part
+ *  (C_DigestUpdate/C_DigestFinal) arrays.  Known answers: 2^10 mod 1000 = 24,
+ *  3^4 mod 1000 = 81, 7^4 mod 1000 = 401, 5^3 mod 7 = 6, 7^0 mod 1000 = 1.  */
+START_TEST (test_vendor_modexp)
+{
+    CK_SESSION_HANDLE h;
+    CK_BYTE e [] = { 10 }, m [] = { 0x03, 0xe8 }, out [8], base2 [] = { 2 };
+    CK_CS_MODEXP_PARAMS params = { e, 1, m, 2 };
+    CK_MECHANISM mech = { CKM_CS_MODEXP, &params, sizeof params };
+    CK_MECHANISM array = { CKM_CS_MODEXP_ARRAY, &params, sizeof params };
+    CK_MECHANISM bad = { CKM_CS_MODEXP, NULL, 0 };
+    CK_MECHANISM_INFO info;
+    CK_ULONG len = 0;
+    ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
+    ck_assert_uint_eq (p->C_GetMechanismInfo (0, CKM_CS_MODEXP, &info), CKR_OK);
+    ck_assert_uint_eq (info.flags, CKF_HW | CKF_DIGEST);
+    ck_assert_uint_eq (info.ulMinKeySize, 1);
+    ck_assert_uint_eq (info.ulMaxKeySize, 8192);
+    h = s_open (CKF_RW_SESSION);
+    ck_assert_uint_eq (p->C_DigestInit (h, &mech), CKR_USER_NOT_LOGGED_IN);
+    ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
+    ck_assert_uint_eq (p->C_DigestInit (h, &bad), CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (p->C_DigestInit (h, &mech), CKR_OK);
+    ck_assert_uint_eq (p->C_DigestInit (h, &mech), CKR_OPERATION_ACTIVE);
+    e [0] = 99;                 /* the parameter was copied at init */
+    ck_assert_uint_eq (p->C_Digest (h, base2, 1, NULL, &len), CKR_OK);
+    ck_assert_uint_eq (len, 2);
+    len = 1;
+    ck_assert_uint_eq (p->C_Digest (h, base2, 1, out, &len), CKR_BUFFER_TOO_SMALL);
+    len = sizeof out;
+    ck_assert_uint_eq (p->C_Digest (h, base2, 1, out, &len), CKR_OK);
+    ck_assert_uint_eq (len, 2);
+    ck_assert (out [0] == 0 && out [1] == 24);
+    ck_assert_uint_eq (p->C_Digest (h, base2, 1, out, &len), CKR_OPERATION_NOT_INITIALIZED);
+    /*  Array, multi-part: bases 3 and 7 of 2 bytes each, exponent 4.  */
+    CK_BYTE bases [] = { 0x00, 0x03, 0x00, 0x07 };
+    e [0] = 4;
+    ck_assert_uint_eq (p->C_DigestInit (h, &array), CKR_OK);
+    ck_assert_uint_eq (p->C_DigestUpdate (h, bases, 3), CKR_OK);
+    ck_assert_uint_eq (p->C_DigestUpdate (h, bases + 3, 1), CKR_OK);
+    len = sizeof out;
+    ck_assert_uint_eq (p->C_DigestFinal (h, out, &len), CKR_OK);
+    ck_assert_uint_eq (len, 4);
+    ck_assert (out [0] == 0 && out [1] == 81 && out [2] == 0x01 && out [3] == 0x91);     /* 7^4 mod 1000 = 401 */
+    /*  Bad data ends the operation: 3 bytes are not whole 2-byte bases.  */
+    ck_assert_uint_eq (p->C_DigestInit (h, &array), CKR_OK);
+    ck_assert_uint_eq (p->C_Digest (h, bases, 3, out, &len), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (p->C_Digest (h, bases, 4, out, &len), CKR_OPERATION_NOT_INITIALIZED);
+    /*  MULTI: 5^3 mod 7 and 7^0 mod 1000.  */
+    CK_BYTE three [] = { 3 }, seven [] = { 7 }, multi_data [] = { 5, 0x00, 0x07 };
+    CK_CS_MODEXP_PARAMS items [2] = { { three, 1, seven, 1 }, { NULL, 0, m, 2 } };
+    CK_CS_MULTI_MODEXP_PARAMS multi = { 2, items };
+    CK_MECHANISM multi_mech = { CKM_CS_MULTI_MODEXP_ARRAY, &multi, sizeof multi };
+    ck_assert_uint_eq (p->C_DigestInit (h, &multi_mech), CKR_OK);
+    len = sizeof out;
+    ck_assert_uint_eq (p->C_Digest (h, multi_data, 3, out, &len), CKR_OK);
+    ck_assert_uint_eq (len, 3);
+    ck_assert (out [0] == 6 && out [1] == 0 && out [2] == 1);
+    ck_assert_uint_eq (p->C_Logout (h), CKR_OK);
+    ck_assert_uint_eq (p->C_DigestInit (h, &mech), CKR_USER_NOT_LOGGED_IN);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -843,6 +911,7 @@ main (void)
     tcase_add_test (tc, test_finalize_race);
     tcase_add_test (tc, test_fork);
     tcase_add_test (tc, test_broker_gone);
+    tcase_add_test (tc, test_vendor_modexp);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
