@@ -24,7 +24,7 @@
  *     CKR_OK result has its job's kind), anything else a request-level
  *     error and no results ("bad");
  *   - a job that needs a login (docs/CONTRACTS.md "Login tickets": sign,
- *     decrypt, derive, generate, import, destroy, set-attributes and copy
+ *     decrypt, derive, generate, import, destroy, set-attributes, copy and modexp
  *     need the CKU_USER ticket, init-PIN a CKU_SO ticket) is answered CKR_OK
  *     in a request whose ticket is not byte-identical to the real one; the
  *     fuzzer holds no SO ticket and sends no PIN, so init-PIN, login and
@@ -155,6 +155,7 @@ static uint8_t s_p256_oid [] = { 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03,
 static uint8_t s_rsa_ref [] = "board:01", s_ec_ref [] = "board:03";     /* demo-deploy.sh keys */
 static char s_unknown_ref [] = "ks:00000000000000000000000000000000";
 static uint8_t s_ciphertext [256], s_spki [91], s_label [] = "fuzz", s_new_pin [] = "1234";
+static uint8_t s_modexp_base [] = { 2 }, s_modexp_e [] = { 1, 0, 1 }, s_modexp_m [] = { 0x03, 0xe8 };
 
 /*  Storage of one job of a request being built.  */
 typedef struct {
@@ -171,6 +172,7 @@ typedef struct {
     Cs__SetKeyAttributesJob set;
     Cs__CopyKeyJob copy;
     Cs__InitPinJob init_pin;
+    Cs__ModexpJob modexp;
     Cs__Attribute attr;
     Cs__Attribute *attrs [1];
 } s_job_t;
@@ -191,7 +193,7 @@ s_job_fill (s_job_t *s)
     s->attr.value_case = CS__ATTRIBUTE__VALUE_BYTES;
     s->attr.bytes = (ProtobufCBinaryData) { sizeof s_label - 1, s_label };
     s->attrs [0] = &s->attr;
-    switch (s_random () % 11) {
+    switch (s_random () % 12) {
         case 0:
             cs__hello_job__init (&s->hello);
             s->job.kind_case = CS__JOB__KIND_HELLO;
@@ -264,6 +266,14 @@ s_job_fill (s_job_t *s)
             s->copy.attributes = s->attrs;
             s->job.kind_case = CS__JOB__KIND_COPY_KEY;
             s->job.copy_key = &s->copy;
+            break;
+        case 10:                        /* raw modexp: 2^65537 mod 1000 (issue #12) */
+            cs__modexp_job__init (&s->modexp);
+            s->modexp.base_value = (ProtobufCBinaryData) { sizeof s_modexp_base, s_modexp_base };
+            s->modexp.exponent = (ProtobufCBinaryData) { sizeof s_modexp_e, s_modexp_e };
+            s->modexp.modulus = (ProtobufCBinaryData) { sizeof s_modexp_m, s_modexp_m };
+            s->job.kind_case = CS__JOB__KIND_MODEXP;
+            s->job.modexp = &s->modexp;
             break;
         default:
             cs__init_pin_job__init (&s->init_pin);
@@ -344,6 +354,7 @@ s_needs (int kind)
         case CS__JOB__KIND_DESTROY_KEY:
         case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
         case CS__JOB__KIND_COPY_KEY:
+        case CS__JOB__KIND_MODEXP:
             return S_NEEDS_USER;
         case CS__JOB__KIND_INIT_PIN:
             return S_NEEDS_SO;
@@ -361,7 +372,7 @@ s_job_name (int kind)
 {
     static const char *names [] = {
         "none", "hello", "login", "list_keys", "sign", "decrypt", "generate_key_pair", "import_key",
-        "destroy_key", "set_key_attributes", "copy_key", "init_pin", "set_pin", "derive"
+        "destroy_key", "set_key_attributes", "copy_key", "init_pin", "set_pin", "derive", "modexp"
     };
     return kind >= 0 && kind < (int) (sizeof names / sizeof names [0]) ? names [kind] : "?";
 }
@@ -376,7 +387,8 @@ s_result_kind (int kind)
         case CS__JOB__KIND_LIST_KEYS: return CS__RESULT__KIND_KEYS;
         case CS__JOB__KIND_SIGN:
         case CS__JOB__KIND_DECRYPT:
-        case CS__JOB__KIND_DERIVE: return CS__RESULT__KIND_DATA;
+        case CS__JOB__KIND_DERIVE:
+        case CS__JOB__KIND_MODEXP: return CS__RESULT__KIND_DATA;
         case CS__JOB__KIND_GENERATE_KEY_PAIR: return CS__RESULT__KIND_GENERATED;
         case CS__JOB__KIND_IMPORT_KEY: return CS__RESULT__KIND_IMPORTED;
         case CS__JOB__KIND_DESTROY_KEY:
