@@ -266,13 +266,14 @@ s_run_fixed (CK_SESSION_HANDLE session, CK_MECHANISM *single, CK_MECHANISM *arra
 {
     unsigned char *data = s_calloc (n ? n : 1, k), *out = s_calloc (n ? n : 1, k);
     CK_RV rv = data && out ? CKR_OK : CKR_HOST_MEMORY;
-    for (size_t i = 0; rv == CKR_OK && i < n; i++)
+    bool one_call = array && n > 1;
+    for (size_t i = 0; rv == CKR_OK && one_call && i < n; i++)
         if (s_pad (&bases [i], k, data + i * k)) {
             fprintf (stderr, "cryptoserver-modexp: base %zu is longer than the modulus; "
                      "reduce it or use --single\n", i + 1);
             rv = CKR_DATA_LEN_RANGE;
         }
-    if (rv == CKR_OK && array && n > 1)
+    if (rv == CKR_OK && one_call)
         rv = s_digest (session, array, data, n * k, out, n * k);
     else
     for (size_t i = 0; rv == CKR_OK && i < n; i++)

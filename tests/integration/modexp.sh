@@ -80,6 +80,9 @@ open(t + "/want.txt", "w").write("".join("%0512x\n" % pow(b, e, m) for b in base
 big = m + 12345                   # single form: a base above the modulus is reduced
 open(t + "/big.hex", "w").write("%x" % big)
 open(t + "/big.want", "w").write("%0512x\n" % pow(big, e, m))
+huge = r.getrandbits(4096)        # twice the modulus' length: reduced by the board
+open(t + "/huge.hex", "w").write("%x" % huge)
+open(t + "/huge.want", "w").write("%0512x\n" % pow(huge, e, m))
 PY
 mx modexp "$(cat "$T/e.hex")" "$(cat "$T/m.hex")" < "$T/bases.txt" > "$T/got.txt" 2> "$T/err.log" \
     || { cat "$T/err.log"; cs_fail "modexp array of 100 failed"; }
@@ -88,7 +91,10 @@ phase_items 100 "MODEXP_ARRAY of 100"
 mx modexp "$(cat "$T/e.hex")" "$(cat "$T/m.hex")" "$(cat "$T/big.hex")" > "$T/got1.txt" 2> "$T/err.log" \
     || { cat "$T/err.log"; cs_fail "single modexp failed"; }
 cmp -s "$T/got1.txt" "$T/big.want" || cs_fail "MODEXP of a base above the modulus: wrong result"
-phase_items 1 "MODEXP"
+mx --single modexp "$(cat "$T/e.hex")" "$(cat "$T/m.hex")" "$(cat "$T/huge.hex")" > "$T/got1.txt" 2> "$T/err.log" \
+    || { cat "$T/err.log"; cs_fail "single modexp of a 4096-bit base failed"; }
+cmp -s "$T/got1.txt" "$T/huge.want" || cs_fail "MODEXP of a base twice the modulus' length: wrong result"
+phase_items 2 "MODEXP (twice)"
 cs_log "MODEXP_ARRAY (100 x RSA-2048-sized, random 2048-bit exponent) and MODEXP equal python's pow"
 
 # ---- 1500 items: more than one request (CS_WIRE_MAX_JOBS = 1024) ------------------------
