@@ -17,7 +17,8 @@
 #     packaged broker runs the packaged broker.conf (its state directory moved
 #     to the work folder, a free port), and pkcs11-tool loads the packaged
 #     module and signs with a key imported by the packaged admin (verified by
-#     openssl with the PEM the test made).
+#     openssl with the PEM the test made); the packaged `cryptoserver-admin
+#     status` shows it.
 #
 # Slow (a full package build: about a minute on 2 cores): make check runs it
 # only with CS_PACKAGES=1 (tools/check.sh sets it in a step of its own).
@@ -183,4 +184,9 @@ grep -q 'Cryptoki version' "$T/info.out" || { cat "$T/info.out"; cs_fail "no C_G
 cs_sign_verify "pkcs11-tool --module $MODULE --token-label demo" 42 rsa "$T/key.pub.pem" "$T" \
     || cs_fail "the packaged module did not sign through the packaged broker"
 cs_log "the packaged module signs through the packaged broker (verified by openssl)"
+"$ADMIN" status --metrics "$(cat "$STATE/broker.metrics")" > "$T/status.out" 2>&1 \
+    || { cat "$T/status.out"; cs_fail "the packaged cryptoserver-admin status failed"; }
+awk '$1 == "cpu" && $2 == "ok" && $3 >= 1 { found = 1 } END { exit !found }' "$T/status.out" \
+    || { cat "$T/status.out"; cs_fail "status does not show board cpu with the signature"; }
+cs_log "the packaged cryptoserver-admin status shows board cpu ok"
 cs_stop
