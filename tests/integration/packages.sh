@@ -52,6 +52,9 @@ build () {
 cs_run_bounded $((900 * CS_TIME_FACTOR)) "$WORK/dpkg-buildpackage.log" build \
     || { tail -n 40 "$WORK/dpkg-buildpackage.log"; cs_fail "dpkg-buildpackage -b -us -uc failed (log: $WORK/dpkg-buildpackage.log)"; }
 cs_log "dpkg-buildpackage -b -us -uc: $(( $(date +%s) - started )) s"
+# The build tree is of no further use (the packages are beside it), and the
+# EXIT trap would take its sources that name PEM markers for leaked keys.
+rm -rf "$SRC"
 BROKER_DEB=$WORK/pkg/cryptoserver-broker_${VERSION}_$ARCH.deb
 MODULE_DEB=$WORK/pkg/libcryptoserver-pkcs11_${VERSION}_$ARCH.deb
 TOOLS_DEB=$WORK/pkg/cryptoserver-tools_${VERSION}_$ARCH.deb
