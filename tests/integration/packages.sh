@@ -12,6 +12,9 @@
 #   - the unit: its hardening settings, `systemd-analyze verify` and
 #     `systemd-analyze security --offline` (exposure at most 2.0);
 #   - the default /etc/cryptoserver/broker.conf listens on loopback only;
+#   - p11-kit and a pkcs11: URI find the module as installed (the packaged
+#     directories bind-mounted over the system's in a private mount
+#     namespace);
 #   - the packaged programs work together: extracted with dpkg-deb -x into a
 #     temporary root, the packaged cryptoserver-admin makes a deployment, the
 #     packaged broker runs the packaged broker.conf (its state directory moved
@@ -187,6 +190,29 @@ grep -q 'Cryptoki version' "$T/info.out" || { cat "$T/info.out"; cs_fail "no C_G
 cs_sign_verify "pkcs11-tool --module $MODULE --token-label demo" 42 rsa "$T/key.pub.pem" "$T" \
     || cs_fail "the packaged module did not sign through the packaged broker"
 cs_log "the packaged module signs through the packaged broker (verified by openssl)"
+# p11-kit itself finds the installed module: in a mount namespace of its
+# own (unshare -m: nothing changes outside it), the packaged pkcs11/ and
+# p11-kit modules/ directories are bind-mounted over the system's, as if
+# installed; then p11-kit list-modules (from cryptoserver.module as
+# shipped) and GnuTLS's p11tool with the URI pkcs11:token=demo.
+# as_installed COMMAND...: COMMAND in that namespace.
+as_installed () {
+    unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" "$2" && mount --bind "$3" "$4" \
+        && shift 4 && exec "$@"' sh "$ROOT/usr/share/p11-kit/modules" "$p11_configs" \
+        "$ROOT/usr/lib/$TRIPLET/pkcs11" "$p11_path" "$@"
+}
+cs_require unshare p11-kit p11tool
+[ -d "$p11_configs" ] && [ -d "$p11_path" ] || cs_fail "$p11_configs or $p11_path missing (p11-kit installs them)"
+as_installed p11-kit list-modules > "$T/list-modules.out" 2>&1 \
+    || { cat "$T/list-modules.out"; cs_fail "p11-kit list-modules failed with the packaged module installed"; }
+awk '/^[^ ]/ { m = $0 == "cryptoserver: cryptoserver-pkcs11.so" } m && /^    token: demo$/ { found = 1 }
+     END { exit !found }' "$T/list-modules.out" \
+    || { cat "$T/list-modules.out"; cs_fail "p11-kit list-modules does not show module cryptoserver with token demo"; }
+as_installed p11tool --list-all 'pkcs11:token=demo' > "$T/p11tool.out" 2>&1 \
+    || { cat "$T/p11tool.out"; cs_fail "p11tool --list-all pkcs11:token=demo failed"; }
+grep -q 'pkcs11:.*token=demo.*object=packaged' "$T/p11tool.out" \
+    || { cat "$T/p11tool.out"; cs_fail "the URI pkcs11:token=demo does not find the key 'packaged'"; }
+cs_log "installed (in a mount namespace): p11-kit list-modules shows cryptoserver with token demo; pkcs11:token=demo finds its key"
 "$ADMIN" status --metrics "$(cat "$STATE/broker.metrics")" > "$T/status.out" 2>&1 \
     || { cat "$T/status.out"; cs_fail "the packaged cryptoserver-admin status failed"; }
 awk '$1 == "cpu" && $2 == "ok" && $3 >= 1 { found = 1 } END { exit !found }' "$T/status.out" \
