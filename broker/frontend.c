@@ -17,6 +17,7 @@
 #include "cs_util.h"
 #include "cs_wire.h"
 #include "frontend.h"
+#include "clients_watch.h"
 #include "key_info.h"
 #include "keyjobs.h"
 #include "ks_cache.h"
@@ -28,7 +29,7 @@
 #include "slow_jobs.h"
 #include "ticket.h"
 
-#define S_CLIENTS_RELOAD_MS 2000        /* allow-list re-read period */
+#define S_CLIENTS_RELOAD_MS 2000        /* allow-list re-read period without inotify */
 #define S_ZAP_DOMAIN "cryptoserver"
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
 /*  A job's result while it waits for the slow pool: never sent (the request
@@ -134,6 +135,7 @@ typedef struct {
     slow_pool_t *slow;              /* PIN checks, keystore reads and writes (slow_jobs.h) */
     ks_cache_t *cache;              /* keystore keys and tenant rows (keystore/key-cache) */
     ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
+    clients_watch_t *clients_watch; /* changes of clients.d, or NULL: re-read on a timer */
 } s_frontend_t;
 
 static void s_pool_refill (s_frontend_t *self);
@@ -239,6 +241,22 @@ static int
 s_on_clients_timer (zloop_t *loop, int timer_id, void *arg)
 {
     s_clients_reload (arg);
+    return 0;
+}
+
+/*  Re-reads clients.d when it changed (clients_watch.h): called before
+ *  every request's sender is looked up, and when the watch is readable.  */
+static void
+s_clients_check (s_frontend_t *self)
+{
+    if (self->clients_watch && clients_watch_changed (self->clients_watch))
+        s_clients_reload (self);
+}
+
+static int
+s_on_clients_watch (zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    s_clients_check (arg);
     return 0;
 }
 
@@ -1679,6 +1697,7 @@ s_identify (s_frontend_t *self, zframe_t *body, s_request_t *request, const char
     }
     else {
         const char *key = zframe_meta (body, "User-Id");
+        s_clients_check (self);
         s_client_t *client = key ? zhashx_lookup (self->clients, key) : NULL;
         if (!client) {
             zsys_warning ("request refused: client key %s is not in the allow-list %s",
@@ -2375,8 +2394,10 @@ s_start (s_frontend_t *self)
         zsys_error ("cannot bind the worker endpoint %s", self->args->backend);
         return -1;
     }
-    if (self->config->curve)
+    if (self->config->curve) {
+        self->clients_watch = clients_watch_new (self->config->clients_dir);   /* before the read */
         s_clients_reload (self);
+    }
     self->loop = zloop_new ();
     zloop_set_nonstop (self->loop, true);    /* SIGINT means drain, not stop */
     if (s_keystore_start (self))
@@ -2385,6 +2406,11 @@ s_start (s_frontend_t *self)
     zloop_reader (self->loop, self->backend, s_on_backend, self);
     zloop_reader (self->loop, self->router, s_on_router, self);
     self->reading = true;
+    if (self->clients_watch) {
+        zmq_pollitem_t item = { NULL, clients_watch_fd (self->clients_watch), ZMQ_POLLIN, 0 };
+        zloop_poller (self->loop, &item, s_on_clients_watch, self);
+    }
+    else
     if (self->config->curve)
         zloop_timer (self->loop, S_CLIENTS_RELOAD_MS, 0, s_on_clients_timer, self);
     if (self->config->stats_interval_ms > 0)
@@ -2421,6 +2447,7 @@ s_frontend_free (s_frontend_t *self)
     s_pool_seal (self);
     pool_destroy (&self->pool);
     ks_watch_destroy (&self->watch);
+    clients_watch_destroy (&self->clients_watch);
     ks_cache_destroy (&self->cache);
     client_load_destroy (&self->load);
     free (self->default_tenant);

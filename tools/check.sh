@@ -1,7 +1,8 @@
 #!/bin/bash
 # check.sh — what CI runs (.ci/run): installs missing packages, builds in
 # _build/ (VPATH, --enable-strict), runs `make check` (Check unit tests and
-# the integration tests in tests/integration/), shows the logs of failures and
+# the integration tests in tests/integration/), then `make check-packages`
+# (the Debian packages: tests/integration/packages.sh), shows the logs of failures and
 # ends with "N passed, N failed"; with $CI set, also `make distcheck`.  Exits
 # non-zero on any failure.
 set -eu
@@ -10,7 +11,8 @@ usage () {
     cat <<'EOT'
 usage: tools/check.sh [--memcheck] [--help]
 
-Builds in _build/ (or $CS_BUILD_DIR) with --enable-strict and runs make check;
+Builds in _build/ (or $CS_BUILD_DIR) with --enable-strict and runs make check,
+then make check-packages (builds and checks the Debian packages);
 with --memcheck, then also make memcheck (valgrind: many minutes; README.md).
 Environment: CS_BUILD_DIR  build directory (default SRC/_build)
              CS_JOBS       parallel make jobs (default: number of CPUs)
@@ -67,6 +69,12 @@ export CS_REQUIRE_ALL=1
 rc=0
 make -j"$JOBS" check || rc=$?
 
+# The Debian packages (tests/integration/packages.sh): built from the
+# distribution files in the test's work folder and checked, alone after the
+# other tests (a package build takes the machine's cores for about a minute).
+step "Packages (make check-packages)"
+make check-packages || rc=$?
+
 # Counts from the automake .trs files: PASS/XFAIL pass, FAIL/XPASS/ERROR
 # fail.  A SKIP passes only when the test said that what it needs cannot
 # exist on this machine ("SKIP (cannot exist here): ..." in its log, lib.sh's
@@ -90,7 +98,7 @@ while IFS= read -r trs; do
 done < <(find . -path ./cryptoserver-\* -prune -o -name '*.trs' -print | sort)
 
 if [ "$rc" != 0 ] || [ "$failed" != 0 ]; then
-    for log in $(find . -name test-suite.log); do
+    for log in $(find . -name test-suite.log -o -name packages-suite.log); do
         step "$log"
         cat "$log"
     done

@@ -1,7 +1,7 @@
 /*  cs_admin.c — cryptoserver-admin: make and manage a cryptoserver deployment.
  *
  *  main() only dispatches to a verb: init, board, client, config, tenant,
- *  key, master-key.  The
+ *  key, master-key, status.  The
  *  deployment layout is docs/CONTRACTS.md; the user manual is
  *  man/cryptoserver-admin.1.
  */
@@ -42,6 +42,9 @@ s_usage (FILE *out)
         "  client list [--dir DIR]\n"
         "  client remove NAME [--dir DIR]\n"
         "      manage client key pairs, the allow-list DIR/clients.d and client configs\n"
+        "  status [--metrics URL]... [--dir DIR]\n"
+        "      each running broker's boards (health, jobs), queue depth and clients,\n"
+        "      from its metrics endpoint\n"
         "  config get FILE PATH\n"
         "  config set FILE PATH VALUE\n"
         "      read or change one value of a ZPL config file (e.g. broker/endpoint)\n"
@@ -81,6 +84,8 @@ main (int argc, char **argv)
         return cs_admin_key (argc - 1, argv + 1);
     if (streq (verb, "master-key"))
         return cs_admin_master_key (argc - 1, argv + 1);
+    if (streq (verb, "status"))
+        return cs_admin_status (argc - 1, argv + 1);
     cs_admin_error ("unknown verb '%s' (try --help)", verb);
     return CS_ADMIN_USAGE;
 }

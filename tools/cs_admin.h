@@ -26,6 +26,7 @@ int cs_admin_config (int argc, char **argv);
 int cs_admin_tenant (int argc, char **argv);        /* cs_admin_tenant.c */
 int cs_admin_key (int argc, char **argv);           /* cs_admin_key.c */
 int cs_admin_master_key (int argc, char **argv);    /* cs_admin_key.c */
+int cs_admin_status (int argc, char **argv);        /* cs_admin_status.c */
 
 /*  Options shared by the keystore verbs (tenant, key, master-key); every
  *  string is borrowed from argv except the PINs (owned, wiped by

@@ -2,8 +2,8 @@
  *
  *  A client is a CURVE key pair in DIR/clients/NAME/ with a ready client.conf
  *  and a pinned copy of broker.cert; its public cert in DIR/clients.d/ is the
- *  broker's allow-list entry (the running broker re-reads clients.d every
- *  2 s, so add and remove take effect without a restart).
+ *  broker's allow-list entry (running brokers watch clients.d with inotify,
+ *  so add and remove take effect at once, without a restart).
  */
 #include <dirent.h>
 #include <getopt.h>
@@ -36,8 +36,8 @@ s_client_usage (FILE *out, int status)
         "                 (default: the first tenant by name)\n"
         "  --endpoint E   the broker endpoint(s) to connect to, comma-separated\n"
         "                 (default: broker/endpoint of broker.conf)\n"
-        "remove: deletes the allow-list entry (the broker refuses the key within\n"
-        "a few seconds) and DIR/clients/NAME/.\n"
+        "remove: deletes the allow-list entry (running brokers refuse the key from\n"
+        "its next request on) and DIR/clients/NAME/.\n"
         "DIR defaults to the current directory.\n");
     return status;
 }
@@ -228,7 +228,7 @@ s_client_remove (s_client_args_t *args)
             status = CS_ADMIN_FAIL;
         }
         else
-            printf ("removed client %s (the broker refuses its key within a few seconds)\n",
+            printf ("removed client %s (running brokers refuse its key from its next request)\n",
                     args->name);
     }
     zstr_free (&home);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 #include "cs_bench.h"
+#include "cs_metrics_scrape.h"
 #include "cs_wire.h"
 
 #define MAX_THREADS   256
@@ -535,7 +536,7 @@ s_run (const s_options_t *options, cs_bench_module_t *module, cs_bench_driver_t 
         pthread_create (&threads [i], NULL, s_worker_run, &workers [i]);
     }
     pthread_barrier_wait (&ready);      //  all sessions open (logins are not measured)
-    int metrics_rc = options->metrics ? cs_bench_metrics_read (options->metrics, "process_cpu_seconds_total",
+    int metrics_rc = options->metrics ? cs_metrics_read (options->metrics, "process_cpu_seconds_total",
                                                                &cpu_before, err, sizeof err) : 0;
     if (metrics_rc)
         atomic_store (&stop, true);     //  no run: the threads stop before their first op
@@ -543,7 +544,7 @@ s_run (const s_options_t *options, cs_bench_module_t *module, cs_bench_driver_t 
     double started = s_now ();
     s_wait (threads, options->threads, &progress, started, options->progress);
     if (options->metrics && metrics_rc == 0)
-        metrics_rc = cs_bench_metrics_read (options->metrics, "process_cpu_seconds_total", &cpu_after,
+        metrics_rc = cs_metrics_read (options->metrics, "process_cpu_seconds_total", &cpu_after,
                                             err, sizeof err);
     //  Wall time of the signing only: per block from the first thread's start
     //  to the last thread's end (verification comes after and is not timed).

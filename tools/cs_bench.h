@@ -6,7 +6,7 @@
  *  cs_bench_driver.c (one board through its shim driver, no broker),
  *  cs_bench_verify.c (OpenSSL verification), cs_bench_stats.c (latency
  *  percentiles), cs_bench_tls.c (TLS handshakes per second of a server),
- *  cs_bench_paper.c (the `paper` subcommand), cs_bench_metrics.c (a
+ *  cs_bench_paper.c (the `paper` subcommand), cs_metrics_scrape.c (a
  *  broker's metrics endpoint), cs_bench.c (options, threads, blocks, the
  *  report).
  */
@@ -171,19 +171,6 @@ bool cs_bench_samples_merge (cs_bench_samples_t *to, const cs_bench_samples_t *f
 double cs_bench_percentile (cs_bench_samples_t *samples, double p);
 
 void cs_bench_samples_free (cs_bench_samples_t *samples);
-
-/*  ---- a broker's metrics (cs_bench_metrics.c) ------------------------- */
-
-/*  The value of the unlabelled sample `name` (e.g.
- *  "process_cpu_seconds_total") in a Prometheus text body; false when the
- *  text has no such line.  */
-bool cs_bench_metrics_value (const char *text, const char *name, double *value);
-
-/*  Fetches `url` ("http://HOST[:PORT][/PATH]", port 9464 and path /metrics
- *  by default; no https) with one HTTP/1.0 GET (10 s time-outs, at most
- *  16 MiB) and reads sample `name` into *value.  Returns 0, or -1 with a
- *  message in err (err_size bytes).  */
-int cs_bench_metrics_read (const char *url, const char *name, double *value, char *err, size_t err_size);
 
 /*  ---- key generation latency (cs_bench_keygen.c) --------------------- */
 

@@ -24,6 +24,11 @@ CS_DEB_PACKAGES="$CS_DEB_PACKAGES sqlite3"
 # gnuplot for its plot (gnuplot-nox: no X11), taskset (util-linux) to pin
 # the TLS server of Table 4 to its CPU.
 CS_DEB_PACKAGES="$CS_DEB_PACKAGES gnuplot-nox util-linux"
+# The Debian packages (debian/, tests/integration/packages.sh, issue #11):
+# dpkg-buildpackage (dpkg-dev) with debhelper (dh, dh_autoreconf,
+# dh_installsystemd) under fakeroot; systemd-analyze checks the unit.  The
+# Build-Depends of debian/control are the build packages above.
+CS_DEB_PACKAGES="$CS_DEB_PACKAGES debhelper dpkg-dev fakeroot systemd"
 # nginx (client-nginx.sh): nginx-light, unless an nginx flavour (nginx-core,
 # nginx-full, ...) is installed already: they conflict with each other.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then

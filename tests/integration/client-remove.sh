@@ -1,7 +1,7 @@
 #!/bin/bash
 # client-remove.sh — `cryptoserver-admin client remove` cuts off a client
-# that is connected and signing: its requests fail within a few seconds
-# (the broker re-reads clients.d every 2 s), and a new process with that key
+# that is connected and signing: its requests fail at once (the broker
+# watches clients.d; client-admission.sh times it), and a new process with that key
 # is refused too.
 . "$(dirname "$0")/lib.sh"
 

@@ -1,7 +1,6 @@
-/*  cs_bench_metrics.c — reads one number from a broker's metrics endpoint
- *  (cryptoserver-broker(8), METRICS) for cryptoserver-bench --metrics: an
- *  HTTP/1.0 GET over one TCP connection, http:// only, bounded in time and
- *  size.  No HTTP library: the bench stays a small program.  */
+/*  cs_metrics_scrape.c — a broker's metrics endpoint, read by
+ *  cryptoserver-bench --metrics and cryptoserver-admin status
+ *  (cs_metrics_scrape.h).  No HTTP library: the tools stay small programs.  */
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -10,7 +9,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
-#include "cs_bench.h"
+#include "cs_metrics_scrape.h"
 
 #define S_TIMEOUT_S 10                  /* connect, send and each receive */
 #define S_MAX_RESPONSE (16 * 1024 * 1024)
@@ -86,7 +85,7 @@ s_get (int fd, const char *host, const char *path, char *err, size_t err_size)
 {
     char request [1400];
     int len = snprintf (request, sizeof request, "GET %s HTTP/1.0\r\nHost: %s\r\nAccept: text/plain\r\n"
-                        "User-Agent: cryptoserver-bench\r\n\r\n", path, host);
+                        "User-Agent: cryptoserver-tools\r\n\r\n", path, host);
     if (len < 0 || (size_t) len >= sizeof request || send (fd, request, (size_t) len, MSG_NOSIGNAL) != len) {
         snprintf (err, err_size, "cannot send the request: %s", strerror (errno));
         return NULL;
@@ -118,11 +117,11 @@ s_get (int fd, const char *host, const char *path, char *err, size_t err_size)
 }
 
 bool
-cs_bench_metrics_value (const char *text, const char *name, double *value)
+cs_metrics_value (const char *text, const char *series, double *value)
 {
-    size_t len = strlen (name);
+    size_t len = strlen (series);
     for (const char *line = text; line && *line; ) {
-        if (strncmp (line, name, len) == 0 && line [len] == ' ') {
+        if (strncmp (line, series, len) == 0 && line [len] == ' ') {
             char *end = NULL;
             *value = strtod (line + len + 1, &end);
             return end != line + len + 1;
@@ -133,29 +132,107 @@ cs_bench_metrics_value (const char *text, const char *name, double *value)
     return false;
 }
 
-int
-cs_bench_metrics_read (const char *url, const char *name, double *value, char *err, size_t err_size)
+bool
+cs_metrics_next (const char **cursor, cs_metrics_sample_t *sample)
+{
+    while (*cursor && **cursor) {
+        const char *line = *cursor, *end = strchr (line, '\n');
+        size_t len = end ? (size_t) (end - line) : strlen (line);
+        *cursor = end ? end + 1 : line + len;
+        size_t name_len = strcspn (line, "{ \n");
+        if (*line == '#' || name_len == 0 || name_len >= sizeof sample->name || name_len >= len)
+            continue;
+        const char *rest = line + name_len, *labels = "";
+        size_t labels_len = 0;
+        if (*rest == '{') {
+            const char *close = memchr (rest, '}', len - name_len);
+            if (!close || (size_t) (close - rest - 1) >= sizeof sample->labels)
+                continue;
+            labels = rest + 1;
+            labels_len = (size_t) (close - labels);
+            rest = close + 1;
+        }
+        char *number_end = NULL;
+        double value = strtod (rest, &number_end);
+        if (*rest != ' ' || number_end == rest)
+            continue;
+        memcpy (sample->name, line, name_len);
+        sample->name [name_len] = 0;
+        memcpy (sample->labels, labels, labels_len);
+        sample->labels [labels_len] = 0;
+        sample->value = value;
+        return true;
+    }
+    return false;
+}
+
+bool
+cs_metrics_label (const char *labels, const char *key, char *out, size_t out_size)
+{
+    size_t key_len = strlen (key);
+    for (const char *p = labels; p && *p; ) {
+        bool match = strncmp (p, key, key_len) == 0 && p [key_len] == '=' && p [key_len + 1] == '"';
+        const char *q = strchr (p, '"');
+        if (!q)
+            return false;
+        size_t n = 0;
+        for (q++; *q && *q != '"'; q++) {
+            char c = *q;
+            if (c == '\\' && q [1]) {
+                q++;
+                c = *q == 'n' ? '\n' : *q;
+            }
+            if (match && n + 1 < out_size)
+                out [n++] = c;
+        }
+        if (match) {
+            if (out_size)
+                out [n] = 0;
+            return true;
+        }
+        p = *q ? q + 1 : q;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
+char *
+cs_metrics_fetch (const char *url, char *err, size_t err_size)
 {
     char host [256], port [8], path [1024];
     if (s_url_split (url, host, port, path)) {
-        snprintf (err, err_size, "--metrics %s: not http://HOST[:PORT][/PATH] (only http:// is read)", url);
-        return -1;
+        snprintf (err, err_size, "%s: not http://HOST[:PORT][/PATH] (only http:// is read)", url);
+        return NULL;
     }
     int fd = s_connect (host, port, err, err_size);
     if (fd < 0)
-        return -1;
+        return NULL;
     char *response = s_get (fd, host, path, err, err_size);
     close (fd);
-    int status = 0, rc = -1;
-    const char *body = response ? strstr (response, "\r\n\r\n") : NULL;
-    if (response && (sscanf (response, "HTTP/1.%*d %d", &status) != 1 || status != 200 || !body))
+    int status = 0;
+    char *body = response ? strstr (response, "\r\n\r\n") : NULL;
+    if (response && (sscanf (response, "HTTP/1.%*d %d", &status) != 1 || status != 200 || !body)) {
         snprintf (err, err_size, "%s: HTTP status %d", url, status);
+        free (response);
+        return NULL;
+    }
+    if (!response)
+        return NULL;
+    memmove (response, body + 4, strlen (body + 4) + 1);
+    return response;
+}
+
+int
+cs_metrics_read (const char *url, const char *series, double *value, char *err, size_t err_size)
+{
+    char *body = cs_metrics_fetch (url, err, err_size);
+    int rc = -1;
+    if (body && !cs_metrics_value (body, series, value))
+        snprintf (err, err_size, "%s: no %s", url, series);
     else
-    if (response && !cs_bench_metrics_value (body + 4, name, value))
-        snprintf (err, err_size, "%s: no %s", url, name);
-    else
-    if (response)
+    if (body)
         rc = 0;
-    free (response);
+    free (body);
     return rc;
 }
