@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include "cs_bench.h"
+#include "cs_metrics_scrape.h"
 #include "cs_wire.h"
 
 //  DER OIDs for CKA_EC_PARAMS: prime256v1 (1.2.840.10045.3.1.7) and
@@ -106,8 +107,8 @@ static int
 s_pool_read (const char *url, double pool [2])
 {
     char err [256] = "";
-    if (cs_bench_metrics_read (url, "cryptoserver_pool_keys_taken_total", &pool [0], err, sizeof err) == 0
-    &&  cs_bench_metrics_read (url, "cryptoserver_pool_keys_missed_total", &pool [1], err, sizeof err) == 0)
+    if (cs_metrics_read (url, "cryptoserver_pool_keys_taken_total", &pool [0], err, sizeof err) == 0
+    &&  cs_metrics_read (url, "cryptoserver_pool_keys_missed_total", &pool [1], err, sizeof err) == 0)
         return 0;
     fprintf (stderr, "cryptoserver-bench: --metrics: %s\n", err);
     return -1;
