@@ -543,6 +543,7 @@ s_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
     zstr_free (&identity);
     if (item) {
         scheduler_done (self->scheduler, item->board, item->rv != CKR_OK);
+        scheduler_service (self->scheduler, item, item->service_ns);
         metrics_item_done (self->args->metrics, item,
                            item->request ? ((s_request_t *) item->request)->received_ns : 0);
         s_item_finish (self, item);
@@ -667,6 +668,7 @@ s_submit (s_frontend_t *self, work_item_t *item)
     s_request_t *request = item->request;
     size_t worker = 0;
     item->submitted_ns = metrics_now_ns ();
+    item->tenant = request ? request->tenant : NULL;
     scheduler_outcome_t outcome = scheduler_submit (self->scheduler, item, &worker);
     if (outcome == SCHEDULER_NO_BOARD)
         return -1;
@@ -702,6 +704,7 @@ s_route_per_request (s_frontend_t *self, s_request_t *request, work_item_t *item
     if (item->kind == WORK_DERIVE && type != CKK_EC)
         return CKR_KEY_TYPE_INCONSISTENT;
     item->key = (cs_key_t) { NULL, 0, der.data, der.len, NULL };
+    item->bits = bits;
     item->boards = item->kind == WORK_DERIVE ? s_derive_boards (self, true) : s_material_boards (self, type);
     return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
 }
@@ -737,6 +740,7 @@ s_route_board_ref (s_frontend_t *self, s_request_t *request, work_item_t *item, 
     if (!key)
         return CKR_KEY_HANDLE_INVALID;
     item->key = (cs_key_t) { item->id, len, NULL, 0, NULL };
+    item->bits = key->info.bits;
     item->boards = key->boards;
     if (item->boards && item->kind == WORK_DERIVE) {
         item->boards &= s_derive_boards (self, false);
@@ -768,6 +772,7 @@ s_route_keystore_key (s_frontend_t *self, s_request_t *request, work_item_t *ite
                       const Cs__KeyInfo *info, const uint8_t *pkcs8, size_t len)
 {
     CK_RV rv = CKR_OK;
+    item->bits = info->bits;
     if (!info->has_private)
         rv = CKR_KEY_HANDLE_INVALID;
     else

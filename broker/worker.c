@@ -150,7 +150,8 @@ s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_session_t *session)
         if (zsock_recv (dealer, "p", &item) == 0 && item) {
             int64_t started = metrics_now_ns ();
             worker_run_item (args->board, session, item);
-            metrics_observe (args->metrics, item->board, METRICS_SERVICE, metrics_now_ns () - started);
+            item->service_ns = metrics_now_ns () - started;
+            metrics_observe (args->metrics, item->board, METRICS_SERVICE, item->service_ns);
             zsock_send (dealer, "ip", (int) args->id, item);
         }
     }

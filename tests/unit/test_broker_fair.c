@@ -1,0 +1,294 @@
+/*  test_broker_fair.c — fair shares (issue #9): deficit round robin across
+ *  tenants (broker/fair_queue.h, broker/scheduler.h), speed-aware placement
+ *  (scheduler_service, scheduler_expected_ns), and the per-client caps of
+ *  broker/client_load.h (jobs in flight, backlog of deferred requests).
+ *  No threads, no sockets.
+ */
+#include <check.h>
+#include <czmq.h>
+#include "client_load.h"
+#include "fair_queue.h"
+#include "scheduler.h"
+
+static const unsigned char s_shared [] = { 0x01 };     /* on both boards */
+static const unsigned char s_only1 [] = { 0x02 };      /* on board 1 only */
+
+/*  One board "b0" with one worker (id 0), busy until it is ready.  */
+static scheduler_t *
+s_one_busy_worker (void)
+{
+    scheduler_t *s = scheduler_new ();
+    ck_assert_int_eq (scheduler_board_add (s, "b0"), 0);
+    ck_assert_int_eq (scheduler_key_add (s, 0, s_shared, 1), 0);
+    ck_assert_int_eq (scheduler_worker_add (s, 0), 0);
+    return s;
+}
+
+static work_item_t
+s_item (const char *tenant, size_t index)
+{
+    return (work_item_t) { .key_id = s_shared, .key_id_len = 1, .index = index, .tenant = tenant };
+}
+
+/*  The tenant of each item the worker takes, as a string ("AAB...").  */
+static void
+s_drain_order (scheduler_t *s, size_t worker, char *order, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        work_item_t *item = scheduler_worker_ready (s, worker);
+        ck_assert_ptr_nonnull (item);
+        order [i] = item->tenant [0];
+    }
+    order [n] = 0;
+    ck_assert_ptr_null (scheduler_worker_ready (s, worker));
+}
+
+/*  A flood of one tenant queued first; another tenant's single item is
+ *  taken second (one round), not after the flood (FIFO).  */
+START_TEST (test_drr_flood_does_not_delay_other_tenant)
+{
+    scheduler_t *s = s_one_busy_worker ();
+    work_item_t flood [32], single = s_item ("victim", 99);
+    size_t worker;
+    for (size_t i = 0; i < 32; i++) {
+        flood [i] = s_item ("flooder", i);
+        ck_assert_int_eq (scheduler_submit (s, &flood [i], &worker), SCHEDULER_QUEUED);
+    }
+    ck_assert_int_eq (scheduler_submit (s, &single, &worker), SCHEDULER_QUEUED);
+    ck_assert_uint_eq (scheduler_queued (s), 33);
+    ck_assert_uint_eq (scheduler_queued_tenant (s, "flooder"), 32);
+    ck_assert_uint_eq (scheduler_queued_tenant (s, "victim"), 1);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &flood [0]);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &single);
+    /*  Then the flood, in its own FIFO order.  */
+    for (size_t i = 1; i < 32; i++)
+        ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &flood [i]);
+    ck_assert_uint_eq (scheduler_queued (s), 0);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  Weights: A (weight 2) takes two items per round, B and C one.  */
+START_TEST (test_drr_weighted_order)
+{
+    scheduler_t *s = s_one_busy_worker ();
+    ck_assert_int_eq (scheduler_tenant_weight (s, "A", 2), 0);
+    ck_assert_int_eq (scheduler_tenant_weight (s, "A", 0), -1);
+    ck_assert_int_eq (scheduler_tenant_weight (s, "A", FAIR_QUEUE_MAX_WEIGHT + 1), -1);
+    work_item_t a [6], b [4], c [2];
+    size_t worker;
+    for (size_t i = 0; i < 6; i++) {
+        a [i] = s_item ("A", i);
+        ck_assert_int_eq (scheduler_submit (s, &a [i], &worker), SCHEDULER_QUEUED);
+    }
+    for (size_t i = 0; i < 4; i++) {
+        b [i] = s_item ("B", i);
+        ck_assert_int_eq (scheduler_submit (s, &b [i], &worker), SCHEDULER_QUEUED);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        c [i] = s_item ("C", i);
+        ck_assert_int_eq (scheduler_submit (s, &c [i], &worker), SCHEDULER_QUEUED);
+    }
+    char order [13];
+    s_drain_order (s, 0, order, 12);
+    ck_assert_str_eq (order, "AABCAABCAABB");
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  A tenant that joins while others wait is served within one round: it
+ *  joins at the end of the round (after A, whose turn ended), not at the
+ *  end of the queue.  */
+START_TEST (test_drr_late_joiner)
+{
+    scheduler_t *s = s_one_busy_worker ();
+    work_item_t a [4], b [4], late = s_item ("Z", 0);
+    size_t worker;
+    for (size_t i = 0; i < 4; i++) {
+        a [i] = s_item ("A", i);
+        b [i] = s_item ("B", i);
+        ck_assert_int_eq (scheduler_submit (s, &a [i], &worker), SCHEDULER_QUEUED);
+        ck_assert_int_eq (scheduler_submit (s, &b [i], &worker), SCHEDULER_QUEUED);
+    }
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &a [0]);
+    ck_assert_int_eq (scheduler_submit (s, &late, &worker), SCHEDULER_QUEUED);
+    char order [9];
+    s_drain_order (s, 0, order, 8);
+    ck_assert_str_eq (order, "BAZBABAB");
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  A worker takes only items its board can run: a tenant whose items are
+ *  all for another board loses its turn, never the item.  Background
+ *  items go only when no client item for the board waits.  */
+START_TEST (test_drr_board_filter_and_background)
+{
+    scheduler_t *s = scheduler_new ();
+    ck_assert_int_eq (scheduler_board_add (s, "b0"), 0);
+    ck_assert_int_eq (scheduler_board_add (s, "b1"), 1);
+    scheduler_key_add (s, 0, s_shared, 1);
+    scheduler_key_add (s, 1, s_shared, 1);
+    scheduler_key_add (s, 1, s_only1, 1);
+    ck_assert_int_eq (scheduler_worker_add (s, 0), 0);
+    ck_assert_int_eq (scheduler_worker_add (s, 1), 1);
+    work_item_t only1 [2], shared [2], low = { .key_id = s_shared, .key_id_len = 1, .low = true };
+    size_t worker;
+    for (size_t i = 0; i < 2; i++) {
+        only1 [i] = (work_item_t) { .key_id = s_only1, .key_id_len = 1, .tenant = "A" };
+        shared [i] = s_item ("B", i);
+        ck_assert_int_eq (scheduler_submit (s, &only1 [i], &worker), SCHEDULER_QUEUED);
+    }
+    ck_assert_int_eq (scheduler_submit (s, &low, &worker), SCHEDULER_QUEUED);
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_int_eq (scheduler_submit (s, &shared [i], &worker), SCHEDULER_QUEUED);
+    /*  A's turn, but board 0 cannot run A's items: B's first item.  */
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &shared [0]);
+    ck_assert_uint_eq (shared [0].board, 0);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 1), &only1 [0]);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 1), &shared [1]);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 1), &only1 [1]);
+    /*  No client item left: the background item.  */
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &low);
+    ck_assert_ptr_null (scheduler_worker_ready (s, 1));
+    ck_assert_ptr_null (scheduler_worker_ready (s, 0));
+    ck_assert_uint_eq (scheduler_queued (s), 0);
+    ck_assert_uint_eq (scheduler_queued_low (s), 0);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  fair_queue on its own (the slow pool's queue of PIN checks): round
+ *  robin over owners, NULL owner is a flow of its own.  */
+START_TEST (test_fair_queue_round_robin)
+{
+    fair_queue_t *q = fair_queue_new ();
+    int items [10];
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq (fair_queue_add (q, "logins", &items [i]), 0);
+    ck_assert_int_eq (fair_queue_add (q, "other", &items [8]), 0);
+    ck_assert_int_eq (fair_queue_add (q, NULL, &items [9]), 0);
+    ck_assert_uint_eq (fair_queue_size (q), 10);
+    ck_assert_uint_eq (fair_queue_active (q), 3);
+    ck_assert_ptr_eq (fair_queue_take (q, NULL, NULL), &items [0]);
+    ck_assert_ptr_eq (fair_queue_take (q, NULL, NULL), &items [8]);
+    ck_assert_ptr_eq (fair_queue_take (q, NULL, NULL), &items [9]);
+    for (int i = 1; i < 8; i++)
+        ck_assert_ptr_eq (fair_queue_take (q, NULL, NULL), &items [i]);
+    ck_assert_ptr_null (fair_queue_take (q, NULL, NULL));
+    ck_assert_uint_eq (fair_queue_active (q), 0);
+    ck_assert_uint_eq (fair_queue_weight (q, "other"), 1);
+    fair_queue_destroy (&q);
+    fair_queue_destroy (&q);
+    ck_assert_ptr_null (q);
+}
+END_TEST
+
+/*  Two boards holding the same key, both idle: board "slow" measured at
+ *  100 ms, board "fast" at 10 ms.  The item goes to the fast one, though
+ *  the old rule (most idle workers) would pick the slow one.  */
+START_TEST (test_speed_idle_fast_beats_idle_slow)
+{
+    scheduler_t *s = scheduler_new ();
+    ck_assert_int_eq (scheduler_board_add (s, "slow"), 0);
+    ck_assert_int_eq (scheduler_board_add (s, "fast"), 1);
+    scheduler_key_add (s, 0, s_shared, 1);
+    scheduler_key_add (s, 1, s_shared, 1);
+    for (int w = 0; w < 3; w++)             /* slow: workers 0..2, fast: 3 */
+        ck_assert_int_eq (scheduler_worker_add (s, w < 2 ? 0 : w == 2 ? 0 : 1), w);
+    ck_assert_int_eq (scheduler_worker_add (s, 1), 3);
+    for (size_t w = 0; w < 4; w++)
+        ck_assert_ptr_null (scheduler_worker_ready (s, w));
+    work_item_t done = s_item ("A", 0), item = s_item ("A", 1);
+    done.bits = item.bits = 2048;
+    done.rv = CKR_OK;
+    /*  Unmeasured: the old rule, most idle workers (slow has 3).  */
+    ck_assert_double_eq (scheduler_expected_ns (s, 0, &item), 0);
+    size_t worker;
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (item.board, 0);
+    ck_assert_ptr_null (scheduler_worker_ready (s, worker));
+    /*  Measured: the EWMA of each board.  */
+    for (int i = 0; i < 5; i++) {
+        done.board = 0;
+        scheduler_service (s, &done, 100000000);
+        done.board = 1;
+        scheduler_service (s, &done, 10000000);
+    }
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 0, &item), 1e8, 1);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 1, &item), 1e7, 1);
+    /*  A failed item says nothing about speed (a board that fails fast).  */
+    done.rv = CKR_DEVICE_ERROR;
+    done.board = 0;
+    scheduler_service (s, &done, 1000);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 0, &item), 1e8, 1);
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (item.board, 1);
+    ck_assert_uint_eq (worker, 3);
+    /*  The fast board busy: the slow idle one (work-conserving).  */
+    work_item_t next = s_item ("A", 2);
+    next.bits = 2048;
+    ck_assert_int_eq (scheduler_submit (s, &next, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (next.board, 0);
+    /*  EWMA: one sample of 20 ms moves the fast board by 1/8 of the gap.  */
+    done.rv = CKR_OK;
+    done.board = 1;
+    scheduler_service (s, &done, 20000000);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 1, &item), 1.125e7, 1);
+    /*  No sample of 4096 bits: scaled from 2048 by the cube (x 8).  */
+    work_item_t big = s_item ("A", 3);
+    big.bits = 4096;
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 0, &big), 8e8, 1);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  Boards within SCHEDULER_SPEED_SLACK of each other count as equal: the
+ *  load still spreads over them.  */
+START_TEST (test_speed_equal_boards_share)
+{
+    scheduler_t *s = scheduler_new ();
+    scheduler_board_add (s, "b0");
+    scheduler_board_add (s, "b1");
+    scheduler_key_add (s, 0, s_shared, 1);
+    scheduler_key_add (s, 1, s_shared, 1);
+    for (size_t w = 0; w < 4; w++) {
+        ck_assert_int_eq (scheduler_worker_add (s, w % 2), (int) w);
+        ck_assert_ptr_null (scheduler_worker_ready (s, w));
+    }
+    work_item_t done = s_item ("A", 0);
+    done.rv = CKR_OK;
+    done.board = 0;
+    scheduler_service (s, &done, 10000000);
+    done.board = 1;
+    scheduler_service (s, &done, 11000000);
+    work_item_t items [2] = { s_item ("A", 1), s_item ("A", 2) };
+    size_t worker;
+    ck_assert_int_eq (scheduler_submit (s, &items [0], &worker), SCHEDULER_ASSIGNED);
+    ck_assert_int_eq (scheduler_submit (s, &items [1], &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_ne (items [0].board, items [1].board);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("broker_fair");
+    TCase *tc = tcase_create ("drr");
+    tcase_add_test (tc, test_drr_flood_does_not_delay_other_tenant);
+    tcase_add_test (tc, test_drr_weighted_order);
+    tcase_add_test (tc, test_drr_late_joiner);
+    tcase_add_test (tc, test_drr_board_filter_and_background);
+    tcase_add_test (tc, test_fair_queue_round_robin);
+    suite_add_tcase (suite, tc);
+    tc = tcase_create ("speed");
+    tcase_add_test (tc, test_speed_idle_fast_beats_idle_slow);
+    tcase_add_test (tc, test_speed_equal_boards_share);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? 1 : 0;
+}
