@@ -271,6 +271,67 @@ START_TEST (test_speed_equal_boards_share)
 }
 END_TEST
 
+/*  Per-client caps: a client at max_jobs jobs out defers its requests,
+ *  keeping their order; others start at once; backlogs are served round
+ *  robin across clients as jobs come back; bytes stay capped (the backlog
+ *  is bounded by max_bytes).  */
+START_TEST (test_client_caps_and_backlog)
+{
+    client_load_t *load = client_load_new (1000, 2);
+    int r [6];
+    ck_assert (client_load_may_start (load, "flood"));
+    ck_assert_int_eq (client_load_jobs_add (load, "flood", 1), 0);
+    ck_assert_int_eq (client_load_jobs_add (load, "flood", 1), 0);
+    ck_assert_uint_eq (client_load_jobs (load, "flood"), 2);
+    ck_assert (!client_load_may_start (load, "flood"));
+    ck_assert (client_load_may_start (load, "quiet"));
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq (client_load_defer (load, "flood", &r [i]), 0);
+    ck_assert_int_eq (client_load_jobs_add (load, "quiet", 1), 0);
+    ck_assert_int_eq (client_load_jobs_add (load, "quiet", 1), 0);
+    ck_assert_int_eq (client_load_defer (load, "quiet", &r [3]), 0);
+    ck_assert_uint_eq (client_load_deferred (load), 4);
+    ck_assert_uint_eq (client_load_client_deferred (load, "flood"), 3);
+    /*  Both at their cap: nothing starts.  */
+    ck_assert_ptr_null (client_load_next (load));
+    /*  One job of each back: flood's oldest, then quiet's.  */
+    client_load_jobs_add (load, "flood", -1);
+    client_load_jobs_add (load, "quiet", -1);
+    ck_assert_ptr_eq (client_load_next (load), &r [0]);
+    client_load_jobs_add (load, "flood", 1);     /* r [0]'s job went out */
+    ck_assert_ptr_eq (client_load_next (load), &r [3]);
+    client_load_jobs_add (load, "quiet", 1);
+    ck_assert_ptr_null (client_load_next (load));
+    /*  A new request of flood waits behind its backlog even under the cap.  */
+    client_load_jobs_add (load, "flood", -1);
+    client_load_jobs_add (load, "flood", -1);
+    ck_assert (!client_load_may_start (load, "flood"));
+    ck_assert_ptr_eq (client_load_next (load), &r [1]);
+    ck_assert_ptr_eq (client_load_next (load), &r [2]);
+    ck_assert_ptr_null (client_load_next (load));
+    ck_assert (client_load_may_start (load, "flood"));
+    ck_assert_uint_eq (client_load_deferred (load), 0);
+    /*  Bytes: the backlog is charged, capped per client.  */
+    ck_assert_int_eq (client_load_charge (load, "flood", 600), 0);
+    ck_assert_int_eq (client_load_charge (load, "flood", 600), -1);
+    ck_assert_int_eq (client_load_charge (load, "quiet", 600), 0);
+    client_load_release (load, "flood", 600);
+    client_load_release (load, "quiet", 600);
+    ck_assert_uint_eq (client_load_total (load), 0);
+    client_load_jobs_add (load, "quiet", -1);
+    client_load_jobs_add (load, "quiet", -1);
+    /*  pop drains any backlog at shutdown.  */
+    client_load_jobs_add (load, "x", 1);
+    client_load_jobs_add (load, "x", 1);
+    ck_assert_int_eq (client_load_defer (load, "x", &r [4]), 0);
+    ck_assert_ptr_null (client_load_next (load));
+    ck_assert_ptr_eq (client_load_pop (load), &r [4]);
+    ck_assert_ptr_null (client_load_pop (load));
+    client_load_destroy (&load);
+    ck_assert_ptr_null (load);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -282,6 +343,7 @@ main (void)
     tcase_add_test (tc, test_drr_board_filter_and_background);
     tcase_add_test (tc, test_fair_queue_round_robin);
     suite_add_tcase (suite, tc);
+    tcase_add_test (tc, test_client_caps_and_backlog);
     tc = tcase_create ("speed");
     tcase_add_test (tc, test_speed_idle_fast_beats_idle_slow);
     tcase_add_test (tc, test_speed_equal_boards_share);
