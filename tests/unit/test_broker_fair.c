@@ -1,14 +1,15 @@
 /*  test_broker_fair.c — fair shares (issue #9): deficit round robin across
  *  tenants (broker/fair_queue.h, broker/scheduler.h), speed-aware placement
  *  (scheduler_service, scheduler_expected_ns), and the per-client caps of
- *  broker/client_load.h (jobs in flight, backlog of deferred requests).
- *  No threads, no sockets.
+ *  broker/client_load.h (jobs in flight, backlog of deferred requests), and
+ *  the slow pool's round robin of PIN checks across tenants
+ *  (broker/slow_pool.h, one pool thread).
  */
-#include <check.h>
-#include <czmq.h>
+#include "test_broker_helpers.h"
 #include "client_load.h"
 #include "fair_queue.h"
 #include "scheduler.h"
+#include "slow_pool.h"
 
 static const unsigned char s_shared [] = { 0x01 };     /* on both boards */
 static const unsigned char s_only1 [] = { 0x02 };      /* on board 1 only */
@@ -332,6 +333,80 @@ START_TEST (test_client_caps_and_backlog)
 }
 END_TEST
 
+/*  The slow pool's heavy items (PIN checks) of one tenant's batch do not
+ *  hold up another tenant's: one thread, a running item, then 4 items of
+ *  tenant "batch" and one of "other": other's goes second, not last.  */
+typedef struct {
+    slow_item_t base;
+    char tag;
+} s_slow_t;
+
+static char s_slow_order [16];
+static size_t s_slow_done_count;
+
+static void
+s_slow_run (slow_item_t *item, keystore_t *ks)
+{
+    (void) ks;
+    zclock_sleep (5);
+    s_slow_order [strlen (s_slow_order)] = ((s_slow_t *) item)->tag;
+}
+
+static void
+s_slow_back (slow_item_t *item, void *arg)
+{
+    (void) item;
+    (void) arg;
+    s_slow_done_count++;
+}
+
+static int
+s_slow_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    (void) loop;
+    (void) timer_id;
+    return s_slow_done_count >= *(size_t *) arg ? -1 : 0;
+}
+
+START_TEST (test_slow_pool_round_robin_tenants)
+{
+    char *dir = th_tmpdir (), path [4096];
+    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
+    th_keystore (dir);
+    snprintf (path, sizeof path, "%s/master.key", dir);
+    ck_assert_int_eq (keystore_master_key_read (path, key), 0);
+    snprintf (path, sizeof path, "%s/keystore.db", dir);
+    keystore_t *ks = keystore_open (path, key);
+    ck_assert_ptr_nonnull (ks);
+    zloop_t *loop = zloop_new ();
+    slow_pool_t *pool = slow_pool_new (ks, 1, loop, s_slow_back, s_slow_back, NULL);
+    ck_assert_ptr_nonnull (pool);
+    static s_slow_t items [6];
+    const char *owners [6] = { "batch", "batch", "batch", "batch", "batch", "other" };
+    const char tags [6] = { 'r', 'b', 'b', 'b', 'b', 'o' };
+    memset (s_slow_order, 0, sizeof s_slow_order);
+    s_slow_done_count = 0;
+    for (size_t i = 0; i < 6; i++) {
+        items [i] = (s_slow_t) { { s_slow_run, true, owners [i] }, tags [i] };
+        slow_pool_submit (pool, &items [i].base);
+    }
+    ck_assert_uint_eq (slow_pool_busy (pool), 1);
+    ck_assert_uint_eq (slow_pool_queued (pool), 5);
+    size_t want = 6;
+    zloop_timer (loop, 5, 0, s_slow_timer, &want);
+    zloop_start (loop);
+    ck_assert_str_eq (s_slow_order, "rbobbb");
+    slow_pool_destroy (&pool);
+    zloop_destroy (&loop);
+    keystore_destroy (&ks);
+    OPENSSL_cleanse (key, sizeof key);
+    char command [4200];
+    snprintf (command, sizeof command, "rm -rf '%s'", dir);
+    ck_assert_int_eq (system (command), 0);
+    free (dir);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -344,6 +419,7 @@ main (void)
     tcase_add_test (tc, test_fair_queue_round_robin);
     suite_add_tcase (suite, tc);
     tcase_add_test (tc, test_client_caps_and_backlog);
+    tcase_add_test (tc, test_slow_pool_round_robin_tenants);
     tc = tcase_create ("speed");
     tcase_add_test (tc, test_speed_idle_fast_beats_idle_slow);
     tcase_add_test (tc, test_speed_equal_boards_share);
