@@ -1,6 +1,8 @@
 /*  fair_queue.c — per-flow FIFOs served in deficit round robin
  *  (fair_queue.h).  The round is an array of the flows with items waiting
- *  and the index of the flow whose turn it is.  */
+ *  and the index of the flow whose turn it is; flows that just joined
+ *  (new_pending of them) sit at that index, before the flow whose turn
+ *  they interrupted.  */
 #include <czmq.h>
 #include "fair_queue.h"
 
@@ -18,6 +20,8 @@ struct _fair_queue_t {
     size_t n_round;
     size_t alloc;
     size_t turn;                    /* index in round of the flow whose turn it is */
+    size_t new_pending;             /* new flows at [turn, turn + new_pending) not yet
+                                       done with their first turn */
     size_t size;                    /* items waiting */
 };
 
@@ -109,6 +113,8 @@ s_turn_start (fair_queue_t *self)
 static void
 s_turn_next (fair_queue_t *self)
 {
+    if (self->new_pending > 0)
+        self->new_pending--;
     self->turn = (self->turn + 1) % self->n_round;
     s_turn_start (self);
 }
@@ -131,18 +137,21 @@ fair_queue_add (fair_queue_t *self, const char *name, void *item)
         return -1;
     self->size++;
     if (!flow->active) {
-        /*  Joins at the end of the round: just before the flow whose turn
-         *  it is, so it waits for one full round at most.  */
+        /*  A flow that had nothing waiting goes next, after the other new
+         *  flows (RFC 8290 §4.1, new flows before old ones): a tenant with
+         *  one request at a time waits for one item, not one round.  It
+         *  cannot take more than its share: once its quantum is used it
+         *  is in the round like any other.  */
+        size_t at = self->n_round ? self->turn + self->new_pending : 0;
         flow->active = true;
         flow->deficit = 0;
-        memmove (self->round + self->turn + 1, self->round + self->turn,
-                 (self->n_round - self->turn) * sizeof *self->round);
-        self->round [self->turn] = flow;
+        memmove (self->round + at + 1, self->round + at, (self->n_round - at) * sizeof *self->round);
+        self->round [at] = flow;
         self->n_round++;
         if (self->n_round == 1)
+            self->turn = 0;
+        if (self->n_round == 1 || self->new_pending++ == 0)
             s_turn_start (self);
-        else
-            self->turn++;
     }
     return 0;
 }
@@ -160,6 +169,8 @@ s_flow_leave (fair_queue_t *self, size_t i)
         self->turn--;
     else
     if (i == self->turn) {          /* the next flow's turn begins */
+        if (self->new_pending > 0)
+            self->new_pending--;
         if (self->turn >= self->n_round)
             self->turn = 0;
         s_turn_start (self);

@@ -6,8 +6,11 @@
  *  Every item costs 1; a flow's quantum is its weight (1..FAIR_QUEUE_MAX_WEIGHT,
  *  default 1), so in each round a flow of weight w takes up to w items
  *  while it has items waiting.  A flow's unused deficit is not carried to
- *  the next round (with unit costs DRR is weighted round robin).  A take
- *  may be restricted by a match function (the scheduler: "items this
+ *  the next round (with unit costs DRR is weighted round robin).  A flow
+ *  that had nothing waiting and gets an item goes next, before the flows
+ *  that stay backlogged (RFC 8290 §4.1's "new flows"): a tenant sending one
+ *  request at a time waits for one item in service, not one round.  A
+ *  take may be restricted by a match function (the scheduler: "items this
  *  board can run"): a flow with no matching item ends its turn.
  *
  *  A pure data structure (no threads, no sockets); items are opaque
@@ -42,7 +45,8 @@ int fair_queue_weight_set (fair_queue_t *self, const char *flow, unsigned weight
 unsigned fair_queue_weight (fair_queue_t *self, const char *flow);
 
 /*  Appends item to the FIFO of `flow` (NULL: the flow ""); a flow that
- *  had nothing waiting joins the round at its end.  Returns 0, or -1 when
+ *  had nothing waiting joins the round as the next flow to serve (after
+ *  other such new flows).  Returns 0, or -1 when
  *  out of memory (nothing queued).  */
 int fair_queue_add (fair_queue_t *self, const char *flow, void *item);
 

@@ -135,6 +135,10 @@ static void
 s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_session_t *session)
 {
     zpoller_t *poller = zpoller_new (pipe, dealer, NULL);
+    /*  SIGINT/SIGTERM mean drain (main.c): the worker keeps serving the
+        queued items until the server sends $TERM.  */
+    if (poller)
+        zpoller_set_nonstop (poller, true);
     zsock_send (dealer, "ip", (int) args->id, NULL);
     while (poller) {
         void *which = zpoller_wait (poller, -1);
