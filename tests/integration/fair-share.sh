@@ -12,7 +12,7 @@
 # waits for the first of the 4 running jobs to end: loaded p50 <= 2 x
 # unloaded p50.  With one FIFO it waited behind the whole flood (7 rounds of
 # the board, ~7 x).  The machine is shared, so each measurement is the
-# median (p50) of 15 signatures, and a loaded measurement that misses the
+# median (p50) of 25 signatures, and a loaded measurement that misses the
 # bound by little (<= 3 x) is retried (up to 3 times, each with a fresh
 # flood); the bound itself is a ratio, never a speed.  The broker is
 # stopped while flood jobs are still queued: the drain at SIGTERM runs them
@@ -49,14 +49,14 @@ bench () {
         --verify-key "$T/$who.pub.pem" --csv "$@"
 }
 
-# quiet_p50 NAME: quiet's p50 in ms over 15 single-thread signatures, all
+# quiet_p50 NAME: quiet's p50 in ms over 25 single-thread signatures, all
 # verified; the CSV row in $T/NAME.csv.
 quiet_p50 () {
-    bench quiet --threads 1 --count 15 > "$T/$1.csv" 2> "$T/$1.err" \
+    bench quiet --threads 1 --count 25 > "$T/$1.csv" 2> "$T/$1.err" \
         || { cat "$T/$1.err" "$T/$1.csv"; cs_fail "quiet: cryptoserver-bench failed ($1)"; }
     local ops verified failures p50
     IFS=, read -r _ _ _ _ ops _ _ p50 _ _ _ verified failures < <(tail -n 1 "$T/$1.csv")
-    [ "$ops/$verified/$failures" = "15/15/0" ] || cs_fail "quiet ($1): $(tail -n 1 "$T/$1.csv")"
+    [ "$ops/$verified/$failures" = "25/25/0" ] || cs_fail "quiet ($1): $(tail -n 1 "$T/$1.csv")"
     echo "$p50"
 }
 

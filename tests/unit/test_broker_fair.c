@@ -185,6 +185,61 @@ START_TEST (test_fair_queue_round_robin)
 }
 END_TEST
 
+/*  fair_queue against a model, 20,000 random steps (fixed seed): a take
+ *  with a board filter returns NULL only when no waiting item matches, and
+ *  otherwise the oldest matching item of its flow.  */
+typedef struct {
+    int flow;
+    int mask;                       /* boards (bits 0..1) that may take it */
+    long seq;
+    bool waiting;
+} s_model_item_t;
+
+static bool
+s_model_match (void *item, void *arg)
+{
+    return (((s_model_item_t *) item)->mask & *(int *) arg) != 0;
+}
+
+START_TEST (test_fair_queue_model)
+{
+    enum { N = 128 };
+    static s_model_item_t items [N];
+    const char *flows [3] = { "x", "y", "z" };
+    fair_queue_t *q = fair_queue_new ();
+    size_t used = 0, waiting = 0;
+    unsigned seed = 12345;
+    for (long step = 0; step < 20000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned r = seed >> 8;
+        if (r % 2 && used < N) {
+            s_model_item_t *item = &items [used++];
+            *item = (s_model_item_t) { (int) (r / 2 % 3), (int) (r / 6 % 3) + 1, step, true };
+            ck_assert_int_eq (fair_queue_add (q, flows [item->flow], item), 0);
+            waiting++;
+            continue;
+        }
+        int board = 1 << (r / 2 % 2);
+        s_model_item_t *got = fair_queue_take (q, s_model_match, &board);
+        if (!got) {
+            for (size_t i = 0; i < used; i++)
+                ck_assert (!items [i].waiting || !(items [i].mask & board));
+            continue;
+        }
+        ck_assert (got->waiting && (got->mask & board));
+        for (size_t i = 0; i < used; i++)       /* no older matching item of its flow */
+            ck_assert (!(items [i].waiting && items [i].flow == got->flow && (items [i].mask & board)
+                         && items [i].seq < got->seq));
+        got->waiting = false;
+        waiting--;
+        if (used == N && waiting == 0)
+            used = 0;
+    }
+    ck_assert_uint_eq (fair_queue_size (q), waiting);
+    fair_queue_destroy (&q);
+}
+END_TEST
+
 /*  Two boards holding the same key, both idle: board "slow" measured at
  *  100 ms, board "fast" at 10 ms.  The item goes to the fast one, though
  *  the old rule (most idle workers) would pick the slow one.  */
@@ -412,11 +467,13 @@ main (void)
 {
     Suite *suite = suite_create ("broker_fair");
     TCase *tc = tcase_create ("drr");
+    tcase_set_timeout (tc, 60);
     tcase_add_test (tc, test_drr_flood_does_not_delay_other_tenant);
     tcase_add_test (tc, test_drr_weighted_order);
     tcase_add_test (tc, test_drr_late_joiner);
     tcase_add_test (tc, test_drr_board_filter_and_background);
     tcase_add_test (tc, test_fair_queue_round_robin);
+    tcase_add_test (tc, test_fair_queue_model);
     suite_add_tcase (suite, tc);
     tcase_add_test (tc, test_client_caps_and_backlog);
     tcase_add_test (tc, test_slow_pool_round_robin_tenants);
