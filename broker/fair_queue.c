@@ -156,7 +156,7 @@ fair_queue_add (fair_queue_t *self, const char *name, void *item)
     return 0;
 }
 
-/*  Leaves the round: flow (at index i) has no item left.  */
+/*  Leaves the round: flow (at index i) had no item left at its turn.  */
 static void
 s_flow_leave (fair_queue_t *self, size_t i)
 {
@@ -192,22 +192,29 @@ fair_queue_take (fair_queue_t *self, fair_queue_match_fn *match, void *arg)
 {
     /*  The current flow, then every other one with a fresh quantum, then
      *  the current one again with a fresh quantum: n + 1 visits.  */
-    for (size_t visits = 0; self->n_round > 0 && visits <= self->n_round; visits++) {
+    size_t visits = 0;
+    while (self->n_round > 0 && visits <= self->n_round) {
         size_t i = self->turn;
         s_flow_t *flow = self->round [i];
+        if (zlistx_size (flow->items) == 0) {
+            s_flow_leave (self, i);     /* emptied a round ago: it leaves now */
+            continue;
+        }
         void *item = flow->deficit > 0 ? s_find (flow, match, arg) : NULL;
         if (item) {
             zlistx_detach_cur (flow->items);
             self->size--;
             flow->deficit--;
-            if (zlistx_size (flow->items) == 0)
-                s_flow_leave (self, i);
-            else
-            if (flow->deficit == 0)
+            /*  A flow that emptied stays in the round until its next turn
+             *  (RFC 8290 §4.2): an item it gets before then waits for its
+             *  turn, so a tenant cannot jump the round by emptying and
+             *  coming back as a new flow, again and again.  */
+            if (flow->deficit == 0 || zlistx_size (flow->items) == 0)
                 s_turn_next (self);
             return item;
         }
         s_turn_next (self);
+        visits++;
     }
     return NULL;
 }

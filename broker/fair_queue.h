@@ -9,7 +9,9 @@
  *  the next round (with unit costs DRR is weighted round robin).  A flow
  *  that had nothing waiting and gets an item goes next, before the flows
  *  that stay backlogged (RFC 8290 §4.1's "new flows"): a tenant sending one
- *  request at a time waits for one item in service, not one round.  A
+ *  request at a time waits for one item in service, not one round.  A flow
+ *  that empties stays in the round until its next turn (RFC 8290 §4.2), so
+ *  flows that empty and come back often cannot starve a backlogged one.  A
  *  take may be restricted by a match function (the scheduler: "items this
  *  board can run"): a flow with no matching item ends its turn.
  *
@@ -61,7 +63,7 @@ void *fair_queue_take (fair_queue_t *self, fair_queue_match_fn *match, void *arg
 size_t fair_queue_size (fair_queue_t *self);
 size_t fair_queue_flow_size (fair_queue_t *self, const char *flow);
 
-/*  Flows with items waiting.  */
+/*  Flows in the round: with items waiting, or emptied since their last turn.  */
 size_t fair_queue_active (fair_queue_t *self);
 
 #endif

@@ -185,6 +185,35 @@ START_TEST (test_fair_queue_round_robin)
 }
 END_TEST
 
+/*  Tenants that empty their queue and come back at once (one request at a
+ *  time each) do not starve a backlogged tenant: an emptied flow stays in
+ *  the round until its next turn, so it comes back as a new flow at most
+ *  once per round.  Three such tenants and a flood: the flood gets one
+ *  item in every four.  */
+START_TEST (test_fair_queue_sparse_flows_do_not_starve)
+{
+    fair_queue_t *q = fair_queue_new ();
+    const char *sparse [3] = { "s0", "s1", "s2" };
+    int flood [40], one [3];
+    for (int i = 0; i < 40; i++)
+        ck_assert_int_eq (fair_queue_add (q, "flood", &flood [i]), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq (fair_queue_add (q, sparse [i], &one [i]), 0);
+    size_t flood_taken = 0;
+    for (int step = 0; step < 40; step++) {
+        int *item = fair_queue_take (q, NULL, NULL);
+        ck_assert_ptr_nonnull (item);
+        if (item >= flood && item < flood + 40)
+            flood_taken++;
+        else                                    /* its owner sends the next one at once */
+            ck_assert_int_eq (fair_queue_add (q, sparse [item - one], item), 0);
+    }
+    ck_assert_uint_ge (flood_taken, 9);
+    ck_assert_uint_le (flood_taken, 11);
+    fair_queue_destroy (&q);
+}
+END_TEST
+
 /*  fair_queue against a model, 20,000 random steps (fixed seed): a take
  *  with a board filter returns NULL only when no waiting item matches, and
  *  otherwise the oldest matching item of its flow.  */
@@ -474,6 +503,7 @@ main (void)
     tcase_add_test (tc, test_drr_board_filter_and_background);
     tcase_add_test (tc, test_fair_queue_round_robin);
     tcase_add_test (tc, test_fair_queue_model);
+    tcase_add_test (tc, test_fair_queue_sparse_flows_do_not_starve);
     suite_add_tcase (suite, tc);
     tcase_add_test (tc, test_client_caps_and_backlog);
     tcase_add_test (tc, test_slow_pool_round_robin_tenants);
