@@ -7,6 +7,7 @@
 #include "cs_secmem.h"
 #include "cs_util.h"
 #include "broker_config.h"
+#include "fair_queue.h"
 #include "metrics_http.h"
 
 /*  Loader state: the config under construction and the first error.  */
@@ -162,6 +163,25 @@ s_metrics (s_loader_t *self)
     return config->metrics_url ? 0 : s_fail (self, "broker/metrics", "out of memory");
 }
 
+/*  broker/tenant-weight: one child per tenant, its DRR weight
+ *  (1..FAIR_QUEUE_MAX_WEIGHT); tenants not named weigh 1.  */
+static int
+s_tenant_weights (s_loader_t *self)
+{
+    zconfig_t *section = zconfig_locate (self->config->root, "broker/tenant-weight");
+    self->config->tenant_weights = section;
+    for (zconfig_t *child = section ? zconfig_child (section) : NULL; child; child = zconfig_next (child)) {
+        char path [300];
+        int weight = 0;
+        snprintf (path, sizeof path, "broker/tenant-weight/%s", zconfig_name (child));
+        if (!zconfig_value (child) || !*zconfig_value (child))
+            return s_fail (self, path, "must be a weight 1..%d", FAIR_QUEUE_MAX_WEIGHT);
+        if (s_int (self, path, 1, 1, FAIR_QUEUE_MAX_WEIGHT, &weight))
+            return -1;
+    }
+    return 0;
+}
+
 /*  The "broker" section.  */
 static int
 s_broker (s_loader_t *self)
@@ -180,6 +200,8 @@ s_broker (s_loader_t *self)
                1, 3600000, &config->max_deadline_ms)
     ||  s_int (self, "broker/max-queue", 10000, 1, 1000000, &config->max_queue)
     ||  s_int (self, "broker/max-client-bytes", 16 * 1024 * 1024, 4096, INT_MAX, &config->max_client_bytes)
+    ||  s_int (self, "broker/max-client-jobs", 256, 1, 1000000, &config->max_client_jobs)
+    ||  s_tenant_weights (self)
     ||  s_int (self, "broker/router-rcvhwm", 100, 1, 100000, &config->router_rcvhwm)
     ||  s_int (self, "broker/router-sndhwm", 1000, 1, 100000, &config->router_sndhwm)
     ||  s_int (self, "broker/stats-interval-ms", 10000, 0, 86400000, &config->stats_interval_ms)

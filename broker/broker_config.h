@@ -46,6 +46,11 @@ typedef struct {
     int max_queue;              /* work items, 1..1000000, default 10000 */
     int max_client_bytes;       /* bytes one client may have queued, 4096..2^31-1,
                                    default 16 MiB (client_load.h) */
+    int max_client_jobs;        /* jobs one client may have out with workers before its
+                                   further requests wait in its backlog, 1..1000000,
+                                   default 256 (client_load.h) */
+    zconfig_t *tenant_weights;  /* broker/tenant-weight: children NAME = weight 1..1000
+                                   (fair_queue.h), or NULL; owned by root */
     int router_rcvhwm;          /* ROUTER ZMQ_RCVHWM, messages per connection, 1..100000, default 100 */
     int router_sndhwm;          /* ROUTER ZMQ_SNDHWM, likewise, default 100 */
     int stats_interval_ms;      /* 0 (only at exit) .. 86400000, default 10000 */

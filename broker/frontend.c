@@ -490,6 +490,7 @@ s_item_finish (s_frontend_t *self, work_item_t *item)
     s_slot_t *slot = &request->slots [item->index];
     Cs__Result *result = &slot->result;
     s_metrics_inflight (self, request, -1);
+    client_load_jobs_add (self->load, request->load_key, -1);
     s_item_wipe_material (self, item);
     if (item->kind == WORK_GENERATE || item->kind == WORK_GENERATE_RESIDENT)
         s_generate_finish (self, request, slot);        /* goes on in the slow pool, or failed */
@@ -525,31 +526,31 @@ s_give (s_frontend_t *self, size_t worker, work_item_t *item)
     }
 }
 
-/*  Resumes reading requests when the queue has room again.  */
+/*  Stops reading requests when the broker drains.  A full queue
+ *  (broker/max-queue) or a client at its caps does not stop the reading:
+ *  such requests wait in their client's backlog (s_request_admit), so only
+ *  the flooding client is slowed (issue #9).  */
 static void
 s_flow_control (s_frontend_t *self)
 {
-    bool full = scheduler_queued (self->scheduler) >= (size_t) self->config->max_queue;
     metrics_queue_depth (self->args->metrics, scheduler_queued (self->scheduler),
                          scheduler_queued_low (self->scheduler));
-    if (self->reading && (full || self->draining)) {
+    if (self->reading && self->draining) {
         zloop_reader_end (self->loop, self->router);
         self->reading = false;
     }
 }
 
-static int s_on_router (zloop_t *loop, zsock_t *reader, void *arg);
+static void s_backlog_run (s_frontend_t *self);
 
+/*  Jobs came back: deferred requests whose client is under its cap start,
+ *  round robin across clients, while the queue has room.  */
 static void
 s_flow_resume (s_frontend_t *self)
 {
-    bool full = scheduler_queued (self->scheduler) >= (size_t) self->config->max_queue;
+    s_backlog_run (self);
     metrics_queue_depth (self->args->metrics, scheduler_queued (self->scheduler),
                          scheduler_queued_low (self->scheduler));
-    if (!self->reading && !full && !self->draining) {
-        zloop_reader (self->loop, self->router, s_on_router, self);
-        self->reading = true;
-    }
 }
 
 /*  A worker is ready ("ip" id, NULL) or returns an item ("ip" id, item).  */
@@ -568,6 +569,7 @@ s_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
     zstr_free (&identity);
     if (item) {
         scheduler_done (self->scheduler, item->board, item->rv != CKR_OK);
+        scheduler_service (self->scheduler, item, item->service_ns);
         metrics_item_done (self->args->metrics, item,
                            item->request ? ((s_request_t *) item->request)->received_ns : 0);
         s_item_finish (self, item);
@@ -703,11 +705,14 @@ s_submit (s_frontend_t *self, work_item_t *item)
     s_request_t *request = item->request;
     size_t worker = 0;
     item->submitted_ns = metrics_now_ns ();
+    item->tenant = request ? request->tenant : NULL;
     scheduler_outcome_t outcome = scheduler_submit (self->scheduler, item, &worker);
     if (outcome == SCHEDULER_NO_BOARD)
         return -1;
-    if (request)
+    if (request) {
         request->pending++;
+        client_load_jobs_add (self->load, request->load_key, 1);
+    }
     s_metrics_inflight (self, request, 1);
     if (outcome == SCHEDULER_ASSIGNED)
         s_give (self, worker, item);
@@ -738,6 +743,7 @@ s_route_per_request (s_frontend_t *self, s_request_t *request, work_item_t *item
     if (item->kind == WORK_DERIVE && type != CKK_EC)
         return CKR_KEY_TYPE_INCONSISTENT;
     item->key = (cs_key_t) { NULL, 0, der.data, der.len, NULL };
+    item->bits = bits;
     item->boards = item->kind == WORK_DERIVE ? s_derive_boards (self, true) : s_material_boards (self, type);
     return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
 }
@@ -773,6 +779,7 @@ s_route_board_ref (s_frontend_t *self, s_request_t *request, work_item_t *item, 
     if (!key)
         return CKR_KEY_HANDLE_INVALID;
     item->key = (cs_key_t) { item->id, len, NULL, 0, NULL };
+    item->bits = key->info.bits;
     item->boards = key->boards;
     if (item->boards && item->kind == WORK_DERIVE) {
         item->boards &= s_derive_boards (self, false);
@@ -804,6 +811,7 @@ s_route_keystore_key (s_frontend_t *self, s_request_t *request, work_item_t *ite
                       const Cs__KeyInfo *info, const uint8_t *pkcs8, size_t len)
 {
     CK_RV rv = CKR_OK;
+    item->bits = info->bits;
     if (!info->has_private)
         rv = CKR_KEY_HANDLE_INVALID;
     else
@@ -1914,9 +1922,10 @@ s_keystore_check (s_frontend_t *self)
 }
 
 /*  Starts a decoded request: its tenant row from the cache, or read in the
- *  slow pool first (s_slow_done runs it then), and its jobs.  */
+ *  slow pool first (s_slow_done runs it then), and its jobs.  `counted`:
+ *  it is in in_flight already (it waited in its client's backlog).  */
 static void
-s_request_start (s_frontend_t *self, s_request_t *request)
+s_request_start (s_frontend_t *self, s_request_t *request, bool counted)
 {
     request->pending = 1;                   /* held while jobs are routed */
     s_keystore_check (self);
@@ -1926,11 +1935,12 @@ s_request_start (s_frontend_t *self, s_request_t *request)
         if (read) {
             read->token = ks_cache_token (self->cache);
             s_slow_go (self, read);
-            self->in_flight++;
+            if (!counted)
+                self->in_flight++;
             return;
         }
     }
-    s_request_run (self, request, false);
+    s_request_run (self, request, counted);
 }
 
 /*  A slow job is back (slow_pool.h): its result goes to its job, and the
@@ -1987,6 +1997,68 @@ s_slow_discard (slow_item_t *item, void *arg)
     slow_job_destroy (&job);
 }
 
+/*  True when the request has a job that goes to a worker.  */
+static bool
+s_needs_worker (const Cs__Request *req)
+{
+    for (size_t i = 0; i < req->n_jobs; i++)
+        switch (req->jobs [i]->kind_case) {
+            case CS__JOB__KIND_SIGN:
+            case CS__JOB__KIND_DECRYPT:
+            case CS__JOB__KIND_DERIVE:
+            case CS__JOB__KIND_GENERATE_KEY_PAIR:
+                return true;
+            default:
+                break;
+        }
+    return false;
+}
+
+/*  True when the job queue is at broker/max-queue.  */
+static bool
+s_queue_full (s_frontend_t *self)
+{
+    return scheduler_queued (self->scheduler) >= (size_t) self->config->max_queue;
+}
+
+/*  Starts a charged request now, or keeps it in its client's backlog when
+ *  the client has broker/max-client-jobs jobs out or older requests
+ *  waiting, or when it needs a worker and the queue is at max-queue
+ *  (docs/CONTRACTS.md "Fair shares").  A deferred request counts in
+ *  in_flight (a drain waits for it).  */
+static void
+s_request_admit (s_frontend_t *self, s_request_t *request)
+{
+    if (client_load_may_start (self->load, request->load_key)
+    &&  !(s_queue_full (self) && s_needs_worker (request->req))) {
+        s_request_start (self, request, false);
+        return;
+    }
+    if (client_load_defer (self->load, request->load_key, request)) {
+        s_send_error (self, request->identity, request->req->request_id, CKR_HOST_MEMORY, "out of memory");
+        s_request_destroy (&request);
+        return;
+    }
+    self->in_flight++;
+    if (s_log_due (self, request, "max-client-jobs"))
+        zsys_info ("client %s (tenant %s): %zu jobs out, %zu requests waiting: its requests wait "
+                   "(broker/max-client-jobs %d, broker/max-queue %d)", request->client_name, request->tenant,
+                   client_load_jobs (self->load, request->load_key),
+                   client_load_client_deferred (self->load, request->load_key),
+                   self->config->max_client_jobs, self->config->max_queue);
+}
+
+static void
+s_backlog_run (s_frontend_t *self)
+{
+    while (client_load_deferred (self->load) > 0 && !s_queue_full (self)) {
+        s_request_t *request = client_load_next (self->load);
+        if (!request)
+            break;
+        s_request_start (self, request, true);
+    }
+}
+
 /*  Handles one request: identity, decode, then every job; answers at once
  *  unless items are out with workers.  */
 static void
@@ -2013,7 +2085,7 @@ s_request_handle (s_frontend_t *self, zframe_t **identity_p, zframe_t *body, boo
     if (s_request_decode (self, body, request) || s_request_charge (self, body, request)
     ||  s_request_prepare (self, request))
         goto done;
-    s_request_start (self, request);
+    s_request_admit (self, request);
     return;
 done:
     s_request_destroy (&request);
@@ -2249,6 +2321,10 @@ s_build_routing (s_frontend_t *self)
     if (!self->board_keys || !(self->scheduler = scheduler_new ()))
         return -1;
     s_resident_attrs (self);
+    zconfig_t *weights = self->config->tenant_weights;
+    for (zconfig_t *w = weights ? zconfig_child (weights) : NULL; w; w = zconfig_next (w))
+        if (scheduler_tenant_weight (self->scheduler, zconfig_name (w), (unsigned) atoi (zconfig_value (w))))
+            return -1;
     for (size_t b = 0; b < self->args->n_boards; b++) {
         board_t *board = self->args->boards [b];
         if (scheduler_board_add (self->scheduler, board->name) != (int) b)
@@ -2383,7 +2459,8 @@ static int
 s_start (s_frontend_t *self)
 {
     self->ks = self->args->keystore;
-    if (!(self->load = client_load_new ((size_t) self->config->max_client_bytes)))
+    if (!(self->load = client_load_new ((size_t) self->config->max_client_bytes,
+                                        (size_t) self->config->max_client_jobs)))
         return -1;
     if (s_build_mechs (self) || s_build_routing (self) || s_keys_start (self) || s_router_bind (self))
         return -1;
@@ -2435,6 +2512,8 @@ s_frontend_free (s_frontend_t *self)
         }
         free (item);
     }
+    for (s_request_t *request; self->load && (request = client_load_pop (self->load)); )
+        s_request_destroy (&request);           /* deferred, never started */
     scheduler_destroy (&self->scheduler);
     zhashx_destroy (&self->clients);
     free (self->mechs);

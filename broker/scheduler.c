@@ -1,12 +1,24 @@
-/*  scheduler.c — job queue, idle workers per board, key routing.  */
+/*  scheduler.c — job queues (per tenant, DRR), idle workers per board,
+ *  key routing, service times per board for placement.  */
 #include <czmq.h>
 #include "cs_util.h"
 #include "scheduler.h"
 
 #define S_MAX_BOARDS 64
+#define S_EWMA_WEIGHT 0.125         /* of a new sample */
+
+/*  The measured service time of one (mechanism, bits) class on a board.  */
+typedef struct {
+    unsigned long mech;
+    unsigned bits;
+    double ewma_ns;
+    uint64_t samples;
+} s_speed_t;
 
 typedef struct {
     char *name;
+    s_speed_t speeds [SCHEDULER_SPEED_CLASSES];
+    size_t n_speeds;
     size_t *idle;                   /* stack of idle worker ids */
     size_t n_idle;
     size_t n_workers;
@@ -21,7 +33,7 @@ struct _scheduler_t {
     size_t *worker_board;           /* worker id -> board */
     size_t n_workers;
     zhashx_t *keys;                 /* hex CKA_ID -> uint64_t* board set */
-    zlistx_t *queue;                /* work_item_t *, oldest first */
+    fair_queue_t *queue;            /* client work_item_t *, per tenant */
     zlistx_t *low;                  /* background work_item_t *, oldest first */
 };
 
@@ -32,7 +44,7 @@ scheduler_new (void)
     if (!self)
         return NULL;
     self->keys = zhashx_new ();
-    self->queue = zlistx_new ();
+    self->queue = fair_queue_new ();
     self->low = zlistx_new ();
     if (!self->keys || !self->queue || !self->low) {
         scheduler_destroy (&self);
@@ -54,7 +66,7 @@ scheduler_destroy (scheduler_t **self_p)
     }
     free (self->worker_board);
     zhashx_destroy (&self->keys);
-    zlistx_destroy (&self->queue);
+    fair_queue_destroy (&self->queue);
     zlistx_destroy (&self->low);
     free (self);
     *self_p = NULL;
@@ -136,19 +148,93 @@ s_item_boards (scheduler_t *self, const work_item_t *item)
     return item->boards ? item->boards : s_key_boards (self, item->key_id, item->key_id_len);
 }
 
-/*  Picks the board in `set` with idle workers: most idle, then fewest
- *  assigned.  Returns -1 when none of them has an idle worker.  */
-static int
-s_pick_board (scheduler_t *self, uint64_t set)
+/*  The service-time class of an item: its mechanism (sign/decrypt: the
+ *  wire mechanism; other kinds: a vendor-defined value per kind) and bits.  */
+static unsigned long
+s_item_mech (const work_item_t *item)
 {
-    int best = -1;
-    for (size_t i = 0; i < self->n_boards; i++) {
-        s_board_t *b = &self->boards [i];
-        if (!(set & (UINT64_C (1) << i)) || b->n_idle == 0)
+    const Cs__Job *job = item->job;
+    if (item->kind == WORK_SIGN && job && job->sign && job->sign->mechanism)
+        return job->sign->mechanism->type;
+    if (item->kind == WORK_DECRYPT && job && job->decrypt && job->decrypt->mechanism)
+        return job->decrypt->mechanism->type;
+    return CKM_VENDOR_DEFINED | 0x5c00u | (unsigned long) item->kind;
+}
+
+double
+scheduler_expected_ns (scheduler_t *self, size_t board, const work_item_t *item)
+{
+    assert (board < self->n_boards);
+    s_board_t *b = &self->boards [board];
+    unsigned long mech = s_item_mech (item);
+    const s_speed_t *near = NULL;
+    for (size_t i = 0; i < b->n_speeds; i++) {
+        const s_speed_t *speed = &b->speeds [i];
+        if (speed->mech != mech)
             continue;
-        s_board_t *cur = best >= 0 ? &self->boards [best] : NULL;
-        if (!cur || b->n_idle > cur->n_idle
-        ||  (b->n_idle == cur->n_idle && b->assigned < cur->assigned))
+        if (speed->bits == item->bits)
+            return speed->ewma_ns;
+        if (!near || labs ((long) speed->bits - (long) item->bits) < labs ((long) near->bits - (long) item->bits))
+            near = speed;
+    }
+    if (!near || near->bits == 0 || item->bits == 0)
+        return near ? near->ewma_ns : 0;
+    double ratio = (double) item->bits / near->bits;
+    return near->ewma_ns * ratio * ratio * ratio;
+}
+
+void
+scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_ns)
+{
+    if (item->board >= self->n_boards || item->rv != CKR_OK || service_ns < 0)
+        return;
+    s_board_t *b = &self->boards [item->board];
+    unsigned long mech = s_item_mech (item);
+    s_speed_t *speed = NULL;
+    for (size_t i = 0; !speed && i < b->n_speeds; i++)
+        if (b->speeds [i].mech == mech && b->speeds [i].bits == item->bits)
+            speed = &b->speeds [i];
+    if (!speed && b->n_speeds == SCHEDULER_SPEED_CLASSES)
+        return;                     /* full: the classes seen first are kept */
+    if (!speed) {
+        speed = &b->speeds [b->n_speeds++];
+        *speed = (s_speed_t) { .mech = mech, .bits = item->bits, .ewma_ns = (double) service_ns };
+    }
+    else
+        speed->ewma_ns += S_EWMA_WEIGHT * ((double) service_ns - speed->ewma_ns);
+    speed->samples++;
+}
+
+/*  True when board i of the candidates is preferred to board `best` by the
+ *  old rule: more idle workers, then fewer items assigned.  */
+static bool
+s_less_loaded (scheduler_t *self, size_t i, size_t best)
+{
+    s_board_t *b = &self->boards [i], *cur = &self->boards [best];
+    return b->n_idle > cur->n_idle || (b->n_idle == cur->n_idle && b->assigned < cur->assigned);
+}
+
+/*  Picks the board in `set` with idle workers where item is expected to
+ *  finish first: the smallest expected service time; among boards within
+ *  SCHEDULER_SPEED_SLACK of it, most idle, then fewest assigned.  Returns
+ *  -1 when none of them has an idle worker.  */
+static int
+s_pick_board (scheduler_t *self, uint64_t set, const work_item_t *item)
+{
+    double expected [S_MAX_BOARDS], fastest = -1;
+    for (size_t i = 0; i < self->n_boards; i++) {
+        if (!(set & (UINT64_C (1) << i)) || self->boards [i].n_idle == 0)
+            continue;
+        expected [i] = scheduler_expected_ns (self, i, item);
+        if (fastest < 0 || expected [i] < fastest)
+            fastest = expected [i];
+    }
+    int best = -1;
+    for (size_t i = 0; fastest >= 0 && i < self->n_boards; i++) {
+        if (!(set & (UINT64_C (1) << i)) || self->boards [i].n_idle == 0
+        ||  expected [i] > fastest * SCHEDULER_SPEED_SLACK)
+            continue;
+        if (best < 0 || s_less_loaded (self, i, (size_t) best))
             best = (int) i;
     }
     return best;
@@ -172,9 +258,13 @@ scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p)
     /*  An idle worker never coexists with a queued item its board can run
      *  (scheduler_worker_ready takes such an item first), so picking an idle
      *  worker here cannot overtake an older item that worker could serve.  */
-    int board = s_pick_board (self, set);
+    int board = s_pick_board (self, set, item);
     if (board < 0) {
-        zlistx_add_end (item->low ? self->low : self->queue, item);
+        if (item->low)
+            zlistx_add_end (self->low, item);           /* CZMQ aborts on OOM */
+        else
+        if (fair_queue_add (self->queue, item->tenant, item))
+            return SCHEDULER_NO_BOARD;
         return SCHEDULER_QUEUED;
     }
     s_board_t *b = &self->boards [board];
@@ -184,13 +274,26 @@ scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p)
     return SCHEDULER_ASSIGNED;
 }
 
-/*  Takes the oldest item of queue that board (bit) may run, or NULL.  */
-static work_item_t *
-s_take (scheduler_t *self, zlistx_t *queue, uint64_t bit)
+/*  What a board's worker may take: items whose boards include `bit`.  */
+typedef struct {
+    scheduler_t *self;
+    uint64_t bit;
+} s_match_t;
+
+static bool
+s_match (void *item, void *arg)
 {
-    for (work_item_t *item = zlistx_first (queue); item; item = zlistx_next (queue))
+    s_match_t *match = arg;
+    return (s_item_boards (match->self, item) & match->bit) != 0;
+}
+
+/*  Takes the oldest background item that board (bit) may run, or NULL.  */
+static work_item_t *
+s_take_low (scheduler_t *self, uint64_t bit)
+{
+    for (work_item_t *item = zlistx_first (self->low); item; item = zlistx_next (self->low))
         if (s_item_boards (self, item) & bit) {
-            zlistx_delete (queue, zlistx_cursor (queue));
+            zlistx_delete (self->low, zlistx_cursor (self->low));
             return item;
         }
     return NULL;
@@ -201,10 +304,10 @@ scheduler_worker_ready (scheduler_t *self, size_t worker)
 {
     assert (worker < self->n_workers);
     size_t board = self->worker_board [worker];
-    uint64_t bit = UINT64_C (1) << board;
-    work_item_t *item = s_take (self, self->queue, bit);
+    s_match_t match = { self, UINT64_C (1) << board };
+    work_item_t *item = fair_queue_take (self->queue, s_match, &match);
     if (!item)
-        item = s_take (self, self->low, bit);
+        item = s_take_low (self, match.bit);
     if (item) {
         s_assign (self, item, board, worker);
         return item;
@@ -213,6 +316,12 @@ scheduler_worker_ready (scheduler_t *self, size_t worker)
     assert (b->n_idle < b->n_workers);
     b->idle [b->n_idle++] = worker;
     return NULL;
+}
+
+int
+scheduler_tenant_weight (scheduler_t *self, const char *tenant, unsigned weight)
+{
+    return fair_queue_weight_set (self->queue, tenant, weight);
 }
 
 void
@@ -224,7 +333,11 @@ scheduler_done (scheduler_t *self, size_t board, bool error)
         self->boards [board].errors++;
 }
 
-size_t scheduler_queued (scheduler_t *self) { return zlistx_size (self->queue); }
+size_t scheduler_queued (scheduler_t *self) { return fair_queue_size (self->queue); }
+size_t scheduler_queued_tenant (scheduler_t *self, const char *tenant)
+{
+    return fair_queue_flow_size (self->queue, tenant);
+}
 size_t scheduler_queued_low (scheduler_t *self) { return zlistx_size (self->low); }
 size_t scheduler_boards (scheduler_t *self) { return self->n_boards; }
 

@@ -2,10 +2,27 @@
  *  structure (no threads, no sockets) so it is unit-testable.
  *
  *  The paper's rule (§4.2.5, Figure 3): worker threads, when free, pull the
- *  next work item.  Here: an item goes to an idle worker of a board that holds
- *  its key (the board with the most idle workers, then the fewest jobs
- *  assigned, so load spreads); if none is idle it waits in FIFO order, and a
- *  worker that becomes ready takes the oldest waiting item its board can run.
+ *  next work item.  Here: an item goes to an idle worker of a board that
+ *  may run it, the board where it is expected to finish first (speed-aware
+ *  placement, below); if none is idle it waits in its tenant's FIFO, and a
+ *  worker that becomes ready takes the next item its board can run in
+ *  deficit round robin order across tenants (fair_queue.h; issue #9 "fair
+ *  shares"), so one tenant's flood delays another tenant's item by at most
+ *  one round.  Background items (item->low) go only when no client item
+ *  the board can run waits.
+ *
+ *  Speed-aware placement (seed 003's cost models; DESIGN.md §1): the
+ *  scheduler keeps an EWMA (weight 1/8 per sample) of the measured service
+ *  time per (board, mechanism, key bits) of successful items
+ *  (scheduler_service).  Among the boards with an idle worker, the item
+ *  goes to the one with the smallest expected service time (within
+ *  SCHEDULER_SPEED_SLACK of the fastest, the old rule decides: most idle
+ *  workers, then fewest items assigned, so equal boards share the load).
+ *  A board with no sample for that (mechanism, bits) is estimated from its
+ *  samples of the same mechanism scaled by the cube of the key size ratio
+ *  (the cost of RSA grows with the cube of the modulus), else counts as 0
+ *  so that it gets measured.  Placement is work-conserving: an item never
+ *  waits while a board that may run it has an idle worker.
  */
 #ifndef SCHEDULER_H_INCLUDED
 #define SCHEDULER_H_INCLUDED
@@ -16,6 +33,7 @@
 #include <p11-kit/pkcs11.h>
 #include "cryptoserver.pb-c.h"
 #include "cs_driver.h"
+#include "fair_queue.h"
 
 /*  What a work item asks of a worker.  */
 typedef enum {
@@ -41,6 +59,8 @@ typedef struct {
     size_t key_id_len;
     uint64_t boards;                /* boards that may run it (bit per board); 0 = by key_id */
     bool low;                       /* background: runs only when no client item waits */
+    const char *tenant;             /* client items: the tenant whose queue it waits in
+                                       (fair_queue.h); borrowed from the request */
     cs_key_t key;                   /* sign/decrypt/destroy: the key as drivers see it */
     unsigned char id [CS_KEY_ID_MAX];   /* storage for key.id */
     unsigned char *material;        /* storage for key.pkcs8 when owned (a keystore key read
@@ -52,7 +72,8 @@ typedef struct {
     cs_keygen_t gen;                /* generation parameters (borrow from job or ctx) */
     cs_modexp_t modexp;             /* WORK_MODEXP operands (borrowed from the request's jobs) */
     cs_key_info_t generated;        /* WORK_GENERATE_RESIDENT result (members owned) */
-    unsigned bits;                  /* pool refills: RSA modulus bits */
+    unsigned bits;                  /* key size in bits (pool refills: RSA modulus bits), 0 when
+                                       unknown: with the mechanism, the service-time class */
     int64_t deadline;               /* cs_clock_ms() time after which it must not run */
     size_t board;                   /* board it was given to */
     size_t worker;                  /* worker it was given to */
@@ -62,16 +83,20 @@ typedef struct {
     size_t out_len;
     int64_t submitted_ns;           /* metrics_now_ns () when submitted (metrics.h) */
     int64_t given_ns;               /* ... when handed to a worker */
+    int64_t service_ns;             /* set by the worker: ns its driver call took */
 } work_item_t;
 
 /*  What scheduler_submit did with an item.  */
 typedef enum {
     SCHEDULER_ASSIGNED,             /* given to *worker_p now */
-    SCHEDULER_QUEUED,               /* waiting for a worker (FIFO) */
+    SCHEDULER_QUEUED,               /* waiting for a worker (its tenant's FIFO) */
     SCHEDULER_NO_BOARD              /* no board holds the key: not kept */
 } scheduler_outcome_t;
 
 typedef struct _scheduler_t scheduler_t;
+
+#define SCHEDULER_SPEED_SLACK 1.25      /* boards this close to the fastest count as equal */
+#define SCHEDULER_SPEED_CLASSES 32      /* (mechanism, bits) classes measured per board */
 
 /*  Creates an empty scheduler; NULL when out of memory.  Caller destroys.  */
 scheduler_t *scheduler_new (void);
@@ -96,17 +121,24 @@ bool scheduler_has_key (scheduler_t *self, const unsigned char *id, size_t len);
 /*  The set of boards holding key id (a bit per board), 0 if none.  */
 uint64_t scheduler_key_boards (scheduler_t *self, const unsigned char *id, size_t len);
 
+/*  Sets the DRR weight of `tenant` (1..FAIR_QUEUE_MAX_WEIGHT; default 1):
+ *  items it may take per round while it has items waiting.  Returns 0, or
+ *  -1 when out of range or out of memory.  */
+int scheduler_tenant_weight (scheduler_t *self, const char *tenant, unsigned weight);
+
 /*  Routes an item to one of its boards (item->boards, or the boards holding
  *  item->key_id when that is 0); ownership stays with the caller until a
- *  worker gets it: ASSIGNED sets *worker_p, item->worker and item->board;
- *  QUEUED keeps it in FIFO order (client items and background items
- *  (item->low) in two queues); NO_BOARD means no board may run it.  */
+ *  worker gets it: ASSIGNED sets *worker_p, item->worker and item->board
+ *  (the idle board where it is expected to finish first); QUEUED keeps it
+ *  in the FIFO of item->tenant (client items) or of background items
+ *  (item->low); NO_BOARD means no board may run it.  */
 scheduler_outcome_t scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p);
 
-/*  Worker `worker` is free: returns the oldest queued client item its board
- *  may run, else the oldest such background item (now assigned to it), or
- *  NULL, and then the worker is idle.  Client items always go first (issue #3:
- *  the pool is filled only when boards are idle).  */
+/*  Worker `worker` is free: returns the next queued client item its board
+ *  may run in DRR order across tenants (within a tenant the oldest), else
+ *  the oldest such background item (now assigned to it), or NULL, and then
+ *  the worker is idle.  Client items always go first (issue #3: the pool is
+ *  filled only when boards are idle).  */
 work_item_t *scheduler_worker_ready (scheduler_t *self, size_t worker);
 
 /*  Background items waiting.  */
@@ -119,7 +151,19 @@ work_item_t *scheduler_pop_low (scheduler_t *self);
 /*  Counts one finished job on `board`, as an error when `error`.  */
 void scheduler_done (scheduler_t *self, size_t board, bool error);
 
-size_t scheduler_queued (scheduler_t *self);                 /* items waiting */
+/*  Feeds the EWMA of item's class (mechanism, item->bits) on item->board
+ *  with the service time service_ns (ns, the driver call as the worker
+ *  measured it).  Only successful items count: a board that fails fast must
+ *  not look fast.  */
+void scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_ns);
+
+/*  The expected service time in ns of item on `board` (the EWMA of its
+ *  class, or scaled from the same mechanism's other key sizes), 0 when
+ *  the board has no sample for that mechanism.  */
+double scheduler_expected_ns (scheduler_t *self, size_t board, const work_item_t *item);
+
+size_t scheduler_queued (scheduler_t *self);                 /* client items waiting */
+size_t scheduler_queued_tenant (scheduler_t *self, const char *tenant);  /* ... of tenant */
 size_t scheduler_boards (scheduler_t *self);                 /* boards added */
 size_t scheduler_idle (scheduler_t *self, size_t board);     /* idle workers of board */
 const char *scheduler_board_name (scheduler_t *self, size_t board);

@@ -14,6 +14,7 @@ slow_job_new (slow_kind_t kind, void *request, size_t index, const Cs__Job *job,
         return NULL;
     self->base.run = slow_job_run;
     self->base.heavy = kind == SLOW_LOGIN || kind == SLOW_INIT_PIN || kind == SLOW_SET_PIN;
+    self->base.owner = tenant;
     self->kind = kind;
     self->request = request;
     self->index = index;

@@ -2,6 +2,7 @@
  *  frontend's thread (slow_pool.h).  An item goes to an idle thread as a
  *  pointer frame over the thread's actor pipe and comes back the same way.  */
 #include "broker_config.h"
+#include "fair_queue.h"
 #include "slow_pool.h"
 
 #define S_DRAIN_MS 5000             /* destroy waits this long for running items */
@@ -20,7 +21,7 @@ struct _slow_pool_t {
     size_t n_threads;
     size_t busy;
     zlistx_t *light;                /* waiting items, FIFO */
-    zlistx_t *heavy;
+    fair_queue_t *heavy;            /* waiting heavy items, per owner */
     slow_done_fn *done;
     slow_done_fn *discard;
     void *arg;
@@ -66,8 +67,7 @@ s_next (slow_pool_t *self)
     slow_item_t *item = zlistx_first (self->light);
     if (item)
         return zlistx_detach_cur (self->light);
-    item = zlistx_first (self->heavy);
-    return item ? zlistx_detach_cur (self->heavy) : NULL;
+    return fair_queue_take (self->heavy, NULL, NULL);
 }
 
 /*  Takes back the item thread t sent: NULL when the frame is not one.  */
@@ -108,7 +108,7 @@ slow_pool_new (keystore_t *ks, size_t threads, zloop_t *loop, slow_done_fn *done
     if (!self)
         return NULL;
     *self = (slow_pool_t) { .loop = loop, .done = done, .discard = discard, .arg = arg,
-                            .light = zlistx_new (), .heavy = zlistx_new (),
+                            .light = zlistx_new (), .heavy = fair_queue_new (),
                             .threads = calloc (threads, sizeof (s_thread_t)) };
     if (!self->light || !self->heavy || !self->threads)
         goto fail;
@@ -168,7 +168,7 @@ slow_pool_destroy (slow_pool_t **self_p)
     for (slow_item_t *item; self->light && self->heavy && (item = s_next (self)); )
         self->discard (item, self->arg);
     zlistx_destroy (&self->light);
-    zlistx_destroy (&self->heavy);
+    fair_queue_destroy (&self->heavy);
     free (self->threads);
     free (self);
     *self_p = NULL;
@@ -182,13 +182,17 @@ slow_pool_submit (slow_pool_t *self, slow_item_t *item)
             s_give (self, &self->threads [i], item);
             return;
         }
-    zlistx_add_end (item->heavy ? self->heavy : self->light, item);      /* CZMQ aborts on OOM */
+    if (!item->heavy)
+        zlistx_add_end (self->light, item);     /* CZMQ aborts on OOM */
+    else
+    if (fair_queue_add (self->heavy, item->owner, item))
+        self->discard (item, self->arg);        /* out of memory: its request is left unanswered */
 }
 
 size_t
 slow_pool_queued (slow_pool_t *self)
 {
-    return zlistx_size (self->light) + zlistx_size (self->heavy);
+    return zlistx_size (self->light) + fair_queue_size (self->heavy);
 }
 
 size_t

@@ -9,9 +9,12 @@
  *  an idle thread runs it (item->run, with its keystore) and sends the
  *  pointer back over its actor pipe, and the pool hands it to the `done`
  *  callback, in the frontend's thread.  Two wake-ups per item.  Items wait
- *  in two FIFO queues: light ones (reads, a few µs) go before heavy ones
+ *  in two queues: light ones (reads, a few µs; FIFO) go before heavy ones
  *  (PIN checks), so one login storm does not hold up a key read by more
- *  than the PIN check that is running.
+ *  than the PIN check that is running.  Heavy items wait per owner (the
+ *  tenant) and are served round robin across owners (fair_queue.h; issue
+ *  #9), so a batch of 1,024 logins of one tenant delays another tenant's
+ *  login by one PIN check per busy tenant, not by the whole batch.
  */
 #ifndef SLOW_POOL_H_INCLUDED
 #define SLOW_POOL_H_INCLUDED
@@ -34,6 +37,8 @@ typedef void (slow_done_fn) (slow_item_t *item, void *arg);
 struct slow_item_s {
     slow_run_fn *run;
     bool heavy;                 /* waits behind light items (PIN checks) */
+    const char *owner;          /* heavy items: round robin across owners (a tenant);
+                                   borrowed, must outlive the item; NULL: one owner */
 };
 
 /*  Starts `threads` threads (1..BROKER_MAX_SLOW_THREADS), each with a
@@ -49,8 +54,9 @@ slow_pool_t *slow_pool_new (keystore_t *ks, size_t threads, zloop_t *loop, slow_
  *  the connections.  NULL-safe; nulls *self_p.  */
 void slow_pool_destroy (slow_pool_t **self_p);
 
-/*  Gives item to an idle thread, or queues it (FIFO per weight).  Takes
- *  ownership until `done` returns it.  */
+/*  Gives item to an idle thread, or queues it (light: FIFO; heavy: FIFO
+ *  per owner, round robin across owners).  Takes ownership until `done`
+ *  returns it.  */
 void slow_pool_submit (slow_pool_t *self, slow_item_t *item);
 
 /*  Items waiting for a thread, and threads running one.  */

@@ -164,6 +164,10 @@ static void
 s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_session_t *session)
 {
     zpoller_t *poller = zpoller_new (pipe, dealer, NULL);
+    /*  SIGINT/SIGTERM mean drain (main.c): the worker keeps serving the
+        queued items until the server sends $TERM.  */
+    if (poller)
+        zpoller_set_nonstop (poller, true);
     zsock_send (dealer, "ip", (int) args->id, NULL);
     while (poller) {
         void *which = zpoller_wait (poller, -1);
@@ -179,7 +183,8 @@ s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_session_t *session)
         if (zsock_recv (dealer, "p", &item) == 0 && item) {
             int64_t started = metrics_now_ns ();
             worker_run_item (args->board, session, item);
-            metrics_observe (args->metrics, item->board, METRICS_SERVICE, metrics_now_ns () - started);
+            item->service_ns = metrics_now_ns () - started;
+            metrics_observe (args->metrics, item->board, METRICS_SERVICE, item->service_ns);
             zsock_send (dealer, "ip", (int) args->id, item);
         }
     }

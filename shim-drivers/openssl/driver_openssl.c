@@ -8,7 +8,12 @@
  *  cache-size (parsed keys kept per worker session, default 256, 0 = none),
  *  key-material (default true; false = the board takes no keystore or
  *  per-request key and only generates keys: their jobs route to other
- *  boards, e.g. a gmp board).
+ *  boards, e.g. a gmp board), delay-ms (default 0: each sign, decrypt and
+ *  derive takes at least this many ms, the thread sleeping after the
+ *  computation until then (CLOCK_MONOTONIC): a stand-in for a slow
+ *  accelerator in scheduling tests, issue #9) and delay-jitter-pct (default
+ *  0: the delay is uniform in delay-ms x (1 +- pct/100), so that workers do
+ *  not run in lockstep as a real card's do not).
  *  Each worker session keeps a bounded LRU cache of parsed EVP_PKEYs by key
  *  ref, so a keystore key is parsed once per worker, not once per job; an
  *  entry also holds the SHA-256 of the DER it was parsed from and is used
@@ -16,7 +21,9 @@
  *  used and freed in the call.  EVP_PKEY_free wipes private components
  *  (BN_clear_free), so an evicted key leaves no copy behind.
  */
+#include <errno.h>
 #include <string.h>
+#include <time.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -28,16 +35,20 @@
 
 #define S_CACHE_DEFAULT 256
 #define S_CACHE_MAX 100000
+#define S_DELAY_MAX_MS 60000
 
 struct cs_board_s {
     char *name;
     size_t cache_size;              /* entries per session */
     bool material;                  /* key-material: sign/decrypt/derive with key material */
+    long delay_ms;                  /* delay-ms: least time of one operation */
+    long jitter_pct;                /* delay-jitter-pct */
 };
 
 struct cs_session_s {
     cs_board_t *board;
     drv_key_cache_t *cache;         /* parsed keys by ref (drv_key_cache.h) */
+    uint64_t random;                /* xorshift64 state of the delay's jitter */
 };
 
 /*  Frees a cached EVP_PKEY (OpenSSL wipes its private components).  */
@@ -75,8 +86,25 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         return -1;
     }
     self->cache_size = (size_t) value;
+    const char *delay = drv_config_get (config, "delay-ms", "0");
+    self->delay_ms = strtol (delay, &end, 10);
+    if (end == delay || *end || self->delay_ms < 0 || self->delay_ms > S_DELAY_MAX_MS) {
+        zsys_error ("openssl %s: delay-ms: must be 0..%d", name, S_DELAY_MAX_MS);
+        s_board_close (&self);
+        return -1;
+    }
+    const char *jitter = drv_config_get (config, "delay-jitter-pct", "0");
+    self->jitter_pct = strtol (jitter, &end, 10);
+    if (end == jitter || *end || self->jitter_pct < 0 || self->jitter_pct > 100) {
+        zsys_error ("openssl %s: delay-jitter-pct: must be 0..100", name);
+        s_board_close (&self);
+        return -1;
+    }
     zsys_info ("openssl %s: %s, key cache of %zu per worker%s", name, OpenSSL_version (OPENSSL_VERSION),
                self->cache_size, self->material ? "" : ", no key material (key generation only)");
+    if (self->delay_ms)
+        zsys_info ("openssl %s: every operation takes at least %ld ms (delay-ms), jitter %ld%%", name,
+                   self->delay_ms, self->jitter_pct);
     *board_p = self;
     return 0;
 }
@@ -149,6 +177,7 @@ s_session_open (cs_board_t *board)
     if (!self)
         return NULL;
     self->board = board;
+    self->random = (uint64_t) (uintptr_t) self ^ (uint64_t) time (NULL) ^ UINT64_C (0x9e3779b97f4a7c15);
     self->cache = drv_key_cache_new (board->cache_size, s_cached_free);
     if (!self->cache) {
         free (self);
@@ -185,6 +214,36 @@ s_pkey (cs_session_t *self, const cs_key_t *key, bool *owned_p)
     return pkey;
 }
 
+/*  The CLOCK_MONOTONIC time in ns.  */
+static int64_t
+s_now_ns (void)
+{
+    struct timespec now;
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    return (int64_t) now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/*  delay-ms: sleeps until started_ns + the board's delay.  */
+static void
+s_delay (cs_session_t *self, int64_t started_ns)
+{
+    const cs_board_t *board = self->board;
+    if (board->delay_ms == 0)
+        return;
+    double factor = 1;
+    if (board->jitter_pct) {
+        self->random ^= self->random << 13;
+        self->random ^= self->random >> 7;
+        self->random ^= self->random << 17;
+        double uniform = (double) (self->random >> 11) / (double) (UINT64_C (1) << 53);     /* [0, 1) */
+        factor += (2 * uniform - 1) * (double) board->jitter_pct / 100;
+    }
+    int64_t done = started_ns + (int64_t) ((double) board->delay_ms * 1e6 * factor);
+    struct timespec until = { (time_t) (done / 1000000000LL), (long) (done % 1000000000LL) };
+    while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+        ;
+}
+
 /*  Runs a sign (sign = true) or decrypt with the key's material.  */
 static CK_RV
 s_run (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech, bool sign,
@@ -192,6 +251,7 @@ s_run (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech, bool sign
 {
     if (!key->pkcs8 || key->pkcs8_len == 0)
         return CKR_KEY_HANDLE_INVALID;          /* no resident keys here */
+    int64_t started = s_now_ns ();
     bool owned = false;
     EVP_PKEY *pkey = s_pkey (self, key, &owned);
     if (!pkey)
@@ -200,6 +260,7 @@ s_run (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech, bool sign
                     : drv_evp_decrypt (pkey, mech, in, in_len, out, out_len);
     if (owned)
         EVP_PKEY_free (pkey);
+    s_delay (self, started);
     return rv;
 }
 
@@ -224,6 +285,7 @@ s_derive (cs_session_t *self, const cs_key_t *key, const unsigned char *point, s
 {
     if (!key->pkcs8 || key->pkcs8_len == 0)
         return CKR_KEY_HANDLE_INVALID;
+    int64_t started = s_now_ns ();
     bool owned = false;
     EVP_PKEY *pkey = s_pkey (self, key, &owned);
     if (!pkey)
@@ -231,6 +293,7 @@ s_derive (cs_session_t *self, const cs_key_t *key, const unsigned char *point, s
     CK_RV rv = drv_evp_derive (pkey, point, point_len, out, out_len);
     if (owned)
         EVP_PKEY_free (pkey);
+    s_delay (self, started);
     return rv;
 }
 

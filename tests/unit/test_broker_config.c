@@ -151,9 +151,12 @@ START_TEST (test_limits)
     ck_assert_int_eq (config->max_client_bytes, 16 * 1024 * 1024);
     ck_assert_int_eq (config->router_rcvhwm, 100);
     ck_assert_int_eq (config->router_sndhwm, 1000);
+    ck_assert_int_eq (config->max_client_jobs, 256);                    /* broker.conf(5) */
+    ck_assert_ptr_null (config->tenant_weights);
     broker_config_destroy (&config);
     config = s_load ("    max-deadline-ms = 2000\n    default-deadline-ms = 1500\n"
-                     "    max-client-bytes = 4096\n    router-rcvhwm = 7\n    router-sndhwm = 9\n",
+                     "    max-client-bytes = 4096\n    router-rcvhwm = 7\n    router-sndhwm = 9\n"
+                     "    max-client-jobs = 3\n    tenant-weight\n        gold = 4\n        demo = 1\n",
                      s_drivers, &error);
     ck_assert_msg (config != NULL, "%s", error ? error : "");
     ck_assert_int_eq (config->max_deadline_ms, 2000);
@@ -161,6 +164,9 @@ START_TEST (test_limits)
     ck_assert_int_eq (config->max_client_bytes, 4096);
     ck_assert_int_eq (config->router_rcvhwm, 7);
     ck_assert_int_eq (config->router_sndhwm, 9);
+    ck_assert_int_eq (config->max_client_jobs, 3);
+    ck_assert_ptr_nonnull (config->tenant_weights);
+    ck_assert_str_eq (zconfig_get (config->tenant_weights, "gold", ""), "4");
     broker_config_destroy (&config);
     /*  A default deadline over 60 s raises the cap's default with it.  */
     config = s_load ("    default-deadline-ms = 90000\n", s_drivers, &error);
@@ -235,6 +241,10 @@ static const struct {
     { "", "drivers\n    board0\n        type = ../evil\n", "drivers/board0/type: required" },
     { "", "", "drivers: must name 1..64 boards" },
     { "    max-queue = 0\n", NULL, "broker/max-queue: must be 1..1000000" },
+    { "    max-client-jobs = 0\n", NULL, "broker/max-client-jobs: must be 1..1000000" },
+    { "    tenant-weight\n        gold = 1001\n", NULL, "broker/tenant-weight/gold: must be 1..1000" },
+    { "    tenant-weight\n        gold = x\n", NULL, "broker/tenant-weight/gold: must be 1..1000" },
+    { "    tenant-weight\n        gold\n", NULL, "broker/tenant-weight/gold: must be a weight 1..1000" },
     { "    default-deadline-ms = -5\n", NULL, "broker/default-deadline-ms: must be" },
     { "    stats-interval-ms = x\n", NULL, "broker/stats-interval-ms: must be" },
     { "    ticket-lifetime-ms = 999\n", NULL, "broker/ticket-lifetime-ms: must be 1000..604800000" },
