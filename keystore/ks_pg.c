@@ -44,6 +44,7 @@ struct _ks_store_t {
     char *url;
     char *where;                /* url without its password */
     bool in_tx;                 /* inside BEGIN .. COMMIT/ROLLBACK */
+    bool lost;                  /* the last connection attempt failed */
 };
 
 /*  The migrations: each brings the database from the version before it to
@@ -92,24 +93,26 @@ static const s_migration_t s_migrations [] = {
 /* ---- the origin of this process's writes --------------------------------- */
 
 static char s_origin [48];
-static pthread_once_t s_origin_once = PTHREAD_ONCE_INIT;
+static pid_t s_origin_pid;                      /* the process s_origin was made for */
+static pthread_mutex_t s_origin_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void
-s_origin_init (void)
-{
-    uint8_t random [8] = { 0 };
-    char hex [17];
-    if (RAND_bytes (random, sizeof random) != 1)
-        memcpy (random, &(int64_t) { zclock_time () }, 8);
-    cs_hex_encode (random, sizeof random, hex);
-    snprintf (s_origin, sizeof s_origin, "%d-%s", (int) getpid (), hex);
-}
-
-//  This process's origin: the payload of the notifications of its commits.
+//  This process's origin, "PID-RANDOM": the payload of the notifications
+//  of its commits.  Made again in a child after fork(), which is another
+//  writer.  Static storage: valid until the next fork.
 static const char *
 s_origin_get (void)
 {
-    pthread_once (&s_origin_once, s_origin_init);
+    pthread_mutex_lock (&s_origin_lock);
+    if (s_origin_pid != getpid ()) {
+        uint8_t random [8] = { 0 };
+        char hex [17];
+        if (RAND_bytes (random, sizeof random) != 1)
+            memcpy (random, &(int64_t) { zclock_time () }, 8);
+        cs_hex_encode (random, sizeof random, hex);
+        s_origin_pid = getpid ();
+        snprintf (s_origin, sizeof s_origin, "%d-%s", (int) s_origin_pid, hex);
+    }
+    pthread_mutex_unlock (&s_origin_lock);
     return s_origin;
 }
 
@@ -193,8 +196,9 @@ s_ensure (ks_store_t *self)
         self->conn = NULL;
     }
     self->conn = s_connect (self->url, self->where);
-    if (self->conn)
-        zsys_info ("keystore %s: connected", self->where);
+    if (self->conn && self->lost)
+        zsys_info ("keystore %s: connected again", self->where);
+    self->lost = !self->conn;
     return self->conn ? 0 : -1;
 }
 
@@ -257,6 +261,7 @@ s_run (ks_store_t *self, const char *sql, const s_params_t *p)
             return res;
         PQclear (res);
         bool dropped = PQstatus (self->conn) != CONNECTION_OK;
+        self->lost = self->lost || dropped;
         if (dropped && !self->in_tx && attempt == 0)
             continue;                   //  the database may be back: once more
         zsys_error ("keystore %s: %s%.*s", self->where, dropped ? "database unreachable: " : "",
