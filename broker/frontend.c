@@ -132,6 +132,8 @@ typedef struct {
     slow_pool_t *slow;              /* PIN checks, keystore reads and writes (slow_jobs.h) */
     ks_cache_t *cache;              /* keystore keys and tenant rows (keystore/key-cache) */
     ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
+    keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of watch) */
+    uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
 } s_frontend_t;
 
 static void s_pool_refill (s_frontend_t *self);
@@ -1265,7 +1267,10 @@ s_generated_done (s_frontend_t *self, s_request_t *request, s_slot_t *slot, slow
     slot->info = described->info;
     described->info = NULL;
     slot->result.rv = described->rv;
-    if (job->token)
+    //  A failed generation stored nothing (its transaction rolled back): the
+    //  cached tenant row stays, so that signing goes on while the keystore
+    //  database is unreachable (docs/CONTRACTS.md "Keystore database").
+    if (job->token && slot->result.rv == CKR_OK)
         ks_cache_tenant_drop (self->cache, request->tenant);        /* keys_version */
     if (slot->result.rv != CKR_OK)
         return;
@@ -1839,6 +1844,13 @@ s_needs_tenant (const Cs__Request *req)
 static void
 s_keystore_check (s_frontend_t *self)
 {
+    if (self->listener) {           /* PostgreSQL: notified after the commit */
+        uint64_t changes = keystore_listener_changes (self->listener);
+        if (changes != self->listener_seen)
+            ks_cache_drop_all (self->cache);
+        self->listener_seen = changes;
+        return;
+    }
     if (!self->watch || !ks_watch_changed (self->watch))
         return;
     slow_job_t *settle = s_slow_new (NULL, 0, SLOW_SETTLE);
@@ -2276,8 +2288,9 @@ s_on_tenant_timer (zloop_t *loop, int timer_id, void *arg)
 
 /*  The slow pool (broker/slow-threads, each with its own keystore
  *  connection), the cache of keys and tenant rows (keystore/key-cache) and
- *  the watch of the keystore file: without a watch nothing is cached (a
- *  change by cryptoserver-admin would go unseen).  */
+ *  the watch of the keystore file, or for a PostgreSQL keystore the
+ *  listener of other writers' commits: without either nothing is cached (a
+ *  change by cryptoserver-admin or another broker would go unseen).  */
 static int
 s_keystore_start (s_frontend_t *self)
 {
@@ -2286,10 +2299,16 @@ s_keystore_start (s_frontend_t *self)
                                               s_slow_done, s_slow_discard, self) : NULL;
     if (!self->slow)
         return -1;
-    self->watch = ks_watch_new (self->config->keystore_path);
-    if (!self->watch) {
+    if (keystore_is_url (self->config->keystore_path)) {
+        //  A database other brokers share: LISTEN/NOTIFY, not inotify.
+        self->listener = keystore_listener_new (self->ks);
+        self->listener_seen = keystore_listener_changes (self->listener);
+    }
+    else
+        self->watch = ks_watch_new (self->config->keystore_path);
+    if (!self->watch && !self->listener) {
         zsys_warning ("keystore %s: keys and tenant rows are not cached: every job reads its row",
-                      self->config->keystore_path);
+                      self->config->keystore_name);
         ks_cache_hold (self->cache);            /* for good */
     }
     return 0;
@@ -2355,6 +2374,7 @@ s_frontend_free (s_frontend_t *self)
     free (self->board_keys);
     pool_destroy (&self->pool);
     ks_watch_destroy (&self->watch);
+    keystore_listener_destroy (&self->listener);
     ks_cache_destroy (&self->cache);
     client_load_destroy (&self->load);
     free (self->default_tenant);

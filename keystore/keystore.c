@@ -404,6 +404,27 @@ keystore_is_url (const char *location)
     return location && (strncmp (location, "postgresql:", 11) == 0 || strncmp (location, "postgres:", 9) == 0);
 }
 
+char *
+keystore_location_name (const char *location)
+{
+    if (!location)
+        return NULL;
+    const char *scheme = strstr (location, "://");
+    const char *at = scheme ? strchr (scheme + 3, '@') : NULL;
+    const char *colon = scheme ? strchr (scheme + 3, ':') : NULL;
+    char *out = NULL;
+    if (keystore_is_url (location) && at && colon && colon < at) {
+        if (asprintf (&out, "%.*s:***%s", (int) (colon - location), location, at) < 0)
+            out = NULL;
+    }
+    else
+        out = strdup (location);
+    char *password = out && keystore_is_url (out) ? strstr (out, "password=") : NULL;
+    if (password)                       //  in the query: the rest goes too
+        strcpy (password + 9, "***");
+    return out;
+}
+
 //  The back end of a location: PostgreSQL for a postgresql:// URL, SQLite
 //  for a path; NULL (logged) for a URL this build cannot open.
 static const ks_backend_t *
@@ -838,9 +859,11 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
 {
     if (!self || !tenant || !info || !s_ref_ok (info->ref) || (pkcs8 && !pkcs8_len))
         return -1;
-    if (!keystore_tenant_exists (self, tenant)) {
-        zsys_error ("keystore %s: no tenant %s", s_where (self), tenant);
-        return -1;
+    int exists = self->be->tenant_exists (self->store, tenant);
+    if (exists != 1) {
+        if (exists == 0)
+            zsys_error ("keystore %s: no tenant %s", s_where (self), tenant);
+        return -1;          //  or a database failure, logged
     }
     uint8_t *aad = NULL, mac [ROW_MAC_LEN];
     size_t aad_len = 0;

@@ -78,6 +78,12 @@ keystore_t *keystore_open (const char *location, const uint8_t master_key [KEYST
  *  not a path.  */
 bool keystore_is_url (const char *location);
 
+/*  What log lines may call a location: itself, or for a URL with a
+ *  password ("postgresql://user:secret@host/db", "...?password=secret")
+ *  the URL with "***" in its place.  malloc'd (caller frees), NULL when
+ *  out of memory.  */
+char *keystore_location_name (const char *location);
+
 /*  What log lines call self's database: the path, or the URL without its
  *  password.  Owned by self.  */
 const char *keystore_where (keystore_t *self);

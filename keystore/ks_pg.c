@@ -28,6 +28,7 @@
 #include <czmq.h>
 #include <libpq-fe.h>
 #include <openssl/rand.h>
+#include "keystore.h"
 #include "ks_backend.h"
 #include "cs_util.h"
 
@@ -127,28 +128,6 @@ s_message (PGconn *conn)
 {
     const char *message = conn ? PQerrorMessage (conn) : NULL;
     return message && *message ? message : "failed";
-}
-
-//  The URL without its password ("postgresql://user:***@host/db"), malloc'd.
-static char *
-s_redact (const char *url)
-{
-    const char *scheme = strstr (url, "://");
-    const char *at = scheme ? strchr (scheme + 3, '@') : NULL;
-    const char *colon = scheme ? strchr (scheme + 3, ':') : NULL;
-    char *out = NULL;
-    if (at && colon && colon < at) {
-        if (asprintf (&out, "%.*s:***%s", (int) (colon - url), url, at) < 0)
-            out = NULL;
-    }
-    else
-        out = strdup (url);
-    if (out) {                          //  password=... in the query, too
-        char *password = strstr (out, "password=");
-        if (password)
-            strcpy (password + 9, "***");
-    }
-    return out;
 }
 
 //  Drops notices (CREATE ... IF NOT EXISTS and the like): nothing to log.
@@ -336,7 +315,7 @@ static ks_store_t *
 s_open (const char *url)
 {
     ks_store_t *self = calloc (1, sizeof *self);
-    if (!self || !(self->url = strdup (url)) || !(self->where = s_redact (url))
+    if (!self || !(self->url = strdup (url)) || !(self->where = keystore_location_name (url))
     ||  s_ensure (self) != 0)
         s_close (&self);
     return self;
