@@ -8,6 +8,7 @@
 #     that holds its handle (CKR_KEY_HANDLE_INVALID, docs/CONTRACTS.md "Key
 #     refs"), though A had it in its key cache: B's commit reached A by
 #     LISTEN/NOTIFY;
+#  a tenant row changed with psql (no master key) is refused (row MAC);
 #  3. PostgreSQL stopped: a key A knows still signs; key management fails
 #     with CKR_DEVICE_ERROR and a log line naming the database; with the
 #     database back, key generation works again (reconnect on next use).
@@ -52,6 +53,7 @@ P11B="env CRYPTOSERVER_CONF=$WB/clients/demo/client.conf $P11"
 # of its own in its caches.
 cs_shell_start a demo
 WORK=$WB cs_shell_start b demo             # B's client config
+ln -sf "$WB/shell-b.err" "$WORK/shell-b.err"
 cs_shell a CKR_OK login "$CRYPTOSERVER_PIN"
 cs_shell b CKR_OK login "$CRYPTOSERVER_PIN"
 cs_shell b CKR_OK keygen-signer 71 from-b
@@ -76,6 +78,17 @@ cs_run_bounded $((60 * CS_TIME_FACTOR)) "$T/delete.log" $P11B --login --pin "$CR
 cs_shell a CKR_KEY_HANDLE_INVALID sign-held
 cs_shell a CKR_OBJECT_HANDLE_INVALID sign 72
 cs_log "a key deleted through B is refused by A at the next call"
+
+# ---- a row changed with SQL, without the master key: refused (row MAC) ------------
+cs_expect_broker_log '^E: .* keystore postgresql:///cryptoserver\?host=.*: tenant demo: row does not verify \(changed without the master key\): refused$'
+cs_expect_broker_log '^W: .* login: CKR_DEVICE_ERROR as user from client demo \(tenant demo\)$'
+cs_psql cryptoserver -qc "UPDATE tenants SET user_failures = 3 WHERE name = 'demo'"
+cs_expect_refusal CKR_DEVICE_ERROR "login through A after the tenant row was changed with psql" \
+    "$T/login.log" $P11A --login --pin "$CRYPTOSERVER_PIN" -O
+cs_psql cryptoserver -qc "UPDATE tenants SET user_failures = 0 WHERE name = 'demo'"
+$P11A --login --pin "$CRYPTOSERVER_PIN" -O > "$T/login.log" 2>&1 \
+    || { cat "$T/login.log"; cs_fail "the tenant row put back does not verify"; }
+cs_log "a tenant row changed in PostgreSQL without the master key is refused"
 
 # ---- 3. PostgreSQL stopped ------------------------------------------------------------
 cs_expect_broker_log '^E: .* keystore postgresql:///cryptoserver\?host=.*: database unreachable: .*'

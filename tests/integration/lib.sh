@@ -500,8 +500,8 @@ cs_shell () {
     shift 2
     echo "$*" >&"${CS_SHELL_IN[$name]}"
     read -r -t $((60 * CS_TIME_FACTOR)) line <&"${CS_SHELL_OUT[$name]}" \
-        || { cat "$WORK/shell-$name.err" >&2; cs_fail "$name: no answer to '$*'"; }
-    [ "$line" = "$1 $want" ] || { cat "$WORK/shell-$name.err" >&2; cs_fail "$name: '$*' gave '$line', expected $want"; }
+        || { cat "$WORK/shell-$name.err" >&2 || true; cs_fail "$name: no answer to '$*'"; }
+    [ "$line" = "$1 $want" ] || { cat "$WORK/shell-$name.err" >&2 || true; cs_fail "$name: '$*' gave '$line', expected $want"; }
     cs_log "$name: $* -> $want"
 }
 
