@@ -87,7 +87,18 @@ typedef struct {
     metrics_client_t *metrics_client;   /* its in-flight counter, once it has a job out */
     keystore_tenant_t tenant_state; /* the tenant's row (cache or slow pool), when has_state */
     bool has_state;
+    bool keystore_down;             /* its tenant row could not be read: the database is unreachable */
 } s_request_t;
+
+/*  What a job that needs a login answers without one: CKR_USER_NOT_LOGGED_IN,
+ *  or CKR_DEVICE_ERROR when the ticket could not be checked because the
+ *  keystore database is unreachable (the login is not over:
+ *  docs/CONTRACTS.md "Keystore database").  */
+static CK_RV
+s_no_login_rv (const s_request_t *request)
+{
+    return request->keystore_down ? CKR_DEVICE_ERROR : CKR_USER_NOT_LOGGED_IN;
+}
 
 /*  A resident board key as listed to its tenant: the only board keys a
  *  client job may name (docs/CONTRACTS.md "Key refs and routing").  */
@@ -895,7 +906,7 @@ s_job_crypto (s_frontend_t *self, s_request_t *request, size_t index)
                             .deadline = request->deadline };
     item->kind = item->job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
                : item->job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE;
-    CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item) : CKR_USER_NOT_LOGGED_IN;
+    CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item) : s_no_login_rv (request);
     if (rv == S_CKR_PENDING) {
         slow_job_t *read = s_slow_new (request, index, SLOW_KEY);
         if (read) {
@@ -917,7 +928,8 @@ s_key_read_done (s_frontend_t *self, s_request_t *request, slow_job_t *job)
 {
     s_slot_t *slot = &request->slots [job->index];
     work_item_t *item = &slot->item;
-    CK_RV rv = job->rc == KEYSTORE_DAMAGED ? CKR_DEVICE_ERROR : CKR_KEY_HANDLE_INVALID;
+    CK_RV rv = job->rc == KEYSTORE_DAMAGED || job->rc == KEYSTORE_UNAVAILABLE ? CKR_DEVICE_ERROR
+                                                                              : CKR_KEY_HANDLE_INVALID;
     if (job->rc == 0) {
         ks_key_t *key = ks_cache_key_put (self->cache, job->token, request->tenant, job->ref, &job->info,
                                           job->pkcs8, job->pkcs8_len);
@@ -1036,7 +1048,11 @@ s_login_done (s_frontend_t *self, s_request_t *request, s_slot_t *slot, slow_job
 {
     const Cs__LoginJob *job = check->job->login;
     CK_RV rv = check->rv;
-    s_tenant_touched (self, request->tenant, job->user_type, &check->pin);
+    //  CKR_DEVICE_ERROR wrote nothing (the database is unreachable, the row
+    //  does not verify, the tenant is unknown): the cached row stays, so the
+    //  tenant's sessions keep signing during a database outage.
+    if (rv != CKR_DEVICE_ERROR)
+        s_tenant_touched (self, request->tenant, job->user_type, &check->pin);
     if (rv != CKR_OK) {
         s_pin_refused (request, "login", job->user_type, rv, &check->pin);
         return rv;
@@ -1060,7 +1076,7 @@ static CK_RV
 s_init_pin (s_frontend_t *self, s_request_t *request, size_t index)
 {
     if (!request->so_ok)
-        return CKR_USER_NOT_LOGGED_IN;
+        return s_no_login_rv (request);
     slow_job_t *set = s_slow_new (request, index, SLOW_INIT_PIN);
     return set ? s_slow_go (self, set) : CKR_HOST_MEMORY;
 }
@@ -1197,7 +1213,7 @@ s_job_list_keys (s_frontend_t *self, s_request_t *request, const Cs__ListKeysJob
         /*  A ticket that is no longer valid (expired, revoked, forged):
             say that the login is gone, rather than answer with the public
             view as if the client had never logged in (CONTRACTS.md).  */
-        slot->result.rv = CKR_USER_NOT_LOGGED_IN;
+        slot->result.rv = s_no_login_rv (request);
         return;
     }
     cs__list_keys_result__init (keys);
@@ -1382,7 +1398,7 @@ s_job_generate (s_frontend_t *self, s_request_t *request, size_t index)
     CK_KEY_TYPE type = CKK_RSA;
     *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
                             .kind = WORK_GENERATE, .deadline = request->deadline };
-    CK_RV rv = request->ticket_ok ? keyjobs_keygen (job, &item->gen, &type) : CKR_USER_NOT_LOGGED_IN;
+    CK_RV rv = request->ticket_ok ? keyjobs_keygen (job, &item->gen, &type) : s_no_login_rv (request);
     if (rv == CKR_OK && job->token && self->home_board >= 0)
         rv = s_generate_on_board (self, request, slot, type);
     else
@@ -1476,7 +1492,7 @@ static void
 s_job_key (s_frontend_t *self, s_request_t *request, const Cs__Job *job, s_slot_t *slot)
 {
     CK_RV rv = request->ticket_ok ? s_key_ref_check (self, request, s_key_job_ref (job))
-                                  : CKR_USER_NOT_LOGGED_IN;
+                                  : s_no_login_rv (request);
     slow_job_t *change = rv == CKR_OK ? s_slow_new (request, slot->item.index, SLOW_KEY_JOB) : NULL;
     if (rv == CKR_OK)
         rv = change ? s_slow_go (self, change) : CKR_HOST_MEMORY;
@@ -1896,6 +1912,7 @@ s_slow_done (slow_item_t *item, void *arg)
             ks_cache_unhold (self->cache, job->rc != 0);   /* someone else committed, or unknown */
             break;
         case SLOW_TENANT:
+            request->keystore_down = job->rc == KEYSTORE_UNAVAILABLE;
             if (job->rc == 0) {
                 ks_cache_tenant_put (self->cache, job->token, request->tenant, &job->state);
                 request->tenant_state = job->state;

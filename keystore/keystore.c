@@ -787,9 +787,9 @@ keystore_tenant_state (keystore_t *self, const char *tenant, keystore_tenant_t *
     s_tenant_row_t row;
     uint64_t keys_version = 0;
     memset (state, 0, sizeof *state);
-    int got = self && tenant ? s_tenant_read (self, tenant, true, false, &row, &keys_version) : -1;
+    int got = self && tenant ? s_tenant_read (self, tenant, true, false, &row, &keys_version) : 0;
     if (got != 1)
-        return got == KEYSTORE_DAMAGED ? KEYSTORE_DAMAGED : -1;
+        return got == KEYSTORE_DAMAGED ? KEYSTORE_DAMAGED : got < 0 ? KEYSTORE_UNAVAILABLE : -1;
     for (int i = 0; i < 2; i++) {
         state->epoch [i] = (uint64_t) row.epoch [i];
         state->failures [i] = (long) row.failures [i];
@@ -974,8 +974,11 @@ keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
     memset (&rec, 0, sizeof rec);
     Cs__KeyInfo *info = NULL;
     int rc = -1;
-    if (self->be->key_read (self->store, tenant, ref, false, &rec) != 1)
+    int got = self->be->key_read (self->store, tenant, ref, false, &rec);
+    if (got != 1) {
+        rc = got < 0 ? KEYSTORE_UNAVAILABLE : -1;
         goto out;
+    }
     rc = KEYSTORE_DAMAGED;
     if (!s_key_row_verified (self, &rec, tenant, ref) || !(info = s_info_unpack (self, &rec)))
         goto out;

@@ -43,6 +43,7 @@
 #define KEYSTORE_MASTER_KEY_LEN 32      /* bytes: AES-256 */
 #define KEYSTORE_PIN_MAX_FAILURES 5     /* wrong PINs in a row before CKR_PIN_LOCKED */
 #define KEYSTORE_DAMAGED (-2)           /* a row does not verify or decrypt */
+#define KEYSTORE_UNAVAILABLE (-3)       /* the database failed or cannot be reached (logged) */
 
 typedef struct _keystore_t keystore_t;
 
@@ -214,8 +215,9 @@ CK_FLAGS keystore_pin_flags (keystore_t *self, const char *tenant);
 /*  The tenant row as the broker caches it (its PIN epochs, failure counts
  *  and key-list version) into *state, read with one statement and its MAC
  *  verified (keys_version is outside the MAC).  Returns 0; -1 for an
- *  unknown tenant or a database failure; KEYSTORE_DAMAGED (with an error
- *  log line) when the row does not verify.  *state is zeroed on failure.  */
+ *  unknown tenant; KEYSTORE_UNAVAILABLE (logged) on a database failure;
+ *  KEYSTORE_DAMAGED (with an error log line) when the row does not verify.
+ *  *state is zeroed on failure.  */
 int keystore_tenant_state (keystore_t *self, const char *tenant, keystore_tenant_t *state);
 
 /*  The CK_TOKEN_INFO flags of a tenant state: what keystore_pin_flags
@@ -241,9 +243,10 @@ int keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo
  *  cs__key_info__free_unpacked (info, NULL)); if pkcs8_p is not NULL it gets
  *  the decrypted private key (malloc'd, *pkcs8_len_p bytes; caller wipes with
  *  OPENSSL_cleanse and frees; NULL with length 0 for keys without private
- *  material).  Returns 0, -1 when unknown or on a database failure, or
- *  KEYSTORE_DAMAGED with an error log line when the row does not verify or
- *  does not decrypt (changed outside cryptoserver, other master key).  */
+ *  material).  Returns 0, -1 when unknown, KEYSTORE_UNAVAILABLE (logged) on
+ *  a database failure, or KEYSTORE_DAMAGED with an error log line when the
+ *  row does not verify or does not decrypt (changed outside cryptoserver,
+ *  other master key).  */
 int keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
                       Cs__KeyInfo **info_p, uint8_t **pkcs8_p, size_t *pkcs8_len_p);
 

@@ -97,6 +97,8 @@ cs_shell a CKR_OK sign 71                   # A knows B's key now
 cs_pg_stop
 cs_shell a CKR_OK sign 71
 cs_shell a CKR_DEVICE_ERROR keygen-signer 73 while-down
+cs_expect_refusal CKR_DEVICE_ERROR "login through A while PostgreSQL is stopped" \
+    "$T/login.log" $P11A --login --pin "$CRYPTOSERVER_PIN" -O
 grep -Eq "^E: .* keystore postgresql:///cryptoserver\?host=$WORK/pg/sock&user=cs: database unreachable: " "$WORK/broker.log" \
     || cs_fail "no log line of A names the unreachable database"
 cs_shell a CKR_OK sign 71
