@@ -229,6 +229,13 @@ s_int8 (s_params_t *p, int64_t value)
 static PGresult *
 s_run (ks_store_t *self, const char *sql, const s_params_t *p)
 {
+    if (self->in_tx && (!self->conn || PQstatus (self->conn) != CONNECTION_OK)) {
+        //  Never on a new connection: the statement would run outside the
+        //  transaction, whose earlier statements are lost.
+        zsys_error ("keystore %s: database unreachable: the connection dropped in a transaction",
+                    self->where);
+        return NULL;
+    }
     for (int attempt = 0; attempt < 2; attempt++) {
         if (s_ensure (self) != 0)
             return NULL;

@@ -59,7 +59,7 @@ s_setup (void)
 }
 
 //  The same for the PostgreSQL back end: an empty database.
-static void
+static void __attribute__ ((unused))
 s_setup_pg (void)
 {
     s_setup ();
