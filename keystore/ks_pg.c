@@ -13,13 +13,13 @@
  *  connection is opened again at the next use (PQreset; a statement that
  *  failed outside a transaction because the connection had dropped is
  *  sent once more); until then every call fails after the log line
- *  "keystore WHERE: database unreachable: ...".
+ *  "keystore WHERE: database unreachable: ...".  The listener of change
+ *  notifications is in ks_pg_listen.c.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +30,10 @@
 #include <openssl/rand.h>
 #include "keystore.h"
 #include "ks_backend.h"
+#include "ks_pg.h"
 #include "cs_util.h"
 
 #define S_CONNECT_TIMEOUT "5"           /* seconds, unless the URL says otherwise */
-#define S_CHANNEL         "cryptoserver_keystore"
 #define S_LOCK_ID         "7161829137213491"   /* pg_advisory_xact_lock of migrations */
 #define S_MAX_PARAMS      8
 #define S_OID_INT8        20
@@ -81,7 +81,7 @@ static const s_migration_t s_migrations [] = {
       "  PRIMARY KEY (tenant, ref));"
       "CREATE FUNCTION cryptoserver_keystore_notify () RETURNS trigger LANGUAGE plpgsql AS $$"
       " BEGIN"
-      "  PERFORM pg_notify ('" S_CHANNEL "', coalesce (current_setting ('cryptoserver.origin', true), ''));"
+      "  PERFORM pg_notify ('" KS_PG_CHANNEL "', coalesce (current_setting ('cryptoserver.origin', true), ''));"
       "  RETURN NULL;"
       " END $$;"
       "CREATE TRIGGER tenants_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON tenants"
@@ -97,11 +97,8 @@ static char s_origin [48];
 static pid_t s_origin_pid;                      /* the process s_origin was made for */
 static pthread_mutex_t s_origin_lock = PTHREAD_MUTEX_INITIALIZER;
 
-//  This process's origin, "PID-RANDOM": the payload of the notifications
-//  of its commits.  Made again in a child after fork(), which is another
-//  writer.  Static storage: valid until the next fork.
-static const char *
-s_origin_get (void)
+const char *
+ks_pg_origin (void)
 {
     pthread_mutex_lock (&s_origin_lock);
     if (s_origin_pid != getpid ()) {
@@ -119,12 +116,8 @@ s_origin_get (void)
 
 /* ---- connections --------------------------------------------------------- */
 
-//  The first line of libpq's message of conn (its messages end in a
-//  newline), for "%.*s": the length, then the text.
-#define S_MSG(conn) (int) strcspn (s_message (conn), "\n"), s_message (conn)
-
-static const char *
-s_message (PGconn *conn)
+const char *
+ks_pg_message (PGconn *conn)
 {
     const char *message = conn ? PQerrorMessage (conn) : NULL;
     return message && *message ? message : "failed";
@@ -136,27 +129,25 @@ s_notice (void *arg, const char *message)
 {
 }
 
-//  A new connection to url, set up (origin, quiet notices), or NULL after
-//  a log line naming `where`.
-static PGconn *
-s_connect (const char *url, const char *where)
+PGconn *
+ks_pg_connect (const char *url, const char *where)
 {
     const char *keys [] = { "connect_timeout", "application_name", "dbname", NULL };
     const char *values [] = { S_CONNECT_TIMEOUT, "cryptoserver", url, NULL };
     PGconn *conn = PQconnectdbParams (keys, values, 1);
     if (!conn || PQstatus (conn) != CONNECTION_OK) {
-        zsys_error ("keystore %s: database unreachable: %.*s", where, S_MSG (conn));
+        zsys_error ("keystore %s: database unreachable: %.*s", where, KS_PG_MSG (conn));
         PQfinish (conn);
         return NULL;
     }
     PQsetNoticeProcessor (conn, s_notice, NULL);
     char sql [128];
-    snprintf (sql, sizeof sql, "SET cryptoserver.origin = '%s'", s_origin_get ());
+    snprintf (sql, sizeof sql, "SET cryptoserver.origin = '%s'", ks_pg_origin ());
     PGresult *res = PQexec (conn, sql);
     bool ok = PQresultStatus (res) == PGRES_COMMAND_OK;
     PQclear (res);
     if (!ok) {
-        zsys_error ("keystore %s: %.*s", where, S_MSG (conn));
+        zsys_error ("keystore %s: %.*s", where, KS_PG_MSG (conn));
         PQfinish (conn);
         return NULL;
     }
@@ -174,7 +165,7 @@ s_ensure (ks_store_t *self)
         PQfinish (self->conn);
         self->conn = NULL;
     }
-    self->conn = s_connect (self->url, self->where);
+    self->conn = ks_pg_connect (self->url, self->where);
     if (self->conn && self->lost)
         zsys_info ("keystore %s: connected again", self->where);
     self->lost = !self->conn;
@@ -251,7 +242,7 @@ s_run (ks_store_t *self, const char *sql, const s_params_t *p)
         if (dropped && !self->in_tx && attempt == 0)
             continue;                   //  the database may be back: once more
         zsys_error ("keystore %s: %s%.*s", self->where, dropped ? "database unreachable: " : "",
-                    S_MSG (self->conn));
+                    KS_PG_MSG (self->conn));
         return NULL;
     }
     return NULL;
@@ -266,7 +257,7 @@ s_script (ks_store_t *self, const char *sql)
     bool ok = PQresultStatus (res) == PGRES_COMMAND_OK || PQresultStatus (res) == PGRES_TUPLES_OK;
     PQclear (res);
     if (!ok)
-        zsys_error ("keystore %s: migration: %.*s", self->where, S_MSG (self->conn));
+        zsys_error ("keystore %s: migration: %.*s", self->where, KS_PG_MSG (self->conn));
     return ok ? 0 : -1;
 }
 
@@ -671,138 +662,10 @@ s_settle (ks_store_t *self)
     return 1;
 }
 
-/* ---- the listener ------------------------------------------------------- */
-
-struct _keystore_listener_t {
-    char *url;
-    char *where;
-    pthread_t thread;
-    int stop [2];               /* a pipe: destroy writes to it */
-    uint64_t changes;           /* atomic */
-    bool connected;             /* atomic */
-    PGconn *conn;               /* the thread's */
-};
-
-//  Connects and LISTENs.  Returns 0, or -1 after a log line.
-static int
-s_listener_connect (keystore_listener_t *self)
-{
-    self->conn = s_connect (self->url, self->where);
-    PGresult *res = self->conn ? PQexec (self->conn, "LISTEN " S_CHANNEL) : NULL;
-    bool ok = res && PQresultStatus (res) == PGRES_COMMAND_OK;
-    if (res && !ok)
-        zsys_error ("keystore %s: LISTEN: %.*s", self->where, S_MSG (self->conn));
-    PQclear (res);
-    if (!ok) {
-        PQfinish (self->conn);
-        self->conn = NULL;
-        return -1;
-    }
-    __atomic_store_n (&self->connected, true, __ATOMIC_SEQ_CST);
-    return 0;
-}
-
-//  Reads what arrived; counts the notifications of other origins.  False
-//  when the connection dropped.
-static bool
-s_listener_read (keystore_listener_t *self)
-{
-    if (!PQconsumeInput (self->conn) || PQstatus (self->conn) != CONNECTION_OK)
-        return false;
-    PGnotify *notify;
-    while ((notify = PQnotifies (self->conn))) {
-        if (strcmp (notify->extra, s_origin_get ()) != 0)
-            __atomic_add_fetch (&self->changes, 1, __ATOMIC_SEQ_CST);
-        PQfreemem (notify);
-    }
-    return true;
-}
-
-//  The thread: waits for notifications (or the stop pipe); after a lost
-//  connection tries again every second, and counts a change when it is
-//  back (what happened meanwhile was not seen).
-static void *
-s_listener_thread (void *arg)
-{
-    keystore_listener_t *self = arg;
-    bool warned = false;
-    while (true) {
-        struct pollfd fds [2] = { { self->stop [0], POLLIN, 0 }, { -1, POLLIN, 0 } };
-        if (self->conn)
-            fds [1].fd = PQsocket (self->conn);
-        if (poll (fds, 2, self->conn ? -1 : 1000) < 0 && errno != EINTR)
-            break;
-        if (fds [0].revents)
-            break;
-        if (self->conn && fds [1].revents && !s_listener_read (self)) {
-            __atomic_store_n (&self->connected, false, __ATOMIC_SEQ_CST);
-            PQfinish (self->conn);
-            self->conn = NULL;
-            zsys_warning ("keystore %s: change notifications lost (database unreachable): cached keys "
-                          "and tenant rows are served until it is back", self->where);
-            warned = true;
-            continue;
-        }
-        if (!self->conn && s_listener_connect (self) == 0) {
-            __atomic_add_fetch (&self->changes, 1, __ATOMIC_SEQ_CST);
-            if (warned)
-                zsys_info ("keystore %s: change notifications back: caches dropped", self->where);
-            warned = false;
-        }
-    }
-    return NULL;
-}
-
 static keystore_listener_t *
 s_listen (ks_store_t *store)
 {
-    keystore_listener_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
-    self->stop [0] = self->stop [1] = -1;
-    if (!(self->url = strdup (store->url)) || !(self->where = strdup (store->where))
-    ||  pipe2 (self->stop, O_CLOEXEC) != 0 || s_listener_connect (self) != 0
-    ||  pthread_create (&self->thread, NULL, s_listener_thread, self) != 0) {
-        if (self->stop [0] >= 0) {
-            close (self->stop [0]);
-            close (self->stop [1]);
-        }
-        PQfinish (self->conn);
-        free (self->url);
-        free (self->where);
-        free (self);
-        return NULL;
-    }
-    return self;
-}
-
-uint64_t
-ks_listener_changes (keystore_listener_t *self)
-{
-    return self ? __atomic_load_n (&self->changes, __ATOMIC_SEQ_CST) : 0;
-}
-
-bool
-ks_listener_connected (keystore_listener_t *self)
-{
-    return self && __atomic_load_n (&self->connected, __ATOMIC_SEQ_CST);
-}
-
-void
-ks_listener_destroy (keystore_listener_t **self_p)
-{
-    keystore_listener_t *self = self_p ? *self_p : NULL;
-    if (!self)
-        return;
-    if (write (self->stop [1], "", 1) == 1)
-        pthread_join (self->thread, NULL);
-    close (self->stop [0]);
-    close (self->stop [1]);
-    PQfinish (self->conn);
-    free (self->url);
-    free (self->where);
-    free (self);
-    *self_p = NULL;
+    return ks_pg_listen (store->url, store->where);
 }
 
 const ks_backend_t ks_pg_backend = {

@@ -561,6 +561,8 @@ cs_pg_start () {
         mkdir -p "$CS_PG_DATA" "$CS_PG_SOCKET"
         chmod 0700 "$CS_PG_DATA"
         [ -z "$CS_PG_USER" ] || chown "$CS_PG_USER" "$WORK/pg" "$CS_PG_DATA" "$CS_PG_SOCKET"
+        cs_pg_as test -w "$CS_PG_DATA" -a -x "$CS_PG_SOCKET" \
+            || cs_fail "user ${CS_PG_USER:-$(id -un)} cannot reach $CS_PG_DATA (a parent directory of the build tree is not searchable by it)"
         cs_pg_as "$CS_PG_BINDIR/initdb" -D "$CS_PG_DATA" -U cs --auth=trust -E UTF8 --no-sync \
             > "$WORK/pg/initdb.log" 2>&1 || { cat "$WORK/pg/initdb.log"; cs_fail "initdb failed"; }
     fi
