@@ -99,7 +99,7 @@ cs_shell a CKR_OK sign 71
 cs_shell a CKR_DEVICE_ERROR keygen-signer 73 while-down
 cs_expect_refusal CKR_DEVICE_ERROR "login through A while PostgreSQL is stopped" \
     "$T/login.log" $P11A --login --pin "$CRYPTOSERVER_PIN" -O
-grep -Eq "^E: .* keystore postgresql:///cryptoserver\?host=$WORK/pg/sock&user=cs: database unreachable: " "$WORK/broker.log" \
+grep -Eq "^E: .* keystore postgresql:///cryptoserver\?host=$CS_PG_SOCKET&user=cs: database unreachable: " "$WORK/broker.log" \
     || cs_fail "no log line of A names the unreachable database"
 cs_shell a CKR_OK sign 71
 cs_log "PostgreSQL stopped: a known key signs; key generation fails with CKR_DEVICE_ERROR and a log line"

@@ -556,7 +556,6 @@ cs_pg_start () {
     fi
     CS_PG_DATA=$WORK/pg/data
     CS_PG_SOCKET=$WORK/pg/sock
-    [ ${#CS_PG_SOCKET} -lt 90 ] || cs_skip "the socket directory $CS_PG_SOCKET is too long for a Unix socket"
     if [ ! -f "$CS_PG_DATA/PG_VERSION" ]; then
         mkdir -p "$CS_PG_DATA" "$CS_PG_SOCKET"
         chmod 0700 "$CS_PG_DATA"
@@ -565,6 +564,14 @@ cs_pg_start () {
             || cs_fail "user ${CS_PG_USER:-$(id -un)} cannot reach $CS_PG_DATA (a parent directory of the build tree is not searchable by it)"
         cs_pg_as "$CS_PG_BINDIR/initdb" -D "$CS_PG_DATA" -U cs --auth=trust -E UTF8 --no-sync \
             > "$WORK/pg/initdb.log" 2>&1 || { cat "$WORK/pg/initdb.log"; cs_fail "initdb failed"; }
+    fi
+    # A Unix socket's path has at most 107 bytes: a deep build tree (make
+    # distcheck) reaches its socket directory through a short symbolic link
+    # in /tmp; the socket itself stays in the build tree.
+    if [ ${#CS_PG_SOCKET} -ge 90 ]; then
+        CS_PG_LINK=${CS_PG_LINK:-$(mktemp -u /tmp/cs-pg.XXXXXX)}
+        ln -sfn "$CS_PG_SOCKET" "$CS_PG_LINK"
+        CS_PG_SOCKET=$CS_PG_LINK
     fi
     # fsync off: a test cluster; shutdowns are clean (pg_ctl stop -m fast).
     cs_pg_as "$CS_PG_BINDIR/pg_ctl" -D "$CS_PG_DATA" -l "$WORK/pg/server.log" -w -t $((60 * CS_TIME_FACTOR)) \
@@ -595,4 +602,5 @@ cs_pg_stop () {
         || kill -KILL "$CS_PG_PID" 2>/dev/null
     cs_wait_until 30 eval '! cs_pid_alive "$CS_PG_PID"' || echo "[$CS_TEST_NAME] PostgreSQL (pid $CS_PG_PID) did not stop" >&2
     CS_PG_PID=
+    [ -z "${CS_PG_LINK:-}" ] || rm -f "$CS_PG_LINK"
 }
