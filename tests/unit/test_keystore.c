@@ -1081,7 +1081,9 @@ START_TEST (test_pg_listener)
     ck_assert_int_ge (child, 0);
     if (child == 0) {
         keystore_t *other = keystore_open (s_path, s_master);
-        _exit (other && keystore_pin_set (other, "alice", CKU_USER, "1234", 4, NULL) == CKR_OK ? 0 : 1);
+        int rc = other && keystore_pin_set (other, "alice", CKU_USER, "1234", 4, NULL) == CKR_OK ? 0 : 1;
+        keystore_destroy (&other);
+        _exit (rc);
     }
     int status = -1;
     ck_assert_int_eq (waitpid (child, &status, 0), child);
