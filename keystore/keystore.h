@@ -27,7 +27,7 @@
  *  A keystore object is used by one thread at a time (its hot reads are
  *  prepared once and kept).  The broker's slow-pool threads have one each
  *  (keystore_open_again); cryptoserver-admin opens its own on the same file
- *  (SQLite locks make that safe).  Errors: functions return 0 or -1 (or a CK_RV where the
+ *  (SQLite locks make that safe) or database (row locks, ks_pg.c).  Errors: functions return 0 or -1 (or a CK_RV where the
  *  result goes to a PKCS#11 caller) and log why with zsys_error; nothing
  *  logged ever holds a PIN or key byte.
  */

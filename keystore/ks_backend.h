@@ -66,8 +66,10 @@ typedef struct {
     int (*begin) (ks_store_t *store);
     int (*end) (ks_store_t *store, bool commit);
     /*  Inside the opening transaction: creates what is missing and brings
-     *  the tables to the current schema's columns; *found_p gets the schema
-     *  version the database had (0: new).  */
+     *  the tables to the current schema's columns; *found_p gets 0 for a
+     *  new database, else the version keystore.c still has to deal with:
+     *  1 (SQLite schema 1: rows need their MACs), or the version the
+     *  database is at now (a later one than the code's is refused).  */
     int (*migrate) (ks_store_t *store, int *found_p);
     /*  Records that the database now is at schema `version`.  */
     int (*version_set) (ks_store_t *store, int version);
