@@ -8,6 +8,7 @@
 #include "cs_util.h"
 #include "broker_config.h"
 #include "fair_queue.h"
+#include "keystore.h"
 #include "metrics_http.h"
 
 /*  Loader state: the config under construction and the first error.  */
@@ -252,10 +253,22 @@ static int
 s_keystore (s_loader_t *self)
 {
     broker_config_t *config = self->config;
-    config->keystore_path = s_path (self, "keystore/path");
+    const char *url = zconfig_get (config->root, "keystore/url", NULL);
+    if (url && *url) {
+        if (zconfig_get (config->root, "keystore/path", NULL))
+            return s_fail (self, "keystore/url", "give keystore/path (SQLite) or keystore/url "
+                           "(PostgreSQL), not both");
+        if (!keystore_is_url (url))
+            return s_fail (self, "keystore/url", "must be a PostgreSQL URL postgresql://... "
+                           "(got \"%.*s\")", (int) strcspn (url, ":@"), url);
+        config->keystore_path = strdup (url);
+    }
+    else
+        config->keystore_path = s_path (self, "keystore/path");
     if (!config->keystore_path)
         config->keystore_path = cs_path_resolve (config->dir, "keystore.db");
-    if (!config->keystore_path)
+    config->keystore_name = keystore_location_name (config->keystore_path);
+    if (!config->keystore_path || !config->keystore_name)
         return s_fail (self, "keystore/path", "out of memory");
     if (s_int (self, "keystore/key-cache", 1024, 0, BROKER_MAX_KEY_CACHE, &config->key_cache))
         return -1;
@@ -385,6 +398,7 @@ broker_config_destroy (broker_config_t **self_p)
     }
     free (self->boards);
     free (self->keystore_path);
+    free (self->keystore_name);
     free (self->master_key_file);
     free (self->master_key_board);
     free (self->master_key_label);

@@ -63,7 +63,9 @@ typedef struct {
     bool curve;                 /* broker/curve/enabled, default true */
     char *secret_key;           /* resolved broker/curve/secret-key (zcert file) */
     char *clients_dir;          /* resolved broker/curve/clients (allow-list dir) */
-    char *keystore_path;        /* resolved keystore/path, default keystore.db */
+    char *keystore_path;        /* keystore/url (a postgresql:// URL), or resolved
+                                   keystore/path (default keystore.db) */
+    char *keystore_name;        /* keystore_path for log lines (no password) */
     int key_cache;              /* keystore/key-cache: decrypted keys kept in locked memory
                                    (ks_cache.h), 0..1000000, default 1024; 0 = none */
     char *master_key_file;      /* resolved keystore/master-key (file form), or NULL */

@@ -90,7 +90,18 @@ typedef struct {
     metrics_client_t *metrics_client;   /* its in-flight counter, once it has a job out */
     keystore_tenant_t tenant_state; /* the tenant's row (cache or slow pool), when has_state */
     bool has_state;
+    bool keystore_down;             /* its tenant row could not be read: the database is unreachable */
 } s_request_t;
+
+/*  What a job that needs a login answers without one: CKR_USER_NOT_LOGGED_IN,
+ *  or CKR_DEVICE_ERROR when the ticket could not be checked because the
+ *  keystore database is unreachable (the login is not over:
+ *  docs/CONTRACTS.md "Keystore database").  */
+static CK_RV
+s_no_login_rv (const s_request_t *request)
+{
+    return request->keystore_down ? CKR_DEVICE_ERROR : CKR_USER_NOT_LOGGED_IN;
+}
 
 /*  A resident board key as listed to its tenant: the only board keys a
  *  client job may name (docs/CONTRACTS.md "Key refs and routing").  */
@@ -136,6 +147,8 @@ typedef struct {
     ks_cache_t *cache;              /* keystore keys and tenant rows (keystore/key-cache) */
     ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
     clients_watch_t *clients_watch; /* changes of clients.d, or NULL: re-read on a timer */
+    keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of watch) */
+    uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
 } s_frontend_t;
 
 static void s_pool_refill (s_frontend_t *self);
@@ -937,7 +950,7 @@ s_job_crypto (s_frontend_t *self, s_request_t *request, size_t index)
                             .deadline = request->deadline };
     item->kind = item->job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
                : item->job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE;
-    CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item) : CKR_USER_NOT_LOGGED_IN;
+    CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item) : s_no_login_rv (request);
     if (rv == S_CKR_PENDING) {
         slow_job_t *read = s_slow_new (request, index, SLOW_KEY);
         if (read) {
@@ -979,7 +992,8 @@ s_key_read_done (s_frontend_t *self, s_request_t *request, slow_job_t *job)
 {
     s_slot_t *slot = &request->slots [job->index];
     work_item_t *item = &slot->item;
-    CK_RV rv = job->rc == KEYSTORE_DAMAGED ? CKR_DEVICE_ERROR : CKR_KEY_HANDLE_INVALID;
+    CK_RV rv = job->rc == KEYSTORE_DAMAGED || job->rc == KEYSTORE_UNAVAILABLE ? CKR_DEVICE_ERROR
+                                                                              : CKR_KEY_HANDLE_INVALID;
     if (job->rc == 0) {
         ks_key_t *key = ks_cache_key_put (self->cache, job->token, request->tenant, job->ref, &job->info,
                                           job->pkcs8, job->pkcs8_len);
@@ -1098,7 +1112,11 @@ s_login_done (s_frontend_t *self, s_request_t *request, s_slot_t *slot, slow_job
 {
     const Cs__LoginJob *job = check->job->login;
     CK_RV rv = check->rv;
-    s_tenant_touched (self, request->tenant, job->user_type, &check->pin);
+    //  CKR_DEVICE_ERROR wrote nothing (the database is unreachable, the row
+    //  does not verify, the tenant is unknown): the cached row stays, so the
+    //  tenant's sessions keep signing during a database outage.
+    if (rv != CKR_DEVICE_ERROR)
+        s_tenant_touched (self, request->tenant, job->user_type, &check->pin);
     if (rv != CKR_OK) {
         s_pin_refused (request, "login", job->user_type, rv, &check->pin);
         return rv;
@@ -1122,7 +1140,7 @@ static CK_RV
 s_init_pin (s_frontend_t *self, s_request_t *request, size_t index)
 {
     if (!request->so_ok)
-        return CKR_USER_NOT_LOGGED_IN;
+        return s_no_login_rv (request);
     slow_job_t *set = s_slow_new (request, index, SLOW_INIT_PIN);
     return set ? s_slow_go (self, set) : CKR_HOST_MEMORY;
 }
@@ -1259,7 +1277,7 @@ s_job_list_keys (s_frontend_t *self, s_request_t *request, const Cs__ListKeysJob
         /*  A ticket that is no longer valid (expired, revoked, forged):
             say that the login is gone, rather than answer with the public
             view as if the client had never logged in (CONTRACTS.md).  */
-        slot->result.rv = CKR_USER_NOT_LOGGED_IN;
+        slot->result.rv = s_no_login_rv (request);
         return;
     }
     cs__list_keys_result__init (keys);
@@ -1329,7 +1347,10 @@ s_generated_done (s_frontend_t *self, s_request_t *request, s_slot_t *slot, slow
     slot->info = described->info;
     described->info = NULL;
     slot->result.rv = described->rv;
-    if (job->token)
+    //  A failed generation stored nothing (its transaction rolled back): the
+    //  cached tenant row stays, so that signing goes on while the keystore
+    //  database is unreachable (docs/CONTRACTS.md "Keystore database").
+    if (job->token && slot->result.rv == CKR_OK)
         ks_cache_tenant_drop (self->cache, request->tenant);        /* keys_version */
     if (slot->result.rv != CKR_OK)
         return;
@@ -1441,7 +1462,7 @@ s_job_generate (s_frontend_t *self, s_request_t *request, size_t index)
     CK_KEY_TYPE type = CKK_RSA;
     *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
                             .kind = WORK_GENERATE, .deadline = request->deadline };
-    CK_RV rv = request->ticket_ok ? keyjobs_keygen (job, &item->gen, &type) : CKR_USER_NOT_LOGGED_IN;
+    CK_RV rv = request->ticket_ok ? keyjobs_keygen (job, &item->gen, &type) : s_no_login_rv (request);
     if (rv == CKR_OK && job->token && self->home_board >= 0)
         rv = s_generate_on_board (self, request, slot, type);
     else
@@ -1538,7 +1559,7 @@ static void
 s_job_key (s_frontend_t *self, s_request_t *request, const Cs__Job *job, s_slot_t *slot)
 {
     CK_RV rv = request->ticket_ok ? s_key_ref_check (self, request, s_key_job_ref (job))
-                                  : CKR_USER_NOT_LOGGED_IN;
+                                  : s_no_login_rv (request);
     slow_job_t *change = rv == CKR_OK ? s_slow_new (request, slot->item.index, SLOW_KEY_JOB) : NULL;
     if (rv == CKR_OK)
         rv = change ? s_slow_go (self, change) : CKR_HOST_MEMORY;
@@ -1910,6 +1931,13 @@ s_needs_tenant (const Cs__Request *req)
 static void
 s_keystore_check (s_frontend_t *self)
 {
+    if (self->listener) {           /* PostgreSQL: notified after the commit */
+        uint64_t changes = keystore_listener_changes (self->listener);
+        if (changes != self->listener_seen)
+            ks_cache_drop_all (self->cache);
+        self->listener_seen = changes;
+        return;
+    }
     if (!self->watch || !ks_watch_changed (self->watch))
         return;
     slow_job_t *settle = s_slow_new (NULL, 0, SLOW_SETTLE);
@@ -1957,6 +1985,7 @@ s_slow_done (slow_item_t *item, void *arg)
             ks_cache_unhold (self->cache, job->rc != 0);   /* someone else committed, or unknown */
             break;
         case SLOW_TENANT:
+            request->keystore_down = job->rc == KEYSTORE_UNAVAILABLE;
             if (job->rc == 0) {
                 ks_cache_tenant_put (self->cache, job->token, request->tenant, &job->state);
                 request->tenant_state = job->state;
@@ -2436,8 +2465,9 @@ s_on_tenant_timer (zloop_t *loop, int timer_id, void *arg)
 
 /*  The slow pool (broker/slow-threads, each with its own keystore
  *  connection), the cache of keys and tenant rows (keystore/key-cache) and
- *  the watch of the keystore file: without a watch nothing is cached (a
- *  change by cryptoserver-admin would go unseen).  */
+ *  the watch of the keystore file, or for a PostgreSQL keystore the
+ *  listener of other writers' commits: without either nothing is cached (a
+ *  change by cryptoserver-admin or another broker would go unseen).  */
 static int
 s_keystore_start (s_frontend_t *self)
 {
@@ -2446,10 +2476,16 @@ s_keystore_start (s_frontend_t *self)
                                               s_slow_done, s_slow_discard, self) : NULL;
     if (!self->slow)
         return -1;
-    self->watch = ks_watch_new (self->config->keystore_path);
-    if (!self->watch) {
+    if (keystore_is_url (self->config->keystore_path)) {
+        //  A database other brokers share: LISTEN/NOTIFY, not inotify.
+        self->listener = keystore_listener_new (self->ks);
+        self->listener_seen = keystore_listener_changes (self->listener);
+    }
+    else
+        self->watch = ks_watch_new (self->config->keystore_path);
+    if (!self->watch && !self->listener) {
         zsys_warning ("keystore %s: keys and tenant rows are not cached: every job reads its row",
-                      self->config->keystore_path);
+                      self->config->keystore_name);
         ks_cache_hold (self->cache);            /* for good */
     }
     return 0;
@@ -2527,6 +2563,7 @@ s_frontend_free (s_frontend_t *self)
     pool_destroy (&self->pool);
     ks_watch_destroy (&self->watch);
     clients_watch_destroy (&self->clients_watch);
+    keystore_listener_destroy (&self->listener);
     ks_cache_destroy (&self->cache);
     client_load_destroy (&self->load);
     free (self->default_tenant);

@@ -593,7 +593,8 @@ s_load (keystore_t *ks, const char *tenant, const char *ref, uint64_t object, Cs
         return CKR_OBJECT_HANDLE_INVALID;
     int got = keystore_key_get (ks, tenant, ref, info_p, pkcs8_p, len_p);
     if (got)
-        return got == KEYSTORE_DAMAGED ? CKR_DEVICE_ERROR : CKR_OBJECT_HANDLE_INVALID;
+        return got == KEYSTORE_DAMAGED || got == KEYSTORE_UNAVAILABLE ? CKR_DEVICE_ERROR
+                                                                       : CKR_OBJECT_HANDLE_INVALID;
     bool priv = object == CKO_PRIVATE_KEY;
     if (!(priv ? (*info_p)->has_private : (*info_p)->has_public)) {
         cs__key_info__free_unpacked (*info_p, NULL);

@@ -233,7 +233,7 @@ s_keystore_open (server_t *self)
     int rc = config->master_key_board ? s_unwrap_master_key (self, key)
            : keystore_master_key_read (config->master_key_file, key);
     if (rc)
-        zsys_error ("keystore %s: no usable master key (%s)", config->keystore_path,
+        zsys_error ("keystore %s: no usable master key (%s)", config->keystore_name,
                     config->master_key_board ? "board-wrapped" : config->master_key_file);
     else
     if (!(self->keystore = keystore_open (config->keystore_path, key)))

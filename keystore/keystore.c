@@ -1,13 +1,14 @@
-/*  keystore.c — the broker's store of server-held keys and tenants (keystore.h).
+/*  keystore.c — the broker's store of server-held keys and tenants
+ *  (keystore.h): the part that does not depend on where rows are stored.
  *
- *  One SQLite file in WAL mode with synchronous=FULL and secure_delete, three
- *  tables (meta, tenants, keys; schema below).  Private keys are sealed with
- *  AES-256-GCM (NIST SP 800-38D, RFC 5116 AEAD_AES_256_GCM) under the master
- *  key: blob = nonce (12) || ciphertext || tag (16), associated data
- *  "cs-key-v1" || tenant || NUL || ref.  Tenant and key rows carry an
- *  HMAC-SHA256 (row_mac.h) under a key derived from the master key; PIN
- *  hashes are keyed with another derived key (cs_pin.h).  man
- *  cryptoserver-keystore(5) is the user-facing description of the file.
+ *  Private keys are sealed with AES-256-GCM (NIST SP 800-38D, RFC 5116
+ *  AEAD_AES_256_GCM) under the master key: blob = nonce (12) || ciphertext
+ *  || tag (16), associated data "cs-key-v1" || tenant || NUL || ref.  Tenant
+ *  and key rows carry an HMAC-SHA256 (row_mac.h) under a key derived from
+ *  the master key; PIN hashes are keyed with another derived key (cs_pin.h).
+ *  Rows go to a storage back end (ks_backend.h: ks_sqlite.c, ks_pg.c) only
+ *  in that form.  man cryptoserver-keystore(5) is the user-facing
+ *  description.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -21,18 +22,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <czmq.h>
-#include <sqlite3.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include "keystore.h"
+#include "ks_backend.h"
 #include "cs_pin.h"
 #include "row_mac.h"
 #include "cs_secmem.h"
 #include "cs_util.h"
 
 #define SCHEMA_VERSION   2              /* 1: no row MACs, epochs, keyed PIN hashes */
-#define BUSY_TIMEOUT_MS  5000           /* admin and broker share the file */
 #define GCM_NONCE_LEN    12             /* bytes, RFC 5116 §5.1 N_MIN = N_MAX */
 #define GCM_TAG_LEN      16             /* bytes */
 #define TENANT_NAME_MAX  32             /* bytes: it is the token label */
@@ -47,18 +47,12 @@ typedef struct {
     uint8_t pin_key [CS_PIN_KEY_LEN];       /* HKDF (master, ROW_MAC_INFO_PINS) */
 } s_keys_t;
 
-//  The statements of the hot reads, prepared once per connection and
-//  reset after each use (s_stmt, s_stmt_done): a key job or a ticket check
-//  must not compile SQL every time.
-enum { S_STMT_TENANT, S_STMT_KEY, S_STMT_KEYS_VERSION, S_STMT_TENANT_EXISTS, S_STMTS };
-
 struct _keystore_t {
-    sqlite3 *db;
-    char *path;
+    const ks_backend_t *be;     /* where rows go */
+    ks_store_t *store;          /* its connection */
+    char *location;             /* path or URL as given (keystore_open_again) */
     s_keys_t *keys;             /* the master key and the keys derived from it:
                                    one locked, no-dump page of its own (cs_secmem) */
-    sqlite3_stmt *stmts [S_STMTS];  /* prepared hot reads, or NULL until first use */
-    int64_t data_version;           /* PRAGMA data_version at open or at the last settle */
 };
 
 static keystore_hook_fn *s_test_hook;   /* keystore_set_test_hook; atomic */
@@ -78,122 +72,44 @@ s_hook (const char *call)
         hook (call);
 }
 
-//  The schema (version 2).  Lock state is derived from the counters: a PIN
-//  is locked when its failure count reaches KEYSTORE_PIN_MAX_FAILURES.
-//  keys_version and the PIN epochs take their values from meta
-//  'version_seq', a counter over the whole file, so a tenant removed and
-//  added again never repeats an old version or epoch.  `mac` is the row's
-//  HMAC (row_mac.h); keys_version is outside it: it only tells clients when
-//  to fetch the key list again.  Version 1 had no epochs and no mac
-//  columns (s_upgrade_1_to_2 adds them).
-static const char *s_schema =
-    "CREATE TABLE IF NOT EXISTS meta ("
-    "  name TEXT PRIMARY KEY, value BLOB NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS tenants ("
-    "  name TEXT PRIMARY KEY,"
-    "  user_pin TEXT NOT NULL, so_pin TEXT NOT NULL,"
-    "  user_failures INTEGER NOT NULL DEFAULT 0,"
-    "  so_failures INTEGER NOT NULL DEFAULT 0,"
-    "  keys_version INTEGER NOT NULL,"
-    "  user_epoch INTEGER NOT NULL DEFAULT 0,"
-    "  so_epoch INTEGER NOT NULL DEFAULT 0,"
-    "  mac BLOB);"
-    "CREATE TABLE IF NOT EXISTS keys ("
-    "  tenant TEXT NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
-    "  ref TEXT NOT NULL,"
-    "  info BLOB NOT NULL,"
-    "  private BLOB,"
-    "  mac BLOB,"
-    "  PRIMARY KEY (tenant, ref));";
-
-/* ---- small helpers ---------------------------------------------------- */
-
-//  Logs a SQLite failure of `what` with the database's message.
-static void
-s_db_error (keystore_t *self, const char *what)
+//  What log lines call the database.
+static const char *
+s_where (keystore_t *self)
 {
-    zsys_error ("keystore %s: %s: %s", self->path, what, sqlite3_errmsg (self->db));
+    return self->be->where (self->store);
 }
 
-//  Prepares `sql`.  Returns the statement (caller finalizes) or NULL after a log.
-static sqlite3_stmt *
-s_prepare (keystore_t *self, const char *sql)
+/* ---- records ------------------------------------------------------------ */
+
+uint8_t *
+ks_dup (const void *data, size_t len)
 {
-    sqlite3_stmt *stmt = NULL;
-    if (sqlite3_prepare_v2 (self->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
-        s_db_error (self, "prepare");
-        sqlite3_finalize (stmt);
-        return NULL;
+    uint8_t *copy = malloc (len + 1);
+    if (copy) {
+        if (len)
+            memcpy (copy, data, len);
+        copy [len] = 0;
     }
-    return stmt;
+    return copy;
 }
 
-//  The prepared statement `which` of `sql` (prepared at its first use and
-//  kept; its bindings are clear).  Returns it, or NULL after a log.  Give it
-//  back with s_stmt_done, never sqlite3_finalize.
-static sqlite3_stmt *
-s_stmt (keystore_t *self, int which, const char *sql)
+void
+ks_tenant_rec_free (ks_tenant_rec_t *rec)
 {
-    if (!self->stmts [which])
-        self->stmts [which] = s_prepare (self, sql);
-    return self->stmts [which];
+    free (rec->row.pin [0]);
+    free (rec->row.pin [1]);
+    free (rec->mac);
+    memset (rec, 0, sizeof *rec);
 }
 
-//  Ends the use of a statement: a kept one (s_stmt) is reset, so that it
-//  holds no read transaction open, and its bindings cleared; any other is
-//  finalized.  NULL-safe.
-static void
-s_stmt_done (keystore_t *self, sqlite3_stmt *stmt)
+void
+ks_key_rec_free (ks_key_rec_t *rec)
 {
-    for (int i = 0; stmt && i < S_STMTS; i++)
-        if (self->stmts [i] == stmt) {
-            sqlite3_reset (stmt);
-            sqlite3_clear_bindings (stmt);
-            return;
-        }
-    sqlite3_finalize (stmt);
-}
-
-//  Runs statements without results.  Returns 0, or -1 after a log.
-static int
-s_exec (keystore_t *self, const char *sql)
-{
-    if (sqlite3_exec (self->db, sql, NULL, NULL, NULL) == SQLITE_OK)
-        return 0;
-    s_db_error (self, sql);
-    return -1;
-}
-
-//  PRAGMA data_version of the connection into *version_p: it moves when
-//  another connection commits, never for this one's own commits.  0 or -1.
-static int
-s_data_version (keystore_t *self, int64_t *version_p)
-{
-    sqlite3_stmt *stmt = s_prepare (self, "PRAGMA data_version");
-    int rc = stmt && sqlite3_step (stmt) == SQLITE_ROW ? 0 : -1;
-    if (rc == 0)
-        *version_p = sqlite3_column_int64 (stmt, 0);
-    else
-        s_db_error (self, "data_version");
-    sqlite3_finalize (stmt);
-    return rc;
-}
-
-//  Steps a statement that returns no row.  Returns 0, or -1 after a log.
-static int
-s_step_done (keystore_t *self, sqlite3_stmt *stmt)
-{
-    if (sqlite3_step (stmt) == SQLITE_DONE)
-        return 0;
-    s_db_error (self, "write");
-    return -1;
-}
-
-//  Binds text (NUL-terminated) at position `index`.
-static void
-s_bind_text (sqlite3_stmt *stmt, int index, const char *text)
-{
-    sqlite3_bind_text (stmt, index, text, -1, SQLITE_TRANSIENT);
+    free (rec->ref);
+    free (rec->info);
+    free (rec->private);
+    free (rec->mac);
+    memset (rec, 0, sizeof *rec);
 }
 
 /* ---- AES-256-GCM (RFC 5116) ------------------------------------------ */
@@ -279,70 +195,6 @@ s_key_aad (const char *tenant, const char *ref, size_t *len_p)
     return aad;
 }
 
-/* ---- meta rows -------------------------------------------------------- */
-
-//  Reads meta row `name` into a malloc'd buffer (*len_p bytes; caller
-//  frees).  Returns 1 found, 0 absent, -1 on error.
-static int
-s_meta_get (keystore_t *self, const char *name, uint8_t **value_p, size_t *len_p)
-{
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT value FROM meta WHERE name = ?1");
-    int rc = -1;
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, name);
-    int step = sqlite3_step (stmt);
-    if (step == SQLITE_DONE)
-        rc = 0;
-    else
-    if (step == SQLITE_ROW) {
-        size_t len = (size_t) sqlite3_column_bytes (stmt, 0);
-        *value_p = malloc (len + 1);
-        if (*value_p) {
-            memcpy (*value_p, sqlite3_column_blob (stmt, 0), len);
-            (*value_p) [len] = 0;
-            *len_p = len;
-            rc = 1;
-        }
-    }
-    else
-        s_db_error (self, "read meta");
-    sqlite3_finalize (stmt);
-    return rc;
-}
-
-//  Writes meta row `name`.  Returns 0 or -1.
-static int
-s_meta_put (keystore_t *self, const char *name, const void *value, size_t len)
-{
-    sqlite3_stmt *stmt = s_prepare (self, "INSERT OR REPLACE INTO meta (name, value) VALUES (?1, ?2)");
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, name);
-    sqlite3_bind_blob (stmt, 2, value, (int) len, SQLITE_TRANSIENT);
-    int rc = s_step_done (self, stmt);
-    sqlite3_finalize (stmt);
-    return rc;
-}
-
-//  Takes the next value of the file-wide version counter (meta
-//  'version_seq').  Call inside a write transaction.  Returns it, or 0 on
-//  failure.
-static uint64_t
-s_version_next (keystore_t *self)
-{
-    if (s_exec (self, "UPDATE meta SET value = CAST (value AS INTEGER) + 1 "
-                      "WHERE name = 'version_seq'") != 0)
-        return 0;
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT CAST (value AS INTEGER) FROM meta "
-                                          "WHERE name = 'version_seq'");
-    uint64_t version = 0;
-    if (stmt && sqlite3_step (stmt) == SQLITE_ROW)
-        version = (uint64_t) sqlite3_column_int64 (stmt, 0);
-    sqlite3_finalize (stmt);
-    return version;
-}
-
 /* ---- tenant rows (integrity) ------------------------------------------- */
 
 typedef row_mac_tenant_t s_tenant_row_t;
@@ -365,51 +217,33 @@ s_tenant_row_free (s_tenant_row_t *row)
 //  Reads tenant row `name` into *row (caller frees with s_tenant_row_free)
 //  and, when keys_version_p is not NULL, its keys_version (outside the
 //  MAC).  With `verify`, its MAC must match (else an error line naming the
-//  tenant).  Returns 1 found, 0 unknown, -1 on a database error,
+//  tenant).  `lock`: inside a write transaction, the row stays locked
+//  until its end.  Returns 1 found, 0 unknown, -1 on a database error,
 //  KEYSTORE_DAMAGED when it does not verify.
 static int
-s_tenant_read (keystore_t *self, const char *name, bool verify, s_tenant_row_t *row,
+s_tenant_read (keystore_t *self, const char *name, bool verify, bool lock, s_tenant_row_t *row,
                uint64_t *keys_version_p)
 {
-    sqlite3_stmt *stmt = s_stmt (self, S_STMT_TENANT, "SELECT user_pin, so_pin, user_failures, "
-                                 "so_failures, user_epoch, so_epoch, mac, keys_version FROM tenants "
-                                 "WHERE name = ?1");
+    ks_tenant_rec_t rec;
     uint8_t mac [ROW_MAC_LEN];
-    int rc = -1;
     memset (row, 0, sizeof *row);
+    memset (&rec, 0, sizeof rec);
     s_hook ("tenant_read");
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, name);
-    int step = sqlite3_step (stmt);
-    if (step == SQLITE_DONE)
-        rc = 0;
-    else
-    if (step != SQLITE_ROW)
-        s_db_error (self, "read tenant");
-    else {
-        const char *user_pin = (const char *) sqlite3_column_text (stmt, 0);
-        const char *so_pin = (const char *) sqlite3_column_text (stmt, 1);
-        row->pin [0] = strdup (user_pin ? user_pin : "");
-        row->pin [1] = strdup (so_pin ? so_pin : "");
-        for (int i = 0; i < 2; i++) {
-            row->failures [i] = sqlite3_column_int64 (stmt, 2 + i);
-            row->epoch [i] = sqlite3_column_int64 (stmt, 4 + i);
-        }
-        if (keys_version_p)
-            *keys_version_p = (uint64_t) sqlite3_column_int64 (stmt, 7);
-        rc = row->pin [0] && row->pin [1] ? 1 : -1;
-        if (rc == 1 && verify
-        &&  (row_mac_tenant (self->keys->mac_key, name, row, mac) != 0
-             || !row_mac_equal (mac, sqlite3_column_blob (stmt, 6), (size_t) sqlite3_column_bytes (stmt, 6)))) {
-            zsys_error ("keystore %s: tenant %s: row does not verify (changed without the master "
-                        "key): refused", self->path, name);
-            rc = KEYSTORE_DAMAGED;
-        }
+    int rc = self->be->tenant_read (self->store, name, lock, &rec);
+    if (rc == 1 && verify
+    &&  (row_mac_tenant (self->keys->mac_key, name, &rec.row, mac) != 0
+         || !row_mac_equal (mac, rec.mac, rec.mac_len))) {
+        zsys_error ("keystore %s: tenant %s: row does not verify (changed without the master "
+                    "key): refused", s_where (self), name);
+        rc = KEYSTORE_DAMAGED;
     }
-    s_stmt_done (self, stmt);
-    if (rc != 1)
-        s_tenant_row_free (row);
+    if (rc == 1) {
+        *row = rec.row;
+        memset (&rec.row, 0, sizeof rec.row);
+        if (keys_version_p)
+            *keys_version_p = rec.keys_version;
+    }
+    ks_tenant_rec_free (&rec);
     return rc;
 }
 
@@ -421,29 +255,21 @@ s_tenant_write (keystore_t *self, const char *name, const s_tenant_row_t *row)
     uint8_t mac [ROW_MAC_LEN];
     if (row_mac_tenant (self->keys->mac_key, name, row, mac) != 0)
         return -1;
-    sqlite3_stmt *stmt = s_prepare (self, "UPDATE tenants SET user_pin = ?2, so_pin = ?3, "
-                                          "user_failures = ?4, so_failures = ?5, user_epoch = ?6, "
-                                          "so_epoch = ?7, mac = ?8 WHERE name = ?1");
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, name);
-    s_bind_text (stmt, 2, row->pin [0]);
-    s_bind_text (stmt, 3, row->pin [1]);
-    for (int i = 0; i < 2; i++) {
-        sqlite3_bind_int64 (stmt, 4 + i, row->failures [i]);
-        sqlite3_bind_int64 (stmt, 6 + i, row->epoch [i]);
-    }
-    sqlite3_bind_blob (stmt, 8, mac, ROW_MAC_LEN, SQLITE_TRANSIENT);
-    int rc = s_step_done (self, stmt);
-    if (rc == 0 && sqlite3_changes (self->db) != 1)
-        rc = -1;
-    sqlite3_finalize (stmt);
-    return rc;
+    return self->be->tenant_update (self->store, name, row, mac) == 1 ? 0 : -1;
 }
 
-//  A new PIN epoch after `old`: the next value of the file-wide counter,
-//  and above `old` whatever that counter holds.  Call inside a write
-//  transaction.  Returns 0 on failure.
+//  Takes the next value of the database-wide version counter.  Returns
+//  it, or 0 on failure.
+static uint64_t
+s_version_next (keystore_t *self)
+{
+    uint64_t value = 0;
+    return self->be->counter_next (self->store, &value) == 0 ? value : 0;
+}
+
+//  A new PIN epoch after `old`: the next value of the database-wide
+//  counter, and above `old` whatever that counter holds.  Call inside a
+//  write transaction.  Returns 0 on failure.
 static int64_t
 s_epoch_next (keystore_t *self, int64_t old)
 {
@@ -463,61 +289,24 @@ s_key_mac (keystore_t *self, const char *tenant, const char *ref, const uint8_t 
 
 /* ---- opening ------------------------------------------------------------ */
 
-//  Creates the file with mode 0600 when it does not exist yet, so SQLite
-//  (which gives its -wal and -shm files the database's mode) never makes a
-//  world-readable keystore.  An existing file is not opened here: closing
-//  a descriptor of it would drop every POSIX lock this process holds on it
-//  (fcntl(2)), those of the connections already open included (the broker
-//  opens one per slow-pool thread), and another process could then take
-//  the database for unused, checkpoint it and delete the -wal file under
-//  them.  Returns 0 or -1 after a log.
-static int
-s_file_create (const char *path)
-{
-    int fd = open (path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == EEXIST)
-        return 0;
-    if (fd < 0) {
-        zsys_error ("keystore %s: cannot open: %s", path, strerror (errno));
-        return -1;
-    }
-    close (fd);
-    return 0;
-}
-
-//  Sets the connection up: busy timeout, WAL, synchronous=FULL (a commit
-//  is on disk when it returns), foreign keys (tenant removal cascades),
-//  secure_delete (deleted rows are overwritten in the file).
-static int
-s_pragmas (keystore_t *self)
-{
-    sqlite3_busy_timeout (self->db, BUSY_TIMEOUT_MS);
-    return s_exec (self, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
-                         " PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;");
-}
-
-//  Schema 1 to 2, inside the open's write transaction: adds the epoch and
-//  mac columns, gives every tenant fresh epochs, wraps its unkeyed PBKDF2
-//  hashes under the PIN key (cs_pin_wrap: a copy of the file no longer
-//  allows guessing them offline), and MACs every tenant and key row as it
-//  is now (trust on first use: the upgrade cannot tell an earlier change).
-//  Returns 0, or -1 after a log.
+//  Schema 1 to 2 (SQLite only; the back end added the columns), inside the
+//  open's write transaction: gives every tenant fresh epochs, wraps its
+//  unkeyed PBKDF2 hashes under the PIN key (cs_pin_wrap: a copy of the
+//  file no longer allows guessing them offline), and MACs every tenant and
+//  key row as it is now (trust on first use: the upgrade cannot tell an
+//  earlier change).  Returns 0, or -1 after a log.
 static int
 s_upgrade_1_to_2 (keystore_t *self)
 {
-    char **names = NULL;
-    sqlite3_stmt *stmt = NULL;
-    int rc = -1;
-    if (s_exec (self, "ALTER TABLE tenants ADD COLUMN user_epoch INTEGER NOT NULL DEFAULT 0;"
-                      "ALTER TABLE tenants ADD COLUMN so_epoch INTEGER NOT NULL DEFAULT 0;"
-                      "ALTER TABLE tenants ADD COLUMN mac BLOB;"
-                      "ALTER TABLE keys ADD COLUMN mac BLOB;") != 0
-    ||  !(names = keystore_tenant_list (self)))
-        goto out;
-    for (size_t i = 0; names [i]; i++) {
+    char **names = self->be->tenant_list (self->store);
+    size_t keys = 0;
+    int rc = names ? 0 : -1;
+    for (size_t i = 0; rc == 0 && names [i]; i++) {
         s_tenant_row_t row;
-        if (s_tenant_read (self, names [i], false, &row, NULL) != 1)
-            goto out;
+        if (s_tenant_read (self, names [i], false, true, &row, NULL) != 1) {
+            rc = -1;
+            break;
+        }
         bool ok = true;
         for (int role = 0; role < 2 && ok; role++) {
             char *wrapped = cs_pin_wrap (row.pin [role], self->keys->pin_key);
@@ -529,137 +318,147 @@ s_upgrade_1_to_2 (keystore_t *self)
         ok = ok && s_tenant_write (self, names [i], &row) == 0;
         s_tenant_row_free (&row);
         if (!ok) {
-            zsys_error ("keystore %s: upgrade: tenant %s has a malformed PIN hash", self->path, names [i]);
-            goto out;
+            zsys_error ("keystore %s: upgrade: tenant %s has a malformed PIN hash", s_where (self), names [i]);
+            rc = -1;
+            break;
         }
-    }
-    stmt = s_prepare (self, "SELECT rowid, tenant, ref, info, private FROM keys");
-    //  Rows change only after the scan (a statement reading a table that
-    //  is being updated may see rows twice).
-    size_t count = 0;
-    int64_t *rowids = NULL;
-    uint8_t (*macs) [ROW_MAC_LEN] = NULL;
-    int step = SQLITE_ERROR;
-    while (stmt && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
-        int64_t *grown_ids = realloc (rowids, (count + 1) * sizeof *rowids);
-        rowids = grown_ids ? grown_ids : rowids;
-        uint8_t (*grown_macs) [ROW_MAC_LEN] = realloc (macs, (count + 1) * sizeof *macs);
-        macs = grown_macs ? grown_macs : macs;
-        if (!grown_ids || !grown_macs)
+        ks_key_rec_t *recs = NULL;
+        size_t count = 0;
+        if (self->be->key_list (self->store, names [i], &recs, &count) != 0) {
+            rc = -1;
             break;
-        bool has_private = sqlite3_column_type (stmt, 4) != SQLITE_NULL;
-        rowids [count] = sqlite3_column_int64 (stmt, 0);
-        if (s_key_mac (self, (const char *) sqlite3_column_text (stmt, 1),
-                       (const char *) sqlite3_column_text (stmt, 2), sqlite3_column_blob (stmt, 3),
-                       (size_t) sqlite3_column_bytes (stmt, 3),
-                       has_private ? sqlite3_column_blob (stmt, 4) : NULL,
-                       (size_t) sqlite3_column_bytes (stmt, 4), macs [count]) != 0)
-            break;
-        count++;
+        }
+        for (size_t k = 0; k < count; k++) {
+            uint8_t mac [ROW_MAC_LEN];
+            if (rc == 0
+            &&  (s_key_mac (self, names [i], recs [k].ref, recs [k].info, recs [k].info_len,
+                            recs [k].private, recs [k].private_len, mac) != 0
+                 || self->be->key_update (self->store, names [i], recs [k].ref, recs [k].info,
+                                          recs [k].info_len, mac) != 1))
+                rc = -1;
+            ks_key_rec_free (&recs [k]);
+        }
+        free (recs);
+        keys += count;
     }
-    sqlite3_finalize (stmt);
-    stmt = step == SQLITE_DONE ? s_prepare (self, "UPDATE keys SET mac = ?2 WHERE rowid = ?1") : NULL;
-    size_t done = 0;
-    while (stmt && done < count) {
-        sqlite3_reset (stmt);
-        sqlite3_bind_int64 (stmt, 1, rowids [done]);
-        sqlite3_bind_blob (stmt, 2, macs [done], ROW_MAC_LEN, SQLITE_TRANSIENT);
-        if (s_step_done (self, stmt) != 0)
-            break;
-        done++;
-    }
-    if (stmt && done == count)
-        rc = 0;
-    free (rowids);
-    free (macs);
     if (rc == 0)
-        rc = s_meta_put (self, "schema", "2", 1);
+        rc = self->be->version_set (self->store, 2);
     if (rc == 0)
         zsys_info ("keystore %s: upgraded from schema 1 to 2 (row MACs, PIN epochs, keyed PIN "
-                   "hashes; %zu key rows)", self->path, count);
-out:
-    sqlite3_finalize (stmt);
+                   "hashes; %zu key rows)", s_where (self), keys);
     for (size_t i = 0; names && names [i]; i++)
         free (names [i]);
     free (names);
     return rc;
 }
 
-//  Checks the schema version row; on a new file writes it, the version
-//  counter and the master key check value; a schema 1 file is upgraded.
-//  Returns 0, or -1 after a log (the documented "master key does not
-//  match" line included).
+//  Brings the tables to the current schema; on a new database writes the
+//  schema version and the master key check value; a schema 1 file is
+//  upgraded.  Returns 0, or -1 after a log (the documented "master key
+//  does not match" line included).
 static int
 s_check_or_init (keystore_t *self)
 {
-    if (s_exec (self, "BEGIN IMMEDIATE") != 0)
+    if (self->be->begin (self->store) != 0)
         return -1;
     uint8_t *value = NULL, *plain = NULL;
     size_t len = 0, plain_len = 0;
-    int rc = -1;
-    if (s_exec (self, s_schema) != 0)
+    int rc = -1, schema = 0;
+    if (self->be->migrate (self->store, &schema) != 0)
         goto out;
-    int found = s_meta_get (self, "master_check", &value, &len);
+    int found = self->be->meta_get (self->store, "master_check", &value, &len);
     if (found < 0)
         goto out;
     if (found == 0) {                           //  a new keystore
-        char version [16];
-        snprintf (version, sizeof version, "%d", SCHEMA_VERSION);
         uint8_t *check = s_seal (self->keys->master, CHECK_AAD, strlen (CHECK_AAD),
                                  (const uint8_t *) CHECK_PLAINTEXT, strlen (CHECK_PLAINTEXT), &len);
-        rc = check && s_meta_put (self, "schema", version, strlen (version)) == 0
-                   && s_meta_put (self, "version_seq", "0", 1) == 0
-                   && s_meta_put (self, "master_check", check, len) == 0 ? 0 : -1;
+        rc = check && self->be->version_set (self->store, SCHEMA_VERSION) == 0
+                   && self->be->meta_put (self->store, "master_check", check, len) == 0 ? 0 : -1;
         free (check);
         goto out;
     }
     plain = s_open (self->keys->master, CHECK_AAD, strlen (CHECK_AAD), value, len, &plain_len);
     if (!plain || plain_len != strlen (CHECK_PLAINTEXT) || memcmp (plain, CHECK_PLAINTEXT, plain_len)) {
-        zsys_error ("keystore %s: master key does not match", self->path);
+        zsys_error ("keystore %s: master key does not match", s_where (self));
         goto out;
     }
-    free (value);
-    value = NULL;
-    int schema = s_meta_get (self, "schema", &value, &len) == 1 ? atoi ((char *) value) : 0;
     if (schema == 1)
         rc = s_upgrade_1_to_2 (self);
     else
     if (schema != SCHEMA_VERSION)
-        zsys_error ("keystore %s: schema version %s is not %d (made by another version?)",
-                    self->path, value ? (char *) value : "?", SCHEMA_VERSION);
+        zsys_error ("keystore %s: schema version %d is not %d (made by another version?)",
+                    s_where (self), schema, SCHEMA_VERSION);
     else
         rc = 0;
 out:
     free (value);
     free (plain);
-    s_exec (self, rc == 0 ? "COMMIT" : "ROLLBACK");
+    if (self->be->end (self->store, rc == 0) != 0)
+        rc = -1;
     return rc;
 }
 
-keystore_t *
-keystore_open (const char *path, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN])
+bool
+keystore_is_url (const char *location)
 {
-    if (!path || !master_key)
+    return location && (strncmp (location, "postgresql:", 11) == 0 || strncmp (location, "postgres:", 9) == 0);
+}
+
+char *
+keystore_location_name (const char *location)
+{
+    if (!location)
+        return NULL;
+    const char *scheme = strstr (location, "://");
+    const char *at = scheme ? strchr (scheme + 3, '@') : NULL;
+    const char *colon = scheme ? strchr (scheme + 3, ':') : NULL;
+    char *out = NULL;
+    if (keystore_is_url (location) && at && colon && colon < at) {
+        if (asprintf (&out, "%.*s:***%s", (int) (colon - location), location, at) < 0)
+            out = NULL;
+    }
+    else
+        out = strdup (location);
+    char *password = out && keystore_is_url (out) ? strstr (out, "password=") : NULL;
+    if (password)                       //  in the query: the rest goes too
+        strcpy (password + 9, "***");
+    return out;
+}
+
+//  The back end of a location: PostgreSQL for a postgresql:// URL, SQLite
+//  for a path; NULL (logged) for a URL this build cannot open.
+static const ks_backend_t *
+s_backend (const char *location)
+{
+    if (!keystore_is_url (location))
+        return &ks_sqlite_backend;
+#ifdef HAVE_LIBPQ
+    return &ks_pg_backend;
+#else
+    zsys_error ("keystore: %.*s: this build has no PostgreSQL support (configure --with-postgresql)",
+                (int) strcspn (location, "@?"), location);
+    return NULL;
+#endif
+}
+
+keystore_t *
+keystore_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN])
+{
+    if (!location || !master_key)
         return NULL;
     keystore_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
-    self->path = strdup (path);
+    self->be = s_backend (location);
+    self->location = strdup (location);
     self->keys = cs_secmem_alloc (sizeof *self->keys);
     if (self->keys)
         memcpy (self->keys->master, master_key, KEYSTORE_MASTER_KEY_LEN);
-    if (!self->path || !self->keys
+    if (!self->be || !self->location || !self->keys
     ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_ROWS, self->keys->mac_key) != 0
     ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_PINS, self->keys->pin_key) != 0
-    ||  s_file_create (path) != 0)
-        goto fail;
-    if (sqlite3_open_v2 (path, &self->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-        zsys_error ("keystore %s: cannot open: %s", path,
-                    self->db ? sqlite3_errmsg (self->db) : "out of memory");
-        goto fail;
-    }
-    if (s_pragmas (self) != 0 || s_check_or_init (self) != 0
-    ||  s_data_version (self, &self->data_version) != 0)
+    ||  !(self->store = self->be->open (location))
+    ||  s_check_or_init (self) != 0)
         goto fail;
     return self;
 fail:
@@ -670,21 +469,43 @@ fail:
 keystore_t *
 keystore_open_again (keystore_t *self)
 {
-    return self ? keystore_open (self->path, self->keys->master) : NULL;
+    return self ? keystore_open (self->location, self->keys->master) : NULL;
 }
 
 int
 keystore_settle (keystore_t *self)
 {
-    int64_t version = 0;
-    if (s_exec (self, "BEGIN IMMEDIATE") != 0)
-        return -1;
-    int rc = s_data_version (self, &version);
-    if (s_exec (self, "ROLLBACK") != 0 || rc != 0)
-        return -1;
-    rc = version != self->data_version ? 1 : 0;
-    self->data_version = version;
-    return rc;
+    return self->be->settle (self->store);
+}
+
+const char *
+keystore_where (keystore_t *self)
+{
+    return s_where (self);
+}
+
+keystore_listener_t *
+keystore_listener_new (keystore_t *self)
+{
+    return self && self->be->listen ? self->be->listen (self->store) : NULL;
+}
+
+uint64_t
+keystore_listener_changes (keystore_listener_t *self)
+{
+    return ks_listener_changes (self);
+}
+
+bool
+keystore_listener_connected (keystore_listener_t *self)
+{
+    return ks_listener_connected (self);
+}
+
+void
+keystore_listener_destroy (keystore_listener_t **self_p)
+{
+    ks_listener_destroy (self_p);
 }
 
 void
@@ -693,12 +514,11 @@ keystore_destroy (keystore_t **self_p)
     if (!self_p || !*self_p)
         return;
     keystore_t *self = *self_p;
-    for (int i = 0; i < S_STMTS; i++)
-        sqlite3_finalize (self->stmts [i]);
-    sqlite3_close_v2 (self->db);
+    if (self->store)
+        self->be->close (&self->store);
     if (self->keys)
         cs_secmem_free (self->keys, sizeof *self->keys);
-    free (self->path);
+    free (self->location);
     free (self);
     *self_p = NULL;
 }
@@ -788,98 +608,48 @@ keystore_tenant_add (keystore_t *self, const char *name,
         return -1;
     }
     if (keystore_tenant_exists (self, name)) {
-        zsys_error ("keystore %s: tenant %s exists", self->path, name);
+        zsys_error ("keystore %s: tenant %s exists", s_where (self), name);
         return -1;
     }
-    s_tenant_row_t row = { { cs_pin_hash (self->keys->pin_key, user_pin, user_pin_len),
-                             cs_pin_hash (self->keys->pin_key, so_pin, so_pin_len) } };
+    ks_tenant_rec_t rec = { .row = { { cs_pin_hash (self->keys->pin_key, user_pin, user_pin_len),
+                                       cs_pin_hash (self->keys->pin_key, so_pin, so_pin_len) } } };
     uint8_t mac [ROW_MAC_LEN];
-    sqlite3_stmt *stmt = NULL;
     int rc = -1;
-    if (!row.pin [0] || !row.pin [1] || s_exec (self, "BEGIN IMMEDIATE") != 0)
+    if (!rec.row.pin [0] || !rec.row.pin [1] || self->be->begin (self->store) != 0)
         goto out;
-    uint64_t version = s_version_next (self);
-    row.epoch [0] = s_epoch_next (self, 0);
-    row.epoch [1] = s_epoch_next (self, 0);
-    stmt = s_prepare (self, "INSERT INTO tenants (name, user_pin, so_pin, keys_version, user_epoch, "
-                            "so_epoch, mac) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    if (version && row.epoch [0] && row.epoch [1] && stmt
-    &&  row_mac_tenant (self->keys->mac_key, name, &row, mac) == 0) {
-        s_bind_text (stmt, 1, name);
-        s_bind_text (stmt, 2, row.pin [0]);
-        s_bind_text (stmt, 3, row.pin [1]);
-        sqlite3_bind_int64 (stmt, 4, (sqlite3_int64) version);
-        sqlite3_bind_int64 (stmt, 5, row.epoch [0]);
-        sqlite3_bind_int64 (stmt, 6, row.epoch [1]);
-        sqlite3_bind_blob (stmt, 7, mac, ROW_MAC_LEN, SQLITE_TRANSIENT);
-        rc = s_step_done (self, stmt);
+    rec.keys_version = s_version_next (self);
+    rec.row.epoch [0] = s_epoch_next (self, 0);
+    rec.row.epoch [1] = s_epoch_next (self, 0);
+    if (rec.keys_version && rec.row.epoch [0] && rec.row.epoch [1]
+    &&  row_mac_tenant (self->keys->mac_key, name, &rec.row, mac) == 0) {
+        rec.mac = mac;
+        rec.mac_len = ROW_MAC_LEN;
+        rc = self->be->tenant_insert (self->store, name, &rec);
+        rec.mac = NULL;
     }
-    if (s_exec (self, rc == 0 ? "COMMIT" : "ROLLBACK") != 0)
+    if (self->be->end (self->store, rc == 0) != 0)
         rc = -1;
 out:
-    sqlite3_finalize (stmt);
-    s_tenant_row_free (&row);
+    ks_tenant_rec_free (&rec);
     return rc;
 }
 
 int
 keystore_tenant_remove (keystore_t *self, const char *name)
 {
-    sqlite3_stmt *stmt = s_prepare (self, "DELETE FROM tenants WHERE name = ?1");
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, name);
-    int rc = s_step_done (self, stmt);
-    if (rc == 0 && sqlite3_changes (self->db) == 0)
-        rc = -1;
-    sqlite3_finalize (stmt);
-    return rc;
+    return self && name && self->be->tenant_delete (self->store, name) == 1 ? 0 : -1;
 }
 
 char **
 keystore_tenant_list (keystore_t *self)
 {
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT name FROM tenants ORDER BY name");
-    if (!stmt)
-        return NULL;
-    size_t count = 0, room = 8;
-    char **names = calloc (room + 1, sizeof *names);
-    int step;
-    while (names && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
-        if (count == room) {
-            char **grown = realloc (names, (2 * room + 1) * sizeof *names);
-            if (!grown)
-                break;
-            names = grown;
-            room *= 2;
-        }
-        names [count] = strdup ((const char *) sqlite3_column_text (stmt, 0));
-        names [++count] = NULL;
-        if (!names [count - 1])
-            break;
-    }
-    bool ok = names && step == SQLITE_DONE;
-    sqlite3_finalize (stmt);
-    if (!ok && names) {
-        for (size_t i = 0; names [i]; i++)
-            free (names [i]);
-        free (names);
-        names = NULL;
-    }
-    return names;
+    return self ? self->be->tenant_list (self->store) : NULL;
 }
 
 bool
 keystore_tenant_exists (keystore_t *self, const char *name)
 {
-    sqlite3_stmt *stmt = name ? s_stmt (self, S_STMT_TENANT_EXISTS, "SELECT 1 FROM tenants WHERE name = ?1")
-                              : NULL;
-    if (!stmt)
-        return false;
-    s_bind_text (stmt, 1, name);
-    bool exists = sqlite3_step (stmt) == SQLITE_ROW;
-    s_stmt_done (self, stmt);
-    return exists;
+    return self && name && self->be->tenant_exists (self->store, name) == 1;
 }
 
 /* ---- PINs ------------------------------------------------------------- */
@@ -889,7 +659,7 @@ keystore_tenant_exists (keystore_t *self, const char *name)
 static CK_RV
 s_pin_end (keystore_t *self, CK_RV rv, bool commit)
 {
-    if (s_exec (self, commit ? "COMMIT" : "ROLLBACK") != 0 && commit)
+    if (self->be->end (self->store, commit) != 0 && commit)
         return CKR_DEVICE_ERROR;
     return rv;
 }
@@ -905,12 +675,12 @@ keystore_pin_check (keystore_t *self, const char *tenant, CK_USER_TYPE user_type
     if (role < 0)
         return CKR_USER_TYPE_INVALID;
     s_hook ("pin_check");
-    //  One write transaction around read, hash and update: two concurrent
-    //  wrong PINs (two brokers, or the broker and the administrator) both
-    //  count, and the row written is the row verified.
-    if (!self || !tenant || s_exec (self, "BEGIN IMMEDIATE") != 0)
+    //  One write transaction around read, hash and update (the tenant row
+    //  locked): two concurrent wrong PINs (two brokers, or the broker and
+    //  the administrator) both count, and the row written is the row verified.
+    if (!self || !tenant || self->be->begin (self->store) != 0)
         return CKR_DEVICE_ERROR;
-    if (s_tenant_read (self, tenant, true, &row, NULL) != 1)
+    if (s_tenant_read (self, tenant, true, true, &row, NULL) != 1)
         return s_pin_end (self, CKR_DEVICE_ERROR, false);
     CK_RV rv = CKR_PIN_LOCKED;
     bool changed = false;
@@ -948,11 +718,11 @@ keystore_pin_set (keystore_t *self, const char *tenant, CK_USER_TYPE user_type,
     if (!pin || !s_pin_len_ok (pin_len))
         return CKR_PIN_LEN_RANGE;
     char *hash = self && tenant ? cs_pin_hash (self->keys->pin_key, pin, pin_len) : NULL;
-    if (!hash || s_exec (self, "BEGIN IMMEDIATE") != 0) {
+    if (!hash || self->be->begin (self->store) != 0) {
         free (hash);
         return CKR_DEVICE_ERROR;
     }
-    if (s_tenant_read (self, tenant, true, &row, NULL) != 1) {
+    if (s_tenant_read (self, tenant, true, true, &row, NULL) != 1) {
         free (hash);
         return s_pin_end (self, CKR_DEVICE_ERROR, false);
     }
@@ -972,7 +742,7 @@ keystore_pin_epoch (keystore_t *self, const char *tenant, CK_USER_TYPE user_type
 {
     int role = s_role (user_type);
     s_tenant_row_t row;
-    if (role < 0 || !self || !tenant || s_tenant_read (self, tenant, true, &row, NULL) != 1)
+    if (role < 0 || !self || !tenant || s_tenant_read (self, tenant, true, false, &row, NULL) != 1)
         return -1;
     *epoch_p = (uint64_t) row.epoch [role];
     s_tenant_row_free (&row);
@@ -1017,9 +787,9 @@ keystore_tenant_state (keystore_t *self, const char *tenant, keystore_tenant_t *
     s_tenant_row_t row;
     uint64_t keys_version = 0;
     memset (state, 0, sizeof *state);
-    int got = self && tenant ? s_tenant_read (self, tenant, true, &row, &keys_version) : -1;
+    int got = self && tenant ? s_tenant_read (self, tenant, true, false, &row, &keys_version) : 0;
     if (got != 1)
-        return got == KEYSTORE_DAMAGED ? KEYSTORE_DAMAGED : -1;
+        return got == KEYSTORE_DAMAGED ? KEYSTORE_DAMAGED : got < 0 ? KEYSTORE_UNAVAILABLE : -1;
     for (int i = 0; i < 2; i++) {
         state->epoch [i] = (uint64_t) row.epoch [i];
         state->failures [i] = (long) row.failures [i];
@@ -1036,17 +806,7 @@ static int
 s_version_bump (keystore_t *self, const char *tenant)
 {
     uint64_t version = s_version_next (self);
-    sqlite3_stmt *stmt = version
-        ? s_prepare (self, "UPDATE tenants SET keys_version = ?2 WHERE name = ?1") : NULL;
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, tenant);
-    sqlite3_bind_int64 (stmt, 2, (sqlite3_int64) version);
-    int rc = s_step_done (self, stmt);
-    if (rc == 0 && sqlite3_changes (self->db) != 1)
-        rc = -1;
-    sqlite3_finalize (stmt);
-    return rc;
+    return version && self->be->keys_version_set (self->store, tenant, version) == 1 ? 0 : -1;
 }
 
 //  Packs a KeyInfo into a malloc'd buffer of *len_p bytes (caller frees).
@@ -1060,94 +820,29 @@ s_info_pack (const Cs__KeyInfo *info, size_t *len_p)
     return packed;
 }
 
-//  True when the key row in the current result row of stmt (tenant, ref,
-//  info in column col, private in col + 1, mac in col + 2) carries its MAC;
-//  otherwise logs an error naming it.
+//  True when key row rec of (tenant, ref) carries its MAC; otherwise logs
+//  an error naming it.
 static bool
-s_key_row_verified (keystore_t *self, sqlite3_stmt *stmt, int col, const char *tenant, const char *ref)
+s_key_row_verified (keystore_t *self, const ks_key_rec_t *rec, const char *tenant, const char *ref)
 {
     uint8_t mac [ROW_MAC_LEN];
-    bool has_private = sqlite3_column_type (stmt, col + 1) != SQLITE_NULL;
-    const uint8_t *info = sqlite3_column_blob (stmt, col);
-    size_t info_len = (size_t) sqlite3_column_bytes (stmt, col);
-    const uint8_t *private = has_private ? sqlite3_column_blob (stmt, col + 1) : NULL;
-    size_t private_len = (size_t) sqlite3_column_bytes (stmt, col + 1);
-    if (s_key_mac (self, tenant, ref, info, info_len, private, private_len, mac) == 0
-    &&  row_mac_equal (mac, sqlite3_column_blob (stmt, col + 2), (size_t) sqlite3_column_bytes (stmt, col + 2)))
+    if (s_key_mac (self, tenant, ref, rec->info, rec->info_len, rec->private, rec->private_len, mac) == 0
+    &&  row_mac_equal (mac, rec->mac, rec->mac_len))
         return true;
     zsys_error ("keystore %s: key %s of tenant %s: row does not verify (changed without the "
-                "master key): refused", self->path, ref, tenant);
+                "master key): refused", s_where (self), ref, tenant);
     return false;
 }
 
-//  The MAC of the stored private blob of key (tenant, ref) with a new
-//  description (packed, len bytes), after verifying the stored row.  Call
-//  inside a write transaction.  Returns 0, -1 when unknown or on error,
-//  KEYSTORE_DAMAGED (logged) when the stored row does not verify.
+//  Ends a key write: bumps the tenant's version when rc is 0, commits
+//  (rc 0) or rolls back.  Returns rc, or -1 when the commit fails.
 static int
-s_key_remac (keystore_t *self, const char *tenant, const char *ref, const uint8_t *packed,
-             size_t len, uint8_t mac [ROW_MAC_LEN])
+s_key_write_end (keystore_t *self, const char *tenant, int rc)
 {
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT info, private, mac FROM keys "
-                                          "WHERE tenant = ?1 AND ref = ?2");
-    int rc = -1;
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, tenant);
-    s_bind_text (stmt, 2, ref);
-    if (sqlite3_step (stmt) == SQLITE_ROW) {
-        bool has_private = sqlite3_column_type (stmt, 1) != SQLITE_NULL;
-        if (!s_key_row_verified (self, stmt, 0, tenant, ref))
-            rc = KEYSTORE_DAMAGED;
-        else
-        if (s_key_mac (self, tenant, ref, packed, len, has_private ? sqlite3_column_blob (stmt, 1) : NULL,
-                       (size_t) sqlite3_column_bytes (stmt, 1), mac) == 0)
-            rc = 0;
-    }
-    sqlite3_finalize (stmt);
-    return rc;
-}
-
-//  Runs one key write (`sql` with ?1 tenant, ?2 ref, ?3 info, ?4 private,
-//  ?5 the row's MAC) and bumps the tenant's version, in one transaction.
-//  `keep_private`: the row keeps its stored private blob, which must
-//  verify (an update of the description); otherwise the MAC covers `blob`.
-//  Fails when no row changed.  Returns 0 (durable), -1, or KEYSTORE_DAMAGED.
-static int
-s_key_write (keystore_t *self, const char *sql, const char *tenant, const char *ref,
-             const Cs__KeyInfo *info, const uint8_t *blob, size_t blob_len, bool keep_private)
-{
-    size_t packed_len = 0;
-    uint8_t *packed = info ? s_info_pack (info, &packed_len) : NULL;
-    uint8_t mac [ROW_MAC_LEN];
-    sqlite3_stmt *stmt = NULL;
-    int rc = -1;
-    if ((info && !packed) || s_exec (self, "BEGIN IMMEDIATE") != 0)
-        goto out;
-    if (info)
-        rc = keep_private ? s_key_remac (self, tenant, ref, packed, packed_len, mac)
-                          : s_key_mac (self, tenant, ref, packed, packed_len, blob, blob_len, mac);
-    stmt = !info || rc == 0 ? s_prepare (self, sql) : NULL;
-    if (stmt) {
-        s_bind_text (stmt, 1, tenant);
-        s_bind_text (stmt, 2, ref);
-        if (packed) {
-            sqlite3_bind_blob (stmt, 3, packed, (int) packed_len, SQLITE_TRANSIENT);
-            sqlite3_bind_blob (stmt, 5, mac, ROW_MAC_LEN, SQLITE_TRANSIENT);
-        }
-        if (blob)
-            sqlite3_bind_blob (stmt, 4, blob, (int) blob_len, SQLITE_TRANSIENT);
-        rc = s_step_done (self, stmt);
-    }
-    if (rc == 0 && sqlite3_changes (self->db) != 1)
-        rc = -1;
     if (rc == 0)
         rc = s_version_bump (self, tenant);
-    if (s_exec (self, rc == 0 ? "COMMIT" : "ROLLBACK") != 0 && rc == 0)
+    if (self->be->end (self->store, rc == 0) != 0 && rc == 0)
         rc = -1;
-out:
-    sqlite3_finalize (stmt);
-    free (packed);
     return rc;
 }
 
@@ -1164,26 +859,37 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
 {
     if (!self || !tenant || !info || !s_ref_ok (info->ref) || (pkcs8 && !pkcs8_len))
         return -1;
-    if (!keystore_tenant_exists (self, tenant)) {
-        zsys_error ("keystore %s: no tenant %s", self->path, tenant);
-        return -1;
+    int exists = self->be->tenant_exists (self->store, tenant);
+    if (exists != 1) {
+        if (exists == 0)
+            zsys_error ("keystore %s: no tenant %s", s_where (self), tenant);
+        return -1;          //  or a database failure, logged
     }
-    uint8_t *aad = NULL, *blob = NULL;
-    size_t aad_len = 0, blob_len = 0;
+    uint8_t *aad = NULL, mac [ROW_MAC_LEN];
+    size_t aad_len = 0;
+    ks_key_rec_t rec = { .ref = info->ref };
     int rc = -1;
     if (pkcs8) {
         aad = s_key_aad (tenant, info->ref, &aad_len);
-        blob = aad ? s_seal (self->keys->master, aad, aad_len, pkcs8, pkcs8_len, &blob_len) : NULL;
-        if (!blob)
+        rec.private = aad ? s_seal (self->keys->master, aad, aad_len, pkcs8, pkcs8_len, &rec.private_len)
+                          : NULL;
+        if (!rec.private)
             goto out;
     }
-    rc = s_key_write (self, "INSERT INTO keys (tenant, ref, info, private, mac) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5)", tenant, info->ref, info, blob, blob_len, false);
-    if (rc != 0)
-        zsys_error ("keystore %s: cannot store key %s of tenant %s", self->path, info->ref, tenant);
+    rec.info = s_info_pack (info, &rec.info_len);
+    if (!rec.info
+    ||  s_key_mac (self, tenant, info->ref, rec.info, rec.info_len, rec.private, rec.private_len, mac) != 0
+    ||  self->be->begin (self->store) != 0)
+        goto out;
+    rec.mac = mac;
+    rec.mac_len = ROW_MAC_LEN;
+    rc = s_key_write_end (self, tenant, self->be->key_insert (self->store, tenant, &rec));
 out:
+    if (rc != 0)
+        zsys_error ("keystore %s: cannot store key %s of tenant %s", s_where (self), info->ref, tenant);
     free (aad);
-    free (blob);        //  ciphertext: no wipe needed
+    free (rec.private);     //  ciphertext: no wipe needed
+    free (rec.info);
     return rc;
 }
 
@@ -1192,53 +898,68 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
 {
     if (!self || !tenant || !info || !s_ref_ok (info->ref))
         return -1;
-    return s_key_write (self, "UPDATE keys SET info = ?3, mac = ?5 WHERE tenant = ?1 AND ref = ?2",
-                        tenant, info->ref, info, NULL, 0, true);
+    size_t packed_len = 0;
+    uint8_t *packed = s_info_pack (info, &packed_len), mac [ROW_MAC_LEN];
+    ks_key_rec_t rec;
+    memset (&rec, 0, sizeof rec);
+    if (!packed || self->be->begin (self->store) != 0) {
+        free (packed);
+        return -1;
+    }
+    //  The stored row must verify; the new MAC covers its private blob.
+    int rc = self->be->key_read (self->store, tenant, info->ref, true, &rec) == 1 ? 0 : -1;
+    if (rc == 0 && !s_key_row_verified (self, &rec, tenant, info->ref))
+        rc = KEYSTORE_DAMAGED;
+    if (rc == 0
+    &&  (s_key_mac (self, tenant, info->ref, packed, packed_len, rec.private, rec.private_len, mac) != 0
+         || self->be->key_update (self->store, tenant, info->ref, packed, packed_len, mac) != 1))
+        rc = -1;
+    rc = s_key_write_end (self, tenant, rc);
+    ks_key_rec_free (&rec);
+    free (packed);
+    return rc;
 }
 
 int
 keystore_key_delete (keystore_t *self, const char *tenant, const char *ref)
 {
-    if (!self || !tenant || !s_ref_ok (ref))
+    if (!self || !tenant || !s_ref_ok (ref) || self->be->begin (self->store) != 0)
         return -1;
-    return s_key_write (self, "DELETE FROM keys WHERE tenant = ?1 AND ref = ?2",
-                        tenant, ref, NULL, NULL, 0, false);
+    int rc = self->be->key_delete (self->store, tenant, ref) == 1 ? 0 : -1;
+    return s_key_write_end (self, tenant, rc);
 }
 
-//  Unpacks column `col` of the current row as a KeyInfo (caller frees with
+//  Unpacks a stored description (caller frees with
 //  cs__key_info__free_unpacked), or NULL after a log when it is damaged.
 static Cs__KeyInfo *
-s_info_column (keystore_t *self, sqlite3_stmt *stmt, int col)
+s_info_unpack (keystore_t *self, const ks_key_rec_t *rec)
 {
-    const uint8_t *data = sqlite3_column_blob (stmt, col);
-    size_t len = (size_t) sqlite3_column_bytes (stmt, col);
-    Cs__KeyInfo *info = cs__key_info__unpack (NULL, len, data);
+    Cs__KeyInfo *info = cs__key_info__unpack (NULL, rec->info_len, rec->info);
     if (!info)
-        zsys_error ("keystore %s: a key description does not decode", self->path);
+        zsys_error ("keystore %s: a key description does not decode", s_where (self));
     return info;
 }
 
-//  Decrypts the private blob in column `col` of the current row into
-//  *pkcs8_p / *len_p (NULL and 0 when the row has none).  Returns 0, or -1
-//  after a log when it does not decrypt.
+//  Decrypts the private blob of rec into *pkcs8_p / *len_p (NULL and 0
+//  when the row has none).  Returns 0, or -1 after a log when it does not
+//  decrypt.
 static int
-s_private_column (keystore_t *self, sqlite3_stmt *stmt, int col, const char *tenant,
-                  const char *ref, uint8_t **pkcs8_p, size_t *len_p)
+s_private_open (keystore_t *self, const ks_key_rec_t *rec, const char *tenant, const char *ref,
+                uint8_t **pkcs8_p, size_t *len_p)
 {
     *pkcs8_p = NULL;
     *len_p = 0;
-    if (sqlite3_column_type (stmt, col) == SQLITE_NULL)
+    if (!rec->private)
         return 0;
     size_t aad_len = 0;
     uint8_t *aad = s_key_aad (tenant, ref, &aad_len);
     if (aad)
-        *pkcs8_p = s_open (self->keys->master, aad, aad_len, sqlite3_column_blob (stmt, col),
-                           (size_t) sqlite3_column_bytes (stmt, col), len_p);
+        *pkcs8_p = s_open (self->keys->master, aad, aad_len, rec->private, rec->private_len, len_p);
     free (aad);
     if (*pkcs8_p)
         return 0;
     zsys_error ("keystore %s: key %s of tenant %s does not decrypt (changed, moved, "
-                "or another master key)", self->path, ref, tenant);
+                "or another master key)", s_where (self), ref, tenant);
     return -1;
 }
 
@@ -1249,20 +970,19 @@ keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
     if (!self || !tenant || !s_ref_ok (ref) || !info_p)
         return -1;
     s_hook ("key_get");
-    sqlite3_stmt *stmt = s_stmt (self, S_STMT_KEY, "SELECT info, private, mac FROM keys "
-                                                   "WHERE tenant = ?1 AND ref = ?2");
+    ks_key_rec_t rec;
+    memset (&rec, 0, sizeof rec);
     Cs__KeyInfo *info = NULL;
     int rc = -1;
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, tenant);
-    s_bind_text (stmt, 2, ref);
-    if (sqlite3_step (stmt) != SQLITE_ROW)
+    int got = self->be->key_read (self->store, tenant, ref, false, &rec);
+    if (got != 1) {
+        rc = got < 0 ? KEYSTORE_UNAVAILABLE : -1;
         goto out;
+    }
     rc = KEYSTORE_DAMAGED;
-    if (!s_key_row_verified (self, stmt, 0, tenant, ref) || !(info = s_info_column (self, stmt, 0)))
+    if (!s_key_row_verified (self, &rec, tenant, ref) || !(info = s_info_unpack (self, &rec)))
         goto out;
-    if (pkcs8_p && s_private_column (self, stmt, 1, tenant, ref, pkcs8_p, pkcs8_len_p) != 0)
+    if (pkcs8_p && s_private_open (self, &rec, tenant, ref, pkcs8_p, pkcs8_len_p) != 0)
         goto out;
     *info_p = info;
     info = NULL;
@@ -1270,17 +990,8 @@ keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
 out:
     if (info)
         cs__key_info__free_unpacked (info, NULL);
-    s_stmt_done (self, stmt);
+    ks_key_rec_free (&rec);
     return rc;
-}
-
-//  Frees the first `count` entries of infos and the array.
-static void
-s_infos_free (Cs__KeyInfo **infos, size_t count)
-{
-    for (size_t i = 0; infos && i < count; i++)
-        cs__key_info__free_unpacked (infos [i], NULL);
-    free (infos);
 }
 
 int
@@ -1290,36 +1001,21 @@ keystore_key_list (keystore_t *self, const char *tenant,
     if (!self || !tenant || !infos_p || !count_p)
         return -1;
     s_hook ("key_list");
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT ref, info, private, mac FROM keys "
-                                          "WHERE tenant = ?1 ORDER BY rowid");
-    if (!stmt)
+    ks_key_rec_t *recs = NULL;
+    size_t n = 0, count = 0;
+    if (self->be->key_list (self->store, tenant, &recs, &n) != 0)
         return -1;
-    s_bind_text (stmt, 1, tenant);
-    size_t count = 0, room = 16;
-    Cs__KeyInfo **infos = malloc (room * sizeof *infos);
-    int step = SQLITE_ERROR;
-    while (infos && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
-        if (count == room) {
-            Cs__KeyInfo **grown = realloc (infos, 2 * room * sizeof *infos);
-            if (!grown)
-                break;
-            infos = grown;
-            room *= 2;
-        }
-        if (!s_key_row_verified (self, stmt, 1, tenant, (const char *) sqlite3_column_text (stmt, 0)))
-            continue;       //  left out, logged
-        infos [count] = s_info_column (self, stmt, 1);
-        if (!infos [count])
-            continue;       //  verified, yet it does not decode: logged
-        count++;
+    Cs__KeyInfo **infos = malloc ((n ? n : 1) * sizeof *infos);
+    for (size_t i = 0; i < n; i++) {
+        //  A row that does not verify or decode is left out (logged).
+        if (infos && s_key_row_verified (self, &recs [i], tenant, recs [i].ref)
+        &&  (infos [count] = s_info_unpack (self, &recs [i])))
+            count++;
+        ks_key_rec_free (&recs [i]);
     }
-    sqlite3_finalize (stmt);
-    if (step != SQLITE_DONE) {
-        if (infos)
-            s_db_error (self, "list keys");
-        s_infos_free (infos, count);
+    free (recs);
+    if (!infos)
         return -1;
-    }
     *infos_p = infos;
     *count_p = count;
     return 0;
@@ -1328,17 +1024,11 @@ keystore_key_list (keystore_t *self, const char *tenant,
 uint64_t
 keystore_keys_version (keystore_t *self, const char *tenant)
 {
-    sqlite3_stmt *stmt = self && tenant
-        ? s_stmt (self, S_STMT_KEYS_VERSION, "SELECT keys_version FROM tenants WHERE name = ?1") : NULL;
-    if (!stmt)
+    uint64_t version = 0;
+    if (!self || !tenant)
         return 0;
     s_hook ("keys_version");
-    s_bind_text (stmt, 1, tenant);
-    uint64_t version = 0;
-    if (sqlite3_step (stmt) == SQLITE_ROW)
-        version = (uint64_t) sqlite3_column_int64 (stmt, 0);
-    s_stmt_done (self, stmt);
-    return version;
+    return self->be->keys_version_get (self->store, tenant, &version) == 1 ? version : 0;
 }
 
 void
@@ -1356,3 +1046,11 @@ keystore_ref_new (char ref [36])
     memcpy (ref, "ks:", 3);
     cs_hex_encode (random, sizeof random, ref + 3);
 }
+
+#ifndef HAVE_LIBPQ
+/*  Without PostgreSQL there are no listeners (keystore_listener_new gives
+ *  NULL): these are never reached with one.  */
+uint64_t ks_listener_changes (keystore_listener_t *self) { return 0; }
+bool ks_listener_connected (keystore_listener_t *self) { return false; }
+void ks_listener_destroy (keystore_listener_t **self_p) { if (self_p) *self_p = NULL; }
+#endif

@@ -1,7 +1,12 @@
 /*  keystore.h — the broker's store of server-held keys and of tenants.
  *
- *  One SQLite file (WAL, synchronous=FULL: a call that returns 0 after a
- *  write has made it durable).  Each key is a row: its public description in
+ *  Rows live in one SQLite file (WAL, synchronous=FULL: a call that returns
+ *  0 after a write has made it durable), the default, or in a PostgreSQL
+ *  database that several brokers share (keystore/url; a commit returns
+ *  once PostgreSQL made it durable by its own settings); keystore.c holds
+ *  the rules, keystore/ks_sqlite.c and keystore/ks_pg.c the storage
+ *  (ks_backend.h).  Only sealed blobs, keyed PIN hashes and MAC'd rows
+ *  reach either.  Each key is a row: its public description in
  *  the clear (a packed cs.KeyInfo, so listing needs no decryption) and, for
  *  keys whose home is the keystore, its private key as PKCS#8 DER encrypted
  *  with AES-256-GCM under the master key, with "cs-key-v1" || tenant || NUL ||
@@ -22,7 +27,7 @@
  *  A keystore object is used by one thread at a time (its hot reads are
  *  prepared once and kept).  The broker's slow-pool threads have one each
  *  (keystore_open_again); cryptoserver-admin opens its own on the same file
- *  (SQLite locks make that safe).  Errors: functions return 0 or -1 (or a CK_RV where the
+ *  (SQLite locks make that safe) or database (row locks, ks_pg.c).  Errors: functions return 0 or -1 (or a CK_RV where the
  *  result goes to a PKCS#11 caller) and log why with zsys_error; nothing
  *  logged ever holds a PIN or key byte.
  */
@@ -38,6 +43,7 @@
 #define KEYSTORE_MASTER_KEY_LEN 32      /* bytes: AES-256 */
 #define KEYSTORE_PIN_MAX_FAILURES 5     /* wrong PINs in a row before CKR_PIN_LOCKED */
 #define KEYSTORE_DAMAGED (-2)           /* a row does not verify or decrypt */
+#define KEYSTORE_UNAVAILABLE (-3)       /* the database failed or cannot be reached (logged) */
 
 typedef struct _keystore_t keystore_t;
 
@@ -55,13 +61,33 @@ typedef struct {
     uint64_t epoch;             /* the PIN epoch of the user type after the check */
 } keystore_pin_state_t;
 
-/*  Opens (creating if absent, mode 0600) the keystore at `path` under the
- *  32-byte master key.  A new file records a check value of the master key;
- *  an existing file whose check value does not match gives NULL with the log
- *  line "keystore PATH: master key does not match" (never a crash).  Caller
- *  destroys the result.  The master key is copied into a locked,
- *  non-dumpable page of its own (cs_secmem.h); the caller wipes its own.  */
-keystore_t *keystore_open (const char *path, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN]);
+/*  Opens the keystore at `location` under the 32-byte master key: a path
+ *  (SQLite; the file is created, mode 0600, when absent) or a libpq URL
+ *  "postgresql://[user@]host[:port]/db" or "postgresql:///db?host=/socket/dir"
+ *  (keystore_is_url; its tables are created, or migrated, when absent).
+ *  A new keystore records a check value of the master key; an existing one
+ *  whose check value does not match gives NULL with the log line "keystore
+ *  WHERE: master key does not match" (never a crash; WHERE is the path, or
+ *  the URL without its password: keystore_where).  NULL after a log line
+ *  also when the database cannot be reached or this build has no
+ *  PostgreSQL support.  Caller destroys the result.  The master key is
+ *  copied into a locked, non-dumpable page of its own (cs_secmem.h); the
+ *  caller wipes its own.  */
+keystore_t *keystore_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN]);
+
+/*  True when location is a PostgreSQL URL ("postgresql:" or "postgres:"),
+ *  not a path.  */
+bool keystore_is_url (const char *location);
+
+/*  What log lines may call a location: itself, or for a URL with a
+ *  password ("postgresql://user:secret@host/db", "...?password=secret")
+ *  the URL with "***" in its place.  malloc'd (caller frees), NULL when
+ *  out of memory.  */
+char *keystore_location_name (const char *location);
+
+/*  What log lines call self's database: the path, or the URL without its
+ *  password.  Owned by self.  */
+const char *keystore_where (keystore_t *self);
 
 /*  Opens another connection to self's file under the same master key (one
  *  per thread: a keystore object is used by one thread at a time).  Returns
@@ -88,6 +114,33 @@ void keystore_set_test_hook (keystore_hook_fn *hook);
  *  connection committed), 0 (none did), or -1 after a log (timeout,
  *  database failure: the caller assumes a change).  */
 int keystore_settle (keystore_t *self);
+
+/*  PostgreSQL: SQLite's write lock and data_version have no equivalent
+ *  here, so keystore_settle always says 1 ("assume a change"); brokers
+ *  sharing a database learn of changes from a listener instead.  */
+
+/*  A listener of the commits that other processes make to self's database
+ *  (PostgreSQL LISTEN/NOTIFY: every write transaction on tenants and keys
+ *  notifies channel "cryptoserver_keystore" from a trigger, with the
+ *  writing process's origin as payload).  It owns a connection of its own
+ *  and a thread that waits on it; when the connection drops it reconnects
+ *  once a second.  NULL for a SQLite keystore (watch the file:
+ *  broker/ks_watch.h) or after a log line on failure.  Caller destroys.  */
+typedef struct _keystore_listener_t keystore_listener_t;
+keystore_listener_t *keystore_listener_new (keystore_t *self);
+
+/*  A counter that moves at each commit of another process (or a writer
+ *  without an origin, such as psql) seen since the listener started, and
+ *  when the listener connects again after losing its connection (changes
+ *  may have been missed meanwhile).  A caller that cached rows drops them
+ *  when it moves.  Any thread may call it (an atomic load).  */
+uint64_t keystore_listener_changes (keystore_listener_t *self);
+
+/*  True while the listener's connection is up.  */
+bool keystore_listener_connected (keystore_listener_t *self);
+
+/*  Stops the thread and closes the connection; NULL-safe; nulls *self_p.  */
+void keystore_listener_destroy (keystore_listener_t **self_p);
 
 /*  Closes the keystore, wiping the master key copy; NULL-safe; nulls *self_p.  */
 void keystore_destroy (keystore_t **self_p);
@@ -162,8 +215,9 @@ CK_FLAGS keystore_pin_flags (keystore_t *self, const char *tenant);
 /*  The tenant row as the broker caches it (its PIN epochs, failure counts
  *  and key-list version) into *state, read with one statement and its MAC
  *  verified (keys_version is outside the MAC).  Returns 0; -1 for an
- *  unknown tenant or a database failure; KEYSTORE_DAMAGED (with an error
- *  log line) when the row does not verify.  *state is zeroed on failure.  */
+ *  unknown tenant; KEYSTORE_UNAVAILABLE (logged) on a database failure;
+ *  KEYSTORE_DAMAGED (with an error log line) when the row does not verify.
+ *  *state is zeroed on failure.  */
 int keystore_tenant_state (keystore_t *self, const char *tenant, keystore_tenant_t *state);
 
 /*  The CK_TOKEN_INFO flags of a tenant state: what keystore_pin_flags
@@ -189,9 +243,10 @@ int keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo
  *  cs__key_info__free_unpacked (info, NULL)); if pkcs8_p is not NULL it gets
  *  the decrypted private key (malloc'd, *pkcs8_len_p bytes; caller wipes with
  *  OPENSSL_cleanse and frees; NULL with length 0 for keys without private
- *  material).  Returns 0, -1 when unknown or on a database failure, or
- *  KEYSTORE_DAMAGED with an error log line when the row does not verify or
- *  does not decrypt (changed outside cryptoserver, other master key).  */
+ *  material).  Returns 0, -1 when unknown, KEYSTORE_UNAVAILABLE (logged) on
+ *  a database failure, or KEYSTORE_DAMAGED with an error log line when the
+ *  row does not verify or does not decrypt (changed outside cryptoserver,
+ *  other master key).  */
 int keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
                       Cs__KeyInfo **info_p, uint8_t **pkcs8_p, size_t *pkcs8_len_p);
 

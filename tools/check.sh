@@ -55,7 +55,9 @@ cd "$BUILD_DIR"
 deps_stamp=$(cs_deps_versions | cksum)
 if [ ! -f Makefile ] || [ "$(cat .cs-deps-stamp 2>/dev/null)" != "$deps_stamp" ]; then
     [ -f Makefile ] && echo "installed packages changed since the last configure: configuring again"
-    "$SRC_DIR/configure" -q --enable-strict
+    # --with-postgresql: the PostgreSQL keystore is optional for a build,
+    # not for CI (tests/integration/keystore-pg.sh, keystore-shared.sh).
+    "$SRC_DIR/configure" -q --enable-strict --with-postgresql
     echo "$deps_stamp" > .cs-deps-stamp
 fi
 

@@ -23,6 +23,7 @@ typedef struct {
     const char *dir;
     const char *tenant;
     const char *endpoint;
+    const char *keystore_url;   /* --keystore-url: a PostgreSQL keystore, or NULL */
     char *pin;                  /* owned, wiped */
     char *so_pin;               /* owned, wiped */
     bool force;
@@ -56,7 +57,7 @@ s_init_usage (FILE *out, int status)
 {
     fprintf (out,
         "usage: cryptoserver-admin init DIR [--tenant NAME] [--pin PIN] [--so-pin PIN]\n"
-        "                                   [--endpoint E] [--force]\n"
+        "                                   [--endpoint E] [--keystore-url URL] [--force]\n"
         "\n"
         "Creates a deployment in DIR: broker.cert + broker.cert_secret (0600),\n"
         "ticket.key (0600), master.key (0600), keystore.db with the first tenant,\n"
@@ -65,6 +66,9 @@ s_init_usage (FILE *out, int status)
         "  --pin PIN       its user PIN, %d..%d bytes (prompted twice on a terminal)\n"
         "  --so-pin PIN    its SO PIN (prompted twice on a terminal)\n"
         "  --endpoint E    where the broker listens (default " CS_ADMIN_DEFAULT_ENDPOINT ")\n"
+        "  --keystore-url URL\n"
+        "                  keep the keystore in PostgreSQL (postgresql://...; brokers\n"
+        "                  sharing it: cryptoserver-broker.conf(5)) instead of keystore.db\n"
         "  --force         replace an existing deployment's keys and broker.conf\n"
         "                  (an existing master.key and keystore.db are kept; the\n"
         "                  tenant's PINs are set)\n",
@@ -202,9 +206,12 @@ s_write_ticket_key (const char *dir)
 
 //  Writes the keystore and keys sections (man cryptoserver-broker.conf(5)).
 static void
-s_put_keystore_sections (zconfig_t *config)
+s_put_keystore_sections (zconfig_t *config, const char *url)
 {
-    zconfig_put (config, "keystore/path", "keystore.db");
+    if (url)
+        zconfig_put (config, "keystore/url", url);
+    else
+        zconfig_put (config, "keystore/path", "keystore.db");
     zconfig_put (config, "keystore/master-key", "master.key");
     zconfig_put (config, "keys/home", "keystore");
     zconfig_put (config, "keys/pool-rsa-2048", "4");
@@ -227,7 +234,7 @@ s_write_broker_conf (const s_init_args_t *args)
     zconfig_put (config, "broker/curve/enabled", "true");
     zconfig_put (config, "broker/curve/secret-key", "broker.cert_secret");
     zconfig_put (config, "broker/curve/clients", "clients.d");
-    s_put_keystore_sections (config);
+    s_put_keystore_sections (config, args->keystore_url);
     zconfig_new ("drivers", config);
     char *path = cs_admin_path (args->dir, "broker.conf");
     int rc = cs_admin_conf_save (config, path, 0600);
@@ -258,8 +265,9 @@ s_init_keystore (const s_init_args_t *args)
     uint8_t key [KEYSTORE_MASTER_KEY_LEN];
     if (s_init_master_key (args, key) != 0)
         return -1;
-    char *path = cs_admin_path (args->dir, "keystore.db");
-    keystore_t *keystore = keystore_open (path, key);
+    char *path = args->keystore_url ? keystore_location_name (args->keystore_url)
+                                    : cs_admin_path (args->dir, "keystore.db");
+    keystore_t *keystore = keystore_open (args->keystore_url ? args->keystore_url : path, key);
     OPENSSL_cleanse (key, sizeof key);
     int rc = -1;
     if (!keystore)
@@ -288,6 +296,7 @@ s_init_parse (int argc, char **argv, s_init_args_t *args)
         { "pin", required_argument, NULL, 'p' },
         { "so-pin", required_argument, NULL, 's' },
         { "endpoint", required_argument, NULL, 'e' },
+        { "keystore-url", required_argument, NULL, 'k' },
         { "force", no_argument, NULL, 'f' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
@@ -305,6 +314,7 @@ s_init_parse (int argc, char **argv, s_init_args_t *args)
             case 'p': free (args->pin); args->pin = strdup (optarg); break;
             case 's': free (args->so_pin); args->so_pin = strdup (optarg); break;
             case 'e': args->endpoint = optarg; break;
+            case 'k': args->keystore_url = optarg; break;
             case 'f': args->force = true; break;
             case 'h': return s_init_usage (stdout, CS_ADMIN_OK);
             default:  return s_init_usage (stderr, CS_ADMIN_USAGE);
@@ -314,6 +324,10 @@ s_init_parse (int argc, char **argv, s_init_args_t *args)
         return s_init_usage (stderr, CS_ADMIN_USAGE);
     if (!cs_admin_name_ok (args->tenant) || strlen (args->tenant) > 32) {
         cs_admin_error ("bad tenant name '%s' (letters, digits, _ . - only)", args->tenant);
+        return CS_ADMIN_USAGE;
+    }
+    if (args->keystore_url && !keystore_is_url (args->keystore_url)) {
+        cs_admin_error ("--keystore-url must be a PostgreSQL URL postgresql://...");
         return CS_ADMIN_USAGE;
     }
     if ((args->pin && !s_pin_length_ok ("user PIN", args->pin))

@@ -107,17 +107,26 @@ cs_admin_keystore_open (const char *dir, const char *master_override)
         return NULL;
     uint8_t key [KEYSTORE_MASTER_KEY_LEN];
     keystore_t *keystore = NULL;
-    char *path = cs_path_resolve (dir, zconfig_get (config, "keystore/path", "keystore.db"));
-    if (access (path, F_OK) != 0)
+    //  keystore/url (PostgreSQL, as the broker's) or keystore/path (SQLite).
+    const char *url = zconfig_get (config, "keystore/url", NULL);
+    bool shared = url && *url;
+    char *path = shared ? strdup (url)
+                        : cs_path_resolve (dir, zconfig_get (config, "keystore/path", "keystore.db"));
+    char *name = keystore_location_name (path);
+    if (shared && !keystore_is_url (path))
+        cs_admin_error ("%s/broker.conf: keystore/url must be a postgresql:// URL", dir);
+    else
+    if (!shared && access (path, F_OK) != 0)
         cs_admin_error ("%s: no keystore (is %s a deployment made by 'cryptoserver-admin init'?)",
                         path, dir);
     else
     if (s_master_key (dir, config, master_override, key) == 0) {
         keystore = keystore_open (path, key);
         if (!keystore)
-            cs_admin_error ("%s: cannot open the keystore (see above)", path);
+            cs_admin_error ("%s: cannot open the keystore (see above)", name ? name : "keystore");
     }
     OPENSSL_cleanse (key, sizeof key);
+    free (name);
     free (path);
     zconfig_destroy (&config);
     return keystore;

@@ -20,6 +20,11 @@ CS_DEB_PACKAGES="$CS_DEB_PACKAGES
 # (keystore-tamper.sh, login-tickets.sh, issue #7), and the online backup of
 # cryptoserver-keystore(5) uses it.
 CS_DEB_PACKAGES="$CS_DEB_PACKAGES sqlite3"
+# The PostgreSQL keystore (keystore/url, issue #11): libpq to build it; the
+# server (initdb, pg_ctl, postgres under /usr/lib/postgresql/VERSION/bin) and
+# psql for its tests, which start a private cluster in the build tree
+# (tests/integration/lib.sh cs_pg_start).  No system cluster is used.
+CS_DEB_PACKAGES="$CS_DEB_PACKAGES libpq-dev postgresql postgresql-client"
 # cryptoserver-bench paper (tools/bench-paper.sh, tests/integration/bench-paper.sh):
 # gnuplot for its plot (gnuplot-nox: no X11), taskset (util-linux) to pin
 # the TLS server of Table 4 to its CPU.

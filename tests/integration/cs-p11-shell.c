@@ -14,6 +14,9 @@
  *    sign ID            C_Sign, CKM_SHA256_RSA_PKCS, with the private key whose
  *                       CKA_ID is the hex ID (CKR_OBJECT_HANDLE_INVALID when
  *                       the token lists none)
+ *    hold ID            finds that key (as sign does) and keeps its handle
+ *    sign-held          C_Sign with the handle kept by hold, without a find:
+ *                       the module's key list is not refreshed (keystore-shared.sh)
  *    keygen-signer ID LABEL   C_GenerateKeyPair of a token RSA-2048 pair with
  *                       CKA_ID ID (hex) and CKA_LABEL LABEL whose private key
  *                       signs and does not decrypt (CKA_DECRYPT FALSE)
@@ -82,29 +85,46 @@ s_unhex (const char *hex, CK_BYTE *id, CK_ULONG max)
     return len;
 }
 
-//  C_Sign of a fixed message with the private key of CKA_ID `hex`.
+static CK_OBJECT_HANDLE s_held;    /* "hold": a key handle kept for "sign-held" */
+
+//  The private key of CKA_ID `hex` into *key_p (C_FindObjects; the module
+//  refreshes its key list).  CKR_OBJECT_HANDLE_INVALID when none.
 static CK_RV
-s_sign (const char *hex)
+s_find (const char *hex, CK_OBJECT_HANDLE *key_p)
 {
-    CK_BYTE id [64], sig [1024];
-    CK_ULONG id_len = s_unhex (hex, id, sizeof id), sig_len = sizeof sig, found = 0;
+    CK_BYTE id [64];
+    CK_ULONG id_len = s_unhex (hex, id, sizeof id), found = 0;
     CK_OBJECT_CLASS klass = CKO_PRIVATE_KEY;
-    CK_OBJECT_HANDLE key;
-    CK_MECHANISM mechanism = { CKM_SHA256_RSA_PKCS, NULL, 0 };
-    static const char msg [] = "cs-p11-shell";
     CK_ATTRIBUTE template [] = { { CKA_CLASS, &klass, sizeof klass }, { CKA_ID, id, id_len } };
     CK_RV rv = p11->C_FindObjectsInit (s_session, template, 2);
     if (rv != CKR_OK)
         return rv;
-    rv = p11->C_FindObjects (s_session, &key, 1, &found);
+    rv = p11->C_FindObjects (s_session, key_p, 1, &found);
     p11->C_FindObjectsFinal (s_session);
+    return rv != CKR_OK ? rv : found == 0 ? CKR_OBJECT_HANDLE_INVALID : CKR_OK;
+}
+
+//  C_Sign of a fixed message (CKM_SHA256_RSA_PKCS) with key handle `key`.
+static CK_RV
+s_sign_with (CK_OBJECT_HANDLE key)
+{
+    CK_BYTE sig [1024];
+    CK_ULONG sig_len = sizeof sig;
+    CK_MECHANISM mechanism = { CKM_SHA256_RSA_PKCS, NULL, 0 };
+    static const char msg [] = "cs-p11-shell";
+    CK_RV rv = p11->C_SignInit (s_session, &mechanism, key);
     if (rv != CKR_OK)
         return rv;
-    if (found == 0)
-        return CKR_OBJECT_HANDLE_INVALID;
-    if ((rv = p11->C_SignInit (s_session, &mechanism, key)) != CKR_OK)
-        return rv;
     return p11->C_Sign (s_session, (CK_BYTE_PTR) msg, sizeof msg - 1, sig, &sig_len);
+}
+
+//  C_Sign of a fixed message with the private key of CKA_ID `hex`.
+static CK_RV
+s_sign (const char *hex)
+{
+    CK_OBJECT_HANDLE key;
+    CK_RV rv = s_find (hex, &key);
+    return rv == CKR_OK ? s_sign_with (key) : rv;
 }
 
 //  C_GenerateKeyPair: a token RSA-2048 signing key that does not decrypt.
@@ -151,6 +171,12 @@ s_command (char *line)
     else
     if (strcmp (command, "sign") == 0 && a)
         rv = s_sign (a);
+    else
+    if (strcmp (command, "hold") == 0 && a)
+        rv = s_find (a, &s_held);
+    else
+    if (strcmp (command, "sign-held") == 0)
+        rv = s_sign_with (s_held);
     else
     if (strcmp (command, "keygen-signer") == 0 && a && b)
         rv = s_keygen_signer (a, b);

@@ -128,6 +128,37 @@ START_TEST (test_keystore_and_keys)
     ck_assert_uint_eq (broker_pool_bits (2), 4096);
     broker_config_destroy (&config);
     free (text);
+    //  keystore/url: a PostgreSQL URL kept as it is; logs name it without
+    //  its password; not with keystore/path; nothing else is a URL.
+    ck_assert_int_ge (asprintf (&text, "broker\n    curve\n        secret-key = broker.cert_secret\n"
+        "        clients = clients.d\n"
+        "keystore\n    url = \"postgresql://ks:s3cret@db1,db2/cs?target_session_attrs=read-write\"\n%s",
+        s_drivers), 0);
+    th_write (s_dir, "broker.conf", text);
+    free (text);
+    config = broker_config_load (path, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ck_assert_str_eq (config->keystore_path, "postgresql://ks:s3cret@db1,db2/cs?target_session_attrs=read-write");
+    ck_assert_str_eq (config->keystore_name, "postgresql://ks:***@db1,db2/cs?target_session_attrs=read-write");
+    broker_config_destroy (&config);
+    ck_assert_int_ge (asprintf (&text, "broker\n    curve\n        secret-key = broker.cert_secret\n"
+        "        clients = clients.d\n"
+        "keystore\n    url = postgresql:///cs\n    path = ks.db\n%s", s_drivers), 0);
+    th_write (s_dir, "broker.conf", text);
+    free (text);
+    error = NULL;
+    ck_assert_ptr_null (broker_config_load (path, &error));
+    ck_assert_ptr_nonnull (strstr (error, "keystore/url: give keystore/path (SQLite) or keystore/url"));
+    free (error);
+    ck_assert_int_ge (asprintf (&text, "broker\n    curve\n        secret-key = broker.cert_secret\n"
+        "        clients = clients.d\n"
+        "keystore\n    url = mysql://x\n%s", s_drivers), 0);
+    th_write (s_dir, "broker.conf", text);
+    free (text);
+    error = NULL;
+    ck_assert_ptr_null (broker_config_load (path, &error));
+    ck_assert_ptr_nonnull (strstr (error, "keystore/url: must be a PostgreSQL URL"));
+    free (error);
 }
 END_TEST
 

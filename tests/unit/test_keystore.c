@@ -4,12 +4,24 @@
  *  WAL), the master key check, associated data binding, PIN counters,
  *  flags and epochs, key versions, tenant removal, rows changed without the
  *  master key (refused), and the upgrade of a schema 1 file.
+ *
+ *  With CS_TEST_PG_URL set (tests/integration/keystore-pg.sh starts a
+ *  private PostgreSQL cluster and sets it), the same tests run against the
+ *  PostgreSQL back end too (test case "postgresql": rows changed with SQL
+ *  behind the keystore's back, plaintext windows looked for in every file
+ *  of the cluster's data directory CS_TEST_PG_DATA), with its own tests of
+ *  schema versions and change notifications.
  */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <czmq.h>
 #include <sqlite3.h>
@@ -22,12 +34,18 @@
 #include "keystore.h"
 #include "key_info.h"
 #include "test_smaps.h"
+#ifdef HAVE_LIBPQ
+#include <libpq-fe.h>
+#endif
 
 #define WINDOW 16       /* bytes of plaintext that must never appear in a file */
 
 static char s_dir [64];
-static char s_path [128];
+static char s_path [1024];          /* the keystore's location: a file, or CS_TEST_PG_URL */
 static uint8_t s_master [KEYSTORE_MASTER_KEY_LEN];
+static const char *s_pg_url;        /* test case "postgresql": its database */
+
+static void s_sql (const char *sql, int changes);
 
 static void
 s_setup (void)
@@ -37,6 +55,18 @@ s_setup (void)
     snprintf (s_path, sizeof s_path, "%s/keystore.db", s_dir);
     for (size_t i = 0; i < sizeof s_master; i++)
         s_master [i] = (uint8_t) (i * 7 + 1);
+    s_pg_url = NULL;
+}
+
+//  The same for the PostgreSQL back end: an empty database.
+static void __attribute__ ((unused))
+s_setup_pg (void)
+{
+    s_setup ();
+    s_pg_url = getenv ("CS_TEST_PG_URL");
+    ck_assert_ptr_nonnull (s_pg_url);
+    snprintf (s_path, sizeof s_path, "%s", s_pg_url);
+    s_sql ("DROP SCHEMA public CASCADE; CREATE SCHEMA public", -1);
 }
 
 static void
@@ -187,7 +217,7 @@ START_TEST (test_no_plaintext_on_disk)
     uint8_t *der = key_info_pkcs8 (pkey, &der_len);
     ck_assert_uint_gt (len, 5 * 128);
     char *ref = s_put (ks, "alice", pkey, "rsa");
-    char wal [160];
+    char wal [sizeof s_path + 8];
     snprintf (wal, sizeof wal, "%s-wal", s_path);
     //  While open, the row is in the WAL; after close, in the database.
     struct stat st;
@@ -233,15 +263,18 @@ END_TEST
 static void
 s_copy_row (const char *tenant, const char *ref, const char *to_tenant, const char *to_ref)
 {
-    sqlite3 *db = NULL;
-    ck_assert_int_eq (sqlite3_open (s_path, &db), SQLITE_OK);
     char *sql = sqlite3_mprintf ("INSERT INTO keys (tenant, ref, info, private, mac) "
                                  "SELECT %Q, %Q, info, private, mac FROM keys WHERE tenant = %Q AND ref = %Q",
                                  to_tenant, to_ref, tenant, ref);
-    ck_assert_int_eq (sqlite3_exec (db, sql, NULL, NULL, NULL), SQLITE_OK);
-    ck_assert_int_eq (sqlite3_changes (db), 1);
+    s_sql (sql, 1);
     sqlite3_free (sql);
-    sqlite3_close (db);
+}
+
+//  The SQL of the back end under test: SQLite's or PostgreSQL's.
+static const char *
+s_dialect (const char *sqlite, const char *pg)
+{
+    return s_pg_url ? pg : sqlite;
 }
 
 START_TEST (test_moved_row_does_not_decrypt)
@@ -406,6 +439,20 @@ END_TEST
 static void
 s_sql (const char *sql, int changes)
 {
+#ifdef HAVE_LIBPQ
+    if (s_pg_url) {
+        PGconn *conn = PQconnectdb (s_pg_url);
+        ck_assert_int_eq (PQstatus (conn), CONNECTION_OK);
+        PGresult *res = PQexec (conn, sql);
+        ck_assert_msg (PQresultStatus (res) == PGRES_COMMAND_OK || PQresultStatus (res) == PGRES_TUPLES_OK,
+                       "%s: %s", sql, PQerrorMessage (conn));
+        if (changes >= 0)
+            ck_assert_int_eq (atoi (PQcmdTuples (res)), changes);
+        PQclear (res);
+        PQfinish (conn);
+        return;
+    }
+#endif
     sqlite3 *db = NULL;
     ck_assert_int_eq (sqlite3_open (s_path, &db), SQLITE_OK);
     sqlite3_busy_timeout (db, 5000);
@@ -420,6 +467,18 @@ s_sql (const char *sql, int changes)
 static char *
 s_sql_text (const char *sql)
 {
+#ifdef HAVE_LIBPQ
+    if (s_pg_url) {
+        PGconn *conn = PQconnectdb (s_pg_url);
+        ck_assert_int_eq (PQstatus (conn), CONNECTION_OK);
+        PGresult *res = PQexec (conn, sql);
+        ck_assert_msg (PQresultStatus (res) == PGRES_TUPLES_OK, "%s: %s", sql, PQerrorMessage (conn));
+        char *text = PQntuples (res) > 0 && !PQgetisnull (res, 0, 0) ? strdup (PQgetvalue (res, 0, 0)) : NULL;
+        PQclear (res);
+        PQfinish (conn);
+        return text;
+    }
+#endif
     sqlite3 *db = NULL;
     sqlite3_stmt *stmt = NULL;
     char *text = NULL;
@@ -628,16 +687,20 @@ START_TEST (test_tampered_key_row)
     size_t count = 0;
     uint8_t *pkcs8 = NULL;
     size_t pkcs8_len = 0;
-    char *sql = sqlite3_mprintf ("UPDATE keys SET info = CAST (info || x'5001' AS BLOB) WHERE ref = %Q", ref);
+    char *sql = sqlite3_mprintf (s_dialect ("UPDATE keys SET info = CAST (info || x'5001' AS BLOB) WHERE ref = %Q",
+                                            "UPDATE keys SET info = info || '\\x5001'::bytea WHERE ref = %Q"), ref);
     s_sql (sql, 1);
     sqlite3_free (sql);
     //  The flip itself reads as can_decrypt = TRUE to anyone who trusts it.
-    sql = sqlite3_mprintf ("SELECT hex (substr (info, -2)) FROM keys WHERE ref = %Q AND typeof (info) = 'blob'", ref);
+    sql = sqlite3_mprintf (s_dialect ("SELECT hex (substr (info, -2)) FROM keys WHERE ref = %Q AND typeof (info) = 'blob'",
+                                      "SELECT encode (substring (info from length (info) - 1), 'hex') FROM keys "
+                                      "WHERE ref = %Q"), ref);
     char *hex = s_sql_text (sql);
     sqlite3_free (sql);
     ck_assert_str_eq (hex, "5001");
     free (hex);
-    sql = sqlite3_mprintf ("SELECT hex (info) FROM keys WHERE ref = %Q", ref);
+    sql = sqlite3_mprintf (s_dialect ("SELECT hex (info) FROM keys WHERE ref = %Q",
+                                      "SELECT encode (info, 'hex') FROM keys WHERE ref = %Q"), ref);
     hex = s_sql_text (sql);
     sqlite3_free (sql);
     uint8_t raw [4096];
@@ -898,6 +961,154 @@ START_TEST (test_key_info_types)
 }
 END_TEST
 
+/* ---- PostgreSQL only ------------------------------------------------------ */
+
+#ifdef HAVE_LIBPQ
+//  True when some run of WINDOW bytes of secret (len bytes), at every
+//  offset that is a multiple of 4 (so any plaintext copy of WINDOW + 3
+//  bytes or more is found), occurs in a file under dir (recursive).
+static bool
+s_tree_has_window (const char *dir, const uint8_t *secret, size_t len)
+{
+    DIR *d = opendir (dir);
+    ck_assert_msg (d != NULL, "%s: cannot read", dir);
+    bool found = false;
+    struct dirent *entry;
+    while (!found && (entry = readdir (d))) {
+        if (streq (entry->d_name, ".") || streq (entry->d_name, ".."))
+            continue;
+        char path [2048];
+        struct stat st;
+        snprintf (path, sizeof path, "%s/%s", dir, entry->d_name);
+        if (lstat (path, &st) != 0)
+            continue;                   //  gone meanwhile (a temporary file)
+        if (S_ISDIR (st.st_mode))
+            found = s_tree_has_window (path, secret, len);
+        else
+        if (S_ISREG (st.st_mode) && st.st_size > 0) {
+            FILE *file = fopen (path, "rb");
+            zchunk_t *chunk = file ? zchunk_read (file, (size_t) st.st_size) : NULL;
+            if (file)
+                fclose (file);
+            for (size_t i = 0; chunk && i + WINDOW <= len && !found; i += 4)
+                found = memmem (zchunk_data (chunk), zchunk_size (chunk), secret + i, WINDOW) != NULL;
+            zchunk_destroy (&chunk);
+        }
+    }
+    closedir (d);
+    return found;
+}
+
+/*  No window of a stored private key in any file of the cluster (tables,
+ *  WAL) after a checkpoint; the scan finds the public modulus, which is
+ *  stored in the clear.  */
+START_TEST (test_pg_no_plaintext_on_disk)
+{
+    const char *data = getenv ("CS_TEST_PG_DATA");
+    ck_assert_ptr_nonnull (data);
+    keystore_t *ks = s_open_with_tenant ("alice");
+    EVP_PKEY *pkey = s_keygen ("RSA", "2048");
+    size_t len = 0, der_len = 0;
+    uint8_t *secret = s_rsa_private_numbers (pkey, &len);
+    uint8_t *der = key_info_pkcs8 (pkey, &der_len);
+    char *ref = s_put (ks, "alice", pkey, "rsa");
+    s_sql ("CHECKPOINT", -1);
+    ck_assert (!s_tree_has_window (data, secret, len));
+    ck_assert (!s_tree_has_window (data, der + der_len - 200, 200));
+    ck_assert (s_tree_has_window (data, der + 40, 64));
+    keystore_destroy (&ks);
+    OPENSSL_cleanse (secret, len);
+    OPENSSL_cleanse (der, der_len);
+    free (secret);
+    free (der);
+    free (ref);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+/*  Migrations are recorded in schema_version, run once, and a database of
+ *  a later schema is refused, not changed.  A database that cannot be
+ *  reached gives NULL.  */
+START_TEST (test_pg_schema_version)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    keystore_destroy (&ks);
+    char *versions = s_sql_text ("SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version");
+    ck_assert_str_eq (versions, "2");
+    free (versions);
+    ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    ck_assert (keystore_tenant_exists (ks, "alice"));
+    keystore_destroy (&ks);
+    versions = s_sql_text ("SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version");
+    ck_assert_str_eq (versions, "2");
+    free (versions);
+    s_sql ("INSERT INTO schema_version (version, description) VALUES (3, 'from a later version')", 1);
+    ck_assert_ptr_null (keystore_open (s_path, s_master));
+    s_sql ("DELETE FROM schema_version WHERE version = 3", 1);
+    ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    ck_assert_str_eq (keystore_where (ks), s_path);
+    keystore_destroy (&ks);
+    ck_assert_ptr_null (keystore_open ("postgresql:///nothing?host=/nonexistent", s_master));
+    ck_assert (keystore_is_url ("postgresql://u@h/db") && keystore_is_url ("postgres:///db"));
+    ck_assert (!keystore_is_url ("keystore.db"));
+}
+END_TEST
+
+//  Waits up to 10 s until the listener counted more than `than` changes.
+static uint64_t
+s_changes_above (keystore_listener_t *listener, uint64_t than)
+{
+    for (int i = 0; i < 1000 && keystore_listener_changes (listener) <= than; i++)
+        zclock_sleep (10);
+    return keystore_listener_changes (listener);
+}
+
+/*  The listener counts every commit of another process (a forked writer,
+ *  psql), and none of its own process's.  */
+START_TEST (test_pg_listener)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    ck_assert_ptr_null (keystore_listener_new (NULL));
+    keystore_listener_t *listener = keystore_listener_new (ks);
+    ck_assert_ptr_nonnull (listener);
+    ck_assert (keystore_listener_connected (listener));
+    uint64_t start = keystore_listener_changes (listener);
+    //  Our own commit, then another process's.
+    ck_assert_uint_eq (keystore_pin_set (ks, "alice", CKU_USER, "4321", 4, NULL), CKR_OK);
+    pid_t child = fork ();
+    ck_assert_int_ge (child, 0);
+    if (child == 0) {
+        keystore_t *other = keystore_open (s_path, s_master);
+        int rc = other && keystore_pin_set (other, "alice", CKU_USER, "1234", 4, NULL) == CKR_OK ? 0 : 1;
+        keystore_destroy (&other);
+        _exit (rc);
+    }
+    int status = -1;
+    ck_assert_int_eq (waitpid (child, &status, 0), child);
+    ck_assert_int_eq (status, 0);
+    ck_assert_uint_eq (s_changes_above (listener, start), start + 1);
+    //  A row changed with SQL (no origin) counts too.
+    s_sql ("UPDATE tenants SET user_failures = 1 WHERE name = 'alice'", 1);
+    ck_assert_uint_eq (s_changes_above (listener, start + 1), start + 2);
+    //  Our own key writes do not.
+    EVP_PKEY *pkey = s_keygen ("EC", "P-256");
+    s_sql ("UPDATE tenants SET user_failures = 0 WHERE name = 'alice'", 1);
+    ck_assert_uint_eq (s_changes_above (listener, start + 2), start + 3);
+    char *ref = s_put (ks, "alice", pkey, "k");
+    ck_assert_int_eq (keystore_key_delete (ks, "alice", ref), 0);
+    s_sql ("UPDATE tenants SET user_failures = 0 WHERE name = 'alice'", 1);
+    ck_assert_uint_eq (s_changes_above (listener, start + 3), start + 4);
+    keystore_listener_destroy (&listener);
+    ck_assert_ptr_null (listener);
+    free (ref);
+    EVP_PKEY_free (pkey);
+    keystore_destroy (&ks);
+}
+END_TEST
+#endif
+
 static Suite *
 s_suite (void)
 {
@@ -922,6 +1133,31 @@ s_suite (void)
     tcase_add_test (tc, test_master_key_in_locked_page);
     tcase_add_test (tc, test_key_info_types);
     suite_add_tcase (suite, tc);
+#ifdef HAVE_LIBPQ
+    //  The same assertions against PostgreSQL (tests/integration/keystore-pg.sh);
+    //  the SQLite file's own (locks, data_version, schema 1, WAL file) and the
+    //  back end independent ones (master key files, key descriptions) are not
+    //  repeated.
+    if (getenv ("CS_TEST_PG_URL")) {
+        tc = tcase_create ("postgresql");
+        tcase_add_checked_fixture (tc, s_setup_pg, s_teardown);
+        tcase_set_timeout (tc, 120);
+        tcase_add_test (tc, test_key_round_trip);
+        tcase_add_test (tc, test_pg_no_plaintext_on_disk);
+        tcase_add_test (tc, test_wrong_master_key);
+        tcase_add_test (tc, test_moved_row_does_not_decrypt);
+        tcase_add_test (tc, test_pin_counters_and_lock);
+        tcase_add_test (tc, test_keys_version);
+        tcase_add_test (tc, test_tenants);
+        tcase_add_test (tc, test_pin_epochs);
+        tcase_add_test (tc, test_tampered_tenant_row);
+        tcase_add_test (tc, test_tampered_key_row);
+        tcase_add_test (tc, test_pg_schema_version);
+        tcase_add_test (tc, test_pg_listener);
+        tcase_add_test (tc, test_master_key_in_locked_page);
+        suite_add_tcase (suite, tc);
+    }
+#endif
     return suite;
 }
 

@@ -1,0 +1,121 @@
+/*  ks_backend.h — the storage back ends of the keystore (internal to
+ *  keystore/): SQLite (ks_sqlite.c, one file, the default) and PostgreSQL
+ *  (ks_pg.c, a database several brokers share).
+ *
+ *  keystore.c does everything that needs the master key (sealing private
+ *  keys, row MACs, PIN hashing) and the rules of the public API; a back end
+ *  stores and returns rows exactly as it is given them: it never sees a key
+ *  or a PIN in the clear, only sealed blobs, keyed PIN hashes and MACs.  The
+ *  tables and their meaning are the same in both (cryptoserver-keystore(5)):
+ *  meta (name -> value), tenants, keys, and a counter for key-list versions
+ *  and PIN epochs.
+ *
+ *  Every function returns 0 (or 1 "found/changed", 0 "absent/unchanged"
+ *  where it says so) or -1 after a log line naming the database (its
+ *  `where`).  A store is used by one thread at a time.
+ */
+#ifndef KS_BACKEND_H_INCLUDED
+#define KS_BACKEND_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "row_mac.h"
+
+typedef struct _ks_store_t ks_store_t;
+typedef struct _keystore_listener_t keystore_listener_t;
+
+/*  A tenant row as stored.  row's strings are malloc'd (ks_tenant_rec_free).  */
+typedef struct {
+    row_mac_tenant_t row;       /* PIN forms, failure counts, PIN epochs */
+    uint64_t keys_version;      /* outside the MAC */
+    uint8_t *mac;               /* NULL: the row has none */
+    size_t mac_len;
+} ks_tenant_rec_t;
+
+/*  A key row as stored; every pointer malloc'd (ks_key_rec_free).  */
+typedef struct {
+    char *ref;
+    uint8_t *info;              /* packed cs.KeyInfo */
+    size_t info_len;
+    uint8_t *private;           /* sealed PKCS#8, or NULL: none */
+    size_t private_len;
+    uint8_t *mac;               /* NULL: none */
+    size_t mac_len;
+} ks_key_rec_t;
+
+void ks_tenant_rec_free (ks_tenant_rec_t *rec);
+void ks_key_rec_free (ks_key_rec_t *rec);
+
+/*  Copies len bytes into a malloc'd buffer with a spare NUL byte (NULL on
+ *  out of memory).  */
+uint8_t *ks_dup (const void *data, size_t len);
+
+typedef struct {
+    const char *name;                       /* "sqlite", "postgresql" */
+    /*  Opens a connection to location (a path, or a postgresql:// URL).
+     *  Caller closes.  */
+    ks_store_t *(*open) (const char *location);
+    void (*close) (ks_store_t **store_p);
+    /*  What log lines call the database (the path; the URL without its
+     *  password).  */
+    const char *(*where) (ks_store_t *store);
+    /*  A write transaction: SQLite BEGIN IMMEDIATE (the file's write lock);
+     *  PostgreSQL BEGIN, and reads with `lock` take row locks (FOR UPDATE)
+     *  until its end.  end commits (commit) or rolls back.  */
+    int (*begin) (ks_store_t *store);
+    int (*end) (ks_store_t *store, bool commit);
+    /*  Inside the opening transaction: creates what is missing and brings
+     *  the tables to the current schema's columns; *found_p gets 0 for a
+     *  new database, else the version keystore.c still has to deal with:
+     *  1 (SQLite schema 1: rows need their MACs), or the version the
+     *  database is at now (a later one than the code's is refused).  */
+    int (*migrate) (ks_store_t *store, int *found_p);
+    /*  Records that the database now is at schema `version`.  */
+    int (*version_set) (ks_store_t *store, int version);
+    /*  meta rows: get returns 1 (found: *value_p malloc'd, NUL-terminated),
+     *  0 absent, -1.  */
+    int (*meta_get) (ks_store_t *store, const char *name, uint8_t **value_p, size_t *len_p);
+    int (*meta_put) (ks_store_t *store, const char *name, const void *value, size_t len);
+    /*  The next value of the database-wide counter (> 0, never repeated).  */
+    int (*counter_next) (ks_store_t *store, uint64_t *value_p);
+    /*  Tenant rows.  read: 1 found (*rec filled), 0 unknown.  update
+     *  writes the PIN columns and the MAC: 1 changed, 0 unknown.  */
+    int (*tenant_read) (ks_store_t *store, const char *name, bool lock, ks_tenant_rec_t *rec);
+    int (*tenant_insert) (ks_store_t *store, const char *name, const ks_tenant_rec_t *rec);
+    int (*tenant_update) (ks_store_t *store, const char *name, const row_mac_tenant_t *row,
+                          const uint8_t mac [ROW_MAC_LEN]);
+    int (*tenant_delete) (ks_store_t *store, const char *name);        /* 1 / 0 unknown */
+    int (*tenant_exists) (ks_store_t *store, const char *name);        /* 1 / 0 */
+    /*  A NULL-terminated malloc'd array of malloc'd names in name order, or NULL.  */
+    char **(*tenant_list) (ks_store_t *store);
+    int (*keys_version_get) (ks_store_t *store, const char *tenant, uint64_t *version_p); /* 1 / 0 */
+    int (*keys_version_set) (ks_store_t *store, const char *tenant, uint64_t version);    /* 1 / 0 */
+    /*  Key rows.  read: 1 found, 0 unknown.  insert fails on a duplicate.
+     *  update replaces info and mac: 1 changed, 0 unknown.  */
+    int (*key_read) (ks_store_t *store, const char *tenant, const char *ref, bool lock,
+                     ks_key_rec_t *rec);
+    int (*key_insert) (ks_store_t *store, const char *tenant, const ks_key_rec_t *rec);
+    int (*key_update) (ks_store_t *store, const char *tenant, const char *ref, const uint8_t *info,
+                       size_t info_len, const uint8_t mac [ROW_MAC_LEN]);
+    int (*key_delete) (ks_store_t *store, const char *tenant, const char *ref);    /* 1 / 0 */
+    /*  The tenant's key rows in the order they were stored: *recs_p a
+     *  malloc'd array of *count_p (free each with ks_key_rec_free).  */
+    int (*key_list) (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p);
+    /*  keystore_settle.  */
+    int (*settle) (ks_store_t *store);
+    /*  keystore_listener_new; NULL in a back end without notifications.  */
+    keystore_listener_t *(*listen) (ks_store_t *store);
+} ks_backend_t;
+
+extern const ks_backend_t ks_sqlite_backend;
+#ifdef HAVE_LIBPQ
+extern const ks_backend_t ks_pg_backend;
+#endif
+
+/*  The listener of a back end (ks_pg.c); keystore.c forwards to these.  */
+uint64_t ks_listener_changes (keystore_listener_t *self);
+bool ks_listener_connected (keystore_listener_t *self);
+void ks_listener_destroy (keystore_listener_t **self_p);
+
+#endif
