@@ -86,16 +86,18 @@ expect_files "$BROKER_DEB" /usr/sbin/cryptoserver-broker \
     /usr/share/man/man5/cryptoserver-keystore.5.gz
 expect_files "$MODULE_DEB" "/usr/lib/$TRIPLET/pkcs11/cryptoserver-pkcs11.so" \
     /usr/share/p11-kit/modules/cryptoserver.module \
-    /usr/share/man/man7/cryptoserver-pkcs11.7.gz /usr/share/man/man5/cryptoserver-client.conf.5.gz
-expect_files "$TOOLS_DEB" /usr/bin/cryptoserver-admin /usr/bin/cryptoserver-bench \
-    /usr/share/man/man1/cryptoserver-admin.1.gz /usr/share/man/man1/cryptoserver-bench.1.gz
+    /usr/share/man/man7/cryptoserver-pkcs11.7.gz /usr/share/man/man5/cryptoserver-client.conf.5.gz \
+    /usr/include/cryptoserver/pkcs11v.h
+expect_files "$TOOLS_DEB" /usr/bin/cryptoserver-admin /usr/bin/cryptoserver-bench /usr/bin/cryptoserver-modexp \
+    /usr/share/man/man1/cryptoserver-admin.1.gz /usr/share/man/man1/cryptoserver-bench.1.gz \
+    /usr/share/man/man1/cryptoserver-modexp.1.gz
 for deb in "$BROKER_DEB" "$MODULE_DEB" "$TOOLS_DEB"; do
     contents "$deb" | grep -v '/$' | sed "s|^|$(basename "$deb") |"
 done > "$T/all-files"
 ! grep -q '\.la$' "$T/all-files" || cs_fail "libtool archives in the packages: $(grep '\.la$' "$T/all-files")"
 dups=$(awk '{ print $2 }' "$T/all-files" | sort | uniq -d)
 [ -z "$dups" ] || cs_fail "files in two packages: $dups"
-cs_log "contents: $(wc -l < "$T/all-files") files where they belong (daemon, 4 drivers, unit, sysusers.d, conffile; module, .module; admin, bench; 7 man pages)"
+cs_log "contents: $(wc -l < "$T/all-files") files where they belong (daemon, 4 drivers, unit, sysusers.d, conffile; module, .module, pkcs11v.h; admin, bench, modexp; 8 man pages)"
 
 dpkg-deb -e "$BROKER_DEB" "$T/broker-control"
 grep -qx /etc/cryptoserver/broker.conf "$T/broker-control/conffiles" \
