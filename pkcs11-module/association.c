@@ -64,7 +64,7 @@ cs_assoc_open (cs_assoc_t *self, void *ctx, const cs_client_config_t *config, si
 {
     int events = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
                | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_SUCCEEDED
-               | ZMQ_EVENT_DISCONNECTED;
+               | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED;
     char monitor [64];
     snprintf (monitor, sizeof monitor, "inproc://cs-link-monitor-%zu", index);
     memset (self, 0, sizeof *self);
@@ -167,16 +167,42 @@ cs_assoc_event (cs_assoc_t *self)
     if (zmq_msg_size (&event) >= 2)
         memcpy (&id, zmq_msg_data (&event), 2);
     cs_log_debug ("link: monitor event 0x%x on %s", id, self->endpoint);
-    if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
-    ||  id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+    if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+    ||  (id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL && ++self->failed_handshakes >= 2))
         change = s_refused (self, id);
+    else
+    if (id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
+        /*  The connection closed during the handshake: a broker that cannot
+            read our HELLO (another broker key) or one stopping.  Refused
+            when it happens again on the next connection.  */
+        change = self->state == CS_ASSOC_UP ? CS_ASSOC_WENT_DOWN : CS_ASSOC_NO_CHANGE;
+        if (self->state != CS_ASSOC_REFUSED)
+            self->state = CS_ASSOC_DOWN;
+    }
     else
     if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
         if (self->state == CS_ASSOC_REFUSED || self->state == CS_ASSOC_DOWN)
             cs_log_info ("handshake with the broker %s succeeded", self->endpoint);
         self->state = CS_ASSOC_UP;
         self->silent = false;
+        self->failed_handshakes = 0;
         change = CS_ASSOC_WENT_UP;
+    }
+    else
+    if (id == ZMQ_EVENT_CONNECTED)
+        self->connected = true;
+    else
+    if (id == ZMQ_EVENT_CONNECT_RETRIED) {
+        /*  A retry with no TCP connection since the last one: nothing
+            listens there now, so a refusal seen before (a failed handshake
+            may also be a broker closing as it stops) no longer holds.  */
+        if (!self->connected && self->state == CS_ASSOC_REFUSED) {
+            cs_log_debug ("link: %s no longer answers: down, not refusing", self->endpoint);
+            self->state = CS_ASSOC_DOWN;
+        }
+        if (!self->connected)
+            self->failed_handshakes = 0;
+        self->connected = false;
     }
     else
     if (id == ZMQ_EVENT_DISCONNECTED && self->state != CS_ASSOC_REFUSED) {

@@ -3,8 +3,10 @@
  *  One DEALER socket (CURVE client) connected to one endpoint, with ZeroMQ
  *  heartbeats and a socket monitor, and its health as the monitor tells it:
  *  up after a handshake, down after a disconnect or a heartbeat timeout,
- *  refused after a failed handshake (wrong broker key, client not admitted;
- *  logged once until a handshake succeeds again), silent when the link saw
+ *  refused after a failed handshake (client not admitted; or two connections
+ *  in a row closed during the handshake: another broker key;
+ *  logged once until a handshake succeeds again; down again once a connect
+ *  attempt finds nothing listening), silent when the link saw
  *  a job go unanswered for the per-attempt timeout with nothing received
  *  from the broker since.  Owned and used by the link's I/O thread only
  *  (link.c); never shared with application threads.  DESIGN.md §5, §7.
@@ -30,6 +32,8 @@ typedef struct {
     char *endpoint;             /* a copy of the config's string (owned) */
     cs_assoc_state_t state;
     bool silent;                /* a job went unanswered, nothing received since */
+    bool connected;             /* a TCP connection since the last connect retry */
+    int failed_handshakes;      /* closed during the handshake, in a row */
     int64_t last_rx_ms;         /* monotonic ms of the last reply received */
 } cs_assoc_t;
 
