@@ -544,6 +544,7 @@ cs_peer_start () {
     fi
     rm -f "$WORK/$name.endpoint" "$WORK/$name.metrics"
     echo "---- start $(date +%s.%N)" >> "$WORK/$name.log"
+    # shellcheck disable=SC2086
     SOFTHSM2_CONF=$WORK/softhsm2.conf CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs \
         ${CS_BROKER_WRAPPER:-} "$CS_BROKER" -c "$conf" -f >> "$WORK/$name.log" 2>&1 </dev/null &
     CS_PEER_PID[$name]=$!
@@ -585,6 +586,7 @@ cs_peers_end () {
         [ -n "$pid" ] || continue
         CS_PEER_PID[$name]=
         status=0
+        kill -CONT "$pid" 2>/dev/null      # a test may have stopped it (SIGSTOP)
         cs_stop_child "$pid" TERM $(( ${CS_STOP_TIMEOUT:-15} * CS_TIME_FACTOR )) || status=$?
         [ "$status" = 0 ] || { echo "[$CS_TEST_NAME] FAIL: broker $name (pid $pid) exit status $status" >&2; bad=1; }
     done
