@@ -197,28 +197,40 @@ s_take_back (cs_link_t *self, size_t i, const char *why)
     }
 }
 
-/*  I/O thread: a job unanswered for the per-attempt timeout on a broker
- *  that sent nothing since the job left: the broker is silent; its
- *  idempotent jobs move to another usable broker, if there is one.  */
+/*  When the per-attempt timeout of a waiter on a broker falls: once the
+ *  broker has sent nothing for attempt_ms since the job left.  */
+static int64_t
+s_attempt_due (cs_link_t *self, const cs_waiter_t *waiter)
+{
+    int64_t last_rx = self->assocs [waiter->assoc].last_rx_ms;
+    return (last_rx > waiter->sent_ms ? last_rx : waiter->sent_ms) + self->attempt_ms;
+}
+
+/*  I/O thread: a job in flight on a broker that sent nothing at all for the
+ *  per-attempt timeout: the broker is silent (one replying to other jobs
+ *  is busy, not silent); its idempotent jobs move to another usable broker
+ *  that is not silent, if there is one.  A job that cannot move is not
+ *  checked again: heartbeats and its deadline apply.  With one endpoint
+ *  there is nowhere to go, so nothing is checked.  */
 static void
 s_check_attempts (cs_link_t *self)
 {
     int64_t now = cs_assoc_now_ms ();
     size_t load [CS_CLIENT_MAX_ENDPOINTS] = { 0 };
     int other;
+    if (self->n_assocs < 2)
+        return;
     pthread_mutex_lock (&self->mutex);
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next) {
         if (waiter->done || waiter->assoc < 0 || waiter->attempt_checked
-        ||  now - waiter->sent_ms < self->attempt_ms)
+        ||  now < s_attempt_due (self, waiter))
             continue;
         cs_assoc_t *assoc = &self->assocs [waiter->assoc];
-        waiter->attempt_checked = true;
-        if (assoc->last_rx_ms >= waiter->sent_ms)
-            continue;                           /* busy, not silent */
         if (!assoc->silent)
             cs_log_warning ("the broker %s sent nothing for %lld ms with a job in flight; "
                             "sending new jobs to other brokers", assoc->endpoint,
-                            (long long) (now - waiter->sent_ms));
+                            (long long) (now - (assoc->last_rx_ms > waiter->sent_ms
+                                                ? assoc->last_rx_ms : waiter->sent_ms)));
         assoc->silent = true;
         other = s_pick (self, load, 1u << waiter->assoc);
         if (waiter->idempotent && other >= 0 && !self->assocs [other].silent) {
@@ -226,6 +238,8 @@ s_check_attempts (cs_link_t *self)
                          (unsigned long long) waiter->request_id);
             waiter->assoc = -1;
         }
+        else
+            waiter->attempt_checked = true;
     }
     pthread_mutex_unlock (&self->mutex);
 }
@@ -235,10 +249,12 @@ static long
 s_next_attempt (cs_link_t *self)
 {
     int64_t next = -1, now = cs_assoc_now_ms ();
+    if (self->n_assocs < 2)
+        return -1;
     pthread_mutex_lock (&self->mutex);
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next)
         if (!waiter->done && waiter->assoc >= 0 && !waiter->attempt_checked) {
-            int64_t left = waiter->sent_ms + self->attempt_ms - now;
+            int64_t left = s_attempt_due (self, waiter) - now;
             if (next < 0 || left < next)
                 next = left > 0 ? left : 0;
         }

@@ -270,6 +270,9 @@ cs_setup () {
         local conf
         for conf in "$WORK"/clients/*/client.conf; do
             "$CS_ADMIN" config set "$conf" client/timeout-ms 120000
+            # ... and stalls of seconds are no sign of a dead broker there.
+            "$CS_ADMIN" config set "$conf" client/heartbeat-timeout-ms 60000
+            "$CS_ADMIN" config set "$conf" client/attempt-timeout-ms 60000
         done
         # ... and the broker grants such deadlines (broker/max-deadline-ms).
         "$CS_ADMIN" config set "$WORK/broker.conf" broker/max-deadline-ms 120000
