@@ -49,8 +49,13 @@ cat "$WORK/bench.csv" "$WORK/bench.err"
 IFS=, read -r _ _ _ threads ops _ _ _ _ _ max verified failures < <(tail -n 1 "$WORK/bench.csv")
 [ "$threads" = 8 ] && [ "$ops" -gt 0 ] && [ "$failures" = 0 ] && [ "$verified" = "$ops" ] \
     || cs_fail "expected every operation signed and verified: ops=$ops verified=$verified failures=$failures"
-awk -v m="$max" -v f="$CS_TIME_FACTOR" 'BEGIN { exit !(m < 2000 * f) }' \
-    || cs_fail "the longest operation took $max ms (limit $((2000 * CS_TIME_FACTOR)) ms)"
+# Under valgrind every operation takes seconds (three processes on
+# valgrind's one core each): there the bound is that no operation waited
+# for a deadline (lib.sh: 120 s), rather than 2 s scaled.
+LIMIT=$((2000 * CS_TIME_FACTOR))
+[ "${CS_VALGRIND:-}" != 1 ] || LIMIT=60000
+awk -v m="$max" -v l="$LIMIT" 'BEGIN { exit !(m < l) }' \
+    || cs_fail "the longest operation took $max ms (limit $LIMIT ms)"
 resent=$(grep -c 're-sending request' "$WORK/bench.err" || true)
 [ "$resent" -gt 0 ] || cs_fail "no job was in flight on b2 when it was killed (nothing re-sent)"
 cs_log "failover: $ops signatures, 0 failed, $verified verified by OpenSSL, longest ${max} ms; $resent jobs re-sent"
