@@ -125,7 +125,9 @@ typedef struct {
     char *default_tenant;           /* first tenant by name, for plaintext clients only */
     bool reading;                   /* the router is being polled */
     bool draining;
+    bool drained;                   /* DRAINED was sent */
     size_t in_flight;               /* requests waiting for items */
+    size_t background_out;          /* background items with workers (pool refills, clean-ups) */
     Cs__MechanismInfo *mechs;       /* Hello: union over boards */
     Cs__MechanismInfo **mech_ptrs;
     size_t n_mechs;
@@ -443,6 +445,18 @@ s_request_answer (s_frontend_t *self, s_request_t **request_p)
     s_request_destroy (request_p);
 }
 
+/*  While draining: DRAINED (once) when no request and no background item
+ *  is out.  A background item still with a worker when the workers stop
+ *  would never come back, and its key material would leak.  */
+static void
+s_drained_check (s_frontend_t *self)
+{
+    if (self->draining && !self->drained && self->in_flight == 0 && self->background_out == 0) {
+        self->drained = true;
+        zstr_send (self->pipe, "DRAINED");
+    }
+}
+
 /*  Drops one pending count; the last one answers the request.  */
 static void
 s_request_release (s_frontend_t *self, s_request_t *request, bool counted)
@@ -454,8 +468,7 @@ s_request_release (s_frontend_t *self, s_request_t *request, bool counted)
     if (!counted)
         return;
     self->in_flight--;
-    if (self->draining && self->in_flight == 0)
-        zstr_send (self->pipe, "DRAINED");
+    s_drained_check (self);
 }
 
 /* ------------------------------------------------------------------ */
@@ -533,6 +546,8 @@ s_give (s_frontend_t *self, size_t worker, work_item_t *item)
         item = scheduler_worker_ready (self->scheduler, worker);
     }
     if (item) {
+        if (!item->request)
+            self->background_out++;
         item->given_ns = metrics_now_ns ();
         zstr_sendfm (self->backend, "w%zu", worker);
         zsock_send (self->backend, "p", item);
@@ -1635,6 +1650,8 @@ s_pool_refill (s_frontend_t *self)
 static void
 s_background_done (s_frontend_t *self, work_item_t *item)
 {
+    assert (self->background_out > 0);
+    self->background_out--;
     if (item->kind == WORK_GENERATE && self->pool) {
         if (item->rv == CKR_OK) {
             pool_put (self->pool, item->bits, item->out, item->out_len);
@@ -1656,6 +1673,7 @@ s_background_done (s_frontend_t *self, work_item_t *item)
     }
     free (item);
     s_pool_refill (self);
+    s_drained_check (self);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2201,9 +2219,9 @@ s_on_pipe (zloop_t *loop, zsock_t *reader, void *arg)
     if (streq (command, "DRAIN")) {
         self->draining = true;
         s_flow_control (self);
-        zsys_info ("draining: no new requests; %zu in flight", self->in_flight);
-        if (self->in_flight == 0)
-            zstr_send (self->pipe, "DRAINED");
+        zsys_info ("draining: no new requests; %zu in flight, %zu background items with workers",
+                   self->in_flight, self->background_out);
+        s_drained_check (self);
     }
     else
     if (streq (command, "STATS"))

@@ -100,20 +100,49 @@ s_parse_bool (cs_client_config_t *self, const char *key, const char *value, bool
     return 0;
 }
 
+/*  Parses the milliseconds `value` of `key` into *out when given: an
+ *  integer in min..max.  */
 static int
-s_parse_timeout (cs_client_config_t *self, const char *value)
+s_parse_ms (cs_client_config_t *self, const char *key, const char *value,
+            long long min, long long max, int64_t *out)
 {
-    char *end = NULL;
+    char *end = NULL, *why = NULL;
     long long ms;
     if (!value || !*value)
-        return 0;
+        return 0;       /* keep the default */
     errno = 0;
     ms = strtoll (value, &end, 10);
     if (errno || end == value || *s_trim (end))
-        return s_fail (self, "client/timeout-ms", "not a number");
-    if (ms <= 0 || ms > CS_CLIENT_TIMEOUT_MAX)
-        return s_fail (self, "client/timeout-ms", "out of range (1 .. 3600000 ms)");
-    self->timeout_ms = ms;
+        return s_fail (self, key, "not a number");
+    if (ms < min || ms > max) {
+        if (asprintf (&why, "out of range (%lld .. %lld ms)", min, max) > 0)
+            s_fail (self, key, why);
+        free (why);
+        return -1;
+    }
+    *out = ms;
+    return 0;
+}
+
+/*  The failover settings (man cryptoserver-client.conf(5)): the heartbeat
+ *  timeout must exceed the interval; the per-attempt timeout defaults to a
+ *  quarter of the deadline.  */
+static int
+s_parse_failover (cs_client_config_t *self, zconfig_t *root)
+{
+    self->attempt_timeout_ms = 0;
+    if (s_parse_ms (self, "client/heartbeat-ivl-ms", zconfig_get (root, "client/heartbeat-ivl-ms", NULL),
+                    100, 600000, &self->heartbeat_ivl_ms)
+    ||  s_parse_ms (self, "client/heartbeat-timeout-ms",
+                    zconfig_get (root, "client/heartbeat-timeout-ms", NULL),
+                    100, 600000, &self->heartbeat_timeout_ms)
+    ||  s_parse_ms (self, "client/attempt-timeout-ms", zconfig_get (root, "client/attempt-timeout-ms", NULL),
+                    100, CS_CLIENT_TIMEOUT_MAX, &self->attempt_timeout_ms))
+        return -1;
+    if (self->heartbeat_timeout_ms <= self->heartbeat_ivl_ms)
+        return s_fail (self, "client/heartbeat-timeout-ms", "must be longer than client/heartbeat-ivl-ms");
+    if (self->attempt_timeout_ms == 0)
+        self->attempt_timeout_ms = self->timeout_ms / 4 > 0 ? self->timeout_ms / 4 : 1;
     return 0;
 }
 
@@ -173,7 +202,9 @@ s_parse (cs_client_config_t *self, zconfig_t *root, const char *dir)
         return s_fail (self, "client", "missing section");
     if (s_parse_endpoints (self, zconfig_get (root, "client/endpoints", NULL))
     ||  s_parse_bool (self, "client/curve", zconfig_get (root, "client/curve", NULL), &self->curve)
-    ||  s_parse_timeout (self, zconfig_get (root, "client/timeout-ms", NULL))
+    ||  s_parse_ms (self, "client/timeout-ms", zconfig_get (root, "client/timeout-ms", NULL),
+                    1, CS_CLIENT_TIMEOUT_MAX, &self->timeout_ms)
+    ||  s_parse_failover (self, root)
     ||  s_parse_log_level (self, zconfig_get (root, "client/log-level", NULL)))
         return -1;
     if (!self->curve)
@@ -196,6 +227,8 @@ cs_client_config_load (const char *path)
         goto fail;
     self->curve = true;
     self->timeout_ms = CS_CLIENT_TIMEOUT_DEFAULT;
+    self->heartbeat_ivl_ms = CS_CLIENT_HEARTBEAT_IVL_DEFAULT;
+    self->heartbeat_timeout_ms = CS_CLIENT_HEARTBEAT_TIMEOUT_DEFAULT;
     self->log_level = CS_LOG_WARNING;
     if (access (path, R_OK) != 0) {
         cs_log_error ("%s: cannot read client config: %s (set CRYPTOSERVER_CONF)", path, strerror (errno));

@@ -16,6 +16,8 @@
 #define CS_CLIENT_TIMEOUT_DEFAULT 10000     /* ms */
 #define CS_CLIENT_TIMEOUT_MAX     3600000   /* ms: one hour */
 #define CS_CLIENT_MAX_ENDPOINTS   16
+#define CS_CLIENT_HEARTBEAT_IVL_DEFAULT     1000    /* ms */
+#define CS_CLIENT_HEARTBEAT_TIMEOUT_DEFAULT 5000    /* ms */
 
 typedef struct {
     char *path;                 /* the file read */
@@ -26,6 +28,9 @@ typedef struct {
     uint8_t public_key [32];    /* this client's CURVE key pair (raw), when curve */
     uint8_t secret_key [32];    /* wiped by cs_client_config_destroy */
     int64_t timeout_ms;         /* client/timeout-ms, default 10000 */
+    int64_t heartbeat_ivl_ms;   /* client/heartbeat-ivl-ms, default 1000 (ZMQ_HEARTBEAT_IVL) */
+    int64_t heartbeat_timeout_ms;   /* client/heartbeat-timeout-ms, default 5000 */
+    int64_t attempt_timeout_ms; /* client/attempt-timeout-ms, default timeout_ms / 4 */
     int log_level;              /* cs_log_level_t, default warning */
 } cs_client_config_t;
 

@@ -16,16 +16,18 @@
 #include <zmq.h>
 #include <openssl/crypto.h>
 #include "log.h"
+#include "association.h"
 #include "link.h"
-
-#define S_MONITOR_ENDPOINT "inproc://cs-link-monitor"
-#define S_HWM 100000
 
 typedef struct _cs_waiter_t {
     struct _cs_waiter_t *next;
     uint64_t request_id;
-    uint8_t *frame;             /* encoded request until sent (then NULL) */
+    uint8_t *frame;             /* encoded request while it may still be sent */
     size_t frame_size;
+    bool idempotent;            /* may be re-sent after it left (s_idempotent) */
+    int assoc;                  /* the association it was sent on; -1 while queued */
+    int64_t sent_ms;            /* monotonic ms of the last send */
+    bool attempt_checked;       /* its per-attempt timeout was handled */
     bool done;
     CK_RV rv;                   /* meaningful when done */
     Cs__Reply *reply;           /* set with rv CKR_OK */
@@ -34,8 +36,9 @@ typedef struct _cs_waiter_t {
 
 struct _cs_link_t {
     void *ctx;
-    void *socket;               /* DEALER, CURVE client */
-    void *monitor;              /* PAIR reading the socket's monitor events */
+    cs_assoc_t *assocs;         /* one per endpoint; the I/O thread's alone */
+    size_t n_assocs;
+    int64_t attempt_ms;         /* client/attempt-timeout-ms */
     int wake_fd;                /* eventfd: app threads -> I/O thread */
     pthread_t thread;
     bool thread_started;
@@ -44,7 +47,7 @@ struct _cs_link_t {
     cs_waiter_t *waiters;
     size_t callers;
     bool stopping;
-    bool refused;               /* the broker refused our CURVE key */
+    bool refused;               /* every broker refused our CURVE handshake */
     uint64_t next_id;           /* atomic */
 };
 
@@ -66,74 +69,197 @@ s_waiter_finish (cs_waiter_t *waiter, CK_RV rv, Cs__Reply *reply)
     pthread_cond_signal (&waiter->cond);
 }
 
-/*  Completes every pending waiter with `rv` (under the mutex).  */
+/*  Completes every pending waiter with `rv` (under the mutex); with
+ *  `queued_only`, only those not on a broker.  */
 static void
-s_fail_all (cs_link_t *self, CK_RV rv)
+s_fail_all (cs_link_t *self, CK_RV rv, bool queued_only)
 {
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next)
-        if (!waiter->done)
+        if (!waiter->done && (!queued_only || waiter->assoc < 0))
             s_waiter_finish (waiter, rv, NULL);
 }
 
 static bool
-s_has_unsent (cs_link_t *self)
+s_has_queued (cs_link_t *self)
 {
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next)
-        if (waiter->frame && !waiter->done)
+        if (waiter->assoc < 0 && !waiter->done)
             return true;
     return false;
 }
 
-/*  Sends a copy of frame without blocking as a zero-copy message whose
- *  buffer libzmq wipes when it is done with it (cs_wire_frame_free): a
- *  request may carry a PIN or a per-request private key, and zmq_send would
- *  leave an unwiped copy in libzmq's heap.  Returns 0, or -1 with errno
- *  (EAGAIN when the socket would block).  */
-static int
-s_send_frame (void *socket, const uint8_t *frame, size_t size)
+/*  Sign, decrypt, derive, key lists and hello change nothing on the broker
+ *  (DESIGN.md §1: jobs are stateless), so they may run twice.  Logins
+ *  (a wrong PIN is counted), PIN changes and key management are not
+ *  re-sent once they left (docs/CONTRACTS.md "Failover").  */
+static bool
+s_idempotent (const Cs__Request *req)
 {
-    zmq_msg_t msg;
-    void *hint = (void *) (uintptr_t) size;
-    uint8_t *copy = malloc (size ? size : 1);
-    if (!copy) {
-        errno = ENOMEM;
-        return -1;
-    }
-    memcpy (copy, frame, size);
-    if (zmq_msg_init_data (&msg, copy, size, cs_wire_frame_free, hint)) {
-        cs_wire_frame_free (copy, hint);
-        return -1;
-    }
-    if (zmq_msg_send (&msg, socket, ZMQ_DONTWAIT) < 0) {
-        int error = errno;
-        zmq_msg_close (&msg);                   /* wipes and frees the copy */
-        errno = error;
-        return -1;
-    }
-    return 0;
+    for (size_t i = 0; i < req->n_jobs; i++)
+        switch (req->jobs [i]->kind_case) {
+            case CS__JOB__KIND_HELLO: case CS__JOB__KIND_LIST_KEYS: case CS__JOB__KIND_SIGN:
+            case CS__JOB__KIND_DECRYPT: case CS__JOB__KIND_DERIVE:
+                break;
+            default:
+                return false;
+        }
+    return true;
 }
 
-/*  I/O thread: sends queued frames until the socket would block.  */
+/*  The association to send to (under the mutex): a usable one not tried
+ *  yet (bit i of `tried`) with the fewest jobs in flight (`load`),
+ *  preferring one that is not silent.  -1 when there is none.  */
+static int
+s_pick (cs_link_t *self, const size_t *load, uint32_t tried)
+{
+    for (int allow_silent = 0; allow_silent < 2; allow_silent++) {
+        int best = -1;
+        for (size_t i = 0; i < self->n_assocs; i++)
+            if (!(tried & (1u << i)) && cs_assoc_usable (&self->assocs [i], allow_silent)
+            &&  (best < 0 || load [i] < load [best]))
+                best = (int) i;
+        if (best >= 0)
+            return best;
+    }
+    return -1;
+}
+
+/*  Sends one queued waiter (under the mutex) to the best association that
+ *  takes it.  Returns false when none could (all would block).  */
+static bool
+s_send_one (cs_link_t *self, cs_waiter_t *waiter, size_t *load)
+{
+    uint32_t tried = 0;
+    int i;
+    while ((i = s_pick (self, load, tried)) >= 0) {
+        tried |= 1u << i;
+        if (cs_assoc_send (&self->assocs [i], waiter->frame, waiter->frame_size) == 0) {
+            waiter->assoc = i;
+            waiter->sent_ms = cs_assoc_now_ms ();
+            waiter->attempt_checked = false;
+            load [i]++;
+            if (!waiter->idempotent) {          /* never re-sent: no copy kept (may hold a PIN) */
+                OPENSSL_cleanse (waiter->frame, waiter->frame_size);
+                free (waiter->frame);
+                waiter->frame = NULL;
+            }
+            return true;
+        }
+        if (errno != EAGAIN) {
+            cs_log_error ("link: cannot send request to %s: %s", self->assocs [i].endpoint,
+                          zmq_strerror (errno));
+            s_waiter_finish (waiter, CKR_DEVICE_ERROR, NULL);
+            return true;
+        }
+    }
+    return false;
+}
+
+/*  I/O thread: sends queued frames, each to the healthy broker with the
+ *  fewest jobs in flight, until every usable socket would block.  */
 static void
 s_send_queued (cs_link_t *self)
 {
+    size_t load [CS_CLIENT_MAX_ENDPOINTS] = { 0 };
     pthread_mutex_lock (&self->mutex);
+    for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next)
+        if (!waiter->done && waiter->assoc >= 0)
+            load [waiter->assoc]++;
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next) {
-        if (!waiter->frame || waiter->done)
+        if (waiter->assoc >= 0 || waiter->done || !waiter->frame)
             continue;
-        if (s_send_frame (self->socket, waiter->frame, waiter->frame_size) < 0) {
-            if (errno != EAGAIN) {
-                cs_log_error ("link: cannot send request: %s", zmq_strerror (errno));
-                s_waiter_finish (waiter, CKR_DEVICE_ERROR, NULL);
-                continue;
-            }
+        if (!s_send_one (self, waiter, load))
             break;
-        }
-        OPENSSL_cleanse (waiter->frame, waiter->frame_size);   /* may hold a PIN */
-        free (waiter->frame);
-        waiter->frame = NULL;
     }
     pthread_mutex_unlock (&self->mutex);
+}
+
+/*  Takes the jobs in flight on association `i` back (under the mutex): an
+ *  idempotent one is queued again for another broker, any other fails with
+ *  CKR_DEVICE_ERROR (it may have taken effect).  `why` names the cause.  */
+static void
+s_take_back (cs_link_t *self, size_t i, const char *why)
+{
+    for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next) {
+        if (waiter->done || waiter->assoc != (int) i)
+            continue;
+        if (waiter->idempotent) {
+            cs_log_info ("link: %s %s; re-sending request %llu to another broker", self->assocs [i].endpoint,
+                         why, (unsigned long long) waiter->request_id);
+            waiter->assoc = -1;
+        }
+        else {
+            cs_log_error ("the broker %s %s with request %llu in flight; a key-management or login job "
+                          "is not re-sent", self->assocs [i].endpoint, why,
+                          (unsigned long long) waiter->request_id);
+            s_waiter_finish (waiter, CKR_DEVICE_ERROR, NULL);
+        }
+    }
+}
+
+/*  When the per-attempt timeout of a waiter on a broker falls: once the
+ *  broker has sent nothing for attempt_ms since the job left.  */
+static int64_t
+s_attempt_due (cs_link_t *self, const cs_waiter_t *waiter)
+{
+    int64_t last_rx = self->assocs [waiter->assoc].last_rx_ms;
+    return (last_rx > waiter->sent_ms ? last_rx : waiter->sent_ms) + self->attempt_ms;
+}
+
+/*  I/O thread: a job in flight on a broker that sent nothing at all for the
+ *  per-attempt timeout: the broker is silent (one replying to other jobs
+ *  is busy, not silent); its idempotent jobs move to another usable broker
+ *  that is not silent, if there is one.  A job that cannot move is not
+ *  checked again: heartbeats and its deadline apply.  With one endpoint
+ *  there is nowhere to go, so nothing is checked.  */
+static void
+s_check_attempts (cs_link_t *self)
+{
+    int64_t now = cs_assoc_now_ms ();
+    size_t load [CS_CLIENT_MAX_ENDPOINTS] = { 0 };
+    int other;
+    if (self->n_assocs < 2)
+        return;
+    pthread_mutex_lock (&self->mutex);
+    for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next) {
+        if (waiter->done || waiter->assoc < 0 || waiter->attempt_checked
+        ||  now < s_attempt_due (self, waiter))
+            continue;
+        cs_assoc_t *assoc = &self->assocs [waiter->assoc];
+        if (!assoc->silent)
+            cs_log_warning ("the broker %s sent nothing for %lld ms with a job in flight; "
+                            "sending new jobs to other brokers", assoc->endpoint,
+                            (long long) (now - (assoc->last_rx_ms > waiter->sent_ms
+                                                ? assoc->last_rx_ms : waiter->sent_ms)));
+        assoc->silent = true;
+        other = s_pick (self, load, 1u << waiter->assoc);
+        if (waiter->idempotent && other >= 0 && !self->assocs [other].silent) {
+            cs_log_info ("link: re-sending request %llu to another broker",
+                         (unsigned long long) waiter->request_id);
+            waiter->assoc = -1;
+        }
+        else
+            waiter->attempt_checked = true;
+    }
+    pthread_mutex_unlock (&self->mutex);
+}
+
+/*  Milliseconds until the next per-attempt timeout (-1: none).  */
+static long
+s_next_attempt (cs_link_t *self)
+{
+    int64_t next = -1, now = cs_assoc_now_ms ();
+    if (self->n_assocs < 2)
+        return -1;
+    pthread_mutex_lock (&self->mutex);
+    for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next)
+        if (!waiter->done && waiter->assoc >= 0 && !waiter->attempt_checked) {
+            int64_t left = s_attempt_due (self, waiter) - now;
+            if (next < 0 || left < next)
+                next = left > 0 ? left : 0;
+        }
+    pthread_mutex_unlock (&self->mutex);
+    return (long) next;
 }
 
 /*  I/O thread: hands one decoded reply to its waiter, or drops it.  */
@@ -167,172 +293,118 @@ s_msg_wipe_close (zmq_msg_t *msg)
     zmq_msg_close (msg);
 }
 
-/*  I/O thread: reads every reply waiting on the socket.  */
+/*  I/O thread: reads every reply waiting on association `assoc`.  A reply
+ *  to a job re-sent elsewhere is taken from whichever broker answers first.  */
 static void
-s_receive_all (cs_link_t *self)
+s_receive_all (cs_link_t *self, cs_assoc_t *assoc)
 {
     while (true) {
         zmq_msg_t msg;
         const char *why = NULL;
         Cs__Reply *reply;
         zmq_msg_init (&msg);
-        if (zmq_msg_recv (&msg, self->socket, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv (&msg, assoc->socket, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close (&msg);
             return;
         }
+        pthread_mutex_lock (&self->mutex);
+        assoc->last_rx_ms = cs_assoc_now_ms ();
+        assoc->silent = false;
+        pthread_mutex_unlock (&self->mutex);
         if (zmq_msg_more (&msg)) {
-            cs_log_warning ("link: dropping a multi-frame message from the broker");
+            cs_log_warning ("link: dropping a multi-frame message from %s", assoc->endpoint);
             s_msg_wipe_close (&msg);
             continue;
         }
         reply = cs_wire_reply_decode (zmq_msg_data (&msg), zmq_msg_size (&msg), &why);
         s_msg_wipe_close (&msg);
         if (!reply)
-            cs_log_warning ("link: dropping a bad reply from the broker: %s", why);
+            cs_log_warning ("link: dropping a bad reply from %s: %s", assoc->endpoint, why);
         else
             s_deliver (self, reply);
     }
 }
 
-/*  I/O thread: reacts to one socket monitor event (two frames).  */
+/*  I/O thread: one monitor event of association `i`.  A broker gone or
+ *  refusing gives its jobs back; when every broker refuses us, queued
+ *  calls fail at once (CKR_DEVICE_ERROR) rather than at their deadline.  */
 static void
-s_monitor_event (cs_link_t *self)
+s_monitor_event (cs_link_t *self, size_t i)
 {
-    zmq_msg_t event, address;
-    uint16_t id = 0;
-    zmq_msg_init (&event);
-    zmq_msg_init (&address);
-    if (zmq_msg_recv (&event, self->monitor, ZMQ_DONTWAIT) < 0)
-        goto out;
-    if (zmq_msg_more (&event))
-        zmq_msg_recv (&address, self->monitor, 0);
-    if (zmq_msg_size (&event) >= 2)
-        memcpy (&id, zmq_msg_data (&event), 2);
-    cs_log_debug ("link: monitor event 0x%x on %.*s", id, (int) zmq_msg_size (&address),
-                  (const char *) zmq_msg_data (&address));
+    bool refused = true;
     pthread_mutex_lock (&self->mutex);
-    if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
-        if (!self->refused)
-            cs_log_error ("%s (%.*s); retrying in the background",
-                          id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
-                          ? "broker refused this client's key"
-                          : "CURVE handshake failed: broker refused this client's key or client/broker-cert is not this broker's",
-                          (int) zmq_msg_size (&address), (const char *) zmq_msg_data (&address));
-        self->refused = true;
-        s_fail_all (self, CKR_DEVICE_ERROR);
-    }
-    else
-    if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-        if (self->refused)
-            cs_log_info ("handshake with the broker succeeded");
-        self->refused = false;
-    }
-    else
-    if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
-        cs_log_warning ("link: handshake with the broker failed (protocol error)");
-    else
-    if (id == ZMQ_EVENT_DISCONNECTED)
-        cs_log_debug ("link: disconnected from %.*s", (int) zmq_msg_size (&address),
-                      (const char *) zmq_msg_data (&address));
+    if (cs_assoc_event (&self->assocs [i]) == CS_ASSOC_WENT_DOWN)
+        s_take_back (self, i, self->assocs [i].state == CS_ASSOC_REFUSED
+                              ? "refused the handshake" : "dropped the connection");
+    for (size_t j = 0; j < self->n_assocs; j++)
+        refused &= self->assocs [j].state == CS_ASSOC_REFUSED;
+    self->refused = refused;
+    if (refused)
+        s_fail_all (self, CKR_DEVICE_ERROR, true);
     pthread_mutex_unlock (&self->mutex);
-out:
-    zmq_msg_close (&event);
-    zmq_msg_close (&address);
 }
 
 static void *
 s_io_thread (void *arg)
 {
     cs_link_t *self = arg;
+    size_t n = self->n_assocs;
+    zmq_pollitem_t items [2 * CS_CLIENT_MAX_ENDPOINTS + 1];
     while (true) {
         bool stopping, want_out;
         uint64_t count;
         pthread_mutex_lock (&self->mutex);
         stopping = self->stopping;
-        want_out = s_has_unsent (self);
+        want_out = s_has_queued (self);
+        for (size_t i = 0; i < n; i++) {
+            bool out = want_out && cs_assoc_usable (&self->assocs [i], true);
+            items [2 * i] = (zmq_pollitem_t) { self->assocs [i].socket, 0,
+                                               (short) (ZMQ_POLLIN | (out ? ZMQ_POLLOUT : 0)), 0 };
+            items [2 * i + 1] = (zmq_pollitem_t) { self->assocs [i].monitor, 0, ZMQ_POLLIN, 0 };
+        }
         pthread_mutex_unlock (&self->mutex);
         if (stopping)
             break;
-        zmq_pollitem_t items [] = {
-            { self->socket, 0, (short) (ZMQ_POLLIN | (want_out ? ZMQ_POLLOUT : 0)), 0 },
-            { self->monitor, 0, ZMQ_POLLIN, 0 },
-            { NULL, self->wake_fd, ZMQ_POLLIN, 0 },
-        };
-        if (zmq_poll (items, 3, -1) < 0) {
+        items [2 * n] = (zmq_pollitem_t) { NULL, self->wake_fd, ZMQ_POLLIN, 0 };
+        if (zmq_poll (items, (int) (2 * n + 1), s_next_attempt (self)) < 0) {
             if (errno == EINTR)
                 continue;
             cs_log_error ("link: poll failed: %s", zmq_strerror (errno));
             break;
         }
-        if (items [2].revents & ZMQ_POLLIN)
+        if (items [2 * n].revents & ZMQ_POLLIN)
             (void) !read (self->wake_fd, &count, sizeof count);
-        if (items [1].revents & ZMQ_POLLIN)
-            s_monitor_event (self);
-        if (items [0].revents & ZMQ_POLLIN)
-            s_receive_all (self);
-        if (items [0].revents & ZMQ_POLLOUT)
-            s_send_queued (self);
+        for (size_t i = 0; i < n; i++)          /* replies before a disconnect first */
+            if (items [2 * i].revents & ZMQ_POLLIN)
+                s_receive_all (self, &self->assocs [i]);
+        for (size_t i = 0; i < n; i++)
+            if (items [2 * i + 1].revents & ZMQ_POLLIN)
+                s_monitor_event (self, i);
+        s_check_attempts (self);
+        s_send_queued (self);
     }
     return NULL;
 }
 
-static int
-s_set_int (void *socket, int option, int value)
-{
-    return zmq_setsockopt (socket, option, &value, sizeof value);
-}
-
-/*  Sets the socket options of the DEALER (link.h, DESIGN.md §3).  */
-static int
-s_configure (cs_link_t *self, const cs_client_config_t *config)
-{
-    int64_t max_size = CS_WIRE_MAX_REPLY;
-    if (s_set_int (self->socket, ZMQ_LINGER, 0)
-    ||  s_set_int (self->socket, ZMQ_SNDHWM, S_HWM)
-    ||  s_set_int (self->socket, ZMQ_RCVHWM, S_HWM)
-    ||  s_set_int (self->socket, ZMQ_RECONNECT_IVL, 100)
-    ||  s_set_int (self->socket, ZMQ_RECONNECT_IVL_MAX, 2000)
-    ||  s_set_int (self->socket, ZMQ_HEARTBEAT_IVL, 5000)
-    ||  s_set_int (self->socket, ZMQ_HEARTBEAT_TIMEOUT, 15000)
-    ||  s_set_int (self->socket, ZMQ_IMMEDIATE, 1)
-    ||  zmq_setsockopt (self->socket, ZMQ_MAXMSGSIZE, &max_size, sizeof max_size))
-        return -1;
-    if (config->curve
-    && (zmq_setsockopt (self->socket, ZMQ_CURVE_SERVERKEY, config->broker_key, 32)
-    ||  zmq_setsockopt (self->socket, ZMQ_CURVE_PUBLICKEY, config->public_key, 32)
-    ||  zmq_setsockopt (self->socket, ZMQ_CURVE_SECRETKEY, config->secret_key, 32))) {
-        cs_log_error ("link: cannot set CURVE keys: %s (libzmq without CURVE?)", zmq_strerror (errno));
-        return -1;
-    }
-    return 0;
-}
-
-/*  Creates the sockets and connects them; the caller blocks signals.  */
+/*  Creates the context and one association per endpoint and starts the
+ *  I/O thread; the caller blocks signals.  */
 static CK_RV
 s_open (cs_link_t *self, const cs_client_config_t *config)
 {
-    int events = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
-               | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_SUCCEEDED
-               | ZMQ_EVENT_DISCONNECTED;
+    if (config->n_endpoints < 1 || config->n_endpoints > CS_CLIENT_MAX_ENDPOINTS)
+        return CKR_GENERAL_ERROR;
     if (!(self->ctx = zmq_ctx_new ()))
         return CKR_GENERAL_ERROR;
     zmq_ctx_set (self->ctx, ZMQ_IO_THREADS, 1);
     zmq_ctx_set (self->ctx, ZMQ_BLOCKY, 0);
-    if (!(self->socket = zmq_socket (self->ctx, ZMQ_DEALER))
-    ||  s_configure (self, config) != 0
-    ||  zmq_socket_monitor (self->socket, S_MONITOR_ENDPOINT, events) != 0
-    ||  !(self->monitor = zmq_socket (self->ctx, ZMQ_PAIR))
-    ||  s_set_int (self->monitor, ZMQ_LINGER, 0)
-    ||  zmq_connect (self->monitor, S_MONITOR_ENDPOINT) != 0) {
-        cs_log_error ("link: cannot create the broker socket: %s", zmq_strerror (errno));
-        return CKR_GENERAL_ERROR;
-    }
+    if (!(self->assocs = calloc (config->n_endpoints, sizeof *self->assocs)))
+        return CKR_HOST_MEMORY;
+    self->n_assocs = config->n_endpoints;
+    self->attempt_ms = config->attempt_timeout_ms > 0 ? config->attempt_timeout_ms
+                                                      : (config->timeout_ms + 3) / 4;
     for (size_t i = 0; i < config->n_endpoints; i++)
-        if (zmq_connect (self->socket, config->endpoints [i]) != 0) {
-            cs_log_error ("%s: client/endpoints: cannot connect to %s: %s",
-                          config->path, config->endpoints [i], zmq_strerror (errno));
+        if (cs_assoc_open (&self->assocs [i], self->ctx, config, i) != 0)
             return CKR_GENERAL_ERROR;
-        }
     if ((self->wake_fd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
         return CKR_GENERAL_ERROR;
     if (pthread_create (&self->thread, NULL, s_io_thread, self) != 0) {
@@ -375,7 +447,7 @@ cs_link_stop (cs_link_t *self)
         return;
     pthread_mutex_lock (&self->mutex);
     self->stopping = true;
-    s_fail_all (self, CKR_CRYPTOKI_NOT_INITIALIZED);
+    s_fail_all (self, CKR_CRYPTOKI_NOT_INITIALIZED, false);
     pthread_mutex_unlock (&self->mutex);
 }
 
@@ -394,12 +466,9 @@ cs_link_destroy (cs_link_t **self_p)
     while (self->callers > 0)
         pthread_cond_wait (&self->drained, &self->mutex);
     pthread_mutex_unlock (&self->mutex);
-    if (self->socket)
-        zmq_socket_monitor (self->socket, NULL, 0);
-    if (self->monitor)
-        zmq_close (self->monitor);
-    if (self->socket)
-        zmq_close (self->socket);
+    for (size_t i = 0; self->assocs && i < self->n_assocs; i++)
+        cs_assoc_close (&self->assocs [i]);
+    free (self->assocs);
     if (self->ctx)
         zmq_ctx_term (self->ctx);
     if (self->wake_fd >= 0)
@@ -472,15 +541,16 @@ s_wait (cs_link_t *self, cs_waiter_t *waiter, int64_t timeout_ms)
     while (!waiter->done)
         if (pthread_cond_timedwait (&waiter->cond, &self->mutex, &deadline) == ETIMEDOUT
         &&  !waiter->done) {
+            /*  A job not on any broker at its deadline found none up to
+                take it (ZMQ_IMMEDIATE: a send needs a connection), so every
+                broker is gone (DESIGN.md §6).  Otherwise a broker took the
+                job and did not answer in time.  */
+            bool gone = waiter->assoc < 0;
             cs_log_error ("no reply from the broker within %lld ms (request %llu)%s",
                           (long long) timeout_ms, (unsigned long long) waiter->request_id,
-                          waiter->frame ? "; no broker connection is up" : "");
+                          gone ? "; no broker connection is up" : "");
             waiter->done = true;
-            /*  A frame still held here was never sent: with ZMQ_IMMEDIATE
-                no broker connection was up to take it all along, so every
-                broker is gone (DESIGN.md §6).  Otherwise the broker took
-                the job and did not answer in time.  */
-            waiter->rv = waiter->frame ? CKR_DEVICE_REMOVED : CKR_DEVICE_ERROR;
+            waiter->rv = gone ? CKR_DEVICE_REMOVED : CKR_DEVICE_ERROR;
         }
     s_unlink_waiter (self, waiter);
     if (--self->callers == 0 && self->stopping)
@@ -528,6 +598,8 @@ cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply *
     req->version_max = CS_PROTOCOL_VERSION;
     req->deadline_ms = (uint32_t) timeout_ms;
     req->request_id = waiter.request_id = __atomic_add_fetch (&self->next_id, 1, __ATOMIC_SEQ_CST);
+    waiter.assoc = -1;
+    waiter.idempotent = s_idempotent (req);
     if (!(waiter.frame = cs_wire_encode (&req->base, &waiter.frame_size)))
         return CKR_HOST_MEMORY;
     pthread_condattr_init (&attr);
@@ -539,7 +611,7 @@ cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply *
         rv = CKR_CRYPTOKI_NOT_INITIALIZED;
     else
     if (self->refused) {
-        cs_log_debug ("link: failing fast: the broker refused this client's key");
+        cs_log_debug ("link: failing fast: every broker refused this client's key");
         rv = CKR_DEVICE_ERROR;
     }
     else {

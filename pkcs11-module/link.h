@@ -1,11 +1,20 @@
-/*  link.h — the module's one association with the broker(s).
+/*  link.h — the module's associations with the broker(s).
  *
- *  One I/O thread per process owns one ZeroMQ context and one DEALER socket
- *  (CURVE client) connected to every configured endpoint, plus a socket
- *  monitor.  Application threads never touch a socket: cs_link_call queues an
- *  encoded request, wakes the I/O thread through an eventfd, and waits on its
- *  own condition variable (CLOCK_MONOTONIC) for the reply with the same
- *  request id, or for its deadline.  DESIGN.md §1, §3, §5.
+ *  One I/O thread per process owns one ZeroMQ context and one association
+ *  per configured endpoint (association.h: a DEALER, CURVE client, with
+ *  heartbeats and its own health).  Application threads never touch a
+ *  socket: cs_link_call queues an encoded request, wakes the I/O thread
+ *  through an eventfd, and waits on its own condition variable
+ *  (CLOCK_MONOTONIC) for the reply with the same request id, or for its
+ *  deadline.  DESIGN.md §1, §3, §5, §7.
+ *
+ *  Failover (docs/CONTRACTS.md "Failover"): each job goes to a healthy
+ *  broker with the fewest jobs in flight.  When a broker's connection drops
+ *  (kill, crash, heartbeat timeout) or it stays silent for the per-attempt
+ *  timeout (client/attempt-timeout-ms) with a job in flight, its idempotent
+ *  jobs (sign, decrypt, derive, list keys, hello) are sent again to another
+ *  healthy broker; the others (login, PIN, key management) fail with
+ *  CKR_DEVICE_ERROR once they left, since they may have taken effect.
  *
  *  The raw libzmq API is used, never zsock/zactor: CZMQ's global zsys state
  *  must not be started inside a library that nginx or a JVM loads.
@@ -20,10 +29,10 @@
 
 typedef struct _cs_link_t cs_link_t;
 
-/*  Creates the socket, connects it to every endpoint of `config` (the
- *  connections come up in the background) and starts the I/O thread.  Returns
- *  the link, or NULL with *rv_p set: CKR_HOST_MEMORY, CKR_GENERAL_ERROR (bad
- *  endpoint, socket or thread failure; logged).  `config` is only read.  */
+/*  Creates one association per endpoint of `config` (the connections come
+ *  up in the background) and starts the I/O thread.  Returns the link, or
+ *  NULL with *rv_p set: CKR_HOST_MEMORY, CKR_GENERAL_ERROR (bad endpoint,
+ *  socket or thread failure; logged).  `config` is only read.  */
 cs_link_t *cs_link_new (const cs_client_config_t *config, CK_RV *rv_p);
 
 /*  Wakes every call waiting on the link with CKR_CRYPTOKI_NOT_INITIALIZED
@@ -43,10 +52,15 @@ void cs_link_abandon (cs_link_t **self_p);
 
 /*  Sends `req` (its request_id, version range and deadline_ms are filled in
  *  here; the caller keeps ownership of req) and waits at most `timeout_ms`
- *  milliseconds for its reply.  On CKR_OK *reply_p is the decoded reply, whose
- *  request-level rv is CKR_OK and which has one result per job (caller frees
- *  with cs__reply__free_unpacked).  Errors: CKR_DEVICE_ERROR on deadline,
- *  refused CURVE key, protocol version mismatch; a request-level failure as
+ *  milliseconds for its reply, re-sending it to another broker when its
+ *  broker drops or goes silent and the request is idempotent (above).  On
+ *  CKR_OK *reply_p is the decoded reply, whose request-level rv is CKR_OK
+ *  and which has one result per job (caller frees with
+ *  cs__reply__free_unpacked).  Errors: CKR_DEVICE_REMOVED at the deadline
+ *  when no broker was up to take the request; CKR_DEVICE_ERROR at the
+ *  deadline when a broker took it and did not answer, at once when a
+ *  non-idempotent request's broker dropped, and at once while every broker
+ *  refuses our CURVE key; protocol version mismatch; a request-level failure as
  *  cs_link_reply_rv maps it (all logged); CKR_HOST_MEMORY;
  *  CKR_CRYPTOKI_NOT_INITIALIZED while the link is being destroyed.  A reply
  *  arriving after the deadline is dropped, its secrets wiped; the received

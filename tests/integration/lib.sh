@@ -99,6 +99,9 @@ cs_cleanup () {
     if [ -f "$WORK/broker.log" ] && ! cs_broker_log_check && [ "$rc" = 0 ]; then
         rc=1
     fi
+    if ! cs_peers_end && [ "$rc" = 0 ]; then
+        rc=1
+    fi
     if [ "${CS_VALGRIND:-}" = 1 ] && ! cs_valgrind_check && [ "$rc" = 0 ]; then
         rc=1
     fi
@@ -198,17 +201,17 @@ cs_expect_broker_log () {
     CS_EXPECTED_LOG="${CS_EXPECTED_LOG:+$CS_EXPECTED_LOG|}$1"
 }
 
-# cs_broker_log_check: the broker log's warnings and errors that no
-# cs_expect_broker_log pattern covers; returns 1 (and shows them) when there
-# is one.
+# cs_broker_log_check [LOG]: the broker log's (default $WORK/broker.log)
+# warnings and errors that no cs_expect_broker_log pattern covers; returns 1
+# (and shows them) when there is one.
 cs_broker_log_check () {
-    local unexpected
+    local unexpected log=${1:-$WORK/broker.log}
     unexpected=$(grep -E '^(W|E|F): |ERROR: (Address|Thread|Leak|Undefined)Sanitizer|runtime error:|Assertion .* failed|Segmentation fault' \
-                     "$WORK/broker.log" \
+                     "$log" \
                  | { if [ -n "$CS_EXPECTED_LOG" ]; then grep -Ev -- "$CS_EXPECTED_LOG"; else cat; fi; } \
                  | head -n 20)
     [ -z "$unexpected" ] && return 0
-    echo "[$CS_TEST_NAME] FAIL: the broker log has warnings or errors this test does not expect:" >&2
+    echo "[$CS_TEST_NAME] FAIL: $(basename "$log") has warnings or errors this test does not expect:" >&2
     echo "$unexpected" >&2
     return 1
 }
@@ -268,6 +271,9 @@ cs_setup () {
         local conf
         for conf in "$WORK"/clients/*/client.conf; do
             "$CS_ADMIN" config set "$conf" client/timeout-ms 120000
+            # ... and stalls of seconds are no sign of a dead broker there.
+            "$CS_ADMIN" config set "$conf" client/heartbeat-timeout-ms 60000
+            "$CS_ADMIN" config set "$conf" client/attempt-timeout-ms 60000
         done
         # ... and the broker grants such deadlines (broker/max-deadline-ms).
         "$CS_ADMIN" config set "$WORK/broker.conf" broker/max-deadline-ms 120000
@@ -603,4 +609,82 @@ cs_pg_stop () {
     cs_wait_until 30 eval '! cs_pid_alive "$CS_PG_PID"' || echo "[$CS_TEST_NAME] PostgreSQL (pid $CS_PG_PID) did not stop" >&2
     CS_PG_PID=
     [ -z "${CS_PG_LINK:-}" ] || rm -f "$CS_PG_LINK"
+}
+
+# ---- more brokers on the same deployment (failover tests) -------------------
+
+declare -A CS_PEER_PID CS_PEER_ENDPOINT
+
+# cs_peer_start NAME [ENDPOINT]: starts another broker NAME on this
+# deployment as the test's child: $WORK/NAME.conf is a copy of broker.conf
+# (same keystore, master key, ticket key, broker key pair and boards) that
+# binds ENDPOINT (default tcp://127.0.0.1:!; give the old endpoint to restart
+# it on the same port), writes NAME.endpoint and NAME.metrics, and logs to
+# $WORK/NAME.log (appended; each start begins with a "---- start" line).
+# Waits (bounded) until it listens; CS_PEER_ENDPOINT[NAME] is its endpoint.
+# Its W:/E: lines are checked like the broker's (cs_expect_broker_log), and
+# the EXIT trap stops it and checks its exit.  Set CS_PEER_SECRET_KEY to a
+# zcert secret file to give it another key pair than the deployment's.
+cs_peer_start () {
+    local name=$1 endpoint=${2:-tcp://127.0.0.1:!} conf=$WORK/$1.conf waited=0
+    cp "$WORK/broker.conf" "$conf"
+    "$CS_ADMIN" config set "$conf" broker/endpoint "$endpoint"
+    "$CS_ADMIN" config set "$conf" broker/endpoint-file "$name.endpoint"
+    "$CS_ADMIN" config set "$conf" broker/metrics-file "$name.metrics"
+    if [ -n "${CS_PEER_SECRET_KEY:-}" ]; then
+        "$CS_ADMIN" config set "$conf" broker/curve/secret-key "$CS_PEER_SECRET_KEY"
+    fi
+    rm -f "$WORK/$name.endpoint" "$WORK/$name.metrics"
+    echo "---- start $(date +%s.%N)" >> "$WORK/$name.log"
+    # shellcheck disable=SC2086
+    SOFTHSM2_CONF=$WORK/softhsm2.conf CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs \
+        ${CS_BROKER_WRAPPER:-} "$CS_BROKER" -c "$conf" -f >> "$WORK/$name.log" 2>&1 </dev/null &
+    CS_PEER_PID[$name]=$!
+    until [ -s "$WORK/$name.endpoint" ]; do
+        cs_pid_alive "${CS_PEER_PID[$name]}" || { tail -n 20 "$WORK/$name.log"; cs_fail "broker $name exited before it listened"; }
+        [ $waited -lt $(( ${CS_START_TIMEOUT:-30} * 10 )) ] || cs_fail "broker $name did not listen in time"
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    CS_PEER_ENDPOINT[$name]=$(cat "$WORK/$name.endpoint")
+    cs_log "broker $name (pid ${CS_PEER_PID[$name]}) listens on ${CS_PEER_ENDPOINT[$name]}"
+}
+
+# cs_peer_kill9 NAME: kills broker NAME with SIGKILL on purpose and reaps it.
+cs_peer_kill9 () {
+    local pid=${CS_PEER_PID[$1]}
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    CS_PEER_PID[$1]=
+}
+
+# cs_peer_stop NAME: stops broker NAME (SIGTERM, bounded wait); fails the
+# test unless it exits with status 0 in time.
+cs_peer_stop () {
+    local pid=${CS_PEER_PID[$1]} status=0
+    [ -n "$pid" ] || cs_fail "cs_peer_stop: broker $1 is not running"
+    CS_PEER_PID[$1]=
+    cs_stop_child "$pid" TERM $(( ${CS_STOP_TIMEOUT:-15} * CS_TIME_FACTOR )) || status=$?
+    [ "$status" = 0 ] || cs_fail "broker $1 (pid $pid) did not stop cleanly (status $status)"
+}
+
+# cs_peers_end: the EXIT trap's part: stops every peer still running and
+# checks each peer log; returns 1 when one did not stop cleanly or its log
+# has unexpected warnings or errors.
+cs_peers_end () {
+    local name pid status bad=0
+    for name in "${!CS_PEER_PID[@]}"; do
+        pid=${CS_PEER_PID[$name]}
+        [ -n "$pid" ] || continue
+        CS_PEER_PID[$name]=
+        status=0
+        kill -CONT "$pid" 2>/dev/null      # a test may have stopped it (SIGSTOP)
+        cs_stop_child "$pid" TERM $(( ${CS_STOP_TIMEOUT:-15} * CS_TIME_FACTOR )) || status=$?
+        [ "$status" = 0 ] || { echo "[$CS_TEST_NAME] FAIL: broker $name (pid $pid) exit status $status" >&2; bad=1; }
+    done
+    for name in "${!CS_PEER_ENDPOINT[@]}"; do
+        [ -f "$WORK/$name.log" ] || continue
+        cs_broker_log_check "$WORK/$name.log" || bad=1
+    done
+    return $bad
 }

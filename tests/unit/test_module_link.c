@@ -3,11 +3,16 @@
  *  broker's limits reach the application as their own CK_RV,
  *  docs/CONTRACTS.md "Limits", everything else as CKR_DEVICE_ERROR), and,
  *  against a fake plaintext broker in a thread, that the request frames it
- *  hands libzmq are wiped when libzmq frees them.  */
+ *  hands libzmq are wiped when libzmq frees them.  Failover (docs/CONTRACTS.md
+ *  "Failover") against two fake brokers: an idempotent job whose broker stays
+ *  silent or drops the connection is re-sent to the other and succeeds long
+ *  before its deadline; a login whose broker drops fails at once.  */
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <zmq.h>
 #include "cs_p11.h"
 #include "link.h"
@@ -151,6 +156,175 @@ START_TEST (test_link_end_to_end)
 }
 END_TEST
 
+/*  ---- failover against two fake plaintext brokers ---------------------- */
+
+typedef enum { S_ANSWER, S_SILENT, S_DROP } s_mode_t;
+
+typedef struct {
+    void *router;
+    s_mode_t mode;
+    int received;               /* atomic */
+    bool stop;                  /* atomic */
+    char endpoint [256];
+    pthread_t thread;
+} s_broker_t;
+
+/*  Answers every request with one data result (S_ANSWER), never answers
+ *  (S_SILENT), or closes its socket on the first request (S_DROP).  */
+static void *
+s_broker_run (void *arg)
+{
+    s_broker_t *b = arg;
+    while (!__atomic_load_n (&b->stop, __ATOMIC_SEQ_CST)) {
+        zmq_pollitem_t item = { b->router, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll (&item, 1, 20) <= 0)
+            continue;
+        zmq_msg_t identity, body;
+        zmq_msg_init (&identity);
+        zmq_msg_init (&body);
+        zmq_msg_recv (&identity, b->router, 0);
+        zmq_msg_recv (&body, b->router, 0);
+        Cs__Request *req = cs_wire_request_decode (zmq_msg_data (&body), zmq_msg_size (&body), NULL);
+        zmq_msg_close (&body);
+        __atomic_add_fetch (&b->received, 1, __ATOMIC_SEQ_CST);
+        if (b->mode == S_ANSWER) {
+            Cs__Result result = CS__RESULT__INIT, *results [] = { &result };
+            Cs__Reply reply = CS__REPLY__INIT;
+            reply.version = CS_PROTOCOL_VERSION;
+            reply.request_id = req ? req->request_id : 0;
+            result.kind_case = CS__RESULT__KIND_DATA;
+            result.data = (ProtobufCBinaryData) { 6, (uint8_t *) "signed" };
+            reply.n_results = 1;
+            reply.results = results;
+            size_t size = 0;
+            uint8_t *data = cs_wire_encode (&reply.base, &size);
+            zmq_msg_send (&identity, b->router, ZMQ_SNDMORE);
+            zmq_send (b->router, data, size, 0);
+            free (data);
+        }
+        zmq_msg_close (&identity);
+        if (req)
+            cs__request__free_unpacked (req, NULL);
+        if (b->mode == S_DROP) {
+            zmq_close (b->router);
+            b->router = NULL;
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void
+s_broker_start (void *ctx, s_broker_t *b, s_mode_t mode)
+{
+    int zero = 0;
+    size_t len = sizeof b->endpoint;
+    memset (b, 0, sizeof *b);
+    b->mode = mode;
+    b->router = zmq_socket (ctx, ZMQ_ROUTER);
+    zmq_setsockopt (b->router, ZMQ_LINGER, &zero, sizeof zero);
+    ck_assert_int_eq (zmq_bind (b->router, "tcp://127.0.0.1:*"), 0);
+    ck_assert_int_eq (zmq_getsockopt (b->router, ZMQ_LAST_ENDPOINT, b->endpoint, &len), 0);
+    ck_assert_int_eq (pthread_create (&b->thread, NULL, s_broker_run, b), 0);
+}
+
+static void
+s_broker_stop (s_broker_t *b)
+{
+    __atomic_store_n (&b->stop, true, __ATOMIC_SEQ_CST);
+    pthread_join (b->thread, NULL);
+    if (b->router)
+        zmq_close (b->router);
+}
+
+static int64_t
+s_now_ms (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*  Calls until the faulty broker (the first endpoint, preferred while it is
+ *  healthy) got a request, at most 40 times.  Each call must end with
+ *  `want` (CKR_OK when the other broker served it) well before the 10 s
+ *  deadline.  Returns how many requests the faulty broker got.  */
+static int
+s_failover_run (s_mode_t faulty_mode, Cs__Job *job, CK_RV want)
+{
+    void *ctx = zmq_ctx_new ();
+    s_broker_t faulty, good;
+    s_broker_start (ctx, &faulty, faulty_mode);
+    s_broker_start (ctx, &good, S_ANSWER);
+    char *endpoints [] = { faulty.endpoint, good.endpoint };
+    cs_client_config_t config = { .endpoints = endpoints, .n_endpoints = 2, .curve = false,
+                                  .timeout_ms = 10000, .heartbeat_ivl_ms = 200,
+                                  .heartbeat_timeout_ms = 600, .attempt_timeout_ms = 300 };
+    CK_RV rv = CKR_OK;
+    cs_link_t *link = cs_link_new (&config, &rv);
+    ck_assert_ptr_nonnull (link);
+    Cs__Job *jobs [] = { job };
+    Cs__Request req = CS__REQUEST__INIT;
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    for (int i = 0; i < 40 && __atomic_load_n (&faulty.received, __ATOMIC_SEQ_CST) == 0; i++) {
+        Cs__Reply *reply = NULL;
+        int before = __atomic_load_n (&faulty.received, __ATOMIC_SEQ_CST);
+        int64_t started = s_now_ms ();
+        rv = cs_link_call (link, &req, 10000, &reply);
+        int64_t took = s_now_ms () - started;
+        bool faulty_took_it = __atomic_load_n (&faulty.received, __ATOMIC_SEQ_CST) > before;
+        ck_assert_msg (took < 5000, "call %d took %lld ms", i, (long long) took);
+        ck_assert_uint_eq (rv, faulty_took_it ? want : CKR_OK);
+        if (rv == CKR_OK)
+            ck_assert_mem_eq (reply->results [0]->data.data, "signed", 6);
+        cs_wire_reply_free (&reply);
+        usleep (50 * 1000);
+    }
+    int received = __atomic_load_n (&faulty.received, __ATOMIC_SEQ_CST);
+    cs_link_destroy (&link);
+    s_broker_stop (&faulty);
+    s_broker_stop (&good);
+    zmq_ctx_term (ctx);
+    return received;
+}
+
+/*  An idempotent job (a hello: as a signature, it changes nothing on the
+ *  broker) sent to a broker that never answers is re-sent after the
+ *  per-attempt timeout to the other broker.  */
+START_TEST (test_link_silent_broker)
+{
+    Cs__HelloJob hello = CS__HELLO_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    job.kind_case = CS__JOB__KIND_HELLO;
+    job.hello = &hello;
+    ck_assert_int_ge (s_failover_run (S_SILENT, &job, CKR_OK), 1);
+}
+END_TEST
+
+/*  An idempotent job whose broker drops the connection is re-sent at once.  */
+START_TEST (test_link_dropped_broker)
+{
+    Cs__HelloJob hello = CS__HELLO_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    job.kind_case = CS__JOB__KIND_HELLO;
+    job.hello = &hello;
+    ck_assert_int_ge (s_failover_run (S_DROP, &job, CKR_OK), 1);
+}
+END_TEST
+
+/*  A login (not idempotent: a wrong PIN counts) whose broker drops the
+ *  connection is not re-sent: CKR_DEVICE_ERROR at once.  */
+START_TEST (test_link_dropped_login)
+{
+    Cs__LoginJob login = CS__LOGIN_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    job.kind_case = CS__JOB__KIND_LOGIN;
+    job.login = &login;
+    ck_assert_int_ge (s_failover_run (S_DROP, &job, CKR_DEVICE_ERROR), 1);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -158,6 +332,10 @@ main (void)
     TCase *tc = tcase_create ("link");
     tcase_add_test (tc, test_reply_rv);
     tcase_add_test (tc, test_link_end_to_end);
+    tcase_add_test (tc, test_link_silent_broker);
+    tcase_add_test (tc, test_link_dropped_broker);
+    tcase_add_test (tc, test_link_dropped_login);
+    tcase_set_timeout (tc, 60);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
