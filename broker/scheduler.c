@@ -23,6 +23,7 @@ struct _scheduler_t {
     zhashx_t *keys;                 /* hex CKA_ID -> uint64_t* board set */
     zlistx_t *queue;                /* work_item_t *, oldest first */
     zlistx_t *low;                  /* background work_item_t *, oldest first */
+    uint64_t up;                    /* boards in rotation (a bit per board) */
 };
 
 scheduler_t *
@@ -66,6 +67,7 @@ scheduler_board_add (scheduler_t *self, const char *name)
     if (self->n_boards >= S_MAX_BOARDS)
         return -1;
     self->boards [self->n_boards].name = strdup (name);
+    self->up |= UINT64_C (1) << self->n_boards;
     return (int) self->n_boards++;
 }
 
@@ -129,11 +131,19 @@ scheduler_key_boards (scheduler_t *self, const unsigned char *id, size_t len)
     return s_key_boards (self, id, len);
 }
 
-/*  The boards that may run item.  */
+/*  The boards that may run item, in rotation or not, but not tried.  */
+static uint64_t
+s_item_holders (scheduler_t *self, const work_item_t *item)
+{
+    uint64_t set = item->boards ? item->boards : s_key_boards (self, item->key_id, item->key_id_len);
+    return set & ~item->tried;
+}
+
+/*  The boards that may run item now.  */
 static uint64_t
 s_item_boards (scheduler_t *self, const work_item_t *item)
 {
-    return item->boards ? item->boards : s_key_boards (self, item->key_id, item->key_id_len);
+    return s_item_holders (self, item) & self->up;
 }
 
 /*  Picks the board in `set` with idle workers: most idle, then fewest
@@ -166,9 +176,12 @@ s_assign (scheduler_t *self, work_item_t *item, size_t board, size_t worker)
 scheduler_outcome_t
 scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p)
 {
-    uint64_t set = s_item_boards (self, item);
-    if (!set)
+    uint64_t holders = s_item_holders (self, item);
+    uint64_t set = holders & self->up;
+    if (!holders)
         return SCHEDULER_NO_BOARD;
+    if (!set)
+        return SCHEDULER_NO_BOARD_UP;
     /*  An idle worker never coexists with a queued item its board can run
      *  (scheduler_worker_ready takes such an item first), so picking an idle
      *  worker here cannot overtake an older item that worker could serve.  */
@@ -202,8 +215,8 @@ scheduler_worker_ready (scheduler_t *self, size_t worker)
     assert (worker < self->n_workers);
     size_t board = self->worker_board [worker];
     uint64_t bit = UINT64_C (1) << board;
-    work_item_t *item = s_take (self, self->queue, bit);
-    if (!item)
+    work_item_t *item = (self->up & bit) ? s_take (self, self->queue, bit) : NULL;
+    if (!item && (self->up & bit))
         item = s_take (self, self->low, bit);
     if (item) {
         s_assign (self, item, board, worker);
@@ -256,4 +269,80 @@ work_item_t *
 scheduler_pop_low (scheduler_t *self)
 {
     return zlistx_detach (self->low, NULL);
+}
+
+void
+scheduler_board_set_up (scheduler_t *self, size_t board, bool up)
+{
+    assert (board < self->n_boards);
+    if (up)
+        self->up |= UINT64_C (1) << board;
+    else
+        self->up &= ~(UINT64_C (1) << board);
+}
+
+bool
+scheduler_board_up (scheduler_t *self, size_t board)
+{
+    return board < self->n_boards && (self->up & (UINT64_C (1) << board));
+}
+
+work_item_t *
+scheduler_board_kick (scheduler_t *self, size_t board, size_t *worker_p)
+{
+    assert (board < self->n_boards);
+    s_board_t *b = &self->boards [board];
+    uint64_t bit = UINT64_C (1) << board;
+    if (!(self->up & bit) || b->n_idle == 0)
+        return NULL;
+    work_item_t *item = s_take (self, self->queue, bit);
+    if (!item)
+        item = s_take (self, self->low, bit);
+    if (!item)
+        return NULL;
+    size_t worker = b->idle [--b->n_idle];
+    s_assign (self, item, board, worker);
+    *worker_p = worker;
+    return item;
+}
+
+/*  Takes the first item of queue for which `match` holds, or NULL.  */
+static work_item_t *
+s_take_if (scheduler_t *self, zlistx_t *queue, bool (*match) (scheduler_t *, const work_item_t *, int64_t),
+           int64_t arg)
+{
+    for (work_item_t *item = zlistx_first (queue); item; item = zlistx_next (queue))
+        if (match (self, item, arg)) {
+            zlistx_delete (queue, zlistx_cursor (queue));
+            return item;
+        }
+    return NULL;
+}
+
+static bool
+s_stranded (scheduler_t *self, const work_item_t *item, int64_t unused)
+{
+    (void) unused;
+    return s_item_boards (self, item) == 0;
+}
+
+static bool
+s_expired (scheduler_t *self, const work_item_t *item, int64_t now_ms)
+{
+    (void) self;
+    return item->deadline < now_ms;
+}
+
+work_item_t *
+scheduler_take_stranded (scheduler_t *self)
+{
+    work_item_t *item = s_take_if (self, self->queue, s_stranded, 0);
+    return item ? item : s_take_if (self, self->low, s_stranded, 0);
+}
+
+work_item_t *
+scheduler_take_expired (scheduler_t *self, int64_t now_ms)
+{
+    work_item_t *item = s_take_if (self, self->queue, s_expired, now_ms);
+    return item ? item : s_take_if (self, self->low, s_expired, now_ms);
 }

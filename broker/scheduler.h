@@ -60,13 +60,19 @@ typedef struct {
     size_t out_len;
     int64_t submitted_ns;           /* metrics_now_ns () when submitted (metrics.h) */
     int64_t given_ns;               /* ... when handed to a worker */
+    uint64_t tried;                 /* boards it ran on and failed (a bit per board): a re-run
+                                       goes to another board (issue #9; 0 when new) */
+    bool wrong;                     /* the worker found the result wrong (verify.h): rv is
+                                       CKR_DEVICE_ERROR and out is NULL */
 } work_item_t;
 
 /*  What scheduler_submit did with an item.  */
 typedef enum {
     SCHEDULER_ASSIGNED,             /* given to *worker_p now */
     SCHEDULER_QUEUED,               /* waiting for a worker (FIFO) */
-    SCHEDULER_NO_BOARD              /* no board holds the key: not kept */
+    SCHEDULER_NO_BOARD,             /* no board holds the key: not kept */
+    SCHEDULER_NO_BOARD_UP           /* boards hold it, but every one not yet tried is out of
+                                       rotation (scheduler_board_set_up): not kept */
 } scheduler_outcome_t;
 
 typedef struct _scheduler_t scheduler_t;
@@ -95,7 +101,8 @@ bool scheduler_has_key (scheduler_t *self, const unsigned char *id, size_t len);
 uint64_t scheduler_key_boards (scheduler_t *self, const unsigned char *id, size_t len);
 
 /*  Routes an item to one of its boards (item->boards, or the boards holding
- *  item->key_id when that is 0); ownership stays with the caller until a
+ *  item->key_id when that is 0; never a board in item->tried nor one out of
+ *  rotation); ownership stays with the caller until a
  *  worker gets it: ASSIGNED sets *worker_p, item->worker and item->board;
  *  QUEUED keeps it in FIFO order (client items and background items
  *  (item->low) in two queues); NO_BOARD means no board may run it.  */
@@ -116,6 +123,28 @@ work_item_t *scheduler_pop_low (scheduler_t *self);
 
 /*  Counts one finished job on `board`, as an error when `error`.  */
 void scheduler_done (scheduler_t *self, size_t board, bool error);
+
+/*  Board health (issue #9; broker/health.h decides): a board out of
+ *  rotation (up = false) gets no new item and its workers take none from the
+ *  queue; boards start in rotation.  Putting it back does not hand it any
+ *  item: call scheduler_board_kick.  */
+void scheduler_board_set_up (scheduler_t *self, size_t board, bool up);
+bool scheduler_board_up (scheduler_t *self, size_t board);
+
+/*  A board back in rotation: gives the oldest queued item it may run to
+ *  one of its idle workers and returns it (*worker_p set), or NULL when it
+ *  has no idle worker or no such item.  Call until NULL.  */
+work_item_t *scheduler_board_kick (scheduler_t *self, size_t board, size_t *worker_p);
+
+/*  Removes and returns a queued item (client or background) that no board
+ *  in rotation may run any more (all its boards out of rotation or tried),
+ *  or NULL.  Call until NULL after a board leaves rotation.  */
+work_item_t *scheduler_take_stranded (scheduler_t *self);
+
+/*  Removes and returns a queued item (client or background) whose deadline
+ *  is before now_ms (cs_clock_ms), or NULL.  The deadline sweep calls it
+ *  until NULL.  */
+work_item_t *scheduler_take_expired (scheduler_t *self, int64_t now_ms);
 
 size_t scheduler_queued (scheduler_t *self);                 /* items waiting */
 size_t scheduler_boards (scheduler_t *self);                 /* boards added */
