@@ -440,6 +440,8 @@ worker_stopped (worker_t *self, int timeout_ms)
     if (!self || !self->actor)
         return true;
     zpoller_t *poller = zpoller_new (self->actor, NULL);
+    if (poller)
+        zpoller_set_nonstop (poller, true);     /* SIGTERM brought us here */
     bool done = poller && zpoller_wait (poller, timeout_ms) != NULL;
     zpoller_destroy (&poller);
     return done;
