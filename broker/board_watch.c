@@ -123,10 +123,23 @@ board_watch_back (board_watch_t *self, size_t worker, work_item_t *item)
         return true;
     }
     if (health_rv_is_fault (item->rv)) {
-        snprintf (why, sizeof why, "the driver answered %s", cs_rv_name (item->rv));
-        s_fault (self, board, METRICS_FAULT_ERROR, why);
-        return true;
+        if (!item->suspect) {                   /* re-run it: whose fault is it? */
+            item->suspect = UINT64_C (1) << board;
+            return true;
+        }
+        /*  A second board failed it the same way: the job's fault.  */
+        item->suspect = 0;
+        if (health_rv_needs_session (item->rv))
+            item->rv = CKR_DEVICE_ERROR;        /* the client's session is not the problem */
+        return false;
     }
+    for (size_t b = 0; item->suspect && b < self->n_boards; b++)
+        if (item->suspect & (UINT64_C (1) << b)) {
+            snprintf (why, sizeof why, "the driver failed job %zu with a device-class error, "
+                      "and board %s then ran it", item->index, self->boards [board]->name);
+            s_fault (self, b, METRICS_FAULT_ERROR, why);
+        }
+    item->suspect = 0;
     if (item->kind != WORK_GENERATE && item->kind != WORK_GENERATE_RESIDENT) {
         int64_t us = service_ms * 1000 + 500;
         self->service_us [board] = self->service_us [board] ? (7 * self->service_us [board] + us) / 8 : us;
@@ -145,19 +158,15 @@ board_watch_overrun (board_watch_t *self, int64_t now_ms, bool *fault_p)
         s_worker_t *w = &self->workers [i];
         if (!w->item)
             continue;
-        bool over = now_ms - w->given_ms > w->limit_ms;
-        bool late = w->item->request && now_ms > w->item->deadline;
-        if ((!over && !late) || !health_call_abandon (self->health, i))
+        if (now_ms - w->given_ms <= w->limit_ms || !health_call_abandon (self->health, i))
             continue;
         work_item_t *item = w->item;
         w->item = NULL;
-        *fault_p = over;
-        if (over) {
-            char why [160];
-            snprintf (why, sizeof why, "worker %zu: a driver call over its time limit of %d ms; worker lost",
-                      i, w->limit_ms);
-            s_fault (self, w->board, METRICS_FAULT_TIMEOUT, why);
-        }
+        *fault_p = true;
+        char why [160];
+        snprintf (why, sizeof why, "worker %zu: a driver call over its time limit of %d ms; worker lost",
+                  i, w->limit_ms);
+        s_fault (self, w->board, METRICS_FAULT_TIMEOUT, why);
         return item;
     }
     return NULL;

@@ -10,8 +10,9 @@
  *  when that is 0 (the default) BOARD_WATCH_FACTOR times the board's
  *  measured service time (a moving average of its good calls), at least
  *  BOARD_WATCH_FLOOR_MS and at most BOARD_WATCH_CEILING_MS (the ceiling
- *  until the first good call).  A client item's call is also abandoned at
- *  the item's deadline (no fault: the board was merely late).
+ *  until the first good call).  A call that ends after its item's deadline
+ *  but within its limit still answers (the broker caps deadlines,
+ *  broker/max-deadline-ms, and the client may wait longer).
  */
 #ifndef BOARD_WATCH_H_INCLUDED
 #define BOARD_WATCH_H_INCLUDED
@@ -42,16 +43,26 @@ void board_watch_destroy (board_watch_t **self_p);
 void board_watch_given (board_watch_t *self, size_t worker, work_item_t *item);
 
 /*  Worker `worker` reported back with `item` (NULL: it is ready, maybe
- *  back from an abandoned call).  Accounts the result of its board: a fault
- *  (item->wrong, or health_rv_is_fault (item->rv)) is logged, counted and
- *  may take the board out of rotation; a good result may end a probe.
+ *  back from an abandoned call).  Accounts the result of its board:
+ *    - a wrong result (item->wrong) is the board's fault at once: logged,
+ *      counted, the board out of rotation, the item to be re-run;
+ *    - a device- or session-class error (health_rv_is_fault) makes the
+ *      board a suspect (item->suspect) and the item is re-run: when it then
+ *      runs on another board (any result that is not such an error), every
+ *      suspect is blamed (a fault); when a second board fails it the same
+ *      way, the job itself is at fault (a request can make a board answer
+ *      CKR_GENERAL_ERROR): nobody is blamed and its error is the answer
+ *      (session-class errors as CKR_DEVICE_ERROR).  So no client can take
+ *      boards out of rotation with a crafted job, and a board alone with a
+ *      key is never taken out for errors (its errors reach the clients);
+ *    - a good result may end a probe.
  *  Returns true when the item should be re-run on another board.  */
 bool board_watch_back (board_watch_t *self, size_t worker, work_item_t *item);
 
-/*  The next running item whose call overran at now_ms (cs_clock_ms),
- *  abandoned now (health_call_abandon): *fault_p is true when it overran
- *  the board's time limit (a fault: re-run it elsewhere) and false when only
- *  the item's deadline passed (answer it).  NULL when none.  */
+/*  The next running item whose call overran its time limit at now_ms
+ *  (cs_clock_ms), abandoned now (health_call_abandon; the board's fault,
+ *  logged and counted): re-run it elsewhere.  *fault_p is set to true (a
+ *  kind of overrun that is not a fault may come later).  NULL when none.  */
 work_item_t *board_watch_overrun (board_watch_t *self, int64_t now_ms, bool *fault_p);
 
 /*  Puts boards whose back-off has passed at now_ms back in rotation (on

@@ -62,6 +62,8 @@ typedef struct {
     int64_t given_ns;               /* ... when handed to a worker */
     uint64_t tried;                 /* boards it ran on and failed (a bit per board): a re-run
                                        goes to another board (issue #9; 0 when new) */
+    uint64_t suspect;               /* of those, boards that failed it with a device-class error
+                                       (board_watch.h): blamed when it then runs elsewhere */
     bool wrong;                     /* the worker found the result wrong (verify.h): rv is
                                        CKR_DEVICE_ERROR and out is NULL */
 } work_item_t;

@@ -413,6 +413,7 @@ s_workers_stop (server_t *self, bool *stuck_board)
     for (size_t i = 0; i < self->n_workers; i++)
         worker_stop (self->workers [i]);
     size_t left = self->n_workers;
+    int64_t grace_end = zclock_mono () + 1000;     /* a lost call may be about to return */
     while (left) {
         left = 0;
         for (size_t i = 0; i < self->n_workers; i++) {
@@ -421,7 +422,7 @@ s_workers_stop (server_t *self, bool *stuck_board)
             if (worker_stopped (self->workers [i], 0))
                 worker_destroy (&self->workers [i]);
             else
-            if (self->health && health_worker_lost (self->health, i)) {
+            if (self->health && health_worker_lost (self->health, i) && zclock_mono () > grace_end) {
                 size_t b = s_worker_board (self, i);
                 zsys_warning ("board %s: worker %zu is stuck in a driver call; the broker stops without it",
                               b < self->n_boards ? self->boards [b]->name : "?", i);

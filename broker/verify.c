@@ -188,7 +188,24 @@ s_rsa_raw (EVP_PKEY *pkey, const unsigned char *x, size_t x_len, const unsigned 
     return ok ? VERIFY_OK : VERIFY_WRONG;
 }
 
-/*  RSASSA-PKCS1-v1_5 or RSASSA-PSS.  */
+/*  RSASSA-PKCS1-v1_5 of any input, the empty one too (CKM_RSA_PKCS signs
+ *  the bytes it is given): the recovered payload equals the input.  */
+static verify_outcome_t
+s_rsa_pkcs1 (EVP_PKEY *pkey, const unsigned char *in, size_t in_len, const unsigned char *sig, size_t sig_len)
+{
+    unsigned char payload [S_BLOCK_MAX];
+    size_t payload_len = sizeof payload;
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (pkey, NULL);
+    bool ok = ctx && (size_t) EVP_PKEY_get_size (pkey) <= S_BLOCK_MAX
+           && EVP_PKEY_verify_recover_init (ctx) > 0
+           && EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_PADDING) > 0
+           && EVP_PKEY_verify_recover (ctx, payload, &payload_len, sig, sig_len) > 0
+           && payload_len == in_len && CRYPTO_memcmp (payload, in, in_len) == 0;
+    EVP_PKEY_CTX_free (ctx);
+    return ok ? VERIFY_OK : VERIFY_WRONG;
+}
+
+/*  RSASSA-PSS.  */
 static verify_outcome_t
 s_rsa_sign (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in, size_t in_len,
             const unsigned char *sig, size_t sig_len)
@@ -273,6 +290,8 @@ verify_result (verify_t *self, const board_t *board, bool sign, const cs_key_t *
         return VERIFY_SKIPPED;      /* the board answered a key-type error before this */
     if (mech->type == CKM_RSA_X_509)
         return s_rsa_raw (pkey, out, out_len, in, in_len);    /* sign: s^e = m; decrypt: m^e = c */
+    if (mech->type == CKM_RSA_PKCS)
+        return s_rsa_pkcs1 (pkey, in, in_len, out, out_len);
     if (rsa)
         return s_rsa_sign (pkey, mech, in, in_len, out, out_len);
     if (mech->type == CKM_ECDSA && EVP_PKEY_get_base_id (pkey) == EVP_PKEY_EC)
