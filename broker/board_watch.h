@@ -51,7 +51,7 @@ void board_watch_given (board_watch_t *self, size_t worker, work_item_t *item);
  *      runs on another board (any result that is not such an error), every
  *      suspect is blamed (a fault); when a second board fails it the same
  *      way, the job itself is at fault (a request can make a board answer
- *      CKR_GENERAL_ERROR): nobody is blamed and its error is the answer
+ *      an error of that class): nobody is blamed and its error is the answer
  *      (session-class errors as CKR_DEVICE_ERROR).  So no client can take
  *      boards out of rotation with a crafted job, and a board alone with a
  *      key is never taken out for errors (its errors reach the clients);

@@ -69,7 +69,6 @@ health_rv_is_fault (CK_RV rv)
     switch (rv) {
         case CKR_DEVICE_ERROR:
         case CKR_DEVICE_MEMORY:
-        case CKR_GENERAL_ERROR:
         case CKR_TOKEN_NOT_RECOGNIZED:
         case CKR_CRYPTOKI_NOT_INITIALIZED:
             return true;

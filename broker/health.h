@@ -53,11 +53,12 @@ void health_destroy (health_t **self_p);
  *  after each failed probe, at most probe_max_ms (milliseconds, >= 1).  */
 void health_board_backoff (health_t *self, size_t board, int probe_min_ms, int probe_max_ms);
 
-/*  True when rv, from a driver call, says the board (not the job) is at
- *  fault: CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED, CKR_DEVICE_MEMORY,
- *  CKR_TOKEN_NOT_PRESENT, CKR_TOKEN_NOT_RECOGNIZED, CKR_GENERAL_ERROR,
- *  CKR_SESSION_* (closed, handle invalid, count, ...), CKR_USER_NOT_LOGGED_IN
- *  (the board's session lost its login), CKR_CRYPTOKI_NOT_INITIALIZED.  */
+/*  True when rv, from a driver call, says the board (not the job) may be
+ *  at fault: CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED, CKR_DEVICE_MEMORY,
+ *  CKR_TOKEN_NOT_PRESENT, CKR_TOKEN_NOT_RECOGNIZED, CKR_SESSION_* (closed,
+ *  handle invalid, count, ...), CKR_USER_NOT_LOGGED_IN (the board's session
+ *  lost its login), CKR_CRYPTOKI_NOT_INITIALIZED.  Not CKR_GENERAL_ERROR:
+ *  SoftHSMv2 answers it for bad input (a zero RSA ciphertext, empty data).  */
 bool health_rv_is_fault (CK_RV rv);
 
 /*  True when rv is of the session class (CKR_SESSION_*, CKR_USER_NOT_LOGGED_IN,
