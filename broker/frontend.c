@@ -628,6 +628,10 @@ s_on_watch_timer (zloop_t *loop, int timer_id, void *arg)
     int64_t now = cs_clock_ms ();
     bool fault = false, stranded = false;
     for (work_item_t *item; (item = board_watch_overrun (self->watch_boards, now, &fault)); ) {
+        item->rv = CKR_DEVICE_ERROR;            /* counted as a failed job of its board */
+        scheduler_done (self->scheduler, item->board, true);
+        metrics_item_done (self->args->metrics, item,
+                           item->request ? ((s_request_t *) item->request)->received_ns : 0);
         if (fault) {
             s_item_rerun (self, item);
             stranded = true;

@@ -13,6 +13,7 @@
 # leaving the stuck threads behind with a warning.
 . "$(dirname "$0")/lib.sh"
 
+cs_require curl
 cs_setup --tenant acme
 T=$WORK/tmp
 mkdir -p "$T"
@@ -82,6 +83,16 @@ IFS=, read -r _ _ _ _ ops _ _ _ _ _ max_ms verified failures < <(tail -n 1 "$T/b
 grep -Eq 'board hanga: worker [0-9]+: a driver call over its time limit of 500 ms' "$WORK/broker.log" \
     || cs_fail "no job of sa went to the hanging board hanga (or its overrun was not logged)"
 cs_log "sa: 100 signatures verified, none failed (slowest $max_ms ms: re-run after hanga's time limit)"
+
+URL=$(cat "$WORK/broker.metrics") || cs_fail "the broker wrote no broker.metrics"
+curl -sf --max-time 10 "$URL" > "$T/metrics" || cs_fail "GET $URL failed"
+for board in hanga hangb; do
+    up=$(awk -v s="cryptoserver_board_up{board=\"$board\"}" '$1 == s { print $2 }' "$T/metrics")
+    timeouts=$(awk -v s="cryptoserver_board_faults_total{board=\"$board\",kind=\"timeout\"}" '$1 == s { print $2 }' "$T/metrics")
+    [ "$up" = 0 ] || cs_fail "board $board is in rotation (cryptoserver_board_up $up)"
+    [ "${timeouts:-0}" -gt 0 ] || cs_fail "no time-out of board $board was counted"
+done
+cs_log "metrics: hanga and hangb out of rotation, their time-outs counted"
 
 cs_stop
 grep -q 'is stuck in a driver call; the broker stops without it' "$WORK/broker.log" \
