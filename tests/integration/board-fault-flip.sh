@@ -7,6 +7,9 @@
 # The broker must have caught wrong results (W: lines,
 # cryptoserver_wrong_results_total{board="flaky"} > 0) and re-run them, and
 # the faulty board must have been taken out of rotation.
+# Then the same over a SoftHSM token: the demo's board1 becomes a fault board
+# (flip-every = 5) over its pkcs11 token, beside board0 with the same keys:
+# 400 rsa2048 signatures, all verified, the wrong ones caught.
 . "$(dirname "$0")/lib.sh"
 
 cs_require curl
@@ -49,4 +52,27 @@ cs_stop
 flaky=$(cs_board_jobs flaky) good=$(cs_board_jobs good)
 cs_log "jobs: good $good, flaky $flaky (the faulty board ran fewer while out of rotation)"
 [ "$good" -gt "$flaky" ] || cs_fail "the faulty board ran $flaky jobs, the healthy one only $good"
+
+# ---- a fault board over a SoftHSM token (the pkcs11 driver) -----------------
+module=$("$CS_ADMIN" config get "$WORK/broker.conf" drivers/board1/module)
+token=$("$CS_ADMIN" config get "$WORK/broker.conf" drivers/board1/token)
+pin=$("$CS_ADMIN" config get "$WORK/broker.conf" drivers/board1/pin-file)
+"$CS_ADMIN" board remove board1 --dir "$WORK" > "$T/add.log" 2>&1 || { cat "$T/add.log"; cs_fail "board remove board1"; }
+"$CS_ADMIN" board add board1 --dir "$WORK" --type fault --threads 2 --set flip-every=5 --set tenant=demo \
+    --set inner/type=pkcs11 --set "inner/module=$module" --set "inner/token=$token" \
+    --set "inner/pin-file=$pin" > "$T/add.log" 2>&1 || { cat "$T/add.log"; cs_fail "board add board1 (fault) failed"; }
+cs_expect_broker_log '^W: .* board board1: wrong result of job [0-9]+ \(failed verification with the public key\)'
+cs_start
+$CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pin "$CRYPTOSERVER_PIN" \
+    --key rsa2048 --verify-key "$KEYS/rsa2048.pub.pem" --threads 4 --count 100 --csv > "$T/bench.csv" 2> "$T/bench.err" \
+    || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "cryptoserver-bench (rsa2048) failed"; }
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench.csv")
+[ "$threads/$ops/$verified/$failures" = "4/400/400/0" ] \
+    || cs_fail "rsa2048 bench (threads/ops/verified/failures): $threads/$ops/$verified/$failures, not 4/400/400/0"
+URL=$(cat "$WORK/broker.metrics") || cs_fail "the broker wrote no broker.metrics"
+curl -sf --max-time 10 "$URL" > "$T/metrics" || cs_fail "GET metrics failed"
+wrong=$(sed -n 's/^cryptoserver_wrong_results_total{board="board1"} \([0-9]*\)$/\1/p' "$T/metrics")
+[ "${wrong:-0}" -gt 0 ] || cs_fail "no wrong result of the SoftHSM fault board board1 was counted"
+cs_stop
+cs_log "over SoftHSM: 400 rsa2048 signatures verified, none failed; board1's $wrong wrong results caught"
 cs_log "all bit-flip checks passed"
