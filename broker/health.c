@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include "health.h"
 
-enum { S_IDLE = 0, S_BUSY, S_LOST };
+enum { S_IDLE = 0, S_GIVEN, S_BUSY, S_LOST };
 
 typedef struct {
     health_state_t state;
@@ -16,7 +16,7 @@ typedef struct {
 struct _health_t {
     s_board_t *boards;
     size_t n_boards;
-    _Atomic int *calls;             /* per worker: S_IDLE, S_BUSY, S_LOST */
+    _Atomic int *calls;             /* per worker: S_IDLE, S_GIVEN, S_BUSY, S_LOST */
     size_t n_workers;
 };
 
@@ -162,14 +162,24 @@ void
 health_call_start (health_t *self, size_t worker)
 {
     if (worker < self->n_workers)
-        atomic_store (&self->calls [worker], S_BUSY);
+        atomic_store (&self->calls [worker], S_GIVEN);
+}
+
+void
+health_call_running (health_t *self, size_t worker)
+{
+    int given = S_GIVEN;
+    if (worker < self->n_workers)
+        atomic_compare_exchange_strong (&self->calls [worker], &given, S_BUSY);
 }
 
 bool
 health_call_end (health_t *self, size_t worker)
 {
-    int busy = S_BUSY;
-    return worker >= self->n_workers || atomic_compare_exchange_strong (&self->calls [worker], &busy, S_IDLE);
+    int busy = S_BUSY, given = S_GIVEN;
+    return worker >= self->n_workers
+        || atomic_compare_exchange_strong (&self->calls [worker], &busy, S_IDLE)
+        || atomic_compare_exchange_strong (&self->calls [worker], &given, S_IDLE);
 }
 
 bool

@@ -15,11 +15,13 @@
  *  jobs are stateless (DESIGN.md §1), so a job that fails on probation is
  *  simply re-run elsewhere.  Reactor thread only.
  *
- *  Workers.  Each worker has an atomic call state, IDLE, BUSY or LOST.  The
- *  reactor sets BUSY when it hands an item over; the worker, after its
- *  driver call, claims the item back with BUSY -> IDLE and only then writes
- *  the item's results.  The reactor's time-limit sweep abandons a call with
- *  BUSY -> LOST: from then on the item is the reactor's again (re-run or
+ *  Workers.  Each worker has an atomic call state, IDLE, GIVEN, BUSY or
+ *  LOST.  The reactor sets GIVEN when it hands an item over; the worker
+ *  copies the item's inputs and sets BUSY (from then on it reads nothing of
+ *  the item); after its driver call it claims the item back with
+ *  BUSY -> IDLE and only then writes the item's results.  The reactor's
+ *  time-limit sweep abandons a call with BUSY -> LOST (never while GIVEN:
+ *  the worker may be reading the item): from then on the item is the reactor's again (re-run or
  *  answered) and the worker must not touch it (it ran on its own copies of
  *  the inputs, worker.c); when its call ends it reports back with no item
  *  and the reactor makes it IDLE (health_worker_back).  Exactly one of the
@@ -85,12 +87,15 @@ health_state_t health_board_state (health_t *self, size_t board);
 int health_board_next_backoff (health_t *self, size_t board);
 
 /*  Call states (see above).  health_call_start: reactor, before sending an
- *  item (the worker must be IDLE).  health_call_end: worker, after its
- *  call; true = the item is still the worker's, false = abandoned (LOST).
+ *  item (the worker must be IDLE).  health_call_running: worker, after it
+ *  copied the item's inputs, before the driver call.  health_call_end:
+ *  worker, after its call; true = the item is still the worker's, false =
+ *  abandoned (LOST).
  *  health_call_abandon: reactor; true = abandoned now, the item is the
  *  reactor's.  health_worker_back: reactor, when a LOST worker reports back
  *  with no item; true when it was LOST (now IDLE).  */
 void health_call_start (health_t *self, size_t worker);
+void health_call_running (health_t *self, size_t worker);
 bool health_call_end (health_t *self, size_t worker);
 bool health_call_abandon (health_t *self, size_t worker);
 bool health_worker_back (health_t *self, size_t worker);

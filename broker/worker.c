@@ -256,9 +256,12 @@ s_call_finish (s_call_t *call, work_item_t *item)
     s_call_clear (call);
 }
 
-/*  Runs item in the calling thread, verifying with `verify` (NULL: not).  */
+/*  Runs item in the calling thread, verifying with `verify` (NULL: not);
+ *  once its inputs are copied, tells `health` (NULL: nobody) that worker
+ *  `id` reads the item no more (health_call_running).  */
 static void
-s_run_item (board_t *board, cs_session_t *session, verify_t *verify, work_item_t *item, s_call_t *call)
+s_run_item (board_t *board, cs_session_t **session_p, verify_t *verify, work_item_t *item, s_call_t *call,
+            health_t *health, size_t id)
 {
     item->out = NULL;
     item->out_len = 0;
@@ -269,10 +272,14 @@ s_run_item (board_t *board, cs_session_t *session, verify_t *verify, work_item_t
         call->rv = rv;
         return;
     }
-    if (!session)
+    if (health)
+        health_call_running (health, id);
+    if (!*session_p)                        /* reopened after a session-class error */
+        *session_p = board->session_open (board->handle);
+    if (!*session_p)
         call->rv = CKR_DEVICE_ERROR;        /* the session could not be reopened */
     else {
-        s_call_run (board, session, call);
+        s_call_run (board, *session_p, call);
         s_call_verify (verify, board, call);
     }
 }
@@ -281,7 +288,10 @@ void
 worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
 {
     s_call_t call;
-    s_run_item (board, session, NULL, item, &call);
+    cs_session_t *used = session;
+    s_run_item (board, &used, NULL, item, &call, NULL, 0);
+    if (used != session)
+        board->session_close (&used);       /* opened for this call only */
     s_call_finish (&call, item);
 }
 
@@ -307,10 +317,8 @@ s_serve_item (zsock_t *dealer, s_args_t *args, cs_session_t **session_p, verify_
 {
     size_t board_index = item->board;
     s_call_t call;
-    if (!*session_p)
-        *session_p = args->board->session_open (args->board->handle);
     int64_t started = metrics_now_ns ();
-    s_run_item (args->board, *session_p, verify, item, &call);
+    s_run_item (args->board, session_p, verify, item, &call, args->health, args->id);
     metrics_observe (args->metrics, board_index, METRICS_SERVICE, metrics_now_ns () - started);
     bool reopen = health_rv_needs_session (call.rv);
     if (health_call_end (args->health, args->id)) {

@@ -251,10 +251,15 @@ START_TEST (test_health_calls)
 {
     health_t *h = health_new (1, 2);
     health_call_start (h, 0);
+    health_call_running (h, 0);
     ck_assert (health_call_end (h, 0));                     /* the worker was first */
+    health_call_start (h, 0);
+    ck_assert (health_call_end (h, 0));                     /* inputs refused: never ran */
     ck_assert (!health_call_abandon (h, 0));
     ck_assert (!health_worker_back (h, 0));
     health_call_start (h, 1);
+    ck_assert (!health_call_abandon (h, 1));                /* not while the worker copies inputs */
+    health_call_running (h, 1);
     ck_assert (health_call_abandon (h, 1));                 /* the reactor was first */
     ck_assert (health_worker_lost (h, 1));
     ck_assert (!health_call_end (h, 1));
