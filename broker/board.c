@@ -106,6 +106,12 @@ board_new (const broker_board_conf_t *conf, const char *driver_dir, const char *
     self->type = strdup (conf->type);
     self->tenant = conf->tenant ? strdup (conf->tenant) : NULL;
     self->threads = conf->threads;
+    self->verify_rsa = conf->verify_rsa;
+    self->verify_ec = conf->verify_ec;
+    self->call_timeout_ms = conf->call_timeout_ms;
+    self->generate_timeout_ms = conf->generate_timeout_ms;
+    self->probe_min_ms = conf->probe_min_ms;
+    self->probe_max_ms = conf->probe_max_ms;
     if (!self->name || !self->type || (conf->tenant && !self->tenant) || s_load_driver (self, driver_dir)
     ||  s_open (self, conf->config, base_dir))
         board_destroy (&self);

@@ -34,6 +34,12 @@ typedef struct {
     cs_drv_generate_resident_fn *generate_resident;     /* optional */
     cs_drv_destroy_resident_fn *destroy_resident;       /* optional */
     cs_drv_board_close_fn *close;
+    int verify_rsa;                 /* health settings of the config (broker_board_conf_t): */
+    int verify_ec;                  /*   percent of results checked (verify.h) */
+    int call_timeout_ms;            /*   0 = automatic (frontend_health.c) */
+    int generate_timeout_ms;
+    int probe_min_ms;               /*   back-off (health.h) */
+    int probe_max_ms;
 } board_t;
 
 /*  Picks the driver directory: the config's broker/driver-dir, else env

@@ -319,6 +319,59 @@ s_type_ok (const char *type)
     return true;
 }
 
+/*  drivers/<name>/verify: "always", "never" or "sample N%" (N 0..100);
+ *  -1 when absent.  */
+static int
+s_verify (s_loader_t *self, const char *path, int *pct_p)
+{
+    const char *text = zconfig_get (self->config->root, path, NULL);
+    int pct = -1, used = 0;
+    *pct_p = -1;
+    if (!text)
+        return 0;
+    if (streq (text, "always"))
+        pct = 100;
+    else
+    if (streq (text, "never"))
+        pct = 0;
+    else
+    if (sscanf (text, "sample %d%%%n", &pct, &used) != 1 || used != (int) strlen (text) || pct < 0 || pct > 100)
+        return s_fail (self, path, "must be always, never or sample N%% with N 0..100 (got \"%s\")", text);
+    *pct_p = pct;
+    return 0;
+}
+
+/*  The board-health settings of a "drivers/<name>" section (health.h).  */
+static int
+s_board_health (s_loader_t *self, broker_board_conf_t *board)
+{
+    char path [256];
+    int pct;
+    snprintf (path, sizeof path, "drivers/%s/trusted", board->name);
+    if (s_bool (self, path, true, &board->trusted))
+        return -1;
+    snprintf (path, sizeof path, "drivers/%s/verify", board->name);
+    if (s_verify (self, path, &pct))
+        return -1;
+    board->verify_rsa = pct >= 0 ? pct : 100;
+    board->verify_ec = pct >= 0 ? pct : board->trusted ? 0 : 100;
+    snprintf (path, sizeof path, "drivers/%s/call-timeout-ms", board->name);
+    if (s_int (self, path, 0, 0, 3600000, &board->call_timeout_ms))
+        return -1;
+    snprintf (path, sizeof path, "drivers/%s/generate-timeout-ms", board->name);
+    if (s_int (self, path, 300000, 1, 3600000, &board->generate_timeout_ms))
+        return -1;
+    snprintf (path, sizeof path, "drivers/%s/probe-min-ms", board->name);
+    if (s_int (self, path, 100, 1, 3600000, &board->probe_min_ms))
+        return -1;
+    snprintf (path, sizeof path, "drivers/%s/probe-max-ms", board->name);
+    if (s_int (self, path, 30000, 1, 3600000, &board->probe_max_ms))
+        return -1;
+    if (board->probe_max_ms < board->probe_min_ms)
+        return s_fail (self, path, "must be at least probe-min-ms (%d)", board->probe_min_ms);
+    return 0;
+}
+
 /*  One "drivers/<name>" section.  */
 static int
 s_board (s_loader_t *self, zconfig_t *section, broker_board_conf_t *board)
@@ -334,7 +387,9 @@ s_board (s_loader_t *self, zconfig_t *section, broker_board_conf_t *board)
     const char *tenant = zconfig_get (section, "tenant", NULL);
     board->tenant = tenant && *tenant ? strdup (tenant) : NULL;
     snprintf (path, sizeof path, "drivers/%s/threads", board->name);
-    return s_int (self, path, 1, 1, BROKER_MAX_THREADS, &board->threads);
+    if (s_int (self, path, 1, 1, BROKER_MAX_THREADS, &board->threads))
+        return -1;
+    return s_board_health (self, board);
 }
 
 /*  The "drivers" section: 1..64 boards.  */

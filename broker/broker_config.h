@@ -23,6 +23,14 @@ typedef struct {
     int threads;                /* worker threads, 1..256 (default 1) */
     char *tenant;               /* tenant owning the board's resident keys, or NULL */
     zconfig_t *config;          /* the section itself; owned by the config root */
+    /*  Board health (issue #9; health.h, verify.h): */
+    bool trusted;               /* trusted, default true */
+    int verify_rsa;             /* verify: percent of RSA results checked, default 100 */
+    int verify_ec;              /* ... of ECDSA/EdDSA signatures: default 0, 100 when untrusted */
+    int call_timeout_ms;        /* call-timeout-ms: 0 = automatic (default), else 1..3600000 */
+    int generate_timeout_ms;    /* generate-timeout-ms: key generation, default 300000 */
+    int probe_min_ms;           /* probe-min-ms: first back-off, default 100 */
+    int probe_max_ms;           /* probe-max-ms: longest back-off, default 30000 */
 } broker_board_conf_t;
 
 #define BROKER_POOL_SIZES 3         /* pool-rsa-2048, -3072, -4096 */

@@ -219,6 +219,21 @@ fair_queue_take (fair_queue_t *self, fair_queue_match_fn *match, void *arg)
     return NULL;
 }
 
+void *
+fair_queue_remove_if (fair_queue_t *self, fair_queue_match_fn *match, void *arg)
+{
+    for (size_t i = 0; i < self->n_round; i++) {
+        s_flow_t *flow = self->round [i];
+        void *item = s_find (flow, match, arg);
+        if (item) {
+            zlistx_detach_cur (flow->items);
+            self->size--;
+            return item;
+        }
+    }
+    return NULL;
+}
+
 size_t
 fair_queue_size (fair_queue_t *self)
 {

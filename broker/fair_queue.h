@@ -59,6 +59,13 @@ int fair_queue_add (fair_queue_t *self, const char *flow, void *item);
  *  (plus the current one twice).  */
 void *fair_queue_take (fair_queue_t *self, fair_queue_match_fn *match, void *arg);
 
+/*  Removes and returns the oldest item of any flow (flows in round order)
+ *  for which match is true, without spending any flow's deficit: for items
+ *  leaving the queue unrun (expired, or no board left to run them).  NULL
+ *  when none matches.  A flow emptied this way leaves the round at its next
+ *  turn, as after fair_queue_take.  */
+void *fair_queue_remove_if (fair_queue_t *self, fair_queue_match_fn *match, void *arg);
+
 /*  Items waiting, in all flows / in `flow`.  */
 size_t fair_queue_size (fair_queue_t *self);
 size_t fair_queue_flow_size (fair_queue_t *self, const char *flow);

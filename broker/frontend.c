@@ -12,6 +12,7 @@
 #include <openssl/objects.h>
 #include <openssl/sha.h>
 #include <openssl/x509.h>
+#include "board_watch.h"
 #include "client_load.h"
 #include "cs_pin.h"
 #include "cs_util.h"
@@ -120,6 +121,7 @@ typedef struct {
     zsock_t *backend;
     zloop_t *loop;
     scheduler_t *scheduler;
+    board_watch_t *watch_boards;    /* time limits, faults, probes (board_watch.h) */
     size_t n_workers;
     zhashx_t *clients;              /* Z85 key -> s_client_t */
     char *default_tenant;           /* first tenant by name, for plaintext clients only */
@@ -531,6 +533,60 @@ s_item_finish (s_frontend_t *self, work_item_t *item)
     s_request_release (self, request, true);
 }
 
+static void s_give (s_frontend_t *self, size_t worker, work_item_t *item);
+
+/*  Answers an item that did not run (or whose result is dropped) with
+ *  CKR_DEVICE_ERROR; `expired`: its deadline passed (counted so).  */
+static void
+s_item_fail (s_frontend_t *self, work_item_t *item, bool expired)
+{
+    if (item->out) {
+        OPENSSL_cleanse (item->out, item->out_len);
+        free (item->out);
+    }
+    item->out = NULL;
+    item->out_len = 0;
+    item->rv = CKR_DEVICE_ERROR;
+    if (expired)
+        metrics_item_expired (self->args->metrics, item);
+    s_item_finish (self, item);
+}
+
+/*  Re-runs an item whose board failed it on another board that may run it
+ *  (jobs are stateless, DESIGN.md §1), or answers it with CKR_DEVICE_ERROR
+ *  when there is none or its deadline passed (docs/CONTRACTS.md).  */
+static void
+s_item_rerun (s_frontend_t *self, work_item_t *item)
+{
+    size_t worker = 0;
+    item->tried |= UINT64_C (1) << item->board;
+    item->wrong = false;
+    if (item->out) {
+        OPENSSL_cleanse (item->out, item->out_len);
+        free (item->out);
+        item->out = NULL;
+        item->out_len = 0;
+    }
+    cs_key_info_free_members (&item->generated);
+    scheduler_outcome_t outcome = cs_clock_ms () > item->deadline ? SCHEDULER_NO_BOARD
+                                : scheduler_submit (self->scheduler, item, &worker);
+    if (outcome == SCHEDULER_ASSIGNED || outcome == SCHEDULER_QUEUED)
+        metrics_rerun (self->args->metrics);
+    if (outcome == SCHEDULER_ASSIGNED)
+        s_give (self, worker, item);
+    else
+    if (outcome != SCHEDULER_QUEUED)
+        s_item_fail (self, item, false);
+}
+
+/*  Answers queued items that no board in rotation may run any more.  */
+static void
+s_fail_stranded (s_frontend_t *self)
+{
+    for (work_item_t *item; (item = scheduler_take_stranded (self->scheduler)); )
+        s_item_fail (self, item, false);
+}
+
 /*  Hands item to worker, or fails it unrun if its deadline passed (and then
  *  offers the worker the next waiting item).  */
 static void
@@ -549,6 +605,7 @@ s_give (s_frontend_t *self, size_t worker, work_item_t *item)
         if (!item->request)
             self->background_out++;
         item->given_ns = metrics_now_ns ();
+        board_watch_given (self->watch_boards, worker, item);
         zstr_sendfm (self->backend, "w%zu", worker);
         zsock_send (self->backend, "p", item);
     }
@@ -595,14 +652,58 @@ s_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
         return 0;
     }
     zstr_free (&identity);
+    bool rerun = board_watch_back (self->watch_boards, (size_t) id, item);
     if (item) {
         scheduler_done (self->scheduler, item->board, item->rv != CKR_OK);
         scheduler_service (self->scheduler, item, item->service_ns);
         metrics_item_done (self->args->metrics, item,
                            item->request ? ((s_request_t *) item->request)->received_ns : 0);
-        s_item_finish (self, item);
+        if (rerun)
+            s_item_rerun (self, item);
+        else
+            s_item_finish (self, item);
     }
     s_give (self, (size_t) id, scheduler_worker_ready (self->scheduler, (size_t) id));
+    if (rerun)
+        s_fail_stranded (self);
+    s_flow_resume (self);
+    return 0;
+}
+
+/*  The reactor's sweep (every BOARD_WATCH_TICK_MS): calls over their time
+ *  limit or deadline are abandoned (re-run or answered), queued items whose
+ *  deadline passed are answered at once, boards whose back-off passed are
+ *  probed (issue #9).  */
+static int
+s_on_watch_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    (void) loop;
+    (void) timer_id;
+    s_frontend_t *self = arg;
+    int64_t now = cs_clock_ms ();
+    bool fault = false, stranded = false;
+    for (work_item_t *item; (item = board_watch_overrun (self->watch_boards, now, &fault)); ) {
+        item->rv = CKR_DEVICE_ERROR;            /* counted as a failed job of its board */
+        scheduler_done (self->scheduler, item->board, true);
+        metrics_item_done (self->args->metrics, item,
+                           item->request ? ((s_request_t *) item->request)->received_ns : 0);
+        if (fault) {
+            s_item_rerun (self, item);
+            stranded = true;
+        }
+        else
+            s_item_fail (self, item, true);
+    }
+    for (work_item_t *item; (item = scheduler_take_expired (self->scheduler, now)); )
+        s_item_fail (self, item, true);
+    if (stranded)
+        s_fail_stranded (self);
+    uint64_t back = board_watch_probe (self->watch_boards, now);
+    for (size_t b = 0; back; b++, back >>= 1) {
+        size_t worker = 0;
+        for (work_item_t *item; (back & 1) && (item = scheduler_board_kick (self->scheduler, b, &worker)); )
+            s_give (self, worker, item);
+    }
     s_flow_resume (self);
     return 0;
 }
@@ -737,6 +838,8 @@ s_submit (s_frontend_t *self, work_item_t *item)
     scheduler_outcome_t outcome = scheduler_submit (self->scheduler, item, &worker);
     if (outcome == SCHEDULER_NO_BOARD)
         return -1;
+    if (outcome == SCHEDULER_NO_BOARD_UP)
+        return -2;
     if (request) {
         request->pending++;
         client_load_jobs_add (self->load, request->load_key, 1);
@@ -920,8 +1023,9 @@ static bool
 s_crypto_submit (s_frontend_t *self, s_slot_t *slot, CK_RV rv)
 {
     work_item_t *item = &slot->item;
-    if (rv == CKR_OK && s_submit (self, item))
-        rv = CKR_KEY_HANDLE_INVALID;
+    int submitted = rv == CKR_OK ? s_submit (self, item) : 0;
+    if (submitted)      /* no board holds the key, or every one is out of rotation */
+        rv = submitted == -2 ? CKR_DEVICE_ERROR : CKR_KEY_HANDLE_INVALID;
     if (rv == CKR_OK)
         return true;
     s_item_wipe_material (self, item);
@@ -2518,6 +2622,10 @@ s_start (s_frontend_t *self)
         return -1;
     if (s_build_mechs (self) || s_build_routing (self) || s_keys_start (self) || s_router_bind (self))
         return -1;
+    if (!self->args->health
+    ||  !(self->watch_boards = board_watch_new (self->args->health, self->scheduler, self->args->metrics,
+                                                self->args->boards, self->args->n_boards, self->n_workers)))
+        return -1;
     if (!self->config->curve)
         s_default_tenant_reload (self);
     self->backend = zsock_new (ZMQ_ROUTER);
@@ -2546,6 +2654,7 @@ s_start (s_frontend_t *self)
         zloop_timer (self->loop, S_CLIENTS_RELOAD_MS, 0, s_on_clients_timer, self);
     if (self->config->stats_interval_ms > 0)
         zloop_timer (self->loop, (size_t) self->config->stats_interval_ms, 0, s_on_stats_timer, self);
+    zloop_timer (self->loop, BOARD_WATCH_TICK_MS, 0, s_on_watch_timer, self);
     if (!self->config->curve)
         zloop_timer (self->loop, S_CLIENTS_RELOAD_MS, 0, s_on_tenant_timer, self);
     s_pool_refill (self);
@@ -2569,6 +2678,7 @@ s_frontend_free (s_frontend_t *self)
     for (s_request_t *request; self->load && (request = client_load_pop (self->load)); )
         s_request_destroy (&request);           /* deferred, never started */
     scheduler_destroy (&self->scheduler);
+    board_watch_destroy (&self->watch_boards);
     zhashx_destroy (&self->clients);
     free (self->mechs);
     free (self->mech_ptrs);

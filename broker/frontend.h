@@ -29,6 +29,7 @@
 #include <czmq.h>
 #include "board.h"
 #include "broker_config.h"
+#include "health.h"
 #include "keystore.h"
 #include "metrics.h"
 
@@ -41,6 +42,8 @@ typedef struct {
     const char *backend;        /* inproc endpoint the workers connect to */
     keystore_t *keystore;       /* the keystore; only the actor's thread uses it */
     metrics_t *metrics;         /* the metrics registry (metrics.h), or NULL */
+    health_t *health;           /* board health and worker call states (health.h), shared with
+                                   the workers */
 } frontend_args_t;
 
 /*  Debug logs (-v) of the frontend: CZMQ 4.2.1 has no log level switch in

@@ -130,6 +130,14 @@ main (int argc, char **argv)
             zsys_warning ("jobs still in flight after the drain timeout; stopping anyway");
     }
     server_destroy (&server);
+    if (server_stuck_workers) {
+        /*  A thread is stuck in a driver call with its sockets open: the
+            exit handlers (zsys_shutdown) would wait for them.  */
+        zsys_info ("stopped");
+        fflush (stdout);
+        fflush (stderr);
+        _exit (status);
+    }
     broker_config_destroy (&config);
     zsys_info ("stopped");
     return status;

@@ -26,6 +26,7 @@ static const char *s_bounds_le [METRICS_BUCKETS] = {
 };
 static const char *s_stage_names [METRICS_STAGES] = { "queue", "service", "total" };
 static const char *s_result_names [METRICS_RESULTS] = { "ok", "error", "expired" };
+static const char *s_fault_names [METRICS_FAULTS] = { "error", "timeout", "wrong" };
 
 /*  Jobs of one mechanism on one board.  */
 typedef struct {
@@ -45,6 +46,8 @@ typedef struct {
     s_mech_t mechs [METRICS_MECH_SLOTS];    /* open addressing by mechanism */
     s_mech_t other;                         /* when the table is full */
     s_histogram_t stages [METRICS_STAGES];
+    _Atomic uint64_t faults [METRICS_FAULTS];
+    _Atomic bool down;                      /* cryptoserver_board_up = !down */
 } s_board_t;
 
 struct _metrics_client_t {
@@ -64,6 +67,7 @@ struct _metrics_t {
     _Atomic uint64_t queue [2];             /* client, background */
     _Atomic uint64_t cache [2];             /* hits, misses */
     _Atomic uint64_t pool [METRICS_POOL_EVENTS];    /* metrics_pool_t */
+    _Atomic uint64_t reruns;
 };
 
 metrics_t *
@@ -445,6 +449,64 @@ s_render_clients (metrics_t *self, FILE *out)
     return 0;
 }
 
+void
+metrics_board_fault (metrics_t *self, size_t board, metrics_fault_t kind)
+{
+    if (self && board < self->n_boards && kind < METRICS_FAULTS)
+        atomic_fetch_add_explicit (&self->boards [board].faults [kind], 1, S_R);
+}
+
+void
+metrics_board_up (metrics_t *self, size_t board, bool up)
+{
+    if (self && board < self->n_boards)
+        atomic_store_explicit (&self->boards [board].down, !up, S_R);
+}
+
+void
+metrics_rerun (metrics_t *self)
+{
+    if (self)
+        atomic_fetch_add_explicit (&self->reruns, 1, S_R);
+}
+
+/*  cryptoserver_board_up, _wrong_results_total, _board_faults_total and
+ *  _job_reruns_total.  */
+static void
+s_render_health (metrics_t *self, FILE *out)
+{
+    s_family (out, "cryptoserver_board_up", "gauge",
+              "1 when a board is in rotation, 0 while it is out after a fault (a failed driver call, "
+              "a call over its time limit or a wrong result) until a probe brings it back.");
+    for (size_t b = 0; b < self->n_boards; b++) {
+        fputs ("cryptoserver_board_up{board=\"", out);
+        s_label (out, self->boards [b].name);
+        fprintf (out, "\"} %d\n", atomic_load_explicit (&self->boards [b].down, S_R) ? 0 : 1);
+    }
+    s_family (out, "cryptoserver_wrong_results_total", "counter",
+              "Results of a board that failed verification with the key's public half and were not "
+              "released (the job was re-run on another board or failed).");
+    for (size_t b = 0; b < self->n_boards; b++) {
+        fputs ("cryptoserver_wrong_results_total{board=\"", out);
+        s_label (out, self->boards [b].name);
+        fprintf (out, "\"} %" PRIu64 "\n",
+                 atomic_load_explicit (&self->boards [b].faults [METRICS_FAULT_WRONG], S_R));
+    }
+    s_family (out, "cryptoserver_board_faults_total", "counter",
+              "Faults of a board, by kind: error (a device- or session-class error of the driver), "
+              "timeout (a driver call over its time limit), wrong (a wrong result).");
+    for (size_t b = 0; b < self->n_boards; b++)
+        for (size_t k = 0; k < METRICS_FAULTS; k++) {
+            fputs ("cryptoserver_board_faults_total{board=\"", out);
+            s_label (out, self->boards [b].name);
+            fprintf (out, "\",kind=\"%s\"} %" PRIu64 "\n", s_fault_names [k],
+                     atomic_load_explicit (&self->boards [b].faults [k], S_R));
+        }
+    s_family (out, "cryptoserver_job_reruns_total", "counter",
+              "Jobs re-run on another board after a board fault.");
+    fprintf (out, "cryptoserver_job_reruns_total %" PRIu64 "\n", atomic_load_explicit (&self->reruns, S_R));
+}
+
 char *
 metrics_render_at (metrics_t *self, uint64_t cpu_us, size_t *len_p)
 {
@@ -461,6 +523,7 @@ metrics_render_at (metrics_t *self, uint64_t cpu_us, size_t *len_p)
     fprintf (out, "cryptoserver_queue_depth{queue=\"client\"} %" PRIu64 "\n"
                   "cryptoserver_queue_depth{queue=\"background\"} %" PRIu64 "\n",
              atomic_load_explicit (&self->queue [0], S_R), atomic_load_explicit (&self->queue [1], S_R));
+    s_render_health (self, out);
     int rc = s_render_clients (self, out);
     s_family (out, "cryptoserver_key_cache_hits_total", "counter",
               "Lookups of keystore keys found in the broker's key cache.");

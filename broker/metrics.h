@@ -124,6 +124,27 @@ void metrics_item_done (metrics_t *self, const work_item_t *item, int64_t receiv
 /*  A work item failed unrun because its deadline passed in the queue.  */
 void metrics_item_expired (metrics_t *self, const work_item_t *item);
 
+/*  Board health (issue #9; health.h): the kind of a board fault, the
+ *  "kind" label of cryptoserver_board_faults_total.  */
+typedef enum {
+    METRICS_FAULT_ERROR = 0,        /* a device- or session-class CK_RV from the driver */
+    METRICS_FAULT_TIMEOUT,          /* a driver call over its time limit */
+    METRICS_FAULT_WRONG,            /* a result that failed verification (verify.h) */
+    METRICS_FAULTS
+} metrics_fault_t;
+
+/*  Counts one fault of board `board` (a wrong result also counts in
+ *  cryptoserver_wrong_results_total).  Any thread.  */
+void metrics_board_fault (metrics_t *self, size_t board, metrics_fault_t kind);
+
+/*  Sets cryptoserver_board_up of board `board`: 1 in rotation, 0 out.
+ *  Boards start at 1.  Reactor.  */
+void metrics_board_up (metrics_t *self, size_t board, bool up);
+
+/*  Counts one work item re-run on another board after a board fault
+ *  (cryptoserver_job_reruns_total).  Reactor.  */
+void metrics_rerun (metrics_t *self);
+
 /*  The registry in the Prometheus text format (version 0.0.4, with # HELP
  *  and # TYPE lines), process_cpu_seconds_total from getrusage (2):
  *  malloc'd, NUL-terminated, *len_p bytes (without the NUL); caller frees.

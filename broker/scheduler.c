@@ -35,6 +35,7 @@ struct _scheduler_t {
     zhashx_t *keys;                 /* hex CKA_ID -> uint64_t* board set */
     fair_queue_t *queue;            /* client work_item_t *, per tenant */
     zlistx_t *low;                  /* background work_item_t *, oldest first */
+    uint64_t up;                    /* boards in rotation (a bit per board) */
 };
 
 scheduler_t *
@@ -78,6 +79,7 @@ scheduler_board_add (scheduler_t *self, const char *name)
     if (self->n_boards >= S_MAX_BOARDS)
         return -1;
     self->boards [self->n_boards].name = strdup (name);
+    self->up |= UINT64_C (1) << self->n_boards;
     return (int) self->n_boards++;
 }
 
@@ -141,11 +143,19 @@ scheduler_key_boards (scheduler_t *self, const unsigned char *id, size_t len)
     return s_key_boards (self, id, len);
 }
 
-/*  The boards that may run item.  */
+/*  The boards that may run item, in rotation or not, but not tried.  */
+static uint64_t
+s_item_holders (scheduler_t *self, const work_item_t *item)
+{
+    uint64_t set = item->boards ? item->boards : s_key_boards (self, item->key_id, item->key_id_len);
+    return set & ~item->tried;
+}
+
+/*  The boards that may run item now.  */
 static uint64_t
 s_item_boards (scheduler_t *self, const work_item_t *item)
 {
-    return item->boards ? item->boards : s_key_boards (self, item->key_id, item->key_id_len);
+    return s_item_holders (self, item) & self->up;
 }
 
 /*  The service-time class of an item: its mechanism (sign/decrypt: the
@@ -252,9 +262,12 @@ s_assign (scheduler_t *self, work_item_t *item, size_t board, size_t worker)
 scheduler_outcome_t
 scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p)
 {
-    uint64_t set = s_item_boards (self, item);
-    if (!set)
+    uint64_t holders = s_item_holders (self, item);
+    uint64_t set = holders & self->up;
+    if (!holders)
         return SCHEDULER_NO_BOARD;
+    if (!set)
+        return SCHEDULER_NO_BOARD_UP;
     /*  An idle worker never coexists with a queued item its board can run
      *  (scheduler_worker_ready takes such an item first), so picking an idle
      *  worker here cannot overtake an older item that worker could serve.  */
@@ -287,12 +300,12 @@ s_match (void *item, void *arg)
     return (s_item_boards (match->self, item) & match->bit) != 0;
 }
 
-/*  Takes the oldest background item that board (bit) may run, or NULL.  */
+/*  Takes the oldest background item for which `match` holds, or NULL.  */
 static work_item_t *
-s_take_low (scheduler_t *self, uint64_t bit)
+s_take_low_if (scheduler_t *self, bool (*match) (void *, void *), void *arg)
 {
     for (work_item_t *item = zlistx_first (self->low); item; item = zlistx_next (self->low))
-        if (s_item_boards (self, item) & bit) {
+        if (match (item, arg)) {
             zlistx_delete (self->low, zlistx_cursor (self->low));
             return item;
         }
@@ -305,9 +318,12 @@ scheduler_worker_ready (scheduler_t *self, size_t worker)
     assert (worker < self->n_workers);
     size_t board = self->worker_board [worker];
     s_match_t match = { self, UINT64_C (1) << board };
-    work_item_t *item = fair_queue_take (self->queue, s_match, &match);
-    if (!item)
-        item = s_take_low (self, match.bit);
+    work_item_t *item = NULL;
+    if (self->up & match.bit) {             /* a board out of rotation takes nothing */
+        item = fair_queue_take (self->queue, s_match, &match);
+        if (!item)
+            item = s_take_low_if (self, s_match, &match);
+    }
     if (item) {
         s_assign (self, item, board, worker);
         return item;
@@ -369,4 +385,68 @@ work_item_t *
 scheduler_pop_low (scheduler_t *self)
 {
     return zlistx_detach (self->low, NULL);
+}
+
+void
+scheduler_board_set_up (scheduler_t *self, size_t board, bool up)
+{
+    assert (board < self->n_boards);
+    if (up)
+        self->up |= UINT64_C (1) << board;
+    else
+        self->up &= ~(UINT64_C (1) << board);
+}
+
+bool
+scheduler_board_up (scheduler_t *self, size_t board)
+{
+    return board < self->n_boards && (self->up & (UINT64_C (1) << board));
+}
+
+work_item_t *
+scheduler_board_kick (scheduler_t *self, size_t board, size_t *worker_p)
+{
+    assert (board < self->n_boards);
+    s_board_t *b = &self->boards [board];
+    uint64_t bit = UINT64_C (1) << board;
+    if (!(self->up & bit) || b->n_idle == 0)
+        return NULL;
+    s_match_t match = { self, bit };
+    work_item_t *item = fair_queue_take (self->queue, s_match, &match);
+    if (!item)
+        item = s_take_low_if (self, s_match, &match);
+    if (!item)
+        return NULL;
+    size_t worker = b->idle [--b->n_idle];
+    s_assign (self, item, board, worker);
+    *worker_p = worker;
+    return item;
+}
+
+/*  No board in rotation may run the item (arg: the scheduler).  */
+static bool
+s_stranded (void *item, void *arg)
+{
+    return s_item_boards (arg, item) == 0;
+}
+
+/*  The item's deadline is before *(int64_t *) arg.  */
+static bool
+s_expired (void *item, void *arg)
+{
+    return ((work_item_t *) item)->deadline < *(int64_t *) arg;
+}
+
+work_item_t *
+scheduler_take_stranded (scheduler_t *self)
+{
+    work_item_t *item = fair_queue_remove_if (self->queue, s_stranded, self);
+    return item ? item : s_take_low_if (self, s_stranded, self);
+}
+
+work_item_t *
+scheduler_take_expired (scheduler_t *self, int64_t now_ms)
+{
+    work_item_t *item = fair_queue_remove_if (self->queue, s_expired, &now_ms);
+    return item ? item : s_take_low_if (self, s_expired, &now_ms);
 }

@@ -84,13 +84,21 @@ typedef struct {
     int64_t submitted_ns;           /* metrics_now_ns () when submitted (metrics.h) */
     int64_t given_ns;               /* ... when handed to a worker */
     int64_t service_ns;             /* set by the worker: ns its driver call took */
+    uint64_t tried;                 /* boards it ran on and failed (a bit per board): a re-run
+                                       goes to another board (issue #9; 0 when new) */
+    uint64_t suspect;               /* of those, boards that failed it with a device-class error
+                                       (board_watch.h): blamed when it then runs elsewhere */
+    bool wrong;                     /* the worker found the result wrong (verify.h): rv is
+                                       CKR_DEVICE_ERROR and out is NULL */
 } work_item_t;
 
 /*  What scheduler_submit did with an item.  */
 typedef enum {
     SCHEDULER_ASSIGNED,             /* given to *worker_p now */
     SCHEDULER_QUEUED,               /* waiting for a worker (its tenant's FIFO) */
-    SCHEDULER_NO_BOARD              /* no board holds the key: not kept */
+    SCHEDULER_NO_BOARD,             /* no board holds the key: not kept */
+    SCHEDULER_NO_BOARD_UP           /* boards hold it, but every one not yet tried is out of
+                                       rotation (scheduler_board_set_up): not kept */
 } scheduler_outcome_t;
 
 typedef struct _scheduler_t scheduler_t;
@@ -127,11 +135,12 @@ uint64_t scheduler_key_boards (scheduler_t *self, const unsigned char *id, size_
 int scheduler_tenant_weight (scheduler_t *self, const char *tenant, unsigned weight);
 
 /*  Routes an item to one of its boards (item->boards, or the boards holding
- *  item->key_id when that is 0); ownership stays with the caller until a
- *  worker gets it: ASSIGNED sets *worker_p, item->worker and item->board
- *  (the idle board where it is expected to finish first); QUEUED keeps it
- *  in the FIFO of item->tenant (client items) or of background items
- *  (item->low); NO_BOARD means no board may run it.  */
+ *  item->key_id when that is 0; never a board in item->tried nor one out of
+ *  rotation); ownership stays with the caller until a worker gets it:
+ *  ASSIGNED sets *worker_p, item->worker and item->board (the idle board
+ *  where it is expected to finish first); QUEUED keeps it in the FIFO of
+ *  item->tenant (client items) or of background items (item->low);
+ *  NO_BOARD means no board may run it.  */
 scheduler_outcome_t scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p);
 
 /*  Worker `worker` is free: returns the next queued client item its board
@@ -161,6 +170,30 @@ void scheduler_service (scheduler_t *self, const work_item_t *item, int64_t serv
  *  class, or scaled from the same mechanism's other key sizes), 0 when
  *  the board has no sample for that mechanism.  */
 double scheduler_expected_ns (scheduler_t *self, size_t board, const work_item_t *item);
+
+
+/*  Board health (issue #9; broker/health.h decides): a board out of
+ *  rotation (up = false) gets no new item and its workers take none from the
+ *  queue; boards start in rotation.  Putting it back does not hand it any
+ *  item: call scheduler_board_kick.  */
+void scheduler_board_set_up (scheduler_t *self, size_t board, bool up);
+bool scheduler_board_up (scheduler_t *self, size_t board);
+
+/*  A board back in rotation: gives the oldest queued item it may run to
+ *  one of its idle workers and returns it (*worker_p set), or NULL when it
+ *  has no idle worker or no such item.  Call until NULL.  */
+work_item_t *scheduler_board_kick (scheduler_t *self, size_t board, size_t *worker_p);
+
+/*  Removes and returns a queued item (client or background) that no board
+ *  in rotation may run any more (all its boards out of rotation or tried),
+ *  or NULL.  Call until NULL after a board leaves rotation.  */
+work_item_t *scheduler_take_stranded (scheduler_t *self);
+
+/*  Removes and returns a queued item (client or background) whose deadline
+ *  is before now_ms (cs_clock_ms), or NULL.  The deadline sweep calls it
+ *  until NULL.  */
+work_item_t *scheduler_take_expired (scheduler_t *self, int64_t now_ms);
+
 
 size_t scheduler_queued (scheduler_t *self);                 /* client items waiting */
 size_t scheduler_queued_tenant (scheduler_t *self, const char *tenant);  /* ... of tenant */

@@ -5,12 +5,15 @@
 #include "cs_util.h"
 #include "cs_wire.h"
 #include "frontend.h"
+#include "health.h"
 #include "keystore.h"
 #include "metrics_http.h"
 #include "server.h"
 #include "worker.h"
 
 #define S_WRAPPED_MAX 1024          /* bytes of a wrapped master key (RSA-8192) */
+
+size_t server_stuck_workers;
 
 struct _server_t {
     const broker_config_t *config;
@@ -26,6 +29,8 @@ struct _server_t {
     keystore_t *keystore;
     metrics_t *metrics;
     metrics_http_t *metrics_http;
+    health_t *health;               /* board health and worker call states (health.h) */
+    size_t stuck;                   /* workers left behind in a driver call at destroy */
 };
 
 /*  Opens every configured board.  */
@@ -284,9 +289,15 @@ static int
 s_frontend_start (server_t *self)
 {
     snprintf (self->backend, sizeof self->backend, "inproc://cs-backend-%p", (void *) self);
+    size_t workers = 0;
+    for (size_t b = 0; b < self->n_boards; b++)
+        workers += (size_t) self->boards [b]->threads;
+    if (!(self->health = health_new (self->n_boards, workers)))
+        return -1;
     self->args = (frontend_args_t) { self->config, self->boards, self->n_boards, self->backend,
                                      self->keystore };
     self->args.metrics = self->metrics;
+    self->args.health = self->health;
     self->frontend = zactor_new (frontend_actor, &self->args);
     char *endpoint = self->frontend ? zstr_recv (self->frontend) : NULL;
     if (endpoint && *endpoint) {
@@ -310,7 +321,8 @@ s_workers_start (server_t *self)
         return -1;
     for (size_t b = 0; b < self->n_boards; b++)
         for (int t = 0; t < self->boards [b]->threads; t++) {
-            worker_t *worker = worker_new (self->boards [b], self->n_workers, self->backend, self->metrics);
+            worker_t *worker = worker_new (self->boards [b], self->n_workers, self->backend, self->metrics,
+                                           self->health);
             if (!worker)
                 return -1;
             self->workers [self->n_workers++] = worker;
@@ -379,6 +391,54 @@ server_drain (server_t *self, int timeout_ms)
     return rc;
 }
 
+/*  The board of worker `worker` (workers are numbered in board order).  */
+static size_t
+s_worker_board (server_t *self, size_t worker)
+{
+    size_t b = 0;
+    for (size_t first = 0; b < self->n_boards; b++) {
+        if (worker < first + (size_t) self->boards [b]->threads)
+            break;
+        first += (size_t) self->boards [b]->threads;
+    }
+    return b;
+}
+
+/*  Stops every worker while the frontend still runs: a worker in a call
+ *  that overruns its time limit is abandoned by the frontend (health.h),
+ *  and is then left behind here (its board marked in stuck_board).  */
+static void
+s_workers_stop (server_t *self, bool *stuck_board)
+{
+    for (size_t i = 0; i < self->n_workers; i++)
+        worker_stop (self->workers [i]);
+    size_t left = self->n_workers;
+    int64_t grace_end = zclock_mono () + 1000;     /* a lost call may be about to return */
+    while (left) {
+        left = 0;
+        for (size_t i = 0; i < self->n_workers; i++) {
+            if (!self->workers [i])
+                continue;
+            if (worker_stopped (self->workers [i], 0))
+                worker_destroy (&self->workers [i]);
+            else
+            if (self->health && health_worker_lost (self->health, i) && zclock_mono () > grace_end) {
+                size_t b = s_worker_board (self, i);
+                zsys_warning ("board %s: worker %zu is stuck in a driver call; the broker stops without it",
+                              b < self->n_boards ? self->boards [b]->name : "?", i);
+                worker_abandon (&self->workers [i]);
+                if (stuck_board && b < self->n_boards)
+                    stuck_board [b] = true;
+                self->stuck++;
+            }
+            else
+                left++;
+        }
+        if (left)
+            zclock_sleep (20);
+    }
+}
+
 void
 server_destroy (server_t **self_p)
 {
@@ -386,17 +446,24 @@ server_destroy (server_t **self_p)
     if (!self)
         return;
     metrics_http_destroy (&self->metrics_http);
-    for (size_t i = 0; i < self->n_workers; i++)
-        worker_destroy (&self->workers [i]);
+    bool *stuck_board = calloc (self->n_boards + 1, sizeof (bool));
+    s_workers_stop (self, stuck_board);
     zactor_destroy (&self->frontend);
     zactor_destroy (&self->auth);
     keystore_destroy (&self->keystore);
     for (size_t i = 0; i < self->n_boards; i++)
-        board_destroy (&self->boards [i]);
+        if (!stuck_board || !stuck_board [i])
+            board_destroy (&self->boards [i]);      /* a stuck thread still runs in the others */
+    free (stuck_board);
+    if (!self->stuck)
+        health_destroy (&self->health);
     free (self->workers);
     free (self->boards);
-    metrics_destroy (&self->metrics);
+    if (!self->stuck)
+        metrics_destroy (&self->metrics);       /* a stuck worker records into it when it returns */
     zstr_free (&self->endpoint);
+    if (self->stuck)
+        server_stuck_workers = self->stuck;
     free (self);
     *self_p = NULL;
 }

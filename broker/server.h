@@ -39,8 +39,16 @@ zactor_t *server_frontend (server_t *self);
  *  flight to be answered.  Returns 0 when drained, -1 on timeout.  */
 int server_drain (server_t *self, int timeout_ms);
 
-/*  Stops workers, the frontend (which logs the stats lines), zauth, and
- *  closes the boards; NULL-safe; nulls *self_p.  */
+/*  Stops the frontend (which logs the stats lines), the workers, zauth, and
+ *  closes the boards; NULL-safe; nulls *self_p.  A worker stuck in a driver
+ *  call (health.h: LOST) is left behind with a warning, and so is its
+ *  board (not closed, its driver not unloaded): they are counted in
+ *  server_stuck_workers, and the caller must then end the process without
+ *  the exit handlers (main.c: _exit), which would wait for the thread's
+ *  sockets.  */
 void server_destroy (server_t **self_p);
+
+/*  Workers left behind by server_destroy calls (0 normally).  */
+extern size_t server_stuck_workers;
 
 #endif

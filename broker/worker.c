@@ -1,6 +1,7 @@
 /*  worker.c — worker threads: one driver session each, items by pointer.  */
 #include <openssl/crypto.h>
 #include "cs_wire.h"
+#include "verify.h"
 #include "worker.h"
 
 /*  p11-kit's compatibility names: its header maps public_data to
@@ -18,158 +19,394 @@ typedef struct {
     size_t id;
     char *backend;
     metrics_t *metrics;
+    health_t *health;
 } s_args_t;
 
-/*  Copies a wire mechanism into the driver ABI's form.  */
-static void
-s_mech (const Cs__Mechanism *wire, cs_mech_t *mech)
+/*  One driver call on the worker's own copies of the item's inputs: the
+ *  reactor may abandon the item while the call runs (health.h), and then
+ *  the call must not read or write memory the reactor frees.  */
+typedef struct {
+    work_kind_t kind;
+    cs_key_t key;                   /* points into id/ref/material below */
+    unsigned char id [CS_KEY_ID_MAX];
+    char ref [129];
+    unsigned char *material;        /* copy of the PKCS#8, wiped */
+    size_t material_len;
+    cs_mech_t mech;                 /* label points into label */
+    unsigned char *label;
+    unsigned char *in;              /* data to sign or decrypt, or the ECDH point */
+    size_t in_len;
+    cs_keygen_t gen;                /* pointers into gen_buf */
+    unsigned char *gen_buf;
+    cs_modexp_t modexp;             /* WORK_MODEXP: operands, pointers into modexp_buf */
+    unsigned char *modexp_buf;      /* wiped: may hold a CRT private key */
+    size_t modexp_buf_len;
+    CK_RV rv;
+    unsigned char *out;             /* malloc'd result, wiped when discarded */
+    size_t out_len;
+    size_t out_cap;                 /* bytes allocated for out */
+    cs_key_info_t generated;
+    bool wrong;
+} s_call_t;
+
+/*  A malloc'd copy of len bytes (1 byte when len is 0), or NULL.  */
+static unsigned char *
+s_dup (const void *data, size_t len)
 {
-    mech->type = wire->type;
-    mech->hash = wire->hash;
-    mech->mgf = wire->mgf;
-    mech->salt_len = wire->salt_len;
-    mech->label = wire->oaep_label.len ? wire->oaep_label.data : NULL;
-    mech->label_len = wire->oaep_label.len;
+    unsigned char *copy = malloc (len ? len : 1);
+    if (copy && len)
+        memcpy (copy, data, len);
+    return copy;
 }
 
-/*  Sign or decrypt with item->key.  */
-static void
-s_run_crypto (board_t *board, cs_session_t *session, work_item_t *item)
+/*  Copies gen with its four borrowed buffers into one allocation.  */
+static int
+s_copy_gen (s_call_t *call, const cs_keygen_t *gen)
+{
+    size_t label_len = gen->label ? strlen (gen->label) + 1 : 0;
+    size_t total = gen->public_exponent_len + gen->ec_params_len + gen->id_len + label_len;
+    call->gen = *gen;
+    if (!(call->gen_buf = malloc (total ? total : 1)))
+        return -1;
+    unsigned char *p = call->gen_buf;
+    if (gen->public_exponent) {
+        call->gen.public_exponent = memcpy (p, gen->public_exponent, gen->public_exponent_len);
+        p += gen->public_exponent_len;
+    }
+    if (gen->ec_params) {
+        call->gen.ec_params = memcpy (p, gen->ec_params, gen->ec_params_len);
+        p += gen->ec_params_len;
+    }
+    if (gen->id) {
+        call->gen.id = memcpy (p, gen->id, gen->id_len);
+        p += gen->id_len;
+    }
+    if (gen->label)
+        call->gen.label = memcpy (p, gen->label, label_len);
+    return 0;
+}
+
+/*  Copies the operands of a raw modexp item into one allocation.  */
+static CK_RV
+s_copy_modexp (s_call_t *call, const cs_modexp_t *modexp)
+{
+    const unsigned char **parts [] = { &call->modexp.base, &call->modexp.exponent, &call->modexp.modulus,
+                                       &call->modexp.p, &call->modexp.q, &call->modexp.dp, &call->modexp.dq,
+                                       &call->modexp.qinv, &call->modexp.public_exponent };
+    size_t *lens [] = { &call->modexp.base_len, &call->modexp.exponent_len, &call->modexp.modulus_len,
+                        &call->modexp.p_len, &call->modexp.q_len, &call->modexp.dp_len, &call->modexp.dq_len,
+                        &call->modexp.qinv_len, &call->modexp.public_exponent_len };
+    size_t total = 0;
+    call->modexp = *modexp;
+    for (size_t i = 0; i < sizeof parts / sizeof parts [0]; i++)
+        total += *parts [i] ? *lens [i] : 0;
+    if (!(call->modexp_buf = malloc (total ? total : 1)))
+        return CKR_HOST_MEMORY;
+    call->modexp_buf_len = total;
+    unsigned char *at = call->modexp_buf;
+    for (size_t i = 0; i < sizeof parts / sizeof parts [0]; i++) {
+        if (!*parts [i])
+            continue;
+        memcpy (at, *parts [i], *lens [i]);
+        *parts [i] = at;
+        at += *lens [i];
+    }
+    return CKR_OK;
+}
+
+/*  Copies the inputs of a sign/decrypt/derive job.  */
+static CK_RV
+s_copy_job (s_call_t *call, const work_item_t *item)
 {
     const Cs__Job *job = item->job;
+    if (item->kind == WORK_DERIVE) {
+        ProtobufCBinaryData point = job->derive->public_data;
+        call->in_len = point.len;
+        return (call->in = s_dup (point.data, point.len)) ? CKR_OK : CKR_HOST_MEMORY;
+    }
     bool sign = item->kind == WORK_SIGN;
     const Cs__Mechanism *wire = sign ? job->sign->mechanism : job->decrypt->mechanism;
     ProtobufCBinaryData in = sign ? job->sign->data : job->decrypt->data;
-    cs_drv_sign_key_fn *fn = sign ? board->sign : board->decrypt;
-    cs_mech_t mech = { 0 };
-    size_t out_len = S_OUT_MAX;
-    if (!wire) {
-        item->rv = CKR_MECHANISM_INVALID;
-        return;
+    if (!wire)
+        return CKR_MECHANISM_INVALID;
+    call->mech.type = wire->type;
+    call->mech.hash = wire->hash;
+    call->mech.mgf = wire->mgf;
+    call->mech.salt_len = wire->salt_len;
+    if (wire->oaep_label.len) {
+        if (!(call->label = s_dup (wire->oaep_label.data, wire->oaep_label.len)))
+            return CKR_HOST_MEMORY;
+        call->mech.label = call->label;
+        call->mech.label_len = wire->oaep_label.len;
     }
-    if (!fn) {
-        item->rv = CKR_FUNCTION_NOT_SUPPORTED;
-        return;
-    }
-    s_mech (wire, &mech);
-    unsigned char *out = malloc (S_OUT_MAX);
-    if (!out) {
-        item->rv = CKR_HOST_MEMORY;
-        return;
-    }
-    item->rv = fn (session, &item->key, &mech, in.data, in.len, out, &out_len);
-    if (item->rv == CKR_OK && out_len <= S_OUT_MAX) {
-        item->out = out;
-        item->out_len = out_len;
-        return;
-    }
-    if (item->rv == CKR_OK)
-        item->rv = CKR_DEVICE_ERROR;
-    OPENSSL_cleanse (out, S_OUT_MAX);
-    free (out);
+    call->in_len = in.len;
+    return (call->in = s_dup (in.data, in.len)) ? CKR_OK : CKR_HOST_MEMORY;
 }
 
-/*  ECDH with item->key: the raw Z (cs_driver.h CS_DRV_DERIVE_KEY).  */
-static void
-s_run_derive (board_t *board, cs_session_t *session, work_item_t *item)
+/*  Fills call with copies of item's inputs.  Returns CKR_OK, or the CK_RV
+ *  the item fails with unrun.  */
+static CK_RV
+s_call_prepare (s_call_t *call, const work_item_t *item)
 {
-    const Cs__DeriveJob *derive = item->job->derive;
-    size_t out_len = 256;
-    unsigned char *out;
-    if (!board->derive) {
-        item->rv = CKR_FUNCTION_NOT_SUPPORTED;
-        return;
+    memset (call, 0, sizeof *call);
+    call->kind = item->kind;
+    call->key = item->key;
+    if (item->key.id) {
+        memcpy (call->id, item->key.id, item->key.id_len <= CS_KEY_ID_MAX ? item->key.id_len : 0);
+        call->key.id = call->id;
     }
-    if (!(out = malloc (out_len))) {
-        item->rv = CKR_HOST_MEMORY;
-        return;
+    if (item->key.ref) {
+        snprintf (call->ref, sizeof call->ref, "%s", item->key.ref);
+        call->key.ref = call->ref;
     }
-    item->rv = board->derive (session, &item->key, derive->public_data.data, derive->public_data.len,
-                              out, &out_len);
-    if (item->rv == CKR_OK && out_len > 0 && out_len <= 256) {
-        item->out = out;
-        item->out_len = out_len;
-        return;
+    if (item->key.pkcs8) {
+        if (!(call->material = s_dup (item->key.pkcs8, item->key.pkcs8_len)))
+            return CKR_HOST_MEMORY;
+        call->material_len = item->key.pkcs8_len;
+        call->key.pkcs8 = call->material;
     }
-    if (item->rv == CKR_OK)
-        item->rv = CKR_DEVICE_ERROR;
-    OPENSSL_cleanse (out, 256);
-    free (out);
+    switch (item->kind) {
+        case WORK_SIGN:
+        case WORK_DECRYPT:
+        case WORK_DERIVE:
+            return s_copy_job (call, item);
+        case WORK_GENERATE:
+        case WORK_GENERATE_RESIDENT:
+            return s_copy_gen (call, &item->gen) ? CKR_HOST_MEMORY : CKR_OK;
+        case WORK_MODEXP:
+            return s_copy_modexp (call, &item->modexp);
+        default:
+            return CKR_OK;
+    }
 }
 
-/*  Raw modexp (cs_driver.h CS_DRV_MODEXP): the result into out.  */
+/*  Frees the call's copies (wiping key material and any result left).  */
 static void
-s_run_modexp (board_t *board, cs_session_t *session, work_item_t *item)
+s_call_clear (s_call_t *call)
 {
-    size_t max = 2 * CS_WIRE_MAX_MODEXP_BYTES, out_len = max;
-    unsigned char *out;
+    if (call->material) {
+        OPENSSL_cleanse (call->material, call->material_len);
+        free (call->material);
+    }
+    if (call->out) {
+        OPENSSL_cleanse (call->out, call->out_cap);
+        free (call->out);
+    }
+    if (call->modexp_buf) {
+        OPENSSL_cleanse (call->modexp_buf, call->modexp_buf_len);
+        free (call->modexp_buf);
+    }
+    cs_key_info_free_members (&call->generated);
+    free (call->label);
+    free (call->in);
+    free (call->gen_buf);
+    memset (call, 0, sizeof *call);
+}
+
+/*  Sign, decrypt or derive into a fresh buffer.  */
+static void
+s_run_crypto (board_t *board, cs_session_t *session, s_call_t *call)
+{
+    size_t cap = call->kind == WORK_DERIVE ? 256 : S_OUT_MAX;
+    size_t out_len = cap;
+    cs_drv_sign_key_fn *fn = call->kind == WORK_SIGN ? board->sign
+                           : call->kind == WORK_DECRYPT ? board->decrypt : NULL;
+    if (call->kind == WORK_DERIVE ? !board->derive : !fn) {
+        call->rv = CKR_FUNCTION_NOT_SUPPORTED;
+        return;
+    }
+    if (!(call->out = malloc (cap))) {
+        call->rv = CKR_HOST_MEMORY;
+        return;
+    }
+    call->out_cap = cap;
+    call->rv = call->kind == WORK_DERIVE
+             ? board->derive (session, &call->key, call->in, call->in_len, call->out, &out_len)
+             : fn (session, &call->key, &call->mech, call->in, call->in_len, call->out, &out_len);
+    if (call->rv == CKR_OK && (out_len > cap || (call->kind == WORK_DERIVE && out_len == 0)))
+        call->rv = CKR_DEVICE_ERROR;
+    call->out_len = call->rv == CKR_OK ? out_len : 0;
+}
+
+/*  Raw modexp (cs_driver.h CS_DRV_MODEXP) into a fresh buffer.  */
+static void
+s_run_modexp (board_t *board, cs_session_t *session, s_call_t *call)
+{
+    size_t cap = 2 * CS_WIRE_MAX_MODEXP_BYTES, out_len = cap;
     if (!board->modexp) {
-        item->rv = CKR_FUNCTION_NOT_SUPPORTED;
+        call->rv = CKR_FUNCTION_NOT_SUPPORTED;
         return;
     }
-    if (!(out = malloc (max))) {
-        item->rv = CKR_HOST_MEMORY;
+    if (!(call->out = malloc (cap))) {
+        call->rv = CKR_HOST_MEMORY;
         return;
     }
-    item->rv = board->modexp (session, &item->modexp, out, &out_len);
-    if (item->rv == CKR_OK && out_len > 0 && out_len <= max) {
-        item->out = out;
-        item->out_len = out_len;
+    call->out_cap = cap;
+    call->rv = board->modexp (session, &call->modexp, call->out, &out_len);
+    if (call->rv == CKR_OK && (out_len == 0 || out_len > cap))
+        call->rv = CKR_DEVICE_ERROR;
+    call->out_len = call->rv == CKR_OK ? out_len : 0;
+}
+
+/*  Runs the driver call of `call`.  */
+static void
+s_call_run (board_t *board, cs_session_t *session, s_call_t *call)
+{
+    switch (call->kind) {
+        case WORK_SIGN:
+        case WORK_DECRYPT:
+        case WORK_DERIVE:
+            s_run_crypto (board, session, call);
+            break;
+        case WORK_MODEXP:
+            s_run_modexp (board, session, call);
+            break;
+        case WORK_GENERATE:
+            call->rv = board->generate_material
+                     ? board->generate_material (session, &call->gen, &call->out, &call->out_len)
+                     : CKR_FUNCTION_NOT_SUPPORTED;
+            call->out_cap = call->out_len;
+            break;
+        case WORK_GENERATE_RESIDENT:
+            call->rv = board->generate_resident
+                     ? board->generate_resident (session, &call->gen, &call->generated)
+                     : CKR_FUNCTION_NOT_SUPPORTED;
+            break;
+        case WORK_DESTROY_RESIDENT:
+            call->rv = board->destroy_resident
+                     ? board->destroy_resident (session, call->key.id, call->key.id_len)
+                     : CKR_FUNCTION_NOT_SUPPORTED;
+            break;
+        default:
+            call->rv = CKR_FUNCTION_NOT_SUPPORTED;
+    }
+}
+
+/*  Checks a sign or decrypt result with the key's public half (verify.h);
+ *  a wrong one is wiped and the call fails with CKR_DEVICE_ERROR.  */
+static void
+s_call_verify (verify_t *verify, board_t *board, s_call_t *call)
+{
+    if (!verify || call->rv != CKR_OK || (call->kind != WORK_SIGN && call->kind != WORK_DECRYPT))
+        return;
+    if (verify_result (verify, board, call->kind == WORK_SIGN, &call->key, &call->mech, call->in,
+                       call->in_len, call->out, call->out_len) != VERIFY_WRONG)
+        return;
+    OPENSSL_cleanse (call->out, call->out_cap);
+    free (call->out);
+    call->out = NULL;
+    call->out_len = 0;
+    call->rv = CKR_DEVICE_ERROR;
+    call->wrong = true;
+}
+
+/*  Moves the call's results into item and frees the rest.  */
+static void
+s_call_finish (s_call_t *call, work_item_t *item)
+{
+    item->rv = call->rv;
+    item->wrong = call->wrong;
+    if (call->rv == CKR_OK) {
+        item->out = call->out;
+        item->out_len = call->out_len;
+        item->generated = call->generated;
+        call->out = NULL;
+        memset (&call->generated, 0, sizeof call->generated);
+    }
+    s_call_clear (call);
+}
+
+/*  Runs item in the calling thread, verifying with `verify` (NULL: not);
+ *  once its inputs are copied, tells `health` (NULL: nobody) that worker
+ *  `id` reads the item no more (health_call_running).  */
+static void
+s_run_item (board_t *board, cs_session_t **session_p, verify_t *verify, work_item_t *item, s_call_t *call,
+            health_t *health, size_t id)
+{
+    item->out = NULL;
+    item->out_len = 0;
+    item->wrong = false;
+    CK_RV rv = s_call_prepare (call, item);
+    if (rv != CKR_OK) {
+        s_call_clear (call);
+        call->rv = rv;
         return;
     }
-    if (item->rv == CKR_OK)
-        item->rv = CKR_DEVICE_ERROR;
-    OPENSSL_cleanse (out, max);
-    free (out);
+    if (health)
+        health_call_running (health, id);
+    if (!*session_p)                        /* reopened after a session-class error */
+        *session_p = board->session_open (board->handle);
+    if (!*session_p)
+        call->rv = CKR_DEVICE_ERROR;        /* the session could not be reopened */
+    else {
+        s_call_run (board, *session_p, call);
+        s_call_verify (verify, board, call);
+    }
 }
 
 void
 worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
 {
-    item->out = NULL;
-    item->out_len = 0;
-    switch (item->kind) {
-        case WORK_SIGN:
-        case WORK_DECRYPT:
-            s_run_crypto (board, session, item);
-            break;
-        case WORK_DERIVE:
-            s_run_derive (board, session, item);
-            break;
-        case WORK_MODEXP:
-            s_run_modexp (board, session, item);
-            break;
-        case WORK_GENERATE:
-            item->rv = board->generate_material
-                     ? board->generate_material (session, &item->gen, &item->out, &item->out_len)
-                     : CKR_FUNCTION_NOT_SUPPORTED;
-            break;
-        case WORK_GENERATE_RESIDENT:
-            item->rv = board->generate_resident
-                     ? board->generate_resident (session, &item->gen, &item->generated)
-                     : CKR_FUNCTION_NOT_SUPPORTED;
-            break;
-        case WORK_DESTROY_RESIDENT:
-            item->rv = board->destroy_resident
-                     ? board->destroy_resident (session, item->key.id, item->key.id_len)
-                     : CKR_FUNCTION_NOT_SUPPORTED;
-            break;
-        default:
-            item->rv = CKR_FUNCTION_NOT_SUPPORTED;
+    s_call_t call;
+    cs_session_t *used = session;
+    s_run_item (board, &used, NULL, item, &call, NULL, 0);
+    if (used != session)
+        board->session_close (&used);       /* opened for this call only */
+    s_call_finish (&call, item);
+}
+
+/*  Reopens the worker's driver session (after a session-class error):
+ *  a pkcs11 board opens a new PKCS#11 session (and logs in again when the
+ *  token lost its login, driver_pkcs11.c).  NULL when it cannot.  */
+static cs_session_t *
+s_session_reopen (s_args_t *args, cs_session_t *session)
+{
+    board_t *board = args->board;
+    board->session_close (&session);
+    session = board->session_open (board->handle);
+    if (session)
+        zsys_info ("board %s: worker %zu reopened its driver session", board->name, args->id);
+    return session;
+}
+
+/*  Runs one item from the reactor and hands it back, unless the reactor
+ *  abandoned it meanwhile (health.h): then the results are dropped and the
+ *  worker reports back with no item.  */
+static void
+s_serve_item (zsock_t *dealer, s_args_t *args, cs_session_t **session_p, verify_t *verify, work_item_t *item)
+{
+    size_t board_index = item->board;
+    s_call_t call;
+    int64_t started = metrics_now_ns ();
+    s_run_item (args->board, session_p, verify, item, &call, args->health, args->id);
+    int64_t service_ns = metrics_now_ns () - started;
+    metrics_observe (args->metrics, board_index, METRICS_SERVICE, service_ns);
+    bool reopen = health_rv_needs_session (call.rv);
+    if (health_call_end (args->health, args->id)) {
+        s_call_finish (&call, item);
+        item->service_ns = service_ns;      /* the scheduler's speed estimate (scheduler.h) */
+        zsock_send (dealer, "ip", (int) args->id, item);
     }
+    else {
+        s_call_clear (&call);
+        zsock_send (dealer, "ip", (int) args->id, NULL);
+    }
+    if (reopen && *session_p)
+        *session_p = s_session_reopen (args, *session_p);
 }
 
 /*  The worker loop: announce readiness, then run items until $TERM.  */
 static void
-s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_session_t *session)
+s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_session_t **session_p)
 {
     zpoller_t *poller = zpoller_new (pipe, dealer, NULL);
     /*  SIGINT/SIGTERM mean drain (main.c): the worker keeps serving the
         queued items until the server sends $TERM.  */
     if (poller)
         zpoller_set_nonstop (poller, true);
+    verify_t *verify = verify_new ();
     zsock_send (dealer, "ip", (int) args->id, NULL);
-    while (poller) {
+    while (poller && verify) {
         void *which = zpoller_wait (poller, -1);
         if (which == pipe || !which) {
             char *command = zstr_recv (pipe);
@@ -180,14 +417,10 @@ s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_session_t *session)
             continue;
         }
         work_item_t *item = NULL;
-        if (zsock_recv (dealer, "p", &item) == 0 && item) {
-            int64_t started = metrics_now_ns ();
-            worker_run_item (args->board, session, item);
-            item->service_ns = metrics_now_ns () - started;
-            metrics_observe (args->metrics, item->board, METRICS_SERVICE, item->service_ns);
-            zsock_send (dealer, "ip", (int) args->id, item);
-        }
+        if (zsock_recv (dealer, "p", &item) == 0 && item)
+            s_serve_item (dealer, args, session_p, verify, item);
     }
+    verify_destroy (&verify);
     zpoller_destroy (&poller);
 }
 
@@ -206,7 +439,7 @@ s_worker_actor (zsock_t *pipe, void *arg)
         snprintf (identity, sizeof identity, "w%zu", args->id);
         zsock_set_identity (dealer, identity);
         if (zsock_connect (dealer, "%s", args->backend) == 0)
-            s_serve (pipe, dealer, args, session);
+            s_serve (pipe, dealer, args, &session);
         zsock_destroy (&dealer);
         board->session_close (&session);
     }
@@ -219,7 +452,7 @@ s_worker_actor (zsock_t *pipe, void *arg)
 }
 
 worker_t *
-worker_new (board_t *board, size_t id, const char *backend, metrics_t *metrics)
+worker_new (board_t *board, size_t id, const char *backend, metrics_t *metrics, health_t *health)
 {
     worker_t *self = calloc (1, sizeof *self);
     s_args_t *args = calloc (1, sizeof *args);
@@ -231,6 +464,7 @@ worker_new (board_t *board, size_t id, const char *backend, metrics_t *metrics)
     args->board = board;
     args->id = id;
     args->metrics = metrics;
+    args->health = health;
     self->actor = zactor_new (s_worker_actor, args);
     char *status = self->actor ? zstr_recv (self->actor) : NULL;
     bool ok = status && streq (status, "OK");
@@ -251,4 +485,38 @@ worker_destroy (worker_t **self_p)
     zactor_destroy (&self->actor);
     free (self);
     *self_p = NULL;
+}
+
+void
+worker_abandon (worker_t **self_p)
+{
+    worker_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    /*  The actor, its pipe and its args stay: the stuck thread may still
+        return into them.  The process exits next (main.c).  */
+    free (self);
+    *self_p = NULL;
+}
+
+void
+worker_stop (worker_t *self)
+{
+    if (!self || !self->actor)
+        return;
+    zsock_set_sndtimeo (self->actor, 0);
+    zstr_send (self->actor, "$TERM");
+}
+
+bool
+worker_stopped (worker_t *self, int timeout_ms)
+{
+    if (!self || !self->actor)
+        return true;
+    zpoller_t *poller = zpoller_new (self->actor, NULL);
+    if (poller)
+        zpoller_set_nonstop (poller, true);     /* SIGTERM brought us here */
+    bool done = poller && zpoller_wait (poller, timeout_ms) != NULL;
+    zpoller_destroy (&poller);
+    return done;
 }

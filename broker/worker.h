@@ -13,6 +13,7 @@
 
 #include <czmq.h>
 #include "board.h"
+#include "health.h"
 #include "metrics.h"
 #include "scheduler.h"
 
@@ -20,19 +21,38 @@ typedef struct _worker_t worker_t;
 
 /*  Starts worker `id` of `board`, connecting to backend endpoint `backend`;
  *  it records the service time of each item in `metrics` (metrics.h: stage
- *  service of the item's board; NULL: none).  Returns NULL (after logging)
- *  when its driver session cannot be opened.  The board and the registry
- *  must outlive the worker.  Caller destroys.  */
-worker_t *worker_new (board_t *board, size_t id, const char *backend, metrics_t *metrics);
+ *  service of the item's board; NULL: none).  Each item runs on the
+ *  worker's own copies of its inputs, its sign/decrypt result is checked
+ *  (verify.h: a wrong one becomes CKR_DEVICE_ERROR with item->wrong), and
+ *  it is handed back only when `health` says the reactor has not abandoned
+ *  it (health_call_end); else the worker reports back with no item.  After
+ *  a session-class error (health_rv_needs_session) the worker reopens its
+ *  driver session.  Returns NULL (after logging) when its driver session
+ *  cannot be opened.  The board, the registry and health must outlive the
+ *  worker.  Caller destroys.  */
+worker_t *worker_new (board_t *board, size_t id, const char *backend, metrics_t *metrics, health_t *health);
 
 /*  Stops the thread (after its current item) and closes its session;
  *  NULL-safe; nulls *self_p.  */
 void worker_destroy (worker_t **self_p);
 
-/*  Runs one item with a driver session, in the calling thread: sets
- *  item->rv and, on CKR_OK, item->out/out_len (signature, plaintext or
- *  generated PKCS#8; malloc'd, owned by the item) or item->generated.
- *  Exposed for tests.  */
+/*  Asks the worker's thread to end after its current item, without
+ *  waiting; then poll worker_stopped and worker_destroy it.  NULL-safe.  */
+void worker_stop (worker_t *self);
+
+/*  True when the worker's thread has ended (after worker_stop), waiting up
+ *  to timeout_ms.  */
+bool worker_stopped (worker_t *self, int timeout_ms);
+
+/*  Leaves a worker whose thread is stuck in a driver call (health.h: LOST)
+ *  behind: frees nothing it might still use and does not wait for it (the
+ *  process is about to exit).  NULL-safe; nulls *self_p.  */
+void worker_abandon (worker_t **self_p);
+
+/*  Runs one item with a driver session, in the calling thread, without the
+ *  result check: sets item->rv and, on CKR_OK, item->out/out_len
+ *  (signature, plaintext or generated PKCS#8; malloc'd, owned by the item)
+ *  or item->generated.  Exposed for tests.  */
 void worker_run_item (board_t *board, cs_session_t *session, work_item_t *item);
 
 #endif

@@ -58,6 +58,8 @@ struct cs_board_s {
     cs_caps_t caps;                 /* probed at open */
     cs_key_info_t *keys;            /* read once at open */
     size_t n_keys;
+    char *pin_path;                 /* to log in again after the token lost its login */
+    pthread_mutex_t login_lock;     /* guards session and the login again */
 };
 
 /*  A keystore key imported into a worker session.  */
@@ -416,6 +418,9 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
     if (!self || !(self->name = strdup (name)))
         goto out;
     self->session = CK_INVALID_HANDLE;
+    pthread_mutex_init (&self->login_lock, NULL);
+    if (pin_path && !(self->pin_path = strdup (pin_path)))
+        goto out;
     if (!module || !token) {
         zsys_error ("pkcs11 %s: 'module' and 'token' are required", name);
         goto out;
@@ -449,6 +454,8 @@ s_board_close (cs_board_t **board_p)
     if (self->module)
         s_module_put (self->module);
     cs_key_info_free_array (self->keys, self->n_keys);
+    free (self->pin_path);
+    pthread_mutex_destroy (&self->login_lock);
     free (self->name);
     free (self);
     *board_p = NULL;
@@ -579,6 +586,32 @@ s_import_free (s_import_t **self_p)
     *self_p = NULL;
 }
 
+/*  A worker session that is not logged in means the token lost its login
+ *  (all the application's sessions were closed, the token was reset or
+ *  re-inserted; PKCS#11 v2.40 §5.6): the board session is opened again and
+ *  logs in with the PIN file, once, under the board's lock.  Returns the
+ *  CK_RV of the login (CKR_OK when the session was logged in).  */
+static CK_RV
+s_login_again (cs_board_t *board, CK_SESSION_HANDLE worker)
+{
+    CK_SESSION_INFO info;
+    CK_RV rv = board->fl->C_GetSessionInfo (worker, &info);
+    if (rv != CKR_OK || info.state == CKS_RW_USER_FUNCTIONS || info.state == CKS_RO_USER_FUNCTIONS)
+        return rv;
+    pthread_mutex_lock (&board->login_lock);
+    rv = board->fl->C_GetSessionInfo (worker, &info);
+    if (rv == CKR_OK && info.state != CKS_RW_USER_FUNCTIONS && info.state != CKS_RO_USER_FUNCTIONS) {
+        if (board->session != CK_INVALID_HANDLE)
+            board->fl->C_CloseSession (board->session);
+        board->session = CK_INVALID_HANDLE;
+        rv = s_login (board, board->pin_path) ? CKR_USER_NOT_LOGGED_IN : CKR_OK;
+        zsys_info ("pkcs11 %s: the token had lost its login: %s", board->name,
+                   rv == CKR_OK ? "logged in again" : "cannot log in again");
+    }
+    pthread_mutex_unlock (&board->login_lock);
+    return rv;
+}
+
 static cs_session_t *
 s_session_open (cs_board_t *board)
 {
@@ -590,6 +623,10 @@ s_session_open (cs_board_t *board)
     self->imports = zhashx_new ();
     CK_RV rv = board->fl->C_OpenSession (board->slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL,
                                          NULL, &self->handle);
+    if (rv == CKR_OK && s_login_again (board, self->handle) != CKR_OK) {
+        board->fl->C_CloseSession (self->handle);
+        rv = CKR_USER_NOT_LOGGED_IN;
+    }
     if (rv != CKR_OK || !self->objects || !self->imports) {
         zsys_error ("pkcs11 %s: worker C_OpenSession: %s", board->name, cs_rv_name (rv));
         zhashx_destroy (&self->objects);
@@ -1049,6 +1086,20 @@ s_needs_bits (const s_op_t *op)
     return op->path == S_OAEP_RAW || op->path == S_PSS_RAW;
 }
 
+/*  A resident key not found: CKR_USER_NOT_LOGGED_IN when the session lost
+ *  its login (private objects are invisible then; the worker reopens its
+ *  session and s_login_again logs in, issue #9), else CKR_KEY_HANDLE_INVALID.  */
+static CK_RV
+s_not_found (cs_session_t *self)
+{
+    CK_SESSION_INFO info;
+    CK_RV rv = self->board->fl->C_GetSessionInfo (self->handle, &info);
+    if (rv != CKR_OK)
+        return rv;
+    return info.state == CKS_RW_USER_FUNCTIONS || info.state == CKS_RO_USER_FUNCTIONS
+         ? CKR_KEY_HANDLE_INVALID : CKR_USER_NOT_LOGGED_IN;
+}
+
 /*  Runs op on a resident key, re-finding the key once if its cached handle
  *  went stale (a token re-imported the key).  */
 static CK_RV
@@ -1059,7 +1110,7 @@ s_run_resident (cs_session_t *self, const cs_key_t *key, s_op_t *op)
     for (int attempt = 0; attempt < 2; attempt++) {
         CK_OBJECT_HANDLE obj = s_object (self, key->id, key->id_len, attempt > 0);
         if (obj == CK_INVALID_HANDLE)
-            return CKR_KEY_HANDLE_INVALID;
+            return s_not_found (self);
         CK_KEY_TYPE type = info ? info->key_type : CKK_VENDOR_DEFINED;
         if (!info && !s_attr_get (self->board, self->handle, obj, CKA_KEY_TYPE, &type, sizeof type))
             type = CKK_VENDOR_DEFINED;
@@ -1078,7 +1129,7 @@ s_run_resident (cs_session_t *self, const cs_key_t *key, s_op_t *op)
         if (rv != CKR_OBJECT_HANDLE_INVALID && rv != CKR_KEY_HANDLE_INVALID)
             break;
     }
-    return rv;
+    return rv == CKR_OBJECT_HANDLE_INVALID || rv == CKR_KEY_HANDLE_INVALID ? s_not_found (self) : rv;
 }
 
 /*  Runs op on key material: a cached session object for a keystore key, a

@@ -172,6 +172,48 @@ START_TEST (test_random_ticket_key_and_plaintext)
 }
 END_TEST
 
+/*  Board health settings (issue #9): defaults, values, and refusals.  */
+START_TEST (test_board_health)
+{
+    char *error = NULL;
+    broker_config_t *config = s_load ("", "drivers\n    a\n        type = sim\n"
+                                      "    b\n        type = sim\n        trusted = false\n"
+                                      "    c\n        type = sim\n        verify = sample 10%\n"
+                                      "        call-timeout-ms = 750\n        generate-timeout-ms = 9000\n"
+                                      "        probe-min-ms = 20\n        probe-max-ms = 400\n", &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    const broker_board_conf_t *a = &config->boards [0], *b = &config->boards [1], *c = &config->boards [2];
+    ck_assert (a->trusted && !b->trusted);
+    ck_assert_int_eq (a->verify_rsa, 100);
+    ck_assert_int_eq (a->verify_ec, 0);
+    ck_assert_int_eq (b->verify_ec, 100);
+    ck_assert_int_eq (c->verify_rsa, 10);
+    ck_assert_int_eq (c->verify_ec, 10);
+    ck_assert_int_eq (a->call_timeout_ms, 0);
+    ck_assert_int_eq (a->generate_timeout_ms, 300000);
+    ck_assert_int_eq (a->probe_min_ms, 100);
+    ck_assert_int_eq (a->probe_max_ms, 30000);
+    ck_assert_int_eq (c->call_timeout_ms, 750);
+    ck_assert_int_eq (c->generate_timeout_ms, 9000);
+    ck_assert_int_eq (c->probe_min_ms, 20);
+    ck_assert_int_eq (c->probe_max_ms, 400);
+    broker_config_destroy (&config);
+    static const char *bad [] = {
+        "        verify = sometimes\n", "        verify = sample 101%\n", "        verify = sample 5\n",
+        "        trusted = maybe\n", "        call-timeout-ms = -1\n",
+        "        probe-min-ms = 500\n        probe-max-ms = 100\n" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
+        char drivers [256];
+        snprintf (drivers, sizeof drivers, "drivers\n    a\n        type = sim\n%s", bad [i]);
+        free (error);
+        error = NULL;
+        ck_assert_msg (s_load ("", drivers, &error) == NULL, "accepted: %s", bad [i]);
+        ck_assert_ptr_nonnull (strstr (error, "drivers/a/"));
+    }
+    free (error);
+}
+END_TEST
+
 /*  The limits of issue #7: defaults and set values.  */
 START_TEST (test_limits)
 {
@@ -379,6 +421,7 @@ main (void)
     tcase_add_test (tc, test_limits);
     tcase_add_test (tc, test_secret_file_modes);
     tcase_add_test (tc, test_ticket_key_in_locked_page);
+    tcase_add_test (tc, test_board_health);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

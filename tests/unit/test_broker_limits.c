@@ -443,6 +443,37 @@ START_TEST (test_deadline_cap)
 }
 END_TEST
 
+/*  Issue #9: a queued job whose deadline passes is answered at once by the
+ *  reactor's sweep, not when a worker frees.  Request A holds the one
+ *  worker for 1000 ms; request B, queued behind it with a 250 ms deadline,
+ *  gets CKR_DEVICE_ERROR first, within 250 ms + the sweep (50 ms) + slack.  */
+START_TEST (test_deadline_sweep)
+{
+    uint8_t di [51];
+    th_digest_info ("sweep", di);
+    Cs__Request *a = th_request (1, 40), *b = th_request (1, 41);
+    a->ticket = b->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    th_job_crypto (a->jobs [0], true, s_board_ref, 8, CKM_RSA_PKCS, di, 51);
+    th_job_crypto (b->jobs [0], true, s_board_ref, 8, CKM_RSA_PKCS, di, 51);
+    int64_t start = zclock_mono ();
+    th_send (s_alice, a);
+    th_send (s_alice, b);
+    Cs__Reply *first = th_recv (s_alice);
+    int64_t elapsed = zclock_mono () - start;
+    ck_assert_uint_eq (first->request_id, 41);
+    ck_assert_uint_eq (first->results [0]->rv, CKR_DEVICE_ERROR);
+    ck_assert_int_lt (elapsed, 800);
+    Cs__Reply *second = th_recv (s_alice);
+    ck_assert_uint_eq (second->request_id, 40);
+    ck_assert_uint_eq (second->results [0]->rv, CKR_OK);       /* late, within its time limit */
+    cs__reply__free_unpacked (first, NULL);
+    cs__reply__free_unpacked (second, NULL);
+    th_request_free (a);
+    th_request_free (b);
+    s_eve_served ();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /*  Bytes queued per client: alice floods requests for a slow board; past
  *  64 KiB queued she gets CKR_DEVICE_MEMORY at once, and eve is answered
@@ -606,6 +637,7 @@ s_suite (void)
     tcase_add_checked_fixture (tc, s_setup_deadline, s_teardown);
     tcase_set_timeout (tc, 60);
     tcase_add_test (tc, test_deadline_cap);
+    tcase_add_test (tc, test_deadline_sweep);
     suite_add_tcase (suite, tc);
     tc = tcase_create ("flood");
     tcase_add_checked_fixture (tc, s_setup_flood, s_teardown);

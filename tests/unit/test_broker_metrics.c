@@ -164,6 +164,23 @@ static const char *s_expected =
 "# TYPE cryptoserver_queue_depth gauge\n"
 "cryptoserver_queue_depth{queue=\"client\"} 3\n"
 "cryptoserver_queue_depth{queue=\"background\"} 1\n"
+"# HELP cryptoserver_board_up 1 when a board is in rotation, 0 while it is out after a fault (a failed "
+"driver call, a call over its time limit or a wrong result) until a probe brings it back.\n"
+"# TYPE cryptoserver_board_up gauge\n"
+"cryptoserver_board_up{board=\"board0\"} 0\n"
+"# HELP cryptoserver_wrong_results_total Results of a board that failed verification with the key's "
+"public half and were not released (the job was re-run on another board or failed).\n"
+"# TYPE cryptoserver_wrong_results_total counter\n"
+"cryptoserver_wrong_results_total{board=\"board0\"} 2\n"
+"# HELP cryptoserver_board_faults_total Faults of a board, by kind: error (a device- or session-class "
+"error of the driver), timeout (a driver call over its time limit), wrong (a wrong result).\n"
+"# TYPE cryptoserver_board_faults_total counter\n"
+"cryptoserver_board_faults_total{board=\"board0\",kind=\"error\"} 0\n"
+"cryptoserver_board_faults_total{board=\"board0\",kind=\"timeout\"} 1\n"
+"cryptoserver_board_faults_total{board=\"board0\",kind=\"wrong\"} 2\n"
+"# HELP cryptoserver_job_reruns_total Jobs re-run on another board after a board fault.\n"
+"# TYPE cryptoserver_job_reruns_total counter\n"
+"cryptoserver_job_reruns_total 3\n"
 "# HELP cryptoserver_inflight_jobs Jobs of a client out with the boards' workers (queued or running), "
 "by client (its certificate's name) and tenant.\n"
 "# TYPE cryptoserver_inflight_jobs gauge\n"
@@ -216,11 +233,22 @@ START_TEST (test_render_exact)
     metrics_key_cache (metrics, true);
     metrics_key_cache (metrics, false);
     metrics_key_cache (metrics, false);
+<<<<<<< HEAD
     metrics_pool (metrics, METRICS_POOL_TAKEN, 1);
     metrics_pool (metrics, METRICS_POOL_TAKEN, 1);
     metrics_pool (metrics, METRICS_POOL_MISSED, 1);
     metrics_pool (metrics, METRICS_POOL_RESTORED, 16);
     metrics_pool (NULL, METRICS_POOL_TAKEN, 1);                     /* NULL-safe */
+=======
+    metrics_board_fault (metrics, 0, METRICS_FAULT_WRONG);
+    metrics_board_fault (metrics, 0, METRICS_FAULT_WRONG);
+    metrics_board_fault (metrics, 0, METRICS_FAULT_TIMEOUT);
+    metrics_board_fault (metrics, 1, METRICS_FAULT_ERROR);          /* no such board: ignored */
+    metrics_board_up (metrics, 0, true);
+    metrics_board_up (metrics, 0, false);
+    for (int i = 0; i < 3; i++)
+        metrics_rerun (metrics);
+>>>>>>> health
     size_t len = 0;
     char *text = metrics_render_at (metrics, 1000042, &len);
     ck_assert_ptr_nonnull (text);

@@ -7,6 +7,7 @@
  *  keys/home = board0, and a master key wrapped by a board key that no
  *  client may use.  Skipped (77) without SoftHSMv2 or pkcs11-tool.
  */
+#include <dlfcn.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
 #include "test_broker_helpers.h"
@@ -154,6 +155,52 @@ s_teardown (void)
     s_sh ("rm -rf '%s'", s_dir);
     free (s_dir);
 }
+
+/*  Issue #9: the tokens lose their login (the test logs the application out
+ *  of both, as a token reset would): the jobs fail on both boards (out of
+ *  rotation), the workers reopen their sessions, the pkcs11 driver logs in
+ *  again, and the probes bring the boards back: signatures work again
+ *  within a few seconds and verify.  */
+START_TEST (test_login_lost)
+{
+    void *dl = dlopen (getenv ("SOFTHSM2_MODULE"), RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_ptr_nonnull (dl);             /* the driver's instance */
+    CK_C_GetFunctionList get = (CK_C_GetFunctionList) dlsym (dl, "C_GetFunctionList");
+    CK_FUNCTION_LIST_PTR fl = NULL;
+    ck_assert (get && get (&fl) == CKR_OK);
+    CK_SLOT_ID slots [8];
+    CK_ULONG n_slots = 8;
+    ck_assert_uint_eq (fl->C_GetSlotList (CK_TRUE, slots, &n_slots), CKR_OK);
+    for (CK_ULONG i = 0; i < n_slots; i++) {
+        CK_SESSION_HANDLE session;
+        if (fl->C_OpenSession (slots [i], CKF_SERIAL_SESSION, NULL, NULL, &session) != CKR_OK)
+            continue;
+        fl->C_Logout (session);
+        fl->C_CloseSession (session);
+    }
+    uint8_t di [51];
+    th_digest_info ("after the logout", di);
+    int64_t end = zclock_mono () + 5000;
+    CK_RV rv = CKR_GENERAL_ERROR;
+    int tries = 0;
+    while (rv != CKR_OK && zclock_mono () < end) {
+        Cs__Request *req = th_request (1, 100 + (uint64_t) tries++);
+        req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+        th_job_crypto (req->jobs [0], true, s_rsa_id, 8, CKM_RSA_PKCS, di, 51);
+        Cs__Reply *reply = th_call (s_client, req);
+        rv = reply->results [0]->rv;
+        if (rv == CKR_OK)
+            ck_assert (th_verify_rsa_pkcs1 (s_rsa, di, 51, reply->results [0]->data.data,
+                                            reply->results [0]->data.len));
+        cs__reply__free_unpacked (reply, NULL);
+        th_request_free (req);
+        if (rv != CKR_OK)
+            zclock_sleep (50);
+    }
+    ck_assert_msg (rv == CKR_OK, "no signature within 5 s of the logout (last %s)", cs_rv_name (rv));
+    dlclose (dl);
+}
+END_TEST
 
 START_TEST (test_list_keys)
 {
@@ -712,6 +759,7 @@ s_suite (void)
     tcase_set_timeout (tc, 120);
     tcase_add_test (tc, test_list_keys);
     tcase_add_test (tc, test_sign);
+    tcase_add_test (tc, test_login_lost);
     tcase_add_test (tc, test_decrypt);
     tcase_add_test (tc, test_board_errors_pass_through);
     tcase_add_test (tc, test_empty_data_leaves_no_operation);

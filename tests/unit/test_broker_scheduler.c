@@ -3,6 +3,7 @@
  */
 #include <check.h>
 #include <czmq.h>
+#include "health.h"
 #include "scheduler.h"
 
 static const unsigned char s_shared [] = { 0x01 };     /* on both boards */
@@ -153,6 +154,122 @@ START_TEST (test_limits)
 }
 END_TEST
 
+
+/*  Issue #9: a board out of rotation gets no new item, its ready workers
+ *  take none from the queue, an item never goes back to a board it tried,
+ *  stranded and expired items are swept out, and a board put back is kicked.  */
+START_TEST (test_rotation)
+{
+    scheduler_t *s = s_two_boards ();
+    size_t worker = 99;
+    scheduler_board_set_up (s, 1, false);
+    ck_assert (!scheduler_board_up (s, 1) && scheduler_board_up (s, 0));
+    work_item_t only1 = s_item (s_only1, 0), shared = s_item (s_shared, 1);
+    ck_assert_int_eq (scheduler_submit (s, &only1, &worker), SCHEDULER_NO_BOARD_UP);
+    ck_assert_int_eq (scheduler_submit (s, &shared, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (shared.board, 0);
+    /*  Re-run after board 0 failed it: board 1 is out, so nowhere.  */
+    shared.tried = UINT64_C (1) << 0;
+    ck_assert_int_eq (scheduler_submit (s, &shared, &worker), SCHEDULER_NO_BOARD_UP);
+    scheduler_board_set_up (s, 1, true);
+    ck_assert_int_eq (scheduler_submit (s, &shared, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (shared.board, 1);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+START_TEST (test_rotation_queue)
+{
+    scheduler_t *s = s_two_boards ();
+    size_t worker = 99, w [4];
+    work_item_t busy [4], only1 = s_item (s_only1, 7), late = s_item (s_shared, 8);
+    for (size_t i = 0; i < 4; i++) {                 /* every worker busy */
+        busy [i] = s_item (s_shared, i);
+        ck_assert_int_eq (scheduler_submit (s, &busy [i], &w [i]), SCHEDULER_ASSIGNED);
+    }
+    only1.deadline = late.deadline = 1000;
+    ck_assert_int_eq (scheduler_submit (s, &only1, &worker), SCHEDULER_QUEUED);
+    ck_assert_int_eq (scheduler_submit (s, &late, &worker), SCHEDULER_QUEUED);
+    /*  Board 1 leaves rotation: its ready worker takes nothing, only1 is stranded.  */
+    scheduler_board_set_up (s, 1, false);
+    ck_assert_ptr_null (scheduler_worker_ready (s, 2));
+    ck_assert_ptr_eq (scheduler_take_stranded (s), &only1);
+    ck_assert_ptr_null (scheduler_take_stranded (s));
+    /*  Back in rotation: the kick gives its idle worker the queued item.  */
+    scheduler_board_set_up (s, 1, true);
+    ck_assert_ptr_eq (scheduler_board_kick (s, 1, &worker), &late);
+    ck_assert_uint_eq (worker, 2);
+    ck_assert_ptr_null (scheduler_board_kick (s, 1, &worker));
+    /*  The deadline sweep.  */
+    late.deadline = 1000;
+    ck_assert_int_eq (scheduler_submit (s, &late, &worker), SCHEDULER_QUEUED);
+    ck_assert_ptr_null (scheduler_take_expired (s, 1000));
+    ck_assert_ptr_eq (scheduler_take_expired (s, 1001), &late);
+    ck_assert_uint_eq (scheduler_queued (s), 0);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  health.h: fault -> DOWN for probe-min; probe -> PROBING; a fault on
+ *  probation doubles the back-off up to probe-max; a good probe -> UP; a
+ *  late fault while DOWN changes nothing; HEALTH_GOOD_RESET good results
+ *  reset the back-off.  */
+START_TEST (test_health_backoff)
+{
+    health_t *h = health_new (2, 3);
+    ck_assert_ptr_nonnull (h);
+    health_board_backoff (h, 0, 100, 350);
+    ck_assert_int_eq (health_board_state (h, 0), HEALTH_UP);
+    ck_assert (health_board_fault (h, 0, 1000));
+    ck_assert (!health_board_fault (h, 0, 1001));          /* already out */
+    ck_assert (!health_probe_due (h, 0, 1099));
+    ck_assert (health_probe_due (h, 0, 1100));
+    ck_assert_int_eq (health_board_state (h, 0), HEALTH_PROBING);
+    ck_assert (health_board_fault (h, 0, 1100));           /* failed probe: 200 ms */
+    ck_assert (!health_probe_due (h, 0, 1299));
+    ck_assert (health_probe_due (h, 0, 1300));
+    ck_assert (health_board_fault (h, 0, 1300));           /* 350 (capped) */
+    ck_assert (!health_probe_due (h, 0, 1649));
+    ck_assert (health_probe_due (h, 0, 1650));
+    ck_assert (health_board_ok (h, 0));
+    ck_assert_int_eq (health_board_state (h, 0), HEALTH_UP);
+    ck_assert (!health_board_ok (h, 0));
+    ck_assert_int_eq (health_board_next_backoff (h, 0), 350);     /* still suspect */
+    for (int i = 0; i < HEALTH_GOOD_RESET; i++)
+        health_board_ok (h, 0);
+    ck_assert_int_eq (health_board_next_backoff (h, 0), 100);     /* forgiven */
+    ck_assert_int_eq (health_board_state (h, 1), HEALTH_UP);
+    ck_assert (health_rv_is_fault (CKR_DEVICE_ERROR) && health_rv_is_fault (CKR_SESSION_HANDLE_INVALID));
+    ck_assert (!health_rv_is_fault (CKR_KEY_HANDLE_INVALID) && !health_rv_is_fault (CKR_DATA_LEN_RANGE));
+    ck_assert (health_rv_needs_session (CKR_USER_NOT_LOGGED_IN) && !health_rv_needs_session (CKR_DEVICE_ERROR));
+    health_destroy (&h);
+}
+END_TEST
+
+/*  The hand-over of an item: exactly one of worker and reactor gets it.  */
+START_TEST (test_health_calls)
+{
+    health_t *h = health_new (1, 2);
+    health_call_start (h, 0);
+    health_call_running (h, 0);
+    ck_assert (health_call_end (h, 0));                     /* the worker was first */
+    health_call_start (h, 0);
+    ck_assert (health_call_end (h, 0));                     /* inputs refused: never ran */
+    ck_assert (!health_call_abandon (h, 0));
+    ck_assert (!health_worker_back (h, 0));
+    health_call_start (h, 1);
+    ck_assert (!health_call_abandon (h, 1));                /* not while the worker copies inputs */
+    health_call_running (h, 1);
+    ck_assert (health_call_abandon (h, 1));                 /* the reactor was first */
+    ck_assert (health_worker_lost (h, 1));
+    ck_assert (!health_call_end (h, 1));
+    ck_assert (health_worker_back (h, 1));
+    ck_assert (!health_worker_lost (h, 1));
+    health_destroy (&h);
+    ck_assert_ptr_null (h);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -163,6 +280,10 @@ main (void)
     tcase_add_test (tc, test_fifo_when_none_idle);
     tcase_add_test (tc, test_counters);
     tcase_add_test (tc, test_limits);
+    tcase_add_test (tc, test_rotation);
+    tcase_add_test (tc, test_rotation_queue);
+    tcase_add_test (tc, test_health_backoff);
+    tcase_add_test (tc, test_health_calls);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
