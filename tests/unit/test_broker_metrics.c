@@ -233,13 +233,11 @@ START_TEST (test_render_exact)
     metrics_key_cache (metrics, true);
     metrics_key_cache (metrics, false);
     metrics_key_cache (metrics, false);
-<<<<<<< HEAD
     metrics_pool (metrics, METRICS_POOL_TAKEN, 1);
     metrics_pool (metrics, METRICS_POOL_TAKEN, 1);
     metrics_pool (metrics, METRICS_POOL_MISSED, 1);
     metrics_pool (metrics, METRICS_POOL_RESTORED, 16);
     metrics_pool (NULL, METRICS_POOL_TAKEN, 1);                     /* NULL-safe */
-=======
     metrics_board_fault (metrics, 0, METRICS_FAULT_WRONG);
     metrics_board_fault (metrics, 0, METRICS_FAULT_WRONG);
     metrics_board_fault (metrics, 0, METRICS_FAULT_TIMEOUT);
@@ -248,7 +246,6 @@ START_TEST (test_render_exact)
     metrics_board_up (metrics, 0, false);
     for (int i = 0; i < 3; i++)
         metrics_rerun (metrics);
->>>>>>> health
     size_t len = 0;
     char *text = metrics_render_at (metrics, 1000042, &len);
     ck_assert_ptr_nonnull (text);
