@@ -588,9 +588,9 @@ s_attr_public (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
 {
     switch (type) {
         case CKA_VERIFY:         return s_bool (value, true);
-        case CKA_ENCRYPT:        return s_bool (value, key->key_type == CKK_RSA);
+        case CKA_ENCRYPT:
+        case CKA_VERIFY_RECOVER: return s_bool (value, key->key_type == CKK_RSA);
         case CKA_WRAP:
-        case CKA_VERIFY_RECOVER:
         case CKA_TRUSTED:        return s_bool (value, false);
         default:                 return S_INVALID;
     }
@@ -601,13 +601,13 @@ s_attr_private (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
 {
     switch (type) {
         case CKA_SIGN:              return s_bool (value, key->can_sign);
+        case CKA_SIGN_RECOVER:      return s_bool (value, key->can_sign && key->key_type == CKK_RSA);
         case CKA_DECRYPT:           return s_bool (value, key->can_decrypt && key->key_type == CKK_RSA);
         case CKA_SENSITIVE:
         case CKA_ALWAYS_SENSITIVE:
         case CKA_NEVER_EXTRACTABLE: return s_bool (value, true);
         case CKA_EXTRACTABLE:
         case CKA_UNWRAP:
-        case CKA_SIGN_RECOVER:
         case CKA_WRAP_WITH_TRUSTED:
         case CKA_ALWAYS_AUTHENTICATE: return s_bool (value, false);
         default:                    return S_INVALID;
@@ -723,9 +723,11 @@ CK_RV
 cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
 {
     cs_object_t *object = s_object (handle);
-    bool need_private = want & (CKF_SIGN | CKF_DECRYPT | CKF_DERIVE);
+    bool need_private = want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT | CKF_DERIVE);
     CK_ATTRIBUTE_TYPE usage = want & CKF_SIGN ? CKA_SIGN : want & CKF_DECRYPT ? CKA_DECRYPT
                             : want & CKF_DERIVE ? CKA_DERIVE
+                            : want & CKF_SIGN_RECOVER ? CKA_SIGN_RECOVER
+                            : want & CKF_VERIFY_RECOVER ? CKA_VERIFY_RECOVER
                             : want & CKF_VERIFY ? CKA_VERIFY : CKA_ENCRYPT;
     if (!s_visible (object))
         return CKR_KEY_HANDLE_INVALID;

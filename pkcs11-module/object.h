@@ -171,8 +171,9 @@ bool cs_object_flag (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt)
 cs_key_t *cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p);
 
 /*  The key of a visible object for an operation `want` (CKF_SIGN, CKF_DECRYPT,
- *  CKF_DERIVE on a private key; CKF_VERIFY, CKF_ENCRYPT on a public key), whose
- *  usage attribute (CKA_SIGN, ..., CKA_DERIVE) must be TRUE.  CKR_OK with *key_p a new
+ *  CKF_DERIVE, CKF_SIGN_RECOVER on a private key; CKF_VERIFY, CKF_ENCRYPT,
+ *  CKF_VERIFY_RECOVER on a public key), whose usage attribute (CKA_SIGN, ...,
+ *  CKA_DERIVE, CKA_SIGN_RECOVER, CKA_VERIFY_RECOVER) must be TRUE.  CKR_OK with *key_p a new
  *  reference; CKR_KEY_HANDLE_INVALID; CKR_KEY_FUNCTION_NOT_PERMITTED.  */
 CK_RV cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p);
 

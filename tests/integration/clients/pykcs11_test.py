@@ -138,6 +138,30 @@ class Test:
         self.session.login(self.pin)
         log("logged in as user")
 
+    def relogin(self):
+        """PKCS#11 2.40 §5.6 C_CloseSession: closing the last session logs
+        the application out, so a new session starts public and C_Login
+        works again (not CKR_USER_ALREADY_LOGGED_IN)."""
+        slot = self.session.getSessionInfo().slotID
+        self.session.closeSession()
+        self.session = self.lib.openSession(slot, PyKCS11.CKF_SERIAL_SESSION | PyKCS11.CKF_RW_SESSION)
+        state = self.session.getSessionInfo().state
+        check(state == PyKCS11.CKS_RW_PUBLIC_SESSION,
+              "a new session after the last one closed is in state %s, not CKS_RW_PUBLIC_SESSION"
+              % PyKCS11.CKS.get(state, state))
+        self.session.login(self.pin)
+        check(self.session.getSessionInfo().state == PyKCS11.CKS_RW_USER_FUNCTIONS, "C_Login did not log in")
+        log("closing the last session logged out; a new session logged in again")
+
+    def random(self):
+        """C_SeedRandom mixes the seed in (CKR_OK); C_GenerateRandom gives
+        the bytes asked for, different each time."""
+        self.session.seedRandom(os.urandom(32))
+        a, b = bytes(self.session.generateRandom(48)), bytes(self.session.generateRandom(48))
+        check(len(a) == 48 and len(b) == 48 and a != b, "C_GenerateRandom: %d and %d bytes, %s"
+              % (len(a), len(b), "equal" if a == b else "different"))
+        log("C_SeedRandom accepted 32 bytes; C_GenerateRandom gave 48 random bytes twice")
+
     def find(self, cls, label):
         objs = self.session.findObjects([(PyKCS11.CKA_CLASS, cls), (PyKCS11.CKA_LABEL, label)])
         check(len(objs) == 1, "expected one %s object %r, found %d" % (PyKCS11.CKO[cls], label, len(objs)))
@@ -288,6 +312,8 @@ def main():
     test = Test(*sys.argv[1:])
     try:
         test.open()
+        test.relogin()
+        test.random()
         test.list_objects()
         test.demo_keys()
         log("demo keys: all checks passed")
