@@ -199,6 +199,39 @@ s_mx_unlock (CK_VOID_PTR mutex)
     return pthread_mutex_unlock (mutex) == 0 ? CKR_OK : CKR_MUTEX_NOT_LOCKED;
 }
 
+/*  Callbacks of an application with one global lock: CreateMutex makes a
+ *  NULL handle, which the others ignore.  */
+static pthread_mutex_t s_global = PTHREAD_MUTEX_INITIALIZER;
+
+static CK_RV
+s_global_create (CK_VOID_PTR_PTR mutex_p)
+{
+    __atomic_add_fetch (&s_mx.created, 1, __ATOMIC_SEQ_CST);
+    *mutex_p = NULL;
+    return CKR_OK;
+}
+
+static CK_RV
+s_global_destroy (CK_VOID_PTR mutex)
+{
+    __atomic_add_fetch (&s_mx.destroyed, 1, __ATOMIC_SEQ_CST);
+    return CKR_OK;
+}
+
+static CK_RV
+s_global_lock (CK_VOID_PTR mutex)
+{
+    __atomic_add_fetch (&s_mx.locked, 1, __ATOMIC_SEQ_CST);
+    return pthread_mutex_lock (&s_global) == 0 ? CKR_OK : CKR_MUTEX_BAD;
+}
+
+static CK_RV
+s_global_unlock (CK_VOID_PTR mutex)
+{
+    __atomic_add_fetch (&s_mx.unlocked, 1, __ATOMIC_SEQ_CST);
+    return pthread_mutex_unlock (&s_global) == 0 ? CKR_OK : CKR_MUTEX_NOT_LOCKED;
+}
+
 /*  ---- closing the last session logs out (PKCS#11 2.40 §5.6) ------------ */
 
 START_TEST (test_last_session_logs_out)
@@ -302,6 +335,18 @@ START_TEST (test_mutex_callbacks)
     ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
     ck_assert_int_eq (s_mx.destroyed, 1);
+    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    /*  A NULL handle from CreateMutex is the application's business: its
+        callbacks are used all the same (not CKR_CANT_LOCK).  */
+    CK_C_INITIALIZE_ARGS global = { s_global_create, s_global_destroy, s_global_lock, s_global_unlock, 0, NULL };
+    memset (&s_mx, 0, sizeof s_mx);
+    ck_assert_uint_eq (p->C_Initialize (&global), CKR_OK);
+    h = s_open (0);
+    ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+    ck_assert_int_eq (s_mx.created, 1);
+    ck_assert_int_eq (s_mx.destroyed, 1);
+    ck_assert_int_gt (s_mx.locked, 2);
     ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
     /*  No callbacks, CKF_OS_LOCKING_OK: our own locking.  */
     CK_C_INITIALIZE_ARGS os = { NULL, NULL, NULL, NULL, CKF_OS_LOCKING_OK, NULL };
