@@ -28,12 +28,15 @@ static const CK_BYTE s_id [] = { 0x01 };
 
 /*  ---- fixture --------------------------------------------------------- */
 
+static void s_mx_reset (void);
+
 static void
 s_setup (void)
 {
     char *head, *conf = NULL, path [4096], *error = NULL, *text = NULL;
     const char *env = getenv ("CRYPTOSERVER_MODULE_PATH"), *top = getenv ("top_builddir");
     CK_RV (*get_list) (CK_FUNCTION_LIST_PTR_PTR);
+    s_mx_reset ();             /* CK_FORK=no (make memcheck) runs the tests in one process */
     s_dir = th_tmpdir ();
     s_key = th_key_pem (s_dir, "board.pem", 2048);
     th_certs (s_dir, "app", "demo");
@@ -153,6 +156,12 @@ static struct {
     CK_SESSION_HANDLE close;            /* the hook closes this session */
     bool fired;
 } s_mx;
+
+static void
+s_mx_reset (void)
+{
+    memset (&s_mx, 0, sizeof s_mx);
+}
 
 static CK_RV
 s_mx_create (CK_VOID_PTR_PTR mutex_p)
