@@ -16,6 +16,7 @@
 #include "test_broker_helpers.h"
 #include "broker_config.h"
 #include "server.h"
+#include "cs_p11_3.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;                 /* the board's key 01, made here */
@@ -520,6 +521,20 @@ START_TEST (test_recover)
     ck_assert_uint_eq (p->C_VerifyRecoverInit (h, &pkcs, pub), CKR_OK);
     ck_assert_uint_eq (p->C_VerifyRecover (h, sig, 256, out, NULL), CKR_ARGUMENTS_BAD);
     ck_assert_uint_eq (p->C_VerifyRecover (h, sig, 256, out, &len), CKR_OPERATION_NOT_INITIALIZED);
+    /*  PKCS#11 3.0 C_SessionCancel ends them by their flags.  */
+    CK_RV (*get_interface) (CK_UTF8CHAR_PTR, CK_VERSION_PTR, CK_INTERFACE_PTR_PTR, CK_FLAGS);
+    CK_VERSION v30 = { 3, 0 };
+    CK_INTERFACE *iface = NULL;
+    *(void **) &get_interface = dlsym (s_dl, "C_GetInterface");
+    ck_assert_uint_eq (get_interface ((CK_UTF8CHAR_PTR) "PKCS 11", &v30, &iface, 0), CKR_OK);
+    CK_FUNCTION_LIST_3_0 *p3 = iface->pFunctionList;
+    ck_assert_uint_eq (p->C_VerifyRecoverInit (h, &pkcs, pub), CKR_OK);
+    ck_assert_uint_eq (p->C_SignRecoverInit (h, &pkcs, priv), CKR_OK);
+    ck_assert_uint_eq (p3->C_SessionCancel (h, CKF_SIGN | CKF_VERIFY), CKR_OK);
+    ck_assert_uint_eq (p->C_SignRecoverInit (h, &pkcs, priv), CKR_OPERATION_ACTIVE);
+    ck_assert_uint_eq (p3->C_SessionCancel (h, CKF_SIGN_RECOVER | CKF_VERIFY_RECOVER), CKR_OK);
+    ck_assert_uint_eq (p->C_VerifyRecover (h, sig, 256, out, &len), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p->C_SignRecover (h, msg, sizeof msg, sig, &len), CKR_OPERATION_NOT_INITIALIZED);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
 }
 END_TEST
