@@ -10,9 +10,8 @@
  *  operation holds key references and, for decryption, plaintext that must
  *  not leave the module), multi-part encryption and decryption (RSA is
  *  single-part, curr. mech. §2.1), the dual-function calls (no mechanism
- *  of ours has them),
- *  C_GenerateKey, C_WrapKey, C_UnwrapKey, and the 3.0 message-based
- *  functions (no AEAD mechanism).  C_GetFunctionStatus and
+ *  of ours has them), C_GenerateKey, C_WrapKey, C_UnwrapKey, and the 3.0
+ *  message-based functions (no AEAD mechanism).  C_GetFunctionStatus and
  *  C_CancelFunction answer CKR_FUNCTION_NOT_PARALLEL (2.40 §5.16, legacy);
  *  C_WaitForSlotEvent answers CKR_NO_EVENT with CKF_DONT_BLOCK (the one slot
  *  never changes) and CKR_FUNCTION_NOT_SUPPORTED when asked to block.
