@@ -9,10 +9,9 @@
  *  with cryptoserver-admin), C_GetOperationState/C_SetOperationState (an
  *  operation holds key references and, for decryption, plaintext that must
  *  not leave the module), multi-part encryption and decryption (RSA is
- *  single-part, curr. mech. §2.1), C_DigestKey (no secret-key objects),
- *  the recover and dual-function calls (no mechanism of ours has them),
- *  C_GenerateKey, C_WrapKey, C_UnwrapKey, and the 3.0 message-based
- *  functions (no AEAD mechanism).  C_GetFunctionStatus and
+ *  single-part, curr. mech. §2.1), the dual-function calls (no mechanism
+ *  of ours has them), C_GenerateKey, C_WrapKey, C_UnwrapKey, and the 3.0
+ *  message-based functions (no AEAD mechanism).  C_GetFunctionStatus and
  *  C_CancelFunction answer CKR_FUNCTION_NOT_PARALLEL (2.40 §5.16, legacy);
  *  C_WaitForSlotEvent answers CKR_NO_EVENT with CKF_DONT_BLOCK (the one slot
  *  never changes) and CKR_FUNCTION_NOT_SUPPORTED when asked to block.
@@ -81,6 +80,13 @@
        CK_ATTRIBUTE_PTR e, CK_ULONG f, CK_OBJECT_HANDLE_PTR g, CK_OBJECT_HANDLE_PTR h), (a, b, c, d, e, f, g, h)) \
     X (C_DeriveKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_ATTRIBUTE_PTR d, \
        CK_ULONG e, CK_OBJECT_HANDLE_PTR f), (a, b, c, d, e, f)) \
+    X (C_DigestKey, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b), (a, b)) \
+    X (C_SignRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c)) \
+    X (C_SignRecover, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e), \
+       (a, b, c, d, e)) \
+    X (C_VerifyRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c)) \
+    X (C_VerifyRecover, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e), \
+       (a, b, c, d, e)) \
     X (C_SeedRandom, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c), (a, b, c)) \
     X (C_GenerateRandom, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c), (a, b, c)) \
     X (cs_token_login_user, (CK_SESSION_HANDLE a, CK_USER_TYPE b, CK_UTF8CHAR_PTR c, CK_ULONG d, \
@@ -113,11 +119,6 @@ S_NOT_SUPPORTED (C_EncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG 
 S_NOT_SUPPORTED (C_EncryptFinal, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
 S_NOT_SUPPORTED (C_DecryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
 S_NOT_SUPPORTED (C_DecryptFinal, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
-S_NOT_SUPPORTED (C_DigestKey, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b))
-S_NOT_SUPPORTED (C_SignRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c))
-S_NOT_SUPPORTED (C_SignRecover, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_VerifyRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c))
-S_NOT_SUPPORTED (C_VerifyRecover, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
 S_NOT_SUPPORTED (C_DigestEncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d,
                                          CK_ULONG_PTR e))
 S_NOT_SUPPORTED (C_DecryptDigestUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d,
@@ -215,9 +216,9 @@ s_C_GetInfo_3_0 (CK_INFO_PTR info)
     g_C_FindObjectsInit, g_C_FindObjects, g_C_FindObjectsFinal, \
     g_C_EncryptInit, g_C_Encrypt, s_C_EncryptUpdate, s_C_EncryptFinal, \
     g_C_DecryptInit, g_C_Decrypt, s_C_DecryptUpdate, s_C_DecryptFinal, \
-    g_C_DigestInit, g_C_Digest, g_C_DigestUpdate, s_C_DigestKey, g_C_DigestFinal, \
-    g_C_SignInit, g_C_Sign, g_C_SignUpdate, g_C_SignFinal, s_C_SignRecoverInit, s_C_SignRecover, \
-    g_C_VerifyInit, g_C_Verify, g_C_VerifyUpdate, g_C_VerifyFinal, s_C_VerifyRecoverInit, s_C_VerifyRecover, \
+    g_C_DigestInit, g_C_Digest, g_C_DigestUpdate, g_C_DigestKey, g_C_DigestFinal, \
+    g_C_SignInit, g_C_Sign, g_C_SignUpdate, g_C_SignFinal, g_C_SignRecoverInit, g_C_SignRecover, \
+    g_C_VerifyInit, g_C_Verify, g_C_VerifyUpdate, g_C_VerifyFinal, g_C_VerifyRecoverInit, g_C_VerifyRecover, \
     s_C_DigestEncryptUpdate, s_C_DecryptDigestUpdate, s_C_SignEncryptUpdate, s_C_DecryptVerifyUpdate, \
     s_C_GenerateKey, g_C_GenerateKeyPair, s_C_WrapKey, s_C_UnwrapKey, g_C_DeriveKey, \
     g_C_SeedRandom, g_C_GenerateRandom, \

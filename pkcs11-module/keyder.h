@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <openssl/evp.h>
 #include "cs_p11.h"
-#include "object.h"
+#include "key.h"
 
 typedef struct {
     const char *group;          /* OpenSSL group name, or "ED25519" */

@@ -1,6 +1,6 @@
 /*  local.c — the operations that need no secret and run in the module with
- *  OpenSSL 3 (DESIGN.md §1): C_Verify*, C_EncryptInit/C_Encrypt, C_Digest*,
- *  C_GenerateRandom, C_SeedRandom.
+ *  OpenSSL 3 (DESIGN.md §1): C_Verify*, C_EncryptInit/C_Encrypt, C_Digest*
+ *  (with C_DigestKey), C_GenerateRandom, C_SeedRandom.
  *
  *  Public keys are rebuilt from CKA_MODULUS/CKA_PUBLIC_EXPONENT or
  *  CKA_EC_PARAMS/CKA_EC_POINT (keyder.h).  ECDSA signatures are raw r||s in
@@ -509,6 +509,45 @@ C_DigestUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
     return rv;
 }
 
+/*  PKCS#11 2.40 §5.10 C_DigestKey: digests the value of a secret key as the
+ *  next part of the running digest (interleaved with C_DigestUpdate in any
+ *  order).  Only secret keys whose value the module holds (C_DeriveKey's)
+ *  have one to digest; public and private keys, and a vendor modexp
+ *  operation, give CKR_KEY_INDIGESTIBLE.  A handle naming no visible
+ *  object: CKR_KEY_HANDLE_INVALID.  As for C_DigestUpdate, an error ends
+ *  the operation.  Also CKR_SESSION_HANDLE_INVALID,
+ *  CKR_OPERATION_NOT_INITIALIZED, CKR_FUNCTION_FAILED.  */
+CK_RV
+C_DigestKey (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE key_handle)
+{
+    cs_session_t *session;
+    cs_digest_op_t *op;
+    cs_key_t *key = NULL;
+    CK_OBJECT_CLASS klass = 0;
+    CK_RV rv;
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    if (!(op = cs_session_op (session, CS_OP_DIGEST))) {
+        cs_module_unlock ();
+        return CKR_OPERATION_NOT_INITIALIZED;
+    }
+    if (!(key = cs_object_key (key_handle, &klass)))
+        rv = CKR_KEY_HANDLE_INVALID;
+    else
+    if (op->modexp || klass != CKO_SECRET_KEY || !key->secret)
+        rv = CKR_KEY_INDIGESTIBLE;
+    else
+    if (!EVP_DigestUpdate (op->ctx, key->secret, key->secret_len))
+        rv = CKR_FUNCTION_FAILED;
+    else
+        op->updated = true;
+    if (rv != CKR_OK)
+        cs_session_op_end (session, CS_OP_DIGEST);
+    cs_module_unlock ();
+    cs_key_unref (&key);
+    return rv;
+}
+
 CK_RV
 C_DigestFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 {
@@ -517,27 +556,36 @@ C_DigestFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p
 
 /*  ---- random -------------------------------------------------------- */
 
+/*  PKCS#11 2.40 §5.15 C_SeedRandom: mixes `len` bytes of seed into
+ *  OpenSSL's random generator with RAND_add, credited with no entropy, so
+ *  a poor seed can do no harm (the DRBG takes it as additional input,
+ *  NIST SP 800-90A).  CKR_ARGUMENTS_BAD (seed NULL with len > 0, or len
+ *  over INT_MAX), CKR_SESSION_HANDLE_INVALID, CKR_OK.  */
 CK_RV
 C_SeedRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR seed, CK_ULONG len)
 {
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
-    if (rv != CKR_OK)
+    CK_RV rv;
+    return_val_if_fail ((seed || !len) && len <= INT32_MAX, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     cs_module_unlock ();
-    return CKR_RANDOM_SEED_NOT_SUPPORTED;
+    if (len)
+        RAND_add (seed, (int) len, 0.0);
+    return CKR_OK;
 }
 
+/*  PKCS#11 2.40 §5.15 C_GenerateRandom: `len` bytes from OpenSSL's
+ *  RAND_bytes.  CKR_ARGUMENTS_BAD (out NULL with len > 0, or len over
+ *  INT_MAX), CKR_SESSION_HANDLE_INVALID, CKR_FUNCTION_FAILED, CKR_OK.  */
 CK_RV
 C_GenerateRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG len)
 {
     cs_session_t *session;
     CK_RV rv;
-    return_val_if_fail (out || !len, CKR_ARGUMENTS_BAD);
+    return_val_if_fail ((out || !len) && len <= INT32_MAX, CKR_ARGUMENTS_BAD);
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     cs_module_unlock ();
-    if (len > INT32_MAX)
-        return CKR_ARGUMENTS_BAD;
-    return RAND_bytes (out, (int) len) == 1 ? CKR_OK : CKR_FUNCTION_FAILED;
+    return len == 0 || RAND_bytes (out, (int) len) == 1 ? CKR_OK : CKR_FUNCTION_FAILED;
 }

@@ -9,10 +9,11 @@
  *  process (OpenSC's pkcs11-tool --test only tests signing with HW mechanisms).  */
 #define S_SIGN    (CKF_HW | CKF_SIGN | CKF_VERIFY)
 #define S_CRYPT   (CKF_HW | CKF_DECRYPT | CKF_ENCRYPT)
+#define S_RECOVER (CKF_SIGN_RECOVER | CKF_VERIFY_RECOVER)     /* raw RSA only (recover.c) */
 
 static const cs_mech_t s_table [] = {
-    { CKM_RSA_PKCS,            CKM_RSA_PKCS,      CKK_RSA, 0,          S_SIGN | S_CRYPT },
-    { CKM_RSA_X_509,           CKM_RSA_X_509,     CKK_RSA, 0,          S_SIGN | S_CRYPT },
+    { CKM_RSA_PKCS,            CKM_RSA_PKCS,      CKK_RSA, 0,          S_SIGN | S_CRYPT | S_RECOVER },
+    { CKM_RSA_X_509,           CKM_RSA_X_509,     CKK_RSA, 0,          S_SIGN | S_CRYPT | S_RECOVER },
     { CKM_SHA1_RSA_PKCS,       CKM_RSA_PKCS,      CKK_RSA, CKM_SHA_1,  S_SIGN },
     { CKM_SHA224_RSA_PKCS,     CKM_RSA_PKCS,      CKK_RSA, CKM_SHA224, S_SIGN },
     { CKM_SHA256_RSA_PKCS,     CKM_RSA_PKCS,      CKK_RSA, CKM_SHA256, S_SIGN },

@@ -46,7 +46,8 @@ static struct {
     pid_t owner;                /* process whose state this is (0: none yet) */
     size_t calls;               /* guarded calls in flight (s_calls_lock) */
     CK_C_INITIALIZE_ARGS app;   /* the application's mutex callbacks */
-    void *app_mutex;            /* its library mutex, or NULL for s_lock */
+    bool app_locking;           /* the library mutex is the application's (else s_lock) */
+    void *app_mutex;            /* its handle, as CreateMutex made it (may be NULL) */
     cs_client_config_t *config;
     cs_client_config_t *inherited_config;   /* the parent's, after fork (s_forget_parent) */
     cs_link_t *link;
@@ -77,7 +78,7 @@ cs_module_check (void)
 void
 cs_module_lock (void)
 {
-    if (s_module.app_mutex) {
+    if (s_module.app_locking) {
         if (s_module.app.LockMutex (s_module.app_mutex) != CKR_OK)
             cs_log_error ("the application's LockMutex failed");
     }
@@ -88,7 +89,7 @@ cs_module_lock (void)
 void
 cs_module_unlock (void)
 {
-    if (s_module.app_mutex) {
+    if (s_module.app_locking) {
         if (s_module.app.UnlockMutex (s_module.app_mutex) != CKR_OK)
             cs_log_error ("the application's UnlockMutex failed");
     }
@@ -199,7 +200,10 @@ s_check_init_args (const CK_C_INITIALIZE_ARGS *args)
 
 /*  Makes the library mutex (PKCS#11 2.40 §5.4): with callbacks and without
  *  CKF_OS_LOCKING_OK (case 3) the application's own; otherwise (cases 1,
- *  2 and 4: with CKF_OS_LOCKING_OK we may pick either) our pthread mutex.  */
+ *  2 and 4: with CKF_OS_LOCKING_OK we may pick either) our pthread mutex.
+ *  The handle CreateMutex makes is the application's business: NULL is a
+ *  handle like any other (an application with one global lock may use it).
+ *  CreateMutex's error is C_Initialize's.  */
 static CK_RV
 s_mutex_create (const CK_C_INITIALIZE_ARGS *args)
 {
@@ -209,10 +213,9 @@ s_mutex_create (const CK_C_INITIALIZE_ARGS *args)
         return CKR_OK;
     if ((rv = args->CreateMutex (&mutex)) != CKR_OK)
         return rv;
-    if (!mutex)
-        return CKR_CANT_LOCK;
     s_module.app = *args;
     s_module.app_mutex = mutex;
+    s_module.app_locking = true;
     return CKR_OK;
 }
 
@@ -221,8 +224,10 @@ static void
 s_mutex_destroy (void)
 {
     void *mutex = s_module.app_mutex;
+    bool app_locking = s_module.app_locking;
     s_module.app_mutex = NULL;
-    if (mutex && s_module.app.DestroyMutex (mutex) != CKR_OK)
+    s_module.app_locking = false;
+    if (app_locking && s_module.app.DestroyMutex (mutex) != CKR_OK)
         cs_log_warning ("the application's DestroyMutex failed");
     memset (&s_module.app, 0, sizeof s_module.app);
 }
@@ -242,6 +247,7 @@ s_forget_parent (void)
     pthread_cond_init (&s_calls_left, NULL);
     s_module.calls = 0;
     s_module.app_mutex = NULL;
+    s_module.app_locking = false;
     memset (&s_module.app, 0, sizeof s_module.app);
     cs_link_abandon (&s_module.link);
     if (s_module.config) {
@@ -294,7 +300,7 @@ C_Initialize (CK_VOID_PTR init_args)
     __atomic_store_n (&s_module.initialized, true, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock (&s_calls_lock);
     cs_log_debug ("initialized from %s%s", s_module.config->path,
-                  s_module.app_mutex ? " (application mutex callbacks)" : "");
+                  s_module.app_locking ? " (application mutex callbacks)" : "");
 out:
     pthread_mutex_unlock (&s_init_lock);
     cs_client_config_destroy (&config);

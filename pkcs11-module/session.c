@@ -255,9 +255,9 @@ C_GetSessionInfo (CK_SESSION_HANDLE handle, CK_SESSION_INFO_PTR info)
 
 /*  PKCS#11 3.0 §5.6 C_SessionCancel: ends the operations named by `flags`
  *  (CKF_ENCRYPT, CKF_DECRYPT, CKF_DIGEST, CKF_SIGN, CKF_VERIFY,
- *  CKF_FIND_OBJECTS); flags of operations that are not active, or that
- *  this module never has (recover, message-based), are ignored, as the
- *  spec says.  An operation is never stuck, so CKR_OPERATION_CANCEL_FAILED
+ *  CKF_SIGN_RECOVER, CKF_VERIFY_RECOVER, CKF_FIND_OBJECTS); flags of
+ *  operations that are not active, or that this module never has
+ *  (message-based, dual-function), are ignored, as the spec says.  An operation is never stuck, so CKR_OPERATION_CANCEL_FAILED
  *  does not occur.  CKR_SESSION_HANDLE_INVALID or CKR_OK.  */
 CK_RV
 cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags)
@@ -265,6 +265,7 @@ cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags)
     static const struct { CK_FLAGS flag; cs_op_kind_t kind; } map [] = {
         { CKF_FIND_OBJECTS, CS_OP_FIND }, { CKF_SIGN, CS_OP_SIGN }, { CKF_VERIFY, CS_OP_VERIFY },
         { CKF_DECRYPT, CS_OP_DECRYPT }, { CKF_ENCRYPT, CS_OP_ENCRYPT }, { CKF_DIGEST, CS_OP_DIGEST },
+        { CKF_SIGN_RECOVER, CS_OP_SIGN_RECOVER }, { CKF_VERIFY_RECOVER, CS_OP_VERIFY_RECOVER },
     };
     cs_session_t *session;
     CK_RV rv = cs_session_enter (handle, &session);

@@ -1,7 +1,8 @@
 /*  session.h — the session table and per-session operations.
  *
  *  A session holds at most one active operation of each kind (find, sign,
- *  verify, decrypt, encrypt, digest); PKCS#11 2.40 §5.6, §5.7.  Everything
+ *  verify, decrypt, encrypt, digest, sign and verify with recovery);
+ *  PKCS#11 2.40 §5.6, §5.7.  Everything
  *  here runs under the library mutex (module.h), except the entry points.
  *  Session handles are never reused within the life of the process.
  */
@@ -14,6 +15,7 @@
 
 typedef enum {
     CS_OP_FIND, CS_OP_SIGN, CS_OP_VERIFY, CS_OP_DECRYPT, CS_OP_ENCRYPT, CS_OP_DIGEST,
+    CS_OP_SIGN_RECOVER, CS_OP_VERIFY_RECOVER,
     CS_OP_KINDS
 } cs_op_kind_t;
 

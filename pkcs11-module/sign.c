@@ -186,19 +186,19 @@ out:
     return rv;
 }
 
-/*  C_Sign (final false) and C_SignFinal (final true).  PKCS#11 2.40 §5.11:
- *  a length query or CKR_BUFFER_TOO_SMALL keeps the operation; anything else
- *  ends it.  */
-static CK_RV
-s_sign_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool final,
-               CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
+/*  C_Sign (final false) and C_SignFinal (final true), and C_SignRecover
+ *  (kind CS_OP_SIGN_RECOVER).  PKCS#11 2.40 §5.11, §5.13: a length query or
+ *  CKR_BUFFER_TOO_SMALL keeps the operation; anything else ends it.  */
+CK_RV
+cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t *data, size_t len, bool final,
+                      CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
 {
     uint8_t message [CS_SIGOP_MAX_MESSAGE];
     size_t message_len = 0, need;
     cs_session_t *session;
     cs_sigop_t *op = NULL;
     CK_RV rv;
-    if ((rv = cs_session_op_enter (handle, CS_OP_SIGN, sig_len_p != NULL && (data || !len),
+    if ((rv = cs_session_op_enter (handle, kind, sig_len_p != NULL && (data || !len),
                                    &session, (void **) &op)) != CKR_OK)
         return rv;
     need = cs_key_signature_len (op->key);
@@ -208,7 +208,7 @@ s_sign_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool f
         cs_module_unlock ();
         return rv;
     }
-    op = cs_session_op_take (session, CS_OP_SIGN);
+    op = cs_session_op_take (session, kind);
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;      /* C_Sign cannot finish a multi-part signature */
     else
@@ -234,7 +234,7 @@ CK_RV
 C_Sign (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
         CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
 {
-    return s_sign_finish (handle, data, len, false, sig, sig_len_p);
+    return cs_sigop_sign_finish (handle, CS_OP_SIGN, data, len, false, sig, sig_len_p);
 }
 
 CK_RV
@@ -264,5 +264,5 @@ C_SignUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
 CK_RV
 C_SignFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
 {
-    return s_sign_finish (handle, NULL, 0, true, sig, sig_len_p);
+    return cs_sigop_sign_finish (handle, CS_OP_SIGN, NULL, 0, true, sig, sig_len_p);
 }

@@ -59,6 +59,17 @@ CK_RV cs_sigop_update (cs_sigop_t *self, const uint8_t *data, size_t len);
 CK_RV cs_sigop_message (cs_sigop_t *self, const uint8_t *data, size_t len, bool final,
                         uint8_t *out, size_t *out_len);
 
+/*  The end of a signature (C_Sign, C_SignFinal when final, C_SignRecover
+ *  with kind CS_OP_SIGN_RECOVER): takes the session's operation of `kind`,
+ *  prepares the message (cs_sigop_message) and runs one SignJob without
+ *  the mutex, writing *sig_len_p bytes to sig.  NULL sig or a short buffer:
+ *  the length (k for RSA) in *sig_len_p, CKR_OK or CKR_BUFFER_TOO_SMALL,
+ *  and the operation stays; any other outcome ends it (PKCS#11 2.40 §5.2).
+ *  Errors: those of cs_session_op_enter and cs_sigop_message,
+ *  CKR_OPERATION_ACTIVE (single-part after an update), the job's.  */
+CK_RV cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t *data, size_t len,
+                            bool final, CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p);
+
 /*  Frees a state (cs_op_free_fn).  NULL-safe.  */
 void cs_sigop_free (void *op);
 

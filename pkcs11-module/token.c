@@ -201,7 +201,7 @@ s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
         return false;
     if (raw->flags & (CKF_SIGN | CKF_DECRYPT | CKF_GENERATE_KEY_PAIR)) {
         if (!(raw->flags & CKF_SIGN))
-            info->flags &= ~(CK_FLAGS) CKF_SIGN;
+            info->flags &= ~(CK_FLAGS) (CKF_SIGN | CKF_SIGN_RECOVER);
         if (!(raw->flags & CKF_DECRYPT))
             info->flags &= ~(CK_FLAGS) CKF_DECRYPT;
     }
@@ -377,6 +377,11 @@ cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len)
     return CKR_OK;
 }
 
+/*  PKCS#11 2.40 §5.6.  The LoginJob runs without the mutex; if the session
+ *  was closed meanwhile the login is not kept and the answer is
+ *  CKR_SESSION_CLOSED (the spec's code for a session closed during the
+ *  call): had it been the last session, keeping the login would outlive
+ *  the logout that closing it means.  */
 CK_RV
 C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
 {
@@ -410,6 +415,9 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     job.login = &login;
     rv = cs_module_run_job (&job, false, &reply);
     cs_module_lock ();
+    if (rv == CKR_OK && !cs_session_lookup (handle))
+        rv = CKR_SESSION_CLOSED;    /* closed meanwhile: perhaps the last one, which logged out (§5.6) */
+    else
     if (rv == CKR_OK && (rv = s_login_allowed (user_type)) != CKR_OK)
         ;       /* another thread logged in meanwhile: its login stands */
     else

@@ -3,8 +3,10 @@
 # cryptoserver-pkcs11.so: clients/pykcs11_test.py finds the token by label,
 # logs in, lists the objects, signs (SHA256-RSA-PKCS, ECDSA-SHA256) and
 # verifies through the module and with openssl, decrypts openssl-made OAEP
-# ciphertexts, then generates RSA and EC key pairs, signs, verifies,
-# decrypts with them and destroys them.
+# ciphertexts, checks that closing the last session logs out and
+# C_SeedRandom/C_GenerateRandom, then generates RSA and EC key pairs, signs,
+# verifies, decrypts with them, digests an ECDH-derived secret key with
+# C_DigestKey (checked against openssl's value) and destroys them.
 # The interpreter: $CS_PYTHON, else the first of python3 in $PATH and
 # /usr/bin/python3 that can import PyKCS11 (a pyenv python3 in $PATH does not
 # see Debian's dist-packages).

@@ -56,8 +56,12 @@ grep -E "^ *ECDH1-DERIVE" "$T/mechs.txt" | grep -q "keySize={256,521}, hw, deriv
     || { grep ECDH "$T/mechs.txt"; cs_fail "ECDH1-DERIVE: wrong sizes or flags"; }
 grep -E "^ *ECDSA," "$T/mechs.txt" | grep -q "keySize={256,521}, hw, sign, verify, EC F_P" \
     || { grep ECDSA "$T/mechs.txt"; cs_fail "ECDSA: wrong sizes or flags"; }
-grep -E "^ *RSA-X-509," "$T/mechs.txt" | grep -q "hw, encrypt, decrypt, sign, verify" \
-    || { grep X-509 "$T/mechs.txt"; cs_fail "RSA-X-509: wrong flags"; }
+for mech in RSA-X-509 RSA-PKCS; do     # with recovery (C_SignRecover, C_VerifyRecover)
+    grep -E "^ *$mech," "$T/mechs.txt" | grep -q "hw, encrypt, decrypt, sign, sign_recover, verify, verify_recover" \
+        || { grep -E "^ *$mech," "$T/mechs.txt"; cs_fail "$mech: wrong flags"; }
+done
+grep -E "^ *SHA256-RSA-PKCS," "$T/mechs.txt" | grep -q "recover" \
+    && { grep -E "^ *SHA256-RSA-PKCS," "$T/mechs.txt"; cs_fail "SHA256-RSA-PKCS: lists recovery"; }
 grep -E "^ *SHA224," "$T/mechs.txt" | grep -q "digest" || cs_fail "SHA224: not a digest"
 cs_log "mechanism list: all issue #4 mechanisms, EC sizes 256..521 with EC flags"
 

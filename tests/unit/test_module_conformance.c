@@ -557,14 +557,7 @@ START_TEST (test_operations)
     ck_assert_uint_eq (p->C_WaitForSlotEvent (0, &slot, NULL), CKR_FUNCTION_NOT_SUPPORTED);
     ck_assert_uint_eq (p->C_WaitForSlotEvent (CKF_DONT_BLOCK, NULL, NULL), CKR_ARGUMENTS_BAD);
     ck_assert_uint_eq (p->C_InitToken (0, s_so_pin, 6, (CK_UTF8CHAR_PTR) "x"), CKR_FUNCTION_NOT_SUPPORTED);
-    ck_assert_uint_eq (p->C_DigestKey (h, key), CKR_FUNCTION_NOT_SUPPORTED);
-    ck_assert_uint_eq (p->C_SignRecoverInit (h, &raw, key), CKR_FUNCTION_NOT_SUPPORTED);
-    ck_assert_uint_eq (p->C_VerifyRecoverInit (h, &raw, pub), CKR_FUNCTION_NOT_SUPPORTED);
-    ck_assert_uint_eq (p->C_SignRecover (h, di, 51, sig, &len), CKR_FUNCTION_NOT_SUPPORTED);
-    ck_assert_uint_eq (p->C_VerifyRecover (h, sig, 256, di, &len), CKR_FUNCTION_NOT_SUPPORTED);
-    ck_assert_uint_eq (p->C_SeedRandom (h, di, 4), CKR_RANDOM_SEED_NOT_SUPPORTED);
-    ck_assert_uint_eq (p->C_GenerateRandom (h, NULL, 4), CKR_ARGUMENTS_BAD);
-    ck_assert_uint_eq (p->C_GenerateRandom (h, di, 16), CKR_OK);
+    /*  C_DigestKey, recovery and random: test_module_session.c.  */
     /*  C_GetObjectSize: an estimate.  */
     ck_assert_uint_eq (p->C_GetObjectSize (h, key, NULL), CKR_ARGUMENTS_BAD);
     ck_assert_uint_eq (p->C_GetObjectSize (h, 999999, &size), CKR_OBJECT_HANDLE_INVALID);

@@ -6,9 +6,11 @@ usage: pykcs11_test.py MODULE TOKEN PIN KEYS_DIR WORK_DIR
 Opens the library, finds the token by its label, logs in, lists the objects,
 signs with CKM_SHA256_RSA_PKCS and CKM_ECDSA_SHA256 and verifies through the
 module (C_Verify) and with OpenSSL on the demo public PEMs, decrypts
-OpenSSL-made RSA-OAEP ciphertexts (SHA-1 and SHA-256), then generates key
+OpenSSL-made RSA-OAEP ciphertexts (SHA-1 and SHA-256); checks that closing
+the last session logs out and C_SeedRandom/C_GenerateRandom; then generates key
 pairs (RSA 2048 token and session keys, EC P-256), signs, verifies, encrypts
-and decrypts with them, and destroys them.
+and decrypts with them (and C_DigestKey of a secret key derived with ECDH
+from the EC key, against the value OpenSSL derives), and destroys them.
 
 Prints one line per check.  Exit status: 0 all passed, 1 a check failed,
 3 C_GenerateKeyPair is not supported by the module (everything before it
@@ -138,6 +140,30 @@ class Test:
         self.session.login(self.pin)
         log("logged in as user")
 
+    def relogin(self):
+        """PKCS#11 2.40 §5.6 C_CloseSession: closing the last session logs
+        the application out, so a new session starts public and C_Login
+        works again (not CKR_USER_ALREADY_LOGGED_IN)."""
+        slot = self.session.getSessionInfo().slotID
+        self.session.closeSession()
+        self.session = self.lib.openSession(slot, PyKCS11.CKF_SERIAL_SESSION | PyKCS11.CKF_RW_SESSION)
+        state = self.session.getSessionInfo().state
+        check(state == PyKCS11.CKS_RW_PUBLIC_SESSION,
+              "a new session after the last one closed is in state %s, not CKS_RW_PUBLIC_SESSION"
+              % PyKCS11.CKS.get(state, state))
+        self.session.login(self.pin)
+        check(self.session.getSessionInfo().state == PyKCS11.CKS_RW_USER_FUNCTIONS, "C_Login did not log in")
+        log("closing the last session logged out; a new session logged in again")
+
+    def random(self):
+        """C_SeedRandom mixes the seed in (CKR_OK); C_GenerateRandom gives
+        the bytes asked for, different each time."""
+        self.session.seedRandom(os.urandom(32))
+        a, b = bytes(self.session.generateRandom(48)), bytes(self.session.generateRandom(48))
+        check(len(a) == 48 and len(b) == 48 and a != b, "C_GenerateRandom: %d and %d bytes, %s"
+              % (len(a), len(b), "equal" if a == b else "different"))
+        log("C_SeedRandom accepted 32 bytes; C_GenerateRandom gave 48 random bytes twice")
+
     def find(self, cls, label):
         objs = self.session.findObjects([(PyKCS11.CKA_CLASS, cls), (PyKCS11.CKA_LABEL, label)])
         check(len(objs) == 1, "expected one %s object %r, found %d" % (PyKCS11.CKO[cls], label, len(objs)))
@@ -196,6 +222,35 @@ class Test:
         ecpub = self.find(PyKCS11.CKO_PUBLIC_KEY, "p256")
         self.sign_verify("p256 CKM_ECDSA_SHA256", ecpriv, ecpub, PyKCS11.CKM_ECDSA_SHA256,
                          os.path.join(self.keys, "p256.pub.pem"), "sha256", ecdsa=True)
+
+    def digest_key(self, ecpriv, pub_pem):
+        """C_DigestKey (PKCS#11 2.40 §5.10) between C_DigestUpdate calls: the
+        value of an ECDH secret key derived on the token (CKD_NULL: Z) with
+        a P-256 key (CKA_DERIVE) and a peer key OpenSSL made; the digest must be
+        SHA-256 of the data around Z as OpenSSL derives it.  A private key is
+        not a secret key: CKR_KEY_INDIGESTIBLE."""
+        import hashlib
+        peer = self.path("peer.pem")
+        run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", peer])
+        point = run(["openssl", "pkey", "-in", peer, "-pubout", "-outform", "DER"])[-65:]
+        z = run(["openssl", "pkeyutl", "-derive", "-inkey", peer, "-peerkey", pub_pem])
+        secret = self.session.deriveKey(ecpriv, [
+            (PyKCS11.CKA_CLASS, PyKCS11.CKO_SECRET_KEY), (PyKCS11.CKA_KEY_TYPE, PyKCS11.CKK_GENERIC_SECRET),
+            (PyKCS11.CKA_TOKEN, False), (PyKCS11.CKA_SENSITIVE, True), (PyKCS11.CKA_EXTRACTABLE, False)],
+            PyKCS11.ECDH1_DERIVE_Mechanism(point))
+        digest = bytes(self.session.digestSession(PyKCS11.Mechanism(PyKCS11.CKM_SHA256))
+                       .update(b"before ").digestKey(secret).update(b" after").final())
+        check(digest == hashlib.sha256(b"before " + z + b" after").digest(),
+              "C_DigestKey: the digest is not SHA-256 of the data around the ECDH value openssl derives")
+        try:
+            self.session.digestSession(PyKCS11.Mechanism(PyKCS11.CKM_SHA256)).digestKey(ecpriv)
+            raise CheckFailed("C_DigestKey of a private key succeeded")
+        except PyKCS11.PyKCS11Error as e:
+            check(e.value == PyKCS11.CKR_KEY_INDIGESTIBLE,
+                  "C_DigestKey of a private key: %s, not CKR_KEY_INDIGESTIBLE" % e)
+        self.session.destroyObject(secret)
+        log("C_DigestKey: an ECDH secret key digested between updates matches openssl's Z; "
+            "a private key is CKR_KEY_INDIGESTIBLE")
 
     # -- key generation --------------------------------------------------------
     def generate(self, what, mech, pub_tmpl, priv_tmpl):
@@ -258,13 +313,14 @@ class Test:
         priv_tmpl = common + [(PyKCS11.CKA_CLASS, PyKCS11.CKO_PRIVATE_KEY),
                               (PyKCS11.CKA_KEY_TYPE, PyKCS11.CKK_EC),
                               (PyKCS11.CKA_PRIVATE, True), (PyKCS11.CKA_SENSITIVE, True),
-                              (PyKCS11.CKA_SIGN, True)]
+                              (PyKCS11.CKA_SIGN, True), (PyKCS11.CKA_DERIVE, True)]
         pub, priv = self.generate(what, PyKCS11.MechanismECGENERATEKEYPAIR, pub_tmpl, priv_tmpl)
         point = self.session.getAttributeValue(pub, [PyKCS11.CKA_EC_POINT])[0]
         pem = ec_public_pem(self.work, label, point)
         log("%s: generated" % what)
         self.sign_verify(what + " CKM_ECDSA_SHA256", priv, pub, PyKCS11.CKM_ECDSA_SHA256, pem, "sha256",
                          ecdsa=True)
+        self.digest_key(priv, pem)
         self.destroy(what, label, priv, pub)
 
     def cleanup(self):
@@ -288,6 +344,8 @@ def main():
     test = Test(*sys.argv[1:])
     try:
         test.open()
+        test.relogin()
+        test.random()
         test.list_objects()
         test.demo_keys()
         log("demo keys: all checks passed")
