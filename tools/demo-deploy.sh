@@ -375,6 +375,7 @@ deploy_pg_stop () {
     local rc=$?
     if [ -n "$PG_STARTED" ]; then
         cs_pg_cluster_stop "$DIR/pg" "${CS_STOP_TIMEOUT:-15}" || rc=1
+        say "PostgreSQL stopped again (--start starts it)"
     fi
     exit $rc
 }

@@ -135,12 +135,21 @@ try_it () {
     rm -rf "$tmp"
     [ -z "$HA" ] || try_failover
 
-    if [ -n "${CRYPTOSERVER_METRICS_URL:-}" ]; then
-        step "The broker's metrics ($CRYPTOSERVER_METRICS_URL)"
-        curl -sf --max-time 10 "$CRYPTOSERVER_METRICS_URL" \
-            | grep -E '^(cryptoserver_jobs_total\{.*\} [1-9]|process_cpu_seconds_total )' | sed 's/^/    /' \
-            || die "no metrics at $CRYPTOSERVER_METRICS_URL"
+    if [ -n "$HA" ] && [ -n "${CRYPTOSERVER_METRICS_URL:-}" ]; then
+        show_metrics "Broker 1's metrics" "$CRYPTOSERVER_METRICS_URL"
+        show_metrics "Broker 2's metrics" "$(cat "$DIR/broker2.metrics" 2>/dev/null)"
+    elif [ -n "${CRYPTOSERVER_METRICS_URL:-}" ]; then
+        show_metrics "The broker's metrics" "$CRYPTOSERVER_METRICS_URL"
     fi
+}
+
+# show_metrics TITLE URL: the job counters and CPU time of a broker.
+show_metrics () {
+    [ -n "$2" ] || return 0
+    step "$1 ($2)"
+    curl -sf --max-time 10 "$2" \
+        | grep -E '^(cryptoserver_jobs_total\{.*\} [1-9]|process_cpu_seconds_total )' | sed 's/^/    /' \
+        || die "no metrics at $2"
 }
 
 # --ha: sign with both brokers up, kill broker 1 (SIGKILL), sign again,
