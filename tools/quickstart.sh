@@ -11,7 +11,9 @@ usage () {
     cat <<'EOT'
 usage: tools/quickstart.sh [DIR]          build, deploy into DIR (default ./demo), start, try it
        tools/quickstart.sh --ha [DIR]     the same with two brokers on one PostgreSQL keystore
-       tools/quickstart.sh --stop [DIR]   stop DIR's broker (an --ha DIR: both brokers and PostgreSQL)
+       tools/quickstart.sh [--ha] --stop [DIR]
+                                          stop DIR's broker (an --ha DIR: both brokers and
+                                          PostgreSQL; with --ha DIR defaults to ./demo-ha)
        tools/quickstart.sh --help
 
 Run again on an existing DIR: keys and state are kept and the broker is

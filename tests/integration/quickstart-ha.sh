@@ -36,6 +36,16 @@ ha_cleanup () {
         [ -f "$log" ] || continue
         cs_broker_log_check "$log" || { [ "$rc" != 0 ] || rc=1; }
     done
+    if [ "${CS_VALGRIND:-}" = 1 ] && ! cs_valgrind_check && [ "$rc" = 0 ]; then
+        rc=1
+    fi
+    if [ "${CS_TSAN:-}" = 1 ] && ! cs_tsan_check && [ "$rc" = 0 ]; then
+        rc=1
+    fi
+    if [ -n "$(cs_private_keys_on_disk)" ]; then
+        echo "[$CS_TEST_NAME] FAIL: private keys left on disk: $(cs_private_keys_on_disk | tr '\n' ' ')" >&2
+        rc=1
+    fi
     if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
         for log in "$WORK/broker.log" "$WORK/broker2.log" "$WORK/pg/server.log"; do
             [ -f "$log" ] && { echo "---- $log (last 30 lines) ----"; tail -n 30 "$log"; }
@@ -45,7 +55,7 @@ ha_cleanup () {
 }
 trap ha_cleanup EXIT
 rm -rf "$WORK"
-mkdir -p "$WORK"
+mkdir -p "$WORK/valgrind" "$WORK/sanitizer"
 T=$WORK/tmp
 mkdir -p "$T"
 
@@ -71,6 +81,13 @@ sum=$(md5sum < "$WORK/keys/rsa2048.pub.pem")
 [ "$(md5sum < "$WORK/keys/rsa2048.pub.pem")" = "$sum" ] || cs_fail "a second deployment step made new keys"
 grep -q CRYPTOSERVER_PG_PID "$WORK/env.sh" || cs_fail "a second deployment step without --ha wrote a one-broker env.sh"
 
+if [ "${CS_VALGRIND:-}" = 1 ]; then      # brokers under valgrind answer slowly (as cs_setup)
+    "$CS_ADMIN" config set "$WORK/clients/demo/client.conf" client/timeout-ms 120000
+    "$CS_ADMIN" config set "$WORK/clients/demo/client.conf" client/heartbeat-timeout-ms 60000
+    "$CS_ADMIN" config set "$WORK/clients/demo/client.conf" client/attempt-timeout-ms 60000
+    "$CS_ADMIN" config set "$WORK/broker.conf" broker/max-deadline-ms 120000
+fi
+
 # ---- start, env.sh -----------------------------------------------------------------
 "$CS_DEPLOY" --start "$WORK" > "$T/start.log" 2>&1 || { cat "$T/start.log"; cs_fail "demo-deploy.sh --start failed"; }
 # shellcheck disable=SC1091
@@ -91,7 +108,8 @@ read -r PID1 PID2 rest <<<"$CRYPTOSERVER_BROKER_PIDS"
 [ "$PID1" = "$CRYPTOSERVER_BROKER_PID" ] || cs_fail "CRYPTOSERVER_BROKER_PID is not the first broker's"
 for pid in $PID1 $PID2; do
     cs_pid_alive "$pid" || cs_fail "broker pid $pid is not running"
-    [ "$(cat "/proc/$pid/comm")" = cryptoserver-br ] || cs_fail "pid $pid is $(cat "/proc/$pid/comm"), not a broker"
+    tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q "cryptoserver-broker -c $WORK/broker2\?.conf" \
+        || cs_fail "pid $pid is not a broker of $WORK: $(tr '\0' ' ' < "/proc/$pid/cmdline")"
 done
 cs_pid_alive "$CRYPTOSERVER_PG_PID" || cs_fail "CRYPTOSERVER_PG_PID $CRYPTOSERVER_PG_PID is not running"
 [ "$(cat "/proc/$CRYPTOSERVER_PG_PID/comm")" = postgres ] || cs_fail "CRYPTOSERVER_PG_PID is not a postgres"
