@@ -7,12 +7,12 @@ set -eu
 
 usage () {
     cat <<'EOT'
-usage: demo-deploy.sh DIR [--port P | --endpoint E] [--metrics-port M]
+usage: demo-deploy.sh DIR [--ha] [--port P | --endpoint E] [--metrics-port M]
                          [--tenant NAME[:PIN:SOPIN] ...]  make or refresh a deployment
-       demo-deploy.sh --start DIR                      start its broker in the background
-       demo-deploy.sh --run DIR                        run its broker in the foreground (exec)
-       demo-deploy.sh --wait DIR                       wait until a --run broker listens
-       demo-deploy.sh --stop DIR                       stop that broker
+       demo-deploy.sh --start DIR [--broker N]         start its broker(s) in the background
+       demo-deploy.sh --run DIR [--broker N]           run its broker in the foreground (exec)
+       demo-deploy.sh --wait DIR [--broker N]          wait until a --run broker listens
+       demo-deploy.sh --stop DIR [--broker N]          stop its broker(s)
        demo-deploy.sh --help
 
 DIR gets: broker and client key pairs and configs (cryptoserver-admin), two
@@ -47,6 +47,29 @@ points the client configs at it (the tests: "--run DIR &", "--wait DIR").
 --stop sends SIGTERM and waits; it fails when the broker had to be killed
 with SIGKILL or had died before.
 
+--ha (on a new DIR) makes a deployment with two brokers on one PostgreSQL
+keystore: a private cluster in DIR/pg (tools/demo-pg.sh: initdb, pg_ctl,
+listening only on the Unix socket directory DIR/pg/sock, no TCP; as root
+it runs as user postgres) holding the keystore (broker.conf keystore/url,
+"cryptoserver-admin init --keystore-url"), and a second broker with
+DIR/broker2.conf: broker.conf (same keystore, master key, ticket key,
+broker key pair and SoftHSM boards) with its own endpoint (P+1 for a fixed
+port P, else the same "*" or "!"), metrics port (M+1, or the same 0, or
+off) and files DIR/broker2.endpoint, broker2.metrics, broker2.pid and
+broker2.log; --start rewrites it from broker.conf, keeping those.  The
+client configs list both endpoints (client/endpoints: the module fails
+over between them).  DIR/env.sh then also exports
+CRYPTOSERVER_BROKER_PIDS (both brokers' pids, space-separated) and
+CRYPTOSERVER_PG_PID (the postmaster's).  A DIR made with --ha stays one:
+every action knows it by DIR/pg.  On it, --start starts PostgreSQL and
+then each broker that is not running (a broker killed on purpose is
+started again), --stop stops both brokers and then PostgreSQL (it fails
+when one of them had died or had to be killed, after stopping the rest),
+and --broker N (1 or 2) makes --start, --run, --wait or --stop act on
+broker N alone (--run and --wait: broker 1 without it).  The deployment
+step starts PostgreSQL when it is not running and stops it again at its
+end.
+
 Environment:
   CS_BUILD_DIR       top build directory holding the built programs
                      (default: the source tree this script lives in)
@@ -76,6 +99,8 @@ ADMIN=$BUILD_DIR/tools/cryptoserver-admin
 BROKER=$BUILD_DIR/broker/cryptoserver-broker
 MODULE=$BUILD_DIR/pkcs11-module/.libs/cryptoserver-pkcs11.so
 DRIVER_DIR=$BUILD_DIR/shim-drivers/.libs
+# shellcheck source=tools/demo-pg.sh
+. "$SRC_DIR/tools/demo-pg.sh"
 
 find_softhsm () {
     if [ -n "${SOFTHSM2_MODULE:-}" ]; then echo "$SOFTHSM2_MODULE"; return; fi
@@ -96,9 +121,10 @@ p11 () {
 
 make_admin_deployment () {
     if [ ! -f "$DIR/broker.conf" ]; then
+        # shellcheck disable=SC2046
         "$ADMIN" init "$DIR" --tenant "$TENANT" --pin "$USER_PIN" --so-pin "$SO_PIN" \
-            --endpoint "$ENDPOINT" >/dev/null
-        say "created broker key pair, ticket key and broker.conf"
+            --endpoint "$ENDPOINT" $(is_ha && echo --keystore-url "$CS_PG_URL") >/dev/null
+        say "created broker key pair, ticket key and broker.conf$(is_ha && echo " (keystore in PostgreSQL)")"
     elif [ -n "$ENDPOINT_GIVEN" ]; then
         "$ADMIN" config set "$DIR/broker.conf" broker/endpoint "$ENDPOINT"
     fi
@@ -270,6 +296,10 @@ make_client () {
 write_env () {
     local metrics
     metrics=$("$ADMIN" config get "$DIR/broker.conf" broker/metrics 2>/dev/null || true)
+    if is_ha; then
+        write_env_ha "$metrics"
+        return 0
+    fi
     cat > "$DIR/env.sh" <<EOT
 # Source me: the demo deployment in $DIR (written by tools/demo-deploy.sh).
 export CRYPTOSERVER_CONF='$DIR/clients/$CLIENT/client.conf'
@@ -289,6 +319,15 @@ deploy () {
     command -v pkcs11-tool >/dev/null || die "pkcs11-tool not found (install opensc)"
     SOFTHSM=$(find_softhsm)
     export SOFTHSM2_CONF=$DIR/softhsm2.conf
+    if [ -n "$HA" ] && ! is_ha; then
+        [ ! -f "$DIR/broker.conf" ] \
+            || die "$DIR is a deployment with one broker (SQLite keystore): --ha needs a new DIR"
+        mkdir -p "$DIR/pg"
+    fi
+    if is_ha; then
+        deploy_pg_start
+        trap deploy_pg_stop EXIT
+    fi
     make_admin_deployment
     configure_metrics
     make_softhsm_config
@@ -297,11 +336,122 @@ deploy () {
     register_cpu_board
     make_client
     make_tenants
+    if is_ha; then
+        make_broker2_conf
+    fi
     write_env
     say "deployment ready in $DIR (source $DIR/env.sh)"
 }
 
+# ---- two brokers on PostgreSQL (--ha) ------------------------------------
+
+# is_ha: DIR is a deployment with two brokers on its own PostgreSQL cluster.
+is_ha () { [ -d "$DIR/pg" ]; }
+
+PG_STARTED=
+
+# pg_start: starts DIR's cluster (tools/demo-pg.sh) unless it runs; sets
+# CS_PG_URL and CS_PG_PID.
+pg_start () {
+    local rc=0 running
+    running=$(cs_pg_cluster_pid "$DIR/pg")
+    cs_pg_cluster_start "$DIR/pg" cryptoserver "${CS_START_TIMEOUT:-30}" || rc=$?
+    case $rc in
+        0) ;;
+        2) die "--ha needs the PostgreSQL server and client (apt-get install postgresql postgresql-client)" ;;
+        *) die "PostgreSQL did not start in $DIR/pg (log $DIR/pg/server.log)" ;;
+    esac
+    if [ -z "$running" ]; then
+        PG_STARTED=1
+        say "PostgreSQL started (pid $CS_PG_PID) on $CS_PG_SOCKET, no TCP"
+    fi
+}
+
+deploy_pg_start () { pg_start; }
+
+# deploy_pg_stop: the deployment step's EXIT trap: stops the cluster when
+# this step started it (--start starts it again).
+deploy_pg_stop () {
+    local rc=$?
+    if [ -n "$PG_STARTED" ]; then
+        cs_pg_cluster_stop "$DIR/pg" "${CS_STOP_TIMEOUT:-15}" || rc=1
+        say "PostgreSQL stopped again (--start starts it)"
+    fi
+    exit $rc
+}
+
+# pg_stop: stops DIR's cluster if it runs.
+pg_stop () {
+    local pid
+    pid=$(cs_pg_cluster_pid "$DIR/pg")
+    if [ -z "$pid" ]; then
+        say "PostgreSQL not running"
+        return 0
+    fi
+    cs_pg_cluster_stop "$DIR/pg" "${CS_STOP_TIMEOUT:-15}" || return 1
+    say "PostgreSQL (pid $pid) stopped"
+}
+
+# next_port URL-OR-ENDPOINT: the same with a fixed port P made P+1 ("*",
+# "!" and 0 stay).
+next_port () {
+    local head port tail
+    if [[ $1 =~ ^(.*:)([0-9]+)(/.*)?$ ]]; then
+        head=${BASH_REMATCH[1]} port=${BASH_REMATCH[2]} tail=${BASH_REMATCH[3]}
+        [ "$port" = 0 ] || port=$((port + 1))
+        echo "$head$port$tail"
+    else
+        echo "$1"
+    fi
+}
+
+# make_broker2_conf: DIR/broker2.conf, the second broker: broker.conf with
+# its own broker/endpoint and broker/metrics (those of an existing
+# broker2.conf, unless the deployment step was given an endpoint or a
+# metrics port: then derived from broker.conf's, next_port) and its own
+# endpoint and metrics files.
+make_broker2_conf () {
+    local conf=$DIR/broker2.conf endpoint metrics new
+    endpoint=$("$ADMIN" config get "$DIR/broker.conf" broker/endpoint)
+    endpoint=$(next_port "$endpoint")
+    metrics=$("$ADMIN" config get "$DIR/broker.conf" broker/metrics 2>/dev/null || true)
+    metrics=$(next_port "$metrics")
+    if [ -f "$conf" ]; then
+        [ -n "$ENDPOINT_GIVEN" ] || endpoint=$("$ADMIN" config get "$conf" broker/endpoint)
+        [ -n "$METRICS_PORT" ] || metrics=$("$ADMIN" config get "$conf" broker/metrics 2>/dev/null || true)
+    fi
+    new=$(mktemp "$DIR/.broker2.conf.XXXXXX")
+    cp "$DIR/broker.conf" "$new"
+    chmod 600 "$new"
+    "$ADMIN" config set "$new" broker/endpoint "$endpoint"
+    "$ADMIN" config set "$new" broker/endpoint-file broker2.endpoint
+    "$ADMIN" config set "$new" broker/metrics "$metrics"
+    "$ADMIN" config set "$new" broker/metrics-file broker2.metrics
+    mv "$new" "$conf"
+}
+
+write_env_ha () {
+    cat > "$DIR/env.sh" <<EOT
+# Source me: the demo deployment in $DIR (written by tools/demo-deploy.sh --ha:
+# two brokers on one PostgreSQL keystore).
+export CRYPTOSERVER_CONF='$DIR/clients/$CLIENT/client.conf'
+export CRYPTOSERVER_MODULE='$MODULE'
+export CRYPTOSERVER_TOKEN='$TENANT'
+export CRYPTOSERVER_PIN='$USER_PIN'
+export SOFTHSM2_CONF='$DIR/softhsm2.conf'
+export CRYPTOSERVER_BOARD_PIN='$BOARD_PIN'
+export CRYPTOSERVER_BROKER_PID="\$(cat '$DIR/broker.pid' 2>/dev/null || true)"
+export CRYPTOSERVER_METRICS_URL="\$(cat '$DIR/broker.metrics' 2>/dev/null || echo '$1')"
+export CRYPTOSERVER_BROKER_PIDS="\$(cat '$DIR/broker.pid' '$DIR/broker2.pid' 2>/dev/null | tr '\n' ' ' | sed 's/ \$//')"
+export CRYPTOSERVER_PG_PID="\$(head -n 1 '$DIR/pg/data/postmaster.pid' 2>/dev/null || true)"
+EOT
+}
+
 # ---- broker ------------------------------------------------------------
+
+# Broker N's files: broker.EXT for broker 1, broker2.EXT for broker 2 (--ha).
+bfile () { if [ "$1" = 1 ]; then echo "$DIR/broker.$2"; else echo "$DIR/broker$1.$2"; fi; }
+bname () { if is_ha; then echo "broker $1"; else echo broker; fi; }
 
 # alive PID: the process exists and is not a zombie.
 alive () {
@@ -309,105 +459,160 @@ alive () {
         && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
 }
 
-broker_pid () { cat "$DIR/broker.pid" 2>/dev/null || true; }
+broker_pid () { cat "$(bfile "${1:-1}" pid)" 2>/dev/null || true; }
 
-# run_broker: replaces this script with the broker in the foreground, its
-# log appended to DIR/broker.log and its pid (this script's, kept by exec)
-# in DIR/broker.pid.  A caller that starts "demo-deploy.sh --run DIR &" owns
-# the broker as its child and can wait for its exit status (the tests do).
+# run_broker N: replaces this script with broker N in the foreground, its
+# log appended to DIR/broker.log (broker2.log) and its pid (this script's,
+# kept by exec) in DIR/broker.pid (broker2.pid).  A caller that starts
+# "demo-deploy.sh --run DIR &" owns the broker as its child and can wait for
+# its exit status (the tests do).
 run_broker () {
+    local n=$1 pid conf
+    conf=$(bfile "$n" conf)
     [ -f "$DIR/broker.conf" ] || die "$DIR is not a deployment (run demo-deploy.sh $DIR first)"
+    [ -f "$conf" ] || die "$DIR has no broker $n (make it with demo-deploy.sh --ha)"
     [ -x "$BROKER" ] || die "$BROKER not built"
-    local pid
-    pid=$(broker_pid)
+    pid=$(broker_pid "$n")
     if alive "$pid"; then
-        die "a broker already runs (pid $pid) on $(cat "$DIR/broker.endpoint" 2>/dev/null)"
+        die "a broker already runs (pid $pid) on $(cat "$(bfile "$n" endpoint)" 2>/dev/null)"
     fi
-    rm -f "$DIR/broker.endpoint" "$DIR/broker.metrics"
-    echo "$$" > "$DIR/broker.pid"
+    rm -f "$(bfile "$n" endpoint)" "$(bfile "$n" metrics)"
+    echo "$$" > "$(bfile "$n" pid)"
     export SOFTHSM2_CONF=$DIR/softhsm2.conf CRYPTOSERVER_DRIVER_DIR=$DRIVER_DIR
     # shellcheck disable=SC2086
-    exec ${CS_BROKER_WRAPPER:-} "$BROKER" -c "$DIR/broker.conf" -f >>"$DIR/broker.log" 2>&1 </dev/null
+    exec ${CS_BROKER_WRAPPER:-} "$BROKER" -c "$conf" -f >>"$(bfile "$n" log)" 2>&1 </dev/null
 }
 
-# wait_broker: waits (bounded) until the broker of DIR/broker.pid listens,
-# then points the client configs at the endpoint it bound.
+# point_clients: the client configs list the endpoints the brokers bound
+# (broker 1's, then broker 2's of an --ha DIR; a broker that is down stays
+# listed: the module fails over and reconnects when it is back).
+point_clients () {
+    local endpoints conf n
+    endpoints=
+    for n in 1 2; do
+        [ "$n" = 1 ] || is_ha || continue
+        [ -s "$(bfile "$n" endpoint)" ] || continue
+        endpoints="${endpoints:+$endpoints,}$(cat "$(bfile "$n" endpoint)")"
+    done
+    [ -n "$endpoints" ] || return 0
+    for conf in "$DIR"/clients/*/client.conf; do
+        [ -f "$conf" ] && "$ADMIN" config set "$conf" client/endpoints "$endpoints"
+    done
+    return 0
+}
+
+# wait_broker N: waits (bounded) until broker N (of DIR/broker.pid or
+# broker2.pid) listens, then points the client configs at the endpoints bound.
 wait_broker () {
-    local pid waited=0 limit=$(( ${CS_START_TIMEOUT:-30} * 10 ))
-    while pid=$(broker_pid); [ -z "$pid" ] && [ $waited -lt 50 ]; do
+    local n=$1 pid waited=0 limit=$(( ${CS_START_TIMEOUT:-30} * 10 )) log endpoint_file
+    log=$(bfile "$n" log)
+    endpoint_file=$(bfile "$n" endpoint)
+    while pid=$(broker_pid "$n"); [ -z "$pid" ] && [ $waited -lt 50 ]; do
         sleep 0.1; waited=$((waited + 1))
     done
-    while [ ! -s "$DIR/broker.endpoint" ]; do
+    while [ ! -s "$endpoint_file" ]; do
         if ! alive "$pid" || [ $waited -ge $limit ]; then
-            echo "---- last lines of $DIR/broker.log ----" >&2
-            tail -n 20 "$DIR/broker.log" >&2 || true
-            alive "$pid" || die "the broker (pid ${pid:-?}) exited before it listened"
-            die "the broker (pid $pid) did not listen within ${CS_START_TIMEOUT:-30} s"
+            echo "---- last lines of $log ----" >&2
+            tail -n 20 "$log" >&2 || true
+            alive "$pid" || die "the $(bname "$n") (pid ${pid:-?}) exited before it listened"
+            die "the $(bname "$n") (pid $pid) did not listen within ${CS_START_TIMEOUT:-30} s"
         fi
         sleep 0.1
         waited=$((waited + 1))
     done
-    local endpoint conf
-    endpoint=$(cat "$DIR/broker.endpoint")
-    # The clients connect where the broker really listens (its port may be "*").
-    for conf in "$DIR"/clients/*/client.conf; do
-        [ -f "$conf" ] && "$ADMIN" config set "$conf" client/endpoints "$endpoint"
-    done
-    say "broker started (pid $pid) on $endpoint, log $DIR/broker.log"
-    if [ -s "$DIR/broker.metrics" ]; then
-        say "metrics at $(cat "$DIR/broker.metrics")"
+    # The clients connect where the brokers really listen (a port may be "*").
+    point_clients
+    say "$(bname "$n") started (pid $pid) on $(cat "$endpoint_file"), log $log"
+    if [ -s "$(bfile "$n" metrics)" ]; then
+        say "metrics at $(cat "$(bfile "$n" metrics)")"
     fi
 }
 
-# start_broker: --run in the background, detached from this script, then
+# start_broker N: --run in the background, detached from this script, then
 # wait_broker; a broker that does not listen in time is stopped.
 start_broker () {
-    local pid
-    pid=$(broker_pid)
+    local n=$1 pid
+    pid=$(broker_pid "$n")
     if alive "$pid"; then
-        say "broker already running (pid $pid) on $(cat "$DIR/broker.endpoint" 2>/dev/null)"
+        say "$(bname "$n") already running (pid $pid) on $(cat "$(bfile "$n" endpoint)" 2>/dev/null)"
         return 0
     fi
-    rm -f "$DIR/broker.pid"
-    nohup "$0" --run "$DIR" >/dev/null 2>&1 </dev/null &
-    if ! (wait_broker); then
-        pid=$(broker_pid)
+    rm -f "$(bfile "$n" pid)"
+    nohup "$0" --run "$DIR" --broker "$n" >/dev/null 2>&1 </dev/null &
+    if ! (wait_broker "$n"); then
+        pid=$(broker_pid "$n")
         alive "$pid" && kill "$pid" 2>/dev/null
-        rm -f "$DIR/broker.pid"
+        rm -f "$(bfile "$n" pid)"
         exit 1
     fi
 }
 
-# stop_broker: SIGTERM and a bounded wait.  Fails (status 1) when the broker
-# had to be killed with SIGKILL, or when DIR/broker.pid names a broker that
-# is no longer running (it died: see DIR/broker.log).
+# stop_broker N: SIGTERM and a bounded wait.  Fails (status 1) when the
+# broker had to be killed with SIGKILL, or when its pid file names a broker
+# that is no longer running (it died: see its log).
 stop_broker () {
-    local pid waited=0 limit=$(( ${CS_STOP_TIMEOUT:-15} * 10 ))
-    pid=$(broker_pid)
+    local n=$1 pid waited=0 limit=$(( ${CS_STOP_TIMEOUT:-15} * 10 )) pidfile
+    pidfile=$(bfile "$n" pid)
+    pid=$(broker_pid "$n")
     if [ -z "$pid" ]; then
-        say "broker not running"
+        say "$(bname "$n") not running"
         return 0
     fi
     if ! alive "$pid"; then
-        rm -f "$DIR/broker.pid"
-        echo "demo-deploy: error: the broker (pid $pid) was not running: it died, see $DIR/broker.log" >&2
+        rm -f "$pidfile"
+        echo "demo-deploy: error: the $(bname "$n") (pid $pid) was not running: it died, see $(bfile "$n" log)" >&2
         return 1
     fi
     kill -TERM "$pid"
     while alive "$pid" && [ $waited -lt $limit ]; do sleep 0.1; waited=$((waited + 1)); done
-    rm -f "$DIR/broker.pid"
+    rm -f "$pidfile"
     if alive "$pid"; then
         kill -KILL "$pid" 2>/dev/null || true
-        echo "demo-deploy: error: the broker (pid $pid) did not stop in ${CS_STOP_TIMEOUT:-15} s: killed" >&2
+        echo "demo-deploy: error: the $(bname "$n") (pid $pid) did not stop in ${CS_STOP_TIMEOUT:-15} s: killed" >&2
         return 1
     fi
-    say "broker (pid $pid) stopped"
+    say "$(bname "$n") (pid $pid) stopped"
+}
+
+# start_all [N]: an --ha DIR's PostgreSQL and both brokers (those not
+# running), or broker N alone; broker 1 alone otherwise.
+start_all () {
+    if ! is_ha; then
+        start_broker 1
+        return
+    fi
+    [ -f "$DIR/broker.conf" ] || die "$DIR is not a deployment (run demo-deploy.sh --ha $DIR first)"
+    [ -x "$ADMIN" ] || die "$ADMIN not built (run make, or set CS_BUILD_DIR)"
+    pg_start
+    make_broker2_conf
+    if [ -n "${1:-}" ]; then
+        start_broker "$1"
+    else
+        start_broker 1
+        start_broker 2
+    fi
+}
+
+# stop_all: an --ha DIR's brokers (2, then 1) and then PostgreSQL, each
+# even when stopping another failed; broker 1 alone otherwise.
+stop_all () {
+    local rc=0
+    if ! is_ha; then
+        stop_broker 1
+        return
+    fi
+    stop_broker 2 || rc=1
+    stop_broker 1 || rc=1
+    pg_stop || rc=1
+    return $rc
 }
 
 # ---- command line ------------------------------------------------------
 
 ACTION=deploy
 DIR=
+HA=
+BROKER_N=
 ENDPOINT=tcp://127.0.0.1:5555
 ENDPOINT_GIVEN=
 EXTRA_TENANTS=
@@ -419,6 +624,9 @@ while [ $# -gt 0 ]; do
         --run) ACTION=run ;;
         --wait) ACTION=wait ;;
         --stop) ACTION=stop ;;
+        --ha) HA=1 ;;
+        --broker) [ $# -ge 2 ] || { usage >&2; exit 2; }
+                BROKER_N=$2; shift ;;
         --port) [ $# -ge 2 ] || { usage >&2; exit 2; }
                 ENDPOINT=tcp://127.0.0.1:$2; ENDPOINT_GIVEN=1; shift ;;
         --endpoint) [ $# -ge 2 ] || { usage >&2; exit 2; }
@@ -436,11 +644,17 @@ done
 [ "$ACTION" = deploy ] && mkdir -p "$DIR"
 [ -d "$DIR" ] || die "$DIR: no such directory"
 DIR=$(cd "$DIR" && pwd)
+case $BROKER_N in
+    ''|1) ;;
+    2) is_ha || die "--broker 2: $DIR has one broker (make an --ha deployment)" ;;
+    *) die "--broker must be 1 or 2 (got $BROKER_N)" ;;
+esac
+[ -z "$BROKER_N" ] || [ "$ACTION" != deploy ] || die "--broker goes with --start, --run, --wait or --stop"
 
 case $ACTION in
     deploy) deploy ;;
-    start) start_broker ;;
-    run) run_broker ;;
-    wait) wait_broker ;;
-    stop) stop_broker ;;
+    start) start_all "$BROKER_N" ;;
+    run) run_broker "${BROKER_N:-1}" ;;
+    wait) wait_broker "${BROKER_N:-1}" ;;
+    stop) if [ -n "$BROKER_N" ]; then stop_broker "$BROKER_N"; else stop_all; fi ;;
 esac

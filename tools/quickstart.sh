@@ -3,13 +3,17 @@
 # installs missing packages, builds, makes a demo deployment
 # (tools/demo-deploy.sh), starts the broker on 127.0.0.1, then signs and
 # decrypts through cryptoserver-pkcs11.so with pkcs11-tool and checks the
-# results with openssl.
+# results with openssl.  With --ha: two brokers on a local PostgreSQL
+# keystore, and a failover shown (one broker killed, signing goes on).
 set -eu
 
 usage () {
     cat <<'EOT'
 usage: tools/quickstart.sh [DIR]          build, deploy into DIR (default ./demo), start, try it
-       tools/quickstart.sh --stop [DIR]   stop DIR's broker
+       tools/quickstart.sh --ha [DIR]     the same with two brokers on one PostgreSQL keystore
+       tools/quickstart.sh [--ha] --stop [DIR]
+                                          stop DIR's broker (an --ha DIR: both brokers and
+                                          PostgreSQL; with --ha DIR defaults to ./demo-ha)
        tools/quickstart.sh --help
 
 Run again on an existing DIR: keys and state are kept and the broker is
@@ -17,10 +21,28 @@ Run again on an existing DIR: keys and state are kept and the broker is
 CRYPTOSERVER_CONF, CRYPTOSERVER_MODULE, CRYPTOSERVER_TOKEN, CRYPTOSERVER_PIN,
 SOFTHSM2_CONF, CRYPTOSERVER_BOARD_PIN, CRYPTOSERVER_BROKER_PID and
 CRYPTOSERVER_METRICS_URL (the broker's Prometheus metrics, on 127.0.0.1).
+
+--ha (default DIR ./demo-ha; a DIR made without --ha cannot become one):
+a private PostgreSQL cluster in DIR/pg (initdb, pg_ctl; it listens only on
+a Unix socket in DIR/pg/sock, no TCP; as root it runs as user postgres, so
+DIR and its parents must be searchable by that user) holds the keystore;
+two brokers on 127.0.0.1 (ports 5555 and 5556, metrics 9464 and 9465)
+share it, the same master key, broker key pair and SoftHSM boards (the
+tokens are files in DIR/softhsm); the client lists both endpoints.  Broker
+1 keeps the files of the one-broker demo (DIR/broker.pid, broker.log, ...),
+broker 2 has DIR/broker2.conf, broker2.pid, broker2.log, broker2.endpoint
+and broker2.metrics.  DIR/env.sh exports the same variables (the first
+broker's pid and metrics URL) and CRYPTOSERVER_BROKER_PIDS (both brokers'
+pids, space-separated) and CRYPTOSERVER_PG_PID (PostgreSQL's).  The try-it
+part then signs with both brokers up, kills broker 1 with SIGKILL, signs
+again (broker 2 serves it) and starts broker 1 again.  Needs the packages
+postgresql and postgresql-client (installed with the others).
 Environment: CS_BUILD_DIR     build directory (default SRC/_build, where tools/check.sh builds)
-             CS_PORT          the broker's port on 127.0.0.1 (default 5555)
+             CS_PORT          the broker's port on 127.0.0.1 (default 5555; --ha:
+                              broker 2 on CS_PORT + 1)
              CS_METRICS_PORT  the metrics port on 127.0.0.1 (default 9464; 0: any
-                              free port; off: no metrics endpoint)
+                              free port; off: no metrics endpoint; --ha: broker 2
+                              on CS_METRICS_PORT + 1)
 EOT
 }
 
@@ -30,17 +52,23 @@ ok () { echo "    ok: $*"; }
 die () { echo "quickstart: error: $*" >&2; exit 1; }
 
 STOP=
+HA=
 DIR=
 while [ $# -gt 0 ]; do
     case $1 in
         -h|--help) usage; exit 0 ;;
         --stop) STOP=1 ;;
+        --ha) HA=1 ;;
         -*) echo "quickstart: unknown option $1" >&2; usage >&2; exit 2 ;;
         *) [ -z "$DIR" ] || { usage >&2; exit 2; }; DIR=$1 ;;
     esac
     shift
 done
-DIR=${DIR:-demo}
+if [ -n "$HA" ]; then
+    DIR=${DIR:-demo-ha}
+else
+    DIR=${DIR:-demo}
+fi
 # The build goes where tools/check.sh builds (_build), so the README's two
 # commands share one build; a source tree configured in place by an older
 # quickstart keeps building in place.
@@ -107,13 +135,64 @@ try_it () {
     cmp -s "$tmp/plain.txt" "$tmp/decrypted.txt" || die "the decrypted text differs"
     ok "decrypted: $(cat "$tmp/decrypted.txt")"
     rm -rf "$tmp"
+    [ -z "$HA" ] || try_failover
 
-    if [ -n "${CRYPTOSERVER_METRICS_URL:-}" ]; then
-        step "The broker's metrics ($CRYPTOSERVER_METRICS_URL)"
-        curl -sf --max-time 10 "$CRYPTOSERVER_METRICS_URL" \
-            | grep -E '^(cryptoserver_jobs_total\{.*\} [1-9]|process_cpu_seconds_total )' | sed 's/^/    /' \
-            || die "no metrics at $CRYPTOSERVER_METRICS_URL"
+    if [ -n "$HA" ] && [ -n "${CRYPTOSERVER_METRICS_URL:-}" ]; then
+        show_metrics "Broker 1's metrics" "$CRYPTOSERVER_METRICS_URL"
+        show_metrics "Broker 2's metrics" "$(cat "$DIR/broker2.metrics" 2>/dev/null)"
+    elif [ -n "${CRYPTOSERVER_METRICS_URL:-}" ]; then
+        show_metrics "The broker's metrics" "$CRYPTOSERVER_METRICS_URL"
     fi
+}
+
+# show_metrics TITLE URL: the job counters and CPU time of a broker.
+show_metrics () {
+    [ -n "$2" ] || return 0
+    step "$1 ($2)"
+    curl -sf --max-time 10 "$2" \
+        | grep -E '^(cryptoserver_jobs_total\{.*\} [1-9]|process_cpu_seconds_total )' | sed 's/^/    /' \
+        || die "no metrics at $2"
+}
+
+# --ha: sign with both brokers up, kill broker 1 (SIGKILL), sign again,
+# start it again (demo-deploy.sh --start starts what is not running).
+try_failover () {
+    local tmp p11 pid1 pid2 start end
+    tmp=$(mktemp -d "$DIR/.quickstart.XXXXXX")
+    p11="pkcs11-tool --module $CRYPTOSERVER_MODULE --token-label $CRYPTOSERVER_TOKEN"
+    read -r pid1 pid2 <<<"$CRYPTOSERVER_BROKER_PIDS"
+    printf 'Hello from two brokers, %s\n' "$(date)" > "$tmp/message.txt"
+
+    step "Two brokers (pids $CRYPTOSERVER_BROKER_PIDS) on PostgreSQL (pid $CRYPTOSERVER_PG_PID)"
+    echo "    client/endpoints = $("$CS_BUILD_DIR/tools/cryptoserver-admin" config get "$CRYPTOSERVER_CONF" client/endpoints)"
+    ha_sign "$p11" "$tmp" "both brokers up"
+
+    step "Failover: kill -9 broker 1 (pid $pid1), then sign again"
+    kill -KILL "$pid1"
+    start=$(date +%s%N)
+    ha_sign "$p11" "$tmp" "broker 1 dead: broker 2 (pid $pid2) signed"
+    end=$(date +%s%N)
+    ok "the signature took $(( (end - start) / 1000000 )) ms with broker 1 dead"
+
+    step "Start broker 1 again"
+    "$SRC_DIR/tools/demo-deploy.sh" --start "$DIR" | sed 's/^/    /'
+    # shellcheck disable=SC1091
+    . "$DIR/env.sh"
+    ha_sign "$p11" "$tmp" "both brokers up again (pids $CRYPTOSERVER_BROKER_PIDS)"
+    rm -rf "$tmp"
+}
+
+# ha_sign P11 TMP WHAT: one SHA256-RSA-PKCS signature through the module,
+# verified with openssl.
+ha_sign () {
+    local p11=$1 tmp=$2
+    rm -f "$tmp/rsa.sig"
+    $p11 --login --pin "$CRYPTOSERVER_PIN" --sign --mechanism SHA256-RSA-PKCS --id 01 \
+        --input-file "$tmp/message.txt" --output-file "$tmp/rsa.sig" 2>/dev/null \
+        || die "signing failed ($3)"
+    openssl dgst -sha256 -verify "$DIR/keys/rsa2048.pub.pem" -signature "$tmp/rsa.sig" \
+        "$tmp/message.txt" >/dev/null || die "the RSA signature does not verify ($3)"
+    ok "$3: signature verified by openssl"
 }
 
 step "Packages"
@@ -123,11 +202,11 @@ cs_deps_install
 build
 
 step "Deployment in $DIR"
-"$SRC_DIR/tools/demo-deploy.sh" "$DIR" ${CS_PORT:+--port "$CS_PORT"} \
+"$SRC_DIR/tools/demo-deploy.sh" "$DIR" ${HA:+--ha} ${CS_PORT:+--port "$CS_PORT"} \
     ${CS_METRICS_PORT:+--metrics-port "$CS_METRICS_PORT"}
 DIR=$(cd "$DIR" && pwd)
 
-step "Broker"
+step "Broker${HA:+s}"
 "$SRC_DIR/tools/demo-deploy.sh" --start "$DIR"
 
 try_it
@@ -137,4 +216,8 @@ echo "    . $DIR/env.sh          # then use \$CRYPTOSERVER_MODULE with any PKCS#
 if [ -n "${CRYPTOSERVER_METRICS_URL:-}" ]; then
     echo "    curl -s \"\$CRYPTOSERVER_METRICS_URL\"   # the broker's metrics (Prometheus text)"
 fi
-echo "    tools/quickstart.sh --stop $DIR    # stops the broker"
+if [ -n "$HA" ]; then
+    echo "    tools/quickstart.sh --stop $DIR    # stops both brokers and PostgreSQL"
+else
+    echo "    tools/quickstart.sh --stop $DIR    # stops the broker"
+fi

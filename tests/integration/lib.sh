@@ -525,78 +525,28 @@ cs_shell_stop () {
 
 # ---- a private PostgreSQL cluster (keystore/url tests) -----------------------
 
-# The server's programs: configure's PG_BINDIR (exported by make check), or
-# the newest /usr/lib/postgresql/*/bin.
-CS_PG_BINDIR=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
-CS_PG_DATA=
-CS_PG_PID=
-
-# cs_pg_as COMMAND...: runs a server program as the cluster's owner.  initdb
-# and postgres refuse to run as root; then the owner is the system user
-# "postgres" (Debian's postgresql package makes it) or else "nobody", through
-# runuser(1).
-cs_pg_as () {
-    if [ "$(id -u)" = 0 ]; then
-        runuser -u "$CS_PG_USER" -- "$@"
-    else
-        "$@"
-    fi
-}
+# The cluster's logic is tools/demo-pg.sh (shared with demo-deploy.sh --ha):
+# CS_PG_BINDIR (configure's PG_BINDIR, exported by make check, or the newest
+# /usr/lib/postgresql/*/bin), cs_pg_as, cs_psql.
+# shellcheck source=tools/demo-pg.sh
+. "$top_srcdir/tools/demo-pg.sh"
 
 # cs_pg_start [DBNAME]: starts a private cluster under $WORK/pg (made by
 # initdb on first use; trust authentication, superuser "cs"), listening on no
 # TCP address, only on the Unix socket directory $CS_PG_SOCKET in the build
 # tree; creates database DBNAME (default cryptoserver) when missing.  Sets
 # CS_PG_URL (postgresql:///DBNAME?host=SOCKET&user=cs) and CS_PG_PID.  A
-# second call after cs_pg_stop starts the same cluster again.  The EXIT trap
-# stops it (cs_pg_stop).
+# second call after cs_pg_stop starts the same cluster again (same URL).  The
+# EXIT trap stops it (cs_pg_stop).
 cs_pg_start () {
-    local db=${1:-cryptoserver}
-    [ -x "$CS_PG_BINDIR/initdb" ] && [ -x "$CS_PG_BINDIR/pg_ctl" ] \
-        || cs_missing_dependency "the PostgreSQL server (initdb, pg_ctl: package postgresql) is not installed"
-    cs_require psql
-    CS_PG_USER=
-    if [ "$(id -u)" = 0 ]; then
-        CS_PG_USER=nobody
-        getent passwd postgres >/dev/null 2>&1 && CS_PG_USER=postgres
-    fi
-    CS_PG_DATA=$WORK/pg/data
-    CS_PG_SOCKET=$WORK/pg/sock
-    if [ ! -f "$CS_PG_DATA/PG_VERSION" ]; then
-        mkdir -p "$CS_PG_DATA" "$CS_PG_SOCKET"
-        chmod 0700 "$CS_PG_DATA"
-        [ -z "$CS_PG_USER" ] || chown "$CS_PG_USER" "$WORK/pg" "$CS_PG_DATA" "$CS_PG_SOCKET"
-        cs_pg_as test -w "$CS_PG_DATA" -a -x "$CS_PG_SOCKET" \
-            || cs_fail "user ${CS_PG_USER:-$(id -un)} cannot reach $CS_PG_DATA (a parent directory of the build tree is not searchable by it)"
-        cs_pg_as "$CS_PG_BINDIR/initdb" -D "$CS_PG_DATA" -U cs --auth=trust -E UTF8 --no-sync \
-            > "$WORK/pg/initdb.log" 2>&1 || { cat "$WORK/pg/initdb.log"; cs_fail "initdb failed"; }
-    fi
-    # A Unix socket's path has at most 107 bytes: a deep build tree (make
-    # distcheck) reaches its socket directory through a short symbolic link
-    # in /tmp; the socket itself stays in the build tree.
-    if [ ${#CS_PG_SOCKET} -ge 90 ]; then
-        CS_PG_LINK=${CS_PG_LINK:-$(mktemp -u /tmp/cs-pg.XXXXXX)}
-        ln -sfn "$CS_PG_SOCKET" "$CS_PG_LINK"
-        CS_PG_SOCKET=$CS_PG_LINK
-    fi
-    # fsync off: a test cluster; shutdowns are clean (pg_ctl stop -m fast).
-    cs_pg_as "$CS_PG_BINDIR/pg_ctl" -D "$CS_PG_DATA" -l "$WORK/pg/server.log" -w -t $((60 * CS_TIME_FACTOR)) \
-        -o "-c listen_addresses='' -k $CS_PG_SOCKET -c fsync=off -c max_connections=40" start \
-        > "$WORK/pg/pg_ctl.log" 2>&1 || { cat "$WORK/pg/pg_ctl.log" "$WORK/pg/server.log"; cs_fail "PostgreSQL did not start"; }
-    CS_PG_PID=$(head -n 1 "$CS_PG_DATA/postmaster.pid")
-    cs_pid_alive "$CS_PG_PID" || cs_fail "PostgreSQL (pid $CS_PG_PID) is not running"
-    if [ "$(cs_psql postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]; then
-        cs_psql postgres -qc "CREATE DATABASE $db" || cs_fail "cannot create database $db"
-    fi
-    CS_PG_URL="postgresql:///$db?host=$CS_PG_SOCKET&user=cs"
-    cs_log "PostgreSQL (pid $CS_PG_PID) on $CS_PG_SOCKET, database $db"
-}
-
-# cs_psql DBNAME ARGS...: psql on the private cluster as its superuser.
-cs_psql () {
-    local db=$1
-    shift
-    psql -X -h "$CS_PG_SOCKET" -U cs -d "$db" -v ON_ERROR_STOP=1 "$@"
+    local rc=0
+    cs_pg_cluster_start "$WORK/pg" "${1:-cryptoserver}" $((60 * CS_TIME_FACTOR)) || rc=$?
+    case $rc in
+        0) ;;
+        2) cs_missing_dependency "the PostgreSQL server (initdb, pg_ctl: package postgresql) or psql is not installed" ;;
+        *) cs_fail "PostgreSQL did not start (tools/demo-pg.sh)" ;;
+    esac
+    cs_log "PostgreSQL (pid $CS_PG_PID) on $CS_PG_SOCKET, database ${1:-cryptoserver}"
 }
 
 # cs_pg_stop: stops the private cluster (pg_ctl stop -m fast on its data
@@ -604,11 +554,8 @@ cs_psql () {
 # it is gone.  Keeps the data: cs_pg_start starts it again.
 cs_pg_stop () {
     [ -n "${CS_PG_DATA:-}" ] && [ -n "${CS_PG_PID:-}" ] || return 0
-    cs_pg_as "$CS_PG_BINDIR/pg_ctl" -D "$CS_PG_DATA" -m fast -w -t 30 stop >> "$WORK/pg/pg_ctl.log" 2>&1 \
-        || kill -KILL "$CS_PG_PID" 2>/dev/null
-    cs_wait_until 30 eval '! cs_pid_alive "$CS_PG_PID"' || echo "[$CS_TEST_NAME] PostgreSQL (pid $CS_PG_PID) did not stop" >&2
+    cs_pg_cluster_stop "$WORK/pg" 30 || echo "[$CS_TEST_NAME] PostgreSQL did not stop cleanly" >&2
     CS_PG_PID=
-    [ -z "${CS_PG_LINK:-}" ] || rm -f "$CS_PG_LINK"
 }
 
 # ---- more brokers on the same deployment (failover tests) -------------------
