@@ -51,13 +51,7 @@ stop_nginx () {
         waited=$((waited + 1))
     done
     if cs_pid_alive "$NGINX_PID"; then
-        echo "---- nginx master $NGINX_PID still running $((waited / 10)) s after SIGQUIT: its threads ----"
-        local task
-        for task in /proc/"$NGINX_PID"/task/*; do
-            echo "task ${task##*/}: $(cut -d' ' -f2,3 "$task/stat" 2>/dev/null) wchan=$(cat "$task/wchan" 2>/dev/null)"
-        done
-        command -v gdb >/dev/null \
-            && timeout 60 gdb -p "$NGINX_PID" -batch -ex "thread apply all bt" 2>&1 | tail -n 60
+        cs_dump_threads "$NGINX_PID" "nginx master, $((waited / 10)) s after SIGQUIT,"
     fi
     cs_stop_child "$NGINX_PID" QUIT $((30 * CS_TIME_FACTOR)) || status=$?
     [ "$status" != 124 ] || status=137

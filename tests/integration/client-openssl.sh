@@ -135,10 +135,18 @@ handshake () {
     cs_log "$what: $(grep -m1 '^New, ' "$T/client.log"), peer signature $peersig, Verify return code: 0 (ok), page fetched"
 }
 
-# wait_server: the server must exit by itself (-naccept) with status 0.
+# wait_server: the server must exit by itself (-naccept) with status 0.  A
+# server still there 2 s (scaled) after its last connection gets its
+# threads' stacks written to the log (cs_dump_threads), then has 30 s more:
+# only a real hang fails the test.
 wait_server () {
     local waited=0
-    while cs_pid_alive "$SERVER_PID" && [ $waited -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
+    while cs_pid_alive "$SERVER_PID" && [ $waited -lt $((20 * CS_TIME_FACTOR)) ]; do sleep 0.1; waited=$((waited + 1)); done
+    if cs_pid_alive "$SERVER_PID"; then
+        cs_dump_threads "$SERVER_PID" "openssl s_server, $((waited / 10)) s after its last connection,"
+    fi
+    waited=0
+    while cs_pid_alive "$SERVER_PID" && [ $waited -lt $((300 * CS_TIME_FACTOR)) ]; do sleep 0.1; waited=$((waited + 1)); done
     cs_pid_alive "$SERVER_PID" && { cat "$T/server.log"; cs_fail "s_server did not exit after its connections"; }
     local rc=0
     wait "$SERVER_PID" || rc=$?

@@ -114,3 +114,17 @@ cs_key_uri () {
 cs_pkcs11_engine_ok () {
     openssl engine -t pkcs11 >/dev/null 2>&1
 }
+
+# cs_dump_threads PID WHAT: writes the threads' states and stacks of PID
+# (gdb, when installed) to the test's log: for a client that takes too long
+# to exit (nginx, openssl s_server: seen under make -j to take 5-12 s to
+# exit, not understood yet), so the log shows where it waits.
+cs_dump_threads () {
+    local pid=$1 what=$2 task
+    echo "---- $what $pid still running: its threads ----"
+    for task in /proc/"$pid"/task/*; do
+        echo "task ${task##*/}: $(cut -d' ' -f2,3 "$task/stat" 2>/dev/null) wchan=$(cat "$task/wchan" 2>/dev/null)"
+    done
+    command -v gdb >/dev/null \
+        && timeout 60 gdb -p "$pid" -batch -ex "thread apply all bt" 2>&1 | tail -n 60
+}
