@@ -86,25 +86,15 @@ cs_sigop_update (cs_sigop_t *self, const uint8_t *data, size_t len)
     return CKR_OK;
 }
 
-/*  Checks raw input against the mechanism's limits.  */
+/*  Checks raw input against the mechanism's input rule (cs_mech.h).  */
 static CK_RV
 s_raw_len_ok (const cs_sigop_t *self, size_t len)
 {
-    switch (self->mech->wire) {
-        case CKM_RSA_PKCS:
-            return len + 11 <= self->key->modulus_len ? CKR_OK : CKR_DATA_LEN_RANGE;
-        case CKM_RSA_X_509:
-            return len <= self->key->modulus_len ? CKR_OK : CKR_DATA_LEN_RANGE;
-        case CKM_RSA_PKCS_PSS:
-            return len == (size_t) EVP_MD_get_size (cs_mech_md (self->params.hash))
-                   ? CKR_OK : CKR_DATA_LEN_RANGE;
-        case CKM_ECDSA:
-            return len > 0 && len <= 64 ? CKR_OK : CKR_DATA_LEN_RANGE;
-        case CKM_EDDSA:
-            return len <= CS_WIRE_MAX_DATA ? CKR_OK : CKR_DATA_LEN_RANGE;
-        default:
-            return CKR_MECHANISM_INVALID;
-    }
+    const EVP_MD *md = self->params.hash ? cs_mech_md (self->params.hash) : NULL;
+    if (self->mech->input == CS_MECH_IN_ANY || self->mech->input == CS_MECH_IN_NONE)
+        return CKR_MECHANISM_INVALID;
+    return cs_mech_input_check (self->mech, false, len, self->key->modulus_len,
+                                md ? (size_t) EVP_MD_get_size (md) : 0);
 }
 
 CK_RV
