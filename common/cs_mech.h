@@ -72,7 +72,9 @@ typedef enum {
 typedef struct {
     CK_MECHANISM_TYPE type;     /* what the application asks for */
     const char *name;           /* "CKM_SHA256_RSA_PKCS" */
-    CK_MECHANISM_TYPE wire;     /* job mechanism on the wire; 0 for module-only (digests) */
+    CK_MECHANISM_TYPE wire;     /* job mechanism on the wire when flags has CKF_HW (0 is
+                                   CKM_RSA_PKCS_KEY_PAIR_GEN); module-only rows (digests,
+                                   no CKF_HW) have 0 */
     CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC, CKK_EC_EDWARDS or CS_MECH_KEY_NONE */
     CK_MECHANISM_TYPE hash;     /* hashed in the module first (CKM_SHA256 ...), 0 = none */
     CK_FLAGS flags;             /* what the module offers: CKF_SIGN|CKF_VERIFY,
