@@ -191,7 +191,8 @@ s_sign_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool f
     if ((rv = cs_session_op_enter (handle, CS_OP_SIGN, sig_len_p != NULL && (data || !len),
                                    &session, (void **) &op)) != CKR_OK)
         return rv;
-    need = cs_key_signature_len (op->key);
+    /*  The output-size rule of the mechanism's row (cs_mech.h), from the key.  */
+    need = cs_mech_output_len (op->mech, op->key->modulus_len, op->key->field_len, 0);
     if (!sig || *sig_len_p < need) {
         rv = sig ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *sig_len_p = need;
