@@ -8,7 +8,7 @@
 #     SoftHSM as raw RSA plus OpenSSL EMSA-PSS encoding);
 #   - OAEP decryption of openssl-made ciphertexts for each hash, with equal
 #     and differing MGF1 hashes; RSA-X-509 decryption;
-#   - ECDSA and ECDSA-SHA{1,224,256,384,512} on P-256 (SoftHSM boards),
+#   - ECDSA, ECDSA-SHA{1,224,256,384,512} and ECDSA-SHA3-{224,256,384,512} on P-256 (SoftHSM boards),
 #     P-384 and P-521 (generated: keystore keys, openssl and material boards);
 #   - ECDH1-DERIVE (CKD_NULL, pkcs11-tool --derive): the derived secret equals
 #     openssl pkeyutl -derive with the peer's private key and the token's
@@ -218,6 +218,24 @@ for id in 03 72 73; do
             || cs_fail "key $id: ECDSA over a $h digest does not verify"
     done
     cs_log "key $id: ECDSA and ECDSA-SHA1/224/256/384/512 verify"
+    # ECDSA-SHA3-* (rows of common/cs_mech.h; by number, pkcs11-tool 0.23 has no names):
+    # raw r||s made DER here for openssl.
+    for hm in 224:0x1047 256:0x1048 384:0x1049 512:0x104a; do
+        cp "$T/msg.bin" "$T/in.bin"
+        sign "$id" "${hm#*:}" "$T/sig.raw"
+        python3 -c 'import sys
+raw = open(sys.argv[1], "rb").read(); n = len(raw) // 2
+def der_int(b):
+    b = b.lstrip(b"\0") or b"\0"
+    b = b"\0" + b if b[0] & 0x80 else b
+    return b"\x02" + bytes([len(b)]) + b
+body = der_int(raw[:n]) + der_int(raw[n:])
+head = b"\x30" + (bytes([len(body)]) if len(body) < 128 else b"\x81" + bytes([len(body)]))
+open(sys.argv[2], "wb").write(head + body)' "$T/sig.raw" "$T/sig.bin"
+        openssl dgst "-sha3-${hm%%:*}" -verify "$pub" -signature "$T/sig.bin" "$T/msg.bin" >/dev/null \
+            || cs_fail "key $id: ECDSA-SHA3-${hm%%:*} does not verify"
+    done
+    cs_log "key $id: ECDSA-SHA3-224/256/384/512 verify"
 done
 
 # ---- decryption ------------------------------------------------------------
