@@ -190,6 +190,18 @@ board_generates (const board_t *self, CK_KEY_TYPE key_type, bool resident)
 }
 
 bool
+board_runs (const board_t *self, CK_MECHANISM_TYPE mechanism, CK_FLAGS flag)
+{
+    if ((flag == CKF_SIGN && !self->sign) || (flag == CKF_DECRYPT && !self->decrypt)
+    ||  (flag == CKF_DERIVE && !self->derive))
+        return false;
+    for (size_t i = 0; i < self->n_mechs; i++)
+        if (self->mechs [i].type == mechanism)
+            return (self->mechs [i].flags & flag) != 0;
+    return false;
+}
+
+bool
 board_modexps (const board_t *self)
 {
     return self->modexp && (self->caps.flags & CS_CAP_MODEXP);

@@ -69,6 +69,12 @@ bool board_derives (const board_t *self, bool material);
  *  (resident = false) or as a resident key (resident = true).  */
 bool board_generates (const board_t *self, CK_KEY_TYPE key_type, bool resident);
 
+/*  True when the board runs the job mechanism `mechanism` for `flag`
+ *  (CKF_SIGN: a sign job, CKF_DECRYPT: a decrypt job, CKF_DERIVE: ECDH): its
+ *  driver reported it with that flag at open (CS_DRV_BOARD_MECHANISMS) and
+ *  has the function that runs it.  Routing (docs/CONTRACTS.md "Routing").  */
+bool board_runs (const board_t *self, CK_MECHANISM_TYPE mechanism, CK_FLAGS flag);
+
 /*  True when the board runs raw modular exponentiation (CS_DRV_MODEXP with
  *  CS_CAP_MODEXP).  */
 bool board_modexps (const board_t *self);

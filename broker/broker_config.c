@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include "cs_mech.h"
 #include "cs_secmem.h"
 #include "cs_util.h"
 #include "broker_config.h"
@@ -275,12 +276,18 @@ s_keystore (s_loader_t *self)
     return s_master_key (self);
 }
 
-/*  The "keys" section: home of generated token keys and the RSA pool.  */
+/*  The "keys" section: home of generated token keys, the RSA pool, the
+ *  smallest RSA key generated.  */
 static int
 s_keys (s_loader_t *self)
 {
     broker_config_t *config = self->config;
     config->keys_home = strdup (zconfig_get (config->root, "keys/home", "keystore"));
+    if (s_int (self, "keys/rsa-min-bits", CS_MECH_RSA_MIN_BITS_DEFAULT, CS_MECH_RSA_GEN_FLOOR,
+               CS_MECH_RSA_GEN_MAX, &config->rsa_min_bits))
+        return -1;
+    if (config->rsa_min_bits % 8)
+        return s_fail (self, "keys/rsa-min-bits", "must be a multiple of 8");
     for (size_t i = 0; i < BROKER_POOL_SIZES; i++) {
         char path [64];
         snprintf (path, sizeof path, "keys/pool-rsa-%u", broker_pool_bits (i));

@@ -82,6 +82,9 @@ typedef struct {
     char *master_key_wrapped;   /* resolved keystore/master-key-wrapped (board form) */
     char *keys_home;            /* keys/home: "keystore" (default) or a board name */
     int pool_rsa [BROKER_POOL_SIZES];   /* keys/pool-rsa-2048/3072/4096, 0..1000, default 0 */
+    int rsa_min_bits;           /* keys/rsa-min-bits: smallest RSA modulus generated, bits,
+                                   CS_MECH_RSA_GEN_FLOOR..CS_MECH_RSA_GEN_MAX, default 2048
+                                   (cs_mech.h; sent to modules in HelloResult) */
     broker_board_conf_t *boards;
     size_t n_boards;
 } broker_config_t;

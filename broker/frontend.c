@@ -133,6 +133,7 @@ typedef struct {
     Cs__MechanismInfo *mechs;       /* Hello: union over boards */
     Cs__MechanismInfo **mech_ptrs;
     size_t n_mechs;
+    keyjobs_rsa_range_t rsa_range;  /* what RSA generation accepts (cs_mech_rsa_gen_range) */
     s_board_key_t *board_keys;      /* ListKeys: resident keys, one per (tenant, CKA_ID) */
     size_t n_board_keys;
     Cs__Attribute resident_attrs [8];   /* their private object's flags */
@@ -756,6 +757,22 @@ s_modexp_boards (s_frontend_t *self)
     return set;
 }
 
+/*  Boards that run the job mechanism of a crypto item (board_runs).  */
+static uint64_t
+s_mech_boards (s_frontend_t *self, const work_item_t *item)
+{
+    const Cs__Job *job = item->job;
+    const Cs__Mechanism *mech = item->kind == WORK_SIGN ? job->sign->mechanism
+                              : item->kind == WORK_DECRYPT ? job->decrypt->mechanism : NULL;
+    CK_MECHANISM_TYPE type = item->kind == WORK_DERIVE ? CKM_ECDH1_DERIVE : mech ? mech->type : 0;
+    CK_FLAGS flag = item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE;
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_runs (self->args->boards [b], type, flag))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
 /*  Index of the board called name, or -1.  */
 static int
 s_board_index (s_frontend_t *self, const char *name)
@@ -1018,11 +1035,15 @@ s_route_crypto (s_frontend_t *self, s_request_t *request, work_item_t *item)
 }
 
 /*  Submits a routed crypto item (rv: its routing), or sets the job's
- *  result when it cannot run.  Returns true when the item is out.  */
+ *  result when it cannot run.  Only boards that run its mechanism may take
+ *  it: CKR_MECHANISM_INVALID when none of the key's boards does (PKCS#11
+ *  2.40 §5.11 C_SignInit).  Returns true when the item is out.  */
 static bool
 s_crypto_submit (s_frontend_t *self, s_slot_t *slot, CK_RV rv)
 {
     work_item_t *item = &slot->item;
+    if (rv == CKR_OK && !(item->boards &= s_mech_boards (self, item)))
+        rv = CKR_MECHANISM_INVALID;
     int submitted = rv == CKR_OK ? s_submit (self, item) : 0;
     if (submitted)      /* no board holds the key, or every one is out of rotation */
         rv = submitted == -2 ? CKR_DEVICE_ERROR : CKR_KEY_HANDLE_INVALID;
@@ -1154,6 +1175,7 @@ s_job_hello (s_frontend_t *self, s_request_t *request, s_slot_t *slot)
     hello->min_pin_len = CS_PIN_MIN_LEN;
     hello->max_pin_len = CS_PIN_MAX_LEN;
     hello->token_flags = request->has_state ? keystore_tenant_flags (&request->tenant_state) : 0;
+    hello->rsa_min_bits = (uint32_t) self->config->rsa_min_bits;
     slot->result.rv = CKR_OK;
     slot->result.kind_case = CS__RESULT__KIND_HELLO;
     slot->result.hello = hello;
@@ -1581,7 +1603,7 @@ s_job_generate (s_frontend_t *self, s_request_t *request, size_t index)
     CK_KEY_TYPE type = CKK_RSA;
     *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
                             .kind = WORK_GENERATE, .deadline = request->deadline };
-    CK_RV rv = request->ticket_ok ? keyjobs_keygen (job, &item->gen, &type) : s_no_login_rv (request);
+    CK_RV rv = request->ticket_ok ? keyjobs_keygen (job, &self->rsa_range, &item->gen, &type) : s_no_login_rv (request);
     if (rv == CKR_OK && job->token && self->home_board >= 0)
         rv = s_generate_on_board (self, request, slot, type);
     else
@@ -2377,6 +2399,12 @@ s_build_mechs (s_frontend_t *self)
             if (info->max_key_bits > out->max_key_bits)
                 out->max_key_bits = (uint32_t) info->max_key_bits;
             out->flags |= info->flags;
+        }
+    self->rsa_range.policy_min = (CK_ULONG) self->config->rsa_min_bits;
+    for (size_t i = 0; i < self->n_mechs; i++)
+        if (self->mechs [i].type == CKM_RSA_PKCS_KEY_PAIR_GEN) {
+            self->rsa_range.board_min = self->mechs [i].min_key_bits;
+            self->rsa_range.board_max = self->mechs [i].max_key_bits;
         }
     return 0;
 }

@@ -393,7 +393,8 @@ s_limits (Cs__KeyInfo *info)
 /* ---- generation --------------------------------------------------------- */
 
 CK_RV
-keyjobs_keygen (const Cs__GenerateKeyPairJob *job, cs_keygen_t *gen, CK_KEY_TYPE *key_type_p)
+keyjobs_keygen (const Cs__GenerateKeyPairJob *job, const keyjobs_rsa_range_t *rsa, cs_keygen_t *gen,
+                CK_KEY_TYPE *key_type_p)
 {
     memset (gen, 0, sizeof *gen);
     gen->mechanism = job->mechanism;
@@ -401,7 +402,7 @@ keyjobs_keygen (const Cs__GenerateKeyPairJob *job, cs_keygen_t *gen, CK_KEY_TYPE
         case CKM_RSA_PKCS_KEY_PAIR_GEN:
             if (job->modulus_bits == 0)
                 return CKR_TEMPLATE_INCOMPLETE;
-            if (job->modulus_bits < 2048 || job->modulus_bits > 4096 || job->modulus_bits % 8)
+            if (!cs_mech_rsa_gen_ok (job->modulus_bits, rsa->policy_min, rsa->board_min, rsa->board_max))
                 return CKR_KEY_SIZE_RANGE;
             if (job->public_exponent.len > 8)
                 return CKR_ATTRIBUTE_VALUE_INVALID;

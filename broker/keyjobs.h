@@ -38,14 +38,27 @@
 #include <stdbool.h>
 #include <openssl/evp.h>
 #include "cs_driver.h"
+#include "cs_mech.h"
 #include "keystore.h"
+
+/*  What decides the RSA sizes generation accepts (cs_mech_rsa_gen_range):
+ *  keys/rsa-min-bits and the union of the boards' CKM_RSA_PKCS_KEY_PAIR_GEN
+ *  range (bits; 0 = no limit), the same figures the modules get in Hello.  */
+typedef struct {
+    CK_ULONG policy_min;
+    CK_ULONG board_min;
+    CK_ULONG board_max;
+} keyjobs_rsa_range_t;
 
 /*  Checks a GenerateKeyPairJob and fills gen (pointing into job; the
  *  ec_params pointer may point at static DER of the curve) and *key_type_p.
- *  RSA 2048..4096 bits; EC P-256/384/521; Ed25519.  Returns CKR_OK,
- *  CKR_MECHANISM_INVALID, CKR_KEY_SIZE_RANGE, CKR_DOMAIN_PARAMS_INVALID,
- *  CKR_ATTRIBUTE_VALUE_INVALID (exponent) or CKR_TEMPLATE_INCOMPLETE.  */
-CK_RV keyjobs_keygen (const Cs__GenerateKeyPairJob *job, cs_keygen_t *gen, CK_KEY_TYPE *key_type_p);
+ *  RSA: the sizes cs_mech_rsa_gen_ok accepts with `rsa` (default policy:
+ *  2048..4096 bits, multiples of 8); EC P-256/384/521; Ed25519.  Returns
+ *  CKR_OK, CKR_MECHANISM_INVALID, CKR_KEY_SIZE_RANGE,
+ *  CKR_DOMAIN_PARAMS_INVALID, CKR_ATTRIBUTE_VALUE_INVALID (exponent) or
+ *  CKR_TEMPLATE_INCOMPLETE.  */
+CK_RV keyjobs_keygen (const Cs__GenerateKeyPairJob *job, const keyjobs_rsa_range_t *rsa, cs_keygen_t *gen,
+                      CK_KEY_TYPE *key_type_p);
 
 /*  True when the public exponent of job is 65537 (or left to the default):
  *  then a pre-generated pool key may serve it.  */

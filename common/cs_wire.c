@@ -364,30 +364,3 @@ cs_rv_name (unsigned long rv)
     snprintf (buf, sizeof buf, "CKR_0x%lx", rv);
     return buf;
 }
-
-const char *
-cs_mech_name (unsigned long mechanism)
-{
-    static const struct { unsigned long mechanism; const char *name; } names [] = {
-#define N(x) { x, #x }
-        N (CKM_RSA_PKCS_KEY_PAIR_GEN), N (CKM_RSA_PKCS), N (CKM_RSA_X_509),
-        N (CKM_RSA_PKCS_OAEP), N (CKM_RSA_PKCS_PSS),
-        N (CKM_SHA1_RSA_PKCS), N (CKM_SHA224_RSA_PKCS), N (CKM_SHA256_RSA_PKCS),
-        N (CKM_SHA384_RSA_PKCS), N (CKM_SHA512_RSA_PKCS),
-        N (CKM_SHA1_RSA_PKCS_PSS), N (CKM_SHA224_RSA_PKCS_PSS), N (CKM_SHA256_RSA_PKCS_PSS),
-        N (CKM_SHA384_RSA_PKCS_PSS), N (CKM_SHA512_RSA_PKCS_PSS),
-        N (CKM_EC_KEY_PAIR_GEN), N (CKM_ECDSA), N (CKM_ECDSA_SHA1), N (CKM_ECDSA_SHA224),
-        N (CKM_ECDSA_SHA256), N (CKM_ECDSA_SHA384), N (CKM_ECDSA_SHA512), N (CKM_ECDH1_DERIVE),
-        N (CKM_EC_EDWARDS_KEY_PAIR_GEN), N (CKM_EDDSA),
-        N (CKM_SHA_1), N (CKM_SHA224), N (CKM_SHA256), N (CKM_SHA384), N (CKM_SHA512),
-        N (CKM_CS_MODEXP), N (CKM_CS_MODEXP_ARRAY), N (CKM_CS_RSA_CRT), N (CKM_CS_RSA_CRT_ARRAY),
-        N (CKM_CS_MULTI_MODEXP_ARRAY),
-#undef N
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names [0]; i++)
-        if (names [i].mechanism == mechanism)
-            return names [i].name;
-    static __thread char buf [32];
-    snprintf (buf, sizeof buf, "CKM_0x%lx", mechanism);
-    return buf;
-}

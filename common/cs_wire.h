@@ -87,7 +87,7 @@ uint32_t cs_wire_version_choose (uint32_t peer_min, uint32_t peer_max);
 const char *cs_rv_name (unsigned long rv);
 
 /*  Returns a static name for a CK_MECHANISM_TYPE ("CKM_ECDSA"), for the
- *  mechanisms the module, the drivers and the broker handle, or "CKM_0x..."
+ *  rows of the mechanism table (cs_mech.h, which defines it), or "CKM_0x..."
  *  for other values (then from a per-thread static buffer that the thread's
  *  next call overwrites).  Names as in PKCS#11 2.40/3.0 pkcs11t.h.  */
 const char *cs_mech_name (unsigned long mechanism);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include "cs_mech.h"
 #include "keyder.h"
 #include "log.h"
 #include "module.h"
@@ -67,7 +68,9 @@ s_check_rsa_gen (const CK_ATTRIBUTE *pub, CK_ULONG n_pub, cs_keygen_t *gen)
     const uint8_t *bytes;
     if (!cs_template_ulong (pub, n_pub, CKA_MODULUS_BITS, &gen->modulus_bits))
         return CKR_TEMPLATE_INCOMPLETE;
-    if (gen->modulus_bits != 2048 && gen->modulus_bits != 3072 && gen->modulus_bits != 4096)
+    /*  No policy allows these (cs_mech.h); the broker's keys/rsa-min-bits and
+        the boards narrow the range in C_GenerateKeyPair (s_rsa_size_ok).  */
+    if (!cs_mech_rsa_gen_ok (gen->modulus_bits, CS_MECH_RSA_GEN_FLOOR, 0, 0))
         return CKR_KEY_SIZE_RANGE;
     if (!e)
         return CKR_OK;
@@ -331,6 +334,7 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
     Cs__GenerateKeyPairJob job = CS__GENERATE_KEY_PAIR_JOB__INIT;
     cs_session_t *session;
     cs_keygen_t gen;
+    CK_MECHANISM_INFO info;
     CK_RV rv;
     return_val_if_fail (mech && pub_p && priv_p && (pub || !n_pub) && (priv || !n_priv), CKR_ARGUMENTS_BAD);
     if ((rv = cs_keygen_check (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
@@ -339,8 +343,12 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
         return rv;
     rv = s_may_write (session, gen.token, gen.private_private);
     cs_module_unlock ();
-    if (rv != CKR_OK || (rv = cs_token_mechanism (mech->mechanism, NULL)) != CKR_OK)
+    if (rv != CKR_OK || (rv = cs_token_mechanism (mech->mechanism, &info)) != CKR_OK)
         return rv;
+    /*  The sizes C_GetMechanismInfo reports are the sizes generation takes.  */
+    if (gen.mechanism == CKM_RSA_PKCS_KEY_PAIR_GEN
+    &&  !cs_mech_rsa_gen_ok (gen.modulus_bits, info.ulMinKeySize, 0, info.ulMaxKeySize))
+        return CKR_KEY_SIZE_RANGE;
     job.mechanism = gen.mechanism;
     job.modulus_bits = (uint32_t) gen.modulus_bits;
     job.public_exponent = (ProtobufCBinaryData) { gen.exponent_len, (uint8_t *) gen.exponent };

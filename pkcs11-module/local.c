@@ -111,7 +111,8 @@ s_verify (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_
     CK_RV rv = CKR_FUNCTION_FAILED;
     EVP_PKEY *pkey = NULL;
     EVP_PKEY_CTX *ctx = NULL;
-    if (sig_len != cs_key_signature_len (op->key))
+    /*  PKCS#11 2.40 §5.13 C_Verify: invalid by its length alone.  */
+    if (sig_len != cs_mech_output_len (op->mech, op->key->modulus_len, op->key->field_len, 0))
         return CKR_SIGNATURE_LEN_RANGE;
     if (!(pkey = cs_keyder_public_pkey (op->key)))
         goto out;
@@ -236,17 +237,14 @@ C_EncryptInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE
                           s_encrypt_op_free);
 }
 
-/*  The largest plaintext for the op (RFC 8017 §7.1.1, §7.2.1).  */
-static size_t
-s_encrypt_max (const cs_encrypt_op_t *op)
+/*  The plaintext length against the row's input rule (cs_mech.h; RFC 8017
+ *  §7.1.1, §7.2.1): CKR_OK or CKR_DATA_LEN_RANGE.  */
+static CK_RV
+s_encrypt_len_ok (const cs_encrypt_op_t *op, size_t len)
 {
-    size_t k = op->key->modulus_len;
-    if (op->mech->wire == CKM_RSA_PKCS)
-        return k > 11 ? k - 11 : 0;
-    if (op->mech->wire == CKM_RSA_X_509)
-        return k;
-    size_t h = (size_t) EVP_MD_get_size (cs_mech_md (op->params.hash));
-    return k > 2 * h + 2 ? k - 2 * h - 2 : 0;
+    const EVP_MD *md = op->params.hash ? cs_mech_md (op->params.hash) : NULL;
+    return cs_mech_input_check (op->mech, true, len, op->key->modulus_len,
+                                md ? (size_t) EVP_MD_get_size (md) : 0);
 }
 
 static CK_RV
@@ -310,7 +308,8 @@ C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR
     }
     op = cs_session_op_take (session, CS_OP_ENCRYPT);
     cs_module_unlock ();
-    rv = len <= s_encrypt_max (op) ? s_encrypt (op, data, len, out, out_len_p) : CKR_DATA_LEN_RANGE;
+    if ((rv = s_encrypt_len_ok (op, len)) == CKR_OK)
+        rv = s_encrypt (op, data, len, out, out_len_p);
     s_encrypt_op_free (op);
     return rv;
 }

@@ -3,69 +3,17 @@
 #include <string.h>
 #include "cs_wire.h"
 #include "mechanism.h"
-#include "cryptoserver/pkcs11v.h"
-
-/*  CKF_HW: the private-key side runs on the broker's boards, not in this
- *  process (OpenSC's pkcs11-tool --test only tests signing with HW mechanisms).  */
-#define S_SIGN    (CKF_HW | CKF_SIGN | CKF_VERIFY)
-#define S_CRYPT   (CKF_HW | CKF_DECRYPT | CKF_ENCRYPT)
-#define S_RECOVER (CKF_SIGN_RECOVER | CKF_VERIFY_RECOVER)     /* raw RSA only (recover.c) */
-
-static const cs_mech_t s_table [] = {
-    { CKM_RSA_PKCS,            CKM_RSA_PKCS,      CKK_RSA, 0,          S_SIGN | S_CRYPT | S_RECOVER },
-    { CKM_RSA_X_509,           CKM_RSA_X_509,     CKK_RSA, 0,          S_SIGN | S_CRYPT | S_RECOVER },
-    { CKM_SHA1_RSA_PKCS,       CKM_RSA_PKCS,      CKK_RSA, CKM_SHA_1,  S_SIGN },
-    { CKM_SHA224_RSA_PKCS,     CKM_RSA_PKCS,      CKK_RSA, CKM_SHA224, S_SIGN },
-    { CKM_SHA256_RSA_PKCS,     CKM_RSA_PKCS,      CKK_RSA, CKM_SHA256, S_SIGN },
-    { CKM_SHA384_RSA_PKCS,     CKM_RSA_PKCS,      CKK_RSA, CKM_SHA384, S_SIGN },
-    { CKM_SHA512_RSA_PKCS,     CKM_RSA_PKCS,      CKK_RSA, CKM_SHA512, S_SIGN },
-    { CKM_RSA_PKCS_PSS,        CKM_RSA_PKCS_PSS,  CKK_RSA, 0,          S_SIGN },
-    { CKM_SHA1_RSA_PKCS_PSS,   CKM_RSA_PKCS_PSS,  CKK_RSA, CKM_SHA_1,  S_SIGN },
-    { CKM_SHA224_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS,  CKK_RSA, CKM_SHA224, S_SIGN },
-    { CKM_SHA256_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS,  CKK_RSA, CKM_SHA256, S_SIGN },
-    { CKM_SHA384_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS,  CKK_RSA, CKM_SHA384, S_SIGN },
-    { CKM_SHA512_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS,  CKK_RSA, CKM_SHA512, S_SIGN },
-    { CKM_RSA_PKCS_OAEP,       CKM_RSA_PKCS_OAEP, CKK_RSA, 0,          S_CRYPT },
-    { CKM_ECDSA,               CKM_ECDSA,         CKK_EC,  0,          S_SIGN },
-    { CKM_ECDSA_SHA1,          CKM_ECDSA,         CKK_EC,  CKM_SHA_1,  S_SIGN },
-    { CKM_ECDSA_SHA224,        CKM_ECDSA,         CKK_EC,  CKM_SHA224, S_SIGN },
-    { CKM_ECDSA_SHA256,        CKM_ECDSA,         CKK_EC,  CKM_SHA256, S_SIGN },
-    { CKM_ECDSA_SHA384,        CKM_ECDSA,         CKK_EC,  CKM_SHA384, S_SIGN },
-    { CKM_ECDSA_SHA512,        CKM_ECDSA,         CKK_EC,  CKM_SHA512, S_SIGN },
-    { CKM_EDDSA,               CKM_EDDSA,         CKK_EC_EDWARDS, 0,   S_SIGN },
-    { CKM_ECDH1_DERIVE,        CKM_ECDH1_DERIVE,  CKK_EC,  0,          CKF_HW | CKF_DERIVE },
-    { CKM_RSA_PKCS_KEY_PAIR_GEN, CKM_RSA_PKCS_KEY_PAIR_GEN, CKK_RSA, 0, CKF_HW | CKF_GENERATE_KEY_PAIR },
-    { CKM_EC_KEY_PAIR_GEN,     CKM_EC_KEY_PAIR_GEN, CKK_EC, 0,         CKF_HW | CKF_GENERATE_KEY_PAIR },
-    { CKM_EC_EDWARDS_KEY_PAIR_GEN, CKM_EC_EDWARDS_KEY_PAIR_GEN, CKK_EC_EDWARDS, 0, CKF_HW | CKF_GENERATE_KEY_PAIR },
-    { CKM_SHA_1,               0,                 CS_KEY_NONE, CKM_SHA_1,  CKF_DIGEST },
-    { CKM_SHA224,              0,                 CS_KEY_NONE, CKM_SHA224, CKF_DIGEST },
-    { CKM_SHA256,              0,                 CS_KEY_NONE, CKM_SHA256, CKF_DIGEST },
-    { CKM_SHA384,              0,                 CS_KEY_NONE, CKM_SHA384, CKF_DIGEST },
-    { CKM_SHA512,              0,                 CS_KEY_NONE, CKM_SHA512, CKF_DIGEST },
-    /*  Vendor raw modexp (cryptoserver/pkcs11v.h): C_Digest on the boards.  Last:
-        generic callers (pkcs11-tool --test) digest with the first CKF_DIGEST
-        mechanism of the list, which must then be a real digest.  */
-    { CKM_CS_MODEXP,           CKM_CS_MODEXP,     CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
-    { CKM_CS_MODEXP_ARRAY,     CKM_CS_MODEXP_ARRAY, CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
-    { CKM_CS_RSA_CRT,          CKM_CS_RSA_CRT,    CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
-    { CKM_CS_RSA_CRT_ARRAY,    CKM_CS_RSA_CRT_ARRAY, CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
-    { CKM_CS_MULTI_MODEXP_ARRAY, CKM_CS_MULTI_MODEXP_ARRAY, CS_KEY_NONE, 0, CKF_HW | CKF_DIGEST },
-};
 
 const cs_mech_t *
 cs_mech_table (size_t *count_p)
 {
-    *count_p = sizeof s_table / sizeof s_table [0];
-    return s_table;
+    return cs_mech_rows (count_p);
 }
 
 const cs_mech_t *
 cs_mech_lookup (CK_MECHANISM_TYPE type)
 {
-    for (size_t i = 0; i < sizeof s_table / sizeof s_table [0]; i++)
-        if (s_table [i].type == type)
-            return &s_table [i];
-    return NULL;
+    return cs_mech_row (type);
 }
 
 const EVP_MD *
@@ -77,6 +25,10 @@ cs_mech_md (CK_MECHANISM_TYPE hash)
         case CKM_SHA256: return EVP_sha256 ();
         case CKM_SHA384: return EVP_sha384 ();
         case CKM_SHA512: return EVP_sha512 ();
+        case CKM_SHA3_224: return EVP_sha3_224 ();
+        case CKM_SHA3_256: return EVP_sha3_256 ();
+        case CKM_SHA3_384: return EVP_sha3_384 ();
+        case CKM_SHA3_512: return EVP_sha3_512 ();
         default:         return NULL;
     }
 }
@@ -108,7 +60,20 @@ cs_mech_digest_info_prefix (CK_MECHANISM_TYPE hash, size_t *len_p)
         0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02, 0x05, 0x00, 0x04, 0x30 };
     static const uint8_t sha512 [] = { 0x30, 0x51, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86,
         0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03, 0x05, 0x00, 0x04, 0x40 };
+    /*  id-sha3-* (NIST CSOR 2.16.840.1.101.3.4.2.7 .. 10), same layout.  */
+    static const uint8_t sha3_224 [] = { 0x30, 0x2d, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86,
+        0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x07, 0x05, 0x00, 0x04, 0x1c };
+    static const uint8_t sha3_256 [] = { 0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86,
+        0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x08, 0x05, 0x00, 0x04, 0x20 };
+    static const uint8_t sha3_384 [] = { 0x30, 0x41, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86,
+        0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x09, 0x05, 0x00, 0x04, 0x30 };
+    static const uint8_t sha3_512 [] = { 0x30, 0x51, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86,
+        0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x0a, 0x05, 0x00, 0x04, 0x40 };
     switch (hash) {
+        case CKM_SHA3_224: *len_p = sizeof sha3_224; return sha3_224;
+        case CKM_SHA3_256: *len_p = sizeof sha3_256; return sha3_256;
+        case CKM_SHA3_384: *len_p = sizeof sha3_384; return sha3_384;
+        case CKM_SHA3_512: *len_p = sizeof sha3_512; return sha3_512;
         case CKM_SHA_1:  *len_p = sizeof sha1;   return sha1;
         case CKM_SHA224: *len_p = sizeof sha224; return sha224;
         case CKM_SHA256: *len_p = sizeof sha256; return sha256;
@@ -185,12 +150,13 @@ cs_mech_check (const cs_mech_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE key
     memset (params, 0, sizeof *params);
     if (entry->key_type != key_type)
         return CKR_KEY_TYPE_INCONSISTENT;
-    if (entry->wire == CKM_RSA_PKCS_PSS)
-        return s_check_pss (entry, mech, modulus_bytes, params);
-    if (entry->wire == CKM_RSA_PKCS_OAEP)
-        return s_check_oaep (mech, params);
-    if (entry->wire == CKM_ECDH1_DERIVE)
-        return CKR_MECHANISM_INVALID;       /* C_DeriveKey only (derive.h) */
+    switch (entry->param) {
+        case CS_MECH_PARAM_PSS:    return s_check_pss (entry, mech, modulus_bytes, params);
+        case CS_MECH_PARAM_OAEP:   return s_check_oaep (mech, params);
+        case CS_MECH_PARAM_ECDH1:  return CKR_MECHANISM_INVALID;   /* C_DeriveKey only (derive.h) */
+        case CS_MECH_PARAM_MODEXP: return CKR_MECHANISM_INVALID;   /* C_DigestInit only (modexp.h) */
+        case CS_MECH_PARAM_NONE:   break;
+    }
     if (mech->ulParameterLen != 0)
         return CKR_MECHANISM_PARAM_INVALID;
     return CKR_OK;

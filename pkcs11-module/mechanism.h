@@ -1,5 +1,6 @@
-/*  mechanism.h — the mechanisms the module offers to applications and how
- *  each maps to a job mechanism on the wire (docs/CONTRACTS.md "Wire"):
+/*  mechanism.h — the mechanisms the module offers to applications (the rows
+ *  of common/cs_mech.h, the one table) and how each maps to a job mechanism
+ *  on the wire (docs/CONTRACTS.md "Wire"):
  *  hash-and-sign mechanisms are hashed here and travel as the raw mechanism
  *  with the digest (RSA PKCS#1 v1.5: the DER DigestInfo, RFC 8017 §9.2).
  *  CKM_RSA_X_509 (raw RSA) travels as itself with the data left-padded with
@@ -19,17 +20,13 @@
 #include <stdint.h>
 #include <openssl/evp.h>
 #include "cs_p11.h"
+#include "cs_mech.h"
 
-#define CS_KEY_NONE ((CK_KEY_TYPE) -1)     /* digest mechanisms take no key */
+#define CS_KEY_NONE CS_MECH_KEY_NONE     /* digest mechanisms take no key */
 
-typedef struct {
-    CK_MECHANISM_TYPE type;     /* what the application asks for */
-    CK_MECHANISM_TYPE wire;     /* job mechanism; 0 for local-only (digests) */
-    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC, CKK_EC_EDWARDS or CS_KEY_NONE */
-    CK_MECHANISM_TYPE hash;     /* hashed in the module first (CKM_SHA256...), 0 = none */
-    CK_FLAGS flags;             /* CKF_SIGN|CKF_VERIFY, CKF_DECRYPT|CKF_ENCRYPT, CKF_DIGEST,
-                                   CKF_GENERATE_KEY_PAIR, CKF_DERIVE */
-} cs_mech_t;
+/*  One row of the mechanism table (common/cs_mech.h): type, wire, key_type,
+ *  hash, flags, key-size range, parameter kind, input and output rules.  */
+typedef cs_mech_row_t cs_mech_t;
 
 /*  Parameters of a PSS or OAEP operation, validated.  */
 typedef struct {
@@ -47,7 +44,7 @@ const cs_mech_t *cs_mech_table (size_t *count_p);
 const cs_mech_t *cs_mech_lookup (CK_MECHANISM_TYPE type);
 
 /*  OpenSSL digest for CKM_SHA_1, CKM_SHA224, CKM_SHA256, CKM_SHA384,
- *  CKM_SHA512; NULL for anything else.  */
+ *  CKM_SHA512, CKM_SHA3_224 .. CKM_SHA3_512; NULL for anything else.  */
 const EVP_MD *cs_mech_md (CK_MECHANISM_TYPE hash);
 
 /*  OpenSSL digest of an MGF1 type (CKG_MGF1_SHA1 ... CKG_MGF1_SHA512), or NULL.  */

@@ -86,25 +86,15 @@ cs_sigop_update (cs_sigop_t *self, const uint8_t *data, size_t len)
     return CKR_OK;
 }
 
-/*  Checks raw input against the mechanism's limits.  */
+/*  Checks raw input against the mechanism's input rule (cs_mech.h).  */
 static CK_RV
 s_raw_len_ok (const cs_sigop_t *self, size_t len)
 {
-    switch (self->mech->wire) {
-        case CKM_RSA_PKCS:
-            return len + 11 <= self->key->modulus_len ? CKR_OK : CKR_DATA_LEN_RANGE;
-        case CKM_RSA_X_509:
-            return len <= self->key->modulus_len ? CKR_OK : CKR_DATA_LEN_RANGE;
-        case CKM_RSA_PKCS_PSS:
-            return len == (size_t) EVP_MD_get_size (cs_mech_md (self->params.hash))
-                   ? CKR_OK : CKR_DATA_LEN_RANGE;
-        case CKM_ECDSA:
-            return len > 0 && len <= 64 ? CKR_OK : CKR_DATA_LEN_RANGE;
-        case CKM_EDDSA:
-            return len <= CS_WIRE_MAX_DATA ? CKR_OK : CKR_DATA_LEN_RANGE;
-        default:
-            return CKR_MECHANISM_INVALID;
-    }
+    const EVP_MD *md = self->params.hash ? cs_mech_md (self->params.hash) : NULL;
+    if (self->mech->input == CS_MECH_IN_ANY || self->mech->input == CS_MECH_IN_NONE)
+        return CKR_MECHANISM_INVALID;
+    return cs_mech_input_check (self->mech, false, len, self->key->modulus_len,
+                                md ? (size_t) EVP_MD_get_size (md) : 0);
 }
 
 CK_RV
@@ -201,7 +191,8 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
     if ((rv = cs_session_op_enter (handle, kind, sig_len_p != NULL && (data || !len),
                                    &session, (void **) &op)) != CKR_OK)
         return rv;
-    need = cs_key_signature_len (op->key);
+    /*  The output-size rule of the mechanism's row (cs_mech.h), from the key.  */
+    need = cs_mech_output_len (op->mech, op->key->modulus_len, op->key->field_len, 0);
     if (!sig || *sig_len_p < need) {
         rv = sig ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *sig_len_p = need;

@@ -45,6 +45,7 @@ static struct {
     CK_ULONG min_pin;
     CK_ULONG max_pin;
     CK_FLAGS pin_flags;         /* HelloResult.token_flags */
+    CK_ULONG rsa_min_bits;      /* HelloResult.rsa_min_bits: keys/rsa-min-bits (0 = default) */
     bool user;                  /* CKU_USER logged in */
     bool so;                    /* CKU_SO logged in */
     uint8_t ticket [CS_WIRE_MAX_TICKET];
@@ -139,6 +140,7 @@ s_store_hello (const Cs__HelloResult *hello)
     s_token.pin_flags = hello->token_flags & (CKF_USER_PIN_COUNT_LOW | CKF_USER_PIN_FINAL_TRY
         | CKF_USER_PIN_LOCKED | CKF_USER_PIN_TO_BE_CHANGED | CKF_SO_PIN_COUNT_LOW
         | CKF_SO_PIN_FINAL_TRY | CKF_SO_PIN_LOCKED | CKF_SO_PIN_TO_BE_CHANGED);
+    s_token.rsa_min_bits = hello->rsa_min_bits;     /* 0 from older brokers: the default */
     s_token.have_hello = true;
     return CKR_OK;
 }
@@ -188,15 +190,18 @@ s_raw_mech (CK_MECHANISM_TYPE type)
 
 /*  What the module offers for `entry` given the boards' raw mechanisms:
  *  false when the boards cannot run its job mechanism.  Verify and encrypt
- *  are local, so they come with sign and decrypt.  */
+ *  are local, so they come with sign and decrypt.  Key sizes: the table's
+ *  range narrowed by the boards'; RSA generation as cs_mech_rsa_gen_range
+ *  decides with the broker's keys/rsa-min-bits (the broker checks jobs with
+ *  the same function and figures).  */
 static bool
 s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
 {
     const s_raw_mech_t *raw = NULL;
     memset (info, 0, sizeof *info);
     info->flags = entry->flags;
-    if (!entry->wire)
-        return true;    /* local digests */
+    if (!(entry->flags & CKF_HW))
+        return true;    /* local digests (wire 0 is also CKM_RSA_PKCS_KEY_PAIR_GEN) */
     if (!(raw = s_raw_mech (entry->wire)))
         return false;
     if (raw->flags & (CKF_SIGN | CKF_DECRYPT | CKF_GENERATE_KEY_PAIR)) {
@@ -205,8 +210,15 @@ s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
         if (!(raw->flags & CKF_DECRYPT))
             info->flags &= ~(CK_FLAGS) CKF_DECRYPT;
     }
-    info->ulMinKeySize = raw->min_bits;
-    info->ulMaxKeySize = raw->max_bits;
+    info->ulMinKeySize = raw->min_bits > entry->min_bits ? raw->min_bits : entry->min_bits;
+    info->ulMaxKeySize = raw->max_bits && raw->max_bits < entry->max_bits ? raw->max_bits : entry->max_bits;
+    if (!entry->max_bits) {                 /* no key (vendor modexp): the boards' figures */
+        info->ulMinKeySize = raw->min_bits;
+        info->ulMaxKeySize = raw->max_bits;
+    }
+    if (entry->type == CKM_RSA_PKCS_KEY_PAIR_GEN)
+        cs_mech_rsa_gen_range (s_token.rsa_min_bits, raw->min_bits, raw->max_bits,
+                               &info->ulMinKeySize, &info->ulMaxKeySize);
     if (entry->key_type == CKK_EC)
         info->flags |= CKF_EC_F_P | CKF_EC_NAMEDCURVE | CKF_EC_UNCOMPRESS;
     return true;

@@ -26,6 +26,22 @@
 #include "cs_wire.h"          /* cs_rv_name */
 #include "drv_util.h"
 
+/*  The dispatch table's functions, declared with the ABI's types (cs_driver.h):
+ *  a definition that does not match its type does not compile.  */
+static cs_drv_board_open_fn s_board_open;
+static cs_drv_board_close_fn s_board_close;
+static cs_drv_board_mechanisms_fn s_board_mechanisms;
+static cs_drv_board_keys_fn s_board_keys;
+static cs_drv_session_open_fn s_session_open;
+static cs_drv_session_close_fn s_session_close;
+static cs_drv_capabilities_fn s_capabilities;
+static cs_drv_sign_key_fn s_sign;
+static cs_drv_decrypt_key_fn s_decrypt;
+static cs_drv_generate_resident_fn s_generate_resident;
+static cs_drv_destroy_resident_fn s_destroy_resident;
+static cs_drv_session_cached_fn s_session_cached;
+static cs_drv_derive_key_fn s_derive;
+
 #define S_PIN_MAX 256
 #define S_CACHE_DEFAULT 256
 #define S_CACHE_MAX 100000

@@ -6,7 +6,10 @@
  *  nFast 300 boards of Berson et al. §4.2.5, §5.1: `preset`) and for unit
  *  tests, which verify its signatures.  Config keys (under drivers/<name>):
  *  key-file (PEM, RSA or EC, relative to the config dir), key-id (hex
- *  CKA_ID), label, and the card's keys of sim_card.h (preset, coprocessors,
+ *  CKA_ID), label, mechanisms (the job mechanisms the card has, names of
+ *  common/cs_mech.h separated by spaces or commas, e.g. "CKM_RSA_PKCS": a
+ *  card with fewer mechanisms than the key allows, for routing tests; default
+ *  all), and the card's keys of sim_card.h (preset, coprocessors,
  *  crt, latency-ms, latency-KIND-BITS-ms, max-rate-KIND-BITS, jitter-pct).
  *  An operation computes its result, then sleeps (CLOCK_MONOTONIC, absolute)
  *  until the card says it is done: the worker thread is blocked for its own
@@ -24,10 +27,25 @@
 #include <openssl/evp.h>
 #include <openssl/objects.h>
 #include <openssl/pem.h>
+#include "cs_mech.h"
 #include "cs_util.h"
 #include "drv_modexp.h"
 #include "drv_util.h"
 #include "sim_card.h"
+
+/*  The dispatch table's functions, declared with the ABI's types (cs_driver.h):
+ *  a definition that does not match its type does not compile.  */
+static cs_drv_board_open_fn s_board_open;
+static cs_drv_board_close_fn s_board_close;
+static cs_drv_board_mechanisms_fn s_board_mechanisms;
+static cs_drv_board_keys_fn s_board_keys;
+static cs_drv_session_open_fn s_session_open;
+static cs_drv_session_close_fn s_session_close;
+static cs_drv_sign_key_fn s_sign;
+static cs_drv_decrypt_key_fn s_decrypt;
+static cs_drv_capabilities_fn s_capabilities;
+static cs_drv_derive_key_fn s_derive;
+static cs_drv_modexp_fn s_modexp;
 
 struct cs_board_s {
     char *name;
@@ -36,6 +54,8 @@ struct cs_board_s {
     sim_card_params_t params;   /* the card's model for that key */
     sim_card_t *card;
     unsigned sessions;          /* sessions opened: seeds their jitter */
+    CK_MECHANISM_TYPE only [16];    /* "mechanisms": the card's only ones; n_only 0 = all */
+    size_t n_only;
 };
 
 struct cs_session_s {
@@ -77,7 +97,45 @@ out:
     return rc;
 }
 
-static void s_board_close (cs_board_t **board_p);
+static cs_drv_board_close_fn s_board_close;
+
+/*  Reads "mechanisms": names of the table (cs_mech.h).  Returns 0, or -1
+ *  after logging an unknown name or too many.  */
+static int
+s_read_mechanisms (cs_board_t *self, zconfig_t *config)
+{
+    const char *value = drv_config_get (config, "mechanisms", NULL);
+    char *copy = value ? strdup (value) : NULL, *save = NULL;
+    int rc = 0;
+    for (char *name = copy ? strtok_r (copy, " ,", &save) : NULL; name && rc == 0;
+         name = strtok_r (NULL, " ,", &save)) {
+        size_t n_rows;
+        const cs_mech_row_t *rows = cs_mech_rows (&n_rows), *row = NULL;
+        for (size_t i = 0; i < n_rows && !row; i++)
+            if (streq (rows [i].name, name))
+                row = &rows [i];
+        if (!row || self->n_only == sizeof self->only / sizeof self->only [0]) {
+            zsys_error ("sim %s: mechanisms: %s %s", self->name, name, row ? "is one too many" : "is unknown");
+            rc = -1;
+        }
+        else
+            self->only [self->n_only++] = row->type;
+    }
+    if (value && !copy)
+        rc = -1;
+    free (copy);
+    return rc;
+}
+
+/*  True when the card has job mechanism `type` ("mechanisms").  */
+static bool
+s_card_has (const cs_board_t *self, CK_MECHANISM_TYPE type)
+{
+    for (size_t i = 0; i < self->n_only; i++)
+        if (self->only [i] == type)
+            return true;
+    return self->n_only == 0;
+}
 
 /*  Resolves the card's model for the loaded key and makes the card.  */
 static int
@@ -107,7 +165,8 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
     if (!self)
         return -1;
     self->name = strdup (name);
-    if (!self->name || s_load_key (self, config, base_dir) || s_make_card (self, config)) {
+    if (!self->name || s_load_key (self, config, base_dir) || s_read_mechanisms (self, config)
+    ||  s_make_card (self, config)) {
         s_board_close (&self);
         return -1;
     }
@@ -163,8 +222,10 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
     *mechs_p = malloc (count * sizeof (cs_mech_info_t));
     if (!*mechs_p)
         return -1;
-    memcpy (*mechs_p, table, count * sizeof (cs_mech_info_t));
-    *count_p = count;
+    *count_p = 0;
+    for (size_t i = 0; i < count; i++)
+        if (s_card_has (self, table [i].type))
+            (*mechs_p) [(*count_p)++] = table [i];
     if (drv_modexp_mechs_add (mechs_p, count_p, DRV_MODEXP_MAX_BITS)) {
         free (*mechs_p);
         return -1;
@@ -273,6 +334,8 @@ s_sign (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
     CK_RV rv = s_check_key (board, key);
     if (rv != CKR_OK)
         return rv;
+    if (!s_card_has (board, mech->type))
+        return CKR_MECHANISM_INVALID;
     int64_t done = s_card_begin (session);
     rv = drv_evp_sign (board->pkey, mech, in, in_len, out, out_len);
     s_card_wait (done);
@@ -287,6 +350,8 @@ s_decrypt (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
     CK_RV rv = s_check_key (board, key);
     if (rv != CKR_OK)
         return rv;
+    if (!s_card_has (board, mech->type))
+        return CKR_MECHANISM_INVALID;
     int64_t done = s_card_begin (session);
     rv = drv_evp_decrypt (board->pkey, mech, in, in_len, out, out_len);
     s_card_wait (done);

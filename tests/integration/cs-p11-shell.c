@@ -20,6 +20,13 @@
  *    keygen-signer ID LABEL   C_GenerateKeyPair of a token RSA-2048 pair with
  *                       CKA_ID ID (hex) and CKA_LABEL LABEL whose private key
  *                       signs and does not decrypt (CKA_DECRYPT FALSE)
+ *    keygen-rsa BITS EXP   C_GenerateKeyPair of a session RSA pair of BITS
+ *                       bits with CKA_PUBLIC_EXPONENT the hex bytes EXP (as
+ *                       given, leading zeros kept); CKR_GENERAL_ERROR when the
+ *                       public key's exponent is not that number
+ *    encrypt ID LEN     C_Encrypt (CKM_RSA_PKCS) of LEN bytes with the public
+ *                       key whose CKA_ID is the hex ID (pkcs11-tool 0.23
+ *                       encrypts with secret keys only)
  *    init-pin PIN       C_InitPIN
  *    set-pin OLD NEW    C_SetPIN
  *    quit               ends (C_Finalize), exit 0
@@ -48,6 +55,9 @@ s_rv_name (CK_RV rv)
         { CKR_KEY_HANDLE_INVALID, "CKR_KEY_HANDLE_INVALID" },
         { CKR_KEY_FUNCTION_NOT_PERMITTED, "CKR_KEY_FUNCTION_NOT_PERMITTED" },
         { CKR_ARGUMENTS_BAD, "CKR_ARGUMENTS_BAD" }, { CKR_PIN_LEN_RANGE, "CKR_PIN_LEN_RANGE" },
+        { CKR_KEY_SIZE_RANGE, "CKR_KEY_SIZE_RANGE" }, { CKR_GENERAL_ERROR, "CKR_GENERAL_ERROR" },
+        { CKR_ATTRIBUTE_VALUE_INVALID, "CKR_ATTRIBUTE_VALUE_INVALID" },
+        { CKR_DATA_LEN_RANGE, "CKR_DATA_LEN_RANGE" },
     };
     for (size_t i = 0; i < sizeof names / sizeof names [0]; i++)
         if (names [i].rv == rv)
@@ -87,21 +97,34 @@ s_unhex (const char *hex, CK_BYTE *id, CK_ULONG max)
 
 static CK_OBJECT_HANDLE s_held;    /* "hold": a key handle kept for "sign-held" */
 
-//  The private key of CKA_ID `hex` into *key_p (C_FindObjects; the module
-//  refreshes its key list).  CKR_OBJECT_HANDLE_INVALID when none.
+//  The first object of class `klass` with CKA_ID `hex` in *key_p.
 static CK_RV
-s_find (const char *hex, CK_OBJECT_HANDLE *key_p)
+s_find (CK_OBJECT_CLASS klass, const char *hex, CK_OBJECT_HANDLE *key_p)
 {
     CK_BYTE id [64];
     CK_ULONG id_len = s_unhex (hex, id, sizeof id), found = 0;
-    CK_OBJECT_CLASS klass = CKO_PRIVATE_KEY;
     CK_ATTRIBUTE template [] = { { CKA_CLASS, &klass, sizeof klass }, { CKA_ID, id, id_len } };
     CK_RV rv = p11->C_FindObjectsInit (s_session, template, 2);
     if (rv != CKR_OK)
         return rv;
     rv = p11->C_FindObjects (s_session, key_p, 1, &found);
     p11->C_FindObjectsFinal (s_session);
-    return rv != CKR_OK ? rv : found == 0 ? CKR_OBJECT_HANDLE_INVALID : CKR_OK;
+    return rv == CKR_OK && found == 0 ? CKR_OBJECT_HANDLE_INVALID : rv;
+}
+
+//  C_Encrypt (CKM_RSA_PKCS) of `len_text` bytes with the public key `hex`.
+static CK_RV
+s_encrypt (const char *hex, const char *len_text)
+{
+    CK_BYTE data [1024] = { 0 }, out [1024];
+    CK_ULONG len = strtoul (len_text, NULL, 10), out_len = sizeof out;
+    CK_MECHANISM mechanism = { CKM_RSA_PKCS, NULL, 0 };
+    CK_OBJECT_HANDLE key;
+    CK_RV rv = len <= sizeof data ? s_find (CKO_PUBLIC_KEY, hex, &key) : CKR_ARGUMENTS_BAD;
+    memset (data, 0x5a, sizeof data);
+    if (rv != CKR_OK || (rv = p11->C_EncryptInit (s_session, &mechanism, key)) != CKR_OK)
+        return rv;
+    return p11->C_Encrypt (s_session, data, len, out, &out_len);
 }
 
 //  C_Sign of a fixed message (CKM_SHA256_RSA_PKCS) with key handle `key`.
@@ -123,7 +146,7 @@ static CK_RV
 s_sign (const char *hex)
 {
     CK_OBJECT_HANDLE key;
-    CK_RV rv = s_find (hex, &key);
+    CK_RV rv = s_find (CKO_PRIVATE_KEY, hex, &key);
     return rv == CKR_OK ? s_sign_with (key) : rv;
 }
 
@@ -150,6 +173,35 @@ s_keygen_signer (const char *hex, const char *label)
     return p11->C_GenerateKeyPair (s_session, &mechanism, pub_template, 7, priv_template, 6, &pub, &priv);
 }
 
+//  C_GenerateKeyPair: a session RSA pair of `bits_text` bits with exponent
+//  `hex`; checks the public key's CKA_PUBLIC_EXPONENT.
+static CK_RV
+s_keygen_rsa (const char *bits_text, const char *hex)
+{
+    CK_BYTE exponent [16], got [16];
+    CK_ULONG len = s_unhex (hex, exponent, sizeof exponent), bits = strtoul (bits_text, NULL, 10);
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_MECHANISM mechanism = { CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0 };
+    CK_OBJECT_HANDLE pub, priv;
+    CK_ATTRIBUTE pub_template [] = {
+        { CKA_TOKEN, &no, sizeof no }, { CKA_MODULUS_BITS, &bits, sizeof bits },
+        { CKA_PUBLIC_EXPONENT, exponent, len }, { CKA_VERIFY, &yes, sizeof yes },
+    };
+    CK_ATTRIBUTE priv_template [] = { { CKA_TOKEN, &no, sizeof no }, { CKA_SIGN, &yes, sizeof yes } };
+    CK_ATTRIBUTE read = { CKA_PUBLIC_EXPONENT, got, sizeof got };
+    CK_RV rv = p11->C_GenerateKeyPair (s_session, &mechanism, pub_template, 4, priv_template, 2, &pub, &priv);
+    if (rv != CKR_OK || (rv = p11->C_GetAttributeValue (s_session, pub, &read, 1)) != CKR_OK)
+        return rv;
+    CK_ULONG skip = 0, got_skip = 0;
+    while (skip < len && !exponent [skip])
+        skip++;
+    while (got_skip < read.ulValueLen && !got [got_skip])
+        got_skip++;
+    if (len - skip != read.ulValueLen - got_skip || memcmp (exponent + skip, got + got_skip, len - skip))
+        return CKR_GENERAL_ERROR;
+    return CKR_OK;
+}
+
 //  Runs one command line; returns 0, or 1 for "quit".
 static int
 s_command (char *line)
@@ -173,13 +225,19 @@ s_command (char *line)
         rv = s_sign (a);
     else
     if (strcmp (command, "hold") == 0 && a)
-        rv = s_find (a, &s_held);
+        rv = s_find (CKO_PRIVATE_KEY, a, &s_held);
     else
     if (strcmp (command, "sign-held") == 0)
         rv = s_sign_with (s_held);
     else
     if (strcmp (command, "keygen-signer") == 0 && a && b)
         rv = s_keygen_signer (a, b);
+    else
+    if (strcmp (command, "encrypt") == 0 && a && b)
+        rv = s_encrypt (a, b);
+    else
+    if (strcmp (command, "keygen-rsa") == 0 && a && b)
+        rv = s_keygen_rsa (a, b);
     else
     if (strcmp (command, "init-pin") == 0 && a)
         rv = p11->C_InitPIN (s_session, (CK_UTF8CHAR_PTR) a, strlen (a));

@@ -8,13 +8,22 @@
 #     SoftHSM as raw RSA plus OpenSSL EMSA-PSS encoding);
 #   - OAEP decryption of openssl-made ciphertexts for each hash, with equal
 #     and differing MGF1 hashes; RSA-X-509 decryption;
-#   - ECDSA and ECDSA-SHA{1,224,256,384,512} on P-256 (SoftHSM boards),
+#   - ECDSA, ECDSA-SHA{1,224,256,384,512} and ECDSA-SHA3-{224,256,384,512} on P-256 (SoftHSM boards),
 #     P-384 and P-521 (generated: keystore keys, openssl and material boards);
 #   - ECDH1-DERIVE (CKD_NULL, pkcs11-tool --derive): the derived secret equals
 #     openssl pkeyutl -derive with the peer's private key and the token's
 #     public key, on a SoftHSM resident key and on generated P-384/P-521 keys;
 #     a key without CKA_DERIVE is refused;
-#   - digests (SHA-1/224/256/384/512) against openssl dgst;
+#   - digests (SHA-1/224/256/384/512, SHA3-224/256/384/512) against openssl dgst;
+#   - SHA3-{224,256,384,512}-RSA-PKCS (rows of the mechanism table, common/cs_mech.h),
+#     verified by openssl;
+#   - exact codes: C_Encrypt of too much data CKR_DATA_LEN_RANGE; C_Verify of a
+#     short signature CKR_SIGNATURE_LEN_RANGE, of a wrong one CKR_SIGNATURE_INVALID;
+#   - RSA key generation: C_GetMechanismInfo reports 2048..4096 (keys/rsa-min-bits
+#     default), 1024 is CKR_KEY_SIZE_RANGE, CKA_PUBLIC_EXPONENT of 1 to 4 bytes
+#     (leading zeros too) is used as given; after a restart with
+#     keys/rsa-min-bits = 1024 the module reports 1024..4096, 1024 works (its
+#     signature verified by openssl) and 1016 is CKR_KEY_SIZE_RANGE;
 #   - pkcs11-tool --test.
 # Keys: rsa2048 (01), p256 (03) of the demo boards; ecdh256 (04), a P-256 key
 # with CKA_DERIVE written to both SoftHSM boards before the broker starts;
@@ -49,7 +58,9 @@ P11L="$P11 --login --pin $CRYPTOSERVER_PIN"
 $P11 -M > "$T/mechs.txt" 2>&1 || { cat "$T/mechs.txt"; cs_fail "pkcs11-tool -M failed"; }
 for mech in RSA-PKCS RSA-X-509 RSA-PKCS-OAEP RSA-PKCS-PSS SHA1-RSA-PKCS SHA224-RSA-PKCS SHA512-RSA-PKCS \
             SHA1-RSA-PKCS-PSS SHA224-RSA-PKCS-PSS SHA512-RSA-PKCS-PSS ECDSA ECDSA-SHA1 ECDSA-SHA224 \
-            ECDSA-SHA512 ECDH1-DERIVE EDDSA SHA-1 SHA224 SHA256 SHA384 SHA512; do
+            ECDSA-SHA512 ECDH1-DERIVE EDDSA SHA-1 SHA224 SHA256 SHA384 SHA512 \
+            SHA3-224-RSA-PKCS SHA3-256-RSA-PKCS SHA3-384-RSA-PKCS SHA3-512-RSA-PKCS \
+            SHA3-224 SHA3-256 SHA3-384 SHA3-512; do
     grep -Eq "^ *$mech[,:]" "$T/mechs.txt" || { cat "$T/mechs.txt"; cs_fail "-M does not list $mech"; }
 done
 grep -E "^ *ECDH1-DERIVE" "$T/mechs.txt" | grep -q "keySize={256,521}, hw, derive, EC F_P, EC OID, EC uncompressed" \
@@ -63,7 +74,10 @@ done
 grep -E "^ *SHA256-RSA-PKCS," "$T/mechs.txt" | grep -q "recover" \
     && { grep -E "^ *SHA256-RSA-PKCS," "$T/mechs.txt"; cs_fail "SHA256-RSA-PKCS: lists recovery"; }
 grep -E "^ *SHA224," "$T/mechs.txt" | grep -q "digest" || cs_fail "SHA224: not a digest"
-cs_log "mechanism list: all issue #4 mechanisms, EC sizes 256..521 with EC flags"
+# RSA generation: the sizes generation accepts (keys/rsa-min-bits 2048 .. 4096).
+grep -E "^ *RSA-PKCS-KEY-PAIR-GEN," "$T/mechs.txt" | grep -q "keySize={2048,4096}, hw, generate_key_pair" \
+    || { grep KEY-PAIR "$T/mechs.txt"; cs_fail "RSA-PKCS-KEY-PAIR-GEN: not 2048..4096"; }
+cs_log "mechanism list: all issue #4 mechanisms, EC sizes 256..521 with EC flags, RSA generation 2048..4096"
 
 # ---- generated keys (keystore) ---------------------------------------------
 # label:id:key type:usage
@@ -145,6 +159,53 @@ for id in 01 71; do
     cs_log "key $id: RSA-PKCS, RSA-X-509, SHA*-RSA-PKCS, RSA-PKCS-PSS and SHA*-RSA-PKCS-PSS verify"
 done
 
+# ---- SHA3 hash-and-sign (added as rows of common/cs_mech.h) -------------------
+for id in 01 71; do
+    for b in 224 256 384 512; do
+        cp "$T/msg.bin" "$T/in.bin"
+        sign "$id" "SHA3-$b-RSA-PKCS" "$T/sig.bin"
+        openssl dgst "-sha3-$b" -verify "$T/$id.pub.pem" -signature "$T/sig.bin" "$T/msg.bin" >/dev/null \
+            || cs_fail "key $id: SHA3-$b-RSA-PKCS does not verify"
+    done
+done
+cs_log "keys 01, 71: SHA3-224/256/384/512-RSA-PKCS verify with openssl"
+
+# ---- exact codes: lengths --------------------------------------------------------
+cp "$T/msg.bin" "$T/in.bin"
+sign 01 SHA256-RSA-PKCS "$T/sig.bin"
+head -c 255 "$T/sig.bin" > "$T/short.bin"
+cs_expect_refusal CKR_SIGNATURE_LEN_RANGE "verify of a 255-byte RSA-2048 signature" "$T/verify.log" \
+    $P11L --verify --id 01 -m SHA256-RSA-PKCS -i "$T/msg.bin" --signature-file "$T/short.bin"
+sign 03 ECDSA-SHA256 "$T/esig.bin"
+head -c 63 "$T/esig.bin" > "$T/short.bin"
+cs_expect_refusal CKR_SIGNATURE_LEN_RANGE "verify of a 63-byte P-256 signature" "$T/verify.log" \
+    $P11L --verify --id 03 -m ECDSA-SHA256 -i "$T/msg.bin" --signature-file "$T/short.bin"
+# pkcs11-tool prints "Invalid signature" for exactly CKR_SIGNATURE_INVALID (and "valid" for CKR_OK).
+{ head -c 10 "$T/sig.bin"; head -c 1 "$T/sig.bin" | tr '\000-\377' '\001-\377\000'; tail -c +12 "$T/sig.bin"; } \
+    > "$T/bad.bin"
+cmp -s "$T/bad.bin" "$T/sig.bin" && cs_fail "the altered signature is the signature"
+$P11L --verify --id 01 -m SHA256-RSA-PKCS -i "$T/msg.bin" --signature-file "$T/bad.bin" > "$T/verify.log" 2>&1 || true
+grep -qx "Invalid signature" "$T/verify.log" || { cat "$T/verify.log"; cs_fail "a wrong signature: not CKR_SIGNATURE_INVALID"; }
+$P11L --verify --id 01 -m SHA256-RSA-PKCS -i "$T/msg.bin" --signature-file "$T/sig.bin" > "$T/verify.log" 2>&1 \
+    && grep -qx "Signature is valid" "$T/verify.log" || { cat "$T/verify.log"; cs_fail "the signature does not verify"; }
+cs_log "C_Verify: short signature CKR_SIGNATURE_LEN_RANGE, wrong one CKR_SIGNATURE_INVALID"
+# C_Encrypt with the public key (pkcs11-tool 0.23 encrypts with secret keys only).
+cs_shell_start app demo
+cs_shell app CKR_OK login "$CRYPTOSERVER_PIN"
+cs_shell app CKR_OK encrypt 01 245
+cs_shell app CKR_DATA_LEN_RANGE encrypt 01 246
+cs_shell app CKR_DATA_LEN_RANGE encrypt 01 300
+# RSA generation: exponents of 1 to 4 bytes, used as given; 1024 below the policy.
+for e in 03 0101 010001 00010001 01000001; do
+    cs_shell app CKR_OK keygen-rsa 2048 "$e"
+done
+cs_shell app CKR_KEY_SIZE_RANGE keygen-rsa 1024 010001
+cs_shell app CKR_KEY_SIZE_RANGE keygen-rsa 2052 010001
+cs_shell_stop app
+cs_expect_refusal CKR_KEY_SIZE_RANGE "--keypairgen rsa:1024 (keys/rsa-min-bits 2048)" "$T/gen.log" \
+    $P11L --keypairgen --key-type rsa:1024 --label small --id 7a
+cs_log "C_Encrypt over k-11 bytes CKR_DATA_LEN_RANGE; exponents of 1..4 bytes; RSA-1024 refused"
+
 # ---- ECDSA -------------------------------------------------------------------
 for id in 03 72 73; do
     pub=$T/$id.pub.pem
@@ -161,6 +222,24 @@ for id in 03 72 73; do
             || cs_fail "key $id: ECDSA over a $h digest does not verify"
     done
     cs_log "key $id: ECDSA and ECDSA-SHA1/224/256/384/512 verify"
+    # ECDSA-SHA3-* (rows of common/cs_mech.h; by number, pkcs11-tool 0.23 has no names):
+    # raw r||s made DER here for openssl.
+    for hm in 224:0x1047 256:0x1048 384:0x1049 512:0x104a; do
+        cp "$T/msg.bin" "$T/in.bin"
+        sign "$id" "${hm#*:}" "$T/sig.raw"
+        python3 -c 'import sys
+raw = open(sys.argv[1], "rb").read(); n = len(raw) // 2
+def der_int(b):
+    b = b.lstrip(b"\0") or b"\0"
+    b = b"\0" + b if b[0] & 0x80 else b
+    return b"\x02" + bytes([len(b)]) + b
+body = der_int(raw[:n]) + der_int(raw[n:])
+head = b"\x30" + (bytes([len(body)]) if len(body) < 128 else b"\x81" + bytes([len(body)]))
+open(sys.argv[2], "wb").write(head + body)' "$T/sig.raw" "$T/sig.bin"
+        openssl dgst "-sha3-${hm%%:*}" -verify "$pub" -signature "$T/sig.bin" "$T/msg.bin" >/dev/null \
+            || cs_fail "key $id: ECDSA-SHA3-${hm%%:*} does not verify"
+    done
+    cs_log "key $id: ECDSA-SHA3-224/256/384/512 verify"
 done
 
 # ---- decryption ------------------------------------------------------------
@@ -210,13 +289,13 @@ grep -q "CKR_KEY_FUNCTION_NOT_PERMITTED" "$T/derive.log" \
 cs_log "a key without CKA_DERIVE is refused"
 
 # ---- digests -----------------------------------------------------------------
-for h in sha1 sha224 sha256 sha384 sha512; do
+for h in sha1 sha224 sha256 sha384 sha512 sha3-224 sha3-256 sha3-384 sha3-512; do
     H=${h^^}
     $P11 --hash -m "$(p11hash "$h")" -i "$T/msg.bin" -o "$T/digest.bin" > "$T/hash.log" 2>&1 \
         || { cat "$T/hash.log"; cs_fail "digest $H failed"; }
     openssl dgst "-$h" -binary "$T/msg.bin" | cmp -s - "$T/digest.bin" || cs_fail "digest $H differs"
 done
-cs_log "digests SHA-1/224/256/384/512 match openssl"
+cs_log "digests SHA-1/224/256/384/512 and SHA3-224/256/384/512 match openssl"
 
 # ---- pkcs11-tool --test --------------------------------------------------------
 cs_run_bounded 300 "$T/test.log" $P11 --test --login --pin "$CRYPTOSERVER_PIN" \
@@ -224,3 +303,23 @@ cs_run_bounded 300 "$T/test.log" $P11 --test --login --pin "$CRYPTOSERVER_PIN" \
 grep -q "RSA-X-509: OK" "$T/test.log" && grep -q "SHA256-RSA-PKCS: OK" "$T/test.log" \
     || { cat "$T/test.log"; cs_fail "--test tested no signature"; }
 cs_log "pkcs11-tool --test passes"
+
+# ---- keys/rsa-min-bits = 1024: reported and enforced -----------------------------
+cs_stop
+"$CS_ADMIN" config set "$WORK/broker.conf" keys/rsa-min-bits 1024 >/dev/null \
+    || cs_fail "cannot set keys/rsa-min-bits"
+cs_start
+$P11 -M > "$T/mechs.txt" 2>&1 || { cat "$T/mechs.txt"; cs_fail "pkcs11-tool -M failed"; }
+grep -E "^ *RSA-PKCS-KEY-PAIR-GEN," "$T/mechs.txt" | grep -q "keySize={1024,4096}" \
+    || { grep KEY-PAIR "$T/mechs.txt"; cs_fail "RSA-PKCS-KEY-PAIR-GEN: not 1024..4096 with keys/rsa-min-bits 1024"; }
+cs_run_bounded 120 "$T/gen.log" $P11L --keypairgen --key-type rsa:1024 --label g-rsa1024 --id 74 --usage-sign \
+    || { cat "$T/gen.log"; cs_fail "--keypairgen rsa:1024 failed with keys/rsa-min-bits 1024"; }
+cs_pubkey_pem "$P11" 74 "$T/74.pub.pem" || cs_fail "cannot read the public key 74"
+openssl pkey -pubin -in "$T/74.pub.pem" -text -noout | grep -q "(1024 bit)" || cs_fail "key 74 is not RSA-1024"
+cp "$T/msg.bin" "$T/in.bin"
+sign 74 SHA256-RSA-PKCS "$T/sig.bin"
+openssl dgst -sha256 -verify "$T/74.pub.pem" -signature "$T/sig.bin" "$T/msg.bin" >/dev/null \
+    || cs_fail "key 74: SHA256-RSA-PKCS does not verify"
+cs_expect_refusal CKR_KEY_SIZE_RANGE "--keypairgen rsa:1016 (keys/rsa-min-bits 1024)" "$T/gen.log" \
+    $P11L --keypairgen --key-type rsa:1016 --label small --id 7a
+cs_log "keys/rsa-min-bits 1024: reported 1024..4096, RSA-1024 generated and verified, 1016 refused"

@@ -82,6 +82,7 @@ START_TEST (test_good)
     ck_assert_ptr_null (config->master_key_board);
     ck_assert_str_eq (config->keys_home, "keystore");
     ck_assert_int_eq (config->pool_rsa [0], 0);
+    ck_assert_int_eq (config->rsa_min_bits, 2048);
     ck_assert_ptr_nonnull (broker_config_board (config, "sim"));
     ck_assert_ptr_null (broker_config_board (config, "other"));
     ck_assert_uint_eq (config->n_boards, 2);
@@ -337,6 +338,10 @@ static const struct {
       "keys/home: must be keystore or a board name" },
     { "", "keys\n    pool-rsa-3072 = 5000\n" "drivers\n    b\n        type = sim\n",
       "keys/pool-rsa-3072: must be 0..1000" },
+    { "", "keys\n    rsa-min-bits = 512\n" "drivers\n    b\n        type = sim\n",
+      "keys/rsa-min-bits: must be 1024..4096" },
+    { "", "keys\n    rsa-min-bits = 2050\n" "drivers\n    b\n        type = sim\n",
+      "keys/rsa-min-bits: must be a multiple of 8" },
 };
 
 START_TEST (test_bad)

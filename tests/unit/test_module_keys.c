@@ -241,7 +241,7 @@ END_TEST
 
 START_TEST (test_keygen_errors)
 {
-    CK_ULONG bits = 2048, small = 1024, four = 4;
+    CK_ULONG bits = 2048, small = 1000, four = 4;
     CK_KEY_TYPE ec = CKK_EC;
     CK_OBJECT_CLASS priv_class = CKO_PRIVATE_KEY;
     CK_BYTE even [] = { 0x01, 0x00, 0x00 }, one [] = { 0x01 };

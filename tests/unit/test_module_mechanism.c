@@ -69,6 +69,17 @@ static const struct {
     { CKM_SHA512, 19, "3051300d060960864801650304020305000440"
         "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
         "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f" },
+    /*  id-sha3-* (checked with openssl asn1parse: OBJECT :sha3-224 ...).  */
+    { CKM_SHA3_224, 19, "302d300d06096086480165030402070500041c"
+        "e642824c3f8cf24ad09234ee7d3c766fc9a3a5168d0c94ad73b46fdf" },
+    { CKM_SHA3_256, 19, "3031300d060960864801650304020805000420"
+        "3a985da74fe225b2045c172d6bd390bd855f086e3e9d525b46bfe24511431532" },
+    { CKM_SHA3_384, 19, "3041300d060960864801650304020905000430"
+        "ec01498288516fc926459f58e2c6ad8df9b473cb0fc08c2596da7cf0e49be4b2"
+        "98d88cea927ac7f539f1edf228376d25" },
+    { CKM_SHA3_512, 19, "3051300d060960864801650304020a05000440"
+        "b751850b1a57168a5693cd924b6b096e08f621827444f70d884f5d0240d2712e"
+        "10e116e9192af3c91a7ec57647e3934057340b4cf408d5a56592f8274eec53f0" },
 };
 #define S_DIGEST_INFO_KATS (sizeof s_digest_info_kat / sizeof s_digest_info_kat [0])
 
@@ -113,7 +124,7 @@ START_TEST (test_digest_info_kat)
                        table [m].type, table [m].hash);
         covered++;
     }
-    ck_assert_uint_eq (covered, 5);
+    ck_assert_uint_eq (covered, 9);
 }
 END_TEST
 

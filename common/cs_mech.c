@@ -1,0 +1,176 @@
+/*  cs_mech.c — the mechanism table (cs_mech.h) and its length rules.  */
+#include <stdio.h>
+#include "cs_mech.h"
+#include "cs_wire.h"
+#include "cryptoserver/pkcs11v.h"
+
+/*  CKF_HW: the private-key side runs on the broker's boards, not in the
+ *  module (OpenSC's pkcs11-tool --test only tests signing with HW mechanisms).  */
+#define S_SIGN    (CKF_HW | CKF_SIGN | CKF_VERIFY)
+#define S_CRYPT   (CKF_HW | CKF_DECRYPT | CKF_ENCRYPT)
+#define S_GEN     (CKF_HW | CKF_GENERATE_KEY_PAIR)
+#define S_VENDOR  (CKF_HW | CKF_DIGEST)
+#define S_RECOVER (CKF_SIGN_RECOVER | CKF_VERIFY_RECOVER)     /* raw RSA only (pkcs11-module/recover.c) */
+
+#define RSA_MIN   512
+#define RSA_MAX   CS_WIRE_MAX_RSA_BITS
+#define EC_MIN    256                   /* P-256 .. P-521 (field bits) */
+#define EC_MAX    521
+#define ED_BITS   255                   /* Ed25519 */
+
+#define ROW(T) CKM_ ## T, "CKM_" #T
+#define P_NONE    CS_MECH_PARAM_NONE
+#define SIGN_RSA(T, WIRE, HASH, PARAM, IN) \
+    { ROW (T), WIRE, CKK_RSA, HASH, S_SIGN, RSA_MIN, RSA_MAX, PARAM, IN, CS_MECH_OUT_MODULUS }
+#define SIGN_EC(T, HASH, IN) \
+    { ROW (T), CKM_ECDSA, CKK_EC, HASH, S_SIGN, EC_MIN, EC_MAX, P_NONE, IN, CS_MECH_OUT_EC }
+#define DIGEST(T) \
+    { ROW (T), 0, CS_MECH_KEY_NONE, CKM_ ## T, CKF_DIGEST, 0, 0, P_NONE, CS_MECH_IN_ANY, CS_MECH_OUT_DIGEST }
+#define MODEXP(T) \
+    { ROW (T), CKM_ ## T, CS_MECH_KEY_NONE, 0, S_VENDOR, 0, 0, CS_MECH_PARAM_MODEXP, \
+      CS_MECH_IN_MODEXP, CS_MECH_OUT_MODEXP }
+
+static const cs_mech_row_t s_rows [] = {
+    { ROW (RSA_PKCS), CKM_RSA_PKCS, CKK_RSA, 0, S_SIGN | S_CRYPT | S_RECOVER, RSA_MIN, RSA_MAX, P_NONE,
+      CS_MECH_IN_PKCS1, CS_MECH_OUT_MODULUS },
+    { ROW (RSA_X_509), CKM_RSA_X_509, CKK_RSA, 0, S_SIGN | S_CRYPT | S_RECOVER, RSA_MIN, RSA_MAX, P_NONE,
+      CS_MECH_IN_RAW, CS_MECH_OUT_MODULUS },
+    SIGN_RSA (SHA1_RSA_PKCS,       CKM_RSA_PKCS, CKM_SHA_1,  P_NONE, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA224_RSA_PKCS,     CKM_RSA_PKCS, CKM_SHA224, P_NONE, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA256_RSA_PKCS,     CKM_RSA_PKCS, CKM_SHA256, P_NONE, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA384_RSA_PKCS,     CKM_RSA_PKCS, CKM_SHA384, P_NONE, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA512_RSA_PKCS,     CKM_RSA_PKCS, CKM_SHA512, P_NONE, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA3_224_RSA_PKCS,   CKM_RSA_PKCS, CKM_SHA3_224, P_NONE, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA3_256_RSA_PKCS,   CKM_RSA_PKCS, CKM_SHA3_256, P_NONE, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA3_384_RSA_PKCS,   CKM_RSA_PKCS, CKM_SHA3_384, P_NONE, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA3_512_RSA_PKCS,   CKM_RSA_PKCS, CKM_SHA3_512, P_NONE, CS_MECH_IN_ANY),
+    SIGN_RSA (RSA_PKCS_PSS,        CKM_RSA_PKCS_PSS, 0,          CS_MECH_PARAM_PSS, CS_MECH_IN_HASH),
+    SIGN_RSA (SHA1_RSA_PKCS_PSS,   CKM_RSA_PKCS_PSS, CKM_SHA_1,  CS_MECH_PARAM_PSS, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA224_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS, CKM_SHA224, CS_MECH_PARAM_PSS, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA256_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS, CKM_SHA256, CS_MECH_PARAM_PSS, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA384_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS, CKM_SHA384, CS_MECH_PARAM_PSS, CS_MECH_IN_ANY),
+    SIGN_RSA (SHA512_RSA_PKCS_PSS, CKM_RSA_PKCS_PSS, CKM_SHA512, CS_MECH_PARAM_PSS, CS_MECH_IN_ANY),
+    { ROW (RSA_PKCS_OAEP), CKM_RSA_PKCS_OAEP, CKK_RSA, 0, S_CRYPT, RSA_MIN, RSA_MAX, CS_MECH_PARAM_OAEP,
+      CS_MECH_IN_OAEP, CS_MECH_OUT_MODULUS },
+    SIGN_EC (ECDSA,        0,          CS_MECH_IN_ECDSA),
+    SIGN_EC (ECDSA_SHA1,   CKM_SHA_1,  CS_MECH_IN_ANY),
+    SIGN_EC (ECDSA_SHA224, CKM_SHA224, CS_MECH_IN_ANY),
+    SIGN_EC (ECDSA_SHA256, CKM_SHA256, CS_MECH_IN_ANY),
+    SIGN_EC (ECDSA_SHA384, CKM_SHA384, CS_MECH_IN_ANY),
+    SIGN_EC (ECDSA_SHA512, CKM_SHA512, CS_MECH_IN_ANY),
+    SIGN_EC (ECDSA_SHA3_224, CKM_SHA3_224, CS_MECH_IN_ANY),
+    SIGN_EC (ECDSA_SHA3_256, CKM_SHA3_256, CS_MECH_IN_ANY),
+    SIGN_EC (ECDSA_SHA3_384, CKM_SHA3_384, CS_MECH_IN_ANY),
+    SIGN_EC (ECDSA_SHA3_512, CKM_SHA3_512, CS_MECH_IN_ANY),
+    { ROW (EDDSA), CKM_EDDSA, CKK_EC_EDWARDS, 0, S_SIGN, ED_BITS, ED_BITS, P_NONE,
+      CS_MECH_IN_MESSAGE, CS_MECH_OUT_EC },
+    { ROW (ECDH1_DERIVE), CKM_ECDH1_DERIVE, CKK_EC, 0, CKF_HW | CKF_DERIVE, EC_MIN, EC_MAX,
+      CS_MECH_PARAM_ECDH1, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
+    { ROW (RSA_PKCS_KEY_PAIR_GEN), CKM_RSA_PKCS_KEY_PAIR_GEN, CKK_RSA, 0, S_GEN,
+      CS_MECH_RSA_GEN_FLOOR, CS_MECH_RSA_GEN_MAX, P_NONE, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
+    { ROW (EC_KEY_PAIR_GEN), CKM_EC_KEY_PAIR_GEN, CKK_EC, 0, S_GEN, EC_MIN, EC_MAX, P_NONE,
+      CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
+    { ROW (EC_EDWARDS_KEY_PAIR_GEN), CKM_EC_EDWARDS_KEY_PAIR_GEN, CKK_EC_EDWARDS, 0, S_GEN,
+      ED_BITS, ED_BITS, P_NONE, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
+    DIGEST (SHA_1),
+    DIGEST (SHA224),
+    DIGEST (SHA256),
+    DIGEST (SHA384),
+    DIGEST (SHA512),
+    DIGEST (SHA3_224),
+    DIGEST (SHA3_256),
+    DIGEST (SHA3_384),
+    DIGEST (SHA3_512),
+    /*  Vendor raw modexp (cryptoserver/pkcs11v.h): C_Digest on the boards.
+        Last: generic callers (pkcs11-tool --test) digest with the first
+        CKF_DIGEST mechanism of the list, which must then be a real digest.  */
+    MODEXP (CS_MODEXP),
+    MODEXP (CS_MODEXP_ARRAY),
+    MODEXP (CS_RSA_CRT),
+    MODEXP (CS_RSA_CRT_ARRAY),
+    MODEXP (CS_MULTI_MODEXP_ARRAY),
+};
+
+const cs_mech_row_t *
+cs_mech_rows (size_t *count_p)
+{
+    *count_p = sizeof s_rows / sizeof s_rows [0];
+    return s_rows;
+}
+
+const cs_mech_row_t *
+cs_mech_row (CK_MECHANISM_TYPE type)
+{
+    for (size_t i = 0; i < sizeof s_rows / sizeof s_rows [0]; i++)
+        if (s_rows [i].type == type)
+            return &s_rows [i];
+    return NULL;
+}
+
+/*  Declared in cs_wire.h (logs, metrics): the table's name, else "CKM_0x...".  */
+const char *
+cs_mech_name (unsigned long mechanism)
+{
+    const cs_mech_row_t *row = cs_mech_row (mechanism);
+    static __thread char buf [32];
+    if (row)
+        return row->name;
+    snprintf (buf, sizeof buf, "CKM_0x%lx", mechanism);
+    return buf;
+}
+
+CK_RV
+cs_mech_input_check (const cs_mech_row_t *row, bool encrypt, size_t len, size_t k, size_t h)
+{
+    bool ok = true;
+    switch (row->input) {
+        case CS_MECH_IN_PKCS1:  ok = len + 11 <= k; break;
+        case CS_MECH_IN_RAW:    ok = len <= k; break;
+        case CS_MECH_IN_HASH:   ok = len == h; break;
+        case CS_MECH_IN_ECDSA:  ok = len > 0 && len <= 64; break;
+        case CS_MECH_IN_MESSAGE: ok = len <= CS_WIRE_MAX_DATA; break;
+        case CS_MECH_IN_OAEP:   ok = !encrypt || len + 2 * h + 2 <= k; break;
+        case CS_MECH_IN_NONE:   ok = len == 0; break;
+        case CS_MECH_IN_ANY:
+        case CS_MECH_IN_MODEXP: break;
+    }
+    return ok ? CKR_OK : CKR_DATA_LEN_RANGE;
+}
+
+size_t
+cs_mech_output_len (const cs_mech_row_t *row, size_t k, size_t field, size_t h)
+{
+    switch (row->output) {
+        case CS_MECH_OUT_MODULUS:
+        case CS_MECH_OUT_MODULUS_MAX: return k;
+        case CS_MECH_OUT_EC:          return 2 * field;
+        case CS_MECH_OUT_DIGEST:      return h;
+        case CS_MECH_OUT_NONE:
+        case CS_MECH_OUT_MODEXP:      return 0;
+    }
+    return 0;
+}
+
+void
+cs_mech_rsa_gen_range (CK_ULONG policy_min, CK_ULONG board_min, CK_ULONG board_max,
+                       CK_ULONG *min_p, CK_ULONG *max_p)
+{
+    CK_ULONG min = policy_min ? policy_min : CS_MECH_RSA_MIN_BITS_DEFAULT;
+    CK_ULONG max = CS_MECH_RSA_GEN_MAX;
+    if (min < CS_MECH_RSA_GEN_FLOOR)
+        min = CS_MECH_RSA_GEN_FLOOR;
+    if (board_min > min)
+        min = board_min;
+    if (board_max && board_max < max)
+        max = board_max;
+    *min_p = min;
+    *max_p = max;
+}
+
+bool
+cs_mech_rsa_gen_ok (CK_ULONG bits, CK_ULONG policy_min, CK_ULONG board_min, CK_ULONG board_max)
+{
+    CK_ULONG min, max;
+    cs_mech_rsa_gen_range (policy_min, board_min, board_max, &min, &max);
+    return bits >= min && bits <= max && bits % 8 == 0;
+}

@@ -1,0 +1,205 @@
+/*  test_mech.c — the invariants of the mechanism table (common/cs_mech.h)
+ *  and of what the module builds on it (mechanism.h), the length rules, the
+ *  RSA generation range, and that man/cryptoserver-pkcs11.7 lists exactly
+ *  the table's mechanisms.  Needs top_srcdir (set by make check) for the
+ *  man page.
+ */
+#include <check.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cs_mech.h"
+#include "cs_wire.h"
+#include "mechanism.h"
+
+#define S_SIGN_FLAGS (CKF_SIGN | CKF_VERIFY)
+#define S_CRYPT_FLAGS (CKF_DECRYPT | CKF_ENCRYPT)
+
+START_TEST (test_rows_unique_and_named)
+{
+    size_t n;
+    const cs_mech_row_t *rows = cs_mech_rows (&n);
+    ck_assert_uint_gt (n, 40);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg (rows [i].name && strncmp (rows [i].name, "CKM_", 4) == 0, "row %zu: no name", i);
+        ck_assert_ptr_eq (cs_mech_row (rows [i].type), &rows [i]);
+        ck_assert_str_eq (cs_mech_name (rows [i].type), rows [i].name);
+        ck_assert_ptr_eq (cs_mech_lookup (rows [i].type), &rows [i]);     /* the module's view */
+        for (size_t j = i + 1; j < n; j++) {
+            ck_assert_msg (rows [i].type != rows [j].type, "%s twice", rows [i].name);
+            ck_assert_msg (strcmp (rows [i].name, rows [j].name) != 0, "%s twice", rows [i].name);
+        }
+    }
+    ck_assert_ptr_null (cs_mech_row (CKM_VENDOR_DEFINED + 7));
+    ck_assert_str_eq (cs_mech_name (CKM_VENDOR_DEFINED + 7), "CKM_0x80000007");
+}
+END_TEST
+
+START_TEST (test_flags_consistent)
+{
+    size_t n, count;
+    const cs_mech_row_t *rows = cs_mech_rows (&n);
+    const cs_mech_t *table = cs_mech_table (&count);
+    ck_assert_ptr_eq (table, rows);         /* the module lists the table, nothing else */
+    ck_assert_uint_eq (count, n);
+    for (size_t i = 0; i < n; i++) {
+        const cs_mech_row_t *r = &rows [i];
+        CK_FLAGS ops = r->flags & (CKF_SIGN | CKF_VERIFY | CKF_DECRYPT | CKF_ENCRYPT | CKF_DIGEST
+                                   | CKF_DERIVE | CKF_GENERATE_KEY_PAIR);
+        ck_assert_msg (ops != 0, "%s: no operation", r->name);
+        /*  Verify and encrypt are local, so they come with sign and decrypt.  */
+        ck_assert_msg (!(r->flags & S_SIGN_FLAGS) == !((r->flags & S_SIGN_FLAGS) == S_SIGN_FLAGS),
+                       "%s: sign without verify or the reverse", r->name);
+        ck_assert_msg (!(r->flags & S_CRYPT_FLAGS) == !((r->flags & S_CRYPT_FLAGS) == S_CRYPT_FLAGS),
+                       "%s: decrypt without encrypt or the reverse", r->name);
+        /*  A board runs it (CKF_HW; wire 0 is CKM_RSA_PKCS_KEY_PAIR_GEN) or the module does.  */
+        if (!(r->flags & CKF_HW)) {
+            ck_assert_uint_eq (r->wire, 0);
+            ck_assert_msg (ops == CKF_DIGEST && r->key_type == CS_MECH_KEY_NONE && r->hash == r->type
+                           && cs_mech_md (r->hash), "%s: a local row must be a digest", r->name);
+            ck_assert_int_eq (r->output, CS_MECH_OUT_DIGEST);
+            continue;
+        }
+        /*  The wire mechanism is itself a row that travels as itself.  */
+        const cs_mech_row_t *w = cs_mech_row (r->wire);
+        ck_assert_msg (w && w->wire == w->type && w->hash == 0, "%s: wire %s is not a raw row", r->name,
+                       cs_mech_name (r->wire));
+        ck_assert_msg (w->key_type == r->key_type && w->param == r->param, "%s: differs from its wire row",
+                       r->name);
+        if (r->key_type == CS_MECH_KEY_NONE)
+            ck_assert_msg (r->min_bits == 0 && r->max_bits == 0, "%s: sizes without a key", r->name);
+        else
+            ck_assert_msg (r->min_bits > 0 && r->min_bits <= r->max_bits, "%s: bad key sizes", r->name);
+        if (r->flags & CKF_GENERATE_KEY_PAIR || r->flags & CKF_DERIVE)
+            ck_assert_msg (r->input == CS_MECH_IN_NONE && r->output == CS_MECH_OUT_NONE, "%s: data rules",
+                           r->name);
+        if (r->flags & CKF_SIGN)
+            ck_assert_msg (r->output == (r->key_type == CKK_RSA ? CS_MECH_OUT_MODULUS : CS_MECH_OUT_EC),
+                           "%s: signature size rule", r->name);
+        ck_assert_msg ((r->param == CS_MECH_PARAM_PSS) == (r->wire == CKM_RSA_PKCS_PSS)
+                       && (r->param == CS_MECH_PARAM_OAEP) == (r->wire == CKM_RSA_PKCS_OAEP),
+                       "%s: parameter kind", r->name);
+        /*  Hash-and-sign rows name a digest of the table and hash any input.  */
+        if (r->hash) {
+            const cs_mech_row_t *h = cs_mech_row (r->hash);
+            ck_assert_msg (h && (h->flags & CKF_DIGEST) && !h->wire && cs_mech_md (r->hash),
+                           "%s: hash %s is not a digest row", r->name, cs_mech_name (r->hash));
+            ck_assert_msg (r->input == CS_MECH_IN_ANY && ops == S_SIGN_FLAGS, "%s: hash-and-sign", r->name);
+            size_t len = 0;
+            if (r->wire == CKM_RSA_PKCS)
+                ck_assert_msg (cs_mech_digest_info_prefix (r->hash, &len) && len > 0,
+                               "%s: no DigestInfo", r->name);
+        }
+        else
+            ck_assert_msg (r->input != CS_MECH_IN_ANY, "%s: raw row without an input rule", r->name);
+    }
+}
+END_TEST
+
+START_TEST (test_length_rules)
+{
+    const cs_mech_row_t *pkcs = cs_mech_row (CKM_RSA_PKCS), *x509 = cs_mech_row (CKM_RSA_X_509);
+    const cs_mech_row_t *oaep = cs_mech_row (CKM_RSA_PKCS_OAEP), *pss = cs_mech_row (CKM_RSA_PKCS_PSS);
+    const cs_mech_row_t *ecdsa = cs_mech_row (CKM_ECDSA), *sha = cs_mech_row (CKM_SHA3_256);
+    ck_assert_uint_eq (cs_mech_input_check (pkcs, true, 245, 256, 0), CKR_OK);
+    ck_assert_uint_eq (cs_mech_input_check (pkcs, true, 246, 256, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (x509, false, 256, 256, 0), CKR_OK);
+    ck_assert_uint_eq (cs_mech_input_check (x509, false, 257, 256, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (oaep, true, 256 - 66, 256, 32), CKR_OK);
+    ck_assert_uint_eq (cs_mech_input_check (oaep, true, 256 - 65, 256, 32), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (pss, false, 32, 256, 32), CKR_OK);
+    ck_assert_uint_eq (cs_mech_input_check (pss, false, 31, 256, 32), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (ecdsa, false, 0, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (ecdsa, false, 65, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_output_len (pkcs, 256, 0, 0), 256);
+    ck_assert_uint_eq (cs_mech_output_len (ecdsa, 0, 66, 0), 132);
+    ck_assert_uint_eq (cs_mech_output_len (sha, 0, 0, 32), 32);
+}
+END_TEST
+
+START_TEST (test_rsa_gen_range)
+{
+    CK_ULONG min = 0, max = 0;
+    cs_mech_rsa_gen_range (0, 512, 8192, &min, &max);           /* an old broker: the default */
+    ck_assert_uint_eq (min, CS_MECH_RSA_MIN_BITS_DEFAULT);
+    ck_assert_uint_eq (max, CS_MECH_RSA_GEN_MAX);
+    cs_mech_rsa_gen_range (1024, 512, 8192, &min, &max);
+    ck_assert_uint_eq (min, 1024);
+    cs_mech_rsa_gen_range (512, 0, 3072, &min, &max);           /* never below the floor */
+    ck_assert_uint_eq (min, CS_MECH_RSA_GEN_FLOOR);
+    ck_assert_uint_eq (max, 3072);
+    ck_assert (cs_mech_rsa_gen_ok (2048, 0, 0, 0));
+    ck_assert (!cs_mech_rsa_gen_ok (1024, 0, 0, 0));
+    ck_assert (!cs_mech_rsa_gen_ok (2047, 0, 0, 0));
+    ck_assert (!cs_mech_rsa_gen_ok (2056 + 4, 0, 0, 0));
+    ck_assert (cs_mech_rsa_gen_ok (1024, 1024, 0, 0));
+    ck_assert (!cs_mech_rsa_gen_ok (1016, 1024, 0, 0));
+    ck_assert (!cs_mech_rsa_gen_ok (4104, 0, 0, 0));
+}
+END_TEST
+
+/*  Every CKM_ name on the line after a ".TP" in the sections from
+ *  "Mechanisms" up to "Login and PINs" of the man page.  */
+START_TEST (test_man_page_lists_the_table)
+{
+    char path [4096], line [4096], seen [128][64];
+    size_t n_seen = 0, n;
+    const char *top = getenv ("top_srcdir");
+    snprintf (path, sizeof path, "%s/man/cryptoserver-pkcs11.7", top ? top : "..");
+    FILE *file = fopen (path, "re");
+    ck_assert_msg (file != NULL, "cannot open %s", path);
+    bool in = false, after_tp = false;
+    regex_t re;
+    ck_assert_int_eq (regcomp (&re, "CKM_[A-Z0-9_]+", REG_EXTENDED), 0);
+    while (fgets (line, sizeof line, file)) {
+        if (strncmp (line, ".SS Mechanisms", 14) == 0)
+            in = true;
+        else
+        if (strncmp (line, ".SS Login", 9) == 0)
+            in = false;
+        if (in && after_tp) {
+            regmatch_t m;
+            for (const char *p = line; regexec (&re, p, 1, &m, 0) == 0; p += m.rm_eo) {
+                int len = (int) (m.rm_eo - m.rm_so);
+                ck_assert (n_seen < 128 && len < 64);
+                snprintf (seen [n_seen++], 64, "%.*s", len, p + m.rm_so);
+            }
+        }
+        after_tp = strncmp (line, ".TP", 3) == 0;
+    }
+    regfree (&re);
+    fclose (file);
+    const cs_mech_row_t *rows = cs_mech_rows (&n);
+    for (size_t i = 0; i < n; i++) {
+        bool found = false;
+        for (size_t j = 0; j < n_seen && !found; j++)
+            found = strcmp (seen [j], rows [i].name) == 0;
+        ck_assert_msg (found, "the man page does not list %s", rows [i].name);
+    }
+    for (size_t j = 0; j < n_seen; j++) {
+        bool found = false;
+        for (size_t i = 0; i < n && !found; i++)
+            found = strcmp (seen [j], rows [i].name) == 0;
+        ck_assert_msg (found, "the man page lists %s, which the table does not have", seen [j]);
+    }
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("mech");
+    TCase *tc = tcase_create ("table");
+    tcase_add_test (tc, test_rows_unique_and_named);
+    tcase_add_test (tc, test_flags_consistent);
+    tcase_add_test (tc, test_length_rules);
+    tcase_add_test (tc, test_rsa_gen_range);
+    tcase_add_test (tc, test_man_page_lists_the_table);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
