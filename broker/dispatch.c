@@ -1,0 +1,245 @@
+/*  dispatch.c — work items between the frontend and the workers: submit
+ *  to the scheduler, hand to a worker over the backend ROUTER, take back,
+ *  re-run on another board when a board failed it (jobs are stateless,
+ *  DESIGN.md §1), answer stranded and expired items, and the board sweep
+ *  (time limits, faults, probes: board_watch.h).
+ *
+ *  Owns: the backend protocol ("w<N>" + item pointer), background_out,
+ *  the in-flight metrics of a request's jobs.
+ *  May call: the scheduler, board_watch.h, metrics.h; request.c
+ *  (fe_request_release) and keymgmt_jobs.c (fe_generate_finish) for items
+ *  that are back, pool_jobs.c (fe_background_done) for background items,
+ *  admission.c (fe_flow_resume).  */
+#include <inttypes.h>
+#include "frontend_int.h"
+
+static void
+s_give (frontend_t *self, size_t worker, work_item_t *item);
+
+/*  Counts the request's jobs out with workers (cryptoserver_inflight_jobs):
+ *  delta +1 when one goes out, -1 when it is back.  */
+static void
+s_metrics_inflight (frontend_t *self, fe_request_t *request, long delta)
+{
+    if (request && !request->metrics_client)
+        request->metrics_client = metrics_client (self->args->metrics, request->client_name, request->tenant);
+    if (request)
+        metrics_inflight_add (request->metrics_client, delta);
+}
+
+/*  Wipes and frees the key material an item carried, or unpins the cached
+ *  key it used.  */
+void
+fe_item_wipe_material (frontend_t *self, work_item_t *item)
+{
+    ks_cache_key_release (self->cache, (ks_key_t **) &item->cached);
+    if (item->material) {
+        OPENSSL_cleanse (item->material, item->material_len);
+        free (item->material);
+        item->material = NULL;
+        item->material_len = 0;
+    }
+    item->key.pkcs8 = NULL;
+    item->key.pkcs8_len = 0;
+}
+
+/*  Stores an item's result in its request's slot and releases it;
+ *  background items (no request) go to fe_background_done.  */
+static void
+s_item_finish (frontend_t *self, work_item_t *item)
+{
+    fe_request_t *request = item->request;
+    if (!request) {
+        fe_background_done (self, item);
+        return;
+    }
+    fe_slot_t *slot = &request->slots [item->index];
+    Cs__Result *result = &slot->result;
+    s_metrics_inflight (self, request, -1);
+    client_load_jobs_add (self->load, request->load_key, -1);
+    fe_item_wipe_material (self, item);
+    if (item->kind == WORK_GENERATE || item->kind == WORK_GENERATE_RESIDENT)
+        fe_generate_finish (self, request, slot);        /* goes on in the slow pool, or failed */
+    else {
+        result->rv = item->rv;
+        if (item->rv == CKR_OK) {
+            result->kind_case = CS__RESULT__KIND_DATA;
+            result->data.data = item->out;
+            result->data.len = item->out_len;
+        }
+    }
+    fe_request_release (self, request, true);
+}
+
+/*  Answers an item that did not run (or whose result is dropped) with
+ *  CKR_DEVICE_ERROR; `expired`: its deadline passed (counted so).  */
+static void
+s_item_fail (frontend_t *self, work_item_t *item, bool expired)
+{
+    if (item->out) {
+        OPENSSL_cleanse (item->out, item->out_len);
+        free (item->out);
+    }
+    item->out = NULL;
+    item->out_len = 0;
+    item->rv = CKR_DEVICE_ERROR;
+    if (expired)
+        metrics_item_expired (self->args->metrics, item);
+    s_item_finish (self, item);
+}
+
+/*  Re-runs an item whose board failed it on another board that may run it
+ *  (jobs are stateless, DESIGN.md §1), or answers it with CKR_DEVICE_ERROR
+ *  when there is none or its deadline passed (docs/CONTRACTS.md).  */
+static void
+s_item_rerun (frontend_t *self, work_item_t *item)
+{
+    size_t worker = 0;
+    item->tried |= UINT64_C (1) << item->board;
+    item->wrong = false;
+    if (item->out) {
+        OPENSSL_cleanse (item->out, item->out_len);
+        free (item->out);
+        item->out = NULL;
+        item->out_len = 0;
+    }
+    cs_key_info_free_members (&item->generated);
+    scheduler_outcome_t outcome = cs_clock_ms () > item->deadline ? SCHEDULER_NO_BOARD
+                                : scheduler_submit (self->scheduler, item, &worker);
+    if (outcome == SCHEDULER_ASSIGNED || outcome == SCHEDULER_QUEUED)
+        metrics_rerun (self->args->metrics);
+    if (outcome == SCHEDULER_ASSIGNED)
+        s_give (self, worker, item);
+    else
+    if (outcome != SCHEDULER_QUEUED)
+        s_item_fail (self, item, false);
+}
+
+/*  Answers queued items that no board in rotation may run any more.  */
+static void
+s_fail_stranded (frontend_t *self)
+{
+    for (work_item_t *item; (item = scheduler_take_stranded (self->scheduler)); )
+        s_item_fail (self, item, false);
+}
+
+/*  Hands item to worker, or fails it unrun if its deadline passed (and then
+ *  offers the worker the next waiting item).  */
+static void
+s_give (frontend_t *self, size_t worker, work_item_t *item)
+{
+    while (item && cs_clock_ms () > item->deadline) {
+        item->rv = CKR_DEVICE_ERROR;
+        metrics_item_expired (self->args->metrics, item);
+        if (frontend_verbose)
+            zsys_debug ("job %zu of request %" PRIu64 ": deadline passed before a worker took it",
+                        item->index, ((fe_request_t *) item->request)->req->request_id);
+        s_item_finish (self, item);
+        item = scheduler_worker_ready (self->scheduler, worker);
+    }
+    if (item) {
+        if (!item->request)
+            self->background_out++;
+        item->given_ns = metrics_now_ns ();
+        board_watch_given (self->watch_boards, worker, item);
+        zstr_sendfm (self->backend, "w%zu", worker);
+        zsock_send (self->backend, "p", item);
+    }
+}
+
+/*  Submits a prepared item: given to a worker now, queued, or failed with
+ *  `none_rv` when no board may run it.  Returns 0 when it is out.  A client
+ *  item counts in its request's `pending` before it can be given: s_give
+ *  finishes at once an item whose deadline has passed, and that must not
+ *  answer (and free) the request while its jobs are still being routed.  */
+int
+fe_submit (frontend_t *self, work_item_t *item)
+{
+    fe_request_t *request = item->request;
+    size_t worker = 0;
+    item->submitted_ns = metrics_now_ns ();
+    item->tenant = request ? request->tenant : NULL;
+    scheduler_outcome_t outcome = scheduler_submit (self->scheduler, item, &worker);
+    if (outcome == SCHEDULER_NO_BOARD)
+        return -1;
+    if (outcome == SCHEDULER_NO_BOARD_UP)
+        return -2;
+    if (request) {
+        request->pending++;
+        client_load_jobs_add (self->load, request->load_key, 1);
+    }
+    s_metrics_inflight (self, request, 1);
+    if (outcome == SCHEDULER_ASSIGNED)
+        s_give (self, worker, item);
+    return 0;
+}
+
+/*  A worker is ready ("ip" id, NULL) or returns an item ("ip" id, item).  */
+int
+fe_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
+{
+    frontend_t *self = arg;
+    char *identity = NULL;
+    int id = -1;
+    work_item_t *item = NULL;
+    if (zsock_recv (self->backend, "sip", &identity, &id, &item) || id < 0
+    ||  (size_t) id >= self->n_workers) {
+        zstr_free (&identity);
+        return 0;
+    }
+    zstr_free (&identity);
+    bool rerun = board_watch_back (self->watch_boards, (size_t) id, item);
+    if (item) {
+        scheduler_done (self->scheduler, item->board, item->rv != CKR_OK);
+        scheduler_service (self->scheduler, item, item->service_ns);
+        metrics_item_done (self->args->metrics, item,
+                           item->request ? ((fe_request_t *) item->request)->received_ns : 0);
+        if (rerun)
+            s_item_rerun (self, item);
+        else
+            s_item_finish (self, item);
+    }
+    s_give (self, (size_t) id, scheduler_worker_ready (self->scheduler, (size_t) id));
+    if (rerun)
+        s_fail_stranded (self);
+    fe_flow_resume (self);
+    return 0;
+}
+
+/*  The reactor's sweep (every BOARD_WATCH_TICK_MS): calls over their time
+ *  limit or deadline are abandoned (re-run or answered), queued items whose
+ *  deadline passed are answered at once, boards whose back-off passed are
+ *  probed (issue #9).  */
+int
+fe_on_watch_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    (void) loop;
+    (void) timer_id;
+    frontend_t *self = arg;
+    int64_t now = cs_clock_ms ();
+    bool fault = false, stranded = false;
+    for (work_item_t *item; (item = board_watch_overrun (self->watch_boards, now, &fault)); ) {
+        item->rv = CKR_DEVICE_ERROR;            /* counted as a failed job of its board */
+        scheduler_done (self->scheduler, item->board, true);
+        metrics_item_done (self->args->metrics, item,
+                           item->request ? ((fe_request_t *) item->request)->received_ns : 0);
+        if (fault) {
+            s_item_rerun (self, item);
+            stranded = true;
+        }
+        else
+            s_item_fail (self, item, true);
+    }
+    for (work_item_t *item; (item = scheduler_take_expired (self->scheduler, now)); )
+        s_item_fail (self, item, true);
+    if (stranded)
+        s_fail_stranded (self);
+    uint64_t back = board_watch_probe (self->watch_boards, now);
+    for (size_t b = 0; back; b++, back >>= 1) {
+        size_t worker = 0;
+        for (work_item_t *item; (back & 1) && (item = scheduler_board_kick (self->scheduler, b, &worker)); )
+            s_give (self, worker, item);
+    }
+    fe_flow_resume (self);
+    return 0;
+}

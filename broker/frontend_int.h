@@ -1,0 +1,232 @@
+/*  frontend_int.h — what the rooms of the frontend actor share (one
+ *  thread: the frontend's zloop; nothing here is locked).  The rooms, one
+ *  file each, and what each owns are listed below; the path of one job
+ *  through them is docs/FRONTEND.md.  Only the rooms include this header;
+ *  the rest of the broker sees frontend.h.
+ *
+ *    frontend.c      the reactor: sockets, loop, timers, pipe, start/stop
+ *    request.c       decode, request and slot life cycle, the reply
+ *    admission.c     allow-list and tenants, queued bytes, backlog, flow
+ *    dispatch.c      work items to workers and back, re-runs, board sweep
+ *    route.c         key -> boards, mechanism, per-request material
+ *    inventory.c     mechanisms and resident keys of the boards; Hello, ListKeys
+ *    login.c         login, PINs, tickets
+ *    keymgmt_jobs.c  key generation, import, destroy, attributes, copy
+ *    pool_jobs.c     pre-generated RSA keys: refills, restore, seal
+ *    slow_link.c     slow-pool hand-off and return, keystore cache upkeep
+ */
+#ifndef FRONTEND_INT_H_INCLUDED
+#define FRONTEND_INT_H_INCLUDED
+
+#include <inttypes.h>
+#include <openssl/crypto.h>
+#include "board_watch.h"
+#include "client_load.h"
+#include "clients_watch.h"
+#include "cs_util.h"
+#include "cs_wire.h"
+#include "frontend.h"
+#include "key_info.h"
+#include "keyjobs.h"
+#include "ks_cache.h"
+#include "ks_watch.h"
+#include "pool.h"
+#include "scheduler.h"
+#include "slow_jobs.h"
+#include "slow_pool.h"
+#include "ticket.h"
+
+/*  A job's result while it waits for the slow pool: never sent (the request
+ *  is answered only when no job is pending), never a PKCS#11 value.  */
+#define FE_CKR_PENDING (CKR_VENDOR_DEFINED | 0x5105u)
+
+/*  The per-job storage of a request: its result and what the result points to.  */
+typedef struct {
+    Cs__Result result;
+    work_item_t item;
+    Cs__HelloResult hello;
+    Cs__LoginResult login;
+    Cs__ListKeysResult keys;
+    Cs__GenerateKeyPairResult generated;
+    Cs__ImportKeyResult imported;
+    Cs__KeyResult key_result;
+    Cs__KeyInfo *info;              /* owned: a key made or changed by the job */
+    Cs__KeyInfo **listed;           /* owned: keystore rows of a key list */
+    size_t n_listed;
+    Cs__KeyInfo *public_view;       /* owned array of shallow copies: a key list
+                                       without a login (list_public_view, inventory.c) */
+    unsigned char *private_pkcs8;   /* owned: a generated session key, wiped */
+    size_t private_pkcs8_len;
+    char ref [36];                  /* a resident key's ref while it is generated */
+    unsigned char ticket [TICKET_LEN];
+} fe_slot_t;
+
+/*  One request in flight: answered once, when pending drops to 0.  */
+typedef struct {
+    zframe_t *identity;             /* ROUTER routing id of the client */
+    Cs__Request *req;
+    char *client_key;               /* Z85 public key, "" on plaintext */
+    const char *client_name;        /* owned by the allow-list copy below */
+    char *name_copy;
+    char *tenant;                   /* the client's tenant name */
+    uint32_t version;
+    int64_t deadline;               /* cs_clock_ms () */
+    bool ticket_ok;                 /* a valid CKU_USER ticket came with it */
+    bool so_ok;                     /* a valid CKU_SO ticket came with it */
+    bool renewed;                   /* Reply.ticket: renewed_ticket replaces the request's */
+    unsigned char renewed_ticket [TICKET_LEN];
+    fe_slot_t *slots;
+    Cs__Result **results;
+    size_t pending;
+    client_load_t *load;            /* charged with `charged` bytes of `load_key`, or NULL */
+    char *load_key;
+    size_t charged;
+    int64_t received_ns;            /* metrics_now_ns () when it arrived */
+    metrics_client_t *metrics_client;   /* its in-flight counter, once it has a job out */
+    keystore_tenant_t tenant_state; /* the tenant's row (cache or slow pool), when has_state */
+    bool has_state;
+    bool keystore_down;             /* its tenant row could not be read: the database is unreachable */
+} fe_request_t;
+
+
+/*  A resident board key as listed to its tenant: the only board keys a
+ *  client job may name (docs/CONTRACTS.md "Key refs and routing").  */
+typedef struct {
+    Cs__KeyInfo info;
+    const char *tenant;             /* the board's tenant (owned by the board) */
+    uint64_t boards;                /* the boards of that tenant holding it (bit per board) */
+} fe_board_key_t;
+
+typedef struct {
+    const frontend_args_t *args;
+    const broker_config_t *config;
+    keystore_t *ks;                 /* owned by the server; used by this thread only */
+    zsock_t *pipe;
+    zsock_t *router;
+    zsock_t *backend;
+    zloop_t *loop;
+    scheduler_t *scheduler;
+    board_watch_t *watch_boards;    /* time limits, faults, probes (board_watch.h) */
+    size_t n_workers;
+    zhashx_t *clients;              /* Z85 key -> client, admission.c */
+    char *default_tenant;           /* first tenant by name, for plaintext clients only */
+    bool reading;                   /* the router is being polled */
+    bool draining;
+    bool drained;                   /* DRAINED was sent */
+    size_t in_flight;               /* requests waiting for items */
+    size_t background_out;          /* background items with workers (pool refills, clean-ups) */
+    Cs__MechanismInfo *mechs;       /* Hello: union over boards */
+    Cs__MechanismInfo **mech_ptrs;
+    size_t n_mechs;
+    keyjobs_rsa_range_t rsa_range;  /* what RSA generation accepts (cs_mech_rsa_gen_range) */
+    fe_board_key_t *board_keys;      /* ListKeys: resident keys, one per (tenant, CKA_ID) */
+    size_t n_board_keys;
+    Cs__Attribute resident_attrs [8];   /* their private object's flags */
+    Cs__Attribute *resident_attr_ptrs [8];
+    size_t n_resident_attrs;
+    pool_t *pool;                   /* pre-generated RSA keys, or NULL */
+    size_t pool_max_running;        /* refills at once */
+    unsigned pool_wait_bits;        /* "POOL-WAIT": reply when this size ... */
+    size_t pool_wait_count;         /* ... has this many keys */
+    bool pool_waiting;
+    int home_board;                 /* keys/home board index, -1 = keystore */
+    char serial [17];
+    char *endpoint;
+    client_load_t *load;            /* bytes queued per client (broker/max-client-bytes) */
+    slow_pool_t *slow;              /* PIN checks, keystore reads and writes (slow_jobs.h) */
+    ks_cache_t *cache;              /* keystore keys and tenant rows (keystore/key-cache) */
+    ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
+    clients_watch_t *clients_watch; /* changes of clients.d, or NULL: re-read on a timer */
+    keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of watch) */
+    uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
+} frontend_t;
+
+/*  What a job that needs a login answers without one: CKR_USER_NOT_LOGGED_IN,
+ *  or CKR_DEVICE_ERROR when the ticket could not be checked because the
+ *  keystore database is unreachable (the login is not over:
+ *  docs/CONTRACTS.md "Keystore database").  */
+static inline CK_RV
+fe_no_login_rv (const fe_request_t *request)
+{
+    return request->keystore_down ? CKR_DEVICE_ERROR : CKR_USER_NOT_LOGGED_IN;
+}
+
+/*  The rooms' entry points, by file; each is documented where it is
+ *  defined.  */
+/* ---- frontend.c ---- */
+void fe_drained_check (frontend_t *self);
+
+/* ---- request.c ---- */
+void fe_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, CK_RV rv,
+              const char *error);
+void fe_request_destroy (fe_request_t **self_p);
+bool fe_log_due (frontend_t *self, fe_request_t *request, const char *limit);
+void fe_key_limit_log (frontend_t *self, fe_request_t *request, CK_RV rv, const char *why);
+void fe_request_release (frontend_t *self, fe_request_t *request, bool counted);
+void fe_request_run (frontend_t *self, fe_request_t *request, bool counted);
+void fe_request_start (frontend_t *self, fe_request_t *request, bool counted);
+void fe_request_handle (frontend_t *self, zframe_t **identity_p, zframe_t *body, bool extra_frames);
+
+/* ---- admission.c ---- */
+void fe_clients_reload (frontend_t *self);
+void fe_default_tenant_reload (frontend_t *self);
+void fe_clients_check (frontend_t *self);
+int fe_identify (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p);
+int fe_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request);
+void fe_request_admit (frontend_t *self, fe_request_t *request);
+void fe_flow_control (frontend_t *self);
+void fe_flow_resume (frontend_t *self);
+
+/* ---- dispatch.c ---- */
+void fe_item_wipe_material (frontend_t *self, work_item_t *item);
+int fe_submit (frontend_t *self, work_item_t *item);
+int fe_on_backend (zloop_t *loop, zsock_t *reader, void *arg);
+int fe_on_watch_timer (zloop_t *loop, int timer_id, void *arg);
+
+/* ---- route.c ---- */
+uint64_t fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type);
+int fe_board_index (frontend_t *self, const char *name);
+void fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index);
+void fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index);
+void fe_key_read_done (frontend_t *self, fe_request_t *request, slow_job_t *job);
+
+/* ---- inventory.c ---- */
+const fe_board_key_t * fe_board_key_find (frontend_t *self, const char *tenant, const char *ref, unsigned char id [CS_KEY_ID_MAX],
+                  size_t *id_len_p);
+void fe_job_hello (frontend_t *self, fe_request_t *request, fe_slot_t *slot);
+void fe_job_list_keys (frontend_t *self, fe_request_t *request, const Cs__ListKeysJob *job, fe_slot_t *slot);
+void fe_list_keys_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *list);
+int fe_build_mechs (frontend_t *self);
+int fe_build_routing (frontend_t *self);
+
+/* ---- login.c ---- */
+CK_RV fe_login (frontend_t *self, fe_request_t *request, const Cs__LoginJob *job, fe_slot_t *slot);
+CK_RV fe_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *check);
+CK_RV fe_init_pin (frontend_t *self, fe_request_t *request, size_t index);
+CK_RV fe_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set);
+CK_RV fe_set_pin (frontend_t *self, fe_request_t *request, size_t index, const Cs__SetPinJob *job);
+CK_RV fe_set_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set);
+void fe_ticket_check (frontend_t *self, fe_request_t *request);
+
+/* ---- keymgmt_jobs.c ---- */
+void fe_generated_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *described);
+void fe_generate_finish (frontend_t *self, fe_request_t *request, fe_slot_t *slot);
+void fe_job_generate (frontend_t *self, fe_request_t *request, size_t index);
+void fe_job_key (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot);
+void fe_key_job_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *change);
+
+/* ---- pool_jobs.c ---- */
+void fe_pool_refill (frontend_t *self);
+void fe_background_done (frontend_t *self, work_item_t *item);
+int fe_keys_start (frontend_t *self);
+void fe_pool_seal (frontend_t *self);
+void fe_pipe_pool_wait (frontend_t *self);
+
+/* ---- slow_link.c ---- */
+slow_job_t * fe_slow_new (fe_request_t *request, size_t index, slow_kind_t kind);
+CK_RV fe_slow_go (frontend_t *self, slow_job_t *job);
+void fe_keystore_check (frontend_t *self);
+void fe_slow_done (slow_item_t *item, void *arg);
+int fe_keystore_start (frontend_t *self);
+
+#endif

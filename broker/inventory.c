@@ -1,0 +1,336 @@
+/*  inventory.c — what the boards offer, built once at start: the union of
+ *  their mechanisms (Hello), the resident board keys of each tenant
+ *  (ListKeys and "board:" routing), their registration with the
+ *  scheduler; and the jobs answered from it: Hello and ListKeys (the
+ *  keystore rows come from the slow pool).
+ *
+ *  Owns: frontend_t.mechs, .mech_ptrs, .rsa_range, .board_keys,
+ *  .resident_attrs, .scheduler's boards, keys and workers.
+ *  May call: board.h, scheduler.h, slow_link.c (fe_slow_new, fe_slow_go).  */
+#include "cs_pin.h"
+#include "cs_util.h"
+#include "frontend_int.h"
+
+/*  The resident key "board:<hex CKA_ID>" as listed to tenant, or NULL: a
+ *  key on one of the tenant's boards, neither a keystore key kept there
+ *  (its board label is a "ks:" ref of some tenant) nor a key the broker
+ *  reserved (the master key's wrapping key).  Any other ref, whatever it
+ *  names, is unknown to the tenant (issue #7).  id gets the CKA_ID
+ *  (*id_len_p bytes).  */
+const fe_board_key_t *
+fe_board_key_find (frontend_t *self, const char *tenant, const char *ref, unsigned char id [CS_KEY_ID_MAX],
+                  size_t *id_len_p)
+{
+    long len = strncmp (ref, "board:", 6) == 0 ? cs_hex_decode (ref + 6, id, CS_KEY_ID_MAX) : -1;
+    for (size_t i = 0; len > 0 && i < self->n_board_keys; i++) {
+        const fe_board_key_t *key = &self->board_keys [i];
+        if (streq (key->tenant, tenant) && key->info.id.len == (size_t) len
+        &&  memcmp (key->info.id.data, id, (size_t) len) == 0) {
+            *id_len_p = (size_t) len;
+            return key;
+        }
+    }
+    return NULL;
+}
+
+void
+fe_job_hello (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
+{
+    Cs__HelloResult *hello = &slot->hello;
+    cs__hello_result__init (hello);
+    hello->version = request->version;
+    hello->token_label = request->tenant;
+    hello->manufacturer = (char *) "cryptoserver";
+    hello->model = (char *) "broker";
+    hello->serial = self->serial;
+    hello->n_mechanisms = self->n_mechs;
+    hello->mechanisms = self->mech_ptrs;
+    hello->boards = (uint32_t) self->args->n_boards;
+    hello->min_pin_len = CS_PIN_MIN_LEN;
+    hello->max_pin_len = CS_PIN_MAX_LEN;
+    hello->token_flags = request->has_state ? keystore_tenant_flags (&request->tenant_state) : 0;
+    hello->rsa_min_bits = (uint32_t) self->config->rsa_min_bits;
+    slot->result.rv = CKR_OK;
+    slot->result.kind_case = CS__RESULT__KIND_HELLO;
+    slot->result.hello = hello;
+}
+
+/*  A 32-bit FNV-1a over the CKA_IDs of the tenant's resident board keys: the
+ *  board inventory part of ListKeysResult.version.  */
+static uint32_t
+s_inventory_hash (frontend_t *self, const char *tenant)
+{
+    uint32_t hash = 0;
+    for (size_t i = 0; i < self->n_board_keys; i++) {
+        if (!streq (self->board_keys [i].tenant, tenant))
+            continue;
+        if (hash == 0)
+            hash = 2166136261u;
+        const Cs__KeyInfo *key = &self->board_keys [i].info;
+        for (size_t k = 0; k < key->id.len; k++)
+            hash = (hash ^ key->id.data [k]) * 16777619u;
+        hash = (hash ^ key->boards) * 16777619u;
+    }
+    return hash;
+}
+
+/*  The CKA_PRIVATE flag among attrs, or dflt.  */
+static bool
+s_private_flag (Cs__Attribute **attrs, size_t n, bool dflt)
+{
+    for (size_t i = 0; i < n; i++)
+        if (attrs [i]->type == CKA_PRIVATE && attrs [i]->value_case == CS__ATTRIBUTE__VALUE_FLAG)
+            return attrs [i]->flag;
+    return dflt;
+}
+
+/*  Without a CKU_USER ticket a key list holds public objects only (issue
+ *  #7; PKCS#11 2.40 §4.4: objects with CKA_PRIVATE TRUE need a login): the
+ *  public key objects whose CKA_PRIVATE is FALSE (a public key's default),
+ *  and never a private key object, whatever its CKA_PRIVATE (every job with
+ *  a private key needs the login anyway).  Rewrites keys->keys to shallow
+ *  copies in slot->public_view without their private half; the originals
+ *  stay with their owners.  Returns 0 or -1 (out of memory).  */
+static int
+s_list_public_view (fe_slot_t *slot, Cs__ListKeysResult *keys)
+{
+    slot->public_view = calloc (keys->n_keys + 1, sizeof (Cs__KeyInfo));
+    if (!slot->public_view)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < keys->n_keys; i++) {
+        const Cs__KeyInfo *key = keys->keys [i];
+        if (!key->has_public || s_private_flag (key->public_attributes, key->n_public_attributes, false))
+            continue;
+        Cs__KeyInfo *copy = &slot->public_view [n];
+        *copy = *key;
+        copy->has_private = false;
+        copy->n_private_attributes = 0;
+        copy->private_attributes = NULL;
+        keys->keys [n++] = copy;
+    }
+    keys->n_keys = n;
+    return 0;
+}
+
+/*  ListKeys: the tenant's keystore rows and the resident keys of its
+ *  boards, only their public objects without a login (s_list_public_view,
+ *  a list of its own version: the top bit flipped); "unchanged" when the
+ *  client's version is current.  */
+static uint64_t
+s_list_version (frontend_t *self, fe_request_t *request, uint64_t keys_version)
+{
+    uint64_t version = ((uint64_t) s_inventory_hash (self, request->tenant) << 32)
+                     | (keys_version & 0xffffffffu);
+    return request->ticket_ok ? version : version ^ (UINT64_C (1) << 63);
+}
+
+/*  ListKeys (see s_list_version): answered here when the client's version
+ *  is current (the tenant's keys_version from its row), else the rows are
+ *  read in the slow pool (fe_list_keys_done).  */
+void
+fe_job_list_keys (frontend_t *self, fe_request_t *request, const Cs__ListKeysJob *job, fe_slot_t *slot)
+{
+    Cs__ListKeysResult *keys = &slot->keys;
+    uint64_t version = s_list_version (self, request, request->has_state ? request->tenant_state.keys_version
+                                                                         : 0);
+    if (request->req->ticket.len && !request->ticket_ok && !request->so_ok) {
+        /*  A ticket that is no longer valid (expired, revoked, forged):
+            say that the login is gone, rather than answer with the public
+            view as if the client had never logged in (CONTRACTS.md).  */
+        slot->result.rv = fe_no_login_rv (request);
+        return;
+    }
+    cs__list_keys_result__init (keys);
+    keys->version = version;
+    slot->result.kind_case = CS__RESULT__KIND_KEYS;
+    slot->result.keys = keys;
+    slot->result.rv = CKR_OK;
+    if (job->known_version && job->known_version == version) {
+        keys->unchanged = true;
+        return;
+    }
+    slow_job_t *list = fe_slow_new (request, slot->item.index, SLOW_LIST_KEYS);
+    slot->result.rv = list ? fe_slow_go (self, list) : CKR_HOST_MEMORY;
+}
+
+/*  The tenant's keystore rows are back (at the keys_version read just
+ *  before them): the list is them and the resident keys of its boards.  */
+void
+fe_list_keys_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *list)
+{
+    Cs__ListKeysResult *keys = &slot->keys;
+    slot->listed = list->listed;
+    slot->n_listed = list->n_listed;
+    list->listed = NULL;
+    list->n_listed = 0;
+    keys->version = s_list_version (self, request, list->keys_version);
+    slot->result.rv = list->rc ? CKR_DEVICE_ERROR : CKR_OK;
+    if (list->rc)
+        return;
+    keys->keys = calloc (slot->n_listed + self->n_board_keys + 1, sizeof (Cs__KeyInfo *));
+    if (!keys->keys) {
+        slot->result.rv = CKR_HOST_MEMORY;
+        return;
+    }
+    for (size_t i = 0; i < self->n_board_keys; i++)
+        if (streq (self->board_keys [i].tenant, request->tenant))
+            keys->keys [keys->n_keys++] = &self->board_keys [i].info;
+    for (size_t i = 0; i < slot->n_listed; i++)
+        keys->keys [keys->n_keys++] = slot->listed [i];
+    if (!request->ticket_ok && s_list_public_view (slot, keys)) {
+        keys->n_keys = 0;
+        slot->result.rv = CKR_HOST_MEMORY;
+    }
+}
+
+/*  Merges every board's mechanisms into one list for Hello.  */
+int
+fe_build_mechs (frontend_t *self)
+{
+    size_t max = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        max += self->args->boards [b]->n_mechs;
+    self->mechs = calloc (max + 1, sizeof (Cs__MechanismInfo));
+    self->mech_ptrs = calloc (max + 1, sizeof (Cs__MechanismInfo *));
+    if (!self->mechs || !self->mech_ptrs)
+        return -1;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        for (size_t m = 0; m < self->args->boards [b]->n_mechs; m++) {
+            const cs_mech_info_t *info = &self->args->boards [b]->mechs [m];
+            size_t i = 0;
+            while (i < self->n_mechs && self->mechs [i].type != info->type)
+                i++;
+            Cs__MechanismInfo *out = &self->mechs [i];
+            if (i == self->n_mechs) {
+                cs__mechanism_info__init (out);
+                out->type = info->type;
+                out->min_key_bits = (uint32_t) info->min_key_bits;
+                out->max_key_bits = (uint32_t) info->max_key_bits;
+                out->flags = info->flags;
+                self->mech_ptrs [self->n_mechs++] = out;
+                continue;
+            }
+            if (info->min_key_bits < out->min_key_bits)
+                out->min_key_bits = (uint32_t) info->min_key_bits;
+            if (info->max_key_bits > out->max_key_bits)
+                out->max_key_bits = (uint32_t) info->max_key_bits;
+            out->flags |= info->flags;
+        }
+    self->rsa_range.policy_min = (CK_ULONG) self->config->rsa_min_bits;
+    for (size_t i = 0; i < self->n_mechs; i++)
+        if (self->mechs [i].type == CKM_RSA_PKCS_KEY_PAIR_GEN) {
+            self->rsa_range.board_min = self->mechs [i].min_key_bits;
+            self->rsa_range.board_max = self->mechs [i].max_key_bits;
+        }
+    return 0;
+}
+
+/*  Adds key k of board b (with a tenant) to the ListKeys union of that
+ *  tenant, counting boards; returns true when it is listed (and so
+ *  routable).  Keys generated for keystore rows (their board label is the
+ *  "ks:" ref, of any tenant) are listed and routed through their rows
+ *  instead, and reserved keys (board_key_reserve) not at all.  */
+static bool
+s_key_merge (frontend_t *self, size_t b, size_t k)
+{
+    board_t *board = self->args->boards [b];
+    const cs_key_info_t *key = &board->keys [k];
+    if (!board->tenant || (key->label && strncmp (key->label, "ks:", 3) == 0)
+    ||  board_id_reserved (board, key->id, key->id_len))
+        return false;
+    for (size_t i = 0; i < self->n_board_keys; i++) {
+        fe_board_key_t *known = &self->board_keys [i];
+        if (streq (known->tenant, board->tenant) && known->info.id.len == key->id_len
+        &&  !memcmp (known->info.id.data, key->id, key->id_len)) {
+            if (!(known->boards & (UINT64_C (1) << b)))
+                known->info.boards++;
+            known->boards |= UINT64_C (1) << b;
+            return true;
+        }
+    }
+    fe_board_key_t *entry = &self->board_keys [self->n_board_keys];
+    Cs__KeyInfo *out = &entry->info;
+    char hex [2 * CS_KEY_ID_MAX + 1];
+    cs_hex_encode (key->id, key->id_len, hex);
+    cs__key_info__init (out);
+    entry->tenant = board->tenant;
+    entry->boards = UINT64_C (1) << b;
+    out->id = (ProtobufCBinaryData) { key->id_len, (uint8_t *) key->id };
+    out->label = key->label ? key->label : (char *) "";
+    out->key_type = key->key_type;
+    out->bits = (uint32_t) key->bits;
+    out->modulus = (ProtobufCBinaryData) { key->modulus_len, key->modulus };
+    out->public_exponent = (ProtobufCBinaryData) { key->public_exponent_len, key->public_exponent };
+    out->ec_params = (ProtobufCBinaryData) { key->ec_params_len, key->ec_params };
+    out->ec_point = (ProtobufCBinaryData) { key->ec_point_len, key->ec_point };
+    out->can_sign = key->can_sign;
+    out->can_decrypt = key->can_decrypt;
+    out->boards = 1;
+    out->has_private = true;
+    out->has_public = true;
+    if (asprintf (&out->ref, "board:%s", hex) < 0)
+        out->ref = NULL;
+    if (asprintf (&out->home, "board:%s", board->name) < 0)
+        out->home = NULL;
+    out->n_private_attributes = self->n_resident_attrs
+                              - (key->can_derive && board_derives (board, false) ? 0 : 1);
+    out->private_attributes = self->resident_attr_ptrs;
+    if (!out->ref || !out->home) {
+        free (out->ref);
+        free (out->home);
+        return false;
+    }
+    self->n_board_keys++;
+    return true;
+}
+
+/*  What a resident board key's private object says about itself.  */
+static void
+s_resident_attrs (frontend_t *self)
+{
+    static const struct { CK_ATTRIBUTE_TYPE type; bool value; } flags [] = {
+        { CKA_SENSITIVE, true }, { CKA_EXTRACTABLE, false }, { CKA_PRIVATE, true },
+        { CKA_MODIFIABLE, false }, { CKA_DESTROYABLE, false }, { CKA_COPYABLE, false },
+        { CKA_DERIVE, true },       /* last: only for keys whose board derives with them */
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags [0]; i++) {
+        Cs__Attribute *attr = &self->resident_attrs [i];
+        cs__attribute__init (attr);
+        attr->type = flags [i].type;
+        attr->value_case = CS__ATTRIBUTE__VALUE_FLAG;
+        attr->flag = flags [i].value;
+        self->resident_attr_ptrs [i] = attr;
+    }
+    self->n_resident_attrs = sizeof flags / sizeof flags [0];
+}
+
+/*  Registers boards, their keys and workers with the scheduler and builds
+ *  the ListKeys entries of resident keys (pointing into the boards' arrays).  */
+int
+fe_build_routing (frontend_t *self)
+{
+    size_t max = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        max += self->args->boards [b]->n_keys;
+    self->board_keys = calloc (max + 1, sizeof (fe_board_key_t));
+    if (!self->board_keys || !(self->scheduler = scheduler_new ()))
+        return -1;
+    s_resident_attrs (self);
+    zconfig_t *weights = self->config->tenant_weights;
+    for (zconfig_t *w = weights ? zconfig_child (weights) : NULL; w; w = zconfig_next (w))
+        if (scheduler_tenant_weight (self->scheduler, zconfig_name (w), (unsigned) atoi (zconfig_value (w))))
+            return -1;
+    for (size_t b = 0; b < self->args->n_boards; b++) {
+        board_t *board = self->args->boards [b];
+        if (scheduler_board_add (self->scheduler, board->name) != (int) b)
+            return -1;
+        for (size_t k = 0; k < board->n_keys; k++)
+            if (s_key_merge (self, b, k))
+                scheduler_key_add (self->scheduler, b, board->keys [k].id, board->keys [k].id_len);
+        for (int t = 0; t < board->threads; t++)
+            if (scheduler_worker_add (self->scheduler, b) != (int) self->n_workers++)
+                return -1;
+    }
+    return 0;
+}

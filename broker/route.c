@@ -1,0 +1,384 @@
+/*  route.c — which boards may run a crypto job: the key of a sign,
+ *  decrypt or derive job (per-request PKCS#8, "board:" ref of the tenant,
+ *  "ks:" keystore ref from the cache or read by the slow pool), the boards
+ *  that take its material or hold it, narrowed to the boards that run its
+ *  mechanism (docs/CONTRACTS.md "Routing"), and raw modexp.
+ *
+ *  Owns: the per-item key material and its pinning in the key cache.
+ *  May call: board.h capabilities, ks_cache.h, inventory.c
+ *  (fe_board_key_find), slow_link.c (fe_slow_new, fe_slow_go: a key read),
+ *  dispatch.c (fe_submit, fe_item_wipe_material), request.c (fe_log_due,
+ *  fe_request_release).  */
+#include <openssl/objects.h>
+#include <openssl/x509.h>
+#include "modexp_job.h"
+#include "frontend_int.h"
+
+#define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
+
+/*  Boards that sign/decrypt with key material of key_type.  */
+static uint64_t
+s_material_boards (frontend_t *self, CK_KEY_TYPE key_type)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_takes_material (self->args->boards [b], key_type))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
+/*  Boards that run ECDH with resident keys (material false) or with EC key
+ *  material (material true).  */
+static uint64_t
+s_derive_boards (frontend_t *self, bool material)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_derives (self->args->boards [b], material))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
+/*  Boards that generate key_type as material.  */
+uint64_t
+fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_generates (self->args->boards [b], key_type, false))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
+/*  Boards that run raw modexp (CS_CAP_MODEXP).  */
+static uint64_t
+s_modexp_boards (frontend_t *self)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_modexps (self->args->boards [b]))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
+/*  Boards that run the job mechanism of a crypto item (board_runs).  */
+static uint64_t
+s_mech_boards (frontend_t *self, const work_item_t *item)
+{
+    const Cs__Job *job = item->job;
+    const Cs__Mechanism *mech = item->kind == WORK_SIGN ? job->sign->mechanism
+                              : item->kind == WORK_DECRYPT ? job->decrypt->mechanism : NULL;
+    CK_MECHANISM_TYPE type = item->kind == WORK_DERIVE ? CKM_ECDH1_DERIVE : mech ? mech->type : 0;
+    CK_FLAGS flag = item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE;
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_runs (self->args->boards [b], type, flag))
+            set |= UINT64_C (1) << b;
+    return set;
+}
+
+/*  Index of the board called name, or -1.  */
+int
+fe_board_index (frontend_t *self, const char *name)
+{
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (streq (self->args->boards [b]->name, name))
+            return (int) b;
+    return -1;
+}
+
+/*  The modulus bits of an RSAPrivateKey (RFC 8017 A.1.2: SEQUENCE {
+ *  version INTEGER, modulus INTEGER, ... }) read from its DER header, with
+ *  no big-number parsing; 0 when it does not parse that far.  */
+static unsigned
+s_rsa_modulus_bits (const unsigned char *der, long len)
+{
+    const unsigned char *p = der, *end = der + len;
+    long item = 0;
+    int tag = 0, xclass = 0;
+    if (ASN1_get_object (&p, &item, &tag, &xclass, len) & 0x80 || tag != V_ASN1_SEQUENCE)
+        return 0;
+    if (ASN1_get_object (&p, &item, &tag, &xclass, end - p) & 0x80 || tag != V_ASN1_INTEGER)
+        return 0;
+    p += item;                                  /* version */
+    if (ASN1_get_object (&p, &item, &tag, &xclass, end - p) & 0x80 || tag != V_ASN1_INTEGER)
+        return 0;
+    while (item > 0 && *p == 0) {               /* leading zeros */
+        p++;
+        item--;
+    }
+    if (item <= 0)
+        return 0;
+    unsigned bits = (unsigned) (item - 1) * 8;
+    for (unsigned top = *p; top; top >>= 1)
+        bits++;
+    return bits;
+}
+
+/*  The key type in a PKCS#8 key's algorithm identifier, and for RSA the
+ *  modulus bits (*rsa_bits_p, 0 when unknown), without parsing the key
+ *  itself; CKK_VENDOR_DEFINED when unknown or malformed.  */
+static CK_KEY_TYPE
+s_pkcs8_key_type (const uint8_t *der, size_t len, unsigned *rsa_bits_p)
+{
+    const unsigned char *p = der, *pk = NULL;
+    int pk_len = 0;
+    const ASN1_OBJECT *oid = NULL;
+    PKCS8_PRIV_KEY_INFO *p8 = d2i_PKCS8_PRIV_KEY_INFO (NULL, &p, (long) len);
+    int nid = p8 && PKCS8_pkey_get0 (&oid, &pk, &pk_len, NULL, p8) ? OBJ_obj2nid (oid) : NID_undef;
+    bool rsa = nid == NID_rsaEncryption || nid == NID_rsassaPss;
+    *rsa_bits_p = rsa ? s_rsa_modulus_bits (pk, pk_len) : 0;
+    PKCS8_PRIV_KEY_INFO_free (p8);
+    return rsa ? CKK_RSA : nid == NID_X9_62_id_ecPublicKey ? CKK_EC : nid == NID_ED25519 ? CKK_EC_EDWARDS
+         : CKK_VENDOR_DEFINED;
+}
+
+/*  Copies a ref from the wire (bytes) into a C string; -1 if too long.  */
+static int
+s_ref_copy (ProtobufCBinaryData ref, char out [S_REF_MAX + 1])
+{
+    if (ref.len == 0 || ref.len > S_REF_MAX || memchr (ref.data, 0, ref.len))
+        return -1;
+    memcpy (out, ref.data, ref.len);
+    out [ref.len] = 0;
+    return 0;
+}
+
+/*  A per-request key: any board that takes material of its type (and, for
+ *  ECDH, derives with EC material).  An RSA key over CS_WIRE_MAX_RSA_BITS
+ *  is CKR_KEY_SIZE_RANGE: its cost on a board grows with the cube of its
+ *  size.  */
+static CK_RV
+s_route_per_request (frontend_t *self, fe_request_t *request, work_item_t *item, ProtobufCBinaryData der)
+{
+    unsigned bits = 0;
+    CK_KEY_TYPE type = s_pkcs8_key_type (der.data, der.len, &bits);
+    if (type == CKK_VENDOR_DEFINED)
+        return CKR_KEY_HANDLE_INVALID;
+    if (bits > CS_WIRE_MAX_RSA_BITS) {
+        if (fe_log_due (self, request, "max-rsa-bits"))
+            zsys_warning ("client %s (tenant %s): per-request RSA key of %u bits over the %d-bit limit: "
+                          "answered with CKR_KEY_SIZE_RANGE", request->client_name, request->tenant, bits,
+                          CS_WIRE_MAX_RSA_BITS);
+        return CKR_KEY_SIZE_RANGE;
+    }
+    if (item->kind == WORK_DERIVE && type != CKK_EC)
+        return CKR_KEY_TYPE_INCONSISTENT;
+    item->key = (cs_key_t) { NULL, 0, der.data, der.len, NULL };
+    item->bits = bits;
+    item->boards = item->kind == WORK_DERIVE ? s_derive_boards (self, true) : s_material_boards (self, type);
+    return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
+}
+
+/*  "board:<hex CKA_ID>": the tenant's boards holding that listed key.  */
+static CK_RV
+s_route_board_ref (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref)
+{
+    size_t len = 0;
+    const fe_board_key_t *key = fe_board_key_find (self, request->tenant, ref, item->id, &len);
+    if (!key)
+        return CKR_KEY_HANDLE_INVALID;
+    item->key = (cs_key_t) { item->id, len, NULL, 0, NULL };
+    item->bits = key->info.bits;
+    item->boards = key->boards;
+    if (item->boards && item->kind == WORK_DERIVE) {
+        item->boards &= s_derive_boards (self, false);
+        return item->boards ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;    /* no board derives */
+    }
+    return item->boards ? CKR_OK : CKR_KEY_HANDLE_INVALID;
+}
+
+/*  ECDH with a keystore key: an EC key whose private object has CKA_DERIVE
+ *  TRUE (PKCS#11 2.40 §4.7: the default is FALSE).  */
+static CK_RV
+s_derive_permitted (const Cs__KeyInfo *info)
+{
+    if (info->key_type != CKK_EC)
+        return CKR_KEY_TYPE_INCONSISTENT;
+    for (size_t i = 0; i < info->n_private_attributes; i++)
+        if (info->private_attributes [i]->type == CKA_DERIVE
+        &&  info->private_attributes [i]->value_case == CS__ATTRIBUTE__VALUE_FLAG)
+            return info->private_attributes [i]->flag ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;
+    return CKR_KEY_FUNCTION_NOT_PERMITTED;
+}
+
+/*  A keystore row of the tenant (info, and its private key: pkcs8, len
+ *  bytes, borrowed from item->cached or item->material until the item is
+ *  back): its material goes with the item (home keystore) or its resident
+ *  copy is used (home board:NAME).  */
+static CK_RV
+s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref,
+                      const Cs__KeyInfo *info, const uint8_t *pkcs8, size_t len)
+{
+    CK_RV rv = CKR_OK;
+    item->bits = info->bits;
+    if (!info->has_private)
+        rv = CKR_KEY_HANDLE_INVALID;
+    else
+    if (item->kind == WORK_DERIVE ? (rv = s_derive_permitted (info)) != CKR_OK
+                                  : item->kind == WORK_SIGN ? !info->can_sign : !info->can_decrypt) {
+        if (rv == CKR_OK)
+            rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    }
+    else
+    if (strncmp (info->home, "board:", 6) == 0) {
+        int board = fe_board_index (self, info->home + 6);
+        if (board < 0 || keyjobs_resident_id (ref, item->id)
+        ||  board_id_reserved (self->args->boards [board], item->id, 16))
+            rv = CKR_KEY_HANDLE_INVALID;
+        item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
+        item->boards = board >= 0 ? UINT64_C (1) << board : 0;
+        if (item->kind == WORK_DERIVE)
+            item->boards &= s_derive_boards (self, false);
+        if (rv == CKR_OK && !item->boards)
+            rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    }
+    else {
+        snprintf (item->ref, sizeof item->ref, "%s", ref);
+        item->key = (cs_key_t) { NULL, 0, pkcs8, len, item->ref };
+        item->boards = !pkcs8 ? 0 : item->kind == WORK_DERIVE ? s_derive_boards (self, true)
+                     : s_material_boards (self, info->key_type);
+        if (rv == CKR_OK && !item->boards) {
+            zsys_warning ("key %s of tenant %s: no board takes keys of its type", ref, request->tenant);
+            rv = CKR_DEVICE_ERROR;
+        }
+    }
+    return rv;
+}
+
+/*  "ks:...": the tenant's keystore row from the cache, pinned by the item
+ *  (s_route_keystore_key); FE_CKR_PENDING with the ref in item->ref when
+ *  it is not cached (the slow pool reads it: fe_key_read_done).  */
+static CK_RV
+s_route_keystore_ref (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref)
+{
+    ks_key_t *key = ks_cache_key_get (self->cache, request->tenant, ref);
+    size_t len = 0;
+    metrics_key_cache (self->args->metrics, key != NULL);
+    if (!key) {
+        snprintf (item->ref, sizeof item->ref, "%s", ref);
+        return FE_CKR_PENDING;
+    }
+    item->cached = key;
+    const uint8_t *pkcs8 = ks_key_pkcs8 (key, &len);
+    return s_route_keystore_key (self, request, item, ref, ks_key_info (key), pkcs8, len);
+}
+
+/*  Routes a sign/decrypt/derive job by its key: per-request key, board ref
+ *  or keystore ref (docs/CONTRACTS.md "Routing").  */
+static CK_RV
+s_route_crypto (frontend_t *self, fe_request_t *request, work_item_t *item)
+{
+    const Cs__Job *job = item->job;
+    ProtobufCBinaryData key_id = item->kind == WORK_SIGN ? job->sign->key_id
+                               : item->kind == WORK_DECRYPT ? job->decrypt->key_id : job->derive->key_id;
+    ProtobufCBinaryData der = item->kind == WORK_SIGN ? job->sign->key_pkcs8
+                            : item->kind == WORK_DECRYPT ? job->decrypt->key_pkcs8 : job->derive->key_pkcs8;
+    char ref [S_REF_MAX + 1];
+    if (der.len)
+        return s_route_per_request (self, request, item, der);
+    if (s_ref_copy (key_id, ref))
+        return CKR_KEY_HANDLE_INVALID;
+    if (strncmp (ref, "board:", 6) == 0)
+        return s_route_board_ref (self, request, item, ref);
+    if (strncmp (ref, "ks:", 3) == 0)
+        return s_route_keystore_ref (self, request, item, ref);
+    return CKR_KEY_HANDLE_INVALID;
+}
+
+/*  Submits a routed crypto item (rv: its routing), or sets the job's
+ *  result when it cannot run.  Only boards that run its mechanism may take
+ *  it: CKR_MECHANISM_INVALID when none of the key's boards does (PKCS#11
+ *  2.40 §5.11 C_SignInit).  Returns true when the item is out.  */
+static bool
+s_crypto_submit (frontend_t *self, fe_slot_t *slot, CK_RV rv)
+{
+    work_item_t *item = &slot->item;
+    if (rv == CKR_OK && !(item->boards &= s_mech_boards (self, item)))
+        rv = CKR_MECHANISM_INVALID;
+    int submitted = rv == CKR_OK ? fe_submit (self, item) : 0;
+    if (submitted)      /* no board holds the key, or every one is out of rotation */
+        rv = submitted == -2 ? CKR_DEVICE_ERROR : CKR_KEY_HANDLE_INVALID;
+    if (rv == CKR_OK)
+        return true;
+    fe_item_wipe_material (self, item);
+    slot->result.rv = rv;
+    return false;
+}
+
+/*  Makes a work item of a sign or decrypt job and routes it; a keystore
+ *  key that is not cached is read by the slow pool first.  */
+void
+fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index)
+{
+    fe_slot_t *slot = &request->slots [index];
+    work_item_t *item = &slot->item;
+    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
+                            .deadline = request->deadline };
+    item->kind = item->job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
+               : item->job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE;
+    CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item) : fe_no_login_rv (request);
+    if (rv == FE_CKR_PENDING) {
+        slow_job_t *read = fe_slow_new (request, index, SLOW_KEY);
+        if (read) {
+            snprintf (read->ref, sizeof read->ref, "%s", item->ref);
+            read->token = ks_cache_token (self->cache);
+            fe_slow_go (self, read);
+            return;
+        }
+        rv = CKR_HOST_MEMORY;
+    }
+    s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (fe_submit) */
+}
+
+/*  A raw modexp job (issue #12): a USER ticket, then one work item on any
+ *  board that runs modexp (modexp_job.h).  */
+void
+fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
+{
+    fe_slot_t *slot = &request->slots [index];
+    work_item_t *item = &slot->item;
+    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
+                            .kind = WORK_MODEXP, .deadline = request->deadline };
+    CK_RV rv = request->ticket_ok ? modexp_job_operands (request->req, index, &item->modexp)
+                                  : CKR_USER_NOT_LOGGED_IN;
+    item->boards = s_modexp_boards (self);
+    if (rv == CKR_OK && !item->boards)
+        rv = CKR_MECHANISM_INVALID;
+    if (rv == CKR_OK && fe_submit (self, item))
+        rv = CKR_MECHANISM_INVALID;
+    if (rv != CKR_OK)
+        slot->result.rv = rv;
+}
+
+/*  The slow pool read a keystore key for a crypto job: cached (unless a
+ *  drop happened meanwhile: then the item owns the copy), routed and
+ *  submitted; or the job fails.  */
+void
+fe_key_read_done (frontend_t *self, fe_request_t *request, slow_job_t *job)
+{
+    fe_slot_t *slot = &request->slots [job->index];
+    work_item_t *item = &slot->item;
+    CK_RV rv = job->rc == KEYSTORE_DAMAGED || job->rc == KEYSTORE_UNAVAILABLE ? CKR_DEVICE_ERROR
+                                                                              : CKR_KEY_HANDLE_INVALID;
+    if (job->rc == 0) {
+        ks_key_t *key = ks_cache_key_put (self->cache, job->token, request->tenant, job->ref, &job->info,
+                                          job->pkcs8, job->pkcs8_len);
+        const Cs__KeyInfo *info = job->info;
+        const uint8_t *pkcs8 = job->pkcs8;
+        size_t len = job->pkcs8_len;
+        if (key) {
+            item->cached = key;
+            info = ks_key_info (key);
+            pkcs8 = ks_key_pkcs8 (key, &len);
+        }
+        else {                      /* the item owns the read copy */
+            item->material = job->pkcs8;
+            item->material_len = job->pkcs8_len;
+            job->pkcs8 = NULL;
+        }
+        rv = s_route_keystore_key (self, request, item, job->ref, info, pkcs8, len);
+    }
+    s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (fe_submit) */
+    fe_request_release (self, request, true);      /* the slow read's count (fe_slow_go) */
+}
