@@ -13,8 +13,7 @@
 #include <inttypes.h>
 #include "frontend_int.h"
 
-static void
-s_give (frontend_t *self, size_t worker, work_item_t *item);
+static void s_give (frontend_t *self, size_t worker, work_item_t *item);
 
 /*  Counts the request's jobs out with workers (cryptoserver_inflight_jobs):
  *  delta +1 when one goes out, -1 when it is back.  */

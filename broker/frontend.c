@@ -21,12 +21,9 @@
 bool frontend_verbose = false;
 size_t frontend_max_reply = CS_WIRE_MAX_REPLY;
 
-static int
-s_on_clients_timer (zloop_t *loop, int timer_id, void *arg);
-static int
-s_on_clients_watch (zloop_t *loop, zmq_pollitem_t *item, void *arg);
-static int
-s_on_tenant_timer (zloop_t *loop, int timer_id, void *arg);
+static int s_on_clients_timer (zloop_t *loop, int timer_id, void *arg);
+static int s_on_clients_watch (zloop_t *loop, zmq_pollitem_t *item, void *arg);
+static int s_on_tenant_timer (zloop_t *loop, int timer_id, void *arg);
 
 /*  Logs "stats board=NAME jobs=N errors=N" per board; if reply, also sends
  *  the lines to the pipe, one frame each.  */

@@ -16,8 +16,7 @@
 #include "frontend_int.h"
 #include "modexp_job.h"
 
-static uint64_t
-s_peek_request_id (zframe_t *body);
+static uint64_t s_peek_request_id (zframe_t *body);
 
 /*  Sends reply to the client at identity (kept by the caller).  The frame
  *  is zero-copy with a cleansing free function (cs_wire_frame_free): it may
