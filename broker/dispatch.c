@@ -136,6 +136,13 @@ s_give (frontend_t *self, size_t worker, work_item_t *item)
         s_item_finish (self, item);
         item = scheduler_worker_ready (self->scheduler, worker);
     }
+    if (item && !self->backend) {           /* the loopback core has no workers (frontend.h) */
+        if (!item->request)
+            self->background_out++;
+        item->rv = CKR_DEVICE_ERROR;
+        s_item_finish (self, item);
+        return;
+    }
     if (item) {
         if (!item->request)
             self->background_out++;

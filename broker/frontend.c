@@ -146,14 +146,19 @@ s_on_router (zloop_t *loop, zsock_t *reader, void *arg)
     return 0;
 }
 
+/*  What the frontend needs to route and answer requests, without sockets:
+ *  the queued-bytes ledger, the boards' mechanisms and keys, the pool, the
+ *  board watch, the loop with the board sweep, and the slow pool and
+ *  keystore cache.  Shared by the actor (s_start) and the loopback core
+ *  (frontend_core_new).  */
 static int
-s_start (frontend_t *self)
+s_core_start (frontend_t *self)
 {
     self->ks = self->args->keystore;
     if (!(self->load = client_load_new ((size_t) self->config->max_client_bytes,
                                         (size_t) self->config->max_client_jobs)))
         return -1;
-    if (fe_build_mechs (self) || fe_build_routing (self) || fe_keys_start (self) || s_router_bind (self))
+    if (fe_build_mechs (self) || fe_build_routing (self) || fe_keys_start (self))
         return -1;
     if (!self->args->health
     ||  !(self->watch_boards = board_watch_new (self->args->health, self->scheduler, self->args->metrics,
@@ -161,6 +166,23 @@ s_start (frontend_t *self)
         return -1;
     if (!self->config->curve)
         fe_default_tenant_reload (self);
+    self->loop = zloop_new ();
+    if (!self->loop)
+        return -1;
+    zloop_set_nonstop (self->loop, true);    /* SIGINT means drain, not stop */
+    if (fe_keystore_start (self))
+        return -1;
+    zloop_timer (self->loop, BOARD_WATCH_TICK_MS, 0, fe_on_watch_timer, self);
+    return 0;
+}
+
+/*  The actor: the core, then the client ROUTER, the backend ROUTER the
+ *  workers connect to, the allow-list and the timers.  */
+static int
+s_start (frontend_t *self)
+{
+    if (s_core_start (self) || s_router_bind (self))
+        return -1;
     self->backend = zsock_new (ZMQ_ROUTER);
     if (!self->backend || zsock_bind (self->backend, "%s", self->args->backend) < 0) {
         zsys_error ("cannot bind the worker endpoint %s", self->args->backend);
@@ -170,10 +192,6 @@ s_start (frontend_t *self)
         self->clients_watch = clients_watch_new (self->config->clients_dir);   /* before the read */
         fe_clients_reload (self);
     }
-    self->loop = zloop_new ();
-    zloop_set_nonstop (self->loop, true);    /* SIGINT means drain, not stop */
-    if (fe_keystore_start (self))
-        return -1;
     zloop_reader (self->loop, self->pipe, s_on_pipe, self);
     zloop_reader (self->loop, self->backend, fe_on_backend, self);
     zloop_reader (self->loop, self->router, s_on_router, self);
@@ -187,7 +205,6 @@ s_start (frontend_t *self)
         zloop_timer (self->loop, FE_CLIENTS_RELOAD_MS, 0, s_on_clients_timer, self);
     if (self->config->stats_interval_ms > 0)
         zloop_timer (self->loop, (size_t) self->config->stats_interval_ms, 0, s_on_stats_timer, self);
-    zloop_timer (self->loop, BOARD_WATCH_TICK_MS, 0, fe_on_watch_timer, self);
     if (!self->config->curve)
         zloop_timer (self->loop, FE_CLIENTS_RELOAD_MS, 0, s_on_tenant_timer, self);
     fe_pool_refill (self);
@@ -278,4 +295,73 @@ s_on_tenant_timer (zloop_t *loop, int timer_id, void *arg)
 {
     fe_default_tenant_reload (arg);
     return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/*  The loopback core (frontend.h): the same rooms, no sockets          */
+
+struct _frontend_core_t {
+    frontend_t fe;
+    int64_t settle_end;             /* cs_clock_ms () when frontend_core_settle gives up */
+};
+
+frontend_core_t *
+frontend_core_new (const frontend_args_t *args, frontend_reply_fn *reply, void *arg)
+{
+    frontend_core_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->fe = (frontend_t) { .args = args, .config = args->config, .reply_fn = reply, .reply_arg = arg };
+    snprintf (self->fe.serial, sizeof self->fe.serial, "loopback");
+    if (s_core_start (&self->fe)) {
+        frontend_core_destroy (&self);
+        return NULL;
+    }
+    self->fe.reading = true;
+    return self;
+}
+
+void
+frontend_core_handle (frontend_core_t *self, const void *peer, size_t peer_len, const uint8_t *request,
+                      size_t size)
+{
+    zframe_t *identity = zframe_new (peer, peer_len);
+    zframe_t *body = zframe_new (request, size);
+    if (identity && body)
+        fe_request_handle (&self->fe, &identity, body, false);
+    if (body)
+        OPENSSL_cleanse (zframe_data (body), zframe_size (body));
+    zframe_destroy (&identity);
+    zframe_destroy (&body);
+    fe_flow_control (&self->fe);
+}
+
+/*  Ends the loop once no request is in flight, or at the time limit.  */
+static int
+s_on_settle_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    frontend_core_t *self = arg;
+    return self->fe.in_flight == 0 || cs_clock_ms () >= self->settle_end ? -1 : 0;
+}
+
+int
+frontend_core_settle (frontend_core_t *self, int timeout_ms)
+{
+    self->settle_end = cs_clock_ms () + timeout_ms;
+    if (self->fe.in_flight == 0)
+        return 0;
+    int timer = zloop_timer (self->fe.loop, 1, 0, s_on_settle_timer, self);
+    zloop_start (self->fe.loop);
+    zloop_timer_end (self->fe.loop, timer);
+    return self->fe.in_flight == 0 ? 0 : -1;
+}
+
+void
+frontend_core_destroy (frontend_core_t **self_p)
+{
+    if (*self_p) {
+        s_frontend_free (&(*self_p)->fe);
+        free (*self_p);
+        *self_p = NULL;
+    }
 }

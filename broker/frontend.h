@@ -60,4 +60,38 @@ extern size_t frontend_max_reply;
 /*  The actor body, for zactor_new (frontend_actor, &args).  */
 void frontend_actor (zsock_t *pipe, void *args);
 
+/*  The loopback core: the frontend's rooms without sockets, CURVE or
+ *  workers, for tests that drive the request path the way p11-kit tests its
+ *  RPC (tests/unit/test_frontend_loopback.c).  Requests go in as bytes,
+ *  replies come out through `reply`; identity is plaintext mode's (the
+ *  config must have broker/curve/enabled = false: the first tenant by
+ *  name).  The slow pool and keystore cache are the real ones.  A job that
+ *  would reach a worker is answered CKR_DEVICE_ERROR (there are none, and
+ *  that board's worker stays taken): use it for decode, admission,
+ *  routing refusals, logins, key lists and reply order.  */
+typedef struct _frontend_core_t frontend_core_t;
+
+/*  Called once per reply: peer (peer_len bytes, as given to
+ *  frontend_core_handle) and the encoded Cs__Reply (size bytes), both
+ *  borrowed for the call only (the reply is wiped after it).  */
+typedef void (frontend_reply_fn) (void *arg, const void *peer, size_t peer_len, const uint8_t *reply,
+                                  size_t size);
+
+/*  A core over args (kept by the caller, as for frontend_actor); NULL when
+ *  it could not start (logged).  Destroy with frontend_core_destroy.  */
+frontend_core_t *frontend_core_new (const frontend_args_t *args, frontend_reply_fn *reply, void *arg);
+
+/*  Handles one request frame (size bytes, copied) from peer: replies that
+ *  need nothing slow are given before it returns; the others once
+ *  frontend_core_settle runs the loop.  */
+void frontend_core_handle (frontend_core_t *self, const void *peer, size_t peer_len, const uint8_t *request,
+                           size_t size);
+
+/*  Runs the core's loop (slow-pool results, the board sweep) until every
+ *  request has been answered: 0; -1 when some are still out after
+ *  timeout_ms milliseconds.  */
+int frontend_core_settle (frontend_core_t *self, int timeout_ms);
+
+void frontend_core_destroy (frontend_core_t **self_p);
+
 #endif

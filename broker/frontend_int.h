@@ -139,6 +139,8 @@ typedef struct {
     clients_watch_t *clients_watch; /* changes of clients.d, or NULL: re-read on a timer */
     keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of watch) */
     uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
+    frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
+    void *reply_arg;
 } frontend_t;
 
 /*  What a job that needs a login answers without one: CKR_USER_NOT_LOGGED_IN,
