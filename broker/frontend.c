@@ -230,13 +230,7 @@ s_frontend_free (frontend_t *self)
     scheduler_destroy (&self->scheduler);
     board_watch_destroy (&self->watch_boards);
     zhashx_destroy (&self->clients);
-    free (self->mechs);
-    free (self->mech_ptrs);
-    for (size_t i = 0; i < self->n_board_keys; i++) {
-        free (self->board_keys [i].info.ref);
-        free (self->board_keys [i].info.home);
-    }
-    free (self->board_keys);
+    fe_inventory_free (self);
     fe_pool_seal (self);
     pool_destroy (&self->pool);
     ks_watch_destroy (&self->watch);

@@ -97,6 +97,8 @@ typedef struct {
     uint64_t boards;                /* the boards of that tenant holding it (bit per board) */
 } fe_board_key_t;
 
+typedef struct _fe_inventory_t fe_inventory_t;
+
 typedef struct {
     const frontend_args_t *args;
     const broker_config_t *config;
@@ -115,15 +117,8 @@ typedef struct {
     bool drained;                   /* DRAINED was sent */
     size_t in_flight;               /* requests waiting for items */
     size_t background_out;          /* background items with workers (pool refills, clean-ups) */
-    Cs__MechanismInfo *mechs;       /* Hello: union over boards */
-    Cs__MechanismInfo **mech_ptrs;
-    size_t n_mechs;
+    fe_inventory_t *inventory;      /* mechanisms and resident keys of the boards (inventory.c) */
     keyjobs_rsa_range_t rsa_range;  /* what RSA generation accepts (cs_mech_rsa_gen_range) */
-    fe_board_key_t *board_keys;      /* ListKeys: resident keys, one per (tenant, CKA_ID) */
-    size_t n_board_keys;
-    Cs__Attribute resident_attrs [8];   /* their private object's flags */
-    Cs__Attribute *resident_attr_ptrs [8];
-    size_t n_resident_attrs;
     pool_t *pool;                   /* pre-generated RSA keys, or NULL */
     size_t pool_max_running;        /* refills at once */
     unsigned pool_wait_bits;        /* "POOL-WAIT": reply when this size ... */
@@ -200,6 +195,7 @@ void fe_job_list_keys (frontend_t *self, fe_request_t *request, const Cs__ListKe
 void fe_list_keys_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *list);
 int fe_build_mechs (frontend_t *self);
 int fe_build_routing (frontend_t *self);
+void fe_inventory_free (frontend_t *self);
 
 /* ---- login.c ---- */
 CK_RV fe_login (frontend_t *self, fe_request_t *request, const Cs__LoginJob *job, fe_slot_t *slot);

@@ -4,12 +4,25 @@
  *  scheduler; and the jobs answered from it: Hello and ListKeys (the
  *  keystore rows come from the slow pool).
  *
- *  Owns: frontend_t.mechs, .mech_ptrs, .rsa_range, .board_keys,
- *  .resident_attrs, .scheduler's boards, keys and workers.
+ *  Owns: fe_inventory_t (private here), frontend_t.rsa_range, the
+ *  scheduler's boards, keys and workers.
  *  May call: board.h, scheduler.h, slow_link.c (fe_slow_new, fe_slow_go).  */
 #include "cs_pin.h"
 #include "cs_util.h"
 #include "frontend_int.h"
+
+/*  What the boards offer, built once at start (fe_build_mechs,
+ *  fe_build_routing); read-only afterwards.  */
+struct _fe_inventory_t {
+    Cs__MechanismInfo *mechs;       /* Hello: union over boards */
+    Cs__MechanismInfo **mech_ptrs;
+    size_t n_mechs;
+    fe_board_key_t *board_keys;     /* ListKeys: resident keys, one per (tenant, CKA_ID) */
+    size_t n_board_keys;
+    Cs__Attribute resident_attrs [8];   /* their private object's flags */
+    Cs__Attribute *resident_attr_ptrs [8];
+    size_t n_resident_attrs;
+};
 
 /*  The resident key "board:<hex CKA_ID>" as listed to tenant, or NULL: a
  *  key on one of the tenant's boards, neither a keystore key kept there
@@ -22,8 +35,8 @@ fe_board_key_find (frontend_t *self, const char *tenant, const char *ref, unsign
                   size_t *id_len_p)
 {
     long len = strncmp (ref, "board:", 6) == 0 ? cs_hex_decode (ref + 6, id, CS_KEY_ID_MAX) : -1;
-    for (size_t i = 0; len > 0 && i < self->n_board_keys; i++) {
-        const fe_board_key_t *key = &self->board_keys [i];
+    for (size_t i = 0; len > 0 && i < self->inventory->n_board_keys; i++) {
+        const fe_board_key_t *key = &self->inventory->board_keys [i];
         if (streq (key->tenant, tenant) && key->info.id.len == (size_t) len
         &&  memcmp (key->info.id.data, id, (size_t) len) == 0) {
             *id_len_p = (size_t) len;
@@ -43,8 +56,8 @@ fe_job_hello (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
     hello->manufacturer = (char *) "cryptoserver";
     hello->model = (char *) "broker";
     hello->serial = self->serial;
-    hello->n_mechanisms = self->n_mechs;
-    hello->mechanisms = self->mech_ptrs;
+    hello->n_mechanisms = self->inventory->n_mechs;
+    hello->mechanisms = self->inventory->mech_ptrs;
     hello->boards = (uint32_t) self->args->n_boards;
     hello->min_pin_len = CS_PIN_MIN_LEN;
     hello->max_pin_len = CS_PIN_MAX_LEN;
@@ -61,12 +74,12 @@ static uint32_t
 s_inventory_hash (frontend_t *self, const char *tenant)
 {
     uint32_t hash = 0;
-    for (size_t i = 0; i < self->n_board_keys; i++) {
-        if (!streq (self->board_keys [i].tenant, tenant))
+    for (size_t i = 0; i < self->inventory->n_board_keys; i++) {
+        if (!streq (self->inventory->board_keys [i].tenant, tenant))
             continue;
         if (hash == 0)
             hash = 2166136261u;
-        const Cs__KeyInfo *key = &self->board_keys [i].info;
+        const Cs__KeyInfo *key = &self->inventory->board_keys [i].info;
         for (size_t k = 0; k < key->id.len; k++)
             hash = (hash ^ key->id.data [k]) * 16777619u;
         hash = (hash ^ key->boards) * 16777619u;
@@ -168,14 +181,14 @@ fe_list_keys_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slo
     slot->result.rv = list->rc ? CKR_DEVICE_ERROR : CKR_OK;
     if (list->rc)
         return;
-    keys->keys = calloc (slot->n_listed + self->n_board_keys + 1, sizeof (Cs__KeyInfo *));
+    keys->keys = calloc (slot->n_listed + self->inventory->n_board_keys + 1, sizeof (Cs__KeyInfo *));
     if (!keys->keys) {
         slot->result.rv = CKR_HOST_MEMORY;
         return;
     }
-    for (size_t i = 0; i < self->n_board_keys; i++)
-        if (streq (self->board_keys [i].tenant, request->tenant))
-            keys->keys [keys->n_keys++] = &self->board_keys [i].info;
+    for (size_t i = 0; i < self->inventory->n_board_keys; i++)
+        if (streq (self->inventory->board_keys [i].tenant, request->tenant))
+            keys->keys [keys->n_keys++] = &self->inventory->board_keys [i].info;
     for (size_t i = 0; i < slot->n_listed; i++)
         keys->keys [keys->n_keys++] = slot->listed [i];
     if (!request->ticket_ok && s_list_public_view (slot, keys)) {
@@ -188,27 +201,29 @@ fe_list_keys_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slo
 int
 fe_build_mechs (frontend_t *self)
 {
+    if (!self->inventory && !(self->inventory = calloc (1, sizeof *self->inventory)))
+        return -1;
     size_t max = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
         max += self->args->boards [b]->n_mechs;
-    self->mechs = calloc (max + 1, sizeof (Cs__MechanismInfo));
-    self->mech_ptrs = calloc (max + 1, sizeof (Cs__MechanismInfo *));
-    if (!self->mechs || !self->mech_ptrs)
+    self->inventory->mechs = calloc (max + 1, sizeof (Cs__MechanismInfo));
+    self->inventory->mech_ptrs = calloc (max + 1, sizeof (Cs__MechanismInfo *));
+    if (!self->inventory->mechs || !self->inventory->mech_ptrs)
         return -1;
     for (size_t b = 0; b < self->args->n_boards; b++)
         for (size_t m = 0; m < self->args->boards [b]->n_mechs; m++) {
             const cs_mech_info_t *info = &self->args->boards [b]->mechs [m];
             size_t i = 0;
-            while (i < self->n_mechs && self->mechs [i].type != info->type)
+            while (i < self->inventory->n_mechs && self->inventory->mechs [i].type != info->type)
                 i++;
-            Cs__MechanismInfo *out = &self->mechs [i];
-            if (i == self->n_mechs) {
+            Cs__MechanismInfo *out = &self->inventory->mechs [i];
+            if (i == self->inventory->n_mechs) {
                 cs__mechanism_info__init (out);
                 out->type = info->type;
                 out->min_key_bits = (uint32_t) info->min_key_bits;
                 out->max_key_bits = (uint32_t) info->max_key_bits;
                 out->flags = info->flags;
-                self->mech_ptrs [self->n_mechs++] = out;
+                self->inventory->mech_ptrs [self->inventory->n_mechs++] = out;
                 continue;
             }
             if (info->min_key_bits < out->min_key_bits)
@@ -218,10 +233,10 @@ fe_build_mechs (frontend_t *self)
             out->flags |= info->flags;
         }
     self->rsa_range.policy_min = (CK_ULONG) self->config->rsa_min_bits;
-    for (size_t i = 0; i < self->n_mechs; i++)
-        if (self->mechs [i].type == CKM_RSA_PKCS_KEY_PAIR_GEN) {
-            self->rsa_range.board_min = self->mechs [i].min_key_bits;
-            self->rsa_range.board_max = self->mechs [i].max_key_bits;
+    for (size_t i = 0; i < self->inventory->n_mechs; i++)
+        if (self->inventory->mechs [i].type == CKM_RSA_PKCS_KEY_PAIR_GEN) {
+            self->rsa_range.board_min = self->inventory->mechs [i].min_key_bits;
+            self->rsa_range.board_max = self->inventory->mechs [i].max_key_bits;
         }
     return 0;
 }
@@ -239,8 +254,8 @@ s_key_merge (frontend_t *self, size_t b, size_t k)
     if (!board->tenant || (key->label && strncmp (key->label, "ks:", 3) == 0)
     ||  board_id_reserved (board, key->id, key->id_len))
         return false;
-    for (size_t i = 0; i < self->n_board_keys; i++) {
-        fe_board_key_t *known = &self->board_keys [i];
+    for (size_t i = 0; i < self->inventory->n_board_keys; i++) {
+        fe_board_key_t *known = &self->inventory->board_keys [i];
         if (streq (known->tenant, board->tenant) && known->info.id.len == key->id_len
         &&  !memcmp (known->info.id.data, key->id, key->id_len)) {
             if (!(known->boards & (UINT64_C (1) << b)))
@@ -249,7 +264,7 @@ s_key_merge (frontend_t *self, size_t b, size_t k)
             return true;
         }
     }
-    fe_board_key_t *entry = &self->board_keys [self->n_board_keys];
+    fe_board_key_t *entry = &self->inventory->board_keys [self->inventory->n_board_keys];
     Cs__KeyInfo *out = &entry->info;
     char hex [2 * CS_KEY_ID_MAX + 1];
     cs_hex_encode (key->id, key->id_len, hex);
@@ -273,15 +288,15 @@ s_key_merge (frontend_t *self, size_t b, size_t k)
         out->ref = NULL;
     if (asprintf (&out->home, "board:%s", board->name) < 0)
         out->home = NULL;
-    out->n_private_attributes = self->n_resident_attrs
+    out->n_private_attributes = self->inventory->n_resident_attrs
                               - (key->can_derive && board_derives (board, false) ? 0 : 1);
-    out->private_attributes = self->resident_attr_ptrs;
+    out->private_attributes = self->inventory->resident_attr_ptrs;
     if (!out->ref || !out->home) {
         free (out->ref);
         free (out->home);
         return false;
     }
-    self->n_board_keys++;
+    self->inventory->n_board_keys++;
     return true;
 }
 
@@ -295,14 +310,14 @@ s_resident_attrs (frontend_t *self)
         { CKA_DERIVE, true },       /* last: only for keys whose board derives with them */
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags [0]; i++) {
-        Cs__Attribute *attr = &self->resident_attrs [i];
+        Cs__Attribute *attr = &self->inventory->resident_attrs [i];
         cs__attribute__init (attr);
         attr->type = flags [i].type;
         attr->value_case = CS__ATTRIBUTE__VALUE_FLAG;
         attr->flag = flags [i].value;
-        self->resident_attr_ptrs [i] = attr;
+        self->inventory->resident_attr_ptrs [i] = attr;
     }
-    self->n_resident_attrs = sizeof flags / sizeof flags [0];
+    self->inventory->n_resident_attrs = sizeof flags / sizeof flags [0];
 }
 
 /*  Registers boards, their keys and workers with the scheduler and builds
@@ -313,8 +328,8 @@ fe_build_routing (frontend_t *self)
     size_t max = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
         max += self->args->boards [b]->n_keys;
-    self->board_keys = calloc (max + 1, sizeof (fe_board_key_t));
-    if (!self->board_keys || !(self->scheduler = scheduler_new ()))
+    self->inventory->board_keys = calloc (max + 1, sizeof (fe_board_key_t));
+    if (!self->inventory->board_keys || !(self->scheduler = scheduler_new ()))
         return -1;
     s_resident_attrs (self);
     zconfig_t *weights = self->config->tenant_weights;
@@ -333,4 +348,23 @@ fe_build_routing (frontend_t *self)
                 return -1;
     }
     return 0;
+}
+
+/*  Frees the inventory (the board keys' strings; the rest points into the
+ *  boards).  */
+void
+fe_inventory_free (frontend_t *self)
+{
+    fe_inventory_t *inv = self->inventory;
+    if (!inv)
+        return;
+    free (inv->mechs);
+    free (inv->mech_ptrs);
+    for (size_t i = 0; i < inv->n_board_keys; i++) {
+        free (inv->board_keys [i].info.ref);
+        free (inv->board_keys [i].info.home);
+    }
+    free (inv->board_keys);
+    free (inv);
+    self->inventory = NULL;
 }
