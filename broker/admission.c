@@ -5,8 +5,9 @@
  *  (broker/max-client-jobs, broker/max-queue: docs/CONTRACTS.md "Fair
  *  shares").
  *
- *  Owns: frontend_t.clients, .default_tenant, .load and the reading flag
- *  of the router (flow control).
+ *  Owns: fe_admission_t (private here: the allow-list, the default
+ *  tenant, the watch of clients.d and their timers), frontend_t.load and
+ *  the reading flag of the router (flow control).
  *  May call: request.c (fe_request_start, fe_send_error, fe_log_due,
  *  fe_request_destroy), the scheduler's queue depth, client_load.h.  */
 #include <dirent.h>
@@ -14,6 +15,15 @@
 #include "clients_watch.h"
 #include "pool_store.h"
 #include "frontend_int.h"
+
+#define S_CLIENTS_RELOAD_MS 2000        /* allow-list re-read period without inotify */
+
+/*  Who may send, and as which tenant.  */
+struct _fe_admission_t {
+    zhashx_t *clients;              /* Z85 key -> s_client_t */
+    char *default_tenant;           /* first tenant by name, for plaintext clients only */
+    clients_watch_t *watch;         /* changes of clients.d, or NULL: re-read on a timer */
+};
 
 /*  One entry of the allow-list (clients.d).  */
 typedef struct {
@@ -75,8 +85,8 @@ s_clients_diff (zhashx_t *old, zhashx_t *fresh)
 }
 
 /*  Re-reads clients.d into a fresh map and swaps it in.  */
-void
-fe_clients_reload (frontend_t *self)
+static void
+s_clients_reload (frontend_t *self)
 {
     const char *dir = self->config->clients_dir;
     DIR *handle = opendir (dir);
@@ -93,14 +103,14 @@ fe_clients_reload (frontend_t *self)
         s_client_load (self, map, dir, entry->d_name);
     }
     closedir (handle);
-    s_clients_diff (self->clients, map);
-    zhashx_destroy (&self->clients);
-    self->clients = map;
+    s_clients_diff (self->admission->clients, map);
+    zhashx_destroy (&self->admission->clients);
+    self->admission->clients = map;
 }
 
 /*  Re-reads the default tenant: the first tenant of the keystore by name.  */
-void
-fe_default_tenant_reload (frontend_t *self)
+static void
+s_default_tenant_reload (frontend_t *self)
 {
     char **names = keystore_tenant_list (self->ks);
     size_t skip = 0;
@@ -110,17 +120,17 @@ fe_default_tenant_reload (frontend_t *self)
     for (size_t i = 0; names && names [i]; i++)
         free (names [i]);
     free (names);
-    free (self->default_tenant);
-    self->default_tenant = first;
+    free (self->admission->default_tenant);
+    self->admission->default_tenant = first;
 }
 
 /*  Re-reads clients.d when it changed (clients_watch.h): called before
  *  every request's sender is looked up, and when the watch is readable.  */
-void
-fe_clients_check (frontend_t *self)
+static void
+s_clients_check (frontend_t *self)
 {
-    if (self->clients_watch && clients_watch_changed (self->clients_watch))
-        fe_clients_reload (self);
+    if (self->admission->watch && clients_watch_changed (self->admission->watch))
+        s_clients_reload (self);
 }
 
 /*  Identifies the sender: its CURVE key must be in the current allow-list
@@ -135,12 +145,12 @@ fe_identify (frontend_t *self, zframe_t *body, fe_request_t *request, const char
     if (!self->config->curve) {
         request->client_key = strdup ("");
         request->name_copy = strdup ("plaintext");
-        request->tenant = strdup (self->default_tenant ? self->default_tenant : "");
+        request->tenant = strdup (self->admission->default_tenant ? self->admission->default_tenant : "");
     }
     else {
         const char *key = zframe_meta (body, "User-Id");
-        fe_clients_check (self);
-        s_client_t *client = key ? zhashx_lookup (self->clients, key) : NULL;
+        s_clients_check (self);
+        s_client_t *client = key ? zhashx_lookup (self->admission->clients, key) : NULL;
         if (!client) {
             zsys_warning ("request refused: client key %s is not in the allow-list %s",
                           key ? key : "(none)", self->config->clients_dir);
@@ -286,4 +296,63 @@ fe_flow_resume (frontend_t *self)
     s_backlog_run (self);
     metrics_queue_depth (self->args->metrics, scheduler_queued (self->scheduler),
                          scheduler_queued_low (self->scheduler));
+}
+
+static int
+s_on_clients_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    s_clients_reload (arg);
+    return 0;
+}
+
+static int
+s_on_clients_watch (zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    s_clients_check (arg);
+    return 0;
+}
+
+static int
+s_on_tenant_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    s_default_tenant_reload (arg);
+    return 0;
+}
+
+/*  Reads who may send: with CURVE the allow-list (clients.d), re-read when
+ *  its watch says it changed or every S_CLIENTS_RELOAD_MS without one;
+ *  without CURVE the default tenant (the first by name), re-read on the
+ *  same period.  Registers its poller and timers on self->loop.  0, or -1
+ *  when out of memory.  */
+int
+fe_admission_start (frontend_t *self)
+{
+    if (!(self->admission = calloc (1, sizeof *self->admission)))
+        return -1;
+    if (!self->config->curve) {
+        s_default_tenant_reload (self);
+        zloop_timer (self->loop, S_CLIENTS_RELOAD_MS, 0, s_on_tenant_timer, self);
+        return 0;
+    }
+    self->admission->watch = clients_watch_new (self->config->clients_dir);     /* before the read */
+    s_clients_reload (self);
+    if (self->admission->watch) {
+        zmq_pollitem_t item = { NULL, clients_watch_fd (self->admission->watch), ZMQ_POLLIN, 0 };
+        zloop_poller (self->loop, &item, s_on_clients_watch, self);
+    }
+    else
+        zloop_timer (self->loop, S_CLIENTS_RELOAD_MS, 0, s_on_clients_timer, self);
+    return 0;
+}
+
+void
+fe_admission_free (frontend_t *self)
+{
+    if (!self->admission)
+        return;
+    zhashx_destroy (&self->admission->clients);
+    clients_watch_destroy (&self->admission->watch);
+    free (self->admission->default_tenant);
+    free (self->admission);
+    self->admission = NULL;
 }

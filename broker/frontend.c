@@ -10,20 +10,15 @@
  *  frontend state (frontend_int.h), the pipe commands (frontend.h).
  *  May call: every room's start/handler entry points (frontend_int.h).  */
 #include <inttypes.h>
-#include "clients_watch.h"
 #include "cs_wire.h"
 #include "ks_watch.h"
 #include "frontend_int.h"
 
-#define FE_CLIENTS_RELOAD_MS 2000       /* allow-list re-read period without inotify */
 #define S_ZAP_DOMAIN "cryptoserver"
 
 bool frontend_verbose = false;
 size_t frontend_max_reply = CS_WIRE_MAX_REPLY;
 
-static int s_on_clients_timer (zloop_t *loop, int timer_id, void *arg);
-static int s_on_clients_watch (zloop_t *loop, zmq_pollitem_t *item, void *arg);
-static int s_on_tenant_timer (zloop_t *loop, int timer_id, void *arg);
 
 /*  Logs "stats board=NAME jobs=N errors=N" per board; if reply, also sends
  *  the lines to the pipe, one frame each.  */
@@ -164,13 +159,11 @@ s_core_start (frontend_t *self)
     ||  !(self->watch_boards = board_watch_new (self->args->health, self->scheduler, self->args->metrics,
                                                 self->args->boards, self->args->n_boards, self->n_workers)))
         return -1;
-    if (!self->config->curve)
-        fe_default_tenant_reload (self);
     self->loop = zloop_new ();
     if (!self->loop)
         return -1;
     zloop_set_nonstop (self->loop, true);    /* SIGINT means drain, not stop */
-    if (fe_keystore_start (self))
+    if (fe_keystore_start (self) || fe_admission_start (self))
         return -1;
     zloop_timer (self->loop, BOARD_WATCH_TICK_MS, 0, fe_on_watch_timer, self);
     return 0;
@@ -188,25 +181,12 @@ s_start (frontend_t *self)
         zsys_error ("cannot bind the worker endpoint %s", self->args->backend);
         return -1;
     }
-    if (self->config->curve) {
-        self->clients_watch = clients_watch_new (self->config->clients_dir);   /* before the read */
-        fe_clients_reload (self);
-    }
     zloop_reader (self->loop, self->pipe, s_on_pipe, self);
     zloop_reader (self->loop, self->backend, fe_on_backend, self);
     zloop_reader (self->loop, self->router, s_on_router, self);
     self->reading = true;
-    if (self->clients_watch) {
-        zmq_pollitem_t item = { NULL, clients_watch_fd (self->clients_watch), ZMQ_POLLIN, 0 };
-        zloop_poller (self->loop, &item, s_on_clients_watch, self);
-    }
-    else
-    if (self->config->curve)
-        zloop_timer (self->loop, FE_CLIENTS_RELOAD_MS, 0, s_on_clients_timer, self);
     if (self->config->stats_interval_ms > 0)
         zloop_timer (self->loop, (size_t) self->config->stats_interval_ms, 0, s_on_stats_timer, self);
-    if (!self->config->curve)
-        zloop_timer (self->loop, FE_CLIENTS_RELOAD_MS, 0, s_on_tenant_timer, self);
     fe_pool_refill (self);
     return 0;
 }
@@ -229,16 +209,13 @@ s_frontend_free (frontend_t *self)
         fe_request_destroy (&request);           /* deferred, never started */
     scheduler_destroy (&self->scheduler);
     board_watch_destroy (&self->watch_boards);
-    zhashx_destroy (&self->clients);
+    fe_admission_free (self);
     fe_inventory_free (self);
-    fe_pool_seal (self);
-    pool_destroy (&self->pool);
+    fe_pool_stop (self);
     ks_watch_destroy (&self->watch);
-    clients_watch_destroy (&self->clients_watch);
     keystore_listener_destroy (&self->listener);
     ks_cache_destroy (&self->cache);
     client_load_destroy (&self->load);
-    free (self->default_tenant);
     free (self->endpoint);
 }
 
@@ -268,27 +245,6 @@ fe_drained_check (frontend_t *self)
         self->drained = true;
         zstr_send (self->pipe, "DRAINED");
     }
-}
-
-static int
-s_on_clients_timer (zloop_t *loop, int timer_id, void *arg)
-{
-    fe_clients_reload (arg);
-    return 0;
-}
-
-static int
-s_on_clients_watch (zloop_t *loop, zmq_pollitem_t *item, void *arg)
-{
-    fe_clients_check (arg);
-    return 0;
-}
-
-static int
-s_on_tenant_timer (zloop_t *loop, int timer_id, void *arg)
-{
-    fe_default_tenant_reload (arg);
-    return 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -98,7 +98,16 @@ typedef struct {
 } fe_board_key_t;
 
 typedef struct _fe_inventory_t fe_inventory_t;
+typedef struct _fe_pool_t fe_pool_t;
+typedef struct _fe_admission_t fe_admission_t;
 
+/*  The frontend's state.  Each room keeps its own state behind one pointer
+ *  (fe_admission_t, fe_inventory_t, fe_pool_t: private to their file);
+ *  what stays here is what several rooms read.  Writers: frontend.c the
+ *  sockets, loop and draining; request.c/admission.c in_flight and
+ *  reading; dispatch.c background_out; inventory.c scheduler (built),
+ *  rsa_range; pool_jobs.c home_board; slow_link.c slow, cache, watch,
+ *  listener.  */
 typedef struct {
     const frontend_args_t *args;
     const broker_config_t *config;
@@ -110,8 +119,7 @@ typedef struct {
     scheduler_t *scheduler;
     board_watch_t *watch_boards;    /* time limits, faults, probes (board_watch.h) */
     size_t n_workers;
-    zhashx_t *clients;              /* Z85 key -> client, admission.c */
-    char *default_tenant;           /* first tenant by name, for plaintext clients only */
+    fe_admission_t *admission;      /* allow-list, default tenant (admission.c) */
     bool reading;                   /* the router is being polled */
     bool draining;
     bool drained;                   /* DRAINED was sent */
@@ -119,11 +127,7 @@ typedef struct {
     size_t background_out;          /* background items with workers (pool refills, clean-ups) */
     fe_inventory_t *inventory;      /* mechanisms and resident keys of the boards (inventory.c) */
     keyjobs_rsa_range_t rsa_range;  /* what RSA generation accepts (cs_mech_rsa_gen_range) */
-    pool_t *pool;                   /* pre-generated RSA keys, or NULL */
-    size_t pool_max_running;        /* refills at once */
-    unsigned pool_wait_bits;        /* "POOL-WAIT": reply when this size ... */
-    size_t pool_wait_count;         /* ... has this many keys */
-    bool pool_waiting;
+    fe_pool_t *pool;                /* pre-generated RSA keys (pool_jobs.c), or NULL */
     int home_board;                 /* keys/home board index, -1 = keystore */
     char serial [17];
     char *endpoint;
@@ -131,7 +135,6 @@ typedef struct {
     slow_pool_t *slow;              /* PIN checks, keystore reads and writes (slow_jobs.h) */
     ks_cache_t *cache;              /* keystore keys and tenant rows (keystore/key-cache) */
     ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
-    clients_watch_t *clients_watch; /* changes of clients.d, or NULL: re-read on a timer */
     keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of watch) */
     uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
     frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
@@ -165,9 +168,8 @@ void fe_request_start (frontend_t *self, fe_request_t *request, bool counted);
 void fe_request_handle (frontend_t *self, zframe_t **identity_p, zframe_t *body, bool extra_frames);
 
 /* ---- admission.c ---- */
-void fe_clients_reload (frontend_t *self);
-void fe_default_tenant_reload (frontend_t *self);
-void fe_clients_check (frontend_t *self);
+int fe_admission_start (frontend_t *self);
+void fe_admission_free (frontend_t *self);
 int fe_identify (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p);
 int fe_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request);
 void fe_request_admit (frontend_t *self, fe_request_t *request);
@@ -217,7 +219,8 @@ void fe_key_job_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, 
 void fe_pool_refill (frontend_t *self);
 void fe_background_done (frontend_t *self, work_item_t *item);
 int fe_keys_start (frontend_t *self);
-void fe_pool_seal (frontend_t *self);
+void fe_pool_stop (frontend_t *self);
+unsigned char *fe_pool_take (frontend_t *self, const Cs__GenerateKeyPairJob *job, CK_KEY_TYPE type, size_t *len_p);
 void fe_pipe_pool_wait (frontend_t *self);
 
 /* ---- slow_link.c ---- */

@@ -6,8 +6,8 @@
  *
  *  Owns: frontend_t.home_board's use, the cache drops after a change.
  *  May call: route.c (fe_generating_boards, fe_board_index), inventory.c
- *  (fe_board_key_find), dispatch.c (fe_submit), pool_jobs.c (pool take,
- *  fe_pool_refill), slow_link.c, request.c (fe_key_limit_log).  */
+ *  (fe_board_key_find), dispatch.c (fe_submit), pool_jobs.c (fe_pool_take),
+ *  slow_link.c, request.c (fe_key_limit_log).  */
 #include "frontend_int.h"
 
 /*  The CKA_xxx flag of a template, or fallback.  */
@@ -152,14 +152,9 @@ fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
     else
     if (rv == CKR_OK) {
         size_t len = 0;
-        bool pooled = type == CKK_RSA && self->pool && keyjobs_default_exponent (job)
-                   && pool_keeps (self->pool, job->modulus_bits);
-        unsigned char *pkcs8 = pooled ? pool_take (self->pool, job->modulus_bits, &len) : NULL;
-        if (pooled)
-            metrics_pool (self->args->metrics, pkcs8 ? METRICS_POOL_TAKEN : METRICS_POOL_MISSED, 1);
+        unsigned char *pkcs8 = fe_pool_take (self, job, type, &len);
         if (pkcs8) {
             s_generated_material (self, request, slot, pkcs8, len);     /* pending, or failed */
-            fe_pool_refill (self);
             return;
         }
         item->boards = fe_generating_boards (self, type);

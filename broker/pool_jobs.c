@@ -3,19 +3,28 @@
  *  workers, the background items that come back (refills, resident-key
  *  clean-ups), and the pipe's POOL-WAIT.
  *
- *  Owns: frontend_t.pool, .pool_max_running, .pool_wait_*.
+ *  Owns: fe_pool_t (private here: the pool, refills at once, POOL-WAIT).
  *  May call: route.c (fe_generating_boards, fe_board_index), dispatch.c
  *  (fe_submit), frontend.c (fe_drained_check), pool.h, pool_store.h.  */
 #include "pool_store.h"
 #include "frontend_int.h"
 
+/*  The pool and what goes with it; frontend_t.pool is NULL without one.  */
+struct _fe_pool_t {
+    pool_t *keys;                   /* pre-generated RSA keys */
+    size_t max_running;             /* refills at once */
+    unsigned wait_bits;             /* "POOL-WAIT": reply when this size ... */
+    size_t wait_count;              /* ... has this many keys */
+    bool waiting;
+};
+
 /*  Answers a "POOL-WAIT" once the pool has the keys it waits for.  */
 static void
 s_pool_waiter (frontend_t *self)
 {
-    if (self->pool_waiting && pool_ready (self->pool, self->pool_wait_bits) >= self->pool_wait_count) {
-        self->pool_waiting = false;
-        zstr_sendf (self->pipe, "%zu", pool_ready (self->pool, self->pool_wait_bits));
+    if (self->pool->waiting && pool_ready (self->pool->keys, self->pool->wait_bits) >= self->pool->wait_count) {
+        self->pool->waiting = false;
+        zstr_sendf (self->pipe, "%zu", pool_ready (self->pool->keys, self->pool->wait_bits));
     }
 }
 
@@ -28,10 +37,10 @@ fe_pool_refill (frontend_t *self)
         never hand the item back, and its key material would leak.  */
     uint64_t boards = self->pool && !self->draining ? fe_generating_boards (self, CKK_RSA) : 0;
     unsigned bits;
-    while (boards && (bits = pool_next_refill (self->pool, self->pool_max_running)) != 0) {
+    while (boards && (bits = pool_next_refill (self->pool->keys, self->pool->max_running)) != 0) {
         work_item_t *item = calloc (1, sizeof *item);
         if (!item) {
-            pool_refill_failed (self->pool, bits);
+            pool_refill_failed (self->pool->keys, bits);
             return;
         }
         item->kind = WORK_GENERATE;
@@ -41,7 +50,7 @@ fe_pool_refill (frontend_t *self)
         item->boards = boards;
         item->deadline = INT64_MAX;
         if (fe_submit (self, item)) {
-            pool_refill_failed (self->pool, bits);
+            pool_refill_failed (self->pool->keys, bits);
             free (item);
             return;
         }
@@ -56,12 +65,12 @@ fe_background_done (frontend_t *self, work_item_t *item)
     self->background_out--;
     if (item->kind == WORK_GENERATE && self->pool) {
         if (item->rv == CKR_OK) {
-            pool_put (self->pool, item->bits, item->out, item->out_len);
+            pool_put (self->pool->keys, item->bits, item->out, item->out_len);
             item->out = NULL;
         }
         else {
             zsys_warning ("pool: RSA-%u generation failed: %s", item->bits, cs_rv_name (item->rv));
-            pool_refill_failed (self->pool, item->bits);
+            pool_refill_failed (self->pool->keys, item->bits);
         }
         s_pool_waiter (self);
     }
@@ -98,12 +107,11 @@ fe_keys_start (frontend_t *self)
         zsys_warning ("keys/pool-rsa-*: no board generates RSA keys as material: no pool");
         return 0;
     }
-    self->pool = pool_new (config->pool_rsa);
-    self->pool_max_running = gen_workers > 1 ? gen_workers / 2 : 1;
-    if (!self->pool)
+    if (!(self->pool = calloc (1, sizeof *self->pool)) || !(self->pool->keys = pool_new (config->pool_rsa)))
         return -1;
+    self->pool->max_running = gen_workers > 1 ? gen_workers / 2 : 1;
     size_t restored = 0;
-    if (self->args->keystore && pool_store_restore (self->args->keystore, self->pool, &restored))
+    if (self->args->keystore && pool_store_restore (self->args->keystore, self->pool->keys, &restored))
         zsys_warning ("pool: some keys sealed in the keystore could not be restored (see above)");
     if (restored)
         zsys_info ("pool: %zu pre-generated RSA keys restored from the keystore", restored);
@@ -111,17 +119,38 @@ fe_keys_start (frontend_t *self)
     return 0;
 }
 
-/*  Seals the pool's ready keys in the keystore at a stop (pool_store.h).  */
+/*  Seals the pool's ready keys in the keystore at a stop (pool_store.h)
+ *  and frees the pool.  */
 void
-fe_pool_seal (frontend_t *self)
+fe_pool_stop (frontend_t *self)
 {
     size_t sealed = 0;
-    if (!self->pool || !self->args->keystore)
+    if (!self->pool)
         return;
-    if (pool_store_seal (self->args->keystore, self->pool, &sealed))
+    if (self->args->keystore && pool_store_seal (self->args->keystore, self->pool->keys, &sealed))
         zsys_warning ("pool: not every pre-generated key could be sealed in the keystore (see above)");
     if (sealed)
         zsys_info ("pool: %zu pre-generated RSA keys sealed in the keystore for the next start", sealed);
+    pool_destroy (&self->pool->keys);
+    free (self->pool);
+    self->pool = NULL;
+}
+
+/*  A pre-generated key for a generation job of key type `type` (PKCS#8,
+ *  *len_p bytes, owned by the caller, to be wiped), with a refill queued;
+ *  NULL when the pool does not keep that size and exponent, or is empty
+ *  (counted: cryptoserver_pool_keys_missed_total).  */
+unsigned char *
+fe_pool_take (frontend_t *self, const Cs__GenerateKeyPairJob *job, CK_KEY_TYPE type, size_t *len_p)
+{
+    bool pooled = type == CKK_RSA && self->pool && keyjobs_default_exponent (job)
+               && pool_keeps (self->pool->keys, job->modulus_bits);
+    unsigned char *pkcs8 = pooled ? pool_take (self->pool->keys, job->modulus_bits, len_p) : NULL;
+    if (pooled)
+        metrics_pool (self->args->metrics, pkcs8 ? METRICS_POOL_TAKEN : METRICS_POOL_MISSED, 1);
+    if (pkcs8)
+        fe_pool_refill (self);
+    return pkcs8;
 }
 
 /*  "POOL-WAIT" BITS COUNT: replies the number of ready keys of BITS once it
@@ -130,14 +159,16 @@ void
 fe_pipe_pool_wait (frontend_t *self)
 {
     char *bits = zstr_recv (self->pipe), *count = bits ? zstr_recv (self->pipe) : NULL;
-    self->pool_wait_bits = bits ? (unsigned) atoi (bits) : 0;
-    self->pool_wait_count = count ? (size_t) atol (count) : 0;
+    unsigned wait_bits = bits ? (unsigned) atoi (bits) : 0;
+    size_t wait_count = count ? (size_t) atol (count) : 0;
     zstr_free (&bits);
     zstr_free (&count);
     if (!self->pool) {
         zstr_send (self->pipe, "0");
         return;
     }
-    self->pool_waiting = true;
+    self->pool->wait_bits = wait_bits;
+    self->pool->wait_count = wait_count;
+    self->pool->waiting = true;
     s_pool_waiter (self);
 }
