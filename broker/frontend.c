@@ -19,7 +19,6 @@
 bool frontend_verbose = false;
 size_t frontend_max_reply = CS_WIRE_MAX_REPLY;
 
-
 /*  Logs "stats board=NAME jobs=N errors=N" per board; if reply, also sends
  *  the lines to the pipe, one frame each.  */
 static void
@@ -143,8 +142,8 @@ s_on_router (zloop_t *loop, zsock_t *reader, void *arg)
 
 /*  What the frontend needs to route and answer requests, without sockets:
  *  the queued-bytes ledger, the boards' mechanisms and keys, the pool, the
- *  board watch, the loop with the board sweep, and the slow pool and
- *  keystore cache.  Shared by the actor (s_start) and the loopback core
+ *  board watch, the loop with the board sweep, the slow pool and keystore
+ *  cache, and the allow-list (or plaintext's default tenant).  Shared by the actor (s_start) and the loopback core
  *  (frontend_core_new).  */
 static int
 s_core_start (frontend_t *self)
@@ -170,7 +169,7 @@ s_core_start (frontend_t *self)
 }
 
 /*  The actor: the core, then the client ROUTER, the backend ROUTER the
- *  workers connect to, the allow-list and the timers.  */
+ *  workers connect to, the pipe, the stats timer and the first pool refills.  */
 static int
 s_start (frontend_t *self)
 {
