@@ -191,6 +191,10 @@ s_idempotent (slow_job_t *self, keystore_t *ks, void (*run) (slow_job_t *, keyst
         zsys_info ("idempotent job %d of tenant %s: done before, its recorded result replayed",
                    (int) self->job->kind_case, self->tenant);
         s_replay (self, recorded, recorded_len);
+        //  A key this attempt made on a board is nobody's: the frontend
+        //  removes it (resident_ref names it there).
+        if (self->kind == SLOW_GENERATED && self->board_key)
+            self->resident_board = strdup (self->home + 6);
     }
     free (recorded);
 }

@@ -59,7 +59,9 @@ typedef struct {
     Cs__KeyInfo **listed;
     size_t n_listed;
     uint64_t keys_version;
-    char *resident_board;           /* SLOW_KEY_JOB destroy: the board holding the private key */
+    char *resident_board;           /* SLOW_KEY_JOB destroy: the board holding the private key;
+                                       SLOW_GENERATED replayed: the board holding the
+                                       key this attempt made (resident_ref), unused */
     const char *limit;              /* keyjobs_limit_problem after a refusal, or NULL (static) */
     bool replayed;                  /* SLOW_KEY_JOB, SLOW_GENERATED with an idempotency id
                                        recorded before: rv and info are the recorded result */

@@ -158,6 +158,8 @@ s_send_one (cs_link_t *self, cs_waiter_t *waiter, size_t *load)
     while ((i = s_pick (self, load, tried)) >= 0) {
         tried |= 1u << i;
         if (cs_assoc_send (&self->assocs [i], waiter->frame, waiter->frame_size) == 0) {
+            cs_log_debug ("link: request %llu sent to %s", (unsigned long long) waiter->request_id,
+                          self->assocs [i].endpoint);
             waiter->assoc = i;
             waiter->sent_ms = cs_assoc_now_ms ();
             waiter->attempt_checked = false;

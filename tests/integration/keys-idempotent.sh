@@ -16,6 +16,11 @@
 #     destroy succeeds on b2; A's late copy replays success instead of
 #     failing, and nothing else is deleted (the public half and the other
 #     keys stay).
+#  3. One endpoint (A alone) and keys/home = board0: A is stopped while a
+#     generation is in flight, so the module sends it once more to A after
+#     the per-attempt timeout; A, continued, runs both copies: one key in
+#     the keystore and one on board0 (the replayed copy's board key is
+#     removed), and it signs.
 . "$(dirname "$0")/lib.sh"
 
 cs_setup
@@ -87,4 +92,40 @@ cs_log "destroy re-sent to b2, replayed by A: the private half gone once, nothin
 
 cs_shell_stop s
 cs_peer_stop b2
+
+# ---- 3. one broker: the same request twice on it ------------------------------
+cs_stop
+"$CS_ADMIN" config set "$WORK/broker.conf" keys/home board0
+cs_start
+A_PID=$CRYPTOSERVER_BROKER_PID
+"$CS_ADMIN" config set "$CONF" client/endpoints "$BROKER_ENDPOINT"
+SOFTHSM=${SOFTHSM2_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
+board_ks_keys () {
+    pkcs11-tool --module "$SOFTHSM" --token-label board0 --login --pin "$CRYPTOSERVER_BOARD_PIN" -O \
+        --type privkey 2>/dev/null | grep -c "label: *ks:" || true
+}
+cs_shell_start s1 demo
+cs_shell s1 CKR_OK login "$CRYPTOSERVER_PIN"
+# A first generation: the module's other requests of a first generation in
+# a session (they are not key management: not sent twice) are done.
+cs_shell s1 CKR_OK keygen-signer 5c warm-up
+ON_BOARD0=$(board_ks_keys)
+KEYS2=$(keys)
+REPLAYED=$(replayed 6)
+kill -STOP "$A_PID"
+( sleep 3; kill -CONT "$A_PID" ) &
+cont=$!
+cs_shell s1 CKR_OK keygen-signer 5b on-board
+wait "$cont"
+grep -q "re-sending request .* to the same broker" "$WORK/shell-s1.err" \
+    || { cat "$WORK/shell-s1.err"; cs_fail "the module did not send the generation again to its only broker"; }
+cs_wait_until $((30 * CS_TIME_FACTOR)) eval '[ "$(replayed 6)" -gt "$REPLAYED" ]' \
+    || cs_fail "broker A did not replay the second copy of the generation"
+[ "$(keys)" = $((KEYS2 + 1)) ] || cs_fail "the twice-sent generation made $(( $(keys) - KEYS2 )) keystore rows, expected 1"
+cs_wait_until $((30 * CS_TIME_FACTOR)) eval '[ "$(board_ks_keys)" = $((ON_BOARD0 + 1)) ]' \
+    || cs_fail "board0 holds $(( $(board_ks_keys) - ON_BOARD0 )) new keys, expected 1 (the replayed copy's key stays)"
+cs_pubkey_pem "$P11A" 5b "$T/5b.pem" || cs_fail "cannot read the public key of 5b from the token"
+cs_sign_verify "$P11A" 5b rsa "$T/5b.pem" "$T" || cs_fail "the key on board0 does not sign (openssl)"
+cs_log "generation sent twice to one broker: one keystore row, one key on board0, which signs"
+cs_shell_stop s1
 cs_stop
