@@ -170,6 +170,10 @@ s_idempotent (slow_job_t *self, keystore_t *ks, void (*run) (slow_job_t *, keyst
     const ProtobufCBinaryData *id = &self->job->idempotency_id;
     uint8_t *recorded = NULL, *packed = NULL;
     size_t recorded_len = 0, packed_len = 0;
+    if (id->len > KEYSTORE_IDEM_ID_MAX) {
+        self->rv = CKR_ARGUMENTS_BAD;           /* docs/CONTRACTS.md "Failover" */
+        return;
+    }
     int got = keystore_idem_begin (ks, self->tenant, id->data, id->len, &recorded, &recorded_len);
     if (got == 0) {
         run (self, ks);

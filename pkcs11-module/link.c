@@ -261,10 +261,11 @@ s_check_attempts (cs_link_t *self)
             continue;
         cs_assoc_t *assoc = &self->assocs [waiter->assoc];
         if (!assoc->silent)
-            cs_log_warning ("the broker %s sent nothing for %lld ms with a job in flight; "
-                            "sending new jobs to other brokers", assoc->endpoint,
-                            (long long) (now - (assoc->last_rx_ms > waiter->sent_ms
-                                                ? assoc->last_rx_ms : waiter->sent_ms)));
+            cs_log_warning ("the broker %s sent nothing for %lld ms with a job in flight; %s",
+                            assoc->endpoint, (long long) (now - (assoc->last_rx_ms > waiter->sent_ms
+                                                                 ? assoc->last_rx_ms : waiter->sent_ms)),
+                            self->n_assocs > 1 ? "sending new jobs to other brokers"
+                                               : "its key-management job goes once more");
         assoc->silent = true;
         other = s_pick (self, load, 1u << waiter->assoc);
         if (waiter->idempotent && other >= 0 && !self->assocs [other].silent) {

@@ -39,6 +39,7 @@ cs_peer_start b2
 CONF=$WORK/clients/demo/client.conf
 "$CS_ADMIN" config set "$CONF" client/endpoints "$BROKER_ENDPOINT,${CS_PEER_ENDPOINT[b2]}"
 "$CS_ADMIN" config set "$CONF" client/attempt-timeout-ms 1000
+"$CS_ADMIN" config set "$CONF" client/timeout-ms $((30000 * CS_TIME_FACTOR))
 "$CS_ADMIN" config set "$CONF" client/heartbeat-timeout-ms 120000
 "$CS_ADMIN" config set "$CONF" client/log-level info        # logs each re-send
 P11A="env CRYPTOSERVER_CONF=$CONF $P11"
@@ -113,7 +114,7 @@ ON_BOARD0=$(board_ks_keys)
 KEYS2=$(keys)
 REPLAYED=$(replayed 6)
 kill -STOP "$A_PID"
-( sleep 3; kill -CONT "$A_PID" ) &
+( sleep $((3 * CS_TIME_FACTOR)); kill -CONT "$A_PID" ) &
 cont=$!
 cs_shell s1 CKR_OK keygen-signer 5b on-board
 wait "$cont"
