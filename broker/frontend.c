@@ -1480,11 +1480,15 @@ s_template_flag (Cs__Attribute **attrs, size_t n, CK_ATTRIBUTE_TYPE type, bool f
 /*  A generated key's description is back from the slow pool (a token key
  *  stored durably first: keystore_key_put before the reply; a session key
  *  with its PKCS#8 for the reply, no ref).  */
+static void s_destroy_resident (s_frontend_t *self, const char *board_name, const char *ref);
+
 static void
 s_generated_done (s_frontend_t *self, s_request_t *request, s_slot_t *slot, slow_job_t *described)
 {
     const Cs__GenerateKeyPairJob *job = described->job->generate_key_pair;
     s_key_limit_log (self, request, described->rv, described->limit);
+    if (described->resident_board)      /* a replayed generation: this attempt's board key goes */
+        s_destroy_resident (self, described->resident_board, described->resident_ref);
     slot->info = described->info;
     described->info = NULL;
     slot->result.rv = described->rv;

@@ -22,7 +22,9 @@ typedef enum {
     SLOW_SET_PIN,       /* job->set_pin: the old PIN checked, then the new one set
                            -> rv, refused (the check failed), pin, epoch */
     SLOW_KEY_JOB,       /* import, destroy, set attributes, copy (keyjobs.h)
-                           -> rv, info, resident_board, limit */
+                           -> rv, info, resident_board, limit.  With a
+                           Job.idempotency_id (this and a token SLOW_GENERATED)
+                           once per id: keystore_idem_begin -> replayed */
     SLOW_GENERATED,     /* a generated key (pkcs8 material, or board_key on a board):
                            its description, stored when it is a token key
                            -> rv, info, pkcs8 (kept only for a session key), limit */
@@ -57,8 +59,12 @@ typedef struct {
     Cs__KeyInfo **listed;
     size_t n_listed;
     uint64_t keys_version;
-    char *resident_board;           /* SLOW_KEY_JOB destroy: the board holding the private key */
+    char *resident_board;           /* SLOW_KEY_JOB destroy: the board holding the private key;
+                                       SLOW_GENERATED replayed: the board holding the
+                                       key this attempt made (resident_ref), unused */
     const char *limit;              /* keyjobs_limit_problem after a refusal, or NULL (static) */
+    bool replayed;                  /* SLOW_KEY_JOB, SLOW_GENERATED with an idempotency id
+                                       recorded before: rv and info are the recorded result */
 } slow_job_t;
 
 /*  A job of `kind` for job `index` of a request (request, its job and its

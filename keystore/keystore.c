@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <czmq.h>
 #include <openssl/crypto.h>
@@ -32,7 +33,8 @@
 #include "cs_secmem.h"
 #include "cs_util.h"
 
-#define SCHEMA_VERSION   2              /* 1: no row MACs, epochs, keyed PIN hashes */
+#define SCHEMA_VERSION   3              /* 1: no row MACs, epochs, keyed PIN hashes;
+                                           2: no idempotency table */
 #define GCM_NONCE_LEN    12             /* bytes, RFC 5116 §5.1 N_MIN = N_MAX */
 #define GCM_TAG_LEN      16             /* bytes */
 #define TENANT_NAME_MAX  32             /* bytes: it is the token label */
@@ -53,6 +55,12 @@ struct _keystore_t {
     char *location;             /* path or URL as given (keystore_open_again) */
     s_keys_t *keys;             /* the master key and the keys derived from it:
                                    one locked, no-dump page of its own (cs_secmem) */
+    int depth;                  /* open key-write transactions: > 0 inside
+                                   keystore_idem_begin .. keystore_idem_end */
+    bool doomed;                /* a write inside it failed: it rolls back */
+    char *idem_tenant;          /* the open idempotent operation's tenant and id */
+    uint8_t idem_id [KEYSTORE_IDEM_ID_MAX];
+    size_t idem_id_len;
 };
 
 static keystore_hook_fn *s_test_hook;   /* keystore_set_test_hook; atomic */
@@ -98,6 +106,14 @@ ks_tenant_rec_free (ks_tenant_rec_t *rec)
 {
     free (rec->row.pin [0]);
     free (rec->row.pin [1]);
+    free (rec->mac);
+    memset (rec, 0, sizeof *rec);
+}
+
+void
+ks_idem_rec_free (ks_idem_rec_t *rec)
+{
+    free (rec->result);
     free (rec->mac);
     memset (rec, 0, sizeof *rec);
 }
@@ -382,8 +398,15 @@ s_check_or_init (keystore_t *self)
         zsys_error ("keystore %s: master key does not match", s_where (self));
         goto out;
     }
-    if (schema == 1)
-        rc = s_upgrade_1_to_2 (self);
+    if (schema == 1 || schema == 2) {
+        //  2 to 3: the back end created the idempotency table (migrate).
+        rc = schema == 1 ? s_upgrade_1_to_2 (self) : 0;
+        if (rc == 0)
+            rc = self->be->version_set (self->store, SCHEMA_VERSION);
+        if (rc == 0)
+            zsys_info ("keystore %s: schema %d upgraded to %d (idempotency table)", s_where (self),
+                       schema, SCHEMA_VERSION);
+    }
     else
     if (schema != SCHEMA_VERSION)
         zsys_error ("keystore %s: schema version %d is not %d (made by another version?)",
@@ -516,6 +539,7 @@ keystore_destroy (keystore_t **self_p)
     keystore_t *self = *self_p;
     if (self->store)
         self->be->close (&self->store);
+    free (self->idem_tenant);
     if (self->keys)
         cs_secmem_free (self->keys, sizeof *self->keys);
     free (self->location);
@@ -834,13 +858,37 @@ s_key_row_verified (keystore_t *self, const ks_key_rec_t *rec, const char *tenan
     return false;
 }
 
+//  Begins a key write: a transaction of its own, or a part of the open
+//  idempotent operation's (keystore_idem_begin).  Returns 0 or -1.
+static int
+s_key_write_begin (keystore_t *self)
+{
+    if (self->depth > 0) {
+        self->depth++;
+        return 0;
+    }
+    if (self->be->begin (self->store) != 0)
+        return -1;
+    self->depth = 1;
+    self->doomed = false;
+    return 0;
+}
+
 //  Ends a key write: bumps the tenant's version when rc is 0, commits
-//  (rc 0) or rolls back.  Returns rc, or -1 when the commit fails.
+//  (rc 0) or rolls back; inside an idempotent operation only marks it to
+//  roll back when rc is not 0 (keystore_idem_end ends it).  Returns rc,
+//  or -1 when the commit fails.
 static int
 s_key_write_end (keystore_t *self, const char *tenant, int rc)
 {
     if (rc == 0)
         rc = s_version_bump (self, tenant);
+    if (self->depth > 1) {
+        self->depth--;
+        self->doomed = self->doomed || rc != 0;
+        return rc;
+    }
+    self->depth = 0;
     if (self->be->end (self->store, rc == 0) != 0 && rc == 0)
         rc = -1;
     return rc;
@@ -879,7 +927,7 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
     rec.info = s_info_pack (info, &rec.info_len);
     if (!rec.info
     ||  s_key_mac (self, tenant, info->ref, rec.info, rec.info_len, rec.private, rec.private_len, mac) != 0
-    ||  self->be->begin (self->store) != 0)
+    ||  s_key_write_begin (self) != 0)
         goto out;
     rec.mac = mac;
     rec.mac_len = ROW_MAC_LEN;
@@ -902,7 +950,7 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
     uint8_t *packed = s_info_pack (info, &packed_len), mac [ROW_MAC_LEN];
     ks_key_rec_t rec;
     memset (&rec, 0, sizeof rec);
-    if (!packed || self->be->begin (self->store) != 0) {
+    if (!packed || s_key_write_begin (self) != 0) {
         free (packed);
         return -1;
     }
@@ -923,7 +971,7 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
 int
 keystore_key_delete (keystore_t *self, const char *tenant, const char *ref)
 {
-    if (!self || !tenant || !s_ref_ok (ref) || self->be->begin (self->store) != 0)
+    if (!self || !tenant || !s_ref_ok (ref) || s_key_write_begin (self) != 0)
         return -1;
     int rc = self->be->key_delete (self->store, tenant, ref) == 1 ? 0 : -1;
     return s_key_write_end (self, tenant, rc);
@@ -992,6 +1040,105 @@ out:
         cs__key_info__free_unpacked (info, NULL);
     ks_key_rec_free (&rec);
     return rc;
+}
+
+/* ---- idempotent operations --------------------------------------------- */
+
+//  Reads the idempotency row (tenant, id) of self's open operation and
+//  verifies its MAC.  Returns 1 (*result_p malloc'd), 0 absent, -1, or
+//  KEYSTORE_DAMAGED after an error log line.
+static int
+s_idem_read (keystore_t *self, uint8_t **result_p, size_t *len_p)
+{
+    ks_idem_rec_t rec;
+    uint8_t mac [ROW_MAC_LEN];
+    int got = self->be->idem_read (self->store, self->idem_tenant, self->idem_id, self->idem_id_len, &rec);
+    if (got != 1)
+        return got;
+    if (row_mac_idem (self->keys->mac_key, self->idem_tenant, self->idem_id, self->idem_id_len,
+                      rec.result, rec.result_len, rec.created, mac) != 0
+    ||  !row_mac_equal (mac, rec.mac, rec.mac_len)) {
+        zsys_error ("keystore %s: an idempotency row of tenant %s does not verify (changed without "
+                    "the master key): refused", s_where (self), self->idem_tenant);
+        ks_idem_rec_free (&rec);
+        return KEYSTORE_DAMAGED;
+    }
+    *result_p = rec.result;
+    *len_p = rec.result_len;
+    rec.result = NULL;
+    ks_idem_rec_free (&rec);
+    return 1;
+}
+
+int
+keystore_idem_begin (keystore_t *self, const char *tenant, const uint8_t *id, size_t id_len,
+                     uint8_t **result_p, size_t *result_len_p)
+{
+    if (!self || !tenant || !id || id_len == 0 || id_len > KEYSTORE_IDEM_ID_MAX || !result_p
+    ||  !result_len_p || self->depth > 0)
+        return -1;
+    *result_p = NULL;
+    *result_len_p = 0;
+    free (self->idem_tenant);
+    self->idem_tenant = strdup (tenant);
+    memcpy (self->idem_id, id, id_len);
+    self->idem_id_len = id_len;
+    if (!self->idem_tenant || self->be->begin (self->store) != 0)
+        return -1;
+    int got = s_idem_read (self, result_p, result_len_p);
+    if (got != 0) {
+        self->be->end (self->store, false);
+        return got;
+    }
+    self->depth = 1;
+    self->doomed = false;
+    return 0;
+}
+
+int
+keystore_idem_end (keystore_t *self, const uint8_t *result, size_t result_len,
+                   uint8_t **recorded_p, size_t *recorded_len_p)
+{
+    if (!self || self->depth != 1)
+        return -1;
+    self->depth = 0;
+    if (!result || self->doomed) {
+        self->be->end (self->store, false);
+        return result ? -1 : 0;
+    }
+    ks_idem_rec_t rec = { .result = (uint8_t *) result, .result_len = result_len,
+                          .created = (int64_t) time (NULL) };
+    uint8_t mac [ROW_MAC_LEN];
+    rec.mac = mac;
+    rec.mac_len = ROW_MAC_LEN;
+    int rc = row_mac_idem (self->keys->mac_key, self->idem_tenant, self->idem_id, self->idem_id_len,
+                           result, result_len, rec.created, mac);
+    int inserted = rc == 0 ? self->be->idem_insert (self->store, self->idem_tenant, self->idem_id,
+                                                    self->idem_id_len, &rec) : -1;
+    if (inserted == 1 && self->be->idem_expire (self->store, rec.created - KEYSTORE_IDEM_TTL_S) < 0)
+        inserted = -1;
+    if (self->be->end (self->store, inserted == 1) != 0 || inserted < 0) {
+        if (inserted == 1)
+            zsys_error ("keystore %s: cannot record an idempotent operation of tenant %s",
+                        s_where (self), self->idem_tenant);
+        return -1;
+    }
+    if (inserted == 1)
+        return 0;
+    //  Another connection recorded the id first (its transaction committed
+    //  while this one ran): this one rolled back; the first one's result stands.
+    if (!recorded_p || !recorded_len_p)
+        return 1;
+    int got = s_idem_read (self, recorded_p, recorded_len_p);
+    return got == 1 ? 1 : got == 0 ? -1 : got;
+}
+
+int
+keystore_idem_expire (keystore_t *self, int64_t now)
+{
+    if (!self || self->depth > 0)
+        return -1;
+    return self->be->idem_expire (self->store, now - KEYSTORE_IDEM_TTL_S);
 }
 
 int

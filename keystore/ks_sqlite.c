@@ -39,7 +39,8 @@ struct _ks_store_t {
 //  added again never repeats an old version or epoch.  `mac` is the row's
 //  HMAC (row_mac.h); keys_version is outside it: it only tells clients when
 //  to fetch the key list again.  Version 1 had no epochs and no mac
-//  columns (s_migrate adds them).
+//  columns (s_migrate adds them); version 3 adds the table idempotency
+//  (created here when missing).
 static const char *s_schema =
     "CREATE TABLE IF NOT EXISTS meta ("
     "  name TEXT PRIMARY KEY, value BLOB NOT NULL);"
@@ -59,6 +60,14 @@ static const char *s_schema =
     "  private BLOB,"
     "  mac BLOB,"
     "  PRIMARY KEY (tenant, ref));"
+    "CREATE TABLE IF NOT EXISTS idempotency ("
+    "  tenant TEXT NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
+    "  id BLOB NOT NULL,"
+    "  result BLOB NOT NULL,"
+    "  created INTEGER NOT NULL,"
+    "  mac BLOB,"
+    "  PRIMARY KEY (tenant, id));"
+    "CREATE INDEX IF NOT EXISTS idempotency_created ON idempotency (created);"
     "INSERT OR IGNORE INTO meta (name, value) VALUES ('version_seq', '0');";
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -622,6 +631,61 @@ s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t 
     return 0;
 }
 
+static int
+s_idem_read (ks_store_t *self, const char *tenant, const uint8_t *id, size_t id_len, ks_idem_rec_t *rec)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT result, created, mac FROM idempotency "
+                                          "WHERE tenant = ?1 AND id = ?2");
+    memset (rec, 0, sizeof *rec);
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    sqlite3_bind_blob (stmt, 2, id, (int) id_len, SQLITE_TRANSIENT);
+    int rc = -1, step = sqlite3_step (stmt);
+    bool ok = true;
+    if (step == SQLITE_ROW) {
+        rec->result = s_column_blob (stmt, 0, &rec->result_len, &ok);
+        rec->created = sqlite3_column_int64 (stmt, 1);
+        rec->mac = s_column_blob (stmt, 2, &rec->mac_len, &ok);
+        rc = ok && rec->result ? 1 : -1;
+        if (rc < 0)
+            ks_idem_rec_free (rec);
+    }
+    else
+    if (step == SQLITE_DONE)
+        rc = 0;
+    else
+        s_db_error (self, "read idempotency");
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+static int
+s_idem_insert (ks_store_t *self, const char *tenant, const uint8_t *id, size_t id_len,
+               const ks_idem_rec_t *rec)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "INSERT OR IGNORE INTO idempotency (tenant, id, result, "
+                                          "created, mac) VALUES (?1, ?2, ?3, ?4, ?5)");
+    if (stmt) {
+        s_bind_text (stmt, 1, tenant);
+        sqlite3_bind_blob (stmt, 2, id, (int) id_len, SQLITE_TRANSIENT);
+        sqlite3_bind_blob (stmt, 3, rec->result, (int) rec->result_len, SQLITE_TRANSIENT);
+        sqlite3_bind_int64 (stmt, 4, rec->created);
+        s_bind_blob (stmt, 5, rec->mac, rec->mac_len);
+    }
+    int changed = s_step_done (self, stmt);
+    return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+}
+
+static int
+s_idem_expire (ks_store_t *self, int64_t before)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "DELETE FROM idempotency WHERE created < ?1");
+    if (stmt)
+        sqlite3_bind_int64 (stmt, 1, before);
+    return s_step_done (self, stmt);
+}
+
 //  Takes the write lock once (BEGIN IMMEDIATE waits for writers) and
 //  compares PRAGMA data_version with the last one seen.
 static int
@@ -663,6 +727,9 @@ const ks_backend_t ks_sqlite_backend = {
     .key_update = s_key_update,
     .key_delete = s_key_delete,
     .key_list = s_key_list,
+    .idem_read = s_idem_read,
+    .idem_insert = s_idem_insert,
+    .idem_expire = s_idem_expire,
     .settle = s_settle,
     .listen = NULL,
 };

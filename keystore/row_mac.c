@@ -122,3 +122,18 @@ row_mac_equal (const uint8_t expected [ROW_MAC_LEN], const void *stored, size_t 
 {
     return stored && stored_len == ROW_MAC_LEN && CRYPTO_memcmp (expected, stored, ROW_MAC_LEN) == 0;
 }
+
+int
+row_mac_idem (const uint8_t key [32], const char *tenant, const uint8_t *id, size_t id_len,
+              const uint8_t *result, size_t result_len, int64_t created, uint8_t mac [ROW_MAC_LEN])
+{
+    s_mac_t self;
+    if (!tenant || !id)
+        return -1;
+    s_start (&self, key, "cs-idem-v1");
+    s_lp (&self, tenant, strlen (tenant));
+    s_lp (&self, id, id_len);
+    s_lp (&self, result, result_len);
+    s_u64 (&self, (uint64_t) created);
+    return s_finish (&self, mac);
+}

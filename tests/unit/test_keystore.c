@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <czmq.h>
 #include <sqlite3.h>
@@ -769,7 +770,7 @@ START_TEST (test_upgrade_from_schema_1)
     keystore_t *ks = keystore_open (s_path, s_master);
     ck_assert_ptr_nonnull (ks);
     schema = s_sql_text ("SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
-    ck_assert_str_eq (schema, "2");
+    ck_assert_str_eq (schema, "3");
     free (schema);
     //  Wrapped under the key: the file alone no longer allows offline guesses.
     char *pin = s_sql_text ("SELECT user_pin FROM tenants WHERE name = 'alice'");
@@ -1034,18 +1035,18 @@ START_TEST (test_pg_schema_version)
     keystore_t *ks = s_open_with_tenant ("alice");
     keystore_destroy (&ks);
     char *versions = s_sql_text ("SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version");
-    ck_assert_str_eq (versions, "2");
+    ck_assert_str_eq (versions, "2,3");
     free (versions);
     ks = keystore_open (s_path, s_master);
     ck_assert_ptr_nonnull (ks);
     ck_assert (keystore_tenant_exists (ks, "alice"));
     keystore_destroy (&ks);
     versions = s_sql_text ("SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version");
-    ck_assert_str_eq (versions, "2");
+    ck_assert_str_eq (versions, "2,3");
     free (versions);
-    s_sql ("INSERT INTO schema_version (version, description) VALUES (3, 'from a later version')", 1);
+    s_sql ("INSERT INTO schema_version (version, description) VALUES (4, 'from a later version')", 1);
     ck_assert_ptr_null (keystore_open (s_path, s_master));
-    s_sql ("DELETE FROM schema_version WHERE version = 3", 1);
+    s_sql ("DELETE FROM schema_version WHERE version = 4", 1);
     ks = keystore_open (s_path, s_master);
     ck_assert_ptr_nonnull (ks);
     ck_assert_str_eq (keystore_where (ks), s_path);
@@ -1109,6 +1110,210 @@ START_TEST (test_pg_listener)
 END_TEST
 #endif
 
+/* ---- idempotency (keystore_idem_begin / _end) ----------------------------- */
+
+//  The number of rows of `table` (a count query on the database).
+static int
+s_rows (const char *table)
+{
+    char sql [128];
+    snprintf (sql, sizeof sql, "SELECT count (*) FROM %s", table);
+    char *text = s_sql_text (sql);
+    ck_assert_ptr_nonnull (text);
+    int rows = atoi (text);
+    free (text);
+    return rows;
+}
+
+//  Begins an operation with `id` that must not be recorded yet.
+static void
+s_idem_new (keystore_t *ks, const char *tenant, const char *id)
+{
+    uint8_t *recorded = NULL;
+    size_t len = 0;
+    ck_assert_int_eq (keystore_idem_begin (ks, tenant, (const uint8_t *) id, strlen (id), &recorded, &len), 0);
+    ck_assert_ptr_null (recorded);
+}
+
+//  `id` must be recorded with `result` (a string).
+static void
+s_idem_recorded (keystore_t *ks, const char *tenant, const char *id, const char *result)
+{
+    uint8_t *recorded = NULL;
+    size_t len = 0;
+    ck_assert_int_eq (keystore_idem_begin (ks, tenant, (const uint8_t *) id, strlen (id), &recorded, &len), 1);
+    ck_assert_uint_eq (len, strlen (result));
+    ck_assert_int_eq (memcmp (recorded, result, len), 0);
+    free (recorded);
+}
+
+/*  An operation with an id runs once: its key writes and the record of its
+ *  result commit together; the id replays the result (per tenant); a
+ *  failed operation rolls back every write in it and records nothing; a
+ *  changed row is refused (row MAC); rows expire after KEYSTORE_IDEM_TTL_S.  */
+START_TEST (test_idempotency)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    ck_assert_int_eq (keystore_tenant_add (ks, "bob", "1234", 4, "123456", 6), 0);
+    EVP_PKEY *pkey = s_keygen ("EC", "P-256");
+    uint8_t *recorded = NULL;
+    size_t len = 0;
+    ck_assert_int_eq (keystore_idem_begin (ks, "alice", NULL, 0, &recorded, &len), -1);
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "x", 1, NULL, NULL), -1);   //  none open
+
+    //  1. Recorded with the key it made; the second attempt replays.
+    s_idem_new (ks, "alice", "op-1");
+    ck_assert_int_eq (keystore_idem_begin (ks, "alice", (const uint8_t *) "op-9", 4, &recorded, &len), -1);
+    char *ref = s_put (ks, "alice", pkey, "made-once");
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "result-1", 8, NULL, NULL), 0);
+    s_idem_recorded (ks, "alice", "op-1", "result-1");
+    ck_assert_int_eq (s_rows ("keys"), 1);
+    ck_assert_int_eq (s_rows ("idempotency"), 1);
+    //  Per tenant: bob's op-1 is another operation.
+    s_idem_new (ks, "bob", "op-1");
+    ck_assert_int_eq (keystore_idem_end (ks, NULL, 0, NULL, NULL), 0);
+
+    //  2. A failed operation: its writes roll back, nothing recorded.
+    s_idem_new (ks, "alice", "op-2");
+    char *gone = s_put (ks, "alice", pkey, "rolled-back");
+    ck_assert_int_eq (keystore_key_delete (ks, "alice", ref), 0);
+    ck_assert_int_eq (keystore_idem_end (ks, NULL, 0, NULL, NULL), 0);
+    Cs__KeyInfo *info = NULL;
+    ck_assert_int_eq (keystore_key_get (ks, "alice", gone, &info, NULL, NULL), -1);
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &info, NULL, NULL), 0);      //  not deleted
+    cs__key_info__free_unpacked (info, NULL);
+    //  A write that fails inside dooms the operation: its other writes roll back.
+    s_idem_new (ks, "alice", "op-2");
+    ck_assert_int_eq (keystore_key_delete (ks, "alice", ref), 0);
+    ck_assert_int_eq (keystore_key_delete (ks, "alice", "ks:unknown"), -1);
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "ok", 2, NULL, NULL), -1);
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &info, NULL, NULL), 0);
+    cs__key_info__free_unpacked (info, NULL);
+    s_idem_new (ks, "alice", "op-2");                   //  still not recorded
+    ck_assert_int_eq (keystore_idem_end (ks, NULL, 0, NULL, NULL), 0);
+    ck_assert_int_eq (s_rows ("keys"), 1);
+    //  Outside an operation, key writes commit on their own as before.
+    ck_assert_int_eq (keystore_key_delete (ks, "alice", ref), 0);
+    ck_assert_int_eq (s_rows ("keys"), 0);
+
+    //  3. A recorded result changed without the master key is refused.
+    s_sql ("UPDATE idempotency SET created = created + 1", 1);
+    ck_assert_int_eq (keystore_idem_begin (ks, "alice", (const uint8_t *) "op-1", 4, &recorded, &len),
+                      KEYSTORE_DAMAGED);
+    s_sql ("UPDATE idempotency SET created = created - 1", 1);
+    s_idem_recorded (ks, "alice", "op-1", "result-1");
+
+    //  4. Expiry: a row older than the TTL goes at the next record; all of
+    //  them go with keystore_idem_expire at a later time.
+    char sql [128];
+    snprintf (sql, sizeof sql, "UPDATE idempotency SET created = created - %d", KEYSTORE_IDEM_TTL_S + 1);
+    s_sql (sql, 1);
+    s_idem_new (ks, "bob", "op-3");
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "result-3", 8, NULL, NULL), 0);
+    ck_assert_int_eq (s_rows ("idempotency"), 1);
+    s_idem_new (ks, "alice", "op-1");                   //  expired: a new operation
+    ck_assert_int_eq (keystore_idem_end (ks, NULL, 0, NULL, NULL), 0);
+    ck_assert_int_eq (keystore_idem_expire (ks, (int64_t) time (NULL)), 0);
+    ck_assert_int_eq (keystore_idem_expire (ks, (int64_t) time (NULL) + KEYSTORE_IDEM_TTL_S + 2), 1);
+    ck_assert_int_eq (s_rows ("idempotency"), 0);
+    //  A tenant removed takes its rows along.
+    s_idem_new (ks, "bob", "op-4");
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "r", 1, NULL, NULL), 0);
+    ck_assert_int_eq (keystore_tenant_remove (ks, "bob"), 0);
+    ck_assert_int_eq (s_rows ("idempotency"), 0);
+    free (gone);
+    free (ref);
+    EVP_PKEY_free (pkey);
+    keystore_destroy (&ks);
+}
+END_TEST
+
+/*  A schema 2 keystore (before the idempotency table) opens with the new
+ *  code: the table is added and the version recorded, rows kept.  */
+START_TEST (test_upgrade_from_schema_2)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    keystore_destroy (&ks);
+    s_sql ("DROP TABLE idempotency", -1);
+    if (s_pg_url)
+        s_sql ("DELETE FROM schema_version WHERE version = 3", 1);
+    else
+        s_sql ("UPDATE meta SET value = '2' WHERE name = 'schema'", 1);
+    ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    ck_assert (keystore_tenant_exists (ks, "alice"));
+    char *version = s_sql_text (s_pg_url ? "SELECT max (version)::text FROM schema_version"
+                                         : "SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
+    ck_assert_str_eq (version, "3");
+    free (version);
+    s_idem_new (ks, "alice", "after-upgrade");
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "r", 1, NULL, NULL), 0);
+    s_idem_recorded (ks, "alice", "after-upgrade", "r");
+    keystore_destroy (&ks);
+}
+END_TEST
+
+#ifdef HAVE_LIBPQ
+/*  Two brokers on one database run the same operation at once (a re-sent
+ *  job while the first attempt still runs): both see the id unrecorded,
+ *  both write a key; the first to commit wins, the second rolls back and
+ *  gets the first one's result.  Exactly one key stays.  */
+START_TEST (test_pg_idempotency_race)
+{
+    keystore_t *a = s_open_with_tenant ("alice");
+    EVP_PKEY *pkey = s_keygen ("EC", "P-256");
+    int ready [2];
+    ck_assert_int_eq (pipe (ready), 0);
+    s_idem_new (a, "alice", "same");
+    char *ref_a = s_put (a, "alice", pkey, "from-a");
+    pid_t child = fork ();
+    ck_assert_int_ge (child, 0);
+    if (child == 0) {
+        //  The other broker: begins while a's transaction is open (the id is
+        //  not visible yet), writes its key (waiting for a's row locks),
+        //  and loses at its record.
+        keystore_t *b = keystore_open (s_path, s_master);
+        uint8_t *recorded = NULL;
+        size_t len = 0;
+        int rc = b && keystore_idem_begin (b, "alice", (const uint8_t *) "same", 4, &recorded, &len) == 0 ? 0 : 1;
+        if (write (ready [1], "x", 1) != 1)
+            rc = 2;
+        key_info_params_t params = { .label = "from-b", .generated = true };
+        Cs__KeyInfo *info = rc ? NULL : key_info_from_pkey (pkey, &params);
+        if (!rc && (!info || keystore_key_put (b, "alice", info, NULL, 0) != 0))
+            rc = 3;
+        if (!rc && keystore_idem_end (b, (const uint8_t *) "b-lost", 6, &recorded, &len) != 1)
+            rc = 4;
+        if (!rc && (len != 5 || memcmp (recorded, "a-won", 5) != 0))
+            rc = 5;
+        if (info)
+            cs__key_info__free_unpacked (info, NULL);
+        free (recorded);
+        keystore_destroy (&b);
+        _exit (rc);
+    }
+    char byte;
+    ck_assert_int_eq (read (ready [0], &byte, 1), 1);
+    zclock_sleep (200);                 //  b reaches its key write and waits
+    ck_assert_int_eq (keystore_idem_end (a, (const uint8_t *) "a-won", 5, NULL, NULL), 0);
+    int status = -1;
+    ck_assert_int_eq (waitpid (child, &status, 0), child);
+    ck_assert_int_eq (status, 0);
+    ck_assert_int_eq (s_rows ("keys"), 1);
+    Cs__KeyInfo *info = NULL;
+    ck_assert_int_eq (keystore_key_get (a, "alice", ref_a, &info, NULL, NULL), 0);
+    ck_assert_str_eq (info->label, "from-a");
+    cs__key_info__free_unpacked (info, NULL);
+    s_idem_recorded (a, "alice", "same", "a-won");
+    close (ready [0]);
+    close (ready [1]);
+    free (ref_a);
+    EVP_PKEY_free (pkey);
+    keystore_destroy (&a);
+}
+END_TEST
+#endif
+
 static Suite *
 s_suite (void)
 {
@@ -1132,6 +1337,8 @@ s_suite (void)
     tcase_add_test (tc, test_master_key_files);
     tcase_add_test (tc, test_master_key_in_locked_page);
     tcase_add_test (tc, test_key_info_types);
+    tcase_add_test (tc, test_idempotency);
+    tcase_add_test (tc, test_upgrade_from_schema_2);
     suite_add_tcase (suite, tc);
 #ifdef HAVE_LIBPQ
     //  The same assertions against PostgreSQL (tests/integration/keystore-pg.sh);
@@ -1155,6 +1362,9 @@ s_suite (void)
         tcase_add_test (tc, test_pg_schema_version);
         tcase_add_test (tc, test_pg_listener);
         tcase_add_test (tc, test_master_key_in_locked_page);
+        tcase_add_test (tc, test_idempotency);
+        tcase_add_test (tc, test_upgrade_from_schema_2);
+        tcase_add_test (tc, test_pg_idempotency_race);
         suite_add_tcase (suite, tc);
     }
 #endif
