@@ -1,0 +1,57 @@
+#!/bin/bash
+# board-cross-check.sh — the paper's cross-check (issue #9; cross_check.h):
+# a board that flips one bit in every 10th result (a `fault` board,
+# flip-every = 10, over a sim board) is the only other board holding an
+# RSA-2048 key; both boards have `verify = never`, so only the cross-check
+# (broker/cross-check = 100%) can catch a wrong result.  500 signatures
+# (RSA PKCS#1 v1.5) through the module, every one verified by OpenSSL with the
+# PEM the test made: none may be wrong or fail.  The mismatches must be
+# counted (cryptoserver_cross_checks_total{result="mismatch"},
+# cryptoserver_wrong_results_total{board="flaky"}), logged, and the faulty
+# board taken out of rotation.
+. "$(dirname "$0")/lib.sh"
+
+cs_require curl
+cs_setup
+T=$WORK/tmp
+mkdir -p "$T"
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/shared.pem" 2>/dev/null
+openssl pkey -in "$WORK/shared.pem" -pubout -out "$T/shared.pub.pem"
+"$CS_ADMIN" board add good --dir "$WORK" --type sim --threads 2 --key-file "$WORK/shared.pem" --key-id 6a \
+    --set label=shared --set tenant=demo --set latency-ms=1 --set coprocessors=2 --set verify=never > "$T/add.log" 2>&1 \
+    || { cat "$T/add.log"; cs_fail "board add good failed"; }
+"$CS_ADMIN" board add flaky --dir "$WORK" --type fault --threads 2 --set flip-every=10 --set tenant=demo \
+    --set verify=never --set inner/type=sim --set "inner/key-file=$WORK/shared.pem" --set inner/key-id=6a \
+    --set inner/label=shared --set inner/latency-ms=1 --set inner/coprocessors=2 --set inner/threads=2 > "$T/add.log" 2>&1 \
+    || { cat "$T/add.log"; cs_fail "board add flaky failed"; }
+"$CS_ADMIN" config set "$WORK/broker.conf" broker/cross-check 100% || cs_fail "config set broker/cross-check"
+cs_expect_broker_log '^W: .* board flaky: wrong result of job [0-9]+ \(cross-check: '
+cs_start
+
+$CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pin "$CRYPTOSERVER_PIN" \
+    --key shared --verify-key "$T/shared.pub.pem" --threads 2 --count 250 --csv > "$T/bench.csv" 2> "$T/bench.err" \
+    || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "cryptoserver-bench failed"; }
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench.csv")
+[ "$threads/$ops/$verified/$failures" = "2/500/500/0" ] \
+    || cs_fail "bench (threads/ops/verified/failures): $threads/$ops/$verified/$failures, not 2/500/500/0"
+cs_log "500 RSA-2048 signatures, all verified by OpenSSL, none failed"
+
+URL=$(cat "$WORK/broker.metrics") || cs_fail "the broker wrote no broker.metrics"
+curl -sf --max-time 10 "$URL" > "$T/metrics" || cs_fail "GET metrics failed"
+metric () { sed -n "s/^$1 \([0-9]*\)\$/\1/p" "$T/metrics"; }
+wrong=$(metric 'cryptoserver_wrong_results_total{board="flaky"}')
+good_wrong=$(metric 'cryptoserver_wrong_results_total{board="good"}')
+match=$(metric 'cryptoserver_cross_checks_total{result="match"}')
+mismatch=$(metric 'cryptoserver_cross_checks_total{result="mismatch"}')
+skipped=$(metric 'cryptoserver_cross_checks_total{result="skipped"}')
+cs_log "cross-checks: $match match, $mismatch mismatch, $skipped skipped; wrong results of flaky: $wrong"
+[ "${mismatch:-0}" -gt 0 ] || cs_fail "no cross-check mismatch was counted"
+[ "${match:-0}" -gt 0 ] || cs_fail "no cross-check match was counted"
+[ "${wrong:-0}" -gt 0 ] || cs_fail "no wrong result of board flaky was counted"
+[ "$wrong" -ge "$mismatch" ] || cs_fail "$mismatch mismatches but only $wrong wrong results of flaky"
+[ "$good_wrong" = 0 ] || cs_fail "board good has $good_wrong wrong results"
+grep -Eq 'W: .* board flaky: wrong result of job [0-9]+ \(cross-check: [^)]*\); out of rotation, probed again in [0-9]+ ms$' \
+    "$WORK/broker.log" || cs_fail "the broker did not log taking board flaky out of rotation"
+! grep -q 'board good: wrong result' "$WORK/broker.log" || cs_fail "board good was blamed"
+cs_stop
+cs_log "all cross-check checks passed"
