@@ -267,7 +267,7 @@ s_decide_third (cross_check_t *self, s_pair_t *pair)
     s_result_take (&c, primary);
     c.set = true;
     if (c.rv != CKR_OK) {
-        s_fail (primary, "cross-check: two boards disagreed and no third board could run it");
+        s_fail (primary, "cross-check: two boards disagreed and no third board ran it");
         s_result_clear (&c);
         return s_pair_end (pair);
     }

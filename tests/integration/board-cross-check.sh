@@ -8,7 +8,10 @@
 # PEM the test made: none may be wrong or fail.  The mismatches must be
 # counted (cryptoserver_cross_checks_total{result="mismatch"},
 # cryptoserver_wrong_results_total{board="flaky"}), logged, and the faulty
-# board taken out of rotation.
+# board taken out of rotation.  Then 200 RSA-PSS signatures (randomised:
+# compared by verifying both results): all verified, more mismatches
+# caught.  The faulty board's back-off is kept short (probe-max-ms = 200)
+# so that it keeps coming back to be caught.
 . "$(dirname "$0")/lib.sh"
 
 cs_require curl
@@ -21,7 +24,7 @@ openssl pkey -in "$WORK/shared.pem" -pubout -out "$T/shared.pub.pem"
     --set label=shared --set tenant=demo --set latency-ms=1 --set coprocessors=2 --set verify=never > "$T/add.log" 2>&1 \
     || { cat "$T/add.log"; cs_fail "board add good failed"; }
 "$CS_ADMIN" board add flaky --dir "$WORK" --type fault --threads 2 --set flip-every=10 --set tenant=demo \
-    --set verify=never --set inner/type=sim --set "inner/key-file=$WORK/shared.pem" --set inner/key-id=6a \
+    --set verify=never --set probe-max-ms=200 --set inner/type=sim --set "inner/key-file=$WORK/shared.pem" --set inner/key-id=6a \
     --set inner/label=shared --set inner/latency-ms=1 --set inner/coprocessors=2 --set inner/threads=2 > "$T/add.log" 2>&1 \
     || { cat "$T/add.log"; cs_fail "board add flaky failed"; }
 "$CS_ADMIN" config set "$WORK/broker.conf" broker/cross-check 100% || cs_fail "config set broker/cross-check"
@@ -53,5 +56,21 @@ cs_log "cross-checks: $match match, $mismatch mismatch, $skipped skipped; wrong 
 grep -Eq 'W: .* board flaky: wrong result of job [0-9]+ \(cross-check: [^)]*\); out of rotation, probed again in [0-9]+ ms$' \
     "$WORK/broker.log" || cs_fail "the broker did not log taking board flaky out of rotation"
 ! grep -q 'board good: wrong result' "$WORK/broker.log" || cs_fail "board good was blamed"
+
+# ---- RSA-PSS: randomised, compared by verification -------------------------
+$CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pin "$CRYPTOSERVER_PIN" \
+    --key shared --mechanism rsa-pkcs-pss-sha256 --verify-key "$T/shared.pub.pem" --threads 2 --count 100 \
+    --csv > "$T/bench.csv" 2> "$T/bench.err" \
+    || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "cryptoserver-bench (PSS) failed"; }
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench.csv")
+[ "$threads/$ops/$verified/$failures" = "2/200/200/0" ] \
+    || cs_fail "PSS bench (threads/ops/verified/failures): $threads/$ops/$verified/$failures, not 2/200/200/0"
+curl -sf --max-time 10 "$URL" > "$T/metrics" || cs_fail "GET metrics failed"
+match2=$(metric 'cryptoserver_cross_checks_total{result="match"}')
+mismatch2=$(metric 'cryptoserver_cross_checks_total{result="mismatch"}')
+cs_log "PSS: 200 signatures verified; cross-checks now $match2 match, $mismatch2 mismatch"
+[ "$match2" -gt "$match" ] || cs_fail "no PSS cross-check matched"
+[ "$mismatch2" -gt "$mismatch" ] || cs_fail "no PSS cross-check mismatch was counted"
+[ "$(metric 'cryptoserver_wrong_results_total{board="good"}')" = 0 ] || cs_fail "board good was blamed (PSS)"
 cs_stop
 cs_log "all cross-check checks passed"
