@@ -510,9 +510,10 @@ s_item_wipe_material (s_frontend_t *self, work_item_t *item)
 
 static void s_item_rerun (s_frontend_t *self, work_item_t *item);
 
-/*  Stores an item's result in its request's slot and releases it (a cross-checked item once
- *  its pair is decided, cross_check.h);
- *  background items (no request) go to s_background_done.  */
+/*  Stores an item's result in its request's slot and releases it;
+ *  background items (no request) go to s_background_done.  A member of a
+ *  cross-check pair goes through cross_check_back first: answered once the
+ *  pair is decided, or re-run on a third board.  */
 static void
 s_item_finish (s_frontend_t *self, work_item_t *item)
 {
