@@ -12,6 +12,10 @@
 # compared by verifying both results): all verified, more mismatches
 # caught.  The faulty board's back-off is kept short (probe-max-ms = 200)
 # so that it keeps coming back to be caught.
+# Last, decryptions (CKM_RSA_PKCS: a mismatch cannot be settled by the public
+# key) with a third board "good2" holding the key and flaky spoiling every
+# result: each decryption gives OpenSSL's plaintext, the mismatches go to the
+# third board, which settles them against flaky.
 . "$(dirname "$0")/lib.sh"
 
 cs_require curl
@@ -72,5 +76,31 @@ cs_log "PSS: 200 signatures verified; cross-checks now $match2 match, $mismatch2
 [ "$match2" -gt "$match" ] || cs_fail "no PSS cross-check matched"
 [ "$mismatch2" -gt "$mismatch" ] || cs_fail "no PSS cross-check mismatch was counted"
 [ "$(metric 'cryptoserver_wrong_results_total{board="good"}')" = 0 ] || cs_fail "board good was blamed (PSS)"
+cs_stop
+
+# ---- decryptions: a third board settles a mismatch -------------------------
+"$CS_ADMIN" board add good2 --dir "$WORK" --type sim --threads 2 --key-file "$WORK/shared.pem" --key-id 6a \
+    --set label=shared --set tenant=demo --set latency-ms=1 --set coprocessors=2 --set verify=never > "$T/add.log" 2>&1 \
+    || { cat "$T/add.log"; cs_fail "board add good2 failed"; }
+"$CS_ADMIN" config set "$WORK/broker.conf" drivers/flaky/flip-every 1 || cs_fail "config set flip-every"
+cs_start
+URL=$(cat "$WORK/broker.metrics") || cs_fail "the broker wrote no broker.metrics"
+third=0
+for i in $(seq 1 30); do
+    echo "cross-check $i $RANDOM" > "$T/plain.txt"
+    openssl pkeyutl -encrypt -pubin -inkey "$T/shared.pub.pem" -pkeyopt rsa_padding_mode:pkcs1 \
+        -in "$T/plain.txt" -out "$T/cipher.bin"
+    $P11 --login --pin "$CRYPTOSERVER_PIN" --decrypt --id 6a --mechanism RSA-PKCS \
+        -i "$T/cipher.bin" -o "$T/decrypted.txt" > "$T/decrypt.log" 2>&1 \
+        || { cat "$T/decrypt.log"; cs_fail "decryption $i failed"; }
+    cmp -s "$T/plain.txt" "$T/decrypted.txt" || cs_fail "decryption $i: not the plaintext OpenSSL encrypted"
+    third=$(grep -c 'cross-check: boards [a-z0-9]* and [a-z0-9]* disagree; running it on a third board' "$WORK/broker.log")
+    [ "$i" -lt 10 ] || [ "$third" = 0 ] || break
+done
+cs_log "$i decryptions, all OpenSSL's plaintext; $third settled by a third board"
+[ "$third" -gt 0 ] || cs_fail "no decryption mismatch went to a third board"
+grep -Eq 'W: .* board flaky: wrong result of job [0-9]+ \(cross-check: a third board agreed with the other\)' \
+    "$WORK/broker.log" || cs_fail "the third board did not settle a mismatch against flaky"
+! grep -Eq 'board good2?: wrong result' "$WORK/broker.log" || cs_fail "a healthy board was blamed"
 cs_stop
 cs_log "all cross-check checks passed"
