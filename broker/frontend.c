@@ -13,6 +13,7 @@
 #include <openssl/sha.h>
 #include <openssl/x509.h>
 #include "board_watch.h"
+#include "cross_check.h"
 #include "client_load.h"
 #include "cs_pin.h"
 #include "cs_util.h"
@@ -122,6 +123,7 @@ typedef struct {
     zloop_t *loop;
     scheduler_t *scheduler;
     board_watch_t *watch_boards;    /* time limits, faults, probes (board_watch.h) */
+    cross_check_t *cross;           /* broker/cross-check (cross_check.h) */
     size_t n_workers;
     zhashx_t *clients;              /* Z85 key -> s_client_t */
     char *default_tenant;           /* first tenant by name, for plaintext clients only */
@@ -506,11 +508,22 @@ s_item_wipe_material (s_frontend_t *self, work_item_t *item)
     item->key.pkcs8_len = 0;
 }
 
+static void s_item_rerun (s_frontend_t *self, work_item_t *item);
+
 /*  Stores an item's result in its request's slot and releases it;
- *  background items (no request) go to s_background_done.  */
+ *  background items (no request) go to s_background_done.  A member of a
+ *  cross-check pair goes through cross_check_back first: answered once the
+ *  pair is decided, or re-run on a third board.  */
 static void
 s_item_finish (s_frontend_t *self, work_item_t *item)
 {
+    bool third = false;
+    if (item->cross && !(item = cross_check_back (self->cross, item, &third)))
+        return;                             /* the other run of a cross-check is still out */
+    if (third) {
+        s_item_rerun (self, item);          /* two boards disagree: a third decides */
+        return;
+    }
     s_request_t *request = item->request;
     if (!request) {
         s_background_done (self, item);
@@ -560,6 +573,10 @@ static void
 s_item_rerun (s_frontend_t *self, work_item_t *item)
 {
     size_t worker = 0;
+    if (cross_check_is_twin (item)) {       /* a twin is not re-run: the check is skipped */
+        s_item_fail (self, item, false);
+        return;
+    }
     item->tried |= UINT64_C (1) << item->board;
     item->wrong = false;
     if (item->out) {
@@ -609,6 +626,13 @@ s_give (s_frontend_t *self, size_t worker, work_item_t *item)
         board_watch_given (self->watch_boards, worker, item);
         zstr_sendfm (self->backend, "w%zu", worker);
         zsock_send (self->backend, "p", item);
+        work_item_t *twin = cross_check_twin (self->cross, item);
+        scheduler_outcome_t outcome = twin ? scheduler_submit (self->scheduler, twin, &worker) : SCHEDULER_QUEUED;
+        if (outcome == SCHEDULER_ASSIGNED)
+            s_give (self, worker, twin);    /* both run at once (cross_check.h) */
+        else
+        if (outcome != SCHEDULER_QUEUED)
+            cross_check_unrun (self->cross, twin);
     }
 }
 
@@ -2656,7 +2680,9 @@ s_start (s_frontend_t *self)
         return -1;
     if (!self->args->health
     ||  !(self->watch_boards = board_watch_new (self->args->health, self->scheduler, self->args->metrics,
-                                                self->args->boards, self->args->n_boards, self->n_workers)))
+                                                self->args->boards, self->args->n_boards, self->n_workers))
+    ||  !(self->cross = cross_check_new (self->config->cross_check, self->args->boards, self->args->n_boards,
+                                         self->watch_boards, self->args->metrics)))
         return -1;
     if (!self->config->curve)
         s_default_tenant_reload (self);
@@ -2710,6 +2736,7 @@ s_frontend_free (s_frontend_t *self)
     for (s_request_t *request; self->load && (request = client_load_pop (self->load)); )
         s_request_destroy (&request);           /* deferred, never started */
     scheduler_destroy (&self->scheduler);
+    cross_check_destroy (&self->cross);
     board_watch_destroy (&self->watch_boards);
     zhashx_destroy (&self->clients);
     free (self->mechs);
