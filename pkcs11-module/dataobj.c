@@ -370,6 +370,16 @@ s_certificate (cs_attrs_t *attrs)
     return rv;
 }
 
+static CK_RV s_build (CK_OBJECT_CLASS klass, const cs_attrs_t *base, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
+                      cs_attrs_t *attrs);
+
+CK_RV
+cs_dataobj_attrs_new (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count, cs_attrs_t *attrs)
+{
+    CK_RV rv = s_check_template (klass, tmpl, count);
+    return rv != CKR_OK ? rv : s_build (klass, NULL, tmpl, count, attrs);
+}
+
 /*  The full attribute list of a new object of klass: base (a copied
  *  object's, or empty) with the template over it, the defaults, and for a
  *  certificate the derived values.  */
@@ -503,6 +513,19 @@ s_job (Cs__Job *job, Cs__Result__KindCase kind, Cs__Reply **reply_p)
 }
 
 CK_RV
+cs_dataobj_load (const Cs__ObjectList *objects)
+{
+    CK_RV rv = CKR_OK;
+    for (size_t i = 0; i < s_table.count; i++)
+        if (s_table.objects [i].ref)
+            s_clear (&s_table.objects [i]);
+    for (size_t i = 0; objects && i < objects->n_objects && rv == CKR_OK; i++)
+        if (!s_put_token (objects->objects [i]))
+            rv = CKR_HOST_MEMORY;
+    return rv;
+}
+
+CK_RV
 cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 {
     Cs__ListObjectsJob list = CS__LIST_OBJECTS_JOB__INIT;
@@ -518,14 +541,8 @@ cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
         cs_log_debug ("no token objects from the broker: the list stays as it was");
         return CKR_OK;
     }
-    const Cs__ObjectList *objects = reply->results [0]->objects;
     cs_module_lock ();
-    for (size_t i = 0; i < s_table.count; i++)
-        if (s_table.objects [i].ref)
-            s_clear (&s_table.objects [i]);
-    for (size_t i = 0; objects && i < objects->n_objects && rv == CKR_OK; i++)
-        if (!s_put_token (objects->objects [i]))
-            rv = CKR_HOST_MEMORY;
+    rv = cs_dataobj_load (reply->results [0]->objects);
     cs_module_unlock ();
     cs__reply__free_unpacked (reply, NULL);
     return rv;
@@ -607,7 +624,7 @@ cs_dataobj_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     rv = s_may_write (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
     cs_module_unlock ();
     if (rv == CKR_OK)
-        rv = s_build (klass, NULL, tmpl, count, &attrs);
+        rv = cs_dataobj_attrs_new (klass, tmpl, count, &attrs);
     if (rv == CKR_OK && token)
         rv = s_store (klass, NULL, &attrs, object_p);
     else

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "cs_p11.h"
+#include "cs_wire.h"
+#include "attrs.h"
 
 #define CS_DATAOBJ_HANDLE_BASE  0x40000000UL    /* handles of this table: BASE + 1 ... */
 
@@ -37,6 +39,22 @@ bool cs_dataobj_is_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count);
  *  level): key searches never fail because of objects.  Returns CKR_OK or
  *  CKR_HOST_MEMORY.  */
 CK_RV cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count);
+
+/*  Under the mutex.  Replaces the token objects by `objects` (from the
+ *  broker, or a test; NULL: none); a ref seen before keeps its handle.
+ *  CKR_OK or CKR_HOST_MEMORY.  */
+CK_RV cs_dataobj_load (const Cs__ObjectList *objects);
+
+/*  The attribute list of a new object of klass made by template tmpl
+ *  (C_CreateObject): the template checked (the codes of
+ *  cs_dataobj_create), its entries but CKA_CLASS and CKA_TOKEN, the
+ *  defaults of the class (CKA_PRIVATE FALSE; CKA_MODIFIABLE, CKA_COPYABLE,
+ *  CKA_DESTROYABLE TRUE; empty byte arrays; category 0), and for a
+ *  certificate CKA_SUBJECT, CKA_ISSUER, CKA_SERIAL_NUMBER (DER, as X.509
+ *  has them), CKA_PUBLIC_KEY_INFO and CKA_CHECK_VALUE from CKA_VALUE where
+ *  the template has none.  *attrs (empty on entry) is the caller's to
+ *  clear, also on failure.  */
+CK_RV cs_dataobj_attrs_new (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count, cs_attrs_t *attrs);
 
 /*  Under the mutex.  C_GetAttributeValue of an object of this table
  *  (PKCS#11 2.40 §5.7 rules per entry); CKR_OBJECT_HANDLE_INVALID when it
