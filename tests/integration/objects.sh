@@ -7,6 +7,10 @@
 #     the same DER, and p11tool --list-all-certs lists it;
 #   - --write-object --type data with --application-label round trips; a
 #     data object with --private is invisible before login;
+#   - Java keytool -list -storetype PKCS11 (SunPKCS11) shows a
+#     PrivateKeyEntry for rsa2048 once its certificate is on the token with
+#     the key's CKA_ID, and the entry's certificate is ours (SHA-256
+#     fingerprint);
 #   - --delete-object removes a certificate;
 #   - everything survives a broker restart (keystore rows), and tenant
 #     alpha sees none of demo's objects.
@@ -61,6 +65,26 @@ timeout 60 p11tool --provider "$CRYPTOSERVER_MODULE" --export "pkcs11:token=$CRY
     || { cat "$T/p11tool-export.txt"; cs_fail "p11tool --export of the certificate failed"; }
 cmp -s "$T/cert.der" "$T/p11tool.der" || cs_fail "p11tool exports another certificate"
 cs_log "p11tool --list-all-certs lists it; --export gives the same DER"
+
+# ---- Java keytool: a PrivateKeyEntry for the key with its certificate ------------
+find_keytool () {
+    local k
+    for k in "${CS_KEYTOOL:-}" "$(command -v keytool || true)" "${JAVA_HOME:+$JAVA_HOME/bin/keytool}" \
+             /usr/lib/jvm/default-java/bin/keytool /usr/lib/jvm/*/bin/keytool; do
+        [ -n "$k" ] && [ -x "$k" ] && { echo "$k"; return 0; }
+    done
+    return 1
+}
+KEYTOOL=$(find_keytool) || cs_missing_dependency "keytool not found (install openjdk-17-jre-headless)"
+sed "s|@MODULE@|$CRYPTOSERVER_MODULE|" "$CS_CLIENTS_DIR/sunpkcs11.cfg.in" > "$T/sunpkcs11.cfg"
+timeout --kill-after=5 $((120 * CS_TIME_FACTOR)) "$KEYTOOL" -list -v -storetype PKCS11 \
+    -providerClass sun.security.pkcs11.SunPKCS11 -providerArg "$T/sunpkcs11.cfg" -storepass "$PIN" \
+    > "$T/keytool.txt" 2>&1 || { cat "$T/keytool.txt"; cs_fail "keytool -list -storetype PKCS11 failed"; }
+FPR=$(openssl x509 -inform DER -in "$T/cert.der" -noout -fingerprint -sha256 | sed 's/.*=//')
+awk '/^Alias name: rsa2048$/ { a = 1 } a && /^Entry type:/ { print; exit }' "$T/keytool.txt" > "$T/entry.txt"
+grep -q "PrivateKeyEntry" "$T/entry.txt" || { cat "$T/keytool.txt"; cs_fail "keytool shows no PrivateKeyEntry rsa2048"; }
+grep -q "SHA256: $FPR" "$T/keytool.txt" || { cat "$T/keytool.txt"; cs_fail "keytool's rsa2048 entry has another certificate"; }
+cs_log "keytool -list -storetype PKCS11: PrivateKeyEntry rsa2048 with our certificate (SHA256 $FPR)"
 
 # ---- data objects ----------------------------------------------------------------
 head -c 3000 /dev/urandom > "$T/data.bin"
