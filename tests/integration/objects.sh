@@ -7,6 +7,9 @@
 #     the same DER, and p11tool --list-all-certs lists it;
 #   - --write-object --type data with --application-label round trips; a
 #     data object with --private is invisible before login;
+#   - PyKCS11 (clients/objects_test.py): a certificate made from CKA_VALUE
+#     alone gets CKA_SUBJECT/ISSUER/SERIAL_NUMBER/CHECK_VALUE from the
+#     module; the session, login and change rules with exact CKR codes;
 #   - Java keytool -list -storetype PKCS11 (SunPKCS11) shows a
 #     PrivateKeyEntry for rsa2048 once its certificate is on the token with
 #     the key's CKA_ID, and the entry's certificate is ours (SHA-256
@@ -65,6 +68,20 @@ timeout 60 p11tool --provider "$CRYPTOSERVER_MODULE" --export "pkcs11:token=$CRY
     || { cat "$T/p11tool-export.txt"; cs_fail "p11tool --export of the certificate failed"; }
 cmp -s "$T/cert.der" "$T/p11tool.der" || cs_fail "p11tool exports another certificate"
 cs_log "p11tool --list-all-certs lists it; --export gives the same DER"
+
+# ---- PyKCS11: derived attributes, session and login rules ----------------------
+PY=
+for candidate in ${CS_PYTHON:-} "$(command -v python3 || true)" /usr/bin/python3; do
+    [ -n "$candidate" ] && [ -x "$candidate" ] || continue
+    if "$candidate" -c 'import PyKCS11' >/dev/null 2>&1; then PY=$candidate; break; fi
+done
+[ -n "$PY" ] || cs_missing_dependency "no python3 with PyKCS11 (install python3-pykcs11)"
+SERIAL=$(openssl x509 -inform DER -in "$T/cert.der" -noout -serial | sed 's/^serial=//')
+timeout --kill-after=5 $((120 * CS_TIME_FACTOR)) "$PY" "$CS_CLIENTS_DIR/objects_test.py" "$CRYPTOSERVER_MODULE" \
+    "$CRYPTOSERVER_TOKEN" "$PIN" "$T/cert.der" "$SERIAL" > "$T/py.log" 2>&1 \
+    || { cat "$T/py.log"; cs_fail "objects_test.py failed"; }
+sed 's/^/  /' "$T/py.log"
+cs_log "PyKCS11: derived X.509 attributes, session objects, R/O and login rules, label change, destroy"
 
 # ---- Java keytool: a PrivateKeyEntry for the key with its certificate ------------
 find_keytool () {
