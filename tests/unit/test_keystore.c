@@ -871,6 +871,37 @@ START_TEST (test_objects)
 }
 END_TEST
 
+/*  A schema 2 file (before certificates and data objects): opened by this
+ *  code it gets the objects table and schema 3; its keys still work.  */
+START_TEST (test_upgrade_from_schema_2)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    EVP_PKEY *pkey = s_keygen ("EC", "P-256");
+    char *ref = s_put (ks, "alice", pkey, "k");
+    keystore_destroy (&ks);
+    s_sql ("DROP TABLE objects; UPDATE meta SET value = '2' WHERE name = 'schema'", -1);
+    ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    char *schema = s_sql_text ("SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
+    ck_assert_str_eq (schema, "3");
+    free (schema);
+    Cs__KeyInfo *info = NULL;
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &info, NULL, NULL), 0);
+    cs__key_info__free_unpacked (info, NULL);
+    Cs__ObjectInfo **infos = NULL;
+    size_t count = 1;
+    ck_assert_int_eq (keystore_object_list (ks, "alice", &infos, &count), 0);
+    ck_assert_uint_eq (count, 0);
+    free (infos);
+    keystore_destroy (&ks);
+    //  A later schema is refused.
+    s_sql ("UPDATE meta SET value = '4' WHERE name = 'schema'", 1);
+    ck_assert_ptr_null (keystore_open (s_path, s_master));
+    free (ref);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
 /*  A schema 1 file made by the code before row MACs (keystore-v1.sql) opens
  *  with the new code: upgraded to schema 2 once, its PINs, failure counts
  *  and key still work, its unkeyed PIN hashes are wrapped at once and
@@ -1258,6 +1289,7 @@ s_suite (void)
     tcase_add_test (tc, test_master_key_in_locked_page);
     tcase_add_test (tc, test_key_info_types);
     tcase_add_test (tc, test_objects);
+    tcase_add_test (tc, test_upgrade_from_schema_2);
     suite_add_tcase (suite, tc);
 #ifdef HAVE_LIBPQ
     //  The same assertions against PostgreSQL (tests/integration/keystore-pg.sh);
