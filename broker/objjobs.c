@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <czmq.h>
+#include "cs_wire.h"
 #include "objjobs.h"
 
 bool
@@ -79,15 +80,21 @@ s_list (keystore_t *ks, const char *tenant, bool user, objjobs_out_t *out)
 CK_RV
 objjobs_run (keystore_t *ks, const char *tenant, const Cs__Job *job, bool user, objjobs_out_t *out)
 {
+    CK_RV rv;
     memset (out, 0, sizeof *out);
     switch (job->kind_case) {
         case CS__JOB__KIND_PUT_OBJECT:
-            return s_put (ks, tenant, job->put_object, out);
+            rv = s_put (ks, tenant, job->put_object, out);
+            zsys_info ("object put %s (tenant %s): %s", out->object ? out->object->ref
+                       : job->put_object->object->ref ? job->put_object->object->ref : "", tenant, cs_rv_name (rv));
+            return rv;
         case CS__JOB__KIND_LIST_OBJECTS:
             return s_list (ks, tenant, user, out);
         case CS__JOB__KIND_DESTROY_OBJECT:
-            return keystore_object_delete (ks, tenant, job->destroy_object->ref) == 0 ? CKR_OK
-                                                                                    : CKR_OBJECT_HANDLE_INVALID;
+            rv = keystore_object_delete (ks, tenant, job->destroy_object->ref) == 0 ? CKR_OK
+                                                                                  : CKR_OBJECT_HANDLE_INVALID;
+            zsys_info ("object destroy %s (tenant %s): %s", job->destroy_object->ref, tenant, cs_rv_name (rv));
+            return rv;
         default:
             return CKR_FUNCTION_NOT_SUPPORTED;
     }
