@@ -78,10 +78,20 @@ cs_dataobj_is_handle (CK_OBJECT_HANDLE handle)
 }
 
 bool
+dataobj_template_class (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *klass_p)
+{
+    const CK_ATTRIBUTE *attr = tmpl ? cs_template_find (tmpl, count, CKA_CLASS) : NULL;
+    if (!attr || !attr->pValue || attr->ulValueLen != sizeof (CK_ULONG))
+        return false;
+    memcpy (klass_p, attr->pValue, sizeof (CK_ULONG));
+    return true;
+}
+
+bool
 cs_dataobj_is_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 {
     CK_OBJECT_CLASS klass;
-    return cs_template_ulong (tmpl, count, CKA_CLASS, &klass) && (klass == CKO_CERTIFICATE || klass == CKO_DATA);
+    return dataobj_template_class (tmpl, count, &klass) && (klass == CKO_CERTIFICATE || klass == CKO_DATA);
 }
 
 dataobj_t *

@@ -38,6 +38,10 @@ const dataobj_def_t *dataobj_def (CK_OBJECT_CLASS klass, CK_ATTRIBUTE_TYPE type)
  *  never changes).  */
 dataobj_rule_t dataobj_rule (CK_OBJECT_CLASS klass, const dataobj_def_t *def);
 
+/*  A template's CKA_CLASS into *klass_p; false when it has none (or one
+ *  of the wrong size, or without a value).  Safe on unchecked templates.  */
+bool dataobj_template_class (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *klass_p);
+
 /*  The entry of a handle (NULL: not one of the table) and the handle of
  *  an entry.  */
 dataobj_t *dataobj_object (CK_OBJECT_HANDLE handle);

@@ -135,7 +135,7 @@ cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
     Cs__Reply *reply = NULL;
     CK_OBJECT_CLASS klass;
     CK_RV rv = CKR_OK;
-    if (cs_template_ulong (tmpl, count, CKA_CLASS, &klass) && klass != CKO_CERTIFICATE && klass != CKO_DATA)
+    if (dataobj_template_class (tmpl, count, &klass) && klass != CKO_CERTIFICATE && klass != CKO_DATA)
         return CKR_OK;          /* a key search: no round trip for objects */
     job.kind_case = CS__JOB__KIND_LIST_OBJECTS;
     job.list_objects = &list;
@@ -216,11 +216,11 @@ cs_dataobj_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     CK_OBJECT_CLASS klass = 0;
     cs_session_t *session;
     cs_attrs_t attrs = { 0 };
-    CK_RV rv = cs_template_ulong (tmpl, count, CKA_CLASS, &klass) ? dataobj_check_template (klass, tmpl, count)
-                                                                 : CKR_TEMPLATE_INCOMPLETE;
-    bool token = cs_template_bool (tmpl, count, CKA_TOKEN, false);
+    CK_RV rv = dataobj_template_class (tmpl, count, &klass) ? dataobj_check_template (klass, tmpl, count)
+                                                           : CKR_TEMPLATE_INCOMPLETE;
     if (rv != CKR_OK)
         return rv;
+    bool token = cs_template_bool (tmpl, count, CKA_TOKEN, false);      /* checked: safe */
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     rv = s_may_write (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
@@ -375,7 +375,8 @@ cs_dataobj_copy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATT
         rv = CKR_ACTION_PROHIBITED;
     if (rv == CKR_OK)
         rv = s_check_change (&snapshot, tmpl, count, true);
-    token = cs_template_bool (tmpl, count, CKA_TOKEN, snapshot.ref != NULL);
+    if (rv == CKR_OK)               /* the template is checked now */
+        token = cs_template_bool (tmpl, count, CKA_TOKEN, snapshot.ref != NULL);
     if (rv == CKR_OK)
         rv = s_may_write (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE,
                                                            cs_attrs_bool (&snapshot.attrs, CKA_PRIVATE, false)));
