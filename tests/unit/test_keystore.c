@@ -865,6 +865,15 @@ START_TEST (test_objects)
     ck_assert_int_eq (keystore_object_delete (ks, "alice", cert->ref), 0);
     ck_assert_int_eq (keystore_object_delete (ks, "alice", cert->ref), -1);
     ck_assert_int_eq (keystore_object_get (ks, "alice", cert->ref, &got), -1);
+    //  Removing a tenant removes its objects.
+    ck_assert_int_eq (keystore_object_put (ks, "alice", cert), 0);
+    char *rows = s_sql_text ("SELECT count(*) FROM objects WHERE tenant = 'alice'");
+    ck_assert_str_eq (rows, "1");
+    free (rows);
+    ck_assert_int_eq (keystore_tenant_remove (ks, "alice"), 0);
+    rows = s_sql_text ("SELECT count(*) FROM objects WHERE tenant = 'alice'");
+    ck_assert_str_eq (rows, "0");
+    free (rows);
     s_object_free (cert);
     s_object_free (data);
     keystore_destroy (&ks);
