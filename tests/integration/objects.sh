@@ -14,6 +14,8 @@
 #     PrivateKeyEntry for rsa2048 once its certificate is on the token with
 #     the key's CKA_ID, and the entry's certificate is ours (SHA-256
 #     fingerprint);
+#   - a data object's row changed with sqlite3 is refused by the broker and
+#     no longer shown;
 #   - --delete-object removes a certificate;
 #   - everything survives a broker restart (keystore rows), and tenant
 #     alpha sees none of demo's objects.
@@ -145,6 +147,21 @@ run_ok "alpha -O" "$T/alpha.O" cs_p11_as alpha --login --pin "$PIN" -O
 grep -q "Certificate Object\|Data object\|mydata\|rsa2048" "$T/alpha.O" \
     && { cat "$T/alpha.O"; cs_fail "tenant alpha sees demo's objects"; }
 cs_log "tenant alpha sees none of demo's objects"
+
+# ---- a row changed with SQL -------------------------------------------------------
+# The data object's label in keystore.db changed without the master key: the
+# broker refuses the row (E: line) and the token no longer shows it.
+cs_require sqlite3
+cs_expect_broker_log '^E: .* keystore .*: object obj:[0-9a-f]{32} of tenant demo: row does not verify \(changed without the master key\): refused$'
+sqlite3 -cmd ".timeout 5000" "$WORK/keystore.db" \
+    "UPDATE objects SET info = CAST (replace (CAST (info AS TEXT), 'mydata', 'yours!') AS BLOB) WHERE tenant = 'demo' AND instr (info, CAST ('mydata' AS BLOB)) > 0" \
+    || cs_fail "sqlite3 could not change the object row"
+run_ok "-O after tampering" "$T/tampered.O" $P11 -O --type data
+grep -q "mydata\|yours!" "$T/tampered.O" && { cat "$T/tampered.O"; cs_fail "a tampered data object is still shown"; }
+cs_broker_alive || cs_fail "the broker died on a tampered object row"
+grep -Eq 'object obj:[0-9a-f]{32} of tenant demo: row does not verify' "$WORK/broker.log" \
+    || cs_fail "the broker did not log the tampered object row"
+cs_log "an object row changed with SQL is refused (and logged), not shown"
 
 # ---- delete ----------------------------------------------------------------------
 cs_expect_refusal CKR_USER_NOT_LOGGED_IN "--delete-object cert without login" "$T/del-nologin.log" \
