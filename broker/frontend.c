@@ -66,6 +66,7 @@ typedef struct {
     size_t private_pkcs8_len;
     char ref [36];                  /* a resident key's ref while it is generated */
     unsigned char ticket [TICKET_LEN];
+    objjobs_out_t objects;          /* owned: what an object job made (objjobs.h) */
 } s_slot_t;
 
 /*  One request in flight: answered once, when pending drops to 0.  */
@@ -378,6 +379,7 @@ s_slot_free (s_slot_t *slot)
     free (slot->listed);
     free (slot->public_view);
     free (slot->keys.keys);
+    objjobs_out_free (&slot->objects);
     OPENSSL_cleanse (slot->ticket, TICKET_LEN);
 }
 
@@ -1758,6 +1760,21 @@ s_key_job_done (s_frontend_t *self, s_request_t *request, s_slot_t *slot, slow_j
     s_key_result (slot, rv, info, job->kind_case == CS__JOB__KIND_IMPORT_KEY);
 }
 
+/*  Certificates and data objects (objjobs.h): run in the slow pool.  A
+ *  ticket that no longer holds ends the login, as for key lists.  */
+static void
+s_job_object (s_frontend_t *self, s_request_t *request, const Cs__Job *job, s_slot_t *slot)
+{
+    bool stale = request->req->ticket.len && !request->ticket_ok && !request->so_ok;
+    CK_RV rv = stale ? s_no_login_rv (request) : objjobs_admit (job, request->ticket_ok);
+    slow_job_t *run = rv == CKR_OK ? s_slow_new (request, slot->item.index, SLOW_OBJECT_JOB) : NULL;
+    if (rv == CKR_USER_NOT_LOGGED_IN)
+        rv = s_no_login_rv (request);
+    if (run)
+        run->user = request->ticket_ok;
+    slot->result.rv = rv != CKR_OK ? rv : run ? s_slow_go (self, run) : CKR_HOST_MEMORY;
+}
+
 /* ------------------------------------------------------------------ */
 /*  Background work: pool refills, clean-ups                           */
 
@@ -1867,6 +1884,11 @@ s_job (s_frontend_t *self, s_request_t *request, size_t index)
         case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
         case CS__JOB__KIND_COPY_KEY:
             s_job_key (self, request, job, slot);
+            break;
+        case CS__JOB__KIND_PUT_OBJECT:
+        case CS__JOB__KIND_LIST_OBJECTS:
+        case CS__JOB__KIND_DESTROY_OBJECT:
+            s_job_object (self, request, job, slot);
             break;
         case CS__JOB__KIND_INIT_PIN:
             slot->result.rv = s_init_pin (self, request, index);
@@ -2178,6 +2200,10 @@ s_slow_done (slow_item_t *item, void *arg)
             break;
         case SLOW_GENERATED:
             s_generated_done (self, request, slot, job);
+            s_request_release (self, request, true);
+            break;
+        case SLOW_OBJECT_JOB:
+            objjobs_result (&slot->result, job->rv, &slot->objects, &job->objects);
             s_request_release (self, request, true);
             break;
         default:

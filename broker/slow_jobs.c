@@ -39,6 +39,7 @@ slow_job_destroy (slow_job_t **self_p)
         cs__key_info__free_unpacked (self->listed [i], NULL);
     free (self->listed);
     free (self->resident_board);
+    objjobs_out_free (&self->objects);
     free (self);
     *self_p = NULL;
 }
@@ -242,6 +243,9 @@ slow_job_run (slow_item_t *item, keystore_t *ks)
         case SLOW_LIST_KEYS:
             self->keys_version = keystore_keys_version (ks, self->tenant);
             self->rc = keystore_key_list (ks, self->tenant, &self->listed, &self->n_listed);
+            break;
+        case SLOW_OBJECT_JOB:
+            self->rv = objjobs_run (ks, self->tenant, self->job, self->user, &self->objects);
             break;
         case SLOW_SETTLE:
             self->rc = keystore_settle (ks);

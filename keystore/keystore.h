@@ -304,6 +304,38 @@ int keystore_idem_end (keystore_t *self, const uint8_t *result, size_t result_le
  *  record.  Returns the count deleted, or -1.  Not inside an operation.  */
 int keystore_idem_expire (keystore_t *self, int64_t now);
 
+/* ---- certificates and data objects (schema 4) -------------------------- */
+
+/*  Stores object `info` of the tenant (issue #10; cryptoserver-keystore(5)
+ *  "objects"): inserts it, or replaces the row of the same ref whole
+ *  (C_SetAttributeValue).  info->ref must be set (keystore_object_ref_new).
+ *  A public object (is_private false) is stored in the clear, MAC'd
+ *  (row_mac_object); a CKA_PRIVATE one keeps only ref, class and flag in
+ *  the clear, the whole object sealed like a private key (AES-256-GCM,
+ *  associated data "cs-obj-v1" || tenant || NUL || ref).  Durable when it
+ *  returns 0; -1 (logged) for an unknown tenant, a bad ref or a database
+ *  failure.  */
+int keystore_object_put (keystore_t *self, const char *tenant, const Cs__ObjectInfo *info);
+
+/*  Loads one object by ref into *info_p (caller frees with
+ *  cs__object_info__free_unpacked).  Returns 0, -1 when unknown,
+ *  KEYSTORE_UNAVAILABLE (logged) on a database failure, KEYSTORE_DAMAGED
+ *  (logged) when the row does not verify, decode or decrypt.  */
+int keystore_object_get (keystore_t *self, const char *tenant, const char *ref, Cs__ObjectInfo **info_p);
+
+/*  The tenant's objects in the order stored: *infos_p a malloc'd array of
+ *  *count_p (free each with cs__object_info__free_unpacked, then the
+ *  array).  A row that does not verify, decode or decrypt is left out with
+ *  an error log line naming it.  Returns 0 or -1.  */
+int keystore_object_list (keystore_t *self, const char *tenant, Cs__ObjectInfo ***infos_p, size_t *count_p);
+
+/*  Deletes an object row.  Returns 0, or -1 if unknown or on failure.  */
+int keystore_object_delete (keystore_t *self, const char *tenant, const char *ref);
+
+/*  Writes a fresh object ref "obj:" + 32 hex digits into ref (at least 37
+ *  bytes).  */
+void keystore_object_ref_new (char ref [37]);
+
 /*  Writes a fresh ref "ks:" + 32 hex digits (16 random bytes) into
  *  ref (at least 36 bytes).  */
 void keystore_ref_new (char ref [36]);

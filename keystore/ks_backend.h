@@ -124,6 +124,16 @@ typedef struct {
     int (*idem_insert) (ks_store_t *store, const char *tenant, const uint8_t *id, size_t id_len,
                         const ks_idem_rec_t *rec);
     int (*idem_expire) (ks_store_t *store, int64_t before);
+
+    /*  Object rows (certificates, data objects: table objects, schema 4;
+     *  the same columns as key rows, private holding the sealed object of
+     *  a CKA_PRIVATE one).  read: 1 found, 0 unknown.  put inserts or
+     *  replaces the row (tenant, rec->ref).  delete: 1 / 0 unknown.  list:
+     *  like key_list.  */
+    int (*object_read) (ks_store_t *store, const char *tenant, const char *ref, ks_key_rec_t *rec);
+    int (*object_put) (ks_store_t *store, const char *tenant, const ks_key_rec_t *rec);
+    int (*object_delete) (ks_store_t *store, const char *tenant, const char *ref);
+    int (*object_list) (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p);
     /*  keystore_settle.  */
     int (*settle) (ks_store_t *store);
     /*  keystore_listener_new; NULL in a back end without notifications.  */

@@ -101,20 +101,37 @@ row_mac_tenant (const uint8_t key [32], const char *name, const row_mac_tenant_t
     return s_finish (&self, mac);
 }
 
-int
-row_mac_key (const uint8_t key [32], const char *tenant, const char *ref,
-             const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
-             uint8_t mac [ROW_MAC_LEN])
+//  The MAC of a row of the keys or objects table, with its prefix.
+static int
+s_row_mac (const uint8_t key [32], const char *prefix, const char *tenant, const char *ref,
+           const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
+           uint8_t mac [ROW_MAC_LEN])
 {
     s_mac_t self;
     unsigned char has_private = private ? 1 : 0;
-    s_start (&self, key, "cs-keyrow-v1");
+    s_start (&self, key, prefix);
     s_lp (&self, tenant, strlen (tenant));
     s_lp (&self, ref, strlen (ref));
     s_lp (&self, info, info_len);
     s_bytes (&self, &has_private, 1);
     s_lp (&self, private, private ? private_len : 0);
     return s_finish (&self, mac);
+}
+
+int
+row_mac_key (const uint8_t key [32], const char *tenant, const char *ref,
+             const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
+             uint8_t mac [ROW_MAC_LEN])
+{
+    return s_row_mac (key, "cs-keyrow-v1", tenant, ref, info, info_len, private, private_len, mac);
+}
+
+int
+row_mac_object (const uint8_t key [32], const char *tenant, const char *ref,
+                const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
+                uint8_t mac [ROW_MAC_LEN])
+{
+    return s_row_mac (key, "cs-objrow-v1", tenant, ref, info, info_len, private, private_len, mac);
 }
 
 bool

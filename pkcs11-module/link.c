@@ -120,7 +120,7 @@ s_idempotent (const Cs__Request *req, bool *keyed_p)
     for (size_t i = 0; i < req->n_jobs; i++)
         switch (req->jobs [i]->kind_case) {
             case CS__JOB__KIND_HELLO: case CS__JOB__KIND_LIST_KEYS: case CS__JOB__KIND_SIGN:
-            case CS__JOB__KIND_DECRYPT: case CS__JOB__KIND_DERIVE:
+            case CS__JOB__KIND_DECRYPT: case CS__JOB__KIND_DERIVE: case CS__JOB__KIND_LIST_OBJECTS:
                 break;
             default:
                 if (!s_key_management (req->jobs [i]))

@@ -747,6 +747,171 @@ START_TEST (test_tampered_key_row)
 }
 END_TEST
 
+/*  Certificates and data objects (issue #10): a public object stored in
+ *  the clear and MAC'd, a CKA_PRIVATE one sealed; both come back whole,
+ *  replace works, tenants are apart; a row changed with SQL (its label, or
+ *  a key row's MAC copied over) is refused and left out of the list.  */
+static Cs__ObjectInfo *
+s_object_new (uint64_t klass, bool is_private, const char *label, const char *value)
+{
+    Cs__ObjectInfo *info = calloc (1, sizeof *info);
+    cs__object_info__init (info);
+    char ref [37];
+    keystore_object_ref_new (ref);
+    info->ref = strdup (ref);
+    info->object_class = klass;
+    info->is_private = is_private;
+    info->n_attributes = 2;
+    info->attributes = calloc (2, sizeof *info->attributes);
+    const char *values [2] = { label, value };
+    uint64_t types [2] = { CKA_LABEL, CKA_VALUE };
+    for (int i = 0; i < 2; i++) {
+        Cs__Attribute *attr = calloc (1, sizeof *attr);
+        cs__attribute__init (attr);
+        attr->type = types [i];
+        attr->value_case = CS__ATTRIBUTE__VALUE_BYTES;
+        attr->bytes.data = (uint8_t *) strdup (values [i]);
+        attr->bytes.len = strlen (values [i]);
+        info->attributes [i] = attr;
+    }
+    return info;
+}
+
+static void
+s_object_free (Cs__ObjectInfo *info)
+{
+    for (size_t i = 0; i < info->n_attributes; i++) {
+        free (info->attributes [i]->bytes.data);
+        free (info->attributes [i]);
+    }
+    free (info->attributes);
+    free (info->ref);
+    free (info);
+}
+
+//  The bytes of attribute type of info as a string ("" when absent).
+static const char *
+s_object_attr (const Cs__ObjectInfo *info, uint64_t type)
+{
+    static char text [256];
+    text [0] = 0;
+    for (size_t i = 0; i < info->n_attributes; i++)
+        if (info->attributes [i]->type == type && info->attributes [i]->bytes.len < sizeof text) {
+            memcpy (text, info->attributes [i]->bytes.data, info->attributes [i]->bytes.len);
+            text [info->attributes [i]->bytes.len] = 0;
+        }
+    return text;
+}
+
+START_TEST (test_objects)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    ck_assert_int_eq (keystore_tenant_add (ks, "bob", "1234", 4, "123456", 6), 0);
+    const char *secret = "a private data object that must never be on disk in the clear";
+    Cs__ObjectInfo *cert = s_object_new (CKO_CERTIFICATE, false, "rsa2048", "certificate DER bytes");
+    Cs__ObjectInfo *data = s_object_new (CKO_DATA, true, "mydata", secret);
+    Cs__ObjectInfo *got = NULL, **infos = NULL;
+    size_t count = 0;
+    ck_assert_int_eq (keystore_object_put (ks, "alice", cert), 0);
+    ck_assert_int_eq (keystore_object_put (ks, "alice", data), 0);
+    ck_assert_int_eq (keystore_object_put (ks, "nobody", cert), -1);
+    ck_assert_int_eq (keystore_object_get (ks, "alice", data->ref, &got), 0);
+    ck_assert (got->is_private);
+    ck_assert_uint_eq (got->object_class, CKO_DATA);
+    ck_assert_str_eq (s_object_attr (got, CKA_VALUE), secret);
+    cs__object_info__free_unpacked (got, NULL);
+    ck_assert_int_eq (keystore_object_get (ks, "bob", data->ref, &got), -1);
+    ck_assert_int_eq (keystore_object_list (ks, "bob", &infos, &count), 0);
+    ck_assert_uint_eq (count, 0);
+    free (infos);
+    //  Replace: the label changes, the row count does not.
+    free (cert->attributes [0]->bytes.data);
+    cert->attributes [0]->bytes.data = (uint8_t *) strdup ("renamed");
+    cert->attributes [0]->bytes.len = 7;
+    ck_assert_int_eq (keystore_object_put (ks, "alice", cert), 0);
+    ck_assert_int_eq (keystore_object_list (ks, "alice", &infos, &count), 0);
+    ck_assert_uint_eq (count, 2);
+    ck_assert_str_eq (infos [0]->ref, cert->ref);
+    ck_assert_str_eq (s_object_attr (infos [0], CKA_LABEL), "renamed");
+    ck_assert_str_eq (s_object_attr (infos [0], CKA_VALUE), "certificate DER bytes");
+    ck_assert_str_eq (s_object_attr (infos [1], CKA_VALUE), secret);
+    for (size_t i = 0; i < count; i++)
+        cs__object_info__free_unpacked (infos [i], NULL);
+    free (infos);
+    if (!s_pg_url) {
+        keystore_destroy (&ks);
+        ck_assert (!s_file_has_window (s_path, (const uint8_t *) secret, strlen (secret)));
+        ks = keystore_open (s_path, s_master);
+        ck_assert_ptr_nonnull (ks);
+    }
+    //  Tampered with SQL: the certificate's info changed (a byte appended),
+    //  then the data object's sealed blob given the certificate's MAC.
+    char *sql = sqlite3_mprintf (s_dialect ("UPDATE objects SET info = CAST (info || x'00' AS BLOB) WHERE ref = %Q",
+                                            "UPDATE objects SET info = info || '\\x00'::bytea WHERE ref = %Q"),
+                                 cert->ref);
+    s_sql (sql, 1);
+    sqlite3_free (sql);
+    ck_assert_int_eq (keystore_object_get (ks, "alice", cert->ref, &got), KEYSTORE_DAMAGED);
+    ck_assert_int_eq (keystore_object_list (ks, "alice", &infos, &count), 0);
+    ck_assert_uint_eq (count, 1);
+    ck_assert_str_eq (infos [0]->ref, data->ref);
+    cs__object_info__free_unpacked (infos [0], NULL);
+    free (infos);
+    //  A row moved to another tenant does not verify either.
+    sql = sqlite3_mprintf ("UPDATE objects SET tenant = 'bob' WHERE ref = %Q", data->ref);
+    s_sql (sql, 1);
+    sqlite3_free (sql);
+    ck_assert_int_eq (keystore_object_get (ks, "bob", data->ref, &got), KEYSTORE_DAMAGED);
+    //  Delete: the damaged row can go; an unknown ref cannot.
+    ck_assert_int_eq (keystore_object_delete (ks, "alice", cert->ref), 0);
+    ck_assert_int_eq (keystore_object_delete (ks, "alice", cert->ref), -1);
+    ck_assert_int_eq (keystore_object_get (ks, "alice", cert->ref, &got), -1);
+    //  Removing a tenant removes its objects.
+    ck_assert_int_eq (keystore_object_put (ks, "alice", cert), 0);
+    char *rows = s_sql_text ("SELECT count(*) FROM objects WHERE tenant = 'alice'");
+    ck_assert_str_eq (rows, "1");
+    free (rows);
+    ck_assert_int_eq (keystore_tenant_remove (ks, "alice"), 0);
+    rows = s_sql_text ("SELECT count(*) FROM objects WHERE tenant = 'alice'");
+    ck_assert_str_eq (rows, "0");
+    free (rows);
+    s_object_free (cert);
+    s_object_free (data);
+    keystore_destroy (&ks);
+}
+END_TEST
+
+/*  A schema 3 file (before certificates and data objects): opened by this
+ *  code it gets the objects table and schema 4; its keys still work.  */
+START_TEST (test_upgrade_objects)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    EVP_PKEY *pkey = s_keygen ("EC", "P-256");
+    char *ref = s_put (ks, "alice", pkey, "k");
+    keystore_destroy (&ks);
+    s_sql ("DROP TABLE objects; UPDATE meta SET value = '3' WHERE name = 'schema'", -1);
+    ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    char *schema = s_sql_text ("SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
+    ck_assert_str_eq (schema, "4");
+    free (schema);
+    Cs__KeyInfo *info = NULL;
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &info, NULL, NULL), 0);
+    cs__key_info__free_unpacked (info, NULL);
+    Cs__ObjectInfo **infos = NULL;
+    size_t count = 1;
+    ck_assert_int_eq (keystore_object_list (ks, "alice", &infos, &count), 0);
+    ck_assert_uint_eq (count, 0);
+    free (infos);
+    keystore_destroy (&ks);
+    //  A later schema is refused.
+    s_sql ("UPDATE meta SET value = '5' WHERE name = 'schema'", 1);
+    ck_assert_ptr_null (keystore_open (s_path, s_master));
+    free (ref);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
 /*  A schema 1 file made by the code before row MACs (keystore-v1.sql) opens
  *  with the new code: upgraded to schema 2 once, its PINs, failure counts
  *  and key still work, its unkeyed PIN hashes are wrapped at once and
@@ -770,7 +935,7 @@ START_TEST (test_upgrade_from_schema_1)
     keystore_t *ks = keystore_open (s_path, s_master);
     ck_assert_ptr_nonnull (ks);
     schema = s_sql_text ("SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
-    ck_assert_str_eq (schema, "3");
+    ck_assert_str_eq (schema, "4");
     free (schema);
     //  Wrapped under the key: the file alone no longer allows offline guesses.
     char *pin = s_sql_text ("SELECT user_pin FROM tenants WHERE name = 'alice'");
@@ -1035,18 +1200,18 @@ START_TEST (test_pg_schema_version)
     keystore_t *ks = s_open_with_tenant ("alice");
     keystore_destroy (&ks);
     char *versions = s_sql_text ("SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version");
-    ck_assert_str_eq (versions, "2,3");
+    ck_assert_str_eq (versions, "2,3,4");
     free (versions);
     ks = keystore_open (s_path, s_master);
     ck_assert_ptr_nonnull (ks);
     ck_assert (keystore_tenant_exists (ks, "alice"));
     keystore_destroy (&ks);
     versions = s_sql_text ("SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version");
-    ck_assert_str_eq (versions, "2,3");
+    ck_assert_str_eq (versions, "2,3,4");
     free (versions);
-    s_sql ("INSERT INTO schema_version (version, description) VALUES (4, 'from a later version')", 1);
+    s_sql ("INSERT INTO schema_version (version, description) VALUES (5, 'from a later version')", 1);
     ck_assert_ptr_null (keystore_open (s_path, s_master));
-    s_sql ("DELETE FROM schema_version WHERE version = 4", 1);
+    s_sql ("DELETE FROM schema_version WHERE version = 5", 1);
     ks = keystore_open (s_path, s_master);
     ck_assert_ptr_nonnull (ks);
     ck_assert_str_eq (keystore_where (ks), s_path);
@@ -1228,15 +1393,16 @@ START_TEST (test_idempotency)
 }
 END_TEST
 
-/*  A schema 2 keystore (before the idempotency table) opens with the new
- *  code: the table is added and the version recorded, rows kept.  */
+/*  A schema 2 keystore (before the idempotency and objects tables) opens
+ *  with the new code: the tables are added and the version recorded, rows
+ *  kept.  */
 START_TEST (test_upgrade_from_schema_2)
 {
     keystore_t *ks = s_open_with_tenant ("alice");
     keystore_destroy (&ks);
-    s_sql ("DROP TABLE idempotency", -1);
+    s_sql ("DROP TABLE idempotency; DROP TABLE objects", -1);
     if (s_pg_url)
-        s_sql ("DELETE FROM schema_version WHERE version = 3", 1);
+        s_sql ("DELETE FROM schema_version WHERE version >= 3", 1);
     else
         s_sql ("UPDATE meta SET value = '2' WHERE name = 'schema'", 1);
     ks = keystore_open (s_path, s_master);
@@ -1244,7 +1410,7 @@ START_TEST (test_upgrade_from_schema_2)
     ck_assert (keystore_tenant_exists (ks, "alice"));
     char *version = s_sql_text (s_pg_url ? "SELECT max (version)::text FROM schema_version"
                                          : "SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
-    ck_assert_str_eq (version, "3");
+    ck_assert_str_eq (version, "4");
     free (version);
     s_idem_new (ks, "alice", "after-upgrade");
     ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "r", 1, NULL, NULL), 0);
@@ -1338,6 +1504,8 @@ s_suite (void)
     tcase_add_test (tc, test_master_key_in_locked_page);
     tcase_add_test (tc, test_key_info_types);
     tcase_add_test (tc, test_idempotency);
+    tcase_add_test (tc, test_objects);
+    tcase_add_test (tc, test_upgrade_objects);
     tcase_add_test (tc, test_upgrade_from_schema_2);
     suite_add_tcase (suite, tc);
 #ifdef HAVE_LIBPQ
@@ -1360,6 +1528,7 @@ s_suite (void)
         tcase_add_test (tc, test_tampered_tenant_row);
         tcase_add_test (tc, test_tampered_key_row);
         tcase_add_test (tc, test_pg_schema_version);
+        tcase_add_test (tc, test_objects);
         tcase_add_test (tc, test_pg_listener);
         tcase_add_test (tc, test_master_key_in_locked_page);
         tcase_add_test (tc, test_idempotency);
