@@ -1402,7 +1402,7 @@ START_TEST (test_upgrade_from_schema_2)
     keystore_destroy (&ks);
     s_sql ("DROP TABLE idempotency; DROP TABLE objects", -1);
     if (s_pg_url)
-        s_sql ("DELETE FROM schema_version WHERE version >= 3", 1);
+        s_sql ("DELETE FROM schema_version WHERE version >= 3", 2);
     else
         s_sql ("UPDATE meta SET value = '2' WHERE name = 'schema'", 1);
     ks = keystore_open (s_path, s_master);
