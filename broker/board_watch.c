@@ -100,6 +100,13 @@ s_fault (board_watch_t *self, size_t board, metrics_fault_t kind, const char *wh
         zsys_warning ("board %s: %s (out of rotation already)", self->boards [board]->name, why);
 }
 
+void
+board_watch_wrong (board_watch_t *self, size_t board, const char *why)
+{
+    if (self && board < self->n_boards)
+        s_fault (self, board, METRICS_FAULT_WRONG, why);
+}
+
 bool
 board_watch_back (board_watch_t *self, size_t worker, work_item_t *item)
 {

@@ -59,6 +59,12 @@ void board_watch_given (board_watch_t *self, size_t worker, work_item_t *item);
  *  Returns true when the item should be re-run on another board.  */
 bool board_watch_back (board_watch_t *self, size_t worker, work_item_t *item);
 
+/*  A wrong result of board `board` found outside the worker (the
+ *  cross-check, cross_check.h): the board's fault at once, counted in
+ *  cryptoserver_wrong_results_total, logged (W:, with `why`) and out of
+ *  rotation, as a wrong result found by the worker.  */
+void board_watch_wrong (board_watch_t *self, size_t board, const char *why);
+
 /*  The next running item whose call overran its time limit at now_ms
  *  (cs_clock_ms), abandoned now (health_call_abandon; the board's fault,
  *  logged and counted): re-run it elsewhere.  *fault_p is set to true (a

@@ -165,6 +165,21 @@ s_metrics (s_loader_t *self)
     return config->metrics_url ? 0 : s_fail (self, "broker/metrics", "out of memory");
 }
 
+/*  broker/cross-check: "N%" or "N", N 0..100 (default 0).  */
+static int
+s_cross_check_pct (s_loader_t *self)
+{
+    const char *text = zconfig_get (self->config->root, "broker/cross-check", "0");
+    int pct = -1, used = 0;
+    if ((sscanf (text, "%d%%%n", &pct, &used) != 1 || used != (int) strlen (text))
+    &&  (sscanf (text, "%d%n", &pct, &used) != 1 || used != (int) strlen (text)))
+        pct = -1;
+    if (pct < 0 || pct > 100)
+        return s_fail (self, "broker/cross-check", "must be N%% with N 0..100 (got \"%s\")", text);
+    self->config->cross_check = pct;
+    return 0;
+}
+
 /*  broker/tenant-weight: one child per tenant, its DRR weight
  *  (1..FAIR_QUEUE_MAX_WEIGHT); tenants not named weigh 1.  */
 static int
@@ -203,6 +218,7 @@ s_broker (s_loader_t *self)
     ||  s_int (self, "broker/max-queue", 10000, 1, 1000000, &config->max_queue)
     ||  s_int (self, "broker/max-client-bytes", 16 * 1024 * 1024, 4096, INT_MAX, &config->max_client_bytes)
     ||  s_int (self, "broker/max-client-jobs", 256, 1, 1000000, &config->max_client_jobs)
+    ||  s_cross_check_pct (self)
     ||  s_tenant_weights (self)
     ||  s_int (self, "broker/router-rcvhwm", 100, 1, 100000, &config->router_rcvhwm)
     ||  s_int (self, "broker/router-sndhwm", 1000, 1, 100000, &config->router_sndhwm)

@@ -57,6 +57,9 @@ typedef struct {
     int max_client_jobs;        /* jobs one client may have out with workers before its
                                    further requests wait in its backlog, 1..1000000,
                                    default 256 (client_load.h) */
+    int cross_check;            /* broker/cross-check: percent of sign, decrypt and derive
+                                   jobs also run on a second board and compared
+                                   (cross_check.h), 0..100, default 0 */
     zconfig_t *tenant_weights;  /* broker/tenant-weight: children NAME = weight 1..1000
                                    (fair_queue.h), or NULL; owned by root */
     int router_rcvhwm;          /* ROUTER ZMQ_RCVHWM, messages per connection, 1..100000, default 100 */

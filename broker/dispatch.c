@@ -42,11 +42,22 @@ fe_item_wipe_material (frontend_t *self, work_item_t *item)
     item->key.pkcs8_len = 0;
 }
 
+static void s_item_rerun (frontend_t *self, work_item_t *item);
+
 /*  Stores an item's result in its request's slot and releases it;
- *  background items (no request) go to fe_background_done.  */
+ *  background items (no request) go to fe_background_done.  A member of a
+ *  cross-check pair goes through cross_check_back first: answered once the
+ *  pair is decided, or re-run on a third board.  */
 static void
 s_item_finish (frontend_t *self, work_item_t *item)
 {
+    bool third = false;
+    if (item->cross && !(item = cross_check_back (self->cross, item, &third)))
+        return;                             /* the other run of a cross-check is still out */
+    if (third) {
+        s_item_rerun (self, item);          /* two boards disagree: a third decides */
+        return;
+    }
     fe_request_t *request = item->request;
     if (!request) {
         fe_background_done (self, item);
@@ -94,6 +105,10 @@ static void
 s_item_rerun (frontend_t *self, work_item_t *item)
 {
     size_t worker = 0;
+    if (cross_check_is_twin (item)) {       /* a twin is not re-run: the check is skipped */
+        s_item_fail (self, item, false);
+        return;
+    }
     item->tried |= UINT64_C (1) << item->board;
     item->wrong = false;
     if (item->out) {
@@ -150,6 +165,13 @@ s_give (frontend_t *self, size_t worker, work_item_t *item)
         board_watch_given (self->watch_boards, worker, item);
         zstr_sendfm (self->backend, "w%zu", worker);
         zsock_send (self->backend, "p", item);
+        work_item_t *twin = cross_check_twin (self->cross, item);
+        scheduler_outcome_t outcome = twin ? scheduler_submit (self->scheduler, twin, &worker) : SCHEDULER_QUEUED;
+        if (outcome == SCHEDULER_ASSIGNED)
+            s_give (self, worker, twin);    /* both run at once (cross_check.h) */
+        else
+        if (outcome != SCHEDULER_QUEUED)
+            cross_check_unrun (self->cross, twin);
     }
 }
 

@@ -22,6 +22,7 @@
 #include <openssl/crypto.h>
 #include "board_watch.h"
 #include "client_load.h"
+#include "cross_check.h"
 #include "clients_watch.h"
 #include "cs_util.h"
 #include "cs_wire.h"
@@ -59,6 +60,7 @@ typedef struct {
     size_t private_pkcs8_len;
     char ref [36];                  /* a resident key's ref while it is generated */
     unsigned char ticket [TICKET_LEN];
+    objjobs_out_t objects;          /* owned: what an object job made (objjobs.h) */
 } fe_slot_t;
 
 /*  One request in flight: answered once, when pending drops to 0.  */
@@ -118,6 +120,7 @@ typedef struct {
     zloop_t *loop;
     scheduler_t *scheduler;
     board_watch_t *watch_boards;    /* time limits, faults, probes (board_watch.h) */
+    cross_check_t *cross;           /* broker/cross-check (cross_check.h) */
     size_t n_workers;
     fe_admission_t *admission;      /* allow-list, default tenant (admission.c) */
     bool reading;                   /* the router is being polled */
@@ -214,6 +217,7 @@ void fe_generate_finish (frontend_t *self, fe_request_t *request, fe_slot_t *slo
 void fe_job_generate (frontend_t *self, fe_request_t *request, size_t index);
 void fe_job_key (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot);
 void fe_key_job_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *change);
+void fe_job_object (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot);
 
 /* ---- pool_jobs.c ---- */
 void fe_pool_refill (frontend_t *self);

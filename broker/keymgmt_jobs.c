@@ -1,7 +1,7 @@
 /*  keymgmt_jobs.c — key management jobs of clients: C_GenerateKeyPair
  *  (from the pool, as material on a worker, or resident on the keys/home
  *  board) and the life cycle of keystore rows (import, destroy, set
- *  attributes, copy).  Rows are written by the slow pool (keyjobs.h,
+ *  attributes, copy), and certificates and data objects (objjobs.h).  Rows are written by the slow pool (keyjobs.h,
  *  slow_jobs.h); the results come back here.
  *
  *  Owns: frontend_t.home_board's use, the cache drops after a change.
@@ -9,6 +9,8 @@
  *  (fe_board_key_find), dispatch.c (fe_submit), pool_jobs.c (fe_pool_take),
  *  slow_link.c, request.c (fe_key_limit_log).  */
 #include "frontend_int.h"
+
+static void s_destroy_resident (frontend_t *self, const char *board_name, const char *ref);
 
 /*  The CKA_xxx flag of a template, or fallback.  */
 static bool
@@ -28,6 +30,8 @@ fe_generated_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slo
 {
     const Cs__GenerateKeyPairJob *job = described->job->generate_key_pair;
     fe_key_limit_log (self, request, described->rv, described->limit);
+    if (described->resident_board)      /* a replayed generation: this attempt's board key goes */
+        s_destroy_resident (self, described->resident_board, described->resident_ref);
     slot->info = described->info;
     described->info = NULL;
     slot->result.rv = described->rv;
@@ -263,4 +267,19 @@ fe_key_job_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_
         zsys_info ("key job %d on %s (tenant %s): %s", (int) job->kind_case,
                    info ? info->ref : ref, request->tenant, cs_rv_name (rv));
     s_key_result (slot, rv, info, job->kind_case == CS__JOB__KIND_IMPORT_KEY);
+}
+
+/*  Certificates and data objects (objjobs.h): run in the slow pool.  A
+ *  ticket that no longer holds ends the login, as for key lists.  */
+void
+fe_job_object (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot)
+{
+    bool stale = request->req->ticket.len && !request->ticket_ok && !request->so_ok;
+    CK_RV rv = stale ? fe_no_login_rv (request) : objjobs_admit (job, request->ticket_ok);
+    slow_job_t *run = rv == CKR_OK ? fe_slow_new (request, slot->item.index, SLOW_OBJECT_JOB) : NULL;
+    if (rv == CKR_USER_NOT_LOGGED_IN)
+        rv = fe_no_login_rv (request);
+    if (run)
+        run->user = request->ticket_ok;
+    slot->result.rv = rv != CKR_OK ? rv : run ? fe_slow_go (self, run) : CKR_HOST_MEMORY;
 }

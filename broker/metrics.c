@@ -68,6 +68,7 @@ struct _metrics_t {
     _Atomic uint64_t cache [2];             /* hits, misses */
     _Atomic uint64_t pool [METRICS_POOL_EVENTS];    /* metrics_pool_t */
     _Atomic uint64_t reruns;
+    _Atomic uint64_t cross_checks [METRICS_CROSS_RESULTS];  /* by metrics_cross_t */
 };
 
 metrics_t *
@@ -470,8 +471,15 @@ metrics_rerun (metrics_t *self)
         atomic_fetch_add_explicit (&self->reruns, 1, S_R);
 }
 
-/*  cryptoserver_board_up, _wrong_results_total, _board_faults_total and
- *  _job_reruns_total.  */
+void
+metrics_cross_check (metrics_t *self, metrics_cross_t result)
+{
+    if (self && result < METRICS_CROSS_RESULTS)
+        atomic_fetch_add_explicit (&self->cross_checks [result], 1, S_R);
+}
+
+/*  cryptoserver_board_up, _wrong_results_total, _board_faults_total,
+ *  _job_reruns_total and _cross_checks_total.  */
 static void
 s_render_health (metrics_t *self, FILE *out)
 {
@@ -505,6 +513,14 @@ s_render_health (metrics_t *self, FILE *out)
     s_family (out, "cryptoserver_job_reruns_total", "counter",
               "Jobs re-run on another board after a board fault.");
     fprintf (out, "cryptoserver_job_reruns_total %" PRIu64 "\n", atomic_load_explicit (&self->reruns, S_R));
+    static const char *const cross_names [METRICS_CROSS_RESULTS] = { "match", "mismatch", "skipped" };
+    s_family (out, "cryptoserver_cross_checks_total", "counter",
+              "Jobs run on two boards and compared (broker/cross-check), by result: match, mismatch "
+              "(a wrong result caught), skipped (the second run failed, ran on the same board, or "
+              "the results could not be compared).");
+    for (size_t r = 0; r < METRICS_CROSS_RESULTS; r++)
+        fprintf (out, "cryptoserver_cross_checks_total{result=\"%s\"} %" PRIu64 "\n", cross_names [r],
+                 atomic_load_explicit (&self->cross_checks [r], S_R));
 }
 
 char *

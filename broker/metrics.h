@@ -145,6 +145,19 @@ void metrics_board_up (metrics_t *self, size_t board, bool up);
  *  (cryptoserver_job_reruns_total).  Reactor.  */
 void metrics_rerun (metrics_t *self);
 
+/*  The result of a cross-check (cross_check.h), the "result" label of
+ *  cryptoserver_cross_checks_total.  */
+typedef enum {
+    METRICS_CROSS_MATCH = 0,        /* both boards' results agree */
+    METRICS_CROSS_MISMATCH,         /* they disagree: a board was wrong */
+    METRICS_CROSS_SKIPPED,          /* not compared (second run failed, same board, ...) */
+    METRICS_CROSS_RESULTS
+} metrics_cross_t;
+
+/*  Counts one cross-check (cryptoserver_cross_checks_total).  Any thread;
+ *  NULL-safe.  */
+void metrics_cross_check (metrics_t *self, metrics_cross_t result);
+
 /*  The registry in the Prometheus text format (version 0.0.4, with # HELP
  *  and # TYPE lines), process_cpu_seconds_total from getrusage (2):
  *  malloc'd, NUL-terminated, *len_p bytes (without the NUL); caller frees.

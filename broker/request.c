@@ -119,6 +119,7 @@ s_slot_free (fe_slot_t *slot)
     free (slot->listed);
     free (slot->public_view);
     free (slot->keys.keys);
+    objjobs_out_free (&slot->objects);
     OPENSSL_cleanse (slot->ticket, TICKET_LEN);
 }
 
@@ -239,6 +240,11 @@ s_job (frontend_t *self, fe_request_t *request, size_t index)
         case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
         case CS__JOB__KIND_COPY_KEY:
             fe_job_key (self, request, job, slot);
+            break;
+        case CS__JOB__KIND_PUT_OBJECT:
+        case CS__JOB__KIND_LIST_OBJECTS:
+        case CS__JOB__KIND_DESTROY_OBJECT:
+            fe_job_object (self, request, job, slot);
             break;
         case CS__JOB__KIND_INIT_PIN:
             slot->result.rv = fe_init_pin (self, request, index);

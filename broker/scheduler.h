@@ -90,6 +90,7 @@ typedef struct {
                                        (board_watch.h): blamed when it then runs elsewhere */
     bool wrong;                     /* the worker found the result wrong (verify.h): rv is
                                        CKR_DEVICE_ERROR and out is NULL */
+    void *cross;                    /* its cross-check pair (cross_check.h), or NULL */
 } work_item_t;
 
 /*  What scheduler_submit did with an item.  */

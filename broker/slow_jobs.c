@@ -39,6 +39,7 @@ slow_job_destroy (slow_job_t **self_p)
         cs__key_info__free_unpacked (self->listed [i], NULL);
     free (self->listed);
     free (self->resident_board);
+    objjobs_out_free (&self->objects);
     free (self);
     *self_p = NULL;
 }
@@ -115,6 +116,94 @@ s_generated (slow_job_t *self, keystore_t *ks)
     }
 }
 
+/*  Takes the result a keystore recorded for this job's idempotency id
+ *  (a packed cs.Result) as this job's.  */
+static void
+s_replay (slow_job_t *self, const uint8_t *recorded, size_t len)
+{
+    Cs__Result *result = cs__result__unpack (NULL, len, recorded);
+    if (self->info)
+        cs__key_info__free_unpacked (self->info, NULL);
+    self->info = NULL;
+    self->limit = NULL;
+    free (self->resident_board);        /* nothing to remove from a board: the first attempt did */
+    self->resident_board = NULL;
+    if (!result) {
+        zsys_error ("idempotent job of tenant %s: the recorded result does not decode", self->tenant);
+        self->rv = CKR_DEVICE_ERROR;
+        return;
+    }
+    self->rv = (CK_RV) result->rv;
+    if (result->kind_case == CS__RESULT__KIND_KEY && result->key) {
+        self->info = result->key->key;  /* taken: protobuf-c frees each message on its own */
+        result->key->key = NULL;
+    }
+    self->replayed = true;
+    cs__result__free_unpacked (result, NULL);
+}
+
+/*  The result to record for this job: its rv and the key after it (absent
+ *  after the destroy of a whole pair), packed; NULL when out of memory.  */
+static uint8_t *
+s_result_pack (slow_job_t *self, size_t *len_p)
+{
+    Cs__Result result = CS__RESULT__INIT;
+    Cs__KeyResult key = CS__KEY_RESULT__INIT;
+    result.rv = self->rv;
+    key.key = self->info;
+    result.kind_case = CS__RESULT__KIND_KEY;
+    result.key = &key;
+    size_t len = cs__result__get_packed_size (&result);
+    uint8_t *packed = malloc (len ? len : 1);
+    if (packed)
+        *len_p = cs__result__pack (&result, packed);
+    return packed;
+}
+
+/*  Runs a key-management job that carries an idempotency id exactly once
+ *  per id and tenant (keystore_idem_begin): a recorded id replays the
+ *  recorded result; otherwise the job's keystore writes and the record of
+ *  its result commit in one transaction, and a job that failed records
+ *  nothing (its changes roll back; a retry runs it again).  */
+static void
+s_idempotent (slow_job_t *self, keystore_t *ks, void (*run) (slow_job_t *, keystore_t *))
+{
+    const ProtobufCBinaryData *id = &self->job->idempotency_id;
+    uint8_t *recorded = NULL, *packed = NULL;
+    size_t recorded_len = 0, packed_len = 0;
+    if (id->len > KEYSTORE_IDEM_ID_MAX) {
+        self->rv = CKR_ARGUMENTS_BAD;           /* docs/CONTRACTS.md "Failover" */
+        return;
+    }
+    int got = keystore_idem_begin (ks, self->tenant, id->data, id->len, &recorded, &recorded_len);
+    if (got == 0) {
+        run (self, ks);
+        packed = self->rv == CKR_OK ? s_result_pack (self, &packed_len) : NULL;
+        if (self->rv == CKR_OK && !packed)
+            self->rv = CKR_HOST_MEMORY;
+        got = keystore_idem_end (ks, packed, packed_len, &recorded, &recorded_len);
+        free (packed);
+        if (got < 0 && self->rv == CKR_OK) {
+            self->rv = CKR_DEVICE_ERROR;        /* rolled back: nothing changed */
+            free (self->resident_board);
+            self->resident_board = NULL;
+        }
+    }
+    else
+    if (got < 0)
+        self->rv = CKR_DEVICE_ERROR;
+    if (got == 1) {
+        zsys_info ("idempotent job %d of tenant %s: done before, its recorded result replayed",
+                   (int) self->job->kind_case, self->tenant);
+        s_replay (self, recorded, recorded_len);
+        //  A key this attempt made on a board is nobody's: the frontend
+        //  removes it (resident_ref names it there).
+        if (self->kind == SLOW_GENERATED && self->board_key)
+            self->resident_board = strdup (self->home + 6);
+    }
+    free (recorded);
+}
+
 void
 slow_job_run (slow_item_t *item, keystore_t *ks)
 {
@@ -140,14 +229,23 @@ slow_job_run (slow_item_t *item, keystore_t *ks)
             s_set_pin (self, ks);
             break;
         case SLOW_KEY_JOB:
-            s_key_job (self, ks);
+            if (self->job->idempotency_id.len)
+                s_idempotent (self, ks, s_key_job);
+            else
+                s_key_job (self, ks);
             break;
         case SLOW_GENERATED:
-            s_generated (self, ks);
+            if (self->job->idempotency_id.len && self->job->generate_key_pair->token)
+                s_idempotent (self, ks, s_generated);
+            else
+                s_generated (self, ks);
             break;
         case SLOW_LIST_KEYS:
             self->keys_version = keystore_keys_version (ks, self->tenant);
             self->rc = keystore_key_list (ks, self->tenant, &self->listed, &self->n_listed);
+            break;
+        case SLOW_OBJECT_JOB:
+            self->rv = objjobs_run (ks, self->tenant, self->job, self->user, &self->objects);
             break;
         case SLOW_SETTLE:
             self->rc = keystore_settle (ks);

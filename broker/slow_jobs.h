@@ -12,6 +12,7 @@
 
 #include "cs_driver.h"
 #include "keystore.h"
+#include "objjobs.h"
 #include "slow_pool.h"
 
 typedef enum {
@@ -22,11 +23,15 @@ typedef enum {
     SLOW_SET_PIN,       /* job->set_pin: the old PIN checked, then the new one set
                            -> rv, refused (the check failed), pin, epoch */
     SLOW_KEY_JOB,       /* import, destroy, set attributes, copy (keyjobs.h)
-                           -> rv, info, resident_board, limit */
+                           -> rv, info, resident_board, limit.  With a
+                           Job.idempotency_id (this and a token SLOW_GENERATED)
+                           once per id: keystore_idem_begin -> replayed */
     SLOW_GENERATED,     /* a generated key (pkcs8 material, or board_key on a board):
                            its description, stored when it is a token key
                            -> rv, info, pkcs8 (kept only for a session key), limit */
     SLOW_LIST_KEYS,     /* keystore_keys_version, then keystore_key_list -> rc, keys_version, listed */
+    SLOW_OBJECT_JOB,    /* certificates and data objects (objjobs.h), for `user`
+                           -> rv, objects */
     SLOW_SETTLE         /* keystore_settle: returns once no writer holds the file (ks_watch.h)
                            -> rc: 1 another connection committed, 0 only this one, -1 error */
 } slow_kind_t;
@@ -57,8 +62,15 @@ typedef struct {
     Cs__KeyInfo **listed;
     size_t n_listed;
     uint64_t keys_version;
-    char *resident_board;           /* SLOW_KEY_JOB destroy: the board holding the private key */
+    char *resident_board;           /* SLOW_KEY_JOB destroy: the board holding the private key;
+                                       SLOW_GENERATED replayed: the board holding the
+                                       key this attempt made (resident_ref), unused */
     const char *limit;              /* keyjobs_limit_problem after a refusal, or NULL (static) */
+    bool replayed;                  /* SLOW_KEY_JOB, SLOW_GENERATED with an idempotency id
+                                       recorded before: rv and info are the recorded result */
+
+    bool user;                      /* SLOW_OBJECT_JOB: the request has a CKU_USER ticket */
+    objjobs_out_t objects;          /* SLOW_OBJECT_JOB: what it made */
 } slow_job_t;
 
 /*  A job of `kind` for job `index` of a request (request, its job and its

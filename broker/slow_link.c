@@ -100,6 +100,10 @@ fe_slow_done (slow_item_t *item, void *arg)
             fe_generated_done (self, request, slot, job);
             fe_request_release (self, request, true);
             break;
+        case SLOW_OBJECT_JOB:
+            objjobs_result (&slot->result, job->rv, &slot->objects, &job->objects);
+            fe_request_release (self, request, true);
+            break;
         default:
             slot->result.rv = job->kind == SLOW_LOGIN ? fe_login_done (self, request, slot, job)
                             : job->kind == SLOW_INIT_PIN ? fe_init_pin_done (self, request, job)

@@ -279,9 +279,19 @@ verify_result (verify_t *self, const board_t *board, bool sign, const cs_key_t *
                const unsigned char *out, size_t out_len)
 {
     bool rsa = mech->type == CKM_RSA_PKCS || mech->type == CKM_RSA_PKCS_PSS || mech->type == CKM_RSA_X_509;
+    if (!s_sampled (self, rsa ? board->verify_rsa : board->verify_ec))
+        return VERIFY_SKIPPED;
+    return verify_always (self, board, sign, key, mech, in, in_len, out, out_len);
+}
+
+verify_outcome_t
+verify_always (verify_t *self, const board_t *board, bool sign, const cs_key_t *key,
+               const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+               const unsigned char *out, size_t out_len)
+{
+    bool rsa = mech->type == CKM_RSA_PKCS || mech->type == CKM_RSA_PKCS_PSS || mech->type == CKM_RSA_X_509;
     bool ec = mech->type == CKM_ECDSA || mech->type == CKM_EDDSA;
-    if ((!rsa && !ec) || (!sign && mech->type != CKM_RSA_X_509)
-    ||  !s_sampled (self, rsa ? board->verify_rsa : board->verify_ec))
+    if ((!rsa && !ec) || (!sign && mech->type != CKM_RSA_X_509))
         return VERIFY_SKIPPED;
     EVP_PKEY *pkey = s_public (self, board, key);
     if (!pkey)

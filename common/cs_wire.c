@@ -84,6 +84,26 @@ s_import_job (const Cs__ImportKeyJob *imp)
     return s_template (imp->n_template_, imp->template_);
 }
 
+//  A certificate or data object: a known class, a ref when replacing, its
+//  attributes within the limits (CKA_VALUE up to CS_WIRE_MAX_OBJECT_VALUE).
+static s_problem_t
+s_object (const Cs__ObjectInfo *object)
+{
+    if (!object || (object->object_class != CKO_CERTIFICATE && object->object_class != CKO_DATA))
+        return S_BAD ("object job without a certificate or data object", CKR_TEMPLATE_INCONSISTENT);
+    if (object->ref && strlen (object->ref) > CS_WIRE_MAX_REF)
+        return S_BAD ("bad object ref", CKR_OBJECT_HANDLE_INVALID);
+    if (object->n_attributes > CS_WIRE_MAX_ATTRIBUTES)
+        return S_BAD ("template over CS_WIRE_MAX_ATTRIBUTES attributes", CKR_TEMPLATE_INCONSISTENT);
+    for (size_t i = 0; i < object->n_attributes; i++) {
+        const Cs__Attribute *attr = object->attributes [i];
+        size_t max = attr->type == CKA_VALUE ? CS_WIRE_MAX_OBJECT_VALUE : CS_WIRE_MAX_ATTR_BYTES;
+        if (attr->value_case == CS__ATTRIBUTE__VALUE_BYTES && attr->bytes.len > max)
+            return S_BAD ("object attribute value too long", CKR_ATTRIBUTE_VALUE_INVALID);
+    }
+    return S_OK;
+}
+
 static s_problem_t
 s_pin (ProtobufCBinaryData pin)
 {
@@ -105,6 +125,12 @@ s_key_job (const Cs__Job *job)
                           job->set_key_attributes->attributes);
         case CS__JOB__KIND_COPY_KEY:
             return s_ref (job->copy_key->ref, job->copy_key->n_attributes, job->copy_key->attributes);
+        case CS__JOB__KIND_PUT_OBJECT:
+            return s_object (job->put_object->object);
+        case CS__JOB__KIND_DESTROY_OBJECT:
+            return s_ref (job->destroy_object->ref, 0, NULL);
+        case CS__JOB__KIND_LIST_OBJECTS:
+            return S_OK;
         case CS__JOB__KIND_INIT_PIN:
             return s_pin (job->init_pin->pin);
         case CS__JOB__KIND_SET_PIN: {

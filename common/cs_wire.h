@@ -25,6 +25,7 @@
 #define CS_WIRE_MAX_ATTRIBUTES  64      /* attributes in one template */
 #define CS_WIRE_MAX_ATTR_BYTES  4096    /* bytes of one attribute value */
 #define CS_WIRE_MAX_REF         128     /* bytes of a KeyInfo.ref */
+#define CS_WIRE_MAX_OBJECT_VALUE 65536  /* bytes of the CKA_VALUE of a certificate or data object */
 #define CS_WIRE_MAX_EC_POINT    1024    /* bytes of a DeriveJob's peer point */
 #define CS_WIRE_MAX_MODEXP_BYTES 1024   /* bytes of a ModexpJob exponent, modulus or CRT value */
 #define CS_WIRE_MAX_RSA_BITS    8192    /* modulus bits of an RSA key sent in a job

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <czmq.h>
 #include <openssl/crypto.h>
@@ -32,7 +33,9 @@
 #include "cs_secmem.h"
 #include "cs_util.h"
 
-#define SCHEMA_VERSION   2              /* 1: no row MACs, epochs, keyed PIN hashes */
+#define SCHEMA_VERSION   4              /* 1: no row MACs, epochs, keyed PIN hashes;
+                                           2: no idempotency table; 3: no objects table */
+#define OBJ_AAD_PREFIX   "cs-obj-v1"
 #define GCM_NONCE_LEN    12             /* bytes, RFC 5116 §5.1 N_MIN = N_MAX */
 #define GCM_TAG_LEN      16             /* bytes */
 #define TENANT_NAME_MAX  32             /* bytes: it is the token label */
@@ -53,6 +56,12 @@ struct _keystore_t {
     char *location;             /* path or URL as given (keystore_open_again) */
     s_keys_t *keys;             /* the master key and the keys derived from it:
                                    one locked, no-dump page of its own (cs_secmem) */
+    int depth;                  /* open key-write transactions: > 0 inside
+                                   keystore_idem_begin .. keystore_idem_end */
+    bool doomed;                /* a write inside it failed: it rolls back */
+    char *idem_tenant;          /* the open idempotent operation's tenant and id */
+    uint8_t idem_id [KEYSTORE_IDEM_ID_MAX];
+    size_t idem_id_len;
 };
 
 static keystore_hook_fn *s_test_hook;   /* keystore_set_test_hook; atomic */
@@ -98,6 +107,14 @@ ks_tenant_rec_free (ks_tenant_rec_t *rec)
 {
     free (rec->row.pin [0]);
     free (rec->row.pin [1]);
+    free (rec->mac);
+    memset (rec, 0, sizeof *rec);
+}
+
+void
+ks_idem_rec_free (ks_idem_rec_t *rec)
+{
+    free (rec->result);
     free (rec->mac);
     memset (rec, 0, sizeof *rec);
 }
@@ -382,8 +399,16 @@ s_check_or_init (keystore_t *self)
         zsys_error ("keystore %s: master key does not match", s_where (self));
         goto out;
     }
-    if (schema == 1)
-        rc = s_upgrade_1_to_2 (self);
+    if (schema >= 1 && schema < SCHEMA_VERSION) {
+        //  2 to 3 (the idempotency table) and 3 to 4 (the objects table):
+        //  the back end made the tables (migrate); nothing to rewrite.
+        rc = schema == 1 ? s_upgrade_1_to_2 (self) : 0;
+        if (rc == 0)
+            rc = self->be->version_set (self->store, SCHEMA_VERSION);
+        if (rc == 0)
+            zsys_info ("keystore %s: schema %d upgraded to %d (idempotency and objects tables)",
+                       s_where (self), schema, SCHEMA_VERSION);
+    }
     else
     if (schema != SCHEMA_VERSION)
         zsys_error ("keystore %s: schema version %d is not %d (made by another version?)",
@@ -516,6 +541,7 @@ keystore_destroy (keystore_t **self_p)
     keystore_t *self = *self_p;
     if (self->store)
         self->be->close (&self->store);
+    free (self->idem_tenant);
     if (self->keys)
         cs_secmem_free (self->keys, sizeof *self->keys);
     free (self->location);
@@ -834,13 +860,37 @@ s_key_row_verified (keystore_t *self, const ks_key_rec_t *rec, const char *tenan
     return false;
 }
 
+//  Begins a key write: a transaction of its own, or a part of the open
+//  idempotent operation's (keystore_idem_begin).  Returns 0 or -1.
+static int
+s_key_write_begin (keystore_t *self)
+{
+    if (self->depth > 0) {
+        self->depth++;
+        return 0;
+    }
+    if (self->be->begin (self->store) != 0)
+        return -1;
+    self->depth = 1;
+    self->doomed = false;
+    return 0;
+}
+
 //  Ends a key write: bumps the tenant's version when rc is 0, commits
-//  (rc 0) or rolls back.  Returns rc, or -1 when the commit fails.
+//  (rc 0) or rolls back; inside an idempotent operation only marks it to
+//  roll back when rc is not 0 (keystore_idem_end ends it).  Returns rc,
+//  or -1 when the commit fails.
 static int
 s_key_write_end (keystore_t *self, const char *tenant, int rc)
 {
     if (rc == 0)
         rc = s_version_bump (self, tenant);
+    if (self->depth > 1) {
+        self->depth--;
+        self->doomed = self->doomed || rc != 0;
+        return rc;
+    }
+    self->depth = 0;
     if (self->be->end (self->store, rc == 0) != 0 && rc == 0)
         rc = -1;
     return rc;
@@ -879,7 +929,7 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
     rec.info = s_info_pack (info, &rec.info_len);
     if (!rec.info
     ||  s_key_mac (self, tenant, info->ref, rec.info, rec.info_len, rec.private, rec.private_len, mac) != 0
-    ||  self->be->begin (self->store) != 0)
+    ||  s_key_write_begin (self) != 0)
         goto out;
     rec.mac = mac;
     rec.mac_len = ROW_MAC_LEN;
@@ -902,7 +952,7 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
     uint8_t *packed = s_info_pack (info, &packed_len), mac [ROW_MAC_LEN];
     ks_key_rec_t rec;
     memset (&rec, 0, sizeof rec);
-    if (!packed || self->be->begin (self->store) != 0) {
+    if (!packed || s_key_write_begin (self) != 0) {
         free (packed);
         return -1;
     }
@@ -923,7 +973,7 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
 int
 keystore_key_delete (keystore_t *self, const char *tenant, const char *ref)
 {
-    if (!self || !tenant || !s_ref_ok (ref) || self->be->begin (self->store) != 0)
+    if (!self || !tenant || !s_ref_ok (ref) || s_key_write_begin (self) != 0)
         return -1;
     int rc = self->be->key_delete (self->store, tenant, ref) == 1 ? 0 : -1;
     return s_key_write_end (self, tenant, rc);
@@ -994,6 +1044,105 @@ out:
     return rc;
 }
 
+/* ---- idempotent operations --------------------------------------------- */
+
+//  Reads the idempotency row (tenant, id) of self's open operation and
+//  verifies its MAC.  Returns 1 (*result_p malloc'd), 0 absent, -1, or
+//  KEYSTORE_DAMAGED after an error log line.
+static int
+s_idem_read (keystore_t *self, uint8_t **result_p, size_t *len_p)
+{
+    ks_idem_rec_t rec;
+    uint8_t mac [ROW_MAC_LEN];
+    int got = self->be->idem_read (self->store, self->idem_tenant, self->idem_id, self->idem_id_len, &rec);
+    if (got != 1)
+        return got;
+    if (row_mac_idem (self->keys->mac_key, self->idem_tenant, self->idem_id, self->idem_id_len,
+                      rec.result, rec.result_len, rec.created, mac) != 0
+    ||  !row_mac_equal (mac, rec.mac, rec.mac_len)) {
+        zsys_error ("keystore %s: an idempotency row of tenant %s does not verify (changed without "
+                    "the master key): refused", s_where (self), self->idem_tenant);
+        ks_idem_rec_free (&rec);
+        return KEYSTORE_DAMAGED;
+    }
+    *result_p = rec.result;
+    *len_p = rec.result_len;
+    rec.result = NULL;
+    ks_idem_rec_free (&rec);
+    return 1;
+}
+
+int
+keystore_idem_begin (keystore_t *self, const char *tenant, const uint8_t *id, size_t id_len,
+                     uint8_t **result_p, size_t *result_len_p)
+{
+    if (!self || !tenant || !id || id_len == 0 || id_len > KEYSTORE_IDEM_ID_MAX || !result_p
+    ||  !result_len_p || self->depth > 0)
+        return -1;
+    *result_p = NULL;
+    *result_len_p = 0;
+    free (self->idem_tenant);
+    self->idem_tenant = strdup (tenant);
+    memcpy (self->idem_id, id, id_len);
+    self->idem_id_len = id_len;
+    if (!self->idem_tenant || self->be->begin (self->store) != 0)
+        return -1;
+    int got = s_idem_read (self, result_p, result_len_p);
+    if (got != 0) {
+        self->be->end (self->store, false);
+        return got;
+    }
+    self->depth = 1;
+    self->doomed = false;
+    return 0;
+}
+
+int
+keystore_idem_end (keystore_t *self, const uint8_t *result, size_t result_len,
+                   uint8_t **recorded_p, size_t *recorded_len_p)
+{
+    if (!self || self->depth != 1)
+        return -1;
+    self->depth = 0;
+    if (!result || self->doomed) {
+        self->be->end (self->store, false);
+        return result ? -1 : 0;
+    }
+    ks_idem_rec_t rec = { .result = (uint8_t *) result, .result_len = result_len,
+                          .created = (int64_t) time (NULL) };
+    uint8_t mac [ROW_MAC_LEN];
+    rec.mac = mac;
+    rec.mac_len = ROW_MAC_LEN;
+    int rc = row_mac_idem (self->keys->mac_key, self->idem_tenant, self->idem_id, self->idem_id_len,
+                           result, result_len, rec.created, mac);
+    int inserted = rc == 0 ? self->be->idem_insert (self->store, self->idem_tenant, self->idem_id,
+                                                    self->idem_id_len, &rec) : -1;
+    if (inserted == 1 && self->be->idem_expire (self->store, rec.created - KEYSTORE_IDEM_TTL_S) < 0)
+        inserted = -1;
+    if (self->be->end (self->store, inserted == 1) != 0 || inserted < 0) {
+        if (inserted == 1)
+            zsys_error ("keystore %s: cannot record an idempotent operation of tenant %s",
+                        s_where (self), self->idem_tenant);
+        return -1;
+    }
+    if (inserted == 1)
+        return 0;
+    //  Another connection recorded the id first (its transaction committed
+    //  while this one ran): this one rolled back; the first one's result stands.
+    if (!recorded_p || !recorded_len_p)
+        return 1;
+    int got = s_idem_read (self, recorded_p, recorded_len_p);
+    return got == 1 ? 1 : got == 0 ? -1 : got;
+}
+
+int
+keystore_idem_expire (keystore_t *self, int64_t now)
+{
+    if (!self || self->depth > 0)
+        return -1;
+    return self->be->idem_expire (self->store, now - KEYSTORE_IDEM_TTL_S);
+}
+
 int
 keystore_key_list (keystore_t *self, const char *tenant,
                    Cs__KeyInfo ***infos_p, size_t *count_p)
@@ -1045,6 +1194,174 @@ keystore_ref_new (char ref [36])
     }
     memcpy (ref, "ks:", 3);
     cs_hex_encode (random, sizeof random, ref + 3);
+}
+
+/* ---- certificates and data objects (schema 4) ------------------------- */
+
+//  "cs-obj-v1" || tenant || NUL || ref, malloc'd (*len_p bytes).
+static uint8_t *
+s_obj_aad (const char *tenant, const char *ref, size_t *len_p)
+{
+    size_t prefix = strlen (OBJ_AAD_PREFIX), tlen = strlen (tenant), rlen = strlen (ref);
+    uint8_t *aad = malloc (prefix + tlen + 1 + rlen);
+    if (!aad)
+        return NULL;
+    memcpy (aad, OBJ_AAD_PREFIX, prefix);
+    memcpy (aad + prefix, tenant, tlen);
+    aad [prefix + tlen] = 0;
+    memcpy (aad + prefix + tlen + 1, ref, rlen);
+    *len_p = prefix + tlen + 1 + rlen;
+    return aad;
+}
+
+static uint8_t *
+s_obj_pack (const Cs__ObjectInfo *info, size_t *len_p)
+{
+    size_t len = cs__object_info__get_packed_size (info);
+    uint8_t *packed = malloc (len ? len : 1);
+    if (packed)
+        *len_p = cs__object_info__pack (info, packed);
+    return packed;
+}
+
+int
+keystore_object_put (keystore_t *self, const char *tenant, const Cs__ObjectInfo *info)
+{
+    if (!self || !tenant || !info || !s_ref_ok (info->ref))
+        return -1;
+    int exists = self->be->tenant_exists (self->store, tenant);
+    if (exists != 1) {
+        if (exists == 0)
+            zsys_error ("keystore %s: no tenant %s", s_where (self), tenant);
+        return -1;
+    }
+    uint8_t *aad = NULL, *whole = NULL, mac [ROW_MAC_LEN];
+    size_t aad_len = 0, whole_len = 0;
+    ks_key_rec_t rec = { .ref = info->ref };
+    int rc = -1;
+    if (info->is_private) {
+        //  Only what the broker needs to filter is in the clear.
+        Cs__ObjectInfo stub = CS__OBJECT_INFO__INIT;
+        stub.ref = info->ref;
+        stub.object_class = info->object_class;
+        stub.is_private = true;
+        whole = s_obj_pack (info, &whole_len);
+        aad = whole ? s_obj_aad (tenant, info->ref, &aad_len) : NULL;
+        rec.private = aad ? s_seal (self->keys->master, aad, aad_len, whole, whole_len, &rec.private_len) : NULL;
+        rec.info = rec.private ? s_obj_pack (&stub, &rec.info_len) : NULL;
+    }
+    else
+        rec.info = s_obj_pack (info, &rec.info_len);
+    if (!rec.info
+    ||  row_mac_object (self->keys->mac_key, tenant, info->ref, rec.info, rec.info_len, rec.private,
+                        rec.private_len, mac) != 0
+    ||  self->be->begin (self->store) != 0)
+        goto out;
+    rec.mac = mac;
+    rec.mac_len = ROW_MAC_LEN;
+    rc = self->be->object_put (self->store, tenant, &rec);
+    if (self->be->end (self->store, rc == 0) != 0)
+        rc = -1;
+out:
+    if (rc != 0)
+        zsys_error ("keystore %s: cannot store object %s of tenant %s", s_where (self), info->ref, tenant);
+    if (whole)
+        OPENSSL_cleanse (whole, whole_len);
+    free (whole);
+    free (aad);
+    free (rec.private);
+    free (rec.info);
+    return rc;
+}
+
+//  The object of a row: verified, decoded, opened when sealed.  NULL after
+//  an error log line naming it.
+static Cs__ObjectInfo *
+s_obj_from_row (keystore_t *self, const char *tenant, const ks_key_rec_t *rec)
+{
+    uint8_t mac [ROW_MAC_LEN], *aad = NULL, *plain = NULL;
+    size_t aad_len = 0, plain_len = 0;
+    Cs__ObjectInfo *info = NULL;
+    const char *why = "row does not verify (changed without the master key)";
+    if (row_mac_object (self->keys->mac_key, tenant, rec->ref, rec->info, rec->info_len, rec->private,
+                        rec->private_len, mac) == 0
+    &&  row_mac_equal (mac, rec->mac, rec->mac_len)) {
+        why = "does not decode or decrypt";
+        if (!rec->private)
+            info = cs__object_info__unpack (NULL, rec->info_len, rec->info);
+        else
+        if ((aad = s_obj_aad (tenant, rec->ref, &aad_len))
+        &&  (plain = s_open (self->keys->master, aad, aad_len, rec->private, rec->private_len, &plain_len)))
+            info = cs__object_info__unpack (NULL, plain_len, plain);
+        if (info && (!info->ref || strcmp (info->ref, rec->ref) != 0)) {
+            cs__object_info__free_unpacked (info, NULL);
+            info = NULL;
+        }
+    }
+    if (plain)
+        OPENSSL_cleanse (plain, plain_len);
+    free (plain);
+    free (aad);
+    if (!info)
+        zsys_error ("keystore %s: object %s of tenant %s: %s: refused", s_where (self), rec->ref, tenant, why);
+    return info;
+}
+
+int
+keystore_object_get (keystore_t *self, const char *tenant, const char *ref, Cs__ObjectInfo **info_p)
+{
+    if (!self || !tenant || !s_ref_ok (ref) || !info_p)
+        return -1;
+    ks_key_rec_t rec;
+    int got = self->be->object_read (self->store, tenant, ref, &rec);
+    if (got != 1)
+        return got < 0 ? KEYSTORE_UNAVAILABLE : -1;
+    *info_p = s_obj_from_row (self, tenant, &rec);
+    ks_key_rec_free (&rec);
+    return *info_p ? 0 : KEYSTORE_DAMAGED;
+}
+
+int
+keystore_object_list (keystore_t *self, const char *tenant, Cs__ObjectInfo ***infos_p, size_t *count_p)
+{
+    if (!self || !tenant || !infos_p || !count_p)
+        return -1;
+    ks_key_rec_t *recs = NULL;
+    size_t n = 0, count = 0;
+    if (self->be->object_list (self->store, tenant, &recs, &n) != 0)
+        return -1;
+    Cs__ObjectInfo **infos = malloc ((n ? n : 1) * sizeof *infos);
+    for (size_t i = 0; i < n; i++) {
+        if (infos && (infos [count] = s_obj_from_row (self, tenant, &recs [i])))
+            count++;
+        ks_key_rec_free (&recs [i]);
+    }
+    free (recs);
+    if (!infos)
+        return -1;
+    *infos_p = infos;
+    *count_p = count;
+    return 0;
+}
+
+int
+keystore_object_delete (keystore_t *self, const char *tenant, const char *ref)
+{
+    if (!self || !tenant || !s_ref_ok (ref) || self->be->begin (self->store) != 0)
+        return -1;
+    int rc = self->be->object_delete (self->store, tenant, ref) == 1 ? 0 : -1;
+    if (self->be->end (self->store, rc == 0) != 0)
+        rc = -1;
+    return rc;
+}
+
+void
+keystore_object_ref_new (char ref [37])
+{
+    char key_ref [36];
+    keystore_ref_new (key_ref);             //  "ks:" + 32 hex
+    memcpy (ref, "obj:", 4);
+    memcpy (ref + 4, key_ref + 3, 33);
 }
 
 #ifndef HAVE_LIBPQ

@@ -266,6 +266,76 @@ int keystore_key_delete (keystore_t *self, const char *tenant, const char *ref);
  *  unknown tenant.  */
 uint64_t keystore_keys_version (keystore_t *self, const char *tenant);
 
+/* ---- idempotent operations ------------------------------------------- */
+
+#define KEYSTORE_IDEM_ID_MAX 64         /* bytes of an idempotency id (the module sends 16) */
+#define KEYSTORE_IDEM_TTL_S  86400      /* seconds an idempotency row is kept: 24 h */
+
+/*  Starts an idempotent operation: a key-management job with an
+ *  idempotency id (Job.idempotency_id; 1..KEYSTORE_IDEM_ID_MAX bytes) of
+ *  the tenant.  Opens a write transaction and looks (tenant, id) up in the
+ *  table idempotency (cryptoserver-keystore(5)).  Returns 1 when it is
+ *  recorded: *result_p gets the recorded result (malloc'd, *result_len_p
+ *  bytes, its row MAC verified; caller frees) and no transaction stays
+ *  open; 0 when it is not: the transaction stays open, and every
+ *  keystore_key_put, keystore_key_update and keystore_key_delete on self
+ *  joins it until keystore_idem_end (one operation at a time per keystore
+ *  object); -1 on failure (bad arguments, an operation already open,
+ *  database failure; logged); KEYSTORE_DAMAGED (with an error log line)
+ *  when the recorded row does not verify.  */
+int keystore_idem_begin (keystore_t *self, const char *tenant, const uint8_t *id, size_t id_len,
+                         uint8_t **result_p, size_t *result_len_p);
+
+/*  Ends the operation keystore_idem_begin opened.  result NULL: rolls back
+ *  every change made in it (the job failed) and returns 0.  Otherwise, when
+ *  no key write in it failed, records (tenant, id, result bytes, now) with
+ *  its row MAC, deletes the rows of every tenant older than
+ *  KEYSTORE_IDEM_TTL_S and commits, all in the one transaction: returns 0.
+ *  Returns 1 when another connection (another broker on a shared
+ *  PostgreSQL database) recorded the same id first: this transaction rolled
+ *  back, and *recorded_p (when not NULL) gets the recorded result as
+ *  keystore_idem_begin gives it.  -1 when a key write in it failed or on a
+ *  database failure (rolled back, logged), KEYSTORE_DAMAGED as above.  */
+int keystore_idem_end (keystore_t *self, const uint8_t *result, size_t result_len,
+                       uint8_t **recorded_p, size_t *recorded_len_p);
+
+/*  Deletes the idempotency rows created before now - KEYSTORE_IDEM_TTL_S
+ *  (now: seconds since the epoch), as keystore_idem_end does at each
+ *  record.  Returns the count deleted, or -1.  Not inside an operation.  */
+int keystore_idem_expire (keystore_t *self, int64_t now);
+
+/* ---- certificates and data objects (schema 4) -------------------------- */
+
+/*  Stores object `info` of the tenant (issue #10; cryptoserver-keystore(5)
+ *  "objects"): inserts it, or replaces the row of the same ref whole
+ *  (C_SetAttributeValue).  info->ref must be set (keystore_object_ref_new).
+ *  A public object (is_private false) is stored in the clear, MAC'd
+ *  (row_mac_object); a CKA_PRIVATE one keeps only ref, class and flag in
+ *  the clear, the whole object sealed like a private key (AES-256-GCM,
+ *  associated data "cs-obj-v1" || tenant || NUL || ref).  Durable when it
+ *  returns 0; -1 (logged) for an unknown tenant, a bad ref or a database
+ *  failure.  */
+int keystore_object_put (keystore_t *self, const char *tenant, const Cs__ObjectInfo *info);
+
+/*  Loads one object by ref into *info_p (caller frees with
+ *  cs__object_info__free_unpacked).  Returns 0, -1 when unknown,
+ *  KEYSTORE_UNAVAILABLE (logged) on a database failure, KEYSTORE_DAMAGED
+ *  (logged) when the row does not verify, decode or decrypt.  */
+int keystore_object_get (keystore_t *self, const char *tenant, const char *ref, Cs__ObjectInfo **info_p);
+
+/*  The tenant's objects in the order stored: *infos_p a malloc'd array of
+ *  *count_p (free each with cs__object_info__free_unpacked, then the
+ *  array).  A row that does not verify, decode or decrypt is left out with
+ *  an error log line naming it.  Returns 0 or -1.  */
+int keystore_object_list (keystore_t *self, const char *tenant, Cs__ObjectInfo ***infos_p, size_t *count_p);
+
+/*  Deletes an object row.  Returns 0, or -1 if unknown or on failure.  */
+int keystore_object_delete (keystore_t *self, const char *tenant, const char *ref);
+
+/*  Writes a fresh object ref "obj:" + 32 hex digits into ref (at least 37
+ *  bytes).  */
+void keystore_object_ref_new (char ref [37]);
+
 /*  Writes a fresh ref "ks:" + 32 hex digits (16 random bytes) into
  *  ref (at least 36 bytes).  */
 void keystore_ref_new (char ref [36]);

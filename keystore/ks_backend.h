@@ -7,7 +7,8 @@
  *  stores and returns rows exactly as it is given them: it never sees a key
  *  or a PIN in the clear, only sealed blobs, keyed PIN hashes and MACs.  The
  *  tables and their meaning are the same in both (cryptoserver-keystore(5)):
- *  meta (name -> value), tenants, keys, and a counter for key-list versions
+ *  meta (name -> value), tenants, keys, idempotency (the results of
+ *  key-management jobs by their ids), and a counter for key-list versions
  *  and PIN epochs.
  *
  *  Every function returns 0 (or 1 "found/changed", 0 "absent/unchanged"
@@ -44,8 +45,19 @@ typedef struct {
     size_t mac_len;
 } ks_key_rec_t;
 
+/*  An idempotency row as stored (keystore_idem_begin); pointers malloc'd
+ *  (ks_idem_rec_free).  */
+typedef struct {
+    uint8_t *result;            /* packed cs.Result of the job */
+    size_t result_len;
+    int64_t created;            /* seconds since the epoch */
+    uint8_t *mac;               /* NULL: none */
+    size_t mac_len;
+} ks_idem_rec_t;
+
 void ks_tenant_rec_free (ks_tenant_rec_t *rec);
 void ks_key_rec_free (ks_key_rec_t *rec);
+void ks_idem_rec_free (ks_idem_rec_t *rec);
 
 /*  Copies len bytes into a malloc'd buffer with a spare NUL byte (NULL on
  *  out of memory).  */
@@ -102,6 +114,26 @@ typedef struct {
     /*  The tenant's key rows in the order they were stored: *recs_p a
      *  malloc'd array of *count_p (free each with ks_key_rec_free).  */
     int (*key_list) (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p);
+    /*  Idempotency rows (tenant, id): read: 1 found (*rec filled), 0
+     *  unknown.  insert: 1 inserted, 0 the id is already recorded (by a
+     *  transaction that committed meanwhile: nothing written, no log).
+     *  expire deletes the rows created before `before` (seconds since the
+     *  epoch): the count deleted, or -1.  */
+    int (*idem_read) (ks_store_t *store, const char *tenant, const uint8_t *id, size_t id_len,
+                      ks_idem_rec_t *rec);
+    int (*idem_insert) (ks_store_t *store, const char *tenant, const uint8_t *id, size_t id_len,
+                        const ks_idem_rec_t *rec);
+    int (*idem_expire) (ks_store_t *store, int64_t before);
+
+    /*  Object rows (certificates, data objects: table objects, schema 4;
+     *  the same columns as key rows, private holding the sealed object of
+     *  a CKA_PRIVATE one).  read: 1 found, 0 unknown.  put inserts or
+     *  replaces the row (tenant, rec->ref).  delete: 1 / 0 unknown.  list:
+     *  like key_list.  */
+    int (*object_read) (ks_store_t *store, const char *tenant, const char *ref, ks_key_rec_t *rec);
+    int (*object_put) (ks_store_t *store, const char *tenant, const ks_key_rec_t *rec);
+    int (*object_delete) (ks_store_t *store, const char *tenant, const char *ref);
+    int (*object_list) (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p);
     /*  keystore_settle.  */
     int (*settle) (ks_store_t *store);
     /*  keystore_listener_new; NULL in a back end without notifications.  */

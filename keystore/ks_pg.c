@@ -88,6 +88,26 @@ static const s_migration_t s_migrations [] = {
       "  FOR EACH STATEMENT EXECUTE FUNCTION cryptoserver_keystore_notify ();"
       "CREATE TRIGGER keys_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON keys"
       "  FOR EACH STATEMENT EXECUTE FUNCTION cryptoserver_keystore_notify ();" },
+    { 3, "idempotency: results of key-management jobs by their ids",
+      "CREATE TABLE idempotency ("
+      "  tenant text NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
+      "  id bytea NOT NULL,"
+      "  result bytea NOT NULL,"
+      "  created bigint NOT NULL,"
+      "  mac bytea,"
+      "  PRIMARY KEY (tenant, id));"
+      "CREATE INDEX idempotency_created ON idempotency (created);" },
+    { 4, "objects: certificates and data objects (issue #10)",
+      "CREATE TABLE objects ("
+      "  tenant text NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
+      "  ref text NOT NULL,"
+      "  info bytea NOT NULL,"
+      "  private bytea,"
+      "  mac bytea,"
+      "  seq bigint GENERATED ALWAYS AS IDENTITY,"
+      "  PRIMARY KEY (tenant, ref));"
+      "CREATE TRIGGER objects_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON objects"
+      "  FOR EACH STATEMENT EXECUTE FUNCTION cryptoserver_keystore_notify ();" },
 };
 #define S_MIGRATIONS (sizeof s_migrations / sizeof s_migrations [0])
 
@@ -630,11 +650,127 @@ s_key_delete (ks_store_t *self, const char *tenant, const char *ref)
 }
 
 static int
+s_idem_read (ks_store_t *self, const char *tenant, const uint8_t *id, size_t id_len, ks_idem_rec_t *rec)
+{
+    s_params_t p = { .count = 0 };
+    s_text (&p, tenant);
+    s_bytea (&p, id, id_len);
+    memset (rec, 0, sizeof *rec);
+    PGresult *res = s_run (self, "SELECT result, created, mac FROM idempotency "
+                                 "WHERE tenant = $1 AND id = $2", &p);
+    int rc = !res ? -1 : PQntuples (res) == 0 ? 0 : 1;
+    bool ok = true;
+    if (rc == 1) {
+        rec->result = s_get_blob (res, 0, 0, &rec->result_len, &ok);
+        rec->created = s_get_int8 (res, 0, 1);
+        rec->mac = s_get_blob (res, 0, 2, &rec->mac_len, &ok);
+        if (!ok || !rec->result) {
+            ks_idem_rec_free (rec);
+            rc = -1;
+        }
+    }
+    PQclear (res);
+    return rc;
+}
+
+//  ON CONFLICT DO NOTHING: a transaction of another broker that recorded
+//  the same id first makes this insert wait for its commit, then change
+//  nothing (0), with no error to log.
+static int
+s_idem_insert (ks_store_t *self, const char *tenant, const uint8_t *id, size_t id_len,
+               const ks_idem_rec_t *rec)
+{
+    s_params_t p = { .count = 0 };
+    s_text (&p, tenant);
+    s_bytea (&p, id, id_len);
+    s_bytea (&p, rec->result, rec->result_len);
+    s_int8 (&p, rec->created);
+    s_bytea (&p, rec->mac, rec->mac_len);
+    int changed = s_run_changes (self, "INSERT INTO idempotency (tenant, id, result, created, mac) "
+                                       "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING", &p);
+    return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+}
+
+static int
+s_idem_expire (ks_store_t *self, int64_t before)
+{
+    s_params_t p = { .count = 0 };
+    s_int8 (&p, before);
+    return s_run_changes (self, "DELETE FROM idempotency WHERE created < $1", &p);
+}
+
+static int
 s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
 {
     s_params_t p = { .count = 0 };
     s_text (&p, tenant);
     PGresult *res = s_run (self, "SELECT ref, info, private, mac FROM keys WHERE tenant = $1 "
+                                 "ORDER BY seq", &p);
+    if (!res)
+        return -1;
+    int n = PQntuples (res);
+    ks_key_rec_t *recs = calloc ((size_t) n + 1, sizeof *recs);
+    int i = 0;
+    while (recs && i < n && s_key_columns (res, i, &recs [i]) == 1)
+        i++;
+    PQclear (res);
+    if (!recs || i < n) {
+        for (int j = 0; recs && j < i; j++)
+            ks_key_rec_free (&recs [j]);
+        free (recs);
+        return -1;
+    }
+    *recs_p = recs;
+    *count_p = (size_t) n;
+    return 0;
+}
+
+/* ---- object rows (schema 4) ------------------------------------------------- */
+
+static int
+s_object_read (ks_store_t *self, const char *tenant, const char *ref, ks_key_rec_t *rec)
+{
+    s_params_t p = { .count = 0 };
+    s_text (&p, tenant);
+    s_text (&p, ref);
+    memset (rec, 0, sizeof *rec);
+    PGresult *res = s_run (self, "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 AND ref = $2", &p);
+    int rc = !res ? -1 : PQntuples (res) == 0 ? 0 : s_key_columns (res, 0, rec);
+    PQclear (res);
+    return rc;
+}
+
+static int
+s_object_put (ks_store_t *self, const char *tenant, const ks_key_rec_t *rec)
+{
+    s_params_t p = { .count = 0 };
+    s_text (&p, tenant);
+    s_text (&p, rec->ref);
+    s_bytea (&p, rec->info, rec->info_len);
+    s_bytea (&p, rec->private, rec->private_len);
+    s_bytea (&p, rec->mac, rec->mac_len);
+    return s_run_changes (self, "INSERT INTO objects (tenant, ref, info, private, mac) "
+                                "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant, ref) DO UPDATE "
+                                "SET info = EXCLUDED.info, private = EXCLUDED.private, mac = EXCLUDED.mac",
+                          &p) == 1 ? 0 : -1;
+}
+
+static int
+s_object_delete (ks_store_t *self, const char *tenant, const char *ref)
+{
+    s_params_t p = { .count = 0 };
+    s_text (&p, tenant);
+    s_text (&p, ref);
+    int changed = s_run_changes (self, "DELETE FROM objects WHERE tenant = $1 AND ref = $2", &p);
+    return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+}
+
+static int
+s_object_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
+{
+    s_params_t p = { .count = 0 };
+    s_text (&p, tenant);
+    PGresult *res = s_run (self, "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
                                  "ORDER BY seq", &p);
     if (!res)
         return -1;
@@ -693,6 +829,13 @@ const ks_backend_t ks_pg_backend = {
     .key_update = s_key_update,
     .key_delete = s_key_delete,
     .key_list = s_key_list,
+    .object_read = s_object_read,
+    .object_put = s_object_put,
+    .object_delete = s_object_delete,
+    .object_list = s_object_list,
+    .idem_read = s_idem_read,
+    .idem_insert = s_idem_insert,
+    .idem_expire = s_idem_expire,
     .settle = s_settle,
     .listen = s_listen,
 };

@@ -39,7 +39,8 @@ struct _ks_store_t {
 //  added again never repeats an old version or epoch.  `mac` is the row's
 //  HMAC (row_mac.h); keys_version is outside it: it only tells clients when
 //  to fetch the key list again.  Version 1 had no epochs and no mac
-//  columns (s_migrate adds them).
+//  columns (s_migrate adds them); version 3 adds the table idempotency
+//  (created here when missing).
 static const char *s_schema =
     "CREATE TABLE IF NOT EXISTS meta ("
     "  name TEXT PRIMARY KEY, value BLOB NOT NULL);"
@@ -59,6 +60,21 @@ static const char *s_schema =
     "  private BLOB,"
     "  mac BLOB,"
     "  PRIMARY KEY (tenant, ref));"
+    "CREATE TABLE IF NOT EXISTS objects ("     //  schema 4: certificates, data objects
+    "  tenant TEXT NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
+    "  ref TEXT NOT NULL,"
+    "  info BLOB NOT NULL,"
+    "  private BLOB,"
+    "  mac BLOB,"
+    "  PRIMARY KEY (tenant, ref));"
+    "CREATE TABLE IF NOT EXISTS idempotency ("
+    "  tenant TEXT NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
+    "  id BLOB NOT NULL,"
+    "  result BLOB NOT NULL,"
+    "  created INTEGER NOT NULL,"
+    "  mac BLOB,"
+    "  PRIMARY KEY (tenant, id));"
+    "CREATE INDEX IF NOT EXISTS idempotency_created ON idempotency (created);"
     "INSERT OR IGNORE INTO meta (name, value) VALUES ('version_seq', '0');";
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -622,6 +638,152 @@ s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t 
     return 0;
 }
 
+static int
+s_idem_read (ks_store_t *self, const char *tenant, const uint8_t *id, size_t id_len, ks_idem_rec_t *rec)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT result, created, mac FROM idempotency "
+                                          "WHERE tenant = ?1 AND id = ?2");
+    memset (rec, 0, sizeof *rec);
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    sqlite3_bind_blob (stmt, 2, id, (int) id_len, SQLITE_TRANSIENT);
+    int rc = -1, step = sqlite3_step (stmt);
+    bool ok = true;
+    if (step == SQLITE_ROW) {
+        rec->result = s_column_blob (stmt, 0, &rec->result_len, &ok);
+        rec->created = sqlite3_column_int64 (stmt, 1);
+        rec->mac = s_column_blob (stmt, 2, &rec->mac_len, &ok);
+        rc = ok && rec->result ? 1 : -1;
+        if (rc < 0)
+            ks_idem_rec_free (rec);
+    }
+    else
+    if (step == SQLITE_DONE)
+        rc = 0;
+    else
+        s_db_error (self, "read idempotency");
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+static int
+s_idem_insert (ks_store_t *self, const char *tenant, const uint8_t *id, size_t id_len,
+               const ks_idem_rec_t *rec)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "INSERT OR IGNORE INTO idempotency (tenant, id, result, "
+                                          "created, mac) VALUES (?1, ?2, ?3, ?4, ?5)");
+    if (stmt) {
+        s_bind_text (stmt, 1, tenant);
+        sqlite3_bind_blob (stmt, 2, id, (int) id_len, SQLITE_TRANSIENT);
+        sqlite3_bind_blob (stmt, 3, rec->result, (int) rec->result_len, SQLITE_TRANSIENT);
+        sqlite3_bind_int64 (stmt, 4, rec->created);
+        s_bind_blob (stmt, 5, rec->mac, rec->mac_len);
+    }
+    int changed = s_step_done (self, stmt);
+    return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+}
+
+static int
+s_idem_expire (ks_store_t *self, int64_t before)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "DELETE FROM idempotency WHERE created < ?1");
+    if (stmt)
+        sqlite3_bind_int64 (stmt, 1, before);
+    return s_step_done (self, stmt);
+}
+
+/* ---- object rows (schema 4) -------------------------------------------- */
+
+static int
+s_object_read (ks_store_t *self, const char *tenant, const char *ref, ks_key_rec_t *rec)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT ref, info, private, mac FROM objects "
+                                          "WHERE tenant = ?1 AND ref = ?2");
+    memset (rec, 0, sizeof *rec);
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    s_bind_text (stmt, 2, ref);
+    int step = sqlite3_step (stmt), rc = -1;
+    if (step == SQLITE_ROW)
+        rc = s_key_columns (stmt, 0, rec);
+    else
+    if (step == SQLITE_DONE)
+        rc = 0;
+    else
+        s_db_error (self, "read object");
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+static int
+s_object_put (ks_store_t *self, const char *tenant, const ks_key_rec_t *rec)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "INSERT INTO objects (tenant, ref, info, private, mac) "
+                                          "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (tenant, ref) DO UPDATE "
+                                          "SET info = excluded.info, private = excluded.private, "
+                                          "mac = excluded.mac");
+    if (stmt) {
+        s_bind_text (stmt, 1, tenant);
+        s_bind_text (stmt, 2, rec->ref);
+        sqlite3_bind_blob (stmt, 3, rec->info, (int) rec->info_len, SQLITE_TRANSIENT);
+        s_bind_blob (stmt, 4, rec->private, rec->private_len);
+        s_bind_blob (stmt, 5, rec->mac, rec->mac_len);
+    }
+    return s_step_done (self, stmt) == 1 ? 0 : -1;
+}
+
+static int
+s_object_delete (ks_store_t *self, const char *tenant, const char *ref)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "DELETE FROM objects WHERE tenant = ?1 AND ref = ?2");
+    if (stmt) {
+        s_bind_text (stmt, 1, tenant);
+        s_bind_text (stmt, 2, ref);
+    }
+    int changed = s_step_done (self, stmt);
+    return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+}
+
+static int
+s_object_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT ref, info, private, mac FROM objects "
+                                          "WHERE tenant = ?1 ORDER BY rowid");
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    size_t count = 0, room = 16;
+    ks_key_rec_t *recs = calloc (room, sizeof *recs);
+    int step = SQLITE_ERROR;
+    while (recs && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
+        if (count == room) {
+            ks_key_rec_t *grown = realloc (recs, 2 * room * sizeof *recs);
+            if (!grown)
+                break;
+            recs = grown;
+            room *= 2;
+        }
+        memset (&recs [count], 0, sizeof *recs);
+        if (s_key_columns (stmt, 0, &recs [count]) != 1)
+            break;
+        count++;
+    }
+    sqlite3_finalize (stmt);
+    if (step != SQLITE_DONE) {
+        if (recs)
+            s_db_error (self, "list objects");
+        for (size_t i = 0; recs && i < count; i++)
+            ks_key_rec_free (&recs [i]);
+        free (recs);
+        return -1;
+    }
+    *recs_p = recs;
+    *count_p = count;
+    return 0;
+}
+
 //  Takes the write lock once (BEGIN IMMEDIATE waits for writers) and
 //  compares PRAGMA data_version with the last one seen.
 static int
@@ -663,6 +825,13 @@ const ks_backend_t ks_sqlite_backend = {
     .key_update = s_key_update,
     .key_delete = s_key_delete,
     .key_list = s_key_list,
+    .object_read = s_object_read,
+    .object_put = s_object_put,
+    .object_delete = s_object_delete,
+    .object_list = s_object_list,
+    .idem_read = s_idem_read,
+    .idem_insert = s_idem_insert,
+    .idem_expire = s_idem_expire,
     .settle = s_settle,
     .listen = NULL,
 };

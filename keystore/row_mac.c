@@ -101,14 +101,15 @@ row_mac_tenant (const uint8_t key [32], const char *name, const row_mac_tenant_t
     return s_finish (&self, mac);
 }
 
-int
-row_mac_key (const uint8_t key [32], const char *tenant, const char *ref,
-             const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
-             uint8_t mac [ROW_MAC_LEN])
+//  The MAC of a row of the keys or objects table, with its prefix.
+static int
+s_row_mac (const uint8_t key [32], const char *prefix, const char *tenant, const char *ref,
+           const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
+           uint8_t mac [ROW_MAC_LEN])
 {
     s_mac_t self;
     unsigned char has_private = private ? 1 : 0;
-    s_start (&self, key, "cs-keyrow-v1");
+    s_start (&self, key, prefix);
     s_lp (&self, tenant, strlen (tenant));
     s_lp (&self, ref, strlen (ref));
     s_lp (&self, info, info_len);
@@ -117,8 +118,39 @@ row_mac_key (const uint8_t key [32], const char *tenant, const char *ref,
     return s_finish (&self, mac);
 }
 
+int
+row_mac_key (const uint8_t key [32], const char *tenant, const char *ref,
+             const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
+             uint8_t mac [ROW_MAC_LEN])
+{
+    return s_row_mac (key, "cs-keyrow-v1", tenant, ref, info, info_len, private, private_len, mac);
+}
+
+int
+row_mac_object (const uint8_t key [32], const char *tenant, const char *ref,
+                const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
+                uint8_t mac [ROW_MAC_LEN])
+{
+    return s_row_mac (key, "cs-objrow-v1", tenant, ref, info, info_len, private, private_len, mac);
+}
+
 bool
 row_mac_equal (const uint8_t expected [ROW_MAC_LEN], const void *stored, size_t stored_len)
 {
     return stored && stored_len == ROW_MAC_LEN && CRYPTO_memcmp (expected, stored, ROW_MAC_LEN) == 0;
+}
+
+int
+row_mac_idem (const uint8_t key [32], const char *tenant, const uint8_t *id, size_t id_len,
+              const uint8_t *result, size_t result_len, int64_t created, uint8_t mac [ROW_MAC_LEN])
+{
+    s_mac_t self;
+    if (!tenant || !id)
+        return -1;
+    s_start (&self, key, "cs-idem-v1");
+    s_lp (&self, tenant, strlen (tenant));
+    s_lp (&self, id, id_len);
+    s_lp (&self, result, result_len);
+    s_u64 (&self, (uint64_t) created);
+    return s_finish (&self, mac);
 }

@@ -43,6 +43,22 @@ int row_mac_key (const uint8_t key [32], const char *tenant, const char *ref,
                  const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
                  uint8_t mac [ROW_MAC_LEN]);
 
+/*  MAC of idempotency row (tenant, id): "cs-idem-v1" || lp (tenant) ||
+ *  lp (id) || lp (result) || created (seconds since the epoch).  Returns 0
+ *  or -1.  */
+int row_mac_idem (const uint8_t key [32], const char *tenant, const uint8_t *id, size_t id_len,
+                  const uint8_t *result, size_t result_len, int64_t created,
+                  uint8_t mac [ROW_MAC_LEN]);
+
+/*  MAC of object row (tenant, ref) (certificates, data objects; schema 4):
+ *  "cs-objrow-v1" || lp (tenant) || lp (ref) || lp (info) || has_private
+ *  (1 byte) || lp (private), where lp is a 4-byte big-endian length and the
+ *  bytes.  Its own prefix: a key row copied into the objects table (or
+ *  back) does not verify.  Returns 0 or -1.  */
+int row_mac_object (const uint8_t key [32], const char *tenant, const char *ref,
+                    const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
+                    uint8_t mac [ROW_MAC_LEN]);
+
 /*  Constant-time check of a stored MAC (stored_len bytes, NULL allowed)
  *  against the expected one.  */
 bool row_mac_equal (const uint8_t expected [ROW_MAC_LEN], const void *stored, size_t stored_len);

@@ -15,6 +15,7 @@
 #include "session.h"
 #include "token.h"
 #include "keymgmt.h"
+#include "dataobj.h"
 
 /*  ---- checks ------------------------------------------------------------ */
 
@@ -381,6 +382,8 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
     size_t n_wire = 0;
     CK_RV rv;
     return_val_if_fail (object_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
+    if (cs_module_check () == CKR_OK && cs_dataobj_is_template (tmpl, count))
+        return cs_dataobj_create (handle, tmpl, count, object_p);     /* certificates, data objects */
     if ((rv = cs_module_check ()) != CKR_OK
     ||  (rv = cs_keymgmt_create_check (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
         return rv;
@@ -456,7 +459,10 @@ C_DestroyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
     Cs__DestroyKeyJob destroy = CS__DESTROY_KEY_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     cs_object_info_t info;
-    CK_RV rv = s_enter_object (handle, object, &info);
+    CK_RV rv;
+    if (cs_dataobj_is_handle (object))
+        return cs_dataobj_destroy (handle, object);
+    rv = s_enter_object (handle, object, &info);
     if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID)
         return rv;
     if (rv == CKR_OK && !cs_object_flag (object, CKA_DESTROYABLE, true))
@@ -489,6 +495,8 @@ C_SetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRI
     cs_object_info_t info;
     CK_RV rv;
     return_val_if_fail (tmpl || !count, CKR_ARGUMENTS_BAD);
+    if (cs_dataobj_is_handle (object))
+        return cs_dataobj_set (handle, object, tmpl, count);
     rv = s_enter_object (handle, object, &info);
     if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID)
         return rv;
@@ -565,6 +573,8 @@ C_CopyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PT
     bool token, priv;
     CK_RV rv;
     return_val_if_fail (object_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
+    if (cs_dataobj_is_handle (object))
+        return cs_dataobj_copy (handle, object, tmpl, count, object_p);
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     if ((rv = cs_object_info (object, &info)) == CKR_OK

@@ -15,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <zmq.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include "log.h"
 #include "association.h"
 #include "link.h"
@@ -25,6 +26,9 @@ typedef struct _cs_waiter_t {
     uint8_t *frame;             /* encoded request while it may still be sent */
     size_t frame_size;
     bool idempotent;            /* may be re-sent after it left (s_idempotent) */
+    bool keyed;                 /* ... because its key-management jobs carry idempotency ids */
+    bool retried_same;          /* keyed: sent once more to the same broker after the
+                                   per-attempt timeout (only one endpoint usable) */
     int assoc;                  /* the association it was sent on; -1 while queued */
     int64_t sent_ms;            /* monotonic ms of the last send */
     bool attempt_checked;       /* its per-attempt timeout was handled */
@@ -88,20 +92,40 @@ s_has_queued (cs_link_t *self)
     return false;
 }
 
-/*  Sign, decrypt, derive, key lists and hello change nothing on the broker
- *  (DESIGN.md §1: jobs are stateless), so they may run twice.  Logins
- *  (a wrong PIN is counted), PIN changes and key management are not
- *  re-sent once they left (docs/CONTRACTS.md "Failover").  */
+/*  Key-management jobs: each carries an idempotency id (Job.idempotency_id)
+ *  so that the broker runs it once however often it arrives.  */
 static bool
-s_idempotent (const Cs__Request *req)
+s_key_management (const Cs__Job *job)
 {
+    switch (job->kind_case) {
+        case CS__JOB__KIND_GENERATE_KEY_PAIR: case CS__JOB__KIND_IMPORT_KEY:
+        case CS__JOB__KIND_DESTROY_KEY: case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
+        case CS__JOB__KIND_COPY_KEY:
+            return true;
+        default:
+            return false;
+    }
+}
+
+/*  Sign, decrypt, derive, key lists and hello change nothing on the broker
+ *  (DESIGN.md §1: jobs are stateless), so they may run twice; key
+ *  management carries idempotency ids (s_key_management), so a second run
+ *  replays the first one's result.  Logins (a wrong PIN is counted) and PIN
+ *  changes are not re-sent once they left (docs/CONTRACTS.md "Failover").
+ *  *keyed_p tells whether a key-management job is in it.  */
+static bool
+s_idempotent (const Cs__Request *req, bool *keyed_p)
+{
+    *keyed_p = false;
     for (size_t i = 0; i < req->n_jobs; i++)
         switch (req->jobs [i]->kind_case) {
             case CS__JOB__KIND_HELLO: case CS__JOB__KIND_LIST_KEYS: case CS__JOB__KIND_SIGN:
-            case CS__JOB__KIND_DECRYPT: case CS__JOB__KIND_DERIVE:
+            case CS__JOB__KIND_DECRYPT: case CS__JOB__KIND_DERIVE: case CS__JOB__KIND_LIST_OBJECTS:
                 break;
             default:
-                return false;
+                if (!s_key_management (req->jobs [i]))
+                    return false;
+                *keyed_p = true;
         }
     return true;
 }
@@ -134,6 +158,8 @@ s_send_one (cs_link_t *self, cs_waiter_t *waiter, size_t *load)
     while ((i = s_pick (self, load, tried)) >= 0) {
         tried |= 1u << i;
         if (cs_assoc_send (&self->assocs [i], waiter->frame, waiter->frame_size) == 0) {
+            cs_log_debug ("link: request %llu sent to %s", (unsigned long long) waiter->request_id,
+                          self->assocs [i].endpoint);
             waiter->assoc = i;
             waiter->sent_ms = cs_assoc_now_ms ();
             waiter->attempt_checked = false;
@@ -189,7 +215,7 @@ s_take_back (cs_link_t *self, size_t i, const char *why)
             waiter->assoc = -1;
         }
         else {
-            cs_log_error ("the broker %s %s with request %llu in flight; a key-management or login job "
+            cs_log_error ("the broker %s %s with request %llu in flight; a login or PIN job "
                           "is not re-sent", self->assocs [i].endpoint, why,
                           (unsigned long long) waiter->request_id);
             s_waiter_finish (waiter, CKR_DEVICE_ERROR, NULL);
@@ -206,37 +232,55 @@ s_attempt_due (cs_link_t *self, const cs_waiter_t *waiter)
     return (last_rx > waiter->sent_ms ? last_rx : waiter->sent_ms) + self->attempt_ms;
 }
 
+/*  True when the per-attempt timeout is watched for `waiter`: with several
+ *  endpoints, or for a key-management job not yet sent again.  */
+static bool
+s_attempt_watched (cs_link_t *self, const cs_waiter_t *waiter)
+{
+    return !waiter->done && waiter->assoc >= 0 && !waiter->attempt_checked
+        && (self->n_assocs > 1 || (waiter->keyed && !waiter->retried_same));
+}
+
 /*  I/O thread: a job in flight on a broker that sent nothing at all for the
  *  per-attempt timeout: the broker is silent (one replying to other jobs
  *  is busy, not silent); its idempotent jobs move to another usable broker
- *  that is not silent, if there is one.  A job that cannot move is not
- *  checked again: heartbeats and its deadline apply.  With one endpoint
- *  there is nowhere to go, so nothing is checked.  */
+ *  that is not silent, if there is one.  A key-management job (its reply
+ *  may have been lost) that cannot move is sent once more to the same
+ *  broker; its idempotency id makes the second run replay the first.  A
+ *  job that cannot move is not checked again: heartbeats and its deadline
+ *  apply.  With one endpoint only key-management jobs are checked.  */
 static void
 s_check_attempts (cs_link_t *self)
 {
     int64_t now = cs_assoc_now_ms ();
     size_t load [CS_CLIENT_MAX_ENDPOINTS] = { 0 };
     int other;
-    if (self->n_assocs < 2)
-        return;
     pthread_mutex_lock (&self->mutex);
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next) {
-        if (waiter->done || waiter->assoc < 0 || waiter->attempt_checked
-        ||  now < s_attempt_due (self, waiter))
+        if (!s_attempt_watched (self, waiter) || now < s_attempt_due (self, waiter))
             continue;
         cs_assoc_t *assoc = &self->assocs [waiter->assoc];
         if (!assoc->silent)
-            cs_log_warning ("the broker %s sent nothing for %lld ms with a job in flight; "
-                            "sending new jobs to other brokers", assoc->endpoint,
-                            (long long) (now - (assoc->last_rx_ms > waiter->sent_ms
-                                                ? assoc->last_rx_ms : waiter->sent_ms)));
+            cs_log_warning ("the broker %s sent nothing for %lld ms with a job in flight; %s",
+                            assoc->endpoint, (long long) (now - (assoc->last_rx_ms > waiter->sent_ms
+                                                                 ? assoc->last_rx_ms : waiter->sent_ms)),
+                            self->n_assocs > 1 ? "sending new jobs to other brokers"
+                                               : "its key-management job goes once more");
         assoc->silent = true;
         other = s_pick (self, load, 1u << waiter->assoc);
         if (waiter->idempotent && other >= 0 && !self->assocs [other].silent) {
             cs_log_info ("link: re-sending request %llu to another broker",
                          (unsigned long long) waiter->request_id);
             waiter->assoc = -1;
+        }
+        else
+        if (waiter->keyed && !waiter->retried_same && waiter->frame) {
+            cs_log_info ("link: re-sending request %llu to the same broker (its reply may be lost)",
+                         (unsigned long long) waiter->request_id);
+            if (cs_assoc_send (assoc, waiter->frame, waiter->frame_size) == 0)
+                waiter->sent_ms = cs_assoc_now_ms ();
+            waiter->retried_same = true;
+            waiter->attempt_checked = true;
         }
         else
             waiter->attempt_checked = true;
@@ -249,11 +293,9 @@ static long
 s_next_attempt (cs_link_t *self)
 {
     int64_t next = -1, now = cs_assoc_now_ms ();
-    if (self->n_assocs < 2)
-        return -1;
     pthread_mutex_lock (&self->mutex);
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next)
-        if (!waiter->done && waiter->assoc >= 0 && !waiter->attempt_checked) {
+        if (s_attempt_watched (self, waiter)) {
             int64_t left = s_attempt_due (self, waiter) - now;
             if (next < 0 || left < next)
                 next = left > 0 ? left : 0;
@@ -586,6 +628,34 @@ cs_link_reply_rv (const Cs__Request *req, const Cs__Reply *reply)
     return CKR_OK;
 }
 
+/*  Encodes req into a malloc'd frame.  Each key-management job without an
+ *  idempotency id gets a fresh one (CS_LINK_IDEM_ID_LEN random bytes) in
+ *  the frame only: every attempt of this call re-sends that frame, so the
+ *  id is the same on each; req itself is left as it was.  Returns CKR_OK,
+ *  CKR_HOST_MEMORY, or CKR_GENERAL_ERROR when no random bytes come.  */
+static CK_RV
+s_encode (Cs__Request *req, uint8_t **frame_p, size_t *size_p)
+{
+    size_t keyed = 0;
+    for (size_t i = 0; i < req->n_jobs; i++)
+        keyed += s_key_management (req->jobs [i]) && !req->jobs [i]->idempotency_id.len;
+    uint8_t *ids = keyed ? malloc (keyed * CS_LINK_IDEM_ID_LEN) : NULL;
+    CK_RV rv = keyed && !ids ? CKR_HOST_MEMORY
+             : keyed && RAND_bytes (ids, (int) (keyed * CS_LINK_IDEM_ID_LEN)) != 1 ? CKR_GENERAL_ERROR
+             : CKR_OK;
+    for (size_t i = 0, k = 0; rv == CKR_OK && i < req->n_jobs; i++)
+        if (s_key_management (req->jobs [i]) && !req->jobs [i]->idempotency_id.len)
+            req->jobs [i]->idempotency_id = (ProtobufCBinaryData) { CS_LINK_IDEM_ID_LEN,
+                                                                    ids + CS_LINK_IDEM_ID_LEN * k++ };
+    *frame_p = rv == CKR_OK ? cs_wire_encode (&req->base, size_p) : NULL;
+    for (size_t i = 0; ids && i < req->n_jobs; i++)
+        if (req->jobs [i]->idempotency_id.data >= ids
+        &&  req->jobs [i]->idempotency_id.data < ids + keyed * CS_LINK_IDEM_ID_LEN)
+            req->jobs [i]->idempotency_id = (ProtobufCBinaryData) { 0, NULL };
+    free (ids);
+    return rv != CKR_OK ? rv : *frame_p ? CKR_OK : CKR_HOST_MEMORY;
+}
+
 CK_RV
 cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply **reply_p)
 {
@@ -599,8 +669,8 @@ cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply *
     req->deadline_ms = (uint32_t) timeout_ms;
     req->request_id = waiter.request_id = __atomic_add_fetch (&self->next_id, 1, __ATOMIC_SEQ_CST);
     waiter.assoc = -1;
-    waiter.idempotent = s_idempotent (req);
-    if (!(waiter.frame = cs_wire_encode (&req->base, &waiter.frame_size)))
+    waiter.idempotent = s_idempotent (req, &waiter.keyed);
+    if (s_encode (req, &waiter.frame, &waiter.frame_size) != CKR_OK)
         return CKR_HOST_MEMORY;
     pthread_condattr_init (&attr);
     pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);

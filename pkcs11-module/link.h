@@ -13,8 +13,13 @@
  *  (kill, crash, heartbeat timeout) or it stays silent for the per-attempt
  *  timeout (client/attempt-timeout-ms) with a job in flight, its idempotent
  *  jobs (sign, decrypt, derive, list keys, hello) are sent again to another
- *  healthy broker; the others (login, PIN, key management) fail with
- *  CKR_DEVICE_ERROR once they left, since they may have taken effect.
+ *  healthy broker, and so are key-management jobs (generate, import,
+ *  destroy, set attributes, copy): each carries an idempotency id, the
+ *  same on every attempt, and the broker runs a job once per id (the
+ *  keystore records the result).  A key-management job whose broker stays
+ *  silent with no other broker to take it is sent once more to the same
+ *  broker (its reply may have been lost).  Logins and PIN changes fail
+ *  with CKR_DEVICE_ERROR once they left, since they may have taken effect.
  *
  *  The raw libzmq API is used, never zsock/zactor: CZMQ's global zsys state
  *  must not be started inside a library that nginx or a JVM loads.
@@ -28,6 +33,8 @@
 #include "client_config.h"
 
 typedef struct _cs_link_t cs_link_t;
+
+#define CS_LINK_IDEM_ID_LEN 16          /* bytes of a key-management job's idempotency id */
 
 /*  Creates one association per endpoint of `config` (the connections come
  *  up in the background) and starts the I/O thread.  Returns the link, or

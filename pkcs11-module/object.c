@@ -15,6 +15,7 @@
 #include "token.h"
 #include "session.h"
 #include "object.h"
+#include "dataobj.h"
 
 typedef struct {
     CK_OBJECT_CLASS klass;
@@ -265,6 +266,7 @@ cs_object_reset (void)
     free (s_table.objects);
     free (s_table.buckets);
     memset (&s_table, 0, sizeof s_table);
+    cs_dataobj_reset ();
 }
 
 /*  ---- session objects ---------------------------------------------------- */
@@ -288,6 +290,7 @@ cs_object_session_closed (CK_SESSION_HANDLE session)
     for (size_t i = 0; i < s_table.count; i++)
         if (!s_table.objects [i].ref && (session == 0 || s_table.objects [i].session == session))
             s_object_clear (&s_table.objects [i]);
+    cs_dataobj_session_closed (session);
 }
 
 /*  ---- attribute values --------------------------------------------------- */
@@ -510,6 +513,7 @@ cs_object_logged_out (void)
         if (!s_table.objects [i].ref && s_table.objects [i].key
         &&  s_flag (&s_table.objects [i], CKA_PRIVATE, true))
             s_object_clear (&s_table.objects [i]);
+    cs_dataobj_logged_out ();
 }
 
 /*  ---- looking at objects --------------------------------------------------- */
@@ -604,6 +608,8 @@ cs_object_get_attributes (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULO
 {
     CK_RV rv = CKR_OK;
     const cs_object_t *object = s_object (handle);
+    if (cs_dataobj_is_handle (handle))
+        return cs_dataobj_get_attributes (handle, tmpl, count);
     if (!s_visible (object))
         return CKR_OBJECT_HANDLE_INVALID;
     for (CK_ULONG i = 0; i < count; i++) {
@@ -631,13 +637,14 @@ s_matches (const cs_object_t *object, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 CK_RV
 cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
 {
-    CK_OBJECT_HANDLE *handles = calloc (s_table.count + 1, sizeof *handles);
+    CK_OBJECT_HANDLE *handles = calloc (s_table.count + cs_dataobj_count () + 1, sizeof *handles);
     size_t found = 0;
     if (!handles)
         return CKR_HOST_MEMORY;
     for (size_t i = 0; i < s_table.count; i++)
         if (s_visible (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
             handles [found++] = i + 1;
+    found += cs_dataobj_find (tmpl, count, handles + found);
     *handles_p = handles;
     *count_p = found;
     return CKR_OK;
@@ -781,7 +788,7 @@ C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG cou
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     cs_module_unlock ();
-    if ((rv = cs_object_refresh ()) != CKR_OK)
+    if ((rv = cs_object_refresh ()) != CKR_OK || (rv = cs_dataobj_refresh (tmpl, count)) != CKR_OK)
         return rv;
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;

@@ -14,9 +14,24 @@
  *                 then returns CKR_DEVICE_REMOVED
  *    hang-after   N: the same for every operation after the first N
  *    delay-ms     N: every operation sleeps N ms before it runs
+ *    die          true: the first operation dies (below)
+ *    die-after    N: the operation after the first N dies
  *  Operations are sign, decrypt, derive, generate and destroy; opening,
  *  keys, mechanisms and capabilities are the inner board's.  The counters
  *  are per board (all its sessions), atomic.
+ *
+ *  "Die" is a vendor library whose internal thread crashed inside a call:
+ *  the dying call never returns to the broker (it blocks until the board is
+ *  closed, which the broker never does while a worker is stuck in it, then
+ *  answers CKR_DEVICE_REMOVED), and from then on the device is gone: every
+ *  other operation on any session of the board answers CKR_DEVICE_REMOVED
+ *  at once and no new session opens.  It is not a pthread_exit of the
+ *  worker thread: a thread that ends inside a driver call never gives its
+ *  ZeroMQ sockets and its actor pipe back, so nothing could stop the broker
+ *  afterwards; a thread stuck in the call is what a real dying library
+ *  leaves, and the broker survives it (the call's time limit abandons it,
+ *  the item is re-run on another board, the board leaves rotation, and at
+ *  exit the worker is left behind with a warning: board_watch.h, server.c).
  *
  *  A fault board may be closed while an operation hangs (the broker closes
  *  it only after its sessions, but tests do not): the close wakes the hung
@@ -43,6 +58,8 @@ struct cs_board_s {
     bool fail;
     char *fail_file;
     long delay_ms;
+    unsigned long die_after;            /* ULONG_MAX: never */
+    atomic_bool dead;                   /* an operation died: the device is gone */
     atomic_ulong calls;                 /* operations started */
     atomic_ulong results;               /* successful results */
     pthread_mutex_t lock;
@@ -55,6 +72,21 @@ struct cs_session_s {
     cs_board_t *board;
     cs_session_t *inner;
 };
+
+static cs_drv_board_open_fn s_board_open;
+static cs_drv_board_close_fn s_board_close;
+static cs_drv_board_mechanisms_fn s_board_mechanisms;
+static cs_drv_board_keys_fn s_board_keys;
+static cs_drv_session_open_fn s_session_open;
+static cs_drv_session_close_fn s_session_close;
+static cs_drv_capabilities_fn s_capabilities;
+static cs_drv_sign_key_fn s_sign_key;
+static cs_drv_decrypt_key_fn s_decrypt_key;
+static cs_drv_derive_key_fn s_derive_key;
+static cs_drv_generate_material_fn s_generate_material;
+static cs_drv_generate_resident_fn s_generate_resident;
+static cs_drv_destroy_resident_fn s_destroy_resident;
+static cs_drv_session_cached_fn s_session_cached;
 
 /*  The inner driver's function `id`, or NULL.  */
 static cs_driver_fn_t
@@ -146,21 +178,26 @@ s_settings (cs_board_t *self, zconfig_t *config)
 {
     const char *fail = drv_config_get (config, "fail", "false");
     const char *hang = drv_config_get (config, "hang", "false");
+    const char *die = drv_config_get (config, "die", "false");
+    long die_after = s_number (drv_config_get (config, "die-after", "-"));
     long flip = s_number (drv_config_get (config, "flip-every", "0"));
     long after = s_number (drv_config_get (config, "hang-after", "-"));
     long delay = s_number (drv_config_get (config, "delay-ms", "0"));
     bool bools_ok = (streq (fail, "true") || streq (fail, "false"))
-                 && (streq (hang, "true") || streq (hang, "false"));
+                 && (streq (hang, "true") || streq (hang, "false"))
+                 && (streq (die, "true") || streq (die, "false"));
     if (!bools_ok || flip < 0 || delay < 0
-    ||  (after < 0 && !streq (drv_config_get (config, "hang-after", "-"), "-"))) {
-        zsys_error ("fault %s: flip-every, hang-after and delay-ms take a number >= 0, "
-                    "fail and hang take true or false", self->name);
+    ||  (after < 0 && !streq (drv_config_get (config, "hang-after", "-"), "-"))
+    ||  (die_after < 0 && !streq (drv_config_get (config, "die-after", "-"), "-"))) {
+        zsys_error ("fault %s: flip-every, hang-after, die-after and delay-ms take a number >= 0, "
+                    "fail, hang and die take true or false", self->name);
         return -1;
     }
     self->fail = streq (fail, "true");
     self->flip_every = (unsigned long) flip;
     self->hang_after = streq (hang, "true") ? 0 : after >= 0 ? (unsigned long) after : ULONG_MAX;
     self->delay_ms = delay;
+    self->die_after = streq (die, "true") ? 0 : die_after >= 0 ? (unsigned long) die_after : ULONG_MAX;
     const char *fail_file = drv_config_get (config, "fail-file", NULL);
     if (fail_file && !(self->fail_file = strdup (fail_file)))
         return -1;
@@ -182,10 +219,11 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         s_release (self);
         return -1;
     }
-    zsys_info ("fault %s: over a %s board: flip-every %lu, fail %s%s%s, hang-after %ld, delay %ld ms",
-               name, self->inner->type, self->flip_every, self->fail ? "true" : "false",
+    zsys_info ("fault %s: over a %s board: flip-every %lu, fail %s%s%s, hang-after %ld, die-after %ld, "
+               "delay %ld ms", name, self->inner->type, self->flip_every, self->fail ? "true" : "false",
                self->fail_file ? ", fail-file " : "", self->fail_file ? self->fail_file : "",
-               self->hang_after == ULONG_MAX ? -1L : (long) self->hang_after, self->delay_ms);
+               self->hang_after == ULONG_MAX ? -1L : (long) self->hang_after,
+               self->die_after == ULONG_MAX ? -1L : (long) self->die_after, self->delay_ms);
     *board_p = self;
     return 0;
 }
@@ -230,6 +268,8 @@ s_capabilities (cs_board_t *self, cs_caps_t *caps)
 static cs_session_t *
 s_session_open (cs_board_t *board)
 {
+    if (atomic_load (&board->dead))
+        return NULL;                    /* the device is gone */
     cs_session_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
@@ -258,11 +298,29 @@ s_session_close (cs_session_t **session_p)
     s_release (board);
 }
 
+/*  Blocks until the board is closed (a hung or dying call).  */
+static void
+s_block (cs_board_t *self)
+{
+    pthread_mutex_lock (&self->lock);
+    while (!self->closed)
+        pthread_cond_wait (&self->closed_cond, &self->lock);
+    pthread_mutex_unlock (&self->lock);
+}
+
 /*  The faults before an operation: CKR_OK to run it, else its result.  */
 static CK_RV
 s_before (cs_board_t *self)
 {
     unsigned long call = atomic_fetch_add (&self->calls, 1);
+    if (atomic_load (&self->dead) || (self->die_after != ULONG_MAX && call > self->die_after))
+        return CKR_DEVICE_REMOVED;      /* after a call died: the device is gone */
+    if (call == self->die_after) {
+        atomic_store (&self->dead, true);
+        zsys_info ("fault %s: operation %lu dies: it never returns, the device is gone", self->name, call + 1);
+        s_block (self);
+        return CKR_DEVICE_REMOVED;
+    }
     if (self->delay_ms > 0) {
         struct timespec ts = { self->delay_ms / 1000, (self->delay_ms % 1000) * 1000000 };
         while (nanosleep (&ts, &ts) && errno == EINTR)
@@ -271,10 +329,7 @@ s_before (cs_board_t *self)
     if (self->fail || (self->fail_file && access (self->fail_file, F_OK) == 0))
         return CKR_DEVICE_ERROR;
     if (call >= self->hang_after) {
-        pthread_mutex_lock (&self->lock);
-        while (!self->closed)
-            pthread_cond_wait (&self->closed_cond, &self->lock);
-        pthread_mutex_unlock (&self->lock);
+        s_block (self);
         return CKR_DEVICE_REMOVED;
     }
     return CKR_OK;

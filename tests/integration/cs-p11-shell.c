@@ -17,6 +17,8 @@
  *    hold ID            finds that key (as sign does) and keeps its handle
  *    sign-held          C_Sign with the handle kept by hold, without a find:
  *                       the module's key list is not refreshed (keystore-shared.sh)
+ *    destroy-held       C_DestroyObject of the handle kept by hold, without a
+ *                       find (keys-idempotent.sh)
  *    keygen-signer ID LABEL   C_GenerateKeyPair of a token RSA-2048 pair with
  *                       CKA_ID ID (hex) and CKA_LABEL LABEL whose private key
  *                       signs and does not decrypt (CKA_DECRYPT FALSE)
@@ -229,6 +231,9 @@ s_command (char *line)
     else
     if (strcmp (command, "sign-held") == 0)
         rv = s_sign_with (s_held);
+    else
+    if (strcmp (command, "destroy-held") == 0)
+        rv = p11->C_DestroyObject (s_session, s_held);
     else
     if (strcmp (command, "keygen-signer") == 0 && a && b)
         rv = s_keygen_signer (a, b);

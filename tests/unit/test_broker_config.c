@@ -226,11 +226,12 @@ START_TEST (test_limits)
     ck_assert_int_eq (config->router_rcvhwm, 100);
     ck_assert_int_eq (config->router_sndhwm, 1000);
     ck_assert_int_eq (config->max_client_jobs, 256);                    /* broker.conf(5) */
+    ck_assert_int_eq (config->cross_check, 0);                          /* broker.conf(5): off */
     ck_assert_ptr_null (config->tenant_weights);
     broker_config_destroy (&config);
     config = s_load ("    max-deadline-ms = 2000\n    default-deadline-ms = 1500\n"
                      "    max-client-bytes = 4096\n    router-rcvhwm = 7\n    router-sndhwm = 9\n"
-                     "    max-client-jobs = 3\n    tenant-weight\n        gold = 4\n        demo = 1\n",
+                     "    max-client-jobs = 3\n    cross-check = 25%\n    tenant-weight\n        gold = 4\n        demo = 1\n",
                      s_drivers, &error);
     ck_assert_msg (config != NULL, "%s", error ? error : "");
     ck_assert_int_eq (config->max_deadline_ms, 2000);
@@ -239,6 +240,7 @@ START_TEST (test_limits)
     ck_assert_int_eq (config->router_rcvhwm, 7);
     ck_assert_int_eq (config->router_sndhwm, 9);
     ck_assert_int_eq (config->max_client_jobs, 3);
+    ck_assert_int_eq (config->cross_check, 25);
     ck_assert_ptr_nonnull (config->tenant_weights);
     ck_assert_str_eq (zconfig_get (config->tenant_weights, "gold", ""), "4");
     broker_config_destroy (&config);
@@ -316,6 +318,9 @@ static const struct {
     { "", "", "drivers: must name 1..64 boards" },
     { "    max-queue = 0\n", NULL, "broker/max-queue: must be 1..1000000" },
     { "    max-client-jobs = 0\n", NULL, "broker/max-client-jobs: must be 1..1000000" },
+    { "    cross-check = 101%\n", NULL, "broker/cross-check: must be N% with N 0..100" },
+    { "    cross-check = some\n", NULL, "broker/cross-check: must be N% with N 0..100" },
+    { "    cross-check = 5%%\n", NULL, "broker/cross-check: must be N% with N 0..100" },
     { "    tenant-weight\n        gold = 1001\n", NULL, "broker/tenant-weight/gold: must be 1..1000" },
     { "    tenant-weight\n        gold = x\n", NULL, "broker/tenant-weight/gold: must be 1..1000" },
     { "    tenant-weight\n        gold\n", NULL, "broker/tenant-weight/gold: must be a weight 1..1000" },

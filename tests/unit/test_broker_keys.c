@@ -743,6 +743,123 @@ START_TEST (test_deadline_passed_when_routed)
 }
 END_TEST
 
+/*  Certificates and data objects (issue #10, broker/objjobs.c): writing
+ *  and destroying need a user ticket; a list without one leaves out the
+ *  private objects (the broker filters, not only the module); another
+ *  tenant sees none and cannot destroy or replace them; a replace keeps
+ *  the class.  */
+static uint8_t *s_obj_ticket;       /* the ticket s_object_job sends (with_ticket) */
+static size_t s_obj_ticket_len;
+
+static uint64_t
+s_object_job (zsock_t *client, bool with_ticket, Cs__Job__KindCase kind, Cs__ObjectInfo *object,
+              const char *ref, Cs__Reply **reply_p)
+{
+    static uint64_t id = 9000;
+    Cs__Request *req = th_request (1, ++id);
+    if (with_ticket)
+        req->ticket = (ProtobufCBinaryData) { s_obj_ticket_len, s_obj_ticket };
+    Cs__Job *job = req->jobs [0];
+    job->kind_case = kind;
+    if (kind == CS__JOB__KIND_PUT_OBJECT) {
+        job->put_object = calloc (1, sizeof *job->put_object);
+        cs__put_object_job__init (job->put_object);
+        job->put_object->object = object;
+    }
+    else
+    if (kind == CS__JOB__KIND_DESTROY_OBJECT) {
+        job->destroy_object = calloc (1, sizeof *job->destroy_object);
+        cs__destroy_object_job__init (job->destroy_object);
+        job->destroy_object->ref = (char *) ref;
+    }
+    else {
+        job->list_objects = calloc (1, sizeof *job->list_objects);
+        cs__list_objects_job__init (job->list_objects);
+    }
+    uint64_t rv = s_call (client, req, reply_p);
+    th_request_free (req);
+    return rv;
+}
+
+//  How many objects a list gives (its rv must be CKR_OK).
+static size_t
+s_objects_listed (zsock_t *client, bool with_ticket)
+{
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_object_job (client, with_ticket, CS__JOB__KIND_LIST_OBJECTS, NULL, NULL, &reply), CKR_OK);
+    ck_assert_int_eq (reply->results [0]->kind_case, CS__RESULT__KIND_OBJECTS);
+    size_t n = reply->results [0]->objects->n_objects;
+    cs__reply__free_unpacked (reply, NULL);
+    return n;
+}
+
+START_TEST (test_objects)
+{
+    Cs__Attribute value = CS__ATTRIBUTE__INIT;
+    Cs__Attribute *attrs [] = { &value };
+    value.type = CKA_VALUE;
+    value.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    value.bytes = (ProtobufCBinaryData) { 6, (uint8_t *) "secret" };
+    Cs__ObjectInfo cert = CS__OBJECT_INFO__INIT, data = CS__OBJECT_INFO__INIT;
+    cert.object_class = CKO_CERTIFICATE;
+    data.object_class = CKO_DATA;
+    data.is_private = true;
+    data.attributes = attrs;
+    data.n_attributes = 1;
+    Cs__Reply *reply = NULL;
+    s_obj_ticket = s_ticket;
+    s_obj_ticket_len = s_ticket_len;
+    ck_assert_uint_eq (s_object_job (s_alice, false, CS__JOB__KIND_PUT_OBJECT, &cert, NULL, NULL),
+                       CKR_USER_NOT_LOGGED_IN);
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_PUT_OBJECT, &cert, NULL, &reply), CKR_OK);
+    ck_assert_int_eq (reply->results [0]->kind_case, CS__RESULT__KIND_OBJECT);
+    char *cert_ref = strdup (reply->results [0]->object->ref);
+    ck_assert_int_eq (strncmp (cert_ref, "obj:", 4), 0);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_PUT_OBJECT, &data, NULL, &reply), CKR_OK);
+    char *data_ref = strdup (reply->results [0]->object->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_objects_listed (s_alice, true), 2);
+    ck_assert_uint_eq (s_objects_listed (s_alice, false), 1);      /* the private one is left out */
+    ck_assert_uint_eq (s_objects_listed (s_eve, false), 0);
+    //  eve (tenant other), logged in, can neither destroy nor replace alice's object.
+    uint64_t eve_rv = 0;
+    size_t eve_len = 0;
+    uint8_t *eve = th_login (s_eve, "5678", &eve_len, &eve_rv);
+    ck_assert_uint_eq (eve_rv, CKR_OK);
+    s_obj_ticket = eve;
+    s_obj_ticket_len = eve_len;
+    ck_assert_uint_eq (s_objects_listed (s_eve, true), 0);
+    ck_assert_uint_eq (s_object_job (s_eve, true, CS__JOB__KIND_DESTROY_OBJECT, NULL, cert_ref, NULL),
+                       CKR_OBJECT_HANDLE_INVALID);
+    cert.ref = cert_ref;
+    ck_assert_uint_eq (s_object_job (s_eve, true, CS__JOB__KIND_PUT_OBJECT, &cert, NULL, NULL),
+                       CKR_OBJECT_HANDLE_INVALID);
+    free (eve);
+    s_obj_ticket = s_ticket;
+    s_obj_ticket_len = s_ticket_len;
+    ck_assert_uint_eq (s_objects_listed (s_alice, true), 2);
+    //  A replace needs an object of the tenant, of the same class.
+    cert.ref = "obj:00000000000000000000000000000000";
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_PUT_OBJECT, &cert, NULL, NULL),
+                       CKR_OBJECT_HANDLE_INVALID);
+    data.ref = cert_ref;
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_PUT_OBJECT, &data, NULL, NULL),
+                       CKR_TEMPLATE_INCONSISTENT);
+    cert.ref = cert_ref;
+    cert.attributes = attrs;
+    cert.n_attributes = 1;
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_PUT_OBJECT, &cert, NULL, NULL), CKR_OK);
+    ck_assert_uint_eq (s_objects_listed (s_alice, true), 2);
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_DESTROY_OBJECT, NULL, data_ref, NULL), CKR_OK);
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_DESTROY_OBJECT, NULL, data_ref, NULL),
+                       CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (s_objects_listed (s_alice, true), 1);
+    free (cert_ref);
+    free (data_ref);
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -759,6 +876,7 @@ s_suite (void)
     tcase_add_test (tc, test_list_without_login);
     tcase_add_test (tc, test_foreign_refs_unknown);
     tcase_add_test (tc, test_deadline_passed_when_routed);
+    tcase_add_test (tc, test_objects);
     suite_add_tcase (suite, tc);
     return suite;
 }

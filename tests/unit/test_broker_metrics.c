@@ -181,6 +181,13 @@ static const char *s_expected =
 "# HELP cryptoserver_job_reruns_total Jobs re-run on another board after a board fault.\n"
 "# TYPE cryptoserver_job_reruns_total counter\n"
 "cryptoserver_job_reruns_total 3\n"
+"# HELP cryptoserver_cross_checks_total Jobs run on two boards and compared (broker/cross-check), by "
+"result: match, mismatch (a wrong result caught), skipped (the second run failed, ran on the same board, "
+"or the results could not be compared).\n"
+"# TYPE cryptoserver_cross_checks_total counter\n"
+"cryptoserver_cross_checks_total{result=\"match\"} 2\n"
+"cryptoserver_cross_checks_total{result=\"mismatch\"} 1\n"
+"cryptoserver_cross_checks_total{result=\"skipped\"} 0\n"
 "# HELP cryptoserver_inflight_jobs Jobs of a client out with the boards' workers (queued or running), "
 "by client (its certificate's name) and tenant.\n"
 "# TYPE cryptoserver_inflight_jobs gauge\n"
@@ -246,6 +253,11 @@ START_TEST (test_render_exact)
     metrics_board_up (metrics, 0, false);
     for (int i = 0; i < 3; i++)
         metrics_rerun (metrics);
+    metrics_cross_check (metrics, METRICS_CROSS_MATCH);
+    metrics_cross_check (metrics, METRICS_CROSS_MATCH);
+    metrics_cross_check (metrics, METRICS_CROSS_MISMATCH);
+    metrics_cross_check (metrics, METRICS_CROSS_RESULTS);      /* out of range: ignored */
+    metrics_cross_check (NULL, METRICS_CROSS_MATCH);           /* NULL-safe */
     size_t len = 0;
     char *text = metrics_render_at (metrics, 1000042, &len);
     ck_assert_ptr_nonnull (text);

@@ -3,6 +3,8 @@
  *  pass through and verify; flip-every spoils exactly every Nth result;
  *  fail and fail-file fail with CKR_DEVICE_ERROR (the latter only while the
  *  file exists); hang-after blocks a call until the board is closed;
+ *  die-after: the dying call blocks, every other call of every session
+ *  answers CKR_DEVICE_REMOVED at once and no session opens;
  *  delay-ms slows a call; bad settings stop the board.
  */
 #include <dlfcn.h>
@@ -188,6 +190,41 @@ START_TEST (test_hang_after)
 }
 END_TEST
 
+START_TEST (test_die_after)
+{
+    bool ok = false;
+    cs_board_t *board = s_open ("die-after=1", NULL);
+    cs_session_t *session = s_session (board), *other = s_session (board);
+    ck_assert_uint_eq (s_sign (session, &ok), CKR_OK);
+    ck_assert (ok);
+    s_call_t call = { session, CKR_OK, false };
+    pthread_t thread;
+    ck_assert_int_eq (pthread_create (&thread, NULL, s_call_thread, &call), 0);
+    zclock_sleep (200);
+    ck_assert (!call.done);                     /* the dying call never returns */
+    ck_assert_uint_eq (s_sign (other, &ok), CKR_DEVICE_REMOVED);   /* the device is gone */
+    ck_assert (!ok);
+    ck_assert_ptr_null (((cs_drv_session_open_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_OPEN)) (board));
+    ((cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE)) (&other);
+    ((cs_drv_board_close_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_CLOSE)) (&board);
+    pthread_join (thread, NULL);                /* a test may close the board to end it */
+    ck_assert (call.done);
+    ck_assert_uint_eq (call.rv, CKR_DEVICE_REMOVED);
+    ((cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE)) (&session);
+    /*  die = true: the first call dies.  */
+    board = s_open ("die=true", NULL);
+    session = s_session (board);
+    call = (s_call_t) { session, CKR_OK, false };
+    ck_assert_int_eq (pthread_create (&thread, NULL, s_call_thread, &call), 0);
+    zclock_sleep (200);
+    ck_assert (!call.done);
+    ((cs_drv_board_close_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_CLOSE)) (&board);
+    pthread_join (thread, NULL);
+    ck_assert_uint_eq (call.rv, CKR_DEVICE_REMOVED);
+    ((cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE)) (&session);
+}
+END_TEST
+
 START_TEST (test_delay)
 {
     bool ok = false;
@@ -206,6 +243,8 @@ START_TEST (test_bad_settings)
     ck_assert_ptr_null (s_open ("flip-every=-1", NULL));
     ck_assert_ptr_null (s_open ("fail=maybe", NULL));
     ck_assert_ptr_null (s_open ("hang-after=x", NULL));
+    ck_assert_ptr_null (s_open ("die=sometimes", NULL));
+    ck_assert_ptr_null (s_open ("die-after=-2", NULL));
     ck_assert_ptr_null (s_open ("inner/type=fault", NULL));
     ck_assert_ptr_null (s_open ("inner/type=nosuchdriver", NULL));
 }
@@ -226,6 +265,7 @@ main (void)
     tcase_add_test (tc, test_flip_every);
     tcase_add_test (tc, test_fail_and_fail_file);
     tcase_add_test (tc, test_hang_after);
+    tcase_add_test (tc, test_die_after);
     tcase_add_test (tc, test_delay);
     tcase_add_test (tc, test_bad_settings);
     suite_add_tcase (suite, tc);

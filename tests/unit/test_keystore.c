@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <czmq.h>
 #include <sqlite3.h>
@@ -746,6 +747,171 @@ START_TEST (test_tampered_key_row)
 }
 END_TEST
 
+/*  Certificates and data objects (issue #10): a public object stored in
+ *  the clear and MAC'd, a CKA_PRIVATE one sealed; both come back whole,
+ *  replace works, tenants are apart; a row changed with SQL (its label, or
+ *  a key row's MAC copied over) is refused and left out of the list.  */
+static Cs__ObjectInfo *
+s_object_new (uint64_t klass, bool is_private, const char *label, const char *value)
+{
+    Cs__ObjectInfo *info = calloc (1, sizeof *info);
+    cs__object_info__init (info);
+    char ref [37];
+    keystore_object_ref_new (ref);
+    info->ref = strdup (ref);
+    info->object_class = klass;
+    info->is_private = is_private;
+    info->n_attributes = 2;
+    info->attributes = calloc (2, sizeof *info->attributes);
+    const char *values [2] = { label, value };
+    uint64_t types [2] = { CKA_LABEL, CKA_VALUE };
+    for (int i = 0; i < 2; i++) {
+        Cs__Attribute *attr = calloc (1, sizeof *attr);
+        cs__attribute__init (attr);
+        attr->type = types [i];
+        attr->value_case = CS__ATTRIBUTE__VALUE_BYTES;
+        attr->bytes.data = (uint8_t *) strdup (values [i]);
+        attr->bytes.len = strlen (values [i]);
+        info->attributes [i] = attr;
+    }
+    return info;
+}
+
+static void
+s_object_free (Cs__ObjectInfo *info)
+{
+    for (size_t i = 0; i < info->n_attributes; i++) {
+        free (info->attributes [i]->bytes.data);
+        free (info->attributes [i]);
+    }
+    free (info->attributes);
+    free (info->ref);
+    free (info);
+}
+
+//  The bytes of attribute type of info as a string ("" when absent).
+static const char *
+s_object_attr (const Cs__ObjectInfo *info, uint64_t type)
+{
+    static char text [256];
+    text [0] = 0;
+    for (size_t i = 0; i < info->n_attributes; i++)
+        if (info->attributes [i]->type == type && info->attributes [i]->bytes.len < sizeof text) {
+            memcpy (text, info->attributes [i]->bytes.data, info->attributes [i]->bytes.len);
+            text [info->attributes [i]->bytes.len] = 0;
+        }
+    return text;
+}
+
+START_TEST (test_objects)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    ck_assert_int_eq (keystore_tenant_add (ks, "bob", "1234", 4, "123456", 6), 0);
+    const char *secret = "a private data object that must never be on disk in the clear";
+    Cs__ObjectInfo *cert = s_object_new (CKO_CERTIFICATE, false, "rsa2048", "certificate DER bytes");
+    Cs__ObjectInfo *data = s_object_new (CKO_DATA, true, "mydata", secret);
+    Cs__ObjectInfo *got = NULL, **infos = NULL;
+    size_t count = 0;
+    ck_assert_int_eq (keystore_object_put (ks, "alice", cert), 0);
+    ck_assert_int_eq (keystore_object_put (ks, "alice", data), 0);
+    ck_assert_int_eq (keystore_object_put (ks, "nobody", cert), -1);
+    ck_assert_int_eq (keystore_object_get (ks, "alice", data->ref, &got), 0);
+    ck_assert (got->is_private);
+    ck_assert_uint_eq (got->object_class, CKO_DATA);
+    ck_assert_str_eq (s_object_attr (got, CKA_VALUE), secret);
+    cs__object_info__free_unpacked (got, NULL);
+    ck_assert_int_eq (keystore_object_get (ks, "bob", data->ref, &got), -1);
+    ck_assert_int_eq (keystore_object_list (ks, "bob", &infos, &count), 0);
+    ck_assert_uint_eq (count, 0);
+    free (infos);
+    //  Replace: the label changes, the row count does not.
+    free (cert->attributes [0]->bytes.data);
+    cert->attributes [0]->bytes.data = (uint8_t *) strdup ("renamed");
+    cert->attributes [0]->bytes.len = 7;
+    ck_assert_int_eq (keystore_object_put (ks, "alice", cert), 0);
+    ck_assert_int_eq (keystore_object_list (ks, "alice", &infos, &count), 0);
+    ck_assert_uint_eq (count, 2);
+    ck_assert_str_eq (infos [0]->ref, cert->ref);
+    ck_assert_str_eq (s_object_attr (infos [0], CKA_LABEL), "renamed");
+    ck_assert_str_eq (s_object_attr (infos [0], CKA_VALUE), "certificate DER bytes");
+    ck_assert_str_eq (s_object_attr (infos [1], CKA_VALUE), secret);
+    for (size_t i = 0; i < count; i++)
+        cs__object_info__free_unpacked (infos [i], NULL);
+    free (infos);
+    if (!s_pg_url) {
+        keystore_destroy (&ks);
+        ck_assert (!s_file_has_window (s_path, (const uint8_t *) secret, strlen (secret)));
+        ks = keystore_open (s_path, s_master);
+        ck_assert_ptr_nonnull (ks);
+    }
+    //  Tampered with SQL: the certificate's info changed (a byte appended),
+    //  then the data object's sealed blob given the certificate's MAC.
+    char *sql = sqlite3_mprintf (s_dialect ("UPDATE objects SET info = CAST (info || x'00' AS BLOB) WHERE ref = %Q",
+                                            "UPDATE objects SET info = info || '\\x00'::bytea WHERE ref = %Q"),
+                                 cert->ref);
+    s_sql (sql, 1);
+    sqlite3_free (sql);
+    ck_assert_int_eq (keystore_object_get (ks, "alice", cert->ref, &got), KEYSTORE_DAMAGED);
+    ck_assert_int_eq (keystore_object_list (ks, "alice", &infos, &count), 0);
+    ck_assert_uint_eq (count, 1);
+    ck_assert_str_eq (infos [0]->ref, data->ref);
+    cs__object_info__free_unpacked (infos [0], NULL);
+    free (infos);
+    //  A row moved to another tenant does not verify either.
+    sql = sqlite3_mprintf ("UPDATE objects SET tenant = 'bob' WHERE ref = %Q", data->ref);
+    s_sql (sql, 1);
+    sqlite3_free (sql);
+    ck_assert_int_eq (keystore_object_get (ks, "bob", data->ref, &got), KEYSTORE_DAMAGED);
+    //  Delete: the damaged row can go; an unknown ref cannot.
+    ck_assert_int_eq (keystore_object_delete (ks, "alice", cert->ref), 0);
+    ck_assert_int_eq (keystore_object_delete (ks, "alice", cert->ref), -1);
+    ck_assert_int_eq (keystore_object_get (ks, "alice", cert->ref, &got), -1);
+    //  Removing a tenant removes its objects.
+    ck_assert_int_eq (keystore_object_put (ks, "alice", cert), 0);
+    char *rows = s_sql_text ("SELECT count(*) FROM objects WHERE tenant = 'alice'");
+    ck_assert_str_eq (rows, "1");
+    free (rows);
+    ck_assert_int_eq (keystore_tenant_remove (ks, "alice"), 0);
+    rows = s_sql_text ("SELECT count(*) FROM objects WHERE tenant = 'alice'");
+    ck_assert_str_eq (rows, "0");
+    free (rows);
+    s_object_free (cert);
+    s_object_free (data);
+    keystore_destroy (&ks);
+}
+END_TEST
+
+/*  A schema 3 file (before certificates and data objects): opened by this
+ *  code it gets the objects table and schema 4; its keys still work.  */
+START_TEST (test_upgrade_objects)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    EVP_PKEY *pkey = s_keygen ("EC", "P-256");
+    char *ref = s_put (ks, "alice", pkey, "k");
+    keystore_destroy (&ks);
+    s_sql ("DROP TABLE objects; UPDATE meta SET value = '3' WHERE name = 'schema'", -1);
+    ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    char *schema = s_sql_text ("SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
+    ck_assert_str_eq (schema, "4");
+    free (schema);
+    Cs__KeyInfo *info = NULL;
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &info, NULL, NULL), 0);
+    cs__key_info__free_unpacked (info, NULL);
+    Cs__ObjectInfo **infos = NULL;
+    size_t count = 1;
+    ck_assert_int_eq (keystore_object_list (ks, "alice", &infos, &count), 0);
+    ck_assert_uint_eq (count, 0);
+    free (infos);
+    keystore_destroy (&ks);
+    //  A later schema is refused.
+    s_sql ("UPDATE meta SET value = '5' WHERE name = 'schema'", 1);
+    ck_assert_ptr_null (keystore_open (s_path, s_master));
+    free (ref);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
 /*  A schema 1 file made by the code before row MACs (keystore-v1.sql) opens
  *  with the new code: upgraded to schema 2 once, its PINs, failure counts
  *  and key still work, its unkeyed PIN hashes are wrapped at once and
@@ -769,7 +935,7 @@ START_TEST (test_upgrade_from_schema_1)
     keystore_t *ks = keystore_open (s_path, s_master);
     ck_assert_ptr_nonnull (ks);
     schema = s_sql_text ("SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
-    ck_assert_str_eq (schema, "2");
+    ck_assert_str_eq (schema, "4");
     free (schema);
     //  Wrapped under the key: the file alone no longer allows offline guesses.
     char *pin = s_sql_text ("SELECT user_pin FROM tenants WHERE name = 'alice'");
@@ -1034,18 +1200,18 @@ START_TEST (test_pg_schema_version)
     keystore_t *ks = s_open_with_tenant ("alice");
     keystore_destroy (&ks);
     char *versions = s_sql_text ("SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version");
-    ck_assert_str_eq (versions, "2");
+    ck_assert_str_eq (versions, "2,3,4");
     free (versions);
     ks = keystore_open (s_path, s_master);
     ck_assert_ptr_nonnull (ks);
     ck_assert (keystore_tenant_exists (ks, "alice"));
     keystore_destroy (&ks);
     versions = s_sql_text ("SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version");
-    ck_assert_str_eq (versions, "2");
+    ck_assert_str_eq (versions, "2,3,4");
     free (versions);
-    s_sql ("INSERT INTO schema_version (version, description) VALUES (3, 'from a later version')", 1);
+    s_sql ("INSERT INTO schema_version (version, description) VALUES (5, 'from a later version')", 1);
     ck_assert_ptr_null (keystore_open (s_path, s_master));
-    s_sql ("DELETE FROM schema_version WHERE version = 3", 1);
+    s_sql ("DELETE FROM schema_version WHERE version = 5", 1);
     ks = keystore_open (s_path, s_master);
     ck_assert_ptr_nonnull (ks);
     ck_assert_str_eq (keystore_where (ks), s_path);
@@ -1109,6 +1275,211 @@ START_TEST (test_pg_listener)
 END_TEST
 #endif
 
+/* ---- idempotency (keystore_idem_begin / _end) ----------------------------- */
+
+//  The number of rows of `table` (a count query on the database).
+static int
+s_rows (const char *table)
+{
+    char sql [128];
+    snprintf (sql, sizeof sql, "SELECT count (*) FROM %s", table);
+    char *text = s_sql_text (sql);
+    ck_assert_ptr_nonnull (text);
+    int rows = atoi (text);
+    free (text);
+    return rows;
+}
+
+//  Begins an operation with `id` that must not be recorded yet.
+static void
+s_idem_new (keystore_t *ks, const char *tenant, const char *id)
+{
+    uint8_t *recorded = NULL;
+    size_t len = 0;
+    ck_assert_int_eq (keystore_idem_begin (ks, tenant, (const uint8_t *) id, strlen (id), &recorded, &len), 0);
+    ck_assert_ptr_null (recorded);
+}
+
+//  `id` must be recorded with `result` (a string).
+static void
+s_idem_recorded (keystore_t *ks, const char *tenant, const char *id, const char *result)
+{
+    uint8_t *recorded = NULL;
+    size_t len = 0;
+    ck_assert_int_eq (keystore_idem_begin (ks, tenant, (const uint8_t *) id, strlen (id), &recorded, &len), 1);
+    ck_assert_uint_eq (len, strlen (result));
+    ck_assert_int_eq (memcmp (recorded, result, len), 0);
+    free (recorded);
+}
+
+/*  An operation with an id runs once: its key writes and the record of its
+ *  result commit together; the id replays the result (per tenant); a
+ *  failed operation rolls back every write in it and records nothing; a
+ *  changed row is refused (row MAC); rows expire after KEYSTORE_IDEM_TTL_S.  */
+START_TEST (test_idempotency)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    ck_assert_int_eq (keystore_tenant_add (ks, "bob", "1234", 4, "123456", 6), 0);
+    EVP_PKEY *pkey = s_keygen ("EC", "P-256");
+    uint8_t *recorded = NULL;
+    size_t len = 0;
+    ck_assert_int_eq (keystore_idem_begin (ks, "alice", NULL, 0, &recorded, &len), -1);
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "x", 1, NULL, NULL), -1);   //  none open
+
+    //  1. Recorded with the key it made; the second attempt replays.
+    s_idem_new (ks, "alice", "op-1");
+    ck_assert_int_eq (keystore_idem_begin (ks, "alice", (const uint8_t *) "op-9", 4, &recorded, &len), -1);
+    char *ref = s_put (ks, "alice", pkey, "made-once");
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "result-1", 8, NULL, NULL), 0);
+    s_idem_recorded (ks, "alice", "op-1", "result-1");
+    ck_assert_int_eq (s_rows ("keys"), 1);
+    ck_assert_int_eq (s_rows ("idempotency"), 1);
+    //  Per tenant: bob's op-1 is another operation.
+    s_idem_new (ks, "bob", "op-1");
+    ck_assert_int_eq (keystore_idem_end (ks, NULL, 0, NULL, NULL), 0);
+
+    //  2. A failed operation: its writes roll back, nothing recorded.
+    s_idem_new (ks, "alice", "op-2");
+    char *gone = s_put (ks, "alice", pkey, "rolled-back");
+    ck_assert_int_eq (keystore_key_delete (ks, "alice", ref), 0);
+    ck_assert_int_eq (keystore_idem_end (ks, NULL, 0, NULL, NULL), 0);
+    Cs__KeyInfo *info = NULL;
+    ck_assert_int_eq (keystore_key_get (ks, "alice", gone, &info, NULL, NULL), -1);
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &info, NULL, NULL), 0);      //  not deleted
+    cs__key_info__free_unpacked (info, NULL);
+    //  A write that fails inside dooms the operation: its other writes roll back.
+    s_idem_new (ks, "alice", "op-2");
+    ck_assert_int_eq (keystore_key_delete (ks, "alice", ref), 0);
+    ck_assert_int_eq (keystore_key_delete (ks, "alice", "ks:unknown"), -1);
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "ok", 2, NULL, NULL), -1);
+    ck_assert_int_eq (keystore_key_get (ks, "alice", ref, &info, NULL, NULL), 0);
+    cs__key_info__free_unpacked (info, NULL);
+    s_idem_new (ks, "alice", "op-2");                   //  still not recorded
+    ck_assert_int_eq (keystore_idem_end (ks, NULL, 0, NULL, NULL), 0);
+    ck_assert_int_eq (s_rows ("keys"), 1);
+    //  Outside an operation, key writes commit on their own as before.
+    ck_assert_int_eq (keystore_key_delete (ks, "alice", ref), 0);
+    ck_assert_int_eq (s_rows ("keys"), 0);
+
+    //  3. A recorded result changed without the master key is refused.
+    s_sql ("UPDATE idempotency SET created = created + 1", 1);
+    ck_assert_int_eq (keystore_idem_begin (ks, "alice", (const uint8_t *) "op-1", 4, &recorded, &len),
+                      KEYSTORE_DAMAGED);
+    s_sql ("UPDATE idempotency SET created = created - 1", 1);
+    s_idem_recorded (ks, "alice", "op-1", "result-1");
+
+    //  4. Expiry: a row older than the TTL goes at the next record; all of
+    //  them go with keystore_idem_expire at a later time.
+    char sql [128];
+    snprintf (sql, sizeof sql, "UPDATE idempotency SET created = created - %d", KEYSTORE_IDEM_TTL_S + 1);
+    s_sql (sql, 1);
+    s_idem_new (ks, "bob", "op-3");
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "result-3", 8, NULL, NULL), 0);
+    ck_assert_int_eq (s_rows ("idempotency"), 1);
+    s_idem_new (ks, "alice", "op-1");                   //  expired: a new operation
+    ck_assert_int_eq (keystore_idem_end (ks, NULL, 0, NULL, NULL), 0);
+    ck_assert_int_eq (keystore_idem_expire (ks, (int64_t) time (NULL)), 0);
+    ck_assert_int_eq (keystore_idem_expire (ks, (int64_t) time (NULL) + KEYSTORE_IDEM_TTL_S + 2), 1);
+    ck_assert_int_eq (s_rows ("idempotency"), 0);
+    //  A tenant removed takes its rows along.
+    s_idem_new (ks, "bob", "op-4");
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "r", 1, NULL, NULL), 0);
+    ck_assert_int_eq (keystore_tenant_remove (ks, "bob"), 0);
+    ck_assert_int_eq (s_rows ("idempotency"), 0);
+    free (gone);
+    free (ref);
+    EVP_PKEY_free (pkey);
+    keystore_destroy (&ks);
+}
+END_TEST
+
+/*  A schema 2 keystore (before the idempotency and objects tables) opens
+ *  with the new code: the tables are added and the version recorded, rows
+ *  kept.  */
+START_TEST (test_upgrade_from_schema_2)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    keystore_destroy (&ks);
+    s_sql ("DROP TABLE idempotency; DROP TABLE objects", -1);
+    if (s_pg_url)
+        s_sql ("DELETE FROM schema_version WHERE version >= 3", 2);
+    else
+        s_sql ("UPDATE meta SET value = '2' WHERE name = 'schema'", 1);
+    ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    ck_assert (keystore_tenant_exists (ks, "alice"));
+    char *version = s_sql_text (s_pg_url ? "SELECT max (version)::text FROM schema_version"
+                                         : "SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'");
+    ck_assert_str_eq (version, "4");
+    free (version);
+    s_idem_new (ks, "alice", "after-upgrade");
+    ck_assert_int_eq (keystore_idem_end (ks, (const uint8_t *) "r", 1, NULL, NULL), 0);
+    s_idem_recorded (ks, "alice", "after-upgrade", "r");
+    keystore_destroy (&ks);
+}
+END_TEST
+
+#ifdef HAVE_LIBPQ
+/*  Two brokers on one database run the same operation at once (a re-sent
+ *  job while the first attempt still runs): both see the id unrecorded,
+ *  both write a key; the first to commit wins, the second rolls back and
+ *  gets the first one's result.  Exactly one key stays.  */
+START_TEST (test_pg_idempotency_race)
+{
+    keystore_t *a = s_open_with_tenant ("alice");
+    EVP_PKEY *pkey = s_keygen ("EC", "P-256");
+    int ready [2];
+    ck_assert_int_eq (pipe (ready), 0);
+    s_idem_new (a, "alice", "same");
+    char *ref_a = s_put (a, "alice", pkey, "from-a");
+    pid_t child = fork ();
+    ck_assert_int_ge (child, 0);
+    if (child == 0) {
+        //  The other broker: begins while a's transaction is open (the id is
+        //  not visible yet), writes its key (waiting for a's row locks),
+        //  and loses at its record.
+        keystore_t *b = keystore_open (s_path, s_master);
+        uint8_t *recorded = NULL;
+        size_t len = 0;
+        int rc = b && keystore_idem_begin (b, "alice", (const uint8_t *) "same", 4, &recorded, &len) == 0 ? 0 : 1;
+        if (write (ready [1], "x", 1) != 1)
+            rc = 2;
+        key_info_params_t params = { .label = "from-b", .generated = true };
+        Cs__KeyInfo *info = rc ? NULL : key_info_from_pkey (pkey, &params);
+        if (!rc && (!info || keystore_key_put (b, "alice", info, NULL, 0) != 0))
+            rc = 3;
+        if (!rc && keystore_idem_end (b, (const uint8_t *) "b-lost", 6, &recorded, &len) != 1)
+            rc = 4;
+        if (!rc && (len != 5 || memcmp (recorded, "a-won", 5) != 0))
+            rc = 5;
+        if (info)
+            cs__key_info__free_unpacked (info, NULL);
+        free (recorded);
+        keystore_destroy (&b);
+        _exit (rc);
+    }
+    char byte;
+    ck_assert_int_eq (read (ready [0], &byte, 1), 1);
+    zclock_sleep (200);                 //  b reaches its key write and waits
+    ck_assert_int_eq (keystore_idem_end (a, (const uint8_t *) "a-won", 5, NULL, NULL), 0);
+    int status = -1;
+    ck_assert_int_eq (waitpid (child, &status, 0), child);
+    ck_assert_int_eq (status, 0);
+    ck_assert_int_eq (s_rows ("keys"), 1);
+    Cs__KeyInfo *info = NULL;
+    ck_assert_int_eq (keystore_key_get (a, "alice", ref_a, &info, NULL, NULL), 0);
+    ck_assert_str_eq (info->label, "from-a");
+    cs__key_info__free_unpacked (info, NULL);
+    s_idem_recorded (a, "alice", "same", "a-won");
+    close (ready [0]);
+    close (ready [1]);
+    free (ref_a);
+    EVP_PKEY_free (pkey);
+    keystore_destroy (&a);
+}
+END_TEST
+#endif
+
 static Suite *
 s_suite (void)
 {
@@ -1132,6 +1503,10 @@ s_suite (void)
     tcase_add_test (tc, test_master_key_files);
     tcase_add_test (tc, test_master_key_in_locked_page);
     tcase_add_test (tc, test_key_info_types);
+    tcase_add_test (tc, test_idempotency);
+    tcase_add_test (tc, test_objects);
+    tcase_add_test (tc, test_upgrade_objects);
+    tcase_add_test (tc, test_upgrade_from_schema_2);
     suite_add_tcase (suite, tc);
 #ifdef HAVE_LIBPQ
     //  The same assertions against PostgreSQL (tests/integration/keystore-pg.sh);
@@ -1153,8 +1528,12 @@ s_suite (void)
         tcase_add_test (tc, test_tampered_tenant_row);
         tcase_add_test (tc, test_tampered_key_row);
         tcase_add_test (tc, test_pg_schema_version);
+        tcase_add_test (tc, test_objects);
         tcase_add_test (tc, test_pg_listener);
         tcase_add_test (tc, test_master_key_in_locked_page);
+        tcase_add_test (tc, test_idempotency);
+        tcase_add_test (tc, test_upgrade_from_schema_2);
+        tcase_add_test (tc, test_pg_idempotency_race);
         suite_add_tcase (suite, tc);
     }
 #endif

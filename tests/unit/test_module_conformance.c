@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <openssl/x509.h>
 #include "test_broker_helpers.h"
 #include "broker_config.h"
 #include "server.h"
@@ -453,6 +454,101 @@ START_TEST (test_read_only)
     ck_assert_uint_eq (created, 0);
     ck_assert_uint_eq (p->C_DestroyObject (ro, pub), CKR_OK);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+}
+END_TEST
+
+/*  ---- certificates and data objects (issue #10; 2.40 §4.4-§4.6, §5.7) ------- */
+
+//  n objects found with template tmpl (count entries) in session h.
+static CK_ULONG
+s_count (CK_SESSION_HANDLE h, CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE *first)
+{
+    CK_OBJECT_HANDLE found [8];
+    CK_ULONG n = 0;
+    ck_assert_uint_eq (p->C_FindObjectsInit (h, tmpl, count), CKR_OK);
+    ck_assert_uint_eq (p->C_FindObjects (h, found, 8, &n), CKR_OK);
+    ck_assert_uint_eq (p->C_FindObjectsFinal (h), CKR_OK);
+    if (first && n)
+        *first = found [0];
+    return n;
+}
+
+START_TEST (test_certificate_objects)
+{
+    EVP_PKEY *pkey = EVP_PKEY_Q_keygen (NULL, NULL, "EC", "P-256");
+    X509 *x509 = X509_new ();
+    X509_NAME *name = X509_NAME_new ();
+    X509_NAME_add_entry_by_txt (name, "CN", MBSTRING_ASC, (const unsigned char *) "conformance", -1, -1, 0);
+    X509_set_subject_name (x509, name);
+    X509_set_issuer_name (x509, name);
+    X509_gmtime_adj (X509_getm_notBefore (x509), 0);
+    X509_gmtime_adj (X509_getm_notAfter (x509), 3600);
+    X509_set_pubkey (x509, pkey);
+    ck_assert_int_gt (X509_sign (x509, pkey, EVP_sha256 ()), 0);
+    unsigned char *der = NULL;
+    int der_len = i2d_X509 (x509, &der);
+    ck_assert_int_gt (der_len, 0);
+    CK_OBJECT_CLASS cert = CKO_CERTIFICATE, data = CKO_DATA;
+    CK_CERTIFICATE_TYPE x509_type = CKC_X_509;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_OBJECT_HANDLE c1 = 0, c2 = 0, d1 = 0, d2 = 0, found = 0;
+    CK_ATTRIBUTE ctmpl [] = {
+        { CKA_CLASS, &cert, sizeof cert }, { CKA_CERTIFICATE_TYPE, &x509_type, sizeof x509_type },
+        { CKA_VALUE, der, (CK_ULONG) der_len }, { CKA_LABEL, "c1", 2 }, { CKA_COPYABLE, &no, 1 },
+        { CKA_DESTROYABLE, &no, 1 },
+    };
+    CK_ATTRIBUTE dtmpl [] = {
+        { CKA_CLASS, &data, sizeof data }, { CKA_LABEL, "d1", 2 }, { CKA_VALUE, "v1", 2 },
+        { CKA_MODIFIABLE, &no, 1 },
+    };
+    ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
+    CK_SESSION_HANDLE rw = s_open (CKF_RW_SESSION), other = s_open (0);
+    ck_assert_uint_eq (p->C_CreateObject (rw, ctmpl, 6, &c1), CKR_OK);
+    ck_assert_uint_eq (p->C_CreateObject (rw, dtmpl, 4, &d1), CKR_OK);
+    //  The flags: not copyable, not destroyable, not modifiable.
+    CK_ATTRIBUTE tok [] = { { CKA_TOKEN, &yes, 1 }, { CKA_LABEL, "c2", 2 } };
+    ck_assert_uint_eq (p->C_CopyObject (rw, c1, tok, 2, &c2), CKR_ACTION_PROHIBITED);
+    ck_assert_uint_eq (p->C_DestroyObject (rw, c1), CKR_ACTION_PROHIBITED);
+    CK_ATTRIBUTE relabel [] = { { CKA_LABEL, "dx", 2 } };
+    ck_assert_uint_eq (p->C_SetAttributeValue (rw, d1, relabel, 1), CKR_ACTION_PROHIBITED);
+    CK_ATTRIBUTE copyable [] = { { CKA_COPYABLE, &yes, 1 } };
+    ck_assert_uint_eq (p->C_SetAttributeValue (rw, c1, copyable, 1), CKR_ATTRIBUTE_READ_ONLY);
+    //  A copy to a token object needs a login; then another session finds it.
+    CK_ATTRIBUTE tok_data [] = { { CKA_TOKEN, &yes, 1 }, { CKA_LABEL, "d2", 2 }, { CKA_MODIFIABLE, &yes, 1 } };
+    ck_assert_uint_eq (p->C_CopyObject (rw, d1, tok_data, 3, &d2), CKR_USER_NOT_LOGGED_IN);
+    ck_assert_uint_eq (p->C_Login (rw, CKU_USER, s_user_pin, 4), CKR_OK);
+    ck_assert_uint_eq (p->C_CopyObject (other, d1, tok_data, 3, &d2), CKR_SESSION_READ_ONLY);
+    ck_assert_uint_eq (p->C_CopyObject (rw, d1, tok_data, 3, &d2), CKR_OK);
+    CK_ATTRIBUTE by_label [] = { { CKA_LABEL, "d2", 2 } };
+    ck_assert_uint_eq (s_count (other, by_label, 1, &found), 1);
+    ck_assert_uint_eq (found, d2);
+    CK_BBOOL is_token = CK_FALSE;
+    char value [4];
+    CK_ATTRIBUTE get [] = { { CKA_TOKEN, &is_token, 1 }, { CKA_VALUE, value, sizeof value } };
+    ck_assert_uint_eq (p->C_GetAttributeValue (other, d2, get, 2), CKR_OK);
+    ck_assert (is_token && get [1].ulValueLen == 2 && memcmp (value, "v1", 2) == 0);
+    //  A copy of the certificate may not change CKA_VALUE.
+    CK_OBJECT_HANDLE c3 = 0;
+    CK_ATTRIBUTE cert_tmpl [] = {
+        { CKA_CLASS, &cert, sizeof cert }, { CKA_CERTIFICATE_TYPE, &x509_type, sizeof x509_type },
+        { CKA_VALUE, der, (CK_ULONG) der_len }, { CKA_TOKEN, &yes, 1 }, { CKA_LABEL, "c3", 2 },
+    };
+    ck_assert_uint_eq (p->C_CreateObject (rw, cert_tmpl, 5, &c3), CKR_OK);
+    CK_ATTRIBUTE new_value [] = { { CKA_VALUE, "x", 1 } };
+    ck_assert_uint_eq (p->C_CopyObject (rw, c3, new_value, 1, &c2), CKR_ATTRIBUTE_READ_ONLY);
+    CK_ATTRIBUTE to_session [] = { { CKA_TOKEN, &no, 1 }, { CKA_LABEL, "c4", 2 } };
+    ck_assert_uint_eq (p->C_CopyObject (rw, c3, to_session, 2, &c2), CKR_OK);
+    CK_ATTRIBUTE c4 [] = { { CKA_LABEL, "c4", 2 }, { CKA_TOKEN, &no, 1 } };
+    ck_assert_uint_eq (s_count (other, c4, 2, NULL), 1);
+    //  Logout: token objects stay, this application's private objects would go.
+    ck_assert_uint_eq (p->C_DestroyObject (rw, d2), CKR_OK);
+    ck_assert_uint_eq (p->C_DestroyObject (rw, c3), CKR_OK);
+    ck_assert_uint_eq (s_count (other, by_label, 1, NULL), 0);
+    ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
+    OPENSSL_free (der);
+    X509_NAME_free (name);
+    X509_free (x509);
+    EVP_PKEY_free (pkey);
 }
 END_TEST
 
@@ -905,6 +1001,7 @@ main (void)
     tcase_add_test (tc, test_fork);
     tcase_add_test (tc, test_broker_gone);
     tcase_add_test (tc, test_vendor_modexp);
+    tcase_add_test (tc, test_certificate_objects);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

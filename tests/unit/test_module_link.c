@@ -158,19 +158,26 @@ END_TEST
 
 /*  ---- failover against two fake plaintext brokers ---------------------- */
 
-typedef enum { S_ANSWER, S_SILENT, S_DROP } s_mode_t;
+typedef enum { S_ANSWER, S_SILENT, S_DROP, S_SILENT_FIRST } s_mode_t;
 
 typedef struct {
     void *router;
     s_mode_t mode;
     int received;               /* atomic */
+    pthread_mutex_t lock;       /* guards ids */
+    uint8_t ids [4][32];        /* the idempotency ids of the first jobs received */
+    size_t id_len [4];
+    bool lost_one;              /* S_SILENT_FIRST: the first key job went unanswered */
     bool stop;                  /* atomic */
     char endpoint [256];
     pthread_t thread;
 } s_broker_t;
 
 /*  Answers every request with one data result (S_ANSWER), never answers
- *  (S_SILENT), or closes its socket on the first request (S_DROP).  */
+ *  (S_SILENT), closes its socket on the first request (S_DROP), or answers
+ *  every request but the first with an idempotency id (S_SILENT_FIRST: its
+ *  reply is lost).  Keeps
+ *  the idempotency ids of the first four requests' jobs.  */
 static void *
 s_broker_run (void *arg)
 {
@@ -186,8 +193,18 @@ s_broker_run (void *arg)
         zmq_msg_recv (&body, b->router, 0);
         Cs__Request *req = cs_wire_request_decode (zmq_msg_data (&body), zmq_msg_size (&body), NULL);
         zmq_msg_close (&body);
+        pthread_mutex_lock (&b->lock);
+        int n = __atomic_load_n (&b->received, __ATOMIC_SEQ_CST);
+        if (req && n < 4 && req->n_jobs && req->jobs [0]->idempotency_id.len <= 32) {
+            b->id_len [n] = req->jobs [0]->idempotency_id.len;
+            memcpy (b->ids [n], req->jobs [0]->idempotency_id.data, b->id_len [n]);
+        }
+        pthread_mutex_unlock (&b->lock);
         __atomic_add_fetch (&b->received, 1, __ATOMIC_SEQ_CST);
-        if (b->mode == S_ANSWER) {
+        bool keyed = req && req->n_jobs && req->jobs [0]->idempotency_id.len;
+        bool lost = b->mode == S_SILENT_FIRST && keyed && !b->lost_one;
+        b->lost_one = b->lost_one || lost;
+        if (b->mode == S_ANSWER || (b->mode == S_SILENT_FIRST && !lost)) {
             Cs__Result result = CS__RESULT__INIT, *results [] = { &result };
             Cs__Reply reply = CS__REPLY__INIT;
             reply.version = CS_PROTOCOL_VERSION;
@@ -220,6 +237,7 @@ s_broker_start (void *ctx, s_broker_t *b, s_mode_t mode)
     int zero = 0;
     size_t len = sizeof b->endpoint;
     memset (b, 0, sizeof *b);
+    pthread_mutex_init (&b->lock, NULL);
     b->mode = mode;
     b->router = zmq_socket (ctx, ZMQ_ROUTER);
     zmq_setsockopt (b->router, ZMQ_LINGER, &zero, sizeof zero);
@@ -235,6 +253,7 @@ s_broker_stop (s_broker_t *b)
     pthread_join (b->thread, NULL);
     if (b->router)
         zmq_close (b->router);
+    pthread_mutex_destroy (&b->lock);
 }
 
 static int64_t
@@ -325,6 +344,111 @@ START_TEST (test_link_dropped_login)
 }
 END_TEST
 
+/*  A key-management job (a destroy) whose broker drops the connection is
+ *  re-sent to the other broker with the same idempotency id (16 bytes);
+ *  the caller's job is left without one, and the next call draws another.  */
+START_TEST (test_link_key_job_resent)
+{
+    void *ctx = zmq_ctx_new ();
+    s_broker_t faulty, good;
+    s_broker_start (ctx, &faulty, S_DROP);
+    s_broker_start (ctx, &good, S_ANSWER);
+    char *endpoints [] = { faulty.endpoint, good.endpoint };
+    cs_client_config_t config = { .endpoints = endpoints, .n_endpoints = 2, .curve = false,
+                                  .timeout_ms = 10000, .heartbeat_ivl_ms = 200,
+                                  .heartbeat_timeout_ms = 600, .attempt_timeout_ms = 300 };
+    CK_RV rv = CKR_OK;
+    cs_link_t *link = cs_link_new (&config, &rv);
+    ck_assert_ptr_nonnull (link);
+    Cs__DestroyKeyJob destroy = CS__DESTROY_KEY_JOB__INIT;
+    destroy.ref = (char *) "ks:00";
+    Cs__Job job = CS__JOB__INIT, *jobs [] = { &job };
+    job.kind_case = CS__JOB__KIND_DESTROY_KEY;
+    job.destroy_key = &destroy;
+    Cs__Request req = CS__REQUEST__INIT;
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    //  Until the faulty broker (preferred while healthy) took one.
+    for (int i = 0; i < 40 && __atomic_load_n (&faulty.received, __ATOMIC_SEQ_CST) == 0; i++) {
+        Cs__Reply *reply = NULL;
+        int good_before = __atomic_load_n (&good.received, __ATOMIC_SEQ_CST);
+        ck_assert_uint_eq (cs_link_call (link, &req, 10000, &reply), CKR_OK);
+        cs_wire_reply_free (&reply);
+        ck_assert_uint_eq (job.idempotency_id.len, 0);
+        if (__atomic_load_n (&faulty.received, __ATOMIC_SEQ_CST) == 0)
+            continue;
+        //  The faulty broker's request went on to the good one: same id.
+        int at = __atomic_load_n (&good.received, __ATOMIC_SEQ_CST) - 1;
+        ck_assert_int_ge (at, good_before);
+        ck_assert_int_lt (at, 4);
+        pthread_mutex_lock (&faulty.lock);
+        pthread_mutex_lock (&good.lock);
+        ck_assert_uint_eq (faulty.id_len [0], CS_LINK_IDEM_ID_LEN);
+        ck_assert_uint_eq (good.id_len [at], CS_LINK_IDEM_ID_LEN);
+        ck_assert_mem_eq (faulty.ids [0], good.ids [at], CS_LINK_IDEM_ID_LEN);
+        if (at > 0)         //  an earlier call (served by the good broker) had another id
+            ck_assert (memcmp (good.ids [0], good.ids [at], CS_LINK_IDEM_ID_LEN) != 0);
+        pthread_mutex_unlock (&good.lock);
+        pthread_mutex_unlock (&faulty.lock);
+    }
+    ck_assert_int_eq (__atomic_load_n (&faulty.received, __ATOMIC_SEQ_CST), 1);
+    cs_link_destroy (&link);
+    s_broker_stop (&faulty);
+    s_broker_stop (&good);
+    zmq_ctx_term (ctx);
+}
+END_TEST
+
+/*  With one endpoint, a key-management job whose reply is lost (the broker
+ *  answers nothing to the first request) is sent once more to the same
+ *  broker after the per-attempt timeout, with the same id, and succeeds.  */
+START_TEST (test_link_key_job_same_broker)
+{
+    void *ctx = zmq_ctx_new ();
+    s_broker_t broker;
+    s_broker_start (ctx, &broker, S_SILENT_FIRST);
+    char *endpoints [] = { broker.endpoint };
+    cs_client_config_t config = { .endpoints = endpoints, .n_endpoints = 1, .curve = false,
+                                  .timeout_ms = 10000, .heartbeat_ivl_ms = 200,
+                                  .heartbeat_timeout_ms = 5000, .attempt_timeout_ms = 300 };
+    CK_RV rv = CKR_OK;
+    cs_link_t *link = cs_link_new (&config, &rv);
+    ck_assert_ptr_nonnull (link);
+    //  A hello first: answered (the broker is not silent before the key job).
+    Cs__HelloJob hello = CS__HELLO_JOB__INIT;
+    Cs__Job hello_job = CS__JOB__INIT, *hello_jobs [] = { &hello_job };
+    hello_job.kind_case = CS__JOB__KIND_HELLO;
+    hello_job.hello = &hello;
+    Cs__Request hello_req = CS__REQUEST__INIT;
+    hello_req.n_jobs = 1;
+    hello_req.jobs = hello_jobs;
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (cs_link_call (link, &hello_req, 10000, &reply), CKR_OK);
+    cs_wire_reply_free (&reply);
+    Cs__GenerateKeyPairJob generate = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT, *jobs [] = { &job };
+    job.kind_case = CS__JOB__KIND_GENERATE_KEY_PAIR;
+    job.generate_key_pair = &generate;
+    Cs__Request req = CS__REQUEST__INIT;
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    int64_t started = s_now_ms ();
+    ck_assert_uint_eq (cs_link_call (link, &req, 10000, &reply), CKR_OK);
+    ck_assert_int_lt (s_now_ms () - started, 5000);
+    cs_wire_reply_free (&reply);
+    ck_assert_int_eq (__atomic_load_n (&broker.received, __ATOMIC_SEQ_CST), 3);
+    pthread_mutex_lock (&broker.lock);
+    ck_assert_uint_eq (broker.id_len [0], 0);
+    ck_assert_uint_eq (broker.id_len [1], CS_LINK_IDEM_ID_LEN);
+    ck_assert_uint_eq (broker.id_len [2], CS_LINK_IDEM_ID_LEN);
+    ck_assert_mem_eq (broker.ids [1], broker.ids [2], CS_LINK_IDEM_ID_LEN);
+    pthread_mutex_unlock (&broker.lock);
+    cs_link_destroy (&link);
+    s_broker_stop (&broker);
+    zmq_ctx_term (ctx);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -335,6 +459,8 @@ main (void)
     tcase_add_test (tc, test_link_silent_broker);
     tcase_add_test (tc, test_link_dropped_broker);
     tcase_add_test (tc, test_link_dropped_login);
+    tcase_add_test (tc, test_link_key_job_resent);
+    tcase_add_test (tc, test_link_key_job_same_broker);
     tcase_set_timeout (tc, 60);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
