@@ -1,12 +1,13 @@
 /*  dispatch.c — work items between the frontend and the workers: submit
  *  to the scheduler, hand to a worker over the backend ROUTER, take back,
  *  re-run on another board when a board failed it (jobs are stateless,
- *  DESIGN.md §1), answer stranded and expired items, and the board sweep
- *  (time limits, faults, probes: board_watch.h).
+ *  DESIGN.md §1), run a share of jobs twice and compare (cross_check.h),
+ *  answer stranded and expired items, and the board sweep (time limits,
+ *  faults, probes: board_watch.h).
  *
  *  Owns: the backend protocol ("w<N>" + item pointer), background_out,
  *  the in-flight metrics of a request's jobs.
- *  May call: the scheduler, board_watch.h, metrics.h; request.c
+ *  May call: the scheduler, board_watch.h, cross_check.h, metrics.h; request.c
  *  (fe_request_release) and keymgmt_jobs.c (fe_generate_finish) for items
  *  that are back, pool_jobs.c (fe_background_done) for background items,
  *  admission.c (fe_flow_resume).  */

@@ -11,7 +11,7 @@
  *    route.c         key -> boards, mechanism, per-request material
  *    inventory.c     mechanisms and resident keys of the boards; Hello, ListKeys
  *    login.c         login, PINs, tickets
- *    keymgmt_jobs.c  key generation, import, destroy, attributes, copy
+ *    keymgmt_jobs.c  key generation, import, destroy, attributes, copy; objects
  *    pool_jobs.c     pre-generated RSA keys: refills, restore, seal
  *    slow_link.c     slow-pool hand-off and return, keystore cache upkeep
  */
