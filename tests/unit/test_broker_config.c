@@ -20,10 +20,7 @@ s_setup (void)
 static void
 s_teardown (void)
 {
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  Writes broker.conf = the standard head + extra broker keys + drivers, and
@@ -31,10 +28,8 @@ s_teardown (void)
 static broker_config_t *
 s_load (const char *broker_extra, const char *drivers, char **error_p)
 {
-    char *head = th_conf_head (true), *text = NULL, path [4096];
-    /*  Insert broker_extra right after the "broker" line.  */
-    ck_assert_int_ge (asprintf (&text, "broker\n%s%s%s", broker_extra, head + strlen ("broker\n"),
-                                drivers), 0);
+    char *head = th_conf_head_with (true, broker_extra), *text = NULL, path [4096];
+    ck_assert_int_ge (asprintf (&text, "%s%s", head, drivers), 0);
     th_write (s_dir, "broker.conf", text);
     free (head);
     free (text);

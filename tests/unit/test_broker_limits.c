@@ -11,11 +11,9 @@
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
+#include "test_broker_fixture.h"
 #include "frontend.h"
 #include "keyjobs.h"
-#include "server.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;                 /* the sim board's key */
@@ -37,37 +35,16 @@ s_start (const char *extra, int latency_ms, int threads)
     th_certs (s_dir, "alice", "demo");
     th_client_add (s_dir, "eve", "other");
     th_keystore (s_dir);
-    char *conf = NULL;
-    ck_assert_int_ge (asprintf (&conf,
-        "broker\n"
-        "    endpoint = tcp://127.0.0.1:!\n"
-        "    stats-interval-ms = 0\n"
-        "%s"
-        "    curve\n"
-        "        enabled = true\n"
-        "        secret-key = broker.cert_secret\n"
-        "        clients = clients.d\n"
-        "keystore\n"
-        "    path = keystore.db\n"
-        "    master-key = master.key\n"
+    tb_conf_write (s_dir, extra,
         "drivers\n"
         "    cpu\n        type = openssl\n        threads = 2\n"
         "    sim\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
         "        latency-ms = %d\n        threads = %d\n        tenant = demo\n",
-        extra, latency_ms, threads), 0);
-    th_write (s_dir, "broker.conf", conf);
-    free (conf);
-    char path [4096], *error = NULL;
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
+        latency_ms, threads);
+    s_server = tb_start (s_dir, &s_config);
     s_alice = th_dealer (s_dir, "alice", server_endpoint (s_server));
     s_eve = th_dealer (s_dir, "eve", server_endpoint (s_server));
-    uint64_t rv = 0;
-    s_ticket = th_login (s_alice, "1234", &s_ticket_len, &rv);
-    ck_assert_uint_eq (rv, CKR_OK);
+    s_ticket = th_login_ok (s_alice, "1234", &s_ticket_len);
 }
 
 static void
@@ -82,14 +59,10 @@ s_teardown (void)
     frontend_max_reply = CS_WIRE_MAX_REPLY;     /* CK_FORK=no (make memcheck): one process */
     zsock_destroy (&s_alice);
     zsock_destroy (&s_eve);
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tb_stop (&s_server, &s_config);
     EVP_PKEY_free (s_key);
     free (s_ticket);
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  Eve's hello is answered: the broker is up and serves another client.  */

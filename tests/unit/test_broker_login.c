@@ -10,10 +10,8 @@
  *  of tenant other.  Needs CRYPTOSERVER_DRIVER_DIR (make check).
  */
 #include <sqlite3.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
+#include "test_broker_fixture.h"
 #include "key_info.h"
-#include "server.h"
 
 /*  broker/ticket-lifetime-ms of the expiry test: 1 s, scaled like the reply
  *  timeout (make memcheck runs this under valgrind, 20 times slower).  */
@@ -30,14 +28,7 @@ static char s_ref [64];
 static void
 s_demo_key (void)
 {
-    char path [4096];
-    uint8_t master [KEYSTORE_MASTER_KEY_LEN];
-    snprintf (path, sizeof path, "%s/master.key", s_dir);
-    ck_assert_int_eq (keystore_master_key_read (path, master), 0);
-    snprintf (path, sizeof path, "%s/keystore.db", s_dir);
-    keystore_t *ks = keystore_open (path, master);
-    OPENSSL_cleanse (master, sizeof master);
-    ck_assert_ptr_nonnull (ks);
+    keystore_t *ks = th_keystore_open (s_dir);
     s_pkey = EVP_RSA_gen (2048);
     key_info_params_t params = { .label = "signer" };
     Cs__KeyInfo *info = key_info_from_pkey (s_pkey, &params);
@@ -64,27 +55,13 @@ s_setup (int lifetime_ms)
     th_client_add (s_dir, "eve", "other");
     th_keystore (s_dir);
     s_demo_key ();
-    char *head = th_conf_head (true), *conf = NULL;
-    ck_assert_int_ge (asprintf (&conf, "%s"
-        "drivers\n    cpu\n        type = openssl\n        threads = 1\n", head), 0);
-    /*  th_conf_head's "broker" section gets the short lifetime.  */
-    char *broker = strstr (conf, "broker\n");
-    ck_assert_ptr_nonnull (broker);
-    char *full = NULL, line [64] = "";
+    char line [64] = "";           /* the broker section gets the short lifetime */
     if (lifetime_ms)
         snprintf (line, sizeof line, "    ticket-lifetime-ms = %d\n", lifetime_ms);
-    ck_assert_int_ge (asprintf (&full, "broker\n%s%s", line, broker + strlen ("broker\n")), 0);
-    th_write (s_dir, "broker.conf", full);
-    free (head);
-    free (conf);
-    free (full);
-    char path [4096], *error = NULL;
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
+    tb_conf_write (s_dir, line, "drivers\n    cpu\n        type = openssl\n        threads = 1\n");
+    s_config = tb_config_load (s_dir);
     ck_assert_int_eq (s_config->ticket_lifetime_ms, lifetime_ms ? lifetime_ms : 4 * 3600 * 1000);
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
+    s_server = tb_server_new (s_config);
     s_alice = th_dealer (s_dir, "alice", server_endpoint (s_server));
     s_amy = th_dealer (s_dir, "amy", server_endpoint (s_server));
     s_sam = th_dealer (s_dir, "sam", server_endpoint (s_server));
@@ -110,13 +87,9 @@ s_teardown (void)
     zsock_destroy (&s_amy);
     zsock_destroy (&s_sam);
     zsock_destroy (&s_eve);
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tb_stop (&s_server, &s_config);
     EVP_PKEY_free (s_pkey);
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  A ticket as bytes with its length.  */
