@@ -11,14 +11,11 @@
  *  $top_builddir/pkcs11-module/.libs/cryptoserver-pkcs11.so (make check).
  *  No sleeps: waits are condition variables with deadlines.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
-#include "server.h"
+#include "test_module_fixture.h"
 #include "cs_p11_3.h"
 #include "cryptoserver/pkcs11v.h"
 
@@ -37,53 +34,21 @@ static const CK_BYTE s_id_fast [] = { 0x01 }, s_id_slow [] = { 0x02 };
 
 /*  ---- fixture --------------------------------------------------------- */
 
-static void
-s_write_client_conf_timeout (int timeout_ms)
-{
-    char *text = NULL, path [4096];
-    ck_assert_int_ge (asprintf (&text,
-        "client\n"
-        "    endpoints = %s\n"
-        "    broker-cert = broker.cert\n"
-        "    certificate = app.cert\n"
-        "    curve = true\n"
-        "    timeout-ms = %d\n", server_endpoint (s_server), timeout_ms), 0);
-    th_write (s_dir, "client.conf", text);
-    free (text);
-    snprintf (path, sizeof path, "%s/client.conf", s_dir);
-    setenv ("CRYPTOSERVER_CONF", path, 1);
-}
-
-static void
-s_write_client_conf (void)
-{
-    s_write_client_conf_timeout (20000);
-}
-
+/*  The module and its 3.0 interface functions (C_GetFunctionList,
+ *  C_GetInterfaceList and C_GetInterface are all it exports).  */
 static void
 s_load_module (void)
 {
-    char path [4096];
-    const char *env = getenv ("CRYPTOSERVER_MODULE_PATH"), *top = getenv ("top_builddir");
-    CK_RV (*get_list) (CK_FUNCTION_LIST_PTR_PTR);
-    if (env)
-        snprintf (path, sizeof path, "%s", env);
-    else
-        snprintf (path, sizeof path, "%s/pkcs11-module/.libs/cryptoserver-pkcs11.so", top ? top : ".");
-    s_dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg (s_dl != NULL, "dlopen %s: %s", path, dlerror ());
-    *(void **) &get_list = dlsym (s_dl, "C_GetFunctionList");
+    s_dl = tm_module_open (&p);
     *(void **) &s_get_interface_list = dlsym (s_dl, "C_GetInterfaceList");
     *(void **) &s_get_interface = dlsym (s_dl, "C_GetInterface");
-    ck_assert (get_list && s_get_interface_list && s_get_interface);
+    ck_assert (s_get_interface_list && s_get_interface);
     ck_assert_ptr_null (dlsym (s_dl, "C_Sign"));            /* only the three are exported */
-    ck_assert_uint_eq (get_list (&p), CKR_OK);
 }
 
 static void
 s_setup (void)
 {
-    char *head, *conf = NULL, path [4096], *error = NULL;
     EVP_PKEY *slow;
     s_dir = th_tmpdir ();
     s_fast_key = th_key_pem (s_dir, "fast.pem", 2048);
@@ -91,42 +56,25 @@ s_setup (void)
     EVP_PKEY_free (slow);
     th_certs (s_dir, "app", "demo");
     th_keystore (s_dir);
-    head = th_conf_head (true);
-    ck_assert_int_ge (asprintf (&conf, "%s"
+    tb_conf_write (s_dir, "",
         "drivers\n"
         "    fast\n        type = sim\n        key-file = fast.pem\n        key-id = 01\n"
         "        threads = 2\n        tenant = demo\n"
         "    slow\n        type = sim\n        key-file = slow.pem\n        key-id = 02\n"
         "        latency-ms = %d\n        threads = 4\n        coprocessors = 4\n        tenant = demo\n",
-        head, S_SLOW_MS), 0);
-    th_write (s_dir, "broker.conf", conf);
-    free (head);
-    free (conf);
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
-    s_write_client_conf ();
+        S_SLOW_MS);
+    s_server = tb_start (s_dir, &s_config);
+    tm_client_conf (s_dir, server_endpoint (s_server), 20000);
     s_load_module ();
 }
 
 static void
 s_teardown (void)
 {
-    char command [4200];
-    if (p)
-        p->C_Finalize (NULL);
-    if (s_dl)
-        dlclose (s_dl);
-    s_dl = NULL;
-    p = NULL;
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tm_module_close (&p, &s_dl);
+    tb_stop (&s_server, &s_config);
     EVP_PKEY_free (s_fast_key);
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  ---- helpers --------------------------------------------------------- */
@@ -805,7 +753,7 @@ START_TEST (test_broker_gone)
     CK_TOKEN_INFO token;
     CK_SESSION_HANDLE h;
     CK_RV rv = CKR_OK;
-    s_write_client_conf_timeout (1000);
+    tm_client_conf (s_dir, server_endpoint (s_server), 1000);
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
     ck_assert_uint_eq (p->C_GetTokenInfo (0, &token), CKR_OK);
     h = s_open (0);

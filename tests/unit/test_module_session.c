@@ -10,12 +10,9 @@
  *  this test made.  The module is $CRYPTOSERVER_MODULE_PATH, else
  *  $top_builddir/pkcs11-module/.libs/cryptoserver-pkcs11.so.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <openssl/rand.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
-#include "server.h"
+#include "test_module_fixture.h"
 #include "cs_p11_3.h"
 
 static char *s_dir;
@@ -34,60 +31,27 @@ static void s_mx_reset (void);
 static void
 s_setup (void)
 {
-    char *head, *conf = NULL, path [4096], *error = NULL, *text = NULL;
-    const char *env = getenv ("CRYPTOSERVER_MODULE_PATH"), *top = getenv ("top_builddir");
-    CK_RV (*get_list) (CK_FUNCTION_LIST_PTR_PTR);
     s_mx_reset ();             /* CK_FORK=no (make memcheck) runs the tests in one process */
     s_dir = th_tmpdir ();
     s_key = th_key_pem (s_dir, "board.pem", 2048);
     th_certs (s_dir, "app", "demo");
     th_keystore (s_dir);
-    head = th_conf_head (true);
-    ck_assert_int_ge (asprintf (&conf, "%s"
+    tb_conf_write (s_dir, "",
         "drivers\n"
         "    board\n        type = sim\n        key-file = board.pem\n        key-id = 01\n"
-        "        threads = 2\n        tenant = demo\n", head), 0);
-    th_write (s_dir, "broker.conf", conf);
-    free (head);
-    free (conf);
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
-    ck_assert_int_ge (asprintf (&text, "client\n    endpoints = %s\n    broker-cert = broker.cert\n"
-        "    certificate = app.cert\n    curve = true\n    timeout-ms = 20000\n", server_endpoint (s_server)), 0);
-    th_write (s_dir, "client.conf", text);
-    free (text);
-    snprintf (path, sizeof path, "%s/client.conf", s_dir);
-    setenv ("CRYPTOSERVER_CONF", path, 1);
-    if (env)
-        snprintf (path, sizeof path, "%s", env);
-    else
-        snprintf (path, sizeof path, "%s/pkcs11-module/.libs/cryptoserver-pkcs11.so", top ? top : ".");
-    s_dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg (s_dl != NULL, "dlopen %s: %s", path, dlerror ());
-    *(void **) &get_list = dlsym (s_dl, "C_GetFunctionList");
-    ck_assert_ptr_nonnull (get_list);
-    ck_assert_uint_eq (get_list (&p), CKR_OK);
+        "        threads = 2\n        tenant = demo\n");
+    s_server = tb_start (s_dir, &s_config);
+    tm_client_conf (s_dir, server_endpoint (s_server), 20000);
+    s_dl = tm_module_open (&p);
 }
 
 static void
 s_teardown (void)
 {
-    char command [4200];
-    if (p)
-        p->C_Finalize (NULL);
-    if (s_dl)
-        dlclose (s_dl);
-    s_dl = NULL;
-    p = NULL;
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tm_module_close (&p, &s_dl);
+    tb_stop (&s_server, &s_config);
     EVP_PKEY_free (s_key);
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  ---- helpers --------------------------------------------------------- */

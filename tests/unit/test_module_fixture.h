@@ -1,0 +1,68 @@
+/*  test_module_fixture.h — the built cryptoserver-pkcs11.so, loaded with
+ *  dlopen() as applications load it, pointed at a broker the test runs
+ *  in-process (test_broker_fixture.h).  The module is
+ *  $CRYPTOSERVER_MODULE_PATH, else
+ *  $top_builddir/pkcs11-module/.libs/cryptoserver-pkcs11.so (make check).
+ *  Header-only (static).
+ */
+#ifndef TEST_MODULE_FIXTURE_H_INCLUDED
+#define TEST_MODULE_FIXTURE_H_INCLUDED
+
+#include <dlfcn.h>
+#include "test_broker_fixture.h"
+
+/*  Writes DIR/client.conf for client "app" of a th_certs (dir, "app", ...)
+ *  deployment: the broker at endpoint, CURVE on, timeout_ms per request;
+ *  CRYPTOSERVER_CONF names it (cryptoserver-client.conf(5)).  */
+static inline void
+tm_client_conf (const char *dir, const char *endpoint, int timeout_ms)
+{
+    char *text = NULL, path [4096];
+    ck_assert_int_ge (asprintf (&text,
+        "client\n"
+        "    endpoints = %s\n"
+        "    broker-cert = broker.cert\n"
+        "    certificate = app.cert\n"
+        "    curve = true\n"
+        "    timeout-ms = %d\n", endpoint, timeout_ms), 0);
+    th_write (dir, "client.conf", text);
+    free (text);
+    snprintf (path, sizeof path, "%s/client.conf", dir);
+    setenv ("CRYPTOSERVER_CONF", path, 1);
+}
+
+/*  dlopen()s the module (RTLD_NOW | RTLD_LOCAL) and gets its 2.40 function
+ *  list into *list_p with C_GetFunctionList; fails the test when any step
+ *  fails.  Returns the dlopen handle (tm_module_close).  */
+static inline void *
+tm_module_open (CK_FUNCTION_LIST **list_p)
+{
+    char path [4096];
+    const char *env = getenv ("CRYPTOSERVER_MODULE_PATH"), *top = getenv ("top_builddir");
+    CK_RV (*get_list) (CK_FUNCTION_LIST_PTR_PTR);
+    if (env)
+        snprintf (path, sizeof path, "%s", env);
+    else
+        snprintf (path, sizeof path, "%s/pkcs11-module/.libs/cryptoserver-pkcs11.so", top ? top : ".");
+    void *dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg (dl != NULL, "dlopen %s: %s", path, dlerror ());
+    *(void **) &get_list = dlsym (dl, "C_GetFunctionList");
+    ck_assert_ptr_nonnull (get_list);
+    ck_assert_uint_eq (get_list (list_p), CKR_OK);
+    return dl;
+}
+
+/*  C_Finalize (its answer ignored: the test may have finalized) when
+ *  *list_p, dlclose when *dl_p; nulls both.  */
+static inline void
+tm_module_close (CK_FUNCTION_LIST **list_p, void **dl_p)
+{
+    if (*list_p)
+        (*list_p)->C_Finalize (NULL);
+    if (*dl_p)
+        dlclose (*dl_p);
+    *dl_p = NULL;
+    *list_p = NULL;
+}
+
+#endif
