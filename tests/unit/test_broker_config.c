@@ -6,6 +6,7 @@
 #include "broker_config.h"
 #include "cs_secmem.h"
 #include "test_smaps.h"
+#include "test_run.h"
 
 static char *s_dir;
 
@@ -423,9 +424,5 @@ main (void)
     tcase_add_test (tc, test_ticket_key_in_locked_page);
     tcase_add_test (tc, test_board_health);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -10,6 +10,7 @@
 #include "fair_queue.h"
 #include "scheduler.h"
 #include "slow_pool.h"
+#include "test_run.h"
 
 static const unsigned char s_shared [] = { 0x01 };     /* on both boards */
 static const unsigned char s_only1 [] = { 0x02 };      /* on board 1 only */
@@ -502,9 +503,5 @@ main (void)
     tcase_add_test (tc, test_speed_idle_fast_beats_idle_slow);
     tcase_add_test (tc, test_speed_equal_boards_share);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 #include "test_broker_fixture.h"
 #include "key_info.h"
+#include "test_run.h"
 
 #define S_KEYS 3
 
@@ -371,9 +372,5 @@ main (void)
     tcase_set_timeout (bound, 120);
     tcase_add_test (bound, test_cache_bound);
     suite_add_tcase (suite, bound);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 #include "test_broker_fixture.h"
 #include "key_info.h"
+#include "test_run.h"
 
 /*  broker/ticket-lifetime-ms of the expiry test: 1 s, scaled like the reply
  *  timeout (make memcheck runs this under valgrind, 20 times slower).  */
@@ -366,9 +367,5 @@ main (void)
     tcase_add_test (tc, test_tampered_key_refused);
     tcase_add_test (tc, test_tampered_tenant_refused);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

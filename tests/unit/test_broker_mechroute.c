@@ -8,6 +8,7 @@
  *  enforced on GenerateKeyPair jobs.  Needs CRYPTOSERVER_DRIVER_DIR.
  */
 #include "test_broker_fixture.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;
@@ -162,16 +163,10 @@ main (void)
     }
     zsys_init ();
     Suite *suite = suite_create ("broker_mechroute");
-    TCase *tc = tcase_create ("routing");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("routing", s_setup, s_teardown);
     tcase_add_test (tc, test_pss_skips_the_board_without_it);
     tcase_add_test (tc, test_no_board_runs_it);
     tcase_add_test (tc, test_rsa_min_bits);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

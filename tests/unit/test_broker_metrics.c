@@ -12,6 +12,7 @@
 #include "test_broker_fixture.h"
 #include "metrics.h"
 #include "metrics_http.h"
+#include "test_run.h"
 
 /* ------------------------------------------------------------------ */
 /*  A tiny HTTP/1.0 client for the endpoint                            */
@@ -659,9 +660,5 @@ main (void)
     tcase_add_test (files, test_config);
     tcase_add_test (files, test_server);
     suite_add_tcase (suite, files);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -13,6 +13,7 @@
 #include "pool_store.h"
 #include "test_broker_helpers.h"
 #include "test_smaps.h"
+#include "test_run.h"
 
 #define S_DER_LEN 1200                  /* about an RSA-2048 PKCS#8 */
 
@@ -153,9 +154,5 @@ main (void)
     tcase_add_test (tc, test_store_seal_restore);
     tcase_set_timeout (tc, 60);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -22,6 +22,7 @@
 #include "ks_watch.h"
 #include "path_watch.h"
 #include "test_smaps.h"
+#include "test_run.h"
 
 /*  A description with ref `ref` (caller owns, as ks_cache_key_put takes).  */
 static Cs__KeyInfo *
@@ -320,9 +321,5 @@ main (void)
     tcase_add_test (tc, test_watch);
     tcase_add_test (tc, test_path_watch_follow);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -18,6 +18,7 @@
 #include "test_module_fixture.h"
 #include "cs_p11_3.h"
 #include "cryptoserver/pkcs11v.h"
+#include "test_run.h"
 
 #define S_SLOW_MS 3000
 
@@ -840,9 +841,7 @@ int
 main (void)
 {
     Suite *suite = suite_create ("module_conformance");
-    TCase *tc = tcase_create ("conformance");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("conformance", s_setup, s_teardown);
     tcase_add_test (tc, test_initialize);
     tcase_add_test (tc, test_interfaces);
     tcase_add_test (tc, test_slots_and_sessions);
@@ -854,9 +853,5 @@ main (void)
     tcase_add_test (tc, test_broker_gone);
     tcase_add_test (tc, test_vendor_modexp);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -14,6 +14,7 @@
 #include <openssl/rand.h>
 #include "test_module_fixture.h"
 #include "cs_p11_3.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;                 /* the board's key 01, made here */
@@ -507,9 +508,7 @@ int
 main (void)
 {
     Suite *suite = suite_create ("module_session");
-    TCase *tc = tcase_create ("session");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("session", s_setup, s_teardown);
     tcase_add_test (tc, test_last_session_logs_out);
     tcase_add_test (tc, test_login_while_last_session_closes);
     tcase_add_test (tc, test_mutex_callbacks);
@@ -517,9 +516,5 @@ main (void)
     tcase_add_test (tc, test_digest_key);
     tcase_add_test (tc, test_recover);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }
