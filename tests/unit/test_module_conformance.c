@@ -519,73 +519,34 @@ END_TEST
 
 /*  ---- application mutex callbacks (PKCS#11 2.40 §5.4) -------------------- */
 
-static struct {
-    int created, destroyed, locked, unlocked;
-} s_mx;
-
-static CK_RV
-s_mx_create (CK_VOID_PTR_PTR mutex_p)
-{
-    pthread_mutex_t *mutex = malloc (sizeof *mutex);
-    if (!mutex)
-        return CKR_HOST_MEMORY;
-    pthread_mutex_init (mutex, NULL);
-    __atomic_add_fetch (&s_mx.created, 1, __ATOMIC_SEQ_CST);
-    *mutex_p = mutex;
-    return CKR_OK;
-}
-
-static CK_RV
-s_mx_destroy (CK_VOID_PTR mutex)
-{
-    pthread_mutex_destroy (mutex);
-    free (mutex);
-    __atomic_add_fetch (&s_mx.destroyed, 1, __ATOMIC_SEQ_CST);
-    return CKR_OK;
-}
-
-static CK_RV
-s_mx_lock (CK_VOID_PTR mutex)
-{
-    __atomic_add_fetch (&s_mx.locked, 1, __ATOMIC_SEQ_CST);
-    return pthread_mutex_lock (mutex) == 0 ? CKR_OK : CKR_MUTEX_BAD;
-}
-
-static CK_RV
-s_mx_unlock (CK_VOID_PTR mutex)
-{
-    __atomic_add_fetch (&s_mx.unlocked, 1, __ATOMIC_SEQ_CST);
-    return pthread_mutex_unlock (mutex) == 0 ? CKR_OK : CKR_MUTEX_NOT_LOCKED;
-}
-
-static CK_C_INITIALIZE_ARGS s_mx_args = { s_mx_create, s_mx_destroy, s_mx_lock, s_mx_unlock, 0, NULL };
+/*  The counting callbacks: tm_mx_args (test_module_fixture.h).  */
 
 START_TEST (test_mutex_callbacks)
 {
-    CK_C_INITIALIZE_ARGS os = s_mx_args;
+    CK_C_INITIALIZE_ARGS os = *tm_mx_args ();
     CK_SESSION_HANDLE h;
     CK_TOKEN_INFO info;
     /*  Callbacks without CKF_OS_LOCKING_OK: they are the library mutex.  */
-    ck_assert_uint_eq (p->C_Initialize (&s_mx_args), CKR_OK);
-    ck_assert_int_eq (s_mx.created, 1);
+    ck_assert_uint_eq (p->C_Initialize (tm_mx_args ()), CKR_OK);
+    ck_assert_int_eq (tm_mx.created, 1);
     h = s_open (0);
     ck_assert_uint_eq (p->C_GetTokenInfo (0, &info), CKR_OK);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
     ck_assert_uint_eq (p->C_CloseSession (h), CKR_OK);
-    ck_assert_int_gt (s_mx.locked, 4);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
-    ck_assert_int_eq (s_mx.destroyed, 0);
+    ck_assert_int_gt (tm_mx.locked, 4);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
+    ck_assert_int_eq (tm_mx.destroyed, 0);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
-    ck_assert_int_eq (s_mx.destroyed, 1);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_eq (tm_mx.destroyed, 1);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
     /*  With CKF_OS_LOCKING_OK we may choose: we use our own (documented).  */
-    memset (&s_mx, 0, sizeof s_mx);
+    tm_mx_reset ();
     os.flags = CKF_OS_LOCKING_OK;
     ck_assert_uint_eq (p->C_Initialize (&os), CKR_OK);
     h = s_open (0);
     ck_assert_uint_eq (p->C_GetTokenInfo (0, &info), CKR_OK);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
-    ck_assert_int_eq (s_mx.created + s_mx.locked + s_mx.destroyed, 0);
+    ck_assert_int_eq (tm_mx.created + tm_mx.locked + tm_mx.destroyed, 0);
 }
 END_TEST
 
@@ -637,7 +598,7 @@ START_TEST (test_finalize_race)
     CK_INFO ck_info;
     struct timespec deadline;
     int64_t start;
-    ck_assert_uint_eq (p->C_Initialize (&s_mx_args), CKR_OK);   /* with the application's mutex too */
+    ck_assert_uint_eq (p->C_Initialize (tm_mx_args ()), CKR_OK);   /* with the application's mutex too */
     for (int i = 0; i < S_RACERS; i++)
         racers [i].session = s_open (0);
     ck_assert_uint_eq (p->C_Login (racers [0].session, CKU_USER, s_user_pin, 4), CKR_OK);
@@ -660,8 +621,8 @@ START_TEST (test_finalize_race)
         ck_assert_uint_eq (racers [i].rv, CKR_CRYPTOKI_NOT_INITIALIZED);
     }
     ck_assert_int_lt (s_now_ms () - start, S_SLOW_MS);
-    ck_assert_int_eq (s_mx.created, s_mx.destroyed);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_eq (tm_mx.created, tm_mx.destroyed);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
     ck_assert_uint_eq (p->C_GetInfo (&ck_info), CKR_CRYPTOKI_NOT_INITIALIZED);
     /*  And the library comes back.  */
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
@@ -688,7 +649,7 @@ s_child (void)
         return 3;
     if (p->C_Finalize (NULL) != CKR_CRYPTOKI_NOT_INITIALIZED)
         return 4;
-    if (p->C_Initialize (&s_mx_args) != CKR_OK)
+    if (p->C_Initialize (tm_mx_args ()) != CKR_OK)
         return 5;
     if (p->C_GetTokenInfo (0, &token) != CKR_OK)
         return 6;
@@ -712,7 +673,7 @@ START_TEST (test_fork)
     CK_ULONG len = sizeof sig;
     int status = 0;
     pid_t pid;
-    ck_assert_uint_eq (p->C_Initialize (&s_mx_args), CKR_OK);
+    ck_assert_uint_eq (p->C_Initialize (tm_mx_args ()), CKR_OK);
     h = s_open (0);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
     key = s_find_key (h, s_id_fast);

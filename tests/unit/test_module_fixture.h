@@ -9,6 +9,7 @@
 #define TEST_MODULE_FIXTURE_H_INCLUDED
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include "test_broker_fixture.h"
 
 /*  Writes DIR/client.conf for client "app" of a th_certs (dir, "app", ...)
@@ -63,6 +64,74 @@ tm_module_close (CK_FUNCTION_LIST **list_p, void **dl_p)
         dlclose (*dl_p);
     *dl_p = NULL;
     *list_p = NULL;
+}
+
+/*  What the counting application mutex callbacks (tm_mx_args) saw and
+ *  do.  */
+typedef struct {
+    int created, destroyed, locked, unlocked;   /* calls, counted atomically */
+    CK_RV create_rv;                /* CreateMutex answers this when not CKR_OK */
+    void (*lock_hook) (void);       /* LockMutex calls it first, when set */
+} tm_mx_t;
+
+static tm_mx_t tm_mx __attribute__ ((unused));
+
+/*  Zeroes tm_mx (CK_FORK=no, make memcheck, runs the tests in one process).  */
+static inline void
+tm_mx_reset (void)
+{
+    memset (&tm_mx, 0, sizeof tm_mx);
+}
+
+static inline CK_RV
+tm_mx_create (CK_VOID_PTR_PTR mutex_p)
+{
+    pthread_mutex_t *mutex;
+    if (tm_mx.create_rv != CKR_OK)
+        return tm_mx.create_rv;
+    if (!(mutex = malloc (sizeof *mutex)))
+        return CKR_HOST_MEMORY;
+    pthread_mutex_init (mutex, NULL);
+    __atomic_add_fetch (&tm_mx.created, 1, __ATOMIC_SEQ_CST);
+    *mutex_p = mutex;
+    return CKR_OK;
+}
+
+static inline CK_RV
+tm_mx_destroy (CK_VOID_PTR mutex)
+{
+    pthread_mutex_destroy (mutex);
+    free (mutex);
+    __atomic_add_fetch (&tm_mx.destroyed, 1, __ATOMIC_SEQ_CST);
+    return CKR_OK;
+}
+
+/*  The hook runs before the lock is taken, in the thread that asks for it
+ *  (which does not hold it): another call into the module, as another
+ *  thread could make at that moment.  */
+static inline CK_RV
+tm_mx_lock (CK_VOID_PTR mutex)
+{
+    if (tm_mx.lock_hook)
+        tm_mx.lock_hook ();
+    __atomic_add_fetch (&tm_mx.locked, 1, __ATOMIC_SEQ_CST);
+    return pthread_mutex_lock (mutex) == 0 ? CKR_OK : CKR_MUTEX_BAD;
+}
+
+static inline CK_RV
+tm_mx_unlock (CK_VOID_PTR mutex)
+{
+    __atomic_add_fetch (&tm_mx.unlocked, 1, __ATOMIC_SEQ_CST);
+    return pthread_mutex_unlock (mutex) == 0 ? CKR_OK : CKR_MUTEX_NOT_LOCKED;
+}
+
+/*  C_Initialize arguments with the four counting callbacks (PKCS#11 2.40
+ *  §5.4), flags 0.  Shared: copy it to change the flags.  */
+static inline CK_C_INITIALIZE_ARGS *
+tm_mx_args (void)
+{
+    static CK_C_INITIALIZE_ARGS args = { tm_mx_create, tm_mx_destroy, tm_mx_lock, tm_mx_unlock, 0, NULL };
+    return &args;
 }
 
 #endif

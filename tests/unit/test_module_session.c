@@ -112,66 +112,31 @@ s_openssl_sign (const uint8_t *data, size_t len, uint8_t sig [256])
     EVP_PKEY_CTX_free (ctx);
 }
 
-/*  ---- application mutex callbacks that count, with a hook ------------- */
+/*  ---- application mutex callbacks that count (tm_mx), with a hook ----- */
 
 static struct {
-    int created, destroyed, locked, unlocked;
-    CK_RV create_rv;                    /* what CreateMutex answers */
     int hook_at;                        /* run the hook at this lock (counted from arming), 0: off */
     int armed_locks;
     CK_SESSION_HANDLE close;            /* the hook closes this session */
     bool fired;
-} s_mx;
+} s_hook;
 
 static void
 s_mx_reset (void)
 {
-    memset (&s_mx, 0, sizeof s_mx);
+    tm_mx_reset ();
+    memset (&s_hook, 0, sizeof s_hook);
 }
 
-static CK_RV
-s_mx_create (CK_VOID_PTR_PTR mutex_p)
+/*  tm_mx.lock_hook: closes s_hook.close at the hook_at-th lock.  */
+static void
+s_lock_hook (void)
 {
-    pthread_mutex_t *mutex;
-    if (s_mx.create_rv != CKR_OK)
-        return s_mx.create_rv;
-    if (!(mutex = malloc (sizeof *mutex)))
-        return CKR_HOST_MEMORY;
-    pthread_mutex_init (mutex, NULL);
-    __atomic_add_fetch (&s_mx.created, 1, __ATOMIC_SEQ_CST);
-    *mutex_p = mutex;
-    return CKR_OK;
-}
-
-static CK_RV
-s_mx_destroy (CK_VOID_PTR mutex)
-{
-    pthread_mutex_destroy (mutex);
-    free (mutex);
-    __atomic_add_fetch (&s_mx.destroyed, 1, __ATOMIC_SEQ_CST);
-    return CKR_OK;
-}
-
-/*  The hook runs before the lock is taken, in the thread that asks for it
- *  (which does not hold it): another call into the module, as another
- *  thread could make at that moment.  */
-static CK_RV
-s_mx_lock (CK_VOID_PTR mutex)
-{
-    if (s_mx.hook_at && ++s_mx.armed_locks == s_mx.hook_at) {
-        s_mx.hook_at = 0;
-        s_mx.fired = true;
-        ck_assert_uint_eq (p->C_CloseSession (s_mx.close), CKR_OK);
+    if (s_hook.hook_at && ++s_hook.armed_locks == s_hook.hook_at) {
+        s_hook.hook_at = 0;
+        s_hook.fired = true;
+        ck_assert_uint_eq (p->C_CloseSession (s_hook.close), CKR_OK);
     }
-    __atomic_add_fetch (&s_mx.locked, 1, __ATOMIC_SEQ_CST);
-    return pthread_mutex_lock (mutex) == 0 ? CKR_OK : CKR_MUTEX_BAD;
-}
-
-static CK_RV
-s_mx_unlock (CK_VOID_PTR mutex)
-{
-    __atomic_add_fetch (&s_mx.unlocked, 1, __ATOMIC_SEQ_CST);
-    return pthread_mutex_unlock (mutex) == 0 ? CKR_OK : CKR_MUTEX_NOT_LOCKED;
 }
 
 /*  Callbacks of an application with one global lock: CreateMutex makes a
@@ -181,7 +146,7 @@ static pthread_mutex_t s_global = PTHREAD_MUTEX_INITIALIZER;
 static CK_RV
 s_global_create (CK_VOID_PTR_PTR mutex_p)
 {
-    __atomic_add_fetch (&s_mx.created, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch (&tm_mx.created, 1, __ATOMIC_SEQ_CST);
     *mutex_p = NULL;
     return CKR_OK;
 }
@@ -189,21 +154,21 @@ s_global_create (CK_VOID_PTR_PTR mutex_p)
 static CK_RV
 s_global_destroy (CK_VOID_PTR mutex)
 {
-    __atomic_add_fetch (&s_mx.destroyed, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch (&tm_mx.destroyed, 1, __ATOMIC_SEQ_CST);
     return CKR_OK;
 }
 
 static CK_RV
 s_global_lock (CK_VOID_PTR mutex)
 {
-    __atomic_add_fetch (&s_mx.locked, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch (&tm_mx.locked, 1, __ATOMIC_SEQ_CST);
     return pthread_mutex_lock (&s_global) == 0 ? CKR_OK : CKR_MUTEX_BAD;
 }
 
 static CK_RV
 s_global_unlock (CK_VOID_PTR mutex)
 {
-    __atomic_add_fetch (&s_mx.unlocked, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch (&tm_mx.unlocked, 1, __ATOMIC_SEQ_CST);
     return pthread_mutex_unlock (&s_global) == 0 ? CKR_OK : CKR_MUTEX_NOT_LOCKED;
 }
 
@@ -234,20 +199,21 @@ END_TEST
  *  C_Login must answer CKR_SESSION_CLOSED.  */
 START_TEST (test_login_while_last_session_closes)
 {
-    CK_C_INITIALIZE_ARGS args = { s_mx_create, s_mx_destroy, s_mx_lock, s_mx_unlock, 0, NULL };
+    CK_C_INITIALIZE_ARGS args = *tm_mx_args ();
     CK_SESSION_HANDLE h;
     bool closed_seen = false;
     CK_RV rv;
     ck_assert_uint_eq (p->C_Initialize (&args), CKR_OK);
+    tm_mx.lock_hook = s_lock_hook;
     for (int at = 1; at <= 6; at++) {
         h = s_open (0);
-        s_mx.close = h;
-        s_mx.fired = false;
-        s_mx.armed_locks = 0;
-        s_mx.hook_at = at;
+        s_hook.close = h;
+        s_hook.fired = false;
+        s_hook.armed_locks = 0;
+        s_hook.hook_at = at;
         rv = p->C_Login (h, CKU_USER, s_pin, 4);
-        s_mx.hook_at = 0;
-        if (!s_mx.fired) {
+        s_hook.hook_at = 0;
+        if (!s_hook.fired) {
             ck_assert_uint_eq (rv, CKR_OK);
             ck_assert_uint_eq (p->C_CloseSession (h), CKR_OK);
         }
@@ -262,7 +228,7 @@ START_TEST (test_login_while_last_session_closes)
     }
     ck_assert (closed_seen);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
 }
 END_TEST
 
@@ -270,7 +236,7 @@ END_TEST
 
 START_TEST (test_mutex_callbacks)
 {
-    CK_C_INITIALIZE_ARGS args = { s_mx_create, s_mx_destroy, s_mx_lock, s_mx_unlock, 0, NULL }, some;
+    CK_C_INITIALIZE_ARGS args = *tm_mx_args (), some;
     CK_MECHANISM raw = { CKM_RSA_PKCS, NULL, 0 };
     CK_SESSION_HANDLE h;
     CK_INFO info;
@@ -288,49 +254,49 @@ START_TEST (test_mutex_callbacks)
             if (missing == 3) some.UnlockMutex = NULL;
             ck_assert_uint_eq (p->C_Initialize (&some), CKR_ARGUMENTS_BAD);
         }
-    ck_assert_int_eq (s_mx.created, 0);
+    ck_assert_int_eq (tm_mx.created, 0);
     ck_assert_uint_eq (p->C_GetInfo (&info), CKR_CRYPTOKI_NOT_INITIALIZED);
     /*  CreateMutex failing fails C_Initialize with its code.  */
-    s_mx.create_rv = CKR_HOST_MEMORY;
+    tm_mx.create_rv = CKR_HOST_MEMORY;
     ck_assert_uint_eq (p->C_Initialize (&args), CKR_HOST_MEMORY);
     ck_assert_uint_eq (p->C_GetInfo (&info), CKR_CRYPTOKI_NOT_INITIALIZED);
-    s_mx.create_rv = CKR_OK;
+    tm_mx.create_rv = CKR_OK;
     /*  The callbacks are the library mutex: every state change goes
         through them, balanced, also around a job on the broker.  */
     ck_assert_uint_eq (p->C_Initialize (&args), CKR_OK);
-    ck_assert_int_eq (s_mx.created, 1);
+    ck_assert_int_eq (tm_mx.created, 1);
     h = s_open (0);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
     th_digest_info ("mutex", di);
-    int before = s_mx.locked;
+    int before = tm_mx.locked;
     ck_assert_uint_eq (p->C_SignInit (h, &raw, s_find (h, CKO_PRIVATE_KEY)), CKR_OK);
     ck_assert_uint_eq (p->C_Sign (h, di, 51, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pkcs1 (s_key, di, 51, sig, len));
-    ck_assert_int_gt (s_mx.locked, before + 2);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_gt (tm_mx.locked, before + 2);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
-    ck_assert_int_eq (s_mx.destroyed, 1);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_eq (tm_mx.destroyed, 1);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
     /*  A NULL handle from CreateMutex is the application's business: its
         callbacks are used all the same (not CKR_CANT_LOCK).  */
     CK_C_INITIALIZE_ARGS global = { s_global_create, s_global_destroy, s_global_lock, s_global_unlock, 0, NULL };
-    memset (&s_mx, 0, sizeof s_mx);
+    tm_mx_reset ();
     ck_assert_uint_eq (p->C_Initialize (&global), CKR_OK);
     h = s_open (0);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
-    ck_assert_int_eq (s_mx.created, 1);
-    ck_assert_int_eq (s_mx.destroyed, 1);
-    ck_assert_int_gt (s_mx.locked, 2);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_eq (tm_mx.created, 1);
+    ck_assert_int_eq (tm_mx.destroyed, 1);
+    ck_assert_int_gt (tm_mx.locked, 2);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
     /*  No callbacks, CKF_OS_LOCKING_OK: our own locking.  */
     CK_C_INITIALIZE_ARGS os = { NULL, NULL, NULL, NULL, CKF_OS_LOCKING_OK, NULL };
-    memset (&s_mx, 0, sizeof s_mx);
+    tm_mx_reset ();
     ck_assert_uint_eq (p->C_Initialize (&os), CKR_OK);
     h = s_open (0);
     ck_assert_uint_eq (p->C_CloseSession (h), CKR_OK);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
-    ck_assert_int_eq (s_mx.locked + s_mx.created, 0);
+    ck_assert_int_eq (tm_mx.locked + tm_mx.created, 0);
 }
 END_TEST
 
