@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include "test_broker_fixture.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;
@@ -356,9 +357,7 @@ static Suite *
 s_suite (void)
 {
     Suite *suite = suite_create ("broker_actor");
-    TCase *tc = tcase_create ("actor");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("actor", s_setup, s_teardown);
     tcase_add_test (tc, test_batch_of_50_signs);
     tcase_add_test (tc, test_pss_and_decrypt);
     tcase_add_test (tc, test_not_dumpable);
@@ -377,14 +376,8 @@ s_suite (void)
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     zsys_init ();
-    SRunner *runner = srunner_create (s_suite ());
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (s_suite ());
 }

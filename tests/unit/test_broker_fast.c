@@ -210,20 +210,6 @@ s_key_job (Cs__Job__KindCase kind, void *body)
     return rv;
 }
 
-/*  Runs sql on the keystore file behind the broker's back.  */
-static void
-s_sql (const char *sql)
-{
-    char path [4096];
-    sqlite3 *db = NULL;
-    snprintf (path, sizeof path, "%s/keystore.db", s_dir);
-    ck_assert_int_eq (sqlite3_open (path, &db), SQLITE_OK);
-    sqlite3_busy_timeout (db, 5000);
-    ck_assert_msg (sqlite3_exec (db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg (db));
-    ck_assert_int_eq (sqlite3_changes (db), 1);
-    sqlite3_close (db);
-}
-
 /* ---- tests ----------------------------------------------------------------- */
 
 /*  A login does not stall other clients: alice's PIN check is held in the
@@ -323,7 +309,7 @@ START_TEST (test_cache_sees_changes)
     ck_assert_uint_eq (s_sign (1), CKR_KEY_HANDLE_INVALID);
     /*  The row deleted behind the broker's back.  */
     char *sql = sqlite3_mprintf ("DELETE FROM keys WHERE ref = %Q", s_ref [2]);
-    s_sql (sql);
+    tb_keystore_sql (s_dir, sql);
     sqlite3_free (sql);
     ck_assert_uint_eq (s_sign (2), CKR_KEY_HANDLE_INVALID);
     /*  A new user PIN set by another connection ends bob's login.  */

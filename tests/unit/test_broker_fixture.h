@@ -9,6 +9,7 @@
 #define TEST_BROKER_FIXTURE_H_INCLUDED
 
 #include <stdarg.h>
+#include <sqlite3.h>
 #include "test_broker_helpers.h"
 #include "broker_config.h"
 #include "server.h"
@@ -73,6 +74,22 @@ tb_stop (server_t **server_p, broker_config_t **config_p)
 {
     server_destroy (server_p);
     broker_config_destroy (config_p);
+}
+
+/*  Runs sql on DIR/keystore.db behind the broker's back (a connection of
+ *  its own, 5 s busy timeout); fails the test unless it succeeds and
+ *  changes exactly one row.  */
+static inline void
+tb_keystore_sql (const char *dir, const char *sql)
+{
+    char path [4096];
+    sqlite3 *db = NULL;
+    snprintf (path, sizeof path, "%s/keystore.db", dir);
+    ck_assert_int_eq (sqlite3_open (path, &db), SQLITE_OK);
+    sqlite3_busy_timeout (db, 5000);
+    ck_assert_msg (sqlite3_exec (db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg (db));
+    ck_assert_int_eq (sqlite3_changes (db), 1);
+    sqlite3_close (db);
 }
 
 #endif

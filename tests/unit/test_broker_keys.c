@@ -11,6 +11,7 @@
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
 #include "test_broker_fixture.h"
+#include "test_run.h"
 
 static char *s_dir;
 static broker_config_t *s_config;
@@ -749,14 +750,8 @@ s_suite (void)
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     zsys_init ();
-    SRunner *runner = srunner_create (s_suite ());
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (s_suite ());
 }

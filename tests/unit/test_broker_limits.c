@@ -14,6 +14,7 @@
 #include "test_broker_fixture.h"
 #include "frontend.h"
 #include "keyjobs.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;                 /* the sim board's key */
@@ -591,9 +592,7 @@ static Suite *
 s_suite (void)
 {
     Suite *suite = suite_create ("broker-limits");
-    TCase *tc = tcase_create ("wire");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("wire", s_setup, s_teardown);
     tcase_add_test (tc, test_per_request_rsa_bits);
     tcase_add_test (tc, test_import_rsa_bits);
     tcase_add_test (tc, test_key_der_size);
@@ -601,25 +600,17 @@ s_suite (void)
     tcase_add_test (tc, test_template_limits);
     tcase_add_test (tc, test_pin_length);
     suite_add_tcase (suite, tc);
-    tc = tcase_create ("reply");
-    tcase_add_checked_fixture (tc, s_setup_small_replies, s_teardown);
-    tcase_set_timeout (tc, 60);
+    tc = tr_tcase ("reply", s_setup_small_replies, s_teardown);
     tcase_add_test (tc, test_reply_size);
     suite_add_tcase (suite, tc);
-    tc = tcase_create ("deadline");
-    tcase_add_checked_fixture (tc, s_setup_deadline, s_teardown);
-    tcase_set_timeout (tc, 60);
+    tc = tr_tcase ("deadline", s_setup_deadline, s_teardown);
     tcase_add_test (tc, test_deadline_cap);
     tcase_add_test (tc, test_deadline_sweep);
     suite_add_tcase (suite, tc);
-    tc = tcase_create ("flood");
-    tcase_add_checked_fixture (tc, s_setup_flood, s_teardown);
-    tcase_set_timeout (tc, 60);
+    tc = tr_tcase ("flood", s_setup_flood, s_teardown);
     tcase_add_test (tc, test_client_bytes_flood);
     suite_add_tcase (suite, tc);
-    tc = tcase_create ("full");
-    tcase_add_checked_fixture (tc, s_setup_full, s_teardown);
-    tcase_set_timeout (tc, 60);
+    tc = tr_tcase ("full", s_setup_full, s_teardown);
     tcase_add_test (tc, test_queue_full_keeps_reading);
     suite_add_tcase (suite, tc);
     return suite;
@@ -628,9 +619,5 @@ s_suite (void)
 int
 main (void)
 {
-    SRunner *runner = srunner_create (s_suite ());
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (s_suite ());
 }

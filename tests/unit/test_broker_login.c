@@ -291,20 +291,6 @@ START_TEST (test_lockout_ends_logins)
 }
 END_TEST
 
-/*  Runs sql on the broker's keystore file behind its back.  */
-static void
-s_tamper (const char *sql)
-{
-    char path [4096];
-    sqlite3 *db = NULL;
-    snprintf (path, sizeof path, "%s/keystore.db", s_dir);
-    ck_assert_int_eq (sqlite3_open (path, &db), SQLITE_OK);
-    sqlite3_busy_timeout (db, 5000);
-    ck_assert_msg (sqlite3_exec (db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg (db));
-    ck_assert_int_eq (sqlite3_changes (db), 1);
-    sqlite3_close (db);
-}
-
 /*  A key row whose can_decrypt was flipped in keystore.db is refused for
  *  every job (CKR_DEVICE_ERROR), where it would otherwise decrypt.  */
 START_TEST (test_tampered_key_refused)
@@ -317,7 +303,7 @@ START_TEST (test_tampered_key_refused)
     th_job_crypto (req->jobs [0], false, (const uint8_t *) s_ref, strlen (s_ref), CKM_RSA_PKCS, ct, ct_len);
     ck_assert_uint_eq (s_call (s_alice, req, &alice, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
     char *sql = sqlite3_mprintf ("UPDATE keys SET info = CAST (info || x'5001' AS BLOB) WHERE ref = %Q", s_ref);
-    s_tamper (sql);
+    tb_keystore_sql (s_dir, sql);
     sqlite3_free (sql);
     ck_assert_uint_eq (s_call (s_alice, req, &alice, NULL), CKR_DEVICE_ERROR);
     th_request_free (req);
@@ -341,7 +327,7 @@ START_TEST (test_tampered_tenant_refused)
     s_ticket_t alice, none;
     ck_assert_uint_eq (s_login (s_alice, CKU_USER, "1234", &alice), CKR_OK);
     ck_assert_uint_eq (s_login (s_amy, CKU_USER, "0000", &none), CKR_PIN_INCORRECT);
-    s_tamper ("UPDATE tenants SET user_failures = 0 WHERE name = 'demo'");
+    tb_keystore_sql (s_dir, "UPDATE tenants SET user_failures = 0 WHERE name = 'demo'");
     ck_assert_uint_eq (s_login (s_amy, CKU_USER, "1234", &none), CKR_DEVICE_ERROR);
     ck_assert_uint_eq (s_sign (s_alice, &alice, NULL), CKR_USER_NOT_LOGGED_IN);
     /*  Tenant other is not concerned.  */
@@ -353,14 +339,10 @@ int
 main (void)
 {
     Suite *suite = suite_create ("broker_login");
-    TCase *expiry = tcase_create ("expiry");
-    tcase_add_checked_fixture (expiry, s_setup_short, s_teardown);
-    tcase_set_timeout (expiry, 60);
+    TCase *expiry = tr_tcase ("expiry", s_setup_short, s_teardown);
     tcase_add_test (expiry, test_ticket_expires_and_renews);
     suite_add_tcase (suite, expiry);
-    TCase *tc = tcase_create ("login");
-    tcase_add_checked_fixture (tc, s_setup_default, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("login", s_setup_default, s_teardown);
     tcase_add_test (tc, test_init_pin_ends_user_logins);
     tcase_add_test (tc, test_set_pin_keeps_caller);
     tcase_add_test (tc, test_lockout_ends_logins);

@@ -157,10 +157,8 @@ END_TEST
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     zsys_init ();
     Suite *suite = suite_create ("broker_mechroute");
     TCase *tc = tr_tcase ("routing", s_setup, s_teardown);

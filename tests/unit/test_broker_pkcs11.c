@@ -12,6 +12,7 @@
 #include <openssl/x509.h>
 #include "test_broker_fixture.h"
 #include "key_info.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_rsa, *s_ec, *s_wrapper;
@@ -763,9 +764,5 @@ main (void)
         fprintf (stderr, "needs make check's environment, SoftHSMv2 and pkcs11-tool: skipped\n");
         return 77;
     }
-    SRunner *runner = srunner_create (s_suite ());
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (s_suite ());
 }

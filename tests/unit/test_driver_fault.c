@@ -205,7 +205,7 @@ END_TEST
 int
 main (void)
 {
-    if (!td_driver_dir_set ())
+    if (!tr_driver_dir_set ())
         return 77;
     Suite *suite = suite_create ("driver_fault");
     TCase *tc = tr_tcase ("fault", s_setup, s_teardown);

@@ -631,7 +631,7 @@ END_TEST
 int
 main (void)
 {
-    if (!td_driver_dir_set ())
+    if (!tr_driver_dir_set ())
         return 77;
     for (size_t i = 0; i < S_KEYS; i++)
         if (!(s_keys [i] = s_rsa_gen (s_bits [i], s_exps [i], 2))) {

@@ -16,18 +16,6 @@
 #include "cs_driver.h"
 #include "test_broker_helpers.h"
 
-/*  For main (): false, after saying so on stderr, when
- *  CRYPTOSERVER_DRIVER_DIR is not set (make check sets it; main then
- *  returns 77, "skipped").  */
-static inline bool
-td_driver_dir_set (void)
-{
-    if (getenv ("CRYPTOSERVER_DRIVER_DIR"))
-        return true;
-    fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
-    return false;
-}
-
 /*  dlopen()s CRYPTOSERVER_DRIVER_DIR/TYPE.so (RTLD_NOW | RTLD_LOCAL) and
  *  calls its entry point; fails the test unless the table has our ABI
  *  version and the type `type`.  The handle goes to *dl_p (dlclose it

@@ -213,7 +213,7 @@ s_teardown (void)
 int
 main (void)
 {
-    if (!td_driver_dir_set ())
+    if (!tr_driver_dir_set ())
         return 77;
     Suite *suite = suite_create ("driver_modexp");
     TCase *tc = tcase_create ("modexp");

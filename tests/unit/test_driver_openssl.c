@@ -445,7 +445,7 @@ END_TEST
 int
 main (void)
 {
-    if (!td_driver_dir_set ())
+    if (!tr_driver_dir_set ())
         return 77;
     Suite *suite = suite_create ("driver_openssl");
     TCase *tc = tr_tcase ("openssl", s_setup, s_teardown);

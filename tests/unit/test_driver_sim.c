@@ -258,7 +258,7 @@ END_TEST
 int
 main (void)
 {
-    if (!td_driver_dir_set ())
+    if (!tr_driver_dir_set ())
         return 77;
     Suite *suite = suite_create ("driver_sim");
     TCase *tc = tcase_create ("sim");

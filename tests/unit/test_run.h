@@ -1,10 +1,26 @@
-/*  test_run.h — the end of a Check test's main (): run the suite, give
- *  make check its exit status.  Header-only (static).
+/*  test_run.h — what a Check test's main () shares: the driver folder
+ *  check, a test case, running the suite for make check's exit status.
+ *  Header-only (static).
  */
 #ifndef TEST_RUN_H_INCLUDED
 #define TEST_RUN_H_INCLUDED
 
 #include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/*  For main () of a test that loads drivers: false, after saying so on
+ *  stderr, when CRYPTOSERVER_DRIVER_DIR is not set (make check sets it;
+ *  main then returns 77, "skipped").  */
+static inline bool
+tr_driver_dir_set (void)
+{
+    if (getenv ("CRYPTOSERVER_DRIVER_DIR"))
+        return true;
+    fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    return false;
+}
 
 /*  A test case with the fixture setup/teardown run around each test
  *  (checked: in the forked test process) and a 60 s time limit per test;
