@@ -80,23 +80,6 @@ s_teardown (void)
 
 /*  ---- helpers --------------------------------------------------------- */
 
-static CK_SESSION_HANDLE
-s_open (CK_FLAGS flags)
-{
-    CK_SESSION_HANDLE h = 0;
-    ck_assert_uint_eq (p->C_OpenSession (0, CKF_SERIAL_SESSION | flags, NULL, NULL, &h), CKR_OK);
-    return h;
-}
-
-static CK_STATE
-s_state (CK_SESSION_HANDLE h)
-{
-    CK_SESSION_INFO info;
-    ck_assert_uint_eq (p->C_GetSessionInfo (h, &info), CKR_OK);
-    ck_assert_uint_eq (info.slotID, 0);
-    return info.state;
-}
-
 /*  The private key object with CKA_ID id (the user is logged in).  */
 static CK_OBJECT_HANDLE
 s_find_key (CK_SESSION_HANDLE h, const CK_BYTE *id)
@@ -245,7 +228,7 @@ START_TEST (test_interfaces)
     ck_assert_uint_eq (info.cryptokiVersion.major, 2);
     ck_assert_uint_eq (info.cryptokiVersion.minor, 40);
     /*  3.0 functions.  */
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p3->C_MessageSignInit (h, NULL, 0), CKR_FUNCTION_NOT_SUPPORTED);
     ck_assert_uint_eq (p3->C_SignMessage (h, NULL, 0, buf, 1, buf, &count), CKR_FUNCTION_NOT_SUPPORTED);
     ck_assert_uint_eq (p3->C_EncryptMessage (h, NULL, 0, NULL, 0, buf, 1, buf, &count),
@@ -254,9 +237,9 @@ START_TEST (test_interfaces)
     ck_assert_uint_eq (p3->C_LoginUser (h, CKU_USER, s_user_pin, 4, (CK_UTF8CHAR_PTR) "bob", 3),
                        CKR_ARGUMENTS_BAD);
     ck_assert_uint_eq (p3->C_LoginUser (h + 100, CKU_USER, s_user_pin, 4, NULL, 0), CKR_SESSION_HANDLE_INVALID);
-    ck_assert_uint_eq (s_state (h), CKS_RO_PUBLIC_SESSION);
+    ck_assert_uint_eq (tm_state (p, h), CKS_RO_PUBLIC_SESSION);
     ck_assert_uint_eq (p3->C_LoginUser (h, CKU_USER, s_user_pin, 4, NULL, 0), CKR_OK);
-    ck_assert_uint_eq (s_state (h), CKS_RO_USER_FUNCTIONS);
+    ck_assert_uint_eq (tm_state (p, h), CKS_RO_USER_FUNCTIONS);
     /*  C_SessionCancel ends what its flags name; other flags are ignored.  */
     CK_MECHANISM digest = { CKM_SHA256, NULL, 0 }, sign = { CKM_SHA256_RSA_PKCS, NULL, 0 };
     CK_OBJECT_HANDLE key = s_find_key (h, s_id_fast);
@@ -323,14 +306,14 @@ START_TEST (test_slots_and_sessions)
     ck_assert_uint_eq (p->C_OpenSession (0, 0, NULL, NULL, &h), CKR_SESSION_PARALLEL_NOT_SUPPORTED);
     ck_assert_uint_eq (p->C_OpenSession (0, CKF_SERIAL_SESSION, NULL, NULL, NULL), CKR_ARGUMENTS_BAD);
     ck_assert_uint_eq (p->C_CloseAllSessions (7), CKR_SLOT_ID_INVALID);
-    ro = s_open (0);
-    rw = s_open (CKF_RW_SESSION);
+    ro = tm_open (p, 0);
+    rw = tm_open (p, CKF_RW_SESSION);
     CK_SESSION_INFO session_info;
     ck_assert_uint_eq (p->C_GetSessionInfo (rw + 100, &session_info), CKR_SESSION_HANDLE_INVALID);
     ck_assert_uint_eq (p->C_GetSessionInfo (rw, NULL), CKR_ARGUMENTS_BAD);
     ck_assert_uint_eq (p->C_CloseSession (rw + 100), CKR_SESSION_HANDLE_INVALID);
-    ck_assert_uint_eq (s_state (ro), CKS_RO_PUBLIC_SESSION);
-    ck_assert_uint_eq (s_state (rw), CKS_RW_PUBLIC_SESSION);
+    ck_assert_uint_eq (tm_state (p, ro), CKS_RO_PUBLIC_SESSION);
+    ck_assert_uint_eq (tm_state (p, rw), CKS_RW_PUBLIC_SESSION);
     ck_assert_uint_eq (p->C_GetTokenInfo (0, &token_info), CKR_OK);
     ck_assert_uint_eq (token_info.ulSessionCount, 2);
     ck_assert_uint_eq (token_info.ulRwSessionCount, 1);
@@ -342,23 +325,23 @@ START_TEST (test_slots_and_sessions)
     ck_assert_uint_eq (p->C_Login (ro + 100, CKU_USER, s_user_pin, 4), CKR_SESSION_HANDLE_INVALID);
     ck_assert_uint_eq (p->C_Login (ro, CKU_SO, s_so_pin, 6), CKR_SESSION_READ_ONLY_EXISTS);
     ck_assert_uint_eq (p->C_Login (ro, CKU_USER, s_user_pin, 4), CKR_OK);
-    ck_assert_uint_eq (s_state (ro), CKS_RO_USER_FUNCTIONS);
-    ck_assert_uint_eq (s_state (rw), CKS_RW_USER_FUNCTIONS);
+    ck_assert_uint_eq (tm_state (p, ro), CKS_RO_USER_FUNCTIONS);
+    ck_assert_uint_eq (tm_state (p, rw), CKS_RW_USER_FUNCTIONS);
     ck_assert_uint_eq (p->C_Login (rw, CKU_USER, s_user_pin, 4), CKR_USER_ALREADY_LOGGED_IN);
     ck_assert_uint_eq (p->C_Login (rw, CKU_SO, s_so_pin, 6), CKR_USER_ANOTHER_ALREADY_LOGGED_IN);
     ck_assert_uint_eq (p->C_Logout (rw), CKR_OK);
-    ck_assert_uint_eq (s_state (ro), CKS_RO_PUBLIC_SESSION);
+    ck_assert_uint_eq (tm_state (p, ro), CKS_RO_PUBLIC_SESSION);
     /*  The SO: only without R/O sessions, and then no R/O session opens.  */
     ck_assert_uint_eq (p->C_CloseSession (ro), CKR_OK);
     ck_assert_uint_eq (p->C_CloseSession (ro), CKR_SESSION_HANDLE_INVALID);
     ck_assert_uint_eq (p->C_Login (rw, CKU_SO, s_so_pin, 6), CKR_OK);
-    ck_assert_uint_eq (s_state (rw), CKS_RW_SO_FUNCTIONS);
+    ck_assert_uint_eq (tm_state (p, rw), CKS_RW_SO_FUNCTIONS);
     ck_assert_uint_eq (p->C_OpenSession (0, CKF_SERIAL_SESSION, NULL, NULL, &h), CKR_SESSION_READ_WRITE_SO_EXISTS);
     ck_assert_uint_eq (p->C_Login (rw, CKU_USER, s_user_pin, 4), CKR_USER_ANOTHER_ALREADY_LOGGED_IN);
     /*  Closing the last session logs out (§5.6 C_CloseSession).  */
     ck_assert_uint_eq (p->C_CloseAllSessions (0), CKR_OK);
-    rw = s_open (CKF_RW_SESSION);
-    ck_assert_uint_eq (s_state (rw), CKS_RW_PUBLIC_SESSION);
+    rw = tm_open (p, CKF_RW_SESSION);
+    ck_assert_uint_eq (tm_state (p, rw), CKS_RW_PUBLIC_SESSION);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
 }
 END_TEST
@@ -381,7 +364,7 @@ START_TEST (test_read_only)
     CK_ATTRIBUTE set [] = { { CKA_LABEL, label, 1 } };
     n [255] = 1;
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
-    ro = s_open (0);
+    ro = tm_open (p, 0);
     ck_assert_uint_eq (p->C_InitPIN (ro, s_user_pin, 4), CKR_SESSION_READ_ONLY);
     ck_assert_uint_eq (p->C_SetPIN (ro, s_user_pin, 4, (CK_UTF8CHAR_PTR) "5555", 4), CKR_SESSION_READ_ONLY);
     ck_assert_uint_eq (p->C_Login (ro, CKU_USER, s_user_pin, 4), CKR_OK);
@@ -418,7 +401,7 @@ START_TEST (test_operations)
     CK_ULONG len = 0, size = 0;
     CK_SLOT_ID slot;
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
-    h = s_open (CKF_RW_SESSION);
+    h = tm_open (p, CKF_RW_SESSION);
     th_digest_info ("conformance", di);
     /*  Private-key operations need the user.  */
     ck_assert_uint_eq (p->C_SignInit (h, &raw, 1), CKR_USER_NOT_LOGGED_IN);
@@ -529,7 +512,7 @@ START_TEST (test_mutex_callbacks)
     /*  Callbacks without CKF_OS_LOCKING_OK: they are the library mutex.  */
     ck_assert_uint_eq (p->C_Initialize (tm_mx_args ()), CKR_OK);
     ck_assert_int_eq (tm_mx.created, 1);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_GetTokenInfo (0, &info), CKR_OK);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
     ck_assert_uint_eq (p->C_CloseSession (h), CKR_OK);
@@ -543,7 +526,7 @@ START_TEST (test_mutex_callbacks)
     tm_mx_reset ();
     os.flags = CKF_OS_LOCKING_OK;
     ck_assert_uint_eq (p->C_Initialize (&os), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_GetTokenInfo (0, &info), CKR_OK);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
     ck_assert_int_eq (tm_mx.created + tm_mx.locked + tm_mx.destroyed, 0);
@@ -600,7 +583,7 @@ START_TEST (test_finalize_race)
     int64_t start;
     ck_assert_uint_eq (p->C_Initialize (tm_mx_args ()), CKR_OK);   /* with the application's mutex too */
     for (int i = 0; i < S_RACERS; i++)
-        racers [i].session = s_open (0);
+        racers [i].session = tm_open (p, 0);
     ck_assert_uint_eq (p->C_Login (racers [0].session, CKU_USER, s_user_pin, 4), CKR_OK);
     key = s_find_key (racers [0].session, s_id_slow);
     for (int i = 0; i < S_RACERS; i++)
@@ -674,7 +657,7 @@ START_TEST (test_fork)
     int status = 0;
     pid_t pid;
     ck_assert_uint_eq (p->C_Initialize (tm_mx_args ()), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
     key = s_find_key (h, s_id_fast);
     ck_assert_uint_eq (p->C_SignInit (h, &raw, key), CKR_OK);
@@ -697,7 +680,7 @@ START_TEST (test_fork)
     ck_assert_int_eq (waitpid (pid, &status, 0), pid);
     ck_assert_msg (step == 0, "the child failed at step %d", step);
     /*  The parent is unaffected: its login, its operation, its link.  */
-    ck_assert_uint_eq (s_state (h), CKS_RO_USER_FUNCTIONS);
+    ck_assert_uint_eq (tm_state (p, h), CKS_RO_USER_FUNCTIONS);
     th_digest_info ("parent", di);
     ck_assert_uint_eq (p->C_Sign (h, di, 51, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pkcs1 (s_fast_key, di, 51, sig, len));
@@ -718,7 +701,7 @@ START_TEST (test_broker_gone)
     tm_client_conf (s_dir, server_endpoint (s_server), 1000);
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
     ck_assert_uint_eq (p->C_GetTokenInfo (0, &token), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     server_destroy (&s_server);
     /*  Each attempt ends at its 1 s deadline; a loaded machine (make -j)
         may take several seconds to notice the closed connection.  */
@@ -752,7 +735,7 @@ START_TEST (test_vendor_modexp)
     ck_assert_uint_eq (info.flags, CKF_HW | CKF_DIGEST);
     ck_assert_uint_eq (info.ulMinKeySize, 1);
     ck_assert_uint_eq (info.ulMaxKeySize, 8192);
-    h = s_open (CKF_RW_SESSION);
+    h = tm_open (p, CKF_RW_SESSION);
     ck_assert_uint_eq (p->C_DigestInit (h, &mech), CKR_USER_NOT_LOGGED_IN);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
     ck_assert_uint_eq (p->C_DigestInit (h, &bad), CKR_MECHANISM_PARAM_INVALID);

@@ -66,6 +66,28 @@ tm_module_close (CK_FUNCTION_LIST **list_p, void **dl_p)
     *list_p = NULL;
 }
 
+/*  C_OpenSession on slot 0 (the module's one slot) with CKF_SERIAL_SESSION
+ *  | flags, no callback; fails the test unless CKR_OK.  Returns the
+ *  handle.  */
+static inline CK_SESSION_HANDLE
+tm_open (CK_FUNCTION_LIST *p, CK_FLAGS flags)
+{
+    CK_SESSION_HANDLE h = 0;
+    ck_assert_uint_eq (p->C_OpenSession (0, CKF_SERIAL_SESSION | flags, NULL, NULL, &h), CKR_OK);
+    return h;
+}
+
+/*  The state of session h (C_GetSessionInfo, which must answer CKR_OK and
+ *  name slot 0).  */
+static inline CK_STATE
+tm_state (CK_FUNCTION_LIST *p, CK_SESSION_HANDLE h)
+{
+    CK_SESSION_INFO info;
+    ck_assert_uint_eq (p->C_GetSessionInfo (h, &info), CKR_OK);
+    ck_assert_uint_eq (info.slotID, 0);
+    return info.state;
+}
+
 /*  What the counting application mutex callbacks (tm_mx_args) saw and
  *  do.  */
 typedef struct {

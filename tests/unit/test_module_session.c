@@ -57,22 +57,6 @@ s_teardown (void)
 
 /*  ---- helpers --------------------------------------------------------- */
 
-static CK_SESSION_HANDLE
-s_open (CK_FLAGS flags)
-{
-    CK_SESSION_HANDLE h = 0;
-    ck_assert_uint_eq (p->C_OpenSession (0, CKF_SERIAL_SESSION | flags, NULL, NULL, &h), CKR_OK);
-    return h;
-}
-
-static CK_STATE
-s_state (CK_SESSION_HANDLE h)
-{
-    CK_SESSION_INFO info;
-    ck_assert_uint_eq (p->C_GetSessionInfo (h, &info), CKR_OK);
-    return info.state;
-}
-
 /*  The object of `klass` with CKA_ID 01.  */
 static CK_OBJECT_HANDLE
 s_find (CK_SESSION_HANDLE h, CK_OBJECT_CLASS klass)
@@ -178,16 +162,16 @@ START_TEST (test_last_session_logs_out)
 {
     CK_SESSION_HANDLE a, b;
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
-    a = s_open (0);
-    b = s_open (CKF_RW_SESSION);
+    a = tm_open (p, 0);
+    b = tm_open (p, CKF_RW_SESSION);
     ck_assert_uint_eq (p->C_Login (a, CKU_USER, s_pin, 4), CKR_OK);
     ck_assert_uint_eq (p->C_CloseSession (a), CKR_OK);          /* not the last: still logged in */
-    ck_assert_uint_eq (s_state (b), CKS_RW_USER_FUNCTIONS);
+    ck_assert_uint_eq (tm_state (p, b), CKS_RW_USER_FUNCTIONS);
     ck_assert_uint_eq (p->C_CloseSession (b), CKR_OK);          /* the last */
-    a = s_open (0);
-    ck_assert_uint_eq (s_state (a), CKS_RO_PUBLIC_SESSION);
+    a = tm_open (p, 0);
+    ck_assert_uint_eq (tm_state (p, a), CKS_RO_PUBLIC_SESSION);
     ck_assert_uint_eq (p->C_Login (a, CKU_USER, s_pin, 4), CKR_OK);
-    ck_assert_uint_eq (s_state (a), CKS_RO_USER_FUNCTIONS);
+    ck_assert_uint_eq (tm_state (p, a), CKS_RO_USER_FUNCTIONS);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
 }
 END_TEST
@@ -206,7 +190,7 @@ START_TEST (test_login_while_last_session_closes)
     ck_assert_uint_eq (p->C_Initialize (&args), CKR_OK);
     tm_mx.lock_hook = s_lock_hook;
     for (int at = 1; at <= 6; at++) {
-        h = s_open (0);
+        h = tm_open (p, 0);
         s_hook.close = h;
         s_hook.fired = false;
         s_hook.armed_locks = 0;
@@ -221,8 +205,8 @@ START_TEST (test_login_while_last_session_closes)
             ck_assert_msg (rv == CKR_SESSION_HANDLE_INVALID || rv == CKR_SESSION_CLOSED,
                            "C_Login, session closed at lock %d: 0x%lx", at, rv);
         closed_seen |= rv == CKR_SESSION_CLOSED;
-        h = s_open (0);
-        ck_assert_msg (s_state (h) == CKS_RO_PUBLIC_SESSION, "closed at lock %d: still logged in", at);
+        h = tm_open (p, 0);
+        ck_assert_msg (tm_state (p, h) == CKS_RO_PUBLIC_SESSION, "closed at lock %d: still logged in", at);
         ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
         ck_assert_uint_eq (p->C_CloseSession (h), CKR_OK);
     }
@@ -265,7 +249,7 @@ START_TEST (test_mutex_callbacks)
         through them, balanced, also around a job on the broker.  */
     ck_assert_uint_eq (p->C_Initialize (&args), CKR_OK);
     ck_assert_int_eq (tm_mx.created, 1);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
     th_digest_info ("mutex", di);
     int before = tm_mx.locked;
@@ -282,7 +266,7 @@ START_TEST (test_mutex_callbacks)
     CK_C_INITIALIZE_ARGS global = { s_global_create, s_global_destroy, s_global_lock, s_global_unlock, 0, NULL };
     tm_mx_reset ();
     ck_assert_uint_eq (p->C_Initialize (&global), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
     ck_assert_int_eq (tm_mx.created, 1);
@@ -293,7 +277,7 @@ START_TEST (test_mutex_callbacks)
     CK_C_INITIALIZE_ARGS os = { NULL, NULL, NULL, NULL, CKF_OS_LOCKING_OK, NULL };
     tm_mx_reset ();
     ck_assert_uint_eq (p->C_Initialize (&os), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_CloseSession (h), CKR_OK);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
     ck_assert_int_eq (tm_mx.locked + tm_mx.created, 0);
@@ -308,7 +292,7 @@ START_TEST (test_random)
     uint8_t seed [32] = "seed material", a [32] = { 0 }, b [32] = { 0 };
     ck_assert_uint_eq (p->C_SeedRandom (1, seed, 4), CKR_CRYPTOKI_NOT_INITIALIZED);
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_SeedRandom (h, seed, sizeof seed), CKR_OK);
     ck_assert_uint_eq (p->C_SeedRandom (h, NULL, 0), CKR_OK);
     ck_assert_uint_eq (p->C_SeedRandom (h, NULL, 4), CKR_ARGUMENTS_BAD);
@@ -341,7 +325,7 @@ START_TEST (test_digest_key)
     uint8_t digest [32], expect [32];
     CK_ULONG len = sizeof digest;
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
     priv = s_find (h, CKO_PRIVATE_KEY);
     pub = s_find (h, CKO_PUBLIC_KEY);
@@ -384,7 +368,7 @@ START_TEST (test_recover)
     ck_assert_uint_eq (info.flags & (CKF_SIGN_RECOVER | CKF_VERIFY_RECOVER), CKF_SIGN_RECOVER | CKF_VERIFY_RECOVER);
     ck_assert_uint_eq (p->C_GetMechanismInfo (0, CKM_SHA256_RSA_PKCS, &info), CKR_OK);
     ck_assert_uint_eq (info.flags & (CKF_SIGN_RECOVER | CKF_VERIFY_RECOVER), 0);
-    h = s_open (0);
+    h = tm_open (p, 0);
     pub = s_find (h, CKO_PUBLIC_KEY);
     ck_assert_uint_eq (p->C_SignRecoverInit (h, &pkcs, pub), CKR_USER_NOT_LOGGED_IN);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
