@@ -7,9 +7,8 @@
  *  it.  Also keys/rsa-min-bits (3072 here): reported in HelloResult and
  *  enforced on GenerateKeyPair jobs.  Needs CRYPTOSERVER_DRIVER_DIR.
  */
-#include "test_broker_helpers.h"
-#include "broker_config.h"
-#include "server.h"
+#include "test_broker_fixture.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;
@@ -26,8 +25,7 @@ s_setup (void)
     s_key = th_key_pem (s_dir, "key.pem", 2048);
     th_certs (s_dir, "alice", "demo");
     th_keystore (s_dir);
-    char *head = th_conf_head (true), *conf = NULL;
-    ck_assert_int_ge (asprintf (&conf, "%s"
+    tb_conf_write (s_dir, "",
         "keys\n    rsa-min-bits = 3072\n"
         "drivers\n"
         "    sim0\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
@@ -35,20 +33,10 @@ s_setup (void)
         "    sim1\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
         "        threads = 2\n        tenant = demo\n"
         "    sim2\n        type = sim\n        key-file = key.pem\n        key-id = 02\n"
-        "        threads = 1\n        tenant = demo\n        mechanisms = CKM_RSA_PKCS\n", head), 0);
-    th_write (s_dir, "broker.conf", conf);
-    free (head);
-    free (conf);
-    char path [4096], *error = NULL;
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
+        "        threads = 1\n        tenant = demo\n        mechanisms = CKM_RSA_PKCS\n");
+    s_server = tb_start (s_dir, &s_config);
     s_client = th_dealer (s_dir, "alice", server_endpoint (s_server));
-    uint64_t rv = 0;
-    s_ticket = th_login (s_client, "1234", &s_ticket_len, &rv);
-    ck_assert_uint_eq (rv, CKR_OK);
+    s_ticket = th_login_ok (s_client, "1234", &s_ticket_len);
 }
 
 static void
@@ -56,13 +44,9 @@ s_teardown (void)
 {
     free (s_ticket);
     zsock_destroy (&s_client);
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tb_stop (&s_server, &s_config);
     EVP_PKEY_free (s_key);
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 static uint64_t
@@ -173,22 +157,14 @@ END_TEST
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     zsys_init ();
     Suite *suite = suite_create ("broker_mechroute");
-    TCase *tc = tcase_create ("routing");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("routing", s_setup, s_teardown);
     tcase_add_test (tc, test_pss_skips_the_board_without_it);
     tcase_add_test (tc, test_no_board_runs_it);
     tcase_add_test (tc, test_rsa_min_bits);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

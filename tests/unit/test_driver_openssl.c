@@ -5,87 +5,41 @@
  *  the driver and OpenSSL verifies with their public half; the per-session
  *  cache gives the same results and per-request keys leave no entry behind.
  */
-#include <dlfcn.h>
 #include <openssl/x509.h>
 #include <openssl/core_names.h>
-#include "test_broker_helpers.h"
-#include "cs_driver.h"
+#include "test_driver_helpers.h"
+#include "test_run.h"
 
-static void *s_dl;
-static const cs_driver_t *s_driver;
-static cs_board_t *s_board;
-static cs_session_t *s_session;
-static cs_drv_sign_key_fn *s_sign;
-static cs_drv_decrypt_key_fn *s_decrypt;
-static cs_drv_session_cached_fn *s_cached;
+static td_board_t s_drv;            /* openssl.so, a board (cache-size 4), a session */
 
 /*  Loads DRIVER_DIR/openssl.so and opens a board and a session.  */
 static void
 s_setup (void)
 {
-    char path [4096];
-    snprintf (path, sizeof path, "%s/openssl.so", getenv ("CRYPTOSERVER_DRIVER_DIR"));
-    s_dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg (s_dl != NULL, "%s", dlerror ());
-    cs_driver_entry_fn *entry = (cs_driver_entry_fn *) dlsym (s_dl, CS_DRIVER_ENTRY_SYMBOL);
-    ck_assert_ptr_nonnull (entry);
-    s_driver = entry ();
-    ck_assert_uint_eq (s_driver->abi_version, CS_DRIVER_ABI_VERSION);
-    ck_assert_str_eq (s_driver->type, "openssl");
-    zconfig_t *config = zconfig_new ("root", NULL);
-    zconfig_put (config, "cache-size", "4");
-    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_OPEN);
-    ck_assert_int_eq (open ("cpu", config, "/tmp", &s_board), 0);
-    zconfig_destroy (&config);
-    cs_drv_session_open_fn *session_open
-        = (cs_drv_session_open_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_OPEN);
-    s_session = session_open (s_board);
-    ck_assert_ptr_nonnull (s_session);
-    s_sign = (cs_drv_sign_key_fn *) cs_driver_lookup (s_driver, CS_DRV_SIGN_KEY);
-    s_decrypt = (cs_drv_decrypt_key_fn *) cs_driver_lookup (s_driver, CS_DRV_DECRYPT_KEY);
-    s_cached = (cs_drv_session_cached_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CACHED);
-    ck_assert (s_sign && s_decrypt && s_cached);
+    td_open_cached (&s_drv, "openssl");
 }
 
 static void
 s_teardown (void)
 {
-    cs_drv_session_close_fn *close_session
-        = (cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE);
-    cs_drv_board_close_fn *close_board
-        = (cs_drv_board_close_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_CLOSE);
-    close_session (&s_session);
-    ck_assert_ptr_null (s_session);
-    close_board (&s_board);
-    ck_assert_ptr_null (s_board);
-    dlclose (s_dl);
-}
-
-/*  A material key description for pkey (ref may be NULL); the DER is kept
- *  in *der_p for the caller to free.  */
-static cs_key_t
-s_key (EVP_PKEY *pkey, const char *ref, unsigned char **der_p)
-{
-    size_t len = 0;
-    *der_p = th_pkcs8 (pkey, &len);
-    return (cs_key_t) { NULL, 0, *der_p, len, ref };
+    td_close (&s_drv);
 }
 
 START_TEST (test_capabilities_and_mechanisms)
 {
     cs_caps_t caps = { 0 };
-    cs_drv_capabilities_fn *fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_driver, CS_DRV_CAPABILITIES);
+    cs_drv_capabilities_fn *fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_CAPABILITIES);
     ck_assert_ptr_nonnull (fn);
-    ck_assert_int_eq (fn (s_board, &caps), 0);
+    ck_assert_int_eq (fn (s_drv.board, &caps), 0);
     ck_assert (caps.flags & CS_CAP_KEY_MATERIAL);
     ck_assert (caps.flags & CS_CAP_GENERATE_MATERIAL);
     ck_assert (caps.flags & CS_CAP_DERIVE);
     ck_assert (!(caps.flags & CS_CAP_GENERATE_RESIDENT));
     ck_assert_uint_eq (caps.material_types, CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS);
-    cs_drv_board_keys_fn *keys = (cs_drv_board_keys_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_KEYS);
+    cs_drv_board_keys_fn *keys = (cs_drv_board_keys_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_BOARD_KEYS);
     cs_key_info_t *list = NULL;
     size_t count = 9;
-    ck_assert_int_eq (keys (s_board, &list, &count), 0);
+    ck_assert_int_eq (keys (s_drv.board, &list, &count), 0);
     ck_assert_uint_eq (count, 0);
     cs_key_info_free_array (list, count);
 }
@@ -96,10 +50,10 @@ END_TEST
  *  not a boolean stops the board.  */
 START_TEST (test_key_material_off)
 {
-    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_OPEN);
+    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_BOARD_OPEN);
     cs_drv_board_close_fn *close_board
-        = (cs_drv_board_close_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_CLOSE);
-    cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_driver, CS_DRV_CAPABILITIES);
+        = (cs_drv_board_close_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_BOARD_CLOSE);
+    cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_CAPABILITIES);
     zconfig_t *config = zconfig_new ("root", NULL);
     cs_board_t *board = NULL;
     cs_caps_t caps = { 0 };
@@ -121,28 +75,28 @@ START_TEST (test_rsa_sign)
 {
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     unsigned char *der = NULL, sig [512], sig2 [512], di [51], digest [64];
-    cs_key_t key = s_key (pkey, "ks:rsa", &der);
+    cs_key_t key = td_key (pkey, "ks:rsa", &der);
     size_t len = sizeof sig, len2 = sizeof sig2;
     th_digest_info ("hello", di);
     /*  PKCS#1 v1.5 over a DigestInfo, twice: the cached key gives the same bytes.  */
     cs_mech_t mech = { CKM_RSA_PKCS };
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert_uint_eq (len, 256);
     ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
-    ck_assert_uint_eq (s_cached (s_session), 1);
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig2, &len2), CKR_OK);
+    ck_assert_uint_eq (s_drv.cached (s_drv.session), 1);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig2, &len2), CKR_OK);
     ck_assert (len2 == len && memcmp (sig, sig2, len) == 0);
-    ck_assert_uint_eq (s_cached (s_session), 1);
+    ck_assert_uint_eq (s_drv.cached (s_drv.session), 1);
     /*  PSS: SHA-256/MGF1-SHA256/32, then SHA-384/MGF1-SHA1/0 (any combination).  */
     SHA256 ((const uint8_t *) "pss", 3, digest);
     mech = (cs_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 32 };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pss (pkey, digest, sig, len));
     SHA384 ((const uint8_t *) "pss", 3, digest);
     mech = (cs_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA384, CKG_MGF1_SHA1, 0 };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 48, sig, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 48, sig, &len), CKR_OK);
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (pkey, NULL);
     ck_assert (EVP_PKEY_verify_init (ctx) > 0);
     ck_assert (EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_PSS_PADDING) > 0);
@@ -153,11 +107,11 @@ START_TEST (test_rsa_sign)
     EVP_PKEY_CTX_free (ctx);
     /*  A wrong digest length for the PSS hash.  */
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_DATA_LEN_RANGE);
     /*  Raw X.509: the public operation gives back the left-padded input.  */
     mech = (cs_mech_t) { CKM_RSA_X_509 };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert_uint_eq (len, 256);
     unsigned char back [256];
     size_t back_len = sizeof back;
@@ -171,10 +125,10 @@ START_TEST (test_rsa_sign)
     /*  ECDSA with an RSA key; too small a buffer.  */
     mech = (cs_mech_t) { CKM_ECDSA };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
     mech = (cs_mech_t) { CKM_RSA_PKCS };
     len = 100;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_BUFFER_TOO_SMALL);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_BUFFER_TOO_SMALL);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
 }
@@ -184,7 +138,7 @@ START_TEST (test_rsa_decrypt)
 {
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     unsigned char *der = NULL, ct [256], out [512];
-    cs_key_t key = s_key (pkey, "ks:dec", &der);
+    cs_key_t key = td_key (pkey, "ks:dec", &der);
     static const struct { CK_MECHANISM_TYPE hash; CK_RSA_PKCS_MGF_TYPE mgf; const char *label; } oaep [] = {
         { CKM_SHA_1, CKG_MGF1_SHA1, NULL }, { CKM_SHA224, CKG_MGF1_SHA224, "l" },
         { CKM_SHA256, CKG_MGF1_SHA256, "label" }, { CKM_SHA384, CKG_MGF1_SHA384, NULL },
@@ -196,26 +150,26 @@ START_TEST (test_rsa_decrypt)
         cs_mech_t mech = { CKM_RSA_PKCS_OAEP, oaep [i].hash, oaep [i].mgf, 0,
                            (const unsigned char *) oaep [i].label, oaep [i].label ? strlen (oaep [i].label) : 0 };
         size_t len = sizeof out;
-        ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
         ck_assert (len == 11 && memcmp (out, "oaep secret", 11) == 0);
         ct [9] ^= 1;
         len = sizeof out;
-        ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len),
+        ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len),
                            CKR_ENCRYPTED_DATA_INVALID);
     }
     size_t ct_len = th_rsa_encrypt (pkey, NULL, NULL, "pkcs1", ct, sizeof ct);
     cs_mech_t mech = { CKM_RSA_PKCS };
     size_t len = sizeof out;
-    ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
     ck_assert (len == 5 && memcmp (out, "pkcs1", 5) == 0);
     /*  Raw decryption gives the whole padded block.  */
     mech = (cs_mech_t) { CKM_RSA_X_509 };
     len = sizeof out;
-    ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
     ck_assert_uint_eq (len, 256);
     ck_assert (out [1] == 0x02 && memcmp (out + 251, "pkcs1", 5) == 0);
     len = sizeof out;
-    ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, 100, out, &len), CKR_ENCRYPTED_DATA_LEN_RANGE);
+    ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, 100, out, &len), CKR_ENCRYPTED_DATA_LEN_RANGE);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
 }
@@ -230,14 +184,14 @@ START_TEST (test_ecdsa)
     for (size_t i = 0; i < 3; i++) {
         EVP_PKEY *pkey = EVP_EC_gen (curves [i]);
         unsigned char *der = NULL;
-        cs_key_t key = s_key (pkey, curves [i], &der);
+        cs_key_t key = td_key (pkey, curves [i], &der);
         cs_mech_t mech = { CKM_ECDSA };
         size_t len = sizeof sig;
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 48, sig, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 48, sig, &len), CKR_OK);
         ck_assert_uint_eq (len, 2 * halves [i]);
         ck_assert_msg (th_verify_ecdsa (pkey, digest, 48, sig, len), "curve %s", curves [i]);
         len = sizeof sig;
-        ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, digest, 48, sig, &len),
+        ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, digest, 48, sig, &len),
                            CKR_KEY_FUNCTION_NOT_PERMITTED);
         OPENSSL_free (der);
         EVP_PKEY_free (pkey);
@@ -260,18 +214,18 @@ START_TEST (test_ecdh)
 {
     static const char *curves [] = { "P-256", "P-384", "P-521" };
     static const size_t fields [] = { 32, 48, 66 };
-    cs_drv_derive_key_fn *derive = (cs_drv_derive_key_fn *) cs_driver_lookup (s_driver, CS_DRV_DERIVE_KEY);
-    cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_driver, CS_DRV_CAPABILITIES);
+    cs_drv_derive_key_fn *derive = (cs_drv_derive_key_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_DERIVE_KEY);
+    cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_CAPABILITIES);
     cs_caps_t caps = { 0 };
     ck_assert_ptr_nonnull (derive);
-    ck_assert_int_eq (caps_fn (s_board, &caps), 0);
+    ck_assert_int_eq (caps_fn (s_drv.board, &caps), 0);
     ck_assert (caps.flags & CS_CAP_DERIVE);
     for (size_t i = 0; i < 3; i++) {
         EVP_PKEY *own = EVP_EC_gen (curves [i]), *peer = EVP_EC_gen (curves [i]);
         unsigned char *der = NULL, point [200], z [128], ref [128];
-        cs_key_t key = s_key (own, i == 1 ? NULL : curves [i], &der);
+        cs_key_t key = td_key (own, i == 1 ? NULL : curves [i], &der);
         size_t point_len = s_point (peer, point, sizeof point), len = sizeof z, ref_len = sizeof ref;
-        ck_assert_uint_eq (derive (s_session, &key, point, point_len, z, &len), CKR_OK);
+        ck_assert_uint_eq (derive (s_drv.session, &key, point, point_len, z, &len), CKR_OK);
         ck_assert_uint_eq (len, fields [i]);
         EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (peer, NULL);
         ck_assert (EVP_PKEY_derive_init (ctx) > 0 && EVP_PKEY_derive_set_peer (ctx, own) > 0
@@ -280,23 +234,23 @@ START_TEST (test_ecdh)
         ck_assert_uint_eq (ref_len, len);
         ck_assert_mem_eq (z, ref, len);
         len = fields [i] - 1;
-        ck_assert_uint_eq (derive (s_session, &key, point, point_len, z, &len), CKR_BUFFER_TOO_SMALL);
+        ck_assert_uint_eq (derive (s_drv.session, &key, point, point_len, z, &len), CKR_BUFFER_TOO_SMALL);
         len = sizeof z;
-        ck_assert_uint_eq (derive (s_session, &key, point, point_len - 1, z, &len), CKR_MECHANISM_PARAM_INVALID);
+        ck_assert_uint_eq (derive (s_drv.session, &key, point, point_len - 1, z, &len), CKR_MECHANISM_PARAM_INVALID);
         point [point_len - 1] ^= 1;             /* no longer on the curve */
         len = sizeof z;
-        ck_assert_uint_eq (derive (s_session, &key, point, point_len, z, &len), CKR_MECHANISM_PARAM_INVALID);
+        ck_assert_uint_eq (derive (s_drv.session, &key, point, point_len, z, &len), CKR_MECHANISM_PARAM_INVALID);
         OPENSSL_free (der);
         EVP_PKEY_free (own);
         EVP_PKEY_free (peer);
     }
     EVP_PKEY *rsa = EVP_RSA_gen (2048);
     unsigned char *der = NULL, point [65] = { 0x04 }, z [64];
-    cs_key_t key = s_key (rsa, NULL, &der);
+    cs_key_t key = td_key (rsa, NULL, &der);
     size_t len = sizeof z;
-    ck_assert_uint_eq (derive (s_session, &key, point, sizeof point, z, &len), CKR_KEY_TYPE_INCONSISTENT);
+    ck_assert_uint_eq (derive (s_drv.session, &key, point, sizeof point, z, &len), CKR_KEY_TYPE_INCONSISTENT);
     cs_key_t none = { NULL, 0, NULL, 0, NULL };
-    ck_assert_uint_eq (derive (s_session, &none, point, sizeof point, z, &len), CKR_KEY_HANDLE_INVALID);
+    ck_assert_uint_eq (derive (s_drv.session, &none, point, sizeof point, z, &len), CKR_KEY_HANDLE_INVALID);
     OPENSSL_free (der);
     EVP_PKEY_free (rsa);
 }
@@ -306,11 +260,11 @@ START_TEST (test_eddsa)
 {
     EVP_PKEY *pkey = EVP_PKEY_Q_keygen (NULL, NULL, "ED25519");
     unsigned char *der = NULL, sig [64];
-    cs_key_t key = s_key (pkey, NULL, &der);
+    cs_key_t key = td_key (pkey, NULL, &der);
     static const char msg [] = "the whole message, not a digest";
     cs_mech_t mech = { CKM_EDDSA };
     size_t len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, (const unsigned char *) msg, sizeof msg, sig, &len),
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, (const unsigned char *) msg, sizeof msg, sig, &len),
                        CKR_OK);
     ck_assert_uint_eq (len, 64);
     EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
@@ -319,7 +273,7 @@ START_TEST (test_eddsa)
     EVP_MD_CTX_free (ctx);
     mech.type = CKM_ECDSA;
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, sig, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, sig, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
 }
@@ -332,14 +286,14 @@ START_TEST (test_per_request_keys_not_cached)
     cs_mech_t mech = { CKM_RSA_PKCS };
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     unsigned char *der = NULL;
-    cs_key_t key = s_key (pkey, NULL, &der);
-    ck_assert_uint_eq (s_cached (s_session), 0);
+    cs_key_t key = td_key (pkey, NULL, &der);
+    ck_assert_uint_eq (s_drv.cached (s_drv.session), 0);
     for (int i = 0; i < 3; i++) {
         size_t len = sizeof sig;
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
         ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
     }
-    ck_assert_uint_eq (s_cached (s_session), 0);
+    ck_assert_uint_eq (s_drv.cached (s_drv.session), 0);
     /*  The cache is bounded (cache-size = 4): six refs leave four entries,
         and an evicted key still works when it comes back.  */
     for (int i = 0; i < 6; i++) {
@@ -347,21 +301,21 @@ START_TEST (test_per_request_keys_not_cached)
         snprintf (ref, sizeof ref, "ks:%d", i);
         key.ref = ref;
         size_t len = sizeof sig;
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     }
-    ck_assert_uint_eq (s_cached (s_session), 4);
+    ck_assert_uint_eq (s_drv.cached (s_drv.session), 4);
     key.ref = "ks:0";
     size_t len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
     /*  Garbage material, and a resident id the board does not have.  */
     unsigned char junk [] = { 0x30, 0x03, 0x02, 0x01, 0x00 };
     cs_key_t bad = { NULL, 0, junk, sizeof junk, NULL };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &bad, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &bad, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     cs_key_t resident = { (const unsigned char *) "\x01", 1, NULL, 0, NULL };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &resident, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &resident, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
 }
@@ -382,7 +336,7 @@ s_sign_verify (const unsigned char *der, size_t der_len, EVP_PKEY *pub)
     th_digest_info (msg, di);
     SHA256 ((const unsigned char *) msg, strlen (msg), digest);
     if (EVP_PKEY_is_a (pub, "RSA")) {
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
         ck_assert_uint_eq (len, (size_t) EVP_PKEY_get_size (pub));
         ck_assert (th_verify_rsa_pkcs1 (pub, di, 51, sig, len));
         di [50] ^= 1;                                   /* and not another digest */
@@ -391,7 +345,7 @@ s_sign_verify (const unsigned char *der, size_t der_len, EVP_PKEY *pub)
     else
     if (EVP_PKEY_is_a (pub, "EC")) {
         mech.type = CKM_ECDSA;
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_OK);
         ck_assert_uint_eq (len, 2 * (size_t) ((EVP_PKEY_get_bits (pub) + 7) / 8));
         ck_assert (th_verify_ecdsa (pub, digest, 32, sig, len));
         digest [0] ^= 1;
@@ -400,7 +354,7 @@ s_sign_verify (const unsigned char *der, size_t der_len, EVP_PKEY *pub)
     else {
         ck_assert (EVP_PKEY_is_a (pub, "ED25519"));
         mech.type = CKM_EDDSA;
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, (const unsigned char *) msg, sizeof msg,
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, (const unsigned char *) msg, sizeof msg,
                                    sig, &len), CKR_OK);
         ck_assert_uint_eq (len, 64);
         EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
@@ -416,11 +370,11 @@ static EVP_PKEY *
 s_generate (const cs_keygen_t *gen)
 {
     cs_drv_generate_material_fn *fn
-        = (cs_drv_generate_material_fn *) cs_driver_lookup (s_driver, CS_DRV_GENERATE_MATERIAL);
+        = (cs_drv_generate_material_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_GENERATE_MATERIAL);
     unsigned char *der = NULL, *spki = NULL;
     size_t len = 0;
     ck_assert_ptr_nonnull (fn);
-    ck_assert_uint_eq (fn (s_session, gen, &der, &len), CKR_OK);
+    ck_assert_uint_eq (fn (s_drv.session, gen, &der, &len), CKR_OK);
     const unsigned char *p = der;
     PKCS8_PRIV_KEY_INFO *p8 = d2i_PKCS8_PRIV_KEY_INFO (NULL, &p, (long) len);
     EVP_PKEY *pkey = p8 ? EVP_PKCS82PKEY (p8) : NULL;
@@ -472,18 +426,18 @@ START_TEST (test_generate)
     EVP_PKEY_free (pkey);
     /*  Refusals.  */
     cs_drv_generate_material_fn *fn
-        = (cs_drv_generate_material_fn *) cs_driver_lookup (s_driver, CS_DRV_GENERATE_MATERIAL);
+        = (cs_drv_generate_material_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_GENERATE_MATERIAL);
     unsigned char *der = NULL;
     size_t len = 0;
     static const unsigned char even [] = { 0x01, 0x00, 0x00 };
     gen = (cs_keygen_t) { CKM_RSA_PKCS_KEY_PAIR_GEN, 512 };
-    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_KEY_SIZE_RANGE);
+    ck_assert_uint_eq (fn (s_drv.session, &gen, &der, &len), CKR_KEY_SIZE_RANGE);
     gen = (cs_keygen_t) { CKM_RSA_PKCS_KEY_PAIR_GEN, 2048, even, sizeof even };
-    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_ATTRIBUTE_VALUE_INVALID);
+    ck_assert_uint_eq (fn (s_drv.session, &gen, &der, &len), CKR_ATTRIBUTE_VALUE_INVALID);
     gen = (cs_keygen_t) { CKM_EC_KEY_PAIR_GEN, 0, NULL, 0, ed, sizeof ed };
-    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_DOMAIN_PARAMS_INVALID);
+    ck_assert_uint_eq (fn (s_drv.session, &gen, &der, &len), CKR_DOMAIN_PARAMS_INVALID);
     gen = (cs_keygen_t) { CKM_DSA_KEY_PAIR_GEN };
-    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (fn (s_drv.session, &gen, &der, &len), CKR_MECHANISM_INVALID);
     ck_assert_ptr_null (der);
 }
 END_TEST
@@ -491,14 +445,10 @@ END_TEST
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     Suite *suite = suite_create ("driver_openssl");
-    TCase *tc = tcase_create ("openssl");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("openssl", s_setup, s_teardown);
     tcase_add_test (tc, test_capabilities_and_mechanisms);
     tcase_add_test (tc, test_key_material_off);
     tcase_add_test (tc, test_rsa_sign);
@@ -509,9 +459,5 @@ main (void)
     tcase_add_test (tc, test_per_request_keys_not_cached);
     tcase_add_test (tc, test_generate);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -12,6 +12,7 @@
 #include "cs_mech.h"
 #include "cs_wire.h"
 #include "mechanism.h"
+#include "test_run.h"
 
 #define S_SIGN_FLAGS (CKF_SIGN | CKF_VERIFY)
 #define S_CRYPT_FLAGS (CKF_DECRYPT | CKF_ENCRYPT)
@@ -197,9 +198,5 @@ main (void)
     tcase_add_test (tc, test_rsa_gen_range);
     tcase_add_test (tc, test_man_page_lists_the_table);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }
