@@ -434,7 +434,7 @@ START_TEST (test_certificate_objects)
         { CKA_MODIFIABLE, &no, 1 },
     };
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
-    CK_SESSION_HANDLE rw = s_open (CKF_RW_SESSION), other = s_open (0);
+    CK_SESSION_HANDLE rw = tm_open (p, CKF_RW_SESSION), other = tm_open (p, 0);
     ck_assert_uint_eq (p->C_CreateObject (rw, ctmpl, 6, &c1), CKR_OK);
     ck_assert_uint_eq (p->C_CreateObject (rw, dtmpl, 4, &d1), CKR_OK);
     //  The flags: not copyable, not destroyable, not modifiable.
