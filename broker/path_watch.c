@@ -107,8 +107,14 @@ path_watch_changed (path_watch_t *self)
             p += sizeof *event + event->len;
         }
     }
+    /*  A lost watch set again is a change too: what is at the path now
+        (a new clients.d, a new keystore file) may hold anything, and
+        nothing reported what came before the watch.  One that cannot be
+        set says changed at every call until it can.  */
     for (size_t i = 0; i < self->count; i++)
-        if (self->wd [i] < 0 && !s_add (self, i))
-            changed = true;         /* cannot watch: assume a change every time */
+        if (self->wd [i] < 0) {
+            s_add (self, i);
+            changed = true;
+        }
     return changed;
 }

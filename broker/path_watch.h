@@ -37,7 +37,8 @@ void path_watch_destroy (path_watch_t **self_p);
 int path_watch_fd (path_watch_t *self);
 
 /*  True when any event came since the last call (the kernel's queue
- *  overflowing is one), or when a lost watch cannot be set again (then
+ *  overflowing is one), when a lost watch was set again (what is now at
+ *  the path may be new), or when a lost watch cannot be set again (then
  *  every call says true until it can).  Reads every pending event; never
  *  blocks.  */
 bool path_watch_changed (path_watch_t *self);
