@@ -326,7 +326,7 @@ s_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len,
 
 /*  Adds the session object: stored attributes of the template, the usage
  *  defaults (TRUE for what the key type does, as SoftHSM), and the
- *  computed ones.  */
+ *  computed ones.  CKA_PRIVATE (default TRUE) needs a CKU_USER login.  */
 static CK_RV
 s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE type, const uint8_t *value,
        size_t len, CK_MECHANISM_TYPE gen_mech, CK_OBJECT_HANDLE_PTR object_p)
@@ -348,8 +348,10 @@ s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KE
     &&  !cs_attrs_set_bool (&attrs, CKA_ALWAYS_SENSITIVE, local && sensitive)
     &&  !cs_attrs_set_bool (&attrs, CKA_NEVER_EXTRACTABLE, local && !extractable)) {
         cs_module_lock ();
-        rv = cs_session_lookup (handle) ? cs_object_add_session (handle, CKO_SECRET_KEY, key, &attrs, object_p)
-                                        : CKR_SESSION_HANDLE_INVALID;
+        rv = !cs_session_lookup (handle) ? CKR_SESSION_HANDLE_INVALID
+           : cs_template_bool (tmpl, count, CKA_PRIVATE, true) && !cs_token_user_logged_in ()
+           ? CKR_USER_NOT_LOGGED_IN       /* a private object needs a login (PKCS#11 2.40 §4.4) */
+           : cs_object_add_session (handle, CKO_SECRET_KEY, key, &attrs, object_p);
         cs_module_unlock ();
     }
     cs_attrs_clear (&attrs);
