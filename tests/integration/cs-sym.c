@@ -12,7 +12,8 @@
  *      CKA_TOKEN TRUE is CKR_ATTRIBUTE_VALUE_INVALID (not yet);
  *    - after C_Logout, C_EncryptInit is CKR_USER_NOT_LOGGED_IN.
  *  It also writes, for the shell test's `openssl enc` check, OUTDIR/key.bin,
- *  iv.bin, plain.bin and ct.bin (AES-256-CBC-PAD by the module).
+ *  iv.bin, plain.bin and ct.bin (AES-256-CBC-PAD by the module), and for its
+ *  `openssl dgst -mac HMAC` check hmac-key.bin, hmac-msg.bin and hmac.bin.
  *
  *  usage: cs-sym MODULE.so TOKEN PIN OUTDIR
  *  The module is dlopen'ed.  Prints one line per step; exit 0 when all pass.
@@ -195,6 +196,9 @@ s_gcm (void)
     CHECK (p11->C_DestroyObject (s, k), "C_DestroyObject");
 }
 
+static void s_write (const char *dir, const char *name, const unsigned char *data, size_t len);
+static const char *s_outdir;
+
 static void
 s_hmac (CK_OBJECT_HANDLE k, const unsigned char *key, size_t key_len)
 {
@@ -209,6 +213,9 @@ s_hmac (CK_OBJECT_HANDLE k, const unsigned char *key, size_t key_len)
         HMAC (EVP_sha256 (), key, (int) key_len, msg, sizeof msg, want, &wlen);
         if (len != 32 || wlen != 32 || memcmp (mac, want, 32))
             s_fail ("HMAC differs from OpenSSL's");
+        s_write (s_outdir, "hmac-key.bin", key, key_len);       /* for `openssl dgst -mac HMAC` */
+        s_write (s_outdir, "hmac-msg.bin", msg, sizeof msg);
+        s_write (s_outdir, "hmac.bin", mac, len);
     }
     CHECK (p11->C_VerifyInit (s, &mech, k), "C_VerifyInit (HMAC)");
     CHECK (p11->C_VerifyUpdate (s, msg, 100), "C_VerifyUpdate (HMAC)");
@@ -250,6 +257,7 @@ main (int argc, char **argv)
     CK_C_GetFunctionList get = dl ? (CK_C_GetFunctionList) dlsym (dl, "C_GetFunctionList") : NULL;
     if (!get || get (&p11) != CKR_OK)
         s_fail ("cannot load the module");
+    s_outdir = argv [4];
     CHECK (p11->C_Initialize (NULL), "C_Initialize");
     CK_SLOT_ID slot = s_slot (argv [2]);
     CHECK (p11->C_OpenSession (slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &s), "C_OpenSession");

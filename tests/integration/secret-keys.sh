@@ -36,6 +36,13 @@ openssl enc -aes-256-cbc -K "$K" -iv "$IV" -in "$T/plain.bin" -out "$T/ct-openss
 cmp -s "$T/ct-openssl.bin" "$T/ct.bin" || cs_fail "openssl enc's AES-256-CBC ciphertext differs from the module's"
 cs_log "openssl enc -aes-256-cbc agrees with the module's CKM_AES_CBC_PAD"
 
+# openssl dgst computes the module's CKM_SHA256_HMAC.
+HK=$(od -An -tx1 -v "$T/hmac-key.bin" | tr -d ' \n')
+want=$(openssl dgst -sha256 -mac HMAC -macopt "hexkey:$HK" -r "$T/hmac-msg.bin" | cut -d' ' -f1)
+got=$(od -An -tx1 -v "$T/hmac.bin" | tr -d ' \n')
+[ -n "$want" ] && [ "$got" = "$want" ] || cs_fail "the module's HMAC $got is not openssl dgst's $want"
+cs_log "openssl dgst -sha256 -mac HMAC agrees with the module's CKM_SHA256_HMAC"
+
 # The key values travelled inside jobs only.
 cs_stop
 python3 - "$T/key.bin" "$WORK/keystore.db" "$WORK/broker.log" <<'PY' || cs_fail "an AES key value is on disk or in the log"
@@ -50,4 +57,4 @@ for path in sys.argv[2:]:
         if key[i:i + 16] in data or key[i:i + 16].hex().encode() in data:
             sys.exit(1)
 PY
-shred -u "$T/key.bin" 2>/dev/null || true
+shred -u "$T/key.bin" "$T/hmac-key.bin" 2>/dev/null || true
