@@ -25,9 +25,13 @@ typedef struct {
     size_t tag_length_bits;            /* GCM */
     uint8_t *in;                /* buffered input (cs_secmem: it may be plaintext) */
     size_t in_len;
+    size_t in_cap;              /* bytes allocated for in */
     uint8_t *out;               /* result kept after CKR_BUFFER_TOO_SMALL (cs_secmem) */
     size_t out_len;
+    size_t out_cap;             /* bytes allocated for out */
     bool has_out;
+    bool updated;               /* an Update call buffered input (multi-part) */
+    bool single;                /* C_Encrypt/C_Decrypt/C_Sign buffered its data (single-part) */
 } s_op_t;
 
 #define S_OP_ENCRYPT 1          /* = CS_SYM_ENCRYPT ... (cs_driver.h, proto SymJob) */
@@ -42,8 +46,8 @@ s_op_free (void *arg)
         return;
     cs_key_unref (&self->key);
     free (self->aad);
-    cs_secmem_free (self->in, CS_MECH_SYM_MAX_DATA);
-    cs_secmem_free (self->out, CS_MECH_SYM_MAX_DATA + 32);
+    cs_secmem_free (self->in, self->in_cap);
+    cs_secmem_free (self->out, self->out_cap);
     OPENSSL_cleanse (self, sizeof *self);
     free (self);
 }
@@ -105,8 +109,7 @@ s_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
     self->key = cs_key_ref (key);
     self->row = row;
     self->operation = want & CKF_ENCRYPT ? S_OP_ENCRYPT : want & CKF_DECRYPT ? S_OP_DECRYPT : S_OP_SIGN;
-    if ((rv = s_params (self, mech)) == CKR_OK && !(self->in = cs_secmem_alloc (CS_MECH_SYM_MAX_DATA)))
-        rv = CKR_HOST_MEMORY;
+    rv = s_params (self, mech);
     if (rv == CKR_OK)
         *op_p = self;
     else
@@ -133,12 +136,28 @@ cs_secret_active (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
     return active;
 }
 
-/*  Appends data to the op's buffer.  */
+/*  Appends data to the op's buffer (locked memory, grown by doubling up to
+ *  CS_MECH_SYM_MAX_DATA bytes; the old block is wiped).  */
 static CK_RV
 s_buffer (s_op_t *op, const CK_BYTE *data, CK_ULONG len)
 {
     if (len > CS_MECH_SYM_MAX_DATA - op->in_len)
         return CKR_DATA_LEN_RANGE;
+    if (op->in_len + len > op->in_cap || !op->in) {
+        size_t cap = op->in_cap ? op->in_cap : 256;
+        while (cap < op->in_len + len)
+            cap *= 2;
+        if (cap > CS_MECH_SYM_MAX_DATA)
+            cap = CS_MECH_SYM_MAX_DATA;
+        uint8_t *grown = cs_secmem_alloc (cap);
+        if (!grown)
+            return CKR_HOST_MEMORY;
+        if (op->in_len)
+            memcpy (grown, op->in, op->in_len);
+        cs_secmem_free (op->in, op->in_cap);
+        op->in = grown;
+        op->in_cap = cap;
+    }
     if (len)
         memcpy (op->in + op->in_len, data, len);
     op->in_len += len;
@@ -154,11 +173,16 @@ cs_secret_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *da
     CK_RV rv;
     if ((rv = cs_session_op_enter (handle, kind, data || !len, &session, (void **) &op)) != CKR_OK)
         return rv;
+    if (op->single || op->has_out)
+        rv = CKR_OPERATION_ACTIVE;              /* a single-part call is under way */
+    else
     if ((rv = s_buffer (op, data, len)) != CKR_OK)
         cs_session_op_end (session, kind);
-    else
-    if (out_len_p)
-        *out_len_p = 0;
+    else {
+        op->updated = true;
+        if (out_len_p)
+            *out_len_p = 0;
+    }
     cs_module_unlock ();
     return rv;
 }
@@ -183,7 +207,7 @@ s_job (s_op_t *op)
     sym.aad.data = op->aad;
     sym.aad.len = op->aad_bytes;
     sym.tag_length_bits = (uint32_t) op->tag_length_bits;
-    sym.data.data = op->in;
+    sym.data.data = op->in ? op->in : op->iv;     /* a non-NULL pointer for an empty input */
     sym.data.len = op->in_len;
     job.kind_case = CS__JOB__KIND_SYM;
     job.sym = &sym;
@@ -195,10 +219,11 @@ s_job (s_op_t *op)
         rv = CKR_DEVICE_ERROR;
         goto out;
     }
-    if (!op->out && !(op->out = cs_secmem_alloc (CS_MECH_SYM_MAX_DATA + 32))) {
+    if (!(op->out = cs_secmem_alloc (result->data.len ? result->data.len : 1))) {
         rv = CKR_HOST_MEMORY;
         goto out;
     }
+    op->out_cap = result->data.len ? result->data.len : 1;
     memcpy (op->out, result->data.data, result->data.len);
     op->out_len = result->data.len;
     op->has_out = true;
@@ -228,7 +253,12 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
     if ((rv = cs_session_op_enter (handle, kind, out_len_p != NULL && (final || data || !len),
                                    &session, (void **) &op)) != CKR_OK)
         return rv;
-    if (!final && !op->has_out && op->in_len == 0 && (rv = s_buffer (op, data, len)) != CKR_OK) {
+    if (!final && op->updated)
+        rv = CKR_OPERATION_ACTIVE;              /* C_Encrypt after C_EncryptUpdate */
+    else
+    if (!final && !op->has_out && !op->single && (rv = s_buffer (op, data, len)) == CKR_OK)
+        op->single = true;      /* kept for the call after a length query */
+    if (rv != CKR_OK) {
         cs_session_op_end (session, kind);
         cs_module_unlock ();
         return rv;

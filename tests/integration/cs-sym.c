@@ -139,6 +139,13 @@ s_block_modes (const unsigned char *key, size_t key_len, unsigned char *iv)
         len += part;
         if (len != (CK_ULONG) wlen || memcmp (ct, want, len))
             s_fail ("multi-part ciphertext differs from OpenSSL's");
+        /*  A single-part call after an update: the operation is refused and ended.  */
+        CHECK (p11->C_EncryptInit (s, &mech, k), "C_EncryptInit (mixed)");
+        part = sizeof ct;
+        CHECK (p11->C_EncryptUpdate (s, plain, 16, ct, &part), "C_EncryptUpdate (mixed)");
+        len = sizeof ct;
+        EXPECT (p11->C_Encrypt (s, plain, n, ct, &len), CKR_OPERATION_ACTIVE, "C_Encrypt after C_EncryptUpdate");
+        EXPECT (p11->C_EncryptFinal (s, ct, &len), CKR_OPERATION_NOT_INITIALIZED, "C_EncryptFinal after the refusal");
         printf ("%s-%zu: C_Encrypt and C_EncryptUpdate/Final equal OpenSSL's ciphertext; C_Decrypt gives the plaintext\n",
                 names [m], key_len * 8);
     }
@@ -176,8 +183,11 @@ s_gcm (void)
     ||  !EVP_CIPHER_CTX_ctrl (ctx, EVP_CTRL_GCM_GET_TAG, 16, tag))
         s_fail ("EVP GCM");
     EVP_CIPHER_CTX_free (ctx);
-    CK_ULONG olen = sizeof out;
+    CK_ULONG olen = 10;         /* too small: the result is kept for the retry (PKCS#11 2.40 §5.2) */
     CHECK (p11->C_EncryptInit (s, &mech, k), "C_EncryptInit (GCM)");
+    EXPECT (p11->C_Encrypt (s, plain, sizeof plain, out, &olen), CKR_BUFFER_TOO_SMALL, "C_Encrypt (GCM, short buffer)");
+    if (olen != sizeof plain + 16)
+        s_fail ("C_Encrypt (GCM) does not name the size it needs");
     CHECK (p11->C_Encrypt (s, plain, sizeof plain, out, &olen), "C_Encrypt (GCM)");
     if (olen != sizeof plain + 16 || memcmp (out, ct, sizeof plain) || memcmp (out + sizeof plain, tag, 16))
         s_fail ("GCM ciphertext || tag differs from OpenSSL's");
