@@ -25,6 +25,7 @@
 #include "ks_cache.h"
 #include "ks_watch.h"
 #include "modexp_job.h"
+#include "symjobs.h"
 #include "pool.h"
 #include "pool_store.h"
 #include "scheduler.h"
@@ -352,6 +353,7 @@ s_request_wipe (Cs__Request *req)
                 OPENSSL_cleanse (secrets [k].data, secrets [k].len);
     }
     modexp_job_wipe (req);
+    symjob_wipe (req);
 }
 
 /*  Frees what one slot owns, wiping key material.  */
@@ -1150,6 +1152,25 @@ s_job_modexp (s_frontend_t *self, s_request_t *request, size_t index)
         slot->result.rv = rv;
 }
 
+/*  A secret-key job (issue #10, symjobs.h): a USER ticket, then one work
+ *  item on any board that runs the mechanism.  */
+static void
+s_job_sym (s_frontend_t *self, s_request_t *request, size_t index)
+{
+    s_slot_t *slot = &request->slots [index];
+    work_item_t *item = &slot->item;
+    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
+                            .kind = WORK_SYM, .deadline = request->deadline };
+    CK_RV rv = request->ticket_ok ? symjob_prepare (item->job->sym, &item->sym) : CKR_USER_NOT_LOGGED_IN;
+    for (size_t b = 0; rv == CKR_OK && b < self->args->n_boards; b++)
+        if (board_runs_sym (self->args->boards [b], item->sym.mechanism))
+            item->boards |= UINT64_C (1) << b;
+    if (rv == CKR_OK && (!item->boards || s_submit (self, item)))
+        rv = CKR_MECHANISM_INVALID;
+    if (rv != CKR_OK)
+        slot->result.rv = rv;
+}
+
 /*  The slow pool read a keystore key for a crypto job: cached (unless a
  *  drop happened meanwhile: then the item owns the copy), routed and
  *  submitted; or the job fails.  */
@@ -1879,6 +1900,9 @@ s_job (s_frontend_t *self, s_request_t *request, size_t index)
         case CS__JOB__KIND_MODEXP:
             s_job_modexp (self, request, index);
             break;
+        case CS__JOB__KIND_SYM:
+            s_job_sym (self, request, index);
+            break;
         case CS__JOB__KIND_IMPORT_KEY:
         case CS__JOB__KIND_DESTROY_KEY:
         case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
@@ -2234,6 +2258,7 @@ s_needs_worker (const Cs__Request *req)
             case CS__JOB__KIND_DECRYPT:
             case CS__JOB__KIND_DERIVE:
             case CS__JOB__KIND_GENERATE_KEY_PAIR:
+            case CS__JOB__KIND_SYM:
                 return true;
             default:
                 break;

@@ -5,7 +5,8 @@
  *  never reach it.  sim2 holds board:02 and has only CKM_RSA_PKCS: a PSS or
  *  OAEP job there has no board and is CKR_MECHANISM_INVALID without reaching
  *  it.  Also keys/rsa-min-bits (3072 here): reported in HelloResult and
- *  enforced on GenerateKeyPair jobs.  Needs CRYPTOSERVER_DRIVER_DIR.
+ *  enforced on GenerateKeyPair jobs; secret-key jobs (SymJob) only on boards
+ *  that run them.  Needs CRYPTOSERVER_DRIVER_DIR.
  */
 #include "test_broker_fixture.h"
 #include "test_run.h"
@@ -126,6 +127,48 @@ START_TEST (test_no_board_runs_it)
 }
 END_TEST
 
+/*  A SymJob (issue #10) goes only to boards whose driver runs secret-key
+ *  mechanisms (CS_DRV_SYMMETRIC) and lists the mechanism: no sim board
+ *  does, so a valid job is CKR_MECHANISM_INVALID and reaches no board; the
+ *  broker's own checks (symjobs.h) answer bad sizes first, and a job
+ *  without a ticket is CKR_USER_NOT_LOGGED_IN.  */
+START_TEST (test_sym_needs_a_board_that_runs_it)
+{
+    static uint8_t key [32], iv [16], data [32];
+    Cs__Request *req = th_request (4, 52);
+    Cs__SymJob *sym [4];
+    for (size_t i = 0; i < 4; i++) {
+        sym [i] = calloc (1, sizeof *sym [i]);
+        cs__sym_job__init (sym [i]);
+        sym [i]->mechanism = CKM_AES_CBC;
+        sym [i]->operation = 1;
+        sym [i]->key_value = (ProtobufCBinaryData) { sizeof key, key };
+        sym [i]->iv = (ProtobufCBinaryData) { sizeof iv, iv };
+        sym [i]->data = (ProtobufCBinaryData) { sizeof data, data };
+        req->jobs [i]->kind_case = CS__JOB__KIND_SYM;
+        req->jobs [i]->sym = sym [i];
+    }
+    sym [1]->key_value.len = 20;                /* no AES key size */
+    sym [2]->iv.len = 8;                        /* CBC needs 16 bytes */
+    sym [3]->mechanism = CKM_SHA256_HMAC;       /* MAC: operation 3 only */
+    req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->n_results, 4);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (reply->results [1]->rv, CKR_KEY_SIZE_RANGE);
+    ck_assert_uint_eq (reply->results [2]->rv, CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (reply->results [3]->rv, CKR_MECHANISM_INVALID);
+    cs__reply__free_unpacked (reply, NULL);
+    req->ticket = (ProtobufCBinaryData) { 0, NULL };
+    req->request_id = 53;
+    reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_USER_NOT_LOGGED_IN);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_jobs ("sim0") + s_jobs ("sim1") + s_jobs ("sim2"), 0);
+    th_request_free (req);
+}
+END_TEST
+
 /*  keys/rsa-min-bits = 3072: in HelloResult, and a 2048-bit GenerateKeyPair
  *  job is CKR_KEY_SIZE_RANGE (3072 passes the size check; no sim board
  *  generates, so it has no board).  */
@@ -165,6 +208,7 @@ main (void)
     tcase_add_test (tc, test_pss_skips_the_board_without_it);
     tcase_add_test (tc, test_no_board_runs_it);
     tcase_add_test (tc, test_rsa_min_bits);
+    tcase_add_test (tc, test_sym_needs_a_board_that_runs_it);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
 }

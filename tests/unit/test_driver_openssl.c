@@ -3,7 +3,8 @@
  *  broker loads it: every mechanism signs or decrypts with key material and
  *  OpenSSL verifies; generated keys (RSA, P-256, P-384, Ed25519) sign through
  *  the driver and OpenSSL verifies with their public half; the per-session
- *  cache gives the same results and per-request keys leave no entry behind.
+ *  cache gives the same results and per-request keys leave no entry behind;
+ *  the secret-key operations give the published test vectors.
  */
 #include <openssl/x509.h>
 #include <openssl/core_names.h>
@@ -442,6 +443,76 @@ START_TEST (test_generate)
 }
 END_TEST
 
+/*  CS_DRV_SYMMETRIC against published vectors: NIST SP 800-38A F.1.1
+ *  (ECB-AES128) and F.2.1 (CBC-AES128), the GCM specification's test case 2
+ *  (McGrew & Viega), RFC 4231 test case 1 (HMAC-SHA256); a flipped GCM tag
+ *  and bad sizes are refused.  */
+START_TEST (test_symmetric)
+{
+    cs_drv_symmetric_fn *fn = (cs_drv_symmetric_fn *) cs_driver_lookup (s_driver, CS_DRV_SYMMETRIC);
+    ck_assert_ptr_nonnull (fn);
+    static const unsigned char key [16] = { 0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6,
+                                            0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c };
+    static const unsigned char iv [16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+    static const unsigned char plain [32] = {
+        0x6b, 0xc1, 0xbe, 0xe2, 0x2e, 0x40, 0x9f, 0x96, 0xe9, 0x3d, 0x7e, 0x11, 0x73, 0x93, 0x17, 0x2a,
+        0xae, 0x2d, 0x8a, 0x57, 0x1e, 0x03, 0xac, 0x9c, 0x9e, 0xb7, 0x6f, 0xac, 0x45, 0xaf, 0x8e, 0x51 };
+    static const unsigned char ecb [16] = { 0x3a, 0xd7, 0x7b, 0xb4, 0x0d, 0x7a, 0x36, 0x60,
+                                            0xa8, 0x9e, 0xca, 0xf3, 0x24, 0x66, 0xef, 0x97 };
+    static const unsigned char cbc [32] = {
+        0x76, 0x49, 0xab, 0xac, 0x81, 0x19, 0xb2, 0x46, 0xce, 0xe9, 0x8e, 0x9b, 0x12, 0xe9, 0x19, 0x7d,
+        0x50, 0x86, 0xcb, 0x9b, 0x50, 0x72, 0x19, 0xee, 0x95, 0xdb, 0x11, 0x3a, 0x91, 0x76, 0x78, 0xb2 };
+    static const unsigned char zero [16] = { 0 };
+    static const unsigned char gcm [32] = {
+        0x03, 0x88, 0xda, 0xce, 0x60, 0xb6, 0xa3, 0x92, 0xf3, 0x28, 0xc2, 0xb9, 0x71, 0xb2, 0xfe, 0x78,
+        0xab, 0x6e, 0x47, 0xd4, 0x2c, 0xec, 0x13, 0xbd, 0xf5, 0x3a, 0x67, 0xb2, 0x12, 0x57, 0xbd, 0xdf };
+    static const unsigned char hmac [32] = {
+        0xb0, 0x34, 0x4c, 0x61, 0xd8, 0xdb, 0x38, 0x53, 0x5c, 0xa8, 0xaf, 0xce, 0xaf, 0x0b, 0xf1, 0x2b,
+        0x88, 0x1d, 0xc2, 0x00, 0xc9, 0x83, 0x3d, 0xa7, 0x26, 0xe9, 0x37, 0x6c, 0x2e, 0x32, 0xcf, 0xf7 };
+    unsigned char hkey [20], out [96], tampered [32];
+    size_t len = sizeof out;
+    memset (hkey, 0x0b, sizeof hkey);
+    cs_sym_t op = { CKM_AES_ECB, CS_SYM_ENCRYPT, key, 16, NULL, 0, NULL, 0, 0, plain, 16 };
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert (len == 16 && memcmp (out, ecb, 16) == 0);
+    op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, key, 16, iv, 16, NULL, 0, 0, plain, 32 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert (len == 32 && memcmp (out, cbc, 32) == 0);
+    op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_DECRYPT, key, 16, iv, 16, NULL, 0, 0, cbc, 32 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert (len == 32 && memcmp (out, plain, 32) == 0);
+    op = (cs_sym_t) { CKM_AES_GCM, CS_SYM_ENCRYPT, zero, 16, zero, 12, NULL, 0, 128, zero, 16 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert (len == 32 && memcmp (out, gcm, 32) == 0);
+    memcpy (tampered, gcm, 32);
+    op = (cs_sym_t) { CKM_AES_GCM, CS_SYM_DECRYPT, zero, 16, zero, 12, NULL, 0, 128, tampered, 32 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert (len == 16 && memcmp (out, zero, 16) == 0);
+    tampered [31] ^= 1;
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_ENCRYPTED_DATA_INVALID);
+    op = (cs_sym_t) { CKM_SHA256_HMAC, CS_SYM_SIGN, hkey, 20, NULL, 0, NULL, 0, 0,
+                      (const unsigned char *) "Hi There", 8 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert (len == 32 && memcmp (out, hmac, 32) == 0);
+    /*  Refusals: a 20-byte AES key, a short CBC IV, a partial block, a 64-bit GCM tag.  */
+    op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, hkey, 20, iv, 16, NULL, 0, 0, plain, 32 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_KEY_SIZE_RANGE);
+    op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, key, 16, iv, 8, NULL, 0, 0, plain, 32 };
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_MECHANISM_PARAM_INVALID);
+    op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, key, 16, iv, 16, NULL, 0, 0, plain, 20 };
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_DATA_LEN_RANGE);
+    op = (cs_sym_t) { CKM_AES_GCM, CS_SYM_ENCRYPT, zero, 16, zero, 12, NULL, 0, 64, zero, 16 };
+    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_MECHANISM_PARAM_INVALID);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -458,6 +529,7 @@ main (void)
     tcase_add_test (tc, test_ecdh);
     tcase_add_test (tc, test_per_request_keys_not_cached);
     tcase_add_test (tc, test_generate);
+    tcase_add_test (tc, test_symmetric);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
 }
