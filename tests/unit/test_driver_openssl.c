@@ -449,7 +449,7 @@ END_TEST
  *  and bad sizes are refused.  */
 START_TEST (test_symmetric)
 {
-    cs_drv_symmetric_fn *fn = (cs_drv_symmetric_fn *) cs_driver_lookup (s_driver, CS_DRV_SYMMETRIC);
+    cs_drv_symmetric_fn *fn = (cs_drv_symmetric_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_SYMMETRIC);
     ck_assert_ptr_nonnull (fn);
     static const unsigned char key [16] = { 0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6,
                                             0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c };
@@ -473,43 +473,43 @@ START_TEST (test_symmetric)
     size_t len = sizeof out;
     memset (hkey, 0x0b, sizeof hkey);
     cs_sym_t op = { CKM_AES_ECB, CS_SYM_ENCRYPT, key, 16, NULL, 0, NULL, 0, 0, plain, 16 };
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
     ck_assert (len == 16 && memcmp (out, ecb, 16) == 0);
     op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, key, 16, iv, 16, NULL, 0, 0, plain, 32 };
     len = sizeof out;
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
     ck_assert (len == 32 && memcmp (out, cbc, 32) == 0);
     op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_DECRYPT, key, 16, iv, 16, NULL, 0, 0, cbc, 32 };
     len = sizeof out;
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
     ck_assert (len == 32 && memcmp (out, plain, 32) == 0);
     op = (cs_sym_t) { CKM_AES_GCM, CS_SYM_ENCRYPT, zero, 16, zero, 12, NULL, 0, 128, zero, 16 };
     len = sizeof out;
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
     ck_assert (len == 32 && memcmp (out, gcm, 32) == 0);
     memcpy (tampered, gcm, 32);
     op = (cs_sym_t) { CKM_AES_GCM, CS_SYM_DECRYPT, zero, 16, zero, 12, NULL, 0, 128, tampered, 32 };
     len = sizeof out;
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
     ck_assert (len == 16 && memcmp (out, zero, 16) == 0);
     tampered [31] ^= 1;
     len = sizeof out;
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_ENCRYPTED_DATA_INVALID);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_ENCRYPTED_DATA_INVALID);
     op = (cs_sym_t) { CKM_SHA256_HMAC, CS_SYM_SIGN, hkey, 20, NULL, 0, NULL, 0, 0,
                       (const unsigned char *) "Hi There", 8 };
     len = sizeof out;
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_OK);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
     ck_assert (len == 32 && memcmp (out, hmac, 32) == 0);
     /*  Refusals: a 20-byte AES key, a short CBC IV, a partial block, a 64-bit GCM tag.  */
     op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, hkey, 20, iv, 16, NULL, 0, 0, plain, 32 };
     len = sizeof out;
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_KEY_SIZE_RANGE);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_KEY_SIZE_RANGE);
     op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, key, 16, iv, 8, NULL, 0, 0, plain, 32 };
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_MECHANISM_PARAM_INVALID);
     op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, key, 16, iv, 16, NULL, 0, 0, plain, 20 };
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_DATA_LEN_RANGE);
     op = (cs_sym_t) { CKM_AES_GCM, CS_SYM_ENCRYPT, zero, 16, zero, 12, NULL, 0, 64, zero, 16 };
-    ck_assert_uint_eq (fn (s_session, &op, out, &len), CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_MECHANISM_PARAM_INVALID);
 }
 END_TEST
 
