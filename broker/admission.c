@@ -221,6 +221,7 @@ s_needs_worker (const Cs__Request *req)
             case CS__JOB__KIND_DECRYPT:
             case CS__JOB__KIND_DERIVE:
             case CS__JOB__KIND_GENERATE_KEY_PAIR:
+            case CS__JOB__KIND_SYM:
                 return true;
             default:
                 break;

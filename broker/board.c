@@ -37,6 +37,7 @@ s_load_driver (board_t *self, const char *driver_dir)
     self->session_close = (cs_drv_session_close_fn *) cs_driver_lookup (self->driver, CS_DRV_SESSION_CLOSE);
     self->sign = (cs_drv_sign_key_fn *) cs_driver_lookup (self->driver, CS_DRV_SIGN_KEY);
     self->modexp = (cs_drv_modexp_fn *) cs_driver_lookup (self->driver, CS_DRV_MODEXP);
+    self->symmetric = (cs_drv_symmetric_fn *) cs_driver_lookup (self->driver, CS_DRV_SYMMETRIC);
     self->decrypt = (cs_drv_decrypt_key_fn *) cs_driver_lookup (self->driver, CS_DRV_DECRYPT_KEY);
     self->derive = (cs_drv_derive_key_fn *) cs_driver_lookup (self->driver, CS_DRV_DERIVE_KEY);
     self->generate_material = (cs_drv_generate_material_fn *)
@@ -198,6 +199,17 @@ board_runs (const board_t *self, CK_MECHANISM_TYPE mechanism, CK_FLAGS flag)
     for (size_t i = 0; i < self->n_mechs; i++)
         if (self->mechs [i].type == mechanism)
             return (self->mechs [i].flags & flag) != 0;
+    return false;
+}
+
+bool
+board_runs_sym (const board_t *self, CK_MECHANISM_TYPE mechanism)
+{
+    if (!self->symmetric)
+        return false;
+    for (size_t i = 0; i < self->n_mechs; i++)
+        if (self->mechs [i].type == mechanism)
+            return true;
     return false;
 }
 

@@ -30,6 +30,7 @@ typedef struct {
     cs_drv_decrypt_key_fn *decrypt; /* NULL when the driver cannot decrypt */
     cs_drv_derive_key_fn *derive;   /* ECDH (CS_DRV_DERIVE_KEY); NULL when the driver has none */
     cs_drv_modexp_fn *modexp;       /* raw modexp (CS_DRV_MODEXP); NULL when the driver has none */
+    cs_drv_symmetric_fn *symmetric; /* secret-key operations (CS_DRV_SYMMETRIC); NULL when none */
     cs_drv_generate_material_fn *generate_material;     /* optional */
     cs_drv_generate_resident_fn *generate_resident;     /* optional */
     cs_drv_destroy_resident_fn *destroy_resident;       /* optional */
@@ -78,6 +79,11 @@ bool board_runs (const board_t *self, CK_MECHANISM_TYPE mechanism, CK_FLAGS flag
 /*  True when the board runs raw modular exponentiation (CS_DRV_MODEXP with
  *  CS_CAP_MODEXP).  */
 bool board_modexps (const board_t *self);
+
+/*  True when the board runs secret-key mechanism `mechanism` (CKM_AES_CBC,
+ *  CKM_SHA256_HMAC ...): its driver has CS_DRV_SYMMETRIC and its mechanism
+ *  list names the mechanism (issue #10).  */
+bool board_runs_sym (const board_t *self, CK_MECHANISM_TYPE mechanism);
 
 /*  Reserves key number `index` of the board's key list for the broker
  *  itself (the master key's wrapping key, server.c; issue #7): the frontend

@@ -11,15 +11,16 @@
  *  looks up the sender of every request, and the first request of a client
  *  added before it connected finds it in the list.  Its descriptor is also
  *  polled by the reactor, so a removed client's connection is cut off
- *  without waiting for its next request.  The same pattern as ks_watch.h
- *  (one non-blocking read(2) per call).  Linux only, like the broker.
+ *  without waiting for its next request.  The watch itself is
+ *  path_watch.h, shared with ks_watch.h.  Linux only, like the broker.
  */
 #ifndef CLIENTS_WATCH_H_INCLUDED
 #define CLIENTS_WATCH_H_INCLUDED
 
 #include <stdbool.h>
+#include "path_watch.h"
 
-typedef struct _clients_watch_t clients_watch_t;
+typedef path_watch_t clients_watch_t;
 
 /*  Watches directory `dir`, which must exist.  Returns NULL after a warning
  *  line when inotify is not available (the caller then re-reads the

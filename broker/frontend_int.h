@@ -190,6 +190,7 @@ uint64_t fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type);
 int fe_board_index (frontend_t *self, const char *name);
 void fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index);
 void fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index);
+void fe_job_sym (frontend_t *self, fe_request_t *request, size_t index);
 void fe_key_read_done (frontend_t *self, fe_request_t *request, slow_job_t *job);
 
 /* ---- inventory.c ---- */

@@ -8,7 +8,7 @@
  *  writes no content through mmap).  ks_watch_changed is one non-blocking
  *  read(2): the frontend calls it for every request before it looks at its
  *  cache, so a change made before a request was sent is always seen by that
- *  request.  A write is seen when it starts, before its transaction
+ *  request (the watch itself is path_watch.h, shared with clients_watch.h).  A write is seen when it starts, before its transaction
  *  commits: the caller holds its cache until a reader is sure to see the
  *  commit (ks_cache_hold, then a slow-pool item that takes the write lock).
  *  Linux only, like the rest of the broker.
@@ -17,8 +17,9 @@
 #define KS_WATCH_H_INCLUDED
 
 #include <stdbool.h>
+#include "path_watch.h"
 
-typedef struct _ks_watch_t ks_watch_t;
+typedef path_watch_t ks_watch_t;
 
 /*  Watches the SQLite database at db_path and its "-wal" file, which must
  *  exist (the broker keeps connections open, so it does).  Returns NULL

@@ -278,6 +278,7 @@ metrics_item_mechanism (const work_item_t *item)
         case WORK_DECRYPT: wire = item->job && item->job->decrypt ? item->job->decrypt->mechanism : NULL; break;
         case WORK_DERIVE: return CKM_ECDH1_DERIVE;
         case WORK_MODEXP: return item->modexp.modulus ? CKM_CS_MODEXP : CKM_CS_RSA_CRT;
+        case WORK_SYM: return item->sym.mechanism;
         case WORK_GENERATE:
         case WORK_GENERATE_RESIDENT: return item->gen.mechanism;
         default: return METRICS_MECH_NONE;

@@ -15,6 +15,7 @@
 #include "cs_wire.h"
 #include "frontend_int.h"
 #include "modexp_job.h"
+#include "symjobs.h"
 
 static uint64_t s_peek_request_id (zframe_t *body);
 
@@ -92,6 +93,7 @@ s_request_wipe (Cs__Request *req)
                 OPENSSL_cleanse (secrets [k].data, secrets [k].len);
     }
     modexp_job_wipe (req);
+    symjob_wipe (req);
 }
 
 /*  Frees what one slot owns, wiping key material.  */
@@ -234,6 +236,9 @@ s_job (frontend_t *self, fe_request_t *request, size_t index)
             break;
         case CS__JOB__KIND_MODEXP:
             fe_job_modexp (self, request, index);
+            break;
+        case CS__JOB__KIND_SYM:
+            fe_job_sym (self, request, index);
             break;
         case CS__JOB__KIND_IMPORT_KEY:
         case CS__JOB__KIND_DESTROY_KEY:

@@ -2,7 +2,8 @@
  *  decrypt or derive job (per-request PKCS#8, "board:" ref of the tenant,
  *  "ks:" keystore ref from the cache or read by the slow pool), the boards
  *  that take its material or hold it, narrowed to the boards that run its
- *  mechanism (docs/CONTRACTS.md "Routing"), and raw modexp.
+ *  mechanism (docs/CONTRACTS.md "Routing"), raw modexp and secret-key
+ *  (AES, HMAC) jobs.
  *
  *  Owns: the per-item key material and its pinning in the key cache.
  *  May call: board.h capabilities, ks_cache.h, inventory.c
@@ -12,6 +13,7 @@
 #include <openssl/objects.h>
 #include <openssl/x509.h>
 #include "modexp_job.h"
+#include "symjobs.h"
 #include "frontend_int.h"
 
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
@@ -346,6 +348,25 @@ fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
     if (rv == CKR_OK && !item->boards)
         rv = CKR_MECHANISM_INVALID;
     if (rv == CKR_OK && fe_submit (self, item))
+        rv = CKR_MECHANISM_INVALID;
+    if (rv != CKR_OK)
+        slot->result.rv = rv;
+}
+
+/*  A secret-key job (issue #10, symjobs.h): a USER ticket, then one work
+ *  item on any board that runs the mechanism.  */
+void
+fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
+{
+    fe_slot_t *slot = &request->slots [index];
+    work_item_t *item = &slot->item;
+    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
+                            .kind = WORK_SYM, .deadline = request->deadline };
+    CK_RV rv = request->ticket_ok ? symjob_prepare (item->job->sym, &item->sym) : CKR_USER_NOT_LOGGED_IN;
+    for (size_t b = 0; rv == CKR_OK && b < self->args->n_boards; b++)
+        if (board_runs_sym (self->args->boards [b], item->sym.mechanism))
+            item->boards |= UINT64_C (1) << b;
+    if (rv == CKR_OK && (!item->boards || fe_submit (self, item)))
         rv = CKR_MECHANISM_INVALID;
     if (rv != CKR_OK)
         slot->result.rv = rv;

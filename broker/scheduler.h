@@ -43,7 +43,8 @@ typedef enum {
     WORK_GENERATE_RESIDENT,         /* `gen` on the board into `generated` */
     WORK_DESTROY_RESIDENT,          /* the resident key key.id on the board */
     WORK_DERIVE,                    /* job->derive with `key`: the raw ECDH secret Z into out */
-    WORK_MODEXP                     /* `modexp` (raw modular exponentiation) into out */
+    WORK_MODEXP,                    /* `modexp` (raw modular exponentiation) into out */
+    WORK_SYM                        /* `sym` (a secret-key operation, issue #10) into out */
 } work_kind_t;
 
 /*  One job on its way to a worker and back.  Ownership moves with the
@@ -71,6 +72,7 @@ typedef struct {
     char ref [129];                 /* storage for key.ref (a ref is at most 128 bytes) */
     cs_keygen_t gen;                /* generation parameters (borrow from job or ctx) */
     cs_modexp_t modexp;             /* WORK_MODEXP operands (borrowed from the request's jobs) */
+    cs_sym_t sym;                   /* WORK_SYM operation (borrowed from the request's job) */
     cs_key_info_t generated;        /* WORK_GENERATE_RESIDENT result (members owned) */
     unsigned bits;                  /* key size in bits (pool refills: RSA modulus bits), 0 when
                                        unknown: with the mechanism, the service-time class */

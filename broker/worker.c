@@ -41,6 +41,9 @@ typedef struct {
     cs_modexp_t modexp;             /* WORK_MODEXP: operands, pointers into modexp_buf */
     unsigned char *modexp_buf;      /* wiped: may hold a CRT private key */
     size_t modexp_buf_len;
+    cs_sym_t sym;                   /* WORK_SYM: pointers into sym_buf */
+    unsigned char *sym_buf;         /* wiped: holds the secret key */
+    size_t sym_buf_len;
     CK_RV rv;
     unsigned char *out;             /* malloc'd result, wiped when discarded */
     size_t out_len;
@@ -114,6 +117,30 @@ s_copy_modexp (s_call_t *call, const cs_modexp_t *modexp)
     return CKR_OK;
 }
 
+/*  Copies a secret-key operation (key, IV, AAD, input) into one allocation.  */
+static CK_RV
+s_copy_sym (s_call_t *call, const cs_sym_t *sym)
+{
+    const unsigned char **parts [] = { &call->sym.key, &call->sym.iv, &call->sym.aad, &call->sym.in };
+    size_t *lens [] = { &call->sym.key_len, &call->sym.iv_bytes, &call->sym.aad_bytes, &call->sym.in_len };
+    size_t total = 0;
+    call->sym = *sym;
+    for (size_t i = 0; i < 4; i++)
+        total += *parts [i] ? *lens [i] : 0;
+    if (!(call->sym_buf = malloc (total ? total : 1)))
+        return CKR_HOST_MEMORY;
+    call->sym_buf_len = total;
+    unsigned char *at = call->sym_buf;
+    for (size_t i = 0; i < 4; i++) {
+        if (!*parts [i])
+            continue;
+        memcpy (at, *parts [i], *lens [i]);
+        *parts [i] = at;
+        at += *lens [i];
+    }
+    return CKR_OK;
+}
+
 /*  Copies the inputs of a sign/decrypt/derive job.  */
 static CK_RV
 s_copy_job (s_call_t *call, const work_item_t *item)
@@ -175,6 +202,8 @@ s_call_prepare (s_call_t *call, const work_item_t *item)
             return s_copy_gen (call, &item->gen) ? CKR_HOST_MEMORY : CKR_OK;
         case WORK_MODEXP:
             return s_copy_modexp (call, &item->modexp);
+        case WORK_SYM:
+            return s_copy_sym (call, &item->sym);
         default:
             return CKR_OK;
     }
@@ -195,6 +224,10 @@ s_call_clear (s_call_t *call)
     if (call->modexp_buf) {
         OPENSSL_cleanse (call->modexp_buf, call->modexp_buf_len);
         free (call->modexp_buf);
+    }
+    if (call->sym_buf) {
+        OPENSSL_cleanse (call->sym_buf, call->sym_buf_len);
+        free (call->sym_buf);
     }
     cs_key_info_free_members (&call->generated);
     free (call->label);
@@ -248,6 +281,28 @@ s_run_modexp (board_t *board, cs_session_t *session, s_call_t *call)
     call->out_len = call->rv == CKR_OK ? out_len : 0;
 }
 
+/*  A secret-key operation (cs_driver.h CS_DRV_SYMMETRIC) into a fresh buffer
+ *  of the input's size and 32 bytes more (a padding block or a GCM tag; an
+ *  HMAC-SHA256).  */
+static void
+s_run_sym (board_t *board, cs_session_t *session, s_call_t *call)
+{
+    size_t cap = call->sym.in_len + 32, out_len = cap;
+    if (!board->symmetric) {
+        call->rv = CKR_FUNCTION_NOT_SUPPORTED;
+        return;
+    }
+    if (!(call->out = malloc (cap))) {
+        call->rv = CKR_HOST_MEMORY;
+        return;
+    }
+    call->out_cap = cap;
+    call->rv = board->symmetric (session, &call->sym, call->out, &out_len);
+    if (call->rv == CKR_OK && out_len > cap)
+        call->rv = CKR_DEVICE_ERROR;
+    call->out_len = call->rv == CKR_OK ? out_len : 0;
+}
+
 /*  Runs the driver call of `call`.  */
 static void
 s_call_run (board_t *board, cs_session_t *session, s_call_t *call)
@@ -260,6 +315,9 @@ s_call_run (board_t *board, cs_session_t *session, s_call_t *call)
             break;
         case WORK_MODEXP:
             s_run_modexp (board, session, call);
+            break;
+        case WORK_SYM:
+            s_run_sym (board, session, call);
             break;
         case WORK_GENERATE:
             call->rv = board->generate_material

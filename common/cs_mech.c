@@ -30,6 +30,17 @@
     { ROW (T), CKM_ ## T, CS_MECH_KEY_NONE, 0, S_VENDOR, 0, 0, CS_MECH_PARAM_MODEXP, \
       CS_MECH_IN_MODEXP, CS_MECH_OUT_MODEXP }
 
+/*  Secret keys (issue #10): sizes in bytes (PKCS#11 2.40 curr. mech.
+ *  §2.10 AES: 16..32; §2.7 generic secret / HMAC: 16..256 here).  AES and
+ *  HMAC run on boards (the openssl driver); the session-key generators run
+ *  in the module (its RNG), so they are not CKF_HW.  */
+#define AES_MIN   16
+#define AES_MAX   32
+#define GS_MIN    16
+#define GS_MAX    256
+#define AES(T, PARAM, IN) \
+    { ROW (T), CKM_ ## T, CKK_AES, 0, S_CRYPT, AES_MIN, AES_MAX, PARAM, IN, CS_MECH_OUT_SYM }
+
 static const cs_mech_row_t s_rows [] = {
     { ROW (RSA_PKCS), CKM_RSA_PKCS, CKK_RSA, 0, S_SIGN | S_CRYPT | S_RECOVER, RSA_MIN, RSA_MAX, P_NONE,
       CS_MECH_IN_PKCS1, CS_MECH_OUT_MODULUS },
@@ -72,6 +83,16 @@ static const cs_mech_row_t s_rows [] = {
       CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     { ROW (EC_EDWARDS_KEY_PAIR_GEN), CKM_EC_EDWARDS_KEY_PAIR_GEN, CKK_EC_EDWARDS, 0, S_GEN,
       ED_BITS, ED_BITS, P_NONE, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
+    AES (AES_ECB,     P_NONE,             CS_MECH_IN_BLOCK),
+    AES (AES_CBC,     CS_MECH_PARAM_IV,   CS_MECH_IN_BLOCK),
+    AES (AES_CBC_PAD, CS_MECH_PARAM_IV,   CS_MECH_IN_SYM),
+    AES (AES_GCM,     CS_MECH_PARAM_GCM,  CS_MECH_IN_SYM),
+    { ROW (SHA256_HMAC), CKM_SHA256_HMAC, CKK_GENERIC_SECRET, 0, S_SIGN, GS_MIN, GS_MAX, P_NONE,
+      CS_MECH_IN_SYM, CS_MECH_OUT_MAC },
+    { ROW (AES_KEY_GEN), 0, CKK_AES, 0, CKF_GENERATE, AES_MIN, AES_MAX, P_NONE, CS_MECH_IN_NONE,
+      CS_MECH_OUT_NONE },
+    { ROW (GENERIC_SECRET_KEY_GEN), 0, CKK_GENERIC_SECRET, 0, CKF_GENERATE, GS_MIN, GS_MAX, P_NONE,
+      CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     DIGEST (SHA_1),
     DIGEST (SHA224),
     DIGEST (SHA256),
@@ -131,6 +152,10 @@ cs_mech_input_check (const cs_mech_row_t *row, bool encrypt, size_t len, size_t 
         case CS_MECH_IN_MESSAGE: ok = len <= CS_WIRE_MAX_DATA; break;
         case CS_MECH_IN_OAEP:   ok = !encrypt || len + 2 * h + 2 <= k; break;
         case CS_MECH_IN_NONE:   ok = len == 0; break;
+        case CS_MECH_IN_BLOCK:  ok = len % CS_MECH_AES_BLOCK == 0 && len <= CS_MECH_SYM_MAX_DATA; break;
+        case CS_MECH_IN_SYM:    ok = len <= CS_MECH_SYM_MAX_DATA
+                                  && (encrypt || row->type != CKM_AES_CBC_PAD
+                                      || (len % CS_MECH_AES_BLOCK == 0 && len > 0)); break;
         case CS_MECH_IN_ANY:
         case CS_MECH_IN_MODEXP: break;
     }
@@ -144,11 +169,23 @@ cs_mech_output_len (const cs_mech_row_t *row, size_t k, size_t field, size_t h)
         case CS_MECH_OUT_MODULUS:
         case CS_MECH_OUT_MODULUS_MAX: return k;
         case CS_MECH_OUT_EC:          return 2 * field;
-        case CS_MECH_OUT_DIGEST:      return h;
+        case CS_MECH_OUT_DIGEST:
+        case CS_MECH_OUT_MAC:         return h;
+        case CS_MECH_OUT_SYM:         return 0;       /* cs_mech_sym_output_len */
         case CS_MECH_OUT_NONE:
         case CS_MECH_OUT_MODEXP:      return 0;
     }
     return 0;
+}
+
+size_t
+cs_mech_sym_output_len (const cs_mech_row_t *row, bool encrypt, size_t len, size_t tag_bytes)
+{
+    if (row->type == CKM_AES_CBC_PAD && encrypt)
+        return (len / CS_MECH_AES_BLOCK + 1) * CS_MECH_AES_BLOCK;
+    if (row->type == CKM_AES_GCM)
+        return encrypt ? len + tag_bytes : len >= tag_bytes ? len - tag_bytes : 0;
+    return len;
 }
 
 void

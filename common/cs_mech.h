@@ -48,6 +48,8 @@ typedef enum {
     CS_MECH_PARAM_OAEP,         /* CK_RSA_PKCS_OAEP_PARAMS (§2.1.8) */
     CS_MECH_PARAM_ECDH1,        /* CK_ECDH1_DERIVE_PARAMS (§2.3.16), C_DeriveKey only */
     CS_MECH_PARAM_MODEXP,       /* the vendor operand block (cryptoserver/pkcs11v.h) */
+    CS_MECH_PARAM_IV,           /* a 16-byte IV (AES-CBC, 2.40 curr. mech. §2.10.3) */
+    CS_MECH_PARAM_GCM,          /* CK_GCM_PARAMS (§2.10.5): IV 1..256 bytes, AAD, tag bits */
 } cs_mech_param_t;
 
 /*  What the data given to C_Sign/C_Encrypt/C_Decrypt may be, with k the
@@ -62,6 +64,9 @@ typedef enum {
     CS_MECH_IN_MESSAGE,         /* the whole message, <= CS_WIRE_MAX_DATA bytes (EdDSA) */
     CS_MECH_IN_OAEP,            /* encrypt: <= k - 2 hLen - 2 bytes (RFC 8017 §7.1.1) */
     CS_MECH_IN_MODEXP,          /* vendor operand block (modexp.h) */
+    CS_MECH_IN_BLOCK,           /* secret key: a multiple of 16 bytes, <= CS_MECH_SYM_MAX_DATA
+                                   (AES-ECB, AES-CBC; decryption of AES-CBC-PAD too) */
+    CS_MECH_IN_SYM,             /* secret key: any length <= CS_MECH_SYM_MAX_DATA */
 } cs_mech_input_t;
 
 /*  The size of what C_Sign/C_Encrypt/C_Decrypt/C_Digest returns (the answer
@@ -73,7 +78,14 @@ typedef enum {
     CS_MECH_OUT_EC,             /* 2 * field bytes: r || s (ECDSA), R || S (Ed25519) */
     CS_MECH_OUT_DIGEST,         /* the hash size */
     CS_MECH_OUT_MODEXP,         /* vendor: the modulus bytes per item (modexp.h) */
+    CS_MECH_OUT_SYM,            /* secret-key cipher: cs_mech_sym_output_len */
+    CS_MECH_OUT_MAC,            /* secret-key MAC: the hash size of the row's hash */
 } cs_mech_output_t;
+
+/*  Secret-key operations (issue #10): the most input one job carries
+ *  (bytes); multi-part calls are buffered in the module up to it.  */
+#define CS_MECH_SYM_MAX_DATA    (64 * 1024)
+#define CS_MECH_AES_BLOCK       16      /* bytes */
 
 typedef struct {
     CK_MECHANISM_TYPE type;     /* what the application asks for */
@@ -81,13 +93,16 @@ typedef struct {
     CK_MECHANISM_TYPE wire;     /* job mechanism on the wire when flags has CKF_HW (0 is
                                    CKM_RSA_PKCS_KEY_PAIR_GEN); module-only rows (digests,
                                    no CKF_HW) have 0 */
-    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC, CKK_EC_EDWARDS or CS_MECH_KEY_NONE */
-    CK_MECHANISM_TYPE hash;     /* hashed in the module first (CKM_SHA256 ...), 0 = none */
+    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC, CKK_EC_EDWARDS, CKK_AES,
+                                   CKK_GENERIC_SECRET or CS_MECH_KEY_NONE */
+    CK_MECHANISM_TYPE hash;     /* hashed in the module first (CKM_SHA256 ...), 0 = none;
+                                   HMAC rows: the MAC's hash (runs on the board) */
     CK_FLAGS flags;             /* what the module offers: CKF_SIGN|CKF_VERIFY,
                                    CKF_DECRYPT|CKF_ENCRYPT, CKF_DIGEST, CKF_DERIVE,
                                    CKF_GENERATE_KEY_PAIR, with CKF_HW when a board runs it */
-    CK_ULONG min_bits;          /* key-size range of the project (bits; EC: field bits); */
-    CK_ULONG max_bits;          /* a board's own range narrows it (0, 0: no key) */
+    CK_ULONG min_bits;          /* key-size range of the project (bits; EC: field bits; */
+    CK_ULONG max_bits;          /* secret keys: BYTES, as PKCS#11 reports them for CKK_AES and
+                                   CKK_GENERIC_SECRET); a board's own range narrows it (0, 0: no key) */
     cs_mech_param_t param;
     cs_mech_input_t input;
     cs_mech_output_t output;
@@ -114,6 +129,12 @@ CK_RV cs_mech_input_check (const cs_mech_row_t *row, bool encrypt, size_t len, s
  *  or field `field` bytes (EC, Ed25519), and hash size `h` (digests);
  *  0 when the row has no fixed output (CS_MECH_OUT_NONE, CS_MECH_OUT_MODEXP).  */
 size_t cs_mech_output_len (const cs_mech_row_t *row, size_t k, size_t field, size_t h);
+
+/*  The output size in bytes of a secret-key cipher row (CS_MECH_OUT_SYM)
+ *  for `len` bytes of input: ECB/CBC len; CBC-PAD encrypt the next multiple
+ *  of 16 above len, decrypt at most len; GCM encrypt len + tag_bytes,
+ *  decrypt len - tag_bytes (0 when len < tag_bytes).  */
+size_t cs_mech_sym_output_len (const cs_mech_row_t *row, bool encrypt, size_t len, size_t tag_bytes);
 
 /*  RSA key-pair generation: the modulus sizes generation accepts, the one
  *  place that decides them for C_GetMechanismInfo, the module's template

@@ -163,6 +163,13 @@ s_job (const Cs__Job *job)
                 return S_BAD ("derive job: peer point empty or too long", CKR_MECHANISM_PARAM_INVALID);
             return s_crypto_job (derive->key_id, derive->key_pkcs8, &s_no_mechanism,
                                  derive->public_data, CKR_MECHANISM_PARAM_INVALID);
+        case CS__JOB__KIND_SYM:
+            if (job->sym->key_value.len == 0 || job->sym->key_value.len > CS_WIRE_MAX_SYM_KEY)
+                return S_BAD ("sym job: key value empty or too long", CKR_KEY_SIZE_RANGE);
+            if (job->sym->data.len > CS_WIRE_MAX_SYM_DATA || job->sym->aad.len > CS_WIRE_MAX_SYM_DATA
+            ||  job->sym->iv.len > 256)
+                return S_BAD ("sym job: data, AAD or IV too long", CKR_DATA_LEN_RANGE);
+            return S_OK;
         default:
             return s_key_job (job);
     }

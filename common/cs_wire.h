@@ -17,6 +17,9 @@
 #define CS_WIRE_MAX_REPLY       (16 * 1024 * 1024)  /* bytes in one reply frame (key lists) */
 #define CS_WIRE_MAX_JOBS        1024    /* jobs in one request (a batch) */
 #define CS_WIRE_MAX_DATA        8192    /* bytes of data in one sign/decrypt job */
+#define CS_WIRE_MAX_SYM_DATA    (64 * 1024) /* bytes of data (and of AAD) in one SymJob
+                                               (= CS_MECH_SYM_MAX_DATA) */
+#define CS_WIRE_MAX_SYM_KEY     256     /* bytes of a SymJob's key value */
 #define CS_WIRE_MAX_KEY_ID      64      /* bytes of a CKA_ID */
 #define CS_WIRE_MAX_PIN         256     /* bytes of a PIN */
 #define CS_WIRE_MAX_LABEL       1024    /* bytes of an OAEP label */

@@ -16,6 +16,7 @@
 #include "module.h"
 #include "object.h"
 #include "keyop.h"
+#include "secret.h"
 #include "session.h"
 #include "token.h"
 
@@ -118,6 +119,8 @@ s_deliver (const cs_decrypt_op_t *op, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 CK_RV
 C_DecryptInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
 {
+    if (cs_secret_mech (mech))
+        return cs_secret_init (handle, CS_OP_DECRYPT, CKF_DECRYPT, mech, key_handle);
     return cs_keyop_init (handle, CS_OP_DECRYPT, CKF_DECRYPT, mech, key_handle, s_decrypt_op_new,
                           s_decrypt_op_free);
 }
@@ -129,6 +132,8 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     cs_session_t *session;
     cs_decrypt_op_t *op;
     CK_RV rv;
+    if (cs_secret_active (handle, CS_OP_DECRYPT))
+        return cs_secret_finish (handle, CS_OP_DECRYPT, false, data, len, out, out_len_p);
     if ((rv = cs_session_op_enter (handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
                                    &session, (void **) &op)) != CKR_OK)
         return rv;

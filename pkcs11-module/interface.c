@@ -10,7 +10,7 @@
  *  operation holds key references and, for decryption, plaintext that must
  *  not leave the module), multi-part encryption and decryption (RSA is
  *  single-part, curr. mech. §2.1), the dual-function calls (no mechanism
- *  of ours has them), C_GenerateKey, C_WrapKey, C_UnwrapKey, and the 3.0
+ *  of ours has them), C_WrapKey, C_UnwrapKey, and the 3.0
  *  message-based functions (no AEAD mechanism).  C_GetFunctionStatus and
  *  C_CancelFunction answer CKR_FUNCTION_NOT_PARALLEL (2.40 §5.16, legacy);
  *  C_WaitForSlotEvent answers CKR_NO_EVENT with CKF_DONT_BLOCK (the one slot
@@ -58,9 +58,17 @@
     X (C_EncryptInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c)) \
     X (C_Encrypt, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e), \
        (a, b, c, d, e)) \
+    X (C_EncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e), \
+       (a, b, c, d, e)) \
+    X (C_EncryptFinal, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c), (a, b, c)) \
     X (C_DecryptInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c)) \
     X (C_Decrypt, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e), \
        (a, b, c, d, e)) \
+    X (C_DecryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e), \
+       (a, b, c, d, e)) \
+    X (C_DecryptFinal, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c), (a, b, c)) \
+    X (C_GenerateKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_ATTRIBUTE_PTR c, CK_ULONG d, \
+       CK_OBJECT_HANDLE_PTR e), (a, b, c, d, e)) \
     X (C_DigestInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b), (a, b)) \
     X (C_Digest, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e), \
        (a, b, c, d, e)) \
@@ -115,10 +123,6 @@ S_NOT_SUPPORTED (C_InitToken, (CK_SLOT_ID a, CK_UTF8CHAR_PTR b, CK_ULONG c, CK_U
 S_NOT_SUPPORTED (C_GetOperationState, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
 S_NOT_SUPPORTED (C_SetOperationState, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_OBJECT_HANDLE d,
                                        CK_OBJECT_HANDLE e))
-S_NOT_SUPPORTED (C_EncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_EncryptFinal, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
-S_NOT_SUPPORTED (C_DecryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_DecryptFinal, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
 S_NOT_SUPPORTED (C_DigestEncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d,
                                          CK_ULONG_PTR e))
 S_NOT_SUPPORTED (C_DecryptDigestUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d,
@@ -127,8 +131,6 @@ S_NOT_SUPPORTED (C_SignEncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_UL
                                        CK_ULONG_PTR e))
 S_NOT_SUPPORTED (C_DecryptVerifyUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d,
                                          CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_GenerateKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_ATTRIBUTE_PTR c, CK_ULONG d,
-                                 CK_OBJECT_HANDLE_PTR e))
 S_NOT_SUPPORTED (C_WrapKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_OBJECT_HANDLE d,
                              CK_BYTE_PTR e, CK_ULONG_PTR f))
 S_NOT_SUPPORTED (C_UnwrapKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_BYTE_PTR d,
@@ -214,13 +216,13 @@ s_C_GetInfo_3_0 (CK_INFO_PTR info)
     g_C_CreateObject, g_C_CopyObject, g_C_DestroyObject, g_C_GetObjectSize, \
     g_C_GetAttributeValue, g_C_SetAttributeValue, \
     g_C_FindObjectsInit, g_C_FindObjects, g_C_FindObjectsFinal, \
-    g_C_EncryptInit, g_C_Encrypt, s_C_EncryptUpdate, s_C_EncryptFinal, \
-    g_C_DecryptInit, g_C_Decrypt, s_C_DecryptUpdate, s_C_DecryptFinal, \
+    g_C_EncryptInit, g_C_Encrypt, g_C_EncryptUpdate, g_C_EncryptFinal, \
+    g_C_DecryptInit, g_C_Decrypt, g_C_DecryptUpdate, g_C_DecryptFinal, \
     g_C_DigestInit, g_C_Digest, g_C_DigestUpdate, g_C_DigestKey, g_C_DigestFinal, \
     g_C_SignInit, g_C_Sign, g_C_SignUpdate, g_C_SignFinal, g_C_SignRecoverInit, g_C_SignRecover, \
     g_C_VerifyInit, g_C_Verify, g_C_VerifyUpdate, g_C_VerifyFinal, g_C_VerifyRecoverInit, g_C_VerifyRecover, \
     s_C_DigestEncryptUpdate, s_C_DecryptDigestUpdate, s_C_SignEncryptUpdate, s_C_DecryptVerifyUpdate, \
-    s_C_GenerateKey, g_C_GenerateKeyPair, s_C_WrapKey, s_C_UnwrapKey, g_C_DeriveKey, \
+    g_C_GenerateKey, g_C_GenerateKeyPair, s_C_WrapKey, s_C_UnwrapKey, g_C_DeriveKey, \
     g_C_SeedRandom, g_C_GenerateRandom, \
     s_C_GetFunctionStatus, s_C_CancelFunction, s_C_WaitForSlotEvent
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include "secret.h"
 #include "cs_mech.h"
 #include "keyder.h"
 #include "log.h"
@@ -384,7 +385,10 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
     return_val_if_fail (object_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
     if (cs_module_check () == CKR_OK && cs_dataobj_is_template (tmpl, count))
         return cs_dataobj_create (handle, tmpl, count, object_p);     /* certificates, data objects */
-    if ((rv = cs_module_check ()) != CKR_OK
+    if ((rv = cs_module_check ()) == CKR_OK && cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
+    &&  klass == CKO_SECRET_KEY)
+        return cs_secret_create (handle, tmpl, count, object_p);        /* secret.h */
+    if (rv != CKR_OK
     ||  (rv = cs_keymgmt_create_check (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
         return rv;
     priv = cs_template_bool (tmpl, count, CKA_PRIVATE, klass == CKO_PRIVATE_KEY);

@@ -17,6 +17,7 @@
 #include <openssl/param_build.h>
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
+#include "secret.h"
 #include "keyder.h"
 #include "keyop.h"
 #include "log.h"
@@ -142,6 +143,8 @@ out:
 CK_RV
 C_VerifyInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
 {
+    if (cs_secret_mech (mech))
+        return cs_secret_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle);
     return cs_keyop_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle, cs_sigop_create, cs_sigop_free);
 }
 
@@ -176,18 +179,24 @@ s_verify_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
 CK_RV
 C_Verify (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR sig, CK_ULONG sig_len)
 {
+    if (cs_secret_active (handle, CS_OP_VERIFY))
+        return cs_secret_verify (handle, false, data, len, sig, sig_len);
     return s_verify_finish (handle, data, len, false, sig, sig_len);
 }
 
 CK_RV
 C_VerifyUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
 {
+    if (cs_secret_active (handle, CS_OP_VERIFY))
+        return cs_secret_update (handle, CS_OP_VERIFY, data, len, NULL);
     return cs_sigop_session_update (handle, CS_OP_VERIFY, data, len);
 }
 
 CK_RV
 C_VerifyFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR sig, CK_ULONG sig_len)
 {
+    if (cs_secret_active (handle, CS_OP_VERIFY))
+        return cs_secret_verify (handle, true, NULL, 0, sig, sig_len);
     return s_verify_finish (handle, NULL, 0, true, sig, sig_len);
 }
 
@@ -233,6 +242,8 @@ s_encrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void *
 CK_RV
 C_EncryptInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
 {
+    if (cs_secret_mech (mech))
+        return cs_secret_init (handle, CS_OP_ENCRYPT, CKF_ENCRYPT, mech, key_handle);
     return cs_keyop_init (handle, CS_OP_ENCRYPT, CKF_ENCRYPT, mech, key_handle, s_encrypt_op_new,
                           s_encrypt_op_free);
 }
@@ -294,6 +305,8 @@ out:
 CK_RV
 C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 {
+    if (cs_secret_active (handle, CS_OP_ENCRYPT))
+        return cs_secret_finish (handle, CS_OP_ENCRYPT, false, data, len, out, out_len_p);
     cs_session_t *session;
     cs_encrypt_op_t *op;
     CK_RV rv;

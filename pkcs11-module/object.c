@@ -541,7 +541,8 @@ cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
                             : want & CKF_VERIFY ? CKA_VERIFY : CKA_ENCRYPT;
     if (!s_visible (object))
         return CKR_KEY_HANDLE_INVALID;
-    if (object->klass != (need_private ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY) || !s_flag (object, usage, false))
+    if ((object->klass != CKO_SECRET_KEY && object->klass != (need_private ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY))
+    ||  !s_flag (object, usage, false))
         return CKR_KEY_FUNCTION_NOT_PERMITTED;
     *key_p = cs_key_ref (object->key);
     return CKR_OK;

@@ -77,6 +77,12 @@ cs_session_op (cs_session_t *self, cs_op_kind_t kind)
     return self->ops [kind];
 }
 
+cs_op_free_fn *
+cs_session_op_free_fn (cs_session_t *self, cs_op_kind_t kind)
+{
+    return self->ops [kind] ? self->op_free [kind] : NULL;
+}
+
 CK_RV
 cs_session_op_start (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free_fn *free_fn)
 {

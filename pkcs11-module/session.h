@@ -39,6 +39,10 @@ CK_FLAGS cs_session_flags (const cs_session_t *self);
 /*  The active operation of `kind`, or NULL.  The session keeps ownership.  */
 void *cs_session_op (cs_session_t *self, cs_op_kind_t kind);
 
+/*  The destructor of the active operation of `kind` (which tells its
+ *  family: secret.h), or NULL when none is active.  */
+cs_op_free_fn *cs_session_op_free_fn (cs_session_t *self, cs_op_kind_t kind);
+
 /*  Installs `op` (ownership moves to the session, freed with free_fn) as the
  *  active operation of `kind`.  Returns CKR_OPERATION_ACTIVE, leaving `op`
  *  with the caller, when one is already active.  */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include "secret.h"
 #include "cs_wire.h"
 #include "log.h"
 #include "module.h"
@@ -218,6 +219,8 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
 CK_RV
 C_SignInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
 {
+    if (cs_secret_mech (mech))
+        return cs_secret_init (handle, CS_OP_SIGN, CKF_SIGN, mech, key_handle);
     return cs_keyop_init (handle, CS_OP_SIGN, CKF_SIGN, mech, key_handle, cs_sigop_create, cs_sigop_free);
 }
 
@@ -225,6 +228,8 @@ CK_RV
 C_Sign (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
         CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
 {
+    if (cs_secret_active (handle, CS_OP_SIGN))
+        return cs_secret_finish (handle, CS_OP_SIGN, false, data, len, sig, sig_len_p);
     return cs_sigop_sign_finish (handle, CS_OP_SIGN, data, len, false, sig, sig_len_p);
 }
 
@@ -249,11 +254,15 @@ cs_sigop_session_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint
 CK_RV
 C_SignUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
 {
+    if (cs_secret_active (handle, CS_OP_SIGN))
+        return cs_secret_update (handle, CS_OP_SIGN, data, len, NULL);
     return cs_sigop_session_update (handle, CS_OP_SIGN, data, len);
 }
 
 CK_RV
 C_SignFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
 {
+    if (cs_secret_active (handle, CS_OP_SIGN))
+        return cs_secret_finish (handle, CS_OP_SIGN, true, NULL, 0, sig, sig_len_p);
     return cs_sigop_sign_finish (handle, CS_OP_SIGN, NULL, 0, true, sig, sig_len_p);
 }

@@ -200,8 +200,10 @@ s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
     const s_raw_mech_t *raw = NULL;
     memset (info, 0, sizeof *info);
     info->flags = entry->flags;
+    info->ulMinKeySize = entry->min_bits;       /* local rows: the table's (0 for digests; */
+    info->ulMaxKeySize = entry->max_bits;       /* secret-key generation: bytes) */
     if (!(entry->flags & CKF_HW))
-        return true;    /* local digests (wire 0 is also CKM_RSA_PKCS_KEY_PAIR_GEN) */
+        return true;    /* local digests, secret-key generation (wire 0 is also CKM_RSA_PKCS_KEY_PAIR_GEN) */
     if (!(raw = s_raw_mech (entry->wire)))
         return false;
     if (raw->flags & (CKF_SIGN | CKF_DECRYPT | CKF_GENERATE_KEY_PAIR)) {

@@ -191,7 +191,43 @@ enum {
     CS_DRV_SESSION_CACHED = 15,       /* optional: keys a session caches (tests, stats) */
     CS_DRV_DERIVE_KEY = 16,           /* optional; needs CS_CAP_DERIVE (issue #4) */
     CS_DRV_MODEXP = 17,               /* optional; needs CS_CAP_MODEXP (issue #12) */
+    CS_DRV_SYMMETRIC = 18,            /* optional: secret-key operations (issue #10); the
+                                         board's mechanism list names what it runs */
 };
+
+/*  Operations of cs_sym_t.  */
+#define CS_SYM_ENCRYPT 1
+#define CS_SYM_DECRYPT 2
+#define CS_SYM_SIGN    3                /* a MAC (HMAC) */
+
+/*  One secret-key operation with the key's value (issue #10), all of the
+ *  input at once (jobs are stateless, DESIGN.md §1).  Everything is
+ *  borrowed for the call and wiped by the caller.  */
+typedef struct {
+    CK_MECHANISM_TYPE mechanism;        /* CKM_AES_ECB, CKM_AES_CBC, CKM_AES_CBC_PAD, CKM_AES_GCM,
+                                           CKM_SHA256_HMAC */
+    int operation;                      /* CS_SYM_* */
+    const unsigned char *key;           /* CKA_VALUE: AES 16, 24 or 32 bytes */
+    size_t key_len;
+    const unsigned char *iv;            /* CBC: 16 bytes; GCM: 1..256 bytes */
+    size_t iv_bytes;
+    const unsigned char *aad;           /* GCM, may be NULL */
+    size_t aad_bytes;
+    size_t tag_length_bits;                    /* GCM: 96..128, a multiple of 8 */
+    const unsigned char *in;
+    size_t in_len;
+} cs_sym_t;
+
+/*  CS_DRV_SYMMETRIC: runs one cs_sym_t.  Output: ciphertext (GCM:
+ *  ciphertext || tag), plaintext or the MAC; on entry *out_len is the
+ *  capacity of `out` (at least in_len + 32 bytes), on CKR_OK the length
+ *  written.  Returns CKR_OK; CKR_MECHANISM_INVALID; CKR_KEY_SIZE_RANGE;
+ *  CKR_MECHANISM_PARAM_INVALID (IV or tag size); CKR_DATA_LEN_RANGE (ECB/CBC
+ *  input not a multiple of 16); CKR_ENCRYPTED_DATA_LEN_RANGE,
+ *  CKR_ENCRYPTED_DATA_INVALID (bad padding, GCM tag mismatch);
+ *  CKR_BUFFER_TOO_SMALL; CKR_DEVICE_ERROR.  */
+typedef CK_RV (cs_drv_symmetric_fn) (cs_session_t *session, const cs_sym_t *op,
+                                     unsigned char *out, size_t *out_len);
 
 /*  One raw modular exponentiation (the paper's RPCMODEXP and RPCRSAPCRTEXP,
  *  Berson et al. Figure 2; cryptoserver/pkcs11v.h).  Every number is an

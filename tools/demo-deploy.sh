@@ -296,12 +296,16 @@ make_client () {
 write_env () {
     local metrics
     metrics=$("$ADMIN" config get "$DIR/broker.conf" broker/metrics 2>/dev/null || true)
-    if is_ha; then
-        write_env_ha "$metrics"
-        return 0
-    fi
-    cat > "$DIR/env.sh" <<EOT
-# Source me: the demo deployment in $DIR (written by tools/demo-deploy.sh).
+    {
+        if is_ha; then
+            cat <<EOT
+# Source me: the demo deployment in $DIR (written by tools/demo-deploy.sh --ha:
+# two brokers on one PostgreSQL keystore).
+EOT
+        else
+            echo "# Source me: the demo deployment in $DIR (written by tools/demo-deploy.sh)."
+        fi
+        cat <<EOT
 export CRYPTOSERVER_CONF='$DIR/clients/$CLIENT/client.conf'
 export CRYPTOSERVER_MODULE='$MODULE'
 export CRYPTOSERVER_TOKEN='$TENANT'
@@ -311,6 +315,13 @@ export CRYPTOSERVER_BOARD_PIN='$BOARD_PIN'
 export CRYPTOSERVER_BROKER_PID="\$(cat '$DIR/broker.pid' 2>/dev/null || true)"
 export CRYPTOSERVER_METRICS_URL="\$(cat '$DIR/broker.metrics' 2>/dev/null || echo '$metrics')"
 EOT
+        if is_ha; then
+            cat <<EOT
+export CRYPTOSERVER_BROKER_PIDS="\$(cat '$DIR/broker.pid' '$DIR/broker2.pid' 2>/dev/null | tr '\n' ' ' | sed 's/ \$//')"
+export CRYPTOSERVER_PG_PID="\$(head -n 1 '$DIR/pg/data/postmaster.pid' 2>/dev/null || true)"
+EOT
+        fi
+    } > "$DIR/env.sh"
 }
 
 deploy () {
@@ -428,23 +439,6 @@ make_broker2_conf () {
     "$ADMIN" config set "$new" broker/metrics "$metrics"
     "$ADMIN" config set "$new" broker/metrics-file broker2.metrics
     mv "$new" "$conf"
-}
-
-write_env_ha () {
-    cat > "$DIR/env.sh" <<EOT
-# Source me: the demo deployment in $DIR (written by tools/demo-deploy.sh --ha:
-# two brokers on one PostgreSQL keystore).
-export CRYPTOSERVER_CONF='$DIR/clients/$CLIENT/client.conf'
-export CRYPTOSERVER_MODULE='$MODULE'
-export CRYPTOSERVER_TOKEN='$TENANT'
-export CRYPTOSERVER_PIN='$USER_PIN'
-export SOFTHSM2_CONF='$DIR/softhsm2.conf'
-export CRYPTOSERVER_BOARD_PIN='$BOARD_PIN'
-export CRYPTOSERVER_BROKER_PID="\$(cat '$DIR/broker.pid' 2>/dev/null || true)"
-export CRYPTOSERVER_METRICS_URL="\$(cat '$DIR/broker.metrics' 2>/dev/null || echo '$1')"
-export CRYPTOSERVER_BROKER_PIDS="\$(cat '$DIR/broker.pid' '$DIR/broker2.pid' 2>/dev/null | tr '\n' ' ' | sed 's/ \$//')"
-export CRYPTOSERVER_PG_PID="\$(head -n 1 '$DIR/pg/data/postmaster.pid' 2>/dev/null || true)"
-EOT
 }
 
 # ---- broker ------------------------------------------------------------

@@ -2,7 +2,9 @@
  *  with key material that comes with each job (keystore keys and per-request
  *  keys, DESIGN.md §1): signatures, decryption and ECDH (CS_DRV_DERIVE_KEY:
  *  the raw Z, the module applies the KDF), and key generation as PKCS#8 (the keystore and the
- *  pre-generated pool use it).  It holds no resident keys.
+ *  pre-generated pool use it), and secret-key operations (CS_DRV_SYMMETRIC,
+ *  drv_sym.h: AES, HMAC with the key's value in the job).  It holds no
+ *  resident keys.
  *
  *  Config keys (under drivers/<name>): type = openssl, threads (the broker's),
  *  cache-size (parsed keys kept per worker session, default 256, 0 = none),
@@ -31,6 +33,7 @@
 #include "cs_util.h"
 #include "drv_key_cache.h"
 #include "drv_modexp.h"
+#include "drv_sym.h"
 #include "drv_util.h"
 
 /*  The dispatch table's functions, declared with the ABI's types (cs_driver.h):
@@ -48,6 +51,7 @@ static cs_drv_generate_material_fn s_generate;
 static cs_drv_session_cached_fn s_session_cached;
 static cs_drv_derive_key_fn s_derive;
 static cs_drv_modexp_fn s_modexp;
+static cs_drv_symmetric_fn s_symmetric;
 
 #define S_CACHE_DEFAULT 256
 #define S_CACHE_MAX 100000
@@ -156,7 +160,8 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
         return -1;
     memcpy (*mechs_p, mechs, sizeof mechs);
     *count_p = sizeof mechs / sizeof mechs [0];
-    if (self->material && drv_modexp_mechs_add (mechs_p, count_p, DRV_MODEXP_MAX_BITS)) {
+    if (self->material && (drv_modexp_mechs_add (mechs_p, count_p, DRV_MODEXP_MAX_BITS)
+                           || drv_sym_mechs_add (mechs_p, count_p))) {
         free (*mechs_p);
         return -1;
     }
@@ -336,6 +341,16 @@ s_modexp (cs_session_t *session, const cs_modexp_t *op, unsigned char *out, size
     return drv_modexp_bn (op, session->board->name, out, out_len);
 }
 
+/*  CS_DRV_SYMMETRIC (cs_driver.h): secret-key operations with the key's
+ *  value (drv_sym.h), on a board that takes key material.  */
+static CK_RV
+s_symmetric (cs_session_t *session, const cs_sym_t *op, unsigned char *out, size_t *out_len)
+{
+    if (!session->board->material)
+        return CKR_FUNCTION_NOT_SUPPORTED;
+    return drv_sym_run (op, out, out_len);
+}
+
 static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_BOARD_OPEN, (cs_driver_fn_t) s_board_open },
     { CS_DRV_BOARD_CLOSE, (cs_driver_fn_t) s_board_close },
@@ -350,6 +365,7 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_SESSION_CACHED, (cs_driver_fn_t) s_session_cached },
     { CS_DRV_DERIVE_KEY, (cs_driver_fn_t) s_derive },
     { CS_DRV_MODEXP, (cs_driver_fn_t) s_modexp },
+    { CS_DRV_SYMMETRIC, (cs_driver_fn_t) s_symmetric },
     { 0, NULL }
 };
 

@@ -8,20 +8,13 @@
 # When the file is removed, the probes (probe-max-ms = 1000) bring the board
 # back (cryptoserver_board_up 1, and it runs jobs again).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-fault.sh"
 
 cs_require curl
 cs_setup
 T=$WORK/tmp
 mkdir -p "$T"
-openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/shared.pem" 2>/dev/null
-openssl pkey -in "$WORK/shared.pem" -pubout -out "$T/shared.pub.pem"
-"$CS_ADMIN" board add good --dir "$WORK" --type sim --threads 4 --key-file "$WORK/shared.pem" --key-id 6a \
-    --set label=shared --set tenant=demo --set latency-ms=1 --set coprocessors=4 > "$T/add.log" 2>&1 \
-    || { cat "$T/add.log"; cs_fail "board add good failed"; }
-"$CS_ADMIN" board add flaky --dir "$WORK" --type fault --threads 4 --set "fail-file=$T/fail" \
-    --set probe-max-ms=1000 --set tenant=demo --set inner/type=sim --set "inner/key-file=$WORK/shared.pem" \
-    --set inner/key-id=6a --set inner/label=shared --set inner/latency-ms=1 --set inner/coprocessors=4 \
-    --set inner/threads=4 > "$T/add.log" 2>&1 || { cat "$T/add.log"; cs_fail "board add flaky failed"; }
+cs_fault_twin 4 "fail-file=$T/fail" probe-max-ms=1000
 cs_expect_broker_log '^W: .* board flaky: the driver failed job [0-9]+ with a device-class error, and board good then ran it; out of rotation, probed again in [0-9]+ ms$'
 touch "$T/fail"
 cs_start

@@ -11,20 +11,13 @@
 # (flip-every = 5) over its pkcs11 token, beside board0 with the same keys:
 # 400 rsa2048 signatures, all verified, the wrong ones caught.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-fault.sh"
 
 cs_require curl
 cs_setup
 T=$WORK/tmp
 mkdir -p "$T"
-openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/shared.pem" 2>/dev/null
-openssl pkey -in "$WORK/shared.pem" -pubout -out "$T/shared.pub.pem"
-"$CS_ADMIN" board add good --dir "$WORK" --type sim --threads 2 --key-file "$WORK/shared.pem" --key-id 6a \
-    --set label=shared --set tenant=demo --set latency-ms=1 --set coprocessors=2 > "$T/add.log" 2>&1 \
-    || { cat "$T/add.log"; cs_fail "board add good failed"; }
-"$CS_ADMIN" board add flaky --dir "$WORK" --type fault --threads 2 --set flip-every=10 --set tenant=demo \
-    --set inner/type=sim --set "inner/key-file=$WORK/shared.pem" --set inner/key-id=6a \
-    --set inner/label=shared --set inner/latency-ms=1 --set inner/coprocessors=2 --set inner/threads=2 > "$T/add.log" 2>&1 \
-    || { cat "$T/add.log"; cs_fail "board add flaky failed"; }
+cs_fault_twin 2 flip-every=10
 cs_expect_broker_log '^W: .* board flaky: wrong result of job [0-9]+ \(failed verification with the public key\)'
 cs_start
 

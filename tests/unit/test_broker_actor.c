@@ -5,9 +5,8 @@
  */
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
-#include "server.h"
+#include "test_broker_fixture.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;
@@ -24,22 +23,13 @@ s_setup (void)
     th_certs (s_dir, "alice", "demo");
     th_client_add (s_dir, "nobody", NULL);      /* a cert without tenant metadata */
     th_keystore (s_dir);
-    char *head = th_conf_head (true), *conf = NULL;
-    ck_assert_int_ge (asprintf (&conf, "%s"
+    tb_conf_write (s_dir, "",
         "drivers\n"
         "    sim0\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
         "        latency-ms = 4\n        threads = 2\n        tenant = demo\n"
         "    sim1\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
-        "        latency-ms = 4\n        threads = 2\n        tenant = demo\n", head), 0);
-    th_write (s_dir, "broker.conf", conf);
-    free (head);
-    free (conf);
-    char path [4096], *error = NULL;
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
+        "        latency-ms = 4\n        threads = 2\n        tenant = demo\n");
+    s_server = tb_start (s_dir, &s_config);
     ck_assert (strncmp (server_endpoint (s_server), "tcp://127.0.0.1:", 16) == 0);
     s_client = th_dealer (s_dir, "alice", server_endpoint (s_server));
 }
@@ -48,13 +38,9 @@ static void
 s_teardown (void)
 {
     zsock_destroy (&s_client);
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tb_stop (&s_server, &s_config);
     EVP_PKEY_free (s_key);
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 START_TEST (test_batch_of_50_signs)
@@ -371,9 +357,7 @@ static Suite *
 s_suite (void)
 {
     Suite *suite = suite_create ("broker_actor");
-    TCase *tc = tcase_create ("actor");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("actor", s_setup, s_teardown);
     tcase_add_test (tc, test_batch_of_50_signs);
     tcase_add_test (tc, test_pss_and_decrypt);
     tcase_add_test (tc, test_not_dumpable);
@@ -392,14 +376,8 @@ s_suite (void)
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     zsys_init ();
-    SRunner *runner = srunner_create (s_suite ());
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (s_suite ());
 }

@@ -6,6 +6,7 @@
 #include "broker_config.h"
 #include "cs_secmem.h"
 #include "test_smaps.h"
+#include "test_run.h"
 
 static char *s_dir;
 
@@ -20,10 +21,7 @@ s_setup (void)
 static void
 s_teardown (void)
 {
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  Writes broker.conf = the standard head + extra broker keys + drivers, and
@@ -31,10 +29,8 @@ s_teardown (void)
 static broker_config_t *
 s_load (const char *broker_extra, const char *drivers, char **error_p)
 {
-    char *head = th_conf_head (true), *text = NULL, path [4096];
-    /*  Insert broker_extra right after the "broker" line.  */
-    ck_assert_int_ge (asprintf (&text, "broker\n%s%s%s", broker_extra, head + strlen ("broker\n"),
-                                drivers), 0);
+    char *head = th_conf_head_with (true, broker_extra), *text = NULL, path [4096];
+    ck_assert_int_ge (asprintf (&text, "%s%s", head, drivers), 0);
     th_write (s_dir, "broker.conf", text);
     free (head);
     free (text);
@@ -433,9 +429,5 @@ main (void)
     tcase_add_test (tc, test_ticket_key_in_locked_page);
     tcase_add_test (tc, test_board_health);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -10,6 +10,7 @@
 #include "fair_queue.h"
 #include "scheduler.h"
 #include "slow_pool.h"
+#include "test_run.h"
 
 static const unsigned char s_shared [] = { 0x01 };     /* on both boards */
 static const unsigned char s_only1 [] = { 0x02 };      /* on board 1 only */
@@ -454,14 +455,9 @@ s_slow_timer (zloop_t *loop, int timer_id, void *arg)
 
 START_TEST (test_slow_pool_round_robin_tenants)
 {
-    char *dir = th_tmpdir (), path [4096];
-    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
+    char *dir = th_tmpdir ();
     th_keystore (dir);
-    snprintf (path, sizeof path, "%s/master.key", dir);
-    ck_assert_int_eq (keystore_master_key_read (path, key), 0);
-    snprintf (path, sizeof path, "%s/keystore.db", dir);
-    keystore_t *ks = keystore_open (path, key);
-    ck_assert_ptr_nonnull (ks);
+    keystore_t *ks = th_keystore_open (dir);
     zloop_t *loop = zloop_new ();
     slow_pool_t *pool = slow_pool_new (ks, 1, loop, s_slow_back, s_slow_back, NULL);
     ck_assert_ptr_nonnull (pool);
@@ -483,11 +479,7 @@ START_TEST (test_slow_pool_round_robin_tenants)
     slow_pool_destroy (&pool);
     zloop_destroy (&loop);
     keystore_destroy (&ks);
-    OPENSSL_cleanse (key, sizeof key);
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", dir);
-    ck_assert_int_eq (system (command), 0);
-    free (dir);
+    th_tmpdir_remove (&dir);
 }
 END_TEST
 
@@ -511,9 +503,5 @@ main (void)
     tcase_add_test (tc, test_speed_idle_fast_beats_idle_slow);
     tcase_add_test (tc, test_speed_equal_boards_share);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

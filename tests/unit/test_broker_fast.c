@@ -16,10 +16,9 @@
  */
 #include <pthread.h>
 #include <sqlite3.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
+#include "test_broker_fixture.h"
 #include "key_info.h"
-#include "server.h"
+#include "test_run.h"
 
 #define S_KEYS 3
 
@@ -75,27 +74,11 @@ s_reads (size_t *key_gets, size_t *tenant_reads)
 
 /* ---- set-up ----------------------------------------------------------- */
 
-/*  Opens the deployment's keystore with its master key (as
- *  cryptoserver-admin does).  Caller destroys.  */
-static keystore_t *
-s_keystore (void)
-{
-    char path [4096];
-    uint8_t master [KEYSTORE_MASTER_KEY_LEN];
-    snprintf (path, sizeof path, "%s/master.key", s_dir);
-    ck_assert_int_eq (keystore_master_key_read (path, master), 0);
-    snprintf (path, sizeof path, "%s/keystore.db", s_dir);
-    keystore_t *ks = keystore_open (path, master);
-    OPENSSL_cleanse (master, sizeof master);
-    ck_assert_ptr_nonnull (ks);
-    return ks;
-}
-
 /*  Stores S_KEYS RSA keys of tenant demo.  */
 static void
 s_keys (void)
 {
-    keystore_t *ks = s_keystore ();
+    keystore_t *ks = th_keystore_open (s_dir);
     for (size_t i = 0; i < S_KEYS; i++) {
         s_pkey [i] = EVP_RSA_gen (2048);
         key_info_params_t params = { .label = "fast" };
@@ -120,30 +103,21 @@ s_setup_with (int key_cache)
     th_client_add (s_dir, "bob", "demo");
     th_keystore (s_dir);
     s_keys ();
-    char *head = th_conf_head (true), *conf = NULL, line [64] = "";
+    char line [64] = "";
     if (key_cache >= 0)
         snprintf (line, sizeof line, "    key-cache = %d\n", key_cache);
-    ck_assert_int_ge (asprintf (&conf, "%s%s"
-        "drivers\n    cpu\n        type = openssl\n        threads = 1\n", head, line), 0);
-    th_write (s_dir, "broker.conf", conf);
-    free (head);
-    free (conf);
-    char path [4096], *error = NULL;
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
+    tb_conf_write (s_dir, "", "%s"          /* key-cache goes into the keystore section */
+        "drivers\n    cpu\n        type = openssl\n        threads = 1\n", line);
+    s_config = tb_config_load (s_dir);
     ck_assert_int_eq (s_config->key_cache, key_cache >= 0 ? key_cache : 1024);
     ck_assert_int_eq (s_config->slow_threads, 1);
     s_hold = false;
     s_key_gets = s_tenant_reads = 0;
     keystore_set_test_hook (s_hook);
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
+    s_server = tb_server_new (s_config);
     s_alice = th_dealer (s_dir, "alice", server_endpoint (s_server));
     s_bob = th_dealer (s_dir, "bob", server_endpoint (s_server));
-    uint64_t rv = 0;
-    s_ticket = th_login (s_bob, "1234", &s_ticket_len, &rv);
-    ck_assert_uint_eq (rv, CKR_OK);
+    s_ticket = th_login_ok (s_bob, "1234", &s_ticket_len);
 }
 
 static void
@@ -167,16 +141,12 @@ s_teardown (void)
     pthread_mutex_unlock (&s_mutex);
     zsock_destroy (&s_alice);
     zsock_destroy (&s_bob);
-    server_destroy (&s_server);
+    tb_stop (&s_server, &s_config);
     keystore_set_test_hook (NULL);
-    broker_config_destroy (&s_config);
     for (size_t i = 0; i < S_KEYS; i++)
         EVP_PKEY_free (s_pkey [i]);
     free (s_ticket);
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /* ---- requests ----------------------------------------------------------- */
@@ -238,20 +208,6 @@ s_key_job (Cs__Job__KindCase kind, void *body)
     req->ticket = (ProtobufCBinaryData) { 0, NULL };
     th_request_free (req);
     return rv;
-}
-
-/*  Runs sql on the keystore file behind the broker's back.  */
-static void
-s_sql (const char *sql)
-{
-    char path [4096];
-    sqlite3 *db = NULL;
-    snprintf (path, sizeof path, "%s/keystore.db", s_dir);
-    ck_assert_int_eq (sqlite3_open (path, &db), SQLITE_OK);
-    sqlite3_busy_timeout (db, 5000);
-    ck_assert_msg (sqlite3_exec (db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg (db));
-    ck_assert_int_eq (sqlite3_changes (db), 1);
-    sqlite3_close (db);
 }
 
 /* ---- tests ----------------------------------------------------------------- */
@@ -353,11 +309,11 @@ START_TEST (test_cache_sees_changes)
     ck_assert_uint_eq (s_sign (1), CKR_KEY_HANDLE_INVALID);
     /*  The row deleted behind the broker's back.  */
     char *sql = sqlite3_mprintf ("DELETE FROM keys WHERE ref = %Q", s_ref [2]);
-    s_sql (sql);
+    tb_keystore_sql (s_dir, sql);
     sqlite3_free (sql);
     ck_assert_uint_eq (s_sign (2), CKR_KEY_HANDLE_INVALID);
     /*  A new user PIN set by another connection ends bob's login.  */
-    keystore_t *ks = s_keystore ();
+    keystore_t *ks = th_keystore_open (s_dir);
     ck_assert_uint_eq (keystore_pin_set (ks, "demo", CKU_USER, "4321", 4, NULL), CKR_OK);
     keystore_destroy (&ks);
     uint8_t di [51];
@@ -402,9 +358,5 @@ main (void)
     tcase_set_timeout (bound, 120);
     tcase_add_test (bound, test_cache_bound);
     suite_add_tcase (suite, bound);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

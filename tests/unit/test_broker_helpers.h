@@ -38,6 +38,20 @@ th_tmpdir (void)
     return dir;
 }
 
+/*  Removes the temp directory *dir_p and all in it (rm -rf; fails the test
+ *  when that fails), frees the string and nulls *dir_p.  NULL-safe.  */
+static inline void
+th_tmpdir_remove (char **dir_p)
+{
+    if (!*dir_p)
+        return;
+    char command [4200];
+    snprintf (command, sizeof command, "rm -rf '%s'", *dir_p);
+    ck_assert_int_eq (system (command), 0);
+    free (*dir_p);
+    *dir_p = NULL;
+}
+
 /*  Writes text to dir/name, mode 0600 (the broker refuses secret files that
  *  group or others can read).  */
 static inline void
@@ -123,14 +137,17 @@ th_certs (const char *dir, const char *client, const char *tenant)
 }
 
 /*  The broker.conf head: endpoint on a free port, curve, the keystore
- *  (keystore.db under master.key, see th_keystore).  Drivers are appended by
- *  the caller.  */
+ *  (keystore.db under master.key, see th_keystore), with broker_lines (keys
+ *  of the broker section, 4-space indented lines; "" for none) right after
+ *  the "broker" line.  Drivers are appended by the caller, who frees the
+ *  result.  */
 static inline char *
-th_conf_head (bool curve)
+th_conf_head_with (bool curve, const char *broker_lines)
 {
     char *text = NULL;
     ck_assert_int_ge (asprintf (&text,
         "broker\n"
+        "%s"
         "    endpoint = tcp://127.0.0.1:!\n"
         "    stats-interval-ms = 0\n"
         "    curve\n"
@@ -139,8 +156,15 @@ th_conf_head (bool curve)
         "        clients = clients.d\n"
         "keystore\n"
         "    path = keystore.db\n"
-        "    master-key = master.key\n", curve ? "true" : "false"), 0);
+        "    master-key = master.key\n", broker_lines, curve ? "true" : "false"), 0);
     return text;
+}
+
+/*  th_conf_head_with no more broker keys (caller frees).  */
+static inline char *
+th_conf_head (bool curve)
+{
+    return th_conf_head_with (curve, "");
 }
 
 /*  Makes DIR/master.key and DIR/keystore.db with tenant demo (user PIN 1234,
@@ -159,6 +183,23 @@ th_keystore (const char *dir)
     ck_assert_int_eq (keystore_tenant_add (ks, "other", "5678", 4, "567890", 6), 0);
     keystore_destroy (&ks);
     OPENSSL_cleanse (key, sizeof key);
+}
+
+/*  Opens DIR/keystore.db with the master key DIR/master.key (as
+ *  cryptoserver-admin does); fails the test when it cannot.  Caller
+ *  destroys.  */
+static inline keystore_t *
+th_keystore_open (const char *dir)
+{
+    char path [4096];
+    uint8_t master [KEYSTORE_MASTER_KEY_LEN];
+    snprintf (path, sizeof path, "%s/master.key", dir);
+    ck_assert_int_eq (keystore_master_key_read (path, master), 0);
+    snprintf (path, sizeof path, "%s/keystore.db", dir);
+    keystore_t *ks = keystore_open (path, master);
+    OPENSSL_cleanse (master, sizeof master);
+    ck_assert_ptr_nonnull (ks);
+    return ks;
 }
 
 /*  A DEALER connected to endpoint with CURVE (broker and client certs in dir).  */
@@ -336,6 +377,17 @@ th_login (zsock_t *dealer, const char *pin, size_t *len_p, uint64_t *rv_p)
     }
     cs__reply__free_unpacked (reply, NULL);
     th_request_free (req);
+    return ticket;
+}
+
+/*  th_login that must succeed: fails the test unless the rv is CKR_OK;
+ *  returns the ticket (caller frees), its length in *len_p.  */
+static inline uint8_t *
+th_login_ok (zsock_t *dealer, const char *pin, size_t *len_p)
+{
+    uint64_t rv = 0;
+    uint8_t *ticket = th_login (dealer, pin, len_p, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
     return ticket;
 }
 

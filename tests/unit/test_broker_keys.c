@@ -10,9 +10,8 @@
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
-#include "server.h"
+#include "test_broker_fixture.h"
+#include "test_run.h"
 
 static char *s_dir;
 static broker_config_t *s_config;
@@ -28,24 +27,13 @@ s_setup (void)
     th_certs (s_dir, "alice", "demo");
     th_client_add (s_dir, "eve", "other");
     th_keystore (s_dir);
-    char *head = th_conf_head (true), *conf = NULL;
-    ck_assert_int_ge (asprintf (&conf, "%s"
+    tb_conf_write (s_dir, "",
         "keys\n    home = keystore\n    pool-rsa-2048 = 2\n"
-        "drivers\n    cpu\n        type = openssl\n        threads = 2\n", head), 0);
-    th_write (s_dir, "broker.conf", conf);
-    free (head);
-    free (conf);
-    char path [4096], *error = NULL;
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
+        "drivers\n    cpu\n        type = openssl\n        threads = 2\n");
+    s_server = tb_start (s_dir, &s_config);
     s_alice = th_dealer (s_dir, "alice", server_endpoint (s_server));
     s_eve = th_dealer (s_dir, "eve", server_endpoint (s_server));
-    uint64_t rv = 0;
-    s_ticket = th_login (s_alice, "1234", &s_ticket_len, &rv);
-    ck_assert_uint_eq (rv, CKR_OK);
+    s_ticket = th_login_ok (s_alice, "1234", &s_ticket_len);
 }
 
 static void
@@ -53,13 +41,9 @@ s_teardown (void)
 {
     zsock_destroy (&s_alice);
     zsock_destroy (&s_eve);
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tb_stop (&s_server, &s_config);
     free (s_ticket);
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  Waits (event-driven, no sleep) until the pool holds `count` RSA-2048
@@ -884,14 +868,8 @@ s_suite (void)
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     zsys_init ();
-    SRunner *runner = srunner_create (s_suite ());
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (s_suite ());
 }

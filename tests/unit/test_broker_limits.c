@@ -11,11 +11,10 @@
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
+#include "test_broker_fixture.h"
 #include "frontend.h"
 #include "keyjobs.h"
-#include "server.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;                 /* the sim board's key */
@@ -37,37 +36,16 @@ s_start (const char *extra, int latency_ms, int threads)
     th_certs (s_dir, "alice", "demo");
     th_client_add (s_dir, "eve", "other");
     th_keystore (s_dir);
-    char *conf = NULL;
-    ck_assert_int_ge (asprintf (&conf,
-        "broker\n"
-        "    endpoint = tcp://127.0.0.1:!\n"
-        "    stats-interval-ms = 0\n"
-        "%s"
-        "    curve\n"
-        "        enabled = true\n"
-        "        secret-key = broker.cert_secret\n"
-        "        clients = clients.d\n"
-        "keystore\n"
-        "    path = keystore.db\n"
-        "    master-key = master.key\n"
+    tb_conf_write (s_dir, extra,
         "drivers\n"
         "    cpu\n        type = openssl\n        threads = 2\n"
         "    sim\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
         "        latency-ms = %d\n        threads = %d\n        tenant = demo\n",
-        extra, latency_ms, threads), 0);
-    th_write (s_dir, "broker.conf", conf);
-    free (conf);
-    char path [4096], *error = NULL;
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
+        latency_ms, threads);
+    s_server = tb_start (s_dir, &s_config);
     s_alice = th_dealer (s_dir, "alice", server_endpoint (s_server));
     s_eve = th_dealer (s_dir, "eve", server_endpoint (s_server));
-    uint64_t rv = 0;
-    s_ticket = th_login (s_alice, "1234", &s_ticket_len, &rv);
-    ck_assert_uint_eq (rv, CKR_OK);
+    s_ticket = th_login_ok (s_alice, "1234", &s_ticket_len);
 }
 
 static void
@@ -82,14 +60,10 @@ s_teardown (void)
     frontend_max_reply = CS_WIRE_MAX_REPLY;     /* CK_FORK=no (make memcheck): one process */
     zsock_destroy (&s_alice);
     zsock_destroy (&s_eve);
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tb_stop (&s_server, &s_config);
     EVP_PKEY_free (s_key);
     free (s_ticket);
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  Eve's hello is answered: the broker is up and serves another client.  */
@@ -618,9 +592,7 @@ static Suite *
 s_suite (void)
 {
     Suite *suite = suite_create ("broker-limits");
-    TCase *tc = tcase_create ("wire");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("wire", s_setup, s_teardown);
     tcase_add_test (tc, test_per_request_rsa_bits);
     tcase_add_test (tc, test_import_rsa_bits);
     tcase_add_test (tc, test_key_der_size);
@@ -628,25 +600,17 @@ s_suite (void)
     tcase_add_test (tc, test_template_limits);
     tcase_add_test (tc, test_pin_length);
     suite_add_tcase (suite, tc);
-    tc = tcase_create ("reply");
-    tcase_add_checked_fixture (tc, s_setup_small_replies, s_teardown);
-    tcase_set_timeout (tc, 60);
+    tc = tr_tcase ("reply", s_setup_small_replies, s_teardown);
     tcase_add_test (tc, test_reply_size);
     suite_add_tcase (suite, tc);
-    tc = tcase_create ("deadline");
-    tcase_add_checked_fixture (tc, s_setup_deadline, s_teardown);
-    tcase_set_timeout (tc, 60);
+    tc = tr_tcase ("deadline", s_setup_deadline, s_teardown);
     tcase_add_test (tc, test_deadline_cap);
     tcase_add_test (tc, test_deadline_sweep);
     suite_add_tcase (suite, tc);
-    tc = tcase_create ("flood");
-    tcase_add_checked_fixture (tc, s_setup_flood, s_teardown);
-    tcase_set_timeout (tc, 60);
+    tc = tr_tcase ("flood", s_setup_flood, s_teardown);
     tcase_add_test (tc, test_client_bytes_flood);
     suite_add_tcase (suite, tc);
-    tc = tcase_create ("full");
-    tcase_add_checked_fixture (tc, s_setup_full, s_teardown);
-    tcase_set_timeout (tc, 60);
+    tc = tr_tcase ("full", s_setup_full, s_teardown);
     tcase_add_test (tc, test_queue_full_keeps_reading);
     suite_add_tcase (suite, tc);
     return suite;
@@ -655,9 +619,5 @@ s_suite (void)
 int
 main (void)
 {
-    SRunner *runner = srunner_create (s_suite ());
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (s_suite ());
 }

@@ -10,10 +10,9 @@
  *  of tenant other.  Needs CRYPTOSERVER_DRIVER_DIR (make check).
  */
 #include <sqlite3.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
+#include "test_broker_fixture.h"
 #include "key_info.h"
-#include "server.h"
+#include "test_run.h"
 
 /*  broker/ticket-lifetime-ms of the expiry test: 1 s, scaled like the reply
  *  timeout (make memcheck runs this under valgrind, 20 times slower).  */
@@ -30,14 +29,7 @@ static char s_ref [64];
 static void
 s_demo_key (void)
 {
-    char path [4096];
-    uint8_t master [KEYSTORE_MASTER_KEY_LEN];
-    snprintf (path, sizeof path, "%s/master.key", s_dir);
-    ck_assert_int_eq (keystore_master_key_read (path, master), 0);
-    snprintf (path, sizeof path, "%s/keystore.db", s_dir);
-    keystore_t *ks = keystore_open (path, master);
-    OPENSSL_cleanse (master, sizeof master);
-    ck_assert_ptr_nonnull (ks);
+    keystore_t *ks = th_keystore_open (s_dir);
     s_pkey = EVP_RSA_gen (2048);
     key_info_params_t params = { .label = "signer" };
     Cs__KeyInfo *info = key_info_from_pkey (s_pkey, &params);
@@ -64,27 +56,13 @@ s_setup (int lifetime_ms)
     th_client_add (s_dir, "eve", "other");
     th_keystore (s_dir);
     s_demo_key ();
-    char *head = th_conf_head (true), *conf = NULL;
-    ck_assert_int_ge (asprintf (&conf, "%s"
-        "drivers\n    cpu\n        type = openssl\n        threads = 1\n", head), 0);
-    /*  th_conf_head's "broker" section gets the short lifetime.  */
-    char *broker = strstr (conf, "broker\n");
-    ck_assert_ptr_nonnull (broker);
-    char *full = NULL, line [64] = "";
+    char line [64] = "";           /* the broker section gets the short lifetime */
     if (lifetime_ms)
         snprintf (line, sizeof line, "    ticket-lifetime-ms = %d\n", lifetime_ms);
-    ck_assert_int_ge (asprintf (&full, "broker\n%s%s", line, broker + strlen ("broker\n")), 0);
-    th_write (s_dir, "broker.conf", full);
-    free (head);
-    free (conf);
-    free (full);
-    char path [4096], *error = NULL;
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
+    tb_conf_write (s_dir, line, "drivers\n    cpu\n        type = openssl\n        threads = 1\n");
+    s_config = tb_config_load (s_dir);
     ck_assert_int_eq (s_config->ticket_lifetime_ms, lifetime_ms ? lifetime_ms : 4 * 3600 * 1000);
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
+    s_server = tb_server_new (s_config);
     s_alice = th_dealer (s_dir, "alice", server_endpoint (s_server));
     s_amy = th_dealer (s_dir, "amy", server_endpoint (s_server));
     s_sam = th_dealer (s_dir, "sam", server_endpoint (s_server));
@@ -110,13 +88,9 @@ s_teardown (void)
     zsock_destroy (&s_amy);
     zsock_destroy (&s_sam);
     zsock_destroy (&s_eve);
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tb_stop (&s_server, &s_config);
     EVP_PKEY_free (s_pkey);
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  A ticket as bytes with its length.  */
@@ -317,20 +291,6 @@ START_TEST (test_lockout_ends_logins)
 }
 END_TEST
 
-/*  Runs sql on the broker's keystore file behind its back.  */
-static void
-s_tamper (const char *sql)
-{
-    char path [4096];
-    sqlite3 *db = NULL;
-    snprintf (path, sizeof path, "%s/keystore.db", s_dir);
-    ck_assert_int_eq (sqlite3_open (path, &db), SQLITE_OK);
-    sqlite3_busy_timeout (db, 5000);
-    ck_assert_msg (sqlite3_exec (db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg (db));
-    ck_assert_int_eq (sqlite3_changes (db), 1);
-    sqlite3_close (db);
-}
-
 /*  A key row whose can_decrypt was flipped in keystore.db is refused for
  *  every job (CKR_DEVICE_ERROR), where it would otherwise decrypt.  */
 START_TEST (test_tampered_key_refused)
@@ -343,7 +303,7 @@ START_TEST (test_tampered_key_refused)
     th_job_crypto (req->jobs [0], false, (const uint8_t *) s_ref, strlen (s_ref), CKM_RSA_PKCS, ct, ct_len);
     ck_assert_uint_eq (s_call (s_alice, req, &alice, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
     char *sql = sqlite3_mprintf ("UPDATE keys SET info = CAST (info || x'5001' AS BLOB) WHERE ref = %Q", s_ref);
-    s_tamper (sql);
+    tb_keystore_sql (s_dir, sql);
     sqlite3_free (sql);
     ck_assert_uint_eq (s_call (s_alice, req, &alice, NULL), CKR_DEVICE_ERROR);
     th_request_free (req);
@@ -367,7 +327,7 @@ START_TEST (test_tampered_tenant_refused)
     s_ticket_t alice, none;
     ck_assert_uint_eq (s_login (s_alice, CKU_USER, "1234", &alice), CKR_OK);
     ck_assert_uint_eq (s_login (s_amy, CKU_USER, "0000", &none), CKR_PIN_INCORRECT);
-    s_tamper ("UPDATE tenants SET user_failures = 0 WHERE name = 'demo'");
+    tb_keystore_sql (s_dir, "UPDATE tenants SET user_failures = 0 WHERE name = 'demo'");
     ck_assert_uint_eq (s_login (s_amy, CKU_USER, "1234", &none), CKR_DEVICE_ERROR);
     ck_assert_uint_eq (s_sign (s_alice, &alice, NULL), CKR_USER_NOT_LOGGED_IN);
     /*  Tenant other is not concerned.  */
@@ -379,23 +339,15 @@ int
 main (void)
 {
     Suite *suite = suite_create ("broker_login");
-    TCase *expiry = tcase_create ("expiry");
-    tcase_add_checked_fixture (expiry, s_setup_short, s_teardown);
-    tcase_set_timeout (expiry, 60);
+    TCase *expiry = tr_tcase ("expiry", s_setup_short, s_teardown);
     tcase_add_test (expiry, test_ticket_expires_and_renews);
     suite_add_tcase (suite, expiry);
-    TCase *tc = tcase_create ("login");
-    tcase_add_checked_fixture (tc, s_setup_default, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("login", s_setup_default, s_teardown);
     tcase_add_test (tc, test_init_pin_ends_user_logins);
     tcase_add_test (tc, test_set_pin_keeps_caller);
     tcase_add_test (tc, test_lockout_ends_logins);
     tcase_add_test (tc, test_tampered_key_refused);
     tcase_add_test (tc, test_tampered_tenant_refused);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -5,11 +5,11 @@
  *  never reach it.  sim2 holds board:02 and has only CKM_RSA_PKCS: a PSS or
  *  OAEP job there has no board and is CKR_MECHANISM_INVALID without reaching
  *  it.  Also keys/rsa-min-bits (3072 here): reported in HelloResult and
- *  enforced on GenerateKeyPair jobs.  Needs CRYPTOSERVER_DRIVER_DIR.
+ *  enforced on GenerateKeyPair jobs; secret-key jobs (SymJob) only on boards
+ *  that run them.  Needs CRYPTOSERVER_DRIVER_DIR.
  */
-#include "test_broker_helpers.h"
-#include "broker_config.h"
-#include "server.h"
+#include "test_broker_fixture.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;
@@ -26,8 +26,7 @@ s_setup (void)
     s_key = th_key_pem (s_dir, "key.pem", 2048);
     th_certs (s_dir, "alice", "demo");
     th_keystore (s_dir);
-    char *head = th_conf_head (true), *conf = NULL;
-    ck_assert_int_ge (asprintf (&conf, "%s"
+    tb_conf_write (s_dir, "",
         "keys\n    rsa-min-bits = 3072\n"
         "drivers\n"
         "    sim0\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
@@ -35,20 +34,10 @@ s_setup (void)
         "    sim1\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
         "        threads = 2\n        tenant = demo\n"
         "    sim2\n        type = sim\n        key-file = key.pem\n        key-id = 02\n"
-        "        threads = 1\n        tenant = demo\n        mechanisms = CKM_RSA_PKCS\n", head), 0);
-    th_write (s_dir, "broker.conf", conf);
-    free (head);
-    free (conf);
-    char path [4096], *error = NULL;
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
+        "        threads = 1\n        tenant = demo\n        mechanisms = CKM_RSA_PKCS\n");
+    s_server = tb_start (s_dir, &s_config);
     s_client = th_dealer (s_dir, "alice", server_endpoint (s_server));
-    uint64_t rv = 0;
-    s_ticket = th_login (s_client, "1234", &s_ticket_len, &rv);
-    ck_assert_uint_eq (rv, CKR_OK);
+    s_ticket = th_login_ok (s_client, "1234", &s_ticket_len);
 }
 
 static void
@@ -56,13 +45,9 @@ s_teardown (void)
 {
     free (s_ticket);
     zsock_destroy (&s_client);
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tb_stop (&s_server, &s_config);
     EVP_PKEY_free (s_key);
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 static uint64_t
@@ -142,6 +127,48 @@ START_TEST (test_no_board_runs_it)
 }
 END_TEST
 
+/*  A SymJob (issue #10) goes only to boards whose driver runs secret-key
+ *  mechanisms (CS_DRV_SYMMETRIC) and lists the mechanism: no sim board
+ *  does, so a valid job is CKR_MECHANISM_INVALID and reaches no board; the
+ *  broker's own checks (symjobs.h) answer bad sizes first, and a job
+ *  without a ticket is CKR_USER_NOT_LOGGED_IN.  */
+START_TEST (test_sym_needs_a_board_that_runs_it)
+{
+    static uint8_t key [32], iv [16], data [32];
+    Cs__Request *req = th_request (4, 52);
+    Cs__SymJob *sym [4];
+    for (size_t i = 0; i < 4; i++) {
+        sym [i] = calloc (1, sizeof *sym [i]);
+        cs__sym_job__init (sym [i]);
+        sym [i]->mechanism = CKM_AES_CBC;
+        sym [i]->operation = 1;
+        sym [i]->key_value = (ProtobufCBinaryData) { sizeof key, key };
+        sym [i]->iv = (ProtobufCBinaryData) { sizeof iv, iv };
+        sym [i]->data = (ProtobufCBinaryData) { sizeof data, data };
+        req->jobs [i]->kind_case = CS__JOB__KIND_SYM;
+        req->jobs [i]->sym = sym [i];
+    }
+    sym [1]->key_value.len = 20;                /* no AES key size */
+    sym [2]->iv.len = 8;                        /* CBC needs 16 bytes */
+    sym [3]->mechanism = CKM_SHA256_HMAC;       /* MAC: operation 3 only */
+    req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+    Cs__Reply *reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->n_results, 4);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (reply->results [1]->rv, CKR_KEY_SIZE_RANGE);
+    ck_assert_uint_eq (reply->results [2]->rv, CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (reply->results [3]->rv, CKR_MECHANISM_INVALID);
+    cs__reply__free_unpacked (reply, NULL);
+    req->ticket = (ProtobufCBinaryData) { 0, NULL };
+    req->request_id = 53;
+    reply = th_call (s_client, req);
+    ck_assert_uint_eq (reply->results [0]->rv, CKR_USER_NOT_LOGGED_IN);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_jobs ("sim0") + s_jobs ("sim1") + s_jobs ("sim2"), 0);
+    th_request_free (req);
+}
+END_TEST
+
 /*  keys/rsa-min-bits = 3072: in HelloResult, and a 2048-bit GenerateKeyPair
  *  job is CKR_KEY_SIZE_RANGE (3072 passes the size check; no sim board
  *  generates, so it has no board).  */
@@ -173,22 +200,15 @@ END_TEST
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     zsys_init ();
     Suite *suite = suite_create ("broker_mechroute");
-    TCase *tc = tcase_create ("routing");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("routing", s_setup, s_teardown);
     tcase_add_test (tc, test_pss_skips_the_board_without_it);
     tcase_add_test (tc, test_no_board_runs_it);
     tcase_add_test (tc, test_rsa_min_bits);
+    tcase_add_test (tc, test_sym_needs_a_board_that_runs_it);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -9,11 +9,10 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
+#include "test_broker_fixture.h"
 #include "metrics.h"
 #include "metrics_http.h"
-#include "server.h"
+#include "test_run.h"
 
 /* ------------------------------------------------------------------ */
 /*  A tiny HTTP/1.0 client for the endpoint                            */
@@ -450,10 +449,7 @@ s_dir_setup (void)
 static void
 s_dir_teardown (void)
 {
-    char command [4200];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  Loads a plaintext broker.conf with broker keys `extra`.  */
@@ -565,32 +561,19 @@ START_TEST (test_server)
     EVP_PKEY *key = th_key_pem (s_dir, "key.pem", 2048);
     th_certs (s_dir, "alice", "demo");
     th_keystore (s_dir);
-    char *head = th_conf_head (true), *conf = NULL, path [4096], *error = NULL;
-    ck_assert_int_ge (asprintf (&conf, "%s"
+    tb_conf_write (s_dir, "    metrics = http://127.0.0.1:0/metrics\n",
         "drivers\n"
         "    sim0\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
         "        latency-ms = 2\n        threads = 2\n        tenant = demo\n"
         "    sim1\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
-        "        latency-ms = 2\n        threads = 2\n        tenant = demo\n", head), 0);
-    char *with = NULL;      /* the metrics keys go into the broker section */
-    ck_assert_int_ge (asprintf (&with, "broker\n    metrics = http://127.0.0.1:0/metrics\n%s",
-                                conf + strlen ("broker\n")), 0);
-    th_write (s_dir, "broker.conf", with);
-    free (head);
-    free (conf);
-    free (with);
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    broker_config_t *config = broker_config_load (path, &error);
-    ck_assert_msg (config != NULL, "config: %s", error ? error : "");
-    server_t *server = server_new (config, false);
-    ck_assert_ptr_nonnull (server);
+        "        latency-ms = 2\n        threads = 2\n        tenant = demo\n");
+    broker_config_t *config = NULL;
+    server_t *server = tb_start (s_dir, &config);
     ck_assert_ptr_nonnull (server_metrics_url (server));
     unsigned port = s_url_port (server_metrics_url (server));
     zsock_t *client = th_dealer (s_dir, "alice", server_endpoint (server));
     size_t ticket_len = 0;
-    uint64_t rv = 0;
-    uint8_t *ticket = th_login (client, "1234", &ticket_len, &rv);
-    ck_assert_uint_eq (rv, CKR_OK);
+    uint8_t *ticket = th_login_ok (client, "1234", &ticket_len);
     static const uint8_t key_id [] = "board:01";
     enum { N = 30, LATE = 40 };
     static uint8_t di [N][51], zero [256];
@@ -666,8 +649,7 @@ START_TEST (test_server)
     free (response);
     free (ticket);
     zsock_destroy (&client);
-    server_destroy (&server);
-    broker_config_destroy (&config);
+    tb_stop (&server, &config);
     EVP_PKEY_free (key);
 }
 END_TEST
@@ -690,9 +672,5 @@ main (void)
     tcase_add_test (files, test_config);
     tcase_add_test (files, test_server);
     suite_add_tcase (suite, files);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

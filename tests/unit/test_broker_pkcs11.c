@@ -10,10 +10,9 @@
 #include <dlfcn.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
+#include "test_broker_fixture.h"
 #include "key_info.h"
-#include "server.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_rsa, *s_ec, *s_wrapper;
@@ -105,10 +104,7 @@ s_conf (const char *master_key, const char *board1_tenant)
 static bool
 s_try_start (void)
 {
-    char path [4096], *error = NULL;
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
+    s_config = tb_config_load (s_dir);
     s_server = server_new (s_config, false);
     return s_server != NULL;
 }
@@ -120,9 +116,7 @@ s_start (void)
     ck_assert (s_try_start ());
     s_client = th_dealer (s_dir, "bob", server_endpoint (s_server));
     s_eve = th_dealer (s_dir, "eve", server_endpoint (s_server));
-    uint64_t rv = 0;
-    s_ticket = th_login (s_client, "1234", &s_ticket_len, &rv);
-    ck_assert_uint_eq (rv, CKR_OK);
+    s_ticket = th_login_ok (s_client, "1234", &s_ticket_len);
 }
 
 static void
@@ -130,8 +124,7 @@ s_stop (void)
 {
     zsock_destroy (&s_client);
     zsock_destroy (&s_eve);
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tb_stop (&s_server, &s_config);
     free (s_ticket);
     s_ticket = NULL;
 }
@@ -152,8 +145,7 @@ s_teardown (void)
     EVP_PKEY_free (s_ec);
     EVP_PKEY_free (s_wrapper);
     s_wrapper = NULL;
-    s_sh ("rm -rf '%s'", s_dir);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  Issue #9: the tokens lose their login (the test logs the application out
@@ -515,16 +507,6 @@ START_TEST (test_board_keys_prohibited)
 }
 END_TEST
 
-/*  Logs client in as CKU_USER with pin; returns its ticket (caller frees).  */
-static uint8_t *
-s_login (zsock_t *client, const char *pin, size_t *len_p)
-{
-    uint64_t rv = 0;
-    uint8_t *ticket = th_login (client, pin, len_p, &rv);
-    ck_assert_uint_eq (rv, CKR_OK);
-    return ticket;
-}
-
 /*  True when client's key list (with its ticket) has a key with CKA_ID
  *  id (len bytes) or with the ref `ref`.  */
 static bool
@@ -570,7 +552,7 @@ s_sign_ref (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const cha
 START_TEST (test_board_refs_stay_in_tenant)
 {
     size_t eve_len = 0;
-    uint8_t *eve = s_login (s_eve, "5678", &eve_len);
+    uint8_t *eve = th_login_ok (s_eve, "5678", &eve_len);
     Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
     gen.mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN;
     gen.modulus_bits = 2048;
@@ -592,7 +574,7 @@ START_TEST (test_board_refs_stay_in_tenant)
         CKA_ID = the ref's 16 random bytes).  */
     s_stop ();
     s_start ();
-    eve = s_login (s_eve, "5678", &eve_len);
+    eve = th_login_ok (s_eve, "5678", &eve_len);
     char board_ref [64];
     uint8_t id [16];
     snprintf (board_ref, sizeof board_ref, "board:%s", ref + 3);
@@ -692,7 +674,7 @@ START_TEST (test_wrap_key_reserved)
     th_request_free (req);
     th_probe_unknown (s_client, s_ticket, s_ticket_len, "board:77", "board:99");
     size_t eve_len = 0;
-    uint8_t *eve = s_login (s_eve, "5678", &eve_len);
+    uint8_t *eve = th_login_ok (s_eve, "5678", &eve_len);
     th_probe_unknown (s_eve, eve, eve_len, "board:77", "board:99");
     free (eve);
     ck_assert_uint_eq (s_sign_ref (s_client, s_ticket, s_ticket_len, (const char *) s_rsa_id), CKR_OK);
@@ -728,16 +710,10 @@ END_TEST
  *  the broker refuses to start.  */
 START_TEST (test_wrap_key_in_keystore_refused)
 {
-    uint8_t wrapped [256], key [KEYSTORE_MASTER_KEY_LEN];
+    uint8_t wrapped [256];
     size_t len = 0, der_len = 0;
-    char path [4096];
     s_wrap ("demo", wrapped, &len);
-    snprintf (path, sizeof path, "%s/master.key", s_dir);
-    ck_assert_int_eq (keystore_master_key_read (path, key), 0);
-    snprintf (path, sizeof path, "%s/keystore.db", s_dir);
-    keystore_t *ks = keystore_open (path, key);
-    OPENSSL_cleanse (key, sizeof key);
-    ck_assert_ptr_nonnull (ks);
+    keystore_t *ks = th_keystore_open (s_dir);
     key_info_params_t params = { .label = "imported" };
     Cs__KeyInfo *info = key_info_from_pkey (s_wrapper, &params);
     uint8_t *der = th_pkcs8 (s_wrapper, &der_len);
@@ -788,9 +764,5 @@ main (void)
         fprintf (stderr, "needs make check's environment, SoftHSMv2 and pkcs11-tool: skipped\n");
         return 77;
     }
-    SRunner *runner = srunner_create (s_suite ());
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (s_suite ());
 }

@@ -13,6 +13,7 @@
 #include "pool_store.h"
 #include "test_broker_helpers.h"
 #include "test_smaps.h"
+#include "test_run.h"
 
 #define S_DER_LEN 1200                  /* about an RSA-2048 PKCS#8 */
 
@@ -102,14 +103,9 @@ s_rows (keystore_t *ks)
  *  those rows; the bytes come back unchanged; '@' names are reserved.  */
 START_TEST (test_store_seal_restore)
 {
-    char *dir = th_tmpdir (), path [4096];
+    char *dir = th_tmpdir ();
     th_keystore (dir);
-    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
-    snprintf (path, sizeof path, "%s/master.key", dir);
-    ck_assert_int_eq (keystore_master_key_read (path, key), 0);
-    snprintf (path, sizeof path, "%s/keystore.db", dir);
-    keystore_t *ks = keystore_open (path, key);
-    ck_assert_ptr_nonnull (ks);
+    keystore_t *ks = th_keystore_open (dir);
     const int three [BROKER_POOL_SIZES] = { 3, 1, 0 }, two [BROKER_POOL_SIZES] = { 2, 0, 0 };
     pool_t *pool = pool_new (three);
     int made = 0;
@@ -144,10 +140,7 @@ START_TEST (test_store_seal_restore)
     pool_destroy (&pool);
     ck_assert (pool_store_reserved ("@pool") && !pool_store_reserved ("demo") && !pool_store_reserved (NULL));
     keystore_destroy (&ks);
-    OPENSSL_cleanse (key, sizeof key);
-    snprintf (path, sizeof path, "rm -rf '%s'", dir);
-    ck_assert_int_eq (system (path), 0);
-    free (dir);
+    th_tmpdir_remove (&dir);
 }
 END_TEST
 
@@ -161,9 +154,5 @@ main (void)
     tcase_add_test (tc, test_store_seal_restore);
     tcase_set_timeout (tc, 60);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

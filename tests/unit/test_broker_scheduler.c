@@ -5,6 +5,7 @@
 #include <czmq.h>
 #include "health.h"
 #include "scheduler.h"
+#include "test_run.h"
 
 static const unsigned char s_shared [] = { 0x01 };     /* on both boards */
 static const unsigned char s_only1 [] = { 0x02 };      /* on board 1 only */
@@ -285,9 +286,5 @@ main (void)
     tcase_add_test (tc, test_health_backoff);
     tcase_add_test (tc, test_health_calls);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <p11-kit/pkcs11.h>
 #include "ticket.h"
+#include "test_run.h"
 
 /*  The ticket key of the vectors: bytes 00 01 .. 1f.  */
 static unsigned char s_key [32];
@@ -177,9 +178,5 @@ main (void)
     tcase_add_test (tc, test_ticket_no_ambiguity);
     tcase_add_test (tc, test_ticket_expiry);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -9,6 +9,7 @@
 #include "test_broker_helpers.h"
 #include "drv_util.h"
 #include "verify.h"
+#include "test_run.h"
 
 static EVP_PKEY *s_rsa, *s_ec, *s_ed;
 static board_t s_board;
@@ -167,16 +168,10 @@ int
 main (void)
 {
     Suite *suite = suite_create ("broker_verify");
-    TCase *tc = tcase_create ("verify");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("verify", s_setup, s_teardown);
     tcase_add_test (tc, test_rsa);
     tcase_add_test (tc, test_ec);
     tcase_add_test (tc, test_resident_and_sampling);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

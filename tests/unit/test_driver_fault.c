@@ -7,10 +7,9 @@
  *  answers CKR_DEVICE_REMOVED at once and no session opens;
  *  delay-ms slows a call; bad settings stop the board.
  */
-#include <dlfcn.h>
 #include <pthread.h>
-#include "test_broker_helpers.h"
-#include "cs_driver.h"
+#include "test_driver_helpers.h"
+#include "test_run.h"
 
 static void *s_dl;
 static const cs_driver_t *s_driver;
@@ -21,15 +20,7 @@ static size_t s_der_len;
 static void
 s_setup (void)
 {
-    char path [4096];
-    snprintf (path, sizeof path, "%s/fault.so", getenv ("CRYPTOSERVER_DRIVER_DIR"));
-    s_dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg (s_dl != NULL, "%s", dlerror ());
-    cs_driver_entry_fn *entry = (cs_driver_entry_fn *) dlsym (s_dl, CS_DRIVER_ENTRY_SYMBOL);
-    ck_assert_ptr_nonnull (entry);
-    s_driver = entry ();
-    ck_assert_uint_eq (s_driver->abi_version, CS_DRIVER_ABI_VERSION);
-    ck_assert_str_eq (s_driver->type, "fault");
+    s_driver = td_load ("fault", &s_dl);
     s_pkey = EVP_RSA_gen (1024);
     ck_assert_ptr_nonnull (s_pkey);
     s_der = th_pkcs8 (s_pkey, &s_der_len);
@@ -253,14 +244,10 @@ END_TEST
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     Suite *suite = suite_create ("driver_fault");
-    TCase *tc = tcase_create ("fault");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("fault", s_setup, s_teardown);
     tcase_add_test (tc, test_pass_through);
     tcase_add_test (tc, test_flip_every);
     tcase_add_test (tc, test_fail_and_fail_file);
@@ -269,9 +256,5 @@ main (void)
     tcase_add_test (tc, test_delay);
     tcase_add_test (tc, test_bad_settings);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

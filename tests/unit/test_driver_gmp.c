@@ -8,26 +8,17 @@
  *  CRT half is caught by the check and nothing is released; the per-worker
  *  cache keeps keys and their blinding pairs and stays bounded.
  */
-#include <dlfcn.h>
 #include <gmp.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
-#include "test_broker_helpers.h"
-#include "cs_driver.h"
+#include "test_driver_helpers.h"
+#include "test_run.h"
 #include "gmp_rsa.h"
 
 /*  One loaded driver with a board and a session.  */
-typedef struct {
-    void *dl;
-    const cs_driver_t *driver;
-    cs_board_t *board;
-    cs_session_t *session;
-    cs_drv_sign_key_fn *sign;
-    cs_drv_decrypt_key_fn *decrypt;
-    cs_drv_session_cached_fn *cached;
-} s_drv_t;
+typedef td_board_t s_drv_t;
 
 static s_drv_t s_gmp;
 
@@ -38,69 +29,16 @@ static const unsigned s_bits [S_KEYS] = { 1024, 1024, 2048, 2048, 3072, 3072, 40
 static const unsigned s_exps [S_KEYS] = { 3, 65537, 3, 65537, 3, 65537, 3, 65537 };
 #define S_KEY_2048 3                    /* RSA-2048, e = 65537 */
 
-/*  Loads DRIVER_DIR/TYPE.so and opens a board (cache-size 4) and a session.  */
-static void
-s_load (const char *type, s_drv_t *drv)
-{
-    char path [4096];
-    snprintf (path, sizeof path, "%s/%s.so", getenv ("CRYPTOSERVER_DRIVER_DIR"), type);
-    drv->dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg (drv->dl != NULL, "%s", dlerror ());
-    cs_driver_entry_fn *entry = (cs_driver_entry_fn *) dlsym (drv->dl, CS_DRIVER_ENTRY_SYMBOL);
-    ck_assert_ptr_nonnull (entry);
-    drv->driver = entry ();
-    ck_assert_uint_eq (drv->driver->abi_version, CS_DRIVER_ABI_VERSION);
-    ck_assert_str_eq (drv->driver->type, type);
-    zconfig_t *config = zconfig_new ("root", NULL);
-    zconfig_put (config, "cache-size", "4");
-    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (drv->driver, CS_DRV_BOARD_OPEN);
-    ck_assert_int_eq (open (type, config, "/tmp", &drv->board), 0);
-    zconfig_destroy (&config);
-    cs_drv_session_open_fn *session_open
-        = (cs_drv_session_open_fn *) cs_driver_lookup (drv->driver, CS_DRV_SESSION_OPEN);
-    drv->session = session_open (drv->board);
-    ck_assert_ptr_nonnull (drv->session);
-    drv->sign = (cs_drv_sign_key_fn *) cs_driver_lookup (drv->driver, CS_DRV_SIGN_KEY);
-    drv->decrypt = (cs_drv_decrypt_key_fn *) cs_driver_lookup (drv->driver, CS_DRV_DECRYPT_KEY);
-    drv->cached = (cs_drv_session_cached_fn *) cs_driver_lookup (drv->driver, CS_DRV_SESSION_CACHED);
-    ck_assert (drv->sign && drv->decrypt && drv->cached);
-}
-
-static void
-s_unload (s_drv_t *drv)
-{
-    cs_drv_session_close_fn *close_session
-        = (cs_drv_session_close_fn *) cs_driver_lookup (drv->driver, CS_DRV_SESSION_CLOSE);
-    cs_drv_board_close_fn *close_board
-        = (cs_drv_board_close_fn *) cs_driver_lookup (drv->driver, CS_DRV_BOARD_CLOSE);
-    close_session (&drv->session);
-    ck_assert_ptr_null (drv->session);
-    close_board (&drv->board);
-    ck_assert_ptr_null (drv->board);
-    dlclose (drv->dl);
-    memset (drv, 0, sizeof *drv);
-}
-
 static void
 s_setup (void)
 {
-    s_load ("gmp", &s_gmp);
+    td_open_cached (&s_gmp, "gmp");
 }
 
 static void
 s_teardown (void)
 {
-    s_unload (&s_gmp);
-}
-
-/*  A material key description for pkey (ref may be NULL); the DER is kept
- *  in *der_p for the caller to free.  */
-static cs_key_t
-s_key (EVP_PKEY *pkey, const char *ref, unsigned char **der_p)
-{
-    size_t len = 0;
-    *der_p = th_pkcs8 (pkey, &len);
-    return (cs_key_t) { NULL, 0, *der_p, len, ref };
+    td_close (&s_gmp);
 }
 
 /*  An RSA key of `bits` with public exponent e and `primes` primes, or
@@ -221,7 +159,7 @@ START_TEST (test_sizes_and_exponents)
     unsigned char *der = NULL, di [51], digest [32], sig [512], ref [512], ct [512], out [512];
     char name [32];
     snprintf (name, sizeof name, "ks:%u-%u", s_bits [_i], s_exps [_i]);
-    cs_key_t key = s_key (pkey, _i % 2 ? name : NULL, &der);
+    cs_key_t key = td_key (pkey, _i % 2 ? name : NULL, &der);
     th_digest_info (name, di);
     cs_mech_t mech = { CKM_RSA_PKCS };
     size_t len = sizeof sig;
@@ -271,7 +209,7 @@ START_TEST (test_sign_refusals)
 {
     EVP_PKEY *pkey = s_keys [S_KEY_2048];
     unsigned char *der = NULL, di [51], digest [64], sig [512];
-    cs_key_t key = s_key (pkey, "ks:refusals", &der);
+    cs_key_t key = td_key (pkey, "ks:refusals", &der);
     th_digest_info ("x", di);
     /*  PSS: SHA-384 with MGF1-SHA1 and no salt (any pairing) verifies.  */
     SHA384 ((const uint8_t *) "pss", 3, digest);
@@ -320,7 +258,7 @@ START_TEST (test_decrypt_refusals)
 {
     EVP_PKEY *pkey = s_keys [S_KEY_2048];
     unsigned char *der = NULL, ct [256], out [512];
-    cs_key_t key = s_key (pkey, NULL, &der);
+    cs_key_t key = td_key (pkey, NULL, &der);
     static const struct { CK_MECHANISM_TYPE hash; CK_RSA_PKCS_MGF_TYPE mgf; const char *label; } oaep [] = {
         { CKM_SHA_1, CKG_MGF1_SHA1, NULL }, { CKM_SHA224, CKG_MGF1_SHA224, "l" },
         { CKM_SHA256, CKG_MGF1_SHA256, "label" }, { CKM_SHA384, CKG_MGF1_SHA384, NULL },
@@ -395,10 +333,10 @@ END_TEST
 START_TEST (test_input_not_below_modulus)
 {
     s_drv_t ossl = { 0 };
-    s_load ("openssl", &ossl);
+    td_open_cached (&ossl, "openssl");
     EVP_PKEY *pkey = s_keys [S_KEY_2048];
     unsigned char *der = NULL, n [256], in [256], sig [256], back [256], ones [256];
-    cs_key_t key = s_key (pkey, "ks:range", &der);
+    cs_key_t key = td_key (pkey, "ks:range", &der);
     s_modulus (pkey, n, sizeof n);
     memset (ones, 0xff, sizeof ones);
     cs_mech_t raw = { CKM_RSA_X_509 };
@@ -438,7 +376,7 @@ START_TEST (test_input_not_below_modulus)
     ck_assert_uint_eq (ossl.sign (ossl.session, &key, &raw, in + 255, 1, back, &len2), CKR_OK);
     ck_assert_mem_eq (sig, back, 256);
     OPENSSL_free (der);
-    s_unload (&ossl);
+    td_close (&ossl);
 }
 END_TEST
 
@@ -484,7 +422,7 @@ START_TEST (test_cache)
 {
     EVP_PKEY *pkey = s_keys [2], *other = s_keys [S_KEY_2048];
     unsigned char *der = NULL, *der2 = NULL, di [51], sig [256], sig2 [256];
-    cs_key_t key = s_key (pkey, "ks:cached", &der);
+    cs_key_t key = td_key (pkey, "ks:cached", &der);
     cs_mech_t mech = { CKM_RSA_PKCS };
     th_digest_info ("cache", di);
     for (int i = 0; i < 3; i++) {
@@ -504,7 +442,7 @@ START_TEST (test_cache)
     }
     ck_assert_uint_eq (s_gmp.cached (s_gmp.session), 1);
     /*  Same ref, another key's DER: signed with the new key.  */
-    cs_key_t swapped = s_key (other, "ks:cached", &der2);
+    cs_key_t swapped = td_key (other, "ks:cached", &der2);
     size_t len = sizeof sig;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &swapped, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pkcs1 (other, di, 51, sig, len));
@@ -599,7 +537,7 @@ START_TEST (test_unusable_keys)
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &resident, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &resident, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     EVP_PKEY *ec = EVP_EC_gen ("P-256");
-    cs_key_t key = s_key (ec, "ks:ec", &der);
+    cs_key_t key = td_key (ec, "ks:ec", &der);
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, di, 51, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
     mech.type = CKM_ECDSA;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, di, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
@@ -608,19 +546,19 @@ START_TEST (test_unusable_keys)
     EVP_PKEY_free (ec);
     EVP_PKEY *small = s_rsa_gen (512, 65537, 2);
     ck_assert_ptr_nonnull (small);
-    key = s_key (small, NULL, &der);
+    key = td_key (small, NULL, &der);
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, di, 51, sig, &len), CKR_KEY_SIZE_RANGE);
     OPENSSL_free (der);
     EVP_PKEY_free (small);
     EVP_PKEY *three = s_rsa_gen (2048, 65537, 3);
     ck_assert_ptr_nonnull (three);
-    key = s_key (three, "ks:three", &der);
+    key = td_key (three, "ks:three", &der);
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     ck_assert_ptr_null (gmp_rsa_key_new (three));
     OPENSSL_free (der);
     EVP_PKEY_free (three);
     EVP_PKEY *wrong = s_bad_crt (s_keys [S_KEY_2048]);
-    key = s_key (wrong, "ks:wrong", &der);
+    key = td_key (wrong, "ks:wrong", &der);
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     ck_assert_ptr_null (gmp_rsa_key_new (wrong));
     ck_assert_uint_eq (s_gmp.cached (s_gmp.session), 0);
@@ -693,19 +631,15 @@ END_TEST
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     for (size_t i = 0; i < S_KEYS; i++)
         if (!(s_keys [i] = s_rsa_gen (s_bits [i], s_exps [i], 2))) {
             fprintf (stderr, "cannot generate RSA-%u with e = %u\n", s_bits [i], s_exps [i]);
             return 99;
         }
     Suite *suite = suite_create ("driver_gmp");
-    TCase *tc = tcase_create ("gmp");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("gmp", s_setup, s_teardown);
     tcase_add_test (tc, test_capabilities_and_mechanisms);
     tcase_add_loop_test (tc, test_sizes_and_exponents, 0, S_KEYS);
     tcase_add_test (tc, test_sign_refusals);
@@ -718,11 +652,8 @@ main (void)
     tcase_add_test (tc, test_key_wiped);
     tcase_add_test (tc, test_self_test);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
+    int status = tr_run (suite);
     for (size_t i = 0; i < S_KEYS; i++)
         EVP_PKEY_free (s_keys [i]);
-    return failed ? 1 : 0;
+    return status;
 }

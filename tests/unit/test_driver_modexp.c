@@ -8,20 +8,13 @@
  *  unit's fault injection (gmp_modexp.c, linked in) shows that a faulty
  *  CRT half is caught and not released.
  */
-#include <dlfcn.h>
-#include "test_broker_helpers.h"
-#include "cs_driver.h"
+#include "test_driver_helpers.h"
+#include "test_run.h"
 #include "cs_util.h"
 #include "gmp_modexp.h"
 #include "test_driver_modexp_kat.h"
 
-typedef struct {
-    void *dl;
-    const cs_driver_t *driver;
-    cs_board_t *board;
-    cs_session_t *session;
-    cs_drv_modexp_fn *modexp;
-} s_drv_t;
+typedef td_board_t s_drv_t;
 
 static char *s_dir;                     /* the sim board's key */
 static const char *const s_types [] = { "gmp", "sim", "openssl" };
@@ -30,12 +23,6 @@ static const char *const s_types [] = { "gmp", "sim", "openssl" };
 static void
 s_open (const char *type, s_drv_t *drv)
 {
-    char path [4096];
-    snprintf (path, sizeof path, "%s/%s.so", getenv ("CRYPTOSERVER_DRIVER_DIR"), type);
-    drv->dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg (drv->dl != NULL, "%s", dlerror ());
-    cs_driver_entry_fn *entry = (cs_driver_entry_fn *) dlsym (drv->dl, CS_DRIVER_ENTRY_SYMBOL);
-    drv->driver = entry ();
     zconfig_t *config = zconfig_new ("root", NULL);
     if (streq (type, "sim")) {
         zconfig_put (config, "key-file", "key.pem");
@@ -44,32 +31,13 @@ s_open (const char *type, s_drv_t *drv)
         zconfig_put (config, "threads", "1");
         zconfig_put (config, "coprocessors", "1");
     }
-    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (drv->driver, CS_DRV_BOARD_OPEN);
-    ck_assert_int_eq (open (type, config, s_dir, &drv->board), 0);
+    td_open (drv, type, type, config, s_dir);
     zconfig_destroy (&config);
-    cs_drv_session_open_fn *session_open
-        = (cs_drv_session_open_fn *) cs_driver_lookup (drv->driver, CS_DRV_SESSION_OPEN);
-    drv->session = session_open (drv->board);
-    ck_assert_ptr_nonnull (drv->session);
-    drv->modexp = (cs_drv_modexp_fn *) cs_driver_lookup (drv->driver, CS_DRV_MODEXP);
     ck_assert_msg (drv->modexp != NULL, "%s has no CS_DRV_MODEXP", type);
     cs_caps_t caps = { 0 };
     cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (drv->driver, CS_DRV_CAPABILITIES);
     ck_assert_int_eq (caps_fn (drv->board, &caps), 0);
     ck_assert_msg (caps.flags & CS_CAP_MODEXP, "%s does not say CS_CAP_MODEXP", type);
-}
-
-static void
-s_close (s_drv_t *drv)
-{
-    cs_drv_session_close_fn *close_session
-        = (cs_drv_session_close_fn *) cs_driver_lookup (drv->driver, CS_DRV_SESSION_CLOSE);
-    cs_drv_board_close_fn *close_board
-        = (cs_drv_board_close_fn *) cs_driver_lookup (drv->driver, CS_DRV_BOARD_CLOSE);
-    close_session (&drv->session);
-    close_board (&drv->board);
-    dlclose (drv->dl);
-    memset (drv, 0, sizeof *drv);
 }
 
 /*  Hex to bytes (static buffers, one per slot).  */
@@ -158,7 +126,7 @@ START_TEST (test_plain_known_answers)
     op = (cs_modexp_t) { .base = &two, .base_len = 1, .exponent = &ten, .exponent_len = 1,
                          .modulus = &one, .modulus_len = 1 };
     s_expect (&drv, &op, "00", "2^10 mod 1");
-    s_close (&drv);
+    td_close (&drv);
 }
 END_TEST
 
@@ -177,7 +145,7 @@ START_TEST (test_plain_refusals)
     op.modulus_len = 1024;                  /* 8192 bits: taken */
     ck_assert_uint_eq (s_run (&drv, &op, 1023), CKR_BUFFER_TOO_SMALL);
     ck_assert_uint_eq (s_run (&drv, &op, 1024), CKR_OK);
-    s_close (&drv);
+    td_close (&drv);
 }
 END_TEST
 
@@ -204,7 +172,7 @@ START_TEST (test_crt_known_answers)
     s_p.bytes [s_p.len - 1] ^= 1;
     op = s_crt_op (true);
     ck_assert_uint_eq (s_run (&drv, &op, 127), CKR_BUFFER_TOO_SMALL);
-    s_close (&drv);
+    td_close (&drv);
 }
 END_TEST
 
@@ -239,20 +207,14 @@ s_setup (void)
 static void
 s_teardown (void)
 {
-    char path [4096];
-    snprintf (path, sizeof path, "%s/key.pem", s_dir);
-    unlink (path);
-    rmdir (s_dir);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     Suite *suite = suite_create ("driver_modexp");
     TCase *tc = tcase_create ("modexp");
     tcase_add_unchecked_fixture (tc, s_setup, s_teardown);
@@ -262,9 +224,5 @@ main (void)
     tcase_add_loop_test (tc, test_crt_known_answers, 0, S_TYPES);
     tcase_add_test (tc, test_gmp_fault_caught);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -3,89 +3,44 @@
  *  broker loads it: every mechanism signs or decrypts with key material and
  *  OpenSSL verifies; generated keys (RSA, P-256, P-384, Ed25519) sign through
  *  the driver and OpenSSL verifies with their public half; the per-session
- *  cache gives the same results and per-request keys leave no entry behind.
+ *  cache gives the same results and per-request keys leave no entry behind;
+ *  the secret-key operations give the published test vectors.
  */
-#include <dlfcn.h>
 #include <openssl/x509.h>
 #include <openssl/core_names.h>
-#include "test_broker_helpers.h"
-#include "cs_driver.h"
+#include "test_driver_helpers.h"
+#include "test_run.h"
 
-static void *s_dl;
-static const cs_driver_t *s_driver;
-static cs_board_t *s_board;
-static cs_session_t *s_session;
-static cs_drv_sign_key_fn *s_sign;
-static cs_drv_decrypt_key_fn *s_decrypt;
-static cs_drv_session_cached_fn *s_cached;
+static td_board_t s_drv;            /* openssl.so, a board (cache-size 4), a session */
 
 /*  Loads DRIVER_DIR/openssl.so and opens a board and a session.  */
 static void
 s_setup (void)
 {
-    char path [4096];
-    snprintf (path, sizeof path, "%s/openssl.so", getenv ("CRYPTOSERVER_DRIVER_DIR"));
-    s_dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg (s_dl != NULL, "%s", dlerror ());
-    cs_driver_entry_fn *entry = (cs_driver_entry_fn *) dlsym (s_dl, CS_DRIVER_ENTRY_SYMBOL);
-    ck_assert_ptr_nonnull (entry);
-    s_driver = entry ();
-    ck_assert_uint_eq (s_driver->abi_version, CS_DRIVER_ABI_VERSION);
-    ck_assert_str_eq (s_driver->type, "openssl");
-    zconfig_t *config = zconfig_new ("root", NULL);
-    zconfig_put (config, "cache-size", "4");
-    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_OPEN);
-    ck_assert_int_eq (open ("cpu", config, "/tmp", &s_board), 0);
-    zconfig_destroy (&config);
-    cs_drv_session_open_fn *session_open
-        = (cs_drv_session_open_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_OPEN);
-    s_session = session_open (s_board);
-    ck_assert_ptr_nonnull (s_session);
-    s_sign = (cs_drv_sign_key_fn *) cs_driver_lookup (s_driver, CS_DRV_SIGN_KEY);
-    s_decrypt = (cs_drv_decrypt_key_fn *) cs_driver_lookup (s_driver, CS_DRV_DECRYPT_KEY);
-    s_cached = (cs_drv_session_cached_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CACHED);
-    ck_assert (s_sign && s_decrypt && s_cached);
+    td_open_cached (&s_drv, "openssl");
 }
 
 static void
 s_teardown (void)
 {
-    cs_drv_session_close_fn *close_session
-        = (cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE);
-    cs_drv_board_close_fn *close_board
-        = (cs_drv_board_close_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_CLOSE);
-    close_session (&s_session);
-    ck_assert_ptr_null (s_session);
-    close_board (&s_board);
-    ck_assert_ptr_null (s_board);
-    dlclose (s_dl);
-}
-
-/*  A material key description for pkey (ref may be NULL); the DER is kept
- *  in *der_p for the caller to free.  */
-static cs_key_t
-s_key (EVP_PKEY *pkey, const char *ref, unsigned char **der_p)
-{
-    size_t len = 0;
-    *der_p = th_pkcs8 (pkey, &len);
-    return (cs_key_t) { NULL, 0, *der_p, len, ref };
+    td_close (&s_drv);
 }
 
 START_TEST (test_capabilities_and_mechanisms)
 {
     cs_caps_t caps = { 0 };
-    cs_drv_capabilities_fn *fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_driver, CS_DRV_CAPABILITIES);
+    cs_drv_capabilities_fn *fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_CAPABILITIES);
     ck_assert_ptr_nonnull (fn);
-    ck_assert_int_eq (fn (s_board, &caps), 0);
+    ck_assert_int_eq (fn (s_drv.board, &caps), 0);
     ck_assert (caps.flags & CS_CAP_KEY_MATERIAL);
     ck_assert (caps.flags & CS_CAP_GENERATE_MATERIAL);
     ck_assert (caps.flags & CS_CAP_DERIVE);
     ck_assert (!(caps.flags & CS_CAP_GENERATE_RESIDENT));
     ck_assert_uint_eq (caps.material_types, CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS);
-    cs_drv_board_keys_fn *keys = (cs_drv_board_keys_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_KEYS);
+    cs_drv_board_keys_fn *keys = (cs_drv_board_keys_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_BOARD_KEYS);
     cs_key_info_t *list = NULL;
     size_t count = 9;
-    ck_assert_int_eq (keys (s_board, &list, &count), 0);
+    ck_assert_int_eq (keys (s_drv.board, &list, &count), 0);
     ck_assert_uint_eq (count, 0);
     cs_key_info_free_array (list, count);
 }
@@ -96,10 +51,10 @@ END_TEST
  *  not a boolean stops the board.  */
 START_TEST (test_key_material_off)
 {
-    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_OPEN);
+    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_BOARD_OPEN);
     cs_drv_board_close_fn *close_board
-        = (cs_drv_board_close_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_CLOSE);
-    cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_driver, CS_DRV_CAPABILITIES);
+        = (cs_drv_board_close_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_BOARD_CLOSE);
+    cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_CAPABILITIES);
     zconfig_t *config = zconfig_new ("root", NULL);
     cs_board_t *board = NULL;
     cs_caps_t caps = { 0 };
@@ -121,28 +76,28 @@ START_TEST (test_rsa_sign)
 {
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     unsigned char *der = NULL, sig [512], sig2 [512], di [51], digest [64];
-    cs_key_t key = s_key (pkey, "ks:rsa", &der);
+    cs_key_t key = td_key (pkey, "ks:rsa", &der);
     size_t len = sizeof sig, len2 = sizeof sig2;
     th_digest_info ("hello", di);
     /*  PKCS#1 v1.5 over a DigestInfo, twice: the cached key gives the same bytes.  */
     cs_mech_t mech = { CKM_RSA_PKCS };
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert_uint_eq (len, 256);
     ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
-    ck_assert_uint_eq (s_cached (s_session), 1);
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig2, &len2), CKR_OK);
+    ck_assert_uint_eq (s_drv.cached (s_drv.session), 1);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig2, &len2), CKR_OK);
     ck_assert (len2 == len && memcmp (sig, sig2, len) == 0);
-    ck_assert_uint_eq (s_cached (s_session), 1);
+    ck_assert_uint_eq (s_drv.cached (s_drv.session), 1);
     /*  PSS: SHA-256/MGF1-SHA256/32, then SHA-384/MGF1-SHA1/0 (any combination).  */
     SHA256 ((const uint8_t *) "pss", 3, digest);
     mech = (cs_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 32 };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pss (pkey, digest, sig, len));
     SHA384 ((const uint8_t *) "pss", 3, digest);
     mech = (cs_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA384, CKG_MGF1_SHA1, 0 };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 48, sig, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 48, sig, &len), CKR_OK);
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (pkey, NULL);
     ck_assert (EVP_PKEY_verify_init (ctx) > 0);
     ck_assert (EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_PSS_PADDING) > 0);
@@ -153,11 +108,11 @@ START_TEST (test_rsa_sign)
     EVP_PKEY_CTX_free (ctx);
     /*  A wrong digest length for the PSS hash.  */
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_DATA_LEN_RANGE);
     /*  Raw X.509: the public operation gives back the left-padded input.  */
     mech = (cs_mech_t) { CKM_RSA_X_509 };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert_uint_eq (len, 256);
     unsigned char back [256];
     size_t back_len = sizeof back;
@@ -171,10 +126,10 @@ START_TEST (test_rsa_sign)
     /*  ECDSA with an RSA key; too small a buffer.  */
     mech = (cs_mech_t) { CKM_ECDSA };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
     mech = (cs_mech_t) { CKM_RSA_PKCS };
     len = 100;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_BUFFER_TOO_SMALL);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_BUFFER_TOO_SMALL);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
 }
@@ -184,7 +139,7 @@ START_TEST (test_rsa_decrypt)
 {
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     unsigned char *der = NULL, ct [256], out [512];
-    cs_key_t key = s_key (pkey, "ks:dec", &der);
+    cs_key_t key = td_key (pkey, "ks:dec", &der);
     static const struct { CK_MECHANISM_TYPE hash; CK_RSA_PKCS_MGF_TYPE mgf; const char *label; } oaep [] = {
         { CKM_SHA_1, CKG_MGF1_SHA1, NULL }, { CKM_SHA224, CKG_MGF1_SHA224, "l" },
         { CKM_SHA256, CKG_MGF1_SHA256, "label" }, { CKM_SHA384, CKG_MGF1_SHA384, NULL },
@@ -196,26 +151,26 @@ START_TEST (test_rsa_decrypt)
         cs_mech_t mech = { CKM_RSA_PKCS_OAEP, oaep [i].hash, oaep [i].mgf, 0,
                            (const unsigned char *) oaep [i].label, oaep [i].label ? strlen (oaep [i].label) : 0 };
         size_t len = sizeof out;
-        ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
         ck_assert (len == 11 && memcmp (out, "oaep secret", 11) == 0);
         ct [9] ^= 1;
         len = sizeof out;
-        ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len),
+        ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len),
                            CKR_ENCRYPTED_DATA_INVALID);
     }
     size_t ct_len = th_rsa_encrypt (pkey, NULL, NULL, "pkcs1", ct, sizeof ct);
     cs_mech_t mech = { CKM_RSA_PKCS };
     size_t len = sizeof out;
-    ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
     ck_assert (len == 5 && memcmp (out, "pkcs1", 5) == 0);
     /*  Raw decryption gives the whole padded block.  */
     mech = (cs_mech_t) { CKM_RSA_X_509 };
     len = sizeof out;
-    ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
     ck_assert_uint_eq (len, 256);
     ck_assert (out [1] == 0x02 && memcmp (out + 251, "pkcs1", 5) == 0);
     len = sizeof out;
-    ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, ct, 100, out, &len), CKR_ENCRYPTED_DATA_LEN_RANGE);
+    ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, 100, out, &len), CKR_ENCRYPTED_DATA_LEN_RANGE);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
 }
@@ -230,14 +185,14 @@ START_TEST (test_ecdsa)
     for (size_t i = 0; i < 3; i++) {
         EVP_PKEY *pkey = EVP_EC_gen (curves [i]);
         unsigned char *der = NULL;
-        cs_key_t key = s_key (pkey, curves [i], &der);
+        cs_key_t key = td_key (pkey, curves [i], &der);
         cs_mech_t mech = { CKM_ECDSA };
         size_t len = sizeof sig;
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 48, sig, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 48, sig, &len), CKR_OK);
         ck_assert_uint_eq (len, 2 * halves [i]);
         ck_assert_msg (th_verify_ecdsa (pkey, digest, 48, sig, len), "curve %s", curves [i]);
         len = sizeof sig;
-        ck_assert_uint_eq (s_decrypt (s_session, &key, &mech, digest, 48, sig, &len),
+        ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, digest, 48, sig, &len),
                            CKR_KEY_FUNCTION_NOT_PERMITTED);
         OPENSSL_free (der);
         EVP_PKEY_free (pkey);
@@ -260,18 +215,18 @@ START_TEST (test_ecdh)
 {
     static const char *curves [] = { "P-256", "P-384", "P-521" };
     static const size_t fields [] = { 32, 48, 66 };
-    cs_drv_derive_key_fn *derive = (cs_drv_derive_key_fn *) cs_driver_lookup (s_driver, CS_DRV_DERIVE_KEY);
-    cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_driver, CS_DRV_CAPABILITIES);
+    cs_drv_derive_key_fn *derive = (cs_drv_derive_key_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_DERIVE_KEY);
+    cs_drv_capabilities_fn *caps_fn = (cs_drv_capabilities_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_CAPABILITIES);
     cs_caps_t caps = { 0 };
     ck_assert_ptr_nonnull (derive);
-    ck_assert_int_eq (caps_fn (s_board, &caps), 0);
+    ck_assert_int_eq (caps_fn (s_drv.board, &caps), 0);
     ck_assert (caps.flags & CS_CAP_DERIVE);
     for (size_t i = 0; i < 3; i++) {
         EVP_PKEY *own = EVP_EC_gen (curves [i]), *peer = EVP_EC_gen (curves [i]);
         unsigned char *der = NULL, point [200], z [128], ref [128];
-        cs_key_t key = s_key (own, i == 1 ? NULL : curves [i], &der);
+        cs_key_t key = td_key (own, i == 1 ? NULL : curves [i], &der);
         size_t point_len = s_point (peer, point, sizeof point), len = sizeof z, ref_len = sizeof ref;
-        ck_assert_uint_eq (derive (s_session, &key, point, point_len, z, &len), CKR_OK);
+        ck_assert_uint_eq (derive (s_drv.session, &key, point, point_len, z, &len), CKR_OK);
         ck_assert_uint_eq (len, fields [i]);
         EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (peer, NULL);
         ck_assert (EVP_PKEY_derive_init (ctx) > 0 && EVP_PKEY_derive_set_peer (ctx, own) > 0
@@ -280,23 +235,23 @@ START_TEST (test_ecdh)
         ck_assert_uint_eq (ref_len, len);
         ck_assert_mem_eq (z, ref, len);
         len = fields [i] - 1;
-        ck_assert_uint_eq (derive (s_session, &key, point, point_len, z, &len), CKR_BUFFER_TOO_SMALL);
+        ck_assert_uint_eq (derive (s_drv.session, &key, point, point_len, z, &len), CKR_BUFFER_TOO_SMALL);
         len = sizeof z;
-        ck_assert_uint_eq (derive (s_session, &key, point, point_len - 1, z, &len), CKR_MECHANISM_PARAM_INVALID);
+        ck_assert_uint_eq (derive (s_drv.session, &key, point, point_len - 1, z, &len), CKR_MECHANISM_PARAM_INVALID);
         point [point_len - 1] ^= 1;             /* no longer on the curve */
         len = sizeof z;
-        ck_assert_uint_eq (derive (s_session, &key, point, point_len, z, &len), CKR_MECHANISM_PARAM_INVALID);
+        ck_assert_uint_eq (derive (s_drv.session, &key, point, point_len, z, &len), CKR_MECHANISM_PARAM_INVALID);
         OPENSSL_free (der);
         EVP_PKEY_free (own);
         EVP_PKEY_free (peer);
     }
     EVP_PKEY *rsa = EVP_RSA_gen (2048);
     unsigned char *der = NULL, point [65] = { 0x04 }, z [64];
-    cs_key_t key = s_key (rsa, NULL, &der);
+    cs_key_t key = td_key (rsa, NULL, &der);
     size_t len = sizeof z;
-    ck_assert_uint_eq (derive (s_session, &key, point, sizeof point, z, &len), CKR_KEY_TYPE_INCONSISTENT);
+    ck_assert_uint_eq (derive (s_drv.session, &key, point, sizeof point, z, &len), CKR_KEY_TYPE_INCONSISTENT);
     cs_key_t none = { NULL, 0, NULL, 0, NULL };
-    ck_assert_uint_eq (derive (s_session, &none, point, sizeof point, z, &len), CKR_KEY_HANDLE_INVALID);
+    ck_assert_uint_eq (derive (s_drv.session, &none, point, sizeof point, z, &len), CKR_KEY_HANDLE_INVALID);
     OPENSSL_free (der);
     EVP_PKEY_free (rsa);
 }
@@ -306,11 +261,11 @@ START_TEST (test_eddsa)
 {
     EVP_PKEY *pkey = EVP_PKEY_Q_keygen (NULL, NULL, "ED25519");
     unsigned char *der = NULL, sig [64];
-    cs_key_t key = s_key (pkey, NULL, &der);
+    cs_key_t key = td_key (pkey, NULL, &der);
     static const char msg [] = "the whole message, not a digest";
     cs_mech_t mech = { CKM_EDDSA };
     size_t len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, (const unsigned char *) msg, sizeof msg, sig, &len),
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, (const unsigned char *) msg, sizeof msg, sig, &len),
                        CKR_OK);
     ck_assert_uint_eq (len, 64);
     EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
@@ -319,7 +274,7 @@ START_TEST (test_eddsa)
     EVP_MD_CTX_free (ctx);
     mech.type = CKM_ECDSA;
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, sig, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, sig, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
 }
@@ -332,14 +287,14 @@ START_TEST (test_per_request_keys_not_cached)
     cs_mech_t mech = { CKM_RSA_PKCS };
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     unsigned char *der = NULL;
-    cs_key_t key = s_key (pkey, NULL, &der);
-    ck_assert_uint_eq (s_cached (s_session), 0);
+    cs_key_t key = td_key (pkey, NULL, &der);
+    ck_assert_uint_eq (s_drv.cached (s_drv.session), 0);
     for (int i = 0; i < 3; i++) {
         size_t len = sizeof sig;
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
         ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
     }
-    ck_assert_uint_eq (s_cached (s_session), 0);
+    ck_assert_uint_eq (s_drv.cached (s_drv.session), 0);
     /*  The cache is bounded (cache-size = 4): six refs leave four entries,
         and an evicted key still works when it comes back.  */
     for (int i = 0; i < 6; i++) {
@@ -347,21 +302,21 @@ START_TEST (test_per_request_keys_not_cached)
         snprintf (ref, sizeof ref, "ks:%d", i);
         key.ref = ref;
         size_t len = sizeof sig;
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     }
-    ck_assert_uint_eq (s_cached (s_session), 4);
+    ck_assert_uint_eq (s_drv.cached (s_drv.session), 4);
     key.ref = "ks:0";
     size_t len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
     /*  Garbage material, and a resident id the board does not have.  */
     unsigned char junk [] = { 0x30, 0x03, 0x02, 0x01, 0x00 };
     cs_key_t bad = { NULL, 0, junk, sizeof junk, NULL };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &bad, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &bad, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     cs_key_t resident = { (const unsigned char *) "\x01", 1, NULL, 0, NULL };
     len = sizeof sig;
-    ck_assert_uint_eq (s_sign (s_session, &resident, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
+    ck_assert_uint_eq (s_drv.sign (s_drv.session, &resident, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
 }
@@ -382,7 +337,7 @@ s_sign_verify (const unsigned char *der, size_t der_len, EVP_PKEY *pub)
     th_digest_info (msg, di);
     SHA256 ((const unsigned char *) msg, strlen (msg), digest);
     if (EVP_PKEY_is_a (pub, "RSA")) {
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, di, 51, sig, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
         ck_assert_uint_eq (len, (size_t) EVP_PKEY_get_size (pub));
         ck_assert (th_verify_rsa_pkcs1 (pub, di, 51, sig, len));
         di [50] ^= 1;                                   /* and not another digest */
@@ -391,7 +346,7 @@ s_sign_verify (const unsigned char *der, size_t der_len, EVP_PKEY *pub)
     else
     if (EVP_PKEY_is_a (pub, "EC")) {
         mech.type = CKM_ECDSA;
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, digest, 32, sig, &len), CKR_OK);
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_OK);
         ck_assert_uint_eq (len, 2 * (size_t) ((EVP_PKEY_get_bits (pub) + 7) / 8));
         ck_assert (th_verify_ecdsa (pub, digest, 32, sig, len));
         digest [0] ^= 1;
@@ -400,7 +355,7 @@ s_sign_verify (const unsigned char *der, size_t der_len, EVP_PKEY *pub)
     else {
         ck_assert (EVP_PKEY_is_a (pub, "ED25519"));
         mech.type = CKM_EDDSA;
-        ck_assert_uint_eq (s_sign (s_session, &key, &mech, (const unsigned char *) msg, sizeof msg,
+        ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, (const unsigned char *) msg, sizeof msg,
                                    sig, &len), CKR_OK);
         ck_assert_uint_eq (len, 64);
         EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
@@ -416,11 +371,11 @@ static EVP_PKEY *
 s_generate (const cs_keygen_t *gen)
 {
     cs_drv_generate_material_fn *fn
-        = (cs_drv_generate_material_fn *) cs_driver_lookup (s_driver, CS_DRV_GENERATE_MATERIAL);
+        = (cs_drv_generate_material_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_GENERATE_MATERIAL);
     unsigned char *der = NULL, *spki = NULL;
     size_t len = 0;
     ck_assert_ptr_nonnull (fn);
-    ck_assert_uint_eq (fn (s_session, gen, &der, &len), CKR_OK);
+    ck_assert_uint_eq (fn (s_drv.session, gen, &der, &len), CKR_OK);
     const unsigned char *p = der;
     PKCS8_PRIV_KEY_INFO *p8 = d2i_PKCS8_PRIV_KEY_INFO (NULL, &p, (long) len);
     EVP_PKEY *pkey = p8 ? EVP_PKCS82PKEY (p8) : NULL;
@@ -472,33 +427,99 @@ START_TEST (test_generate)
     EVP_PKEY_free (pkey);
     /*  Refusals.  */
     cs_drv_generate_material_fn *fn
-        = (cs_drv_generate_material_fn *) cs_driver_lookup (s_driver, CS_DRV_GENERATE_MATERIAL);
+        = (cs_drv_generate_material_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_GENERATE_MATERIAL);
     unsigned char *der = NULL;
     size_t len = 0;
     static const unsigned char even [] = { 0x01, 0x00, 0x00 };
     gen = (cs_keygen_t) { CKM_RSA_PKCS_KEY_PAIR_GEN, 512 };
-    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_KEY_SIZE_RANGE);
+    ck_assert_uint_eq (fn (s_drv.session, &gen, &der, &len), CKR_KEY_SIZE_RANGE);
     gen = (cs_keygen_t) { CKM_RSA_PKCS_KEY_PAIR_GEN, 2048, even, sizeof even };
-    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_ATTRIBUTE_VALUE_INVALID);
+    ck_assert_uint_eq (fn (s_drv.session, &gen, &der, &len), CKR_ATTRIBUTE_VALUE_INVALID);
     gen = (cs_keygen_t) { CKM_EC_KEY_PAIR_GEN, 0, NULL, 0, ed, sizeof ed };
-    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_DOMAIN_PARAMS_INVALID);
+    ck_assert_uint_eq (fn (s_drv.session, &gen, &der, &len), CKR_DOMAIN_PARAMS_INVALID);
     gen = (cs_keygen_t) { CKM_DSA_KEY_PAIR_GEN };
-    ck_assert_uint_eq (fn (s_session, &gen, &der, &len), CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (fn (s_drv.session, &gen, &der, &len), CKR_MECHANISM_INVALID);
     ck_assert_ptr_null (der);
+}
+END_TEST
+
+/*  CS_DRV_SYMMETRIC against published vectors: NIST SP 800-38A F.1.1
+ *  (ECB-AES128) and F.2.1 (CBC-AES128), the GCM specification's test case 2
+ *  (McGrew & Viega), RFC 4231 test case 1 (HMAC-SHA256); a flipped GCM tag
+ *  and bad sizes are refused.  */
+START_TEST (test_symmetric)
+{
+    cs_drv_symmetric_fn *fn = (cs_drv_symmetric_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_SYMMETRIC);
+    ck_assert_ptr_nonnull (fn);
+    static const unsigned char key [16] = { 0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6,
+                                            0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c };
+    static const unsigned char iv [16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+    static const unsigned char plain [32] = {
+        0x6b, 0xc1, 0xbe, 0xe2, 0x2e, 0x40, 0x9f, 0x96, 0xe9, 0x3d, 0x7e, 0x11, 0x73, 0x93, 0x17, 0x2a,
+        0xae, 0x2d, 0x8a, 0x57, 0x1e, 0x03, 0xac, 0x9c, 0x9e, 0xb7, 0x6f, 0xac, 0x45, 0xaf, 0x8e, 0x51 };
+    static const unsigned char ecb [16] = { 0x3a, 0xd7, 0x7b, 0xb4, 0x0d, 0x7a, 0x36, 0x60,
+                                            0xa8, 0x9e, 0xca, 0xf3, 0x24, 0x66, 0xef, 0x97 };
+    static const unsigned char cbc [32] = {
+        0x76, 0x49, 0xab, 0xac, 0x81, 0x19, 0xb2, 0x46, 0xce, 0xe9, 0x8e, 0x9b, 0x12, 0xe9, 0x19, 0x7d,
+        0x50, 0x86, 0xcb, 0x9b, 0x50, 0x72, 0x19, 0xee, 0x95, 0xdb, 0x11, 0x3a, 0x91, 0x76, 0x78, 0xb2 };
+    static const unsigned char zero [16] = { 0 };
+    static const unsigned char gcm [32] = {
+        0x03, 0x88, 0xda, 0xce, 0x60, 0xb6, 0xa3, 0x92, 0xf3, 0x28, 0xc2, 0xb9, 0x71, 0xb2, 0xfe, 0x78,
+        0xab, 0x6e, 0x47, 0xd4, 0x2c, 0xec, 0x13, 0xbd, 0xf5, 0x3a, 0x67, 0xb2, 0x12, 0x57, 0xbd, 0xdf };
+    static const unsigned char hmac [32] = {
+        0xb0, 0x34, 0x4c, 0x61, 0xd8, 0xdb, 0x38, 0x53, 0x5c, 0xa8, 0xaf, 0xce, 0xaf, 0x0b, 0xf1, 0x2b,
+        0x88, 0x1d, 0xc2, 0x00, 0xc9, 0x83, 0x3d, 0xa7, 0x26, 0xe9, 0x37, 0x6c, 0x2e, 0x32, 0xcf, 0xf7 };
+    unsigned char hkey [20], out [96], tampered [32];
+    size_t len = sizeof out;
+    memset (hkey, 0x0b, sizeof hkey);
+    cs_sym_t op = { CKM_AES_ECB, CS_SYM_ENCRYPT, key, 16, NULL, 0, NULL, 0, 0, plain, 16 };
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
+    ck_assert (len == 16 && memcmp (out, ecb, 16) == 0);
+    op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, key, 16, iv, 16, NULL, 0, 0, plain, 32 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
+    ck_assert (len == 32 && memcmp (out, cbc, 32) == 0);
+    op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_DECRYPT, key, 16, iv, 16, NULL, 0, 0, cbc, 32 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
+    ck_assert (len == 32 && memcmp (out, plain, 32) == 0);
+    op = (cs_sym_t) { CKM_AES_GCM, CS_SYM_ENCRYPT, zero, 16, zero, 12, NULL, 0, 128, zero, 16 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
+    ck_assert (len == 32 && memcmp (out, gcm, 32) == 0);
+    memcpy (tampered, gcm, 32);
+    op = (cs_sym_t) { CKM_AES_GCM, CS_SYM_DECRYPT, zero, 16, zero, 12, NULL, 0, 128, tampered, 32 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
+    ck_assert (len == 16 && memcmp (out, zero, 16) == 0);
+    tampered [31] ^= 1;
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_ENCRYPTED_DATA_INVALID);
+    op = (cs_sym_t) { CKM_SHA256_HMAC, CS_SYM_SIGN, hkey, 20, NULL, 0, NULL, 0, 0,
+                      (const unsigned char *) "Hi There", 8 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_OK);
+    ck_assert (len == 32 && memcmp (out, hmac, 32) == 0);
+    /*  Refusals: a 20-byte AES key, a short CBC IV, a partial block, a 64-bit GCM tag.  */
+    op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, hkey, 20, iv, 16, NULL, 0, 0, plain, 32 };
+    len = sizeof out;
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_KEY_SIZE_RANGE);
+    op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, key, 16, iv, 8, NULL, 0, 0, plain, 32 };
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_MECHANISM_PARAM_INVALID);
+    op = (cs_sym_t) { CKM_AES_CBC, CS_SYM_ENCRYPT, key, 16, iv, 16, NULL, 0, 0, plain, 20 };
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_DATA_LEN_RANGE);
+    op = (cs_sym_t) { CKM_AES_GCM, CS_SYM_ENCRYPT, zero, 16, zero, 12, NULL, 0, 64, zero, 16 };
+    ck_assert_uint_eq (fn (s_drv.session, &op, out, &len), CKR_MECHANISM_PARAM_INVALID);
 }
 END_TEST
 
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     Suite *suite = suite_create ("driver_openssl");
-    TCase *tc = tcase_create ("openssl");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("openssl", s_setup, s_teardown);
     tcase_add_test (tc, test_capabilities_and_mechanisms);
     tcase_add_test (tc, test_key_material_off);
     tcase_add_test (tc, test_rsa_sign);
@@ -508,10 +529,7 @@ main (void)
     tcase_add_test (tc, test_ecdh);
     tcase_add_test (tc, test_per_request_keys_not_cached);
     tcase_add_test (tc, test_generate);
+    tcase_add_test (tc, test_symmetric);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

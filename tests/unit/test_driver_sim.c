@@ -9,10 +9,9 @@
  *  refuse to open the board.  Every signature and decryption is checked with
  *  OpenSSL's own RSA.
  */
-#include <dlfcn.h>
 #include <pthread.h>
-#include "test_broker_helpers.h"
-#include "cs_driver.h"
+#include "test_driver_helpers.h"
+#include "test_run.h"
 
 /*  Scheduling slack of a loaded 2-core machine, ms: far below the 50 ms
  *  or more by which a wrong model would miss its bound.  */
@@ -24,37 +23,19 @@ static char *s_dir;
 static EVP_PKEY *s_key;                 /* RSA-1024, in s_dir/key.pem */
 static const unsigned char s_id [] = { 0x42 };
 
-static void
-s_load (void)
-{
-    char path [4096];
-    snprintf (path, sizeof path, "%s/sim.so", getenv ("CRYPTOSERVER_DRIVER_DIR"));
-    s_dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg (s_dl != NULL, "%s", dlerror ());
-    cs_driver_entry_fn *entry = (cs_driver_entry_fn *) dlsym (s_dl, CS_DRIVER_ENTRY_SYMBOL);
-    ck_assert_ptr_nonnull (entry);
-    s_driver = entry ();
-    ck_assert_uint_eq (s_driver->abi_version, CS_DRIVER_ABI_VERSION);
-    ck_assert_str_eq (s_driver->type, "sim");
-}
-
 /*  Once per run: the RSA-1024 key in a temp dir, and the driver.  */
 static void
 s_setup (void)
 {
     s_dir = th_tmpdir ();
     s_key = th_key_pem (s_dir, "key.pem", 1024);
-    s_load ();
+    s_driver = td_load ("sim", &s_dl);
 }
 
 static void
 s_teardown (void)
 {
-    char path [4096];
-    snprintf (path, sizeof path, "%s/key.pem", s_dir);
-    unlink (path);
-    rmdir (s_dir);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
     EVP_PKEY_free (s_key);
     dlclose (s_dl);
 }
@@ -277,10 +258,8 @@ END_TEST
 int
 main (void)
 {
-    if (!getenv ("CRYPTOSERVER_DRIVER_DIR")) {
-        fprintf (stderr, "CRYPTOSERVER_DRIVER_DIR is not set: run through make check\n");
+    if (!tr_driver_dir_set ())
         return 77;
-    }
     Suite *suite = suite_create ("driver_sim");
     TCase *tc = tcase_create ("sim");
     tcase_add_unchecked_fixture (tc, s_setup, s_teardown);
@@ -291,9 +270,5 @@ main (void)
     tcase_add_test (tc, test_jitter);
     tcase_add_test (tc, test_bad_settings_refused);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -8,14 +8,21 @@
  *      left once the keys are gone;
  *    - a read whose token is older than a drop, or taken on hold, is not
  *      cached;
- *    - a write by another SQLite connection is seen by the watch.
+ *    - a write by another SQLite connection is seen by the watch;
+ *    - the watch under it and under the allow-list's (broker/path_watch.h):
+ *      a renamed file stays watched, a renamed directory gives way to the
+ *      one made at its path.
  */
 #include <check.h>
 #include <sqlite3.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <czmq.h>
 #include "ks_cache.h"
 #include "ks_watch.h"
+#include "path_watch.h"
 #include "test_smaps.h"
+#include "test_run.h"
 
 /*  A description with ref `ref` (caller owns, as ks_cache_key_put takes).  */
 static Cs__KeyInfo *
@@ -232,6 +239,78 @@ START_TEST (test_watch)
 }
 END_TEST
 
+/*  Writes one byte to path (creating it).  */
+static void
+s_touch (const char *path)
+{
+    FILE *file = fopen (path, "a");
+    ck_assert_ptr_nonnull (file);
+    fputc ('x', file);
+    fclose (file);
+}
+
+/*  PATH_WATCH_INODE (the keystore files): a file renamed away is still
+ *  watched.  PATH_WATCH_PATH (clients.d): a directory renamed away is not;
+ *  until a directory is at the path again every call says changed, then
+ *  changes in the new one are seen and changes in the old one are not.
+ *  The call that sets the watch again says changed: a file written into
+ *  the new directory before it is not missed.  */
+START_TEST (test_path_watch_follow)
+{
+    char dir [] = "/tmp/test_path_watch.XXXXXX", file [128], moved [128], sub [128], old [128],
+         path [192], command [160];
+    ck_assert_ptr_nonnull (mkdtemp (dir));
+    snprintf (file, sizeof file, "%s/file", dir);
+    snprintf (moved, sizeof moved, "%s/file.moved", dir);
+    s_touch (file);
+    const char *files [1] = { file };
+    path_watch_t *watch = path_watch_new (files, 1, IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF,
+                                          PATH_WATCH_INODE);
+    ck_assert_ptr_nonnull (watch);
+    ck_assert (!path_watch_changed (watch));
+    s_touch (file);
+    ck_assert (path_watch_changed (watch));
+    ck_assert (!path_watch_changed (watch));
+    ck_assert_int_eq (rename (file, moved), 0);
+    ck_assert (path_watch_changed (watch));
+    ck_assert (!path_watch_changed (watch));
+    s_touch (moved);
+    ck_assert (path_watch_changed (watch));             /* the inode is watched */
+    path_watch_destroy (&watch);
+    ck_assert_ptr_null (watch);
+
+    snprintf (sub, sizeof sub, "%s/clients.d", dir);
+    snprintf (old, sizeof old, "%s/clients.old", dir);
+    ck_assert_int_eq (mkdir (sub, 0700), 0);
+    const char *dirs [1] = { sub };
+    watch = path_watch_new (dirs, 1, IN_CREATE | IN_CLOSE_WRITE | IN_MODIFY | IN_DELETE | IN_MOVE_SELF
+                            | IN_DELETE_SELF | IN_ONLYDIR, PATH_WATCH_PATH);
+    ck_assert_ptr_nonnull (watch);
+    ck_assert_int_ge (path_watch_fd (watch), 0);
+    ck_assert (!path_watch_changed (watch));
+    snprintf (path, sizeof path, "%s/a.cert", sub);
+    s_touch (path);
+    ck_assert (path_watch_changed (watch));
+    ck_assert (!path_watch_changed (watch));
+    ck_assert_int_eq (rename (sub, old), 0);
+    ck_assert (path_watch_changed (watch));
+    ck_assert (path_watch_changed (watch));             /* nothing at the path */
+    ck_assert_int_eq (mkdir (sub, 0700), 0);
+    ck_assert (path_watch_changed (watch));             /* watched again: what it holds may be new */
+    ck_assert (!path_watch_changed (watch));
+    snprintf (path, sizeof path, "%s/b.cert", old);
+    s_touch (path);
+    ck_assert (!path_watch_changed (watch));            /* the old directory is not watched */
+    snprintf (path, sizeof path, "%s/b.cert", sub);
+    s_touch (path);
+    ck_assert (path_watch_changed (watch));
+    path_watch_destroy (&watch);
+    ck_assert (path_watch_new (dirs, 0, IN_CREATE, PATH_WATCH_PATH) == NULL);
+    snprintf (command, sizeof command, "rm -rf '%s'", dir);
+    ck_assert_int_eq (system (command), 0);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -241,10 +320,7 @@ main (void)
     tcase_add_test (tc, test_tokens);
     tcase_add_test (tc, test_locked_and_bounded);
     tcase_add_test (tc, test_watch);
+    tcase_add_test (tc, test_path_watch_follow);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -12,6 +12,7 @@
 #include "cs_mech.h"
 #include "cs_wire.h"
 #include "mechanism.h"
+#include "test_run.h"
 
 #define S_SIGN_FLAGS (CKF_SIGN | CKF_VERIFY)
 #define S_CRYPT_FLAGS (CKF_DECRYPT | CKF_ENCRYPT)
@@ -46,7 +47,8 @@ START_TEST (test_flags_consistent)
     for (size_t i = 0; i < n; i++) {
         const cs_mech_row_t *r = &rows [i];
         CK_FLAGS ops = r->flags & (CKF_SIGN | CKF_VERIFY | CKF_DECRYPT | CKF_ENCRYPT | CKF_DIGEST
-                                   | CKF_DERIVE | CKF_GENERATE_KEY_PAIR);
+                                   | CKF_DERIVE | CKF_GENERATE_KEY_PAIR | CKF_GENERATE);
+        bool secret = r->key_type == CKK_AES || r->key_type == CKK_GENERIC_SECRET;
         ck_assert_msg (ops != 0, "%s: no operation", r->name);
         /*  Verify and encrypt are local, so they come with sign and decrypt.  */
         ck_assert_msg (!(r->flags & S_SIGN_FLAGS) == !((r->flags & S_SIGN_FLAGS) == S_SIGN_FLAGS),
@@ -54,6 +56,13 @@ START_TEST (test_flags_consistent)
         ck_assert_msg (!(r->flags & S_CRYPT_FLAGS) == !((r->flags & S_CRYPT_FLAGS) == S_CRYPT_FLAGS),
                        "%s: decrypt without encrypt or the reverse", r->name);
         /*  A board runs it (CKF_HW; wire 0 is CKM_RSA_PKCS_KEY_PAIR_GEN) or the module does.  */
+        /*  Secret-key generation runs in the module (its RNG): sizes in bytes.  */
+        if (ops == CKF_GENERATE) {
+            ck_assert_msg (secret && !(r->flags & CKF_HW) && r->wire == 0 && r->min_bits > 0
+                           && r->min_bits <= r->max_bits && r->input == CS_MECH_IN_NONE,
+                           "%s: a secret-key generator", r->name);
+            continue;
+        }
         if (!(r->flags & CKF_HW)) {
             ck_assert_uint_eq (r->wire, 0);
             ck_assert_msg (ops == CKF_DIGEST && r->key_type == CS_MECH_KEY_NONE && r->hash == r->type
@@ -75,8 +84,15 @@ START_TEST (test_flags_consistent)
             ck_assert_msg (r->input == CS_MECH_IN_NONE && r->output == CS_MECH_OUT_NONE, "%s: data rules",
                            r->name);
         if (r->flags & CKF_SIGN)
-            ck_assert_msg (r->output == (r->key_type == CKK_RSA ? CS_MECH_OUT_MODULUS : CS_MECH_OUT_EC),
+            ck_assert_msg (r->output == (secret ? CS_MECH_OUT_MAC : r->key_type == CKK_RSA ? CS_MECH_OUT_MODULUS
+                                                : CS_MECH_OUT_EC),
                            "%s: signature size rule", r->name);
+        /*  Secret-key rows: the AES ones take 16..32-byte keys, their output is
+            sized by cs_mech_sym_output_len.  */
+        if (secret && r->key_type == CKK_AES)
+            ck_assert_msg (r->min_bits == 16 && r->max_bits == 32 && r->output == CS_MECH_OUT_SYM
+                           && (r->input == CS_MECH_IN_BLOCK || r->input == CS_MECH_IN_SYM),
+                           "%s: AES rules", r->name);
         ck_assert_msg ((r->param == CS_MECH_PARAM_PSS) == (r->wire == CKM_RSA_PKCS_PSS)
                        && (r->param == CS_MECH_PARAM_OAEP) == (r->wire == CKM_RSA_PKCS_OAEP),
                        "%s: parameter kind", r->name);
@@ -115,6 +131,23 @@ START_TEST (test_length_rules)
     ck_assert_uint_eq (cs_mech_output_len (pkcs, 256, 0, 0), 256);
     ck_assert_uint_eq (cs_mech_output_len (ecdsa, 0, 66, 0), 132);
     ck_assert_uint_eq (cs_mech_output_len (sha, 0, 0, 32), 32);
+    /*  Secret-key ciphers (PKCS#11 2.40 curr. mech. §2.10): ECB/CBC whole
+        blocks, CBC-PAD encrypts any length to the next whole block above it,
+        GCM appends the tag.  */
+    const cs_mech_row_t *cbc = cs_mech_row (CKM_AES_CBC), *pad = cs_mech_row (CKM_AES_CBC_PAD);
+    const cs_mech_row_t *gcm = cs_mech_row (CKM_AES_GCM);
+    ck_assert_uint_eq (cs_mech_input_check (cbc, true, 32, 0, 0), CKR_OK);
+    ck_assert_uint_eq (cs_mech_input_check (cbc, true, 33, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (pad, true, 33, 0, 0), CKR_OK);
+    ck_assert_uint_eq (cs_mech_input_check (pad, false, 33, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (pad, false, 0, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (gcm, true, CS_MECH_SYM_MAX_DATA + 1, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_sym_output_len (pad, true, 32, 0), 48);
+    ck_assert_uint_eq (cs_mech_sym_output_len (pad, true, 31, 0), 32);
+    ck_assert_uint_eq (cs_mech_sym_output_len (pad, false, 48, 0), 48);
+    ck_assert_uint_eq (cs_mech_sym_output_len (gcm, true, 10, 16), 26);
+    ck_assert_uint_eq (cs_mech_sym_output_len (gcm, false, 26, 16), 10);
+    ck_assert_uint_eq (cs_mech_sym_output_len (gcm, false, 10, 16), 0);
 }
 END_TEST
 
@@ -197,9 +230,5 @@ main (void)
     tcase_add_test (tc, test_rsa_gen_range);
     tcase_add_test (tc, test_man_page_lists_the_table);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

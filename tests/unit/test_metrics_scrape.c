@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 #include "cs_metrics_scrape.h"
+#include "test_run.h"
 
 static const char *s_text =
     "# HELP cryptoserver_jobs_total Jobs.\n"
@@ -93,9 +94,5 @@ main (void)
     tcase_add_test (tc, test_scrape_series);
     tcase_add_test (tc, test_scrape_unreachable);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -16,6 +16,7 @@
 #include <zmq.h>
 #include "cs_p11.h"
 #include "link.h"
+#include "test_run.h"
 
 START_TEST (test_reply_rv)
 {
@@ -463,9 +464,5 @@ main (void)
     tcase_add_test (tc, test_link_key_job_same_broker);
     tcase_set_timeout (tc, 60);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "modexp.h"
 #include "cryptoserver/pkcs11v.h"
+#include "test_run.h"
 
 static unsigned char s_e [] = { 0x01, 0x00, 0x01 };
 static unsigned char s_m [] = { 0x00, 0x00, 0xc5, 0x01, 0x02, 0x03 };     /* k = 4 */
@@ -186,9 +187,5 @@ main (void)
     tcase_add_test (tc, test_crt_params);
     tcase_add_test (tc, test_multi_layout);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -10,13 +10,11 @@
  *  this test made.  The module is $CRYPTOSERVER_MODULE_PATH, else
  *  $top_builddir/pkcs11-module/.libs/cryptoserver-pkcs11.so.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <openssl/rand.h>
-#include "test_broker_helpers.h"
-#include "broker_config.h"
-#include "server.h"
+#include "test_module_fixture.h"
 #include "cs_p11_3.h"
+#include "test_run.h"
 
 static char *s_dir;
 static EVP_PKEY *s_key;                 /* the board's key 01, made here */
@@ -34,79 +32,30 @@ static void s_mx_reset (void);
 static void
 s_setup (void)
 {
-    char *head, *conf = NULL, path [4096], *error = NULL, *text = NULL;
-    const char *env = getenv ("CRYPTOSERVER_MODULE_PATH"), *top = getenv ("top_builddir");
-    CK_RV (*get_list) (CK_FUNCTION_LIST_PTR_PTR);
     s_mx_reset ();             /* CK_FORK=no (make memcheck) runs the tests in one process */
     s_dir = th_tmpdir ();
     s_key = th_key_pem (s_dir, "board.pem", 2048);
     th_certs (s_dir, "app", "demo");
     th_keystore (s_dir);
-    head = th_conf_head (true);
-    ck_assert_int_ge (asprintf (&conf, "%s"
+    tb_conf_write (s_dir, "",
         "drivers\n"
         "    board\n        type = sim\n        key-file = board.pem\n        key-id = 01\n"
-        "        threads = 2\n        tenant = demo\n", head), 0);
-    th_write (s_dir, "broker.conf", conf);
-    free (head);
-    free (conf);
-    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
-    s_config = broker_config_load (path, &error);
-    ck_assert_msg (s_config != NULL, "config: %s", error ? error : "");
-    s_server = server_new (s_config, false);
-    ck_assert_ptr_nonnull (s_server);
-    ck_assert_int_ge (asprintf (&text, "client\n    endpoints = %s\n    broker-cert = broker.cert\n"
-        "    certificate = app.cert\n    curve = true\n    timeout-ms = 20000\n", server_endpoint (s_server)), 0);
-    th_write (s_dir, "client.conf", text);
-    free (text);
-    snprintf (path, sizeof path, "%s/client.conf", s_dir);
-    setenv ("CRYPTOSERVER_CONF", path, 1);
-    if (env)
-        snprintf (path, sizeof path, "%s", env);
-    else
-        snprintf (path, sizeof path, "%s/pkcs11-module/.libs/cryptoserver-pkcs11.so", top ? top : ".");
-    s_dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg (s_dl != NULL, "dlopen %s: %s", path, dlerror ());
-    *(void **) &get_list = dlsym (s_dl, "C_GetFunctionList");
-    ck_assert_ptr_nonnull (get_list);
-    ck_assert_uint_eq (get_list (&p), CKR_OK);
+        "        threads = 2\n        tenant = demo\n");
+    s_server = tb_start (s_dir, &s_config);
+    tm_client_conf (s_dir, server_endpoint (s_server), 20000);
+    s_dl = tm_module_open (&p);
 }
 
 static void
 s_teardown (void)
 {
-    char command [4200];
-    if (p)
-        p->C_Finalize (NULL);
-    if (s_dl)
-        dlclose (s_dl);
-    s_dl = NULL;
-    p = NULL;
-    server_destroy (&s_server);
-    broker_config_destroy (&s_config);
+    tm_module_close (&p, &s_dl);
+    tb_stop (&s_server, &s_config);
     EVP_PKEY_free (s_key);
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
-    free (s_dir);
+    th_tmpdir_remove (&s_dir);
 }
 
 /*  ---- helpers --------------------------------------------------------- */
-
-static CK_SESSION_HANDLE
-s_open (CK_FLAGS flags)
-{
-    CK_SESSION_HANDLE h = 0;
-    ck_assert_uint_eq (p->C_OpenSession (0, CKF_SERIAL_SESSION | flags, NULL, NULL, &h), CKR_OK);
-    return h;
-}
-
-static CK_STATE
-s_state (CK_SESSION_HANDLE h)
-{
-    CK_SESSION_INFO info;
-    ck_assert_uint_eq (p->C_GetSessionInfo (h, &info), CKR_OK);
-    return info.state;
-}
 
 /*  The object of `klass` with CKA_ID 01.  */
 static CK_OBJECT_HANDLE
@@ -147,66 +96,31 @@ s_openssl_sign (const uint8_t *data, size_t len, uint8_t sig [256])
     EVP_PKEY_CTX_free (ctx);
 }
 
-/*  ---- application mutex callbacks that count, with a hook ------------- */
+/*  ---- application mutex callbacks that count (tm_mx), with a hook ----- */
 
 static struct {
-    int created, destroyed, locked, unlocked;
-    CK_RV create_rv;                    /* what CreateMutex answers */
     int hook_at;                        /* run the hook at this lock (counted from arming), 0: off */
     int armed_locks;
     CK_SESSION_HANDLE close;            /* the hook closes this session */
     bool fired;
-} s_mx;
+} s_hook;
 
 static void
 s_mx_reset (void)
 {
-    memset (&s_mx, 0, sizeof s_mx);
+    tm_mx_reset ();
+    memset (&s_hook, 0, sizeof s_hook);
 }
 
-static CK_RV
-s_mx_create (CK_VOID_PTR_PTR mutex_p)
+/*  tm_mx.lock_hook: closes s_hook.close at the hook_at-th lock.  */
+static void
+s_lock_hook (void)
 {
-    pthread_mutex_t *mutex;
-    if (s_mx.create_rv != CKR_OK)
-        return s_mx.create_rv;
-    if (!(mutex = malloc (sizeof *mutex)))
-        return CKR_HOST_MEMORY;
-    pthread_mutex_init (mutex, NULL);
-    __atomic_add_fetch (&s_mx.created, 1, __ATOMIC_SEQ_CST);
-    *mutex_p = mutex;
-    return CKR_OK;
-}
-
-static CK_RV
-s_mx_destroy (CK_VOID_PTR mutex)
-{
-    pthread_mutex_destroy (mutex);
-    free (mutex);
-    __atomic_add_fetch (&s_mx.destroyed, 1, __ATOMIC_SEQ_CST);
-    return CKR_OK;
-}
-
-/*  The hook runs before the lock is taken, in the thread that asks for it
- *  (which does not hold it): another call into the module, as another
- *  thread could make at that moment.  */
-static CK_RV
-s_mx_lock (CK_VOID_PTR mutex)
-{
-    if (s_mx.hook_at && ++s_mx.armed_locks == s_mx.hook_at) {
-        s_mx.hook_at = 0;
-        s_mx.fired = true;
-        ck_assert_uint_eq (p->C_CloseSession (s_mx.close), CKR_OK);
+    if (s_hook.hook_at && ++s_hook.armed_locks == s_hook.hook_at) {
+        s_hook.hook_at = 0;
+        s_hook.fired = true;
+        ck_assert_uint_eq (p->C_CloseSession (s_hook.close), CKR_OK);
     }
-    __atomic_add_fetch (&s_mx.locked, 1, __ATOMIC_SEQ_CST);
-    return pthread_mutex_lock (mutex) == 0 ? CKR_OK : CKR_MUTEX_BAD;
-}
-
-static CK_RV
-s_mx_unlock (CK_VOID_PTR mutex)
-{
-    __atomic_add_fetch (&s_mx.unlocked, 1, __ATOMIC_SEQ_CST);
-    return pthread_mutex_unlock (mutex) == 0 ? CKR_OK : CKR_MUTEX_NOT_LOCKED;
 }
 
 /*  Callbacks of an application with one global lock: CreateMutex makes a
@@ -216,7 +130,7 @@ static pthread_mutex_t s_global = PTHREAD_MUTEX_INITIALIZER;
 static CK_RV
 s_global_create (CK_VOID_PTR_PTR mutex_p)
 {
-    __atomic_add_fetch (&s_mx.created, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch (&tm_mx.created, 1, __ATOMIC_SEQ_CST);
     *mutex_p = NULL;
     return CKR_OK;
 }
@@ -224,21 +138,21 @@ s_global_create (CK_VOID_PTR_PTR mutex_p)
 static CK_RV
 s_global_destroy (CK_VOID_PTR mutex)
 {
-    __atomic_add_fetch (&s_mx.destroyed, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch (&tm_mx.destroyed, 1, __ATOMIC_SEQ_CST);
     return CKR_OK;
 }
 
 static CK_RV
 s_global_lock (CK_VOID_PTR mutex)
 {
-    __atomic_add_fetch (&s_mx.locked, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch (&tm_mx.locked, 1, __ATOMIC_SEQ_CST);
     return pthread_mutex_lock (&s_global) == 0 ? CKR_OK : CKR_MUTEX_BAD;
 }
 
 static CK_RV
 s_global_unlock (CK_VOID_PTR mutex)
 {
-    __atomic_add_fetch (&s_mx.unlocked, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch (&tm_mx.unlocked, 1, __ATOMIC_SEQ_CST);
     return pthread_mutex_unlock (&s_global) == 0 ? CKR_OK : CKR_MUTEX_NOT_LOCKED;
 }
 
@@ -248,16 +162,16 @@ START_TEST (test_last_session_logs_out)
 {
     CK_SESSION_HANDLE a, b;
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
-    a = s_open (0);
-    b = s_open (CKF_RW_SESSION);
+    a = tm_open (p, 0);
+    b = tm_open (p, CKF_RW_SESSION);
     ck_assert_uint_eq (p->C_Login (a, CKU_USER, s_pin, 4), CKR_OK);
     ck_assert_uint_eq (p->C_CloseSession (a), CKR_OK);          /* not the last: still logged in */
-    ck_assert_uint_eq (s_state (b), CKS_RW_USER_FUNCTIONS);
+    ck_assert_uint_eq (tm_state (p, b), CKS_RW_USER_FUNCTIONS);
     ck_assert_uint_eq (p->C_CloseSession (b), CKR_OK);          /* the last */
-    a = s_open (0);
-    ck_assert_uint_eq (s_state (a), CKS_RO_PUBLIC_SESSION);
+    a = tm_open (p, 0);
+    ck_assert_uint_eq (tm_state (p, a), CKS_RO_PUBLIC_SESSION);
     ck_assert_uint_eq (p->C_Login (a, CKU_USER, s_pin, 4), CKR_OK);
-    ck_assert_uint_eq (s_state (a), CKS_RO_USER_FUNCTIONS);
+    ck_assert_uint_eq (tm_state (p, a), CKS_RO_USER_FUNCTIONS);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
 }
 END_TEST
@@ -269,20 +183,21 @@ END_TEST
  *  C_Login must answer CKR_SESSION_CLOSED.  */
 START_TEST (test_login_while_last_session_closes)
 {
-    CK_C_INITIALIZE_ARGS args = { s_mx_create, s_mx_destroy, s_mx_lock, s_mx_unlock, 0, NULL };
+    CK_C_INITIALIZE_ARGS args = *tm_mx_args ();
     CK_SESSION_HANDLE h;
     bool closed_seen = false;
     CK_RV rv;
     ck_assert_uint_eq (p->C_Initialize (&args), CKR_OK);
+    tm_mx.lock_hook = s_lock_hook;
     for (int at = 1; at <= 6; at++) {
-        h = s_open (0);
-        s_mx.close = h;
-        s_mx.fired = false;
-        s_mx.armed_locks = 0;
-        s_mx.hook_at = at;
+        h = tm_open (p, 0);
+        s_hook.close = h;
+        s_hook.fired = false;
+        s_hook.armed_locks = 0;
+        s_hook.hook_at = at;
         rv = p->C_Login (h, CKU_USER, s_pin, 4);
-        s_mx.hook_at = 0;
-        if (!s_mx.fired) {
+        s_hook.hook_at = 0;
+        if (!s_hook.fired) {
             ck_assert_uint_eq (rv, CKR_OK);
             ck_assert_uint_eq (p->C_CloseSession (h), CKR_OK);
         }
@@ -290,14 +205,14 @@ START_TEST (test_login_while_last_session_closes)
             ck_assert_msg (rv == CKR_SESSION_HANDLE_INVALID || rv == CKR_SESSION_CLOSED,
                            "C_Login, session closed at lock %d: 0x%lx", at, rv);
         closed_seen |= rv == CKR_SESSION_CLOSED;
-        h = s_open (0);
-        ck_assert_msg (s_state (h) == CKS_RO_PUBLIC_SESSION, "closed at lock %d: still logged in", at);
+        h = tm_open (p, 0);
+        ck_assert_msg (tm_state (p, h) == CKS_RO_PUBLIC_SESSION, "closed at lock %d: still logged in", at);
         ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
         ck_assert_uint_eq (p->C_CloseSession (h), CKR_OK);
     }
     ck_assert (closed_seen);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
 }
 END_TEST
 
@@ -305,7 +220,7 @@ END_TEST
 
 START_TEST (test_mutex_callbacks)
 {
-    CK_C_INITIALIZE_ARGS args = { s_mx_create, s_mx_destroy, s_mx_lock, s_mx_unlock, 0, NULL }, some;
+    CK_C_INITIALIZE_ARGS args = *tm_mx_args (), some;
     CK_MECHANISM raw = { CKM_RSA_PKCS, NULL, 0 };
     CK_SESSION_HANDLE h;
     CK_INFO info;
@@ -323,49 +238,49 @@ START_TEST (test_mutex_callbacks)
             if (missing == 3) some.UnlockMutex = NULL;
             ck_assert_uint_eq (p->C_Initialize (&some), CKR_ARGUMENTS_BAD);
         }
-    ck_assert_int_eq (s_mx.created, 0);
+    ck_assert_int_eq (tm_mx.created, 0);
     ck_assert_uint_eq (p->C_GetInfo (&info), CKR_CRYPTOKI_NOT_INITIALIZED);
     /*  CreateMutex failing fails C_Initialize with its code.  */
-    s_mx.create_rv = CKR_HOST_MEMORY;
+    tm_mx.create_rv = CKR_HOST_MEMORY;
     ck_assert_uint_eq (p->C_Initialize (&args), CKR_HOST_MEMORY);
     ck_assert_uint_eq (p->C_GetInfo (&info), CKR_CRYPTOKI_NOT_INITIALIZED);
-    s_mx.create_rv = CKR_OK;
+    tm_mx.create_rv = CKR_OK;
     /*  The callbacks are the library mutex: every state change goes
         through them, balanced, also around a job on the broker.  */
     ck_assert_uint_eq (p->C_Initialize (&args), CKR_OK);
-    ck_assert_int_eq (s_mx.created, 1);
-    h = s_open (0);
+    ck_assert_int_eq (tm_mx.created, 1);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
     th_digest_info ("mutex", di);
-    int before = s_mx.locked;
+    int before = tm_mx.locked;
     ck_assert_uint_eq (p->C_SignInit (h, &raw, s_find (h, CKO_PRIVATE_KEY)), CKR_OK);
     ck_assert_uint_eq (p->C_Sign (h, di, 51, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pkcs1 (s_key, di, 51, sig, len));
-    ck_assert_int_gt (s_mx.locked, before + 2);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_gt (tm_mx.locked, before + 2);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
-    ck_assert_int_eq (s_mx.destroyed, 1);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_eq (tm_mx.destroyed, 1);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
     /*  A NULL handle from CreateMutex is the application's business: its
         callbacks are used all the same (not CKR_CANT_LOCK).  */
     CK_C_INITIALIZE_ARGS global = { s_global_create, s_global_destroy, s_global_lock, s_global_unlock, 0, NULL };
-    memset (&s_mx, 0, sizeof s_mx);
+    tm_mx_reset ();
     ck_assert_uint_eq (p->C_Initialize (&global), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
-    ck_assert_int_eq (s_mx.created, 1);
-    ck_assert_int_eq (s_mx.destroyed, 1);
-    ck_assert_int_gt (s_mx.locked, 2);
-    ck_assert_int_eq (s_mx.locked, s_mx.unlocked);
+    ck_assert_int_eq (tm_mx.created, 1);
+    ck_assert_int_eq (tm_mx.destroyed, 1);
+    ck_assert_int_gt (tm_mx.locked, 2);
+    ck_assert_int_eq (tm_mx.locked, tm_mx.unlocked);
     /*  No callbacks, CKF_OS_LOCKING_OK: our own locking.  */
     CK_C_INITIALIZE_ARGS os = { NULL, NULL, NULL, NULL, CKF_OS_LOCKING_OK, NULL };
-    memset (&s_mx, 0, sizeof s_mx);
+    tm_mx_reset ();
     ck_assert_uint_eq (p->C_Initialize (&os), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_CloseSession (h), CKR_OK);
     ck_assert_uint_eq (p->C_Finalize (NULL), CKR_OK);
-    ck_assert_int_eq (s_mx.locked + s_mx.created, 0);
+    ck_assert_int_eq (tm_mx.locked + tm_mx.created, 0);
 }
 END_TEST
 
@@ -377,7 +292,7 @@ START_TEST (test_random)
     uint8_t seed [32] = "seed material", a [32] = { 0 }, b [32] = { 0 };
     ck_assert_uint_eq (p->C_SeedRandom (1, seed, 4), CKR_CRYPTOKI_NOT_INITIALIZED);
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_SeedRandom (h, seed, sizeof seed), CKR_OK);
     ck_assert_uint_eq (p->C_SeedRandom (h, NULL, 0), CKR_OK);
     ck_assert_uint_eq (p->C_SeedRandom (h, NULL, 4), CKR_ARGUMENTS_BAD);
@@ -410,7 +325,7 @@ START_TEST (test_digest_key)
     uint8_t digest [32], expect [32];
     CK_ULONG len = sizeof digest;
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
-    h = s_open (0);
+    h = tm_open (p, 0);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
     priv = s_find (h, CKO_PRIVATE_KEY);
     pub = s_find (h, CKO_PUBLIC_KEY);
@@ -453,7 +368,7 @@ START_TEST (test_recover)
     ck_assert_uint_eq (info.flags & (CKF_SIGN_RECOVER | CKF_VERIFY_RECOVER), CKF_SIGN_RECOVER | CKF_VERIFY_RECOVER);
     ck_assert_uint_eq (p->C_GetMechanismInfo (0, CKM_SHA256_RSA_PKCS, &info), CKR_OK);
     ck_assert_uint_eq (info.flags & (CKF_SIGN_RECOVER | CKF_VERIFY_RECOVER), 0);
-    h = s_open (0);
+    h = tm_open (p, 0);
     pub = s_find (h, CKO_PUBLIC_KEY);
     ck_assert_uint_eq (p->C_SignRecoverInit (h, &pkcs, pub), CKR_USER_NOT_LOGGED_IN);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_pin, 4), CKR_OK);
@@ -543,9 +458,7 @@ int
 main (void)
 {
     Suite *suite = suite_create ("module_session");
-    TCase *tc = tcase_create ("session");
-    tcase_add_checked_fixture (tc, s_setup, s_teardown);
-    tcase_set_timeout (tc, 60);
+    TCase *tc = tr_tcase ("session", s_setup, s_teardown);
     tcase_add_test (tc, test_last_session_logs_out);
     tcase_add_test (tc, test_login_while_last_session_closes);
     tcase_add_test (tc, test_mutex_callbacks);
@@ -553,9 +466,5 @@ main (void)
     tcase_add_test (tc, test_digest_key);
     tcase_add_test (tc, test_recover);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

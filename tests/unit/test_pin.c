@@ -9,6 +9,7 @@
 #include <openssl/hmac.h>
 #include "cs_pin.h"
 #include "cs_util.h"
+#include "test_run.h"
 
 /*  The hash key of the tests (the keystore derives its own from the master
  *  key): bytes 00 01 .. 1f.  */
@@ -261,9 +262,5 @@ main (void)
     tcase_add_test (tc, test_paths);
     tcase_add_test (tc, test_file_read_hex);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include "cs_secmem.h"
 #include "test_smaps.h"
+#include "test_run.h"
 
 START_TEST (test_block_locked_and_not_dumped)
 {
@@ -78,9 +79,5 @@ main (void)
     tcase_add_test (tc, test_blocks_do_not_share_pages);
     tcase_add_test (tc, test_protect_process);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <math.h>
 #include "sim_card.h"
+#include "test_run.h"
 
 #define MS 1000000LL                    /* nanoseconds per millisecond */
 
@@ -313,9 +314,5 @@ main (void)
     tcase_add_loop_test (tc, test_table1_plateaus, 0, sizeof s_table1 / sizeof s_table1 [0]);
     tcase_add_test (tc, test_plateau_is_n_over_latency);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? 1 : 0;
+    return tr_run (suite);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <p11-kit/pkcs11.h>
 #include "cs_wire.h"
+#include "test_run.h"
 
 /*  Builds a request with one sign job and one hello job; caller frees *buf_p.  */
 static uint8_t *
@@ -382,9 +383,5 @@ main (void)
     tcase_add_test (tc, test_version_choose);
     tcase_add_test (tc, test_rv_names);
     suite_add_tcase (suite, tc);
-    SRunner *runner = srunner_create (suite);
-    srunner_run_all (runner, CK_NORMAL);
-    int failed = srunner_ntests_failed (runner);
-    srunner_free (runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tr_run (suite);
 }

@@ -1,0 +1,63 @@
+/*  symjobs.c — secret-key jobs (symjobs.h).  */
+#include <openssl/crypto.h>
+#include "cs_mech.h"
+#include "symjobs.h"
+
+CK_RV
+symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
+{
+    const cs_mech_row_t *row = cs_mech_row ((CK_MECHANISM_TYPE) job->mechanism);
+    bool mac = row && row->output == CS_MECH_OUT_MAC;
+    memset (op, 0, sizeof *op);
+    if (!row || (row->key_type != CKK_AES && row->key_type != CKK_GENERIC_SECRET) || !(row->flags & CKF_HW))
+        return CKR_MECHANISM_INVALID;
+    if (mac ? job->operation != CS_SYM_SIGN
+            : job->operation != CS_SYM_ENCRYPT && job->operation != CS_SYM_DECRYPT)
+        return CKR_MECHANISM_INVALID;
+    if (job->key_value.len < row->min_bits || job->key_value.len > row->max_bits
+    ||  (row->key_type == CKK_AES && job->key_value.len % 8))
+        return CKR_KEY_SIZE_RANGE;
+    if (job->data.len > CS_MECH_SYM_MAX_DATA)
+        return CKR_DATA_LEN_RANGE;
+    switch (row->param) {
+        case CS_MECH_PARAM_IV:
+            if (job->iv.len != CS_MECH_AES_BLOCK || job->aad.len || job->tag_length_bits)
+                return CKR_MECHANISM_PARAM_INVALID;
+            break;
+        case CS_MECH_PARAM_GCM:
+            if (job->iv.len < 1 || job->iv.len > 256 || job->aad.len > CS_MECH_SYM_MAX_DATA
+            ||  job->tag_length_bits % 8 || job->tag_length_bits < 96 || job->tag_length_bits > 128)
+                return CKR_MECHANISM_PARAM_INVALID;
+            break;
+        default:
+            if (job->iv.len || job->aad.len || job->tag_length_bits)
+                return CKR_MECHANISM_PARAM_INVALID;
+            break;
+    }
+    op->mechanism = row->type;
+    op->operation = (int) job->operation;
+    op->key = job->key_value.data;
+    op->key_len = job->key_value.len;
+    op->iv = job->iv.len ? job->iv.data : NULL;
+    op->iv_bytes = job->iv.len;
+    op->aad = job->aad.len ? job->aad.data : NULL;
+    op->aad_bytes = job->aad.len;
+    op->tag_length_bits = job->tag_length_bits;
+    op->in = job->data.data;
+    op->in_len = job->data.len;
+    return CKR_OK;
+}
+
+void
+symjob_wipe (Cs__Request *req)
+{
+    for (size_t i = 0; req && i < req->n_jobs; i++) {
+        const Cs__Job *job = req->jobs [i];
+        if (!job || job->kind_case != CS__JOB__KIND_SYM || !job->sym)
+            continue;
+        if (job->sym->key_value.data)
+            OPENSSL_cleanse (job->sym->key_value.data, job->sym->key_value.len);
+        if (job->sym->data.data)
+            OPENSSL_cleanse (job->sym->data.data, job->sym->data.len);
+    }
+}

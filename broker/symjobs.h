@@ -1,0 +1,25 @@
+/*  symjobs.h — secret-key jobs (issue #10; proto/cryptoserver.proto SymJob)
+ *  as a work item sees them: one stateless job with the key's value, the
+ *  parameters and the whole input, run by a board whose driver has
+ *  CS_DRV_SYMMETRIC and lists the mechanism (board_runs_sym).
+ */
+#ifndef SYMJOBS_H_INCLUDED
+#define SYMJOBS_H_INCLUDED
+
+#include "cryptoserver.pb-c.h"
+#include "cs_driver.h"
+
+/*  Checks a SymJob and fills *op with pointers into it (borrowed: valid
+ *  while the request lives).  Returns CKR_OK; CKR_MECHANISM_INVALID (a
+ *  mechanism that is not a secret-key mechanism of the table, or an
+ *  operation it does not do); CKR_KEY_SIZE_RANGE (a key outside the
+ *  table's range, bytes); CKR_MECHANISM_PARAM_INVALID (IV, AAD or tag bits
+ *  for the mechanism, PKCS#11 2.40 curr. mech. §2.10); CKR_DATA_LEN_RANGE
+ *  (more than CS_MECH_SYM_MAX_DATA bytes).  Rules: common/cs_mech.h.  */
+CK_RV symjob_prepare (const Cs__SymJob *job, cs_sym_t *op);
+
+/*  Wipes the key values and data of the request's SymJobs in place, before
+ *  protobuf-c frees it.  */
+void symjob_wipe (Cs__Request *req);
+
+#endif

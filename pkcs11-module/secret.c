@@ -1,0 +1,488 @@
+/*  secret.c — secret keys and symmetric mechanisms (secret.h).  */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include "attrs.h"
+#include "cs_mech.h"
+#include "cs_secmem.h"
+#include "keyop.h"
+#include "log.h"
+#include "module.h"
+#include "object.h"
+#include "secret.h"
+#include "session.h"
+#include "token.h"
+
+typedef struct {
+    cs_key_t *key;
+    const cs_mech_row_t *row;
+    int operation;              /* CS_SYM_* of cs_driver.h: 1 encrypt, 2 decrypt, 3 sign */
+    uint8_t iv [256];           /* CBC: 16 bytes; GCM: 1..256 */
+    size_t iv_bytes;
+    uint8_t *aad;               /* GCM */
+    size_t aad_bytes;
+    size_t tag_length_bits;            /* GCM */
+    uint8_t *in;                /* buffered input (cs_secmem: it may be plaintext) */
+    size_t in_len;
+    size_t in_cap;              /* bytes allocated for in */
+    uint8_t *out;               /* result kept after CKR_BUFFER_TOO_SMALL (cs_secmem) */
+    size_t out_len;
+    size_t out_cap;             /* bytes allocated for out */
+    bool has_out;
+    bool updated;               /* an Update call buffered input (multi-part) */
+    bool single;                /* C_Encrypt/C_Decrypt/C_Sign buffered its data (single-part) */
+} s_op_t;
+
+#define S_OP_ENCRYPT 1          /* = CS_SYM_ENCRYPT ... (cs_driver.h, proto SymJob) */
+#define S_OP_DECRYPT 2
+#define S_OP_SIGN    3
+
+static void
+s_op_free (void *arg)
+{
+    s_op_t *self = arg;
+    if (!self)
+        return;
+    cs_key_unref (&self->key);
+    free (self->aad);
+    cs_secmem_free (self->in, self->in_cap);
+    cs_secmem_free (self->out, self->out_cap);
+    OPENSSL_cleanse (self, sizeof *self);
+    free (self);
+}
+
+bool
+cs_secret_mech (const CK_MECHANISM *mech)
+{
+    const cs_mech_row_t *row = mech ? cs_mech_row (mech->mechanism) : NULL;
+    return row && (row->key_type == CKK_AES || row->key_type == CKK_GENERIC_SECRET) && (row->flags & CKF_HW);
+}
+
+/*  The mechanism's parameter (PKCS#11 2.40 curr. mech. §2.10.3, §2.10.5).  */
+static CK_RV
+s_params (s_op_t *self, const CK_MECHANISM *mech)
+{
+    if (self->row->param == CS_MECH_PARAM_IV) {
+        if (!mech->pParameter || mech->ulParameterLen != CS_MECH_AES_BLOCK)
+            return CKR_MECHANISM_PARAM_INVALID;
+        memcpy (self->iv, mech->pParameter, CS_MECH_AES_BLOCK);
+        self->iv_bytes = CS_MECH_AES_BLOCK;
+        return CKR_OK;
+    }
+    if (self->row->param == CS_MECH_PARAM_GCM) {
+        const CK_GCM_PARAMS *gcm = mech->pParameter;
+        if (!gcm || mech->ulParameterLen != sizeof *gcm || !gcm->pIv || gcm->ulIvLen < 1 || gcm->ulIvLen > 256
+        ||  gcm->ulTagBits % 8 || gcm->ulTagBits < 96 || gcm->ulTagBits > 128
+        ||  gcm->ulAADLen > CS_MECH_SYM_MAX_DATA || (gcm->ulAADLen && !gcm->pAAD))
+            return CKR_MECHANISM_PARAM_INVALID;
+        memcpy (self->iv, gcm->pIv, gcm->ulIvLen);
+        self->iv_bytes = gcm->ulIvLen;
+        self->tag_length_bits = gcm->ulTagBits;
+        if (gcm->ulAADLen) {
+            if (!(self->aad = malloc (gcm->ulAADLen)))
+                return CKR_HOST_MEMORY;
+            memcpy (self->aad, gcm->pAAD, gcm->ulAADLen);
+            self->aad_bytes = gcm->ulAADLen;
+        }
+        return CKR_OK;
+    }
+    return mech->ulParameterLen ? CKR_MECHANISM_PARAM_INVALID : CKR_OK;
+}
+
+static CK_RV
+s_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
+{
+    CK_RV rv;
+    s_op_t *self;
+    const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
+    if (!row || !(row->flags & want))
+        return CKR_MECHANISM_INVALID;
+    if (!cs_token_user_logged_in ())
+        return CKR_USER_NOT_LOGGED_IN;
+    if (!key->secret || key->key_type != row->key_type)
+        return CKR_KEY_TYPE_INCONSISTENT;
+    if (key->secret_len < row->min_bits || key->secret_len > row->max_bits)
+        return CKR_KEY_SIZE_RANGE;
+    if (!(self = calloc (1, sizeof *self)))
+        return CKR_HOST_MEMORY;
+    self->key = cs_key_ref (key);
+    self->row = row;
+    self->operation = want & CKF_ENCRYPT ? S_OP_ENCRYPT : want & CKF_DECRYPT ? S_OP_DECRYPT : S_OP_SIGN;
+    rv = s_params (self, mech);
+    if (rv == CKR_OK)
+        *op_p = self;
+    else
+        s_op_free (self);
+    return rv;
+}
+
+CK_RV
+cs_secret_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const CK_MECHANISM *mech,
+                CK_OBJECT_HANDLE key)
+{
+    return cs_keyop_init (handle, kind, want, mech, key, s_op_new, s_op_free);
+}
+
+bool
+cs_secret_active (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
+{
+    cs_session_t *session;
+    bool active = false;
+    if (cs_session_enter (handle, &session) != CKR_OK)
+        return false;
+    active = cs_session_op_free_fn (session, kind) == s_op_free;
+    cs_module_unlock ();
+    return active;
+}
+
+/*  Appends data to the op's buffer (locked memory, grown by doubling up to
+ *  CS_MECH_SYM_MAX_DATA bytes; the old block is wiped).  */
+static CK_RV
+s_buffer (s_op_t *op, const CK_BYTE *data, CK_ULONG len)
+{
+    if (len > CS_MECH_SYM_MAX_DATA - op->in_len)
+        return CKR_DATA_LEN_RANGE;
+    if (op->in_len + len > op->in_cap || !op->in) {
+        size_t cap = op->in_cap ? op->in_cap : 256;
+        while (cap < op->in_len + len)
+            cap *= 2;
+        if (cap > CS_MECH_SYM_MAX_DATA)
+            cap = CS_MECH_SYM_MAX_DATA;
+        uint8_t *grown = cs_secmem_alloc (cap);
+        if (!grown)
+            return CKR_HOST_MEMORY;
+        if (op->in_len)
+            memcpy (grown, op->in, op->in_len);
+        cs_secmem_free (op->in, op->in_cap);
+        op->in = grown;
+        op->in_cap = cap;
+    }
+    if (len)
+        memcpy (op->in + op->in_len, data, len);
+    op->in_len += len;
+    return CKR_OK;
+}
+
+CK_RV
+cs_secret_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *data, CK_ULONG len,
+                  CK_ULONG_PTR out_len_p)
+{
+    cs_session_t *session;
+    s_op_t *op;
+    CK_RV rv;
+    if ((rv = cs_session_op_enter (handle, kind, data || !len, &session, (void **) &op)) != CKR_OK)
+        return rv;
+    if (op->single || op->has_out)
+        rv = CKR_OPERATION_ACTIVE;              /* a single-part call is under way */
+    else
+    if ((rv = s_buffer (op, data, len)) != CKR_OK)
+        cs_session_op_end (session, kind);
+    else {
+        op->updated = true;
+        if (out_len_p)
+            *out_len_p = 0;
+    }
+    cs_module_unlock ();
+    return rv;
+}
+
+/*  Runs the op's SymJob on its buffered input; on CKR_OK the op holds the
+ *  result.  Without the mutex.  */
+static CK_RV
+s_job (s_op_t *op)
+{
+    CK_RV rv;
+    Cs__Reply *reply = NULL;
+    Cs__SymJob sym = CS__SYM_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    const Cs__Result *result;
+    size_t max = op->in_len + 32;
+    sym.mechanism = op->row->type;
+    sym.operation = (uint64_t) op->operation;
+    sym.key_value.data = op->key->secret;
+    sym.key_value.len = op->key->secret_len;
+    sym.iv.data = op->iv;
+    sym.iv.len = op->iv_bytes;
+    sym.aad.data = op->aad;
+    sym.aad.len = op->aad_bytes;
+    sym.tag_length_bits = (uint32_t) op->tag_length_bits;
+    sym.data.data = op->in ? op->in : op->iv;     /* a non-NULL pointer for an empty input */
+    sym.data.len = op->in_len;
+    job.kind_case = CS__JOB__KIND_SYM;
+    job.sym = &sym;
+    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
+        goto out;
+    result = reply->results [0];
+    if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len > max) {
+        cs_log_error ("the broker returned a malformed result of a secret-key job");
+        rv = CKR_DEVICE_ERROR;
+        goto out;
+    }
+    if (!(op->out = cs_secmem_alloc (result->data.len ? result->data.len : 1))) {
+        rv = CKR_HOST_MEMORY;
+        goto out;
+    }
+    op->out_cap = result->data.len ? result->data.len : 1;
+    memcpy (op->out, result->data.data, result->data.len);
+    op->out_len = result->data.len;
+    op->has_out = true;
+    OPENSSL_cleanse (result->data.data, result->data.len);
+out:
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
+/*  The size a length query answers (decryption: an upper bound).  */
+static size_t
+s_size (const s_op_t *op)
+{
+    if (op->row->output == CS_MECH_OUT_MAC)
+        return 32;      /* SHA-256 */
+    return cs_mech_sym_output_len (op->row, op->operation == S_OP_ENCRYPT, op->in_len, op->tag_length_bits / 8);
+}
+
+CK_RV
+cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const CK_BYTE *data, CK_ULONG len,
+                  CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    cs_session_t *session;
+    s_op_t *op;
+    CK_RV rv;
+    if ((rv = cs_session_op_enter (handle, kind, out_len_p != NULL && (final || data || !len),
+                                   &session, (void **) &op)) != CKR_OK)
+        return rv;
+    if (!final && op->updated)
+        rv = CKR_OPERATION_ACTIVE;              /* C_Encrypt after C_EncryptUpdate */
+    else
+    if (!final && !op->has_out && !op->single && (rv = s_buffer (op, data, len)) == CKR_OK)
+        op->single = true;      /* kept for the call after a length query */
+    if (rv != CKR_OK) {
+        cs_session_op_end (session, kind);
+        cs_module_unlock ();
+        return rv;
+    }
+    if (!op->has_out && (rv = cs_mech_input_check (op->row, op->operation == S_OP_ENCRYPT, op->in_len, 0, 0))
+        != CKR_OK) {
+        cs_session_op_end (session, kind);
+        cs_module_unlock ();
+        return op->operation == S_OP_DECRYPT ? CKR_ENCRYPTED_DATA_LEN_RANGE : rv;
+    }
+    if (!out && !op->has_out) {
+        *out_len_p = s_size (op);               /* locally */
+        cs_module_unlock ();
+        return CKR_OK;
+    }
+    op = cs_session_op_take (session, kind);
+    cs_module_unlock ();
+    if (!op->has_out)
+        rv = s_job (op);
+    if (rv == CKR_OK && (!out || *out_len_p < op->out_len)) {
+        rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
+        *out_len_p = op->out_len;
+        cs_module_lock ();
+        if ((session = cs_session_lookup (handle)) && cs_session_op_start (session, kind, op, s_op_free) == CKR_OK)
+            op = NULL;
+        cs_module_unlock ();
+    }
+    else
+    if (rv == CKR_OK) {
+        if (op->out_len)
+            memcpy (out, op->out, op->out_len);
+        *out_len_p = op->out_len;
+    }
+    s_op_free (op);
+    return rv;
+}
+
+CK_RV
+cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_ULONG len,
+                  const CK_BYTE *sig, CK_ULONG sig_len)
+{
+    cs_session_t *session;
+    s_op_t *op;
+    CK_RV rv;
+    if ((rv = cs_session_op_enter (handle, CS_OP_VERIFY, sig != NULL && (final || data || !len),
+                                   &session, (void **) &op)) != CKR_OK)
+        return rv;
+    op = cs_session_op_take (session, CS_OP_VERIFY);
+    cs_module_unlock ();
+    if (!final)
+        rv = s_buffer (op, data, len);
+    if (rv == CKR_OK && sig_len != 32)
+        rv = CKR_SIGNATURE_LEN_RANGE;
+    if (rv == CKR_OK)
+        rv = s_job (op);
+    if (rv == CKR_OK && (op->out_len != sig_len || CRYPTO_memcmp (op->out, sig, sig_len) != 0))
+        rv = CKR_SIGNATURE_INVALID;
+    s_op_free (op);
+    return rv;
+}
+
+/*  ---- objects -------------------------------------------------------- */
+
+/*  Attributes the template may not store: computed or given separately.  */
+static bool
+s_not_stored (CK_ATTRIBUTE_TYPE type)
+{
+    return type == CKA_CLASS || type == CKA_KEY_TYPE || type == CKA_VALUE_LEN || type == CKA_VALUE
+        || type == CKA_TOKEN || type == CKA_LOCAL || type == CKA_KEY_GEN_MECHANISM
+        || type == CKA_ALWAYS_SENSITIVE || type == CKA_NEVER_EXTRACTABLE;
+}
+
+/*  The class, key type and size rules of a secret-key template: *type_p
+ *  the key type (from the template, else `dflt`), checked against
+ *  `len` bytes.  */
+static CK_RV
+s_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len, CK_KEY_TYPE *type_p)
+{
+    CK_ULONG klass = CKO_SECRET_KEY, type = dflt;
+    if ((cs_template_find (tmpl, count, CKA_CLASS) && (!cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
+                                                      || klass != CKO_SECRET_KEY))
+    ||  (cs_template_find (tmpl, count, CKA_KEY_TYPE) && !cs_template_ulong (tmpl, count, CKA_KEY_TYPE, &type)))
+        return CKR_TEMPLATE_INCONSISTENT;
+    if (dflt != (CK_KEY_TYPE) -1 && type != dflt)
+        return CKR_TEMPLATE_INCONSISTENT;
+    if (type != CKK_AES && type != CKK_GENERIC_SECRET)
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
+        return CKR_ATTRIBUTE_VALUE_INVALID;     /* token secret keys: not yet (issue #10) */
+    if (type == CKK_AES ? len != 16 && len != 24 && len != 32 : len < 16 || len > 256)
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    *type_p = type;
+    return CKR_OK;
+}
+
+/*  Adds the session object: stored attributes of the template, the usage
+ *  defaults (TRUE for what the key type does, as SoftHSM), and the
+ *  computed ones.  CKA_PRIVATE (default TRUE) needs a CKU_USER login.  */
+static CK_RV
+s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE type, const uint8_t *value,
+       size_t len, CK_MECHANISM_TYPE gen_mech, CK_OBJECT_HANDLE_PTR object_p)
+{
+    CK_RV rv = CKR_HOST_MEMORY;
+    cs_attrs_t attrs = { 0 };
+    cs_key_t *key = cs_key_new_secret (type, value, len);
+    bool aes = type == CKK_AES, local = gen_mech != CK_UNAVAILABLE_INFORMATION;
+    bool sensitive = cs_template_bool (tmpl, count, CKA_SENSITIVE, local);
+    bool extractable = cs_template_bool (tmpl, count, CKA_EXTRACTABLE, !local);
+    if (key
+    &&  !cs_attrs_set_bool (&attrs, CKA_ENCRYPT, aes) && !cs_attrs_set_bool (&attrs, CKA_DECRYPT, aes)
+    &&  !cs_attrs_set_bool (&attrs, CKA_SIGN, !aes) && !cs_attrs_set_bool (&attrs, CKA_VERIFY, !aes)
+    &&  !cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)
+    &&  !cs_attrs_set_bool (&attrs, CKA_SENSITIVE, sensitive)
+    &&  !cs_attrs_set_bool (&attrs, CKA_EXTRACTABLE, extractable)
+    &&  !cs_attrs_set_bool (&attrs, CKA_LOCAL, local)
+    &&  !cs_attrs_set_ulong (&attrs, CKA_KEY_GEN_MECHANISM, gen_mech)
+    &&  !cs_attrs_set_bool (&attrs, CKA_ALWAYS_SENSITIVE, local && sensitive)
+    &&  !cs_attrs_set_bool (&attrs, CKA_NEVER_EXTRACTABLE, local && !extractable)) {
+        cs_module_lock ();
+        rv = !cs_session_lookup (handle) ? CKR_SESSION_HANDLE_INVALID
+           : cs_template_bool (tmpl, count, CKA_PRIVATE, true) && !cs_token_user_logged_in ()
+           ? CKR_USER_NOT_LOGGED_IN       /* a private object needs a login (PKCS#11 2.40 §4.4) */
+           : cs_object_add_session (handle, CKO_SECRET_KEY, key, &attrs, object_p);
+        cs_module_unlock ();
+    }
+    cs_attrs_clear (&attrs);
+    cs_key_unref (&key);
+    return rv;
+}
+
+CK_RV
+cs_secret_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE_PTR object_p)
+{
+    CK_KEY_TYPE type;
+    CK_RV rv;
+    const CK_ATTRIBUTE *value = cs_template_find (tmpl, count, CKA_VALUE);
+    if (!value || !value->pValue || !cs_template_find (tmpl, count, CKA_KEY_TYPE))
+        return CKR_TEMPLATE_INCOMPLETE;
+    if ((rv = s_check (tmpl, count, (CK_KEY_TYPE) -1, value->ulValueLen, &type)) != CKR_OK)
+        return rv;
+    return s_add (handle, tmpl, count, type, value->pValue, value->ulValueLen, CK_UNAVAILABLE_INFORMATION,
+                  object_p);
+}
+
+/*  PKCS#11 2.40 §5.14 C_GenerateKey: the value from the module's RNG
+ *  (OpenSSL RAND_priv_bytes), kept in locked memory; a session object.  */
+CK_RV
+C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
+               CK_OBJECT_HANDLE_PTR key_p)
+{
+    cs_session_t *session;
+    CK_ULONG len = 0;
+    CK_KEY_TYPE type;
+    CK_RV rv;
+    uint8_t *value;
+    return_val_if_fail (mech && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    cs_module_unlock ();
+    if (mech->mechanism != CKM_AES_KEY_GEN && mech->mechanism != CKM_GENERIC_SECRET_KEY_GEN)
+        return CKR_MECHANISM_INVALID;
+    if (mech->ulParameterLen)
+        return CKR_MECHANISM_PARAM_INVALID;
+    if (cs_template_find (tmpl, count, CKA_VALUE))
+        return CKR_TEMPLATE_INCONSISTENT;
+    if (!cs_template_ulong (tmpl, count, CKA_VALUE_LEN, &len))
+        return CKR_TEMPLATE_INCOMPLETE;
+    if ((rv = s_check (tmpl, count, mech->mechanism == CKM_AES_KEY_GEN ? CKK_AES : CKK_GENERIC_SECRET, len, &type))
+        != CKR_OK)
+        return rv;
+    if (!(value = cs_secmem_alloc (len)))
+        return CKR_HOST_MEMORY;
+    rv = RAND_priv_bytes (value, (int) len) == 1
+       ? s_add (handle, tmpl, count, type, value, len, mech->mechanism, key_p) : CKR_FUNCTION_FAILED;
+    cs_secmem_free (value, len);
+    return rv;
+}
+
+/*  ---- multi-part entry points (PKCS#11 2.40 §5.8, §5.9) ---------------- */
+
+/*  Why an Update/Final call without a secret-key operation fails: none
+ *  active, or one (RSA) that has no multi-part form.  */
+static CK_RV
+s_not_secret (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
+{
+    cs_session_t *session;
+    CK_RV rv;
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    rv = cs_session_op (session, kind) ? CKR_FUNCTION_NOT_SUPPORTED : CKR_OPERATION_NOT_INITIALIZED;
+    cs_module_unlock ();
+    return rv;
+}
+
+CK_RV
+C_EncryptUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    (void) out;
+    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
+    return cs_secret_active (handle, CS_OP_ENCRYPT) ? cs_secret_update (handle, CS_OP_ENCRYPT, data, len, out_len_p)
+                                                    : s_not_secret (handle, CS_OP_ENCRYPT);
+}
+
+CK_RV
+C_EncryptFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    return cs_secret_active (handle, CS_OP_ENCRYPT)
+         ? cs_secret_finish (handle, CS_OP_ENCRYPT, true, NULL, 0, out, out_len_p)
+         : s_not_secret (handle, CS_OP_ENCRYPT);
+}
+
+CK_RV
+C_DecryptUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    (void) out;
+    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
+    return cs_secret_active (handle, CS_OP_DECRYPT) ? cs_secret_update (handle, CS_OP_DECRYPT, data, len, out_len_p)
+                                                    : s_not_secret (handle, CS_OP_DECRYPT);
+}
+
+CK_RV
+C_DecryptFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    return cs_secret_active (handle, CS_OP_DECRYPT)
+         ? cs_secret_finish (handle, CS_OP_DECRYPT, true, NULL, 0, out, out_len_p)
+         : s_not_secret (handle, CS_OP_DECRYPT);
+}

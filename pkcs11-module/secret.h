@@ -1,0 +1,66 @@
+/*  secret.h — secret keys and symmetric mechanisms (issue #10, first
+ *  slice): C_GenerateKey (CKM_AES_KEY_GEN, CKM_GENERIC_SECRET_KEY_GEN),
+ *  C_CreateObject of CKO_SECRET_KEY, and AES-ECB/CBC/CBC-PAD/GCM and
+ *  HMAC-SHA256 operations as one SymJob each (proto/cryptoserver.proto).
+ *
+ *  Secret keys are session objects only (CKA_TOKEN TRUE:
+ *  CKR_ATTRIBUTE_VALUE_INVALID); their value stays in the module's locked
+ *  memory (cs_secmem.h) and travels in each job, as per-request private
+ *  keys do (DESIGN.md §1).  Multi-part calls are buffered here (up to
+ *  CS_MECH_SYM_MAX_DATA bytes, else CKR_DATA_LEN_RANGE) and the final call
+ *  sends one job: jobs are stateless.  Every operation needs a CKU_USER
+ *  login (CKR_USER_NOT_LOGGED_IN), like the broker's private-key jobs.
+ */
+#ifndef CS_MODULE_SECRET_H_INCLUDED
+#define CS_MODULE_SECRET_H_INCLUDED
+
+#include <stdbool.h>
+#include "cs_p11.h"
+#include "session.h"
+
+/*  True when `mech` is a secret-key operation mechanism of the table
+ *  (key type CKK_AES or CKK_GENERIC_SECRET): C_*Init hands it to
+ *  cs_secret_init.  */
+bool cs_secret_mech (const CK_MECHANISM *mech);
+
+/*  C_EncryptInit, C_DecryptInit, C_SignInit, C_VerifyInit with a secret-key
+ *  mechanism (kind CS_OP_ENCRYPT ... with want CKF_ENCRYPT ...).  Errors:
+ *  those of cs_keyop_init, CKR_USER_NOT_LOGGED_IN, CKR_KEY_TYPE_INCONSISTENT,
+ *  CKR_KEY_SIZE_RANGE, CKR_MECHANISM_PARAM_INVALID (PKCS#11 2.40 curr.
+ *  mech. §2.10: CBC IV of 16 bytes, CK_GCM_PARAMS with an IV of 1..256
+ *  bytes and a tag of 96..128 bits).  */
+CK_RV cs_secret_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const CK_MECHANISM *mech,
+                      CK_OBJECT_HANDLE key);
+
+/*  True when the session's active operation of `kind` is a secret-key one
+ *  (the entry points then call the functions below).  */
+bool cs_secret_active (CK_SESSION_HANDLE handle, cs_op_kind_t kind);
+
+/*  C_EncryptUpdate, C_DecryptUpdate, C_SignUpdate, C_VerifyUpdate: buffers
+ *  `data`; *out_len_p (when out_len_p is not NULL) is set to 0: the output
+ *  comes with the final call.  */
+CK_RV cs_secret_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *data, CK_ULONG len,
+                        CK_ULONG_PTR out_len_p);
+
+/*  C_Encrypt, C_Decrypt, C_Sign (final = false: `data` is the whole input)
+ *  and C_EncryptFinal, C_DecryptFinal, C_SignFinal (final = true: the
+ *  buffered input).  PKCS#11 length rules: out NULL answers the size
+ *  (decryption: an upper bound); a result that does not fit is kept for
+ *  the retry (CKR_BUFFER_TOO_SMALL).  */
+CK_RV cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const CK_BYTE *data,
+                        CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p);
+
+/*  C_Verify (final = false) and C_VerifyFinal: the MAC computed by the
+ *  broker compared with `sig` in constant time (CRYPTO_memcmp).
+ *  CKR_SIGNATURE_LEN_RANGE, CKR_SIGNATURE_INVALID.  */
+CK_RV cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_ULONG len,
+                        const CK_BYTE *sig, CK_ULONG sig_len);
+
+/*  C_CreateObject of a CKO_SECRET_KEY (CKK_AES with CKA_VALUE of 16, 24 or
+ *  32 bytes; CKK_GENERIC_SECRET of 16..256 bytes) as a session object.
+ *  CKR_TEMPLATE_INCOMPLETE, CKR_ATTRIBUTE_VALUE_INVALID (token object,
+ *  bad size or type), CKR_HOST_MEMORY.  */
+CK_RV cs_secret_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
+                        CK_OBJECT_HANDLE_PTR object_p);
+
+#endif
