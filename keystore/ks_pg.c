@@ -699,13 +699,16 @@ s_idem_expire (ks_store_t *self, int64_t before)
     return s_run_changes (self, "DELETE FROM idempotency WHERE created < $1", &p);
 }
 
+/*  The rows of `table` (keys or objects: the same columns) of the tenant
+ *  in the order stored, as key_list returns them.  */
 static int
-s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
+s_rows_list (ks_store_t *self, const char *table, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
 {
+    char sql [96];
     s_params_t p = { .count = 0 };
     s_text (&p, tenant);
-    PGresult *res = s_run (self, "SELECT ref, info, private, mac FROM keys WHERE tenant = $1 "
-                                 "ORDER BY seq", &p);
+    snprintf (sql, sizeof sql, "SELECT ref, info, private, mac FROM %s WHERE tenant = $1 ORDER BY seq", table);
+    PGresult *res = s_run (self, sql, &p);
     if (!res)
         return -1;
     int n = PQntuples (res);
@@ -723,6 +726,12 @@ s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t 
     *recs_p = recs;
     *count_p = (size_t) n;
     return 0;
+}
+
+static int
+s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
+{
+    return s_rows_list (self, "keys", tenant, recs_p, count_p);
 }
 
 /* ---- object rows (schema 4) ------------------------------------------------- */
@@ -768,27 +777,7 @@ s_object_delete (ks_store_t *self, const char *tenant, const char *ref)
 static int
 s_object_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
 {
-    s_params_t p = { .count = 0 };
-    s_text (&p, tenant);
-    PGresult *res = s_run (self, "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
-                                 "ORDER BY seq", &p);
-    if (!res)
-        return -1;
-    int n = PQntuples (res);
-    ks_key_rec_t *recs = calloc ((size_t) n + 1, sizeof *recs);
-    int i = 0;
-    while (recs && i < n && s_key_columns (res, i, &recs [i]) == 1)
-        i++;
-    PQclear (res);
-    if (!recs || i < n) {
-        for (int j = 0; recs && j < i; j++)
-            ks_key_rec_free (&recs [j]);
-        free (recs);
-        return -1;
-    }
-    *recs_p = recs;
-    *count_p = (size_t) n;
-    return 0;
+    return s_rows_list (self, "objects", tenant, recs_p, count_p);
 }
 
 //  Nothing like SQLite's data_version: "assume a change" (keystore.h).

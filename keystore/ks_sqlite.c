@@ -600,11 +600,16 @@ s_key_delete (ks_store_t *self, const char *tenant, const char *ref)
     return changed < 0 ? -1 : changed > 0 ? 1 : 0;
 }
 
+/*  The rows of `table` (keys or objects: the same columns) of the tenant in
+ *  the order stored, as key_list returns them; `what` names them in a log
+ *  line.  */
 static int
-s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
+s_rows_list (ks_store_t *self, const char *table, const char *what, const char *tenant,
+             ks_key_rec_t **recs_p, size_t *count_p)
 {
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT ref, info, private, mac FROM keys "
-                                          "WHERE tenant = ?1 ORDER BY rowid");
+    char sql [96];
+    snprintf (sql, sizeof sql, "SELECT ref, info, private, mac FROM %s WHERE tenant = ?1 ORDER BY rowid", table);
+    sqlite3_stmt *stmt = s_prepare (self, sql);
     if (!stmt)
         return -1;
     s_bind_text (stmt, 1, tenant);
@@ -627,7 +632,7 @@ s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t 
     sqlite3_finalize (stmt);
     if (step != SQLITE_DONE) {
         if (recs)
-            s_db_error (self, "list keys");
+            s_db_error (self, what);
         for (size_t i = 0; recs && i < count; i++)
             ks_key_rec_free (&recs [i]);
         free (recs);
@@ -636,6 +641,12 @@ s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t 
     *recs_p = recs;
     *count_p = count;
     return 0;
+}
+
+static int
+s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
+{
+    return s_rows_list (self, "keys", "list keys", tenant, recs_p, count_p);
 }
 
 static int
@@ -749,39 +760,7 @@ s_object_delete (ks_store_t *self, const char *tenant, const char *ref)
 static int
 s_object_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
 {
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT ref, info, private, mac FROM objects "
-                                          "WHERE tenant = ?1 ORDER BY rowid");
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, tenant);
-    size_t count = 0, room = 16;
-    ks_key_rec_t *recs = calloc (room, sizeof *recs);
-    int step = SQLITE_ERROR;
-    while (recs && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
-        if (count == room) {
-            ks_key_rec_t *grown = realloc (recs, 2 * room * sizeof *recs);
-            if (!grown)
-                break;
-            recs = grown;
-            room *= 2;
-        }
-        memset (&recs [count], 0, sizeof *recs);
-        if (s_key_columns (stmt, 0, &recs [count]) != 1)
-            break;
-        count++;
-    }
-    sqlite3_finalize (stmt);
-    if (step != SQLITE_DONE) {
-        if (recs)
-            s_db_error (self, "list objects");
-        for (size_t i = 0; recs && i < count; i++)
-            ks_key_rec_free (&recs [i]);
-        free (recs);
-        return -1;
-    }
-    *recs_p = recs;
-    *count_p = count;
-    return 0;
+    return s_rows_list (self, "objects", "list objects", tenant, recs_p, count_p);
 }
 
 //  Takes the write lock once (BEGIN IMMEDIATE waits for writers) and
