@@ -195,20 +195,21 @@ s_open (const uint8_t *key, const void *aad, size_t aad_len,
     return plain;
 }
 
-//  Builds the associated data of a key row: "cs-key-v1" || tenant || NUL ||
-//  ref, into a malloc'd buffer of *len_p bytes (caller frees).
+//  Builds the associated data of a row sealed under the master key:
+//  prefix ("cs-key-v1" for keys, "cs-obj-v1" for objects) || tenant || NUL
+//  || ref, into a malloc'd buffer of *len_p bytes (caller frees).
 static uint8_t *
-s_key_aad (const char *tenant, const char *ref, size_t *len_p)
+s_row_aad (const char *prefix, const char *tenant, const char *ref, size_t *len_p)
 {
-    size_t prefix = strlen (KEY_AAD_PREFIX), tlen = strlen (tenant), rlen = strlen (ref);
-    uint8_t *aad = malloc (prefix + tlen + 1 + rlen);
+    size_t plen = strlen (prefix), tlen = strlen (tenant), rlen = strlen (ref);
+    uint8_t *aad = malloc (plen + tlen + 1 + rlen);
     if (!aad)
         return NULL;
-    memcpy (aad, KEY_AAD_PREFIX, prefix);
-    memcpy (aad + prefix, tenant, tlen);
-    aad [prefix + tlen] = 0;
-    memcpy (aad + prefix + tlen + 1, ref, rlen);
-    *len_p = prefix + tlen + 1 + rlen;
+    memcpy (aad, prefix, plen);
+    memcpy (aad + plen, tenant, tlen);
+    aad [plen + tlen] = 0;
+    memcpy (aad + plen + tlen + 1, ref, rlen);
+    *len_p = plen + tlen + 1 + rlen;
     return aad;
 }
 
@@ -920,7 +921,7 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
     ks_key_rec_t rec = { .ref = info->ref };
     int rc = -1;
     if (pkcs8) {
-        aad = s_key_aad (tenant, info->ref, &aad_len);
+        aad = s_row_aad (KEY_AAD_PREFIX, tenant, info->ref, &aad_len);
         rec.private = aad ? s_seal (self->keys->master, aad, aad_len, pkcs8, pkcs8_len, &rec.private_len)
                           : NULL;
         if (!rec.private)
@@ -1002,7 +1003,7 @@ s_private_open (keystore_t *self, const ks_key_rec_t *rec, const char *tenant, c
     if (!rec->private)
         return 0;
     size_t aad_len = 0;
-    uint8_t *aad = s_key_aad (tenant, ref, &aad_len);
+    uint8_t *aad = s_row_aad (KEY_AAD_PREFIX, tenant, ref, &aad_len);
     if (aad)
         *pkcs8_p = s_open (self->keys->master, aad, aad_len, rec->private, rec->private_len, len_p);
     free (aad);
@@ -1198,22 +1199,6 @@ keystore_ref_new (char ref [36])
 
 /* ---- certificates and data objects (schema 4) ------------------------- */
 
-//  "cs-obj-v1" || tenant || NUL || ref, malloc'd (*len_p bytes).
-static uint8_t *
-s_obj_aad (const char *tenant, const char *ref, size_t *len_p)
-{
-    size_t prefix = strlen (OBJ_AAD_PREFIX), tlen = strlen (tenant), rlen = strlen (ref);
-    uint8_t *aad = malloc (prefix + tlen + 1 + rlen);
-    if (!aad)
-        return NULL;
-    memcpy (aad, OBJ_AAD_PREFIX, prefix);
-    memcpy (aad + prefix, tenant, tlen);
-    aad [prefix + tlen] = 0;
-    memcpy (aad + prefix + tlen + 1, ref, rlen);
-    *len_p = prefix + tlen + 1 + rlen;
-    return aad;
-}
-
 static uint8_t *
 s_obj_pack (const Cs__ObjectInfo *info, size_t *len_p)
 {
@@ -1246,7 +1231,7 @@ keystore_object_put (keystore_t *self, const char *tenant, const Cs__ObjectInfo 
         stub.object_class = info->object_class;
         stub.is_private = true;
         whole = s_obj_pack (info, &whole_len);
-        aad = whole ? s_obj_aad (tenant, info->ref, &aad_len) : NULL;
+        aad = whole ? s_row_aad (OBJ_AAD_PREFIX, tenant, info->ref, &aad_len) : NULL;
         rec.private = aad ? s_seal (self->keys->master, aad, aad_len, whole, whole_len, &rec.private_len) : NULL;
         rec.info = rec.private ? s_obj_pack (&stub, &rec.info_len) : NULL;
     }
@@ -1290,7 +1275,7 @@ s_obj_from_row (keystore_t *self, const char *tenant, const ks_key_rec_t *rec)
         if (!rec->private)
             info = cs__object_info__unpack (NULL, rec->info_len, rec->info);
         else
-        if ((aad = s_obj_aad (tenant, rec->ref, &aad_len))
+        if ((aad = s_row_aad (OBJ_AAD_PREFIX, tenant, rec->ref, &aad_len))
         &&  (plain = s_open (self->keys->master, aad, aad_len, rec->private, rec->private_len, &plain_len)))
             info = cs__object_info__unpack (NULL, plain_len, plain);
         if (info && (!info->ref || strcmp (info->ref, rec->ref) != 0)) {

@@ -639,14 +639,24 @@ s_key_update (ks_store_t *self, const char *tenant, const char *ref, const uint8
     return s_run_changes (self, "UPDATE keys SET info = $3, mac = $4 WHERE tenant = $1 AND ref = $2", &p);
 }
 
+/*  Deletes row (tenant, ref) of `table` (keys or objects): 1, 0 when there
+ *  is none, -1 on failure.  */
 static int
-s_key_delete (ks_store_t *self, const char *tenant, const char *ref)
+s_row_delete (ks_store_t *self, const char *table, const char *tenant, const char *ref)
 {
+    char sql [64];
     s_params_t p = { .count = 0 };
     s_text (&p, tenant);
     s_text (&p, ref);
-    int changed = s_run_changes (self, "DELETE FROM keys WHERE tenant = $1 AND ref = $2", &p);
+    snprintf (sql, sizeof sql, "DELETE FROM %s WHERE tenant = $1 AND ref = $2", table);
+    int changed = s_run_changes (self, sql, &p);
     return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+}
+
+static int
+s_key_delete (ks_store_t *self, const char *tenant, const char *ref)
+{
+    return s_row_delete (self, "keys", tenant, ref);
 }
 
 static int
@@ -767,11 +777,7 @@ s_object_put (ks_store_t *self, const char *tenant, const ks_key_rec_t *rec)
 static int
 s_object_delete (ks_store_t *self, const char *tenant, const char *ref)
 {
-    s_params_t p = { .count = 0 };
-    s_text (&p, tenant);
-    s_text (&p, ref);
-    int changed = s_run_changes (self, "DELETE FROM objects WHERE tenant = $1 AND ref = $2", &p);
-    return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+    return s_row_delete (self, "objects", tenant, ref);
 }
 
 static int

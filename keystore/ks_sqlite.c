@@ -588,16 +588,26 @@ s_key_update (ks_store_t *self, const char *tenant, const char *ref, const uint8
     return s_step_done (self, stmt);
 }
 
+/*  Deletes row (tenant, ref) of `table` (keys or objects): 1, 0 when there
+ *  is none, -1 on failure.  */
 static int
-s_key_delete (ks_store_t *self, const char *tenant, const char *ref)
+s_row_delete (ks_store_t *self, const char *table, const char *tenant, const char *ref)
 {
-    sqlite3_stmt *stmt = s_prepare (self, "DELETE FROM keys WHERE tenant = ?1 AND ref = ?2");
+    char sql [64];
+    snprintf (sql, sizeof sql, "DELETE FROM %s WHERE tenant = ?1 AND ref = ?2", table);
+    sqlite3_stmt *stmt = s_prepare (self, sql);
     if (stmt) {
         s_bind_text (stmt, 1, tenant);
         s_bind_text (stmt, 2, ref);
     }
     int changed = s_step_done (self, stmt);
     return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+}
+
+static int
+s_key_delete (ks_store_t *self, const char *tenant, const char *ref)
+{
+    return s_row_delete (self, "keys", tenant, ref);
 }
 
 /*  The rows of `table` (keys or objects: the same columns) of the tenant in
@@ -748,13 +758,7 @@ s_object_put (ks_store_t *self, const char *tenant, const ks_key_rec_t *rec)
 static int
 s_object_delete (ks_store_t *self, const char *tenant, const char *ref)
 {
-    sqlite3_stmt *stmt = s_prepare (self, "DELETE FROM objects WHERE tenant = ?1 AND ref = ?2");
-    if (stmt) {
-        s_bind_text (stmt, 1, tenant);
-        s_bind_text (stmt, 2, ref);
-    }
-    int changed = s_step_done (self, stmt);
-    return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+    return s_row_delete (self, "objects", tenant, ref);
 }
 
 static int
