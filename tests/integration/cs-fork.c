@@ -40,6 +40,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <p11-kit/pkcs11.h>
+#include "cs-test-slot.h"
 
 #define S_CHILDREN          4       /* forked children of step 2 */
 #define S_CHILD_SIGNATURES  20      /* signatures per child */
@@ -75,18 +76,12 @@ s_fail (const char *fmt, ...)
 static CK_SLOT_ID
 s_slot (void)
 {
-    CK_SLOT_ID slots [64];
-    CK_ULONG count = 64;
-    char padded [33];
-    snprintf (padded, sizeof padded, "%-32s", s_token);
-    CHECK (p11->C_GetSlotList (CK_TRUE, slots, &count), "C_GetSlotList");
-    for (CK_ULONG i = 0; i < count; i++) {
-        CK_TOKEN_INFO info;
-        if (p11->C_GetTokenInfo (slots [i], &info) == CKR_OK && memcmp (info.label, padded, 32) == 0)
-            return slots [i];
-    }
-    s_fail ("no token with that label");
-    return 0;
+    CK_SLOT_ID slot = 0;
+    CK_RV rv = cs_test_slot (p11, s_token, &slot);
+    if (rv == CKR_TOKEN_NOT_PRESENT)
+        s_fail ("no token with that label");
+    CHECK (rv, "C_GetSlotList");
+    return slot;
 }
 
 //  The one object of class `klass` labelled s_label.

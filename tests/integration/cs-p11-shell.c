@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <p11-kit/pkcs11.h>
+#include "cs-test-slot.h"
 
 static CK_FUNCTION_LIST *p11;
 static CK_SESSION_HANDLE s_session;
@@ -72,18 +73,12 @@ s_rv_name (CK_RV rv)
 static CK_SLOT_ID
 s_slot (const char *label)
 {
-    CK_SLOT_ID slots [64];
-    CK_ULONG count = 64;
-    char padded [33];
-    snprintf (padded, sizeof padded, "%-32s", label);
-    if (p11->C_GetSlotList (CK_TRUE, slots, &count) == CKR_OK)
-        for (CK_ULONG i = 0; i < count; i++) {
-            CK_TOKEN_INFO info;
-            if (p11->C_GetTokenInfo (slots [i], &info) == CKR_OK && memcmp (info.label, padded, 32) == 0)
-                return slots [i];
-        }
-    fprintf (stderr, "cs-p11-shell: no token %s\n", label);
-    exit (1);
+    CK_SLOT_ID slot = 0;
+    if (cs_test_slot (p11, label, &slot) != CKR_OK) {
+        fprintf (stderr, "cs-p11-shell: no token %s\n", label);
+        exit (1);
+    }
+    return slot;
 }
 
 //  Decodes hex into id (at most max bytes); returns the byte count.

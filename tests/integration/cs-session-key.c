@@ -24,6 +24,7 @@
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
 #include <p11-kit/pkcs11.h>
+#include "cs-test-slot.h"
 
 static CK_FUNCTION_LIST *p11;
 
@@ -42,20 +43,12 @@ s_fail (const char *what)
 static CK_SLOT_ID
 s_slot (const char *label)
 {
-    CK_SLOT_ID slots [64];
-    CK_ULONG count = 64;
-    CHECK (p11->C_GetSlotList (CK_TRUE, slots, &count), "C_GetSlotList");
-    for (CK_ULONG i = 0; i < count; i++) {
-        CK_TOKEN_INFO info;
-        char padded [33];
-        if (p11->C_GetTokenInfo (slots [i], &info) != CKR_OK)
-            continue;
-        snprintf (padded, sizeof padded, "%-32s", label);
-        if (memcmp (info.label, padded, 32) == 0)
-            return slots [i];
-    }
-    s_fail ("no token with that label");
-    return 0;
+    CK_SLOT_ID slot = 0;
+    CK_RV rv = cs_test_slot (p11, label, &slot);
+    if (rv == CKR_TOKEN_NOT_PRESENT)
+        s_fail ("no token with that label");
+    CHECK (rv, "C_GetSlotList");
+    return slot;
 }
 
 //  Signs msg with `key`: CKM_SHA256_RSA_PKCS over msg, or CKM_ECDSA over
