@@ -4,9 +4,6 @@
 #include <openssl/crypto.h>
 #include "cross_check.h"
 
-/*  p11-kit's compatibility names (worker.c).  */
-#undef public_data
-
 /*  One result kept by a pair.  */
 typedef struct {
     bool set;
@@ -111,21 +108,15 @@ static bool
 s_mech (const work_item_t *item, cs_mech_t *mech)
 {
     memset (mech, 0, sizeof *mech);
-    const Cs__Job *job = item->job;
-    if (!job || (item->kind != WORK_SIGN && item->kind != WORK_DECRYPT && item->kind != WORK_DERIVE))
-        return false;
     if (item->kind == WORK_DERIVE) {
         mech->type = CKM_ECDH1_DERIVE;
-        return job->derive != NULL;
+        return true;
     }
-    const Cs__Mechanism *wire = item->kind == WORK_SIGN ? (job->sign ? job->sign->mechanism : NULL)
-                                                        : (job->decrypt ? job->decrypt->mechanism : NULL);
-    if (!wire)
+    if (item->kind != WORK_SIGN && item->kind != WORK_DECRYPT)
         return false;
-    mech->type = wire->type;
-    mech->hash = wire->hash;
-    mech->mgf = wire->mgf;
-    mech->salt_len = wire->salt_len;
+    *mech = item->mech;
+    mech->label = NULL;
+    mech->label_len = 0;
     return true;
 }
 
@@ -217,10 +208,8 @@ s_verify (cross_check_t *self, const work_item_t *primary, const s_result_t *res
     if (!result->set || result->rv != CKR_OK || !s_mech (primary, &mech) || primary->kind == WORK_DERIVE
     ||  result->board >= self->n_boards)
         return VERIFY_SKIPPED;
-    const Cs__Job *job = primary->job;
-    ProtobufCBinaryData in = primary->kind == WORK_SIGN ? job->sign->data : job->decrypt->data;
     return verify_always (self->verify, self->boards [result->board], primary->kind == WORK_SIGN, &primary->key,
-                          &mech, in.data, in.len, result->out, result->out_len);
+                          &mech, primary->in, primary->in_len, result->out, result->out_len);
 }
 
 static bool
@@ -272,7 +261,7 @@ s_decide_third (cross_check_t *self, s_pair_t *pair)
         return s_pair_end (pair);
     }
     verify_outcome_t vc = s_verify (self, primary, &c);
-    bool randomised = primary->kind == WORK_SIGN && cross_check_randomised (primary->job->sign->mechanism->type);
+    bool randomised = primary->kind == WORK_SIGN && cross_check_randomised (primary->mech.type);
     bool with_a = !randomised && pair->first.set && pair->first.rv == CKR_OK && s_equal (&c, &pair->first);
     bool with_b = !randomised && pair->twin_result.set && pair->twin_result.rv == CKR_OK
                && s_equal (&c, &pair->twin_result);
@@ -304,7 +293,7 @@ s_decide (cross_check_t *self, s_pair_t *pair, bool *rerun_p)
         return s_pair_end (pair);
     }
     s_result_t a = { true, CKR_OK, primary->out, primary->out_len, primary->board };
-    bool randomised = primary->kind == WORK_SIGN && cross_check_randomised (primary->job->sign->mechanism->type);
+    bool randomised = primary->kind == WORK_SIGN && cross_check_randomised (primary->mech.type);
     bool equal = s_equal (&a, b);
     verify_outcome_t va = VERIFY_SKIPPED, vb = VERIFY_SKIPPED;
     if (randomised || !equal) {

@@ -119,8 +119,8 @@ fe_generate_finish (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
 static CK_RV
 s_generate_on_board (frontend_t *self, fe_request_t *request, fe_slot_t *slot, CK_KEY_TYPE type)
 {
-    const Cs__GenerateKeyPairJob *job = slot->item.job->generate_key_pair;
     work_item_t *item = &slot->item;
+    const Cs__GenerateKeyPairJob *job = request->req->jobs [item->index]->generate_key_pair;
     board_t *board = self->args->boards [self->home_board];
     if (!board_generates (board, type, true)) {
         zsys_warning ("generate: board %s (keys/home) cannot generate this key type", board->name);
@@ -148,8 +148,8 @@ fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
     work_item_t *item = &slot->item;
     const Cs__GenerateKeyPairJob *job = request->req->jobs [index]->generate_key_pair;
     CK_KEY_TYPE type = CKK_RSA;
-    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
-                            .kind = WORK_GENERATE, .deadline = request->deadline };
+    *item = (work_item_t) { .request = request, .index = index, .kind = WORK_GENERATE,
+                            .deadline = request->deadline };
     CK_RV rv = request->ticket_ok ? keyjobs_keygen (job, &self->rsa_range, &item->gen, &type) : fe_no_login_rv (request);
     if (rv == CKR_OK && job->token && self->home_board >= 0)
         rv = s_generate_on_board (self, request, slot, type);

@@ -272,10 +272,9 @@ metrics_pool (metrics_t *self, metrics_pool_t event, size_t n)
 unsigned long
 metrics_item_mechanism (const work_item_t *item)
 {
-    const Cs__Mechanism *wire = NULL;
     switch (item->kind) {
-        case WORK_SIGN: wire = item->job && item->job->sign ? item->job->sign->mechanism : NULL; break;
-        case WORK_DECRYPT: wire = item->job && item->job->decrypt ? item->job->decrypt->mechanism : NULL; break;
+        case WORK_SIGN:
+        case WORK_DECRYPT: return item->mech.type ? item->mech.type : METRICS_MECH_NONE;
         case WORK_DERIVE: return CKM_ECDH1_DERIVE;
         case WORK_MODEXP: return item->modexp.modulus ? CKM_CS_MODEXP : CKM_CS_RSA_CRT;
         case WORK_SYM: return item->sym.mechanism;
@@ -283,7 +282,6 @@ metrics_item_mechanism (const work_item_t *item)
         case WORK_GENERATE_RESIDENT: return item->gen.mechanism;
         default: return METRICS_MECH_NONE;
     }
-    return wire ? (unsigned long) wire->type : METRICS_MECH_NONE;
 }
 
 void

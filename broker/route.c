@@ -16,6 +16,10 @@
 #include "symjobs.h"
 #include "frontend_int.h"
 
+/*  p11-kit's compatibility names: its header maps public_data to
+ *  pPublicData, which would hide DeriveJob.public_data.  */
+#undef public_data
+
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
 
 /*  Boards that sign/decrypt with key material of key_type.  */
@@ -67,10 +71,7 @@ s_modexp_boards (frontend_t *self)
 static uint64_t
 s_mech_boards (frontend_t *self, const work_item_t *item)
 {
-    const Cs__Job *job = item->job;
-    const Cs__Mechanism *mech = item->kind == WORK_SIGN ? job->sign->mechanism
-                              : item->kind == WORK_DECRYPT ? job->decrypt->mechanism : NULL;
-    CK_MECHANISM_TYPE type = item->kind == WORK_DERIVE ? CKM_ECDH1_DERIVE : mech ? mech->type : 0;
+    CK_MECHANISM_TYPE type = item->kind == WORK_DERIVE ? CKM_ECDH1_DERIVE : item->mech.type;
     CK_FLAGS flag = item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE;
     uint64_t set = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
@@ -266,12 +267,36 @@ s_route_keystore_ref (frontend_t *self, fe_request_t *request, work_item_t *item
     return s_route_keystore_key (self, request, item, ref, ks_key_info (key), pkcs8, len);
 }
 
+/*  Fills the item's mechanism and input from a sign/decrypt/derive job:
+ *  past this point no room below routing sees the wire job (scheduler.h).
+ *  The OAEP label and the input stay borrowed from the request.  */
+static void
+s_item_inputs (work_item_t *item, const Cs__Job *job)
+{
+    if (item->kind == WORK_DERIVE) {
+        item->in = job->derive->public_data.data;
+        item->in_len = job->derive->public_data.len;
+        return;
+    }
+    const Cs__Mechanism *wire = item->kind == WORK_SIGN ? job->sign->mechanism : job->decrypt->mechanism;
+    ProtobufCBinaryData in = item->kind == WORK_SIGN ? job->sign->data : job->decrypt->data;
+    item->in = in.data;
+    item->in_len = in.len;
+    if (!wire)
+        return;                     /* type 0: no board runs it (CKR_MECHANISM_INVALID) */
+    item->mech = (cs_mech_t) { .type = wire->type, .hash = wire->hash, .mgf = wire->mgf,
+                               .salt_len = wire->salt_len };
+    if (wire->oaep_label.len) {
+        item->mech.label = wire->oaep_label.data;
+        item->mech.label_len = wire->oaep_label.len;
+    }
+}
+
 /*  Routes a sign/decrypt/derive job by its key: per-request key, board ref
  *  or keystore ref (docs/CONTRACTS.md "Routing").  */
 static CK_RV
-s_route_crypto (frontend_t *self, fe_request_t *request, work_item_t *item)
+s_route_crypto (frontend_t *self, fe_request_t *request, work_item_t *item, const Cs__Job *job)
 {
-    const Cs__Job *job = item->job;
     ProtobufCBinaryData key_id = item->kind == WORK_SIGN ? job->sign->key_id
                                : item->kind == WORK_DECRYPT ? job->decrypt->key_id : job->derive->key_id;
     ProtobufCBinaryData der = item->kind == WORK_SIGN ? job->sign->key_pkcs8
@@ -315,11 +340,12 @@ fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index)
 {
     fe_slot_t *slot = &request->slots [index];
     work_item_t *item = &slot->item;
-    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
-                            .deadline = request->deadline };
-    item->kind = item->job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
-               : item->job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE;
-    CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item) : fe_no_login_rv (request);
+    const Cs__Job *job = request->req->jobs [index];
+    *item = (work_item_t) { .request = request, .index = index, .deadline = request->deadline };
+    item->kind = job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
+               : job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE;
+    s_item_inputs (item, job);
+    CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item, job) : fe_no_login_rv (request);
     if (rv == FE_CKR_PENDING) {
         slow_job_t *read = fe_slow_new (request, index, SLOW_KEY);
         if (read) {
@@ -340,8 +366,8 @@ fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
 {
     fe_slot_t *slot = &request->slots [index];
     work_item_t *item = &slot->item;
-    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
-                            .kind = WORK_MODEXP, .deadline = request->deadline };
+    *item = (work_item_t) { .request = request, .index = index, .kind = WORK_MODEXP,
+                            .deadline = request->deadline };
     CK_RV rv = request->ticket_ok ? modexp_job_operands (request->req, index, &item->modexp)
                                   : CKR_USER_NOT_LOGGED_IN;
     item->boards = s_modexp_boards (self);
@@ -360,9 +386,10 @@ fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
 {
     fe_slot_t *slot = &request->slots [index];
     work_item_t *item = &slot->item;
-    *item = (work_item_t) { .request = request, .index = index, .job = request->req->jobs [index],
-                            .kind = WORK_SYM, .deadline = request->deadline };
-    CK_RV rv = request->ticket_ok ? symjob_prepare (item->job->sym, &item->sym) : CKR_USER_NOT_LOGGED_IN;
+    *item = (work_item_t) { .request = request, .index = index, .kind = WORK_SYM,
+                            .deadline = request->deadline };
+    CK_RV rv = request->ticket_ok ? symjob_prepare (request->req->jobs [index]->sym, &item->sym)
+                                  : CKR_USER_NOT_LOGGED_IN;
     for (size_t b = 0; rv == CKR_OK && b < self->args->n_boards; b++)
         if (board_runs_sym (self->args->boards [b], item->sym.mechanism))
             item->boards |= UINT64_C (1) << b;

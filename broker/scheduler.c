@@ -159,15 +159,12 @@ s_item_boards (scheduler_t *self, const work_item_t *item)
 }
 
 /*  The service-time class of an item: its mechanism (sign/decrypt: the
- *  wire mechanism; other kinds: a vendor-defined value per kind) and bits.  */
+ *  mechanism; other kinds: a vendor-defined value per kind) and bits.  */
 static unsigned long
 s_item_mech (const work_item_t *item)
 {
-    const Cs__Job *job = item->job;
-    if (item->kind == WORK_SIGN && job && job->sign && job->sign->mechanism)
-        return job->sign->mechanism->type;
-    if (item->kind == WORK_DECRYPT && job && job->decrypt && job->decrypt->mechanism)
-        return job->decrypt->mechanism->type;
+    if (item->kind == WORK_SIGN || item->kind == WORK_DECRYPT)
+        return item->mech.type;
     return CKM_VENDOR_DEFINED | 0x5c00u | (unsigned long) item->kind;
 }
 

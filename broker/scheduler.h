@@ -31,31 +31,38 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <p11-kit/pkcs11.h>
-#include "cryptoserver.pb-c.h"
 #include "cs_driver.h"
 #include "fair_queue.h"
 
 /*  What a work item asks of a worker.  */
 typedef enum {
-    WORK_SIGN = 0,                  /* job->sign with `key` */
-    WORK_DECRYPT,                   /* job->decrypt with `key` */
+    WORK_SIGN = 0,                  /* `mech` over `in` with `key` */
+    WORK_DECRYPT,                   /* `mech` of `in` with `key` */
     WORK_GENERATE,                  /* `gen` as PKCS#8 material into out/out_len */
     WORK_GENERATE_RESIDENT,         /* `gen` on the board into `generated` */
     WORK_DESTROY_RESIDENT,          /* the resident key key.id on the board */
-    WORK_DERIVE,                    /* job->derive with `key`: the raw ECDH secret Z into out */
+    WORK_DERIVE,                    /* ECDH of `key` with the point `in`: the raw secret Z into out */
     WORK_MODEXP,                    /* `modexp` (raw modular exponentiation) into out */
     WORK_SYM                        /* `sym` (a secret-key operation, issue #10) into out */
 } work_kind_t;
 
-/*  One job on its way to a worker and back.  Ownership moves with the
- *  pointer (frontend -> worker -> frontend); the parent request and the job
- *  it points into stay with the frontend and outlive the item.  Background
- *  items (pool refills, clean-ups) have no request.  */
+/*  One job on its way to a worker and back, in the driver ABI's types only
+ *  (cs_driver.h): routing (broker/route.c and the other rooms) fills it from
+ *  the wire job, and the scheduler, the workers, verification and the
+ *  metrics never see a Cs__Job (issue #8 "wire types stop at routing").
+ *  Ownership moves with the pointer (frontend -> worker -> frontend); the
+ *  parent request, whose buffers the borrowed pointers below point into,
+ *  stays with the frontend and outlives the item.  Background items (pool
+ *  refills, clean-ups) have no request.  */
 typedef struct {
     void *request;                  /* parent request, or NULL; not owned */
     size_t index;                   /* the job's index in the parent */
-    const Cs__Job *job;             /* owned by the parent, or NULL */
     work_kind_t kind;
+    cs_mech_t mech;                 /* sign/decrypt: the mechanism and its parameters (the OAEP
+                                       label borrowed from the request) */
+    const unsigned char *in;        /* sign/decrypt: the input; derive: the peer's public
+                                       point; borrowed from the request */
+    size_t in_len;                  /* bytes */
     const unsigned char *key_id;    /* routing when `boards` is 0: boards holding this CKA_ID */
     size_t key_id_len;
     uint64_t boards;                /* boards that may run it (bit per board); 0 = by key_id */

@@ -1,12 +1,8 @@
 /*  worker.c — worker threads: one driver session each, items by pointer.  */
 #include <openssl/crypto.h>
-#include "cs_wire.h"
+#include "cs_wire.h"            /* CS_WIRE_MAX_MODEXP_BYTES only */
 #include "verify.h"
 #include "worker.h"
-
-/*  p11-kit's compatibility names: its header maps public_data to
- *  pPublicData, which would hide DeriveJob.public_data.  */
-#undef public_data
 
 #define S_OUT_MAX 2048          /* bytes: a 16384-bit RSA result */
 
@@ -141,33 +137,22 @@ s_copy_sym (s_call_t *call, const cs_sym_t *sym)
     return CKR_OK;
 }
 
-/*  Copies the inputs of a sign/decrypt/derive job.  */
+/*  Copies the inputs of a sign/decrypt/derive item (mechanism, OAEP label,
+ *  input or peer point).  */
 static CK_RV
 s_copy_job (s_call_t *call, const work_item_t *item)
 {
-    const Cs__Job *job = item->job;
-    if (item->kind == WORK_DERIVE) {
-        ProtobufCBinaryData point = job->derive->public_data;
-        call->in_len = point.len;
-        return (call->in = s_dup (point.data, point.len)) ? CKR_OK : CKR_HOST_MEMORY;
+    if (item->kind != WORK_DERIVE) {
+        call->mech = item->mech;
+        call->mech.label = NULL;
+        if (item->mech.label_len) {
+            if (!(call->label = s_dup (item->mech.label, item->mech.label_len)))
+                return CKR_HOST_MEMORY;
+            call->mech.label = call->label;
+        }
     }
-    bool sign = item->kind == WORK_SIGN;
-    const Cs__Mechanism *wire = sign ? job->sign->mechanism : job->decrypt->mechanism;
-    ProtobufCBinaryData in = sign ? job->sign->data : job->decrypt->data;
-    if (!wire)
-        return CKR_MECHANISM_INVALID;
-    call->mech.type = wire->type;
-    call->mech.hash = wire->hash;
-    call->mech.mgf = wire->mgf;
-    call->mech.salt_len = wire->salt_len;
-    if (wire->oaep_label.len) {
-        if (!(call->label = s_dup (wire->oaep_label.data, wire->oaep_label.len)))
-            return CKR_HOST_MEMORY;
-        call->mech.label = call->label;
-        call->mech.label_len = wire->oaep_label.len;
-    }
-    call->in_len = in.len;
-    return (call->in = s_dup (in.data, in.len)) ? CKR_OK : CKR_HOST_MEMORY;
+    call->in_len = item->in_len;
+    return (call->in = s_dup (item->in, item->in_len)) ? CKR_OK : CKR_HOST_MEMORY;
 }
 
 /*  Fills call with copies of item's inputs.  Returns CKR_OK, or the CK_RV

@@ -114,12 +114,8 @@ s_copy (const uint8_t *data, size_t len, bool flip)
     return copy;
 }
 
-/*  The job of a test: CKM_RSA_PKCS sign or decrypt of `data`.  */
+/*  The item of a test: CKM_RSA_PKCS sign or decrypt of `data`.  */
 typedef struct {
-    Cs__Mechanism mech;
-    Cs__SignJob sign;
-    Cs__DecryptJob decrypt;
-    Cs__Job job;
     work_item_t item;
 } s_job_t;
 
@@ -127,26 +123,11 @@ static void
 s_job_init (s_job_t *j, bool sign, const uint8_t *data, size_t len)
 {
     memset (j, 0, sizeof *j);
-    j->mech = (Cs__Mechanism) CS__MECHANISM__INIT;
-    j->mech.type = CKM_RSA_PKCS;
-    j->sign = (Cs__SignJob) CS__SIGN_JOB__INIT;
-    j->decrypt = (Cs__DecryptJob) CS__DECRYPT_JOB__INIT;
-    j->job = (Cs__Job) CS__JOB__INIT;
-    if (sign) {
-        j->sign.mechanism = &j->mech;
-        j->sign.data = (ProtobufCBinaryData) { len, (uint8_t *) data };
-        j->job.kind_case = CS__JOB__KIND_SIGN;
-        j->job.sign = &j->sign;
-    }
-    else {
-        j->decrypt.mechanism = &j->mech;
-        j->decrypt.data = (ProtobufCBinaryData) { len, (uint8_t *) data };
-        j->job.kind_case = CS__JOB__KIND_DECRYPT;
-        j->job.decrypt = &j->decrypt;
-    }
     j->item.request = j;                /* a client item */
-    j->item.job = &j->job;
     j->item.kind = sign ? WORK_SIGN : WORK_DECRYPT;
+    j->item.mech.type = CKM_RSA_PKCS;
+    j->item.in = data;
+    j->item.in_len = len;
     j->item.key = (cs_key_t) { NULL, 0, s_der, s_der_len, NULL };
     j->item.board = 0;
 }
