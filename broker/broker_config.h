@@ -57,6 +57,9 @@ typedef struct {
     int max_client_jobs;        /* jobs one client may have out with workers before its
                                    further requests wait in its backlog, 1..1000000,
                                    default 256 (client_load.h) */
+    int fast_lane_us;           /* broker/fast-lane-us: items expected to take at most this many
+                                   us on an openssl board run on the reactor (fast_lane.c),
+                                   0..10000, default 100, 0 = off */
     int cross_check;            /* broker/cross-check: percent of sign, decrypt and derive
                                    jobs also run on a second board and compared
                                    (cross_check.h), 0..100, default 0 */

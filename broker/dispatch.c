@@ -176,6 +176,22 @@ s_give (frontend_t *self, size_t worker, work_item_t *item)
     }
 }
 
+/*  An item is back from its board (a worker, or the fast lane): counted,
+ *  its service time fed to the scheduler's estimate, then re-run
+ *  elsewhere (`rerun`: board_watch_back found a board fault) or finished.  */
+static void
+s_item_back (frontend_t *self, work_item_t *item, bool rerun)
+{
+    scheduler_done (self->scheduler, item->board, item->rv != CKR_OK);
+    scheduler_service (self->scheduler, item, item->service_ns);
+    metrics_item_done (self->args->metrics, item,
+                       item->request ? ((fe_request_t *) item->request)->received_ns : 0);
+    if (rerun)
+        s_item_rerun (self, item);
+    else
+        s_item_finish (self, item);
+}
+
 /*  Submits a prepared item: given to a worker now, queued, or failed with
  *  `none_rv` when no board may run it.  Returns 0 when it is out.  A client
  *  item counts in its request's `pending` before it can be given: s_give
@@ -188,7 +204,8 @@ fe_submit (frontend_t *self, work_item_t *item)
     size_t worker = 0;
     item->submitted_ns = metrics_now_ns ();
     item->tenant = request ? request->tenant : NULL;
-    scheduler_outcome_t outcome = scheduler_submit (self->scheduler, item, &worker);
+    bool fast = fe_fast_lane_run (self, item);
+    scheduler_outcome_t outcome = fast ? SCHEDULER_ASSIGNED : scheduler_submit (self->scheduler, item, &worker);
     if (outcome == SCHEDULER_NO_BOARD)
         return -1;
     if (outcome == SCHEDULER_NO_BOARD_UP)
@@ -198,6 +215,9 @@ fe_submit (frontend_t *self, work_item_t *item)
         client_load_jobs_add (self->load, request->load_key, 1);
     }
     s_metrics_inflight (self, request, 1);
+    if (fast)
+        s_item_back (self, item, false);    /* ran on the reactor (fast_lane.c) */
+    else
     if (outcome == SCHEDULER_ASSIGNED)
         s_give (self, worker, item);
     return 0;
@@ -218,16 +238,8 @@ fe_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
     }
     zstr_free (&identity);
     bool rerun = board_watch_back (self->watch_boards, (size_t) id, item);
-    if (item) {
-        scheduler_done (self->scheduler, item->board, item->rv != CKR_OK);
-        scheduler_service (self->scheduler, item, item->service_ns);
-        metrics_item_done (self->args->metrics, item,
-                           item->request ? ((fe_request_t *) item->request)->received_ns : 0);
-        if (rerun)
-            s_item_rerun (self, item);
-        else
-            s_item_finish (self, item);
-    }
+    if (item)
+        s_item_back (self, item, rerun);
     s_give (self, (size_t) id, scheduler_worker_ready (self->scheduler, (size_t) id));
     if (rerun)
         s_fail_stranded (self);

@@ -158,7 +158,8 @@ s_core_start (frontend_t *self)
     ||  !(self->watch_boards = board_watch_new (self->args->health, self->scheduler, self->args->metrics,
                                                 self->args->boards, self->args->n_boards, self->n_workers))
     ||  !(self->cross = cross_check_new (self->config->cross_check, self->args->boards, self->args->n_boards,
-                                         self->watch_boards, self->args->metrics)))
+                                         self->watch_boards, self->args->metrics))
+    ||  fe_fast_lane_start (self))
         return -1;
     self->loop = zloop_new ();
     if (!self->loop)
@@ -209,6 +210,7 @@ s_frontend_free (frontend_t *self)
     for (fe_request_t *request; self->load && (request = client_load_pop (self->load)); )
         fe_request_destroy (&request);           /* deferred, never started */
     scheduler_destroy (&self->scheduler);
+    fe_fast_lane_stop (self);
     cross_check_destroy (&self->cross);
     board_watch_destroy (&self->watch_boards);
     fe_admission_free (self);

@@ -14,6 +14,7 @@
  *    keymgmt_jobs.c  key generation, import, destroy, attributes, copy; objects
  *    pool_jobs.c     pre-generated RSA keys: refills, restore, seal
  *    slow_link.c     slow-pool hand-off and return, keystore cache upkeep
+ *    fast_lane.c     cheap items run on the reactor itself (broker/fast-lane-us)
  */
 #ifndef FRONTEND_INT_H_INCLUDED
 #define FRONTEND_INT_H_INCLUDED
@@ -102,6 +103,7 @@ typedef struct {
 typedef struct _fe_inventory_t fe_inventory_t;
 typedef struct _fe_pool_t fe_pool_t;
 typedef struct _fe_admission_t fe_admission_t;
+typedef struct _fe_fast_lane_t fe_fast_lane_t;
 
 /*  The frontend's state.  Each room keeps its own state behind one pointer
  *  (fe_admission_t, fe_inventory_t, fe_pool_t: private to their file);
@@ -140,6 +142,7 @@ typedef struct {
     ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
     keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of watch) */
     uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
+    fe_fast_lane_t *fast;           /* the fast lane (fast_lane.c), or NULL: off */
     frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
     void *reply_arg;
 } frontend_t;
@@ -234,5 +237,20 @@ CK_RV fe_slow_go (frontend_t *self, slow_job_t *job);
 void fe_keystore_check (frontend_t *self);
 void fe_slow_done (slow_item_t *item, void *arg);
 int fe_keystore_start (frontend_t *self);
+
+/*  fast_lane.c: cheap items on the reactor thread (issue #8).
+ *  fe_fast_lane_start reads broker/fast-lane-us and finds the boards that
+ *  may take part (driver openssl); 0, or -1 when out of memory.
+ *  fe_fast_lane_run runs a submitted client item here when nothing waits
+ *  in the scheduler and its expected service time on such a board (in
+ *  rotation, results not to be verified) is at most the limit: true with
+ *  item->rv CKR_OK, out, board and service_ns set (the caller finishes it
+ *  as if a worker had handed it back); false, with the item untouched
+ *  but for its board fields, when it must go to a worker (also after a
+ *  failed call: workers apply the re-run and health rules).
+ *  fe_fast_lane_stop closes its driver sessions.  */
+int fe_fast_lane_start (frontend_t *self);
+bool fe_fast_lane_run (frontend_t *self, work_item_t *item);
+void fe_fast_lane_stop (frontend_t *self);
 
 #endif

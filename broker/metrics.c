@@ -68,6 +68,7 @@ struct _metrics_t {
     _Atomic uint64_t cache [2];             /* hits, misses */
     _Atomic uint64_t pool [METRICS_POOL_EVENTS];    /* metrics_pool_t */
     _Atomic uint64_t reruns;
+    _Atomic uint64_t fast_lane;     /* items run on the reactor (fast_lane.c) */
     _Atomic uint64_t cross_checks [METRICS_CROSS_RESULTS];  /* by metrics_cross_t */
 };
 
@@ -471,6 +472,13 @@ metrics_rerun (metrics_t *self)
 }
 
 void
+metrics_fast_lane (metrics_t *self)
+{
+    if (self)
+        atomic_fetch_add_explicit (&self->fast_lane, 1, S_R);
+}
+
+void
 metrics_cross_check (metrics_t *self, metrics_cross_t result)
 {
     if (self && result < METRICS_CROSS_RESULTS)
@@ -478,7 +486,7 @@ metrics_cross_check (metrics_t *self, metrics_cross_t result)
 }
 
 /*  cryptoserver_board_up, _wrong_results_total, _board_faults_total,
- *  _job_reruns_total and _cross_checks_total.  */
+ *  _job_reruns_total, _fast_lane_jobs_total and _cross_checks_total.  */
 static void
 s_render_health (metrics_t *self, FILE *out)
 {
@@ -512,6 +520,11 @@ s_render_health (metrics_t *self, FILE *out)
     s_family (out, "cryptoserver_job_reruns_total", "counter",
               "Jobs re-run on another board after a board fault.");
     fprintf (out, "cryptoserver_job_reruns_total %" PRIu64 "\n", atomic_load_explicit (&self->reruns, S_R));
+    s_family (out, "cryptoserver_fast_lane_jobs_total", "counter",
+              "Jobs run on the reactor thread instead of a worker (broker/fast-lane-us): cheap jobs "
+              "on an openssl board while nothing waited in the queue.");
+    fprintf (out, "cryptoserver_fast_lane_jobs_total %" PRIu64 "\n",
+             atomic_load_explicit (&self->fast_lane, S_R));
     static const char *const cross_names [METRICS_CROSS_RESULTS] = { "match", "mismatch", "skipped" };
     s_family (out, "cryptoserver_cross_checks_total", "counter",
               "Jobs run on two boards and compared (broker/cross-check), by result: match, mismatch "

@@ -145,6 +145,10 @@ void metrics_board_up (metrics_t *self, size_t board, bool up);
  *  (cryptoserver_job_reruns_total).  Reactor.  */
 void metrics_rerun (metrics_t *self);
 
+/*  Counts one work item run on the reactor thread by the fast lane
+ *  (cryptoserver_fast_lane_jobs_total; broker/fast_lane.c).  Reactor.  */
+void metrics_fast_lane (metrics_t *self);
+
 /*  The result of a cross-check (cross_check.h), the "result" label of
  *  cryptoserver_cross_checks_total.  */
 typedef enum {

@@ -11,13 +11,19 @@
  *      behind its back with SQLite, or a PIN set by another keystore
  *      connection (cryptoserver-admin) is seen by the next job;
  *    - keystore/key-cache = 2 keeps two keys: the least recently used one is
- *      read again.
+ *      read again;
+ *    - the fast lane (broker/fast_lane.c): ECDSA jobs of a keystore key on
+ *      an openssl board run on the reactor once the board's service time
+ *      is known (cryptoserver_fast_lane_jobs_total), every signature
+ *      verified with OpenSSL; never with broker/fast-lane-us = 0 nor on a
+ *      board whose ECDSA results are verified.
  *  Needs CRYPTOSERVER_DRIVER_DIR (make check).
  */
 #include <pthread.h>
 #include <sqlite3.h>
 #include "test_broker_fixture.h"
 #include "key_info.h"
+#include "test_metrics_scrape.h"
 #include "test_run.h"
 
 #define S_KEYS 3
@@ -342,6 +348,117 @@ START_TEST (test_cache_bound)
 }
 END_TEST
 
+/* ---- the fast lane ------------------------------------------------------ */
+
+static EVP_PKEY *s_ec;
+static char s_ec_ref [64];
+
+/*  A broker with metrics, broker/fast-lane-us = lane_us, one openssl board
+ *  (threads = 1, board_lines added) and an EC P-256 keystore key of tenant
+ *  demo; bob logged in.  */
+static void
+s_lane_setup (int lane_us, const char *board_lines)
+{
+    s_dir = th_tmpdir ();
+    th_certs (s_dir, "alice", "demo");
+    th_client_add (s_dir, "bob", "demo");
+    th_keystore (s_dir);
+    keystore_t *ks = th_keystore_open (s_dir);
+    s_ec = EVP_EC_gen ("P-256");
+    key_info_params_t params = { .label = "lane" };
+    Cs__KeyInfo *info = key_info_from_pkey (s_ec, &params);
+    size_t len = 0;
+    uint8_t *der = th_pkcs8 (s_ec, &len);
+    ck_assert_int_eq (keystore_key_put (ks, "demo", info, der, len), 0);
+    snprintf (s_ec_ref, sizeof s_ec_ref, "%s", info->ref);
+    OPENSSL_cleanse (der, len);
+    OPENSSL_free (der);
+    cs__key_info__free_unpacked (info, NULL);
+    keystore_destroy (&ks);
+    char broker [256];
+    snprintf (broker, sizeof broker, "    metrics = \"http://127.0.0.1:0/metrics\"\n    fast-lane-us = %d\n", lane_us);
+    tb_conf_write (s_dir, broker, "drivers\n    cpu\n        type = openssl\n        threads = 1\n%s",
+                   board_lines);
+    s_config = tb_config_load (s_dir);
+    ck_assert_int_eq (s_config->fast_lane_us, lane_us);
+    s_server = tb_server_new (s_config);
+    s_bob = th_dealer (s_dir, "bob", server_endpoint (s_server));
+    s_ticket = th_login_ok (s_bob, "1234", &s_ticket_len);
+}
+
+/*  The largest limit: on a loaded machine a P-256 signature stays far below it.  */
+static void s_lane_on (void) { s_lane_setup (10000, ""); }
+static void s_lane_off (void) { s_lane_setup (0, ""); }
+static void s_lane_verified (void) { s_lane_setup (10000, "        verify = always\n"); }
+
+static void
+s_lane_teardown (void)
+{
+    zsock_destroy (&s_bob);
+    tb_stop (&s_server, &s_config);
+    EVP_PKEY_free (s_ec);
+    s_ec = NULL;
+    free (s_ticket);
+    th_tmpdir_remove (&s_dir);
+}
+
+/*  Bob signs n SHA-256 digests with CKM_ECDSA and the keystore key; each
+ *  signature verified with OpenSSL.  */
+static void
+s_lane_sign (size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t digest [32];
+        char msg [32];
+        snprintf (msg, sizeof msg, "lane %zu", i);
+        SHA256 ((const uint8_t *) msg, strlen (msg), digest);
+        Cs__Request *req = th_request (1, 100 + i);
+        th_job_crypto (req->jobs [0], true, (const uint8_t *) s_ec_ref, strlen (s_ec_ref), CKM_ECDSA,
+                       digest, sizeof digest);
+        req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
+        Cs__Reply *reply = th_call (s_bob, req);
+        ck_assert_uint_eq (reply->rv, CKR_OK);
+        ck_assert_uint_eq (reply->results [0]->rv, CKR_OK);
+        ck_assert (th_verify_ecdsa (s_ec, digest, sizeof digest, reply->results [0]->data.data,
+                                    reply->results [0]->data.len));
+        cs__reply__free_unpacked (reply, NULL);
+        req->ticket = (ProtobufCBinaryData) { 0, NULL };
+        th_request_free (req);
+    }
+}
+
+/*  cryptoserver_fast_lane_jobs_total as the metrics endpoint serves it.  */
+static double
+s_lane_jobs (void)
+{
+    const char *url = server_metrics_url (s_server);
+    ck_assert_ptr_nonnull (url);
+    int status = 0;
+    char *response = tm_http (tm_url_port (url), "GET", "/metrics", &status);
+    ck_assert_int_eq (status, 200);
+    double jobs = tm_sample (tm_body (response), "cryptoserver_fast_lane_jobs_total");
+    free (response);
+    return jobs;
+}
+
+/*  The first job is measured on the worker; later ones run on the reactor.  */
+START_TEST (test_fast_lane_runs)
+{
+    s_lane_sign (40);
+    double jobs = s_lane_jobs ();
+    ck_assert_msg (jobs >= 30 && jobs <= 39, "fast lane jobs: %g of 40", jobs);
+}
+END_TEST
+
+/*  broker/fast-lane-us = 0, or a board whose ECDSA results are verified
+ *  (the check runs in workers): every job goes to the worker.  */
+START_TEST (test_fast_lane_not_taken)
+{
+    s_lane_sign (20);
+    ck_assert_msg (s_lane_jobs () == 0, "fast lane jobs: %g", s_lane_jobs ());
+}
+END_TEST
+
 int
 main (void)
 {
@@ -358,5 +475,20 @@ main (void)
     tcase_set_timeout (bound, 120);
     tcase_add_test (bound, test_cache_bound);
     suite_add_tcase (suite, bound);
+    TCase *lane = tcase_create ("fast_lane");
+    tcase_add_checked_fixture (lane, s_lane_on, s_lane_teardown);
+    tcase_set_timeout (lane, 120);
+    tcase_add_test (lane, test_fast_lane_runs);
+    suite_add_tcase (suite, lane);
+    TCase *no_lane = tcase_create ("fast_lane_off");
+    tcase_add_checked_fixture (no_lane, s_lane_off, s_lane_teardown);
+    tcase_set_timeout (no_lane, 120);
+    tcase_add_test (no_lane, test_fast_lane_not_taken);
+    suite_add_tcase (suite, no_lane);
+    TCase *verified = tcase_create ("fast_lane_verified");
+    tcase_add_checked_fixture (verified, s_lane_verified, s_lane_teardown);
+    tcase_set_timeout (verified, 120);
+    tcase_add_test (verified, test_fast_lane_not_taken);
+    suite_add_tcase (suite, verified);
     return tr_run (suite);
 }

@@ -12,68 +12,12 @@
 #include "test_broker_fixture.h"
 #include "metrics.h"
 #include "metrics_http.h"
+#include "test_metrics_scrape.h"
 #include "test_run.h"
 
 /* ------------------------------------------------------------------ */
 /*  A tiny HTTP/1.0 client for the endpoint                            */
 
-/*  The port of "http://127.0.0.1:PORT/...".  */
-static unsigned
-s_url_port (const char *url)
-{
-    const char *colon = strrchr (url, ':');
-    ck_assert_ptr_nonnull (colon);
-    return (unsigned) atoi (colon + 1);
-}
-
-/*  Sends "METHOD PATH HTTP/1.0" to 127.0.0.1:port; returns the whole
- *  response (caller frees) and its status code in *status_p.  */
-static char *
-s_http (unsigned port, const char *method, const char *path, int *status_p)
-{
-    int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) port) };
-    struct timeval timeout = { 10, 0 };
-    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-    ck_assert_int_ge (fd, 0);
-    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    ck_assert_int_eq (connect (fd, (struct sockaddr *) &addr, sizeof addr), 0);
-    char request [512];
-    int len = snprintf (request, sizeof request, "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", method, path);
-    ck_assert_int_eq (send (fd, request, (size_t) len, MSG_NOSIGNAL), len);
-    size_t size = 0, room = 65536;
-    char *response = malloc (room);
-    ck_assert_ptr_nonnull (response);
-    for (ssize_t got; (got = recv (fd, response + size, room - size - 1, 0)) > 0; ) {
-        size += (size_t) got;
-        if (room - size < 4096)
-            ck_assert_ptr_nonnull (response = realloc (response, room *= 2));
-    }
-    close (fd);
-    response [size] = 0;
-    ck_assert_int_eq (sscanf (response, "HTTP/1.%*d %d", status_p), 1);
-    return response;
-}
-
-/*  The body of a response (after the blank line), or "".  */
-static const char *
-s_body (const char *response)
-{
-    const char *end = strstr (response, "\r\n\r\n");
-    return end ? end + 4 : "";
-}
-
-/*  The value of the sample line that starts with `series` (the metric
- *  name with its labels, exactly as rendered); -1 when there is none.  */
-static double
-s_sample (const char *text, const char *series)
-{
-    size_t len = strlen (series);
-    for (const char *line = text; line && *line; line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
-        if (strncmp (line, series, len) == 0 && line [len] == ' ')
-            return strtod (line + len + 1, NULL);
-    return -1;
-}
 
 /* ------------------------------------------------------------------ */
 /*  The registry and its text                                          */
@@ -180,6 +124,10 @@ static const char *s_expected =
 "# HELP cryptoserver_job_reruns_total Jobs re-run on another board after a board fault.\n"
 "# TYPE cryptoserver_job_reruns_total counter\n"
 "cryptoserver_job_reruns_total 3\n"
+"# HELP cryptoserver_fast_lane_jobs_total Jobs run on the reactor thread instead of a worker "
+"(broker/fast-lane-us): cheap jobs on an openssl board while nothing waited in the queue.\n"
+"# TYPE cryptoserver_fast_lane_jobs_total counter\n"
+"cryptoserver_fast_lane_jobs_total 2\n"
 "# HELP cryptoserver_cross_checks_total Jobs run on two boards and compared (broker/cross-check), by "
 "result: match, mismatch (a wrong result caught), skipped (the second run failed, ran on the same board, "
 "or the results could not be compared).\n"
@@ -252,6 +200,9 @@ START_TEST (test_render_exact)
     metrics_board_up (metrics, 0, false);
     for (int i = 0; i < 3; i++)
         metrics_rerun (metrics);
+    metrics_fast_lane (metrics);
+    metrics_fast_lane (metrics);
+    metrics_fast_lane (NULL);                                   /* NULL-safe */
     metrics_cross_check (metrics, METRICS_CROSS_MATCH);
     metrics_cross_check (metrics, METRICS_CROSS_MATCH);
     metrics_cross_check (metrics, METRICS_CROSS_MISMATCH);
@@ -288,7 +239,7 @@ START_TEST (test_process_cpu)
     const char *names [] = { "b" };
     metrics_t *metrics = metrics_new (names, 1);
     char *before = metrics_render (metrics, NULL);
-    double start = s_sample (before, "process_cpu_seconds_total");
+    double start = tm_sample (before, "process_cpu_seconds_total");
     /*  Spin until the process has used 50 ms of CPU (not of wall time: on
      *  a loaded machine 50 ms of wall time may hold little CPU).  */
     volatile uint64_t spin = 0;
@@ -301,7 +252,7 @@ START_TEST (test_process_cpu)
     } while ((int64_t) now.tv_sec * 1000000000 + now.tv_nsec < until);
     char *after = metrics_render (metrics, NULL);
     ck_assert_double_ge (start, 0);
-    ck_assert_double_ge (s_sample (after, "process_cpu_seconds_total") - start, 0.04);
+    ck_assert_double_ge (tm_sample (after, "process_cpu_seconds_total") - start, 0.04);
     free (before);
     free (after);
     metrics_destroy (&metrics);
@@ -344,14 +295,14 @@ START_TEST (test_threads)
         char series [256];
         snprintf (series, sizeof series, "cryptoserver_jobs_total{board=\"b\",mechanism=\"CKM_0x8000000%d\","
                   "result=\"ok\"}", m);
-        jobs += s_sample (text, series);
+        jobs += tm_sample (text, series);
     }
     ck_assert_double_eq (jobs, S_THREADS * S_ROUNDS);
-    ck_assert_double_eq (s_sample (text, "cryptoserver_job_seconds_count{board=\"b\",stage=\"service\"}"),
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_job_seconds_count{board=\"b\",stage=\"service\"}"),
                          S_THREADS * S_ROUNDS);
-    ck_assert_double_eq_tol (s_sample (text, "cryptoserver_job_seconds_sum{board=\"b\",stage=\"service\"}"),
+    ck_assert_double_eq_tol (tm_sample (text, "cryptoserver_job_seconds_sum{board=\"b\",stage=\"service\"}"),
                              S_THREADS * S_ROUNDS * 1e-6, 1e-9);
-    ck_assert_double_eq (s_sample (text, "cryptoserver_inflight_jobs{client=\"shared\",tenant=\"t\"}"), 0);
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_inflight_jobs{client=\"shared\",tenant=\"t\"}"), 0);
     free (text);
     metrics_destroy (&metrics);
 }
@@ -379,11 +330,11 @@ START_TEST (test_bounded_labels)
     ck_assert_ptr_eq (metrics_client (metrics, "client0", "t"), first);
     metrics_inflight_add (late, 2);
     char *text = metrics_render (metrics, NULL);
-    ck_assert_double_eq (s_sample (text, "cryptoserver_jobs_total{board=\"b\",mechanism=\"other\",result=\"ok\"}"), 5);
-    ck_assert_double_eq (s_sample (text, "cryptoserver_jobs_total{board=\"b\",mechanism=\"CKM_0x80000000\",result=\"ok\"}"), 1);
-    ck_assert_double_eq (s_sample (text, "cryptoserver_inflight_jobs{client=\"(other)\",tenant=\"(other)\"}"), 2);
-    ck_assert_double_eq (s_sample (text, "cryptoserver_inflight_jobs{client=\"client3071\",tenant=\"t\"}"), 1);
-    ck_assert_double_eq (s_sample (text, "cryptoserver_inflight_jobs{client=\"late\",tenant=\"t\"}"), -1);
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_jobs_total{board=\"b\",mechanism=\"other\",result=\"ok\"}"), 5);
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_jobs_total{board=\"b\",mechanism=\"CKM_0x80000000\",result=\"ok\"}"), 1);
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_inflight_jobs{client=\"(other)\",tenant=\"(other)\"}"), 2);
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_inflight_jobs{client=\"client3071\",tenant=\"t\"}"), 1);
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_inflight_jobs{client=\"late\",tenant=\"t\"}"), -1);
     free (text);
     metrics_destroy (&metrics);
 }
@@ -515,24 +466,24 @@ START_TEST (test_http)
     ck_assert_ptr_nonnull (http);
     const char *url = metrics_http_url (http);
     ck_assert_msg (strncmp (url, "http://127.0.0.1:", 17) == 0 && strstr (url, "/scrape/me"), "%s", url);
-    unsigned port = s_url_port (url);
+    unsigned port = tm_url_port (url);
     ck_assert_uint_gt (port, 0);
     int status = 0;
-    char *response = s_http (port, "GET", "/scrape/me", &status);
+    char *response = tm_http (port, "GET", "/scrape/me", &status);
     ck_assert_int_eq (status, 200);
     ck_assert_ptr_nonnull (strcasestr (response, "Content-Type: text/plain; version=0.0.4"));
-    ck_assert_double_eq (s_sample (s_body (response),
+    ck_assert_double_eq (tm_sample (tm_body (response),
                                    "cryptoserver_jobs_total{board=\"board0\",mechanism=\"CKM_ECDSA\",result=\"ok\"}"), 1);
-    ck_assert_double_ge (s_sample (s_body (response), "process_cpu_seconds_total"), 0);
+    ck_assert_double_ge (tm_sample (tm_body (response), "process_cpu_seconds_total"), 0);
     free (response);
-    response = s_http (port, "HEAD", "/scrape/me", &status);
+    response = tm_http (port, "HEAD", "/scrape/me", &status);
     ck_assert_int_eq (status, 200);
-    ck_assert_str_eq (s_body (response), "");
+    ck_assert_str_eq (tm_body (response), "");
     free (response);
-    response = s_http (port, "GET", "/metrics", &status);
+    response = tm_http (port, "GET", "/metrics", &status);
     ck_assert_int_eq (status, 404);
     free (response);
-    response = s_http (port, "POST", "/scrape/me", &status);
+    response = tm_http (port, "POST", "/scrape/me", &status);
     ck_assert_int_eq (status, 405);
     ck_assert_ptr_nonnull (strcasestr (response, "Allow: GET, HEAD"));
     free (response);
@@ -570,7 +521,7 @@ START_TEST (test_server)
     broker_config_t *config = NULL;
     server_t *server = tb_start (s_dir, &config);
     ck_assert_ptr_nonnull (server_metrics_url (server));
-    unsigned port = s_url_port (server_metrics_url (server));
+    unsigned port = tm_url_port (server_metrics_url (server));
     zsock_t *client = th_dealer (s_dir, "alice", server_endpoint (server));
     size_t ticket_len = 0;
     uint8_t *ticket = th_login_ok (client, "1234", &ticket_len);
@@ -609,9 +560,9 @@ START_TEST (test_server)
     th_request_free (req);
 
     int status = 0;
-    char *response = s_http (port, "GET", "/metrics", &status);
+    char *response = tm_http (port, "GET", "/metrics", &status);
     ck_assert_int_eq (status, 200);
-    const char *text = s_body (response);
+    const char *text = tm_body (response);
     double ok = 0, expired = 0, errors = 0;
     for (int b = 0; b < 2; b++) {
         char series [256];
@@ -621,7 +572,7 @@ START_TEST (test_server)
         for (int r = 0; r < METRICS_RESULTS; r++) {
             snprintf (series, sizeof series, "cryptoserver_jobs_total{board=\"%s\",mechanism=\"CKM_RSA_PKCS\","
                       "result=\"%s\"}", board, results [r]);
-            sum [r] = s_sample (text, series) > 0 ? s_sample (text, series) : 0;
+            sum [r] = tm_sample (text, series) > 0 ? tm_sample (text, series) : 0;
         }
         ok += sum [0];
         errors += sum [1];
@@ -633,19 +584,19 @@ START_TEST (test_server)
             const char *stage = s == 0 ? "queue" : s == 1 ? "service" : "total";
             snprintf (series, sizeof series, "cryptoserver_job_seconds_count{board=\"%s\",stage=\"%s\"}",
                       board, stage);
-            ck_assert_msg (s_sample (text, series) == (double) stats_jobs, "%s: %g, %" PRIu64 " jobs",
-                           series, s_sample (text, series), stats_jobs);
+            ck_assert_msg (tm_sample (text, series) == (double) stats_jobs, "%s: %g, %" PRIu64 " jobs",
+                           series, tm_sample (text, series), stats_jobs);
             snprintf (series, sizeof series, "cryptoserver_job_seconds_bucket{board=\"%s\",stage=\"%s\","
                       "le=\"+Inf\"}", board, stage);
-            ck_assert_double_eq (s_sample (text, series), (double) stats_jobs);
+            ck_assert_double_eq (tm_sample (text, series), (double) stats_jobs);
         }
     }
     ck_assert_double_ge (ok, N);
     ck_assert_double_ge (expired, 1);
     ck_assert_double_eq (ok + expired, N + LATE);
     ck_assert_double_eq (errors, 1);
-    ck_assert_double_eq (s_sample (text, "cryptoserver_inflight_jobs{client=\"alice\",tenant=\"demo\"}"), 0);
-    ck_assert_double_eq (s_sample (text, "cryptoserver_queue_depth{queue=\"client\"}"), 0);
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_inflight_jobs{client=\"alice\",tenant=\"demo\"}"), 0);
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_queue_depth{queue=\"client\"}"), 0);
     free (response);
     free (ticket);
     zsock_destroy (&client);
