@@ -46,6 +46,7 @@ s_rule (CK_ATTRIBUTE_TYPE type)
         case CKA_ID: return S_ID;
         case CKA_SIGN: case CKA_DECRYPT: return S_USAGE;
         case CKA_SENSITIVE: case CKA_WRAP_WITH_TRUSTED: return S_ONLY_TRUE;
+        case CKA_UNWRAP: return S_ONLY_TRUE;   /* token policy: an unwrapping key never decrypts (docs/CONTRACTS.md) */
         case CKA_EXTRACTABLE: return S_ONLY_FALSE;
         case CKA_TOKEN: case CKA_PRIVATE: case CKA_MODIFIABLE: case CKA_COPYABLE:
         case CKA_DESTROYABLE:

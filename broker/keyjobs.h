@@ -5,7 +5,9 @@
  *    - CKA_LABEL, CKA_ID, the usage flags (CKA_SIGN, CKA_DECRYPT, CKA_VERIFY,
  *      CKA_ENCRYPT, CKA_DERIVE, ...), dates and CKA_SUBJECT may change;
  *    - CKA_SENSITIVE may only go FALSE -> TRUE, CKA_EXTRACTABLE only
- *      TRUE -> FALSE, CKA_WRAP_WITH_TRUSTED only FALSE -> TRUE;
+ *      TRUE -> FALSE, CKA_WRAP_WITH_TRUSTED only FALSE -> TRUE, and — the
+ *      token's wrapping policy (docs/CONTRACTS.md "Wrapping") — CKA_UNWRAP
+ *      only FALSE -> TRUE (an unwrapping key never decrypts);
  *    - CKA_TOKEN, CKA_PRIVATE, CKA_MODIFIABLE, CKA_COPYABLE, CKA_DESTROYABLE
  *      are set when the object is made or copied, then read-only;
  *    - CKA_LOCAL, CKA_KEY_GEN_MECHANISM, CKA_ALWAYS_SENSITIVE,

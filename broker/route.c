@@ -173,11 +173,21 @@ s_route_per_request (frontend_t *self, fe_request_t *request, work_item_t *item,
     return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
 }
 
-/*  "board:<hex CKA_ID>": the tenant's boards holding that listed key.  */
+/*  True for the DecryptJob of a C_UnwrapKey (DecryptJob.unwrap).  */
+static bool
+s_unwrap_job (const fe_request_t *request, const work_item_t *item)
+{
+    return item->kind == WORK_DECRYPT && request->req->jobs [item->index]->decrypt->unwrap;
+}
+
+/*  "board:<hex CKA_ID>": the tenant's boards holding that listed key.  A
+ *  board key has CKA_UNWRAP FALSE: no unwrap job.  */
 static CK_RV
 s_route_board_ref (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref)
 {
     size_t len = 0;
+    if (s_unwrap_job (request, item))
+        return CKR_KEY_FUNCTION_NOT_PERMITTED;
     const fe_board_key_t *key = fe_board_key_find (self, request->tenant, ref, item->id, &len);
     if (!key)
         return CKR_KEY_HANDLE_INVALID;
@@ -205,6 +215,27 @@ s_derive_permitted (const Cs__KeyInfo *info)
     return CKR_KEY_FUNCTION_NOT_PERMITTED;
 }
 
+/*  A private-side flag of a keystore key (`dflt` when not stored).  */
+static bool
+s_private_flag (const Cs__KeyInfo *info, CK_ATTRIBUTE_TYPE type, bool dflt)
+{
+    for (size_t i = 0; i < info->n_private_attributes; i++)
+        if (info->private_attributes [i]->type == type
+        &&  info->private_attributes [i]->value_case == CS__ATTRIBUTE__VALUE_FLAG)
+            return info->private_attributes [i]->flag;
+    return dflt;
+}
+
+/*  The token's wrapping policy (docs/CONTRACTS.md "Wrapping"): an unwrap
+ *  job needs CKA_UNWRAP TRUE and CKA_DECRYPT FALSE, a decrypt job
+ *  CKA_DECRYPT TRUE and CKA_UNWRAP FALSE: a key does not do both.  */
+static bool
+s_decrypt_refused (const fe_request_t *request, const work_item_t *item, const Cs__KeyInfo *info)
+{
+    bool unwrap = s_private_flag (info, CKA_UNWRAP, false);
+    return s_unwrap_job (request, item) ? !unwrap || info->can_decrypt : !info->can_decrypt || unwrap;
+}
+
 /*  A keystore row of the tenant (info, and its private key: pkcs8, len
  *  bytes, borrowed from item->cached or item->material until the item is
  *  back): its material goes with the item (home keystore) or its resident
@@ -219,7 +250,8 @@ s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item
         rv = CKR_KEY_HANDLE_INVALID;
     else
     if (item->kind == WORK_DERIVE ? (rv = s_derive_permitted (info)) != CKR_OK
-                                  : item->kind == WORK_SIGN ? !info->can_sign : !info->can_decrypt) {
+                                  : item->kind == WORK_SIGN ? !info->can_sign
+                                  : s_decrypt_refused (request, item, info)) {
         if (rv == CKR_OK)
             rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
     }

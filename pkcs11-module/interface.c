@@ -10,9 +10,9 @@
  *  operation holds key references and, for decryption, plaintext that must
  *  not leave the module), multi-part encryption and decryption (RSA is
  *  single-part, curr. mech. §2.1), the dual-function calls (no mechanism
- *  of ours has them), C_WrapKey, C_UnwrapKey, and the 3.0
- *  message-based functions (no AEAD mechanism).  C_GetFunctionStatus and
- *  C_CancelFunction answer CKR_FUNCTION_NOT_PARALLEL (2.40 §5.16, legacy);
+ *  of ours has them), and the 3.0 message-based functions (no AEAD
+ *  mechanism); C_WrapKey and C_UnwrapKey are in wrap.c.
+ *  C_GetFunctionStatus and C_CancelFunction answer CKR_FUNCTION_NOT_PARALLEL (2.40 §5.16, legacy);
  *  C_WaitForSlotEvent answers CKR_NO_EVENT with CKF_DONT_BLOCK (the one slot
  *  never changes) and CKR_FUNCTION_NOT_SUPPORTED when asked to block.
  */
@@ -89,6 +89,10 @@
     X (C_DeriveKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_ATTRIBUTE_PTR d, \
        CK_ULONG e, CK_OBJECT_HANDLE_PTR f), (a, b, c, d, e, f)) \
     X (C_DigestKey, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b), (a, b)) \
+    X (C_WrapKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_OBJECT_HANDLE d, \
+       CK_BYTE_PTR e, CK_ULONG_PTR f), (a, b, c, d, e, f)) \
+    X (C_UnwrapKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_BYTE_PTR d, CK_ULONG e, \
+       CK_ATTRIBUTE_PTR f, CK_ULONG g, CK_OBJECT_HANDLE_PTR h), (a, b, c, d, e, f, g, h)) \
     X (C_SignRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c)) \
     X (C_SignRecover, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e), \
        (a, b, c, d, e)) \
@@ -131,10 +135,6 @@ S_NOT_SUPPORTED (C_SignEncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_UL
                                        CK_ULONG_PTR e))
 S_NOT_SUPPORTED (C_DecryptVerifyUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d,
                                          CK_ULONG_PTR e))
-S_NOT_SUPPORTED (C_WrapKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_OBJECT_HANDLE d,
-                             CK_BYTE_PTR e, CK_ULONG_PTR f))
-S_NOT_SUPPORTED (C_UnwrapKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_BYTE_PTR d,
-                               CK_ULONG e, CK_ATTRIBUTE_PTR f, CK_ULONG g, CK_OBJECT_HANDLE_PTR h))
 /*  3.0 message-based functions (3.0 §5.x "Message-based ..."): no AEAD mechanism.  */
 S_NOT_SUPPORTED (C_MessageEncryptInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c))
 S_NOT_SUPPORTED (C_EncryptMessage, (CK_SESSION_HANDLE a, CK_VOID_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG e,
@@ -222,7 +222,7 @@ s_C_GetInfo_3_0 (CK_INFO_PTR info)
     g_C_SignInit, g_C_Sign, g_C_SignUpdate, g_C_SignFinal, g_C_SignRecoverInit, g_C_SignRecover, \
     g_C_VerifyInit, g_C_Verify, g_C_VerifyUpdate, g_C_VerifyFinal, g_C_VerifyRecoverInit, g_C_VerifyRecover, \
     s_C_DigestEncryptUpdate, s_C_DecryptDigestUpdate, s_C_SignEncryptUpdate, s_C_DecryptVerifyUpdate, \
-    g_C_GenerateKey, g_C_GenerateKeyPair, s_C_WrapKey, s_C_UnwrapKey, g_C_DeriveKey, \
+    g_C_GenerateKey, g_C_GenerateKeyPair, g_C_WrapKey, g_C_UnwrapKey, g_C_DeriveKey, \
     g_C_SeedRandom, g_C_GenerateRandom, \
     s_C_GetFunctionStatus, s_C_CancelFunction, s_C_WaitForSlotEvent
 

@@ -32,4 +32,15 @@ void cs_keyop_job_key (const cs_key_t *key, ProtobufCBinaryData *key_id, Protobu
  *  checked parameters (PSS hash, MGF, salt; OAEP hash, MGF, label borrowed).  */
 void cs_keyop_job_mechanism (CK_MECHANISM_TYPE wire, const cs_mech_params_t *params, Cs__Mechanism *mech);
 
+/*  The module's local public-key encryption (local.c, the C_Encrypt of an
+ *  RSA public key) of `len` bytes of `data` with `key` (RSA, its modulus k
+ *  bytes) under the checked table row `mech` (CKM_RSA_PKCS, CKM_RSA_X_509,
+ *  CKM_RSA_PKCS_OAEP) and `params` (OAEP hash, MGF, label; borrowed).
+ *  `out` holds at least k bytes; *out_len_p gets the ciphertext length.
+ *  CKR_OK, CKR_DATA_LEN_RANGE (RFC 8017 §7.1.1, §7.2.1), CKR_DATA_INVALID
+ *  (raw), CKR_FUNCTION_FAILED.  Without the mutex (the key is immutable).
+ *  C_WrapKey (wrap.c) uses it.  */
+CK_RV cs_keyop_public_encrypt (cs_key_t *key, const cs_mech_t *mech, const cs_mech_params_t *params,
+                               const uint8_t *data, size_t len, uint8_t *out, CK_ULONG_PTR out_len_p);
+
 #endif

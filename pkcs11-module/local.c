@@ -303,6 +303,15 @@ out:
 }
 
 CK_RV
+cs_keyop_public_encrypt (cs_key_t *key, const cs_mech_t *mech, const cs_mech_params_t *params,
+                         const uint8_t *data, size_t len, uint8_t *out, CK_ULONG_PTR out_len_p)
+{
+    cs_encrypt_op_t op = { .key = key, .mech = mech, .params = *params };
+    CK_RV rv = s_encrypt_len_ok (&op, len);
+    return rv == CKR_OK ? s_encrypt (&op, data, len, out, out_len_p) : rv;
+}
+
+CK_RV
 C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 {
     if (cs_secret_active (handle, CS_OP_ENCRYPT))

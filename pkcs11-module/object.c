@@ -544,6 +544,8 @@ cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
     if ((object->klass != CKO_SECRET_KEY && object->klass != (need_private ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY))
     ||  !s_flag (object, usage, false))
         return CKR_KEY_FUNCTION_NOT_PERMITTED;
+    if ((want & CKF_DECRYPT) && s_flag (object, CKA_UNWRAP, false))
+        return CKR_KEY_FUNCTION_NOT_PERMITTED;  /* an unwrapping key does not decrypt (wrap.c, Tookan) */
     *key_p = cs_key_ref (object->key);
     return CKR_OK;
 }
@@ -662,10 +664,11 @@ s_rule (CK_ATTRIBUTE_TYPE type)
     switch (type) {
         case CKA_LABEL: case CKA_ID: case CKA_SUBJECT: case CKA_START_DATE: case CKA_END_DATE:
         case CKA_APPLICATION: case CKA_SIGN: case CKA_VERIFY: case CKA_ENCRYPT: case CKA_DECRYPT:
-        case CKA_WRAP: case CKA_UNWRAP: case CKA_DERIVE: case CKA_SIGN_RECOVER:
+        case CKA_WRAP: case CKA_DERIVE: case CKA_SIGN_RECOVER:
         case CKA_VERIFY_RECOVER: case CKA_ALLOWED_MECHANISMS:
             return S_FREE;
         case CKA_SENSITIVE: case CKA_WRAP_WITH_TRUSTED:
+        case CKA_UNWRAP:        /* token policy: an unwrapping key never decrypts (wrap.c) */
             return S_ONLY_TRUE;
         case CKA_EXTRACTABLE: case CKA_COPYABLE:
             return S_ONLY_FALSE;

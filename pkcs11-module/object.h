@@ -109,7 +109,10 @@ cs_key_t *cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p);
  *  CKF_DERIVE, CKF_SIGN_RECOVER on a private key; CKF_VERIFY, CKF_ENCRYPT,
  *  CKF_VERIFY_RECOVER on a public key), whose usage attribute (CKA_SIGN, ...,
  *  CKA_DERIVE, CKA_SIGN_RECOVER, CKA_VERIFY_RECOVER) must be TRUE.  CKR_OK with *key_p a new
- *  reference; CKR_KEY_HANDLE_INVALID; CKR_KEY_FUNCTION_NOT_PERMITTED.  */
+ *  reference; CKR_KEY_HANDLE_INVALID; CKR_KEY_FUNCTION_NOT_PERMITTED, also for
+ *  CKF_DECRYPT with a key whose CKA_UNWRAP is TRUE (the token's wrapping
+ *  policy, docs/CONTRACTS.md "Wrapping": a key does not both unwrap and
+ *  decrypt, Bortolozzo et al., CCS 2010).  */
 CK_RV cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p);
 
 /*  C_GetAttributeValue semantics (PKCS#11 2.40 §5.7) on a visible object.  */
@@ -131,7 +134,8 @@ CK_RV cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count,
  *  CKR_ATTRIBUTE_READ_ONLY for a change the spec forbids (CKA_CLASS,
  *  CKA_KEY_TYPE, key material, CKA_LOCAL, CKA_ALWAYS_SENSITIVE,
  *  CKA_NEVER_EXTRACTABLE, CKA_KEY_GEN_MECHANISM, CKA_SENSITIVE TRUE→FALSE,
- *  CKA_EXTRACTABLE FALSE→TRUE ...; a copy may also set CKA_TOKEN,
+ *  CKA_EXTRACTABLE FALSE→TRUE, CKA_UNWRAP TRUE→FALSE (the token's wrapping
+ *  policy) ...; a copy may also set CKA_TOKEN,
  *  CKA_PRIVATE, CKA_MODIFIABLE, CKA_DESTROYABLE and give read-only ones
  *  their current value); the template's own errors (cs_template_check).  */
 CK_RV cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy);

@@ -8,6 +8,8 @@
  *  eve (tenant other).  Needs CRYPTOSERVER_DRIVER_DIR (make check).
  */
 #include <openssl/core_names.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
 #include "test_broker_fixture.h"
@@ -411,6 +413,78 @@ START_TEST (test_import_attributes_and_isolation)
     ck_assert_uint_eq (s_list_count (s_alice), 0);
     free (ref);
     free (eve);
+    OPENSSL_free (der);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+/*  One DecryptJob (CKM_RSA_PKCS) with the keystore key ref as alice,
+ *  `unwrap` as DecryptJob.unwrap; the plaintext's length in *out_len_p
+ *  (compared with want when the job succeeds).  */
+static uint64_t
+s_decrypt (const char *ref, const uint8_t *cipher, size_t len, bool unwrap, const uint8_t *want, size_t want_len)
+{
+    Cs__Request *req = s_request (61);
+    Cs__Reply *reply = NULL;
+    th_job_crypto (req->jobs [0], false, (const uint8_t *) ref, strlen (ref), CKM_RSA_PKCS, cipher, len);
+    req->jobs [0]->decrypt->unwrap = unwrap;
+    uint64_t rv = s_call (s_alice, req, &reply);
+    if (rv == CKR_OK)
+        ck_assert (reply->results [0]->data.len == want_len
+                   && memcmp (reply->results [0]->data.data, want, want_len) == 0);
+    cs__reply__free_unpacked (reply, NULL);
+    th_request_free (req);
+    return rv;
+}
+
+/*  The token's wrapping policy on the broker (docs/CONTRACTS.md
+ *  "Wrapping"): a keystore key with CKA_UNWRAP TRUE and CKA_DECRYPT FALSE
+ *  runs unwrap jobs (DecryptJob.unwrap) and no plain decryption;
+ *  CKA_UNWRAP never goes back to FALSE; with CKA_DECRYPT TRUE as well the
+ *  key runs neither.  */
+START_TEST (test_unwrap_policy)
+{
+    EVP_PKEY *pkey = EVP_RSA_gen (2048);
+    size_t len = 0;
+    uint8_t *der = th_pkcs8 (pkey, &len);
+    Cs__Attribute label = s_bytes (CKA_LABEL, "unwrapper"), cls = CS__ATTRIBUTE__INIT;
+    Cs__Attribute unwrap = s_flag (CKA_UNWRAP, true), decrypt = s_flag (CKA_DECRYPT, false);
+    cls.type = CKA_CLASS;
+    cls.value_case = CS__ATTRIBUTE__VALUE_NUMBER;
+    cls.number = CKO_PRIVATE_KEY;
+    Cs__Attribute *tmpl [] = { &label, &cls, &unwrap, &decrypt };
+    Cs__ImportKeyJob imp = CS__IMPORT_KEY_JOB__INIT;
+    imp.private_pkcs8 = (ProtobufCBinaryData) { len, der };
+    imp.n_template_ = 4;
+    imp.template_ = tmpl;
+    Cs__Request *req = s_request (60);
+    req->jobs [0]->kind_case = CS__JOB__KIND_IMPORT_KEY;
+    req->jobs [0]->import_key = &imp;
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+    char *ref = strdup (reply->results [0]->imported->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+    /*  A 16-byte key value encrypted by OpenSSL.  */
+    uint8_t value [16], cipher [256];
+    size_t cipher_len = sizeof cipher;
+    RAND_bytes (value, sizeof value);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey (NULL, pkey, NULL);
+    ck_assert (ctx && EVP_PKEY_encrypt_init (ctx) == 1 && EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_PADDING) == 1
+               && EVP_PKEY_encrypt (ctx, cipher, &cipher_len, value, sizeof value) == 1);
+    EVP_PKEY_CTX_free (ctx);
+    ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, false, NULL, 0), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, true, value, sizeof value), CKR_OK);
+    Cs__Attribute unwrap_off = s_flag (CKA_UNWRAP, false), decrypt_on = s_flag (CKA_DECRYPT, true);
+    Cs__Attribute *a1 [] = { &unwrap_off }, *a2 [] = { &decrypt_on };
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a1, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a2, 1), CKR_OK);
+    ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, false, NULL, 0), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, true, NULL, 0), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    free (ref);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
 }
@@ -855,6 +929,7 @@ s_suite (void)
     tcase_add_test (tc, test_generate_without_pool);
     tcase_add_test (tc, test_per_request_key);
     tcase_add_test (tc, test_import_attributes_and_isolation);
+    tcase_add_test (tc, test_unwrap_policy);
     tcase_add_test (tc, test_list_version_unchanged);
     tcase_add_test (tc, test_pin_lock_and_init_pin);
     tcase_add_test (tc, test_list_without_login);

@@ -1,0 +1,356 @@
+/*  wrap.c — C_WrapKey and C_UnwrapKey (PKCS#11 2.40 §5.18) for secret keys
+ *  (CKK_AES, CKK_GENERIC_SECRET) with CKM_RSA_PKCS_OAEP, and the attribute
+ *  rules that stop the known wrapping attacks (Bortolozzo, Centenaro,
+ *  Focardi, Steel, "Attacking and fixing PKCS#11 security tokens", CCS
+ *  2010: the Tookan attacks).  docs/CONTRACTS.md "Wrapping" is the contract.
+ *
+ *  C_WrapKey is the OAEP encryption of the secret key's CKA_VALUE with an
+ *  RSA public key object, run in the module with OpenSSL like C_Encrypt of a
+ *  public key (local.c, cs_keyop_public_encrypt): no secret of the broker is
+ *  needed.  C_UnwrapKey is one DecryptJob on the broker with the RSA private
+ *  key (server-held, keystore or per-request), exactly as C_Decrypt with
+ *  OAEP; the plaintext goes to locked memory (cs_secmem.h) and becomes a
+ *  session secret key object (secret.c), never leaving the module.
+ *
+ *  The rules, checked in this order (each with the code 2.40 §5.18 names):
+ *    wrapping: the wrapping key is a visible RSA public key object
+ *      (CKR_WRAPPING_KEY_HANDLE_INVALID, CKR_WRAPPING_KEY_TYPE_INCONSISTENT)
+ *      with CKA_WRAP TRUE (CKR_KEY_FUNCTION_NOT_PERMITTED); the key to wrap
+ *      is a visible secret key with a value (CKR_KEY_HANDLE_INVALID,
+ *      CKR_KEY_NOT_WRAPPABLE) with CKA_EXTRACTABLE TRUE
+ *      (CKR_KEY_UNEXTRACTABLE); CKA_WRAP_WITH_TRUSTED TRUE needs a wrapping
+ *      key with CKA_TRUSTED TRUE (CKR_KEY_NOT_WRAPPABLE, §4.10 table 37).
+ *      Token policy against the wrap/decrypt attack: a CKA_SENSITIVE key is
+ *      wrapped only by a CKA_TRUSTED wrapping key (any application can make
+ *      a public key object whose private half it holds; CKA_TRUSTED is the
+ *      SO's word that it does not), and not when a visible private key with
+ *      the same modulus lacks CKA_UNWRAP TRUE (CKR_KEY_NOT_WRAPPABLE): a key
+ *      with CKA_UNWRAP TRUE never decrypts (cs_object_use) and keeps
+ *      CKA_UNWRAP TRUE (object.c and the broker's keyjobs.c change rules).
+ *    unwrapping: the unwrapping key is a visible RSA private key
+ *      (CKR_UNWRAPPING_KEY_HANDLE_INVALID,
+ *      CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT) with CKA_UNWRAP TRUE and —
+ *      token policy — CKA_DECRYPT FALSE (CKR_KEY_FUNCTION_NOT_PERMITTED).
+ *      Token policy against the wrap/unwrap attack (a sensitive key wrapped,
+ *      then unwrapped as a readable one): the new key is always
+ *      CKA_SENSITIVE TRUE (FALSE in the template: CKR_TEMPLATE_INCONSISTENT)
+ *      and never CKA_TRUSTED (TRUE: CKR_ATTRIBUTE_READ_ONLY; whoever made
+ *      the ciphertext may know its value).
+ *  Both need a CKU_USER login (CKR_USER_NOT_LOGGED_IN), as the secret-key
+ *  operations do.  CKM_RSA_PKCS is not offered for wrapping: a PKCS#1 v1.5
+ *  C_UnwrapKey is a padding oracle (Bardou et al., CRYPTO 2012).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
+#include "cs_secmem.h"
+#include "keyop.h"
+#include "log.h"
+#include "mechanism.h"
+#include "module.h"
+#include "object.h"
+#include "secret.h"
+#include "session.h"
+#include "token.h"
+
+/*  The mechanism of a wrap (want CKF_WRAP) or unwrap (CKF_UNWRAP) with the
+ *  RSA `key`: *entry_p and its checked parameters.  CKR_MECHANISM_INVALID,
+ *  CKR_MECHANISM_PARAM_INVALID, `type_rv` for a key the mechanism does not
+ *  take.  */
+static CK_RV
+s_mechanism (const CK_MECHANISM *mech, CK_FLAGS want, const cs_key_t *key, CK_RV type_rv,
+             const cs_mech_t **entry_p, cs_mech_params_t *params)
+{
+    const cs_mech_t *entry = cs_mech_lookup (mech->mechanism);
+    CK_RV rv;
+    if (!entry || !(entry->flags & want))
+        return CKR_MECHANISM_INVALID;
+    rv = cs_mech_check (entry, mech, key->key_type, key->modulus_len, params);
+    if (rv == CKR_KEY_TYPE_INCONSISTENT)
+        rv = type_rv;
+    *entry_p = entry;
+    return rv;
+}
+
+/*  Under the mutex: true when a visible private key has the modulus of the
+ *  RSA public `key` and CKA_UNWRAP FALSE (it could decrypt, now or after a
+ *  C_SetAttributeValue, what `key` wraps).  */
+static bool
+s_private_half_decrypts (const cs_key_t *key)
+{
+    CK_OBJECT_CLASS klass = CKO_PRIVATE_KEY;
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_MODULUS, key->modulus, key->modulus_len },
+    };
+    CK_OBJECT_HANDLE *handles = NULL;
+    size_t count = 0;
+    bool decrypts = false;
+    if (cs_object_find (tmpl, 2, &handles, &count) != CKR_OK)
+        return true;                    /* out of memory: refuse */
+    for (size_t i = 0; i < count && !decrypts; i++)
+        decrypts = !cs_object_flag (handles [i], CKA_UNWRAP, false);
+    free (handles);
+    return decrypts;
+}
+
+/*  Under the mutex: the rules of C_WrapKey on the two objects (file head).
+ *  On CKR_OK, *wrapping_p and *key_p are new references.  */
+static CK_RV
+s_wrap_check (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_t **wrapping_p, cs_key_t **key_p)
+{
+    CK_OBJECT_CLASS klass = 0, key_class = 0;
+    cs_key_t *wkey = NULL, *key = NULL;
+    bool trusted;
+    CK_RV rv = CKR_OK;
+    if (!cs_token_user_logged_in ())
+        return CKR_USER_NOT_LOGGED_IN;
+    if (!(wkey = cs_object_key (wrapping, &klass)))
+        return CKR_WRAPPING_KEY_HANDLE_INVALID;
+    trusted = cs_object_flag (wrapping, CKA_TRUSTED, false);
+    if (klass != CKO_PUBLIC_KEY || wkey->key_type != CKK_RSA || !wkey->modulus_len)
+        rv = CKR_WRAPPING_KEY_TYPE_INCONSISTENT;
+    else
+    if (!cs_object_flag (wrapping, CKA_WRAP, false))
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    else
+    if (!(key = cs_object_key (handle, &key_class)))
+        rv = CKR_KEY_HANDLE_INVALID;
+    else
+    if (key_class != CKO_SECRET_KEY || !key->secret)
+        rv = CKR_KEY_NOT_WRAPPABLE;
+    else
+    if (!cs_object_flag (handle, CKA_EXTRACTABLE, false))
+        rv = CKR_KEY_UNEXTRACTABLE;
+    else
+    if (cs_object_flag (handle, CKA_WRAP_WITH_TRUSTED, false) && !trusted)
+        rv = CKR_KEY_NOT_WRAPPABLE;
+    else
+    if (cs_object_flag (handle, CKA_SENSITIVE, true) && (!trusted || s_private_half_decrypts (wkey)))
+        rv = CKR_KEY_NOT_WRAPPABLE;     /* token policy: the wrap/decrypt attack */
+    if (rv == CKR_OK) {
+        *wrapping_p = wkey;
+        *key_p = key;
+        return CKR_OK;
+    }
+    cs_key_unref (&wkey);
+    cs_key_unref (&key);
+    return rv;
+}
+
+/*  PKCS#11 2.40 §5.18 C_WrapKey with the length rules of §5.2: pWrappedKey
+ *  NULL answers k (the modulus length) in *pulWrappedKeyLen; a buffer of
+ *  fewer than k bytes gives CKR_BUFFER_TOO_SMALL with k.  A key too long
+ *  for OAEP with that hash (more than k - 2hLen - 2 bytes): CKR_KEY_SIZE_RANGE.
+ *  Also CKR_ARGUMENTS_BAD, CKR_SESSION_HANDLE_INVALID, the rules of the file
+ *  head, the mechanism's errors (s_mechanism).  */
+CK_RV
+C_WrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE key_handle,
+           CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    cs_session_t *session;
+    cs_key_t *wkey = NULL, *key = NULL;
+    cs_mech_params_t params = { 0 };
+    const cs_mech_t *entry = NULL;
+    CK_RV rv;
+    return_val_if_fail (mech && out_len_p, CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    rv = s_wrap_check (wrapping, key_handle, &wkey, &key);
+    cs_module_unlock ();
+    if (rv == CKR_OK)
+        rv = s_mechanism (mech, CKF_WRAP, wkey, CKR_WRAPPING_KEY_TYPE_INCONSISTENT, &entry, &params);
+    if (rv == CKR_OK) {
+        const EVP_MD *md = cs_mech_md (params.hash);
+        if (cs_mech_input_check (entry, true, key->secret_len, wkey->modulus_len,
+                                 md ? (size_t) EVP_MD_get_size (md) : 0) != CKR_OK)
+            rv = CKR_KEY_SIZE_RANGE;
+    }
+    if (rv == CKR_OK && (!out || *out_len_p < wkey->modulus_len)) {
+        rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
+        *out_len_p = wkey->modulus_len;
+    }
+    else
+    if (rv == CKR_OK)
+        rv = cs_keyop_public_encrypt (wkey, entry, &params, key->secret, key->secret_len, out, out_len_p);
+    cs_mech_params_clear (&params);
+    cs_key_unref (&wkey);
+    cs_key_unref (&key);
+    return rv;
+}
+
+/*  ---- C_UnwrapKey ---------------------------------------------------------- */
+
+/*  The new key's template (before the job): CKA_KEY_TYPE given
+ *  (CKR_TEMPLATE_INCOMPLETE), a secret-key class (CKR_TEMPLATE_INCONSISTENT),
+ *  no value and not CKA_SENSITIVE FALSE (CKR_TEMPLATE_INCONSISTENT), none
+ *  of the attributes only the token sets nor CKA_TRUSTED TRUE
+ *  (CKR_ATTRIBUTE_READ_ONLY), a session object
+ *  (CKR_ATTRIBUTE_VALUE_INVALID: token secret keys are not in this module
+ *  yet, as for C_CreateObject and C_GenerateKey).  */
+static CK_RV
+s_template_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE *type_p)
+{
+    CK_ULONG klass = CKO_SECRET_KEY;
+    for (CK_ULONG i = 0; i < count; i++)
+        if (tmpl [i].type == CKA_LOCAL || tmpl [i].type == CKA_ALWAYS_SENSITIVE
+        ||  tmpl [i].type == CKA_NEVER_EXTRACTABLE || tmpl [i].type == CKA_KEY_GEN_MECHANISM)
+            return CKR_ATTRIBUTE_READ_ONLY;
+    if (cs_template_bool (tmpl, count, CKA_TRUSTED, false))
+        return CKR_ATTRIBUTE_READ_ONLY;
+    if (!cs_template_ulong (tmpl, count, CKA_KEY_TYPE, type_p))
+        return CKR_TEMPLATE_INCOMPLETE;
+    if (cs_template_find (tmpl, count, CKA_VALUE) || !cs_template_bool (tmpl, count, CKA_SENSITIVE, true)
+    ||  (cs_template_find (tmpl, count, CKA_CLASS) && (!cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
+                                                      || klass != CKO_SECRET_KEY)))
+        return CKR_TEMPLATE_INCONSISTENT;
+    if (*type_p != CKK_AES && *type_p != CKK_GENERIC_SECRET)
+        return CKR_TEMPLATE_INCONSISTENT;
+    if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    return CKR_OK;
+}
+
+/*  Under the mutex: the rules of C_UnwrapKey on the unwrapping key (file
+ *  head).  On CKR_OK *key_p is a new reference.  */
+static CK_RV
+s_unwrap_check (CK_OBJECT_HANDLE unwrapping, cs_key_t **key_p)
+{
+    CK_OBJECT_CLASS klass = 0;
+    cs_key_t *key;
+    CK_RV rv = CKR_OK;
+    if (!cs_token_user_logged_in ())
+        return CKR_USER_NOT_LOGGED_IN;
+    if (!(key = cs_object_key (unwrapping, &klass)))
+        return CKR_UNWRAPPING_KEY_HANDLE_INVALID;
+    if (klass != CKO_PRIVATE_KEY || key->key_type != CKK_RSA || !key->modulus_len)
+        rv = CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT;
+    else
+    if (!cs_object_flag (unwrapping, CKA_UNWRAP, false) || cs_object_flag (unwrapping, CKA_DECRYPT, false))
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    if (rv == CKR_OK)
+        *key_p = key;
+    else
+        cs_key_unref (&key);
+    return rv;
+}
+
+/*  One DecryptJob (as C_Decrypt): on CKR_OK *plain_p (locked memory,
+ *  *cap_p bytes allocated, caller frees with cs_secmem_free) holds
+ *  *plain_len_p bytes.  A ciphertext the board refuses (bad OAEP padding):
+ *  CKR_WRAPPED_KEY_INVALID.  Without the mutex.  */
+static CK_RV
+s_unwrap_job (cs_key_t *key, const cs_mech_t *entry, const cs_mech_params_t *params, const uint8_t *data,
+              size_t len, uint8_t **plain_p, size_t *plain_len_p, size_t *cap_p)
+{
+    CK_RV rv;
+    Cs__Reply *reply = NULL;
+    Cs__Mechanism mech = CS__MECHANISM__INIT;
+    Cs__DecryptJob decrypt = CS__DECRYPT_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    const Cs__Result *result;
+    cs_keyop_job_mechanism (entry->wire, params, &mech);
+    cs_keyop_job_key (key, &decrypt.key_id, &decrypt.key_pkcs8);
+    decrypt.mechanism = &mech;
+    decrypt.unwrap = true;              /* the broker checks CKA_UNWRAP, not CKA_DECRYPT */
+    decrypt.data.data = (uint8_t *) data;
+    decrypt.data.len = len;
+    job.kind_case = CS__JOB__KIND_DECRYPT;
+    job.decrypt = &decrypt;
+    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK) {
+        if (rv == CKR_ENCRYPTED_DATA_INVALID || rv == CKR_ENCRYPTED_DATA_LEN_RANGE)
+            rv = CKR_WRAPPED_KEY_INVALID;
+        goto out;
+    }
+    result = reply->results [0];
+    if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len > key->modulus_len) {
+        cs_log_error ("the broker returned a malformed decryption result");
+        rv = CKR_DEVICE_ERROR;
+        goto out;
+    }
+    *cap_p = result->data.len ? result->data.len : 1;
+    if (!(*plain_p = cs_secmem_alloc (*cap_p)))
+        rv = CKR_HOST_MEMORY;
+    else {
+        memcpy (*plain_p, result->data.data, result->data.len);
+        *plain_len_p = result->data.len;
+    }
+    OPENSSL_cleanse (result->data.data, result->data.len);
+out:
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
+/*  The unwrapped value against the template: CKA_VALUE_LEN, when given,
+ *  equal to its length (CKR_TEMPLATE_INCONSISTENT); a length the key type
+ *  takes (AES 16, 24 or 32 bytes; generic secret 16..256), else
+ *  CKR_WRAPPED_KEY_INVALID.  */
+static CK_RV
+s_value_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE type, size_t len)
+{
+    CK_ULONG want = 0;
+    if (cs_template_find (tmpl, count, CKA_VALUE_LEN)
+    &&  (!cs_template_ulong (tmpl, count, CKA_VALUE_LEN, &want) || want != len))
+        return CKR_TEMPLATE_INCONSISTENT;
+    if (type == CKK_AES ? len != 16 && len != 24 && len != 32 : len < 16 || len > 256)
+        return CKR_WRAPPED_KEY_INVALID;
+    return CKR_OK;
+}
+
+/*  PKCS#11 2.40 §5.18 C_UnwrapKey: a session secret key object (secret.c)
+ *  with the template's attributes, CKA_LOCAL, CKA_ALWAYS_SENSITIVE and
+ *  CKA_NEVER_EXTRACTABLE FALSE (§4.10 table 37 footnotes), CKA_SENSITIVE
+ *  TRUE, CKA_EXTRACTABLE TRUE unless the template says FALSE.
+ *  A wrapped key of other than k bytes: CKR_WRAPPED_KEY_LEN_RANGE.  Also
+ *  CKR_ARGUMENTS_BAD, CKR_SESSION_HANDLE_INVALID, the rules of the file head,
+ *  the template's (s_template_check, s_value_check), the mechanism's
+ *  (s_mechanism), the job's (CKR_DEVICE_ERROR ...), CKR_HOST_MEMORY.  */
+CK_RV
+C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE unwrapping, CK_BYTE_PTR wrapped,
+             CK_ULONG wrapped_len, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count, CK_OBJECT_HANDLE_PTR key_p)
+{
+    cs_session_t *session;
+    cs_key_t *ukey = NULL;
+    cs_mech_params_t params = { 0 };
+    const cs_mech_t *entry = NULL;
+    CK_ATTRIBUTE *full = NULL;
+    CK_KEY_TYPE type = 0;
+    uint8_t *plain = NULL;
+    size_t plain_len = 0, cap = 0;
+    CK_RV rv;
+    return_val_if_fail (mech && wrapped && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
+    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+        return rv;
+    rv = s_unwrap_check (unwrapping, &ukey);
+    cs_module_unlock ();
+    if (rv == CKR_OK)
+        rv = s_mechanism (mech, CKF_UNWRAP, ukey, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT, &entry, &params);
+    if (rv == CKR_OK)
+        rv = s_template_check (tmpl, count, &type);
+    if (rv == CKR_OK && wrapped_len != ukey->modulus_len)
+        rv = CKR_WRAPPED_KEY_LEN_RANGE;
+    if (rv == CKR_OK)
+        rv = s_unwrap_job (ukey, entry, &params, wrapped, wrapped_len, &plain, &plain_len, &cap);
+    if (rv == CKR_OK)
+        rv = s_value_check (tmpl, count, type, plain_len);
+    if (rv == CKR_OK && !(full = calloc (count + 2, sizeof *full)))
+        rv = CKR_HOST_MEMORY;
+    if (rv == CKR_OK) {
+        /*  The caller's template with the value (borrowed from locked
+            memory; the key object copies it into locked memory) and
+            CKA_SENSITIVE TRUE.  */
+        static const CK_BBOOL yes = CK_TRUE;
+        CK_ULONG n = count;
+        if (count)
+            memcpy (full, tmpl, count * sizeof *full);
+        full [n++] = (CK_ATTRIBUTE) { CKA_VALUE, plain, plain_len };
+        if (!cs_template_find (tmpl, count, CKA_SENSITIVE))
+            full [n++] = (CK_ATTRIBUTE) { CKA_SENSITIVE, (void *) &yes, sizeof yes };
+        rv = cs_secret_create (handle, full, n, key_p);
+    }
+    free (full);
+    cs_secmem_free (plain, cap);
+    cs_mech_params_clear (&params);
+    cs_key_unref (&ukey);
+    return rv;
+}

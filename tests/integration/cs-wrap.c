@@ -1,0 +1,455 @@
+/*  cs-wrap.c — C_WrapKey and C_UnwrapKey through the module under test
+ *  (issue #10), with RSA key pairs the shell test made with OpenSSL
+ *  (DIR/wrap.pem: the token's unwrapping pair; DIR/attack.pem: the
+ *  attacker's pair), imported here with C_CreateObject:
+ *    - an AES-128 key of known value is wrapped (CKM_RSA_PKCS_OAEP,
+ *      SHA-256) with the wrap.pem public key: length query, CKR_BUFFER_TOO_SMALL,
+ *      then DIR/k1.wrapped for the shell's `openssl pkeyutl -decrypt`;
+ *    - DIR/k2.wrapped (OpenSSL's OAEP of the AES key DIR/k2.bin) is
+ *      unwrapped with the wrap.pem private key (a keystore key with
+ *      CKA_UNWRAP TRUE, CKA_DECRYPT FALSE: the DecryptJob runs on the
+ *      broker), and the new key encrypts DIR/plain.bin to DIR/k2-ecb.bin
+ *      and DIR/k2-cbc.bin for the shell's `openssl enc`;
+ *    - every refusal of the wrapping rules gives its exact CKR_ code, and
+ *      the Tookan attacks (wrap/decrypt, wrap/unwrap, attribute changes)
+ *      fail with the attribute that stops each named.
+ *  It also writes DIR/k1.bin (the known value) and DIR/k3.bin, k3.wrapped
+ *  (a sensitive key wrapped with the SO's trusted key), and leaves the
+ *  keystore key (CKA_ID "cs-wrap-unwrap") for the shell's pkcs11-tool.
+ *
+ *  usage: cs-wrap MODULE.so TOKEN PIN SOPIN DIR
+ *  Prints one line per step; exit 0 when all pass.
+ */
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <p11-kit/pkcs11.h>
+#include "cs-test-slot.h"
+
+static CK_FUNCTION_LIST *p11;
+static CK_SESSION_HANDLE s;
+static const char *s_dir;
+
+#define CHECK(call, what) do { CK_RV rv_ = (call); if (rv_ != CKR_OK) { \
+    fprintf (stderr, "cs-wrap: %s: CK_RV 0x%lx\n", what, (unsigned long) rv_); \
+    exit (1); } } while (0)
+#define EXPECT(call, want, what) do { CK_RV rv_ = (call); if (rv_ != (want)) { \
+    fprintf (stderr, "cs-wrap: %s: CK_RV 0x%lx, expected %s (0x%lx)\n", what, (unsigned long) rv_, #want, \
+             (unsigned long) (want)); exit (1); } \
+    printf ("refused as expected: %s -> %s\n", what, #want); } while (0)
+
+static void
+s_fail (const char *what)
+{
+    fprintf (stderr, "cs-wrap: FAIL: %s\n", what);
+    exit (1);
+}
+
+static size_t
+s_read (const char *name, unsigned char *buf, size_t max)
+{
+    char path [4096];
+    snprintf (path, sizeof path, "%s/%s", s_dir, name);
+    FILE *file = fopen (path, "rb");
+    if (!file)
+        s_fail (path);
+    size_t len = fread (buf, 1, max, file);
+    fclose (file);
+    return len;
+}
+
+static void
+s_write (const char *name, const unsigned char *data, size_t len)
+{
+    char path [4096];
+    snprintf (path, sizeof path, "%s/%s", s_dir, name);
+    FILE *file = fopen (path, "wb");
+    if (!file || fwrite (data, 1, len, file) != len || fclose (file) != 0)
+        s_fail (path);
+}
+
+/*  An RSA key pair's components (big-endian), from a PEM the shell made.  */
+typedef struct {
+    unsigned char v [8][1024];
+    CK_ULONG len [8];           /* n e d p q dP dQ qInv */
+} s_rsa_t;
+
+static void
+s_rsa_load (const char *name, s_rsa_t *rsa)
+{
+    static const char *params [8] = {
+        OSSL_PKEY_PARAM_RSA_N, OSSL_PKEY_PARAM_RSA_E, OSSL_PKEY_PARAM_RSA_D, OSSL_PKEY_PARAM_RSA_FACTOR1,
+        OSSL_PKEY_PARAM_RSA_FACTOR2, OSSL_PKEY_PARAM_RSA_EXPONENT1, OSSL_PKEY_PARAM_RSA_EXPONENT2,
+        OSSL_PKEY_PARAM_RSA_COEFFICIENT1,
+    };
+    char path [4096];
+    snprintf (path, sizeof path, "%s/%s", s_dir, name);
+    FILE *file = fopen (path, "r");
+    EVP_PKEY *pkey = file ? PEM_read_PrivateKey (file, NULL, NULL, NULL) : NULL;
+    if (file)
+        fclose (file);
+    if (!pkey)
+        s_fail (path);
+    for (int i = 0; i < 8; i++) {
+        BIGNUM *bn = NULL;
+        if (!EVP_PKEY_get_bn_param (pkey, params [i], &bn) || BN_num_bytes (bn) > 1024)
+            s_fail ("RSA component");
+        rsa->len [i] = (CK_ULONG) BN_bn2bin (bn, rsa->v [i]);
+        BN_clear_free (bn);
+    }
+    EVP_PKEY_free (pkey);
+}
+
+static CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+
+/*  A session RSA public key with CKA_WRAP `wrap` and CKA_TRUSTED `trusted`
+ *  (CKA_PRIVATE FALSE: it outlives the SO's login).  */
+static CK_OBJECT_HANDLE
+s_public (const s_rsa_t *rsa, CK_BBOOL wrap, CK_BBOOL trusted)
+{
+    CK_OBJECT_CLASS klass = CKO_PUBLIC_KEY;
+    CK_KEY_TYPE type = CKK_RSA;
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &type, sizeof type },
+        { CKA_TOKEN, &no, 1 }, { CKA_PRIVATE, &no, 1 }, { CKA_WRAP, &wrap, 1 }, { CKA_ENCRYPT, &yes, 1 },
+        { CKA_MODULUS, (void *) rsa->v [0], rsa->len [0] }, { CKA_PUBLIC_EXPONENT, (void *) rsa->v [1], rsa->len [1] },
+        { CKA_TRUSTED, &trusted, 1 },
+    };
+    CK_OBJECT_HANDLE key;
+    CHECK (p11->C_CreateObject (s, tmpl, trusted ? 9 : 8, &key), "C_CreateObject (RSA public key)");
+    return key;
+}
+
+/*  An RSA private key with CKA_UNWRAP `unwrap`, CKA_DECRYPT `decrypt`; a
+ *  keystore key when `token`.  */
+static CK_OBJECT_HANDLE
+s_private (const s_rsa_t *rsa, CK_BBOOL token, CK_BBOOL unwrap, CK_BBOOL decrypt, const char *id)
+{
+    CK_OBJECT_CLASS klass = CKO_PRIVATE_KEY;
+    CK_KEY_TYPE type = CKK_RSA;
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &type, sizeof type },
+        { CKA_TOKEN, &token, 1 }, { CKA_PRIVATE, &yes, 1 }, { CKA_SENSITIVE, &yes, 1 },
+        { CKA_UNWRAP, &unwrap, 1 }, { CKA_DECRYPT, &decrypt, 1 }, { CKA_SIGN, &no, 1 },
+        { CKA_ID, (void *) id, strlen (id) }, { CKA_LABEL, (void *) id, strlen (id) },
+        { CKA_MODULUS, (void *) rsa->v [0], rsa->len [0] }, { CKA_PUBLIC_EXPONENT, (void *) rsa->v [1], rsa->len [1] },
+        { CKA_PRIVATE_EXPONENT, (void *) rsa->v [2], rsa->len [2] }, { CKA_PRIME_1, (void *) rsa->v [3], rsa->len [3] },
+        { CKA_PRIME_2, (void *) rsa->v [4], rsa->len [4] }, { CKA_EXPONENT_1, (void *) rsa->v [5], rsa->len [5] },
+        { CKA_EXPONENT_2, (void *) rsa->v [6], rsa->len [6] }, { CKA_COEFFICIENT, (void *) rsa->v [7], rsa->len [7] },
+    };
+    CK_OBJECT_HANDLE key;
+    CHECK (p11->C_CreateObject (s, tmpl, sizeof tmpl / sizeof tmpl [0], &key), "C_CreateObject (RSA private key)");
+    return key;
+}
+
+/*  A session AES key of known value.  */
+static CK_OBJECT_HANDLE
+s_aes (const unsigned char *value, CK_ULONG len, CK_BBOOL sensitive, CK_BBOOL extractable, CK_BBOOL with_trusted)
+{
+    CK_OBJECT_CLASS klass = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_AES;
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &type, sizeof type }, { CKA_TOKEN, &no, 1 },
+        { CKA_VALUE, (void *) value, len }, { CKA_SENSITIVE, &sensitive, 1 },
+        { CKA_EXTRACTABLE, &extractable, 1 }, { CKA_WRAP_WITH_TRUSTED, &with_trusted, 1 },
+    };
+    CK_OBJECT_HANDLE key;
+    CHECK (p11->C_CreateObject (s, tmpl, sizeof tmpl / sizeof tmpl [0], &key), "C_CreateObject (AES key)");
+    return key;
+}
+
+static CK_RSA_PKCS_OAEP_PARAMS s_oaep_params = { CKM_SHA256, CKG_MGF1_SHA256, CKZ_DATA_SPECIFIED, NULL, 0 };
+static CK_MECHANISM s_oaep = { CKM_RSA_PKCS_OAEP, &s_oaep_params, sizeof s_oaep_params };
+
+static CK_RV
+s_wrap (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE key, unsigned char *out, CK_ULONG *len_p)
+{
+    return p11->C_WrapKey (s, &s_oaep, wrapping, key, out, len_p);
+}
+
+static CK_RV
+s_wrap_any (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE key)
+{
+    unsigned char out [1024];
+    CK_ULONG len = sizeof out;
+    return s_wrap (wrapping, key, out, &len);
+}
+
+static CK_OBJECT_CLASS s_secret = CKO_SECRET_KEY;
+static CK_KEY_TYPE s_aes_type = CKK_AES;
+
+/*  C_UnwrapKey with the usual template plus `extra` (may be NULL).  */
+static CK_RV
+s_unwrap (CK_MECHANISM *mech, CK_OBJECT_HANDLE unwrapping, const unsigned char *wrapped, CK_ULONG len,
+          const CK_ATTRIBUTE *extra, CK_ULONG n_extra, CK_OBJECT_HANDLE *key_p)
+{
+    CK_ATTRIBUTE tmpl [8] = {
+        { CKA_CLASS, &s_secret, sizeof s_secret }, { CKA_KEY_TYPE, &s_aes_type, sizeof s_aes_type },
+        { CKA_TOKEN, &no, 1 }, { CKA_ENCRYPT, &yes, 1 },
+    };
+    CK_ULONG n = 4;
+    for (CK_ULONG i = 0; i < n_extra && n < 8; i++) {
+        CK_ULONG j = 0;
+        while (j < n && tmpl [j].type != extra [i].type)
+            j++;
+        tmpl [j] = extra [i];           /* replaces or appends */
+        if (j == n)
+            n++;
+    }
+    return p11->C_UnwrapKey (s, mech, unwrapping, (CK_BYTE_PTR) wrapped, len, tmpl, n, key_p);
+}
+
+static bool
+s_flag (CK_OBJECT_HANDLE key, CK_ATTRIBUTE_TYPE type)
+{
+    CK_BBOOL value = 2;
+    CK_ATTRIBUTE attr = { type, &value, 1 };
+    CHECK (p11->C_GetAttributeValue (s, key, &attr, 1), "C_GetAttributeValue (flag)");
+    return value == CK_TRUE;
+}
+
+static void
+s_encrypt (CK_OBJECT_HANDLE key, CK_MECHANISM *mech, const unsigned char *in, CK_ULONG len, const char *out_name)
+{
+    unsigned char out [256];
+    CK_ULONG out_len = sizeof out;
+    CHECK (p11->C_EncryptInit (s, mech, key), "C_EncryptInit (unwrapped key)");
+    CHECK (p11->C_Encrypt (s, (CK_BYTE_PTR) in, len, out, &out_len), "C_Encrypt (unwrapped key)");
+    s_write (out_name, out, out_len);
+}
+
+int
+main (int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf (stderr, "usage: cs-wrap MODULE.so TOKEN PIN SOPIN DIR\n");
+        return 2;
+    }
+    void *dl = dlopen (argv [1], RTLD_NOW);
+    CK_C_GetFunctionList get = dl ? (CK_C_GetFunctionList) dlsym (dl, "C_GetFunctionList") : NULL;
+    if (!get || get (&p11) != CKR_OK)
+        s_fail ("cannot load the module");
+    s_dir = argv [5];
+    CHECK (p11->C_Initialize (NULL), "C_Initialize");
+    CK_SLOT_ID slot = 0;
+    CK_RV rv = cs_test_slot (p11, argv [2], &slot);
+    if (rv == CKR_TOKEN_NOT_PRESENT)
+        s_fail ("no token with that label");
+    CHECK (rv, "C_GetSlotList");
+    CHECK (p11->C_OpenSession (slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &s), "C_OpenSession");
+
+    CK_MECHANISM_INFO info;
+    CHECK (p11->C_GetMechanismInfo (slot, CKM_RSA_PKCS_OAEP, &info), "C_GetMechanismInfo (OAEP)");
+    if (!(info.flags & CKF_WRAP) || !(info.flags & CKF_UNWRAP))
+        s_fail ("CKM_RSA_PKCS_OAEP does not advertise CKF_WRAP and CKF_UNWRAP");
+    printf ("CKM_RSA_PKCS_OAEP advertises CKF_WRAP and CKF_UNWRAP\n");
+
+    s_rsa_t *wrap = calloc (1, sizeof *wrap), *attack = calloc (1, sizeof *attack);
+    if (!wrap || !attack)
+        s_fail ("out of memory");
+    s_rsa_load ("wrap.pem", wrap);
+    s_rsa_load ("attack.pem", attack);
+
+    /*  Without a login, nothing is wrapped.  */
+    EXPECT (s_wrap_any (1, 2), CKR_USER_NOT_LOGGED_IN, "C_WrapKey without a login");
+
+    /*  The SO makes the trusted wrapping keys (CKA_TRUSTED is the SO's:
+        PKCS#11 2.40 §4.8 table 31 footnote).  */
+    CHECK (p11->C_Login (s, CKU_SO, (CK_UTF8CHAR_PTR) argv [4], strlen (argv [4])), "C_Login (SO)");
+    CK_OBJECT_HANDLE trusted = s_public (wrap, CK_TRUE, CK_TRUE);
+    CK_OBJECT_HANDLE trusted_attack = s_public (attack, CK_TRUE, CK_TRUE);
+    CHECK (p11->C_Logout (s), "C_Logout (SO)");
+    CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login");
+
+    CK_OBJECT_HANDLE pub = s_public (wrap, CK_TRUE, CK_FALSE);
+    CK_OBJECT_HANDLE pub_nowrap = s_public (wrap, CK_FALSE, CK_FALSE);
+    CK_OBJECT_HANDLE unwrapper = s_private (wrap, CK_TRUE, CK_TRUE, CK_FALSE, "cs-wrap-unwrap");
+
+    /*  ---- C_WrapKey: the value, checked by the shell with openssl pkeyutl.  */
+    unsigned char k1 [16], out [1024];
+    CK_ULONG len = 0;
+    RAND_bytes (k1, sizeof k1);
+    CK_OBJECT_HANDLE key1 = s_aes (k1, sizeof k1, CK_FALSE, CK_TRUE, CK_FALSE);
+    CHECK (s_wrap (pub, key1, NULL, &len), "C_WrapKey (length query)");
+    if (len != wrap->len [0])
+        s_fail ("the length query does not answer the modulus length");
+    len = 100;
+    EXPECT (s_wrap (pub, key1, out, &len), CKR_BUFFER_TOO_SMALL, "C_WrapKey into 100 bytes");
+    if (len != wrap->len [0])
+        s_fail ("CKR_BUFFER_TOO_SMALL does not give the length");
+    len = sizeof out;
+    CHECK (s_wrap (pub, key1, out, &len), "C_WrapKey");
+    if (len != wrap->len [0])
+        s_fail ("the wrapped key is not k bytes");
+    s_write ("k1.bin", k1, sizeof k1);
+    s_write ("k1.wrapped", out, len);
+    printf ("C_WrapKey: an extractable AES-128 key wrapped with OAEP (SHA-256), %lu bytes\n", (unsigned long) len);
+
+    /*  ---- C_WrapKey refusals.  */
+    CK_MECHANISM pkcs1 = { CKM_RSA_PKCS, NULL, 0 };
+    len = sizeof out;
+    EXPECT (p11->C_WrapKey (s, &pkcs1, pub, key1, out, &len), CKR_MECHANISM_INVALID, "C_WrapKey with CKM_RSA_PKCS");
+    EXPECT (s_wrap_any (pub_nowrap, key1), CKR_KEY_FUNCTION_NOT_PERMITTED, "wrapping key without CKA_WRAP");
+    EXPECT (s_wrap_any (unwrapper, key1), CKR_WRAPPING_KEY_TYPE_INCONSISTENT, "a private key as wrapping key");
+    EXPECT (s_wrap_any (0x7fffff, key1), CKR_WRAPPING_KEY_HANDLE_INVALID, "no such wrapping key");
+    EXPECT (s_wrap_any (pub, 0x7fffff), CKR_KEY_HANDLE_INVALID, "no such key to wrap");
+    EXPECT (s_wrap_any (pub, pub_nowrap), CKR_KEY_NOT_WRAPPABLE, "wrapping a public key");
+    unsigned char kx [16];
+    RAND_bytes (kx, sizeof kx);
+    CK_OBJECT_HANDLE unextractable = s_aes (kx, sizeof kx, CK_FALSE, CK_FALSE, CK_FALSE);
+    EXPECT (s_wrap_any (pub, unextractable), CKR_KEY_UNEXTRACTABLE, "wrapping a CKA_EXTRACTABLE FALSE key");
+    CK_OBJECT_HANDLE with_trusted = s_aes (kx, sizeof kx, CK_FALSE, CK_TRUE, CK_TRUE);
+    EXPECT (s_wrap_any (pub, with_trusted), CKR_KEY_NOT_WRAPPABLE,
+            "wrapping a CKA_WRAP_WITH_TRUSTED key with an untrusted key");
+    CHECK (s_wrap_any (trusted, with_trusted), "wrapping a CKA_WRAP_WITH_TRUSTED key with a CKA_TRUSTED key");
+    printf ("a CKA_WRAP_WITH_TRUSTED key is wrapped by the SO's CKA_TRUSTED key only\n");
+
+    /*  ---- The Tookan wrap/decrypt attack: the attacker's key pair (public
+        half CKA_WRAP, private half CKA_DECRYPT) wraps a sensitive key, then
+        C_Decrypt of the wrapped bytes would give its value.  */
+    CK_OBJECT_HANDLE a_pub = s_public (attack, CK_TRUE, CK_FALSE);
+    CK_OBJECT_HANDLE a_priv = s_private (attack, CK_FALSE, CK_FALSE, CK_TRUE, "cs-wrap-attacker");
+    /*  The path is real: a readable key does go through it.  */
+    unsigned char plain [1024];
+    CK_ULONG plain_len = sizeof plain;
+    len = sizeof out;
+    CHECK (s_wrap (a_pub, key1, out, &len), "C_WrapKey (readable key, attacker's key)");
+    CHECK (p11->C_DecryptInit (s, &s_oaep, a_priv), "C_DecryptInit (attacker's key)");
+    CHECK (p11->C_Decrypt (s, out, len, plain, &plain_len), "C_Decrypt (attacker's key)");
+    if (plain_len != sizeof k1 || memcmp (plain, k1, sizeof k1) != 0)
+        s_fail ("wrap then decrypt of a readable key does not give its value");
+    unsigned char k3 [32];
+    RAND_bytes (k3, sizeof k3);
+    CK_OBJECT_HANDLE sensitive = s_aes (k3, sizeof k3, CK_TRUE, CK_TRUE, CK_FALSE);
+    EXPECT (s_wrap_any (a_pub, sensitive), CKR_KEY_NOT_WRAPPABLE,
+            "Tookan wrap/decrypt: a CKA_SENSITIVE key with the attacker's untrusted key");
+    EXPECT (s_wrap_any (trusted_attack, sensitive), CKR_KEY_NOT_WRAPPABLE,
+            "Tookan wrap/decrypt: a CKA_SENSITIVE key with a trusted key whose private half decrypts");
+    len = sizeof out;
+    CHECK (s_wrap (trusted, sensitive, out, &len), "C_WrapKey (sensitive key, trusted key, unwrap-only half)");
+    s_write ("k3.bin", k3, sizeof k3);
+    s_write ("k3.wrapped", out, len);
+    CK_ULONG k3_wrapped_len = len;
+    unsigned char k3_wrapped [1024];
+    memcpy (k3_wrapped, out, len);
+    EXPECT (p11->C_DecryptInit (s, &s_oaep, unwrapper), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "Tookan wrap/decrypt: C_DecryptInit with the unwrapping key");
+    CK_ATTRIBUTE unwrap_off = { CKA_UNWRAP, &no, 1 }, decrypt_on = { CKA_DECRYPT, &yes, 1 },
+                 decrypt_off = { CKA_DECRYPT, &no, 1 };
+    EXPECT (p11->C_SetAttributeValue (s, unwrapper, &unwrap_off, 1), CKR_ATTRIBUTE_READ_ONLY,
+            "Tookan attribute change: CKA_UNWRAP TRUE -> FALSE on the unwrapping key");
+    CHECK (p11->C_SetAttributeValue (s, unwrapper, &decrypt_on, 1), "C_SetAttributeValue (CKA_DECRYPT TRUE)");
+    EXPECT (p11->C_DecryptInit (s, &s_oaep, unwrapper), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "Tookan wrap/decrypt: C_DecryptInit with an unwrapping key given CKA_DECRYPT TRUE");
+    CK_OBJECT_HANDLE key = 0;
+    EXPECT (s_unwrap (&s_oaep, unwrapper, k3_wrapped, k3_wrapped_len, NULL, 0, &key), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "C_UnwrapKey with a key that also has CKA_DECRYPT TRUE");
+    CHECK (p11->C_SetAttributeValue (s, unwrapper, &decrypt_off, 1), "C_SetAttributeValue (CKA_DECRYPT FALSE)");
+    if (s_flag (unwrapper, CKA_DECRYPT) || !s_flag (unwrapper, CKA_UNWRAP))
+        s_fail ("the unwrapping key's CKA_DECRYPT is not FALSE again, or its CKA_UNWRAP not TRUE");
+    printf ("Tookan wrap/decrypt: stopped by CKA_SENSITIVE (untrusted wrapping key) and by CKA_UNWRAP "
+            "(the trusted key's private half never decrypts)\n");
+
+    /*  ---- The Tookan wrap/unwrap attack: unwrap the sensitive key's
+        wrapped bytes as a readable key.  */
+    CK_ATTRIBUTE readable [] = { { CKA_SENSITIVE, &no, 1 }, { CKA_EXTRACTABLE, &yes, 1 } };
+    CK_ULONG k32 = 32;
+    CK_ATTRIBUTE len32 = { CKA_VALUE_LEN, &k32, sizeof k32 };
+    EXPECT (s_unwrap (&s_oaep, unwrapper, k3_wrapped, k3_wrapped_len, readable, 2, &key),
+            CKR_TEMPLATE_INCONSISTENT, "Tookan wrap/unwrap: unwrapping as CKA_SENSITIVE FALSE");
+    CHECK (s_unwrap (&s_oaep, unwrapper, k3_wrapped, k3_wrapped_len, &len32, 1, &key), "C_UnwrapKey (k3)");
+    unsigned char value [64];
+    CK_ATTRIBUTE get_value = { CKA_VALUE, value, sizeof value };
+    EXPECT (p11->C_GetAttributeValue (s, key, &get_value, 1), CKR_ATTRIBUTE_SENSITIVE,
+            "Tookan wrap/unwrap: CKA_VALUE of the unwrapped copy");
+    CK_ATTRIBUTE trusted_on = { CKA_TRUSTED, &yes, 1 };
+    EXPECT (s_unwrap (&s_oaep, unwrapper, k3_wrapped, k3_wrapped_len, &trusted_on, 1, &key),
+            CKR_ATTRIBUTE_READ_ONLY, "unwrapping as CKA_TRUSTED TRUE");
+
+    /*  ---- C_UnwrapKey of OpenSSL's ciphertext; the shell checks the
+        encryptions with openssl enc.  */
+    unsigned char wrapped [1024], in [64], iv [16];
+    CK_ULONG wrapped_len = s_read ("k2.wrapped", wrapped, sizeof wrapped);
+    CK_ULONG in_len = s_read ("plain.bin", in, sizeof in);
+    s_read ("iv.bin", iv, sizeof iv);
+    CK_ULONG k16 = 16;
+    CK_ATTRIBUTE len16 = { CKA_VALUE_LEN, &k16, sizeof k16 };
+    CHECK (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, &len16, 1, &key), "C_UnwrapKey");
+    if (s_flag (key, CKA_LOCAL) || s_flag (key, CKA_ALWAYS_SENSITIVE) || s_flag (key, CKA_NEVER_EXTRACTABLE)
+    ||  !s_flag (key, CKA_SENSITIVE) || !s_flag (key, CKA_EXTRACTABLE) || s_flag (key, CKA_TOKEN))
+        s_fail ("the unwrapped key's CKA_LOCAL, CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE, CKA_SENSITIVE, "
+                "CKA_EXTRACTABLE or CKA_TOKEN");
+    CK_ULONG vlen = 0;
+    CK_ATTRIBUTE get_len = { CKA_VALUE_LEN, &vlen, sizeof vlen };
+    CHECK (p11->C_GetAttributeValue (s, key, &get_len, 1), "CKA_VALUE_LEN");
+    if (vlen != 16)
+        s_fail ("CKA_VALUE_LEN of the unwrapped key");
+    CK_MECHANISM ecb = { CKM_AES_ECB, NULL, 0 }, cbc = { CKM_AES_CBC, iv, sizeof iv };
+    s_encrypt (key, &ecb, in, in_len, "k2-ecb.bin");
+    s_encrypt (key, &cbc, in, in_len, "k2-cbc.bin");
+    printf ("C_UnwrapKey: OpenSSL's OAEP ciphertext became a session AES-128 key (CKA_LOCAL, "
+            "CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE FALSE) that encrypts\n");
+
+    /*  ---- C_UnwrapKey refusals.  */
+    CK_OBJECT_HANDLE both = s_private (attack, CK_FALSE, CK_TRUE, CK_TRUE, "cs-wrap-both");
+    EXPECT (p11->C_DecryptInit (s, &s_oaep, both), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "C_DecryptInit with a key that has CKA_UNWRAP and CKA_DECRYPT");
+    EXPECT (s_unwrap (&s_oaep, both, wrapped, wrapped_len, NULL, 0, &key), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "C_UnwrapKey with a key that has CKA_UNWRAP and CKA_DECRYPT");
+    EXPECT (p11->C_SetAttributeValue (s, both, &unwrap_off, 1), CKR_ATTRIBUTE_READ_ONLY,
+            "CKA_UNWRAP TRUE -> FALSE on a session key");
+    EXPECT (s_unwrap (&s_oaep, a_priv, wrapped, wrapped_len, NULL, 0, &key), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "C_UnwrapKey with a key without CKA_UNWRAP");
+    EXPECT (s_unwrap (&s_oaep, pub, wrapped, wrapped_len, NULL, 0, &key), CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT,
+            "C_UnwrapKey with a public key");
+    EXPECT (s_unwrap (&s_oaep, 0x7fffff, wrapped, wrapped_len, NULL, 0, &key), CKR_UNWRAPPING_KEY_HANDLE_INVALID,
+            "C_UnwrapKey with no such key");
+    EXPECT (s_unwrap (&pkcs1, unwrapper, wrapped, wrapped_len, NULL, 0, &key), CKR_MECHANISM_INVALID,
+            "C_UnwrapKey with CKM_RSA_PKCS");
+    EXPECT (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, &len32, 1, &key), CKR_TEMPLATE_INCONSISTENT,
+            "C_UnwrapKey of 16 bytes with CKA_VALUE_LEN 32");
+    CK_ATTRIBUTE token = { CKA_TOKEN, &yes, 1 };
+    EXPECT (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, &token, 1, &key), CKR_ATTRIBUTE_VALUE_INVALID,
+            "C_UnwrapKey as a token object (no token secret keys yet)");
+    CK_OBJECT_CLASS pub_class = CKO_PUBLIC_KEY;
+    CK_ATTRIBUTE bad_class = { CKA_CLASS, &pub_class, sizeof pub_class };
+    EXPECT (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, &bad_class, 1, &key), CKR_TEMPLATE_INCONSISTENT,
+            "C_UnwrapKey with CKA_CLASS CKO_PUBLIC_KEY");
+    CK_ATTRIBUTE local = { CKA_LOCAL, &yes, 1 };
+    EXPECT (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, &local, 1, &key), CKR_ATTRIBUTE_READ_ONLY,
+            "C_UnwrapKey with CKA_LOCAL");
+    CK_ATTRIBUTE no_type [] = { { CKA_CLASS, &s_secret, sizeof s_secret } };
+    EXPECT (p11->C_UnwrapKey (s, &s_oaep, unwrapper, wrapped, wrapped_len, no_type, 1, &key), CKR_TEMPLATE_INCOMPLETE,
+            "C_UnwrapKey without CKA_KEY_TYPE");
+    EXPECT (s_unwrap (&s_oaep, unwrapper, wrapped, 100, NULL, 0, &key), CKR_WRAPPED_KEY_LEN_RANGE,
+            "C_UnwrapKey of 100 bytes");
+    unsigned char w20 [1024];
+    CK_ULONG w20_len = s_read ("k20.wrapped", w20, sizeof w20);
+    EXPECT (s_unwrap (&s_oaep, unwrapper, w20, w20_len, NULL, 0, &key), CKR_WRAPPED_KEY_INVALID,
+            "C_UnwrapKey of a 20-byte AES key");
+    wrapped [wrapped_len / 2] ^= 0x01;
+    EXPECT (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, NULL, 0, &key), CKR_WRAPPED_KEY_INVALID,
+            "C_UnwrapKey of a flipped ciphertext");
+    CK_RSA_PKCS_OAEP_PARAMS sha1 = { CKM_SHA_1, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0 };
+    CK_MECHANISM oaep_sha1 = { CKM_RSA_PKCS_OAEP, &sha1, sizeof sha1 };
+    wrapped [wrapped_len / 2] ^= 0x01;
+    EXPECT (s_unwrap (&oaep_sha1, unwrapper, wrapped, wrapped_len, NULL, 0, &key), CKR_WRAPPED_KEY_INVALID,
+            "C_UnwrapKey of SHA-256 OAEP bytes as SHA-1 OAEP");
+
+    CHECK (p11->C_Logout (s), "C_Logout");
+    CHECK (p11->C_CloseSession (s), "C_CloseSession");
+    CHECK (p11->C_Finalize (NULL), "C_Finalize");
+    OPENSSL_cleanse (wrap, sizeof *wrap);
+    OPENSSL_cleanse (attack, sizeof *attack);
+    free (wrap);
+    free (attack);
+    printf ("all wrapping checks passed\n");
+    return 0;
+}
