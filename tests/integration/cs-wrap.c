@@ -397,6 +397,41 @@ main (int argc, char **argv)
     printf ("C_UnwrapKey: OpenSSL's OAEP ciphertext became a session AES-128 key (CKA_LOCAL, "
             "CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE FALSE) that encrypts\n");
 
+    /*  ---- A generic secret round trip: wrapped by the module, unwrapped by
+        the module, both keys give the same HMAC; one too long for OAEP
+        (k - 2hLen - 2 = 190 bytes here) is CKR_KEY_SIZE_RANGE.  */
+    CK_KEY_TYPE generic = CKK_GENERIC_SECRET;
+    CK_OBJECT_CLASS secret_class = CKO_SECRET_KEY;
+    unsigned char gs [200];
+    RAND_bytes (gs, sizeof gs);
+    CK_ATTRIBUTE gs_tmpl [] = {
+        { CKA_CLASS, &secret_class, sizeof secret_class }, { CKA_KEY_TYPE, &generic, sizeof generic },
+        { CKA_TOKEN, &no, 1 }, { CKA_VALUE, gs, 32 }, { CKA_SENSITIVE, &no, 1 }, { CKA_EXTRACTABLE, &yes, 1 },
+        { CKA_SIGN, &yes, 1 },
+    };
+    CK_OBJECT_HANDLE gs_key, gs_long, gs_back;
+    CHECK (p11->C_CreateObject (s, gs_tmpl, 7, &gs_key), "C_CreateObject (generic secret)");
+    gs_tmpl [3].ulValueLen = sizeof gs;
+    CHECK (p11->C_CreateObject (s, gs_tmpl, 7, &gs_long), "C_CreateObject (200-byte generic secret)");
+    EXPECT (s_wrap_any (pub, gs_long), CKR_KEY_SIZE_RANGE, "wrapping a 200-byte key with OAEP SHA-256 and 2048 bits");
+    len = sizeof out;
+    CHECK (s_wrap (pub, gs_key, out, &len), "C_WrapKey (generic secret)");
+    CK_ATTRIBUTE gs_unwrap [] = {
+        { CKA_CLASS, &secret_class, sizeof secret_class }, { CKA_KEY_TYPE, &generic, sizeof generic },
+        { CKA_TOKEN, &no, 1 }, { CKA_SIGN, &yes, 1 },
+    };
+    CHECK (p11->C_UnwrapKey (s, &s_oaep, unwrapper, out, len, gs_unwrap, 4, &gs_back), "C_UnwrapKey (generic secret)");
+    CK_MECHANISM hmac = { CKM_SHA256_HMAC, NULL, 0 };
+    unsigned char mac1 [32], mac2 [32], msg [] = "wrapped and unwrapped";
+    CK_ULONG mac1_len = sizeof mac1, mac2_len = sizeof mac2;
+    CHECK (p11->C_SignInit (s, &hmac, gs_key), "C_SignInit (original)");
+    CHECK (p11->C_Sign (s, msg, sizeof msg, mac1, &mac1_len), "C_Sign (original)");
+    CHECK (p11->C_SignInit (s, &hmac, gs_back), "C_SignInit (unwrapped)");
+    CHECK (p11->C_Sign (s, msg, sizeof msg, mac2, &mac2_len), "C_Sign (unwrapped)");
+    if (mac1_len != 32 || mac2_len != 32 || memcmp (mac1, mac2, 32) != 0)
+        s_fail ("the unwrapped generic secret's HMAC differs from the original's");
+    printf ("a 32-byte generic secret wrapped and unwrapped by the module gives the same HMAC\n");
+
     /*  ---- C_UnwrapKey refusals.  */
     CK_OBJECT_HANDLE both = s_private (attack, CK_FALSE, CK_TRUE, CK_TRUE, "cs-wrap-both");
     EXPECT (p11->C_DecryptInit (s, &s_oaep, both), CKR_KEY_FUNCTION_NOT_PERMITTED,
@@ -437,11 +472,14 @@ main (int argc, char **argv)
     wrapped [wrapped_len / 2] ^= 0x01;
     EXPECT (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, NULL, 0, &key), CKR_WRAPPED_KEY_INVALID,
             "C_UnwrapKey of a flipped ciphertext");
-    CK_RSA_PKCS_OAEP_PARAMS sha1 = { CKM_SHA_1, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0 };
-    CK_MECHANISM oaep_sha1 = { CKM_RSA_PKCS_OAEP, &sha1, sizeof sha1 };
+    /*  Other OAEP parameters (MGF1-SHA1; not SHA-1 with MGF1-SHA1 and no
+        label, which a SoftHSM board decrypts natively and then answers
+        CKR_GENERAL_ERROR for bad padding, as for C_Decrypt).  */
+    CK_RSA_PKCS_OAEP_PARAMS mgf1 = { CKM_SHA256, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0 };
+    CK_MECHANISM oaep_mgf1 = { CKM_RSA_PKCS_OAEP, &mgf1, sizeof mgf1 };
     wrapped [wrapped_len / 2] ^= 0x01;
-    EXPECT (s_unwrap (&oaep_sha1, unwrapper, wrapped, wrapped_len, NULL, 0, &key), CKR_WRAPPED_KEY_INVALID,
-            "C_UnwrapKey of SHA-256 OAEP bytes as SHA-1 OAEP");
+    EXPECT (s_unwrap (&oaep_mgf1, unwrapper, wrapped, wrapped_len, NULL, 0, &key), CKR_WRAPPED_KEY_INVALID,
+            "C_UnwrapKey of MGF1-SHA256 OAEP bytes as MGF1-SHA1");
 
     CHECK (p11->C_Logout (s), "C_Logout");
     CHECK (p11->C_CloseSession (s), "C_CloseSession");
