@@ -315,9 +315,11 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
         return rv;
     }
     if (!op->has_out && (rv = s_input_check (op)) != CKR_OK) {
+        if (op->operation == S_OP_DECRYPT)
+            rv = CKR_ENCRYPTED_DATA_LEN_RANGE;  /* read before op_end frees op */
         cs_session_op_end (session, kind);
         cs_module_unlock ();
-        return op->operation == S_OP_DECRYPT ? CKR_ENCRYPTED_DATA_LEN_RANGE : rv;
+        return rv;
     }
     if (!out && !op->has_out) {
         *out_len_p = s_size (op);               /* locally */
