@@ -11,7 +11,8 @@
 
 /*  Checks a SymJob and fills *op with pointers into it (borrowed: valid
  *  while the request lives).  Returns CKR_OK; CKR_MECHANISM_INVALID (a
- *  mechanism that is not a secret-key mechanism of the table, or an
+ *  mechanism that is not a secret-key mechanism of the table, a _GENERAL
+ *  MAC row (the module sends its full MAC row and cuts the MAC), or an
  *  operation it does not do); CKR_KEY_SIZE_RANGE (a key outside the
  *  table's range, bytes); CKR_MECHANISM_PARAM_INVALID (IV, AAD or tag bits
  *  for the mechanism, PKCS#11 2.40 curr. mech. §2.10); CKR_DATA_LEN_RANGE
