@@ -4,6 +4,18 @@
 #include "symjobs.h"
 
 CK_RV
+symjob_key (const cs_mech_row_t *row, const uint8_t *value, size_t len, cs_sym_t *op)
+{
+    if (len < row->min_bits || len > row->max_bits || (row->key_type == CKK_AES && len % 8))
+        return CKR_KEY_SIZE_RANGE;
+    if (op) {
+        op->key = value;
+        op->key_len = len;
+    }
+    return CKR_OK;
+}
+
+CK_RV
 symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
 {
     const cs_mech_row_t *row = cs_mech_row ((CK_MECHANISM_TYPE) job->mechanism);
@@ -14,8 +26,7 @@ symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
     if (mac ? job->operation != CS_SYM_SIGN
             : job->operation != CS_SYM_ENCRYPT && job->operation != CS_SYM_DECRYPT)
         return CKR_MECHANISM_INVALID;
-    if (job->key_value.len < row->min_bits || job->key_value.len > row->max_bits
-    ||  (row->key_type == CKK_AES && job->key_value.len % 8))
+    if (job->key_value.len && symjob_key (row, job->key_value.data, job->key_value.len, NULL) != CKR_OK)
         return CKR_KEY_SIZE_RANGE;
     if (job->data.len > CS_MECH_SYM_MAX_DATA)
         return CKR_DATA_LEN_RANGE;
@@ -36,7 +47,7 @@ symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
     }
     op->mechanism = row->type;
     op->operation = (int) job->operation;
-    op->key = job->key_value.data;
+    op->key = job->key_value.len ? job->key_value.data : NULL;     /* else symjob_key */
     op->key_len = job->key_value.len;
     op->iv = job->iv.len ? job->iv.data : NULL;
     op->iv_bytes = job->iv.len;

@@ -3,10 +3,10 @@
  *  C_CreateObject of CKO_SECRET_KEY, and AES-ECB/CBC/CBC-PAD/GCM and
  *  HMAC-SHA256 operations as one SymJob each (proto/cryptoserver.proto).
  *
- *  Secret keys are session objects only (CKA_TOKEN TRUE:
- *  CKR_ATTRIBUTE_VALUE_INVALID); their value stays in the module's locked
- *  memory (cs_secmem.h) and travels in each job, as per-request private
- *  keys do (DESIGN.md §1).  Multi-part calls are buffered here (up to
+ *  A session secret key's value stays in the module's locked memory
+ *  (cs_secmem.h) and travels in each job, as per-request private keys do
+ *  (DESIGN.md §1); a token secret key (CKA_TOKEN TRUE) is held by the
+ *  broker and named by its ref in each job (secret_token.h).  Multi-part calls are buffered here (up to
  *  CS_MECH_SYM_MAX_DATA bytes, else CKR_DATA_LEN_RANGE) and the final call
  *  sends one job: jobs are stateless.  Every operation needs a CKU_USER
  *  login (CKR_USER_NOT_LOGGED_IN), like the broker's private-key jobs.
@@ -57,9 +57,10 @@ CK_RV cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *dat
                         const CK_BYTE *sig, CK_ULONG sig_len);
 
 /*  C_CreateObject of a CKO_SECRET_KEY (CKK_AES with CKA_VALUE of 16, 24 or
- *  32 bytes; CKK_GENERIC_SECRET of 16..256 bytes) as a session object.
- *  CKR_TEMPLATE_INCOMPLETE, CKR_ATTRIBUTE_VALUE_INVALID (token object,
- *  bad size or type), CKR_HOST_MEMORY.  */
+ *  32 bytes; CKK_GENERIC_SECRET of 16..256 bytes): a session object, or
+ *  with CKA_TOKEN TRUE a token object the broker keeps
+ *  (cs_secret_token_import).  CKR_TEMPLATE_INCOMPLETE,
+ *  CKR_ATTRIBUTE_VALUE_INVALID (bad size or type), CKR_HOST_MEMORY.  */
 CK_RV cs_secret_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
                         CK_OBJECT_HANDLE_PTR object_p);
 
