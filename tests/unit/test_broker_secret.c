@@ -5,7 +5,8 @@
  *  ref runs with the sealed value (AES-ECB checked with OpenSSL's EVP);
  *  usage flags, key type and size are enforced; another tenant's ref and a
  *  destroyed key are CKR_KEY_HANDLE_INVALID; a sign job with a secret
- *  key's ref is CKR_KEY_TYPE_INCONSISTENT.  Two clients: alice (tenant
+ *  key's ref is CKR_KEY_TYPE_INCONSISTENT; a generation re-sent with its
+ *  idempotency id makes one key.  Two clients: alice (tenant
  *  demo) and eve (tenant other).  Needs CRYPTOSERVER_DRIVER_DIR.
  */
 #include <openssl/evp.h>
@@ -286,6 +287,48 @@ START_TEST (test_generate)
 }
 END_TEST
 
+/*  A GenerateKeyJob sent twice with one idempotency id (a retry after a
+ *  lost reply) makes one key: the second answer is the first's.  */
+START_TEST (test_generate_once)
+{
+    Cs__GenerateKeyJob gen = CS__GENERATE_KEY_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    Cs__Reply *first = NULL, *again = NULL;
+    uint8_t id [16] = "seckey-idem-0001";
+    gen.mechanism = CKM_GENERIC_SECRET_KEY_GEN;
+    gen.value_len = 48;
+    job.kind_case = CS__JOB__KIND_GENERATE_KEY;
+    job.generate_key = &gen;
+    job.idempotency_id = (ProtobufCBinaryData) { sizeof id, id };
+    ck_assert_uint_eq (s_call (s_alice, s_ticket, s_ticket_len, &job, &first), CKR_OK);
+    ck_assert_uint_eq (s_call (s_alice, s_ticket, s_ticket_len, &job, &again), CKR_OK);
+    const Cs__KeyInfo *a = first->results [0]->key->key, *b = again->results [0]->key->key;
+    ck_assert_uint_eq (a->key_type, CKK_GENERIC_SECRET);
+    ck_assert_uint_eq (a->bits, 384);
+    ck_assert_str_eq (a->ref, b->ref);
+    keystore_t *ks = th_keystore_open (s_dir);
+    Cs__KeyInfo **infos = NULL;
+    size_t count = 0;
+    ck_assert_int_eq (keystore_key_list (ks, "demo", &infos, &count), 0);
+    ck_assert_uint_eq (count, 1);
+    /*  The row's sealed value is the key: 48 bytes once unsealed.  */
+    uint8_t *value = NULL;
+    size_t len = 0;
+    Cs__KeyInfo *info = NULL;
+    ck_assert_int_eq (keystore_key_get (ks, "demo", a->ref, &info, &value, &len), 0);
+    ck_assert_uint_eq (len, 48);
+    OPENSSL_cleanse (value, len);
+    free (value);
+    cs__key_info__free_unpacked (info, NULL);
+    for (size_t i = 0; i < count; i++)
+        cs__key_info__free_unpacked (infos [i], NULL);
+    free (infos);
+    keystore_destroy (&ks);
+    cs__reply__free_unpacked (first, NULL);
+    cs__reply__free_unpacked (again, NULL);
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -296,6 +339,7 @@ s_suite (void)
     tcase_add_test (tc, test_import_and_use_by_ref);
     tcase_add_test (tc, test_template_rules);
     tcase_add_test (tc, test_generate);
+    tcase_add_test (tc, test_generate_once);
     suite_add_tcase (suite, tc);
     return suite;
 }
