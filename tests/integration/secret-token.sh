@@ -37,7 +37,9 @@ cs_p11_as alpha --login --pin "$PIN" --keygen --key-type AES:32 --label k-gen --
 cs_p11_as alpha --login --pin "$PIN" --list-objects --type secrkey > "$T/list.log" 2>&1 \
     || { cat "$T/list.log"; cs_fail "alpha: --list-objects --type secrkey failed"; }
 grep -q "Secret Key Object; AES length 32" "$T/list.log" && grep -q "label: *k-gen" "$T/list.log" \
-    || { cat "$T/list.log"; cs_fail "alpha's listing lacks the AES-256 token key k-gen"; }
+    && grep -q "ID: *51" "$T/list.log" && grep -q "Usage: *encrypt, decrypt" "$T/list.log" \
+    && grep -q "Access:.*local" "$T/list.log" \
+    || { cat "$T/list.log"; cs_fail "alpha's listing lacks the AES-256 token key k-gen (id 51, encrypt, decrypt, local)"; }
 [ "$(ks_refs alpha | wc -l)" = 1 ] || cs_fail "the keystore does not hold alpha's one key"
 GEN_REF=$(ks_refs alpha)
 cs_log "pkcs11-tool --keygen AES:32 made token key $GEN_REF; --list-objects --type secrkey shows it"
