@@ -133,8 +133,11 @@ secretkeys_import (keystore_t *ks, const char *tenant, const Cs__ImportKeyJob *j
 CK_RV
 secretkeys_usable (const Cs__KeyInfo *info, uint64_t want_type, int operation)
 {
+    /*  A new SymJob operation needs its usage attribute here (PKCS#11 2.40
+        §4.10 table 42): until then it is not permitted with a token key.  */
     CK_ATTRIBUTE_TYPE usage = operation == CS_SYM_ENCRYPT ? CKA_ENCRYPT
-                            : operation == CS_SYM_DECRYPT ? CKA_DECRYPT : CKA_SIGN;
+                            : operation == CS_SYM_DECRYPT ? CKA_DECRYPT
+                            : operation == CS_SYM_SIGN ? CKA_SIGN : CKA_VENDOR_DEFINED;
     const Cs__Attribute *flag = key_info_attribute (info, true, usage);
     if (!secretkeys_type (info->key_type) || !info->has_private || info->key_type != want_type)
         return CKR_KEY_TYPE_INCONSISTENT;

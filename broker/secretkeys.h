@@ -59,8 +59,8 @@ CK_RV secretkeys_import (keystore_t *ks, const char *tenant, const Cs__ImportKey
 /*  What a SymJob may do with a token secret key (route.c): CKR_OK when its
  *  type is `want_type` (else CKR_KEY_TYPE_INCONSISTENT) and its usage flag
  *  for `operation` (CS_SYM_ENCRYPT: CKA_ENCRYPT, CS_SYM_DECRYPT:
- *  CKA_DECRYPT, CS_SYM_SIGN: CKA_SIGN) is TRUE (else
- *  CKR_KEY_FUNCTION_NOT_PERMITTED).  A row that is no secret key is
+ *  CKA_DECRYPT, CS_SYM_SIGN: CKA_SIGN; any other operation has
+ *  none) is TRUE (else CKR_KEY_FUNCTION_NOT_PERMITTED).  A row that is no secret key is
  *  CKR_KEY_TYPE_INCONSISTENT.  */
 CK_RV secretkeys_usable (const Cs__KeyInfo *info, uint64_t want_type, int operation);
 
