@@ -6,7 +6,8 @@
  *  usage flags, key type and size are enforced; another tenant's ref and a
  *  destroyed key are CKR_KEY_HANDLE_INVALID; a sign job with a secret
  *  key's ref is CKR_KEY_TYPE_INCONSISTENT; a generation re-sent with its
- *  idempotency id makes one key.  Two clients: alice (tenant
+ *  idempotency id makes one key; attributes change and the key copies as
+ *  the row's CKO_SECRET_KEY object.  Two clients: alice (tenant
  *  demo) and eve (tenant other).  Needs CRYPTOSERVER_DRIVER_DIR.
  */
 #include <openssl/evp.h>
@@ -220,6 +221,55 @@ START_TEST (test_import_and_use_by_ref)
 }
 END_TEST
 
+/*  C_SetAttributeValue and C_CopyObject of a token secret key go to its
+ *  row as the CKO_SECRET_KEY object: the copy is a new key of the same
+ *  value, a usage flag turned off holds at once, and CKA_EXTRACTABLE does
+ *  not go back to TRUE.  */
+START_TEST (test_set_and_copy)
+{
+    Cs__Attribute klass = s_number (CKA_CLASS, CKO_SECRET_KEY), type = s_number (CKA_KEY_TYPE, CKK_AES);
+    Cs__Attribute *tmpl [] = { &klass, &type };
+    uint64_t rv = 0;
+    uint8_t want [16], got [16];
+    char *ref = s_import (s_key, sizeof s_key, tmpl, 2, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, ref, CKM_AES_ECB, CS_SYM_ENCRYPT, want), CKR_OK);
+    Cs__CopyKeyJob copy = CS__COPY_KEY_JOB__INIT;
+    Cs__Job cjob = CS__JOB__INIT;
+    Cs__Reply *reply = NULL;
+    copy.ref = ref;
+    copy.object = CKO_SECRET_KEY;
+    cjob.kind_case = CS__JOB__KIND_COPY_KEY;
+    cjob.copy_key = &copy;
+    ck_assert_uint_eq (s_call (s_alice, s_ticket, s_ticket_len, &cjob, &reply), CKR_OK);
+    char *copied = strdup (reply->results [0]->key->key->ref);
+    ck_assert_str_ne (copied, ref);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, copied, CKM_AES_ECB, CS_SYM_ENCRYPT, got), CKR_OK);
+    ck_assert_mem_eq (got, want, 16);
+    Cs__Attribute off = s_flag (CKA_ENCRYPT, false), extractable = s_flag (CKA_EXTRACTABLE, true);
+    Cs__Attribute *set_off [] = { &off }, *set_extractable [] = { &extractable };
+    Cs__SetKeyAttributesJob set = CS__SET_KEY_ATTRIBUTES_JOB__INIT;
+    Cs__Job sjob = CS__JOB__INIT;
+    set.ref = copied;
+    set.object = CKO_SECRET_KEY;
+    set.attributes = set_off;
+    set.n_attributes = 1;
+    sjob.kind_case = CS__JOB__KIND_SET_KEY_ATTRIBUTES;
+    sjob.set_key_attributes = &set;
+    ck_assert_uint_eq (s_call (s_alice, s_ticket, s_ticket_len, &sjob, NULL), CKR_OK);
+    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, copied, CKM_AES_ECB, CS_SYM_ENCRYPT, got),
+                       CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, ref, CKM_AES_ECB, CS_SYM_ENCRYPT, got), CKR_OK);
+    set.attributes = set_extractable;
+    ck_assert_uint_eq (s_call (s_alice, s_ticket, s_ticket_len, &sjob, NULL), CKR_ATTRIBUTE_READ_ONLY);
+    set.object = CKO_PRIVATE_KEY;
+    ck_assert_uint_eq (s_call (s_alice, s_ticket, s_ticket_len, &sjob, NULL), CKR_OBJECT_HANDLE_INVALID);
+    free (copied);
+    free (ref);
+}
+END_TEST
+
 START_TEST (test_template_rules)
 {
     Cs__Attribute klass = s_number (CKA_CLASS, CKO_SECRET_KEY), type = s_number (CKA_KEY_TYPE, CKK_AES);
@@ -338,6 +388,7 @@ s_suite (void)
     tcase_set_timeout (tc, 120);
     tcase_add_test (tc, test_import_and_use_by_ref);
     tcase_add_test (tc, test_template_rules);
+    tcase_add_test (tc, test_set_and_copy);
     tcase_add_test (tc, test_generate);
     tcase_add_test (tc, test_generate_once);
     suite_add_tcase (suite, tc);
