@@ -12,6 +12,7 @@
 #include "drv_util.h"
 #include "key_info.h"
 #include "keyjobs.h"
+#include "secretkeys.h"
 
 /*  What the rules allow for one attribute type.  */
 typedef enum {
@@ -28,6 +29,8 @@ typedef enum {
 } s_rule_t;
 
 typedef enum { S_CREATE, S_SET, S_COPY } s_mode_t;
+
+static CK_RV s_origin (Cs__KeyInfo *info, bool generated);
 
 /*  keyjobs_limit_problem: set by the last call of this thread.  */
 static __thread const char *s_limit_problem;
@@ -225,9 +228,10 @@ static CK_RV
 s_key_value_agrees (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, bool import)
 {
     uint64_t number = attr->value_case == CS__ATTRIBUTE__VALUE_NUMBER ? attr->number : UINT64_MAX;
+    uint64_t klass = secretkeys_type (info->key_type) ? CKO_SECRET_KEY : priv ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY;
     switch (attr->type) {
         case CKA_CLASS:
-            return number == (priv ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY) ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+            return number == klass ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
         case CKA_KEY_TYPE:
             return number == info->key_type ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
         default:
@@ -309,8 +313,15 @@ static CK_RV
 s_apply (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, s_mode_t mode, bool token, bool import)
 {
     s_rule_t rule = s_rule (attr->type);
+    bool secret = secretkeys_type (info->key_type);
     if (s_is_bool (attr->type) && s_flag_of (attr) < 0)
         return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (secret && attr->type == CKA_VALUE_LEN)         /* a secret key's size (§4.10) */
+        return mode != S_CREATE ? CKR_ATTRIBUTE_READ_ONLY
+             : attr->value_case == CS__ATTRIBUTE__VALUE_NUMBER && attr->number * 8 == info->bits
+             ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+    if (secret && rule == S_USAGE)                      /* stored as given, like CKA_ENCRYPT */
+        rule = S_FREE;
     switch (rule) {
         case S_LABEL:
         case S_ID:
@@ -388,6 +399,16 @@ s_limits (Cs__KeyInfo *info)
     }
     CK_RV rv = s_side_limits (info, true);
     return rv == CKR_OK ? s_side_limits (info, false) : rv;
+}
+
+CK_RV
+keyjobs_secret_apply (Cs__KeyInfo *info, Cs__Attribute **tmpl, size_t n, bool generated)
+{
+    s_limit_problem = NULL;
+    CK_RV rv = s_apply_all (info, true, tmpl, n, S_CREATE, true, true);
+    if (rv == CKR_OK)
+        rv = s_origin (info, generated);
+    return rv == CKR_OK ? s_limits (info) : rv;
 }
 
 /* ---- generation --------------------------------------------------------- */
@@ -590,14 +611,15 @@ static CK_RV
 s_load (keystore_t *ks, const char *tenant, const char *ref, uint64_t object, Cs__KeyInfo **info_p,
         uint8_t **pkcs8_p, size_t *len_p)
 {
-    if (object != CKO_PRIVATE_KEY && object != CKO_PUBLIC_KEY)
+    if (object != CKO_PRIVATE_KEY && object != CKO_PUBLIC_KEY && object != CKO_SECRET_KEY)
         return CKR_OBJECT_HANDLE_INVALID;
     int got = keystore_key_get (ks, tenant, ref, info_p, pkcs8_p, len_p);
     if (got)
         return got == KEYSTORE_DAMAGED || got == KEYSTORE_UNAVAILABLE ? CKR_DEVICE_ERROR
                                                                        : CKR_OBJECT_HANDLE_INVALID;
-    bool priv = object == CKO_PRIVATE_KEY;
-    if (!(priv ? (*info_p)->has_private : (*info_p)->has_public)) {
+    bool priv = object != CKO_PUBLIC_KEY;       /* a secret key's object is its "private" side */
+    if (secretkeys_type ((*info_p)->key_type) != (object == CKO_SECRET_KEY)
+    ||  !(priv ? (*info_p)->has_private : (*info_p)->has_public)) {
         cs__key_info__free_unpacked (*info_p, NULL);
         *info_p = NULL;
         if (pkcs8_p && *pkcs8_p) {
@@ -614,7 +636,7 @@ CK_RV
 keyjobs_set (keystore_t *ks, const char *tenant, const Cs__SetKeyAttributesJob *job,
              Cs__KeyInfo **info_p)
 {
-    bool priv = job->object == CKO_PRIVATE_KEY;
+    bool priv = job->object != CKO_PUBLIC_KEY;
     Cs__KeyInfo *info = NULL;
     CK_RV rv = s_load (ks, tenant, job->ref, job->object, &info, NULL, NULL);
     *info_p = NULL;
@@ -652,7 +674,7 @@ s_string_set (char **field, const char *text)
 CK_RV
 keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *job, Cs__KeyInfo **info_p)
 {
-    bool priv = job->object == CKO_PRIVATE_KEY;
+    bool priv = job->object != CKO_PUBLIC_KEY;
     Cs__KeyInfo *info = NULL;
     uint8_t *pkcs8 = NULL;
     size_t len = 0;
@@ -705,7 +727,7 @@ CK_RV
 keyjobs_destroy (keystore_t *ks, const char *tenant, const Cs__DestroyKeyJob *job,
                  Cs__KeyInfo **info_p, char **resident_board_p)
 {
-    bool priv = job->object == CKO_PRIVATE_KEY;
+    bool priv = job->object != CKO_PUBLIC_KEY;
     Cs__KeyInfo *info = NULL;
     CK_RV rv = s_load (ks, tenant, job->ref, job->object, &info, NULL, NULL);
     *info_p = NULL;

@@ -112,6 +112,16 @@ CK_RV keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *jo
 CK_RV keyjobs_destroy (keystore_t *ks, const char *tenant, const Cs__DestroyKeyJob *job,
                        Cs__KeyInfo **info_p, char **resident_board_p);
 
+/*  Applies a creation template to the description of a token secret key
+ *  (secretkeys.h: key_type CKK_AES or CKK_GENERIC_SECRET, bits set, its
+ *  defaults already among private_attributes) under the rules above, with
+ *  a secret key's own: CKA_CLASS must be CKO_SECRET_KEY, CKA_KEY_TYPE and
+ *  CKA_VALUE_LEN must agree (CKR_TEMPLATE_INCONSISTENT), CKA_VALUE_LEN is
+ *  read-only afterwards; the usage flags are stored as given.  Then the
+ *  "how it was made" flags (`generated`) and the bounds.  CKR_OK or the
+ *  template's CK_RV.  */
+CK_RV keyjobs_secret_apply (Cs__KeyInfo *info, Cs__Attribute **tmpl, size_t n, bool generated);
+
 /*  Why the last keyjobs_* call of this thread broke a bound above (a
  *  static string for a log line), or NULL when it did not.  The frontend
  *  logs it with the client's name.  */

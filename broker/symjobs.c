@@ -6,6 +6,18 @@
 _Static_assert (CS_SYM_OUT_EXTRA == CS_MECH_SYM_OUT_EXTRA, "the driver ABI and the table agree on the output room");
 
 CK_RV
+symjob_key (const cs_mech_row_t *row, const uint8_t *value, size_t len, cs_sym_t *op)
+{
+    if (len < row->min_bits || len > row->max_bits || !cs_mech_secret_len_ok (row->key_type, len))
+        return CKR_KEY_SIZE_RANGE;
+    if (op) {
+        op->key = value;
+        op->key_len = len;
+    }
+    return CKR_OK;
+}
+
+CK_RV
 symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
 {
     const cs_mech_row_t *row = cs_mech_row ((CK_MECHANISM_TYPE) job->mechanism);
@@ -16,8 +28,7 @@ symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
     if (mac ? job->operation != CS_SYM_SIGN
             : job->operation != CS_SYM_ENCRYPT && job->operation != CS_SYM_DECRYPT)
         return CKR_MECHANISM_INVALID;
-    if (job->key_value.len < row->min_bits || job->key_value.len > row->max_bits
-    ||  !cs_mech_secret_len_ok (row->key_type, job->key_value.len))
+    if (job->key_value.len && symjob_key (row, job->key_value.data, job->key_value.len, NULL) != CKR_OK)
         return CKR_KEY_SIZE_RANGE;
     if (job->data.len > CS_MECH_SYM_MAX_DATA)
         return CKR_DATA_LEN_RANGE;
@@ -44,7 +55,7 @@ symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
     }
     op->mechanism = row->type;
     op->operation = (int) job->operation;
-    op->key = job->key_value.data;
+    op->key = job->key_value.len ? job->key_value.data : NULL;     /* else symjob_key */
     op->key_len = job->key_value.len;
     op->iv = job->iv.len ? job->iv.data : NULL;
     op->iv_bytes = job->iv.len;

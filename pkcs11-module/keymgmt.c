@@ -531,8 +531,8 @@ s_copy_local (CK_SESSION_HANDLE handle, const cs_object_info_t *info, const CK_A
     CK_RV rv = CKR_HOST_MEMORY;
     cs_key_t *key = info->token ? cs_key_public_only (info->key) : cs_key_ref (info->key);
     cs_attrs_t attrs = { 0 };
-    if (info->token && info->klass == CKO_PRIVATE_KEY)
-        rv = CKR_TEMPLATE_INCONSISTENT;     /* a server-held private key never leaves */
+    if (info->token && (info->klass == CKO_PRIVATE_KEY || info->klass == CKO_SECRET_KEY))
+        rv = CKR_TEMPLATE_INCONSISTENT;     /* a server-held private or secret key never leaves */
     else
     if (key && !cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)) {
         cs_module_lock ();
@@ -554,7 +554,8 @@ s_copy_import (const cs_object_info_t *info, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     Cs__Attribute **wire = NULL;
     size_t n_wire = 0;
     if (info->klass == CKO_SECRET_KEY)
-        return CKR_ATTRIBUTE_VALUE_INVALID;     /* secret keys are session objects only */
+        return CKR_ATTRIBUTE_VALUE_INVALID;     /* a session secret key does not become a token one
+                                                   by a copy (token keys: C_GenerateKey, C_CreateObject) */
     if (!cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, NULL)
     &&  (rv = cs_attrs_list_to_wire (&attrs, &wire, &n_wire)) == CKR_OK)
         rv = s_import (info->key, info->klass, wire, n_wire, object_p);

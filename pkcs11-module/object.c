@@ -131,13 +131,15 @@ s_object_clear (cs_object_t *object)
 }
 
 /*  Puts one KeyInfo's objects.  An older broker sets neither has_private
- *  nor has_public: then both objects exist.  */
+ *  nor has_public: then both objects exist.  A token secret key is one
+ *  CKO_SECRET_KEY object (has_private, its private_attributes).  */
 static CK_RV
 s_put (const Cs__KeyInfo *info, cs_key_t *key)
 {
-    static const CK_OBJECT_CLASS classes [] = { CKO_PUBLIC_KEY, CKO_PRIVATE_KEY };
-    bool legacy = !info->has_private && !info->has_public;
-    bool has [2] = { legacy || info->has_public, legacy || info->has_private };
+    bool secret = key->key_type == CKK_AES || key->key_type == CKK_GENERIC_SECRET;
+    const CK_OBJECT_CLASS classes [] = { CKO_PUBLIC_KEY, secret ? CKO_SECRET_KEY : CKO_PRIVATE_KEY };
+    bool legacy = !secret && !info->has_private && !info->has_public;
+    bool has [2] = { !secret && (legacy || info->has_public), legacy || info->has_private };
     Cs__Attribute *const *attrs [2] = { info->public_attributes, info->private_attributes };
     size_t n_attrs [2] = { info->n_public_attributes, info->n_private_attributes };
     for (int c = 0; c < 2; c++) {
@@ -161,7 +163,8 @@ static bool
 s_live (const char *ref)
 {
     cs_object_t *pub = s_lookup (ref, CKO_PUBLIC_KEY), *priv = s_lookup (ref, CKO_PRIVATE_KEY);
-    return (pub && pub->key) || (priv && priv->key);
+    cs_object_t *secret = s_lookup (ref, CKO_SECRET_KEY);
+    return (pub && pub->key) || (priv && priv->key) || (secret && secret->key);
 }
 
 CK_RV
@@ -458,7 +461,8 @@ s_attr_secret (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *val
     size_t len;
     bool rsa = object->key->key_type == CKK_RSA;
     if (object->klass == CKO_SECRET_KEY && type == CKA_VALUE) {
-        if (s_flag (object, CKA_SENSITIVE, true) || !s_flag (object, CKA_EXTRACTABLE, false)
+        if (!object->key->secret        /* a token secret key: its value never leaves the broker */
+        ||  s_flag (object, CKA_SENSITIVE, true) || !s_flag (object, CKA_EXTRACTABLE, false)
         ||  object->key->secret_len > sizeof value->secret)
             return S_SENSITIVE;
         memcpy (value->secret, object->key->secret, object->key->secret_len);

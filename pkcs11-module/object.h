@@ -4,7 +4,9 @@
  *  ListKeysJob: each KeyInfo gives a CKO_PRIVATE_KEY object when has_private
  *  and a CKO_PUBLIC_KEY object when has_public, with the attributes of its
  *  private_attributes / public_attributes over the defaults of a board key
- *  (PKCS#11 2.40 §4.8, §4.9).  Jobs name a token key by KeyInfo.ref.  The
+ *  (PKCS#11 2.40 §4.8, §4.9); a token secret key (KeyInfo key_type CKK_AES
+ *  or CKK_GENERIC_SECRET) gives one CKO_SECRET_KEY object, whose CKA_VALUE
+ *  is always CKR_ATTRIBUTE_SENSITIVE: the broker holds it (§4.10).  Jobs name a token key by KeyInfo.ref.  The
  *  list is cached with its version and refreshed with ListKeysJob
  *  {known_version} on every C_FindObjectsInit (an unchanged list costs one
  *  small round trip) and after login; key changes (generate, import, copy,

@@ -11,6 +11,7 @@
 #include "module.h"
 #include "object.h"
 #include "secret.h"
+#include "secret_token.h"
 #include "session.h"
 #include "token.h"
 
@@ -136,7 +137,7 @@ s_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
         return CKR_MECHANISM_INVALID;
     if (!cs_token_user_logged_in ())
         return CKR_USER_NOT_LOGGED_IN;
-    if (!key->secret || key->key_type != row->key_type)
+    if ((!key->secret && !key->ref) || key->key_type != row->key_type)   /* value, or a token key's ref */
         return CKR_KEY_TYPE_INCONSISTENT;
     if (key->secret_len < row->min_bits || key->secret_len > row->max_bits)
         return CKR_KEY_SIZE_RANGE;
@@ -236,8 +237,10 @@ s_job (s_op_t *op)
     size_t max = op->in_len + CS_MECH_SYM_OUT_EXTRA;
     sym.mechanism = op->row->wire;              /* a _GENERAL MAC travels as its full MAC */
     sym.operation = (uint64_t) op->operation;
-    sym.key_value.data = op->key->secret;
-    sym.key_value.len = op->key->secret_len;
+    if (op->key->secret)
+        sym.key_value = (ProtobufCBinaryData) { op->key->secret_len, op->key->secret };
+    else        /* a token secret key: the broker holds the value (secret_token.h) */
+        sym.key_id.data = (uint8_t *) cs_key_job_id (op->key, &sym.key_id.len);
     sym.iv.data = op->iv;
     sym.iv.len = op->iv_bytes;
     sym.aad.data = op->aad;
@@ -398,8 +401,9 @@ s_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len,
         return CKR_TEMPLATE_INCONSISTENT;
     if (!cs_mech_secret_key_type (type))
         return CKR_ATTRIBUTE_VALUE_INVALID;
-    if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
-        return CKR_ATTRIBUTE_VALUE_INVALID;     /* token secret keys: not yet (issue #10) */
+    if (type == CKK_DES3 && cs_template_bool (tmpl, count, CKA_TOKEN, false))
+        return CKR_ATTRIBUTE_VALUE_INVALID;     /* token DES3 keys: not yet (the broker holds AES
+                                                   and generic secrets: secret_token.h) */
     if (!cs_mech_secret_len_ok (type, len))
         return CKR_ATTRIBUTE_VALUE_INVALID;
     *type_p = type;
@@ -452,6 +456,8 @@ cs_secret_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG c
         return CKR_TEMPLATE_INCOMPLETE;
     if ((rv = s_check (tmpl, count, (CK_KEY_TYPE) -1, value->ulValueLen, &type)) != CKR_OK)
         return rv;
+    if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
+        return cs_secret_token_import (handle, tmpl, count, object_p);      /* held by the broker */
     return s_add (handle, tmpl, count, type, value->pValue, value->ulValueLen, CK_UNAVAILABLE_INFORMATION,
                   object_p);
 }
@@ -470,8 +476,9 @@ s_des_odd_parity (uint8_t *value, size_t len)
     }
 }
 
-/*  PKCS#11 2.40 §5.14 C_GenerateKey: the value from the module's RNG
- *  (OpenSSL RAND_priv_bytes), kept in locked memory; a session object.  */
+/*  PKCS#11 2.40 §5.14 C_GenerateKey: a session object's value from the
+ *  module's RNG (OpenSSL RAND_priv_bytes), kept in locked memory; a token
+ *  object's from the broker's, kept there (secret_token.h).  */
 CK_RV
 C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
                CK_OBJECT_HANDLE_PTR key_p)
@@ -499,6 +506,8 @@ C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR
         return CKR_TEMPLATE_INCOMPLETE;
     if ((rv = s_check (tmpl, count, row->key_type, len, &type)) != CKR_OK)
         return rv;
+    if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
+        return cs_secret_token_generate (handle, mech->mechanism, len, tmpl, count, key_p);    /* by the broker */
     if (!(value = cs_secmem_alloc (len)))
         return CKR_HOST_MEMORY;
     if (RAND_priv_bytes (value, (int) len) != 1)

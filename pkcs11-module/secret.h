@@ -5,10 +5,10 @@
  *  AES key wrap as data, AES-CMAC, DES3-ECB/CBC/CBC-PAD, SHA-1/2 HMAC and
  *  the _GENERAL MACs) as one SymJob each (proto/cryptoserver.proto).
  *
- *  Secret keys are session objects only (CKA_TOKEN TRUE:
- *  CKR_ATTRIBUTE_VALUE_INVALID); their value stays in the module's locked
- *  memory (cs_secmem.h) and travels in each job, as per-request private
- *  keys do (DESIGN.md §1).  Multi-part calls are buffered here (up to
+ *  A session secret key's value stays in the module's locked memory
+ *  (cs_secmem.h) and travels in each job, as per-request private keys do
+ *  (DESIGN.md §1); a token secret key (CKA_TOKEN TRUE) is held by the
+ *  broker and named by its ref in each job (secret_token.h).  Multi-part calls are buffered here (up to
  *  CS_MECH_SYM_MAX_DATA bytes, else CKR_DATA_LEN_RANGE) and the final call
  *  sends one job: jobs are stateless.  Every operation needs a CKU_USER
  *  login (CKR_USER_NOT_LOGGED_IN), like the broker's private-key jobs.
@@ -63,10 +63,11 @@ CK_RV cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *dat
 
 /*  C_CreateObject of a CKO_SECRET_KEY (CKK_AES with CKA_VALUE of 16, 24 or
  *  32 bytes; CKK_DES3 of 24 bytes, parity bits not checked (DES ignores
- *  them); CKK_GENERIC_SECRET of 16..256 bytes: cs_mech_secret_len_ok) as
- *  a session object.
- *  CKR_TEMPLATE_INCOMPLETE, CKR_ATTRIBUTE_VALUE_INVALID (token object,
- *  bad size or type), CKR_HOST_MEMORY.  */
+ *  them); CKK_GENERIC_SECRET of 16..256 bytes: cs_mech_secret_len_ok): a
+ *  session object, or with CKA_TOKEN TRUE a token object the broker keeps
+ *  (cs_secret_token_import; AES and generic secrets only).
+ *  CKR_TEMPLATE_INCOMPLETE, CKR_ATTRIBUTE_VALUE_INVALID (bad size or type),
+ *  CKR_HOST_MEMORY.  */
 CK_RV cs_secret_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
                         CK_OBJECT_HANDLE_PTR object_p);
 
