@@ -278,6 +278,8 @@ s_prepare (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTRIBUTE *
         return CKR_USER_NOT_LOGGED_IN;
     if ((rv = cs_object_use (base, CKF_DERIVE, &req->base)) != CKR_OK)
         return rv;
+    if (!cs_object_mech_allowed (base, mech->mechanism))
+        return CKR_MECHANISM_INVALID;       /* CKA_ALLOWED_MECHANISMS (PKCS#11 2.40 §4.4) */
     if (req->base->key_type != CKK_EC)
         return CKR_KEY_TYPE_INCONSISTENT;
     if ((rv = cs_derive_check_params (mech, req->base->field_len, &req->params)) != CKR_OK
