@@ -18,7 +18,8 @@
  *  CKR_MECHANISM_INVALID; CKM_ECDSA signs the SHA-256 digest of
  *  MESSAGE-FILE, written DER-encoded to SIG-PREFIX.session.sig and
  *  SIG-PREFIX.token.sig for OpenSSL to verify with the test's PEM.  The
- *  token key is destroyed at the end.  Links only OpenSSL; the module is
+ *  session key copied to the token (C_CopyObject, CKA_TOKEN TRUE) keeps
+ *  its rules.  The token keys are destroyed at the end.  Links only OpenSSL; the module is
  *  dlopen'ed.  Prints one line per step; exit 0 when all pass.
  */
 #include <dlfcn.h>
@@ -181,6 +182,25 @@ s_rules (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE key, const char *kind, cons
     printf ("%s key: CKM_ECDSA signature written to %s\n", kind, sig_path);
 }
 
+/*  A session key copied to the token (an import by the broker) keeps its
+ *  rules: CKA_SENSITIVE TRUE, CKA_ALWAYS_SENSITIVE FALSE (the broker
+ *  computes it), CKA_ALLOWED_MECHANISMS enforced.  */
+static void
+s_copy_to_token (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE key)
+{
+    CK_ATTRIBUTE to_token = { CKA_TOKEN, &s_yes, 1 };
+    CK_OBJECT_HANDLE copy = CK_INVALID_HANDLE;
+    CHECK (p11->C_CopyObject (session, key, &to_token, 1, &copy), "C_CopyObject (CKA_TOKEN TRUE)");
+    if (s_get_flag (session, copy, CKA_TOKEN, "CKA_TOKEN") != CK_TRUE
+    ||  s_get_flag (session, copy, CKA_SENSITIVE, "CKA_SENSITIVE") != CK_TRUE
+    ||  s_get_flag (session, copy, CKA_ALWAYS_SENSITIVE, "CKA_ALWAYS_SENSITIVE") != CK_FALSE)
+        s_fail ("the token copy lost CKA_SENSITIVE or claims CKA_ALWAYS_SENSITIVE");
+    CK_MECHANISM hashed = { CKM_ECDSA_SHA256, NULL, 0 };
+    s_expect (p11->C_SignInit (session, &hashed, copy), CKR_MECHANISM_INVALID,
+              "token copy of the session", "C_SignInit (CKM_ECDSA_SHA256, not allowed)");
+    CHECK (p11->C_DestroyObject (session, copy), "C_DestroyObject (copy)");
+}
+
 static unsigned char *
 s_read (const char *path, size_t *len_p)
 {
@@ -227,6 +247,8 @@ main (int argc, char **argv)
         CK_OBJECT_HANDLE key = s_create (session, pkey, tokens [i]);
         snprintf (path, sizeof path, "%s.%s.sig", argv [6], kind);
         s_rules (session, key, kind, msg, msg_len, path);
+        if (!tokens [i])
+            s_copy_to_token (session, key);
         CHECK (p11->C_DestroyObject (session, key), "C_DestroyObject");
     }
     EVP_PKEY_free (pkey);

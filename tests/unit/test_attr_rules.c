@@ -4,6 +4,8 @@
  *  flags, the SO-only CKA_TRUSTED, sensitive reads, and the
  *  CKA_ALLOWED_MECHANISMS wire form and checks.  */
 #include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cs_attr_rules.h"
 #include "cs_mech.h"
@@ -205,6 +207,50 @@ START_TEST (test_allowed_mechanisms)
 }
 END_TEST
 
+/*  True when `text` names `name` as a whole word (CKA_VALUE is not
+ *  CKA_VALUE_LEN).  */
+static bool
+s_names (const char *text, const char *name)
+{
+    size_t len = strlen (name);
+    for (const char *at = strstr (text, name); at; at = strstr (at + 1, name)) {
+        char next = at [len];
+        if (!(next == '_' || (next >= 'A' && next <= 'Z') || (next >= '0' && next <= '9')))
+            return true;
+    }
+    return false;
+}
+
+/*  The man page's "Attribute rules" section and docs/CONTRACTS.md name
+ *  every attribute of the table.  Needs top_srcdir (set by make check).  */
+START_TEST (test_documented)
+{
+    static const char *files [] = { "man/cryptoserver-pkcs11.7", "docs/CONTRACTS.md" };
+    static const char *starts [] = { ".SS Attribute rules", "## Attribute rules" };
+    static const char *ends [] = { "\n.SS ", "\n## " };
+    const char *top = getenv ("top_srcdir");
+    static char text [1 << 20];
+    for (int f = 0; f < 2; f++) {
+        char path [4096];
+        snprintf (path, sizeof path, "%s/%s", top ? top : "..", files [f]);
+        FILE *file = fopen (path, "r");
+        ck_assert_msg (file != NULL, "cannot open %s", path);
+        size_t len = fread (text, 1, sizeof text - 1, file);
+        fclose (file);
+        text [len] = 0;
+        char *section = strstr (text, starts [f]);
+        ck_assert_msg (section != NULL, "%s has no attribute rules section", files [f]);
+        char *end = strstr (section + 1, ends [f]);
+        if (end)
+            *end = 0;
+        size_t n = 0;
+        const cs_attr_rule_t *rules = cs_attr_rules (&n);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg (s_names (section, rules [i].name), "%s does not name %s", files [f], rules [i].name);
+    }
+}
+END_TEST
+
 int
 main (void)
 {
@@ -218,6 +264,7 @@ main (void)
     tcase_add_test (tc, test_trusted);
     tcase_add_test (tc, test_read_sensitive);
     tcase_add_test (tc, test_allowed_mechanisms);
+    tcase_add_test (tc, test_documented);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
 }
