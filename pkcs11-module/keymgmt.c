@@ -29,22 +29,10 @@ s_token_only (CK_ATTRIBUTE_TYPE type)
     return rule && (rule->rules & CS_ATTR_COMPUTED);
 }
 
-/*  A creation template against the rules (cs_attr_rules.h): computed
- *  attributes, CKA_TRUSTED TRUE without the SO: CKR_ATTRIBUTE_READ_ONLY.
- *  Types the class does not have are left to the callers' own checks.  */
 static CK_RV
 s_check_token_only (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass)
 {
-    for (CK_ULONG i = 0; i < count; i++) {
-        cs_attr_change_t change = { .now = -1, .so = cs_token_so_logged_in (),
-                                    .to = cs_attr_kind (tmpl [i].type) == CS_ATTR_BOOL
-                                        ? *(const CK_BBOOL *) tmpl [i].pValue != 0 : -1 };
-        if (s_token_only (tmpl [i].type)
-        ||  (cs_attr_rule_has (klass, tmpl [i].type)
-             && cs_attr_rule_check (klass, tmpl [i].type, CS_ATTR_OP_CREATE, &change) == CKR_ATTRIBUTE_READ_ONLY))
-            return CKR_ATTRIBUTE_READ_ONLY;
-    }
-    return CKR_OK;
+    return cs_object_check_create (klass, tmpl, count);
 }
 
 /*  Key material a generation template must not carry (footnote 3).  */

@@ -695,6 +695,24 @@ cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_UL
     return CKR_OK;
 }
 
+CK_RV
+cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
+{
+    for (CK_ULONG i = 0; tmpl && i < count; i++) {
+        const cs_attr_rule_t *rule = cs_attr_rule (tmpl [i].type);
+        bool flag = rule && rule->value == CS_ATTR_V_BOOL && tmpl [i].pValue && tmpl [i].ulValueLen == 1;
+        cs_attr_change_t change = { .now = -1, .so = cs_token_so_logged_in (),
+                                    .to = flag ? *(const CK_BBOOL *) tmpl [i].pValue != 0 : -1 };
+        if (!rule)
+            continue;
+        if ((rule->rules & CS_ATTR_COMPUTED)
+        ||  (cs_attr_rule_has (klass, tmpl [i].type)
+             && cs_attr_rule_check (klass, tmpl [i].type, CS_ATTR_OP_CREATE, &change) == CKR_ATTRIBUTE_READ_ONLY))
+            return CKR_ATTRIBUTE_READ_ONLY;
+    }
+    return CKR_OK;
+}
+
 /*  Types a session object never stores: they come from its key or entry.  */
 static bool
 s_not_stored (CK_ATTRIBUTE_TYPE type)

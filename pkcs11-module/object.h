@@ -139,6 +139,14 @@ CK_RV cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count,
  *  (cs_template_check).  */
 CK_RV cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy);
 
+/*  The creation rules of common/cs_attr_rules.h for a template of a new
+ *  key object of `klass` (C_CreateObject, C_GenerateKey(Pair)):
+ *  CKR_ATTRIBUTE_READ_ONLY for a computed attribute (CKA_LOCAL,
+ *  CKA_KEY_GEN_MECHANISM, CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE) or
+ *  CKA_TRUSTED TRUE without a CKU_SO login; else CKR_OK (types the class
+ *  does not have, and the values' form, are the callers' to check).  */
+CK_RV cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count);
+
 /*  Applies a checked template to a session object.  CKR_OK, CKR_HOST_MEMORY,
  *  CKR_OBJECT_HANDLE_INVALID.  */
 CK_RV cs_object_set_local (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count);

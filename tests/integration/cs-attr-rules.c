@@ -2,7 +2,7 @@
  *  §4.4 to §4.10, common/cs_attr_rules.h) through any PKCS#11 module, for
  *  tests/integration/attr-rules.sh.
  *
- *  usage: cs-attr-rules MODULE.so TOKEN PIN EC-KEY.der MESSAGE-FILE SIG-PREFIX
+ *  usage: cs-attr-rules MODULE.so TOKEN PIN EC-KEY.der MESSAGE-FILE SIG-PREFIX AES-KEY.bin
  *
  *  Imports the P-256 private key EC-KEY.der (PKCS#8 DER, made by the test
  *  with OpenSSL) twice with C_CreateObject: as a session object and as a
@@ -19,7 +19,10 @@
  *  MESSAGE-FILE, written DER-encoded to SIG-PREFIX.session.sig and
  *  SIG-PREFIX.token.sig for OpenSSL to verify with the test's PEM.  The
  *  session key copied to the token (C_CopyObject, CKA_TOKEN TRUE) keeps
- *  its rules.  The token keys are destroyed at the end.  Links only OpenSSL; the module is
+ *  its rules.  The token keys are destroyed at the end.  An AES-256
+ *  session key (value AES-KEY.bin) follows the same rules with
+ *  CKA_ALLOWED_MECHANISMS { CKM_AES_CBC_PAD }; its ciphertext of
+ *  MESSAGE-FILE (IV of zeros) goes to SIG-PREFIX.aes.ct for openssl enc.  Links only OpenSSL; the module is
  *  dlopen'ed.  Prints one line per step; exit 0 when all pass.
  */
 #include <dlfcn.h>
@@ -201,6 +204,67 @@ s_copy_to_token (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE key)
     CHECK (p11->C_DestroyObject (session, copy), "C_DestroyObject (copy)");
 }
 
+/*  An AES-256 session key (C_CreateObject, value from the test) under the
+ *  same rules, CKA_ALLOWED_MECHANISMS { CKM_AES_CBC_PAD }: CKM_AES_ECB is
+ *  refused, CKM_AES_CBC_PAD (IV of zeros) encrypts msg into ct_path for
+ *  openssl enc; a template with a computed attribute or CKA_TRUSTED TRUE
+ *  (user, not SO) makes no key.  */
+static void
+s_secret_rules (CK_SESSION_HANDLE session, const unsigned char *value, size_t value_len,
+                const unsigned char *msg, size_t msg_len, const char *ct_path)
+{
+    const char *kind = "AES session";
+    CK_OBJECT_CLASS klass = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_AES;
+    CK_MECHANISM_TYPE allowed [] = { CKM_AES_CBC_PAD };
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &type, sizeof type },
+        { CKA_TOKEN, &s_no, 1 }, { CKA_ENCRYPT, &s_yes, 1 }, { CKA_DECRYPT, &s_yes, 1 },
+        { CKA_SENSITIVE, &s_no, 1 }, { CKA_EXTRACTABLE, &s_yes, 1 }, { CKA_LABEL, "attr-rules", 10 },
+        { CKA_VALUE, (void *) value, value_len }, { CKA_ALLOWED_MECHANISMS, allowed, sizeof allowed },
+        { CKA_TRUSTED, &s_yes, 1 } };
+    CK_OBJECT_HANDLE key = CK_INVALID_HANDLE, copy = CK_INVALID_HANDLE;
+    s_expect (p11->C_CreateObject (session, tmpl, 11, &key), CKR_ATTRIBUTE_READ_ONLY,
+              kind, "C_CreateObject (CKA_TRUSTED TRUE by the user)");
+    CHECK (p11->C_CreateObject (session, tmpl, 10, &key), "C_CreateObject (AES key)");
+    CHECK (s_set_flag (session, key, CKA_SENSITIVE, &s_yes), "C_SetAttributeValue (CKA_SENSITIVE TRUE)");
+    s_expect (s_set_flag (session, key, CKA_SENSITIVE, &s_no), CKR_ATTRIBUTE_READ_ONLY,
+              kind, "C_SetAttributeValue (CKA_SENSITIVE FALSE after TRUE)");
+    CHECK (s_set_flag (session, key, CKA_EXTRACTABLE, &s_no), "C_SetAttributeValue (CKA_EXTRACTABLE FALSE)");
+    s_expect (s_set_flag (session, key, CKA_EXTRACTABLE, &s_yes), CKR_ATTRIBUTE_READ_ONLY,
+              kind, "C_SetAttributeValue (CKA_EXTRACTABLE TRUE after FALSE)");
+    if (s_get_flag (session, key, CKA_ALWAYS_SENSITIVE, "CKA_ALWAYS_SENSITIVE") != CK_FALSE
+    ||  s_get_flag (session, key, CKA_NEVER_EXTRACTABLE, "CKA_NEVER_EXTRACTABLE") != CK_FALSE)
+        s_fail ("an imported AES key claims CKA_ALWAYS_SENSITIVE or CKA_NEVER_EXTRACTABLE");
+    CK_ATTRIBUTE insensitive = { CKA_SENSITIVE, &s_no, 1 };
+    s_expect (p11->C_CopyObject (session, key, &insensitive, 1, &copy), CKR_ATTRIBUTE_READ_ONLY,
+              kind, "C_CopyObject (CKA_SENSITIVE FALSE)");
+    CK_BYTE back [64];
+    CK_ATTRIBUTE get = { CKA_VALUE, back, sizeof back };
+    s_expect (p11->C_GetAttributeValue (session, key, &get, 1), CKR_ATTRIBUTE_SENSITIVE,
+              kind, "C_GetAttributeValue (CKA_VALUE)");
+    CK_BYTE iv [16] = { 0 }, ct [4096 + 16];
+    CK_MECHANISM ecb = { CKM_AES_ECB, NULL, 0 }, cbc = { CKM_AES_CBC_PAD, iv, sizeof iv };
+    s_expect (p11->C_EncryptInit (session, &ecb, key), CKR_MECHANISM_INVALID,
+              kind, "C_EncryptInit (CKM_AES_ECB, not allowed)");
+    CK_ULONG ct_len = sizeof ct;
+    if (msg_len > 4096)
+        s_fail ("the message is over 4096 bytes");
+    CHECK (p11->C_EncryptInit (session, &cbc, key), "C_EncryptInit (CKM_AES_CBC_PAD)");
+    CHECK (p11->C_Encrypt (session, (CK_BYTE_PTR) msg, msg_len, ct, &ct_len), "C_Encrypt (CKM_AES_CBC_PAD)");
+    FILE *file = fopen (ct_path, "wb");
+    if (!file || fwrite (ct, 1, ct_len, file) != ct_len || fclose (file))
+        s_fail ("cannot write the ciphertext");
+    printf ("%s key: CKM_AES_CBC_PAD ciphertext written to %s\n", kind, ct_path);
+    CHECK (p11->C_DestroyObject (session, key), "C_DestroyObject (AES key)");
+    /*  C_GenerateKey: computed attributes are the token's.  */
+    CK_ULONG len = 32;
+    CK_MECHANISM gen = { CKM_AES_KEY_GEN, NULL, 0 };
+    CK_ATTRIBUTE gen_tmpl [] = { { CKA_VALUE_LEN, &len, sizeof len }, { CKA_ALWAYS_SENSITIVE, &s_yes, 1 } };
+    s_expect (p11->C_GenerateKey (session, &gen, gen_tmpl, 2, &key), CKR_ATTRIBUTE_READ_ONLY,
+              "generated AES", "C_GenerateKey (CKA_ALWAYS_SENSITIVE in the template)");
+}
+
 static unsigned char *
 s_read (const char *path, size_t *len_p)
 {
@@ -216,8 +280,9 @@ s_read (const char *path, size_t *len_p)
 int
 main (int argc, char **argv)
 {
-    if (argc != 7) {
-        fprintf (stderr, "usage: cs-attr-rules MODULE.so TOKEN PIN EC-KEY.der MESSAGE-FILE SIG-PREFIX\n");
+    if (argc != 8) {
+        fprintf (stderr, "usage: cs-attr-rules MODULE.so TOKEN PIN EC-KEY.der MESSAGE-FILE SIG-PREFIX "
+                 "AES-KEY.bin\n");
         return 2;
     }
     void *dl = dlopen (argv [1], RTLD_NOW | RTLD_LOCAL);
@@ -252,6 +317,15 @@ main (int argc, char **argv)
         CHECK (p11->C_DestroyObject (session, key), "C_DestroyObject");
     }
     EVP_PKEY_free (pkey);
+    static unsigned char aes [32];
+    size_t aes_len = 0;
+    memcpy (aes, s_read (argv [7], &aes_len), sizeof aes);
+    if (aes_len != 32)
+        s_fail ("AES-KEY.bin is not 32 bytes");
+    msg = s_read (argv [5], &msg_len);
+    snprintf (path, sizeof path, "%s.aes.ct", argv [6]);
+    s_secret_rules (session, aes, aes_len, msg, msg_len, path);
+    memset (aes, 0, sizeof aes);
     p11->C_Logout (session);
     p11->C_CloseSession (session);
     p11->C_Finalize (NULL);

@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
+#include "cs_attr_rules.h"
 #include "keyder.h"
 #include "keymgmt.h"
 #include "object.h"
@@ -553,6 +554,20 @@ START_TEST (test_token_attributes)
     ck_assert_uint_eq (cs_object_get_attributes (handle, &allowed, 1), CKR_OK);
     ck_assert_uint_eq (allowed.ulValueLen, 0);
     ck_assert (cs_object_mech_allowed (handle, CKM_ECDSA_SHA256));
+    /*  The module's defaults of flags a token key does not store are the
+        table's, which the broker reads for its own checks.  */
+    size_t n_rules = 0;
+    const cs_attr_rule_t *rules = cs_attr_rules (&n_rules);
+    for (size_t i = 0; i < n_rules; i++) {
+        if (rules [i].dflt < 0 || !cs_attr_rule_has (CKO_PRIVATE_KEY, rules [i].type)
+        ||  rules [i].type == CKA_TOKEN || rules [i].type == CKA_LOCAL || rules [i].type == CKA_MODIFIABLE)
+            continue;                           /* a token object; stored above */
+        CK_BBOOL shown = 0xff;
+        CK_ATTRIBUTE one = { rules [i].type, &shown, 1 };
+        ck_assert_uint_eq (cs_object_get_attributes (handle, &one, 1), CKR_OK);
+        ck_assert_msg (shown == (CK_BBOOL) rules [i].dflt, "%s: module default %d, table default %d",
+                       rules [i].name, shown, rules [i].dflt);
+    }
     CK_OBJECT_CLASS pub = CKO_PUBLIC_KEY;
     CK_ATTRIBUTE by_id [] = { { CKA_CLASS, &pub, sizeof pub }, { CKA_ID, "\x02", 1 } };
     CK_OBJECT_HANDLE *handles = NULL;
