@@ -140,7 +140,8 @@ cs_derive_check_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf
         if (s_pair_only (tmpl [i].type))
             return CKR_TEMPLATE_INCONSISTENT;
     }
-    if ((rv = cs_template_check (tmpl, count)) != CKR_OK)
+    if ((rv = cs_template_check (tmpl, count)) != CKR_OK
+    ||  (rv = cs_object_check_create (CKO_SECRET_KEY, tmpl, count)) != CKR_OK)    /* cs_attr_rules.h */
         return rv;
     if (cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != CKO_SECRET_KEY)
         return CKR_TEMPLATE_INCONSISTENT;
