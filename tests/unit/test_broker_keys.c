@@ -585,6 +585,55 @@ START_TEST (test_allowed_mechanisms)
 }
 END_TEST
 
+/*  ECDH with alice's keystore ref and the peer's uncompressed point; the rv.  */
+static uint64_t
+s_derive (const char *ref, EVP_PKEY *peer)
+{
+    uint8_t point [65];
+    size_t point_len = 0;
+    ck_assert (EVP_PKEY_get_octet_string_param (peer, OSSL_PKEY_PARAM_PUB_KEY, point, sizeof point, &point_len));
+    Cs__DeriveJob derive = CS__DERIVE_JOB__INIT;
+    /*  Positional: p11-kit's header #defines the name of the point field.  */
+    derive = (Cs__DeriveJob) { derive.base, { strlen (ref), (uint8_t *) ref }, { 0, NULL }, { point_len, point } };
+    Cs__Request *req = s_request (56);
+    req->jobs [0]->kind_case = CS__JOB__KIND_DERIVE;
+    req->jobs [0]->derive = &derive;
+    uint64_t rv = s_call (s_alice, req, NULL);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->derive = NULL;
+    th_request_free (req);
+    return rv;
+}
+
+/*  CKA_ALLOWED_MECHANISMS of an EC keystore key with CKA_DERIVE: the
+ *  broker's derive jobs need CKM_ECDH1_DERIVE in a non-empty list.  */
+START_TEST (test_allowed_mechanisms_derive)
+{
+    EVP_PKEY *pkey = EVP_EC_gen ("P-256"), *peer = EVP_EC_gen ("P-256");
+    static const uint8_t ecdsa [8] = { 0x41, 0x10 }, ecdh [8] = { 0x50, 0x10 };   /* CKM_ECDSA, CKM_ECDH1_DERIVE */
+    Cs__Attribute derive = s_flag (CKA_DERIVE, true), allowed = CS__ATTRIBUTE__INIT;
+    allowed.type = CKA_ALLOWED_MECHANISMS;
+    allowed.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    allowed.bytes = (ProtobufCBinaryData) { 8, (uint8_t *) ecdsa };
+    Cs__Attribute *tmpl [] = { &derive, &allowed };
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_import_with (pkey, tmpl, 2, &reply), CKR_OK);
+    char *signing = strdup (reply->results [0]->imported->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_derive (signing, peer), CKR_MECHANISM_INVALID);
+    allowed.bytes.data = (uint8_t *) ecdh;
+    ck_assert_uint_eq (s_import_with (pkey, tmpl, 2, &reply), CKR_OK);
+    char *deriving = strdup (reply->results [0]->imported->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_derive (deriving, peer), CKR_OK);
+    ck_assert_uint_eq (s_crypto_mech (deriving, true, CKM_ECDSA), CKR_MECHANISM_INVALID);
+    free (signing);
+    free (deriving);
+    EVP_PKEY_free (pkey);
+    EVP_PKEY_free (peer);
+}
+END_TEST
+
 /*  Imports pkey into alice's tenant as a token key; returns its ref (caller frees).  */
 static char *
 s_import (EVP_PKEY *pkey, const char *label_text)
@@ -1026,6 +1075,7 @@ s_suite (void)
     tcase_add_test (tc, test_import_attributes_and_isolation);
     tcase_add_test (tc, test_attribute_rules_table);
     tcase_add_test (tc, test_allowed_mechanisms);
+    tcase_add_test (tc, test_allowed_mechanisms_derive);
     tcase_add_test (tc, test_list_version_unchanged);
     tcase_add_test (tc, test_pin_lock_and_init_pin);
     tcase_add_test (tc, test_list_without_login);
