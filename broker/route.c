@@ -1,6 +1,7 @@
 /*  route.c — which boards may run a crypto job: the key of a sign,
  *  decrypt or derive job (per-request PKCS#8, "board:" ref of the tenant,
- *  "ks:" keystore ref from the cache or read by the slow pool), the boards
+ *  "ks:" keystore ref from the cache or read by the slow pool, whose
+ *  CKA_ALLOWED_MECHANISMS must allow the job's mechanism), the boards
  *  that take its material or hold it, narrowed to the boards that run its
  *  mechanism (docs/CONTRACTS.md "Routing"), raw modexp and secret-key
  *  (AES, HMAC) jobs with a session key's value or a token secret key's
@@ -13,6 +14,7 @@
  *  fe_request_release).  */
 #include <openssl/objects.h>
 #include <openssl/x509.h>
+#include "cs_attr_rules.h"
 #include "modexp_job.h"
 #include "secretkeys.h"
 #include "symjobs.h"
@@ -69,11 +71,18 @@ s_modexp_boards (frontend_t *self)
     return set;
 }
 
+/*  The mechanism on the wire of a sign, decrypt or derive item.  */
+static CK_MECHANISM_TYPE
+s_item_mechanism (const work_item_t *item)
+{
+    return item->kind == WORK_DERIVE ? CKM_ECDH1_DERIVE : item->mech.type;
+}
+
 /*  Boards that run the job mechanism of a crypto item (board_runs).  */
 static uint64_t
 s_mech_boards (frontend_t *self, const work_item_t *item)
 {
-    CK_MECHANISM_TYPE type = item->kind == WORK_DERIVE ? CKM_ECDH1_DERIVE : item->mech.type;
+    CK_MECHANISM_TYPE type = s_item_mechanism (item);
     CK_FLAGS flag = item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE;
     uint64_t set = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
@@ -207,6 +216,24 @@ s_derive_permitted (const Cs__KeyInfo *info)
     return CKR_KEY_FUNCTION_NOT_PERMITTED;
 }
 
+/*  CKA_ALLOWED_MECHANISMS of a keystore key's private object (PKCS#11 2.40
+ *  §4.4 table 25, cs_attr_rules.h): the item's wire mechanism must be one
+ *  the list allows, whatever the module checked; CKR_MECHANISM_INVALID.  */
+static CK_RV
+s_mechanism_allowed (const Cs__KeyInfo *info, const work_item_t *item)
+{
+    for (size_t i = 0; i < info->n_private_attributes; i++) {
+        const Cs__Attribute *attr = info->private_attributes [i];
+        if (attr->type == CKA_ALLOWED_MECHANISMS)
+            return attr->value_case == CS__ATTRIBUTE__VALUE_BYTES
+                && cs_attr_wire_mech_allowed (attr->bytes.data, attr->bytes.len, s_item_mechanism (item),
+                                              item->kind == WORK_SIGN ? CKF_SIGN
+                                              : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE)
+                 ? CKR_OK : CKR_MECHANISM_INVALID;
+    }
+    return CKR_OK;
+}
+
 /*  A keystore row of the tenant (info, and its private key: pkcs8, len
  *  bytes, borrowed from item->cached or item->material until the item is
  *  back): its material goes with the item (home keystore) or its resident
@@ -228,6 +255,9 @@ s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item
         if (rv == CKR_OK)
             rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
     }
+    else
+    if ((rv = s_mechanism_allowed (info, item)) != CKR_OK)
+        ;
     else
     if (strncmp (info->home, "board:", 6) == 0) {
         int board = fe_board_index (self, info->home + 6);

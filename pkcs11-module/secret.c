@@ -393,6 +393,8 @@ static CK_RV
 s_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len, CK_KEY_TYPE *type_p)
 {
     CK_ULONG klass = CKO_SECRET_KEY, type = dflt;
+    if (cs_object_check_create (CKO_SECRET_KEY, tmpl, count) != CKR_OK)
+        return CKR_ATTRIBUTE_READ_ONLY;         /* the attribute rules (cs_attr_rules.h) */
     if ((cs_template_find (tmpl, count, CKA_CLASS) && (!cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
                                                       || klass != CKO_SECRET_KEY))
     ||  (cs_template_find (tmpl, count, CKA_KEY_TYPE) && !cs_template_ulong (tmpl, count, CKA_KEY_TYPE, &type)))
