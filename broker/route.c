@@ -15,14 +15,15 @@
 #include <openssl/objects.h>
 #include <openssl/x509.h>
 #include "cs_attr_rules.h"
+/*  p11-kit's compatibility names: its header (just included) maps
+ *  public_data to pPublicData, which would rename DeriveJob.public_data in
+ *  the wire header included next.  */
+#undef public_data
+#undef public_data_len
 #include "modexp_job.h"
 #include "secretkeys.h"
 #include "symjobs.h"
 #include "frontend_int.h"
-
-/*  p11-kit's compatibility names: its header maps public_data to
- *  pPublicData, which would hide DeriveJob.public_data.  */
-#undef public_data
 
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
 
