@@ -1,5 +1,6 @@
-/*  keyjobs.c — key-management jobs on keystore rows and the PKCS#11
- *  attribute rules (keyjobs.h).  */
+/*  keyjobs.c — key-management jobs on keystore rows (keyjobs.h), under
+ *  the one table of attribute rules the module follows too
+ *  (common/cs_attr_rules.h).  */
 #include <string.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -7,27 +8,17 @@
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
 #include <czmq.h>
+#include "cs_attr_rules.h"
 #include "cs_util.h"
 #include "cs_wire.h"
 #include "drv_util.h"
 #include "key_info.h"
 #include "keyjobs.h"
-
-/*  What the rules allow for one attribute type.  */
-typedef enum {
-    S_FREE,             /* may change any time; stored as given */
-    S_LABEL,            /* CKA_LABEL: shared field, per-object override */
-    S_ID,               /* CKA_ID: likewise */
-    S_USAGE,            /* CKA_SIGN / CKA_DECRYPT of the private object */
-    S_ONLY_TRUE,        /* may go FALSE -> TRUE only (CKA_SENSITIVE, CKA_WRAP_WITH_TRUSTED) */
-    S_ONLY_FALSE,       /* may go TRUE -> FALSE only (CKA_EXTRACTABLE) */
-    S_AT_CREATE,        /* set at creation or copy, read-only after */
-    S_READ_ONLY,        /* never set by an application */
-    S_KEY_VALUE,        /* the key's own public values / class / type: must agree */
-    S_SECRET            /* private components: never stored */
-} s_rule_t;
+#include "secretkeys.h"
 
 typedef enum { S_CREATE, S_SET, S_COPY } s_mode_t;
+
+static CK_RV s_origin (Cs__KeyInfo *info, bool generated);
 
 /*  keyjobs_limit_problem: set by the last call of this thread.  */
 static __thread const char *s_limit_problem;
@@ -36,50 +27,6 @@ const char *
 keyjobs_limit_problem (void)
 {
     return s_limit_problem;
-}
-
-static s_rule_t
-s_rule (CK_ATTRIBUTE_TYPE type)
-{
-    switch (type) {
-        case CKA_LABEL: return S_LABEL;
-        case CKA_ID: return S_ID;
-        case CKA_SIGN: case CKA_DECRYPT: return S_USAGE;
-        case CKA_SENSITIVE: case CKA_WRAP_WITH_TRUSTED: return S_ONLY_TRUE;
-        case CKA_UNWRAP: return S_ONLY_TRUE;   /* token policy: an unwrapping key never decrypts (docs/CONTRACTS.md) */
-        case CKA_EXTRACTABLE: return S_ONLY_FALSE;
-        case CKA_TOKEN: case CKA_PRIVATE: case CKA_MODIFIABLE: case CKA_COPYABLE:
-        case CKA_DESTROYABLE:
-            return S_AT_CREATE;
-        case CKA_LOCAL: case CKA_KEY_GEN_MECHANISM: case CKA_ALWAYS_SENSITIVE:
-        case CKA_NEVER_EXTRACTABLE:
-            return S_READ_ONLY;
-        case CKA_CLASS: case CKA_KEY_TYPE: case CKA_MODULUS: case CKA_MODULUS_BITS:
-        case CKA_PUBLIC_EXPONENT: case CKA_EC_PARAMS: case CKA_EC_POINT:
-            return S_KEY_VALUE;
-        case CKA_VALUE: case CKA_PRIVATE_EXPONENT: case CKA_PRIME_1: case CKA_PRIME_2:
-        case CKA_EXPONENT_1: case CKA_EXPONENT_2: case CKA_COEFFICIENT:
-            return S_SECRET;
-        default:
-            return S_FREE;
-    }
-}
-
-/*  True for CK_BBOOL attributes (their value must be a flag).  */
-static bool
-s_is_bool (CK_ATTRIBUTE_TYPE type)
-{
-    switch (type) {
-        case CKA_TOKEN: case CKA_PRIVATE: case CKA_MODIFIABLE: case CKA_COPYABLE:
-        case CKA_DESTROYABLE: case CKA_SENSITIVE: case CKA_EXTRACTABLE: case CKA_LOCAL:
-        case CKA_ALWAYS_SENSITIVE: case CKA_NEVER_EXTRACTABLE: case CKA_SIGN: case CKA_DECRYPT:
-        case CKA_VERIFY: case CKA_ENCRYPT: case CKA_WRAP: case CKA_UNWRAP: case CKA_DERIVE:
-        case CKA_SIGN_RECOVER: case CKA_VERIFY_RECOVER: case CKA_WRAP_WITH_TRUSTED:
-        case CKA_ALWAYS_AUTHENTICATE: case CKA_TRUSTED:
-            return true;
-        default:
-            return false;
-    }
 }
 
 /*  Reads a flag value (a flag, or one byte); -1 when not a flag.  */
@@ -226,9 +173,10 @@ static CK_RV
 s_key_value_agrees (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, bool import)
 {
     uint64_t number = attr->value_case == CS__ATTRIBUTE__VALUE_NUMBER ? attr->number : UINT64_MAX;
+    uint64_t klass = secretkeys_type (info->key_type) ? CKO_SECRET_KEY : priv ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY;
     switch (attr->type) {
         case CKA_CLASS:
-            return number == (priv ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY) ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+            return number == klass ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
         case CKA_KEY_TYPE:
             return number == info->key_type ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
         default:
@@ -292,58 +240,135 @@ s_set_name (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr)
     return CKR_OK;
 }
 
-/*  A flag that may move one way only (§4.8 table 41 footnotes 11 and 12).  */
-static CK_RV
-s_one_way (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, s_mode_t mode, bool to)
+/*  Storage of one attribute: how s_apply keeps it once the rules allow it.  */
+typedef enum {
+    S_STORE,            /* in the side's attribute list */
+    S_NAME,             /* CKA_LABEL, CKA_ID: shared field, per-object override */
+    S_USAGE,            /* CKA_SIGN / CKA_DECRYPT of the private object: KeyInfo fields */
+    S_TOKEN,            /* CKA_TOKEN: must agree with the job */
+    S_KEY_VALUE,        /* the key's class, type and public values: must agree */
+    S_NOT_STORED        /* private components: in the material, never in the list */
+} s_store_t;
+
+static s_store_t
+s_store (const cs_attr_rule_t *rule)
 {
-    int value = s_flag_of (attr);
-    bool now = s_flag (info, priv, attr->type, !to);
-    if (value < 0)
-        return CKR_ATTRIBUTE_VALUE_INVALID;
-    if (mode != S_CREATE && (bool) value != now && (bool) value != to)
-        return CKR_ATTRIBUTE_READ_ONLY;
-    return s_attr_put (info, priv, attr);
+    switch (rule->type) {
+        case CKA_LABEL: case CKA_ID: return S_NAME;
+        case CKA_SIGN: case CKA_DECRYPT: return S_USAGE;
+        case CKA_TOKEN: return S_TOKEN;
+        case CKA_CLASS: case CKA_KEY_TYPE: case CKA_MODULUS: case CKA_MODULUS_BITS:
+        case CKA_PUBLIC_EXPONENT: case CKA_EC_PARAMS: case CKA_EC_POINT:
+            return S_KEY_VALUE;
+        default:
+            return rule->rules & CS_ATTR_SENSITIVE ? S_NOT_STORED : S_STORE;
+    }
 }
 
-/*  Applies one attribute to a side of info under the rules of mode.  */
+/*  The current CK_BBOOL of `type` on a side as the module shows it (stored,
+ *  else the KeyInfo field or the table's default); -1 when unknown.  */
+static int
+s_now (Cs__KeyInfo *info, bool priv, const cs_attr_rule_t *rule, bool token)
+{
+    int dflt = rule->type == CKA_SIGN ? info->can_sign : rule->type == CKA_DECRYPT ? info->can_decrypt
+             : rule->type == CKA_TOKEN ? token : rule->type == CKA_PRIVATE ? priv : rule->dflt;
+    long at = s_attr_index (info, priv, rule->type);
+    int value = at >= 0 ? s_flag_of ((*s_list (info, priv)) [at]) : -1;
+    return value >= 0 && rule->type != CKA_SIGN && rule->type != CKA_DECRYPT ? value : dflt;
+}
+
+/*  True when a non-flag attribute gives the side's current value.  */
+static bool
+s_same_value (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, s_store_t store)
+{
+    if (store == S_KEY_VALUE)
+        return s_key_value_agrees (info, priv, attr, true) == CKR_OK;
+    long at = s_attr_index (info, priv, attr->type);
+    const Cs__Attribute *stored = at >= 0 ? (*s_list (info, priv)) [at] : NULL;
+    if (!stored && store == S_NAME && attr->value_case == CS__ATTRIBUTE__VALUE_BYTES)
+        return s_bytes_eq (attr->bytes, attr->type == CKA_LABEL
+                           ? (ProtobufCBinaryData) { strlen (info->label), (uint8_t *) info->label } : info->id);
+    if (!stored || stored->value_case != attr->value_case)
+        return false;
+    return attr->value_case == CS__ATTRIBUTE__VALUE_BYTES ? s_bytes_eq (attr->bytes, stored->bytes)
+         : attr->value_case == CS__ATTRIBUTE__VALUE_NUMBER ? attr->number == stored->number
+         : attr->flag == stored->flag;
+}
+
+/*  Applies one attribute to a side of info: first the one table of rules
+ *  (cs_attr_rules.h, the module's too), then its storage.  */
 static CK_RV
 s_apply (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, s_mode_t mode, bool token, bool import)
 {
-    s_rule_t rule = s_rule (attr->type);
-    if (s_is_bool (attr->type) && s_flag_of (attr) < 0)
+    bool secret = secretkeys_type (info->key_type);    /* a token secret key: its one object */
+    CK_OBJECT_CLASS klass = secret ? CKO_SECRET_KEY : priv ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY;
+    const cs_attr_rule_t *rule = cs_attr_rule (attr->type);
+    if (!rule)
+        return CKR_ATTRIBUTE_TYPE_INVALID;
+    if (secret && attr->type == CKA_VALUE_LEN)         /* a secret key's size (§4.10) */
+        return mode != S_CREATE ? CKR_ATTRIBUTE_READ_ONLY
+             : attr->value_case == CS__ATTRIBUTE__VALUE_NUMBER && attr->number * 8 == info->bits
+             ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+    bool flag = rule->value == CS_ATTR_V_BOOL;
+    s_store_t store = s_store (rule);
+    if (secret && store == S_USAGE)                     /* stored as given, like CKA_ENCRYPT */
+        store = S_STORE;
+    cs_attr_change_t change = { .now = -1, .to = flag ? s_flag_of (attr) : -1 };
+    if (flag && change.to < 0)
         return CKR_ATTRIBUTE_VALUE_INVALID;
-    switch (rule) {
-        case S_LABEL:
-        case S_ID:
+    if (rule->value == CS_ATTR_V_MECHS
+    &&  (attr->value_case != CS__ATTRIBUTE__VALUE_BYTES || attr->bytes.len % CS_ATTR_MECH_WIRE_BYTES))
+        return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (!(rule->classes & cs_attr_class_bit (klass))) {
+        if (mode != S_CREATE)
+            return CKR_ATTRIBUTE_TYPE_INVALID;
+        /*  A generation or import template with an attribute of the other
+            class: usage flags contradict it, others are not kept.  */
+        return store == S_USAGE ? CKR_TEMPLATE_INCONSISTENT : CKR_OK;
+    }
+    if (mode != S_CREATE) {
+        change.now = flag ? s_now (info, priv, rule, token) : -1;
+        change.same = flag ? change.now == change.to : s_same_value (info, priv, attr, store);
+    }
+    CK_RV rv = cs_attr_rule_check (klass, attr->type, mode == S_CREATE ? CS_ATTR_OP_CREATE
+                                                    : mode == S_SET ? CS_ATTR_OP_SET : CS_ATTR_OP_COPY, &change);
+    if (rv != CKR_OK || (mode == S_COPY && change.same && store != S_NAME))
+        return rv;
+    switch (store) {
+        case S_NAME:
             return s_set_name (info, priv, attr);
         case S_USAGE:
-            if (!priv)
-                return mode == S_SET ? CKR_ATTRIBUTE_TYPE_INVALID : CKR_TEMPLATE_INCONSISTENT;
             if (attr->type == CKA_SIGN)
-                info->can_sign = s_flag_of (attr) == 1;
+                info->can_sign = change.to == 1;
             else
-                info->can_decrypt = s_flag_of (attr) == 1 && info->key_type == CKK_RSA;
+                info->can_decrypt = change.to == 1 && info->key_type == CKK_RSA;
             return CKR_OK;
-        case S_ONLY_TRUE:
-            return s_one_way (info, priv, attr, mode, true);
-        case S_ONLY_FALSE:
-            return s_one_way (info, priv, attr, mode, false);
-        case S_AT_CREATE:
-            if (mode == S_SET)
-                return CKR_ATTRIBUTE_READ_ONLY;
-            if (attr->type == CKA_TOKEN)
-                return (s_flag_of (attr) == 1) == token ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
-            return s_attr_put (info, priv, attr);
-        case S_READ_ONLY:
-            return CKR_ATTRIBUTE_READ_ONLY;
+        case S_TOKEN:
+            return (change.to == 1) == token ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
         case S_KEY_VALUE:
-            return mode == S_CREATE ? s_key_value_agrees (info, priv, attr, import)
-                                    : CKR_ATTRIBUTE_READ_ONLY;
-        case S_SECRET:
-            return mode == S_CREATE ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
+            return s_key_value_agrees (info, priv, attr, import);
+        case S_NOT_STORED:
+            return CKR_OK;
         default:
             return s_attr_put (info, priv, attr);
     }
+}
+
+/*  Keeps CKA_ALWAYS_SENSITIVE / CKA_NEVER_EXTRACTABLE of the private side
+ *  right after a change (cs_attr_follow).  */
+static CK_RV
+s_follow (Cs__KeyInfo *info)
+{
+    if (!info->has_private)
+        return CKR_OK;
+    bool always = s_flag (info, true, CKA_ALWAYS_SENSITIVE, false);
+    bool never = s_flag (info, true, CKA_NEVER_EXTRACTABLE, false);
+    cs_attr_follow (s_flag (info, true, CKA_SENSITIVE, true), s_flag (info, true, CKA_EXTRACTABLE, false),
+                    &always, &never);
+    if (s_attr_put_flag (info, true, CKA_ALWAYS_SENSITIVE, always)
+    ||  s_attr_put_flag (info, true, CKA_NEVER_EXTRACTABLE, never))
+        return CKR_HOST_MEMORY;
+    return CKR_OK;
 }
 
 /*  Applies a template to one side; stops at the first failure.  */
@@ -389,6 +414,16 @@ s_limits (Cs__KeyInfo *info)
     }
     CK_RV rv = s_side_limits (info, true);
     return rv == CKR_OK ? s_side_limits (info, false) : rv;
+}
+
+CK_RV
+keyjobs_secret_apply (Cs__KeyInfo *info, Cs__Attribute **tmpl, size_t n, bool generated)
+{
+    s_limit_problem = NULL;
+    CK_RV rv = s_apply_all (info, true, tmpl, n, S_CREATE, true, true);
+    if (rv == CKR_OK)
+        rv = s_origin (info, generated);
+    return rv == CKR_OK ? s_limits (info) : rv;
 }
 
 /* ---- generation --------------------------------------------------------- */
@@ -591,14 +626,15 @@ static CK_RV
 s_load (keystore_t *ks, const char *tenant, const char *ref, uint64_t object, Cs__KeyInfo **info_p,
         uint8_t **pkcs8_p, size_t *len_p)
 {
-    if (object != CKO_PRIVATE_KEY && object != CKO_PUBLIC_KEY)
+    if (object != CKO_PRIVATE_KEY && object != CKO_PUBLIC_KEY && object != CKO_SECRET_KEY)
         return CKR_OBJECT_HANDLE_INVALID;
     int got = keystore_key_get (ks, tenant, ref, info_p, pkcs8_p, len_p);
     if (got)
         return got == KEYSTORE_DAMAGED || got == KEYSTORE_UNAVAILABLE ? CKR_DEVICE_ERROR
                                                                        : CKR_OBJECT_HANDLE_INVALID;
-    bool priv = object == CKO_PRIVATE_KEY;
-    if (!(priv ? (*info_p)->has_private : (*info_p)->has_public)) {
+    bool priv = object != CKO_PUBLIC_KEY;       /* a secret key's object is its "private" side */
+    if (secretkeys_type ((*info_p)->key_type) != (object == CKO_SECRET_KEY)
+    ||  !(priv ? (*info_p)->has_private : (*info_p)->has_public)) {
         cs__key_info__free_unpacked (*info_p, NULL);
         *info_p = NULL;
         if (pkcs8_p && *pkcs8_p) {
@@ -615,7 +651,7 @@ CK_RV
 keyjobs_set (keystore_t *ks, const char *tenant, const Cs__SetKeyAttributesJob *job,
              Cs__KeyInfo **info_p)
 {
-    bool priv = job->object == CKO_PRIVATE_KEY;
+    bool priv = job->object != CKO_PUBLIC_KEY;
     Cs__KeyInfo *info = NULL;
     CK_RV rv = s_load (ks, tenant, job->ref, job->object, &info, NULL, NULL);
     *info_p = NULL;
@@ -626,6 +662,8 @@ keyjobs_set (keystore_t *ks, const char *tenant, const Cs__SetKeyAttributesJob *
         rv = CKR_ACTION_PROHIBITED;
     if (rv == CKR_OK)
         rv = s_apply_all (info, priv, job->attributes, job->n_attributes, S_SET, true, false);
+    if (rv == CKR_OK)
+        rv = s_follow (info);
     if (rv == CKR_OK)
         rv = s_limits (info);
     if (rv == CKR_OK && keystore_key_update (ks, tenant, info))
@@ -653,7 +691,7 @@ s_string_set (char **field, const char *text)
 CK_RV
 keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *job, Cs__KeyInfo **info_p)
 {
-    bool priv = job->object == CKO_PRIVATE_KEY;
+    bool priv = job->object != CKO_PUBLIC_KEY;
     Cs__KeyInfo *info = NULL;
     uint8_t *pkcs8 = NULL;
     size_t len = 0;
@@ -677,6 +715,8 @@ keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *job, Cs_
         rv = s_string_set (&info->ref, ref);
     if (rv == CKR_OK)
         rv = s_apply_all (info, priv, job->attributes, job->n_attributes, S_COPY, true, false);
+    if (rv == CKR_OK)
+        rv = s_follow (info);
     if (rv == CKR_OK)
         rv = s_limits (info);
     if (rv == CKR_OK && keystore_key_put (ks, tenant, info, pkcs8, len))
@@ -706,7 +746,7 @@ CK_RV
 keyjobs_destroy (keystore_t *ks, const char *tenant, const Cs__DestroyKeyJob *job,
                  Cs__KeyInfo **info_p, char **resident_board_p)
 {
-    bool priv = job->object == CKO_PRIVATE_KEY;
+    bool priv = job->object != CKO_PUBLIC_KEY;
     Cs__KeyInfo *info = NULL;
     CK_RV rv = s_load (ks, tenant, job->ref, job->object, &info, NULL, NULL);
     *info_p = NULL;

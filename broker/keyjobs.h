@@ -1,21 +1,28 @@
-/*  keyjobs.h — key-management jobs of the broker on keystore rows, and the
- *  PKCS#11 2.40 attribute rules they follow (§4.1.1 object templates,
- *  §4.4 storage objects, §4.8/§4.9 private and public key objects):
+/*  keyjobs.h — key-management jobs of the broker on keystore rows.  Every
+ *  template of an import, generation, set or copy job follows the one table
+ *  of attribute rules the module follows too (common/cs_attr_rules.h,
+ *  PKCS#11 2.40 §4.4 to §4.10), checked here again so that a modified
+ *  module cannot get around them:
  *
- *    - CKA_LABEL, CKA_ID, the usage flags (CKA_SIGN, CKA_DECRYPT, CKA_VERIFY,
- *      CKA_ENCRYPT, CKA_DERIVE, ...), dates and CKA_SUBJECT may change;
- *    - CKA_SENSITIVE may only go FALSE -> TRUE, CKA_EXTRACTABLE only
- *      TRUE -> FALSE, CKA_WRAP_WITH_TRUSTED only FALSE -> TRUE, and — the
- *      token's wrapping policy (docs/CONTRACTS.md "Wrapping") — CKA_UNWRAP
- *      only FALSE -> TRUE (an unwrapping key never decrypts);
- *    - CKA_TOKEN, CKA_PRIVATE, CKA_MODIFIABLE, CKA_COPYABLE, CKA_DESTROYABLE
- *      are set when the object is made or copied, then read-only;
- *    - CKA_LOCAL, CKA_KEY_GEN_MECHANISM, CKA_ALWAYS_SENSITIVE,
- *      CKA_NEVER_EXTRACTABLE, CKA_CLASS, CKA_KEY_TYPE and the key's own values
- *      are read-only (CKR_ATTRIBUTE_READ_ONLY); in a creation template the
- *      key's values must agree with the key (CKR_TEMPLATE_INCONSISTENT);
+ *    - a type outside the table, or one the object's class does not have
+ *      in a set or copy: CKR_ATTRIBUTE_TYPE_INVALID (in a creation template
+ *      an attribute of the other class of the pair is not kept; CKA_SIGN or
+ *      CKA_DECRYPT on the public side: CKR_TEMPLATE_INCONSISTENT);
+ *    - a change the table forbids (latched CKA_SENSITIVE, CKA_EXTRACTABLE,
+ *      CKA_WRAP_WITH_TRUSTED, CKA_COPYABLE, and CKA_UNWRAP by the token's
+ *      wrapping policy, docs/CONTRACTS.md "Wrapping"; computed CKA_LOCAL,
+ *      CKA_KEY_GEN_MECHANISM, CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE;
+ *      CKA_TRUSTED TRUE, which only the SO may set and the SO runs no key
+ *      jobs; CKA_CLASS, CKA_KEY_TYPE, the key's values,
+ *      CKA_ALLOWED_MECHANISMS after creation): CKR_ATTRIBUTE_READ_ONLY; a
+ *      flag a row does not store is read with the table's default;
+ *    - in a creation template the key's values must agree with the key
+ *      (CKR_TEMPLATE_INCONSISTENT); CKA_ALLOWED_MECHANISMS must be a whole
+ *      wire list (CKR_ATTRIBUTE_VALUE_INVALID);
  *    - private key components (CKA_VALUE, CKA_PRIVATE_EXPONENT, CKA_PRIME_1 ...)
- *      are never stored among the attributes.
+ *      are never stored among the attributes;
+ *    - after a set or copy, CKA_ALWAYS_SENSITIVE / CKA_NEVER_EXTRACTABLE are
+ *      kept right (cs_attr_follow).
  *
  *  Each server-held key is a pair of objects (KeyInfo.has_private /
  *  has_public); the private object owns KeyInfo.id and .label, the public one
@@ -113,6 +120,16 @@ CK_RV keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *jo
  *  (malloc'd, caller frees): the caller destroys the resident key there.  */
 CK_RV keyjobs_destroy (keystore_t *ks, const char *tenant, const Cs__DestroyKeyJob *job,
                        Cs__KeyInfo **info_p, char **resident_board_p);
+
+/*  Applies a creation template to the description of a token secret key
+ *  (secretkeys.h: key_type CKK_AES or CKK_GENERIC_SECRET, bits set, its
+ *  defaults already among private_attributes) under the rules above, with
+ *  a secret key's own: CKA_CLASS must be CKO_SECRET_KEY, CKA_KEY_TYPE and
+ *  CKA_VALUE_LEN must agree (CKR_TEMPLATE_INCONSISTENT), CKA_VALUE_LEN is
+ *  read-only afterwards; the usage flags are stored as given.  Then the
+ *  "how it was made" flags (`generated`) and the bounds.  CKR_OK or the
+ *  template's CK_RV.  */
+CK_RV keyjobs_secret_apply (Cs__KeyInfo *info, Cs__Attribute **tmpl, size_t n, bool generated);
 
 /*  Why the last keyjobs_* call of this thread broke a bound above (a
  *  static string for a log line), or NULL when it did not.  The frontend

@@ -224,7 +224,7 @@ s_destroy_resident (frontend_t *self, const char *board_name, const char *ref)
         free (item);
 }
 
-/*  The ref a key job names ("ks:" for an import).  */
+/*  The ref a key job names ("ks:" for an import or a secret-key generation).  */
 static const char *
 s_key_job_ref (const Cs__Job *job)
 {

@@ -76,10 +76,13 @@ s_request_wipe (Cs__Request *req)
         const Cs__Job *job = req->jobs [i];
         ProtobufCBinaryData secrets [2] = { { 0 }, { 0 } };
         switch (job->kind_case) {
+            case CS__JOB__KIND_IMPORT_KEY:
+                secrets [0] = job->import_key->private_pkcs8;
+                secrets [1] = job->import_key->secret_value;
+                break;
             case CS__JOB__KIND_SIGN: secrets [0] = job->sign->key_pkcs8; break;
             case CS__JOB__KIND_DECRYPT: secrets [0] = job->decrypt->key_pkcs8; break;
             case CS__JOB__KIND_DERIVE: secrets [0] = job->derive->key_pkcs8; break;
-            case CS__JOB__KIND_IMPORT_KEY: secrets [0] = job->import_key->private_pkcs8; break;
             case CS__JOB__KIND_LOGIN: secrets [0] = job->login->pin; break;
             case CS__JOB__KIND_INIT_PIN: secrets [0] = job->init_pin->pin; break;
             case CS__JOB__KIND_SET_PIN:
@@ -241,6 +244,7 @@ s_job (frontend_t *self, fe_request_t *request, size_t index)
             fe_job_sym (self, request, index);
             break;
         case CS__JOB__KIND_IMPORT_KEY:
+        case CS__JOB__KIND_GENERATE_KEY:
         case CS__JOB__KIND_DESTROY_KEY:
         case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
         case CS__JOB__KIND_COPY_KEY:

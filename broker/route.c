@@ -1,9 +1,11 @@
 /*  route.c — which boards may run a crypto job: the key of a sign,
  *  decrypt or derive job (per-request PKCS#8, "board:" ref of the tenant,
- *  "ks:" keystore ref from the cache or read by the slow pool), the boards
+ *  "ks:" keystore ref from the cache or read by the slow pool, whose
+ *  CKA_ALLOWED_MECHANISMS must allow the job's mechanism), the boards
  *  that take its material or hold it, narrowed to the boards that run its
  *  mechanism (docs/CONTRACTS.md "Routing"), raw modexp and secret-key
- *  (AES, HMAC) jobs.
+ *  (AES, HMAC) jobs with a session key's value or a token secret key's
+ *  "ks:" ref (read like a keystore key pair's private key).
  *
  *  Owns: the per-item key material and its pinning in the key cache.
  *  May call: board.h capabilities, ks_cache.h, inventory.c
@@ -12,13 +14,16 @@
  *  fe_request_release).  */
 #include <openssl/objects.h>
 #include <openssl/x509.h>
+#include "cs_attr_rules.h"
+/*  p11-kit's compatibility names: its header (just included) maps
+ *  public_data to pPublicData, which would rename DeriveJob.public_data in
+ *  the wire header included next.  */
+#undef public_data
+#undef public_data_len
 #include "modexp_job.h"
+#include "secretkeys.h"
 #include "symjobs.h"
 #include "frontend_int.h"
-
-/*  p11-kit's compatibility names: its header maps public_data to
- *  pPublicData, which would hide DeriveJob.public_data.  */
-#undef public_data
 
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
 
@@ -67,11 +72,18 @@ s_modexp_boards (frontend_t *self)
     return set;
 }
 
+/*  The mechanism on the wire of a sign, decrypt or derive item.  */
+static CK_MECHANISM_TYPE
+s_item_mechanism (const work_item_t *item)
+{
+    return item->kind == WORK_DERIVE ? CKM_ECDH1_DERIVE : item->mech.type;
+}
+
 /*  Boards that run the job mechanism of a crypto item (board_runs).  */
 static uint64_t
 s_mech_boards (frontend_t *self, const work_item_t *item)
 {
-    CK_MECHANISM_TYPE type = item->kind == WORK_DERIVE ? CKM_ECDH1_DERIVE : item->mech.type;
+    CK_MECHANISM_TYPE type = s_item_mechanism (item);
     CK_FLAGS flag = item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE;
     uint64_t set = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
@@ -236,6 +248,24 @@ s_decrypt_refused (const fe_request_t *request, const work_item_t *item, const C
     return s_unwrap_job (request, item) ? !unwrap || info->can_decrypt : !info->can_decrypt || unwrap;
 }
 
+/*  CKA_ALLOWED_MECHANISMS of a keystore key's private object (PKCS#11 2.40
+ *  §4.4 table 25, cs_attr_rules.h): the item's wire mechanism must be one
+ *  the list allows, whatever the module checked; CKR_MECHANISM_INVALID.  */
+static CK_RV
+s_mechanism_allowed (const Cs__KeyInfo *info, const work_item_t *item)
+{
+    for (size_t i = 0; i < info->n_private_attributes; i++) {
+        const Cs__Attribute *attr = info->private_attributes [i];
+        if (attr->type == CKA_ALLOWED_MECHANISMS)
+            return attr->value_case == CS__ATTRIBUTE__VALUE_BYTES
+                && cs_attr_wire_mech_allowed (attr->bytes.data, attr->bytes.len, s_item_mechanism (item),
+                                              item->kind == WORK_SIGN ? CKF_SIGN
+                                              : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE)
+                 ? CKR_OK : CKR_MECHANISM_INVALID;
+    }
+    return CKR_OK;
+}
+
 /*  A keystore row of the tenant (info, and its private key: pkcs8, len
  *  bytes, borrowed from item->cached or item->material until the item is
  *  back): its material goes with the item (home keystore) or its resident
@@ -246,6 +276,9 @@ s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item
 {
     CK_RV rv = CKR_OK;
     item->bits = info->bits;
+    if (secretkeys_type (info->key_type))
+        rv = CKR_KEY_TYPE_INCONSISTENT;         /* a token secret key: SymJobs only */
+    else
     if (!info->has_private)
         rv = CKR_KEY_HANDLE_INVALID;
     else
@@ -255,6 +288,9 @@ s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item
         if (rv == CKR_OK)
             rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
     }
+    else
+    if ((rv = s_mechanism_allowed (info, item)) != CKR_OK)
+        ;
     else
     if (strncmp (info->home, "board:", 6) == 0) {
         int board = fe_board_index (self, info->home + 6);
@@ -411,8 +447,58 @@ fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
         slot->result.rv = rv;
 }
 
-/*  A secret-key job (issue #10, symjobs.h): a USER ticket, then one work
- *  item on any board that runs the mechanism.  */
+/*  A token secret key for a SymJob (secretkeys.h): its type and usage
+ *  flag, then its value (borrowed from item->cached or item->material
+ *  until the item is back) becomes the job's key.  */
+static CK_RV
+s_sym_key (work_item_t *item, const Cs__KeyInfo *info, const uint8_t *value, size_t len)
+{
+    const cs_mech_row_t *row = cs_mech_row (item->sym.mechanism);
+    CK_RV rv = row ? secretkeys_usable (info, row->key_type, item->sym.operation) : CKR_MECHANISM_INVALID;
+    if (rv == CKR_OK && !value)
+        rv = CKR_KEY_HANDLE_INVALID;
+    return rv == CKR_OK ? symjob_key (row, value, len, &item->sym) : rv;
+}
+
+/*  The "ks:" ref of a SymJob: the key from the cache (pinned by the item),
+ *  or FE_CKR_PENDING with the ref in item->ref (the slow pool reads it:
+ *  fe_key_read_done).  Another ref form is CKR_KEY_HANDLE_INVALID.  */
+static CK_RV
+s_route_sym_ref (frontend_t *self, fe_request_t *request, work_item_t *item)
+{
+    char ref [S_REF_MAX + 1];
+    size_t len = 0;
+    if (s_ref_copy (request->req->jobs [item->index]->sym->key_id, ref) || strncmp (ref, "ks:", 3))
+        return CKR_KEY_HANDLE_INVALID;
+    ks_key_t *key = ks_cache_key_get (self->cache, request->tenant, ref);
+    metrics_key_cache (self->args->metrics, key != NULL);
+    if (!key) {
+        snprintf (item->ref, sizeof item->ref, "%s", ref);
+        return FE_CKR_PENDING;
+    }
+    item->cached = key;
+    const uint8_t *value = ks_key_pkcs8 (key, &len);
+    return s_sym_key (item, ks_key_info (key), value, len);
+}
+
+/*  Submits a prepared SymJob item (rv: its preparation), or sets the
+ *  job's result (and drops the key it pinned) when it cannot run.  */
+static void
+s_sym_submit (frontend_t *self, fe_slot_t *slot, CK_RV rv)
+{
+    work_item_t *item = &slot->item;
+    if (rv == CKR_OK && (!item->boards || fe_submit (self, item)))
+        rv = CKR_MECHANISM_INVALID;
+    if (rv == CKR_OK)
+        return;
+    fe_item_wipe_material (self, item);
+    slot->result.rv = rv;
+}
+
+/*  A secret-key job (issue #10, symjobs.h): a USER ticket, the key (its
+ *  value in the job, or a token secret key of the tenant read through the
+ *  key cache: the slow pool on a miss), then one work item on any board
+ *  that runs the mechanism.  */
 void
 fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
 {
@@ -421,17 +507,28 @@ fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
     *item = (work_item_t) { .request = request, .index = index, .kind = WORK_SYM,
                             .deadline = request->deadline };
     CK_RV rv = request->ticket_ok ? symjob_prepare (request->req->jobs [index]->sym, &item->sym)
-                                  : CKR_USER_NOT_LOGGED_IN;
+                                  : fe_no_login_rv (request);
     for (size_t b = 0; rv == CKR_OK && b < self->args->n_boards; b++)
         if (board_runs_sym (self->args->boards [b], item->sym.mechanism))
             item->boards |= UINT64_C (1) << b;
-    if (rv == CKR_OK && (!item->boards || fe_submit (self, item)))
+    if (rv == CKR_OK && !item->boards)
         rv = CKR_MECHANISM_INVALID;
-    if (rv != CKR_OK)
-        slot->result.rv = rv;
+    if (rv == CKR_OK && request->req->jobs [index]->sym->key_id.len)
+        rv = s_route_sym_ref (self, request, item);
+    if (rv == FE_CKR_PENDING) {
+        slow_job_t *read = fe_slow_new (request, index, SLOW_KEY);
+        if (read) {
+            snprintf (read->ref, sizeof read->ref, "%s", item->ref);
+            read->token = ks_cache_token (self->cache);
+            fe_slow_go (self, read);
+            return;
+        }
+        rv = CKR_HOST_MEMORY;
+    }
+    s_sym_submit (self, slot, rv);
 }
 
-/*  The slow pool read a keystore key for a crypto job: cached (unless a
+/*  The slow pool read a keystore key for a crypto or secret-key job: cached (unless a
  *  drop happened meanwhile: then the item owns the copy), routed and
  *  submitted; or the job fails.  */
 void
@@ -457,8 +554,12 @@ fe_key_read_done (frontend_t *self, fe_request_t *request, slow_job_t *job)
             item->material_len = job->pkcs8_len;
             job->pkcs8 = NULL;
         }
-        rv = s_route_keystore_key (self, request, item, job->ref, info, pkcs8, len);
+        rv = item->kind == WORK_SYM ? s_sym_key (item, info, pkcs8, len)
+           : s_route_keystore_key (self, request, item, job->ref, info, pkcs8, len);
     }
-    s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (fe_submit) */
+    if (item->kind == WORK_SYM)
+        s_sym_submit (self, slot, rv);
+    else
+        s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (fe_submit) */
     fe_request_release (self, request, true);      /* the slow read's count (fe_slow_go) */
 }

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include "key_info.h"
 #include "keyjobs.h"
+#include "secretkeys.h"
 #include "slow_jobs.h"
 
 slow_job_t *
@@ -57,14 +58,20 @@ s_set_pin (slow_job_t *self, keystore_t *ks)
                                      job->new_pin.len, &self->epoch);
 }
 
-/*  Import, destroy, set attributes, copy (keyjobs.h).  */
+/*  Import, destroy, set attributes, copy (keyjobs.h); token secret keys
+ *  (secretkeys.h).  */
 static void
 s_key_job (slow_job_t *self, keystore_t *ks)
 {
     const Cs__Job *job = self->job;
     switch (job->kind_case) {
         case CS__JOB__KIND_IMPORT_KEY:
-            self->rv = keyjobs_import (ks, self->tenant, job->import_key, &self->info);
+            self->rv = job->import_key->secret_value.len
+                     ? secretkeys_import (ks, self->tenant, job->import_key, &self->info)
+                     : keyjobs_import (ks, self->tenant, job->import_key, &self->info);
+            break;
+        case CS__JOB__KIND_GENERATE_KEY:
+            self->rv = secretkeys_generate (ks, self->tenant, job->generate_key, &self->info);
             break;
         case CS__JOB__KIND_DESTROY_KEY:
             self->rv = keyjobs_destroy (ks, self->tenant, job->destroy_key, &self->info,

@@ -22,7 +22,8 @@ typedef enum {
     SLOW_INIT_PIN,      /* keystore_pin_set of the user PIN (job->init_pin) -> rv */
     SLOW_SET_PIN,       /* job->set_pin: the old PIN checked, then the new one set
                            -> rv, refused (the check failed), pin, epoch */
-    SLOW_KEY_JOB,       /* import, destroy, set attributes, copy (keyjobs.h)
+    SLOW_KEY_JOB,       /* import, destroy, set attributes, copy (keyjobs.h),
+                           token secret keys made or imported (secretkeys.h)
                            -> rv, info, resident_board, limit.  With a
                            Job.idempotency_id (this and a token SLOW_GENERATED)
                            once per id: keystore_idem_begin -> replayed */

@@ -3,25 +3,44 @@
 #include "cs_mech.h"
 #include "symjobs.h"
 
+_Static_assert (CS_SYM_OUT_EXTRA == CS_MECH_SYM_OUT_EXTRA, "the driver ABI and the table agree on the output room");
+
+CK_RV
+symjob_key (const cs_mech_row_t *row, const uint8_t *value, size_t len, cs_sym_t *op)
+{
+    if (len < row->min_bits || len > row->max_bits || !cs_mech_secret_len_ok (row->key_type, len))
+        return CKR_KEY_SIZE_RANGE;
+    if (op) {
+        op->key = value;
+        op->key_len = len;
+    }
+    return CKR_OK;
+}
+
 CK_RV
 symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
 {
     const cs_mech_row_t *row = cs_mech_row ((CK_MECHANISM_TYPE) job->mechanism);
     bool mac = row && row->output == CS_MECH_OUT_MAC;
     memset (op, 0, sizeof *op);
-    if (!row || (row->key_type != CKK_AES && row->key_type != CKK_GENERIC_SECRET) || !(row->flags & CKF_HW))
-        return CKR_MECHANISM_INVALID;
+    if (!row || !cs_mech_secret_key_type (row->key_type) || !(row->flags & CKF_HW) || row->wire != row->type)
+        return CKR_MECHANISM_INVALID;           /* _GENERAL MACs travel as their full MAC */
     if (mac ? job->operation != CS_SYM_SIGN
             : job->operation != CS_SYM_ENCRYPT && job->operation != CS_SYM_DECRYPT)
         return CKR_MECHANISM_INVALID;
-    if (job->key_value.len < row->min_bits || job->key_value.len > row->max_bits
-    ||  (row->key_type == CKK_AES && job->key_value.len % 8))
+    if (job->key_value.len && symjob_key (row, job->key_value.data, job->key_value.len, NULL) != CKR_OK)
         return CKR_KEY_SIZE_RANGE;
     if (job->data.len > CS_MECH_SYM_MAX_DATA)
         return CKR_DATA_LEN_RANGE;
     switch (row->param) {
         case CS_MECH_PARAM_IV:
-            if (job->iv.len != CS_MECH_AES_BLOCK || job->aad.len || job->tag_length_bits)
+        case CS_MECH_PARAM_CTR:         /* the counter block; ulCounterBits is checked in the module */
+            if (job->iv.len != cs_mech_block_bytes (row) || job->aad.len || job->tag_length_bits)
+                return CKR_MECHANISM_PARAM_INVALID;
+            break;
+        case CS_MECH_PARAM_WRAP_IV:     /* none: the RFC's default IV */
+            if ((job->iv.len && job->iv.len != (row->input == CS_MECH_IN_KW ? 8u : 4u))
+            ||  job->aad.len || job->tag_length_bits)
                 return CKR_MECHANISM_PARAM_INVALID;
             break;
         case CS_MECH_PARAM_GCM:
@@ -36,7 +55,7 @@ symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
     }
     op->mechanism = row->type;
     op->operation = (int) job->operation;
-    op->key = job->key_value.data;
+    op->key = job->key_value.len ? job->key_value.data : NULL;     /* else symjob_key */
     op->key_len = job->key_value.len;
     op->iv = job->iv.len ? job->iv.data : NULL;
     op->iv_bytes = job->iv.len;

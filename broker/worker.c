@@ -267,12 +267,12 @@ s_run_modexp (board_t *board, cs_session_t *session, s_call_t *call)
 }
 
 /*  A secret-key operation (cs_driver.h CS_DRV_SYMMETRIC) into a fresh buffer
- *  of the input's size and 32 bytes more (a padding block or a GCM tag; an
- *  HMAC-SHA256).  */
+ *  of the input's size and CS_SYM_OUT_EXTRA bytes more (a padding
+ *  block, a GCM tag, a key-wrap block; a MAC up to HMAC-SHA512).  */
 static void
 s_run_sym (board_t *board, cs_session_t *session, s_call_t *call)
 {
-    size_t cap = call->sym.in_len + 32, out_len = cap;
+    size_t cap = call->sym.in_len + CS_SYM_OUT_EXTRA, out_len = cap;
     if (!board->symmetric) {
         call->rv = CKR_FUNCTION_NOT_SUPPORTED;
         return;

@@ -32,15 +32,26 @@
       CS_MECH_IN_MODEXP, CS_MECH_OUT_MODEXP }
 
 /*  Secret keys (issue #10): sizes in bytes (PKCS#11 2.40 curr. mech.
- *  §2.10 AES: 16..32; §2.7 generic secret / HMAC: 16..256 here).  AES and
- *  HMAC run on boards (the openssl driver); the session-key generators run
- *  in the module (its RNG), so they are not CKF_HW.  */
+ *  §2.10 AES: 16..32; Triple-DES: 24, three keys with odd parity;
+ *  generic secret / HMAC: 16..256 here).  AES, DES3 and HMAC run on boards
+ *  (the openssl driver); the session-key generators run in the module (its
+ *  RNG), so they are not CKF_HW.  */
 #define AES_MIN   16
 #define AES_MAX   32
 #define GS_MIN    16
 #define GS_MAX    256
+#define DES3_LEN  CS_MECH_DES3_KEY
 #define AES(T, PARAM, IN) \
     { ROW (T), CKM_ ## T, CKK_AES, 0, S_CRYPT, AES_MIN, AES_MAX, PARAM, IN, CS_MECH_OUT_SYM }
+#define DES3(T, PARAM, IN) \
+    { ROW (T), CKM_ ## T, CKK_DES3, 0, S_CRYPT, DES3_LEN, DES3_LEN, PARAM, IN, CS_MECH_OUT_SYM }
+/*  MACs: a _GENERAL row (CK_MAC_GENERAL_PARAMS) travels as its full-length
+    row; the module cuts the MAC to the length asked for.  */
+#define MAC(T, WIRE, KT, MIN, MAX, PARAM) \
+    { ROW (T), WIRE, KT, 0, S_SIGN, MIN, MAX, PARAM, CS_MECH_IN_SYM, CS_MECH_OUT_MAC }
+#define HMAC_ROWS(H) \
+    MAC (H ## _HMAC, CKM_ ## H ## _HMAC, CKK_GENERIC_SECRET, GS_MIN, GS_MAX, P_NONE), \
+    MAC (H ## _HMAC_GENERAL, CKM_ ## H ## _HMAC, CKK_GENERIC_SECRET, GS_MIN, GS_MAX, CS_MECH_PARAM_MAC_LEN)
 
 static const cs_mech_row_t s_rows [] = {
     { ROW (RSA_PKCS), CKM_RSA_PKCS, CKK_RSA, 0, S_SIGN | S_CRYPT | S_RECOVER, RSA_MIN, RSA_MAX, P_NONE,
@@ -86,11 +97,27 @@ static const cs_mech_row_t s_rows [] = {
       ED_BITS, ED_BITS, P_NONE, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     AES (AES_ECB,     P_NONE,             CS_MECH_IN_BLOCK),
     AES (AES_CBC,     CS_MECH_PARAM_IV,   CS_MECH_IN_BLOCK),
-    AES (AES_CBC_PAD, CS_MECH_PARAM_IV,   CS_MECH_IN_SYM),
+    AES (AES_CBC_PAD, CS_MECH_PARAM_IV,   CS_MECH_IN_PAD),
     AES (AES_GCM,     CS_MECH_PARAM_GCM,  CS_MECH_IN_SYM),
-    { ROW (SHA256_HMAC), CKM_SHA256_HMAC, CKK_GENERIC_SECRET, 0, S_SIGN, GS_MIN, GS_MAX, P_NONE,
-      CS_MECH_IN_SYM, CS_MECH_OUT_MAC },
+    AES (AES_CTR,     CS_MECH_PARAM_CTR,  CS_MECH_IN_SYM),
+    /*  Key wrap as encryption of data: no CKF_WRAP/CKF_UNWRAP until
+        C_WrapKey/C_UnwrapKey take them (pkcs11-module/wrap.c: RSA-OAEP
+        only, docs/CONTRACTS.md "Wrapping").  */
+    AES (AES_KEY_WRAP,     CS_MECH_PARAM_WRAP_IV, CS_MECH_IN_KW),
+    AES (AES_KEY_WRAP_PAD, CS_MECH_PARAM_WRAP_IV, CS_MECH_IN_KWP),
+    MAC (AES_CMAC,         CKM_AES_CMAC, CKK_AES, AES_MIN, AES_MAX, P_NONE),
+    MAC (AES_CMAC_GENERAL, CKM_AES_CMAC, CKK_AES, AES_MIN, AES_MAX, CS_MECH_PARAM_MAC_LEN),
+    DES3 (DES3_ECB,     P_NONE,           CS_MECH_IN_BLOCK),
+    DES3 (DES3_CBC,     CS_MECH_PARAM_IV, CS_MECH_IN_BLOCK),
+    DES3 (DES3_CBC_PAD, CS_MECH_PARAM_IV, CS_MECH_IN_PAD),
+    HMAC_ROWS (SHA_1),
+    HMAC_ROWS (SHA224),
+    HMAC_ROWS (SHA256),
+    HMAC_ROWS (SHA384),
+    HMAC_ROWS (SHA512),
     { ROW (AES_KEY_GEN), 0, CKK_AES, 0, CKF_GENERATE, AES_MIN, AES_MAX, P_NONE, CS_MECH_IN_NONE,
+      CS_MECH_OUT_NONE },
+    { ROW (DES3_KEY_GEN), 0, CKK_DES3, 0, CKF_GENERATE, DES3_LEN, DES3_LEN, P_NONE, CS_MECH_IN_NONE,
       CS_MECH_OUT_NONE },
     { ROW (GENERIC_SECRET_KEY_GEN), 0, CKK_GENERIC_SECRET, 0, CKF_GENERATE, GS_MIN, GS_MAX, P_NONE,
       CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
@@ -153,10 +180,14 @@ cs_mech_input_check (const cs_mech_row_t *row, bool encrypt, size_t len, size_t 
         case CS_MECH_IN_MESSAGE: ok = len <= CS_WIRE_MAX_DATA; break;
         case CS_MECH_IN_OAEP:   ok = !encrypt || len + 2 * h + 2 <= k; break;
         case CS_MECH_IN_NONE:   ok = len == 0; break;
-        case CS_MECH_IN_BLOCK:  ok = len % CS_MECH_AES_BLOCK == 0 && len <= CS_MECH_SYM_MAX_DATA; break;
-        case CS_MECH_IN_SYM:    ok = len <= CS_MECH_SYM_MAX_DATA
-                                  && (encrypt || row->type != CKM_AES_CBC_PAD
-                                      || (len % CS_MECH_AES_BLOCK == 0 && len > 0)); break;
+        case CS_MECH_IN_BLOCK:  ok = len % cs_mech_block_bytes (row) == 0 && len <= CS_MECH_SYM_MAX_DATA; break;
+        case CS_MECH_IN_PAD:    ok = len <= CS_MECH_SYM_MAX_DATA
+                                  && (encrypt || (len % cs_mech_block_bytes (row) == 0 && len > 0)); break;
+        case CS_MECH_IN_SYM:    ok = len <= CS_MECH_SYM_MAX_DATA; break;
+        case CS_MECH_IN_KW:     ok = len <= CS_MECH_SYM_MAX_DATA && len % 8 == 0 && len >= (encrypt ? 16u : 24u);
+                                break;
+        case CS_MECH_IN_KWP:    ok = len <= CS_MECH_SYM_MAX_DATA
+                                  && (encrypt ? len > 0 : len % 8 == 0 && len >= 16); break;
         case CS_MECH_IN_ANY:
         case CS_MECH_IN_MODEXP: break;
     }
@@ -182,11 +213,75 @@ cs_mech_output_len (const cs_mech_row_t *row, size_t k, size_t field, size_t h)
 size_t
 cs_mech_sym_output_len (const cs_mech_row_t *row, bool encrypt, size_t len, size_t tag_bytes)
 {
-    if (row->type == CKM_AES_CBC_PAD && encrypt)
-        return (len / CS_MECH_AES_BLOCK + 1) * CS_MECH_AES_BLOCK;
+    size_t block = cs_mech_block_bytes (row);
+    if (row->input == CS_MECH_IN_PAD && encrypt)
+        return (len / block + 1) * block;
     if (row->type == CKM_AES_GCM)
         return encrypt ? len + tag_bytes : len >= tag_bytes ? len - tag_bytes : 0;
+    if (row->input == CS_MECH_IN_KW || row->input == CS_MECH_IN_KWP)
+        return encrypt ? (len + 7) / 8 * 8 + 8 : len >= 8 ? len - 8 : 0;
     return len;
+}
+
+bool
+cs_mech_secret_key_type (CK_KEY_TYPE type)
+{
+    return type == CKK_AES || type == CKK_DES3 || type == CKK_GENERIC_SECRET;
+}
+
+bool
+cs_mech_secret_len_ok (CK_KEY_TYPE type, size_t len)
+{
+    switch (type) {
+        case CKK_AES:            return len == 16 || len == 24 || len == 32;
+        case CKK_DES3:           return len == DES3_LEN;
+        case CKK_GENERIC_SECRET: return len >= GS_MIN && len <= GS_MAX;
+        default:                 return false;
+    }
+}
+
+size_t
+cs_mech_block_bytes (const cs_mech_row_t *row)
+{
+    if (row->key_type == CKK_DES3 || row->input == CS_MECH_IN_KW || row->input == CS_MECH_IN_KWP)
+        return CS_MECH_DES3_BLOCK;
+    return row->key_type == CKK_AES ? CS_MECH_AES_BLOCK : 0;
+}
+
+size_t
+cs_mech_mac_len (const cs_mech_row_t *row)
+{
+    if (row->output != CS_MECH_OUT_MAC)
+        return 0;
+    switch (row->wire) {
+        case CKM_SHA_1_HMAC:  return 20;
+        case CKM_SHA224_HMAC: return 28;
+        case CKM_SHA256_HMAC: return 32;
+        case CKM_SHA384_HMAC: return 48;
+        case CKM_SHA512_HMAC: return 64;
+        case CKM_AES_CMAC:    return 16;
+        default:              return 0;
+    }
+}
+
+bool
+cs_mech_ctr_fits (const unsigned char cb [16], unsigned long counter_bits, size_t blocks)
+{
+    /*  Adds blocks - 1 (the last block's offset) to the counter field, byte
+        by byte from the end, and looks for a carry out of the field.  */
+    size_t add = blocks ? blocks - 1 : 0;
+    unsigned carry = 0;
+    if (counter_bits == 0 || counter_bits > 128)
+        return false;
+    if (counter_bits == 128)
+        return true;            /* the field is the whole block: both wrap alike */
+    for (unsigned long bit = 0, i = 15; bit < counter_bits; bit += 8, i--) {
+        unsigned field = counter_bits - bit >= 8 ? 8 : (unsigned) (counter_bits - bit);
+        unsigned v = (cb [i] & ((1u << field) - 1)) + (unsigned) (add & 0xff) + carry;
+        add >>= 8;
+        carry = v >> field;
+    }
+    return carry == 0 && add == 0;
 }
 
 void

@@ -48,8 +48,15 @@ typedef enum {
     CS_MECH_PARAM_OAEP,         /* CK_RSA_PKCS_OAEP_PARAMS (§2.1.8) */
     CS_MECH_PARAM_ECDH1,        /* CK_ECDH1_DERIVE_PARAMS (§2.3.16), C_DeriveKey only */
     CS_MECH_PARAM_MODEXP,       /* the vendor operand block (cryptoserver/pkcs11v.h) */
-    CS_MECH_PARAM_IV,           /* a 16-byte IV (AES-CBC, 2.40 curr. mech. §2.10.3) */
+    CS_MECH_PARAM_IV,           /* an IV of one block: AES-CBC 16 bytes (2.40 curr. mech.
+                                   §2.10.3), DES3-CBC 8 bytes (Triple-DES) */
     CS_MECH_PARAM_GCM,          /* CK_GCM_PARAMS (§2.10.5): IV 1..256 bytes, AAD, tag bits */
+    CS_MECH_PARAM_CTR,          /* CK_AES_CTR_PARAMS (AES-CTR): ulCounterBits 1..128, cb[16] */
+    CS_MECH_PARAM_MAC_LEN,      /* CK_MAC_GENERAL_PARAMS (a CK_ULONG): the
+                                   MAC length in bytes, 1..the full MAC of the row's wire
+                                   (_HMAC_GENERAL, CKM_AES_CMAC_GENERAL) */
+    CS_MECH_PARAM_WRAP_IV,      /* AES key wrap (PKCS#11 3.0 curr. mech.): none (the RFC's default
+                                   IV) or an IV of 8 bytes (RFC 3394) / 4 bytes (RFC 5649) */
 } cs_mech_param_t;
 
 /*  What the data given to C_Sign/C_Encrypt/C_Decrypt may be, with k the
@@ -64,9 +71,15 @@ typedef enum {
     CS_MECH_IN_MESSAGE,         /* the whole message, <= CS_WIRE_MAX_DATA bytes (EdDSA) */
     CS_MECH_IN_OAEP,            /* encrypt: <= k - 2 hLen - 2 bytes (RFC 8017 §7.1.1) */
     CS_MECH_IN_MODEXP,          /* vendor operand block (modexp.h) */
-    CS_MECH_IN_BLOCK,           /* secret key: a multiple of 16 bytes, <= CS_MECH_SYM_MAX_DATA
-                                   (AES-ECB, AES-CBC; decryption of AES-CBC-PAD too) */
-    CS_MECH_IN_SYM,             /* secret key: any length <= CS_MECH_SYM_MAX_DATA */
+    CS_MECH_IN_BLOCK,           /* secret key: a multiple of the block (cs_mech_block_bytes),
+                                   <= CS_MECH_SYM_MAX_DATA (ECB, CBC) */
+    CS_MECH_IN_PAD,             /* CBC-PAD: encrypt any length <= CS_MECH_SYM_MAX_DATA, decrypt
+                                   a non-zero multiple of the block */
+    CS_MECH_IN_SYM,             /* secret key: any length <= CS_MECH_SYM_MAX_DATA (CTR, GCM, MACs) */
+    CS_MECH_IN_KW,              /* RFC 3394 §2.2.1: encrypt a multiple of 8 bytes >= 16,
+                                   decrypt a multiple of 8 bytes >= 24 */
+    CS_MECH_IN_KWP,             /* RFC 5649 §4.1: encrypt 1..CS_MECH_SYM_MAX_DATA bytes,
+                                   decrypt a multiple of 8 bytes >= 16 */
 } cs_mech_input_t;
 
 /*  The size of what C_Sign/C_Encrypt/C_Decrypt/C_Digest returns (the answer
@@ -79,13 +92,20 @@ typedef enum {
     CS_MECH_OUT_DIGEST,         /* the hash size */
     CS_MECH_OUT_MODEXP,         /* vendor: the modulus bytes per item (modexp.h) */
     CS_MECH_OUT_SYM,            /* secret-key cipher: cs_mech_sym_output_len */
-    CS_MECH_OUT_MAC,            /* secret-key MAC: the hash size of the row's hash */
+    CS_MECH_OUT_MAC,            /* secret-key MAC: cs_mech_mac_len (the _GENERAL rows: their
+                                   parameter) */
 } cs_mech_output_t;
 
 /*  Secret-key operations (issue #10): the most input one job carries
  *  (bytes); multi-part calls are buffered in the module up to it.  */
 #define CS_MECH_SYM_MAX_DATA    (64 * 1024)
 #define CS_MECH_AES_BLOCK       16      /* bytes */
+#define CS_MECH_DES3_BLOCK      8       /* bytes */
+#define CS_MECH_DES3_KEY        24      /* bytes: three DES keys with parity (CKK_DES3) */
+/*  The most a secret-key job's result exceeds its input by (bytes): a
+ *  padding block, a GCM tag, a key-wrap block, or a whole MAC (HMAC-SHA512:
+ *  64).  The module and the broker size their result buffers with it.  */
+#define CS_MECH_SYM_OUT_EXTRA   64
 
 typedef struct {
     CK_MECHANISM_TYPE type;     /* what the application asks for */
@@ -93,16 +113,17 @@ typedef struct {
     CK_MECHANISM_TYPE wire;     /* job mechanism on the wire when flags has CKF_HW (0 is
                                    CKM_RSA_PKCS_KEY_PAIR_GEN); module-only rows (digests,
                                    no CKF_HW) have 0 */
-    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC, CKK_EC_EDWARDS, CKK_AES,
+    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC, CKK_EC_EDWARDS, CKK_AES, CKK_DES3,
                                    CKK_GENERIC_SECRET or CS_MECH_KEY_NONE */
-    CK_MECHANISM_TYPE hash;     /* hashed in the module first (CKM_SHA256 ...), 0 = none;
-                                   HMAC rows: the MAC's hash (runs on the board) */
+    CK_MECHANISM_TYPE hash;     /* hashed in the module first (CKM_SHA256 ...), 0 = none
+                                   (HMAC rows too: the board computes the MAC) */
     CK_FLAGS flags;             /* what the module offers: CKF_SIGN|CKF_VERIFY,
                                    CKF_DECRYPT|CKF_ENCRYPT, CKF_DIGEST, CKF_DERIVE,
                                    CKF_GENERATE_KEY_PAIR, with CKF_HW when a board runs it */
     CK_ULONG min_bits;          /* key-size range of the project (bits; EC: field bits; */
-    CK_ULONG max_bits;          /* secret keys: BYTES, as PKCS#11 reports them for CKK_AES and
-                                   CKK_GENERIC_SECRET); a board's own range narrows it (0, 0: no key) */
+    CK_ULONG max_bits;          /* secret keys: BYTES, as PKCS#11 reports them for CKK_AES,
+                                   CKK_DES3 and CKK_GENERIC_SECRET); a board's own range narrows
+                                   it (0, 0: no key) */
     cs_mech_param_t param;
     cs_mech_input_t input;
     cs_mech_output_t output;
@@ -131,10 +152,41 @@ CK_RV cs_mech_input_check (const cs_mech_row_t *row, bool encrypt, size_t len, s
 size_t cs_mech_output_len (const cs_mech_row_t *row, size_t k, size_t field, size_t h);
 
 /*  The output size in bytes of a secret-key cipher row (CS_MECH_OUT_SYM)
- *  for `len` bytes of input: ECB/CBC len; CBC-PAD encrypt the next multiple
- *  of 16 above len, decrypt at most len; GCM encrypt len + tag_bytes,
- *  decrypt len - tag_bytes (0 when len < tag_bytes).  */
+ *  for `len` bytes of input: ECB/CBC/CTR len; CBC-PAD encrypt the next
+ *  multiple of the block above len, decrypt at most len; GCM encrypt
+ *  len + tag_bytes, decrypt len - tag_bytes (0 when len < tag_bytes); key
+ *  wrap encrypt len + 8 (RFC 5649: len rounded up to 8, + 8), decrypt at
+ *  most len - 8 (0 when len < 8).  */
 size_t cs_mech_sym_output_len (const cs_mech_row_t *row, bool encrypt, size_t len, size_t tag_bytes);
+
+/*  True when `type` is a secret-key type of the table: CKK_AES,
+ *  CKK_DES3, CKK_GENERIC_SECRET.  */
+bool cs_mech_secret_key_type (CK_KEY_TYPE type);
+
+/*  True when a CKA_VALUE of `len` bytes is a key of secret-key type `type`
+ *  (AES: 16, 24 or 32; DES3: 24; generic secret: the range of
+ *  CKM_GENERIC_SECRET_KEY_GEN, 16..256).  The one rule for C_CreateObject,
+ *  C_GenerateKey and the broker's job check; the generators' rows report
+ *  the same range (PKCS#11 2.40 curr. mech.: AES, Triple-DES, generic secret).  */
+bool cs_mech_secret_len_ok (CK_KEY_TYPE type, size_t len);
+
+/*  The block size in bytes of a secret-key cipher row: 8 for CKK_DES3 and
+ *  for the AES key-wrap rows (semiblocks, RFC 3394 §2), 16 for the other
+ *  AES rows, 0 for the rest.  */
+size_t cs_mech_block_bytes (const cs_mech_row_t *row);
+
+/*  The full MAC length in bytes of a MAC row (CS_MECH_OUT_MAC): HMAC the
+ *  size of its hash (SHA-1 20 ... SHA-512 64, RFC 2104 §2), CMAC 16 (NIST
+ *  SP 800-38B); a _GENERAL row the full length of its wire row; 0 for
+ *  other rows.  */
+size_t cs_mech_mac_len (const cs_mech_row_t *row);
+
+/*  AES-CTR (CK_AES_CTR_PARAMS, 2.40 curr. mech. AES-CTR): true when
+ *  `blocks` blocks of keystream from counter block `cb` never carry out of
+ *  its low `counter_bits` bits (1..128), so that incrementing the whole
+ *  128-bit block (OpenSSL, NIST SP 800-38A B.1) equals incrementing the
+ *  counter field.  False (CKR_DATA_LEN_RANGE) when the counter would wrap.  */
+bool cs_mech_ctr_fits (const unsigned char cb [16], unsigned long counter_bits, size_t blocks);
 
 /*  RSA key-pair generation: the modulus sizes generation accepts, the one
  *  place that decides them for C_GetMechanismInfo, the module's template

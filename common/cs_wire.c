@@ -77,11 +77,22 @@ s_generate_job (const Cs__GenerateKeyPairJob *gen)
 static s_problem_t
 s_import_job (const Cs__ImportKeyJob *imp)
 {
-    if ((imp->private_pkcs8.len > 0) == (imp->public_spki.len > 0))
+    if ((imp->private_pkcs8.len > 0) + (imp->public_spki.len > 0) + (imp->secret_value.len > 0) != 1)
         return S_BAD ("import job needs exactly one key", CKR_DEVICE_ERROR);
     if (imp->private_pkcs8.len > CS_WIRE_MAX_KEY_DER || imp->public_spki.len > CS_WIRE_MAX_KEY_DER)
         return S_BAD ("imported key over CS_WIRE_MAX_KEY_DER bytes", CKR_KEY_SIZE_RANGE);
+    if (imp->secret_value.len > CS_WIRE_MAX_SYM_KEY)
+        return S_BAD ("imported secret key over CS_WIRE_MAX_SYM_KEY bytes", CKR_ATTRIBUTE_VALUE_INVALID);
     return s_template (imp->n_template_, imp->template_);
+}
+
+//  C_GenerateKey of a token secret key: a size that fits a SymJob.
+static s_problem_t
+s_generate_key_job (const Cs__GenerateKeyJob *gen)
+{
+    if (gen->value_len > CS_WIRE_MAX_SYM_KEY)
+        return S_BAD ("secret key over CS_WIRE_MAX_SYM_KEY bytes", CKR_KEY_SIZE_RANGE);
+    return s_template (gen->n_template_, gen->template_);
 }
 
 //  A certificate or data object: a known class, a ref when replacing, its
@@ -118,6 +129,8 @@ s_key_job (const Cs__Job *job)
             return s_generate_job (job->generate_key_pair);
         case CS__JOB__KIND_IMPORT_KEY:
             return s_import_job (job->import_key);
+        case CS__JOB__KIND_GENERATE_KEY:
+            return s_generate_key_job (job->generate_key);
         case CS__JOB__KIND_DESTROY_KEY:
             return s_ref (job->destroy_key->ref, 0, NULL);
         case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
@@ -164,8 +177,12 @@ s_job (const Cs__Job *job)
             return s_crypto_job (derive->key_id, derive->key_pkcs8, &s_no_mechanism,
                                  derive->public_data, CKR_MECHANISM_PARAM_INVALID);
         case CS__JOB__KIND_SYM:
-            if (job->sym->key_value.len == 0 || job->sym->key_value.len > CS_WIRE_MAX_SYM_KEY)
-                return S_BAD ("sym job: key value empty or too long", CKR_KEY_SIZE_RANGE);
+            if ((job->sym->key_value.len > 0) == (job->sym->key_id.len > 0))
+                return S_BAD ("sym job needs exactly one of key_value and key_id", CKR_DEVICE_ERROR);
+            if (job->sym->key_value.len > CS_WIRE_MAX_SYM_KEY)
+                return S_BAD ("sym job: key value too long", CKR_KEY_SIZE_RANGE);
+            if (job->sym->key_id.len > CS_WIRE_MAX_REF)
+                return S_BAD ("key id too long", CKR_KEY_HANDLE_INVALID);
             if (job->sym->data.len > CS_WIRE_MAX_SYM_DATA || job->sym->aad.len > CS_WIRE_MAX_SYM_DATA
             ||  job->sym->iv.len > 256)
                 return S_BAD ("sym job: data, AAD or IV too long", CKR_DATA_LEN_RANGE);

@@ -1,6 +1,7 @@
 /*  attrs.c — attribute kinds, stored lists, template checks, wire form (attrs.h).  */
 #include <stdlib.h>
 #include <string.h>
+#include "cs_attr_rules.h"
 #include "attrs.h"
 
 cs_attr_kind_t
@@ -111,6 +112,22 @@ cs_attrs_copy (cs_attrs_t *dst, const cs_attrs_t *src)
     return 0;
 }
 
+/*  CKA_ALLOWED_MECHANISMS from its wire form (cs_attr_rules.h); a list
+ *  that is not whole is skipped.  0 or -1 (out of memory).  */
+static int
+s_set_mechs (cs_attrs_t *self, const uint8_t *wire, size_t len)
+{
+    size_t host_len = cs_attr_mechs_host_len (len);
+    uint8_t *host = host_len ? malloc (host_len) : NULL;
+    int rc = 0;
+    if (host_len && !host)
+        return -1;
+    if (host_len || len == 0)
+        rc = cs_attrs_set (self, CKA_ALLOWED_MECHANISMS, host, cs_attr_mechs_from_wire (wire, len, host));
+    free (host);
+    return rc;
+}
+
 int
 cs_attrs_from_wire (cs_attrs_t *self, Cs__Attribute *const *wire, size_t count)
 {
@@ -123,6 +140,9 @@ cs_attrs_from_wire (cs_attrs_t *self, Cs__Attribute *const *wire, size_t count)
         else
         if (kind == CS_ATTR_ULONG && attr->value_case == CS__ATTRIBUTE__VALUE_NUMBER)
             rc = cs_attrs_set_ulong (self, attr->type, (CK_ULONG) attr->number);
+        else
+        if (attr->type == CKA_ALLOWED_MECHANISMS && attr->value_case == CS__ATTRIBUTE__VALUE_BYTES)
+            rc = s_set_mechs (self, attr->bytes.data, attr->bytes.len);
         else
         if (kind == CS_ATTR_BYTES && attr->value_case == CS__ATTRIBUTE__VALUE_BYTES)
             rc = cs_attrs_set (self, attr->type, attr->bytes.data, attr->bytes.len);
@@ -158,6 +178,8 @@ s_check_one (const CK_ATTRIBUTE *attr)
         return CKR_ATTRIBUTE_VALUE_INVALID;
     if (kind == CS_ATTR_ULONG && attr->ulValueLen != sizeof (CK_ULONG))
         return CKR_ATTRIBUTE_VALUE_INVALID;
+    if (attr->type == CKA_ALLOWED_MECHANISMS && !cs_attr_mechs_len_ok (attr->ulValueLen))
+        return CKR_ATTRIBUTE_VALUE_INVALID;         /* not a CK_MECHANISM_TYPE array */
     if (attr->ulValueLen > CS_WIRE_MAX_ATTR_BYTES)
         return CKR_ATTRIBUTE_VALUE_INVALID;
     return CKR_OK;
@@ -220,16 +242,25 @@ cs_attrs_wire_free (Cs__Attribute **wire, size_t count)
     free (wire);
 }
 
-/*  One typed wire Attribute pointing at `value` (borrowed).  */
+/*  One typed wire Attribute pointing at `value` (borrowed); a mechanism
+ *  list is converted to its wire form, stored after the message in the
+ *  same block (one free).  */
 static Cs__Attribute *
 s_wire_one (CK_ATTRIBUTE_TYPE type, const void *value, size_t len)
 {
-    Cs__Attribute *attr = malloc (sizeof *attr);
+    bool mechs = type == CKA_ALLOWED_MECHANISMS;
+    Cs__Attribute *attr = malloc (sizeof *attr + (mechs ? cs_attr_mechs_wire_len (len) : 0));
     CK_ULONG number = 0;
     if (!attr)
         return NULL;
     cs__attribute__init (attr);
     attr->type = type;
+    if (mechs) {
+        attr->value_case = CS__ATTRIBUTE__VALUE_BYTES;
+        attr->bytes.data = (uint8_t *) (attr + 1);
+        attr->bytes.len = cs_attr_mechs_to_wire (value, len, attr->bytes.data);
+        return attr;
+    }
     switch (cs_attr_kind (type)) {
         case CS_ATTR_BOOL:
             attr->value_case = CS__ATTRIBUTE__VALUE_FLAG;

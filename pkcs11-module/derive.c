@@ -140,7 +140,8 @@ cs_derive_check_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf
         if (s_pair_only (tmpl [i].type))
             return CKR_TEMPLATE_INCONSISTENT;
     }
-    if ((rv = cs_template_check (tmpl, count)) != CKR_OK)
+    if ((rv = cs_template_check (tmpl, count)) != CKR_OK
+    ||  (rv = cs_object_check_create (CKO_SECRET_KEY, tmpl, count)) != CKR_OK)    /* cs_attr_rules.h */
         return rv;
     if (cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != CKO_SECRET_KEY)
         return CKR_TEMPLATE_INCONSISTENT;
@@ -278,6 +279,8 @@ s_prepare (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTRIBUTE *
         return CKR_USER_NOT_LOGGED_IN;
     if ((rv = cs_object_use (base, CKF_DERIVE, &req->base)) != CKR_OK)
         return rv;
+    if (!cs_object_mech_allowed (base, mech->mechanism))
+        return CKR_MECHANISM_INVALID;       /* CKA_ALLOWED_MECHANISMS (PKCS#11 2.40 §4.4) */
     if (req->base->key_type != CKK_EC)
         return CKR_KEY_TYPE_INCONSISTENT;
     if ((rv = cs_derive_check_params (mech, req->base->field_len, &req->params)) != CKR_OK

@@ -116,6 +116,10 @@ s_key_complete (cs_key_t *key)
 {
     const uint8_t *raw;
     size_t raw_len;
+    if (key->key_type == CKK_AES || key->key_type == CKK_GENERIC_SECRET) {
+        key->secret_len = key->bits / 8;        /* a token secret key: the broker holds the value */
+        return key->ref && key->bits % 8 == 0 && key->secret_len > 0 && key->secret_len <= CS_WIRE_MAX_SYM_KEY;
+    }
     if (key->key_type == CKK_RSA) {
         if (!key->modulus_len || !key->exponent_len || key->modulus_len > CS_MAX_RSA_BYTES)
             return false;
@@ -136,7 +140,8 @@ cs_key_new (const Cs__KeyInfo *info)
 {
     cs_key_t *key = NULL;
     if (info->id.len > CS_WIRE_MAX_KEY_ID
-    || (info->key_type != CKK_RSA && info->key_type != CKK_EC && info->key_type != CKK_EC_EDWARDS))
+    || (info->key_type != CKK_RSA && info->key_type != CKK_EC && info->key_type != CKK_EC_EDWARDS
+        && info->key_type != CKK_AES && info->key_type != CKK_GENERIC_SECRET))
         return NULL;
     if (!(key = calloc (1, sizeof *key)))
         return NULL;

@@ -25,7 +25,7 @@ typedef struct {
     uint8_t id [CS_WIRE_MAX_KEY_ID];
     size_t id_len;
     char *label;
-    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC or CKK_EC_EDWARDS */
+    CK_KEY_TYPE key_type;       /* CKK_RSA, CKK_EC, CKK_EC_EDWARDS; CKK_AES, CKK_GENERIC_SECRET */
     CK_ULONG bits;              /* modulus bits, or curve bits */
     uint8_t *modulus;           /* RSA, big-endian without leading zeros */
     size_t modulus_len;         /* = k, the modulus length in bytes */
@@ -40,8 +40,9 @@ typedef struct {
     bool can_decrypt;
     uint8_t *pkcs8;             /* per-request key: PKCS#8 DER in locked memory, else NULL */
     size_t pkcs8_len;
-    uint8_t *secret;            /* secret key (CKO_SECRET_KEY, from C_DeriveKey): its
-                                   CKA_VALUE in locked memory, else NULL */
+    uint8_t *secret;            /* session secret key (CKO_SECRET_KEY): its CKA_VALUE in
+                                   locked memory, else NULL (a token secret key: the
+                                   broker holds it, jobs name it by ref) */
     size_t secret_len;          /* bytes = CKA_VALUE_LEN */
 } cs_key_t;
 
@@ -65,9 +66,11 @@ cs_key_t *cs_key_ref (cs_key_t *key);
  *  wiping its PKCS#8.  */
 void cs_key_unref (cs_key_t **key_p);
 
-/*  Builds a key from a KeyInfo (its public facts and ref).  Returns NULL when
- *  out of memory or when the KeyInfo is unusable (unknown type, missing
- *  public parts).  Caller unrefs.  */
+/*  Builds a key from a KeyInfo (its public facts and ref; for a token
+ *  secret key, CKK_AES or CKK_GENERIC_SECRET, its ref and size only:
+ *  secret_len = bits / 8, secret NULL).  Returns NULL when out of memory
+ *  or when the KeyInfo is unusable (unknown type, missing public parts, a
+ *  secret key without a ref).  Caller unrefs.  */
 cs_key_t *cs_key_new (const Cs__KeyInfo *info);
 
 /*  A new secret key (CKK_GENERIC_SECRET, CKK_AES ...) holding a copy of

@@ -9,6 +9,7 @@
 #include <openssl/crypto.h>
 #include "secret.h"
 #include "cs_mech.h"
+#include "cs_attr_rules.h"
 #include "keyder.h"
 #include "log.h"
 #include "module.h"
@@ -20,21 +21,18 @@
 
 /*  ---- checks ------------------------------------------------------------ */
 
-/*  Attributes only the token sets (PKCS#11 2.40 §4.7, §4.9 footnotes 4, 6).  */
+/*  Attributes only the token sets (cs_attr_rules.h: CS_ATTR_COMPUTED).  */
 static bool
 s_token_only (CK_ATTRIBUTE_TYPE type)
 {
-    return type == CKA_LOCAL || type == CKA_ALWAYS_SENSITIVE || type == CKA_NEVER_EXTRACTABLE
-        || type == CKA_KEY_GEN_MECHANISM;
+    const cs_attr_rule_t *rule = cs_attr_rule (type);
+    return rule && (rule->rules & CS_ATTR_COMPUTED);
 }
 
 static CK_RV
-s_check_token_only (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
+s_check_token_only (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass)
 {
-    for (CK_ULONG i = 0; i < count; i++)
-        if (s_token_only (tmpl [i].type))
-            return CKR_ATTRIBUTE_READ_ONLY;
-    return CKR_OK;
+    return cs_object_check_create (klass, tmpl, count);
 }
 
 /*  Key material a generation template must not carry (footnote 3).  */
@@ -52,7 +50,7 @@ s_check_gen_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS 
 {
     CK_ULONG value;
     CK_RV rv = cs_template_check (tmpl, count);
-    if (rv != CKR_OK || (rv = s_check_token_only (tmpl, count)) != CKR_OK)
+    if (rv != CKR_OK || (rv = s_check_token_only (tmpl, count, klass)) != CKR_OK)
         return rv;
     if ((cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != klass)
     ||  (cs_template_ulong (tmpl, count, CKA_KEY_TYPE, &value) && value != key_type))
@@ -134,11 +132,13 @@ cs_keymgmt_create_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLA
                          CK_KEY_TYPE *key_type_p, bool *token_p)
 {
     CK_RV rv = cs_template_check (tmpl, count);
-    if (rv != CKR_OK || (rv = s_check_token_only (tmpl, count)) != CKR_OK)
+    if (rv != CKR_OK)
         return rv;
     if (!cs_template_ulong (tmpl, count, CKA_CLASS, class_p)
     ||  !cs_template_ulong (tmpl, count, CKA_KEY_TYPE, key_type_p))
-        return CKR_TEMPLATE_INCOMPLETE;
+        return s_check_token_only (tmpl, count, CKO_PRIVATE_KEY) ?: CKR_TEMPLATE_INCOMPLETE;
+    if ((rv = s_check_token_only (tmpl, count, *class_p)) != CKR_OK)
+        return rv;
     if ((*class_p != CKO_PUBLIC_KEY && *class_p != CKO_PRIVATE_KEY)
     ||  (*key_type_p != CKK_RSA && *key_type_p != CKK_EC && *key_type_p != CKK_EC_EDWARDS))
         return CKR_ATTRIBUTE_VALUE_INVALID;
@@ -531,8 +531,8 @@ s_copy_local (CK_SESSION_HANDLE handle, const cs_object_info_t *info, const CK_A
     CK_RV rv = CKR_HOST_MEMORY;
     cs_key_t *key = info->token ? cs_key_public_only (info->key) : cs_key_ref (info->key);
     cs_attrs_t attrs = { 0 };
-    if (info->token && info->klass == CKO_PRIVATE_KEY)
-        rv = CKR_TEMPLATE_INCONSISTENT;     /* a server-held private key never leaves */
+    if (info->token && (info->klass == CKO_PRIVATE_KEY || info->klass == CKO_SECRET_KEY))
+        rv = CKR_TEMPLATE_INCONSISTENT;     /* a server-held private or secret key never leaves */
     else
     if (key && !cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)) {
         cs_module_lock ();
@@ -545,6 +545,21 @@ s_copy_local (CK_SESSION_HANDLE handle, const cs_object_info_t *info, const CK_A
     return rv;
 }
 
+/*  Drops the computed attributes of a stored list (the broker computes its
+ *  own for the import, cs_attr_rules.h).  Returns 0.  */
+static int
+s_drop_computed (cs_attrs_t *attrs)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < attrs->count; i++)
+        if (s_token_only (attrs->items [i].type))
+            free (attrs->items [i].value);
+        else
+            attrs->items [kept++] = attrs->items [i];
+    attrs->count = kept;
+    return 0;
+}
+
 /*  A session object becomes a token object: an import with its attributes.  */
 static CK_RV
 s_copy_import (const cs_object_info_t *info, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE *object_p)
@@ -554,9 +569,10 @@ s_copy_import (const cs_object_info_t *info, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     Cs__Attribute **wire = NULL;
     size_t n_wire = 0;
     if (info->klass == CKO_SECRET_KEY)
-        return CKR_ATTRIBUTE_VALUE_INVALID;     /* secret keys are session objects only */
-    if (!cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, NULL)
-    &&  (rv = cs_attrs_list_to_wire (&attrs, &wire, &n_wire)) == CKR_OK)
+        return CKR_ATTRIBUTE_VALUE_INVALID;     /* a session secret key does not become a token one
+                                                   by a copy (token keys: C_GenerateKey, C_CreateObject) */
+    if (!cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, s_token_only)
+    &&  !s_drop_computed (&attrs) && (rv = cs_attrs_list_to_wire (&attrs, &wire, &n_wire)) == CKR_OK)
         rv = s_import (info->key, info->klass, wire, n_wire, object_p);
     cs_attrs_wire_free (wire, n_wire);
     cs_attrs_clear (&attrs);

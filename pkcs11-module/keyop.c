@@ -22,6 +22,7 @@ cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const
         rv = CKR_USER_NOT_LOGGED_IN;
     else
     if ((rv = cs_object_use (key_handle, want, &key)) == CKR_OK
+    &&  (rv = cs_object_mech_allowed (key_handle, mech->mechanism) ? CKR_OK : CKR_MECHANISM_INVALID) == CKR_OK
     &&  (rv = new_fn (mech, key, want, &op)) == CKR_OK
     &&  (rv = cs_session_op_start (session, kind, op, free_fn)) == CKR_OK)
         op = NULL;

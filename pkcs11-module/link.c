@@ -98,7 +98,7 @@ static bool
 s_key_management (const Cs__Job *job)
 {
     switch (job->kind_case) {
-        case CS__JOB__KIND_GENERATE_KEY_PAIR: case CS__JOB__KIND_IMPORT_KEY:
+        case CS__JOB__KIND_GENERATE_KEY_PAIR: case CS__JOB__KIND_IMPORT_KEY: case CS__JOB__KIND_GENERATE_KEY:
         case CS__JOB__KIND_DESTROY_KEY: case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
         case CS__JOB__KIND_COPY_KEY:
             return true;

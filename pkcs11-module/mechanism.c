@@ -156,7 +156,10 @@ cs_mech_check (const cs_mech_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE key
         case CS_MECH_PARAM_ECDH1:  return CKR_MECHANISM_INVALID;   /* C_DeriveKey only (derive.h) */
         case CS_MECH_PARAM_MODEXP: return CKR_MECHANISM_INVALID;   /* C_DigestInit only (modexp.h) */
         case CS_MECH_PARAM_IV:
-        case CS_MECH_PARAM_GCM:    return CKR_MECHANISM_INVALID;   /* secret keys only (secret.h) */
+        case CS_MECH_PARAM_GCM:
+        case CS_MECH_PARAM_CTR:
+        case CS_MECH_PARAM_MAC_LEN:
+        case CS_MECH_PARAM_WRAP_IV: return CKR_MECHANISM_INVALID;  /* secret keys only (secret.h) */
         case CS_MECH_PARAM_NONE:   break;
     }
     if (mech->ulParameterLen != 0)

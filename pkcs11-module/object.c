@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include "cs_attr_rules.h"
 #include "keyder.h"
 #include "log.h"
 #include "module.h"
@@ -131,13 +132,15 @@ s_object_clear (cs_object_t *object)
 }
 
 /*  Puts one KeyInfo's objects.  An older broker sets neither has_private
- *  nor has_public: then both objects exist.  */
+ *  nor has_public: then both objects exist.  A token secret key is one
+ *  CKO_SECRET_KEY object (has_private, its private_attributes).  */
 static CK_RV
 s_put (const Cs__KeyInfo *info, cs_key_t *key)
 {
-    static const CK_OBJECT_CLASS classes [] = { CKO_PUBLIC_KEY, CKO_PRIVATE_KEY };
-    bool legacy = !info->has_private && !info->has_public;
-    bool has [2] = { legacy || info->has_public, legacy || info->has_private };
+    bool secret = key->key_type == CKK_AES || key->key_type == CKK_GENERIC_SECRET;
+    const CK_OBJECT_CLASS classes [] = { CKO_PUBLIC_KEY, secret ? CKO_SECRET_KEY : CKO_PRIVATE_KEY };
+    bool legacy = !secret && !info->has_private && !info->has_public;
+    bool has [2] = { !secret && (legacy || info->has_public), legacy || info->has_private };
     Cs__Attribute *const *attrs [2] = { info->public_attributes, info->private_attributes };
     size_t n_attrs [2] = { info->n_public_attributes, info->n_private_attributes };
     for (int c = 0; c < 2; c++) {
@@ -161,7 +164,8 @@ static bool
 s_live (const char *ref)
 {
     cs_object_t *pub = s_lookup (ref, CKO_PUBLIC_KEY), *priv = s_lookup (ref, CKO_PRIVATE_KEY);
-    return (pub && pub->key) || (priv && priv->key);
+    cs_object_t *secret = s_lookup (ref, CKO_SECRET_KEY);
+    return (pub && pub->key) || (priv && priv->key) || (secret && secret->key);
 }
 
 CK_RV
@@ -385,6 +389,7 @@ s_attr_common (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *val
         case CKA_LOCAL:
         case CKA_DERIVE:         return s_bool (value, false);
         case CKA_KEY_GEN_MECHANISM: return s_ulong (value, CK_UNAVAILABLE_INFORMATION);
+        case CKA_ALLOWED_MECHANISMS:        /* empty: every mechanism (§4.4 table 25) */
         case CKA_START_DATE:
         case CKA_END_DATE:
         case CKA_SUBJECT:        return s_bytes (value, "", 0);
@@ -450,16 +455,20 @@ s_flag (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, bool dflt)
     return s_attr (object, type, &value) == S_OK && value.len == 1 ? *(const CK_BBOOL *) value.data != 0 : dflt;
 }
 
-/*  Private components: sensitive, except for a local (session) key that is
- *  neither CKA_SENSITIVE nor non-extractable (PKCS#11 2.40 §4.9 table 32).  */
+/*  Private components and secret values: sensitive while the key is
+ *  CKA_SENSITIVE or not CKA_EXTRACTABLE (cs_attr_read_sensitive: PKCS#11
+ *  2.40 table 10 footnote 7), and always for a server-held private key
+ *  (its material never leaves the broker).  */
 static s_attr_result_t
 s_attr_secret (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
 {
     size_t len;
     bool rsa = object->key->key_type == CKK_RSA;
+    bool sensitive = cs_attr_read_sensitive (object->klass, type, s_flag (object, CKA_SENSITIVE, true),
+                                             s_flag (object, CKA_EXTRACTABLE, false));
     if (object->klass == CKO_SECRET_KEY && type == CKA_VALUE) {
-        if (s_flag (object, CKA_SENSITIVE, true) || !s_flag (object, CKA_EXTRACTABLE, false)
-        ||  object->key->secret_len > sizeof value->secret)
+        if (!object->key->secret        /* a token secret key: its value never leaves the broker */
+        ||  sensitive || object->key->secret_len > sizeof value->secret)
             return S_SENSITIVE;
         memcpy (value->secret, object->key->secret, object->key->secret_len);
         value->data = value->secret;
@@ -468,8 +477,7 @@ s_attr_secret (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *val
     }
     if (object->klass != CKO_PRIVATE_KEY || (!rsa && type != CKA_VALUE) || (rsa && type == CKA_VALUE))
         return S_INVALID;
-    if (object->ref || !object->key->pkcs8
-    ||  s_flag (object, CKA_SENSITIVE, true) || !s_flag (object, CKA_EXTRACTABLE, false))
+    if (object->ref || !object->key->pkcs8 || sensitive)
         return S_SENSITIVE;
     if (!(len = cs_keyder_component (object->key, type, value->secret, sizeof value->secret)))
         return S_SENSITIVE;
@@ -655,52 +663,25 @@ cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **han
 
 /*  ---- changing objects ------------------------------------------------------ */
 
-/*  How one attribute may change (PKCS#11 2.40 tables 15-32, footnotes 8, 11).  */
-typedef enum { S_FREE, S_ONLY_TRUE, S_ONLY_FALSE, S_COPY_ONLY, S_FIXED } s_rule_t;
-
-static s_rule_t
-s_rule (CK_ATTRIBUTE_TYPE type)
-{
-    switch (type) {
-        case CKA_LABEL: case CKA_ID: case CKA_SUBJECT: case CKA_START_DATE: case CKA_END_DATE:
-        case CKA_APPLICATION: case CKA_SIGN: case CKA_VERIFY: case CKA_ENCRYPT: case CKA_DECRYPT:
-        case CKA_WRAP: case CKA_DERIVE: case CKA_SIGN_RECOVER:
-        case CKA_VERIFY_RECOVER: case CKA_ALLOWED_MECHANISMS:
-            return S_FREE;
-        case CKA_SENSITIVE: case CKA_WRAP_WITH_TRUSTED:
-        case CKA_UNWRAP:        /* token policy: an unwrapping key never decrypts (wrap.c) */
-            return S_ONLY_TRUE;
-        case CKA_EXTRACTABLE: case CKA_COPYABLE:
-            return S_ONLY_FALSE;
-        case CKA_TOKEN: case CKA_PRIVATE: case CKA_MODIFIABLE: case CKA_DESTROYABLE:
-            return S_COPY_ONLY;
-        default:
-            return S_FIXED;
-    }
-}
-
-/*  Checks one attribute of a change against the object's current value.  */
+/*  Checks one attribute of a change against the object's current value
+ *  with the rules of cs_attr_rules.h (the broker applies the same table to
+ *  server-held keys).  */
 static CK_RV
 s_check_one_change (const cs_object_t *object, const CK_ATTRIBUTE *attr, bool copy)
 {
     s_value_t value = { 0 };
     s_attr_result_t kind = s_attr (object, attr->type, &value);
-    bool same = kind == S_OK && value.len == attr->ulValueLen
-             && (!value.len || memcmp (value.data, attr->pValue, value.len) == 0);
-    bool to_true = attr->ulValueLen == 1 && *(const CK_BBOOL *) attr->pValue;
-    s_rule_t rule = s_rule (attr->type);
+    bool flag = cs_attr_kind (attr->type) == CS_ATTR_BOOL;
+    cs_attr_change_t change = {
+        .now = flag && kind == S_OK && value.len == 1 ? *(const CK_BBOOL *) value.data != 0 : -1,
+        .to = flag ? *(const CK_BBOOL *) attr->pValue != 0 : -1,
+        .same = kind == S_OK && value.len == attr->ulValueLen
+             && (!value.len || memcmp (value.data, attr->pValue, value.len) == 0),
+        .so = cs_token_so_logged_in () };
     s_value_wipe (&value);
     if (kind == S_INVALID)
         return CKR_ATTRIBUTE_TYPE_INVALID;      /* not an attribute of this object */
-    if (same && copy)
-        return CKR_OK;
-    switch (rule) {
-        case S_FREE:        return CKR_OK;
-        case S_ONLY_TRUE:   return to_true || same ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
-        case S_ONLY_FALSE:  return !to_true || same ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
-        case S_COPY_ONLY:   return copy ? CKR_OK : CKR_ATTRIBUTE_READ_ONLY;
-        default:            return CKR_ATTRIBUTE_READ_ONLY;
-    }
+    return cs_attr_rule_check (object->klass, attr->type, copy ? CS_ATTR_OP_COPY : CS_ATTR_OP_SET, &change);
 }
 
 CK_RV
@@ -720,6 +701,24 @@ cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_UL
     return CKR_OK;
 }
 
+CK_RV
+cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
+{
+    for (CK_ULONG i = 0; tmpl && i < count; i++) {
+        const cs_attr_rule_t *rule = cs_attr_rule (tmpl [i].type);
+        bool flag = rule && rule->value == CS_ATTR_V_BOOL && tmpl [i].pValue && tmpl [i].ulValueLen == 1;
+        cs_attr_change_t change = { .now = -1, .so = cs_token_so_logged_in (),
+                                    .to = flag ? *(const CK_BBOOL *) tmpl [i].pValue != 0 : -1 };
+        if (!rule)
+            continue;
+        if ((rule->rules & CS_ATTR_COMPUTED)
+        ||  (cs_attr_rule_has (klass, tmpl [i].type)
+             && cs_attr_rule_check (klass, tmpl [i].type, CS_ATTR_OP_CREATE, &change) == CKR_ATTRIBUTE_READ_ONLY))
+            return CKR_ATTRIBUTE_READ_ONLY;
+    }
+    return CKR_OK;
+}
+
 /*  Types a session object never stores: they come from its key or entry.  */
 static bool
 s_not_stored (CK_ATTRIBUTE_TYPE type)
@@ -734,13 +733,37 @@ cs_object_set_local (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG
     cs_attrs_t attrs = { 0 };
     if (!s_visible (object) || object->ref)
         return CKR_OBJECT_HANDLE_INVALID;
-    if (cs_attrs_copy (&attrs, &object->attrs) || cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)) {
+    if (cs_attrs_copy (&attrs, &object->attrs) || cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)
+    ||  cs_object_attrs_follow (object->klass, &attrs)) {
         cs_attrs_clear (&attrs);
         return CKR_HOST_MEMORY;
     }
     cs_attrs_clear (&object->attrs);
     object->attrs = attrs;
     return CKR_OK;
+}
+
+int
+cs_object_attrs_follow (CK_OBJECT_CLASS klass, cs_attrs_t *attrs)
+{
+    bool always = cs_attrs_bool (attrs, CKA_ALWAYS_SENSITIVE, false);
+    bool never = cs_attrs_bool (attrs, CKA_NEVER_EXTRACTABLE, false);
+    if (klass != CKO_PRIVATE_KEY && klass != CKO_SECRET_KEY)
+        return 0;
+    cs_attr_follow (cs_attrs_bool (attrs, CKA_SENSITIVE, true), cs_attrs_bool (attrs, CKA_EXTRACTABLE, false),
+                    &always, &never);
+    if ((cs_attrs_find (attrs, CKA_ALWAYS_SENSITIVE) && cs_attrs_set_bool (attrs, CKA_ALWAYS_SENSITIVE, always))
+    ||  (cs_attrs_find (attrs, CKA_NEVER_EXTRACTABLE) && cs_attrs_set_bool (attrs, CKA_NEVER_EXTRACTABLE, never)))
+        return -1;
+    return 0;
+}
+
+bool
+cs_object_mech_allowed (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech)
+{
+    const cs_object_t *object = s_object (handle);
+    const cs_attr_t *list = s_visible (object) ? cs_attrs_find (&object->attrs, CKA_ALLOWED_MECHANISMS) : NULL;
+    return !list || cs_attr_mech_allowed (list->value, list->len, mech);
 }
 
 CK_RV

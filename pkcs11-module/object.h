@@ -4,7 +4,9 @@
  *  ListKeysJob: each KeyInfo gives a CKO_PRIVATE_KEY object when has_private
  *  and a CKO_PUBLIC_KEY object when has_public, with the attributes of its
  *  private_attributes / public_attributes over the defaults of a board key
- *  (PKCS#11 2.40 §4.8, §4.9).  Jobs name a token key by KeyInfo.ref.  The
+ *  (PKCS#11 2.40 §4.8, §4.9); a token secret key (KeyInfo key_type CKK_AES
+ *  or CKK_GENERIC_SECRET) gives one CKO_SECRET_KEY object, whose CKA_VALUE
+ *  is always CKR_ATTRIBUTE_SENSITIVE: the broker holds it (§4.10).  Jobs name a token key by KeyInfo.ref.  The
  *  list is cached with its version and refreshed with ListKeysJob
  *  {known_version} on every C_FindObjectsInit (an unchanged list costs one
  *  small round trip) and after login; key changes (generate, import, copy,
@@ -127,22 +129,44 @@ CK_RV cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count,
 /*  ---- changing objects ------------------------------------------------ */
 
 /*  Checks a C_SetAttributeValue (copy false) or C_CopyObject (copy true)
- *  template against a visible object (PKCS#11 2.40 §4.1.2, §5.7, tables
- *  15-30): CKR_OBJECT_HANDLE_INVALID; CKR_ACTION_PROHIBITED when the object
- *  is not CKA_MODIFIABLE (set) or not CKA_COPYABLE (copy);
+ *  template against a visible object with the one table of attribute rules
+ *  (common/cs_attr_rules.h, PKCS#11 2.40 §4.4 to §4.10, §5.7):
+ *  CKR_OBJECT_HANDLE_INVALID; CKR_ACTION_PROHIBITED when the object is not
+ *  CKA_MODIFIABLE (set) or not CKA_COPYABLE (copy);
  *  CKR_ATTRIBUTE_TYPE_INVALID for a type the object does not have;
- *  CKR_ATTRIBUTE_READ_ONLY for a change the spec forbids (CKA_CLASS,
+ *  CKR_ATTRIBUTE_READ_ONLY for a change the table forbids (CKA_CLASS,
  *  CKA_KEY_TYPE, key material, CKA_LOCAL, CKA_ALWAYS_SENSITIVE,
- *  CKA_NEVER_EXTRACTABLE, CKA_KEY_GEN_MECHANISM, CKA_SENSITIVE TRUE→FALSE,
- *  CKA_EXTRACTABLE FALSE→TRUE, CKA_UNWRAP TRUE→FALSE (the token's wrapping
- *  policy) ...; a copy may also set CKA_TOKEN,
- *  CKA_PRIVATE, CKA_MODIFIABLE, CKA_DESTROYABLE and give read-only ones
- *  their current value); the template's own errors (cs_template_check).  */
+ *  CKA_NEVER_EXTRACTABLE, CKA_KEY_GEN_MECHANISM, CKA_ALLOWED_MECHANISMS,
+ *  CKA_SENSITIVE, CKA_WRAP_WITH_TRUSTED and CKA_UNWRAP (the token's
+ *  wrapping policy) TRUE→FALSE, CKA_EXTRACTABLE FALSE→TRUE, CKA_TRUSTED
+ *  TRUE without the SO ...; a copy may also set
+ *  CKA_TOKEN, CKA_PRIVATE, CKA_MODIFIABLE, CKA_DESTROYABLE and give
+ *  read-only ones their current value); the template's own errors
+ *  (cs_template_check).  */
 CK_RV cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy);
+
+/*  The creation rules of common/cs_attr_rules.h for a template of a new
+ *  key object of `klass` (C_CreateObject, C_GenerateKey(Pair)):
+ *  CKR_ATTRIBUTE_READ_ONLY for a computed attribute (CKA_LOCAL,
+ *  CKA_KEY_GEN_MECHANISM, CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE) or
+ *  CKA_TRUSTED TRUE without a CKU_SO login; else CKR_OK (types the class
+ *  does not have, and the values' form, are the callers' to check).  */
+CK_RV cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count);
 
 /*  Applies a checked template to a session object.  CKR_OK, CKR_HOST_MEMORY,
  *  CKR_OBJECT_HANDLE_INVALID.  */
 CK_RV cs_object_set_local (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count);
+
+/*  Keeps the computed CKA_ALWAYS_SENSITIVE / CKA_NEVER_EXTRACTABLE of a
+ *  private or secret key's stored list right after its CKA_SENSITIVE or
+ *  CKA_EXTRACTABLE changed (cs_attr_follow).  0, or -1 (out of memory).  */
+int cs_object_attrs_follow (CK_OBJECT_CLASS klass, cs_attrs_t *attrs);
+
+/*  CKA_ALLOWED_MECHANISMS (PKCS#11 2.40 §4.4 table 25): true when the
+ *  visible key object `handle` has no list, an empty one, or one naming
+ *  `mech` (the application's mechanism); the C_*Init and C_DeriveKey
+ *  callers answer CKR_MECHANISM_INVALID otherwise.  Under the mutex.  */
+bool cs_object_mech_allowed (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech);
 
 /*  Destroys a session object (wiping a per-request key).  CKR_OK, or
  *  CKR_OBJECT_HANDLE_INVALID.  */

@@ -11,6 +11,7 @@
 #include "module.h"
 #include "object.h"
 #include "secret.h"
+#include "secret_token.h"
 #include "session.h"
 #include "token.h"
 
@@ -18,8 +19,11 @@ typedef struct {
     cs_key_t *key;
     const cs_mech_row_t *row;
     int operation;              /* CS_SYM_* of cs_driver.h: 1 encrypt, 2 decrypt, 3 sign */
-    uint8_t iv [256];           /* CBC: 16 bytes; GCM: 1..256 */
+    uint8_t iv [256];           /* CBC: one block; GCM: 1..256; CTR: the counter block;
+                                   key wrap: none, 8 or 4 bytes */
     size_t iv_bytes;
+    unsigned long counter_bits; /* CTR: ulCounterBits */
+    size_t mac_len;             /* MAC rows: the length returned (bytes) */
     uint8_t *aad;               /* GCM */
     size_t aad_bytes;
     size_t tag_length_bits;            /* GCM */
@@ -56,18 +60,51 @@ bool
 cs_secret_mech (const CK_MECHANISM *mech)
 {
     const cs_mech_row_t *row = mech ? cs_mech_row (mech->mechanism) : NULL;
-    return row && (row->key_type == CKK_AES || row->key_type == CKK_GENERIC_SECRET) && (row->flags & CKF_HW);
+    return row && cs_mech_secret_key_type (row->key_type) && (row->flags & CKF_HW);
 }
 
-/*  The mechanism's parameter (PKCS#11 2.40 curr. mech. §2.10.3, §2.10.5).  */
+/*  The mechanism's parameter (PKCS#11 2.40 curr. mech. §2.10.3, §2.10.5,
+ *  AES-CTR, CK_MAC_GENERAL_PARAMS; 3.0 AES key wrap) as the table's
+ *  parameter kind says.  */
 static CK_RV
 s_params (s_op_t *self, const CK_MECHANISM *mech)
 {
+    size_t block = cs_mech_block_bytes (self->row);
+    self->mac_len = cs_mech_mac_len (self->row);
     if (self->row->param == CS_MECH_PARAM_IV) {
-        if (!mech->pParameter || mech->ulParameterLen != CS_MECH_AES_BLOCK)
+        if (!mech->pParameter || mech->ulParameterLen != block)
             return CKR_MECHANISM_PARAM_INVALID;
-        memcpy (self->iv, mech->pParameter, CS_MECH_AES_BLOCK);
+        memcpy (self->iv, mech->pParameter, block);
+        self->iv_bytes = block;
+        return CKR_OK;
+    }
+    if (self->row->param == CS_MECH_PARAM_CTR) {
+        const CK_AES_CTR_PARAMS *ctr = mech->pParameter;
+        if (!ctr || mech->ulParameterLen != sizeof *ctr || ctr->ulCounterBits < 1 || ctr->ulCounterBits > 128)
+            return CKR_MECHANISM_PARAM_INVALID;
+        memcpy (self->iv, ctr->cb, CS_MECH_AES_BLOCK);
         self->iv_bytes = CS_MECH_AES_BLOCK;
+        self->counter_bits = ctr->ulCounterBits;
+        return CKR_OK;
+    }
+    if (self->row->param == CS_MECH_PARAM_MAC_LEN) {
+        CK_ULONG want;
+        if (!mech->pParameter || mech->ulParameterLen != sizeof (CK_ULONG))
+            return CKR_MECHANISM_PARAM_INVALID;
+        memcpy (&want, mech->pParameter, sizeof want);
+        if (want < 1 || want > self->mac_len)
+            return CKR_MECHANISM_PARAM_INVALID;
+        self->mac_len = want;
+        return CKR_OK;
+    }
+    if (self->row->param == CS_MECH_PARAM_WRAP_IV) {
+        size_t len = self->row->input == CS_MECH_IN_KW ? 8 : 4;
+        if (mech->ulParameterLen == 0)
+            return CKR_OK;                      /* the RFC's default IV */
+        if (!mech->pParameter || mech->ulParameterLen != len)
+            return CKR_MECHANISM_PARAM_INVALID;
+        memcpy (self->iv, mech->pParameter, len);
+        self->iv_bytes = len;
         return CKR_OK;
     }
     if (self->row->param == CS_MECH_PARAM_GCM) {
@@ -100,7 +137,7 @@ s_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
         return CKR_MECHANISM_INVALID;
     if (!cs_token_user_logged_in ())
         return CKR_USER_NOT_LOGGED_IN;
-    if (!key->secret || key->key_type != row->key_type)
+    if ((!key->secret && !key->ref) || key->key_type != row->key_type)   /* value, or a token key's ref */
         return CKR_KEY_TYPE_INCONSISTENT;
     if (key->secret_len < row->min_bits || key->secret_len > row->max_bits)
         return CKR_KEY_SIZE_RANGE;
@@ -197,11 +234,13 @@ s_job (s_op_t *op)
     Cs__SymJob sym = CS__SYM_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     const Cs__Result *result;
-    size_t max = op->in_len + 32;
-    sym.mechanism = op->row->type;
+    size_t max = op->in_len + CS_MECH_SYM_OUT_EXTRA;
+    sym.mechanism = op->row->wire;              /* a _GENERAL MAC travels as its full MAC */
     sym.operation = (uint64_t) op->operation;
-    sym.key_value.data = op->key->secret;
-    sym.key_value.len = op->key->secret_len;
+    if (op->key->secret)
+        sym.key_value = (ProtobufCBinaryData) { op->key->secret_len, op->key->secret };
+    else        /* a token secret key: the broker holds the value (secret_token.h) */
+        sym.key_id.data = (uint8_t *) cs_key_job_id (op->key, &sym.key_id.len);
     sym.iv.data = op->iv;
     sym.iv.len = op->iv_bytes;
     sym.aad.data = op->aad;
@@ -214,7 +253,8 @@ s_job (s_op_t *op)
     if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
-    if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len > max) {
+    if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len > max
+    ||  (op->row->output == CS_MECH_OUT_MAC && result->data.len != cs_mech_mac_len (op->row))) {
         cs_log_error ("the broker returned a malformed result of a secret-key job");
         rv = CKR_DEVICE_ERROR;
         goto out;
@@ -226,6 +266,8 @@ s_job (s_op_t *op)
     op->out_cap = result->data.len ? result->data.len : 1;
     memcpy (op->out, result->data.data, result->data.len);
     op->out_len = result->data.len;
+    if (op->row->output == CS_MECH_OUT_MAC)
+        op->out_len = op->mac_len;              /* CK_MAC_GENERAL_PARAMS: the leftmost bytes */
     op->has_out = true;
     OPENSSL_cleanse (result->data.data, result->data.len);
 out:
@@ -234,12 +276,24 @@ out:
     return rv;
 }
 
+/*  The table's input-length rule, and for AES-CTR a counter that must not
+ *  carry out of its ulCounterBits.  CKR_OK or CKR_DATA_LEN_RANGE.  */
+static CK_RV
+s_input_check (const s_op_t *op)
+{
+    CK_RV rv = cs_mech_input_check (op->row, op->operation == S_OP_ENCRYPT, op->in_len, 0, 0);
+    if (rv == CKR_OK && op->row->param == CS_MECH_PARAM_CTR
+    &&  !cs_mech_ctr_fits (op->iv, op->counter_bits, (op->in_len + CS_MECH_AES_BLOCK - 1) / CS_MECH_AES_BLOCK))
+        rv = CKR_DATA_LEN_RANGE;
+    return rv;
+}
+
 /*  The size a length query answers (decryption: an upper bound).  */
 static size_t
 s_size (const s_op_t *op)
 {
     if (op->row->output == CS_MECH_OUT_MAC)
-        return 32;      /* SHA-256 */
+        return op->mac_len;
     return cs_mech_sym_output_len (op->row, op->operation == S_OP_ENCRYPT, op->in_len, op->tag_length_bits / 8);
 }
 
@@ -263,11 +317,12 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
         cs_module_unlock ();
         return rv;
     }
-    if (!op->has_out && (rv = cs_mech_input_check (op->row, op->operation == S_OP_ENCRYPT, op->in_len, 0, 0))
-        != CKR_OK) {
+    if (!op->has_out && (rv = s_input_check (op)) != CKR_OK) {
+        if (op->operation == S_OP_DECRYPT)
+            rv = CKR_ENCRYPTED_DATA_LEN_RANGE;  /* read before op_end frees op */
         cs_session_op_end (session, kind);
         cs_module_unlock ();
-        return op->operation == S_OP_DECRYPT ? CKR_ENCRYPTED_DATA_LEN_RANGE : rv;
+        return rv;
     }
     if (!out && !op->has_out) {
         *out_len_p = s_size (op);               /* locally */
@@ -310,7 +365,7 @@ cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_
     cs_module_unlock ();
     if (!final)
         rv = s_buffer (op, data, len);
-    if (rv == CKR_OK && sig_len != 32)
+    if (rv == CKR_OK && sig_len != op->mac_len)
         rv = CKR_SIGNATURE_LEN_RANGE;
     if (rv == CKR_OK)
         rv = s_job (op);
@@ -338,17 +393,20 @@ static CK_RV
 s_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len, CK_KEY_TYPE *type_p)
 {
     CK_ULONG klass = CKO_SECRET_KEY, type = dflt;
+    if (cs_object_check_create (CKO_SECRET_KEY, tmpl, count) != CKR_OK)
+        return CKR_ATTRIBUTE_READ_ONLY;         /* the attribute rules (cs_attr_rules.h) */
     if ((cs_template_find (tmpl, count, CKA_CLASS) && (!cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
                                                       || klass != CKO_SECRET_KEY))
     ||  (cs_template_find (tmpl, count, CKA_KEY_TYPE) && !cs_template_ulong (tmpl, count, CKA_KEY_TYPE, &type)))
         return CKR_TEMPLATE_INCONSISTENT;
     if (dflt != (CK_KEY_TYPE) -1 && type != dflt)
         return CKR_TEMPLATE_INCONSISTENT;
-    if (type != CKK_AES && type != CKK_GENERIC_SECRET)
+    if (!cs_mech_secret_key_type (type))
         return CKR_ATTRIBUTE_VALUE_INVALID;
-    if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
-        return CKR_ATTRIBUTE_VALUE_INVALID;     /* token secret keys: not yet (issue #10) */
-    if (type == CKK_AES ? len != 16 && len != 24 && len != 32 : len < 16 || len > 256)
+    if (type == CKK_DES3 && cs_template_bool (tmpl, count, CKA_TOKEN, false))
+        return CKR_ATTRIBUTE_VALUE_INVALID;     /* token DES3 keys: not yet (the broker holds AES
+                                                   and generic secrets: secret_token.h) */
+    if (!cs_mech_secret_len_ok (type, len))
         return CKR_ATTRIBUTE_VALUE_INVALID;
     *type_p = type;
     return CKR_OK;
@@ -364,12 +422,13 @@ s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KE
     CK_RV rv = CKR_HOST_MEMORY;
     cs_attrs_t attrs = { 0 };
     cs_key_t *key = cs_key_new_secret (type, value, len);
-    bool aes = type == CKK_AES, local = gen_mech != CK_UNAVAILABLE_INFORMATION;
+    bool cipher = type != CKK_GENERIC_SECRET, mac = type != CKK_DES3;     /* what the type does */
+    bool local = gen_mech != CK_UNAVAILABLE_INFORMATION;
     bool sensitive = cs_template_bool (tmpl, count, CKA_SENSITIVE, local);
     bool extractable = cs_template_bool (tmpl, count, CKA_EXTRACTABLE, !local);
     if (key
-    &&  !cs_attrs_set_bool (&attrs, CKA_ENCRYPT, aes) && !cs_attrs_set_bool (&attrs, CKA_DECRYPT, aes)
-    &&  !cs_attrs_set_bool (&attrs, CKA_SIGN, !aes) && !cs_attrs_set_bool (&attrs, CKA_VERIFY, !aes)
+    &&  !cs_attrs_set_bool (&attrs, CKA_ENCRYPT, cipher) && !cs_attrs_set_bool (&attrs, CKA_DECRYPT, cipher)
+    &&  !cs_attrs_set_bool (&attrs, CKA_SIGN, mac) && !cs_attrs_set_bool (&attrs, CKA_VERIFY, mac)
     &&  !cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)
     &&  !cs_attrs_set_bool (&attrs, CKA_SENSITIVE, sensitive)
     &&  !cs_attrs_set_bool (&attrs, CKA_EXTRACTABLE, extractable)
@@ -399,12 +458,29 @@ cs_secret_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG c
         return CKR_TEMPLATE_INCOMPLETE;
     if ((rv = s_check (tmpl, count, (CK_KEY_TYPE) -1, value->ulValueLen, &type)) != CKR_OK)
         return rv;
+    if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
+        return cs_secret_token_import (handle, tmpl, count, object_p);      /* held by the broker */
     return s_add (handle, tmpl, count, type, value->pValue, value->ulValueLen, CK_UNAVAILABLE_INFORMATION,
                   object_p);
 }
 
-/*  PKCS#11 2.40 §5.14 C_GenerateKey: the value from the module's RNG
- *  (OpenSSL RAND_priv_bytes), kept in locked memory; a session object.  */
+/*  DES keys: the low bit of each byte makes the byte's number of ones odd
+ *  (FIPS 46-3 §"The Algorithm"; PKCS#11 2.40 curr. mech. Triple-DES key
+ *  generation sets the parity bits).  */
+static void
+s_des_odd_parity (uint8_t *value, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned v = value [i] >> 1, ones = 0;
+        for (unsigned b = v; b; b >>= 1)
+            ones += b & 1;
+        value [i] = (uint8_t) (v << 1 | (ones % 2 == 0));
+    }
+}
+
+/*  PKCS#11 2.40 §5.14 C_GenerateKey: a session object's value from the
+ *  module's RNG (OpenSSL RAND_priv_bytes), kept in locked memory; a token
+ *  object's from the broker's, kept there (secret_token.h).  */
 CK_RV
 C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
                CK_OBJECT_HANDLE_PTR key_p)
@@ -414,25 +490,35 @@ C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR
     CK_KEY_TYPE type;
     CK_RV rv;
     uint8_t *value;
+    const cs_mech_row_t *row;
     return_val_if_fail (mech && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     cs_module_unlock ();
-    if (mech->mechanism != CKM_AES_KEY_GEN && mech->mechanism != CKM_GENERIC_SECRET_KEY_GEN)
+    if (!(row = cs_mech_row (mech->mechanism)) || !(row->flags & CKF_GENERATE))
         return CKR_MECHANISM_INVALID;
     if (mech->ulParameterLen)
         return CKR_MECHANISM_PARAM_INVALID;
     if (cs_template_find (tmpl, count, CKA_VALUE))
         return CKR_TEMPLATE_INCONSISTENT;
+    if (row->min_bits == row->max_bits && !cs_template_find (tmpl, count, CKA_VALUE_LEN))
+        len = row->min_bits;                    /* DES3: the one size, CKA_VALUE_LEN optional */
+    else
     if (!cs_template_ulong (tmpl, count, CKA_VALUE_LEN, &len))
         return CKR_TEMPLATE_INCOMPLETE;
-    if ((rv = s_check (tmpl, count, mech->mechanism == CKM_AES_KEY_GEN ? CKK_AES : CKK_GENERIC_SECRET, len, &type))
-        != CKR_OK)
+    if ((rv = s_check (tmpl, count, row->key_type, len, &type)) != CKR_OK)
         return rv;
+    if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
+        return cs_secret_token_generate (handle, mech->mechanism, len, tmpl, count, key_p);    /* by the broker */
     if (!(value = cs_secmem_alloc (len)))
         return CKR_HOST_MEMORY;
-    rv = RAND_priv_bytes (value, (int) len) == 1
-       ? s_add (handle, tmpl, count, type, value, len, mech->mechanism, key_p) : CKR_FUNCTION_FAILED;
+    if (RAND_priv_bytes (value, (int) len) != 1)
+        rv = CKR_FUNCTION_FAILED;
+    else {
+        if (type == CKK_DES3)
+            s_des_odd_parity (value, len);
+        rv = s_add (handle, tmpl, count, type, value, len, mech->mechanism, key_p);
+    }
     cs_secmem_free (value, len);
     return rv;
 }

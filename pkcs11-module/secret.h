@@ -1,12 +1,14 @@
-/*  secret.h — secret keys and symmetric mechanisms (issue #10, first
- *  slice): C_GenerateKey (CKM_AES_KEY_GEN, CKM_GENERIC_SECRET_KEY_GEN),
- *  C_CreateObject of CKO_SECRET_KEY, and AES-ECB/CBC/CBC-PAD/GCM and
- *  HMAC-SHA256 operations as one SymJob each (proto/cryptoserver.proto).
+/*  secret.h — secret keys and symmetric mechanisms (issue #10):
+ *  C_GenerateKey (CKM_AES_KEY_GEN, CKM_DES3_KEY_GEN,
+ *  CKM_GENERIC_SECRET_KEY_GEN), C_CreateObject of CKO_SECRET_KEY, and the
+ *  table's secret-key rows (common/cs_mech.c: AES-ECB/CBC/CBC-PAD/GCM/CTR,
+ *  AES key wrap as data, AES-CMAC, DES3-ECB/CBC/CBC-PAD, SHA-1/2 HMAC and
+ *  the _GENERAL MACs) as one SymJob each (proto/cryptoserver.proto).
  *
- *  Secret keys are session objects only (CKA_TOKEN TRUE:
- *  CKR_ATTRIBUTE_VALUE_INVALID); their value stays in the module's locked
- *  memory (cs_secmem.h) and travels in each job, as per-request private
- *  keys do (DESIGN.md §1).  Multi-part calls are buffered here (up to
+ *  A session secret key's value stays in the module's locked memory
+ *  (cs_secmem.h) and travels in each job, as per-request private keys do
+ *  (DESIGN.md §1); a token secret key (CKA_TOKEN TRUE) is held by the
+ *  broker and named by its ref in each job (secret_token.h).  Multi-part calls are buffered here (up to
  *  CS_MECH_SYM_MAX_DATA bytes, else CKR_DATA_LEN_RANGE) and the final call
  *  sends one job: jobs are stateless.  Every operation needs a CKU_USER
  *  login (CKR_USER_NOT_LOGGED_IN), like the broker's private-key jobs.
@@ -19,7 +21,7 @@
 #include "session.h"
 
 /*  True when `mech` is a secret-key operation mechanism of the table
- *  (key type CKK_AES or CKK_GENERIC_SECRET): C_*Init hands it to
+ *  (cs_mech_secret_key_type, run on a board): C_*Init hands it to
  *  cs_secret_init.  */
 bool cs_secret_mech (const CK_MECHANISM *mech);
 
@@ -27,8 +29,10 @@ bool cs_secret_mech (const CK_MECHANISM *mech);
  *  mechanism (kind CS_OP_ENCRYPT ... with want CKF_ENCRYPT ...).  Errors:
  *  those of cs_keyop_init, CKR_USER_NOT_LOGGED_IN, CKR_KEY_TYPE_INCONSISTENT,
  *  CKR_KEY_SIZE_RANGE, CKR_MECHANISM_PARAM_INVALID (PKCS#11 2.40 curr.
- *  mech. §2.10: CBC IV of 16 bytes, CK_GCM_PARAMS with an IV of 1..256
- *  bytes and a tag of 96..128 bits).  */
+ *  mech. §2.10: a CBC IV of one block (AES 16, DES3 8 bytes),
+ *  CK_GCM_PARAMS with an IV of 1..256 bytes and a tag of 96..128 bits,
+ *  CK_AES_CTR_PARAMS with ulCounterBits 1..128, CK_MAC_GENERAL_PARAMS of
+ *  1..the full MAC length, a key-wrap IV of 0 or 8 (RFC 5649: 4) bytes).  */
 CK_RV cs_secret_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const CK_MECHANISM *mech,
                       CK_OBJECT_HANDLE key);
 
@@ -51,15 +55,19 @@ CK_RV cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final,
                         CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p);
 
 /*  C_Verify (final = false) and C_VerifyFinal: the MAC computed by the
- *  broker compared with `sig` in constant time (CRYPTO_memcmp).
- *  CKR_SIGNATURE_LEN_RANGE, CKR_SIGNATURE_INVALID.  */
+ *  broker (cut to the CK_MAC_GENERAL_PARAMS length) compared with `sig` in
+ *  constant time (CRYPTO_memcmp).  CKR_SIGNATURE_LEN_RANGE (sig_len is
+ *  not the MAC length), CKR_SIGNATURE_INVALID.  */
 CK_RV cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_ULONG len,
                         const CK_BYTE *sig, CK_ULONG sig_len);
 
 /*  C_CreateObject of a CKO_SECRET_KEY (CKK_AES with CKA_VALUE of 16, 24 or
- *  32 bytes; CKK_GENERIC_SECRET of 16..256 bytes) as a session object.
- *  CKR_TEMPLATE_INCOMPLETE, CKR_ATTRIBUTE_VALUE_INVALID (token object,
- *  bad size or type), CKR_HOST_MEMORY.  */
+ *  32 bytes; CKK_DES3 of 24 bytes, parity bits not checked (DES ignores
+ *  them); CKK_GENERIC_SECRET of 16..256 bytes: cs_mech_secret_len_ok): a
+ *  session object, or with CKA_TOKEN TRUE a token object the broker keeps
+ *  (cs_secret_token_import; AES and generic secrets only).
+ *  CKR_TEMPLATE_INCOMPLETE, CKR_ATTRIBUTE_VALUE_INVALID (bad size or type),
+ *  CKR_HOST_MEMORY.  */
 CK_RV cs_secret_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
                         CK_OBJECT_HANDLE_PTR object_p);
 

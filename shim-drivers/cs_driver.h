@@ -198,18 +198,26 @@ enum {
 /*  Operations of cs_sym_t.  */
 #define CS_SYM_ENCRYPT 1
 #define CS_SYM_DECRYPT 2
-#define CS_SYM_SIGN    3                /* a MAC (HMAC) */
+#define CS_SYM_SIGN    3                /* a MAC (HMAC, CMAC) */
+/*  The capacity of a CS_DRV_SYMMETRIC output beyond the input (bytes): a
+ *  padding block, a GCM tag, a key-wrap block, or a whole MAC (HMAC-SHA512
+ *  64).  Equals CS_MECH_SYM_OUT_EXTRA (common/cs_mech.h, checked in
+ *  broker/symjobs.c).  */
+#define CS_SYM_OUT_EXTRA 64
 
 /*  One secret-key operation with the key's value (issue #10), all of the
  *  input at once (jobs are stateless, DESIGN.md §1).  Everything is
  *  borrowed for the call and wiped by the caller.  */
 typedef struct {
-    CK_MECHANISM_TYPE mechanism;        /* CKM_AES_ECB, CKM_AES_CBC, CKM_AES_CBC_PAD, CKM_AES_GCM,
-                                           CKM_SHA256_HMAC */
+    CK_MECHANISM_TYPE mechanism;        /* a secret-key row of common/cs_mech.c that travels as
+                                           itself (CKM_AES_*, CKM_DES3_*, CKM_SHA*_HMAC, CKM_AES_CMAC;
+                                           never a _GENERAL MAC) */
     int operation;                      /* CS_SYM_* */
-    const unsigned char *key;           /* CKA_VALUE: AES 16, 24 or 32 bytes */
+    const unsigned char *key;           /* CKA_VALUE: AES 16, 24 or 32 bytes, DES3 24 */
     size_t key_len;
-    const unsigned char *iv;            /* CBC: 16 bytes; GCM: 1..256 bytes */
+    const unsigned char *iv;            /* CBC: one block (AES 16, DES3 8 bytes); GCM: 1..256
+                                           bytes; CTR: the 16-byte counter block; key wrap: NULL
+                                           (the RFC's IV), 8 bytes (RFC 3394) or 4 (RFC 5649) */
     size_t iv_bytes;
     const unsigned char *aad;           /* GCM, may be NULL */
     size_t aad_bytes;
@@ -219,12 +227,14 @@ typedef struct {
 } cs_sym_t;
 
 /*  CS_DRV_SYMMETRIC: runs one cs_sym_t.  Output: ciphertext (GCM:
- *  ciphertext || tag), plaintext or the MAC; on entry *out_len is the
- *  capacity of `out` (at least in_len + 32 bytes), on CKR_OK the length
- *  written.  Returns CKR_OK; CKR_MECHANISM_INVALID; CKR_KEY_SIZE_RANGE;
- *  CKR_MECHANISM_PARAM_INVALID (IV or tag size); CKR_DATA_LEN_RANGE (ECB/CBC
- *  input not a multiple of 16); CKR_ENCRYPTED_DATA_LEN_RANGE,
- *  CKR_ENCRYPTED_DATA_INVALID (bad padding, GCM tag mismatch);
+ *  ciphertext || tag), plaintext or the full MAC; on entry *out_len is the
+ *  capacity of `out` (at least in_len + CS_SYM_OUT_EXTRA bytes),
+ *  on CKR_OK the length written.  Returns CKR_OK; CKR_MECHANISM_INVALID;
+ *  CKR_KEY_SIZE_RANGE; CKR_MECHANISM_PARAM_INVALID (IV or tag size);
+ *  CKR_DATA_LEN_RANGE (ECB/CBC input not a multiple of the block, key-wrap
+ *  input lengths of RFC 3394/5649); CKR_ENCRYPTED_DATA_LEN_RANGE,
+ *  CKR_ENCRYPTED_DATA_INVALID (bad padding, GCM tag or key-wrap integrity
+ *  check failed);
  *  CKR_BUFFER_TOO_SMALL; CKR_DEVICE_ERROR.  */
 typedef CK_RV (cs_drv_symmetric_fn) (cs_session_t *session, const cs_sym_t *op,
                                      unsigned char *out, size_t *out_len);

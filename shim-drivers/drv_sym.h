@@ -1,14 +1,18 @@
 /*  drv_sym.h — secret-key operations with OpenSSL EVP (issue #10), for the
  *  boards that run them on the broker's cores (openssl): AES-ECB, AES-CBC,
- *  AES-CBC-PAD, AES-GCM and HMAC-SHA256 as cs_driver.h describes them
- *  (cs_sym_t, CS_DRV_SYMMETRIC).
+ *  AES-CBC-PAD, AES-GCM, AES-CTR, AES key wrap (RFC 3394, RFC 5649) of
+ *  data, AES-CMAC, DES3-ECB, DES3-CBC, DES3-CBC-PAD (DES-EDE3 of the
+ *  default provider) and HMAC with SHA-1/224/256/384/512, as cs_driver.h
+ *  describes them (cs_sym_t, CS_DRV_SYMMETRIC).  The _GENERAL MACs never
+ *  reach a board: the module sends the full MAC row and cuts the MAC.
  */
 #ifndef DRV_SYM_H_INCLUDED
 #define DRV_SYM_H_INCLUDED
 
 #include "cs_driver.h"
 
-/*  Runs `op` with EVP (EVP_Cipher* for AES, EVP_MAC HMAC for the MAC).
+/*  Runs `op` with EVP (EVP_Cipher* for the ciphers, EVP_MAC HMAC or CMAC
+ *  for the MACs).
  *  Returns the CK_RV of CS_DRV_SYMMETRIC (cs_driver.h).  Temporary
  *  buffers are wiped.  */
 CK_RV drv_sym_run (const cs_sym_t *op, unsigned char *out, size_t *out_len);

@@ -130,7 +130,8 @@ static const char *
 s_type_name (const Cs__KeyInfo *info)
 {
     return info->key_type == CKK_RSA ? "rsa" : info->key_type == CKK_EC ? "ec"
-         : info->key_type == CKK_EC_EDWARDS ? "ed25519" : "?";
+         : info->key_type == CKK_EC_EDWARDS ? "ed25519" : info->key_type == CKK_AES ? "aes"
+         : info->key_type == CKK_GENERIC_SECRET ? "generic" : "?";
 }
 
 static int

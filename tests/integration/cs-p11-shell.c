@@ -29,6 +29,11 @@
  *    encrypt ID LEN     C_Encrypt (CKM_RSA_PKCS) of LEN bytes with the public
  *                       key whose CKA_ID is the hex ID (pkcs11-tool 0.23
  *                       encrypts with secret keys only)
+ *    hold-secret ID     finds the secret key (CKO_SECRET_KEY) whose CKA_ID is
+ *                       the hex ID and keeps its handle (as hold does)
+ *    encrypt-held       C_EncryptInit + C_Encrypt (CKM_AES_CBC_PAD, IV of
+ *                       zeros) of 16 bytes with the handle kept by hold-secret
+ *    value-held         C_GetAttributeValue (CKA_VALUE) of the handle kept
  *    init-pin PIN       C_InitPIN
  *    set-pin OLD NEW    C_SetPIN
  *    quit               ends (C_Finalize), exit 0
@@ -57,7 +62,8 @@ s_rv_name (CK_RV rv)
         { CKR_DEVICE_ERROR, "CKR_DEVICE_ERROR" }, { CKR_OBJECT_HANDLE_INVALID, "CKR_OBJECT_HANDLE_INVALID" },
         { CKR_KEY_HANDLE_INVALID, "CKR_KEY_HANDLE_INVALID" },
         { CKR_KEY_FUNCTION_NOT_PERMITTED, "CKR_KEY_FUNCTION_NOT_PERMITTED" },
-        { CKR_ARGUMENTS_BAD, "CKR_ARGUMENTS_BAD" }, { CKR_PIN_LEN_RANGE, "CKR_PIN_LEN_RANGE" },
+        { CKR_ARGUMENTS_BAD, "CKR_ARGUMENTS_BAD" }, { CKR_ATTRIBUTE_SENSITIVE, "CKR_ATTRIBUTE_SENSITIVE" },
+        { CKR_KEY_TYPE_INCONSISTENT, "CKR_KEY_TYPE_INCONSISTENT" }, { CKR_PIN_LEN_RANGE, "CKR_PIN_LEN_RANGE" },
         { CKR_KEY_SIZE_RANGE, "CKR_KEY_SIZE_RANGE" }, { CKR_GENERAL_ERROR, "CKR_GENERAL_ERROR" },
         { CKR_ATTRIBUTE_VALUE_INVALID, "CKR_ATTRIBUTE_VALUE_INVALID" },
         { CKR_DATA_LEN_RANGE, "CKR_DATA_LEN_RANGE" },
@@ -122,6 +128,29 @@ s_encrypt (const char *hex, const char *len_text)
     if (rv != CKR_OK || (rv = p11->C_EncryptInit (s_session, &mechanism, key)) != CKR_OK)
         return rv;
     return p11->C_Encrypt (s_session, data, len, out, &out_len);
+}
+
+//  C_Encrypt (CKM_AES_CBC_PAD, IV of zeros) of 16 bytes with the held handle.
+static CK_RV
+s_encrypt_held (void)
+{
+    CK_BYTE iv [16] = { 0 }, data [16], out [64];
+    CK_ULONG out_len = sizeof out;
+    CK_MECHANISM mechanism = { CKM_AES_CBC_PAD, iv, sizeof iv };
+    memset (data, 0x5a, sizeof data);
+    CK_RV rv = p11->C_EncryptInit (s_session, &mechanism, s_held);
+    return rv == CKR_OK ? p11->C_Encrypt (s_session, data, sizeof data, out, &out_len) : rv;
+}
+
+//  C_GetAttributeValue of CKA_VALUE of the held handle (wiped).
+static CK_RV
+s_value_held (void)
+{
+    CK_BYTE value [512];
+    CK_ATTRIBUTE attr = { CKA_VALUE, value, sizeof value };
+    CK_RV rv = p11->C_GetAttributeValue (s_session, s_held, &attr, 1);
+    memset (value, 0, sizeof value);
+    return rv;
 }
 
 //  C_Sign of a fixed message (CKM_SHA256_RSA_PKCS) with key handle `key`.
@@ -223,6 +252,15 @@ s_command (char *line)
     else
     if (strcmp (command, "hold") == 0 && a)
         rv = s_find (CKO_PRIVATE_KEY, a, &s_held);
+    else
+    if (strcmp (command, "hold-secret") == 0 && a)
+        rv = s_find (CKO_SECRET_KEY, a, &s_held);
+    else
+    if (strcmp (command, "encrypt-held") == 0)
+        rv = s_encrypt_held ();
+    else
+    if (strcmp (command, "value-held") == 0)
+        rv = s_value_held ();
     else
     if (strcmp (command, "sign-held") == 0)
         rv = s_sign_with (s_held);

@@ -9,7 +9,9 @@
  *      C_Verify accepts it and refuses a flipped MAC (CKR_SIGNATURE_INVALID);
  *    - C_GenerateKey of AES-256 and of a 32-byte generic secret (session
  *      objects): CKA_VALUE is CKR_ATTRIBUTE_SENSITIVE, round trips work;
- *      CKA_TOKEN TRUE is CKR_ATTRIBUTE_VALUE_INVALID (not yet);
+ *      a token generic secret (held by the broker, secret-token.sh) MACs
+ *      and verifies by reference; a 20-byte AES key is
+ *      CKR_ATTRIBUTE_VALUE_INVALID, as a session or a token object;
  *    - after C_Logout, C_EncryptInit is CKR_USER_NOT_LOGGED_IN.
  *  It also writes, for the shell test's `openssl enc` check, OUTDIR/key.bin,
  *  iv.bin, plain.bin and ct.bin (AES-256-CBC-PAD by the module), and for its
@@ -330,10 +332,13 @@ main (int argc, char **argv)
     if (blen != sizeof plain || memcmp (back, plain, blen) || (len == sizeof plain + 16 && !memcmp (ct, plain, 16)))
         s_fail ("a generated AES key does not round-trip");
     s_generate (CKM_AES_KEY_GEN, 20, CK_FALSE, CKR_ATTRIBUTE_VALUE_INVALID);
-    s_generate (CKM_AES_KEY_GEN, 32, CK_TRUE, CKR_ATTRIBUTE_VALUE_INVALID);
+    s_generate (CKM_AES_KEY_GEN, 20, CK_TRUE, CKR_ATTRIBUTE_VALUE_INVALID);
     s_hmac (s_generate (CKM_GENERIC_SECRET_KEY_GEN, 32, CK_FALSE, CKR_OK), NULL, 0);
+    k = s_generate (CKM_GENERIC_SECRET_KEY_GEN, 32, CK_TRUE, CKR_OK);
+    s_hmac (k, NULL, 0);
+    CHECK (p11->C_DestroyObject (s, k), "C_DestroyObject (token generic secret)");
     printf ("C_GenerateKey: AES-256 and generic-secret session keys, CKA_VALUE sensitive, usable; "
-            "a 20-byte AES key and a token key refused\n");
+            "a token generic secret MACs by reference; a 20-byte AES key refused\n");
 
     CHECK (p11->C_Logout (s), "C_Logout");
     CHECK (p11->C_CloseSession (s), "C_CloseSession");

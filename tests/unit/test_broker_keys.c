@@ -8,8 +8,8 @@
  *  eve (tenant other).  Needs CRYPTOSERVER_DRIVER_DIR (make check).
  */
 #include <openssl/core_names.h>
-#include <openssl/rand.h>
 #include <openssl/rsa.h>
+#include <openssl/rand.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
 #include "test_broker_fixture.h"
@@ -415,6 +415,224 @@ START_TEST (test_import_attributes_and_isolation)
     free (eve);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
+}
+END_TEST
+
+/*  Imports pkey as alice with a template; the job's rv, the reply's key in
+ *  *reply_p (caller frees) when CKR_OK.  */
+static uint64_t
+s_import_with (EVP_PKEY *pkey, Cs__Attribute **tmpl, size_t n, Cs__Reply **reply_p)
+{
+    size_t len = 0;
+    uint8_t *der = th_pkcs8 (pkey, &len);
+    Cs__ImportKeyJob imp = CS__IMPORT_KEY_JOB__INIT;
+    imp.private_pkcs8 = (ProtobufCBinaryData) { len, der };
+    imp.n_template_ = n;
+    imp.template_ = tmpl;
+    Cs__Request *req = s_request (52);
+    req->jobs [0]->kind_case = CS__JOB__KIND_IMPORT_KEY;
+    req->jobs [0]->import_key = &imp;
+    uint64_t rv = s_call (s_alice, req, reply_p);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->hello = NULL;
+    th_request_free (req);
+    OPENSSL_free (der);
+    return rv;
+}
+
+/*  A CopyKeyJob of alice's ref with a template.  */
+static uint64_t
+s_copy_job (const char *ref, uint64_t object, Cs__Attribute **attrs, size_t n)
+{
+    Cs__CopyKeyJob copy = CS__COPY_KEY_JOB__INIT;
+    copy.ref = (char *) ref;
+    copy.object = object;
+    copy.attributes = attrs;
+    copy.n_attributes = n;
+    Cs__Request *req = s_request (53);
+    req->jobs [0]->kind_case = CS__JOB__KIND_COPY_KEY;
+    req->jobs [0]->copy_key = &copy;
+    uint64_t rv = s_call (s_alice, req, NULL);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->copy_key = NULL;
+    th_request_free (req);
+    return rv;
+}
+
+/*  A sign (or decrypt) job with alice's keystore ref and wire mechanism;
+ *  the rv.  */
+static uint64_t
+s_crypto_mech (const char *ref, bool sign, CK_MECHANISM_TYPE mech)
+{
+    uint8_t data [256] = { 0 };
+    th_digest_info ("allowed", data);
+    Cs__Request *req = s_request (54);
+    th_job_crypto (req->jobs [0], sign, (const uint8_t *) ref, strlen (ref), mech, data, sign ? 51 : 256);
+    uint64_t rv = s_call (s_alice, req, NULL);
+    th_request_free (req);
+    return rv;
+}
+
+/*  The flag `type` among a KeyInfo's private attributes, or -1.  */
+static int
+s_private_flag (const Cs__KeyInfo *info, CK_ATTRIBUTE_TYPE type)
+{
+    for (size_t i = 0; i < info->n_private_attributes; i++)
+        if (info->private_attributes [i]->type == type)
+            return info->private_attributes [i]->flag;
+    return -1;
+}
+
+/*  The broker applies the one table of attribute rules
+ *  (common/cs_attr_rules.h) to server-held keys whatever the module
+ *  checked: these jobs come straight from a client, no module between.  */
+START_TEST (test_attribute_rules_table)
+{
+    EVP_PKEY *pkey = EVP_RSA_gen (2048);
+    Cs__Reply *reply = NULL;
+    Cs__Attribute label = s_bytes (CKA_LABEL, "rules");
+    Cs__Attribute *tmpl [] = { &label };
+    ck_assert_uint_eq (s_import_with (pkey, tmpl, 1, &reply), CKR_OK);
+    char *ref = strdup (reply->results [0]->imported->key->ref);
+    ck_assert_int_eq (s_private_flag (reply->results [0]->imported->key, CKA_ALWAYS_SENSITIVE), 0);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  CKA_SENSITIVE is TRUE by default (the module shows TRUE): it cannot
+        go FALSE, by set or by copy.  */
+    Cs__Attribute insensitive = s_flag (CKA_SENSITIVE, false), extractable = s_flag (CKA_EXTRACTABLE, true);
+    Cs__Attribute trusted = s_flag (CKA_TRUSTED, true), always = s_flag (CKA_ALWAYS_SENSITIVE, true);
+    Cs__Attribute vendor = s_bytes (CKA_VENDOR_DEFINED | 7, "x"), sensitive = s_flag (CKA_SENSITIVE, true);
+    Cs__Attribute *a_insensitive [] = { &insensitive }, *a_extractable [] = { &extractable };
+    Cs__Attribute *a_trusted [] = { &trusted }, *a_always [] = { &always }, *a_vendor [] = { &vendor };
+    Cs__Attribute *a_sensitive [] = { &sensitive };
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a_insensitive, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_copy_job (ref, CKO_PRIVATE_KEY, a_insensitive, 1), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a_extractable, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_copy_job (ref, CKO_PRIVATE_KEY, a_extractable, 1), CKR_ATTRIBUTE_READ_ONLY);
+    /*  Computed flags, SO-only CKA_TRUSTED, types no key has.  */
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a_always, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PUBLIC_KEY, a_trusted, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PUBLIC_KEY, a_insensitive, 1),
+                       CKR_ATTRIBUTE_TYPE_INVALID);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a_vendor, 1),
+                       CKR_ATTRIBUTE_TYPE_INVALID);
+    ck_assert_uint_eq (s_import_with (pkey, a_always, 1, NULL), CKR_ATTRIBUTE_READ_ONLY);
+    /*  An imported key made sensitive later is not CKA_ALWAYS_SENSITIVE.  */
+    Cs__Attribute *a_plain [] = { &label, &insensitive, &extractable };
+    ck_assert_uint_eq (s_import_with (pkey, a_plain, 3, &reply), CKR_OK);
+    char *plain = strdup (reply->results [0]->imported->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, plain, CKO_PRIVATE_KEY, a_sensitive, 1),
+                       CKR_OK);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, plain, CKO_PRIVATE_KEY, a_insensitive, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    Cs__Request *list = s_request (55);
+    th_job_list_keys (list->jobs [0]);
+    ck_assert_uint_eq (s_call (s_alice, list, &reply), CKR_OK);
+    th_request_free (list);
+    bool seen = false;
+    for (size_t i = 0; i < reply->results [0]->keys->n_keys; i++)
+        if (streq (reply->results [0]->keys->keys [i]->ref, plain)) {
+            ck_assert_int_eq (s_private_flag (reply->results [0]->keys->keys [i], CKA_SENSITIVE), 1);
+            ck_assert_int_eq (s_private_flag (reply->results [0]->keys->keys [i], CKA_ALWAYS_SENSITIVE), 0);
+            seen = true;
+        }
+    ck_assert (seen);
+    cs__reply__free_unpacked (reply, NULL);
+    free (plain);
+    free (ref);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+/*  CKA_ALLOWED_MECHANISMS of a keystore key, enforced by the broker on the
+ *  job's wire mechanism and direction (a client without the module).  */
+START_TEST (test_allowed_mechanisms)
+{
+    EVP_PKEY *pkey = EVP_RSA_gen (2048);
+    static const uint8_t sha256_rsa [8] = { 0x40 };         /* CKM_SHA256_RSA_PKCS, little-endian */
+    static const uint8_t oaep [8] = { 0x09 };               /* CKM_RSA_PKCS_OAEP */
+    Cs__Attribute allowed = CS__ATTRIBUTE__INIT;
+    allowed.type = CKA_ALLOWED_MECHANISMS;
+    allowed.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    allowed.bytes = (ProtobufCBinaryData) { 8, (uint8_t *) sha256_rsa };
+    Cs__Attribute *tmpl [] = { &allowed };
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_import_with (pkey, tmpl, 1, &reply), CKR_OK);
+    char *ref = strdup (reply->results [0]->imported->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    /*  Signing with the DigestInfo (how the module sends CKM_SHA256_RSA_PKCS):
+        allowed and verified; decryption and PSS: not.  */
+    ck_assert_uint_eq (s_sign_rsa (s_alice, ref, NULL, 0, pkey), CKR_OK);
+    ck_assert_uint_eq (s_crypto_mech (ref, false, CKM_RSA_PKCS), CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (s_crypto_mech (ref, true, CKM_RSA_PKCS_PSS), CKR_MECHANISM_INVALID);
+    /*  Read-only after creation; a list that is not whole is refused.  */
+    allowed.bytes.data = (uint8_t *) oaep;
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, tmpl, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    allowed.bytes.len = 7;
+    ck_assert_uint_eq (s_import_with (pkey, tmpl, 1, NULL), CKR_ATTRIBUTE_VALUE_INVALID);
+    /*  Decryption only: signing is refused.  */
+    allowed.bytes.len = 8;
+    ck_assert_uint_eq (s_import_with (pkey, tmpl, 1, &reply), CKR_OK);
+    char *decrypting = strdup (reply->results [0]->imported->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_crypto_mech (decrypting, true, CKM_RSA_PKCS), CKR_MECHANISM_INVALID);
+    free (decrypting);
+    free (ref);
+    EVP_PKEY_free (pkey);
+}
+END_TEST
+
+/*  ECDH with alice's keystore ref and the peer's uncompressed point; the rv.  */
+static uint64_t
+s_derive (const char *ref, EVP_PKEY *peer)
+{
+    uint8_t point [65];
+    size_t point_len = 0;
+    ck_assert (EVP_PKEY_get_octet_string_param (peer, OSSL_PKEY_PARAM_PUB_KEY, point, sizeof point, &point_len));
+    Cs__DeriveJob derive = CS__DERIVE_JOB__INIT;
+    /*  Positional: p11-kit's header #defines the name of the point field.  */
+    derive = (Cs__DeriveJob) { derive.base, { strlen (ref), (uint8_t *) ref }, { 0, NULL }, { point_len, point } };
+    Cs__Request *req = s_request (56);
+    req->jobs [0]->kind_case = CS__JOB__KIND_DERIVE;
+    req->jobs [0]->derive = &derive;
+    uint64_t rv = s_call (s_alice, req, NULL);
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    req->jobs [0]->derive = NULL;
+    th_request_free (req);
+    return rv;
+}
+
+/*  CKA_ALLOWED_MECHANISMS of an EC keystore key with CKA_DERIVE: the
+ *  broker's derive jobs need CKM_ECDH1_DERIVE in a non-empty list.  */
+START_TEST (test_allowed_mechanisms_derive)
+{
+    EVP_PKEY *pkey = EVP_EC_gen ("P-256"), *peer = EVP_EC_gen ("P-256");
+    static const uint8_t ecdsa [8] = { 0x41, 0x10 }, ecdh [8] = { 0x50, 0x10 };   /* CKM_ECDSA, CKM_ECDH1_DERIVE */
+    Cs__Attribute derive = s_flag (CKA_DERIVE, true), allowed = CS__ATTRIBUTE__INIT;
+    allowed.type = CKA_ALLOWED_MECHANISMS;
+    allowed.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    allowed.bytes = (ProtobufCBinaryData) { 8, (uint8_t *) ecdsa };
+    Cs__Attribute *tmpl [] = { &derive, &allowed };
+    Cs__Reply *reply = NULL;
+    ck_assert_uint_eq (s_import_with (pkey, tmpl, 2, &reply), CKR_OK);
+    char *signing = strdup (reply->results [0]->imported->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_derive (signing, peer), CKR_MECHANISM_INVALID);
+    allowed.bytes.data = (uint8_t *) ecdh;
+    ck_assert_uint_eq (s_import_with (pkey, tmpl, 2, &reply), CKR_OK);
+    char *deriving = strdup (reply->results [0]->imported->key->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_derive (deriving, peer), CKR_OK);
+    ck_assert_uint_eq (s_crypto_mech (deriving, true, CKM_ECDSA), CKR_MECHANISM_INVALID);
+    free (signing);
+    free (deriving);
+    EVP_PKEY_free (pkey);
+    EVP_PKEY_free (peer);
 }
 END_TEST
 
@@ -930,6 +1148,9 @@ s_suite (void)
     tcase_add_test (tc, test_per_request_key);
     tcase_add_test (tc, test_import_attributes_and_isolation);
     tcase_add_test (tc, test_unwrap_policy);
+    tcase_add_test (tc, test_attribute_rules_table);
+    tcase_add_test (tc, test_allowed_mechanisms);
+    tcase_add_test (tc, test_allowed_mechanisms_derive);
     tcase_add_test (tc, test_list_version_unchanged);
     tcase_add_test (tc, test_pin_lock_and_init_pin);
     tcase_add_test (tc, test_list_without_login);

@@ -48,7 +48,7 @@ START_TEST (test_flags_consistent)
         const cs_mech_row_t *r = &rows [i];
         CK_FLAGS ops = r->flags & (CKF_SIGN | CKF_VERIFY | CKF_DECRYPT | CKF_ENCRYPT | CKF_DIGEST
                                    | CKF_DERIVE | CKF_GENERATE_KEY_PAIR | CKF_GENERATE);
-        bool secret = r->key_type == CKK_AES || r->key_type == CKK_GENERIC_SECRET;
+        bool secret = cs_mech_secret_key_type (r->key_type);
         ck_assert_msg (ops != 0, "%s: no operation", r->name);
         /*  Verify and encrypt are local, so they come with sign and decrypt.  */
         ck_assert_msg (!(r->flags & S_SIGN_FLAGS) == !((r->flags & S_SIGN_FLAGS) == S_SIGN_FLAGS),
@@ -74,8 +74,14 @@ START_TEST (test_flags_consistent)
         const cs_mech_row_t *w = cs_mech_row (r->wire);
         ck_assert_msg (w && w->wire == w->type && w->hash == 0, "%s: wire %s is not a raw row", r->name,
                        cs_mech_name (r->wire));
-        ck_assert_msg (w->key_type == r->key_type && w->param == r->param, "%s: differs from its wire row",
-                       r->name);
+        ck_assert_msg (w->key_type == r->key_type
+                       && (!secret || (w->input == r->input && w->output == r->output))
+                       && (w->param == r->param
+                           || (r->param == CS_MECH_PARAM_MAC_LEN && w->param == CS_MECH_PARAM_NONE
+                               && r->output == CS_MECH_OUT_MAC)),
+                       "%s: differs from its wire row", r->name);
+        ck_assert_msg ((r->param == CS_MECH_PARAM_MAC_LEN) == (r->wire != r->type && secret),
+                       "%s: only a _GENERAL MAC travels as another secret-key row", r->name);
         if (r->key_type == CS_MECH_KEY_NONE)
             ck_assert_msg (r->min_bits == 0 && r->max_bits == 0, "%s: sizes without a key", r->name);
         else
@@ -87,12 +93,20 @@ START_TEST (test_flags_consistent)
             ck_assert_msg (r->output == (secret ? CS_MECH_OUT_MAC : r->key_type == CKK_RSA ? CS_MECH_OUT_MODULUS
                                                 : CS_MECH_OUT_EC),
                            "%s: signature size rule", r->name);
-        /*  Secret-key rows: the AES ones take 16..32-byte keys, their output is
-            sized by cs_mech_sym_output_len.  */
-        if (secret && r->key_type == CKK_AES)
-            ck_assert_msg (r->min_bits == 16 && r->max_bits == 32 && r->output == CS_MECH_OUT_SYM
-                           && (r->input == CS_MECH_IN_BLOCK || r->input == CS_MECH_IN_SYM),
-                           "%s: AES rules", r->name);
+        /*  Secret-key rows: ciphers sized by cs_mech_sym_output_len, MACs by
+            cs_mech_mac_len; the key sizes are those C_CreateObject and
+            C_GenerateKey accept (cs_mech_secret_len_ok), in bytes.  */
+        if (secret) {
+            bool cipher = r->output == CS_MECH_OUT_SYM;
+            ck_assert_msg (cipher ? ops == S_CRYPT_FLAGS && cs_mech_block_bytes (r) > 0
+                                  && r->input != CS_MECH_IN_ANY && cs_mech_mac_len (r) == 0
+                                  : r->output == CS_MECH_OUT_MAC && ops == S_SIGN_FLAGS
+                                  && r->input == CS_MECH_IN_SYM && cs_mech_mac_len (r) > 0,
+                           "%s: secret-key cipher or MAC rules", r->name);
+            ck_assert_msg (cs_mech_secret_len_ok (r->key_type, r->min_bits)
+                           && cs_mech_secret_len_ok (r->key_type, r->max_bits), "%s: key sizes", r->name);
+            ck_assert_msg (!(r->flags & (CKF_WRAP | CKF_UNWRAP)), "%s: no C_WrapKey with secret-key mechanisms yet", r->name);
+        }
         ck_assert_msg ((r->param == CS_MECH_PARAM_PSS) == (r->wire == CKM_RSA_PKCS_PSS)
                        && (r->param == CS_MECH_PARAM_OAEP) == (r->wire == CKM_RSA_PKCS_OAEP),
                        "%s: parameter kind", r->name);
@@ -148,6 +162,89 @@ START_TEST (test_length_rules)
     ck_assert_uint_eq (cs_mech_sym_output_len (gcm, true, 10, 16), 26);
     ck_assert_uint_eq (cs_mech_sym_output_len (gcm, false, 26, 16), 10);
     ck_assert_uint_eq (cs_mech_sym_output_len (gcm, false, 10, 16), 0);
+}
+END_TEST
+
+/*  The rules of the secret-key rows added for issue #10 (CTR, CMAC, key
+    wrap, DES3, the HMAC family and the _GENERAL MACs).  */
+START_TEST (test_secret_rules)
+{
+    const cs_mech_row_t *kw = cs_mech_row (CKM_AES_KEY_WRAP), *kwp = cs_mech_row (CKM_AES_KEY_WRAP_PAD);
+    const cs_mech_row_t *ctr = cs_mech_row (CKM_AES_CTR), *des_cbc = cs_mech_row (CKM_DES3_CBC);
+    const cs_mech_row_t *des_pad = cs_mech_row (CKM_DES3_CBC_PAD), *des_gen = cs_mech_row (CKM_DES3_KEY_GEN);
+    ck_assert (kw && kwp && ctr && des_cbc && des_pad && des_gen);
+    /*  RFC 3394 §2.2.1: n >= 2 semiblocks of 8 bytes; the result one more.  */
+    ck_assert_uint_eq (cs_mech_input_check (kw, true, 16, 0, 0), CKR_OK);
+    ck_assert_uint_eq (cs_mech_input_check (kw, true, 8, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (kw, true, 20, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (kw, false, 16, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (kw, false, 24, 0, 0), CKR_OK);
+    ck_assert_uint_eq (cs_mech_sym_output_len (kw, true, 16, 0), 24);
+    ck_assert_uint_eq (cs_mech_sym_output_len (kw, false, 24, 0), 16);
+    /*  RFC 5649 §4.1: any non-empty input, padded to 8, plus the AIV block.  */
+    ck_assert_uint_eq (cs_mech_input_check (kwp, true, 1, 0, 0), CKR_OK);
+    ck_assert_uint_eq (cs_mech_input_check (kwp, true, 0, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (kwp, false, 15, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (kwp, false, 16, 0, 0), CKR_OK);
+    ck_assert_uint_eq (cs_mech_sym_output_len (kwp, true, 20, 0), 32);
+    ck_assert_uint_eq (cs_mech_sym_output_len (kwp, true, 7, 0), 16);
+    /*  CTR: any length, output as long.  */
+    ck_assert_uint_eq (cs_mech_input_check (ctr, true, 17, 0, 0), CKR_OK);
+    ck_assert_uint_eq (cs_mech_sym_output_len (ctr, true, 17, 0), 17);
+    /*  DES3: 8-byte blocks, 24-byte keys, generation reports 24..24.  */
+    ck_assert_uint_eq (cs_mech_block_bytes (des_cbc), 8);
+    ck_assert_uint_eq (cs_mech_input_check (des_cbc, true, 24, 0, 0), CKR_OK);
+    ck_assert_uint_eq (cs_mech_input_check (des_cbc, true, 20, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_input_check (des_pad, false, 20, 0, 0), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (cs_mech_sym_output_len (des_pad, true, 20, 0), 24);
+    ck_assert_uint_eq (cs_mech_sym_output_len (des_pad, true, 24, 0), 32);
+    ck_assert_uint_eq (des_gen->min_bits, 24);
+    ck_assert_uint_eq (des_gen->max_bits, 24);
+    ck_assert (cs_mech_secret_len_ok (CKK_DES3, 24) && !cs_mech_secret_len_ok (CKK_DES3, 16));
+    ck_assert (!cs_mech_secret_len_ok (CKK_AES, 20) && cs_mech_secret_len_ok (CKK_AES, 24));
+    /*  MAC lengths: the hash size, CMAC a block; _GENERAL as its wire.  */
+    ck_assert_uint_eq (cs_mech_mac_len (cs_mech_row (CKM_SHA_1_HMAC)), 20);
+    ck_assert_uint_eq (cs_mech_mac_len (cs_mech_row (CKM_SHA224_HMAC)), 28);
+    ck_assert_uint_eq (cs_mech_mac_len (cs_mech_row (CKM_SHA384_HMAC_GENERAL)), 48);
+    ck_assert_uint_eq (cs_mech_mac_len (cs_mech_row (CKM_SHA512_HMAC)), 64);
+    ck_assert_uint_eq (cs_mech_mac_len (cs_mech_row (CKM_AES_CMAC_GENERAL)), 16);
+    ck_assert_uint_eq (cs_mech_row (CKM_SHA256_HMAC_GENERAL)->wire, CKM_SHA256_HMAC);
+    ck_assert_uint_le (64, CS_MECH_SYM_OUT_EXTRA);
+    /*  Every generator's range is what its key type's rows take.  */
+    size_t n;
+    const cs_mech_row_t *rows = cs_mech_rows (&n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            if ((rows [i].flags & CKF_GENERATE) && (rows [j].flags & CKF_HW) && rows [j].key_type == rows [i].key_type)
+                ck_assert_msg (rows [j].min_bits == rows [i].min_bits && rows [j].max_bits == rows [i].max_bits,
+                               "%s and %s report other key sizes", rows [i].name, rows [j].name);
+}
+END_TEST
+
+/*  AES-CTR: the counter field of ulCounterBits must not carry out.  */
+START_TEST (test_ctr_fits)
+{
+    unsigned char cb [16];
+    memset (cb, 0, sizeof cb);
+    ck_assert (cs_mech_ctr_fits (cb, 1, 2));                    /* counters 0, 1 */
+    ck_assert (!cs_mech_ctr_fits (cb, 1, 3));
+    ck_assert (cs_mech_ctr_fits (cb, 12, 4096));
+    ck_assert (!cs_mech_ctr_fits (cb, 12, 4097));
+    cb [15] = 0xff;
+    ck_assert (cs_mech_ctr_fits (cb, 8, 1));
+    ck_assert (!cs_mech_ctr_fits (cb, 8, 2));                   /* 0xff + 1 leaves 8 bits */
+    ck_assert (cs_mech_ctr_fits (cb, 9, 2));
+    cb [14] = 0x01;                                             /* 0x1ff: the 9-bit field is full */
+    ck_assert (!cs_mech_ctr_fits (cb, 9, 2));
+    ck_assert (cs_mech_ctr_fits (cb, 10, 2));
+    memset (cb, 0xff, sizeof cb);
+    ck_assert (!cs_mech_ctr_fits (cb, 64, 2));
+    ck_assert (!cs_mech_ctr_fits (cb, 127, 2));
+    ck_assert (cs_mech_ctr_fits (cb, 128, 2));                  /* the whole block: wraps alike */
+    ck_assert (cs_mech_ctr_fits (cb, 64, 1));
+    ck_assert (cs_mech_ctr_fits (cb, 64, 0));
+    ck_assert (!cs_mech_ctr_fits (cb, 0, 1));
+    ck_assert (!cs_mech_ctr_fits (cb, 129, 1));
 }
 END_TEST
 
@@ -227,6 +324,8 @@ main (void)
     tcase_add_test (tc, test_rows_unique_and_named);
     tcase_add_test (tc, test_flags_consistent);
     tcase_add_test (tc, test_length_rules);
+    tcase_add_test (tc, test_secret_rules);
+    tcase_add_test (tc, test_ctr_fits);
     tcase_add_test (tc, test_rsa_gen_range);
     tcase_add_test (tc, test_man_page_lists_the_table);
     suite_add_tcase (suite, tc);

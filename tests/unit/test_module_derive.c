@@ -120,6 +120,9 @@ START_TEST (test_template)
     ck_assert_uint_eq (cs_derive_check_template (local, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_READ_ONLY);
     CK_ATTRIBUTE token [] = { { CKA_TOKEN, &yes, 1 } };
     ck_assert_uint_eq (cs_derive_check_template (token, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
+    /*  Only the SO makes a key CKA_TRUSTED (common/cs_attr_rules.h).  */
+    CK_ATTRIBUTE trusted [] = { { CKA_TRUSTED, &yes, 1 } };
+    ck_assert_uint_eq (cs_derive_check_template (trusted, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_READ_ONLY);
     CK_ATTRIBUTE modulus [] = { { CKA_MODULUS, value, sizeof value } };
     ck_assert_uint_eq (cs_derive_check_template (modulus, 1, CKD_NULL, 32, &key), CKR_TEMPLATE_INCONSISTENT);
     CK_ATTRIBUTE bad_bool [] = { { CKA_SENSITIVE, &len16, sizeof len16 } };

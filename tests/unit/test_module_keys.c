@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
+#include "cs_attr_rules.h"
 #include "keyder.h"
 #include "keymgmt.h"
 #include "object.h"
@@ -378,6 +379,88 @@ START_TEST (test_attribute_rules)
 }
 END_TEST
 
+/*  The rules of common/cs_attr_rules.h on a session key: the computed
+ *  flags stay right, a copy cannot undo a latch, CKA_WRAP_WITH_TRUSTED
+ *  latches, a sensitive value is CKR_ATTRIBUTE_SENSITIVE with the other
+ *  entries filled (PKCS#11 2.40 §5.7), CKA_ALLOWED_MECHANISMS is stored,
+ *  returned, read-only and checked (cs_object_mech_allowed).  */
+START_TEST (test_attribute_rules_table)
+{
+    uint8_t scalar [66], value [66], label [8];
+    size_t scalar_len = 0;
+    CK_BBOOL always = CK_TRUE, never = CK_TRUE;
+    CK_ATTRIBUTE flags [] = { { CKA_ALWAYS_SENSITIVE, &always, 1 }, { CKA_NEVER_EXTRACTABLE, &never, 1 } };
+    CK_OBJECT_HANDLE handle;
+    s_login ();
+    handle = s_session_ec_key (7, scalar, &scalar_len);
+    /*  SENSITIVE FALSE → TRUE, EXTRACTABLE TRUE → FALSE: the computed
+        flags stay FALSE (the key was not always sensitive).  */
+    ck_assert_uint_eq (s_set (handle, CKA_SENSITIVE, &s_true, 1), CKR_OK);
+    ck_assert_uint_eq (s_set (handle, CKA_EXTRACTABLE, &s_false, 1), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes (handle, flags, 2), CKR_OK);
+    ck_assert (!always && !never);
+    /*  A copy may not undo them either.  */
+    CK_ATTRIBUTE insensitive = { CKA_SENSITIVE, &s_false, 1 }, extractable = { CKA_EXTRACTABLE, &s_true, 1 };
+    CK_ATTRIBUTE always_true = { CKA_ALWAYS_SENSITIVE, &s_true, 1 };
+    ck_assert_uint_eq (cs_object_check_change (handle, &insensitive, 1, true), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_object_check_change (handle, &extractable, 1, true), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_object_check_change (handle, &always_true, 1, true), CKR_ATTRIBUTE_READ_ONLY);
+    /*  CKA_WRAP_WITH_TRUSTED latches to TRUE.  */
+    ck_assert_uint_eq (s_set (handle, CKA_WRAP_WITH_TRUSTED, &s_true, 1), CKR_OK);
+    ck_assert_uint_eq (s_set (handle, CKA_WRAP_WITH_TRUSTED, &s_false, 1), CKR_ATTRIBUTE_READ_ONLY);
+    /*  One sensitive entry: CKR_ATTRIBUTE_SENSITIVE, the others filled.  */
+    CK_ATTRIBUTE get [] = { { CKA_LABEL, label, sizeof label }, { CKA_VALUE, value, sizeof value },
+                            { CKA_SENSITIVE, &always, 1 } };
+    ck_assert_uint_eq (cs_object_get_attributes (handle, get, 3), CKR_ATTRIBUTE_SENSITIVE);
+    ck_assert_uint_eq (get [0].ulValueLen, 4);
+    ck_assert_mem_eq (label, "mine", 4);
+    ck_assert_uint_eq (get [1].ulValueLen, CK_UNAVAILABLE_INFORMATION);
+    ck_assert_uint_eq (get [2].ulValueLen, 1);
+    ck_assert (always);
+    /*  CKA_ALLOWED_MECHANISMS: empty by default (every mechanism) ...  */
+    CK_MECHANISM_TYPE mechs [2] = { 0, 0 };
+    CK_ATTRIBUTE allowed = { CKA_ALLOWED_MECHANISMS, mechs, sizeof mechs };
+    ck_assert_uint_eq (cs_object_get_attributes (handle, &allowed, 1), CKR_OK);
+    ck_assert_uint_eq (allowed.ulValueLen, 0);
+    ck_assert (cs_object_mech_allowed (handle, CKM_ECDSA_SHA256));
+    /*  ... read-only after creation, given at creation.  */
+    mechs [0] = CKM_ECDSA;
+    ck_assert_uint_eq (s_set (handle, CKA_ALLOWED_MECHANISMS, mechs, sizeof mechs [0]), CKR_ATTRIBUTE_READ_ONLY);
+    CK_OBJECT_CLASS klass = CKO_PRIVATE_KEY;
+    CK_KEY_TYPE type = CKK_EC;
+    CK_ATTRIBUTE tmpl [] = { { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &type, sizeof type },
+                             { CKA_ALLOWED_MECHANISMS, mechs, sizeof mechs [0] } };
+    cs_attrs_t attrs = { 0 };
+    cs_key_t *key = NULL;
+    bool token = true;
+    ck_assert_uint_eq (cs_keymgmt_create_check (tmpl, 3, &klass, &type, &token), CKR_OK);
+    tmpl [2].ulValueLen = 3;
+    ck_assert_uint_eq (cs_keymgmt_create_check (tmpl, 3, &klass, &type, &token), CKR_ATTRIBUTE_VALUE_INVALID);
+    tmpl [2].ulValueLen = sizeof mechs [0];
+    cs_object_info_t info;
+    ck_assert_uint_eq (cs_object_info (handle, &info), CKR_OK);
+    key = cs_key_ref (info.key);
+    cs_object_info_clear (&info);
+    ck_assert_int_eq (cs_keymgmt_session_attrs (CKO_PRIVATE_KEY, tmpl, 3, CK_UNAVAILABLE_INFORMATION, &attrs), 0);
+    CK_OBJECT_HANDLE limited = 0;
+    ck_assert_uint_eq (cs_object_add_session (7, CKO_PRIVATE_KEY, key, &attrs, &limited), CKR_OK);
+    cs_key_unref (&key);
+    mechs [0] = mechs [1] = 0;
+    allowed.ulValueLen = sizeof mechs;
+    ck_assert_uint_eq (cs_object_get_attributes (limited, &allowed, 1), CKR_OK);
+    ck_assert_uint_eq (allowed.ulValueLen, sizeof mechs [0]);
+    ck_assert_uint_eq (mechs [0], CKM_ECDSA);
+    ck_assert (cs_object_mech_allowed (limited, CKM_ECDSA));
+    ck_assert (!cs_object_mech_allowed (limited, CKM_ECDSA_SHA256));
+    ck_assert (!cs_object_mech_allowed (limited, CKM_ECDH1_DERIVE));
+    /*  Only the SO gives CKA_TRUSTED TRUE (here at creation of a public key).  */
+    CK_OBJECT_CLASS pub = CKO_PUBLIC_KEY;
+    CK_ATTRIBUTE trusted [] = { { CKA_CLASS, &pub, sizeof pub }, { CKA_KEY_TYPE, &type, sizeof type },
+                                { CKA_TRUSTED, &s_true, 1 } };
+    ck_assert_uint_eq (cs_keymgmt_create_check (trusted, 3, &klass, &type, &token), CKR_ATTRIBUTE_READ_ONLY);
+}
+END_TEST
+
 static uint8_t s_point [67] = { 0x04, 65, 0x04 };
 
 static Cs__KeyInfo *
@@ -462,6 +545,29 @@ START_TEST (test_token_attributes)
     ck_assert_uint_eq (mech, CKM_EC_KEY_PAIR_GEN);
     ck_assert (flag);
     ck_assert_uint_eq (cs_object_check_change (handle, (CK_ATTRIBUTE []) { { CKA_LABEL, "y", 1 } }, 1, false), CKR_OK);
+    /*  No stored CKA_SENSITIVE: TRUE by the table's default, so it cannot
+        go FALSE; CKA_ALLOWED_MECHANISMS from its wire form.  */
+    ck_assert_uint_eq (cs_object_check_change (handle, (CK_ATTRIBUTE []) { { CKA_SENSITIVE, &s_false, 1 } }, 1,
+                                               false), CKR_ATTRIBUTE_READ_ONLY);
+    CK_MECHANISM_TYPE mechs [2] = { 0, 0 };
+    CK_ATTRIBUTE allowed = { CKA_ALLOWED_MECHANISMS, mechs, sizeof mechs };
+    ck_assert_uint_eq (cs_object_get_attributes (handle, &allowed, 1), CKR_OK);
+    ck_assert_uint_eq (allowed.ulValueLen, 0);
+    ck_assert (cs_object_mech_allowed (handle, CKM_ECDSA_SHA256));
+    /*  The module's defaults of flags a token key does not store are the
+        table's, which the broker reads for its own checks.  */
+    size_t n_rules = 0;
+    const cs_attr_rule_t *rules = cs_attr_rules (&n_rules);
+    for (size_t i = 0; i < n_rules; i++) {
+        if (rules [i].dflt < 0 || !cs_attr_rule_has (CKO_PRIVATE_KEY, rules [i].type)
+        ||  rules [i].type == CKA_TOKEN || rules [i].type == CKA_LOCAL || rules [i].type == CKA_MODIFIABLE)
+            continue;                           /* a token object; stored above */
+        CK_BBOOL shown = 0xff;
+        CK_ATTRIBUTE one = { rules [i].type, &shown, 1 };
+        ck_assert_uint_eq (cs_object_get_attributes (handle, &one, 1), CKR_OK);
+        ck_assert_msg (shown == (CK_BBOOL) rules [i].dflt, "%s: module default %d, table default %d",
+                       rules [i].name, shown, rules [i].dflt);
+    }
     CK_OBJECT_CLASS pub = CKO_PUBLIC_KEY;
     CK_ATTRIBUTE by_id [] = { { CKA_CLASS, &pub, sizeof pub }, { CKA_ID, "\x02", 1 } };
     CK_OBJECT_HANDLE *handles = NULL;
@@ -471,9 +577,23 @@ START_TEST (test_token_attributes)
     free (handles);
     /*  A key change reply puts the key at once; the handle is the same.  */
     stored.label = "s2";
+    static const uint8_t ecdsa_wire [8] = { 0x41, 0x10 };      /* CKM_ECDSA, 8 bytes little-endian */
+    Cs__Attribute wire_mechs = CS__ATTRIBUTE__INIT;
+    wire_mechs.type = CKA_ALLOWED_MECHANISMS;
+    wire_mechs.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    wire_mechs.bytes = (ProtobufCBinaryData) { 8, (uint8_t *) ecdsa_wire };
+    Cs__Attribute *with_mechs [] = { &sensitive, &gen, &modifiable, &wire_mechs };
+    stored.private_attributes = with_mechs;
+    stored.n_private_attributes = 4;
     CK_OBJECT_HANDLE again = 0;
     ck_assert_uint_eq (cs_object_put (&stored, CKO_PRIVATE_KEY, &again), CKR_OK);
     ck_assert_uint_eq (again, handle);
+    allowed.ulValueLen = sizeof mechs;
+    ck_assert_uint_eq (cs_object_get_attributes (handle, &allowed, 1), CKR_OK);
+    ck_assert_uint_eq (allowed.ulValueLen, sizeof mechs [0]);
+    ck_assert_uint_eq (mechs [0], CKM_ECDSA);
+    ck_assert (cs_object_mech_allowed (handle, CKM_ECDSA));
+    ck_assert (!cs_object_mech_allowed (handle, CKM_ECDSA_SHA256));
     /*  An unchanged list keeps the cache; a destroyed key's handle goes stale.  */
     Cs__ListKeysResult same = CS__LIST_KEYS_RESULT__INIT;
     same.unchanged = true;
@@ -613,6 +733,7 @@ main (void)
     tcase_add_test (tc, test_keygen_standard_templates);
     tcase_add_test (tc, test_keygen_errors);
     tcase_add_test (tc, test_attribute_rules);
+    tcase_add_test (tc, test_attribute_rules_table);
     tcase_add_test (tc, test_token_attributes);
     tcase_add_test (tc, test_session_close_wipes);
     tcase_add_test (tc, test_find_1000);

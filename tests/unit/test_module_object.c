@@ -1,6 +1,6 @@
 /*  test_module_object.c — the object table on a fake key list: visibility,
  *  stable handles, C_GetAttributeValue semantics (PKCS#11 2.40 §5.7),
- *  template matching, the sign-input length rules, and what the broker's
+ *  template matching, token secret keys, the sign-input length rules, and what the broker's
  *  answers about a login ticket do to the login state.  */
 #include <check.h>
 #include <stdlib.h>
@@ -193,6 +193,63 @@ START_TEST (test_private_attributes)
 }
 END_TEST
 
+/*  A token secret key (issue #10): one CKO_SECRET_KEY object, visible with
+ *  a login only, CKA_VALUE_LEN from its bits, CKA_VALUE sensitive even when
+ *  the broker's flags say not sensitive and extractable (the module never
+ *  has the value), used by its ref.  */
+START_TEST (test_token_secret_key)
+{
+    Cs__KeyInfo aes = CS__KEY_INFO__INIT;
+    Cs__Attribute not_sensitive = CS__ATTRIBUTE__INIT, extractable = CS__ATTRIBUTE__INIT;
+    Cs__Attribute encrypt = CS__ATTRIBUTE__INIT;
+    Cs__Attribute *attrs [] = { &not_sensitive, &extractable, &encrypt };
+    Cs__KeyInfo *keys [] = { &s_rsa, &aes };
+    Cs__ListKeysResult list = CS__LIST_KEYS_RESULT__INIT;
+    CK_ATTRIBUTE_TYPE types [] = { CKA_SENSITIVE, CKA_EXTRACTABLE, CKA_ENCRYPT };
+    for (size_t i = 0; i < 3; i++) {
+        attrs [i]->type = types [i];
+        attrs [i]->value_case = CS__ATTRIBUTE__VALUE_FLAG;
+        attrs [i]->flag = i > 0;            /* not sensitive, extractable, encrypts */
+    }
+    aes.ref = "ks:00112233445566778899aabbccddeeff";
+    aes.id = (ProtobufCBinaryData) { 1, (uint8_t *) "\x07" };
+    aes.label = "aes";
+    aes.key_type = CKK_AES;
+    aes.bits = 256;
+    aes.has_private = true;
+    aes.private_attributes = attrs;
+    aes.n_private_attributes = 3;
+    list.keys = keys;
+    list.n_keys = 2;
+    ck_assert_uint_eq (cs_object_load (&list), CKR_OK);
+    CK_OBJECT_CLASS secret = CKO_SECRET_KEY;
+    CK_ATTRIBUTE by_class [] = { { CKA_CLASS, &secret, sizeof secret } };
+    ck_assert_uint_eq (s_find (by_class, 1, NULL), 0);          /* CKA_PRIVATE: not before a login */
+    ck_assert_uint_eq (cs_token_login_store (CKU_USER, (const uint8_t *) "\x01t", 2), CKR_OK);
+    CK_OBJECT_HANDLE handle = s_handle (CKO_SECRET_KEY, "\x07");
+    CK_OBJECT_CLASS pub = CKO_PUBLIC_KEY;
+    CK_ATTRIBUTE pub_aes [] = { { CKA_CLASS, &pub, sizeof pub }, { CKA_ID, "\x07", 1 } };
+    ck_assert_uint_eq (s_find (pub_aes, 2, NULL), 0);
+    CK_ULONG value_len = 0, type = 0;
+    CK_BBOOL token = CK_FALSE;
+    CK_BYTE value [64];
+    CK_ATTRIBUTE get [] = { { CKA_VALUE_LEN, &value_len, sizeof value_len }, { CKA_KEY_TYPE, &type, sizeof type },
+                            { CKA_TOKEN, &token, sizeof token }, { CKA_VALUE, value, sizeof value } };
+    ck_assert_uint_eq (cs_object_get_attributes (handle, get, 4), CKR_ATTRIBUTE_SENSITIVE);
+    ck_assert_uint_eq (value_len, 32);
+    ck_assert_uint_eq (type, CKK_AES);
+    ck_assert (token);
+    ck_assert_uint_eq (get [3].ulValueLen, CK_UNAVAILABLE_INFORMATION);
+    cs_key_t *key = NULL;
+    ck_assert_uint_eq (cs_object_use (handle, CKF_SIGN, &key), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (cs_object_use (handle, CKF_ENCRYPT, &key), CKR_OK);
+    ck_assert_ptr_null (key->secret);
+    ck_assert_uint_eq (key->secret_len, 32);
+    ck_assert_str_eq (key->ref, aes.ref);
+    cs_key_unref (&key);
+}
+END_TEST
+
 START_TEST (test_find_template)
 {
     CK_KEY_TYPE ec = CKK_EC;
@@ -258,6 +315,7 @@ main (void)
     tcase_add_test (tc, test_get_attributes);
     tcase_add_test (tc, test_private_attributes);
     tcase_add_test (tc, test_find_template);
+    tcase_add_test (tc, test_token_secret_key);
     tcase_add_test (tc, test_sign_input_lengths);
     suite_add_tcase (suite, tc);
     runner = srunner_create (suite);

@@ -250,6 +250,72 @@ s_modexp_check (Cs__ModexpJob **mjobs, size_t n)
     return decoded ? CKR_OK : rv;
 }
 
+/*  The request-level rv of a one-job request (CKR_OK when it decodes).  */
+static unsigned long
+s_job_check (Cs__Job *job)
+{
+    Cs__Job *jobs [1] = { job };
+    Cs__Request req = CS__REQUEST__INIT;
+    req.version_min = req.version_max = CS_PROTOCOL_VERSION;
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    size_t size = 0;
+    uint8_t *buf = cs_wire_encode (&req.base, &size);
+    unsigned long rv = CKR_OK;
+    Cs__Request *decoded = cs_wire_request_check (buf, size, NULL, &rv);
+    if (decoded)
+        cs__request__free_unpacked (decoded, NULL);
+    free (buf);
+    return decoded ? CKR_OK : rv;
+}
+
+/*  Token secret keys (issue #10): a SymJob carries exactly one of a key
+ *  value and a key ref; an import exactly one key; sizes.  */
+START_TEST (test_secret_key_job_rules)
+{
+    static uint8_t bytes [CS_WIRE_MAX_SYM_KEY + 1], data [16];
+    Cs__SymJob sym = CS__SYM_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    sym.mechanism = CKM_AES_ECB;
+    sym.operation = 1;
+    sym.data = (ProtobufCBinaryData) { sizeof data, data };
+    job.kind_case = CS__JOB__KIND_SYM;
+    job.sym = &sym;
+    ck_assert_uint_eq (s_job_check (&job), CKR_DEVICE_ERROR);             /* neither */
+    sym.key_id = (ProtobufCBinaryData) { 35, (uint8_t *) "ks:00112233445566778899aabbccddeeff" };
+    ck_assert_uint_eq (s_job_check (&job), CKR_OK);
+    sym.key_value = (ProtobufCBinaryData) { 16, bytes };
+    ck_assert_uint_eq (s_job_check (&job), CKR_DEVICE_ERROR);             /* both */
+    sym.key_id = (ProtobufCBinaryData) { 0, NULL };
+    ck_assert_uint_eq (s_job_check (&job), CKR_OK);
+    sym.key_value.len = CS_WIRE_MAX_SYM_KEY + 1;
+    ck_assert_uint_eq (s_job_check (&job), CKR_KEY_SIZE_RANGE);
+    sym.key_value = (ProtobufCBinaryData) { 0, NULL };
+    sym.key_id = (ProtobufCBinaryData) { CS_WIRE_MAX_REF + 1, bytes };
+    ck_assert_uint_eq (s_job_check (&job), CKR_KEY_HANDLE_INVALID);
+
+    Cs__ImportKeyJob import = CS__IMPORT_KEY_JOB__INIT;
+    job.kind_case = CS__JOB__KIND_IMPORT_KEY;
+    job.import_key = &import;
+    import.secret_value = (ProtobufCBinaryData) { 32, bytes };
+    ck_assert_uint_eq (s_job_check (&job), CKR_OK);
+    import.public_spki = (ProtobufCBinaryData) { 32, bytes };
+    ck_assert_uint_eq (s_job_check (&job), CKR_DEVICE_ERROR);             /* two keys */
+    import.public_spki = (ProtobufCBinaryData) { 0, NULL };
+    import.secret_value.len = CS_WIRE_MAX_SYM_KEY + 1;
+    ck_assert_uint_eq (s_job_check (&job), CKR_ATTRIBUTE_VALUE_INVALID);
+
+    Cs__GenerateKeyJob gen = CS__GENERATE_KEY_JOB__INIT;
+    job.kind_case = CS__JOB__KIND_GENERATE_KEY;
+    job.generate_key = &gen;
+    gen.mechanism = CKM_AES_KEY_GEN;
+    gen.value_len = 32;
+    ck_assert_uint_eq (s_job_check (&job), CKR_OK);
+    gen.value_len = CS_WIRE_MAX_SYM_KEY + 1;
+    ck_assert_uint_eq (s_job_check (&job), CKR_KEY_SIZE_RANGE);
+}
+END_TEST
+
 /*  ModexpJob (issue #12): one form; a job without operands only after one
  *  with; sizes.  */
 START_TEST (test_modexp_job_rules)
@@ -378,6 +444,7 @@ main (void)
     tcase_add_test (tc, test_reply_round_trip);
     tcase_add_test (tc, test_request_limit_rvs);
     tcase_add_test (tc, test_modexp_job_rules);
+    tcase_add_test (tc, test_secret_key_job_rules);
     tcase_add_test (tc, test_reply_wipe);
     tcase_add_test (tc, test_frame_free_wipes);
     tcase_add_test (tc, test_version_choose);
