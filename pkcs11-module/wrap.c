@@ -10,7 +10,8 @@
  *  needed.  C_UnwrapKey is one DecryptJob on the broker with the RSA private
  *  key (server-held, keystore or per-request), exactly as C_Decrypt with
  *  OAEP; the plaintext goes to locked memory (cs_secmem.h) and becomes a
- *  session secret key object (secret.c), never leaving the module.
+ *  session secret key object (secret.c), or with CKA_TOKEN TRUE is imported
+ *  once into a token secret key sealed by the broker (secret_token.h).
  *
  *  The rules, checked in this order (each with the code 2.40 §5.18 names):
  *    wrapping: the wrapping key is a visible RSA public key object
@@ -184,9 +185,7 @@ C_WrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE wra
  *  (CKR_TEMPLATE_INCOMPLETE), a secret-key class (CKR_TEMPLATE_INCONSISTENT),
  *  no value and not CKA_SENSITIVE FALSE (CKR_TEMPLATE_INCONSISTENT), none
  *  of the attributes only the token sets nor CKA_TRUSTED TRUE
- *  (CKR_ATTRIBUTE_READ_ONLY), a session object
- *  (CKR_ATTRIBUTE_VALUE_INVALID: token secret keys are not in this module
- *  yet, as for C_CreateObject and C_GenerateKey).  */
+ *  (CKR_ATTRIBUTE_READ_ONLY).  */
 static CK_RV
 s_template_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE *type_p)
 {
@@ -205,8 +204,6 @@ s_template_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE *type_p)
         return CKR_TEMPLATE_INCONSISTENT;
     if (*type_p != CKK_AES && *type_p != CKK_GENERIC_SECRET)
         return CKR_TEMPLATE_INCONSISTENT;
-    if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
-        return CKR_ATTRIBUTE_VALUE_INVALID;
     return CKR_OK;
 }
 
@@ -297,10 +294,13 @@ s_value_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE type, size_
     return CKR_OK;
 }
 
-/*  PKCS#11 2.40 §5.18 C_UnwrapKey: a session secret key object (secret.c)
- *  with the template's attributes, CKA_LOCAL, CKA_ALWAYS_SENSITIVE and
- *  CKA_NEVER_EXTRACTABLE FALSE (§4.10 table 37 footnotes), CKA_SENSITIVE
- *  TRUE, CKA_EXTRACTABLE TRUE unless the template says FALSE.
+/*  PKCS#11 2.40 §5.18 C_UnwrapKey: a secret key object made as
+ *  C_CreateObject makes one (secret.c: a session object, or with CKA_TOKEN
+ *  TRUE a token key the broker seals, secret_token.h) with the template's
+ *  attributes, CKA_LOCAL, CKA_ALWAYS_SENSITIVE and CKA_NEVER_EXTRACTABLE
+ *  FALSE (§4.10 table 37 footnotes), CKA_SENSITIVE TRUE, CKA_EXTRACTABLE as
+ *  the template says (default: TRUE for a session key, FALSE for a token
+ *  key).
  *  A wrapped key of other than k bytes: CKR_WRAPPED_KEY_LEN_RANGE.  Also
  *  CKR_ARGUMENTS_BAD, CKR_SESSION_HANDLE_INVALID, the rules of the file head,
  *  the template's (s_template_check, s_value_check), the mechanism's

@@ -9,7 +9,8 @@
  *      unwrapped with the wrap.pem private key (a keystore key with
  *      CKA_UNWRAP TRUE, CKA_DECRYPT FALSE: the DecryptJob runs on the
  *      broker), and the new key encrypts DIR/plain.bin to DIR/k2-ecb.bin
- *      and DIR/k2-cbc.bin for the shell's `openssl enc`;
+ *      and DIR/k2-cbc.bin for the shell's `openssl enc`; unwrapped again as
+ *      a token key (sealed by the broker) to DIR/k2-ecb-token.bin;
  *    - every refusal of the wrapping rules gives its exact CKR_ code, and
  *      the Tookan attacks (wrap/decrypt, wrap/unwrap, attribute changes)
  *      fail with the attribute that stops each named.
@@ -450,9 +451,18 @@ main (int argc, char **argv)
             "C_UnwrapKey with CKM_RSA_PKCS");
     EXPECT (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, &len32, 1, &key), CKR_TEMPLATE_INCONSISTENT,
             "C_UnwrapKey of 16 bytes with CKA_VALUE_LEN 32");
-    CK_ATTRIBUTE token = { CKA_TOKEN, &yes, 1 };
-    EXPECT (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, &token, 1, &key), CKR_ATTRIBUTE_VALUE_INVALID,
-            "C_UnwrapKey as a token object (no token secret keys yet)");
+    /*  Into a token secret key (sealed by the broker): it encrypts as the
+        session one did; the shell compares with openssl enc.  */
+    CK_ATTRIBUTE token [] = { { CKA_TOKEN, &yes, 1 }, { CKA_ID, "cs-wrap-token", 13 } };
+    CHECK (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, token, 2, &key), "C_UnwrapKey (token key)");
+    if (!s_flag (key, CKA_TOKEN) || !s_flag (key, CKA_SENSITIVE) || s_flag (key, CKA_LOCAL)
+    ||  s_flag (key, CKA_ALWAYS_SENSITIVE) || s_flag (key, CKA_NEVER_EXTRACTABLE))
+        s_fail ("the unwrapped token key's CKA_TOKEN, CKA_SENSITIVE, CKA_LOCAL, CKA_ALWAYS_SENSITIVE or "
+                "CKA_NEVER_EXTRACTABLE");
+    s_encrypt (key, &ecb, in, in_len, "k2-ecb-token.bin");
+    EXPECT (s_wrap_any (trusted, key), CKR_KEY_NOT_WRAPPABLE, "wrapping a token secret key (its value is the broker's)");
+    CHECK (p11->C_DestroyObject (s, key), "C_DestroyObject (unwrapped token key)");
+    printf ("C_UnwrapKey: the same ciphertext became a token AES-128 key that encrypts\n");
     CK_OBJECT_CLASS pub_class = CKO_PUBLIC_KEY;
     CK_ATTRIBUTE bad_class = { CKA_CLASS, &pub_class, sizeof pub_class };
     EXPECT (s_unwrap (&s_oaep, unwrapper, wrapped, wrapped_len, &bad_class, 1, &key), CKR_TEMPLATE_INCONSISTENT,

@@ -6,10 +6,11 @@
 # unwraps (a DecryptJob with a keystore key) into a key whose AES-ECB and
 # AES-CBC ciphertexts equal `openssl enc`'s; every refusal of the wrapping
 # rules has its exact CKR_ code, and the Tookan attacks (wrap/decrypt,
-# wrap/unwrap, attribute changes) fail.  Not with pkcs11-tool: OpenSC 0.23's
-# --wrap wraps token secret keys and --unwrap makes token objects (no token
-# secret keys on this branch), and its --unwrap passes no
-# CK_RSA_PKCS_OAEP_PARAMS (CKR_MECHANISM_PARAM_INVALID here).
+# wrap/unwrap, attribute changes) fail; an unwrapped token key (sealed by
+# the broker) encrypts as the session one.  Not with pkcs11-tool: OpenSC
+# 0.23's --wrap wraps token secret keys (whose value only the broker holds)
+# and its --unwrap passes no CK_RSA_PKCS_OAEP_PARAMS
+# (CKR_MECHANISM_PARAM_INVALID here).
 . "$(dirname "$0")/lib.sh"
 
 CLIENT=$top_builddir/tests/integration/cs-wrap
@@ -55,6 +56,7 @@ openssl enc -aes-128-ecb -nopad -K "$K" -in "$T/plain.bin" -out "$T/ecb.openssl"
 openssl enc -aes-128-cbc -nopad -K "$K" -iv "$IV" -in "$T/plain.bin" -out "$T/cbc.openssl"
 cmp -s "$T/ecb.openssl" "$T/k2-ecb.bin" || cs_fail "the unwrapped key's AES-128-ECB differs from openssl enc's"
 cmp -s "$T/cbc.openssl" "$T/k2-cbc.bin" || cs_fail "the unwrapped key's AES-128-CBC differs from openssl enc's"
+cmp -s "$T/ecb.openssl" "$T/k2-ecb-token.bin" || cs_fail "the unwrapped token key's AES-128-ECB differs from openssl enc's"
 cs_log "openssl enc -aes-128-ecb and -aes-128-cbc agree with the unwrapped key"
 
 # The key values travelled inside jobs only.
