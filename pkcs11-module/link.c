@@ -68,7 +68,9 @@ struct _cs_link_t {
     bool stopping;
     bool refused;               /* every broker refused our CURVE handshake */
     uint64_t next_id;           /* atomic */
-    int64_t hold_until_ms;      /* I/O thread: batchable waiters are held until then; 0: none */
+    int64_t hold_until_ms;      /* batchable waiters are held until then; 0: none */
+    bool io_busy;               /* the I/O thread is not in (or entering) its poll: it
+                                   looks at the queue before it polls again */
 };
 
 static void
@@ -545,6 +547,7 @@ s_io_thread (void *arg)
         bool stopping, want_out;
         uint64_t count;
         pthread_mutex_lock (&self->mutex);
+        self->io_busy = false;                  /* from here on, new waiters wake us */
         stopping = self->stopping;
         want_out = s_has_queued (self) && !self->hold_until_ms;
         for (size_t i = 0; i < n; i++) {
@@ -569,6 +572,9 @@ s_io_thread (void *arg)
             cs_log_error ("link: poll failed: %s", zmq_strerror (errno));
             break;
         }
+        pthread_mutex_lock (&self->mutex);
+        self->io_busy = true;                   /* s_send_queued sees what comes now */
+        pthread_mutex_unlock (&self->mutex);
         if (items [2 * n].revents & ZMQ_POLLIN)
             (void) !read (self->wake_fd, &count, sizeof count);
         for (size_t i = 0; i < n; i++)          /* replies before a disconnect first */
@@ -725,6 +731,23 @@ s_append_waiter (cs_link_t *self, cs_waiter_t *waiter)
     *p = waiter;
 }
 
+/*  True when a new waiter need not wake the I/O thread (under the mutex):
+ *  it is busy and looks at the queue before it polls again, or the waiter
+ *  is batchable and joins others held for company (s_hold) that leave at
+ *  the hold's end or with the next reply, unless it completes a batch.  */
+static bool
+s_wake_needless (cs_link_t *self, const cs_waiter_t *waiter)
+{
+    if (self->io_busy)
+        return true;
+    if (!self->hold_until_ms || !waiter->batchable)
+        return false;
+    size_t queued = 0;
+    for (const cs_waiter_t *other = self->waiters; other; other = other->next)
+        queued += other->assoc < 0 && !other->done && other->batchable && !other->alone;
+    return queued < CS_COALESCE_MAX_JOBS;
+}
+
 /*  Queues the waiter and blocks until it is done or its deadline passes.
  *  Called with the mutex held.  */
 static void
@@ -735,7 +758,8 @@ s_wait (cs_link_t *self, cs_waiter_t *waiter, int64_t timeout_ms)
     waiter->queued_ms = cs_assoc_now_ms ();
     s_append_waiter (self, waiter);
     self->callers++;
-    s_wake (self);
+    if (!s_wake_needless (self, waiter))
+        s_wake (self);
     while (!waiter->done)
         if (pthread_cond_timedwait (&waiter->cond, &self->mutex, &deadline) == ETIMEDOUT
         &&  !waiter->done) {
