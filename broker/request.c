@@ -55,17 +55,29 @@ s_send_reply (frontend_t *self, zframe_t *identity, Cs__Reply *reply)
     return 0;
 }
 
-/*  Sends a request-level error: no results, rv and a reason (no secrets).  */
-void
-fe_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, CK_RV rv,
+/*  A request-level error of protocol `version`: no results.  */
+static void
+s_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, uint32_t version, CK_RV rv,
               const char *error)
 {
     Cs__Reply reply = CS__REPLY__INIT;
-    reply.version = CS_PROTOCOL_VERSION;
+    reply.version = version;
     reply.request_id = request_id;
     reply.rv = rv;
     reply.error = (char *) error;
     s_send_reply (self, identity, &reply);
+}
+
+/*  Sends a request-level error: no results, rv and a reason (no secrets).
+ *  Its version is CS_PROTOCOL_VERSION_MIN, which every client this broker
+ *  speaks with reads, so that a client of an older protocol still gets
+ *  the limit's CK_RV rather than a version mismatch (docs/CONTRACTS.md
+ *  "Wire"); a mismatch itself answers with the broker's highest.  */
+void
+fe_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, CK_RV rv,
+              const char *error)
+{
+    s_send_error (self, identity, request_id, CS_PROTOCOL_VERSION_MIN, rv, error);
 }
 
 /*  Wipes the secrets a request carries (per-request keys, imported keys,
@@ -345,7 +357,7 @@ s_request_decode (frontend_t *self, zframe_t *body, fe_request_t *request)
                   CS_PROTOCOL_VERSION_MIN, CS_PROTOCOL_VERSION);
         if (fe_log_due (self, request, "protocol version"))
             zsys_warning ("client %s: %s", request->client_name, error);
-        fe_send_error (self, request->identity, req->request_id, CKR_DEVICE_ERROR, error);
+        s_send_error (self, request->identity, req->request_id, CS_PROTOCOL_VERSION, CKR_DEVICE_ERROR, error);
         return -1;
     }
     if (request->version < CS_PROTOCOL_PER_JOB)

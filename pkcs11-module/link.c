@@ -512,7 +512,8 @@ s_receive_all (cs_link_t *self, cs_assoc_t *assoc)
         if (!reply)
             cs_log_warning ("link: dropping a bad reply from %s: %s", assoc->endpoint, why);
         else {
-            assoc->peer_version = reply->version;       /* the I/O thread's alone */
+            if (reply->rv == CKR_OK)                    /* errors say the lowest version */
+                assoc->peer_version = reply->version;   /* the I/O thread's alone */
             s_deliver (self, reply);
         }
     }

@@ -92,7 +92,8 @@ typedef struct {
     bool ticket_sent;               /* the request carries a ticket (any bytes) */
     size_t n_jobs;
     uint8_t *jobs;                  /* Cs__Job__KindCase of each job (owned) */
-    uint32_t version;               /* results: the protocol version the broker chooses */
+    uint32_t version;               /* Reply.version owed: the one the broker chooses; request-level
+                                       errors the lowest, a version mismatch the highest */
     bool per_job;                   /* results: one reply per job (Request.per_job_replies) */
     uint8_t *answered;              /* per_job: the jobs answered so far (owned) */
     size_t n_answered;
@@ -423,12 +424,15 @@ static bool
 s_predict (const s_fuzz_t *self, const uint8_t *data, size_t size, s_expect_t *expect)
 {
     Cs__Request *req = cs_wire_request_decode (data, size, NULL);
+    expect->version = CS_PROTOCOL_VERSION_MIN;      /* request-level errors (fe_send_error) */
     if (!req) {
         /*  An error reply with the id protobuf finds in the frame (0 when
             none), as for several frames (frontend.c s_peek_request_id).  */
         expect->id = s_peek_id (data, size);
         return true;
     }
+    if (!cs_wire_version_choose (req->version_min, req->version_max))
+        expect->version = CS_PROTOCOL_VERSION;      /* a mismatch: the broker's highest */
     bool send = true;
     for (size_t i = 0; i < req->n_jobs; i++)
         send = send && !s_checks_pin (req->jobs [i]);
@@ -559,7 +563,7 @@ s_reply_problem (const Cs__Reply *reply, const s_expect_t *expect, bool *violati
 {
     static char why [200];
     *violation = false;
-    if (reply->version != (expect->results ? expect->version : CS_PROTOCOL_VERSION))
+    if (reply->version != expect->version)
         return "wrong protocol version";
     if (!expect->results)
         return reply->rv != CKR_OK && reply->n_results == 0
@@ -777,7 +781,8 @@ s_fuzz_one (s_fuzz_t *self, s_kind_t kind, s_path_t path, long seq)
         sizes [0] = s_mutate (kind == S_MULTIPART ? (s_random () % 2 ? S_INTACT : S_FLIPPED) : kind,
                               valid, valid_size, buf);
         free (valid);
-        expect = (s_expect_t) { .path = path, .kind = kind, .seq = seq };
+        expect = (s_expect_t) { .path = path, .kind = kind, .seq = seq,
+                                .version = CS_PROTOCOL_VERSION_MIN };     /* multipart: an error */
         if (kind == S_MULTIPART)
             expect.id = s_peek_id (buf, sizes [0]);
         if (kind == S_MULTIPART || s_predict (self, buf, sizes [0], &expect))
