@@ -78,6 +78,7 @@ s_item_finish (frontend_t *self, work_item_t *item)
             result->data.data = item->out;
             result->data.len = item->out_len;
         }
+        fe_request_job_done (self, request, item->index);   /* per_job_replies: its reply now */
     }
     fe_request_release (self, request, true);
 }

@@ -62,6 +62,7 @@ typedef struct {
     char ref [36];                  /* a resident key's ref while it is generated */
     unsigned char ticket [TICKET_LEN];
     objjobs_out_t objects;          /* owned: what an object job made (objjobs.h) */
+    bool answered;                  /* Request.per_job_replies: its own reply has left */
 } fe_slot_t;
 
 /*  One request in flight: answered once, when pending drops to 0.  */
@@ -169,6 +170,7 @@ void fe_request_destroy (fe_request_t **self_p);
 bool fe_log_due (frontend_t *self, fe_request_t *request, const char *limit);
 void fe_key_limit_log (frontend_t *self, fe_request_t *request, CK_RV rv, const char *why);
 void fe_request_release (frontend_t *self, fe_request_t *request, bool counted);
+void fe_request_job_done (frontend_t *self, fe_request_t *request, size_t index);
 void fe_request_run (frontend_t *self, fe_request_t *request, bool counted);
 void fe_request_start (frontend_t *self, fe_request_t *request, bool counted);
 void fe_request_handle (frontend_t *self, zframe_t **identity_p, zframe_t *body, bool extra_frames);

@@ -69,6 +69,7 @@ struct _metrics_t {
     _Atomic uint64_t pool [METRICS_POOL_EVENTS];    /* metrics_pool_t */
     _Atomic uint64_t reruns;
     _Atomic uint64_t fast_lane;     /* items run on the reactor (fast_lane.c) */
+    _Atomic uint64_t requests, request_jobs;    /* decoded requests, the jobs in them */
     _Atomic uint64_t cross_checks [METRICS_CROSS_RESULTS];  /* by metrics_cross_t */
 };
 
@@ -479,6 +480,15 @@ metrics_fast_lane (metrics_t *self)
 }
 
 void
+metrics_request (metrics_t *self, size_t n_jobs)
+{
+    if (!self)
+        return;
+    atomic_fetch_add_explicit (&self->requests, 1, S_R);
+    atomic_fetch_add_explicit (&self->request_jobs, n_jobs, S_R);
+}
+
+void
 metrics_cross_check (metrics_t *self, metrics_cross_t result)
 {
     if (self && result < METRICS_CROSS_RESULTS)
@@ -552,6 +562,14 @@ metrics_render_at (metrics_t *self, uint64_t cpu_us, size_t *len_p)
                   "cryptoserver_queue_depth{queue=\"background\"} %" PRIu64 "\n",
              atomic_load_explicit (&self->queue [0], S_R), atomic_load_explicit (&self->queue [1], S_R));
     s_render_health (self, out);
+    s_family (out, "cryptoserver_requests_total", "counter",
+              "Client requests decoded (a request carries one job or a batch of them).");
+    fprintf (out, "cryptoserver_requests_total %" PRIu64 "\n", atomic_load_explicit (&self->requests, S_R));
+    s_family (out, "cryptoserver_request_jobs_total", "counter",
+              "Jobs in the client requests decoded; divided by cryptoserver_requests_total, the mean "
+              "jobs per request.");
+    fprintf (out, "cryptoserver_request_jobs_total %" PRIu64 "\n",
+             atomic_load_explicit (&self->request_jobs, S_R));
     int rc = s_render_clients (self, out);
     s_family (out, "cryptoserver_key_cache_hits_total", "counter",
               "Lookups of keystore keys found in the broker's key cache.");

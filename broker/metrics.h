@@ -149,6 +149,11 @@ void metrics_rerun (metrics_t *self);
  *  (cryptoserver_fast_lane_jobs_total; broker/fast_lane.c).  Reactor.  */
 void metrics_fast_lane (metrics_t *self);
 
+/*  Counts one decoded request of n_jobs jobs (cryptoserver_requests_total,
+ *  cryptoserver_request_jobs_total: their ratio is the mean batch, e.g.
+ *  the module's coalescing).  Reactor; NULL-safe.  */
+void metrics_request (metrics_t *self, size_t n_jobs);
+
 /*  The result of a cross-check (cross_check.h), the "result" label of
  *  cryptoserver_cross_checks_total.  */
 typedef enum {

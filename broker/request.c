@@ -1,8 +1,9 @@
 /*  request.c — one request's life in the frontend: decode and checks
  *  (cs_wire_request_check, protocol version), per-job storage and deadline,
  *  the dispatch of each job to its room, the pending count and the one
- *  reply (in job order) when the last job is back, and its encoding and
- *  send.  It never blocks.
+ *  reply (in job order) when the last job is back — or, when the request
+ *  asks for per_job_replies, one reply per job as it finishes — and their
+ *  encoding and send.  It never blocks.
  *
  *  Owns: fe_request_t and fe_slot_t (frontend_int.h), the reply frame
  *  (zero-copy, wiped: cs_wire_frame_free), the rate limit of log lines
@@ -54,17 +55,29 @@ s_send_reply (frontend_t *self, zframe_t *identity, Cs__Reply *reply)
     return 0;
 }
 
-/*  Sends a request-level error: no results, rv and a reason (no secrets).  */
-void
-fe_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, CK_RV rv,
+/*  A request-level error of protocol `version`: no results.  */
+static void
+s_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, uint32_t version, CK_RV rv,
               const char *error)
 {
     Cs__Reply reply = CS__REPLY__INIT;
-    reply.version = CS_PROTOCOL_VERSION;
+    reply.version = version;
     reply.request_id = request_id;
     reply.rv = rv;
     reply.error = (char *) error;
     s_send_reply (self, identity, &reply);
+}
+
+/*  Sends a request-level error: no results, rv and a reason (no secrets).
+ *  Its version is CS_PROTOCOL_VERSION_MIN, which every client this broker
+ *  speaks with reads, so that a client of an older protocol still gets
+ *  the limit's CK_RV rather than a version mismatch (docs/CONTRACTS.md
+ *  "Wire"); a mismatch itself answers with the broker's highest.  */
+void
+fe_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, CK_RV rv,
+              const char *error)
+{
+    s_send_error (self, identity, request_id, CS_PROTOCOL_VERSION_MIN, rv, error);
 }
 
 /*  Wipes the secrets a request carries (per-request keys, imported keys,
@@ -173,24 +186,81 @@ fe_key_limit_log (frontend_t *self, fe_request_t *request, CK_RV rv, const char 
                       request->tenant, why, cs_rv_name (rv));
 }
 
-/*  Answers the request with all its results, in job order, and frees it.  */
+/*  Logs (rate-limited) a reply over frontend_max_reply, answered instead
+ *  with CKR_DEVICE_MEMORY.  */
 static void
-s_request_answer (frontend_t *self, fe_request_t **request_p)
+s_log_over_max (frontend_t *self, fe_request_t *request, uint64_t request_id)
 {
-    fe_request_t *request = *request_p;
+    if (fe_log_due (self, request, "max-reply"))
+        zsys_warning ("client %s (tenant %s): reply to request %" PRIu64 " over %zu bytes: "
+                      "answered with CKR_DEVICE_MEMORY", request->client_name, request->tenant,
+                      request_id, frontend_max_reply);
+}
+
+/*  A reply of the request (all results, or one with job_number) with its
+ *  version, id and renewed ticket.  */
+static Cs__Reply
+s_reply_of (fe_request_t *request)
+{
     Cs__Reply reply = CS__REPLY__INIT;
     reply.version = request->version;
     reply.request_id = request->req->request_id;
     reply.rv = CKR_OK;
-    reply.n_results = request->req->n_jobs;
-    reply.results = request->results;
     if (request->renewed)
         reply.ticket = (ProtobufCBinaryData) { TICKET_LEN, request->renewed_ticket };
+    return reply;
+}
+
+/*  Request.per_job_replies: sends the one reply of job `index` (its result
+ *  is final) unless it left already; the paper's ARRAY RPC answers each
+ *  item as it finishes (issue #8).  A result over the frame limit becomes
+ *  CKR_DEVICE_MEMORY for that job alone.  */
+static void
+s_job_answer (frontend_t *self, fe_request_t *request, size_t index)
+{
+    fe_slot_t *slot = &request->slots [index];
+    if (slot->answered)
+        return;
+    slot->answered = true;
+    Cs__Reply reply = s_reply_of (request);
+    Cs__Result *results [1] = { request->results [index] };
+    reply.job_number = (uint32_t) index + 1;
+    reply.n_results = 1;
+    reply.results = results;
     if (s_send_reply (self, request->identity, &reply) == -2) {
-        if (fe_log_due (self, request, "max-reply"))
-            zsys_warning ("client %s (tenant %s): reply to request %" PRIu64 " over %zu bytes: "
-                          "answered with CKR_DEVICE_MEMORY", request->client_name, request->tenant,
-                          reply.request_id, frontend_max_reply);
+        s_log_over_max (self, request, reply.request_id);
+        Cs__Result failed = CS__RESULT__INIT;
+        failed.rv = CKR_DEVICE_MEMORY;
+        results [0] = &failed;
+        s_send_reply (self, request->identity, &reply);
+    }
+}
+
+void
+fe_request_job_done (frontend_t *self, fe_request_t *request, size_t index)
+{
+    if (request->req->per_job_replies && index < request->req->n_jobs)
+        s_job_answer (self, request, index);
+}
+
+/*  Answers the request with all its results, in job order (with
+ *  per_job_replies: every job not answered yet, one reply each), and frees
+ *  it.  */
+static void
+s_request_answer (frontend_t *self, fe_request_t **request_p)
+{
+    fe_request_t *request = *request_p;
+    if (request->req->per_job_replies) {
+        for (size_t i = 0; i < request->req->n_jobs; i++)
+            s_job_answer (self, request, i);
+        fe_request_destroy (request_p);
+        return;
+    }
+    Cs__Reply reply = s_reply_of (request);
+    reply.n_results = request->req->n_jobs;
+    reply.results = request->results;
+    if (s_send_reply (self, request->identity, &reply) == -2) {
+        s_log_over_max (self, request, reply.request_id);
         fe_send_error (self, request->identity, reply.request_id, CKR_DEVICE_MEMORY,
                       "reply over the module's frame limit (CS_WIRE_MAX_REPLY)");
     }
@@ -291,9 +361,12 @@ s_request_decode (frontend_t *self, zframe_t *body, fe_request_t *request)
                   CS_PROTOCOL_VERSION_MIN, CS_PROTOCOL_VERSION);
         if (fe_log_due (self, request, "protocol version"))
             zsys_warning ("client %s: %s", request->client_name, error);
-        fe_send_error (self, request->identity, req->request_id, CKR_DEVICE_ERROR, error);
+        s_send_error (self, request->identity, req->request_id, CS_PROTOCOL_VERSION, CKR_DEVICE_ERROR, error);
         return -1;
     }
+    if (request->version < CS_PROTOCOL_PER_JOB)
+        req->per_job_replies = false;           /* a protocol 1 peer gets one reply */
+    metrics_request (self->args->metrics, req->n_jobs);
     return 0;
 }
 

@@ -12,7 +12,8 @@
 #include "cryptoserver.pb-c.h"
 
 #define CS_PROTOCOL_VERSION_MIN 1       /* oldest protocol this build speaks */
-#define CS_PROTOCOL_VERSION     1       /* newest protocol this build speaks */
+#define CS_PROTOCOL_VERSION     2       /* newest protocol this build speaks */
+#define CS_PROTOCOL_PER_JOB     2       /* first protocol with Request.per_job_replies */
 #define CS_WIRE_MAX_MESSAGE     (1024 * 1024)   /* bytes in one request frame */
 #define CS_WIRE_MAX_REPLY       (16 * 1024 * 1024)  /* bytes in one reply frame (key lists) */
 #define CS_WIRE_MAX_JOBS        1024    /* jobs in one request (a batch) */

@@ -35,6 +35,8 @@ typedef struct {
     bool connected;             /* a TCP connection since the last connect retry */
     int failed_handshakes;      /* closed during the handshake, in a row */
     int64_t last_rx_ms;         /* monotonic ms of the last reply received */
+    uint32_t peer_version;      /* Reply.version of the last reply (0: none yet); from
+                                   CS_PROTOCOL_PER_JOB on, requests may be coalesced */
 } cs_assoc_t;
 
 /*  What a monitor event changed, for the link.  */

@@ -4,6 +4,13 @@
  *  by the link's own mutex; the I/O thread sends their frames, matches
  *  replies by request id and signals the waiter.  A waiter always removes
  *  itself, so the I/O thread never frees one.  See link.h.
+ *
+ *  Coalescing (the paper's ARRAY RPC, coalesce.h): when the I/O thread
+ *  finds several queued waiters whose requests may share a frame, it sends
+ *  them as one request with per-job replies to a broker that speaks
+ *  protocol CS_PROTOCOL_PER_JOB, and completes each waiter from its own
+ *  reply.  Each waiter keeps its own frame: a re-send (failover, per-attempt
+ *  timeout, a request-level refusal of the batch) goes alone.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,6 +25,7 @@
 #include <openssl/rand.h>
 #include "log.h"
 #include "association.h"
+#include "coalesce.h"
 #include "link.h"
 
 typedef struct _cs_waiter_t {
@@ -30,7 +38,14 @@ typedef struct _cs_waiter_t {
     bool retried_same;          /* keyed: sent once more to the same broker after the
                                    per-attempt timeout (only one endpoint usable) */
     int assoc;                  /* the association it was sent on; -1 while queued */
+    const Cs__Request *req;     /* the caller's request (lives while it waits) */
+    uint32_t deadline_ms;       /* Request.deadline_ms of its frame */
+    bool batchable;             /* cs_coalesce_batchable (req) */
+    bool alone;                 /* never coalesced again: it is being re-sent */
+    uint64_t batch_id;          /* request id of the coalesced request it is in; 0: none */
+    uint32_t batch_job;         /* its Reply.job_number in that request */
     int64_t sent_ms;            /* monotonic ms of the last send */
+    int64_t queued_ms;          /* monotonic ms when it was queued */
     bool attempt_checked;       /* its per-attempt timeout was handled */
     bool done;
     CK_RV rv;                   /* meaningful when done */
@@ -53,6 +68,9 @@ struct _cs_link_t {
     bool stopping;
     bool refused;               /* every broker refused our CURVE handshake */
     uint64_t next_id;           /* atomic */
+    int64_t hold_until_ms;      /* batchable waiters are held until then; 0: none */
+    bool io_busy;               /* the I/O thread is not in (or entering) its poll: it
+                                   looks at the queue before it polls again */
 };
 
 static void
@@ -164,7 +182,8 @@ s_send_one (cs_link_t *self, cs_waiter_t *waiter, size_t *load)
             waiter->sent_ms = cs_assoc_now_ms ();
             waiter->attempt_checked = false;
             load [i]++;
-            if (!waiter->idempotent) {          /* never re-sent: no copy kept (may hold a PIN) */
+            if (!waiter->idempotent && !waiter->batchable) {   /* never re-sent: no copy kept
+                                                                   (may hold a PIN) */
                 OPENSSL_cleanse (waiter->frame, waiter->frame_size);
                 free (waiter->frame);
                 waiter->frame = NULL;
@@ -181,8 +200,94 @@ s_send_one (cs_link_t *self, cs_waiter_t *waiter, size_t *load)
     return false;
 }
 
+/*  True when `other`, queued, may join a batch led by `lead`.  */
+static bool
+s_joins (const cs_waiter_t *lead, const cs_waiter_t *other)
+{
+    return other->assoc < 0 && !other->done && other->frame && other->batchable && !other->alone
+        && cs_coalesce_compatible (lead->req, other->req);
+}
+
+/*  Sends `lead` and the queued waiters after it that may join it (s_joins;
+ *  at most CS_COALESCE_MAX_JOBS, within CS_WIRE_MAX_MESSAGE) as one request
+ *  with per-job replies on association `i` (under the mutex).  Returns how
+ *  many left: 0 when the send failed (errno) or fewer than two could go,
+ *  then nothing was sent.  */
+static size_t
+s_send_batch (cs_link_t *self, cs_waiter_t *lead, int i, size_t *load)
+{
+    cs_waiter_t *batch [CS_COALESCE_MAX_JOBS];
+    const uint8_t *frames [CS_COALESCE_MAX_JOBS];
+    size_t sizes [CS_COALESCE_MAX_JOBS], n = 0, total = CS_COALESCE_TRAILER_MAX, size = 0;
+    uint32_t deadline_ms = 0;
+    for (cs_waiter_t *waiter = lead; waiter && n < CS_COALESCE_MAX_JOBS; waiter = waiter->next)
+        if ((waiter == lead || s_joins (lead, waiter))
+        &&  total + waiter->frame_size <= CS_WIRE_MAX_MESSAGE) {
+            batch [n] = waiter;
+            frames [n] = waiter->frame;
+            sizes [n] = waiter->frame_size;
+            total += waiter->frame_size;
+            if (waiter->deadline_ms > deadline_ms)
+                deadline_ms = waiter->deadline_ms;
+            n++;
+        }
+    if (n < 2)
+        return 0;
+    uint64_t id = __atomic_add_fetch (&self->next_id, 1, __ATOMIC_SEQ_CST);
+    uint8_t *frame = cs_coalesce_frame (frames, sizes, n, id, deadline_ms, &size);
+    int rc = frame ? cs_assoc_send (&self->assocs [i], frame, size) : -1;
+    if (frame) {
+        OPENSSL_cleanse (frame, size);
+        free (frame);
+    }
+    if (rc != 0)
+        return 0;
+    cs_log_debug ("link: requests %llu.. as request %llu of %zu jobs to %s",
+                  (unsigned long long) lead->request_id, (unsigned long long) id, n,
+                  self->assocs [i].endpoint);
+    int64_t now = cs_assoc_now_ms ();
+    for (size_t k = 0; k < n; k++) {
+        batch [k]->assoc = i;
+        batch [k]->sent_ms = now;
+        batch [k]->attempt_checked = false;
+        batch [k]->batch_id = id;
+        batch [k]->batch_job = (uint32_t) k + 1;
+    }
+    load [i] += n;
+    return n;
+}
+
+/*  True when batchable waiters queued now should wait for company (under
+ *  the mutex): the least loaded usable broker speaks per-job replies and
+ *  has CS_COALESCE_LOW_JOBS or more jobs of ours (it is busy: a job sent
+ *  now would queue there), fewer than CS_COALESCE_MAX_JOBS are queued, and
+ *  the oldest has waited less than CS_COALESCE_HOLD_MS.  Sets
+ *  self->hold_until_ms.  A lone thread never waits: its broker is idle.  */
+static bool
+s_hold (cs_link_t *self, const size_t *load)
+{
+    const cs_waiter_t *oldest = NULL;
+    size_t queued = 0;
+    int i = s_pick (self, load, 0);
+    self->hold_until_ms = 0;
+    if (i < 0 || load [i] < CS_COALESCE_LOW_JOBS || self->assocs [i].peer_version < CS_PROTOCOL_PER_JOB)
+        return false;
+    for (const cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next)
+        if (waiter->assoc < 0 && !waiter->done && waiter->frame && waiter->batchable && !waiter->alone) {
+            oldest = oldest ? oldest : waiter;
+            queued++;
+        }
+    if (!oldest || queued >= CS_COALESCE_MAX_JOBS || cs_assoc_now_ms () >= oldest->queued_ms + CS_COALESCE_HOLD_MS)
+        return false;
+    self->hold_until_ms = oldest->queued_ms + CS_COALESCE_HOLD_MS;
+    return true;
+}
+
 /*  I/O thread: sends queued frames, each to the healthy broker with the
- *  fewest jobs in flight, until every usable socket would block.  */
+ *  fewest jobs in flight, until every usable socket would block.  Waiters
+ *  that may share a frame go together when that broker speaks per-job
+ *  replies; while it is busy they wait for company (s_hold); a lone one
+ *  goes as it is.  */
 static void
 s_send_queued (cs_link_t *self)
 {
@@ -191,13 +296,32 @@ s_send_queued (cs_link_t *self)
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next)
         if (!waiter->done && waiter->assoc >= 0)
             load [waiter->assoc]++;
+    bool hold = s_hold (self, load);
     for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next) {
         if (waiter->assoc >= 0 || waiter->done || !waiter->frame)
             continue;
+        if (waiter->batchable && !waiter->alone) {
+            if (hold)
+                continue;
+            int i = s_pick (self, load, 0);
+            if (i >= 0 && self->assocs [i].peer_version >= CS_PROTOCOL_PER_JOB
+            &&  s_send_batch (self, waiter, i, load) > 0)
+                continue;
+        }
         if (!s_send_one (self, waiter, load))
             break;
     }
     pthread_mutex_unlock (&self->mutex);
+}
+
+/*  Puts a waiter that left back in the queue (under the mutex): it goes
+ *  alone, in its own frame, under its own request id.  */
+static void
+s_requeue (cs_waiter_t *waiter)
+{
+    waiter->assoc = -1;
+    waiter->alone = true;
+    waiter->batch_id = 0;
 }
 
 /*  Takes the jobs in flight on association `i` back (under the mutex): an
@@ -212,7 +336,7 @@ s_take_back (cs_link_t *self, size_t i, const char *why)
         if (waiter->idempotent) {
             cs_log_info ("link: %s %s; re-sending request %llu to another broker", self->assocs [i].endpoint,
                          why, (unsigned long long) waiter->request_id);
-            waiter->assoc = -1;
+            s_requeue (waiter);
         }
         else {
             cs_log_error ("the broker %s %s with request %llu in flight; a login or PIN job "
@@ -271,7 +395,7 @@ s_check_attempts (cs_link_t *self)
         if (waiter->idempotent && other >= 0 && !self->assocs [other].silent) {
             cs_log_info ("link: re-sending request %llu to another broker",
                          (unsigned long long) waiter->request_id);
-            waiter->assoc = -1;
+            s_requeue (waiter);
         }
         else
         if (waiter->keyed && !waiter->retried_same && waiter->frame) {
@@ -304,19 +428,44 @@ s_next_attempt (cs_link_t *self)
     return (long) next;
 }
 
-/*  I/O thread: hands one decoded reply to its waiter, or drops it.  */
+/*  A reply to a whole coalesced request (job_number 0: a request-level
+ *  refusal such as a limit; no job ran) sends each of its waiters again
+ *  alone, so that each gets its own answer (under the mutex).  True when
+ *  the reply was for a batch.  */
+static bool
+s_batch_refused (cs_link_t *self, const Cs__Reply *reply)
+{
+    bool found = false;
+    for (cs_waiter_t *waiter = self->waiters; waiter; waiter = waiter->next)
+        if (!waiter->done && waiter->batch_id == reply->request_id) {
+            cs_log_debug ("link: request %llu refused as a whole (%s); request %llu goes alone",
+                          (unsigned long long) reply->request_id, cs_rv_name (reply->rv),
+                          (unsigned long long) waiter->request_id);
+            s_requeue (waiter);
+            found = true;
+        }
+    return found;
+}
+
+/*  I/O thread: hands one decoded reply to its waiter (a per-job reply to
+ *  the waiter of that job of a coalesced request), or drops it.  */
 static void
 s_deliver (cs_link_t *self, Cs__Reply *reply)
 {
     cs_waiter_t *waiter;
     pthread_mutex_lock (&self->mutex);
     for (waiter = self->waiters; waiter; waiter = waiter->next)
-        if (waiter->request_id == reply->request_id && !waiter->done)
+        if (!waiter->done
+        &&  (reply->job_number ? waiter->batch_id == reply->request_id && waiter->batch_job == reply->job_number
+                               : waiter->request_id == reply->request_id && !waiter->batch_id))
             break;
     if (waiter) {
         s_waiter_finish (waiter, CKR_OK, reply);
         reply = NULL;
     }
+    else
+    if (!reply->job_number && s_batch_refused (self, reply))
+        s_wake (self);                          /* send them on the next turn */
     pthread_mutex_unlock (&self->mutex);
     if (reply) {
         cs_log_debug ("link: dropping late or unknown reply %llu",
@@ -362,8 +511,11 @@ s_receive_all (cs_link_t *self, cs_assoc_t *assoc)
         s_msg_wipe_close (&msg);
         if (!reply)
             cs_log_warning ("link: dropping a bad reply from %s: %s", assoc->endpoint, why);
-        else
+        else {
+            if (reply->rv == CKR_OK)                    /* errors say the lowest version */
+                assoc->peer_version = reply->version;   /* the I/O thread's alone */
             s_deliver (self, reply);
+        }
     }
 }
 
@@ -396,8 +548,9 @@ s_io_thread (void *arg)
         bool stopping, want_out;
         uint64_t count;
         pthread_mutex_lock (&self->mutex);
+        self->io_busy = false;                  /* from here on, new waiters wake us */
         stopping = self->stopping;
-        want_out = s_has_queued (self);
+        want_out = s_has_queued (self) && !self->hold_until_ms;
         for (size_t i = 0; i < n; i++) {
             bool out = want_out && cs_assoc_usable (&self->assocs [i], true);
             items [2 * i] = (zmq_pollitem_t) { self->assocs [i].socket, 0,
@@ -408,12 +561,21 @@ s_io_thread (void *arg)
         if (stopping)
             break;
         items [2 * n] = (zmq_pollitem_t) { NULL, self->wake_fd, ZMQ_POLLIN, 0 };
-        if (zmq_poll (items, (int) (2 * n + 1), s_next_attempt (self)) < 0) {
+        long timeout = s_next_attempt (self);
+        if (self->hold_until_ms) {
+            long hold = (long) (self->hold_until_ms - cs_assoc_now_ms ());
+            hold = hold > 0 ? hold : 0;
+            timeout = timeout < 0 || hold < timeout ? hold : timeout;
+        }
+        if (zmq_poll (items, (int) (2 * n + 1), timeout) < 0) {
             if (errno == EINTR)
                 continue;
             cs_log_error ("link: poll failed: %s", zmq_strerror (errno));
             break;
         }
+        pthread_mutex_lock (&self->mutex);
+        self->io_busy = true;                   /* s_send_queued sees what comes now */
+        pthread_mutex_unlock (&self->mutex);
         if (items [2 * n].revents & ZMQ_POLLIN)
             (void) !read (self->wake_fd, &count, sizeof count);
         for (size_t i = 0; i < n; i++)          /* replies before a disconnect first */
@@ -570,6 +732,23 @@ s_append_waiter (cs_link_t *self, cs_waiter_t *waiter)
     *p = waiter;
 }
 
+/*  True when a new waiter need not wake the I/O thread (under the mutex):
+ *  it is busy and looks at the queue before it polls again, or the waiter
+ *  is batchable and joins others held for company (s_hold) that leave at
+ *  the hold's end or with the next reply, unless it completes a batch.  */
+static bool
+s_wake_needless (cs_link_t *self, const cs_waiter_t *waiter)
+{
+    if (self->io_busy)
+        return true;
+    if (!self->hold_until_ms || !waiter->batchable)
+        return false;
+    size_t queued = 0;
+    for (const cs_waiter_t *other = self->waiters; other; other = other->next)
+        queued += other->assoc < 0 && !other->done && other->batchable && !other->alone;
+    return queued < CS_COALESCE_MAX_JOBS;
+}
+
 /*  Queues the waiter and blocks until it is done or its deadline passes.
  *  Called with the mutex held.  */
 static void
@@ -577,9 +756,11 @@ s_wait (cs_link_t *self, cs_waiter_t *waiter, int64_t timeout_ms)
 {
     struct timespec deadline;
     s_deadline (timeout_ms, &deadline);
+    waiter->queued_ms = cs_assoc_now_ms ();
     s_append_waiter (self, waiter);
     self->callers++;
-    s_wake (self);
+    if (!s_wake_needless (self, waiter))
+        s_wake (self);
     while (!waiter->done)
         if (pthread_cond_timedwait (&waiter->cond, &self->mutex, &deadline) == ETIMEDOUT
         &&  !waiter->done) {
@@ -669,6 +850,9 @@ cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply *
     req->deadline_ms = (uint32_t) timeout_ms;
     req->request_id = waiter.request_id = __atomic_add_fetch (&self->next_id, 1, __ATOMIC_SEQ_CST);
     waiter.assoc = -1;
+    waiter.req = req;
+    waiter.deadline_ms = req->deadline_ms;
+    waiter.batchable = cs_coalesce_batchable (req);
     waiter.idempotent = s_idempotent (req, &waiter.keyed);
     if (s_encode (req, &waiter.frame, &waiter.frame_size) != CKR_OK)
         return CKR_HOST_MEMORY;

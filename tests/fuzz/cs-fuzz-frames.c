@@ -21,8 +21,9 @@
  *   - a reply is not one frame that decodes (cs_wire_reply_decode) with the
  *     broker's protocol version and the request id of a message in flight;
  *     a request that decodes must get rv CKR_OK and one result per job (a
- *     CKR_OK result has its job's kind), anything else a request-level
- *     error and no results ("bad");
+ *     CKR_OK result has its job's kind; with per_job_replies, protocol 2,
+ *     one reply per job naming it), anything else a request-level error
+ *     and no results ("bad");
  *   - a job that needs a login (docs/CONTRACTS.md "Login tickets": sign,
  *     decrypt, derive, generate, import, destroy, set-attributes, copy and modexp
  *     need the CKU_USER ticket, init-PIN a CKU_SO ticket) is answered CKR_OK
@@ -91,6 +92,11 @@ typedef struct {
     bool ticket_sent;               /* the request carries a ticket (any bytes) */
     size_t n_jobs;
     uint8_t *jobs;                  /* Cs__Job__KindCase of each job (owned) */
+    uint32_t version;               /* Reply.version owed: the one the broker chooses; request-level
+                                       errors the lowest, a version mismatch the highest */
+    bool per_job;                   /* results: one reply per job (Request.per_job_replies) */
+    uint8_t *answered;              /* per_job: the jobs answered so far (owned) */
+    size_t n_answered;
     uint8_t *frame;                 /* a copy of the (first) frame sent, for reports (owned) */
     size_t frame_size;
     s_path_t path;
@@ -315,7 +321,7 @@ s_ticket (const s_fuzz_t *self, s_path_t path, uint8_t *out)
 }
 
 /*  A valid request of 1..S_MAX_JOBS random jobs with a fresh request id and
- *  the ticket of path.  Caller frees the returned buffer of *size_p bytes.  */
+ *  the ticket of path, asking for per-job replies or not.  Caller frees the returned buffer of *size_p bytes.  */
 static uint8_t *
 s_valid_request (s_fuzz_t *self, s_path_t path, size_t *size_p)
 {
@@ -334,6 +340,7 @@ s_valid_request (s_fuzz_t *self, s_path_t path, size_t *size_p)
     req.deadline_ms = 10000;
     req.ticket = (ProtobufCBinaryData) { s_ticket (self, path, ticket), ticket };
     req.jobs = job_ptrs;
+    req.per_job_replies = s_random () % 2 == 0;     /* half of them: one reply per job */
     return cs_wire_encode (&req.base, size_p);
 }
 
@@ -417,12 +424,15 @@ static bool
 s_predict (const s_fuzz_t *self, const uint8_t *data, size_t size, s_expect_t *expect)
 {
     Cs__Request *req = cs_wire_request_decode (data, size, NULL);
+    expect->version = CS_PROTOCOL_VERSION_MIN;      /* request-level errors (fe_send_error) */
     if (!req) {
         /*  An error reply with the id protobuf finds in the frame (0 when
             none), as for several frames (frontend.c s_peek_request_id).  */
         expect->id = s_peek_id (data, size);
         return true;
     }
+    if (!cs_wire_version_choose (req->version_min, req->version_max))
+        expect->version = CS_PROTOCOL_VERSION;      /* a mismatch: the broker's highest */
     bool send = true;
     for (size_t i = 0; i < req->n_jobs; i++)
         send = send && !s_checks_pin (req->jobs [i]);
@@ -434,7 +444,11 @@ s_predict (const s_fuzz_t *self, const uint8_t *data, size_t size, s_expect_t *e
         expect->ticket_sent = req->ticket.len > 0;
         expect->n_jobs = req->n_jobs;
         expect->jobs = malloc (req->n_jobs);
-        assert (expect->jobs);
+        expect->version = cs_wire_version_choose (req->version_min, req->version_max);
+        expect->per_job = req->per_job_replies
+                       && cs_wire_version_choose (req->version_min, req->version_max) >= CS_PROTOCOL_PER_JOB;
+        expect->answered = calloc (req->n_jobs, 1);
+        assert (expect->jobs && expect->answered);
         for (size_t i = 0; i < req->n_jobs; i++)
             expect->jobs [i] = (uint8_t) req->jobs [i]->kind_case;
     }
@@ -448,7 +462,8 @@ s_expect_free (s_expect_t *expect)
 {
     free (expect->jobs);
     free (expect->frame);
-    expect->jobs = expect->frame = NULL;
+    free (expect->answered);
+    expect->jobs = expect->frame = expect->answered = NULL;
 }
 
 /*  True when a reply to expect could be taken for the reply to a message
@@ -548,13 +563,21 @@ s_reply_problem (const Cs__Reply *reply, const s_expect_t *expect, bool *violati
 {
     static char why [200];
     *violation = false;
-    if (reply->version != CS_PROTOCOL_VERSION)
+    if (reply->version != expect->version)
         return "wrong protocol version";
     if (!expect->results)
         return reply->rv != CKR_OK && reply->n_results == 0
              ? NULL : "a frame the broker cannot take was answered CKR_OK or with results";
     if (reply->rv != CKR_OK)
         return "a valid request got a request-level error";
+    if (expect->per_job) {
+        size_t i = reply->job_number - 1;
+        if (reply->job_number == 0 || i >= expect->n_jobs || expect->answered [i] || reply->n_results != 1)
+            return "a per-job reply names no job owed a reply, or has not one result";
+        return s_result_problem (reply->results [0], expect, i, violation, why, sizeof why);
+    }
+    if (reply->job_number)
+        return "a request without per_job_replies got a per-job reply";
     if (reply->n_results != expect->n_jobs)
         return "the number of results is not the number of jobs";
     const char *problem = NULL;
@@ -573,10 +596,10 @@ s_count_answer (s_fuzz_t *self, const Cs__Reply *reply, const s_expect_t *expect
         self->errors++;
     for (size_t i = 0; i < expect->n_jobs; i++) {
         s_needs_t needs = s_needs (expect->jobs [i]);
-        if (needs == S_NEEDS_NOTHING)
+        if (needs == S_NEEDS_NOTHING || (expect->per_job && i != reply->job_number - 1))
             continue;
         if (needs == S_NEEDS_USER && expect->ticket_ok)
-            self->authed_ok += reply->results [i]->rv == CKR_OK;
+            self->authed_ok += reply->results [expect->per_job ? 0 : i]->rv == CKR_OK;
         else
             self->refused++;
     }
@@ -632,6 +655,13 @@ s_match (s_fuzz_t *self, const Cs__Reply *reply)
         s_report (self, first_violation, expect, reply->request_id, first_why);
     else
         s_count_answer (self, reply, expect);
+    if (!first_why && expect->per_job) {           /* the message is over with its last job's reply */
+        expect->answered [reply->job_number - 1] = 1;
+        if (++expect->n_answered < expect->n_jobs) {
+            self->replies--;                        /* a message's replies count once */
+            return;
+        }
+    }
     s_expect_free (expect);
     *expect = self->expect [--self->n_expect];
 }
@@ -751,7 +781,8 @@ s_fuzz_one (s_fuzz_t *self, s_kind_t kind, s_path_t path, long seq)
         sizes [0] = s_mutate (kind == S_MULTIPART ? (s_random () % 2 ? S_INTACT : S_FLIPPED) : kind,
                               valid, valid_size, buf);
         free (valid);
-        expect = (s_expect_t) { .path = path, .kind = kind, .seq = seq };
+        expect = (s_expect_t) { .path = path, .kind = kind, .seq = seq,
+                                .version = CS_PROTOCOL_VERSION_MIN };     /* multipart: an error */
         if (kind == S_MULTIPART)
             expect.id = s_peek_id (buf, sizes [0]);
         if (kind == S_MULTIPART || s_predict (self, buf, sizes [0], &expect))

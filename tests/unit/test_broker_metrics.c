@@ -135,6 +135,14 @@ static const char *s_expected =
 "cryptoserver_cross_checks_total{result=\"match\"} 2\n"
 "cryptoserver_cross_checks_total{result=\"mismatch\"} 1\n"
 "cryptoserver_cross_checks_total{result=\"skipped\"} 0\n"
+"# HELP cryptoserver_requests_total Client requests decoded (a request carries one job or a batch of "
+"them).\n"
+"# TYPE cryptoserver_requests_total counter\n"
+"cryptoserver_requests_total 2\n"
+"# HELP cryptoserver_request_jobs_total Jobs in the client requests decoded; divided by "
+"cryptoserver_requests_total, the mean jobs per request.\n"
+"# TYPE cryptoserver_request_jobs_total counter\n"
+"cryptoserver_request_jobs_total 33\n"
 "# HELP cryptoserver_inflight_jobs Jobs of a client out with the boards' workers (queued or running), "
 "by client (its certificate's name) and tenant.\n"
 "# TYPE cryptoserver_inflight_jobs gauge\n"
@@ -208,6 +216,9 @@ START_TEST (test_render_exact)
     metrics_cross_check (metrics, METRICS_CROSS_MISMATCH);
     metrics_cross_check (metrics, METRICS_CROSS_RESULTS);      /* out of range: ignored */
     metrics_cross_check (NULL, METRICS_CROSS_MATCH);           /* NULL-safe */
+    metrics_request (metrics, 1);
+    metrics_request (metrics, 32);                              /* a coalesced request */
+    metrics_request (NULL, 1);                                  /* NULL-safe */
     size_t len = 0;
     char *text = metrics_render_at (metrics, 1000042, &len);
     ck_assert_ptr_nonnull (text);
