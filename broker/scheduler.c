@@ -356,6 +356,8 @@ scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p)
     double expected [S_MAX_BOARDS];
     s_expect (self, set, item, expected);
     int board = s_pick_board (self, set, expected);
+    if (board >= 0 && item->low && self->boards [board].waiting > 0)
+        board = -1;                 /* client items it may run wait (for a faster board) */
     if (board >= 0 && !item->low) {
         /*  A client item waits for a busy board when that pays.  Else, if
          *  items wait that the idle board should take now that the queue

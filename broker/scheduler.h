@@ -9,8 +9,8 @@
  *  round robin order across tenants (fair_queue.h; issue #9 "fair
  *  shares"), so one tenant's flood delays another tenant's item by at most
  *  one round.  Background items (item->low) go only when no client item
- *  the board may run waits, and are placed by service time alone (they
- *  never wait for a busy board).
+ *  the board may run waits (not even one that waits for a faster board),
+ *  and otherwise by service time alone (they never wait for a busy board).
  *
  *  Service times (seed 003's cost models; DESIGN.md §1): the scheduler
  *  keeps an EWMA (weight 1/8 per sample) of the measured service time per

@@ -277,6 +277,15 @@ START_TEST (test_place_waits_for_fast)
     ck_assert_uint_eq (item.board, 0);
     ck_assert_uint_eq (item.worker, 1);
     ck_assert_uint_eq (scheduler_queued (s), 0);
+    /*  A background item does not take the idle slow board while a client
+     *  item it may run waits (for the fast one): it goes when none does.  */
+    work_item_t client = s_item (s_shared, 4), refill = s_item (s_shared, 5);
+    refill.low = true;
+    ck_assert_int_eq (scheduler_submit (s, &client, &worker), SCHEDULER_QUEUED);
+    ck_assert_int_eq (scheduler_submit (s, &refill, &worker), SCHEDULER_QUEUED);
+    ck_assert_uint_eq (scheduler_queued_low (s), 1);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &client);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 1), &refill);
     /*  A third board, never measured, idle: it gets the next item.  */
     scheduler_destroy (&s);
     s = s_fast_slow ();
