@@ -202,6 +202,30 @@ scheduler_expected_ns (scheduler_t *self, size_t board, const work_item_t *item)
     return near->ewma_ns * ratio * ratio * ratio;
 }
 
+static double s_finish (scheduler_t *self, size_t b, double s_ns, size_t extra);
+
+/*  Board `board` got slower for item's class: flags the idle boards that
+ *  items of that class wait for it instead of taking, if waiting for it
+ *  may no longer pay (its expected finish times the slack is not below
+ *  their service time), for scheduler_rebalance.  A cheap test per board
+ *  (other classes: the sweep).  */
+static void
+s_recheck_slower (scheduler_t *self, size_t board, const work_item_t *item)
+{
+    double finish = -1;
+    for (size_t i = 0; i < self->n_boards; i++) {
+        s_board_t *b = &self->boards [i];
+        uint64_t bit = UINT64_C (1) << i;
+        if (i == board || b->n_idle == 0 || b->waiting == 0 || !(self->up & bit) || (self->recheck & bit))
+            continue;
+        if (finish < 0)
+            finish = s_finish (self, board, scheduler_expected_ns (self, board, item), 0);
+        double expected = scheduler_expected_ns (self, i, item);
+        if (expected <= 0 || finish * SCHEDULER_SPEED_SLACK >= expected)
+            self->recheck |= bit;
+    }
+}
+
 void
 scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_ns)
 {
@@ -219,17 +243,12 @@ scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_n
         speed = &b->speeds [b->n_speeds++];
         *speed = (s_speed_t) { .mech = mech, .bits = item->bits, .ewma_ns = (double) service_ns };
     }
-    else
-    if ((double) service_ns > speed->ewma_ns) {
-        /*  Slower than expected: waiting for this board may no longer pay
-         *  for items that wait for it.  */
+    else {
+        bool slower = (double) service_ns > speed->ewma_ns;
         speed->ewma_ns += S_EWMA_WEIGHT * ((double) service_ns - speed->ewma_ns);
-        for (size_t i = 0; i < self->n_boards; i++)
-            if (self->boards [i].n_idle > 0)
-                self->recheck |= UINT64_C (1) << i;
+        if (slower)
+            s_recheck_slower (self, item->board, item);
     }
-    else
-        speed->ewma_ns += S_EWMA_WEIGHT * ((double) service_ns - speed->ewma_ns);
     speed->samples++;
 }
 
