@@ -15,6 +15,7 @@ typedef struct {
     unsigned bits;
     double ewma_ns;
     uint64_t samples;
+    int64_t last_ns;                /* metrics_now_ns () of the last sample, 0 unknown */
 } s_speed_t;
 
 typedef struct {
@@ -250,6 +251,24 @@ scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_n
             s_recheck_slower (self, item->board, item);
     }
     speed->samples++;
+    speed->last_ns = item->given_ns > 0 ? item->given_ns + service_ns : 0;
+}
+
+/*  True when board's estimate for item's class is stale: its last sample is
+ *  more than SCHEDULER_STALE_MS older than item->submitted_ns (both
+ *  metrics_now_ns; never when either is unknown).  */
+static bool
+s_stale (scheduler_t *self, size_t board, const work_item_t *item)
+{
+    const s_board_t *b = &self->boards [board];
+    unsigned long mech = s_item_mech (item);
+    for (size_t i = 0; i < b->n_speeds; i++) {
+        const s_speed_t *speed = &b->speeds [i];
+        if (speed->mech == mech && speed->bits == item->bits)
+            return item->submitted_ns > 0 && speed->last_ns > 0
+                && item->submitted_ns - speed->last_ns > (int64_t) SCHEDULER_STALE_MS * 1000000;
+    }
+    return false;
 }
 
 /*  True when board i of the candidates is preferred to board `best` by the
@@ -374,6 +393,12 @@ scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p)
         return SCHEDULER_NO_BOARD_UP;
     double expected [S_MAX_BOARDS];
     s_expect (self, set, item, expected);
+    /*  An idle board whose estimate is stale counts as unmeasured: it gets
+     *  the item and is measured again (else a board that once looked slow,
+     *  e.g. a first call that parsed the key, might never be tried again).  */
+    for (uint64_t idle = set; idle; idle &= idle - 1)
+        if (self->boards [s_first (idle)].n_idle > 0 && s_stale (self, s_first (idle), item))
+            expected [s_first (idle)] = 0;
     int board = s_pick_board (self, set, expected);
     if (board >= 0 && item->low && self->boards [board].waiting > 0)
         board = -1;                 /* client items it may run wait (for a faster board) */

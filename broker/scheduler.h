@@ -18,7 +18,10 @@
  *  A board with no sample for that (mechanism, bits) is estimated from its
  *  samples of the same mechanism scaled by the cube of the key size ratio
  *  (the cost of RSA grows with the cube of the modulus), else counts as 0
- *  so that it gets measured.
+ *  so that it gets measured.  At submission an idle board whose sample of
+ *  the class is older than SCHEDULER_STALE_MS counts as 0 too, so it is
+ *  measured again (a first call that parsed the key, or a board that was
+ *  slow for a while, would otherwise keep it looking slow and unused).
  *
  *  The cost model (issue #8, "placement that may wait for a faster
  *  board"): the expected finish of an item on board b with expected
@@ -141,6 +144,7 @@ typedef struct _scheduler_t scheduler_t;
 
 #define SCHEDULER_SPEED_SLACK 1.25      /* boards this close to the fastest count as equal */
 #define SCHEDULER_SPEED_CLASSES 32      /* (mechanism, bits) classes measured per board */
+#define SCHEDULER_STALE_MS 1000         /* an estimate this old is measured again (submit) */
 
 /*  Creates an empty scheduler; NULL when out of memory.  Caller destroys.  */
 scheduler_t *scheduler_new (void);
@@ -178,7 +182,8 @@ int scheduler_tenant_weight (scheduler_t *self, const char *tenant, unsigned wei
  *  QUEUED keeps it in the FIFO of item->tenant (client items: no board
  *  idle, waiting for a busy one pays, or older items wait that the idle
  *  board takes first: then call scheduler_rebalance) or of background
- *  items (item->low); NO_BOARD means no board may run it.  */
+ *  items (item->low); NO_BOARD means no board may run it.  item->submitted_ns
+ *  is taken as the time now (stale estimates; 0: none is stale).  */
 scheduler_outcome_t scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p);
 
 /*  Worker `worker` is free: returns the next queued client item its board
@@ -213,8 +218,9 @@ void scheduler_done (scheduler_t *self, size_t board, bool error);
 
 /*  Feeds the EWMA of item's class (mechanism, item->bits) on item->board
  *  with the service time service_ns (ns, the driver call as the worker
- *  measured it).  Only successful items count: a board that fails fast must
- *  not look fast.  */
+ *  measured it), dated item->given_ns + service_ns (metrics_now_ns; 0 =
+ *  undated, never stale).  Only successful items count: a board that fails
+ *  fast must not look fast.  */
 void scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_ns);
 
 /*  The expected service time in ns of item on `board` (the EWMA of its

@@ -363,6 +363,52 @@ START_TEST (test_place_fast_leaves_rotation)
 }
 END_TEST
 
+/*  An estimate older than SCHEDULER_STALE_MS is measured again: the next
+ *  item the idle slow board may run goes to it, though the fast board is
+ *  idle too; once measured anew, items go to the fast board again.  */
+START_TEST (test_place_stale_estimate_remeasured)
+{
+    scheduler_t *s = scheduler_new ();
+    ck_assert_int_eq (scheduler_board_add (s, "fast"), 0);
+    ck_assert_int_eq (scheduler_board_add (s, "slow"), 1);
+    ck_assert_int_eq (scheduler_key_add (s, 0, s_shared, 1), 0);
+    ck_assert_int_eq (scheduler_key_add (s, 1, s_shared, 1), 0);
+    for (int w = 0; w < 2; w++) {
+        ck_assert_int_eq (scheduler_worker_add (s, (size_t) w), w);
+        ck_assert_ptr_null (scheduler_worker_ready (s, (size_t) w));
+    }
+    const int64_t t0 = INT64_C (5000000000), stale = (int64_t) SCHEDULER_STALE_MS * 1000000;
+    work_item_t done = s_item (s_shared, 0), item = s_item (s_shared, 1);
+    size_t worker = 99;
+    done.rv = CKR_OK;
+    done.given_ns = t0;
+    done.board = 1;
+    scheduler_service (s, &done, S_SLOW_NS);
+    done.board = 0;
+    scheduler_service (s, &done, S_FAST_NS);
+    item.submitted_ns = t0 + stale / 2;
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (item.board, 0);
+    ck_assert_ptr_null (scheduler_worker_ready (s, worker));
+    /*  The fast board keeps being measured, the slow one not.  */
+    done.given_ns = t0 + stale;
+    scheduler_service (s, &done, S_FAST_NS);
+    item = s_item (s_shared, 2);
+    item.submitted_ns = t0 + stale + stale / 2;
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (item.board, 1);
+    done.board = 1;
+    done.given_ns = item.submitted_ns;
+    scheduler_service (s, &done, S_SLOW_NS);
+    ck_assert_ptr_null (scheduler_worker_ready (s, worker));
+    item = s_item (s_shared, 3);
+    item.submitted_ns = t0 + stale + stale / 2;
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (item.board, 0);
+    scheduler_destroy (&s);
+}
+END_TEST
+
 /*  Not stranded either when the fast board's expected time grows past the
  *  point where waiting pays, nor when an item has waited longer than the
  *  slow board takes (the sweep, with now_ns).  */
@@ -469,6 +515,7 @@ main (void)
     tcase_add_test (tc, test_place_long_queue_slow_takes_oldest);
     tcase_add_test (tc, test_place_fast_leaves_rotation);
     tcase_add_test (tc, test_place_rebalance_service_and_sweep);
+    tcase_add_test (tc, test_place_stale_estimate_remeasured);
     tcase_add_test (tc, test_health_backoff);
     tcase_add_test (tc, test_health_calls);
     suite_add_tcase (suite, tc);
