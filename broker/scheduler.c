@@ -7,7 +7,8 @@
 #include "scheduler.h"
 
 #define S_MAX_BOARDS 64
-#define S_EWMA_WEIGHT 0.125         /* of a new sample */
+#define S_EWMA_WEIGHT 0.125         /* of a new sample above the estimate */
+#define S_EWMA_WEIGHT_DOWN 0.5      /* ... below it (scheduler.h: falls fast, rises slowly) */
 
 /*  The measured service time of one (mechanism, bits) class on a board.  */
 typedef struct {
@@ -246,7 +247,7 @@ scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_n
     }
     else {
         bool slower = (double) service_ns > speed->ewma_ns;
-        speed->ewma_ns += S_EWMA_WEIGHT * ((double) service_ns - speed->ewma_ns);
+        speed->ewma_ns += (slower ? S_EWMA_WEIGHT : S_EWMA_WEIGHT_DOWN) * ((double) service_ns - speed->ewma_ns);
         if (slower)
             s_recheck_slower (self, item->board, item);
     }

@@ -13,8 +13,12 @@
  *  and otherwise by service time alone (they never wait for a busy board).
  *
  *  Service times (seed 003's cost models; DESIGN.md §1): the scheduler
- *  keeps an EWMA (weight 1/8 per sample) of the measured service time per
- *  (board, mechanism, key bits) of successful items (scheduler_service).
+ *  keeps an EWMA of the measured service time per (board, mechanism, key
+ *  bits) of successful items (scheduler_service) that falls fast and rises
+ *  slowly: weight 1/2 for a sample below the estimate, 1/8 above.  A call
+ *  cannot be faster than its work, but one-time costs (a first call that
+ *  parses the key, cold caches) and preemption make calls slower, so the
+ *  estimate follows the fast calls.
  *  A board with no sample for that (mechanism, bits) is estimated from its
  *  samples of the same mechanism scaled by the cube of the key size ratio
  *  (the cost of RSA grows with the cube of the modulus), else counts as 0

@@ -363,6 +363,28 @@ START_TEST (test_place_fast_leaves_rotation)
 }
 END_TEST
 
+/*  The estimate falls fast and rises slowly: a first call of 1 ms (say,
+ *  one that parsed the key) then calls of 20 us: 510 us, then 265 us (weight
+ *  1/2); a slow call of 1 ms then moves it by 1/8 only.  */
+START_TEST (test_speed_falls_fast_rises_slowly)
+{
+    scheduler_t *s = s_fast_slow ();
+    work_item_t done = s_item (s_shared, 0), item = s_item (s_shared, 0);
+    done.bits = item.bits = 2048;           /* a class not measured yet */
+    done.rv = CKR_OK;
+    done.board = 1;
+    scheduler_service (s, &done, 1000000);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 1, &item), 1000000, 1);
+    scheduler_service (s, &done, 20000);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 1, &item), 510000, 1);
+    scheduler_service (s, &done, 20000);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 1, &item), 265000, 1);
+    scheduler_service (s, &done, 1000000);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 1, &item), 265000 + (1000000 - 265000) / 8.0, 1);
+    scheduler_destroy (&s);
+}
+END_TEST
+
 /*  An estimate older than SCHEDULER_STALE_MS is measured again: the next
  *  item the idle slow board may run goes to it, though the fast board is
  *  idle too; once measured anew, items go to the fast board again.  */
@@ -516,6 +538,7 @@ main (void)
     tcase_add_test (tc, test_place_fast_leaves_rotation);
     tcase_add_test (tc, test_place_rebalance_service_and_sweep);
     tcase_add_test (tc, test_place_stale_estimate_remeasured);
+    tcase_add_test (tc, test_speed_falls_fast_rises_slowly);
     tcase_add_test (tc, test_health_backoff);
     tcase_add_test (tc, test_health_calls);
     suite_add_tcase (suite, tc);
