@@ -193,6 +193,17 @@ s_item_back (frontend_t *self, work_item_t *item, bool rerun)
         s_item_finish (self, item);
 }
 
+/*  Gives idle workers the waiting items that should no longer wait for a
+ *  busy faster board (scheduler_rebalance; now_ns > 0 on the sweep: also
+ *  items that have waited longer than an idle board's service time).  */
+static void
+s_rebalance (frontend_t *self, int64_t now_ns)
+{
+    size_t worker = 0;
+    for (work_item_t *item; (item = scheduler_rebalance (self->scheduler, now_ns, &worker)); )
+        s_give (self, worker, item);
+}
+
 /*  Submits a prepared item: given to a worker now, queued, or failed with
  *  `none_rv` when no board may run it.  Returns 0 when it is out.  A client
  *  item counts in its request's `pending` before it can be given: s_give
@@ -221,6 +232,8 @@ fe_submit (frontend_t *self, work_item_t *item)
     else
     if (outcome == SCHEDULER_ASSIGNED)
         s_give (self, worker, item);
+    else
+        s_rebalance (self, 0);              /* an idle board may take an older item */
     return 0;
 }
 
@@ -244,6 +257,7 @@ fe_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
     s_give (self, (size_t) id, scheduler_worker_ready (self->scheduler, (size_t) id));
     if (rerun)
         s_fail_stranded (self);
+    s_rebalance (self, 0);                  /* a board out of rotation, a service time grew */
     fe_flow_resume (self);
     return 0;
 }
@@ -251,7 +265,8 @@ fe_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
 /*  The reactor's sweep (every BOARD_WATCH_TICK_MS): calls over their time
  *  limit or deadline are abandoned (re-run or answered), queued items whose
  *  deadline passed are answered at once, boards whose back-off passed are
- *  probed (issue #9).  */
+ *  probed (issue #9), idle workers get items that have waited longer than
+ *  their board's service time (scheduler_rebalance).  */
 int
 fe_on_watch_timer (zloop_t *loop, int timer_id, void *arg)
 {
@@ -282,6 +297,7 @@ fe_on_watch_timer (zloop_t *loop, int timer_id, void *arg)
         for (work_item_t *item; (back & 1) && (item = scheduler_board_kick (self->scheduler, b, &worker)); )
             s_give (self, worker, item);
     }
+    s_rebalance (self, metrics_now_ns ());  /* items waiting longer than a slow board takes */
     fe_flow_resume (self);
     return 0;
 }

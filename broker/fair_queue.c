@@ -220,6 +220,18 @@ fair_queue_take (fair_queue_t *self, fair_queue_match_fn *match, void *arg)
 }
 
 void *
+fair_queue_peek (fair_queue_t *self, fair_queue_match_fn *match, void *arg)
+{
+    for (size_t k = 0; k < self->n_round; k++) {
+        s_flow_t *flow = self->round [(self->turn + k) % self->n_round];
+        for (void *item = zlistx_first (flow->items); item; item = zlistx_next (flow->items))
+            if (!match || match (item, arg))
+                return item;
+    }
+    return NULL;
+}
+
+void *
 fair_queue_remove_if (fair_queue_t *self, fair_queue_match_fn *match, void *arg)
 {
     for (size_t i = 0; i < self->n_round; i++) {

@@ -59,6 +59,14 @@ int fair_queue_add (fair_queue_t *self, const char *flow, void *item);
  *  (plus the current one twice).  */
 void *fair_queue_take (fair_queue_t *self, fair_queue_match_fn *match, void *arg);
 
+/*  Returns, without removing it and without touching the round, the oldest
+ *  waiting item of the first flow in round order (from the flow whose turn
+ *  it is) that has one for which match (NULL: any) is true; NULL when none
+ *  matches.  A take with the same match then returns some matching item:
+ *  use it to skip a take that would find nothing (a take that finds
+ *  nothing ends every flow's turn).  */
+void *fair_queue_peek (fair_queue_t *self, fair_queue_match_fn *match, void *arg);
+
 /*  Removes and returns the oldest item of any flow (flows in round order)
  *  for which match is true, without spending any flow's deficit: for items
  *  leaving the queue unrun (expired, or no board left to run them).  NULL

@@ -149,6 +149,8 @@ static int
 s_core_start (frontend_t *self)
 {
     self->ks = self->args->keystore;
+    if (!(self->tickets = ticket_mac_new (self->config->ticket_key)))
+        return -1;
     if (!(self->load = client_load_new ((size_t) self->config->max_client_bytes,
                                         (size_t) self->config->max_client_jobs)))
         return -1;
@@ -220,6 +222,7 @@ s_frontend_free (frontend_t *self)
     keystore_listener_destroy (&self->listener);
     ks_cache_destroy (&self->cache);
     client_load_destroy (&self->load);
+    ticket_mac_destroy (&self->tickets);
     free (self->endpoint);
 }
 

@@ -123,6 +123,7 @@ typedef struct {
     zloop_t *loop;
     scheduler_t *scheduler;
     board_watch_t *watch_boards;    /* time limits, faults, probes (board_watch.h) */
+    ticket_mac_t *tickets;          /* the ticket key ready for MACs (ticket.h; login.c) */
     cross_check_t *cross;           /* broker/cross-check (cross_check.h) */
     size_t n_workers;
     fe_admission_t *admission;      /* allow-list, default tenant (admission.c) */

@@ -16,7 +16,7 @@ s_ticket_make (frontend_t *self, fe_request_t *request, CK_USER_TYPE user_type, 
 {
     ticket_claims_t claims = { user_type, epoch,
                                (uint64_t) zclock_time () + (uint64_t) self->config->ticket_lifetime_ms };
-    return ticket_make (self->config->ticket_key, request->client_key, request->tenant, &claims, out);
+    return ticket_make (self->tickets, request->client_key, request->tenant, &claims, out);
 }
 
 /*  Logs a refused PIN (C_Login, or the old PIN of C_SetPIN) with the client
@@ -174,7 +174,7 @@ fe_ticket_check (frontend_t *self, fe_request_t *request)
     uint64_t now = (uint64_t) zclock_time (), epoch = 0;
     if (req->ticket.len == 0)
         return;
-    ticket_status_t status = ticket_check (self->config->ticket_key, request->client_key, request->tenant,
+    ticket_status_t status = ticket_check (self->tickets, request->client_key, request->tenant,
                                            req->ticket.data, req->ticket.len, now, &claims);
     const char *why = status == TICKET_INVALID ? "not valid" : status == TICKET_EXPIRED ? "expired" : NULL;
     if (!why && (!request->has_state || (claims.user_type != CKU_USER && claims.user_type != CKU_SO)

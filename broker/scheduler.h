@@ -3,26 +3,57 @@
  *
  *  The paper's rule (§4.2.5, Figure 3): worker threads, when free, pull the
  *  next work item.  Here: an item goes to an idle worker of a board that
- *  may run it, the board where it is expected to finish first (speed-aware
- *  placement, below); if none is idle it waits in its tenant's FIFO, and a
- *  worker that becomes ready takes the next item its board can run in
- *  deficit round robin order across tenants (fair_queue.h; issue #9 "fair
+ *  may run it when that is where it is expected to finish first (the cost
+ *  model, below); else it waits in its tenant's FIFO, and a worker that
+ *  becomes ready takes the next item it should take (below) in deficit
+ *  round robin order across tenants (fair_queue.h; issue #9 "fair
  *  shares"), so one tenant's flood delays another tenant's item by at most
  *  one round.  Background items (item->low) go only when no client item
- *  the board can run waits.
+ *  the board may run waits (not even one that waits for a faster board),
+ *  and otherwise by service time alone (they never wait for a busy board).
  *
- *  Speed-aware placement (seed 003's cost models; DESIGN.md §1): the
- *  scheduler keeps an EWMA (weight 1/8 per sample) of the measured service
- *  time per (board, mechanism, key bits) of successful items
- *  (scheduler_service).  Among the boards with an idle worker, the item
- *  goes to the one with the smallest expected service time (within
- *  SCHEDULER_SPEED_SLACK of the fastest, the old rule decides: most idle
- *  workers, then fewest items assigned, so equal boards share the load).
+ *  Service times (seed 003's cost models; DESIGN.md §1): the scheduler
+ *  keeps an EWMA of the measured service time per (board, mechanism, key
+ *  bits) of successful items (scheduler_service) that falls fast and rises
+ *  slowly: weight 1/2 for a sample below the estimate, 1/8 above.  A call
+ *  cannot be faster than its work, but one-time costs (a first call that
+ *  parses the key, cold caches) and preemption make calls slower, so the
+ *  estimate follows the fast calls.
  *  A board with no sample for that (mechanism, bits) is estimated from its
  *  samples of the same mechanism scaled by the cube of the key size ratio
  *  (the cost of RSA grows with the cube of the modulus), else counts as 0
- *  so that it gets measured.  Placement is work-conserving: an item never
- *  waits while a board that may run it has an idle worker.
+ *  so that it gets measured.  At submission an idle board whose sample of
+ *  the class is older than SCHEDULER_STALE_MS counts as 0 too, so it is
+ *  measured again (a first call that parsed the key, or a board that was
+ *  slow for a while, would otherwise keep it looking slow and unused).
+ *
+ *  The cost model (issue #8, "placement that may wait for a faster
+ *  board"): the expected finish of an item on board b with expected
+ *  service time s is s when b has an idle worker; when all its workers are
+ *  busy, the item starts after the W client items waiting that b may run
+ *  and itself have left the queue, one every s / workers on average:
+ *  s * (1 + (W + 1) / workers) (W counts the item itself once it waits).
+ *  A busy board without a sample is never waited for.  An item waits for
+ *  a busy board only when that finish, times SCHEDULER_SPEED_SLACK, is
+ *  below its service time on the best idle board ("waiting pays"); among
+ *  idle boards, the smallest service time wins (within the slack of the
+ *  fastest, the old rule decides: most idle workers, then fewest items
+ *  assigned, so equal boards share the load).  So a fast board that is
+ *  busy keeps the items that a slow idle board would finish later, until
+ *  its queue is so long that it no longer pays.
+ *
+ *  The same test decides which waiting items a worker takes: a worker of
+ *  board b takes the next item it may run for which waiting for another
+ *  board does not pay (the fastest board's workers take any), else it
+ *  goes idle.  An idle worker can thus coexist with waiting items; they
+ *  are not stranded: scheduler_rebalance gives an idle worker the next
+ *  item for which waiting no longer pays, and the caller calls it after
+ *  anything that changes the balance (the scheduler notes which boards to
+ *  look at): a submission that queued an item an idle board would have
+ *  taken (it takes the oldest waiting item instead, so it never overtakes
+ *  them), a board leaving rotation, a service time that grew; and on the
+ *  reactor's sweep (with now_ns), also every item that has waited longer
+ *  than its service time on an idle board, whatever the model says.
  */
 #ifndef SCHEDULER_H_INCLUDED
 #define SCHEDULER_H_INCLUDED
@@ -100,6 +131,8 @@ typedef struct {
     bool wrong;                     /* the worker found the result wrong (verify.h): rv is
                                        CKR_DEVICE_ERROR and out is NULL */
     void *cross;                    /* its cross-check pair (cross_check.h), or NULL */
+    uint64_t queued_on;             /* scheduler's own: while it waits, the boards it is
+                                       counted as waiting for */
 } work_item_t;
 
 /*  What scheduler_submit did with an item.  */
@@ -115,6 +148,7 @@ typedef struct _scheduler_t scheduler_t;
 
 #define SCHEDULER_SPEED_SLACK 1.25      /* boards this close to the fastest count as equal */
 #define SCHEDULER_SPEED_CLASSES 32      /* (mechanism, bits) classes measured per board */
+#define SCHEDULER_STALE_MS 1000         /* an estimate this old is measured again (submit) */
 
 /*  Creates an empty scheduler; NULL when out of memory.  Caller destroys.  */
 scheduler_t *scheduler_new (void);
@@ -148,17 +182,33 @@ int scheduler_tenant_weight (scheduler_t *self, const char *tenant, unsigned wei
  *  item->key_id when that is 0; never a board in item->tried nor one out of
  *  rotation); ownership stays with the caller until a worker gets it:
  *  ASSIGNED sets *worker_p, item->worker and item->board (the idle board
- *  where it is expected to finish first); QUEUED keeps it in the FIFO of
- *  item->tenant (client items) or of background items (item->low);
- *  NO_BOARD means no board may run it.  */
+ *  where it is expected to finish first, by the cost model at the top);
+ *  QUEUED keeps it in the FIFO of item->tenant (client items: no board
+ *  idle, waiting for a busy one pays, or older items wait that the idle
+ *  board takes first: then call scheduler_rebalance) or of background
+ *  items (item->low); NO_BOARD means no board may run it.  item->submitted_ns
+ *  is taken as the time now (stale estimates; 0: none is stale).  */
 scheduler_outcome_t scheduler_submit (scheduler_t *self, work_item_t *item, size_t *worker_p);
 
 /*  Worker `worker` is free: returns the next queued client item its board
- *  may run in DRR order across tenants (within a tenant the oldest), else
- *  the oldest such background item (now assigned to it), or NULL, and then
- *  the worker is idle.  Client items always go first (issue #3: the pool is
- *  filled only when boards are idle).  */
+ *  may run and should take by the cost model (waiting for a busy faster
+ *  board does not pay; see the top) in DRR order across tenants (within a
+ *  tenant the oldest); else, when no client item its board may run waits,
+ *  the oldest background item it may run (now assigned to it); or NULL,
+ *  and then the worker is idle.  Client items always go first (issue #3:
+ *  the pool is filled only when boards are idle).  */
 work_item_t *scheduler_worker_ready (scheduler_t *self, size_t worker);
+
+/*  Gives an idle worker the next waiting client item (DRR order) that its
+ *  board should take by the cost model now, or with now_ns > 0
+ *  (metrics_now_ns, ns) also any item that has waited (since
+ *  item->submitted_ns) longer than its expected service time on that
+ *  board; returns it (*worker_p, item->worker and item->board set), or
+ *  NULL.  Call until NULL after scheduler_submit queued an item, after a
+ *  board left rotation or a worker was back (scheduler_service), and with
+ *  now_ns on the periodic sweep; without now_ns only the boards whose
+ *  balance changed since are looked at.  */
+work_item_t *scheduler_rebalance (scheduler_t *self, int64_t now_ns, size_t *worker_p);
 
 /*  Background items waiting.  */
 size_t scheduler_queued_low (scheduler_t *self);
@@ -172,8 +222,9 @@ void scheduler_done (scheduler_t *self, size_t board, bool error);
 
 /*  Feeds the EWMA of item's class (mechanism, item->bits) on item->board
  *  with the service time service_ns (ns, the driver call as the worker
- *  measured it).  Only successful items count: a board that fails fast must
- *  not look fast.  */
+ *  measured it), dated item->given_ns + service_ns (metrics_now_ns; 0 =
+ *  undated, never stale).  Only successful items count: a board that fails
+ *  fast must not look fast.  */
 void scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_ns);
 
 /*  The expected service time in ns of item on `board` (the EWMA of its
@@ -185,13 +236,16 @@ double scheduler_expected_ns (scheduler_t *self, size_t board, const work_item_t
 /*  Board health (issue #9; broker/health.h decides): a board out of
  *  rotation (up = false) gets no new item and its workers take none from the
  *  queue; boards start in rotation.  Putting it back does not hand it any
- *  item: call scheduler_board_kick.  */
+ *  item: call scheduler_board_kick.  Taking it out: call
+ *  scheduler_take_stranded, then scheduler_rebalance (items that waited
+ *  for it).  */
 void scheduler_board_set_up (scheduler_t *self, size_t board, bool up);
 bool scheduler_board_up (scheduler_t *self, size_t board);
 
 /*  A board back in rotation: gives the oldest queued item it may run to
  *  one of its idle workers and returns it (*worker_p set), or NULL when it
- *  has no idle worker or no such item.  Call until NULL.  */
+ *  has no idle worker or no such item.  Call until NULL.  (A probe: the
+ *  cost model does not apply, the board has to be tried.)  */
 work_item_t *scheduler_board_kick (scheduler_t *self, size_t board, size_t *worker_p);
 
 /*  Removes and returns a queued item (client or background) that no board

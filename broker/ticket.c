@@ -4,7 +4,8 @@
 #include <string.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 #include "ticket.h"
 
 #define S_TAG "cs-ticket-v2"
@@ -27,34 +28,69 @@ s_get_be (const unsigned char *in, size_t len)
     return value;
 }
 
-//  The MAC of head (S_HEAD_LEN bytes) for (client_key, tenant) into mac.
+struct _ticket_mac_t {
+    EVP_MAC_CTX *ctx;               /* HMAC-SHA256 with the ticket key set */
+};
+
+ticket_mac_t *
+ticket_mac_new (const unsigned char key [32])
+{
+    ticket_mac_t *self = calloc (1, sizeof *self);
+    EVP_MAC *hmac = self ? EVP_MAC_fetch (NULL, "HMAC", NULL) : NULL;
+    OSSL_PARAM params [] = {
+        OSSL_PARAM_construct_utf8_string (OSSL_MAC_PARAM_DIGEST, (char *) "SHA256", 0),
+        OSSL_PARAM_construct_end ()
+    };
+    if (hmac)
+        self->ctx = EVP_MAC_CTX_new (hmac);
+    EVP_MAC_free (hmac);                    /* the context keeps its own reference */
+    if (!self || !self->ctx || !EVP_MAC_init (self->ctx, key, 32, params)) {
+        ticket_mac_destroy (&self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+ticket_mac_destroy (ticket_mac_t **self_p)
+{
+    ticket_mac_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    EVP_MAC_CTX_free (self->ctx);           /* cleanses the key state */
+    free (self);
+    *self_p = NULL;
+}
+
+//  Feeds len32 (len) || bytes into the MAC.
 static bool
-s_mac (const unsigned char key [32], const char *client_key, const char *tenant,
+s_mac_field (EVP_MAC_CTX *ctx, const char *bytes)
+{
+    size_t len = strlen (bytes);
+    unsigned char be [4];
+    if (len > UINT32_MAX)
+        return false;
+    s_put_be (be, len, 4);
+    return EVP_MAC_update (ctx, be, 4) && EVP_MAC_update (ctx, (const unsigned char *) bytes, len);
+}
+
+//  The MAC of head (S_HEAD_LEN bytes) for (client_key, tenant) into mac.
+//  The context starts again from the key it was set up with (EVP_MAC_init
+//  with no key: no algorithm fetch, no key schedule per ticket).
+static bool
+s_mac (ticket_mac_t *self, const char *client_key, const char *tenant,
        const unsigned char head [S_HEAD_LEN], unsigned char mac [S_MAC_LEN])
 {
-    size_t tag_len = strlen (S_TAG), key_len = strlen (client_key), tenant_len = strlen (tenant);
-    size_t len = tag_len + 4 + key_len + 4 + tenant_len + S_HEAD_LEN;
-    unsigned char *msg = key_len <= UINT32_MAX && tenant_len <= UINT32_MAX ? malloc (len) : NULL;
-    unsigned char *at = msg;
-    unsigned int mac_len = 0;
-    if (!msg)
-        return false;
-    memcpy (at, S_TAG, tag_len);
-    at += tag_len;
-    s_put_be (at, key_len, 4);
-    memcpy (at + 4, client_key, key_len);
-    at += 4 + key_len;
-    s_put_be (at, tenant_len, 4);
-    memcpy (at + 4, tenant, tenant_len);
-    at += 4 + tenant_len;
-    memcpy (at, head, S_HEAD_LEN);
-    bool ok = HMAC (EVP_sha256 (), key, 32, msg, len, mac, &mac_len) && mac_len == S_MAC_LEN;
-    free (msg);
-    return ok;
+    size_t mac_len = 0;
+    return EVP_MAC_init (self->ctx, NULL, 0, NULL)
+        && EVP_MAC_update (self->ctx, (const unsigned char *) S_TAG, strlen (S_TAG))
+        && s_mac_field (self->ctx, client_key) && s_mac_field (self->ctx, tenant)
+        && EVP_MAC_update (self->ctx, head, S_HEAD_LEN)
+        && EVP_MAC_final (self->ctx, mac, &mac_len, S_MAC_LEN) && mac_len == S_MAC_LEN;
 }
 
 int
-ticket_make (const unsigned char key [32], const char *client_key, const char *tenant,
+ticket_make (ticket_mac_t *key, const char *client_key, const char *tenant,
              const ticket_claims_t *claims, unsigned char out [TICKET_LEN])
 {
     if (!claims || claims->user_type > 255)
@@ -67,7 +103,7 @@ ticket_make (const unsigned char key [32], const char *client_key, const char *t
 }
 
 ticket_status_t
-ticket_check (const unsigned char key [32], const char *client_key, const char *tenant,
+ticket_check (ticket_mac_t *key, const char *client_key, const char *tenant,
               const unsigned char *ticket, size_t len, uint64_t now_ms, ticket_claims_t *claims)
 {
     unsigned char mac [S_MAC_LEN];

@@ -35,17 +35,31 @@ typedef enum {
     TICKET_EXPIRED              /* the MAC checks, but now_ms >= expires_ms */
 } ticket_status_t;
 
+/*  The ticket key made ready for MACs: an HMAC-SHA256 context with the
+ *  32-byte key set (OpenSSL EVP_MAC), restarted for each ticket, so a
+ *  ticket costs no algorithm fetch and no key schedule (issue #8: HMAC()
+ *  fetched both for every request).  The context holds key-derived state
+ *  on the ordinary heap, cleansed when destroyed.  Not thread-safe: one
+ *  per thread (the broker's reactor).  NULL when out of memory or OpenSSL
+ *  fails.  Caller destroys.  */
+typedef struct _ticket_mac_t ticket_mac_t;
+ticket_mac_t *ticket_mac_new (const unsigned char key [32]);
+
+/*  Destroys it (cleansing the key state); NULL-safe, nulls *self_p.  */
+void ticket_mac_destroy (ticket_mac_t **self_p);
+
 /*  Writes the TICKET_LEN-byte ticket of `claims` for (client_key, tenant)
- *  made with the 32-byte key into out.  Returns 0, or -1 when user_type
- *  does not fit a byte or HMAC fails.  */
-int ticket_make (const unsigned char key [32], const char *client_key, const char *tenant,
+ *  made with key (ticket_mac_new) into out.  Returns 0, or -1 when
+ *  user_type does not fit a byte or HMAC fails.  */
+int ticket_make (ticket_mac_t *key, const char *client_key, const char *tenant,
                  const ticket_claims_t *claims, unsigned char out [TICKET_LEN]);
 
-/*  Checks ticket (len bytes) for (client_key, tenant) under key at Unix time
+/*  Checks ticket (len bytes) for (client_key, tenant) under key
+ *  (ticket_mac_new) at Unix time
  *  now_ms; compares the MAC in constant time.  Fills *claims (when not
  *  NULL) for TICKET_VALID and TICKET_EXPIRED.  The epoch is the caller's to
  *  compare.  */
-ticket_status_t ticket_check (const unsigned char key [32], const char *client_key,
+ticket_status_t ticket_check (ticket_mac_t *key, const char *client_key,
                               const char *tenant, const unsigned char *ticket, size_t len,
                               uint64_t now_ms, ticket_claims_t *claims);
 

@@ -311,11 +311,15 @@ START_TEST (test_speed_idle_fast_beats_idle_slow)
     ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_ASSIGNED);
     ck_assert_uint_eq (item.board, 1);
     ck_assert_uint_eq (worker, 3);
-    /*  The fast board busy: the slow idle one (work-conserving).  */
+    /*  The fast board busy: waiting for it is expected to finish sooner
+     *  (10 ms * (1 + 1 / 1 worker) = 20 ms, against 100 ms on the idle
+     *  slow board; issue #8): the item waits and the fast worker takes it.  */
     work_item_t next = s_item ("A", 2);
     next.bits = 2048;
-    ck_assert_int_eq (scheduler_submit (s, &next, &worker), SCHEDULER_ASSIGNED);
-    ck_assert_uint_eq (next.board, 0);
+    ck_assert_int_eq (scheduler_submit (s, &next, &worker), SCHEDULER_QUEUED);
+    ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 3), &next);
+    ck_assert_uint_eq (next.board, 1);
     /*  EWMA: one sample of 20 ms moves the fast board by 1/8 of the gap.  */
     done.rv = CKR_OK;
     done.board = 1;

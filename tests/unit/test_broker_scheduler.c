@@ -211,6 +211,256 @@ START_TEST (test_rotation_queue)
 }
 END_TEST
 
+/*  Placement that may wait for a faster board (issue #8).  Board 0 "fast"
+ *  (workers 0, 1) measured at 20 us per item, board 1 "slow" (workers 2,
+ *  3) at 200 us, both holding s_shared, all workers idle.  */
+#define S_FAST_NS 20000
+#define S_SLOW_NS 200000
+
+static scheduler_t *
+s_fast_slow (void)
+{
+    scheduler_t *s = scheduler_new ();
+    ck_assert_int_eq (scheduler_board_add (s, "fast"), 0);
+    ck_assert_int_eq (scheduler_board_add (s, "slow"), 1);
+    ck_assert_int_eq (scheduler_key_add (s, 0, s_shared, 1), 0);
+    ck_assert_int_eq (scheduler_key_add (s, 1, s_shared, 1), 0);
+    for (int w = 0; w < 4; w++)
+        ck_assert_int_eq (scheduler_worker_add (s, w < 2 ? 0 : 1), w);
+    for (size_t w = 0; w < 4; w++)
+        ck_assert_ptr_null (scheduler_worker_ready (s, w));
+    work_item_t done = s_item (s_shared, 0);
+    done.rv = CKR_OK;
+    done.board = 0;
+    scheduler_service (s, &done, S_FAST_NS);
+    done.board = 1;
+    scheduler_service (s, &done, S_SLOW_NS);
+    return s;
+}
+
+/*  Makes both workers of the fast board busy (busy [2]: their items).  */
+static void
+s_fast_busy (scheduler_t *s, work_item_t *busy)
+{
+    size_t worker;
+    for (size_t i = 0; i < 2; i++) {
+        busy [i] = s_item (s_shared, 100 + i);
+        ck_assert_int_eq (scheduler_submit (s, &busy [i], &worker), SCHEDULER_ASSIGNED);
+        ck_assert_uint_eq (busy [i].board, 0);
+    }
+    ck_assert_uint_eq (scheduler_idle (s, 0), 0);
+    ck_assert_uint_eq (scheduler_idle (s, 1), 2);
+}
+
+/*  Fast board busy, slow board idle: the item is expected to finish
+ *  sooner after waiting (20 us * (1 + 1/2) = 30 us, x 1.25 slack, against
+ *  200 us), so it waits, the slow board's workers leave it, and the fast
+ *  board's next ready worker takes it.  A board without a sample still
+ *  gets items (it has to be measured).  */
+START_TEST (test_place_waits_for_fast)
+{
+    scheduler_t *s = s_fast_slow ();
+    work_item_t busy [2], item = s_item (s_shared, 1), slow_only = s_item (s_shared, 2);
+    size_t worker = 99;
+    s_fast_busy (s, busy);
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_QUEUED);
+    ck_assert_uint_eq (scheduler_queued (s), 1);
+    ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
+    ck_assert_uint_eq (scheduler_idle (s, 1), 2);
+    /*  A slow worker that finishes something else leaves it waiting.  */
+    slow_only.boards = UINT64_C (1) << 1;
+    ck_assert_int_eq (scheduler_submit (s, &slow_only, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (slow_only.board, 1);
+    ck_assert_ptr_null (scheduler_worker_ready (s, worker));
+    ck_assert_uint_eq (scheduler_queued (s), 1);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 1), &item);
+    ck_assert_uint_eq (item.board, 0);
+    ck_assert_uint_eq (item.worker, 1);
+    ck_assert_uint_eq (scheduler_queued (s), 0);
+    /*  A background item does not take the idle slow board while a client
+     *  item it may run waits (for the fast one): it goes when none does.  */
+    work_item_t client = s_item (s_shared, 4), refill = s_item (s_shared, 5);
+    refill.low = true;
+    ck_assert_int_eq (scheduler_submit (s, &client, &worker), SCHEDULER_QUEUED);
+    ck_assert_int_eq (scheduler_submit (s, &refill, &worker), SCHEDULER_QUEUED);
+    ck_assert_uint_eq (scheduler_queued_low (s), 1);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &client);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 1), &refill);
+    /*  A third board, never measured, idle: it gets the next item.  */
+    scheduler_destroy (&s);
+    s = s_fast_slow ();
+    s_fast_busy (s, busy);
+    ck_assert_int_eq (scheduler_board_add (s, "new"), 2);
+    ck_assert_int_eq (scheduler_key_add (s, 2, s_shared, 1), 0);
+    ck_assert_int_eq (scheduler_worker_add (s, 2), 4);
+    ck_assert_ptr_null (scheduler_worker_ready (s, 4));
+    item = s_item (s_shared, 3);
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (item.board, 2);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  With the fast board busy, items wait while 20 us * (1 + W / 2) x 1.25
+ *  stays below 200 us (W: items waiting, the new one counted), i.e. up to
+ *  13 of them; the 14th would finish sooner on the idle slow board, which
+ *  takes the oldest waiting item instead (FIFO kept), then none while
+ *  waiting pays again for the 13 left.  */
+START_TEST (test_place_long_queue_slow_takes_oldest)
+{
+    scheduler_t *s = s_fast_slow ();
+    work_item_t busy [2], waiting [14];
+    size_t worker = 99;
+    s_fast_busy (s, busy);
+    for (size_t i = 0; i < 13; i++) {
+        waiting [i] = s_item (s_shared, i);
+        ck_assert_int_eq (scheduler_submit (s, &waiting [i], &worker), SCHEDULER_QUEUED);
+        ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
+    }
+    ck_assert_uint_eq (scheduler_idle (s, 1), 2);
+    waiting [13] = s_item (s_shared, 13);
+    ck_assert_int_eq (scheduler_submit (s, &waiting [13], &worker), SCHEDULER_QUEUED);
+    ck_assert_ptr_eq (scheduler_rebalance (s, 0, &worker), &waiting [0]);
+    ck_assert_uint_eq (waiting [0].board, 1);
+    ck_assert_uint_eq (waiting [0].worker, worker);
+    ck_assert_uint_ge (worker, 2);
+    ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
+    ck_assert_uint_eq (scheduler_queued (s), 13);
+    ck_assert_uint_eq (scheduler_idle (s, 1), 1);
+    /*  The fast board's workers then take them in order.  */
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &waiting [1]);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 1), &waiting [2]);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  The fast board leaves rotation while items wait for it: the slow
+ *  board's idle workers get them at once (scheduler_rebalance), oldest
+ *  first, and its next ready worker the rest.  */
+START_TEST (test_place_fast_leaves_rotation)
+{
+    scheduler_t *s = s_fast_slow ();
+    work_item_t busy [2], waiting [3];
+    size_t worker = 99;
+    s_fast_busy (s, busy);
+    for (size_t i = 0; i < 3; i++) {
+        waiting [i] = s_item (s_shared, i);
+        ck_assert_int_eq (scheduler_submit (s, &waiting [i], &worker), SCHEDULER_QUEUED);
+    }
+    ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
+    scheduler_board_set_up (s, 0, false);
+    ck_assert_ptr_null (scheduler_take_stranded (s));
+    ck_assert_ptr_eq (scheduler_rebalance (s, 0, &worker), &waiting [0]);
+    ck_assert_uint_eq (waiting [0].board, 1);
+    size_t first = worker;
+    ck_assert_ptr_eq (scheduler_rebalance (s, 0, &worker), &waiting [1]);
+    ck_assert_uint_ne (worker, first);
+    ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
+    ck_assert_ptr_eq (scheduler_worker_ready (s, first), &waiting [2]);
+    ck_assert_uint_eq (waiting [2].board, 1);
+    ck_assert_uint_eq (scheduler_queued (s), 0);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  The estimate falls fast and rises slowly: a first call of 1 ms (say,
+ *  one that parsed the key) then calls of 20 us: 510 us, then 265 us (weight
+ *  1/2); a slow call of 1 ms then moves it by 1/8 only.  */
+START_TEST (test_speed_falls_fast_rises_slowly)
+{
+    scheduler_t *s = s_fast_slow ();
+    work_item_t done = s_item (s_shared, 0), item = s_item (s_shared, 0);
+    done.bits = item.bits = 2048;           /* a class not measured yet */
+    done.rv = CKR_OK;
+    done.board = 1;
+    scheduler_service (s, &done, 1000000);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 1, &item), 1000000, 1);
+    scheduler_service (s, &done, 20000);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 1, &item), 510000, 1);
+    scheduler_service (s, &done, 20000);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 1, &item), 265000, 1);
+    scheduler_service (s, &done, 1000000);
+    ck_assert_double_eq_tol (scheduler_expected_ns (s, 1, &item), 265000 + (1000000 - 265000) / 8.0, 1);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  An estimate older than SCHEDULER_STALE_MS is measured again: the next
+ *  item the idle slow board may run goes to it, though the fast board is
+ *  idle too; once measured anew, items go to the fast board again.  */
+START_TEST (test_place_stale_estimate_remeasured)
+{
+    scheduler_t *s = scheduler_new ();
+    ck_assert_int_eq (scheduler_board_add (s, "fast"), 0);
+    ck_assert_int_eq (scheduler_board_add (s, "slow"), 1);
+    ck_assert_int_eq (scheduler_key_add (s, 0, s_shared, 1), 0);
+    ck_assert_int_eq (scheduler_key_add (s, 1, s_shared, 1), 0);
+    for (int w = 0; w < 2; w++) {
+        ck_assert_int_eq (scheduler_worker_add (s, (size_t) w), w);
+        ck_assert_ptr_null (scheduler_worker_ready (s, (size_t) w));
+    }
+    const int64_t t0 = INT64_C (5000000000), stale = (int64_t) SCHEDULER_STALE_MS * 1000000;
+    work_item_t done = s_item (s_shared, 0), item = s_item (s_shared, 1);
+    size_t worker = 99;
+    done.rv = CKR_OK;
+    done.given_ns = t0;
+    done.board = 1;
+    scheduler_service (s, &done, S_SLOW_NS);
+    done.board = 0;
+    scheduler_service (s, &done, S_FAST_NS);
+    item.submitted_ns = t0 + stale / 2;
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (item.board, 0);
+    ck_assert_ptr_null (scheduler_worker_ready (s, worker));
+    /*  The fast board keeps being measured, the slow one not.  */
+    done.given_ns = t0 + stale;
+    scheduler_service (s, &done, S_FAST_NS);
+    item = s_item (s_shared, 2);
+    item.submitted_ns = t0 + stale + stale / 2;
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (item.board, 1);
+    done.board = 1;
+    done.given_ns = item.submitted_ns;
+    scheduler_service (s, &done, S_SLOW_NS);
+    ck_assert_ptr_null (scheduler_worker_ready (s, worker));
+    item = s_item (s_shared, 3);
+    item.submitted_ns = t0 + stale + stale / 2;
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (item.board, 0);
+    scheduler_destroy (&s);
+}
+END_TEST
+
+/*  Not stranded either when the fast board's expected time grows past the
+ *  point where waiting pays, nor when an item has waited longer than the
+ *  slow board takes (the sweep, with now_ns).  */
+START_TEST (test_place_rebalance_service_and_sweep)
+{
+    scheduler_t *s = s_fast_slow ();
+    work_item_t busy [2], item = s_item (s_shared, 1), done = s_item (s_shared, 0);
+    size_t worker = 99;
+    s_fast_busy (s, busy);
+    item.submitted_ns = 1000000;
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_QUEUED);
+    ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
+    ck_assert_ptr_null (scheduler_rebalance (s, 1000000 + S_SLOW_NS / 2, &worker));
+    ck_assert_ptr_eq (scheduler_rebalance (s, 1000000 + 2 * S_SLOW_NS, &worker), &item);
+    ck_assert_uint_eq (item.board, 1);
+    ck_assert_ptr_null (scheduler_worker_ready (s, worker));
+    /*  One 2 ms sample: the fast board's EWMA 20 + (2000 - 20) / 8 =
+     *  267.5 us, more than the slow board's 200 us.  */
+    item = s_item (s_shared, 2);
+    ck_assert_int_eq (scheduler_submit (s, &item, &worker), SCHEDULER_QUEUED);
+    ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
+    done.rv = CKR_OK;
+    done.board = 0;
+    scheduler_service (s, &done, 2000000);
+    ck_assert_ptr_eq (scheduler_rebalance (s, 0, &worker), &item);
+    ck_assert_uint_eq (item.board, 1);
+    scheduler_destroy (&s);
+}
+END_TEST
+
 /*  health.h: fault -> DOWN for probe-min; probe -> PROBING; a fault on
  *  probation doubles the back-off up to probe-max; a good probe -> UP; a
  *  late fault while DOWN changes nothing; HEALTH_GOOD_RESET good results
@@ -283,6 +533,12 @@ main (void)
     tcase_add_test (tc, test_limits);
     tcase_add_test (tc, test_rotation);
     tcase_add_test (tc, test_rotation_queue);
+    tcase_add_test (tc, test_place_waits_for_fast);
+    tcase_add_test (tc, test_place_long_queue_slow_takes_oldest);
+    tcase_add_test (tc, test_place_fast_leaves_rotation);
+    tcase_add_test (tc, test_place_rebalance_service_and_sweep);
+    tcase_add_test (tc, test_place_stale_estimate_remeasured);
+    tcase_add_test (tc, test_speed_falls_fast_rises_slowly);
     tcase_add_test (tc, test_health_backoff);
     tcase_add_test (tc, test_health_calls);
     suite_add_tcase (suite, tc);

@@ -12,8 +12,9 @@
 #include "ticket.h"
 #include "test_run.h"
 
-/*  The ticket key of the vectors: bytes 00 01 .. 1f.  */
-static unsigned char s_key [32];
+/*  The ticket key of the vectors: bytes 00 01 .. 1f; made ready for MACs.  */
+static unsigned char s_key_bytes [32];
+static ticket_mac_t *s_key;
 /*  A client's CURVE public key in Z85 (40 characters).  */
 static const char s_client [] = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
 
@@ -21,7 +22,16 @@ static void
 s_setup (void)
 {
     for (int i = 0; i < 32; i++)
-        s_key [i] = (unsigned char) i;
+        s_key_bytes [i] = (unsigned char) i;
+    s_key = ticket_mac_new (s_key_bytes);
+    ck_assert_ptr_nonnull (s_key);
+}
+
+static void
+s_teardown (void)
+{
+    ticket_mac_destroy (&s_key);
+    ck_assert_ptr_null (s_key);
 }
 
 /*  Decodes 2 * TICKET_LEN lower-case hex digits into out.  */
@@ -102,17 +112,19 @@ END_TEST
  *  wrong length fails the check.  */
 START_TEST (test_ticket_binding)
 {
-    unsigned char ticket [TICKET_LEN + 1], other_key [32];
+    unsigned char ticket [TICKET_LEN + 1], other_bytes [32];
     static const char other_client [] = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
     const ticket_claims_t claims = { CKU_USER, 42, S_EXPIRES };
     const uint64_t now = S_EXPIRES - 1000;
-    memcpy (other_key, s_key, sizeof other_key);
-    other_key [31] ^= 1;
+    memcpy (other_bytes, s_key_bytes, sizeof other_bytes);
+    other_bytes [31] ^= 1;
+    ticket_mac_t *other_key = ticket_mac_new (other_bytes);
     ck_assert_int_eq (ticket_make (s_key, s_client, "demo", &claims, ticket), 0);
     ck_assert_uint_eq (ticket [0], TICKET_FORMAT);
     ck_assert_uint_eq (ticket [1], CKU_USER);
     ck_assert_int_eq (ticket_check (s_key, s_client, "demo", ticket, TICKET_LEN, now, NULL), TICKET_VALID);
     ck_assert_int_eq (ticket_check (other_key, s_client, "demo", ticket, TICKET_LEN, now, NULL), TICKET_INVALID);
+    ticket_mac_destroy (&other_key);
     ck_assert_int_eq (ticket_check (s_key, other_client, "demo", ticket, TICKET_LEN, now, NULL), TICKET_INVALID);
     ck_assert_int_eq (ticket_check (s_key, "", "demo", ticket, TICKET_LEN, now, NULL), TICKET_INVALID);
     ck_assert_int_eq (ticket_check (s_key, s_client, "demo2", ticket, TICKET_LEN, now, NULL), TICKET_INVALID);
@@ -172,7 +184,7 @@ main (void)
 {
     Suite *suite = suite_create ("broker_ticket");
     TCase *tc = tcase_create ("ticket");
-    tcase_add_checked_fixture (tc, s_setup, NULL);
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_ticket_kat);
     tcase_add_test (tc, test_ticket_binding);
     tcase_add_test (tc, test_ticket_no_ambiguity);
