@@ -4,56 +4,23 @@
  *  The paper's rule (§4.2.5, Figure 3): worker threads, when free, pull the
  *  next work item.  Here: an item goes to an idle worker of a board that
  *  may run it when that is where it is expected to finish first (the cost
- *  model, below); else it waits in its tenant's FIFO, and a worker that
- *  becomes ready takes the next item it should take (below) in deficit
+ *  model, placement.h); else it waits in its tenant's FIFO, and a worker that
+ *  becomes ready takes the next item it should take (placement.h) in deficit
  *  round robin order across tenants (fair_queue.h; issue #9 "fair
  *  shares"), so one tenant's flood delays another tenant's item by at most
  *  one round.  Background items (item->low) go only when no client item
  *  the board may run waits (not even one that waits for a faster board),
  *  and otherwise by service time alone (they never wait for a busy board).
  *
- *  Service times (seed 003's cost models; DESIGN.md §1): the scheduler
- *  keeps an EWMA of the measured service time per (board, mechanism, key
- *  bits) of successful items (scheduler_service) that falls fast and rises
- *  slowly: weight 1/2 for a sample below the estimate, 1/8 above.  A call
- *  cannot be faster than its work, but one-time costs (a first call that
- *  parses the key, cold caches) and preemption make calls slower, so the
- *  estimate follows the fast calls.
- *  A board with no sample for that (mechanism, bits) is estimated from its
- *  samples of the same mechanism scaled by the cube of the key size ratio
- *  (the cost of RSA grows with the cube of the modulus), else counts as 0
- *  so that it gets measured.  At submission an idle board whose sample of
- *  the class is older than SCHEDULER_STALE_MS counts as 0 too, so it is
- *  measured again (a first call that parsed the key, or a board that was
- *  slow for a while, would otherwise keep it looking slow and unused).
- *
- *  The cost model (issue #8, "placement that may wait for a faster
- *  board"): the expected finish of an item on board b with expected
- *  service time s is s when b has an idle worker; when all its workers are
- *  busy, the item starts after the W client items waiting that b may run
- *  and itself have left the queue, one every s / workers on average:
- *  s * (1 + (W + 1) / workers) (W counts the item itself once it waits).
- *  A busy board without a sample is never waited for.  An item waits for
- *  a busy board only when that finish, times SCHEDULER_SPEED_SLACK, is
- *  below its service time on the best idle board ("waiting pays"); among
- *  idle boards, the smallest service time wins (within the slack of the
- *  fastest, the old rule decides: most idle workers, then fewest items
- *  assigned, so equal boards share the load).  So a fast board that is
- *  busy keeps the items that a slow idle board would finish later, until
- *  its queue is so long that it no longer pays.
- *
- *  The same test decides which waiting items a worker takes: a worker of
- *  board b takes the next item it may run for which waiting for another
- *  board does not pay (the fastest board's workers take any), else it
- *  goes idle.  An idle worker can thus coexist with waiting items; they
- *  are not stranded: scheduler_rebalance gives an idle worker the next
- *  item for which waiting no longer pays, and the caller calls it after
- *  anything that changes the balance (the scheduler notes which boards to
- *  look at): a submission that queued an item an idle board would have
- *  taken (it takes the oldest waiting item instead, so it never overtakes
- *  them), a board leaving rotation, a service time that grew; and on the
- *  reactor's sweep (with now_ns), also every item that has waited longer
- *  than its service time on an idle board, whatever the model says.
+ *  Where an item goes, or waits for, is the placement model's
+ *  (broker/placement.h, internal): service-time estimates per (board,
+ *  mechanism, bits) (scheduler_service, scheduler_expected_ns), the
+ *  expected finish of an item on a board, and when waiting for a faster
+ *  busy board pays (SCHEDULER_SPEED_SLACK, SCHEDULER_STALE_MS).  An idle
+ *  worker can coexist with waiting items (waiting for a faster board
+ *  pays); scheduler_rebalance gives it the next item for which waiting no
+ *  longer pays, and the caller calls it after anything that changes the
+ *  balance (below).
  */
 #ifndef SCHEDULER_H_INCLUDED
 #define SCHEDULER_H_INCLUDED
@@ -182,7 +149,7 @@ int scheduler_tenant_weight (scheduler_t *self, const char *tenant, unsigned wei
  *  item->key_id when that is 0; never a board in item->tried nor one out of
  *  rotation); ownership stays with the caller until a worker gets it:
  *  ASSIGNED sets *worker_p, item->worker and item->board (the idle board
- *  where it is expected to finish first, by the cost model at the top);
+ *  where it is expected to finish first, by the cost model, placement.h);
  *  QUEUED keeps it in the FIFO of item->tenant (client items: no board
  *  idle, waiting for a busy one pays, or older items wait that the idle
  *  board takes first: then call scheduler_rebalance) or of background
@@ -192,7 +159,7 @@ scheduler_outcome_t scheduler_submit (scheduler_t *self, work_item_t *item, size
 
 /*  Worker `worker` is free: returns the next queued client item its board
  *  may run and should take by the cost model (waiting for a busy faster
- *  board does not pay; see the top) in DRR order across tenants (within a
+ *  board does not pay; placement.h) in DRR order across tenants (within a
  *  tenant the oldest); else, when no client item its board may run waits,
  *  the oldest background item it may run (now assigned to it); or NULL,
  *  and then the worker is idle.  Client items always go first (issue #3:
