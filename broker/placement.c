@@ -85,7 +85,11 @@ scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_n
     }
     else {
         bool slower = (double) service_ns > speed->ewma_ns;
-        speed->ewma_ns += (slower ? S_EWMA_WEIGHT : S_EWMA_WEIGHT_DOWN) * ((double) service_ns - speed->ewma_ns);
+        if ((double) service_ns * 2 < speed->ewma_ns)
+            speed->ewma_ns = (double) service_ns;   /* the estimate came from a cold call (a
+                                                       key parsed, caches cold): dropped */
+        else
+            speed->ewma_ns += (slower ? S_EWMA_WEIGHT : S_EWMA_WEIGHT_DOWN) * ((double) service_ns - speed->ewma_ns);
         if (slower)
             s_recheck_slower (self, item->board, item);
     }

@@ -10,7 +10,9 @@
  *  Service times (seed 003's cost models; DESIGN.md §1): the scheduler
  *  keeps an EWMA of the measured service time per (board, mechanism, key
  *  bits) of successful items (scheduler_service) that falls fast and rises
- *  slowly: weight 1/2 for a sample below the estimate, 1/8 above.  A call
+ *  slowly: weight 1/2 for a sample below the estimate, 1/8 above, and a
+ *  sample under half the estimate replaces it (the estimate came from a
+ *  cold call: one slow first call must not keep a fast board unused).  A call
  *  cannot be faster than its work, but one-time costs (a first call that
  *  parses the key, cold caches) and preemption make calls slower, so the
  *  estimate follows the fast calls.
