@@ -19,13 +19,21 @@
  *  worker, so that the re-run and board-health rules stay in one place
  *  (dispatch.c, board_watch.h).  The expected time comes from the
  *  scheduler's EWMA (scheduler_expected_ns), which the lane feeds too; a
- *  class with no sample yet runs on workers until measured.
+ *  class with no sample yet runs on workers until measured, and one whose
+ *  estimate is a little over the limit but stale is measured here again
+ *  (S_RETRY_FACTOR).
  *
  *  Owns: one driver session per fast-lane board, opened on the reactor
  *  thread when first used (cs_driver.h: a session stays on its thread).
  *  May call: the scheduler (read), worker_run_item, metrics.  */
 #include "frontend_int.h"
 #include "worker.h"
+
+/*  An estimate over the limit but within this factor of it, and older than
+ *  SCHEDULER_STALE_MS, is measured again here (at most one call per class
+ *  and second): a slow first call (the key parsed, caches cold) must not
+ *  keep a class off the lane while workers run it for seconds.  */
+#define S_RETRY_FACTOR 4
 
 struct _fe_fast_lane_t {
     int64_t limit_ns;               /* broker/fast-lane-us in ns; 0 = off */
@@ -115,7 +123,9 @@ s_pick (frontend_t *self, const work_item_t *item)
         if (s_verify_pct (self->args->boards [b], item) > 0)
             continue;
         double expected = scheduler_expected_ns (self->scheduler, b, item);
-        if (expected > 0 && expected <= (double) lane->limit_ns)
+        if (expected > 0 && (expected <= (double) lane->limit_ns
+                            || (expected <= S_RETRY_FACTOR * (double) lane->limit_ns
+                                && scheduler_estimate_stale (self->scheduler, b, item))))
             return (int) b;
     }
     return -1;

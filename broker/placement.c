@@ -9,6 +9,7 @@
 
 #define S_EWMA_WEIGHT 0.125         /* of a new sample above the estimate */
 #define S_EWMA_WEIGHT_DOWN 0.5      /* ... below it (placement.h: falls fast, rises slowly) */
+#define S_RISE_CAP 4.0              /* a sample above counts as at most this many estimates */
 
 /*  The service-time class of an item: its mechanism (sign/decrypt: the
  *  mechanism; other kinds: a vendor-defined value per kind) and bits.  */
@@ -88,8 +89,14 @@ scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_n
         if ((double) service_ns * 2 < speed->ewma_ns)
             speed->ewma_ns = (double) service_ns;   /* the estimate came from a cold call (a
                                                        key parsed, caches cold): dropped */
-        else
-            speed->ewma_ns += (slower ? S_EWMA_WEIGHT : S_EWMA_WEIGHT_DOWN) * ((double) service_ns - speed->ewma_ns);
+        else {
+            /*  One sample moves it up by at most a factor of 1 + 3/8: a call
+                preempted by another thread (the cores are shared) is an
+                outlier, a board that got slower shows it in a few calls.  */
+            double sample = slower && (double) service_ns > S_RISE_CAP * speed->ewma_ns
+                          ? S_RISE_CAP * speed->ewma_ns : (double) service_ns;
+            speed->ewma_ns += (slower ? S_EWMA_WEIGHT : S_EWMA_WEIGHT_DOWN) * (sample - speed->ewma_ns);
+        }
         if (slower)
             s_recheck_slower (self, item->board, item);
     }
@@ -112,6 +119,12 @@ s_stale (scheduler_t *self, size_t board, const work_item_t *item)
                 && item->submitted_ns - speed->last_ns > (int64_t) SCHEDULER_STALE_MS * 1000000;
     }
     return false;
+}
+
+bool
+scheduler_estimate_stale (scheduler_t *self, size_t board, const work_item_t *item)
+{
+    return board < self->n_boards && s_stale (self, board, item);
 }
 
 /*  True when board i of the candidates is preferred to board `best` by the

@@ -12,7 +12,10 @@
  *  bits) of successful items (scheduler_service) that falls fast and rises
  *  slowly: weight 1/2 for a sample below the estimate, 1/8 above, and a
  *  sample under half the estimate replaces it (the estimate came from a
- *  cold call: one slow first call must not keep a fast board unused).  A call
+ *  cold call: one slow first call must not keep a fast board unused), and
+ *  a sample above it counts as at most 4 estimates (a call preempted on the
+ *  shared cores is an outlier; a board that got slower shows it within a
+ *  few calls: each may raise the estimate by 3/8).  A call
  *  cannot be faster than its work, but one-time costs (a first call that
  *  parses the key, cold caches) and preemption make calls slower, so the
  *  estimate follows the fast calls.

@@ -200,6 +200,12 @@ void scheduler_service (scheduler_t *self, const work_item_t *item, int64_t serv
 double scheduler_expected_ns (scheduler_t *self, size_t board, const work_item_t *item);
 
 
+/*  True when board's estimate for item's class (scheduler_expected_ns) is
+ *  older than SCHEDULER_STALE_MS at item->submitted_ns (metrics_now_ns):
+ *  placement measures such a board again (placement.h); the fast lane
+ *  (broker/fast_lane.c) may too.  False when never measured.  */
+bool scheduler_estimate_stale (scheduler_t *self, size_t board, const work_item_t *item);
+
 /*  Board health (issue #9; broker/health.h decides): a board out of
  *  rotation (up = false) gets no new item and its workers take none from the
  *  queue; boards start in rotation.  Putting it back does not hand it any
