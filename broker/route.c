@@ -401,6 +401,26 @@ s_crypto_submit (frontend_t *self, fe_slot_t *slot, CK_RV rv)
     return false;
 }
 
+/*  A keystore key that is not cached (*rv FE_CKR_PENDING, its ref in
+ *  item->ref): the slow pool reads it and fe_key_read_done goes on; true
+ *  then.  False, with *rv unchanged or CKR_HOST_MEMORY, when the job is to
+ *  be finished here.  */
+static bool
+s_key_read (frontend_t *self, fe_request_t *request, size_t index, work_item_t *item, CK_RV *rv)
+{
+    if (*rv != FE_CKR_PENDING)
+        return false;
+    slow_job_t *read = fe_slow_new (request, index, SLOW_KEY);
+    if (!read) {
+        *rv = CKR_HOST_MEMORY;
+        return false;
+    }
+    snprintf (read->ref, sizeof read->ref, "%s", item->ref);
+    read->token = ks_cache_token (self->cache);
+    fe_slow_go (self, read);
+    return true;
+}
+
 /*  Makes a work item of a sign or decrypt job and routes it; a keystore
  *  key that is not cached is read by the slow pool first.  */
 void
@@ -414,16 +434,8 @@ fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index)
                : job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE;
     s_item_inputs (item, job);
     CK_RV rv = request->ticket_ok ? s_route_crypto (self, request, item, job) : fe_no_login_rv (request);
-    if (rv == FE_CKR_PENDING) {
-        slow_job_t *read = fe_slow_new (request, index, SLOW_KEY);
-        if (read) {
-            snprintf (read->ref, sizeof read->ref, "%s", item->ref);
-            read->token = ks_cache_token (self->cache);
-            fe_slow_go (self, read);
-            return;
-        }
-        rv = CKR_HOST_MEMORY;
-    }
+    if (s_key_read (self, request, index, item, &rv))
+        return;
     s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (fe_submit) */
 }
 
@@ -515,16 +527,8 @@ fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
         rv = CKR_MECHANISM_INVALID;
     if (rv == CKR_OK && request->req->jobs [index]->sym->key_id.len)
         rv = s_route_sym_ref (self, request, item);
-    if (rv == FE_CKR_PENDING) {
-        slow_job_t *read = fe_slow_new (request, index, SLOW_KEY);
-        if (read) {
-            snprintf (read->ref, sizeof read->ref, "%s", item->ref);
-            read->token = ks_cache_token (self->cache);
-            fe_slow_go (self, read);
-            return;
-        }
-        rv = CKR_HOST_MEMORY;
-    }
+    if (s_key_read (self, request, index, item, &rv))
+        return;
     s_sym_submit (self, slot, rv);
 }
 
