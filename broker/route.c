@@ -460,13 +460,16 @@ fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
 }
 
 /*  A token secret key for a SymJob (secretkeys.h): its type and usage
- *  flag, then its value (borrowed from item->cached or item->material
+ *  flags (of a wrap or unwrap when the job says key_wrap), then its value (borrowed from item->cached or item->material
  *  until the item is back) becomes the job's key.  */
 static CK_RV
 s_sym_key (work_item_t *item, const Cs__KeyInfo *info, const uint8_t *value, size_t len)
 {
     const cs_mech_row_t *row = cs_mech_row (item->sym.mechanism);
-    CK_RV rv = row ? secretkeys_usable (info, row->key_type, item->sym.operation) : CKR_MECHANISM_INVALID;
+    const fe_request_t *request = item->request;
+    bool key_wrap = request->req->jobs [item->index]->sym->key_wrap;      /* C_WrapKey / C_UnwrapKey */
+    CK_RV rv = row ? secretkeys_usable (info, row->key_type, item->sym.operation, key_wrap)
+                   : CKR_MECHANISM_INVALID;
     if (rv == CKR_OK && !value)
         rv = CKR_KEY_HANDLE_INVALID;
     return rv == CKR_OK ? symjob_key (row, value, len, &item->sym) : rv;

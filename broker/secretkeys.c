@@ -130,17 +130,32 @@ secretkeys_import (keystore_t *ks, const char *tenant, const Cs__ImportKeyJob *j
                     job->template_, job->n_template_, info_p);
 }
 
+/*  A row's flag: TRUE only when stored as a TRUE flag.  */
+static bool
+s_flag (const Cs__KeyInfo *info, CK_ATTRIBUTE_TYPE type)
+{
+    const Cs__Attribute *flag = key_info_attribute (info, true, type);
+    return flag && flag->value_case == CS__ATTRIBUTE__VALUE_FLAG && flag->flag;
+}
+
 CK_RV
-secretkeys_usable (const Cs__KeyInfo *info, uint64_t want_type, int operation)
+secretkeys_usable (const Cs__KeyInfo *info, uint64_t want_type, int operation, bool key_wrap)
 {
     /*  A new SymJob operation needs its usage attribute here (PKCS#11 2.40
-        §4.10 table 42): until then it is not permitted with a token key.  */
-    CK_ATTRIBUTE_TYPE usage = operation == CS_SYM_ENCRYPT ? CKA_ENCRYPT
-                            : operation == CS_SYM_DECRYPT ? CKA_DECRYPT
-                            : operation == CS_SYM_SIGN ? CKA_SIGN : CKA_VENDOR_DEFINED;
-    const Cs__Attribute *flag = key_info_attribute (info, true, usage);
+        §4.10 table 42): until then it is not permitted with a token key.
+        The token's wrapping policy (docs/CONTRACTS.md "Wrapping"): a key
+        with CKA_UNWRAP TRUE (latched) neither encrypts nor decrypts data;
+        it alone wraps (with CKA_WRAP TRUE) and unwraps (with CKA_ENCRYPT
+        and CKA_DECRYPT FALSE).  */
+    bool unwrap = s_flag (info, CKA_UNWRAP), ok;
     if (!secretkeys_type (info->key_type) || !info->has_private || info->key_type != want_type)
         return CKR_KEY_TYPE_INCONSISTENT;
-    return flag && flag->value_case == CS__ATTRIBUTE__VALUE_FLAG && flag->flag ? CKR_OK
-                                                                              : CKR_KEY_FUNCTION_NOT_PERMITTED;
+    if (key_wrap)
+        ok = operation == CS_SYM_ENCRYPT ? unwrap && s_flag (info, CKA_WRAP)
+           : operation == CS_SYM_DECRYPT && unwrap && !s_flag (info, CKA_ENCRYPT) && !s_flag (info, CKA_DECRYPT);
+    else
+        ok = operation == CS_SYM_ENCRYPT ? s_flag (info, CKA_ENCRYPT) && !unwrap
+           : operation == CS_SYM_DECRYPT ? s_flag (info, CKA_DECRYPT) && !unwrap
+           : operation == CS_SYM_SIGN && s_flag (info, CKA_SIGN);
+    return ok ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;
 }

@@ -57,11 +57,16 @@ CK_RV secretkeys_import (keystore_t *ks, const char *tenant, const Cs__ImportKey
                          Cs__KeyInfo **info_p);
 
 /*  What a SymJob may do with a token secret key (route.c): CKR_OK when its
- *  type is `want_type` (else CKR_KEY_TYPE_INCONSISTENT) and its usage flag
- *  for `operation` (CS_SYM_ENCRYPT: CKA_ENCRYPT, CS_SYM_DECRYPT:
- *  CKA_DECRYPT, CS_SYM_SIGN: CKA_SIGN; any other operation has
- *  none) is TRUE (else CKR_KEY_FUNCTION_NOT_PERMITTED).  A row that is no secret key is
- *  CKR_KEY_TYPE_INCONSISTENT.  */
-CK_RV secretkeys_usable (const Cs__KeyInfo *info, uint64_t want_type, int operation);
+ *  type is `want_type` (else CKR_KEY_TYPE_INCONSISTENT) and its flags allow
+ *  `operation` (else CKR_KEY_FUNCTION_NOT_PERMITTED).  Data (key_wrap
+ *  false): CS_SYM_ENCRYPT needs CKA_ENCRYPT TRUE, CS_SYM_DECRYPT CKA_DECRYPT
+ *  TRUE, both CKA_UNWRAP FALSE; CS_SYM_SIGN CKA_SIGN TRUE.  C_WrapKey /
+ *  C_UnwrapKey (key_wrap true): CS_SYM_ENCRYPT needs CKA_WRAP and
+ *  CKA_UNWRAP TRUE, CS_SYM_DECRYPT CKA_UNWRAP TRUE with CKA_ENCRYPT and
+ *  CKA_DECRYPT FALSE: a key never both (un)wraps and en/decrypts data (the
+ *  Tookan wrap/decrypt and encrypt/unwrap attacks; CKA_UNWRAP is latched,
+ *  docs/CONTRACTS.md "Wrapping").  Any other operation has no flag.  A row
+ *  that is no secret key is CKR_KEY_TYPE_INCONSISTENT.  */
+CK_RV secretkeys_usable (const Cs__KeyInfo *info, uint64_t want_type, int operation, bool key_wrap);
 
 #endif

@@ -43,6 +43,9 @@
 #define DES3_LEN  CS_MECH_DES3_KEY
 #define AES(T, PARAM, IN) \
     { ROW (T), CKM_ ## T, CKK_AES, 0, S_CRYPT, AES_MIN, AES_MAX, PARAM, IN, CS_MECH_OUT_SYM }
+#define AES_KW(T, IN) \
+    { ROW (T), CKM_ ## T, CKK_AES, 0, S_CRYPT | S_WRAP, AES_MIN, AES_MAX, CS_MECH_PARAM_WRAP_IV, IN, \
+      CS_MECH_OUT_SYM }
 #define DES3(T, PARAM, IN) \
     { ROW (T), CKM_ ## T, CKK_DES3, 0, S_CRYPT, DES3_LEN, DES3_LEN, PARAM, IN, CS_MECH_OUT_SYM }
 /*  MACs: a _GENERAL row (CK_MAC_GENERAL_PARAMS) travels as its full-length
@@ -100,11 +103,10 @@ static const cs_mech_row_t s_rows [] = {
     AES (AES_CBC_PAD, CS_MECH_PARAM_IV,   CS_MECH_IN_PAD),
     AES (AES_GCM,     CS_MECH_PARAM_GCM,  CS_MECH_IN_SYM),
     AES (AES_CTR,     CS_MECH_PARAM_CTR,  CS_MECH_IN_SYM),
-    /*  Key wrap as encryption of data: no CKF_WRAP/CKF_UNWRAP until
-        C_WrapKey/C_UnwrapKey take them (pkcs11-module/wrap.c: RSA-OAEP
-        only, docs/CONTRACTS.md "Wrapping").  */
-    AES (AES_KEY_WRAP,     CS_MECH_PARAM_WRAP_IV, CS_MECH_IN_KW),
-    AES (AES_KEY_WRAP_PAD, CS_MECH_PARAM_WRAP_IV, CS_MECH_IN_KWP),
+    /*  Key wrap: data (C_Encrypt/C_Decrypt) and C_WrapKey/C_UnwrapKey
+        (pkcs11-module/wrap.c, docs/CONTRACTS.md "Wrapping").  */
+    AES_KW (AES_KEY_WRAP,     CS_MECH_IN_KW),
+    AES_KW (AES_KEY_WRAP_PAD, CS_MECH_IN_KWP),
     MAC (AES_CMAC,         CKM_AES_CMAC, CKK_AES, AES_MIN, AES_MAX, P_NONE),
     MAC (AES_CMAC_GENERAL, CKM_AES_CMAC, CKK_AES, AES_MIN, AES_MAX, CS_MECH_PARAM_MAC_LEN),
     DES3 (DES3_ECB,     P_NONE,           CS_MECH_IN_BLOCK),

@@ -554,6 +554,8 @@ cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
         return CKR_KEY_FUNCTION_NOT_PERMITTED;
     if ((want & CKF_DECRYPT) && s_flag (object, CKA_UNWRAP, false))
         return CKR_KEY_FUNCTION_NOT_PERMITTED;  /* an unwrapping key does not decrypt (wrap.c, Tookan) */
+    if ((want & CKF_ENCRYPT) && object->klass == CKO_SECRET_KEY && s_flag (object, CKA_UNWRAP, false))
+        return CKR_KEY_FUNCTION_NOT_PERMITTED;  /* nor, symmetric, encrypt what it would unwrap */
     *key_p = cs_key_ref (object->key);
     return CKR_OK;
 }

@@ -112,9 +112,10 @@ cs_key_t *cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p);
  *  CKF_VERIFY_RECOVER on a public key), whose usage attribute (CKA_SIGN, ...,
  *  CKA_DERIVE, CKA_SIGN_RECOVER, CKA_VERIFY_RECOVER) must be TRUE.  CKR_OK with *key_p a new
  *  reference; CKR_KEY_HANDLE_INVALID; CKR_KEY_FUNCTION_NOT_PERMITTED, also for
- *  CKF_DECRYPT with a key whose CKA_UNWRAP is TRUE (the token's wrapping
- *  policy, docs/CONTRACTS.md "Wrapping": a key does not both unwrap and
- *  decrypt, Bortolozzo et al., CCS 2010).  */
+ *  CKF_DECRYPT with a key whose CKA_UNWRAP is TRUE, and CKF_ENCRYPT with a
+ *  secret key whose CKA_UNWRAP is TRUE (the token's wrapping policy,
+ *  docs/CONTRACTS.md "Wrapping": a key does not both unwrap and decrypt,
+ *  nor a symmetric one unwrap and encrypt, Bortolozzo et al., CCS 2010).  */
 CK_RV cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p);
 
 /*  C_GetAttributeValue semantics (PKCS#11 2.40 §5.7) on a visible object.  */

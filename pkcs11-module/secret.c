@@ -36,6 +36,8 @@ typedef struct {
     bool has_out;
     bool updated;               /* an Update call buffered input (multi-part) */
     bool single;                /* C_Encrypt/C_Decrypt/C_Sign buffered its data (single-part) */
+    bool key_wrap;              /* C_WrapKey/C_UnwrapKey: SymJob.key_wrap (the broker checks
+                                   CKA_WRAP/CKA_UNWRAP of a token key) */
 } s_op_t;
 
 #define S_OP_ENCRYPT 1          /* = CS_SYM_ENCRYPT ... (cs_driver.h, proto SymJob) */
@@ -127,16 +129,16 @@ s_params (s_op_t *self, const CK_MECHANISM *mech)
     return mech->ulParameterLen ? CKR_MECHANISM_PARAM_INVALID : CKR_OK;
 }
 
+/*  The op of `mech` with `key` (type, size, parameter), without the login
+ *  check.  */
 static CK_RV
-s_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
+s_op_make (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, s_op_t **op_p)
 {
     CK_RV rv;
     s_op_t *self;
     const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
     if (!row || !(row->flags & want))
         return CKR_MECHANISM_INVALID;
-    if (!cs_token_user_logged_in ())
-        return CKR_USER_NOT_LOGGED_IN;
     if ((!key->secret && !key->ref) || key->key_type != row->key_type)   /* value, or a token key's ref */
         return CKR_KEY_TYPE_INCONSISTENT;
     if (key->secret_len < row->min_bits || key->secret_len > row->max_bits)
@@ -152,6 +154,17 @@ s_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
     else
         s_op_free (self);
     return rv;
+}
+
+static CK_RV
+s_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
+{
+    const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
+    if (!row || !(row->flags & want))
+        return CKR_MECHANISM_INVALID;
+    if (!cs_token_user_logged_in ())
+        return CKR_USER_NOT_LOGGED_IN;
+    return s_op_make (mech, key, want, (s_op_t **) op_p);
 }
 
 CK_RV
@@ -248,6 +261,7 @@ s_job (s_op_t *op)
     sym.tag_length_bits = (uint32_t) op->tag_length_bits;
     sym.data.data = op->in ? op->in : op->iv;     /* a non-NULL pointer for an empty input */
     sym.data.len = op->in_len;
+    sym.key_wrap = op->key_wrap;
     job.kind_case = CS__JOB__KIND_SYM;
     job.sym = &sym;
     if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
@@ -371,6 +385,36 @@ cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_
         rv = s_job (op);
     if (rv == CKR_OK && (op->out_len != sig_len || CRYPTO_memcmp (op->out, sig, sig_len) != 0))
         rv = CKR_SIGNATURE_INVALID;
+    s_op_free (op);
+    return rv;
+}
+
+CK_RV
+cs_secret_wrap_job (cs_key_t *key, const CK_MECHANISM *mech, bool wrap, const uint8_t *data, size_t len,
+                    uint8_t **out_p, size_t *out_len_p, size_t *cap_p)
+{
+    s_op_t *op = NULL;
+    CK_RV rv = s_op_make (mech, key, wrap ? CKF_ENCRYPT : CKF_DECRYPT, &op);
+    if (rv == CKR_OK && op->row->input != CS_MECH_IN_KW && op->row->input != CS_MECH_IN_KWP)
+        rv = CKR_MECHANISM_INVALID;
+    if (rv == CKR_OK && (s_buffer (op, data, len) != CKR_OK || s_input_check (op) != CKR_OK))
+        rv = wrap ? CKR_KEY_SIZE_RANGE : CKR_WRAPPED_KEY_LEN_RANGE;
+    if (rv == CKR_OK) {
+        op->key_wrap = true;
+        rv = s_job (op);
+        if (!wrap && rv == CKR_ENCRYPTED_DATA_INVALID)
+            rv = CKR_WRAPPED_KEY_INVALID;       /* the RFC's integrity check failed */
+        else
+        if (!wrap && rv == CKR_ENCRYPTED_DATA_LEN_RANGE)
+            rv = CKR_WRAPPED_KEY_LEN_RANGE;
+    }
+    if (rv == CKR_OK) {
+        *out_p = op->out;
+        *out_len_p = op->out_len;
+        *cap_p = op->out_cap;
+        op->out = NULL;
+        op->out_cap = 0;
+    }
     s_op_free (op);
     return rv;
 }

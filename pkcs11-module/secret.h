@@ -17,7 +17,9 @@
 #define CS_MODULE_SECRET_H_INCLUDED
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "cs_p11.h"
+#include "key.h"
 #include "session.h"
 
 /*  True when `mech` is a secret-key operation mechanism of the table
@@ -60,6 +62,22 @@ CK_RV cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final,
  *  not the MAC length), CKR_SIGNATURE_INVALID.  */
 CK_RV cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_ULONG len,
                         const CK_BYTE *sig, CK_ULONG sig_len);
+
+/*  C_WrapKey (wrap true) and C_UnwrapKey (false) with an AES key-wrap row
+ *  (CKM_AES_KEY_WRAP, RFC 3394; CKM_AES_KEY_WRAP_PAD, RFC 5649; parameter:
+ *  none or the IV, as for C_EncryptInit): one SymJob with key_wrap set,
+ *  encrypting or decrypting `data` (len bytes) with `key` (a session key's
+ *  value or a token key's ref).  The caller checked the login and the
+ *  attributes (wrap.c).  On CKR_OK *out_p (locked memory of *cap_p bytes,
+ *  caller frees with cs_secmem_free) holds *out_len_p bytes.  Errors:
+ *  CKR_MECHANISM_INVALID (not a key-wrap row), CKR_MECHANISM_PARAM_INVALID,
+ *  CKR_KEY_TYPE_INCONSISTENT, CKR_KEY_SIZE_RANGE (wrap: a value the RFC's
+ *  input rule refuses), CKR_WRAPPED_KEY_LEN_RANGE (unwrap: a length the
+ *  RFC's rule refuses), CKR_WRAPPED_KEY_INVALID (the integrity check
+ *  failed), the job's (CKR_KEY_FUNCTION_NOT_PERMITTED from the broker for a
+ *  token key, CKR_DEVICE_ERROR ...), CKR_HOST_MEMORY.  Without the mutex.  */
+CK_RV cs_secret_wrap_job (cs_key_t *key, const CK_MECHANISM *mech, bool wrap, const uint8_t *data, size_t len,
+                          uint8_t **out_p, size_t *out_len_p, size_t *cap_p);
 
 /*  C_CreateObject of a CKO_SECRET_KEY (CKK_AES with CKA_VALUE of 16, 24 or
  *  32 bytes; CKK_DES3 of 24 bytes, parity bits not checked (DES ignores

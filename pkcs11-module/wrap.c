@@ -1,5 +1,6 @@
 /*  wrap.c — C_WrapKey and C_UnwrapKey (PKCS#11 2.40 §5.18) for secret keys
- *  (CKK_AES, CKK_GENERIC_SECRET) with CKM_RSA_PKCS_OAEP, and the attribute
+ *  (CKK_AES, CKK_GENERIC_SECRET) with CKM_RSA_PKCS_OAEP or AES key wrap
+ *  (CKM_AES_KEY_WRAP, RFC 3394; CKM_AES_KEY_WRAP_PAD, RFC 5649), and the attribute
  *  rules that stop the known wrapping attacks (Bortolozzo, Centenaro,
  *  Focardi, Steel, "Attacking and fixing PKCS#11 security tokens", CCS
  *  2010: the Tookan attacks).  docs/CONTRACTS.md "Wrapping" is the contract.
@@ -12,6 +13,11 @@
  *  OAEP; the plaintext goes to locked memory (cs_secmem.h) and becomes a
  *  session secret key object (secret.c), or with CKA_TOKEN TRUE is imported
  *  once into a token secret key sealed by the broker (secret_token.h).
+ *  With an AES wrapping (unwrapping) key, session or token, each is one
+ *  SymJob with key_wrap set (cs_secret_wrap_job, secret.h): the wrapped
+ *  value of a session secret key (a token secret key's value stays on the
+ *  broker: CKR_KEY_NOT_WRAPPABLE), or the plaintext that becomes the key
+ *  as above.
  *
  *  The rules, checked in this order (each with the code 2.40 §5.18 names):
  *    wrapping: the wrapping key is a visible RSA public key object
@@ -37,6 +43,14 @@
  *      CKA_SENSITIVE TRUE (FALSE in the template: CKR_TEMPLATE_INCONSISTENT)
  *      and never CKA_TRUSTED (TRUE: CKR_ATTRIBUTE_READ_ONLY; whoever made
  *      the ciphertext may know its value).
+ *    AES key wrap: the same rules with an AES secret key in place of the
+ *      RSA public (private) key; token policy, because a symmetric key is
+ *      both halves (the wrap/decrypt and encrypt/unwrap attacks with one
+ *      key): an AES key wraps only with CKA_UNWRAP TRUE as well (latched;
+ *      cs_object_use then refuses it C_EncryptInit and C_DecryptInit), and
+ *      unwraps only with CKA_ENCRYPT and CKA_DECRYPT FALSE
+ *      (CKR_KEY_FUNCTION_NOT_PERMITTED).  The broker checks the same of a
+ *      token key (broker/secretkeys.h secretkeys_usable).
  *  Both need a CKU_USER login (CKR_USER_NOT_LOGGED_IN), as the secret-key
  *  operations do.  CKM_RSA_PKCS is not offered for wrapping: a PKCS#1 v1.5
  *  C_UnwrapKey is a padding oracle (Bardou et al., CRYPTO 2012).
@@ -94,6 +108,14 @@ s_private_half_decrypts (const cs_key_t *key)
     return decrypts;
 }
 
+/*  True for a wrapping or unwrapping key that is an AES secret key (key
+ *  wrap, RFC 3394/5649: one SymJob) rather than an RSA key (OAEP).  */
+static bool
+s_aes (CK_OBJECT_CLASS klass, const cs_key_t *key)
+{
+    return klass == CKO_SECRET_KEY && key->key_type == CKK_AES && (key->secret || key->ref);
+}
+
 /*  Under the mutex: the rules of C_WrapKey on the two objects (file head).
  *  On CKR_OK, *wrapping_p and *key_p are new references.  */
 static CK_RV
@@ -101,24 +123,29 @@ s_wrap_check (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_t **wra
 {
     CK_OBJECT_CLASS klass = 0, key_class = 0;
     cs_key_t *wkey = NULL, *key = NULL;
-    bool trusted;
+    bool trusted, aes;
     CK_RV rv = CKR_OK;
     if (!cs_token_user_logged_in ())
         return CKR_USER_NOT_LOGGED_IN;
     if (!(wkey = cs_object_key (wrapping, &klass)))
         return CKR_WRAPPING_KEY_HANDLE_INVALID;
     trusted = cs_object_flag (wrapping, CKA_TRUSTED, false);
-    if (klass != CKO_PUBLIC_KEY || wkey->key_type != CKK_RSA || !wkey->modulus_len)
+    aes = s_aes (klass, wkey);
+    if (!aes && (klass != CKO_PUBLIC_KEY || wkey->key_type != CKK_RSA || !wkey->modulus_len))
         rv = CKR_WRAPPING_KEY_TYPE_INCONSISTENT;
     else
     if (!cs_object_flag (wrapping, CKA_WRAP, false))
         rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
     else
+    if (aes && !cs_object_flag (wrapping, CKA_UNWRAP, false))
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;    /* token policy: an AES key wraps only if it can never
+                                                   decrypt (CKA_UNWRAP TRUE, latched) */
+    else
     if (!(key = cs_object_key (handle, &key_class)))
         rv = CKR_KEY_HANDLE_INVALID;
     else
     if (key_class != CKO_SECRET_KEY || !key->secret)
-        rv = CKR_KEY_NOT_WRAPPABLE;
+        rv = CKR_KEY_NOT_WRAPPABLE;     /* a token secret key's value stays on the broker */
     else
     if (!cs_object_flag (handle, CKA_EXTRACTABLE, false))
         rv = CKR_KEY_UNEXTRACTABLE;
@@ -126,7 +153,7 @@ s_wrap_check (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_t **wra
     if (cs_object_flag (handle, CKA_WRAP_WITH_TRUSTED, false) && !trusted)
         rv = CKR_KEY_NOT_WRAPPABLE;
     else
-    if (cs_object_flag (handle, CKA_SENSITIVE, true) && (!trusted || s_private_half_decrypts (wkey)))
+    if (cs_object_flag (handle, CKA_SENSITIVE, true) && (!trusted || (!aes && s_private_half_decrypts (wkey))))
         rv = CKR_KEY_NOT_WRAPPABLE;     /* token policy: the wrap/decrypt attack */
     if (rv == CKR_OK) {
         *wrapping_p = wkey;
@@ -138,10 +165,56 @@ s_wrap_check (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_t **wra
     return rv;
 }
 
+/*  The table's row of an AES key-wrap C_WrapKey (want CKF_WRAP) or
+ *  C_UnwrapKey (CKF_UNWRAP): CKR_MECHANISM_INVALID, or `type_rv` for a
+ *  mechanism that does not take an AES key (RSA-OAEP).  */
+static CK_RV
+s_aes_mechanism (const CK_MECHANISM *mech, CK_FLAGS want, CK_RV type_rv)
+{
+    const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
+    if (!row || !(row->flags & want))
+        return CKR_MECHANISM_INVALID;
+    return row->key_type == CKK_AES ? CKR_OK : type_rv;
+}
+
+/*  C_WrapKey with an AES wrapping key: the length rules of §5.2 (the
+ *  table's output size), then one SymJob encrypting the key's value.  */
+static CK_RV
+s_aes_wrap (cs_key_t *wkey, const CK_MECHANISM *mech, const cs_key_t *key, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
+    uint8_t *wrapped = NULL;
+    size_t len = 0, cap = 0, want;
+    CK_RV rv = s_aes_mechanism (mech, CKF_WRAP, CKR_WRAPPING_KEY_TYPE_INCONSISTENT);
+    if (rv != CKR_OK)
+        return rv;
+    if (cs_mech_input_check (row, true, key->secret_len, 0, 0) != CKR_OK)
+        return CKR_KEY_SIZE_RANGE;      /* RFC 3394: a multiple of 8 bytes */
+    want = cs_mech_sym_output_len (row, true, key->secret_len, 0);
+    if (!out || *out_len_p < want) {
+        *out_len_p = want;
+        return out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
+    }
+    rv = cs_secret_wrap_job (wkey, mech, true, key->secret, key->secret_len, &wrapped, &len, &cap);
+    if (rv == CKR_OK && len > *out_len_p) {
+        cs_log_error ("the broker returned a malformed key-wrap result");
+        rv = CKR_DEVICE_ERROR;
+    }
+    if (rv == CKR_OK) {
+        memcpy (out, wrapped, len);
+        *out_len_p = len;
+    }
+    cs_secmem_free (wrapped, cap);
+    return rv;
+}
+
 /*  PKCS#11 2.40 §5.18 C_WrapKey with the length rules of §5.2: pWrappedKey
- *  NULL answers k (the modulus length) in *pulWrappedKeyLen; a buffer of
- *  fewer than k bytes gives CKR_BUFFER_TOO_SMALL with k.  A key too long
- *  for OAEP with that hash (more than k - 2hLen - 2 bytes): CKR_KEY_SIZE_RANGE.
+ *  NULL answers k (the modulus length; AES key wrap: the RFC's output
+ *  size) in *pulWrappedKeyLen; a smaller buffer gives CKR_BUFFER_TOO_SMALL
+ *  with that size.  A key too long for OAEP with that hash (more than
+ *  k - 2hLen - 2 bytes), or one CKM_AES_KEY_WRAP does not take (not a
+ *  multiple of 8 bytes): CKR_KEY_SIZE_RANGE.  AES: the job's errors
+ *  (cs_secret_wrap_job).
  *  Also CKR_ARGUMENTS_BAD, CKR_SESSION_HANDLE_INVALID, the rules of the file
  *  head, the mechanism's errors (s_mechanism).  */
 CK_RV
@@ -158,6 +231,10 @@ C_WrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE wra
         return rv;
     rv = s_wrap_check (wrapping, key_handle, &wkey, &key);
     cs_module_unlock ();
+    if (rv == CKR_OK && !wkey->modulus_len) {   /* an AES wrapping key */
+        rv = s_aes_wrap (wkey, mech, key, out, out_len_p);
+        goto out;
+    }
     if (rv == CKR_OK)
         rv = s_mechanism (mech, CKF_WRAP, wkey, CKR_WRAPPING_KEY_TYPE_INCONSISTENT, &entry, &params);
     if (rv == CKR_OK) {
@@ -173,6 +250,7 @@ C_WrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE wra
     else
     if (rv == CKR_OK)
         rv = cs_keyop_public_encrypt (wkey, entry, &params, key->secret, key->secret_len, out, out_len_p);
+out:
     cs_mech_params_clear (&params);
     cs_key_unref (&wkey);
     cs_key_unref (&key);
@@ -219,11 +297,14 @@ s_unwrap_check (CK_OBJECT_HANDLE unwrapping, cs_key_t **key_p)
         return CKR_USER_NOT_LOGGED_IN;
     if (!(key = cs_object_key (unwrapping, &klass)))
         return CKR_UNWRAPPING_KEY_HANDLE_INVALID;
-    if (klass != CKO_PRIVATE_KEY || key->key_type != CKK_RSA || !key->modulus_len)
+    if (!s_aes (klass, key) && (klass != CKO_PRIVATE_KEY || key->key_type != CKK_RSA || !key->modulus_len))
         rv = CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT;
     else
     if (!cs_object_flag (unwrapping, CKA_UNWRAP, false) || cs_object_flag (unwrapping, CKA_DECRYPT, false))
         rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    else
+    if (klass == CKO_SECRET_KEY && cs_object_flag (unwrapping, CKA_ENCRYPT, false))
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;    /* token policy: the encrypt/unwrap attack */
     if (rv == CKR_OK)
         *key_p = key;
     else
@@ -301,7 +382,9 @@ s_value_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE type, size_
  *  FALSE (§4.10 table 37 footnotes), CKA_SENSITIVE TRUE, CKA_EXTRACTABLE as
  *  the template says (default: TRUE for a session key, FALSE for a token
  *  key).
- *  A wrapped key of other than k bytes: CKR_WRAPPED_KEY_LEN_RANGE.  Also
+ *  A wrapped key of other than k bytes (AES key wrap: a length the RFC
+ *  refuses): CKR_WRAPPED_KEY_LEN_RANGE; an AES integrity failure:
+ *  CKR_WRAPPED_KEY_INVALID.  Also
  *  CKR_ARGUMENTS_BAD, CKR_SESSION_HANDLE_INVALID, the rules of the file head,
  *  the template's (s_template_check, s_value_check), the mechanism's
  *  (s_mechanism), the job's (CKR_DEVICE_ERROR ...), CKR_HOST_MEMORY.  */
@@ -323,12 +406,19 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
         return rv;
     rv = s_unwrap_check (unwrapping, &ukey);
     cs_module_unlock ();
+    if (rv == CKR_OK && !ukey->modulus_len)    /* an AES unwrapping key */
+        rv = s_aes_mechanism (mech, CKF_UNWRAP, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
+    else
     if (rv == CKR_OK)
         rv = s_mechanism (mech, CKF_UNWRAP, ukey, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT, &entry, &params);
     if (rv == CKR_OK)
         rv = s_template_check (tmpl, count, &type);
+    if (rv == CKR_OK && !ukey->modulus_len)
+        rv = cs_secret_wrap_job (ukey, mech, false, wrapped, wrapped_len, &plain, &plain_len, &cap);
+    else
     if (rv == CKR_OK && wrapped_len != ukey->modulus_len)
         rv = CKR_WRAPPED_KEY_LEN_RANGE;
+    else
     if (rv == CKR_OK)
         rv = s_unwrap_job (ukey, entry, &params, wrapped, wrapped_len, &plain, &plain_len, &cap);
     if (rv == CKR_OK)

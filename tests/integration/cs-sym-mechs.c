@@ -2,7 +2,7 @@
  *  through the module under test, every result checked against OpenSSL's
  *  EVP in this process or a published vector (never the project's code):
  *    - C_GetMechanismList/Info: AES-CTR, AES key wrap (with and without
- *      padding, no CKF_WRAP), AES-CMAC(_GENERAL), DES3-ECB/CBC/CBC-PAD,
+ *      padding, with CKF_WRAP/CKF_UNWRAP: wrap-keys.sh), AES-CMAC(_GENERAL), DES3-ECB/CBC/CBC-PAD,
  *      CKM_DES3_KEY_GEN, SHA-1/224/256/384/512 HMAC and _GENERAL, with key
  *      sizes in bytes equal to what import and generation accept;
  *    - known answers with imported keys (C_CreateObject, CKA_VALUE): the

@@ -226,6 +226,156 @@ s_encrypt (CK_OBJECT_HANDLE key, CK_MECHANISM *mech, const unsigned char *in, CK
     s_write (out_name, out, out_len);
 }
 
+/*  ---- AES key wrap (CKM_AES_KEY_WRAP, RFC 3394; CKM_AES_KEY_WRAP_PAD,
+    RFC 5649) as C_WrapKey/C_UnwrapKey mechanisms.  */
+
+/*  A session AES key of known value with the given usage flags.  */
+static CK_OBJECT_HANDLE
+s_aes_kek (const unsigned char *value, CK_ULONG len, CK_BBOOL wrap, CK_BBOOL unwrap, CK_BBOOL encrypt,
+           CK_BBOOL decrypt)
+{
+    CK_OBJECT_CLASS klass = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_AES;
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &type, sizeof type }, { CKA_TOKEN, &no, 1 },
+        { CKA_VALUE, (void *) value, len }, { CKA_WRAP, &wrap, 1 }, { CKA_UNWRAP, &unwrap, 1 },
+        { CKA_ENCRYPT, &encrypt, 1 }, { CKA_DECRYPT, &decrypt, 1 },
+    };
+    CK_OBJECT_HANDLE key;
+    CHECK (p11->C_CreateObject (s, tmpl, sizeof tmpl / sizeof tmpl [0], &key), "C_CreateObject (AES KEK)");
+    return key;
+}
+
+static CK_MECHANISM s_kw = { CKM_AES_KEY_WRAP, NULL, 0 }, s_kwp = { CKM_AES_KEY_WRAP_PAD, NULL, 0 };
+
+static CK_RV
+s_kw_any (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE key)
+{
+    unsigned char out [1024];
+    CK_ULONG len = sizeof out;
+    return p11->C_WrapKey (s, &s_kw, wrapping, key, out, &len);
+}
+
+/*  RFC 3394 §4.1: the 128-bit key data wrapped with a 128-bit KEK.  */
+static const unsigned char s_rfc_kek [16] = {
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f };
+static const unsigned char s_rfc_key [16] = {
+    0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff };
+static const unsigned char s_rfc_wrapped [24] = {
+    0x1f, 0xa6, 0x8b, 0x0a, 0x81, 0x12, 0xb4, 0x47, 0xae, 0xf3, 0x4b, 0xd8, 0xfb, 0x5a, 0x7b, 0x82,
+    0x9d, 0x3e, 0x86, 0x23, 0x71, 0xd2, 0xcf, 0xe5 };
+
+static void
+s_aes_wrap_checks (CK_SLOT_ID slot, const unsigned char *in, CK_ULONG in_len)
+{
+    CK_MECHANISM_INFO info;
+    CK_MECHANISM ecb = { CKM_AES_ECB, NULL, 0 };
+    unsigned char out [1024];
+    CK_ULONG len = 0;
+    CK_OBJECT_HANDLE key = 0;
+    CHECK (p11->C_GetMechanismInfo (slot, CKM_AES_KEY_WRAP, &info), "C_GetMechanismInfo (AES key wrap)");
+    if (!(info.flags & CKF_WRAP) || !(info.flags & CKF_UNWRAP))
+        s_fail ("CKM_AES_KEY_WRAP does not advertise CKF_WRAP and CKF_UNWRAP");
+    CHECK (p11->C_GetMechanismInfo (slot, CKM_AES_KEY_WRAP_PAD, &info), "C_GetMechanismInfo (AES key wrap pad)");
+    if (!(info.flags & CKF_WRAP) || !(info.flags & CKF_UNWRAP))
+        s_fail ("CKM_AES_KEY_WRAP_PAD does not advertise CKF_WRAP and CKF_UNWRAP");
+
+    /*  The RFC's vector: length query, CKR_BUFFER_TOO_SMALL, the bytes.  */
+    CK_OBJECT_HANDLE kek = s_aes_kek (s_rfc_kek, 16, CK_TRUE, CK_TRUE, CK_FALSE, CK_FALSE);
+    CK_OBJECT_HANDLE rfc_key = s_aes (s_rfc_key, 16, CK_FALSE, CK_TRUE, CK_FALSE);
+    CHECK (p11->C_WrapKey (s, &s_kw, kek, rfc_key, NULL, &len), "C_WrapKey (AES key wrap, length query)");
+    if (len != 24)
+        s_fail ("the AES key wrap length query does not answer 24");
+    len = 10;
+    EXPECT (p11->C_WrapKey (s, &s_kw, kek, rfc_key, out, &len), CKR_BUFFER_TOO_SMALL, "C_WrapKey (AES) into 10 bytes");
+    if (len != 24)
+        s_fail ("CKR_BUFFER_TOO_SMALL does not give 24");
+    len = sizeof out;
+    CHECK (p11->C_WrapKey (s, &s_kw, kek, rfc_key, out, &len), "C_WrapKey (CKM_AES_KEY_WRAP)");
+    if (len != sizeof s_rfc_wrapped || memcmp (out, s_rfc_wrapped, len) != 0)
+        s_fail ("CKM_AES_KEY_WRAP does not give RFC 3394 §4.1's ciphertext");
+    s_write ("kw.wrapped", out, len);
+    len = sizeof out;
+    CHECK (p11->C_WrapKey (s, &s_kwp, kek, rfc_key, out, &len), "C_WrapKey (CKM_AES_KEY_WRAP_PAD)");
+    s_write ("kwp.wrapped", out, len);
+    printf ("C_WrapKey: CKM_AES_KEY_WRAP gives RFC 3394 §4.1's 24 bytes\n");
+
+    /*  Unwrapped back into a session key that encrypts (the shell: openssl enc).  */
+    CK_ULONG k16 = 16;
+    CK_ATTRIBUTE len16 = { CKA_VALUE_LEN, &k16, sizeof k16 };
+    CHECK (s_unwrap (&s_kw, kek, s_rfc_wrapped, sizeof s_rfc_wrapped, &len16, 1, &key), "C_UnwrapKey (AES key wrap)");
+    if (s_flag (key, CKA_LOCAL) || s_flag (key, CKA_ALWAYS_SENSITIVE) || !s_flag (key, CKA_SENSITIVE))
+        s_fail ("the AES-unwrapped key's CKA_LOCAL, CKA_ALWAYS_SENSITIVE or CKA_SENSITIVE");
+    s_encrypt (key, &ecb, in, in_len, "kw-ecb.bin");
+    unsigned char bad [sizeof s_rfc_wrapped];
+    memcpy (bad, s_rfc_wrapped, sizeof bad);
+    bad [5] ^= 0x01;
+    EXPECT (s_unwrap (&s_kw, kek, bad, sizeof bad, NULL, 0, &key), CKR_WRAPPED_KEY_INVALID,
+            "C_UnwrapKey (AES key wrap) of a flipped ciphertext");
+    EXPECT (s_unwrap (&s_kw, kek, s_rfc_wrapped, 20, NULL, 0, &key), CKR_WRAPPED_KEY_LEN_RANGE,
+            "C_UnwrapKey (AES key wrap) of 20 bytes");
+    EXPECT (s_unwrap (&s_oaep, kek, s_rfc_wrapped, 24, NULL, 0, &key), CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT,
+            "C_UnwrapKey with OAEP and an AES key");
+    printf ("C_UnwrapKey: RFC 3394 §4.1's bytes became a session AES key that encrypts\n");
+
+    /*  The rules.  */
+    CK_OBJECT_HANDLE nowrap = s_aes_kek (s_rfc_kek, 16, CK_FALSE, CK_TRUE, CK_FALSE, CK_FALSE);
+    EXPECT (s_kw_any (nowrap, rfc_key), CKR_KEY_FUNCTION_NOT_PERMITTED, "AES wrapping key without CKA_WRAP");
+    unsigned char kx [16];
+    RAND_bytes (kx, sizeof kx);
+    EXPECT (s_kw_any (kek, s_aes (kx, 16, CK_FALSE, CK_FALSE, CK_FALSE)), CKR_KEY_UNEXTRACTABLE,
+            "AES-wrapping a CKA_EXTRACTABLE FALSE key");
+    EXPECT (s_kw_any (kek, s_aes (kx, 16, CK_TRUE, CK_TRUE, CK_FALSE)), CKR_KEY_NOT_WRAPPABLE,
+            "Tookan wrap/decrypt: a CKA_SENSITIVE key with an untrusted AES key");
+    /*  Tookan wrap/decrypt with one symmetric key: it would wrap, then
+        C_Decrypt (CKM_AES_KEY_WRAP) the bytes.  A wrapping AES key must
+        have CKA_UNWRAP TRUE (latched), and such a key never decrypts.  */
+    CK_OBJECT_HANDLE wrap_decrypt = s_aes_kek (s_rfc_kek, 16, CK_TRUE, CK_FALSE, CK_TRUE, CK_TRUE);
+    EXPECT (s_kw_any (wrap_decrypt, rfc_key), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "Tookan wrap/decrypt: AES key with CKA_WRAP and CKA_DECRYPT but not CKA_UNWRAP");
+    CK_OBJECT_HANDLE all = s_aes_kek (s_rfc_kek, 16, CK_TRUE, CK_TRUE, CK_TRUE, CK_TRUE);
+    EXPECT (p11->C_DecryptInit (s, &s_kw, all), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "Tookan wrap/decrypt: C_DecryptInit with an AES key that has CKA_UNWRAP");
+    EXPECT (p11->C_EncryptInit (s, &s_kw, all), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "Tookan encrypt/unwrap: C_EncryptInit with an AES key that has CKA_UNWRAP");
+    EXPECT (s_unwrap (&s_kw, all, s_rfc_wrapped, 24, NULL, 0, &key), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "C_UnwrapKey with an AES key that has CKA_ENCRYPT and CKA_DECRYPT");
+    CK_OBJECT_HANDLE unwrap_encrypt = s_aes_kek (s_rfc_kek, 16, CK_FALSE, CK_TRUE, CK_TRUE, CK_FALSE);
+    EXPECT (s_unwrap (&s_kw, unwrap_encrypt, s_rfc_wrapped, 24, NULL, 0, &key), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "Tookan encrypt/unwrap: C_UnwrapKey with an AES key that has CKA_ENCRYPT");
+    CK_ATTRIBUTE unwrap_off = { CKA_UNWRAP, &no, 1 };
+    EXPECT (p11->C_SetAttributeValue (s, kek, &unwrap_off, 1), CKR_ATTRIBUTE_READ_ONLY,
+            "CKA_UNWRAP TRUE -> FALSE on an AES wrapping key");
+
+    /*  A token AES wrapping key (made by the broker) wraps and unwraps a
+        session key: one SymJob each, by ref.  */
+    CK_ULONG k32 = 32;
+    CK_OBJECT_CLASS klass = CKO_SECRET_KEY;
+    CK_KEY_TYPE type = CKK_AES;
+    CK_ATTRIBUTE gen [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &type, sizeof type }, { CKA_TOKEN, &yes, 1 },
+        { CKA_VALUE_LEN, &k32, sizeof k32 }, { CKA_WRAP, &yes, 1 }, { CKA_UNWRAP, &yes, 1 },
+        { CKA_ENCRYPT, &no, 1 }, { CKA_DECRYPT, &no, 1 }, { CKA_ID, "cs-wrap-kek", 11 },
+    };
+    CK_MECHANISM keygen = { CKM_AES_KEY_GEN, NULL, 0 };
+    CK_OBJECT_HANDLE token_kek;
+    CHECK (p11->C_GenerateKey (s, &keygen, gen, sizeof gen / sizeof gen [0], &token_kek),
+           "C_GenerateKey (token AES wrapping key)");
+    CK_ULONG wlen = sizeof out;
+    CHECK (p11->C_WrapKey (s, &s_kwp, token_kek, rfc_key, out, &wlen), "C_WrapKey (token AES key, KWP)");
+    if (wlen != 24 || memcmp (out, s_rfc_wrapped, 8) == 0)
+        s_fail ("the token key's wrapped bytes");
+    CHECK (s_unwrap (&s_kwp, token_kek, out, wlen, &len16, 1, &key), "C_UnwrapKey (token AES key, KWP)");
+    s_encrypt (key, &ecb, in, in_len, "kw-token-ecb.bin");
+    out [3] ^= 0x80;
+    EXPECT (s_unwrap (&s_kwp, token_kek, out, wlen, NULL, 0, &key), CKR_WRAPPED_KEY_INVALID,
+            "C_UnwrapKey (token AES key, KWP) of a flipped ciphertext");
+    EXPECT (p11->C_EncryptInit (s, &ecb, token_kek), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "C_EncryptInit with the token wrapping key");
+    CHECK (p11->C_DestroyObject (s, token_kek), "C_DestroyObject (token AES wrapping key)");
+    printf ("a token AES wrapping key wraps and unwraps a session key (KWP) that then encrypts\n");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -490,6 +640,8 @@ main (int argc, char **argv)
     wrapped [wrapped_len / 2] ^= 0x01;
     EXPECT (s_unwrap (&oaep_mgf1, unwrapper, wrapped, wrapped_len, NULL, 0, &key), CKR_WRAPPED_KEY_INVALID,
             "C_UnwrapKey of MGF1-SHA256 OAEP bytes as MGF1-SHA1");
+
+    s_aes_wrap_checks (slot, in, in_len);
 
     CHECK (p11->C_Logout (s), "C_Logout");
     CHECK (p11->C_CloseSession (s), "C_CloseSession");

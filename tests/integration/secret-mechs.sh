@@ -29,9 +29,13 @@ for m in AES-CTR AES-CMAC "AES-CMAC-GENERAL|mechtype-0x108B" AES-KEY-WRAP "AES-K
          "SHA384-HMAC-GENERAL|mechtype-0x262" SHA512-HMAC "SHA512-HMAC-GENERAL|mechtype-0x272"; do
     grep -qE "^ *($m)[ ,]" <<<"$mechs" || { echo "$mechs"; cs_fail "pkcs11-tool -M does not list $m"; }
 done
-grep -E "^ *(AES-KEY-WRAP|AES-KEY-WRAP-PAD|mechtype-0x210A)," <<<"$mechs" | grep -qE ", (un)?wrap(,|$)" \
-    && cs_fail "key wrap is listed with CKF_WRAP/CKF_UNWRAP before C_WrapKey exists"
-cs_log "pkcs11-tool -M lists CTR, CMAC, key wrap (encrypt/decrypt only), DES3 and the HMAC family"
+# Key wrap is data and a C_WrapKey/C_UnwrapKey mechanism (wrap-keys.sh).
+for m in AES-KEY-WRAP "AES-KEY-WRAP-PAD|mechtype-0x210A"; do
+    line=$(grep -E "^ *($m)," <<<"$mechs")
+    grep -qE ", wrap(,|$)" <<<"$line" && grep -qE ", unwrap(,|$)" <<<"$line" \
+        || { echo "$line"; cs_fail "$m is not listed with CKF_WRAP and CKF_UNWRAP"; }
+done
+cs_log "pkcs11-tool -M lists CTR, CMAC, key wrap (with wrap/unwrap), DES3 and the HMAC family"
 
 cs_run_bounded $((120 * CS_TIME_FACTOR)) "$T/client.log" $CS_CLIENT_WRAPPER "$CLIENT" "$CRYPTOSERVER_MODULE" \
     "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" "$T" || { cat "$T/client.log"; cs_fail "cs-sym-mechs failed"; }

@@ -7,7 +7,9 @@
 # AES-CBC ciphertexts equal `openssl enc`'s; every refusal of the wrapping
 # rules has its exact CKR_ code, and the Tookan attacks (wrap/decrypt,
 # wrap/unwrap, attribute changes) fail; an unwrapped token key (sealed by
-# the broker) encrypts as the session one.  Not with pkcs11-tool: OpenSC
+# the broker) encrypts as the session one.  AES key wrap (RFC 3394/5649):
+# C_WrapKey's bytes equal `openssl enc -id-aes128-wrap(-pad)`'s, the
+# unwrapped keys (session and token KEK) encrypt as `openssl enc`.  Not with pkcs11-tool: OpenSC
 # 0.23's --wrap wraps token secret keys (whose value only the broker holds)
 # and its --unwrap passes no CK_RSA_PKCS_OAEP_PARAMS
 # (CKR_MECHANISM_PARAM_INVALID here).
@@ -58,6 +60,24 @@ cmp -s "$T/ecb.openssl" "$T/k2-ecb.bin" || cs_fail "the unwrapped key's AES-128-
 cmp -s "$T/cbc.openssl" "$T/k2-cbc.bin" || cs_fail "the unwrapped key's AES-128-CBC differs from openssl enc's"
 cmp -s "$T/ecb.openssl" "$T/k2-ecb-token.bin" || cs_fail "the unwrapped token key's AES-128-ECB differs from openssl enc's"
 cs_log "openssl enc -aes-128-ecb and -aes-128-cbc agree with the unwrapped key"
+
+# AES key wrap (RFC 3394 / RFC 5649): the module's wrapped bytes are
+# OpenSSL's, and the unwrapped keys (session KEK, token KEK) encrypt as
+# openssl enc does with the key's value.
+RFC_KEK=000102030405060708090A0B0C0D0E0F
+RFC_KEY=00112233445566778899AABBCCDDEEFF
+printf "$(printf '%s' "$RFC_KEY" | sed 's/../\\x&/g')" > "$T/rfc-key.bin"
+openssl enc -id-aes128-wrap -iv A6A6A6A6A6A6A6A6 -K "$RFC_KEK" -in "$T/rfc-key.bin" -out "$T/kw.openssl" \
+    || cs_fail "openssl enc -id-aes128-wrap"
+openssl enc -id-aes128-wrap-pad -iv A65959A6 -K "$RFC_KEK" -in "$T/rfc-key.bin" -out "$T/kwp.openssl" \
+    || cs_fail "openssl enc -id-aes128-wrap-pad"
+cmp -s "$T/kw.openssl" "$T/kw.wrapped" || cs_fail "CKM_AES_KEY_WRAP's wrapped bytes differ from openssl enc's"
+cmp -s "$T/kwp.openssl" "$T/kwp.wrapped" || cs_fail "CKM_AES_KEY_WRAP_PAD's wrapped bytes differ from openssl enc's"
+openssl enc -aes-128-ecb -nopad -K "$RFC_KEY" -in "$T/plain.bin" -out "$T/kw-ecb.openssl"
+cmp -s "$T/kw-ecb.openssl" "$T/kw-ecb.bin" || cs_fail "the AES-unwrapped key's AES-128-ECB differs from openssl enc's"
+cmp -s "$T/kw-ecb.openssl" "$T/kw-token-ecb.bin" \
+    || cs_fail "the key unwrapped with the token KEK encrypts other than openssl enc"
+cs_log "openssl enc -id-aes128-wrap/-wrap-pad agree with C_WrapKey; the unwrapped keys encrypt as openssl enc"
 
 # The key values travelled inside jobs only.
 cs_stop

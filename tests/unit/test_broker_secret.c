@@ -379,6 +379,92 @@ START_TEST (test_generate_once)
 }
 END_TEST
 
+/*  A SymJob by ref with key_wrap (C_WrapKey / C_UnwrapKey) or without, of
+ *  CKM_AES_KEY_WRAP on in (len bytes); the result's data in out (up to 64
+ *  bytes, *out_len_p).  */
+static uint64_t
+s_kw (const char *ref, uint64_t operation, bool key_wrap, const uint8_t *in, size_t len, uint8_t *out,
+      size_t *out_len_p)
+{
+    Cs__SymJob sym = CS__SYM_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    Cs__Reply *reply = NULL;
+    sym.mechanism = CKM_AES_KEY_WRAP;
+    sym.operation = operation;
+    sym.key_wrap = key_wrap;
+    sym.key_id = (ProtobufCBinaryData) { strlen (ref), (uint8_t *) ref };
+    sym.data = (ProtobufCBinaryData) { len, (uint8_t *) in };
+    job.kind_case = CS__JOB__KIND_SYM;
+    job.sym = &sym;
+    uint64_t rv = s_call (s_alice, s_ticket, s_ticket_len, &job, &reply);
+    if (rv == CKR_OK && out) {
+        ck_assert_uint_le (reply->results [0]->data.len, 64);
+        memcpy (out, reply->results [0]->data.data, reply->results [0]->data.len);
+        *out_len_p = reply->results [0]->data.len;
+    }
+    cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
+/*  The wrapping policy on token keys (docs/CONTRACTS.md "Wrapping"): a
+ *  key with CKA_UNWRAP TRUE wraps (with CKA_WRAP) and unwraps (with
+ *  CKA_ENCRYPT and CKA_DECRYPT FALSE) but never encrypts or decrypts
+ *  data; a job's key_wrap needs those flags, not CKA_ENCRYPT/CKA_DECRYPT,
+ *  and only a key-wrap mechanism.  */
+START_TEST (test_wrap_policy)
+{
+    Cs__Attribute klass = s_number (CKA_CLASS, CKO_SECRET_KEY), type = s_number (CKA_KEY_TYPE, CKK_AES);
+    Cs__Attribute wrap = s_flag (CKA_WRAP, true), unwrap = s_flag (CKA_UNWRAP, true);
+    Cs__Attribute enc_off = s_flag (CKA_ENCRYPT, false), dec_off = s_flag (CKA_DECRYPT, false);
+    Cs__Attribute *kek_tmpl [] = { &klass, &type, &wrap, &unwrap, &enc_off, &dec_off };
+    Cs__Attribute *both_tmpl [] = { &klass, &type, &wrap, &unwrap };     /* CKA_ENCRYPT/DECRYPT TRUE */
+    Cs__Attribute *data_tmpl [] = { &klass, &type, &wrap };             /* wraps, decrypts, no CKA_UNWRAP */
+    static const uint8_t value [16] = "a key to wrap 16";
+    uint8_t wrapped [64], back [64], got [16];
+    size_t wrapped_len = 0, back_len = 0;
+    uint64_t rv = 0;
+    char *kek = s_import (s_key, sizeof s_key, kek_tmpl, 6, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    char *both = s_import (s_key, sizeof s_key, both_tmpl, 4, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    char *data = s_import (s_key, sizeof s_key, data_tmpl, 3, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    /*  The wrapping key wraps and unwraps, and does nothing else.  */
+    ck_assert_uint_eq (s_kw (kek, CS_SYM_ENCRYPT, true, value, 16, wrapped, &wrapped_len), CKR_OK);
+    ck_assert_uint_eq (wrapped_len, 24);
+    ck_assert_uint_eq (s_kw (kek, CS_SYM_DECRYPT, true, wrapped, 24, back, &back_len), CKR_OK);
+    ck_assert_uint_eq (back_len, 16);
+    ck_assert_mem_eq (back, value, 16);
+    ck_assert_uint_eq (s_kw (kek, CS_SYM_DECRYPT, false, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_kw (kek, CS_SYM_ENCRYPT, false, value, 16, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    /*  CKA_UNWRAP with CKA_ENCRYPT/CKA_DECRYPT: it wraps (CKA_UNWRAP keeps
+        it from decrypting), but neither unwraps nor touches data.  */
+    ck_assert_uint_eq (s_kw (both, CS_SYM_ENCRYPT, true, value, 16, NULL, NULL), CKR_OK);
+    ck_assert_uint_eq (s_kw (both, CS_SYM_DECRYPT, true, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_kw (both, CS_SYM_DECRYPT, false, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, both, CKM_AES_ECB, CS_SYM_ENCRYPT, got),
+                       CKR_KEY_FUNCTION_NOT_PERMITTED);
+    /*  CKA_WRAP without CKA_UNWRAP (it may decrypt): no wrap job; data as usual.  */
+    ck_assert_uint_eq (s_kw (data, CS_SYM_ENCRYPT, true, value, 16, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_kw (data, CS_SYM_DECRYPT, true, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, data, CKM_AES_ECB, CS_SYM_ENCRYPT, got), CKR_OK);
+    /*  key_wrap with a mechanism that is no key wrap.  */
+    Cs__SymJob sym = CS__SYM_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    sym.mechanism = CKM_AES_ECB;
+    sym.operation = CS_SYM_ENCRYPT;
+    sym.key_wrap = true;
+    sym.key_id = (ProtobufCBinaryData) { strlen (kek), (uint8_t *) kek };
+    sym.data = (ProtobufCBinaryData) { 16, (uint8_t *) value };
+    job.kind_case = CS__JOB__KIND_SYM;
+    job.sym = &sym;
+    ck_assert_uint_eq (s_call (s_alice, s_ticket, s_ticket_len, &job, NULL), CKR_MECHANISM_INVALID);
+    free (kek);
+    free (both);
+    free (data);
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -391,6 +477,7 @@ s_suite (void)
     tcase_add_test (tc, test_set_and_copy);
     tcase_add_test (tc, test_generate);
     tcase_add_test (tc, test_generate_once);
+    tcase_add_test (tc, test_wrap_policy);
     suite_add_tcase (suite, tc);
     return suite;
 }
