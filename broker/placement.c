@@ -67,6 +67,18 @@ s_recheck_slower (scheduler_t *self, size_t board, const work_item_t *item)
     }
 }
 
+/*  Board's estimate of item's exact class (mechanism and bits), or NULL
+ *  when it has no sample of it.  */
+static sched_speed_t *
+s_speed (sched_board_t *b, const work_item_t *item)
+{
+    unsigned long mech = s_item_mech (item);
+    for (size_t i = 0; i < b->n_speeds; i++)
+        if (b->speeds [i].mech == mech && b->speeds [i].bits == item->bits)
+            return &b->speeds [i];
+    return NULL;
+}
+
 void
 scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_ns)
 {
@@ -74,10 +86,7 @@ scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_n
         return;
     sched_board_t *b = &self->boards [item->board];
     unsigned long mech = s_item_mech (item);
-    sched_speed_t *speed = NULL;
-    for (size_t i = 0; !speed && i < b->n_speeds; i++)
-        if (b->speeds [i].mech == mech && b->speeds [i].bits == item->bits)
-            speed = &b->speeds [i];
+    sched_speed_t *speed = s_speed (b, item);
     if (!speed && b->n_speeds == SCHEDULER_SPEED_CLASSES)
         return;                     /* full: the classes seen first are kept */
     if (!speed) {
@@ -110,15 +119,27 @@ scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_n
 static bool
 s_stale (scheduler_t *self, size_t board, const work_item_t *item)
 {
+    const sched_speed_t *speed = s_speed (&self->boards [board], item);
+    return speed && item->submitted_ns > 0 && speed->last_ns > 0
+        && item->submitted_ns - speed->last_ns > (int64_t) SCHEDULER_STALE_MS * 1000000;
+}
+
+/*  True when board's estimate for item's class may not keep item from it
+ *  while it is idle (it counts as unmeasured, placement.h): stale, or
+ *  still warming up: no more samples than min (its workers,
+ *  SCHEDULER_WARM_SAMPLES).  Each worker's first call of a class may be
+ *  cold (the pkcs11 driver opens a session and finds the key per worker):
+ *  a board whose first calls were all cold would otherwise look slow and
+ *  get nothing more until its estimate went stale.  A class it has no
+ *  sample of counts as unmeasured anyway (expected 0, or scaled from
+ *  another key size).  */
+static bool
+s_unproven (scheduler_t *self, size_t board, const work_item_t *item)
+{
     const sched_board_t *b = &self->boards [board];
-    unsigned long mech = s_item_mech (item);
-    for (size_t i = 0; i < b->n_speeds; i++) {
-        const sched_speed_t *speed = &b->speeds [i];
-        if (speed->mech == mech && speed->bits == item->bits)
-            return item->submitted_ns > 0 && speed->last_ns > 0
-                && item->submitted_ns - speed->last_ns > (int64_t) SCHEDULER_STALE_MS * 1000000;
-    }
-    return false;
+    const sched_speed_t *speed = s_speed (&self->boards [board], item);
+    size_t warm = b->n_workers < SCHEDULER_WARM_SAMPLES ? b->n_workers : SCHEDULER_WARM_SAMPLES;
+    return speed && (speed->samples <= warm || s_stale (self, board, item));
 }
 
 bool
@@ -224,6 +245,8 @@ placement_worth (void *arg_item, void *arg)
     if (match->now_ns > 0 && item->submitted_ns > 0
     &&  (double) (match->now_ns - item->submitted_ns) > match->expected [match->board])
         return true;
+    if (s_unproven (self, match->board, item))
+        return true;                /* its estimate cannot tell yet: measured on this item */
     return !s_waiting_pays (self, set, match->board, match->expected, match->extra);
 }
 
@@ -244,11 +267,12 @@ placement_choose (scheduler_t *self, const work_item_t *item, uint64_t set)
 {
     double expected [SCHED_MAX_BOARDS];
     s_expect (self, set, item, expected);
-    /*  An idle board whose estimate is stale counts as unmeasured: it gets
-     *  the item and is measured again (else a board that once looked slow,
-     *  e.g. a first call that parsed the key, might never be tried again).  */
+    /*  An idle board whose estimate is stale or still warming up counts as
+     *  unmeasured: it gets the item and is measured (again) (else a board
+     *  that once looked slow, e.g. first calls that parsed the key, might
+     *  never be tried again).  */
     for (uint64_t idle = set; idle; idle &= idle - 1)
-        if (self->boards [sched_first (idle)].n_idle > 0 && s_stale (self, sched_first (idle), item))
+        if (self->boards [sched_first (idle)].n_idle > 0 && s_unproven (self, sched_first (idle), item))
             expected [sched_first (idle)] = 0;
     int board = s_pick_board (self, set, expected);
     if (board >= 0 && item->low && self->boards [board].waiting > 0)

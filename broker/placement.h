@@ -25,7 +25,12 @@
  *  so that it gets measured.  At submission an idle board whose sample of
  *  the class is older than SCHEDULER_STALE_MS counts as 0 too, so it is
  *  measured again (a first call that parsed the key, or a board that was
- *  slow for a while, would otherwise keep it looking slow and unused).
+ *  slow for a while, would otherwise keep it looking slow and unused);
+ *  so does an idle board whose estimate is still warming up: no more
+ *  samples of the class than it has workers (at most
+ *  SCHEDULER_WARM_SAMPLES), since each worker's first call may be cold
+ *  (a board whose first calls were all cold got no more items: issue #8,
+ *  board-fault-flip.sh on CI).  Its workers also take waiting items then.
  *
  *  The cost model (issue #8, "placement that may wait for a faster
  *  board"): the expected finish of an item on board b with expected

@@ -116,6 +116,8 @@ typedef struct _scheduler_t scheduler_t;
 #define SCHEDULER_SPEED_SLACK 1.25      /* boards this close to the fastest count as equal */
 #define SCHEDULER_SPEED_CLASSES 32      /* (mechanism, bits) classes measured per board */
 #define SCHEDULER_STALE_MS 1000         /* an estimate this old is measured again (submit) */
+#define SCHEDULER_WARM_SAMPLES 4        /* an estimate counts after more samples than this
+                                           or than the board has workers (placement.h) */
 
 /*  Creates an empty scheduler; NULL when out of memory.  Caller destroys.  */
 scheduler_t *scheduler_new (void);

@@ -8,7 +8,8 @@
 # cryptoserver_wrong_results_total{board="flaky"} > 0) and re-run them, and
 # the faulty board must have been taken out of rotation.
 # Then the same over a SoftHSM token: the demo's board1 becomes a fault board
-# (flip-every = 5) over its pkcs11 token, beside board0 with the same keys:
+# (flip-every = 2: every board gets its first calls while warming up, at
+# least 3 here, placement.h) over its pkcs11 token, beside board0 with the same keys:
 # 400 rsa2048 signatures, all verified, the wrong ones caught.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib-fault.sh"
@@ -51,7 +52,7 @@ module=$("$CS_ADMIN" config get "$WORK/broker.conf" drivers/board1/module)
 token=$("$CS_ADMIN" config get "$WORK/broker.conf" drivers/board1/token)
 pin=$("$CS_ADMIN" config get "$WORK/broker.conf" drivers/board1/pin-file)
 "$CS_ADMIN" board remove board1 --dir "$WORK" > "$T/add.log" 2>&1 || { cat "$T/add.log"; cs_fail "board remove board1"; }
-"$CS_ADMIN" board add board1 --dir "$WORK" --type fault --threads 2 --set flip-every=5 --set tenant=demo \
+"$CS_ADMIN" board add board1 --dir "$WORK" --type fault --threads 2 --set flip-every=2 --set tenant=demo \
     --set inner/type=pkcs11 --set "inner/module=$module" --set "inner/token=$token" \
     --set "inner/pin-file=$pin" > "$T/add.log" 2>&1 || { cat "$T/add.log"; cs_fail "board add board1 (fault) failed"; }
 cs_expect_broker_log '^W: .* board board1: wrong result of job [0-9]+ \(failed verification with the public key\)'
