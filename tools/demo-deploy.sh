@@ -28,9 +28,10 @@ PINs 1234 and 123456) with no keys and a client NAME
 state; only what is missing is made.  The broker listens on --endpoint E
 (default tcp://127.0.0.1:5555; --port P means tcp://127.0.0.1:P;
 "tcp://127.0.0.1:*" picks the lowest free port from 49152 and
-"tcp://127.0.0.1:!" a random free one (the tests: a dead broker's port is
-then unlikely to be taken by another test's broker); --start writes the
-bound port into the client configs).
+"tcp://127.0.0.1:!" a random free one; "![20000-32767]" after either picks
+from that range (the tests: below Linux's ephemeral ports, so a dead
+broker's port is taken neither by another test's broker nor by a client's
+outgoing connection); --start writes the bound port into the client configs).
 
 The broker serves its metrics (cryptoserver-broker(8), METRICS) at
 http://127.0.0.1:M/metrics: --metrics-port M, else $CS_METRICS_PORT, else

@@ -2,7 +2,7 @@
 #
 # Each test makes its own demo deployment under the build tree
 # (tests/integration/work/NAME, by tools/demo-deploy.sh), starts its own broker
-# on tcp://127.0.0.1:! (a random free port; the bound endpoint comes back through endpoint-file)
+# on $CS_TEST_ENDPOINT (a random free port; the bound endpoint comes back through endpoint-file)
 # with its metrics on a free port too (URL in $WORK/broker.metrics), and stops it on exit.  No fixed sleeps: every wait polls with a bound.
 #
 # make check exports top_srcdir and top_builddir (Makefile.am,
@@ -20,6 +20,11 @@ CS_DEPLOY=$top_srcdir/tools/demo-deploy.sh
 CS_ADMIN=$top_builddir/tools/cryptoserver-admin
 CS_BENCH=$top_builddir/tools/cryptoserver-bench
 WORK=$top_builddir/tests/integration/work/$CS_TEST_NAME
+# Brokers bind a random free port below Linux's ephemeral range (32768 up,
+# /proc/sys/net/ipv4/ip_local_port_range; CZMQ's "!" alone picks from 49152
+# up, inside it): a broker restarted on its old port (failover.sh) found it
+# taken by some client's outgoing connection ("Address already in use").
+CS_TEST_ENDPOINT='tcp://127.0.0.1:![20000-32767]'
 
 # CS_VALGRIND=1 (make memcheck-integration, tests/memcheck.am): the broker
 # (demo-deploy.sh runs it after $CS_BROKER_WRAPPER) and our own clients that
@@ -266,7 +271,7 @@ cs_setup () {
     trap cs_cleanup EXIT
     rm -rf "$WORK"
     mkdir -p "$WORK/valgrind" "$WORK/sanitizer"
-    "$CS_DEPLOY" "$WORK" --endpoint 'tcp://127.0.0.1:!' --metrics-port 0 "$@" || cs_fail "demo-deploy.sh failed"
+    "$CS_DEPLOY" "$WORK" --endpoint "$CS_TEST_ENDPOINT" --metrics-port 0 "$@" || cs_fail "demo-deploy.sh failed"
     if [ "${CS_VALGRIND:-}" = 1 ]; then      # a broker under valgrind answers slowly
         local conf
         for conf in "$WORK"/clients/*/client.conf; do
@@ -565,7 +570,7 @@ declare -A CS_PEER_PID CS_PEER_ENDPOINT
 # cs_peer_start NAME [ENDPOINT]: starts another broker NAME on this
 # deployment as the test's child: $WORK/NAME.conf is a copy of broker.conf
 # (same keystore, master key, ticket key, broker key pair and boards) that
-# binds ENDPOINT (default tcp://127.0.0.1:!; give the old endpoint to restart
+# binds ENDPOINT (default $CS_TEST_ENDPOINT; give the old endpoint to restart
 # it on the same port), writes NAME.endpoint and NAME.metrics, and logs to
 # $WORK/NAME.log (appended; each start begins with a "---- start" line).
 # Waits (bounded) until it listens; CS_PEER_ENDPOINT[NAME] is its endpoint.
@@ -573,7 +578,7 @@ declare -A CS_PEER_PID CS_PEER_ENDPOINT
 # the EXIT trap stops it and checks its exit.  Set CS_PEER_SECRET_KEY to a
 # zcert secret file to give it another key pair than the deployment's.
 cs_peer_start () {
-    local name=$1 endpoint=${2:-tcp://127.0.0.1:!} conf=$WORK/$1.conf waited=0
+    local name=$1 endpoint=${2:-$CS_TEST_ENDPOINT} conf=$WORK/$1.conf waited=0
     cp "$WORK/broker.conf" "$conf"
     "$CS_ADMIN" config set "$conf" broker/endpoint "$endpoint"
     "$CS_ADMIN" config set "$conf" broker/endpoint-file "$name.endpoint"

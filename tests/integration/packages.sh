@@ -164,7 +164,7 @@ STATE=$WORK/state                           # /var/lib/cryptoserver of the unit
 "$ADMIN" init "$STATE" --tenant demo --pin 1234 --so-pin 123456 > "$T/init.out" 2>&1 \
     || { cat "$T/init.out"; cs_fail "the packaged cryptoserver-admin init failed"; }
 sed "s|/var/lib/cryptoserver|$STATE|g" "$CONF" > "$WORK/broker.conf"
-"$ADMIN" config set "$WORK/broker.conf" broker/endpoint 'tcp://127.0.0.1:!'
+"$ADMIN" config set "$WORK/broker.conf" broker/endpoint "$CS_TEST_ENDPOINT"
 "$ADMIN" config set "$WORK/broker.conf" broker/endpoint-file "$STATE/broker.endpoint"
 "$ADMIN" config set "$WORK/broker.conf" broker/metrics 'http://127.0.0.1:0/metrics'
 "$ADMIN" config set "$WORK/broker.conf" broker/metrics-file "$STATE/broker.metrics"

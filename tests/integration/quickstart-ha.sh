@@ -60,7 +60,7 @@ T=$WORK/tmp
 mkdir -p "$T"
 
 # ---- the deployment ---------------------------------------------------------------
-"$CS_DEPLOY" "$WORK" --ha --endpoint 'tcp://127.0.0.1:!' --metrics-port 0 > "$T/deploy.log" 2>&1 \
+"$CS_DEPLOY" "$WORK" --ha --endpoint "$CS_TEST_ENDPOINT" --metrics-port 0 > "$T/deploy.log" 2>&1 \
     || { cat "$T/deploy.log"; cs_fail "demo-deploy.sh --ha failed"; }
 [ -z "$(cs_pg_cluster_pid "$WORK/pg")" ] || cs_fail "the deployment step left PostgreSQL running"
 for f in broker.conf broker2.conf env.sh pg/data/PG_VERSION softhsm2.conf keys/rsa2048.pub.pem; do
