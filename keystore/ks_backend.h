@@ -2,7 +2,8 @@
  *  keystore/): SQLite (ks_sqlite.c, one file, the default) and PostgreSQL
  *  (ks_pg.c, a database several brokers share).
  *
- *  keystore.c does everything that needs the master key (sealing private
+ *  keystore.c and its rooms (keystore_int.h: ks_tenant.c, ks_keys.c,
+ *  ks_objects.c) do everything that needs the master key (sealing private
  *  keys, row MACs, PIN hashing) and the rules of the public API; a back end
  *  stores and returns rows exactly as it is given them: it never sees a key
  *  or a PIN in the clear, only sealed blobs, keyed PIN hashes and MACs.  The
