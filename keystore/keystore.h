@@ -3,7 +3,8 @@
  *  Rows live in one SQLite file (WAL, synchronous=FULL: a call that returns
  *  0 after a write has made it durable), the default, or in a PostgreSQL
  *  database that several brokers share (keystore/url; a commit returns
- *  once PostgreSQL made it durable by its own settings); keystore.c holds
+ *  once PostgreSQL made it durable by its own settings); keystore.c and its
+ *  rooms (ks_tenant.c, ks_keys.c, ks_objects.c; keystore_int.h) hold
  *  the rules, keystore/ks_sqlite.c and keystore/ks_pg.c the storage
  *  (ks_backend.h).  Only sealed blobs, keyed PIN hashes and MAC'd rows
  *  reach either.  Each key is a row: its public description in

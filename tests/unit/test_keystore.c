@@ -1,4 +1,4 @@
-/*  test_keystore.c — the keystore (keystore/keystore.c) and key descriptions
+/*  test_keystore.c — the keystore (keystore/keystore.h) and key descriptions
  *  (keystore/key_info.c) against real SQLite files in a temporary directory:
  *  round trips, encryption at rest (no plaintext window in the file or its
  *  WAL), the master key check, associated data binding, PIN counters,
