@@ -6,6 +6,7 @@
 #include "attrs.h"
 #include "log.h"
 #include "module.h"
+#include "runner.h"
 #include "session.h"
 #include "token.h"
 #include "dataobj.h"
@@ -104,7 +105,7 @@ s_put_token (const Cs__ObjectInfo *info)
 static CK_RV
 s_job (Cs__Job *job, Cs__Result__KindCase kind, Cs__Reply **reply_p)
 {
-    CK_RV rv = cs_module_run_job (job, true, reply_p);
+    CK_RV rv = cs_runner_run_job (job, true, reply_p);
     if (rv == CKR_OK && kind != CS__RESULT__KIND__NOT_SET && (*reply_p)->results [0]->kind_case != kind) {
         cs_log_error ("the broker answered an object job with the wrong result");
         rv = CKR_DEVICE_ERROR;

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "mechanism.h"
 #include "module.h"
+#include "runner.h"
 #include "object.h"
 #include "keyop.h"
 #include "secret.h"
@@ -80,7 +81,7 @@ s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len)
     decrypt.data.len = len;
     job.kind_case = CS__JOB__KIND_DECRYPT;
     job.decrypt = &decrypt;
-    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
+    if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
     if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len > op->key->modulus_len) {

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "mechanism.h"
 #include "module.h"
+#include "runner.h"
 #include "object.h"
 #include "session.h"
 #include "token.h"
@@ -241,7 +242,7 @@ s_derive_job (const cs_key_t *key, const cs_derive_params_t *params, uint8_t *z)
     derive.public_data.len = params->point_len;
     job.kind_case = CS__JOB__KIND_DERIVE;
     job.derive = &derive;
-    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
+    if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
     if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len != key->field_len

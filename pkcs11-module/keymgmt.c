@@ -13,6 +13,7 @@
 #include "keyder.h"
 #include "log.h"
 #include "module.h"
+#include "runner.h"
 #include "object.h"
 #include "session.h"
 #include "token.h"
@@ -196,7 +197,7 @@ s_may_write (cs_session_t *session, bool token, bool priv)
 static CK_RV
 s_key_job (Cs__Job *job, Cs__Result__KindCase kind, Cs__Reply **reply_p)
 {
-    CK_RV rv = cs_module_run_job (job, true, reply_p);
+    CK_RV rv = cs_runner_run_job (job, true, reply_p);
     if (rv == CKR_OK && (*reply_p)->results [0]->kind_case != kind
     &&  !(kind == CS__RESULT__KIND_KEY && (*reply_p)->results [0]->kind_case == CS__RESULT__KIND__NOT_SET)) {
         cs_log_error ("the broker answered a key job with the wrong result");

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "client_config.h"
 #include "link.h"
+#include "runner.h"
 #include "token.h"
 #include "session.h"
 #include "object.h"
@@ -129,51 +130,6 @@ cs_module_pad (unsigned char *field, size_t size, const char *text)
     memcpy (field, text, len < size ? len : size);
 }
 
-CK_RV
-cs_module_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply **reply_p)
-{
-    CK_RV rv;
-    uint8_t ticket [CS_WIRE_MAX_TICKET];
-    Cs__Request req = CS__REQUEST__INIT;
-    cs_link_t *link;
-    int64_t timeout_ms;
-    *reply_p = NULL;
-    cs_module_lock ();
-    if ((rv = cs_module_check ()) != CKR_OK) {
-        cs_module_unlock ();
-        return rv;
-    }
-    link = s_module.link;
-    timeout_ms = s_module.config->timeout_ms;
-    req.ticket.len = with_ticket ? cs_token_ticket_copy (ticket, sizeof ticket) : 0;
-    req.ticket.data = ticket;
-    cs_module_unlock ();
-    req.n_jobs = n_jobs;
-    req.jobs = jobs;
-    rv = cs_link_call (link, &req, timeout_ms, reply_p);
-    for (size_t i = 0; rv == CKR_OK && i < n_jobs; i++)
-        rv = (CK_RV) (*reply_p)->results [i]->rv;
-    if (req.ticket.len && *reply_p) {
-        /*  A refused key list does not end the login here: the next
-            private operation does, with CKR_USER_NOT_LOGGED_IN, which
-            C_FindObjectsInit may not return (cs_object_refresh).  */
-        bool refused = rv == CKR_USER_NOT_LOGGED_IN && jobs [0]->kind_case != CS__JOB__KIND_LIST_KEYS;
-        cs_module_lock ();
-        cs_token_ticket_answer (ticket, req.ticket.len, (*reply_p)->ticket.data,
-                                (*reply_p)->ticket.len, refused);
-        cs_module_unlock ();
-    }
-    OPENSSL_cleanse (ticket, sizeof ticket);
-    return rv;
-}
-
-CK_RV
-cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p)
-{
-    Cs__Job *jobs [1] = { job };
-    return cs_module_run_jobs (jobs, 1, with_ticket, reply_p);
-}
-
 /*  Validates CK_C_INITIALIZE_ARGS (PKCS#11 2.40 §5.4): pReserved NULL, the
  *  four mutex callbacks all given or none.  */
 static CK_RV
@@ -249,6 +205,7 @@ s_forget_parent (void)
     s_module.app_mutex = NULL;
     s_module.app_locking = false;
     memset (&s_module.app, 0, sizeof s_module.app);
+    cs_runner_stop ();
     cs_link_abandon (&s_module.link);
     if (s_module.config) {
         cs_client_config_destroy (&s_module.inherited_config);
@@ -295,6 +252,7 @@ C_Initialize (CK_VOID_PTR init_args)
     }
     s_module.config = config;
     config = NULL;
+    cs_runner_start (s_module.link, s_module.config->timeout_ms);
     pthread_mutex_lock (&s_calls_lock);     /* publishes the state to cs_module_enter */
     __atomic_store_n (&s_module.pid, getpid (), __ATOMIC_SEQ_CST);
     __atomic_store_n (&s_module.initialized, true, __ATOMIC_SEQ_CST);
@@ -332,6 +290,7 @@ C_Finalize (CK_VOID_PTR reserved)
         pthread_cond_wait (&s_calls_left, &s_calls_lock);
     pthread_mutex_unlock (&s_calls_lock);
     /*  Nobody else is inside the library now.  */
+    cs_runner_stop ();
     s_module.link = NULL;
     cs_module_lock ();
     cs_session_reset_all ();

@@ -1,9 +1,9 @@
 /*  module.h — library-wide state of the PKCS#11 module: initialisation, the
- *  one library mutex, fork detection, and running one job on the broker.
+ *  one library mutex, fork detection.  Jobs run through runner.h.
  *
  *  Rule (DESIGN.md §5): the library mutex guards the session, object and
  *  token tables; no network I/O happens under it.  Entry points copy what
- *  they need under the lock, release it, then call cs_module_run_job.
+ *  they need under the lock, release it, then call cs_runner_run_job.
  */
 #ifndef CS_MODULE_MODULE_H_INCLUDED
 #define CS_MODULE_MODULE_H_INCLUDED
@@ -37,25 +37,6 @@ void cs_module_leave (void);
  *  major.minor: the version of the interface it is called through.
  *  CKR_CRYPTOKI_NOT_INITIALIZED, CKR_ARGUMENTS_BAD, CKR_OK.  */
 CK_RV cs_module_info (CK_INFO_PTR info, CK_BYTE major, CK_BYTE minor);
-
-/*  Sends one job (borrowed) to the broker with the client's timeout, adding
- *  the login ticket when `with_ticket`, and waits for its result.  A ticket
- *  in the reply replaces the one sent; CKR_USER_NOT_LOGGED_IN for a job
- *  that carried a ticket ends the login (expired or revoked: the
- *  application logs in again).  See cs_token_ticket_answer.
- *  Must be called WITHOUT the library mutex.  Returns the job's own rv (as
- *  the broker set it) with *reply_p the whole reply, whose results[0] is the
- *  job's result (caller frees with cs__reply__free_unpacked, also when the
- *  rv is not CKR_OK); or a link error (CKR_DEVICE_ERROR, CKR_HOST_MEMORY,
- *  CKR_CRYPTOKI_NOT_INITIALIZED) with *reply_p NULL.  */
-CK_RV cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p);
-
-/*  cs_module_run_job for a batch of n_jobs jobs (1..CS_WIRE_MAX_JOBS, all
- *  borrowed) in one request: the broker splits it into work items and
- *  answers once (DESIGN.md §3).  Returns the link error, or the first job's
- *  rv that is not CKR_OK, or CKR_OK; *reply_p as for cs_module_run_job,
- *  with results[i] for jobs[i].  */
-CK_RV cs_module_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply **reply_p);
 
 /*  Copies `text` into a blank-padded, not terminated PKCS#11 string field of
  *  `size` bytes (truncating).  */

@@ -13,6 +13,7 @@
 #include "keyder.h"
 #include "log.h"
 #include "module.h"
+#include "runner.h"
 #include "token.h"
 #include "session.h"
 #include "object.h"
@@ -229,7 +230,7 @@ cs_object_refresh (void)
     cs_module_unlock ();
     job.kind_case = CS__JOB__KIND_LIST_KEYS;
     job.list_keys = &list;
-    rv = cs_module_run_job (&job, true, &reply);
+    rv = cs_runner_run_job (&job, true, &reply);
     if (rv == CKR_USER_NOT_LOGGED_IN) {
         /*  The broker no longer takes our login ticket (expired, or the
             PIN was set or locked): keep the list we have.  The session

@@ -9,6 +9,7 @@
 #include "keyop.h"
 #include "log.h"
 #include "module.h"
+#include "runner.h"
 #include "object.h"
 #include "secret.h"
 #include "secret_token.h"
@@ -264,7 +265,7 @@ s_job (s_op_t *op)
     sym.key_wrap = op->key_wrap;
     job.kind_case = CS__JOB__KIND_SYM;
     job.sym = &sym;
-    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
+    if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
     if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len > max

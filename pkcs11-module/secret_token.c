@@ -5,6 +5,7 @@
 #include "attrs.h"
 #include "log.h"
 #include "module.h"
+#include "runner.h"
 #include "object.h"
 #include "secret_token.h"
 #include "session.h"
@@ -51,7 +52,7 @@ s_run (Cs__Job *job, CK_OBJECT_HANDLE_PTR key_p)
 {
     Cs__Reply *reply = NULL;
     const Cs__KeyInfo *info = NULL;
-    CK_RV rv = cs_module_run_job (job, true, &reply);
+    CK_RV rv = cs_runner_run_job (job, true, &reply);
     if (rv == CKR_OK) {
         const Cs__Result *result = reply->results [0];
         info = result->kind_case == CS__RESULT__KIND_KEY && result->key ? result->key->key

@@ -14,6 +14,7 @@
 #include "cs_wire.h"
 #include "log.h"
 #include "module.h"
+#include "runner.h"
 #include "session.h"
 #include "keyop.h"
 #include "token.h"
@@ -158,7 +159,7 @@ s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len,
     sign.data.len = len;
     job.kind_case = CS__JOB__KIND_SIGN;
     job.sign = &sign;
-    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
+    if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
     if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len == 0 || result->data.len > max) {

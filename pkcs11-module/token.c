@@ -23,6 +23,7 @@
 #include "log.h"
 #include "mechanism.h"
 #include "module.h"
+#include "runner.h"
 #include "object.h"
 #include "session.h"
 #include "token.h"
@@ -161,7 +162,7 @@ s_hello_ensure (void)
         return CKR_OK;
     job.kind_case = CS__JOB__KIND_HELLO;
     job.hello = &hello;
-    rv = cs_module_run_job (&job, false, &reply);
+    rv = cs_runner_run_job (&job, false, &reply);
     if (rv == CKR_OK && reply->results [0]->kind_case != CS__RESULT__KIND_HELLO) {
         cs_log_error ("the broker answered hello without a hello result");
         rv = CKR_DEVICE_ERROR;
@@ -427,7 +428,7 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     login.pin.len = pin_len;
     job.kind_case = CS__JOB__KIND_LOGIN;
     job.login = &login;
-    rv = cs_module_run_job (&job, false, &reply);
+    rv = cs_runner_run_job (&job, false, &reply);
     cs_module_lock ();
     if (rv == CKR_OK && !cs_session_lookup (handle))
         rv = CKR_SESSION_CLOSED;    /* closed meanwhile: perhaps the last one, which logged out (§5.6) */
@@ -495,7 +496,7 @@ static CK_RV
 s_pin_job (Cs__Job *job)
 {
     Cs__Reply *reply = NULL;
-    CK_RV rv = cs_module_run_job (job, true, &reply);
+    CK_RV rv = cs_runner_run_job (job, true, &reply);
     if (reply) {
         cs_module_lock ();
         s_token.have_hello = false;     /* the PIN flags may have changed */

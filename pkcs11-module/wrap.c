@@ -63,6 +63,7 @@
 #include "log.h"
 #include "mechanism.h"
 #include "module.h"
+#include "runner.h"
 #include "object.h"
 #include "secret.h"
 #include "session.h"
@@ -334,7 +335,7 @@ s_unwrap_job (cs_key_t *key, const cs_mech_t *entry, const cs_mech_params_t *par
     decrypt.data.len = len;
     job.kind_case = CS__JOB__KIND_DECRYPT;
     job.decrypt = &decrypt;
-    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK) {
+    if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK) {
         if (rv == CKR_ENCRYPTED_DATA_INVALID || rv == CKR_ENCRYPTED_DATA_LEN_RANGE)
             rv = CKR_WRAPPED_KEY_INVALID;
         goto out;
