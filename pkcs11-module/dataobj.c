@@ -12,7 +12,7 @@
 #include <openssl/x509.h>
 #include "attrs.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "session.h"
 #include "token.h"
 #include "dataobj.h"

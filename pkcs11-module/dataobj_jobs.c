@@ -5,7 +5,7 @@
 #include <string.h>
 #include "attrs.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "session.h"
 #include "token.h"
@@ -144,9 +144,9 @@ cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
         cs_log_debug ("no token objects from the broker: the list stays as it was");
         return CKR_OK;
     }
-    cs_module_lock ();
+    cs_lock ();
     rv = cs_dataobj_load (reply->results [0]->objects);
-    cs_module_unlock ();
+    cs_unlock ();
     cs__reply__free_unpacked (reply, NULL);
     return rv;
 }
@@ -184,11 +184,11 @@ s_store (CK_OBJECT_CLASS klass, const char *ref, const cs_attrs_t *attrs, CK_OBJ
     s_wire_free (&info);
     if (rv != CKR_OK)
         return rv;
-    cs_module_lock ();
+    cs_lock ();
     dataobj_t *object = s_put_token (reply->results [0]->object);
     if (object && handle_p)
         *handle_p = dataobj_handle (object);
-    cs_module_unlock ();
+    cs_unlock ();
     cs__reply__free_unpacked (reply, NULL);
     if (!object)
         cs_log_error ("the broker's reply lacks the stored object");
@@ -225,17 +225,17 @@ cs_dataobj_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     rv = s_may_write (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK)
         rv = cs_dataobj_attrs_new (klass, tmpl, count, &attrs);
     if (rv == CKR_OK && token)
         rv = s_store (klass, NULL, &attrs, object_p);
     else
     if (rv == CKR_OK) {
-        cs_module_lock ();
+        cs_lock ();
         rv = cs_session_lookup (handle) ? s_add_session (handle, klass, &attrs, object_p)
                                         : CKR_SESSION_HANDLE_INVALID;
-        cs_module_unlock ();
+        cs_unlock ();
     }
     cs_attrs_clear (&attrs);
     return rv;
@@ -281,7 +281,7 @@ s_enter (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, dataobj_t *snapshot,
         rv = CKR_ACTION_PROHIBITED;
     if (rv != CKR_OK) {
         s_snapshot_clear (snapshot);
-        cs_module_unlock ();
+        cs_unlock ();
     }
     return rv;
 }
@@ -298,16 +298,16 @@ cs_dataobj_destroy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
         return rv;
     if (!snapshot.ref)
         dataobj_clear (dataobj_object (object));
-    cs_module_unlock ();
+    cs_unlock ();
     if (snapshot.ref) {
         destroy.ref = snapshot.ref;
         job.kind_case = CS__JOB__KIND_DESTROY_OBJECT;
         job.destroy_object = &destroy;
         if ((rv = s_job (&job, CS__RESULT__KIND__NOT_SET, &reply)) == CKR_OK) {
             cs__reply__free_unpacked (reply, NULL);
-            cs_module_lock ();
+            cs_lock ();
             dataobj_clear (dataobj_object (object));
-            cs_module_unlock ();
+            cs_unlock ();
         }
     }
     s_snapshot_clear (&snapshot);
@@ -353,7 +353,7 @@ cs_dataobj_set (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATTR
         live->attrs = attrs;
         memset (&attrs, 0, sizeof attrs);
     }
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK && snapshot.ref)
         rv = s_store (snapshot.klass, snapshot.ref, &attrs, NULL);
     cs_attrs_clear (&attrs);
@@ -385,7 +385,7 @@ cs_dataobj_copy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATT
         rv = CKR_HOST_MEMORY;
     if (rv == CKR_OK && !token)
         rv = s_add_session (handle, snapshot.klass, &attrs, object_p);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK && token)
         rv = s_store (snapshot.klass, NULL, &attrs, object_p);
     s_snapshot_clear (&snapshot);

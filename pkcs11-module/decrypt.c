@@ -13,7 +13,7 @@
 #include "cs_wire.h"
 #include "log.h"
 #include "mechanism.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "object.h"
 #include "keyop.h"
@@ -140,11 +140,11 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
         return rv;
     if (!out && !op->plain) {
         *out_len_p = op->key->modulus_len;      /* upper bound, locally */
-        cs_module_unlock ();
+        cs_unlock ();
         return CKR_OK;
     }
     op = cs_session_op_take (session, CS_OP_DECRYPT);
-    cs_module_unlock ();
+    cs_unlock ();
     if (!op->plain)
         rv = len == op->key->modulus_len ? s_decrypt_job (op, data, len) : CKR_ENCRYPTED_DATA_LEN_RANGE;
     if (rv == CKR_OK && !out) {
@@ -154,11 +154,11 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     else
     if (rv == CKR_OK)
         rv = s_deliver (op, out, out_len_p);
-    cs_module_lock ();
+    cs_lock ();
     if (rv == CKR_BUFFER_TOO_SMALL && (session = cs_session_lookup (handle))
     &&  cs_session_op_start (session, CS_OP_DECRYPT, op, s_decrypt_op_free) == CKR_OK)
         op = NULL;
-    cs_module_unlock ();
+    cs_unlock ();
     s_decrypt_op_free (op);
     return rv == CKR_BUFFER_TOO_SMALL && !out ? CKR_OK : rv;
 }

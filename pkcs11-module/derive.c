@@ -16,7 +16,7 @@
 #include "keyop.h"
 #include "log.h"
 #include "mechanism.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "object.h"
 #include "session.h"
@@ -324,15 +324,15 @@ C_DeriveKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE b
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     rv = s_prepare (mech, base, tmpl, count, &req);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK)
         rv = s_make_key (&req, &key);
     if (rv == CKR_OK) {
-        cs_module_lock ();
+        cs_lock ();
         rv = cs_session_lookup (handle)
            ? cs_object_add_session (handle, CKO_SECRET_KEY, key, &req.attrs, key_p)
            : CKR_SESSION_HANDLE_INVALID;
-        cs_module_unlock ();
+        cs_unlock ();
     }
     cs_key_unref (&key);
     cs_key_unref (&req.base);

@@ -12,7 +12,7 @@
 #include "cs_attr_rules.h"
 #include "keyder.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "object.h"
 #include "session.h"
@@ -217,9 +217,9 @@ static CK_RV
 s_put_result (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p)
 {
     CK_RV rv;
-    cs_module_lock ();
+    cs_lock ();
     rv = cs_object_put (info, klass, handle_p);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK && handle_p && !*handle_p) {
         cs_log_error ("the broker's reply lacks the new %s object",
                       klass == CKO_PRIVATE_KEY ? "private key" : "public key");
@@ -280,14 +280,14 @@ s_session_pair (CK_SESSION_HANDLE handle, const cs_keygen_t *gen, ProtobufCBinar
     if (cs_keymgmt_session_attrs (CKO_PUBLIC_KEY, pub, n_pub, gen->mechanism, &pub_attrs)
     ||  cs_keymgmt_session_attrs (CKO_PRIVATE_KEY, priv, n_priv, gen->mechanism, &priv_attrs))
         goto out;
-    cs_module_lock ();
+    cs_lock ();
     if (!(session = cs_session_lookup (handle)))
         rv = CKR_SESSION_HANDLE_INVALID;         /* closed meanwhile */
     else
     if ((rv = cs_object_add_session (handle, CKO_PUBLIC_KEY, public_key, &pub_attrs, pub_p)) == CKR_OK
     &&  (rv = cs_object_add_session (handle, CKO_PRIVATE_KEY, key, &priv_attrs, priv_p)) != CKR_OK)
         cs_object_destroy_local (*pub_p);
-    cs_module_unlock ();
+    cs_unlock ();
 out:
     cs_attrs_clear (&pub_attrs);
     cs_attrs_clear (&priv_attrs);
@@ -341,11 +341,11 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
     CK_RV rv;
     return_val_if_fail (mech && pub_p && priv_p && (pub || !n_pub) && (priv || !n_priv), CKR_ARGUMENTS_BAD);
     if ((rv = cs_keygen_check (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
-        return cs_module_check () ?: rv;
+        return cs_guard_check () ?: rv;
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     rv = s_may_write (session, gen.token, gen.private_private);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv != CKR_OK || (rv = cs_token_mechanism (mech->mechanism, &info)) != CKR_OK)
         return rv;
     /*  The sizes C_GetMechanismInfo reports are the sizes generation takes.  */
@@ -384,9 +384,9 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
     size_t n_wire = 0;
     CK_RV rv;
     return_val_if_fail (object_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
-    if (cs_module_check () == CKR_OK && cs_dataobj_is_template (tmpl, count))
+    if (cs_guard_check () == CKR_OK && cs_dataobj_is_template (tmpl, count))
         return cs_dataobj_create (handle, tmpl, count, object_p);     /* certificates, data objects */
-    if ((rv = cs_module_check ()) == CKR_OK && cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
+    if ((rv = cs_guard_check ()) == CKR_OK && cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
     &&  klass == CKO_SECRET_KEY)
         return cs_secret_create (handle, tmpl, count, object_p);        /* secret.h */
     if (rv != CKR_OK
@@ -396,7 +396,7 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     rv = s_may_write (session, token, priv);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv != CKR_OK)
         return rv;
     rv = klass == CKO_PRIVATE_KEY ? cs_keyder_private_from_template (key_type, tmpl, count, &key)
@@ -408,10 +408,10 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
         rv = CKR_HOST_MEMORY;
     else
     if (rv == CKR_OK) {
-        cs_module_lock ();
+        cs_lock ();
         rv = cs_session_lookup (handle) ? cs_object_add_session (handle, klass, key, &attrs, object_p)
                                         : CKR_SESSION_HANDLE_INVALID;
-        cs_module_unlock ();
+        cs_unlock ();
     }
     cs_attrs_wire_free (wire, n_wire);
     cs_attrs_clear (&attrs);
@@ -475,16 +475,16 @@ C_DestroyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
     else
     if (rv == CKR_OK && !info.token)
         rv = cs_object_destroy_local (object);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK && info.token) {
         destroy.ref = info.key->ref;
         destroy.object = info.klass;
         job.kind_case = CS__JOB__KIND_DESTROY_KEY;
         job.destroy_key = &destroy;
         if ((rv = s_key_change (&job, info.klass, NULL)) == CKR_OK) {
-            cs_module_lock ();
+            cs_lock ();
             cs_object_forget (object);
-            cs_module_unlock ();
+            cs_unlock ();
         }
     }
     cs_object_info_clear (&info);
@@ -509,7 +509,7 @@ C_SetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRI
         rv = cs_object_check_change (object, tmpl, count, false);
     if (rv == CKR_OK && !info.token)
         rv = cs_object_set_local (object, tmpl, count);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK && info.token
     &&  (rv = cs_attrs_to_wire (tmpl, count, &set.attributes, &set.n_attributes)) == CKR_OK) {
         set.ref = info.key->ref;
@@ -536,10 +536,10 @@ s_copy_local (CK_SESSION_HANDLE handle, const cs_object_info_t *info, const CK_A
         rv = CKR_TEMPLATE_INCONSISTENT;     /* a server-held private or secret key never leaves */
     else
     if (key && !cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)) {
-        cs_module_lock ();
+        cs_lock ();
         rv = cs_session_lookup (handle) ? cs_object_add_session (handle, info->klass, key, &attrs, object_p)
                                         : CKR_SESSION_HANDLE_INVALID;
-        cs_module_unlock ();
+        cs_unlock ();
     }
     cs_attrs_clear (&attrs);
     cs_key_unref (&key);
@@ -604,7 +604,7 @@ C_CopyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PT
         priv = cs_template_bool (tmpl, count, CKA_PRIVATE, cs_object_flag (object, CKA_PRIVATE, false));
         rv = s_may_write (session, token, priv);
     }
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv != CKR_OK)
         ;
     else

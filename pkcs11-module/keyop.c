@@ -1,6 +1,6 @@
 /*  keyop.c — the shared start of key operations (keyop.h).  */
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "token.h"
 #include "keyop.h"
 
@@ -26,7 +26,7 @@ cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const
     &&  (rv = new_fn (mech, key, want, &op)) == CKR_OK
     &&  (rv = cs_session_op_start (session, kind, op, free_fn)) == CKR_OK)
         op = NULL;
-    cs_module_unlock ();
+    cs_unlock ();
     if (op)
         free_fn (op);
     cs_key_unref (&key);

@@ -23,7 +23,7 @@
 #include "log.h"
 #include "mechanism.h"
 #include "modexp.h"
-#include "module.h"
+#include "guard.h"
 #include "object.h"
 #include "session.h"
 #include "sign.h"
@@ -169,7 +169,7 @@ s_verify_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
         rv = CKR_OPERATION_ACTIVE;
     else
         rv = cs_sigop_message (op, data, len, final, message, &message_len);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK)
         rv = s_verify (op, message, message_len, sig, sig_len);
     cs_sigop_free (op);
@@ -325,11 +325,11 @@ C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR
     if (!out || *out_len_p < op->key->modulus_len) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = op->key->modulus_len;
-        cs_module_unlock ();
+        cs_unlock ();
         return rv;
     }
     op = cs_session_op_take (session, CS_OP_ENCRYPT);
-    cs_module_unlock ();
+    cs_unlock ();
     if ((rv = s_encrypt_len_ok (op, len)) == CKR_OK)
         rv = s_encrypt (op, data, len, out, out_len_p);
     s_encrypt_op_free (op);
@@ -390,11 +390,11 @@ s_modexp_finish (cs_session_t *session, cs_digest_op_t *op, const uint8_t *data,
     if (rv == CKR_OK && (!out || *out_len_p < need)) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = need;
-        cs_module_unlock ();
+        cs_unlock ();
         return rv;
     }
     op = cs_session_op_take (session, CS_OP_DIGEST);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK && (rv = cs_modexp_run (op->modexp, data, len, out)) == CKR_OK)
         *out_len_p = need;
     s_digest_op_free (op);
@@ -433,7 +433,7 @@ C_DigestInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech)
     else
     if ((rv = cs_session_op_start (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
         op = NULL;
-    cs_module_unlock ();
+    cs_unlock ();
     s_digest_op_free (op);
     return rv;
 }
@@ -458,11 +458,11 @@ s_digest_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
     if (!out || *out_len_p < need) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = need;
-        cs_module_unlock ();
+        cs_unlock ();
         return rv;
     }
     op = cs_session_op_take (session, CS_OP_DIGEST);
-    cs_module_unlock ();
+    cs_unlock ();
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;
     else
@@ -526,7 +526,7 @@ C_DigestUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
     }
     else
         op->updated = true;
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
@@ -549,7 +549,7 @@ C_DigestKey (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE key_handle)
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     if (!(op = cs_session_op (session, CS_OP_DIGEST))) {
-        cs_module_unlock ();
+        cs_unlock ();
         return CKR_OPERATION_NOT_INITIALIZED;
     }
     if (!(key = cs_object_key (key_handle, &klass)))
@@ -564,7 +564,7 @@ C_DigestKey (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE key_handle)
         op->updated = true;
     if (rv != CKR_OK)
         cs_session_op_end (session, CS_OP_DIGEST);
-    cs_module_unlock ();
+    cs_unlock ();
     cs_key_unref (&key);
     return rv;
 }
@@ -590,7 +590,7 @@ C_SeedRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR seed, CK_ULONG len)
     return_val_if_fail ((seed || !len) && len <= INT32_MAX, CKR_ARGUMENTS_BAD);
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
-    cs_module_unlock ();
+    cs_unlock ();
     if (len)
         RAND_add (seed, (int) len, 0.0);
     return CKR_OK;
@@ -607,6 +607,6 @@ C_GenerateRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG len)
     return_val_if_fail ((out || !len) && len <= INT32_MAX, CKR_ARGUMENTS_BAD);
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
-    cs_module_unlock ();
+    cs_unlock ();
     return len == 0 || RAND_bytes (out, (int) len) == 1 ? CKR_OK : CKR_FUNCTION_FAILED;
 }

@@ -5,7 +5,7 @@
 #include <openssl/crypto.h>
 #include "cs_wire.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "modexp.h"
 #include "cryptoserver/pkcs11v.h"

@@ -12,7 +12,7 @@
 #include "cs_attr_rules.h"
 #include "keyder.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "token.h"
 #include "session.h"
@@ -225,9 +225,9 @@ cs_object_refresh (void)
     Cs__Reply *reply = NULL;
     Cs__ListKeysJob list = CS__LIST_KEYS_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
-    cs_module_lock ();
+    cs_lock ();
     list.known_version = s_table.have_list ? s_table.version : 0;
-    cs_module_unlock ();
+    cs_unlock ();
     job.kind_case = CS__JOB__KIND_LIST_KEYS;
     job.list_keys = &list;
     rv = cs_runner_run_job (&job, true, &reply);
@@ -245,9 +245,9 @@ cs_object_refresh (void)
         rv = CKR_DEVICE_ERROR;
     }
     if (rv == CKR_OK) {
-        cs_module_lock ();
+        cs_lock ();
         rv = cs_object_load (reply->results [0]->keys);
-        cs_module_unlock ();
+        cs_unlock ();
     }
 out:
     if (reply)
@@ -802,7 +802,7 @@ C_GetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object,
         rv = CKR_ARGUMENTS_BAD;
     else
         rv = cs_object_get_attributes (object, tmpl, count);
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
@@ -817,7 +817,7 @@ C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG cou
         CKR_SESSION_HANDLE_INVALID; the refresh runs outside the mutex.  */
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
-    cs_module_unlock ();
+    cs_unlock ();
     if ((rv = cs_object_refresh ()) != CKR_OK || (rv = cs_dataobj_refresh (tmpl, count)) != CKR_OK)
         return rv;
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
@@ -832,7 +832,7 @@ C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG cou
         rv = cs_session_op_start (session, CS_OP_FIND, find, s_find_free);
     if (rv == CKR_OK)
         find = NULL;
-    cs_module_unlock ();
+    cs_unlock ();
     s_find_free (find);
     return rv;
 }
@@ -853,7 +853,7 @@ C_FindObjects (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE_PTR objects, CK_ULONG 
         while (*count_p < max && find->next < find->count)
             objects [(*count_p)++] = find->handles [find->next++];
     }
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
@@ -867,6 +867,6 @@ C_FindObjectsFinal (CK_SESSION_HANDLE handle)
     if (!cs_session_op (session, CS_OP_FIND))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     cs_session_op_end (session, CS_OP_FIND);
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }

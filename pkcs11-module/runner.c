@@ -7,7 +7,7 @@
 #include <string.h>
 #include <openssl/crypto.h>
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "token.h"
 #include "runner.h"
 
@@ -39,16 +39,16 @@ cs_runner_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply *
     cs_link_t *link;
     int64_t timeout_ms;
     *reply_p = NULL;
-    cs_module_lock ();
-    if ((rv = cs_module_check ()) != CKR_OK) {
-        cs_module_unlock ();
+    cs_lock ();
+    if ((rv = cs_guard_check ()) != CKR_OK) {
+        cs_unlock ();
         return rv;
     }
     link = s_runner.link;
     timeout_ms = s_runner.timeout_ms;
     req.ticket.len = with_ticket ? cs_token_ticket_copy (ticket, sizeof ticket) : 0;
     req.ticket.data = ticket;
-    cs_module_unlock ();
+    cs_unlock ();
     req.n_jobs = n_jobs;
     req.jobs = jobs;
     rv = cs_link_call (link, &req, timeout_ms, reply_p);
@@ -59,10 +59,10 @@ cs_runner_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply *
             private operation does, with CKR_USER_NOT_LOGGED_IN, which
             C_FindObjectsInit may not return (cs_object_refresh).  */
         bool refused = rv == CKR_USER_NOT_LOGGED_IN && jobs [0]->kind_case != CS__JOB__KIND_LIST_KEYS;
-        cs_module_lock ();
+        cs_lock ();
         cs_token_ticket_answer (ticket, req.ticket.len, (*reply_p)->ticket.data,
                                 (*reply_p)->ticket.len, refused);
-        cs_module_unlock ();
+        cs_unlock ();
     }
     OPENSSL_cleanse (ticket, sizeof ticket);
     return rv;

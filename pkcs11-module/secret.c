@@ -8,7 +8,7 @@
 #include "cs_secmem.h"
 #include "keyop.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "object.h"
 #include "secret.h"
@@ -183,7 +183,7 @@ cs_secret_active (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
     if (cs_session_enter (handle, &session) != CKR_OK)
         return false;
     active = cs_session_op_free_fn (session, kind) == s_op_free;
-    cs_module_unlock ();
+    cs_unlock ();
     return active;
 }
 
@@ -234,7 +234,7 @@ cs_secret_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *da
         if (out_len_p)
             *out_len_p = 0;
     }
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
@@ -329,32 +329,32 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
         op->single = true;      /* kept for the call after a length query */
     if (rv != CKR_OK) {
         cs_session_op_end (session, kind);
-        cs_module_unlock ();
+        cs_unlock ();
         return rv;
     }
     if (!op->has_out && (rv = s_input_check (op)) != CKR_OK) {
         if (op->operation == S_OP_DECRYPT)
             rv = CKR_ENCRYPTED_DATA_LEN_RANGE;  /* read before op_end frees op */
         cs_session_op_end (session, kind);
-        cs_module_unlock ();
+        cs_unlock ();
         return rv;
     }
     if (!out && !op->has_out) {
         *out_len_p = s_size (op);               /* locally */
-        cs_module_unlock ();
+        cs_unlock ();
         return CKR_OK;
     }
     op = cs_session_op_take (session, kind);
-    cs_module_unlock ();
+    cs_unlock ();
     if (!op->has_out)
         rv = s_job (op);
     if (rv == CKR_OK && (!out || *out_len_p < op->out_len)) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = op->out_len;
-        cs_module_lock ();
+        cs_lock ();
         if ((session = cs_session_lookup (handle)) && cs_session_op_start (session, kind, op, s_op_free) == CKR_OK)
             op = NULL;
-        cs_module_unlock ();
+        cs_unlock ();
     }
     else
     if (rv == CKR_OK) {
@@ -377,7 +377,7 @@ cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_
                                    &session, (void **) &op)) != CKR_OK)
         return rv;
     op = cs_session_op_take (session, CS_OP_VERIFY);
-    cs_module_unlock ();
+    cs_unlock ();
     if (!final)
         rv = s_buffer (op, data, len);
     if (rv == CKR_OK && sig_len != op->mac_len)
@@ -481,12 +481,12 @@ s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KE
     &&  !cs_attrs_set_ulong (&attrs, CKA_KEY_GEN_MECHANISM, gen_mech)
     &&  !cs_attrs_set_bool (&attrs, CKA_ALWAYS_SENSITIVE, local && sensitive)
     &&  !cs_attrs_set_bool (&attrs, CKA_NEVER_EXTRACTABLE, local && !extractable)) {
-        cs_module_lock ();
+        cs_lock ();
         rv = !cs_session_lookup (handle) ? CKR_SESSION_HANDLE_INVALID
            : cs_template_bool (tmpl, count, CKA_PRIVATE, true) && !cs_token_user_logged_in ()
            ? CKR_USER_NOT_LOGGED_IN       /* a private object needs a login (PKCS#11 2.40 §4.4) */
            : cs_object_add_session (handle, CKO_SECRET_KEY, key, &attrs, object_p);
-        cs_module_unlock ();
+        cs_unlock ();
     }
     cs_attrs_clear (&attrs);
     cs_key_unref (&key);
@@ -539,7 +539,7 @@ C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR
     return_val_if_fail (mech && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
-    cs_module_unlock ();
+    cs_unlock ();
     if (!(row = cs_mech_row (mech->mechanism)) || !(row->flags & CKF_GENERATE))
         return CKR_MECHANISM_INVALID;
     if (mech->ulParameterLen)
@@ -580,7 +580,7 @@ s_not_secret (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     rv = cs_session_op (session, kind) ? CKR_FUNCTION_NOT_SUPPORTED : CKR_OPERATION_NOT_INITIALIZED;
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 

@@ -4,7 +4,7 @@
 #include <string.h>
 #include "attrs.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "object.h"
 #include "secret_token.h"
@@ -24,7 +24,7 @@ s_may_write (CK_SESSION_HANDLE handle)
     else
     if (!cs_token_user_logged_in ())
         rv = CKR_USER_NOT_LOGGED_IN;
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
@@ -63,9 +63,9 @@ s_run (Cs__Job *job, CK_OBJECT_HANDLE_PTR key_p)
         }
     }
     if (rv == CKR_OK) {
-        cs_module_lock ();
+        cs_lock ();
         rv = cs_object_put (info, CKO_SECRET_KEY, key_p);
-        cs_module_unlock ();
+        cs_unlock ();
         if (rv == CKR_OK && !*key_p) {
             cs_log_error ("the broker's reply lacks the new secret key object");
             rv = CKR_DEVICE_ERROR;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "object.h"
 #include "token.h"
 #include "session.h"
@@ -54,14 +54,14 @@ cs_session_lookup (CK_SESSION_HANDLE handle)
 CK_RV
 cs_session_enter (CK_SESSION_HANDLE handle, cs_session_t **session_p)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
-    cs_module_lock ();
-    if ((rv = cs_module_check ()) == CKR_OK && !(*session_p = cs_session_lookup (handle)))
+    cs_lock ();
+    if ((rv = cs_guard_check ()) == CKR_OK && !(*session_p = cs_session_lookup (handle)))
         rv = CKR_SESSION_HANDLE_INVALID;
     if (rv != CKR_OK)
-        cs_module_unlock ();
+        cs_unlock ();
     return rv;
 }
 
@@ -108,7 +108,7 @@ cs_session_op_enter (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args_ok,
         rv = CKR_ARGUMENTS_BAD;
     }
     if (rv != CKR_OK)
-        cs_module_unlock ();
+        cs_unlock ();
     return rv;
 }
 
@@ -187,7 +187,7 @@ CK_RV
 C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
                CK_NOTIFY notify, CK_SESSION_HANDLE_PTR handle_p)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (handle_p != NULL, CKR_ARGUMENTS_BAD);
@@ -195,39 +195,39 @@ C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
         return CKR_SLOT_ID_INVALID;
     if (!(flags & CKF_SERIAL_SESSION))
         return CKR_SESSION_PARALLEL_NOT_SUPPORTED;
-    cs_module_lock ();
+    cs_lock ();
     if (cs_token_so_logged_in () && !(flags & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_WRITE_SO_EXISTS;
     else
         rv = s_session_add (flags & (CKF_SERIAL_SESSION | CKF_RW_SESSION), handle_p);
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
 CK_RV
 C_CloseSession (CK_SESSION_HANDLE handle)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
-    cs_module_lock ();
+    cs_lock ();
     rv = s_session_remove (handle);
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
 CK_RV
 C_CloseAllSessions (CK_SLOT_ID slot)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     if (slot != CS_SLOT_ID)
         return CKR_SLOT_ID_INVALID;
-    cs_module_lock ();
+    cs_lock ();
     cs_session_reset_all ();
     cs_token_logout ();
-    cs_module_unlock ();
+    cs_unlock ();
     return CKR_OK;
 }
 
@@ -255,7 +255,7 @@ C_GetSessionInfo (CK_SESSION_HANDLE handle, CK_SESSION_INFO_PTR info)
     info->slotID = CS_SLOT_ID;
     info->state = s_state (session);
     info->flags = session->flags;
-    cs_module_unlock ();
+    cs_unlock ();
     return CKR_OK;
 }
 
@@ -280,6 +280,6 @@ cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags)
     for (size_t i = 0; i < sizeof map / sizeof map [0]; i++)
         if (flags & map [i].flag)
             cs_session_op_end (session, map [i].kind);
-    cs_module_unlock ();
+    cs_unlock ();
     return CKR_OK;
 }

@@ -13,7 +13,7 @@
 #include "secret.h"
 #include "cs_wire.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "session.h"
 #include "keyop.h"
@@ -198,7 +198,7 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
     if (!sig || *sig_len_p < need) {
         rv = sig ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *sig_len_p = need;
-        cs_module_unlock ();
+        cs_unlock ();
         return rv;
     }
     op = cs_session_op_take (session, kind);
@@ -206,7 +206,7 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
         rv = CKR_OPERATION_ACTIVE;      /* C_Sign cannot finish a multi-part signature */
     else
         rv = cs_sigop_message (op, data, len, final, message, &message_len);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK)
         rv = s_sign_job (op, message, message_len, sig, sig_len_p, need);
     OPENSSL_cleanse (message, sizeof message);
@@ -248,7 +248,7 @@ cs_sigop_session_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint
     else
     if ((rv = cs_sigop_update (op, data, len)) != CKR_OK)
         cs_session_op_end (session, kind);
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 

@@ -21,8 +21,9 @@
 #include <openssl/crypto.h>
 #include "cs_pin.h"
 #include "log.h"
+#include "attrs.h"
 #include "mechanism.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "object.h"
 #include "session.h"
@@ -155,9 +156,9 @@ s_hello_ensure (void)
     Cs__Reply *reply = NULL;
     Cs__HelloJob hello = CS__HELLO_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
-    cs_module_lock ();
+    cs_lock ();
     have = s_token.have_hello;
-    cs_module_unlock ();
+    cs_unlock ();
     if (have)
         return CKR_OK;
     job.kind_case = CS__JOB__KIND_HELLO;
@@ -168,9 +169,9 @@ s_hello_ensure (void)
         rv = CKR_DEVICE_ERROR;
     }
     if (rv == CKR_OK) {
-        cs_module_lock ();
+        cs_lock ();
         rv = s_store_hello (reply->results [0]->hello);
-        cs_module_unlock ();
+        cs_unlock ();
     }
     else
     if (reply)
@@ -232,7 +233,7 @@ s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
 CK_RV
 C_GetSlotList (CK_BBOOL token_present, CK_SLOT_ID_PTR slots, CK_ULONG_PTR count_p)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (count_p != NULL, CKR_ARGUMENTS_BAD);
@@ -248,15 +249,15 @@ C_GetSlotList (CK_BBOOL token_present, CK_SLOT_ID_PTR slots, CK_ULONG_PTR count_
 CK_RV
 C_GetSlotInfo (CK_SLOT_ID slot, CK_SLOT_INFO_PTR info)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
     if (slot != CS_SLOT_ID)
         return CKR_SLOT_ID_INVALID;
     memset (info, 0, sizeof *info);
-    cs_module_pad (info->slotDescription, sizeof info->slotDescription, "cryptoserver broker");
-    cs_module_pad (info->manufacturerID, sizeof info->manufacturerID, CS_MANUFACTURER);
+    cs_pad (info->slotDescription, sizeof info->slotDescription, "cryptoserver broker");
+    cs_pad (info->manufacturerID, sizeof info->manufacturerID, CS_MANUFACTURER);
     info->flags = CKF_TOKEN_PRESENT | CKF_HW_SLOT;
     info->hardwareVersion.minor = 1;
     info->firmwareVersion.minor = 1;
@@ -267,7 +268,7 @@ C_GetSlotInfo (CK_SLOT_ID slot, CK_SLOT_INFO_PTR info)
 static CK_RV
 s_slot_enter (CK_SLOT_ID slot, const void *arg)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (arg != NULL, CKR_ARGUMENTS_BAD);
@@ -283,11 +284,11 @@ C_GetTokenInfo (CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
     if (rv != CKR_OK)
         return rv;
     memset (info, 0, sizeof *info);
-    cs_module_lock ();
-    cs_module_pad (info->label, sizeof info->label, s_token.label);
-    cs_module_pad (info->manufacturerID, sizeof info->manufacturerID, s_token.manufacturer);
-    cs_module_pad (info->model, sizeof info->model, s_token.model);
-    cs_module_pad (info->serialNumber, sizeof info->serialNumber, s_token.serial);
+    cs_lock ();
+    cs_pad (info->label, sizeof info->label, s_token.label);
+    cs_pad (info->manufacturerID, sizeof info->manufacturerID, s_token.manufacturer);
+    cs_pad (info->model, sizeof info->model, s_token.model);
+    cs_pad (info->serialNumber, sizeof info->serialNumber, s_token.serial);
     info->flags = CKF_TOKEN_INITIALIZED | CKF_LOGIN_REQUIRED | CKF_USER_PIN_INITIALIZED | CKF_RNG
                 | s_token.pin_flags;
     info->ulMaxSessionCount = CK_EFFECTIVELY_INFINITE;
@@ -302,8 +303,8 @@ C_GetTokenInfo (CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
     info->ulFreePrivateMemory = CK_UNAVAILABLE_INFORMATION;
     info->hardwareVersion.minor = 1;
     info->firmwareVersion.minor = 1;
-    cs_module_pad (info->utcTime, sizeof info->utcTime, "");
-    cs_module_unlock ();
+    cs_pad (info->utcTime, sizeof info->utcTime, "");
+    cs_unlock ();
     return CKR_OK;
 }
 
@@ -316,14 +317,14 @@ C_GetMechanismList (CK_SLOT_ID slot, CK_MECHANISM_TYPE_PTR list, CK_ULONG_PTR co
     CK_RV rv = s_slot_enter (slot, count_p);
     if (rv != CKR_OK)
         return rv;
-    cs_module_lock ();
+    cs_lock ();
     for (size_t i = 0; i < n_table; i++)
         if (s_offer (&table [i], &info)) {
             if (list && count < *count_p)
                 list [count] = table [i].type;
             count++;
         }
-    cs_module_unlock ();
+    cs_unlock ();
     if (list && count > *count_p)
         rv = CKR_BUFFER_TOO_SMALL;
     *count_p = count;
@@ -338,10 +339,10 @@ cs_token_mechanism (CK_MECHANISM_TYPE type, CK_MECHANISM_INFO *info)
     CK_RV rv = s_hello_ensure ();
     if (rv != CKR_OK)
         return rv;
-    cs_module_lock ();
+    cs_lock ();
     if (!entry || !s_offer (entry, info ? info : &scratch))
         rv = CKR_MECHANISM_INVALID;
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
@@ -420,7 +421,7 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
         rv = CKR_PIN_LEN_RANGE;
     else
         rv = s_login_allowed (user_type);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv != CKR_OK)
         return rv;
     login.user_type = user_type;
@@ -429,7 +430,7 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     job.kind_case = CS__JOB__KIND_LOGIN;
     job.login = &login;
     rv = cs_runner_run_job (&job, false, &reply);
-    cs_module_lock ();
+    cs_lock ();
     if (rv == CKR_OK && !cs_session_lookup (handle))
         rv = CKR_SESSION_CLOSED;    /* closed meanwhile: perhaps the last one, which logged out (§5.6) */
     else
@@ -440,7 +441,7 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
         rv = s_login_store (user_type, reply->results [0]);
     if (reply)
         s_token.have_hello = false;     /* the PIN flags may have changed */
-    cs_module_unlock ();
+    cs_unlock ();
     if (reply)
         cs__reply__free_unpacked (reply, NULL);
     return rv;
@@ -460,7 +461,7 @@ cs_token_login_user (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CH
         return C_Login (handle, user_type, pin, pin_len);
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
-    cs_module_unlock ();
+    cs_unlock ();
     cs_log_debug ("C_LoginUser: this token has no user names");
     return CKR_ARGUMENTS_BAD;
 }
@@ -478,7 +479,7 @@ C_Logout (CK_SESSION_HANDLE handle)
         cs_token_logout ();
         cs_object_logged_out ();
     }
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
@@ -498,9 +499,9 @@ s_pin_job (Cs__Job *job)
     Cs__Reply *reply = NULL;
     CK_RV rv = cs_runner_run_job (job, true, &reply);
     if (reply) {
-        cs_module_lock ();
+        cs_lock ();
         s_token.have_hello = false;     /* the PIN flags may have changed */
-        cs_module_unlock ();
+        cs_unlock ();
         cs__reply__free_unpacked (reply, NULL);
     }
     return rv;
@@ -527,7 +528,7 @@ C_InitPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
     else
     if (!s_pin_len_ok (pin_len))
         rv = CKR_PIN_LEN_RANGE;
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv != CKR_OK)
         return rv;
     init.pin = (ProtobufCBinaryData) { pin_len, pin };
@@ -557,7 +558,7 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     if (old_len > CS_WIRE_MAX_PIN || !s_pin_len_ok (new_len))
         rv = CKR_PIN_LEN_RANGE;
     set.user_type = s_token.so ? CKU_SO : CKU_USER;
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv != CKR_OK)
         return rv;
     set.old_pin = (ProtobufCBinaryData) { old_len, old_pin };
@@ -599,6 +600,6 @@ C_GetObjectSize (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ULONG_PTR
         *size_p = s_object_size (&info);
         cs_object_info_clear (&info);
     }
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }

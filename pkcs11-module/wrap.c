@@ -62,7 +62,7 @@
 #include "keyop.h"
 #include "log.h"
 #include "mechanism.h"
-#include "module.h"
+#include "guard.h"
 #include "runner.h"
 #include "object.h"
 #include "secret.h"
@@ -231,7 +231,7 @@ C_WrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE wra
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     rv = s_wrap_check (wrapping, key_handle, &wkey, &key);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK && !wkey->modulus_len) {   /* an AES wrapping key */
         rv = s_aes_wrap (wkey, mech, key, out, out_len_p);
         goto out;
@@ -406,7 +406,7 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
     if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
         return rv;
     rv = s_unwrap_check (unwrapping, &ukey);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK && !ukey->modulus_len)    /* an AES unwrapping key */
         rv = s_aes_mechanism (mech, CKF_UNWRAP, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
     else
