@@ -12,9 +12,7 @@
 #include <openssl/x509.h>
 #include "attrs.h"
 #include "log.h"
-#include "guard.h"
-#include "session.h"
-#include "token.h"
+#include "login.h"
 #include "dataobj.h"
 #include "dataobj_int.h"
 
@@ -112,7 +110,7 @@ bool
 dataobj_visible (const dataobj_t *object)
 {
     return object && object->live
-        && (!cs_attrs_bool (&object->attrs, CKA_PRIVATE, false) || cs_token_user_logged_in ());
+        && (!cs_attrs_bool (&object->attrs, CKA_PRIVATE, false) || cs_login_user_logged_in_inlock ());
 }
 
 /*  A new entry (never moves the others' handles: the table only grows).  */

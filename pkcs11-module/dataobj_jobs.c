@@ -6,9 +6,9 @@
 #include "attrs.h"
 #include "log.h"
 #include "guard.h"
+#include "login.h"
 #include "runner.h"
 #include "session.h"
-#include "token.h"
 #include "dataobj.h"
 #include "dataobj_int.h"
 
@@ -160,7 +160,7 @@ s_may_write (cs_session_t *session, bool token, bool priv)
 {
     if (token && !(cs_session_flags (session) & CKF_RW_SESSION))
         return CKR_SESSION_READ_ONLY;
-    if ((token || priv) && !cs_token_user_logged_in ())
+    if ((token || priv) && !cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
     return CKR_OK;
 }

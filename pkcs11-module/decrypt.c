@@ -19,7 +19,6 @@
 #include "keyop.h"
 #include "secret.h"
 #include "session.h"
-#include "token.h"
 
 typedef struct {
     cs_key_t *key;

@@ -17,10 +17,10 @@
 #include "log.h"
 #include "mechanism.h"
 #include "guard.h"
+#include "login.h"
 #include "runner.h"
 #include "object.h"
 #include "session.h"
-#include "token.h"
 
 /*  cs_wire.h (protobuf) came first, so DeriveJob.public_data keeps its
  *  name; p11-kit's compatibility macro would turn it into pPublicData.  */
@@ -276,7 +276,7 @@ s_prepare (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTRIBUTE *
     CK_RV rv;
     if (mech->mechanism != CKM_ECDH1_DERIVE)
         return CKR_MECHANISM_INVALID;
-    if (!cs_token_user_logged_in ())
+    if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
     if ((rv = cs_object_use (base, CKF_DERIVE, &req->base)) != CKR_OK)
         return rv;

@@ -13,6 +13,7 @@
 #include "keyder.h"
 #include "log.h"
 #include "guard.h"
+#include "login.h"
 #include "runner.h"
 #include "object.h"
 #include "session.h"
@@ -185,7 +186,7 @@ s_may_write (cs_session_t *session, bool token, bool priv)
 {
     if (token && !(cs_session_flags (session) & CKF_RW_SESSION))
         return CKR_SESSION_READ_ONLY;
-    if ((token || priv) && !cs_token_user_logged_in ())
+    if ((token || priv) && !cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
     return CKR_OK;
 }

@@ -1,7 +1,7 @@
 /*  keyop.c — the shared start of key operations (keyop.h).  */
 #include "log.h"
 #include "guard.h"
-#include "token.h"
+#include "login.h"
 #include "keyop.h"
 
 CK_RV
@@ -18,7 +18,7 @@ cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const
     if (cs_session_op (session, kind))
         rv = CKR_OPERATION_ACTIVE;
     else
-    if ((want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT)) && !cs_token_user_logged_in ())
+    if ((want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT)) && !cs_login_user_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     else
     if ((rv = cs_object_use (key_handle, want, &key)) == CKR_OK

@@ -24,10 +24,10 @@
 #include "mechanism.h"
 #include "modexp.h"
 #include "guard.h"
+#include "login.h"
 #include "object.h"
 #include "session.h"
 #include "sign.h"
-#include "token.h"
 
 /*  ---- verify -------------------------------------------------------- */
 
@@ -368,7 +368,7 @@ s_digest_op_free (void *op)
 static CK_RV
 s_modexp_init (const CK_MECHANISM *mech, cs_digest_op_t **op_p)
 {
-    if (!cs_token_user_logged_in ())
+    if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
     if (!(*op_p = calloc (1, sizeof **op_p)))
         return CKR_HOST_MEMORY;

@@ -12,10 +12,7 @@
 #include "cs_attr_rules.h"
 #include "keyder.h"
 #include "log.h"
-#include "guard.h"
-#include "runner.h"
-#include "token.h"
-#include "session.h"
+#include "login.h"
 #include "object.h"
 #include "dataobj.h"
 
@@ -27,12 +24,6 @@ typedef struct {
     CK_SESSION_HANDLE session;  /* session objects: the session that made it */
     size_t chain;               /* hash chain: index + 1 of the next, 0 = end */
 } cs_object_t;
-
-typedef struct {
-    CK_ULONG *handles;
-    size_t count;
-    size_t next;
-} cs_find_t;
 
 static struct {
     cs_object_t *objects;
@@ -216,43 +207,10 @@ cs_object_forget (CK_OBJECT_HANDLE handle)
         s_object_clear (object);
 }
 
-/*  known_version 0 means "I hold no list": the broker's versions start at 1,
- *  so it answers 0 with the whole list.  */
-CK_RV
-cs_object_refresh (void)
+uint64_t
+cs_object_list_version_inlock (void)
 {
-    CK_RV rv;
-    Cs__Reply *reply = NULL;
-    Cs__ListKeysJob list = CS__LIST_KEYS_JOB__INIT;
-    Cs__Job job = CS__JOB__INIT;
-    cs_lock ();
-    list.known_version = s_table.have_list ? s_table.version : 0;
-    cs_unlock ();
-    job.kind_case = CS__JOB__KIND_LIST_KEYS;
-    job.list_keys = &list;
-    rv = cs_runner_run_job (&job, true, &reply);
-    if (rv == CKR_USER_NOT_LOGGED_IN) {
-        /*  The broker no longer takes our login ticket (expired, or the
-            PIN was set or locked): keep the list we have.  The session
-            stays logged in as far as the application knows until its next
-            private operation, which gets CKR_USER_NOT_LOGGED_IN and ends
-            the login (C_FindObjectsInit may not return that code).  */
-        rv = CKR_OK;
-        goto out;
-    }
-    if (rv == CKR_OK && reply->results [0]->kind_case != CS__RESULT__KIND_KEYS) {
-        cs_log_error ("the broker answered a key list without keys");
-        rv = CKR_DEVICE_ERROR;
-    }
-    if (rv == CKR_OK) {
-        cs_lock ();
-        rv = cs_object_load (reply->results [0]->keys);
-        cs_unlock ();
-    }
-out:
-    if (reply)
-        cs__reply__free_unpacked (reply, NULL);
-    return rv;
+    return s_table.have_list ? s_table.version : 0;
 }
 
 void
@@ -512,7 +470,7 @@ s_attr (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
 static bool
 s_visible (const cs_object_t *object)
 {
-    return object && object->key && (cs_token_user_logged_in () || !s_flag (object, CKA_PRIVATE, true));
+    return object && object->key && (cs_login_user_logged_in_inlock () || !s_flag (object, CKA_PRIVATE, true));
 }
 
 void
@@ -680,7 +638,7 @@ s_check_one_change (const cs_object_t *object, const CK_ATTRIBUTE *attr, bool co
         .to = flag ? *(const CK_BBOOL *) attr->pValue != 0 : -1,
         .same = kind == S_OK && value.len == attr->ulValueLen
              && (!value.len || memcmp (value.data, attr->pValue, value.len) == 0),
-        .so = cs_token_so_logged_in () };
+        .so = cs_login_so_logged_in_inlock () };
     s_value_wipe (&value);
     if (kind == S_INVALID)
         return CKR_ATTRIBUTE_TYPE_INVALID;      /* not an attribute of this object */
@@ -710,7 +668,7 @@ cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULON
     for (CK_ULONG i = 0; tmpl && i < count; i++) {
         const cs_attr_rule_t *rule = cs_attr_rule (tmpl [i].type);
         bool flag = rule && rule->value == CS_ATTR_V_BOOL && tmpl [i].pValue && tmpl [i].ulValueLen == 1;
-        cs_attr_change_t change = { .now = -1, .so = cs_token_so_logged_in (),
+        cs_attr_change_t change = { .now = -1, .so = cs_login_so_logged_in_inlock (),
                                     .to = flag ? *(const CK_BBOOL *) tmpl [i].pValue != 0 : -1 };
         if (!rule)
             continue;
@@ -777,96 +735,4 @@ cs_object_destroy_local (CK_OBJECT_HANDLE handle)
         return CKR_OBJECT_HANDLE_INVALID;
     s_object_clear (object);
     return CKR_OK;
-}
-
-/*  ---- entry points ---------------------------------------------------- */
-
-static void
-s_find_free (void *op)
-{
-    cs_find_t *find = op;
-    if (find)
-        free (find->handles);
-    free (find);
-}
-
-CK_RV
-C_GetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object,
-                     CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
-{
-    cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
-    if (rv != CKR_OK)
-        return rv;
-    if (!tmpl && count)
-        rv = CKR_ARGUMENTS_BAD;
-    else
-        rv = cs_object_get_attributes (object, tmpl, count);
-    cs_unlock ();
-    return rv;
-}
-
-CK_RV
-C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
-{
-    cs_session_t *session;
-    cs_find_t *find = NULL;
-    CK_RV rv;
-    return_val_if_fail (tmpl || count == 0, CKR_ARGUMENTS_BAD);
-    /*  The session is checked first, so that a broker problem cannot hide
-        CKR_SESSION_HANDLE_INVALID; the refresh runs outside the mutex.  */
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    cs_unlock ();
-    if ((rv = cs_object_refresh ()) != CKR_OK || (rv = cs_dataobj_refresh (tmpl, count)) != CKR_OK)
-        return rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (cs_session_op (session, CS_OP_FIND))
-        rv = CKR_OPERATION_ACTIVE;
-    else
-    if (!(find = calloc (1, sizeof *find)))
-        rv = CKR_HOST_MEMORY;
-    else
-    if ((rv = cs_object_find (tmpl, count, &find->handles, &find->count)) == CKR_OK)
-        rv = cs_session_op_start (session, CS_OP_FIND, find, s_find_free);
-    if (rv == CKR_OK)
-        find = NULL;
-    cs_unlock ();
-    s_find_free (find);
-    return rv;
-}
-
-CK_RV
-C_FindObjects (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE_PTR objects, CK_ULONG max, CK_ULONG_PTR count_p)
-{
-    cs_session_t *session;
-    cs_find_t *find;
-    CK_RV rv;
-    return_val_if_fail (objects && count_p, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (!(find = cs_session_op (session, CS_OP_FIND)))
-        rv = CKR_OPERATION_NOT_INITIALIZED;
-    else {
-        *count_p = 0;
-        while (*count_p < max && find->next < find->count)
-            objects [(*count_p)++] = find->handles [find->next++];
-    }
-    cs_unlock ();
-    return rv;
-}
-
-CK_RV
-C_FindObjectsFinal (CK_SESSION_HANDLE handle)
-{
-    cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
-    if (rv != CKR_OK)
-        return rv;
-    if (!cs_session_op (session, CS_OP_FIND))
-        rv = CKR_OPERATION_NOT_INITIALIZED;
-    cs_session_op_end (session, CS_OP_FIND);
-    cs_unlock ();
-    return rv;
 }

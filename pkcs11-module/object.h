@@ -8,7 +8,7 @@
  *  or CKK_GENERIC_SECRET) gives one CKO_SECRET_KEY object, whose CKA_VALUE
  *  is always CKR_ATTRIBUTE_SENSITIVE: the broker holds it (§4.10).  Jobs name a token key by KeyInfo.ref.  The
  *  list is cached with its version and refreshed with ListKeysJob
- *  {known_version} on every C_FindObjectsInit (an unchanged list costs one
+ *  {known_version} on every C_FindObjectsInit (find.c) (an unchanged list costs one
  *  small round trip) and after login; key changes (generate, import, copy,
  *  set, destroy) put their reply's KeyInfo into the table at once.
  *
@@ -41,10 +41,10 @@
 
 /*  ---- the token objects ---------------------------------------------- */
 
-/*  Without the mutex: refreshes the key list with one ListKeysJob carrying
- *  the cached version (0 while no list is held).  Returns CKR_OK or the
- *  job's error.  */
-CK_RV cs_object_refresh (void);
+/*  The version of the key list held, for ListKeysJob.known_version: 0
+ *  while no list is held or after cs_object_invalidate (the broker's
+ *  versions start at 1, so it answers 0 with the whole list).  */
+uint64_t cs_object_list_version_inlock (void);
 
 /*  Replaces the token objects by `result` (from the broker, or from a test),
  *  keeping handles stable; an `unchanged` result keeps the cached list.

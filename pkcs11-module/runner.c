@@ -8,7 +8,8 @@
 #include <openssl/crypto.h>
 #include "log.h"
 #include "guard.h"
-#include "token.h"
+#include "login.h"
+#include "object.h"
 #include "runner.h"
 
 static struct {
@@ -46,7 +47,7 @@ cs_runner_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply *
     }
     link = s_runner.link;
     timeout_ms = s_runner.timeout_ms;
-    req.ticket.len = with_ticket ? cs_token_ticket_copy (ticket, sizeof ticket) : 0;
+    req.ticket.len = with_ticket ? cs_login_ticket_copy_inlock (ticket, sizeof ticket) : 0;
     req.ticket.data = ticket;
     cs_unlock ();
     req.n_jobs = n_jobs;
@@ -57,11 +58,12 @@ cs_runner_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply *
     if (req.ticket.len && *reply_p) {
         /*  A refused key list does not end the login here: the next
             private operation does, with CKR_USER_NOT_LOGGED_IN, which
-            C_FindObjectsInit may not return (cs_object_refresh).  */
+            C_FindObjectsInit may not return (find.c).  */
         bool refused = rv == CKR_USER_NOT_LOGGED_IN && jobs [0]->kind_case != CS__JOB__KIND_LIST_KEYS;
         cs_lock ();
-        cs_token_ticket_answer (ticket, req.ticket.len, (*reply_p)->ticket.data,
-                                (*reply_p)->ticket.len, refused);
+        if (cs_login_ticket_answer_inlock (ticket, req.ticket.len, (*reply_p)->ticket.data,
+                                           (*reply_p)->ticket.len, refused))
+            cs_object_logged_out ();        /* as C_Logout */
         cs_unlock ();
     }
     OPENSSL_cleanse (ticket, sizeof ticket);

@@ -28,7 +28,7 @@ void cs_runner_stop (void);
  *  the login ticket when `with_ticket`, and waits for its result.  A ticket
  *  in the reply replaces the one sent; CKR_USER_NOT_LOGGED_IN for a job
  *  that carried a ticket ends the login (expired or revoked: the
- *  application logs in again).  See cs_token_ticket_answer.
+ *  application logs in again).  See cs_login_ticket_answer_inlock.
  *  Must be called WITHOUT the library mutex.  Returns the job's own rv (as
  *  the broker set it) with *reply_p the whole reply, whose results[0] is the
  *  job's result (caller frees with cs__reply__free_unpacked, also when the

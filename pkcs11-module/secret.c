@@ -9,12 +9,12 @@
 #include "keyop.h"
 #include "log.h"
 #include "guard.h"
+#include "login.h"
 #include "runner.h"
 #include "object.h"
 #include "secret.h"
 #include "secret_token.h"
 #include "session.h"
-#include "token.h"
 
 typedef struct {
     cs_key_t *key;
@@ -163,7 +163,7 @@ s_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
     const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
     if (!row || !(row->flags & want))
         return CKR_MECHANISM_INVALID;
-    if (!cs_token_user_logged_in ())
+    if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
     return s_op_make (mech, key, want, (s_op_t **) op_p);
 }
@@ -483,7 +483,7 @@ s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KE
     &&  !cs_attrs_set_bool (&attrs, CKA_NEVER_EXTRACTABLE, local && !extractable)) {
         cs_lock ();
         rv = !cs_session_lookup (handle) ? CKR_SESSION_HANDLE_INVALID
-           : cs_template_bool (tmpl, count, CKA_PRIVATE, true) && !cs_token_user_logged_in ()
+           : cs_template_bool (tmpl, count, CKA_PRIVATE, true) && !cs_login_user_logged_in_inlock ()
            ? CKR_USER_NOT_LOGGED_IN       /* a private object needs a login (PKCS#11 2.40 §4.4) */
            : cs_object_add_session (handle, CKO_SECRET_KEY, key, &attrs, object_p);
         cs_unlock ();

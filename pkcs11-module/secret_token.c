@@ -5,11 +5,11 @@
 #include "attrs.h"
 #include "log.h"
 #include "guard.h"
+#include "login.h"
 #include "runner.h"
 #include "object.h"
 #include "secret_token.h"
 #include "session.h"
-#include "token.h"
 
 /*  A R/W session and a CKU_USER login (PKCS#11 2.40 §5.7, §6.7.1).  */
 static CK_RV
@@ -22,7 +22,7 @@ s_may_write (CK_SESSION_HANDLE handle)
     if (!(cs_session_flags (session) & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
-    if (!cs_token_user_logged_in ())
+    if (!cs_login_user_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     cs_unlock ();
     return rv;

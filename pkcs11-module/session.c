@@ -1,7 +1,7 @@
 /*  session.c — the session table, C_OpenSession, C_CloseSession,
  *  C_CloseAllSessions, C_GetSessionInfo (PKCS#11 2.40 §5.6).
  *
- *  Login state is per token, not per session (token.c); closing the last
+ *  Login state is per token, not per session (login.c); closing the last
  *  session logs the user out, as §5.6 C_CloseSession requires.  Closing a
  *  session destroys the session objects it made, wiping per-request keys
  *  (§6.7.4, DESIGN.md §1).
@@ -11,7 +11,7 @@
 #include "log.h"
 #include "guard.h"
 #include "object.h"
-#include "token.h"
+#include "login.h"
 #include "session.h"
 #include "cs_p11_3.h"
 
@@ -49,6 +49,15 @@ cs_session_lookup (CK_SESSION_HANDLE handle)
         if (s_sessions.sessions [i]->handle == handle)
             return s_sessions.sessions [i];
     return NULL;
+}
+
+CK_RV
+cs_session_get_inlock (CK_SESSION_HANDLE handle, cs_session_t **session_p)
+{
+    CK_RV rv = cs_guard_check ();
+    if (rv == CKR_OK && !(*session_p = cs_session_lookup (handle)))
+        rv = CKR_SESSION_HANDLE_INVALID;
+    return rv;
 }
 
 CK_RV
@@ -177,7 +186,7 @@ s_session_remove (CK_SESSION_HANDLE handle)
             s_session_destroy (&s_sessions.sessions [i]);
             s_sessions.sessions [i] = s_sessions.sessions [--s_sessions.count];
             if (s_sessions.count == 0)
-                cs_token_logout ();
+                cs_login_logout_inlock ();
             return CKR_OK;
         }
     return CKR_SESSION_HANDLE_INVALID;
@@ -196,7 +205,7 @@ C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
     if (!(flags & CKF_SERIAL_SESSION))
         return CKR_SESSION_PARALLEL_NOT_SUPPORTED;
     cs_lock ();
-    if (cs_token_so_logged_in () && !(flags & CKF_RW_SESSION))
+    if (cs_login_so_logged_in_inlock () && !(flags & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_WRITE_SO_EXISTS;
     else
         rv = s_session_add (flags & (CKF_SERIAL_SESSION | CKF_RW_SESSION), handle_p);
@@ -226,7 +235,7 @@ C_CloseAllSessions (CK_SLOT_ID slot)
         return CKR_SLOT_ID_INVALID;
     cs_lock ();
     cs_session_reset_all ();
-    cs_token_logout ();
+    cs_login_logout_inlock ();
     cs_unlock ();
     return CKR_OK;
 }
@@ -236,9 +245,9 @@ static CK_STATE
 s_state (const cs_session_t *self)
 {
     bool rw = self->flags & CKF_RW_SESSION;
-    if (cs_token_so_logged_in ())
+    if (cs_login_so_logged_in_inlock ())
         return CKS_RW_SO_FUNCTIONS;
-    if (cs_token_user_logged_in ())
+    if (cs_login_user_logged_in_inlock ())
         return rw ? CKS_RW_USER_FUNCTIONS : CKS_RO_USER_FUNCTIONS;
     return rw ? CKS_RW_PUBLIC_SESSION : CKS_RO_PUBLIC_SESSION;
 }

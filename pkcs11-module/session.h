@@ -30,6 +30,12 @@ typedef struct _cs_session_t cs_session_t;
  *  mutex is not held.  */
 CK_RV cs_session_enter (CK_SESSION_HANDLE handle, cs_session_t **session_p);
 
+/*  Under the mutex, for entry points (which call cs_guard_check before
+ *  cs_lock): checks C_Initialize again and looks up `handle`.  CKR_OK with
+ *  *session_p set (borrowed, valid while the mutex is held),
+ *  CKR_CRYPTOKI_NOT_INITIALIZED or CKR_SESSION_HANDLE_INVALID.  */
+CK_RV cs_session_get_inlock (CK_SESSION_HANDLE handle, cs_session_t **session_p);
+
 /*  Looks up an open session (under the mutex), or NULL.  */
 cs_session_t *cs_session_lookup (CK_SESSION_HANDLE handle);
 

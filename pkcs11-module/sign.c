@@ -17,7 +17,6 @@
 #include "runner.h"
 #include "session.h"
 #include "keyop.h"
-#include "token.h"
 #include "sign.h"
 
 /*  ---- the signature state ------------------------------------------ */

@@ -24,6 +24,7 @@
 #include "attrs.h"
 #include "mechanism.h"
 #include "guard.h"
+#include "login.h"
 #include "runner.h"
 #include "object.h"
 #include "session.h"
@@ -48,68 +49,12 @@ static struct {
     CK_ULONG max_pin;
     CK_FLAGS pin_flags;         /* HelloResult.token_flags */
     CK_ULONG rsa_min_bits;      /* HelloResult.rsa_min_bits: keys/rsa-min-bits (0 = default) */
-    bool user;                  /* CKU_USER logged in */
-    bool so;                    /* CKU_SO logged in */
-    uint8_t ticket [CS_WIRE_MAX_TICKET];
-    size_t ticket_len;
 } s_token;
-
-/*  ---- state (under the library mutex) -------------------------------- */
-
-bool
-cs_token_user_logged_in (void)
-{
-    return s_token.user;
-}
-
-bool
-cs_token_so_logged_in (void)
-{
-    return s_token.so;
-}
-
-size_t
-cs_token_ticket_copy (uint8_t *out, size_t max)
-{
-    if ((!s_token.user && !s_token.so) || s_token.ticket_len > max)
-        return 0;
-    memcpy (out, s_token.ticket, s_token.ticket_len);
-    return s_token.ticket_len;
-}
-
-void
-cs_token_ticket_answer (const uint8_t *sent, size_t sent_len, const uint8_t *fresh, size_t fresh_len,
-                        bool refused)
-{
-    if ((!s_token.user && !s_token.so) || sent_len != s_token.ticket_len
-    ||  CRYPTO_memcmp (sent, s_token.ticket, sent_len) != 0)
-        return;
-    if (refused) {
-        cs_log_info ("the broker no longer accepts this login (expired, or the PIN was set or "
-                     "locked): logged out");
-        cs_token_logout ();
-        cs_object_logged_out ();
-    }
-    else
-    if (fresh_len > 0 && fresh_len <= sizeof s_token.ticket) {
-        memcpy (s_token.ticket, fresh, fresh_len);
-        s_token.ticket_len = fresh_len;
-    }
-}
-
-void
-cs_token_logout (void)
-{
-    OPENSSL_cleanse (s_token.ticket, sizeof s_token.ticket);
-    s_token.ticket_len = 0;
-    s_token.user = false;
-    s_token.so = false;
-}
 
 void
 cs_token_reset (void)
 {
-    cs_token_logout ();
+    cs_login_logout_inlock ();
     free (s_token.mechs);
     memset (&s_token, 0, sizeof s_token);
 }
@@ -357,8 +302,9 @@ C_GetMechanismInfo (CK_SLOT_ID slot, CK_MECHANISM_TYPE type, CK_MECHANISM_INFO_P
 static CK_RV
 s_login_allowed (CK_USER_TYPE user_type)
 {
-    bool same = user_type == CKU_USER ? s_token.user : s_token.so;
-    bool other = user_type == CKU_USER ? s_token.so : s_token.user;
+    bool user = cs_login_user_logged_in_inlock (), so = cs_login_so_logged_in_inlock ();
+    bool same = user_type == CKU_USER ? user : so;
+    bool other = user_type == CKU_USER ? so : user;
     if (same)
         return CKR_USER_ALREADY_LOGGED_IN;
     if (other)
@@ -373,7 +319,7 @@ static CK_RV
 s_login_store (CK_USER_TYPE user_type, const Cs__Result *result)
 {
     if (result->kind_case != CS__RESULT__KIND_LOGIN || !result->login
-    ||  result->login->ticket.len == 0 || result->login->ticket.len > sizeof s_token.ticket) {
+    ||  result->login->ticket.len == 0 || result->login->ticket.len > CS_WIRE_MAX_TICKET) {
         cs_log_error ("the broker answered login without a usable ticket");
         return CKR_DEVICE_ERROR;
     }
@@ -383,14 +329,10 @@ s_login_store (CK_USER_TYPE user_type, const Cs__Result *result)
 CK_RV
 cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len)
 {
-    if (len == 0 || len > sizeof s_token.ticket)
-        return CKR_DEVICE_ERROR;
-    memcpy (s_token.ticket, ticket, len);
-    s_token.ticket_len = len;
-    s_token.user = user_type == CKU_USER;
-    s_token.so = user_type == CKU_SO;
-    cs_object_invalidate ();        /* the key list may differ once logged in */
-    return CKR_OK;
+    CK_RV rv = cs_login_store_inlock (user_type, ticket, len);
+    if (rv == CKR_OK)
+        cs_object_invalidate ();        /* the key list may differ once logged in */
+    return rv;
 }
 
 /*  PKCS#11 2.40 §5.6.  The LoginJob runs without the mutex; if the session
@@ -473,10 +415,10 @@ C_Logout (CK_SESSION_HANDLE handle)
     CK_RV rv = cs_session_enter (handle, &session);
     if (rv != CKR_OK)
         return rv;
-    if (!s_token.user && !s_token.so)
+    if (!cs_login_user_logged_in_inlock () && !cs_login_so_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     else {
-        cs_token_logout ();
+        cs_login_logout_inlock ();
         cs_object_logged_out ();
     }
     cs_unlock ();
@@ -523,7 +465,7 @@ C_InitPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
     if (!(cs_session_flags (session) & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
-    if (!s_token.so)
+    if (!cs_login_so_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     else
     if (!s_pin_len_ok (pin_len))
@@ -557,7 +499,7 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     else
     if (old_len > CS_WIRE_MAX_PIN || !s_pin_len_ok (new_len))
         rv = CKR_PIN_LEN_RANGE;
-    set.user_type = s_token.so ? CKU_SO : CKU_USER;
+    set.user_type = cs_login_so_logged_in_inlock () ? CKU_SO : CKU_USER;
     cs_unlock ();
     if (rv != CKR_OK)
         return rv;

@@ -63,11 +63,11 @@
 #include "log.h"
 #include "mechanism.h"
 #include "guard.h"
+#include "login.h"
 #include "runner.h"
 #include "object.h"
 #include "secret.h"
 #include "session.h"
-#include "token.h"
 
 /*  The mechanism of a wrap (want CKF_WRAP) or unwrap (CKF_UNWRAP) with the
  *  RSA `key`: *entry_p and its checked parameters.  CKR_MECHANISM_INVALID,
@@ -126,7 +126,7 @@ s_wrap_check (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_t **wra
     cs_key_t *wkey = NULL, *key = NULL;
     bool trusted, aes;
     CK_RV rv = CKR_OK;
-    if (!cs_token_user_logged_in ())
+    if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
     if (!(wkey = cs_object_key (wrapping, &klass)))
         return CKR_WRAPPING_KEY_HANDLE_INVALID;
@@ -294,7 +294,7 @@ s_unwrap_check (CK_OBJECT_HANDLE unwrapping, cs_key_t **key_p)
     CK_OBJECT_CLASS klass = 0;
     cs_key_t *key;
     CK_RV rv = CKR_OK;
-    if (!cs_token_user_logged_in ())
+    if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
     if (!(key = cs_object_key (unwrapping, &klass)))
         return CKR_UNWRAPPING_KEY_HANDLE_INVALID;

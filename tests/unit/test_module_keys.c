@@ -15,6 +15,7 @@
 #include "keyder.h"
 #include "keymgmt.h"
 #include "object.h"
+#include "login.h"
 #include "token.h"
 
 static CK_BBOOL s_true = CK_TRUE, s_false = CK_FALSE;
@@ -638,7 +639,7 @@ START_TEST (test_session_close_wipes)
     ck_assert_uint_eq (cs_object_get_attributes (other, &label, 1), CKR_OBJECT_HANDLE_INVALID);
     /*  Private session objects hide after logout.  */
     other = s_session_ec_key (6, scalar, &scalar_len);
-    cs_token_logout ();
+    cs_login_logout_inlock ();
     ck_assert_uint_eq (cs_object_get_attributes (other, &label, 1), CKR_OBJECT_HANDLE_INVALID);
 }
 END_TEST

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "object.h"
 #include "sign.h"
+#include "login.h"
 #include "token.h"
 
 static uint8_t s_modulus [256];
@@ -78,12 +79,21 @@ START_TEST (test_visibility)
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 2);      /* public keys only */
     ck_assert_uint_eq (cs_token_login_store (CKU_USER, (const uint8_t *) "\x01ticket", 7), CKR_OK);
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 4);
-    cs_token_logout ();
+    cs_login_logout_inlock ();
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 2);
 }
 END_TEST
 
-/*  What the broker says about a ticket (cs_token_ticket_answer,
+/*  As the job runner applies the broker's answer about a ticket: a refusal
+ *  that ends the login destroys the private session objects (runner.c).  */
+static void
+s_ticket_answer (const uint8_t *sent, size_t sent_len, const uint8_t *fresh, size_t fresh_len, bool refused)
+{
+    if (cs_login_ticket_answer_inlock (sent, sent_len, fresh, fresh_len, refused))
+        cs_object_logged_out ();
+}
+
+/*  What the broker says about a ticket (cs_login_ticket_answer_inlock,
  *  docs/CONTRACTS.md "Login tickets"): a renewed ticket replaces the one
  *  sent while that is still the current one; CKR_USER_NOT_LOGGED_IN for the
  *  current ticket logs out as C_Logout does (private objects go); answers
@@ -93,23 +103,23 @@ START_TEST (test_ticket_answer)
     static const uint8_t one [] = "\x01one", two [] = "\x01two", three [] = "\x01three";
     uint8_t out [64];
     ck_assert_uint_eq (cs_token_login_store (CKU_USER, one, 4), CKR_OK);
-    cs_token_ticket_answer (one, 4, two, 4, false);
-    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 4);
+    s_ticket_answer (one, 4, two, 4, false);
+    ck_assert_uint_eq (cs_login_ticket_copy_inlock (out, sizeof out), 4);
     ck_assert_mem_eq (out, two, 4);
-    cs_token_ticket_answer (one, 4, three, 6, false);      /* late: about the old one */
-    cs_token_ticket_answer (one, 4, NULL, 0, true);
-    ck_assert (cs_token_user_logged_in ());
-    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 4);
+    s_ticket_answer (one, 4, three, 6, false);      /* late: about the old one */
+    s_ticket_answer (one, 4, NULL, 0, true);
+    ck_assert (cs_login_user_logged_in_inlock ());
+    ck_assert_uint_eq (cs_login_ticket_copy_inlock (out, sizeof out), 4);
     ck_assert_mem_eq (out, two, 4);
-    cs_token_ticket_answer (two, 4, NULL, 0, false);       /* no renewal: kept */
-    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 4);
+    s_ticket_answer (two, 4, NULL, 0, false);       /* no renewal: kept */
+    ck_assert_uint_eq (cs_login_ticket_copy_inlock (out, sizeof out), 4);
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 4);
-    cs_token_ticket_answer (two, 4, NULL, 0, true);        /* refused: logged out */
-    ck_assert (!cs_token_user_logged_in ());
-    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 0);
+    s_ticket_answer (two, 4, NULL, 0, true);        /* refused: logged out */
+    ck_assert (!cs_login_user_logged_in_inlock ());
+    ck_assert_uint_eq (cs_login_ticket_copy_inlock (out, sizeof out), 0);
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 2);
-    cs_token_ticket_answer (two, 4, three, 6, false);
-    ck_assert (!cs_token_user_logged_in ());
+    s_ticket_answer (two, 4, three, 6, false);
+    ck_assert (!cs_login_user_logged_in_inlock ());
 }
 END_TEST
 
@@ -188,7 +198,7 @@ START_TEST (test_private_attributes)
     ck_assert_uint_eq (cs_object_get_attributes (handle, tmpl, 4), CKR_ATTRIBUTE_SENSITIVE);
     ck_assert_uint_eq (tmpl [1].ulValueLen, CK_UNAVAILABLE_INFORMATION);
     ck_assert (sensitive && sign && priv);
-    cs_token_logout ();
+    cs_login_logout_inlock ();
     ck_assert_uint_eq (cs_object_get_attributes (handle, tmpl, 1), CKR_OBJECT_HANDLE_INVALID);
 }
 END_TEST
