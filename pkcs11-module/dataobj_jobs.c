@@ -158,7 +158,7 @@ cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 static CK_RV
 s_may_write (cs_session_t *session, bool token, bool priv)
 {
-    if (token && !(cs_session_flags (session) & CKF_RW_SESSION))
+    if (token && !(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         return CKR_SESSION_READ_ONLY;
     if ((token || priv) && !cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
@@ -222,8 +222,13 @@ cs_dataobj_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     if (rv != CKR_OK)
         return rv;
     bool token = cs_template_bool (tmpl, count, CKA_TOKEN, false);      /* checked: safe */
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     rv = s_may_write (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
     cs_unlock ();
     if (rv == CKR_OK)
@@ -233,7 +238,7 @@ cs_dataobj_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     else
     if (rv == CKR_OK) {
         cs_lock ();
-        rv = cs_session_lookup (handle) ? s_add_session (handle, klass, &attrs, object_p)
+        rv = cs_session_lookup_inlock (handle) ? s_add_session (handle, klass, &attrs, object_p)
                                         : CKR_SESSION_HANDLE_INVALID;
         cs_unlock ();
     }
@@ -266,23 +271,22 @@ s_take (CK_OBJECT_HANDLE handle, dataobj_t *snapshot)
     return CKR_OK;
 }
 
-/*  Takes the mutex (held on return when CKR_OK): the object's snapshot and
- *  the session's right to change it (flag: CKA_DESTROYABLE, CKA_MODIFIABLE).  */
+/*  Under the mutex: the object's snapshot and the session's right to change
+ *  it (flag: CKA_DESTROYABLE, CKA_MODIFIABLE).  On an error the snapshot is
+ *  cleared.  */
 static CK_RV
-s_enter (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, dataobj_t *snapshot, CK_ATTRIBUTE_TYPE flag)
+s_prepare_inlock (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, dataobj_t *snapshot, CK_ATTRIBUTE_TYPE flag)
 {
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_session_get_inlock (handle, &session);
     if (rv != CKR_OK)
         return rv;
     if ((rv = s_take (object, snapshot)) == CKR_OK && snapshot->ref)
         rv = s_may_write (session, true, false);
     if (rv == CKR_OK && !cs_attrs_bool (&snapshot->attrs, flag, true))
         rv = CKR_ACTION_PROHIBITED;
-    if (rv != CKR_OK) {
+    if (rv != CKR_OK)
         s_snapshot_clear (snapshot);
-        cs_unlock ();
-    }
     return rv;
 }
 
@@ -293,9 +297,14 @@ cs_dataobj_destroy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
     Cs__Job job = CS__JOB__INIT;
     Cs__Reply *reply = NULL;
     dataobj_t snapshot;
-    CK_RV rv = s_enter (handle, object, &snapshot, CKA_DESTROYABLE);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = s_prepare_inlock (handle, object, &snapshot, CKA_DESTROYABLE)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!snapshot.ref)
         dataobj_clear (dataobj_object (object));
     cs_unlock ();
@@ -341,9 +350,14 @@ cs_dataobj_set (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATTR
 {
     dataobj_t snapshot;
     cs_attrs_t attrs = { 0 };
-    CK_RV rv = s_enter (handle, object, &snapshot, CKA_MODIFIABLE);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = s_prepare_inlock (handle, object, &snapshot, CKA_MODIFIABLE)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if ((rv = s_check_change (&snapshot, tmpl, count, false)) == CKR_OK
     &&  (cs_attrs_copy (&attrs, &snapshot.attrs) || dataobj_attrs_add (&attrs, tmpl, count)))
         rv = CKR_HOST_MEMORY;
@@ -369,9 +383,14 @@ cs_dataobj_copy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATT
     cs_attrs_t attrs = { 0 };
     cs_session_t *session;
     bool token = false;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if ((rv = s_take (object, &snapshot)) == CKR_OK && !cs_attrs_bool (&snapshot.attrs, CKA_COPYABLE, true))
         rv = CKR_ACTION_PROHIBITED;
     if (rv == CKR_OK)

@@ -134,15 +134,20 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     CK_RV rv;
     if (cs_secret_active (handle, CS_OP_DECRYPT))
         return cs_secret_finish (handle, CS_OP_DECRYPT, false, data, len, out, out_len_p);
-    if ((rv = cs_session_op_enter (handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_op_get_inlock (handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
+                                   &session, (void **) &op)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!out && !op->plain) {
         *out_len_p = op->key->modulus_len;      /* upper bound, locally */
         cs_unlock ();
         return CKR_OK;
     }
-    op = cs_session_op_take (session, CS_OP_DECRYPT);
+    op = cs_session_op_take_inlock (session, CS_OP_DECRYPT);
     cs_unlock ();
     if (!op->plain)
         rv = len == op->key->modulus_len ? s_decrypt_job (op, data, len) : CKR_ENCRYPTED_DATA_LEN_RANGE;
@@ -154,8 +159,8 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     if (rv == CKR_OK)
         rv = s_deliver (op, out, out_len_p);
     cs_lock ();
-    if (rv == CKR_BUFFER_TOO_SMALL && (session = cs_session_lookup (handle))
-    &&  cs_session_op_start (session, CS_OP_DECRYPT, op, s_decrypt_op_free) == CKR_OK)
+    if (rv == CKR_BUFFER_TOO_SMALL && (session = cs_session_lookup_inlock (handle))
+    &&  cs_session_op_start_inlock (session, CS_OP_DECRYPT, op, s_decrypt_op_free) == CKR_OK)
         op = NULL;
     cs_unlock ();
     s_decrypt_op_free (op);

@@ -142,7 +142,7 @@ cs_derive_check_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf
             return CKR_TEMPLATE_INCONSISTENT;
     }
     if ((rv = cs_template_check (tmpl, count)) != CKR_OK
-    ||  (rv = cs_object_check_create (CKO_SECRET_KEY, tmpl, count)) != CKR_OK)    /* cs_attr_rules.h */
+    ||  (rv = cs_object_check_create_inlock (CKO_SECRET_KEY, tmpl, count)) != CKR_OK)    /* cs_attr_rules.h */
         return rv;
     if (cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != CKO_SECRET_KEY)
         return CKR_TEMPLATE_INCONSISTENT;
@@ -278,17 +278,17 @@ s_prepare (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTRIBUTE *
         return CKR_MECHANISM_INVALID;
     if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
-    if ((rv = cs_object_use (base, CKF_DERIVE, &req->base)) != CKR_OK)
+    if ((rv = cs_object_use_inlock (base, CKF_DERIVE, &req->base)) != CKR_OK)
         return rv;
-    if (!cs_object_mech_allowed (base, mech->mechanism))
+    if (!cs_object_mech_allowed_inlock (base, mech->mechanism))
         return CKR_MECHANISM_INVALID;       /* CKA_ALLOWED_MECHANISMS (PKCS#11 2.40 §4.4) */
     if (req->base->key_type != CKK_EC)
         return CKR_KEY_TYPE_INCONSISTENT;
     if ((rv = cs_derive_check_params (mech, req->base->field_len, &req->params)) != CKR_OK
     ||  (rv = cs_derive_check_template (tmpl, count, req->params.kdf, req->base->field_len, &req->key)) != CKR_OK)
         return rv;
-    if (cs_derive_attrs (tmpl, count, &req->key, cs_object_flag (base, CKA_ALWAYS_SENSITIVE, false),
-                         cs_object_flag (base, CKA_NEVER_EXTRACTABLE, false), &req->attrs))
+    if (cs_derive_attrs (tmpl, count, &req->key, cs_object_flag_inlock (base, CKA_ALWAYS_SENSITIVE, false),
+                         cs_object_flag_inlock (base, CKA_NEVER_EXTRACTABLE, false), &req->attrs))
         return CKR_HOST_MEMORY;
     return CKR_OK;
 }
@@ -321,16 +321,21 @@ C_DeriveKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE b
     cs_key_t *key = NULL;
     CK_RV rv;
     return_val_if_fail (mech && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     rv = s_prepare (mech, base, tmpl, count, &req);
     cs_unlock ();
     if (rv == CKR_OK)
         rv = s_make_key (&req, &key);
     if (rv == CKR_OK) {
         cs_lock ();
-        rv = cs_session_lookup (handle)
-           ? cs_object_add_session (handle, CKO_SECRET_KEY, key, &req.attrs, key_p)
+        rv = cs_session_lookup_inlock (handle)
+           ? cs_object_add_session_inlock (handle, CKO_SECRET_KEY, key, &req.attrs, key_p)
            : CKR_SESSION_HANDLE_INVALID;
         cs_unlock ();
     }

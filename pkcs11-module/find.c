@@ -52,7 +52,7 @@ s_refresh_keys (void)
     }
     if (rv == CKR_OK) {
         cs_lock ();
-        rv = cs_object_load (reply->results [0]->keys);
+        rv = cs_object_load_inlock (reply->results [0]->keys);
         cs_unlock ();
     }
 out:
@@ -70,7 +70,7 @@ s_find_free (void *op)
     free (find);
 }
 
-/*  PKCS#11 2.40 §5.7 (cs_object_get_attributes).  */
+/*  PKCS#11 2.40 §5.7 (cs_object_get_attributes_inlock).  */
 CK_RV
 C_GetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object,
                      CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
@@ -86,7 +86,7 @@ C_GetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object,
     if (!tmpl && count)
         rv = CKR_ARGUMENTS_BAD;
     else
-        rv = cs_object_get_attributes (object, tmpl, count);
+        rv = cs_object_get_attributes_inlock (object, tmpl, count);
     cs_unlock ();
     return rv;
 }
@@ -118,14 +118,14 @@ C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG cou
     if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK)
         ;
     else
-    if (cs_session_op (session, CS_OP_FIND))
+    if (cs_session_op_inlock (session, CS_OP_FIND))
         rv = CKR_OPERATION_ACTIVE;
     else
     if (!(find = calloc (1, sizeof *find)))
         rv = CKR_HOST_MEMORY;
     else
-    if ((rv = cs_object_find (tmpl, count, &find->handles, &find->count)) == CKR_OK)
-        rv = cs_session_op_start (session, CS_OP_FIND, find, s_find_free);
+    if ((rv = cs_object_find_inlock (tmpl, count, &find->handles, &find->count)) == CKR_OK)
+        rv = cs_session_op_start_inlock (session, CS_OP_FIND, find, s_find_free);
     if (rv == CKR_OK)
         find = NULL;
     cs_unlock ();
@@ -148,7 +148,7 @@ C_FindObjects (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE_PTR objects, CK_ULONG 
     if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK)
         ;
     else
-    if (!(find = cs_session_op (session, CS_OP_FIND)))
+    if (!(find = cs_session_op_inlock (session, CS_OP_FIND)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else {
         *count_p = 0;
@@ -170,9 +170,9 @@ C_FindObjectsFinal (CK_SESSION_HANDLE handle)
         return rv;
     cs_lock ();
     if ((rv = cs_session_get_inlock (handle, &session)) == CKR_OK) {
-        if (!cs_session_op (session, CS_OP_FIND))
+        if (!cs_session_op_inlock (session, CS_OP_FIND))
             rv = CKR_OPERATION_NOT_INITIALIZED;
-        cs_session_op_end (session, CS_OP_FIND);
+        cs_session_op_end_inlock (session, CS_OP_FIND);
     }
     cs_unlock ();
     return rv;

@@ -34,7 +34,7 @@ s_token_only (CK_ATTRIBUTE_TYPE type)
 static CK_RV
 s_check_token_only (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass)
 {
-    return cs_object_check_create (klass, tmpl, count);
+    return cs_object_check_create_inlock (klass, tmpl, count);
 }
 
 /*  Key material a generation template must not carry (footnote 3).  */
@@ -184,7 +184,7 @@ cs_keymgmt_session_attrs (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_UL
 static CK_RV
 s_may_write (cs_session_t *session, bool token, bool priv)
 {
-    if (token && !(cs_session_flags (session) & CKF_RW_SESSION))
+    if (token && !(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         return CKR_SESSION_READ_ONLY;
     if ((token || priv) && !cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
@@ -219,7 +219,7 @@ s_put_result (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *
 {
     CK_RV rv;
     cs_lock ();
-    rv = cs_object_put (info, klass, handle_p);
+    rv = cs_object_put_inlock (info, klass, handle_p);
     cs_unlock ();
     if (rv == CKR_OK && handle_p && !*handle_p) {
         cs_log_error ("the broker's reply lacks the new %s object",
@@ -282,12 +282,12 @@ s_session_pair (CK_SESSION_HANDLE handle, const cs_keygen_t *gen, ProtobufCBinar
     ||  cs_keymgmt_session_attrs (CKO_PRIVATE_KEY, priv, n_priv, gen->mechanism, &priv_attrs))
         goto out;
     cs_lock ();
-    if (!(session = cs_session_lookup (handle)))
+    if (!(session = cs_session_lookup_inlock (handle)))
         rv = CKR_SESSION_HANDLE_INVALID;         /* closed meanwhile */
     else
-    if ((rv = cs_object_add_session (handle, CKO_PUBLIC_KEY, public_key, &pub_attrs, pub_p)) == CKR_OK
-    &&  (rv = cs_object_add_session (handle, CKO_PRIVATE_KEY, key, &priv_attrs, priv_p)) != CKR_OK)
-        cs_object_destroy_local (*pub_p);
+    if ((rv = cs_object_add_session_inlock (handle, CKO_PUBLIC_KEY, public_key, &pub_attrs, pub_p)) == CKR_OK
+    &&  (rv = cs_object_add_session_inlock (handle, CKO_PRIVATE_KEY, key, &priv_attrs, priv_p)) != CKR_OK)
+        cs_object_destroy_local_inlock (*pub_p);
     cs_unlock ();
 out:
     cs_attrs_clear (&pub_attrs);
@@ -343,8 +343,13 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
     return_val_if_fail (mech && pub_p && priv_p && (pub || !n_pub) && (priv || !n_priv), CKR_ARGUMENTS_BAD);
     if ((rv = cs_keygen_check (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
         return cs_guard_check () ?: rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     rv = s_may_write (session, gen.token, gen.private_private);
     cs_unlock ();
     if (rv != CKR_OK || (rv = cs_token_mechanism (mech->mechanism, &info)) != CKR_OK)
@@ -394,8 +399,13 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
     ||  (rv = cs_keymgmt_create_check (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
         return rv;
     priv = cs_template_bool (tmpl, count, CKA_PRIVATE, klass == CKO_PRIVATE_KEY);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     rv = s_may_write (session, token, priv);
     cs_unlock ();
     if (rv != CKR_OK)
@@ -410,7 +420,7 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
     else
     if (rv == CKR_OK) {
         cs_lock ();
-        rv = cs_session_lookup (handle) ? cs_object_add_session (handle, klass, key, &attrs, object_p)
+        rv = cs_session_lookup_inlock (handle) ? cs_object_add_session_inlock (handle, klass, key, &attrs, object_p)
                                         : CKR_SESSION_HANDLE_INVALID;
         cs_unlock ();
     }
@@ -422,18 +432,19 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
 
 /*  ---- changes of existing objects ------------------------------------------- */
 
-/*  Under the mutex, from an entry point: the snapshot of `object` and the
+/*  Under the mutex, from an entry point: the session (CKR_SESSION_HANDLE_INVALID,
+ *  CKR_CRYPTOKI_NOT_INITIALIZED), the snapshot of `object` and the
  *  session's right to change it.  */
 static CK_RV
-s_enter_object (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, cs_object_info_t *info)
+s_object_prepare_inlock (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, cs_object_info_t *info)
 {
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_session_get_inlock (handle, &session);
     if (rv != CKR_OK)
         return rv;
-    if ((rv = cs_object_info (object, info)) == CKR_OK && info->token)
+    if ((rv = cs_object_info_inlock (object, info)) == CKR_OK && info->token)
         rv = s_may_write (session, true, false);
-    return rv;      /* the mutex stays held */
+    return rv;
 }
 
 /*  Runs a job on a token key that answers with a KeyResult and puts its key;
@@ -468,14 +479,19 @@ C_DestroyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
     CK_RV rv;
     if (cs_dataobj_is_handle (object))
         return cs_dataobj_destroy (handle, object);
-    rv = s_enter_object (handle, object, &info);
-    if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if (rv == CKR_OK && !cs_object_flag (object, CKA_DESTROYABLE, true))
+    cs_lock ();
+    rv = s_object_prepare_inlock (handle, object, &info);
+    if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID) {
+        cs_unlock ();
+        return rv;
+    }
+    if (rv == CKR_OK && !cs_object_flag_inlock (object, CKA_DESTROYABLE, true))
         rv = CKR_ACTION_PROHIBITED;
     else
     if (rv == CKR_OK && !info.token)
-        rv = cs_object_destroy_local (object);
+        rv = cs_object_destroy_local_inlock (object);
     cs_unlock ();
     if (rv == CKR_OK && info.token) {
         destroy.ref = info.key->ref;
@@ -484,7 +500,7 @@ C_DestroyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
         job.destroy_key = &destroy;
         if ((rv = s_key_change (&job, info.klass, NULL)) == CKR_OK) {
             cs_lock ();
-            cs_object_forget (object);
+            cs_object_forget_inlock (object);
             cs_unlock ();
         }
     }
@@ -492,7 +508,7 @@ C_DestroyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
     return rv;
 }
 
-/*  PKCS#11 2.40 §5.7, §4.1.2: the rules are cs_object_check_change's.  */
+/*  PKCS#11 2.40 §5.7, §4.1.2: the rules are cs_object_check_change_inlock's.  */
 CK_RV
 C_SetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
 {
@@ -503,13 +519,18 @@ C_SetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRI
     return_val_if_fail (tmpl || !count, CKR_ARGUMENTS_BAD);
     if (cs_dataobj_is_handle (object))
         return cs_dataobj_set (handle, object, tmpl, count);
-    rv = s_enter_object (handle, object, &info);
-    if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    rv = s_object_prepare_inlock (handle, object, &info);
+    if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID) {
+        cs_unlock ();
+        return rv;
+    }
     if (rv == CKR_OK)
-        rv = cs_object_check_change (object, tmpl, count, false);
+        rv = cs_object_check_change_inlock (object, tmpl, count, false);
     if (rv == CKR_OK && !info.token)
-        rv = cs_object_set_local (object, tmpl, count);
+        rv = cs_object_set_local_inlock (object, tmpl, count);
     cs_unlock ();
     if (rv == CKR_OK && info.token
     &&  (rv = cs_attrs_to_wire (tmpl, count, &set.attributes, &set.n_attributes)) == CKR_OK) {
@@ -538,7 +559,7 @@ s_copy_local (CK_SESSION_HANDLE handle, const cs_object_info_t *info, const CK_A
     else
     if (key && !cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)) {
         cs_lock ();
-        rv = cs_session_lookup (handle) ? cs_object_add_session (handle, info->klass, key, &attrs, object_p)
+        rv = cs_session_lookup_inlock (handle) ? cs_object_add_session_inlock (handle, info->klass, key, &attrs, object_p)
                                         : CKR_SESSION_HANDLE_INVALID;
         cs_unlock ();
     }
@@ -597,12 +618,17 @@ C_CopyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PT
     return_val_if_fail (object_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
     if (cs_dataobj_is_handle (object))
         return cs_dataobj_copy (handle, object, tmpl, count, object_p);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if ((rv = cs_object_info (object, &info)) == CKR_OK
-    &&  (rv = cs_object_check_change (object, tmpl, count, true)) == CKR_OK) {
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if ((rv = cs_object_info_inlock (object, &info)) == CKR_OK
+    &&  (rv = cs_object_check_change_inlock (object, tmpl, count, true)) == CKR_OK) {
         token = cs_template_bool (tmpl, count, CKA_TOKEN, info.token);
-        priv = cs_template_bool (tmpl, count, CKA_PRIVATE, cs_object_flag (object, CKA_PRIVATE, false));
+        priv = cs_template_bool (tmpl, count, CKA_PRIVATE, cs_object_flag_inlock (object, CKA_PRIVATE, false));
         rv = s_may_write (session, token, priv);
     }
     cs_unlock ();

@@ -160,9 +160,14 @@ s_verify_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
     cs_sigop_t *op;
     CK_RV rv;
     return_val_if_fail ((data || !len) && (sig || !sig_len), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if (!(op = cs_session_op_take (session, CS_OP_VERIFY)))
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (!(op = cs_session_op_take_inlock (session, CS_OP_VERIFY)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
     if (!final && op->updated)
@@ -319,16 +324,21 @@ C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR
     cs_session_t *session;
     cs_encrypt_op_t *op;
     CK_RV rv;
-    if ((rv = cs_session_op_enter (handle, CS_OP_ENCRYPT, out_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_op_get_inlock (handle, CS_OP_ENCRYPT, out_len_p != NULL && (data || !len),
+                                   &session, (void **) &op)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!out || *out_len_p < op->key->modulus_len) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = op->key->modulus_len;
         cs_unlock ();
         return rv;
     }
-    op = cs_session_op_take (session, CS_OP_ENCRYPT);
+    op = cs_session_op_take_inlock (session, CS_OP_ENCRYPT);
     cs_unlock ();
     if ((rv = s_encrypt_len_ok (op, len)) == CKR_OK)
         rv = s_encrypt (op, data, len, out, out_len_p);
@@ -375,29 +385,29 @@ s_modexp_init (const CK_MECHANISM *mech, cs_digest_op_t **op_p)
     return cs_modexp_op_new (mech, &(*op_p)->modexp);
 }
 
-/*  C_Digest / C_DigestFinal of a modexp: the length from the parameter,
- *  then the jobs without the mutex.  Called with the mutex; releases it.  */
+/*  Under the mutex, C_Digest / C_DigestFinal of a modexp: the output length
+ *  from the parameter into *need_p.  A length query and CKR_BUFFER_TOO_SMALL
+ *  keep the operation (*taken_p NULL); otherwise the operation is taken out
+ *  of the session into *taken_p (caller runs the jobs without the mutex and
+ *  frees it), with *data_p, *len_p its buffered input when `final`.  */
 static CK_RV
-s_modexp_finish (cs_session_t *session, cs_digest_op_t *op, const uint8_t *data, size_t len, bool final,
-                 CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+s_modexp_take_inlock (cs_session_t *session, cs_digest_op_t *op, const uint8_t **data_p, size_t *len_p,
+                      bool final, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p, size_t *need_p,
+                      cs_digest_op_t **taken_p)
 {
-    size_t need = 0;
+    CK_RV rv;
+    *need_p = 0;
+    *taken_p = NULL;
     if (final) {
-        data = op->buf;
-        len = op->buf_len;
+        *data_p = op->buf;
+        *len_p = op->buf_len;
     }
-    CK_RV rv = !final && op->updated ? CKR_OPERATION_ACTIVE : cs_modexp_out_len (op->modexp, len, &need);
-    if (rv == CKR_OK && (!out || *out_len_p < need)) {
-        rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
-        *out_len_p = need;
-        cs_unlock ();
-        return rv;
+    rv = !final && op->updated ? CKR_OPERATION_ACTIVE : cs_modexp_out_len (op->modexp, *len_p, need_p);
+    if (rv == CKR_OK && (!out || *out_len_p < *need_p)) {
+        *out_len_p = *need_p;
+        return out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
     }
-    op = cs_session_op_take (session, CS_OP_DIGEST);
-    cs_unlock ();
-    if (rv == CKR_OK && (rv = cs_modexp_run (op->modexp, data, len, out)) == CKR_OK)
-        *out_len_p = need;
-    s_digest_op_free (op);
+    *taken_p = cs_session_op_take_inlock (session, CS_OP_DIGEST);
     return rv;
 }
 
@@ -410,14 +420,19 @@ C_DigestInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech)
     CK_RV rv;
     return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
     entry = cs_mech_lookup (mech->mechanism);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if (cs_session_op (session, CS_OP_DIGEST))
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (cs_session_op_inlock (session, CS_OP_DIGEST))
         rv = CKR_OPERATION_ACTIVE;
     else
     if (cs_modexp_mechanism (mech->mechanism)) {
         if ((rv = s_modexp_init (mech, &op)) == CKR_OK
-        &&  (rv = cs_session_op_start (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
+        &&  (rv = cs_session_op_start_inlock (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
             op = NULL;
     }
     else
@@ -431,7 +446,7 @@ C_DigestInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech)
     ||  !EVP_DigestInit_ex (op->ctx, cs_mech_md (entry->hash), NULL))
         rv = CKR_HOST_MEMORY;
     else
-    if ((rv = cs_session_op_start (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
+    if ((rv = cs_session_op_start_inlock (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
         op = NULL;
     cs_unlock ();
     s_digest_op_free (op);
@@ -449,11 +464,23 @@ s_digest_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
     unsigned int out_len = 0;
     size_t need;
     CK_RV rv;
-    if ((rv = cs_session_op_enter (handle, CS_OP_DIGEST, out_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if (op->modexp)
-        return s_modexp_finish (session, op, data, len, final, out, out_len_p);
+    cs_lock ();
+    if ((rv = cs_session_op_get_inlock (handle, CS_OP_DIGEST, out_len_p != NULL && (data || !len),
+                                   &session, (void **) &op)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (op->modexp) {
+        cs_digest_op_t *taken;
+        rv = s_modexp_take_inlock (session, op, &data, &len, final, out, out_len_p, &need, &taken);
+        cs_unlock ();
+        if (taken && rv == CKR_OK && (rv = cs_modexp_run (taken->modexp, data, len, out)) == CKR_OK)
+            *out_len_p = need;
+        s_digest_op_free (taken);
+        return rv;
+    }
     need = (size_t) EVP_MD_CTX_get_size (op->ctx);
     if (!out || *out_len_p < need) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
@@ -461,7 +488,7 @@ s_digest_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
         cs_unlock ();
         return rv;
     }
-    op = cs_session_op_take (session, CS_OP_DIGEST);
+    op = cs_session_op_take_inlock (session, CS_OP_DIGEST);
     cs_unlock ();
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;
@@ -509,20 +536,25 @@ C_DigestUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
     cs_digest_op_t *op;
     CK_RV rv;
     return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if (!(op = cs_session_op (session, CS_OP_DIGEST)))
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (!(op = cs_session_op_inlock (session, CS_OP_DIGEST)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
     if (op->modexp) {
         rv = s_modexp_buffer (op, data, len);
         if (rv != CKR_OK)
-            cs_session_op_end (session, CS_OP_DIGEST);
+            cs_session_op_end_inlock (session, CS_OP_DIGEST);
     }
     else
     if (!EVP_DigestUpdate (op->ctx, data, len)) {
         rv = CKR_FUNCTION_FAILED;
-        cs_session_op_end (session, CS_OP_DIGEST);
+        cs_session_op_end_inlock (session, CS_OP_DIGEST);
     }
     else
         op->updated = true;
@@ -546,13 +578,18 @@ C_DigestKey (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE key_handle)
     cs_key_t *key = NULL;
     CK_OBJECT_CLASS klass = 0;
     CK_RV rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if (!(op = cs_session_op (session, CS_OP_DIGEST))) {
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (!(op = cs_session_op_inlock (session, CS_OP_DIGEST))) {
         cs_unlock ();
         return CKR_OPERATION_NOT_INITIALIZED;
     }
-    if (!(key = cs_object_key (key_handle, &klass)))
+    if (!(key = cs_object_key_inlock (key_handle, &klass)))
         rv = CKR_KEY_HANDLE_INVALID;
     else
     if (op->modexp || klass != CKO_SECRET_KEY || !key->secret)
@@ -563,7 +600,7 @@ C_DigestKey (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE key_handle)
     else
         op->updated = true;
     if (rv != CKR_OK)
-        cs_session_op_end (session, CS_OP_DIGEST);
+        cs_session_op_end_inlock (session, CS_OP_DIGEST);
     cs_unlock ();
     cs_key_unref (&key);
     return rv;
@@ -588,8 +625,13 @@ C_SeedRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR seed, CK_ULONG len)
     cs_session_t *session;
     CK_RV rv;
     return_val_if_fail ((seed || !len) && len <= INT32_MAX, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     cs_unlock ();
     if (len)
         RAND_add (seed, (int) len, 0.0);
@@ -605,8 +647,13 @@ C_GenerateRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG len)
     cs_session_t *session;
     CK_RV rv;
     return_val_if_fail ((out || !len) && len <= INT32_MAX, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     cs_unlock ();
     return len == 0 || RAND_bytes (out, (int) len) == 1 ? CKR_OK : CKR_FUNCTION_FAILED;
 }

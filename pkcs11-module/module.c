@@ -86,9 +86,9 @@ s_forget_parent (void)
         s_module.inherited_config = s_module.config;
         s_module.config = NULL;
     }
-    cs_session_reset_all ();
-    cs_object_reset ();
-    cs_token_reset ();
+    cs_session_reset_all_inlock ();
+    cs_object_reset_inlock ();
+    cs_token_reset_inlock ();
     s_module.owner = getpid ();
 }
 
@@ -156,9 +156,9 @@ C_Finalize (CK_VOID_PTR reserved)
     cs_runner_stop ();
     s_module.link = NULL;
     cs_lock ();
-    cs_session_reset_all ();
-    cs_object_reset ();
-    cs_token_reset ();
+    cs_session_reset_all_inlock ();
+    cs_object_reset_inlock ();
+    cs_token_reset_inlock ();
     cs_unlock ();
     cs_client_config_destroy (&s_module.config);
     cs_link_destroy (&link);                /* joins the I/O thread */

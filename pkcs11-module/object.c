@@ -161,7 +161,7 @@ s_live (const char *ref)
 }
 
 CK_RV
-cs_object_load (const Cs__ListKeysResult *result)
+cs_object_load_inlock (const Cs__ListKeysResult *result)
 {
     CK_RV rv = CKR_OK;
     if (result && result->unchanged) {     /* known_version was current: keep the cache */
@@ -183,7 +183,7 @@ cs_object_load (const Cs__ListKeysResult *result)
 }
 
 CK_RV
-cs_object_put (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p)
+cs_object_put_inlock (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p)
 {
     CK_RV rv = CKR_DEVICE_ERROR;
     cs_key_t *key = info ? cs_key_new (info) : NULL;
@@ -200,7 +200,7 @@ cs_object_put (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE 
 }
 
 void
-cs_object_forget (CK_OBJECT_HANDLE handle)
+cs_object_forget_inlock (CK_OBJECT_HANDLE handle)
 {
     cs_object_t *object = s_object (handle);
     if (object)
@@ -214,13 +214,13 @@ cs_object_list_version_inlock (void)
 }
 
 void
-cs_object_invalidate (void)
+cs_object_invalidate_inlock (void)
 {
     s_table.have_list = false;
 }
 
 void
-cs_object_reset (void)
+cs_object_reset_inlock (void)
 {
     for (size_t i = 0; i < s_table.count; i++) {
         s_object_clear (&s_table.objects [i]);
@@ -235,7 +235,7 @@ cs_object_reset (void)
 /*  ---- session objects ---------------------------------------------------- */
 
 CK_RV
-cs_object_add_session (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_key_t *key,
+cs_object_add_session_inlock (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_key_t *key,
                        cs_attrs_t *attrs, CK_OBJECT_HANDLE *handle_p)
 {
     if (s_grow ())
@@ -248,7 +248,7 @@ cs_object_add_session (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_key_
 }
 
 void
-cs_object_session_closed (CK_SESSION_HANDLE session)
+cs_object_session_closed_inlock (CK_SESSION_HANDLE session)
 {
     for (size_t i = 0; i < s_table.count; i++)
         if (!s_table.objects [i].ref && (session == 0 || s_table.objects [i].session == session))
@@ -474,7 +474,7 @@ s_visible (const cs_object_t *object)
 }
 
 void
-cs_object_logged_out (void)
+cs_object_logged_out_inlock (void)
 {
     for (size_t i = 0; i < s_table.count; i++)
         if (!s_table.objects [i].ref && s_table.objects [i].key
@@ -486,7 +486,7 @@ cs_object_logged_out (void)
 /*  ---- looking at objects --------------------------------------------------- */
 
 cs_key_t *
-cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p)
+cs_object_key_inlock (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p)
 {
     cs_object_t *object = s_object (handle);
     if (!s_visible (object))
@@ -497,7 +497,7 @@ cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p)
 }
 
 CK_RV
-cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
+cs_object_use_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
 {
     cs_object_t *object = s_object (handle);
     bool need_private = want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT | CKF_DERIVE);
@@ -520,14 +520,14 @@ cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
 }
 
 bool
-cs_object_flag (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt)
+cs_object_flag_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt)
 {
     cs_object_t *object = s_object (handle);
     return s_visible (object) ? s_flag (object, type, dflt) : dflt;
 }
 
 CK_RV
-cs_object_info (CK_OBJECT_HANDLE handle, cs_object_info_t *info)
+cs_object_info_inlock (CK_OBJECT_HANDLE handle, cs_object_info_t *info)
 {
     cs_object_t *object = s_object (handle);
     memset (info, 0, sizeof *info);
@@ -576,7 +576,7 @@ s_get_one (const cs_object_t *object, CK_ATTRIBUTE *attr)
 }
 
 CK_RV
-cs_object_get_attributes (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
+cs_object_get_attributes_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
 {
     CK_RV rv = CKR_OK;
     const cs_object_t *object = s_object (handle);
@@ -607,7 +607,7 @@ s_matches (const cs_object_t *object, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 }
 
 CK_RV
-cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
+cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
 {
     CK_OBJECT_HANDLE *handles = calloc (s_table.count + cs_dataobj_count () + 1, sizeof *handles);
     size_t found = 0;
@@ -646,7 +646,7 @@ s_check_one_change (const cs_object_t *object, const CK_ATTRIBUTE *attr, bool co
 }
 
 CK_RV
-cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy)
+cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy)
 {
     const cs_object_t *object = s_object (handle);
     CK_RV rv;
@@ -663,7 +663,7 @@ cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_UL
 }
 
 CK_RV
-cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
+cs_object_check_create_inlock (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 {
     for (CK_ULONG i = 0; tmpl && i < count; i++) {
         const cs_attr_rule_t *rule = cs_attr_rule (tmpl [i].type);
@@ -688,7 +688,7 @@ s_not_stored (CK_ATTRIBUTE_TYPE type)
 }
 
 CK_RV
-cs_object_set_local (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
+cs_object_set_local_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 {
     cs_object_t *object = s_object (handle);
     cs_attrs_t attrs = { 0 };
@@ -720,7 +720,7 @@ cs_object_attrs_follow (CK_OBJECT_CLASS klass, cs_attrs_t *attrs)
 }
 
 bool
-cs_object_mech_allowed (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech)
+cs_object_mech_allowed_inlock (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech)
 {
     const cs_object_t *object = s_object (handle);
     const cs_attr_t *list = s_visible (object) ? cs_attrs_find (&object->attrs, CKA_ALLOWED_MECHANISMS) : NULL;
@@ -728,7 +728,7 @@ cs_object_mech_allowed (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech)
 }
 
 CK_RV
-cs_object_destroy_local (CK_OBJECT_HANDLE handle)
+cs_object_destroy_local_inlock (CK_OBJECT_HANDLE handle)
 {
     cs_object_t *object = s_object (handle);
     if (!s_visible (object) || object->ref)

@@ -63,7 +63,7 @@ cs_runner_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply *
         cs_lock ();
         if (cs_login_ticket_answer_inlock (ticket, req.ticket.len, (*reply_p)->ticket.data,
                                            (*reply_p)->ticket.len, refused))
-            cs_object_logged_out ();        /* as C_Logout */
+            cs_object_logged_out_inlock ();        /* as C_Logout */
         cs_unlock ();
     }
     OPENSSL_cleanse (ticket, sizeof ticket);

@@ -180,9 +180,11 @@ cs_secret_active (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
 {
     cs_session_t *session;
     bool active = false;
-    if (cs_session_enter (handle, &session) != CKR_OK)
+    if (cs_guard_check () != CKR_OK)
         return false;
-    active = cs_session_op_free_fn (session, kind) == s_op_free;
+    cs_lock ();
+    if (cs_session_get_inlock (handle, &session) == CKR_OK)
+        active = cs_session_op_free_fn_inlock (session, kind) == s_op_free;
     cs_unlock ();
     return active;
 }
@@ -222,13 +224,18 @@ cs_secret_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *da
     cs_session_t *session;
     s_op_t *op;
     CK_RV rv;
-    if ((rv = cs_session_op_enter (handle, kind, data || !len, &session, (void **) &op)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_op_get_inlock (handle, kind, data || !len, &session, (void **) &op)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (op->single || op->has_out)
         rv = CKR_OPERATION_ACTIVE;              /* a single-part call is under way */
     else
     if ((rv = s_buffer (op, data, len)) != CKR_OK)
-        cs_session_op_end (session, kind);
+        cs_session_op_end_inlock (session, kind);
     else {
         op->updated = true;
         if (out_len_p)
@@ -319,23 +326,28 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
     cs_session_t *session;
     s_op_t *op;
     CK_RV rv;
-    if ((rv = cs_session_op_enter (handle, kind, out_len_p != NULL && (final || data || !len),
-                                   &session, (void **) &op)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_op_get_inlock (handle, kind, out_len_p != NULL && (final || data || !len),
+                                   &session, (void **) &op)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;              /* C_Encrypt after C_EncryptUpdate */
     else
     if (!final && !op->has_out && !op->single && (rv = s_buffer (op, data, len)) == CKR_OK)
         op->single = true;      /* kept for the call after a length query */
     if (rv != CKR_OK) {
-        cs_session_op_end (session, kind);
+        cs_session_op_end_inlock (session, kind);
         cs_unlock ();
         return rv;
     }
     if (!op->has_out && (rv = s_input_check (op)) != CKR_OK) {
         if (op->operation == S_OP_DECRYPT)
             rv = CKR_ENCRYPTED_DATA_LEN_RANGE;  /* read before op_end frees op */
-        cs_session_op_end (session, kind);
+        cs_session_op_end_inlock (session, kind);
         cs_unlock ();
         return rv;
     }
@@ -344,7 +356,7 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
         cs_unlock ();
         return CKR_OK;
     }
-    op = cs_session_op_take (session, kind);
+    op = cs_session_op_take_inlock (session, kind);
     cs_unlock ();
     if (!op->has_out)
         rv = s_job (op);
@@ -352,7 +364,7 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = op->out_len;
         cs_lock ();
-        if ((session = cs_session_lookup (handle)) && cs_session_op_start (session, kind, op, s_op_free) == CKR_OK)
+        if ((session = cs_session_lookup_inlock (handle)) && cs_session_op_start_inlock (session, kind, op, s_op_free) == CKR_OK)
             op = NULL;
         cs_unlock ();
     }
@@ -373,10 +385,15 @@ cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_
     cs_session_t *session;
     s_op_t *op;
     CK_RV rv;
-    if ((rv = cs_session_op_enter (handle, CS_OP_VERIFY, sig != NULL && (final || data || !len),
-                                   &session, (void **) &op)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    op = cs_session_op_take (session, CS_OP_VERIFY);
+    cs_lock ();
+    if ((rv = cs_session_op_get_inlock (handle, CS_OP_VERIFY, sig != NULL && (final || data || !len),
+                                   &session, (void **) &op)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    op = cs_session_op_take_inlock (session, CS_OP_VERIFY);
     cs_unlock ();
     if (!final)
         rv = s_buffer (op, data, len);
@@ -438,7 +455,7 @@ static CK_RV
 s_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len, CK_KEY_TYPE *type_p)
 {
     CK_ULONG klass = CKO_SECRET_KEY, type = dflt;
-    if (cs_object_check_create (CKO_SECRET_KEY, tmpl, count) != CKR_OK)
+    if (cs_object_check_create_inlock (CKO_SECRET_KEY, tmpl, count) != CKR_OK)
         return CKR_ATTRIBUTE_READ_ONLY;         /* the attribute rules (cs_attr_rules.h) */
     if ((cs_template_find (tmpl, count, CKA_CLASS) && (!cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
                                                       || klass != CKO_SECRET_KEY))
@@ -482,10 +499,10 @@ s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KE
     &&  !cs_attrs_set_bool (&attrs, CKA_ALWAYS_SENSITIVE, local && sensitive)
     &&  !cs_attrs_set_bool (&attrs, CKA_NEVER_EXTRACTABLE, local && !extractable)) {
         cs_lock ();
-        rv = !cs_session_lookup (handle) ? CKR_SESSION_HANDLE_INVALID
+        rv = !cs_session_lookup_inlock (handle) ? CKR_SESSION_HANDLE_INVALID
            : cs_template_bool (tmpl, count, CKA_PRIVATE, true) && !cs_login_user_logged_in_inlock ()
            ? CKR_USER_NOT_LOGGED_IN       /* a private object needs a login (PKCS#11 2.40 §4.4) */
-           : cs_object_add_session (handle, CKO_SECRET_KEY, key, &attrs, object_p);
+           : cs_object_add_session_inlock (handle, CKO_SECRET_KEY, key, &attrs, object_p);
         cs_unlock ();
     }
     cs_attrs_clear (&attrs);
@@ -537,8 +554,13 @@ C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR
     uint8_t *value;
     const cs_mech_row_t *row;
     return_val_if_fail (mech && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     cs_unlock ();
     if (!(row = cs_mech_row (mech->mechanism)) || !(row->flags & CKF_GENERATE))
         return CKR_MECHANISM_INVALID;
@@ -577,9 +599,14 @@ s_not_secret (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
 {
     cs_session_t *session;
     CK_RV rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    rv = cs_session_op (session, kind) ? CKR_FUNCTION_NOT_SUPPORTED : CKR_OPERATION_NOT_INITIALIZED;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    rv = cs_session_op_inlock (session, kind) ? CKR_FUNCTION_NOT_SUPPORTED : CKR_OPERATION_NOT_INITIALIZED;
     cs_unlock ();
     return rv;
 }

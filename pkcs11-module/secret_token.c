@@ -16,10 +16,15 @@ static CK_RV
 s_may_write (CK_SESSION_HANDLE handle)
 {
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
-    if (!(cs_session_flags (session) & CKF_RW_SESSION))
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (!(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
     if (!cs_login_user_logged_in_inlock ())
@@ -64,7 +69,7 @@ s_run (Cs__Job *job, CK_OBJECT_HANDLE_PTR key_p)
     }
     if (rv == CKR_OK) {
         cs_lock ();
-        rv = cs_object_put (info, CKO_SECRET_KEY, key_p);
+        rv = cs_object_put_inlock (info, CKO_SECRET_KEY, key_p);
         cs_unlock ();
         if (rv == CKR_OK && !*key_p) {
             cs_log_error ("the broker's reply lacks the new secret key object");

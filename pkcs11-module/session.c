@@ -36,14 +36,14 @@ s_session_destroy (cs_session_t **self_p)
     if (!self)
         return;
     for (int kind = 0; kind < CS_OP_KINDS; kind++)
-        cs_session_op_end (self, kind);
-    cs_object_session_closed (self->handle);
+        cs_session_op_end_inlock (self, kind);
+    cs_object_session_closed_inlock (self->handle);
     free (self);
     *self_p = NULL;
 }
 
 cs_session_t *
-cs_session_lookup (CK_SESSION_HANDLE handle)
+cs_session_lookup_inlock (CK_SESSION_HANDLE handle)
 {
     for (size_t i = 0; i < s_sessions.count; i++)
         if (s_sessions.sessions [i]->handle == handle)
@@ -55,45 +55,31 @@ CK_RV
 cs_session_get_inlock (CK_SESSION_HANDLE handle, cs_session_t **session_p)
 {
     CK_RV rv = cs_guard_check ();
-    if (rv == CKR_OK && !(*session_p = cs_session_lookup (handle)))
+    if (rv == CKR_OK && !(*session_p = cs_session_lookup_inlock (handle)))
         rv = CKR_SESSION_HANDLE_INVALID;
-    return rv;
-}
-
-CK_RV
-cs_session_enter (CK_SESSION_HANDLE handle, cs_session_t **session_p)
-{
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_guard_check ()) == CKR_OK && !(*session_p = cs_session_lookup (handle)))
-        rv = CKR_SESSION_HANDLE_INVALID;
-    if (rv != CKR_OK)
-        cs_unlock ();
     return rv;
 }
 
 CK_FLAGS
-cs_session_flags (const cs_session_t *self)
+cs_session_flags_inlock (const cs_session_t *self)
 {
     return self->flags;
 }
 
 void *
-cs_session_op (cs_session_t *self, cs_op_kind_t kind)
+cs_session_op_inlock (cs_session_t *self, cs_op_kind_t kind)
 {
     return self->ops [kind];
 }
 
 cs_op_free_fn *
-cs_session_op_free_fn (cs_session_t *self, cs_op_kind_t kind)
+cs_session_op_free_fn_inlock (cs_session_t *self, cs_op_kind_t kind)
 {
     return self->ops [kind] ? self->op_free [kind] : NULL;
 }
 
 CK_RV
-cs_session_op_start (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free_fn *free_fn)
+cs_session_op_start_inlock (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free_fn *free_fn)
 {
     if (self->ops [kind])
         return CKR_OPERATION_ACTIVE;
@@ -103,26 +89,24 @@ cs_session_op_start (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free
 }
 
 CK_RV
-cs_session_op_enter (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args_ok,
-                     cs_session_t **session_p, void **op_p)
+cs_session_op_get_inlock (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args_ok,
+                          cs_session_t **session_p, void **op_p)
 {
-    CK_RV rv = cs_session_enter (handle, session_p);
+    CK_RV rv = cs_session_get_inlock (handle, session_p);
     if (rv != CKR_OK)
         return rv;
-    if (!(*op_p = cs_session_op (*session_p, kind)))
+    if (!(*op_p = cs_session_op_inlock (*session_p, kind)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
     if (!args_ok) {
-        cs_session_op_end (*session_p, kind);
+        cs_session_op_end_inlock (*session_p, kind);
         rv = CKR_ARGUMENTS_BAD;
     }
-    if (rv != CKR_OK)
-        cs_unlock ();
     return rv;
 }
 
 void *
-cs_session_op_take (cs_session_t *self, cs_op_kind_t kind)
+cs_session_op_take_inlock (cs_session_t *self, cs_op_kind_t kind)
 {
     void *op = self->ops [kind];
     self->ops [kind] = NULL;
@@ -130,15 +114,15 @@ cs_session_op_take (cs_session_t *self, cs_op_kind_t kind)
 }
 
 void
-cs_session_op_end (cs_session_t *self, cs_op_kind_t kind)
+cs_session_op_end_inlock (cs_session_t *self, cs_op_kind_t kind)
 {
-    void *op = cs_session_op_take (self, kind);
+    void *op = cs_session_op_take_inlock (self, kind);
     if (op && self->op_free [kind])
         self->op_free [kind] (op);
 }
 
 size_t
-cs_session_count (CK_FLAGS flags)
+cs_session_count_inlock (CK_FLAGS flags)
 {
     size_t count = 0;
     for (size_t i = 0; i < s_sessions.count; i++)
@@ -148,7 +132,7 @@ cs_session_count (CK_FLAGS flags)
 }
 
 void
-cs_session_reset_all (void)
+cs_session_reset_all_inlock (void)
 {
     for (size_t i = 0; i < s_sessions.count; i++)
         s_session_destroy (&s_sessions.sessions [i]);
@@ -234,7 +218,7 @@ C_CloseAllSessions (CK_SLOT_ID slot)
     if (slot != CS_SLOT_ID)
         return CKR_SLOT_ID_INVALID;
     cs_lock ();
-    cs_session_reset_all ();
+    cs_session_reset_all_inlock ();
     cs_login_logout_inlock ();
     cs_unlock ();
     return CKR_OK;
@@ -258,8 +242,13 @@ C_GetSessionInfo (CK_SESSION_HANDLE handle, CK_SESSION_INFO_PTR info)
     cs_session_t *session;
     CK_RV rv;
     return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     memset (info, 0, sizeof *info);
     info->slotID = CS_SLOT_ID;
     info->state = s_state (session);
@@ -283,12 +272,17 @@ cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags)
         { CKF_SIGN_RECOVER, CS_OP_SIGN_RECOVER }, { CKF_VERIFY_RECOVER, CS_OP_VERIFY_RECOVER },
     };
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     for (size_t i = 0; i < sizeof map / sizeof map [0]; i++)
         if (flags & map [i].flag)
-            cs_session_op_end (session, map [i].kind);
+            cs_session_op_end_inlock (session, map [i].kind);
     cs_unlock ();
     return CKR_OK;
 }

@@ -52,7 +52,7 @@ static struct {
 } s_token;
 
 void
-cs_token_reset (void)
+cs_token_reset_inlock (void)
 {
     cs_login_logout_inlock ();
     free (s_token.mechs);
@@ -237,9 +237,9 @@ C_GetTokenInfo (CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
     info->flags = CKF_TOKEN_INITIALIZED | CKF_LOGIN_REQUIRED | CKF_USER_PIN_INITIALIZED | CKF_RNG
                 | s_token.pin_flags;
     info->ulMaxSessionCount = CK_EFFECTIVELY_INFINITE;
-    info->ulSessionCount = cs_session_count (0);
+    info->ulSessionCount = cs_session_count_inlock (0);
     info->ulMaxRwSessionCount = CK_EFFECTIVELY_INFINITE;
-    info->ulRwSessionCount = cs_session_count (CKF_RW_SESSION);
+    info->ulRwSessionCount = cs_session_count_inlock (CKF_RW_SESSION);
     info->ulMinPinLen = s_token.min_pin;
     info->ulMaxPinLen = s_token.max_pin;
     info->ulTotalPublicMemory = CK_UNAVAILABLE_INFORMATION;
@@ -309,7 +309,7 @@ s_login_allowed (CK_USER_TYPE user_type)
         return CKR_USER_ALREADY_LOGGED_IN;
     if (other)
         return CKR_USER_ANOTHER_ALREADY_LOGGED_IN;
-    if (user_type == CKU_SO && cs_session_count (0) != cs_session_count (CKF_RW_SESSION))
+    if (user_type == CKU_SO && cs_session_count_inlock (0) != cs_session_count_inlock (CKF_RW_SESSION))
         return CKR_SESSION_READ_ONLY_EXISTS;
     return CKR_OK;
 }
@@ -323,15 +323,15 @@ s_login_store (CK_USER_TYPE user_type, const Cs__Result *result)
         cs_log_error ("the broker answered login without a usable ticket");
         return CKR_DEVICE_ERROR;
     }
-    return cs_token_login_store (user_type, result->login->ticket.data, result->login->ticket.len);
+    return cs_token_login_store_inlock (user_type, result->login->ticket.data, result->login->ticket.len);
 }
 
 CK_RV
-cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len)
+cs_token_login_store_inlock (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len)
 {
     CK_RV rv = cs_login_store_inlock (user_type, ticket, len);
     if (rv == CKR_OK)
-        cs_object_invalidate ();        /* the key list may differ once logged in */
+        cs_object_invalidate_inlock ();        /* the key list may differ once logged in */
     return rv;
 }
 
@@ -348,8 +348,13 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     Cs__LoginJob login = CS__LOGIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (user_type == CKU_CONTEXT_SPECIFIC)
         rv = CKR_OPERATION_NOT_INITIALIZED;     /* no key needs CKA_ALWAYS_AUTHENTICATE */
     else
@@ -373,7 +378,7 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     job.login = &login;
     rv = cs_runner_run_job (&job, false, &reply);
     cs_lock ();
-    if (rv == CKR_OK && !cs_session_lookup (handle))
+    if (rv == CKR_OK && !cs_session_lookup_inlock (handle))
         rv = CKR_SESSION_CLOSED;    /* closed meanwhile: perhaps the last one, which logged out (§5.6) */
     else
     if (rv == CKR_OK && (rv = s_login_allowed (user_type)) != CKR_OK)
@@ -401,8 +406,13 @@ cs_token_login_user (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CH
     CK_RV rv;
     if (!username || username_len == 0)
         return C_Login (handle, user_type, pin, pin_len);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     cs_unlock ();
     cs_log_debug ("C_LoginUser: this token has no user names");
     return CKR_ARGUMENTS_BAD;
@@ -412,14 +422,19 @@ CK_RV
 C_Logout (CK_SESSION_HANDLE handle)
 {
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!cs_login_user_logged_in_inlock () && !cs_login_so_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     else {
         cs_login_logout_inlock ();
-        cs_object_logged_out ();
+        cs_object_logged_out_inlock ();
     }
     cs_unlock ();
     return rv;
@@ -457,12 +472,17 @@ C_InitPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
     Cs__InitPinJob init = CS__INIT_PIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!pin && pin_len)
         rv = CKR_ARGUMENTS_BAD;
     else
-    if (!(cs_session_flags (session) & CKF_RW_SESSION))
+    if (!(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
     if (!cs_login_so_logged_in_inlock ())
@@ -489,12 +509,17 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     Cs__SetPinJob set = CS__SET_PIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if ((!old_pin && old_len) || (!new_pin && new_len))
         rv = CKR_ARGUMENTS_BAD;
     else
-    if (!(cs_session_flags (session) & CKF_RW_SESSION))
+    if (!(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
     if (old_len > CS_WIRE_MAX_PIN || !s_pin_len_ok (new_len))
@@ -536,9 +561,14 @@ C_GetObjectSize (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ULONG_PTR
     cs_object_info_t info;
     CK_RV rv;
     return_val_if_fail (size_p != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if ((rv = cs_object_info (object, &info)) == CKR_OK) {
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if ((rv = cs_object_info_inlock (object, &info)) == CKR_OK) {
         *size_p = s_object_size (&info);
         cs_object_info_clear (&info);
     }

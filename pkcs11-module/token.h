@@ -14,7 +14,7 @@
  *  `ticket` (len bytes, 1..256, copied) and marks the key list stale.
  *  Returns CKR_OK, or CKR_DEVICE_ERROR for an unusable ticket.  The state
  *  itself is login.h's.  */
-CK_RV cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len);
+CK_RV cs_token_login_store_inlock (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len);
 
 /*  Without the mutex: CKR_OK when the broker offers application mechanism
  *  `type` (then *info, if given, describes it), CKR_MECHANISM_INVALID when
@@ -28,6 +28,6 @@ CK_RV cs_token_login_user (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_
                            CK_ULONG pin_len, CK_UTF8CHAR_PTR username, CK_ULONG username_len);
 
 /*  Forgets everything: login state and the cached HelloResult.  */
-void cs_token_reset (void);
+void cs_token_reset_inlock (void);
 
 #endif

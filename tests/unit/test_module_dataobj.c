@@ -46,7 +46,7 @@ s_teardown (void)
     OPENSSL_free (s_der);
     X509_free (s_cert);
     cs_dataobj_reset ();
-    cs_token_reset ();
+    cs_token_reset_inlock ();
 }
 
 //  True when attrs holds type with exactly len bytes of value.
@@ -203,7 +203,7 @@ START_TEST (test_token_objects)
     ck_assert (memcmp (value, "der", 3) == 0);
     ck_assert_uint_eq (get [3].ulValueLen, CK_UNAVAILABLE_INFORMATION);    /* skipped from the wire */
     ck_assert_uint_eq (cs_dataobj_get_attributes (cert_handle + 1, get, 1), CKR_OBJECT_HANDLE_INVALID);
-    ck_assert_uint_eq (cs_token_login_store (CKU_USER, (const uint8_t *) "\x01ticket", 7), CKR_OK);
+    ck_assert_uint_eq (cs_token_login_store_inlock (CKU_USER, (const uint8_t *) "\x01ticket", 7), CKR_OK);
     ck_assert_uint_eq (cs_dataobj_find (NULL, 0, found), 2);
     CK_OBJECT_CLASS want = CKO_DATA;
     CK_ATTRIBUTE match [] = { { CKA_CLASS, &want, sizeof want }, { CKA_LABEL, "d", 1 } };
