@@ -64,21 +64,21 @@ s_to_wire (CK_OBJECT_CLASS klass, const cs_attrs_t *attrs, Cs__ObjectInfo *info)
 /*  Puts an object from the broker into the table under its ref (its old
  *  handle when it had one).  NULL when out of memory or malformed.  */
 static dataobj_t *
-s_put_token (const Cs__ObjectInfo *info)
+s_put_token_inlock (const Cs__ObjectInfo *info)
 {
     dataobj_t *object = NULL;
     if (!info->ref || !*info->ref
     ||  (info->object_class != CKO_CERTIFICATE && info->object_class != CKO_DATA))
         return NULL;
-    if (!(object = dataobj_by_ref (info->ref))) {
+    if (!(object = dataobj_by_ref_inlock (info->ref))) {
         char *ref = strdup (info->ref);
-        if (!ref || !(object = dataobj_add ())) {
+        if (!ref || !(object = dataobj_add_inlock ())) {
             free (ref);
             return NULL;
         }
         object->ref = ref;
     }
-    dataobj_clear (object);
+    dataobj_clear_inlock (object);
     object->klass = info->object_class;
     int rc = cs_attrs_set_bool (&object->attrs, CKA_PRIVATE, info->is_private);
     for (size_t i = 0; rc == 0 && i < info->n_attributes; i++) {
@@ -93,7 +93,7 @@ s_put_token (const Cs__ObjectInfo *info)
            : cs_attrs_set (&object->attrs, attr->type, attr->bytes.data, attr->bytes.len);
     }
     if (rc) {
-        dataobj_clear (object);
+        dataobj_clear_inlock (object);
         return NULL;
     }
     object->live = true;
@@ -118,12 +118,12 @@ s_job (Cs__Job *job, Cs__Result__KindCase kind, Cs__Reply **reply_p)
 }
 
 CK_RV
-cs_dataobj_load (const Cs__ObjectList *objects)
+cs_dataobj_load_inlock (const Cs__ObjectList *objects)
 {
     CK_RV rv = CKR_OK;
-    dataobj_clear_tokens ();
+    dataobj_clear_tokens_inlock ();
     for (size_t i = 0; objects && i < objects->n_objects && rv == CKR_OK; i++)
-        if (!s_put_token (objects->objects [i]))
+        if (!s_put_token_inlock (objects->objects [i]))
             rv = CKR_HOST_MEMORY;
     return rv;
 }
@@ -145,7 +145,7 @@ cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
         return CKR_OK;
     }
     cs_lock ();
-    rv = cs_dataobj_load (reply->results [0]->objects);
+    rv = cs_dataobj_load_inlock (reply->results [0]->objects);
     cs_unlock ();
     cs__reply__free_unpacked (reply, NULL);
     return rv;
@@ -156,7 +156,7 @@ cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 /*  Under the mutex: may this session make or change an object that is a
  *  token object or private?  PKCS#11 2.40 §5.7, §6.7.1.  */
 static CK_RV
-s_may_write (cs_session_t *session, bool token, bool priv)
+s_may_write_inlock (cs_session_t *session, bool token, bool priv)
 {
     if (token && !(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         return CKR_SESSION_READ_ONLY;
@@ -185,7 +185,7 @@ s_store (CK_OBJECT_CLASS klass, const char *ref, const cs_attrs_t *attrs, CK_OBJ
     if (rv != CKR_OK)
         return rv;
     cs_lock ();
-    dataobj_t *object = s_put_token (reply->results [0]->object);
+    dataobj_t *object = s_put_token_inlock (reply->results [0]->object);
     if (object && handle_p)
         *handle_p = dataobj_handle (object);
     cs_unlock ();
@@ -197,9 +197,9 @@ s_store (CK_OBJECT_CLASS klass, const char *ref, const cs_attrs_t *attrs, CK_OBJ
 
 /*  A session object of klass with attrs (taken).  Under the mutex.  */
 static CK_RV
-s_add_session (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_attrs_t *attrs, CK_OBJECT_HANDLE *handle_p)
+s_add_session_inlock (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_attrs_t *attrs, CK_OBJECT_HANDLE *handle_p)
 {
-    dataobj_t *object = dataobj_add ();
+    dataobj_t *object = dataobj_add_inlock ();
     if (!object)
         return CKR_HOST_MEMORY;
     object->klass = klass;
@@ -229,7 +229,7 @@ cs_dataobj_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG 
         cs_unlock ();
         return rv;
     }
-    rv = s_may_write (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
+    rv = s_may_write_inlock (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
     cs_unlock ();
     if (rv == CKR_OK)
         rv = cs_dataobj_attrs_new (klass, tmpl, count, &attrs);
@@ -238,7 +238,7 @@ cs_dataobj_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     else
     if (rv == CKR_OK) {
         cs_lock ();
-        rv = cs_session_lookup_inlock (handle) ? s_add_session (handle, klass, &attrs, object_p)
+        rv = cs_session_lookup_inlock (handle) ? s_add_session_inlock (handle, klass, &attrs, object_p)
                                         : CKR_SESSION_HANDLE_INVALID;
         cs_unlock ();
     }
@@ -255,11 +255,11 @@ s_snapshot_clear (dataobj_t *snapshot)
 
 /*  Under the mutex: a copy of visible object handle into *snapshot.  */
 static CK_RV
-s_take (CK_OBJECT_HANDLE handle, dataobj_t *snapshot)
+s_take_inlock (CK_OBJECT_HANDLE handle, dataobj_t *snapshot)
 {
-    const dataobj_t *object = dataobj_object (handle);
+    const dataobj_t *object = dataobj_object_inlock (handle);
     memset (snapshot, 0, sizeof *snapshot);
-    if (!dataobj_visible (object))
+    if (!dataobj_visible_inlock (object))
         return CKR_OBJECT_HANDLE_INVALID;
     snapshot->klass = object->klass;
     snapshot->live = true;
@@ -281,8 +281,8 @@ s_prepare_inlock (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, dataobj_t *
     CK_RV rv = cs_session_get_inlock (handle, &session);
     if (rv != CKR_OK)
         return rv;
-    if ((rv = s_take (object, snapshot)) == CKR_OK && snapshot->ref)
-        rv = s_may_write (session, true, false);
+    if ((rv = s_take_inlock (object, snapshot)) == CKR_OK && snapshot->ref)
+        rv = s_may_write_inlock (session, true, false);
     if (rv == CKR_OK && !cs_attrs_bool (&snapshot->attrs, flag, true))
         rv = CKR_ACTION_PROHIBITED;
     if (rv != CKR_OK)
@@ -306,7 +306,7 @@ cs_dataobj_destroy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
         return rv;
     }
     if (!snapshot.ref)
-        dataobj_clear (dataobj_object (object));
+        dataobj_clear_inlock (dataobj_object_inlock (object));
     cs_unlock ();
     if (snapshot.ref) {
         destroy.ref = snapshot.ref;
@@ -315,7 +315,7 @@ cs_dataobj_destroy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
         if ((rv = s_job (&job, CS__RESULT__KIND__NOT_SET, &reply)) == CKR_OK) {
             cs__reply__free_unpacked (reply, NULL);
             cs_lock ();
-            dataobj_clear (dataobj_object (object));
+            dataobj_clear_inlock (dataobj_object_inlock (object));
             cs_unlock ();
         }
     }
@@ -362,7 +362,7 @@ cs_dataobj_set (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATTR
     &&  (cs_attrs_copy (&attrs, &snapshot.attrs) || dataobj_attrs_add (&attrs, tmpl, count)))
         rv = CKR_HOST_MEMORY;
     if (rv == CKR_OK && !snapshot.ref) {
-        dataobj_t *live = dataobj_object (object);
+        dataobj_t *live = dataobj_object_inlock (object);
         cs_attrs_clear (&live->attrs);
         live->attrs = attrs;
         memset (&attrs, 0, sizeof attrs);
@@ -391,19 +391,19 @@ cs_dataobj_copy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATT
         cs_unlock ();
         return rv;
     }
-    if ((rv = s_take (object, &snapshot)) == CKR_OK && !cs_attrs_bool (&snapshot.attrs, CKA_COPYABLE, true))
+    if ((rv = s_take_inlock (object, &snapshot)) == CKR_OK && !cs_attrs_bool (&snapshot.attrs, CKA_COPYABLE, true))
         rv = CKR_ACTION_PROHIBITED;
     if (rv == CKR_OK)
         rv = s_check_change (&snapshot, tmpl, count, true);
     if (rv == CKR_OK)               /* the template is checked now */
         token = cs_template_bool (tmpl, count, CKA_TOKEN, snapshot.ref != NULL);
     if (rv == CKR_OK)
-        rv = s_may_write (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE,
+        rv = s_may_write_inlock (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE,
                                                            cs_attrs_bool (&snapshot.attrs, CKA_PRIVATE, false)));
     if (rv == CKR_OK && (cs_attrs_copy (&attrs, &snapshot.attrs) || dataobj_attrs_add (&attrs, tmpl, count)))
         rv = CKR_HOST_MEMORY;
     if (rv == CKR_OK && !token)
-        rv = s_add_session (handle, snapshot.klass, &attrs, object_p);
+        rv = s_add_session_inlock (handle, snapshot.klass, &attrs, object_p);
     cs_unlock ();
     if (rv == CKR_OK && token)
         rv = s_store (snapshot.klass, NULL, &attrs, object_p);

@@ -127,7 +127,7 @@ s_value_len (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf, size_t z_le
 }
 
 CK_RV
-cs_derive_check_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf, size_t z_len,
+cs_derive_check_template_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf, size_t z_len,
                           cs_derive_key_t *key)
 {
     CK_ULONG value;
@@ -270,7 +270,7 @@ typedef struct {
 
 /*  Under the mutex: the base key, the mechanism and the template.  */
 static CK_RV
-s_prepare (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
+s_prepare_inlock (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
            s_request_t *req)
 {
     CK_RV rv;
@@ -285,7 +285,7 @@ s_prepare (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTRIBUTE *
     if (req->base->key_type != CKK_EC)
         return CKR_KEY_TYPE_INCONSISTENT;
     if ((rv = cs_derive_check_params (mech, req->base->field_len, &req->params)) != CKR_OK
-    ||  (rv = cs_derive_check_template (tmpl, count, req->params.kdf, req->base->field_len, &req->key)) != CKR_OK)
+    ||  (rv = cs_derive_check_template_inlock (tmpl, count, req->params.kdf, req->base->field_len, &req->key)) != CKR_OK)
         return rv;
     if (cs_derive_attrs (tmpl, count, &req->key, cs_object_flag_inlock (base, CKA_ALWAYS_SENSITIVE, false),
                          cs_object_flag_inlock (base, CKA_NEVER_EXTRACTABLE, false), &req->attrs))
@@ -328,7 +328,7 @@ C_DeriveKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE b
         cs_unlock ();
         return rv;
     }
-    rv = s_prepare (mech, base, tmpl, count, &req);
+    rv = s_prepare_inlock (mech, base, tmpl, count, &req);
     cs_unlock ();
     if (rv == CKR_OK)
         rv = s_make_key (&req, &key);

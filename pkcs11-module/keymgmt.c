@@ -32,7 +32,7 @@ s_token_only (CK_ATTRIBUTE_TYPE type)
 }
 
 static CK_RV
-s_check_token_only (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass)
+s_check_token_only_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass)
 {
     return cs_object_check_create_inlock (klass, tmpl, count);
 }
@@ -48,11 +48,11 @@ s_generated_material (CK_ATTRIBUTE_TYPE type, bool public_template)
 
 /*  One generation template: its own checks, class, key type, material.  */
 static CK_RV
-s_check_gen_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass, CK_KEY_TYPE key_type)
+s_check_gen_template_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass, CK_KEY_TYPE key_type)
 {
     CK_ULONG value;
     CK_RV rv = cs_template_check (tmpl, count);
-    if (rv != CKR_OK || (rv = s_check_token_only (tmpl, count, klass)) != CKR_OK)
+    if (rv != CKR_OK || (rv = s_check_token_only_inlock (tmpl, count, klass)) != CKR_OK)
         return rv;
     if ((cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != klass)
     ||  (cs_template_ulong (tmpl, count, CKA_KEY_TYPE, &value) && value != key_type))
@@ -105,7 +105,7 @@ s_check_curve_gen (const CK_ATTRIBUTE *pub, CK_ULONG n_pub, const CK_ATTRIBUTE *
 }
 
 CK_RV
-cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_pub,
+cs_keygen_check_inlock (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_pub,
                  const CK_ATTRIBUTE *priv, CK_ULONG n_priv, cs_keygen_t *gen)
 {
     CK_RV rv;
@@ -119,8 +119,8 @@ cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_p
     }
     if (mech->ulParameterLen)
         return CKR_MECHANISM_PARAM_INVALID;
-    if ((rv = s_check_gen_template (pub, n_pub, CKO_PUBLIC_KEY, gen->key_type)) != CKR_OK
-    ||  (rv = s_check_gen_template (priv, n_priv, CKO_PRIVATE_KEY, gen->key_type)) != CKR_OK)
+    if ((rv = s_check_gen_template_inlock (pub, n_pub, CKO_PUBLIC_KEY, gen->key_type)) != CKR_OK
+    ||  (rv = s_check_gen_template_inlock (priv, n_priv, CKO_PRIVATE_KEY, gen->key_type)) != CKR_OK)
         return rv;
     gen->token = cs_template_bool (pub, n_pub, CKA_TOKEN, false) || cs_template_bool (priv, n_priv, CKA_TOKEN, false);
     gen->private_private = cs_template_bool (priv, n_priv, CKA_PRIVATE, true);
@@ -130,7 +130,7 @@ cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_p
 }
 
 CK_RV
-cs_keymgmt_create_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *class_p,
+cs_keymgmt_create_check_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *class_p,
                          CK_KEY_TYPE *key_type_p, bool *token_p)
 {
     CK_RV rv = cs_template_check (tmpl, count);
@@ -138,8 +138,8 @@ cs_keymgmt_create_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLA
         return rv;
     if (!cs_template_ulong (tmpl, count, CKA_CLASS, class_p)
     ||  !cs_template_ulong (tmpl, count, CKA_KEY_TYPE, key_type_p))
-        return s_check_token_only (tmpl, count, CKO_PRIVATE_KEY) ?: CKR_TEMPLATE_INCOMPLETE;
-    if ((rv = s_check_token_only (tmpl, count, *class_p)) != CKR_OK)
+        return s_check_token_only_inlock (tmpl, count, CKO_PRIVATE_KEY) ?: CKR_TEMPLATE_INCOMPLETE;
+    if ((rv = s_check_token_only_inlock (tmpl, count, *class_p)) != CKR_OK)
         return rv;
     if ((*class_p != CKO_PUBLIC_KEY && *class_p != CKO_PRIVATE_KEY)
     ||  (*key_type_p != CKK_RSA && *key_type_p != CKK_EC && *key_type_p != CKK_EC_EDWARDS))
@@ -182,7 +182,7 @@ cs_keymgmt_session_attrs (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_UL
 /*  Under the mutex: may this session make or change an object that is a
  *  token object (`token`) or private (`priv`)?  PKCS#11 2.40 §5.7, §6.7.1.  */
 static CK_RV
-s_may_write (cs_session_t *session, bool token, bool priv)
+s_may_write_inlock (cs_session_t *session, bool token, bool priv)
 {
     if (token && !(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         return CKR_SESSION_READ_ONLY;
@@ -341,7 +341,7 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
     CK_MECHANISM_INFO info;
     CK_RV rv;
     return_val_if_fail (mech && pub_p && priv_p && (pub || !n_pub) && (priv || !n_priv), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_keygen_check (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
+    if ((rv = cs_keygen_check_inlock (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
         return cs_guard_check () ?: rv;
     if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
@@ -350,7 +350,7 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
         cs_unlock ();
         return rv;
     }
-    rv = s_may_write (session, gen.token, gen.private_private);
+    rv = s_may_write_inlock (session, gen.token, gen.private_private);
     cs_unlock ();
     if (rv != CKR_OK || (rv = cs_token_mechanism (mech->mechanism, &info)) != CKR_OK)
         return rv;
@@ -394,9 +394,9 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
         return cs_dataobj_create (handle, tmpl, count, object_p);     /* certificates, data objects */
     if ((rv = cs_guard_check ()) == CKR_OK && cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
     &&  klass == CKO_SECRET_KEY)
-        return cs_secret_create (handle, tmpl, count, object_p);        /* secret.h */
+        return cs_secret_create_inlock (handle, tmpl, count, object_p);        /* secret.h */
     if (rv != CKR_OK
-    ||  (rv = cs_keymgmt_create_check (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
+    ||  (rv = cs_keymgmt_create_check_inlock (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
         return rv;
     priv = cs_template_bool (tmpl, count, CKA_PRIVATE, klass == CKO_PRIVATE_KEY);
     if ((rv = cs_guard_check ()) != CKR_OK)
@@ -406,7 +406,7 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
         cs_unlock ();
         return rv;
     }
-    rv = s_may_write (session, token, priv);
+    rv = s_may_write_inlock (session, token, priv);
     cs_unlock ();
     if (rv != CKR_OK)
         return rv;
@@ -443,7 +443,7 @@ s_object_prepare_inlock (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, cs_o
     if (rv != CKR_OK)
         return rv;
     if ((rv = cs_object_info_inlock (object, info)) == CKR_OK && info->token)
-        rv = s_may_write (session, true, false);
+        rv = s_may_write_inlock (session, true, false);
     return rv;
 }
 
@@ -629,7 +629,7 @@ C_CopyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PT
     &&  (rv = cs_object_check_change_inlock (object, tmpl, count, true)) == CKR_OK) {
         token = cs_template_bool (tmpl, count, CKA_TOKEN, info.token);
         priv = cs_template_bool (tmpl, count, CKA_PRIVATE, cs_object_flag_inlock (object, CKA_PRIVATE, false));
-        rv = s_may_write (session, token, priv);
+        rv = s_may_write_inlock (session, token, priv);
     }
     cs_unlock ();
     if (rv != CKR_OK)

@@ -376,7 +376,7 @@ s_digest_op_free (void *op)
 /*  C_DigestInit of a vendor modexp mechanism: a CKU_USER login (the
  *  boards' time is the tenant's, as for C_SignInit), then the parameter.  */
 static CK_RV
-s_modexp_init (const CK_MECHANISM *mech, cs_digest_op_t **op_p)
+s_modexp_init_inlock (const CK_MECHANISM *mech, cs_digest_op_t **op_p)
 {
     if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
@@ -431,7 +431,7 @@ C_DigestInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech)
         rv = CKR_OPERATION_ACTIVE;
     else
     if (cs_modexp_mechanism (mech->mechanism)) {
-        if ((rv = s_modexp_init (mech, &op)) == CKR_OK
+        if ((rv = s_modexp_init_inlock (mech, &op)) == CKR_OK
         &&  (rv = cs_session_op_start_inlock (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
             op = NULL;
     }

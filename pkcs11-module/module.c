@@ -86,9 +86,11 @@ s_forget_parent (void)
         s_module.inherited_config = s_module.config;
         s_module.config = NULL;
     }
+    cs_lock ();                             /* our fresh mutex: nobody else is here */
     cs_session_reset_all_inlock ();
     cs_object_reset_inlock ();
     cs_token_reset_inlock ();
+    cs_unlock ();
     s_module.owner = getpid ();
 }
 

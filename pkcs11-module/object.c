@@ -229,7 +229,7 @@ cs_object_reset_inlock (void)
     free (s_table.objects);
     free (s_table.buckets);
     memset (&s_table, 0, sizeof s_table);
-    cs_dataobj_reset ();
+    cs_dataobj_reset_inlock ();
 }
 
 /*  ---- session objects ---------------------------------------------------- */
@@ -253,7 +253,7 @@ cs_object_session_closed_inlock (CK_SESSION_HANDLE session)
     for (size_t i = 0; i < s_table.count; i++)
         if (!s_table.objects [i].ref && (session == 0 || s_table.objects [i].session == session))
             s_object_clear (&s_table.objects [i]);
-    cs_dataobj_session_closed (session);
+    cs_dataobj_session_closed_inlock (session);
 }
 
 /*  ---- attribute values --------------------------------------------------- */
@@ -468,7 +468,7 @@ s_attr (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
 }
 
 static bool
-s_visible (const cs_object_t *object)
+s_visible_inlock (const cs_object_t *object)
 {
     return object && object->key && (cs_login_user_logged_in_inlock () || !s_flag (object, CKA_PRIVATE, true));
 }
@@ -480,7 +480,7 @@ cs_object_logged_out_inlock (void)
         if (!s_table.objects [i].ref && s_table.objects [i].key
         &&  s_flag (&s_table.objects [i], CKA_PRIVATE, true))
             s_object_clear (&s_table.objects [i]);
-    cs_dataobj_logged_out ();
+    cs_dataobj_logged_out_inlock ();
 }
 
 /*  ---- looking at objects --------------------------------------------------- */
@@ -489,7 +489,7 @@ cs_key_t *
 cs_object_key_inlock (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p)
 {
     cs_object_t *object = s_object (handle);
-    if (!s_visible (object))
+    if (!s_visible_inlock (object))
         return NULL;
     if (class_p)
         *class_p = object->klass;
@@ -506,7 +506,7 @@ cs_object_use_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
                             : want & CKF_SIGN_RECOVER ? CKA_SIGN_RECOVER
                             : want & CKF_VERIFY_RECOVER ? CKA_VERIFY_RECOVER
                             : want & CKF_VERIFY ? CKA_VERIFY : CKA_ENCRYPT;
-    if (!s_visible (object))
+    if (!s_visible_inlock (object))
         return CKR_KEY_HANDLE_INVALID;
     if ((object->klass != CKO_SECRET_KEY && object->klass != (need_private ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY))
     ||  !s_flag (object, usage, false))
@@ -523,7 +523,7 @@ bool
 cs_object_flag_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt)
 {
     cs_object_t *object = s_object (handle);
-    return s_visible (object) ? s_flag (object, type, dflt) : dflt;
+    return s_visible_inlock (object) ? s_flag (object, type, dflt) : dflt;
 }
 
 CK_RV
@@ -531,7 +531,7 @@ cs_object_info_inlock (CK_OBJECT_HANDLE handle, cs_object_info_t *info)
 {
     cs_object_t *object = s_object (handle);
     memset (info, 0, sizeof *info);
-    if (!s_visible (object))
+    if (!s_visible_inlock (object))
         return CKR_OBJECT_HANDLE_INVALID;
     if (cs_attrs_copy (&info->attrs, &object->attrs))
         return CKR_HOST_MEMORY;
@@ -581,8 +581,8 @@ cs_object_get_attributes_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl,
     CK_RV rv = CKR_OK;
     const cs_object_t *object = s_object (handle);
     if (cs_dataobj_is_handle (handle))
-        return cs_dataobj_get_attributes (handle, tmpl, count);
-    if (!s_visible (object))
+        return cs_dataobj_get_attributes_inlock (handle, tmpl, count);
+    if (!s_visible_inlock (object))
         return CKR_OBJECT_HANDLE_INVALID;
     for (CK_ULONG i = 0; i < count; i++) {
         CK_RV one = s_get_one (object, &tmpl [i]);
@@ -609,14 +609,14 @@ s_matches (const cs_object_t *object, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 CK_RV
 cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
 {
-    CK_OBJECT_HANDLE *handles = calloc (s_table.count + cs_dataobj_count () + 1, sizeof *handles);
+    CK_OBJECT_HANDLE *handles = calloc (s_table.count + cs_dataobj_count_inlock () + 1, sizeof *handles);
     size_t found = 0;
     if (!handles)
         return CKR_HOST_MEMORY;
     for (size_t i = 0; i < s_table.count; i++)
-        if (s_visible (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
+        if (s_visible_inlock (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
             handles [found++] = i + 1;
-    found += cs_dataobj_find (tmpl, count, handles + found);
+    found += cs_dataobj_find_inlock (tmpl, count, handles + found);
     *handles_p = handles;
     *count_p = found;
     return CKR_OK;
@@ -628,7 +628,7 @@ cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDL
  *  with the rules of cs_attr_rules.h (the broker applies the same table to
  *  server-held keys).  */
 static CK_RV
-s_check_one_change (const cs_object_t *object, const CK_ATTRIBUTE *attr, bool copy)
+s_check_one_change_inlock (const cs_object_t *object, const CK_ATTRIBUTE *attr, bool copy)
 {
     s_value_t value = { 0 };
     s_attr_result_t kind = s_attr (object, attr->type, &value);
@@ -650,14 +650,14 @@ cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl
 {
     const cs_object_t *object = s_object (handle);
     CK_RV rv;
-    if (!s_visible (object))
+    if (!s_visible_inlock (object))
         return CKR_OBJECT_HANDLE_INVALID;
     if ((rv = cs_template_check (tmpl, count)) != CKR_OK)
         return rv;
     if (!s_flag (object, copy ? CKA_COPYABLE : CKA_MODIFIABLE, false))
         return CKR_ACTION_PROHIBITED;
     for (CK_ULONG i = 0; i < count; i++)
-        if ((rv = s_check_one_change (object, &tmpl [i], copy)) != CKR_OK)
+        if ((rv = s_check_one_change_inlock (object, &tmpl [i], copy)) != CKR_OK)
             return rv;
     return CKR_OK;
 }
@@ -692,7 +692,7 @@ cs_object_set_local_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, C
 {
     cs_object_t *object = s_object (handle);
     cs_attrs_t attrs = { 0 };
-    if (!s_visible (object) || object->ref)
+    if (!s_visible_inlock (object) || object->ref)
         return CKR_OBJECT_HANDLE_INVALID;
     if (cs_attrs_copy (&attrs, &object->attrs) || cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)
     ||  cs_object_attrs_follow (object->klass, &attrs)) {
@@ -723,7 +723,7 @@ bool
 cs_object_mech_allowed_inlock (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech)
 {
     const cs_object_t *object = s_object (handle);
-    const cs_attr_t *list = s_visible (object) ? cs_attrs_find (&object->attrs, CKA_ALLOWED_MECHANISMS) : NULL;
+    const cs_attr_t *list = s_visible_inlock (object) ? cs_attrs_find (&object->attrs, CKA_ALLOWED_MECHANISMS) : NULL;
     return !list || cs_attr_mech_allowed (list->value, list->len, mech);
 }
 
@@ -731,7 +731,7 @@ CK_RV
 cs_object_destroy_local_inlock (CK_OBJECT_HANDLE handle)
 {
     cs_object_t *object = s_object (handle);
-    if (!s_visible (object) || object->ref)
+    if (!s_visible_inlock (object) || object->ref)
         return CKR_OBJECT_HANDLE_INVALID;
     s_object_clear (object);
     return CKR_OK;

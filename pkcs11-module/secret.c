@@ -158,7 +158,7 @@ s_op_make (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, s_op_t **op_p
 }
 
 static CK_RV
-s_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
+s_op_new_inlock (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
 {
     const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
     if (!row || !(row->flags & want))
@@ -172,7 +172,7 @@ CK_RV
 cs_secret_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const CK_MECHANISM *mech,
                 CK_OBJECT_HANDLE key)
 {
-    return cs_keyop_init (handle, kind, want, mech, key, s_op_new, s_op_free);
+    return cs_keyop_init (handle, kind, want, mech, key, s_op_new_inlock, s_op_free);
 }
 
 bool
@@ -452,7 +452,7 @@ s_not_stored (CK_ATTRIBUTE_TYPE type)
  *  the key type (from the template, else `dflt`), checked against
  *  `len` bytes.  */
 static CK_RV
-s_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len, CK_KEY_TYPE *type_p)
+s_check_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len, CK_KEY_TYPE *type_p)
 {
     CK_ULONG klass = CKO_SECRET_KEY, type = dflt;
     if (cs_object_check_create_inlock (CKO_SECRET_KEY, tmpl, count) != CKR_OK)
@@ -511,14 +511,14 @@ s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KE
 }
 
 CK_RV
-cs_secret_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE_PTR object_p)
+cs_secret_create_inlock (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE_PTR object_p)
 {
     CK_KEY_TYPE type;
     CK_RV rv;
     const CK_ATTRIBUTE *value = cs_template_find (tmpl, count, CKA_VALUE);
     if (!value || !value->pValue || !cs_template_find (tmpl, count, CKA_KEY_TYPE))
         return CKR_TEMPLATE_INCOMPLETE;
-    if ((rv = s_check (tmpl, count, (CK_KEY_TYPE) -1, value->ulValueLen, &type)) != CKR_OK)
+    if ((rv = s_check_inlock (tmpl, count, (CK_KEY_TYPE) -1, value->ulValueLen, &type)) != CKR_OK)
         return rv;
     if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
         return cs_secret_token_import (handle, tmpl, count, object_p);      /* held by the broker */
@@ -573,7 +573,7 @@ C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR
     else
     if (!cs_template_ulong (tmpl, count, CKA_VALUE_LEN, &len))
         return CKR_TEMPLATE_INCOMPLETE;
-    if ((rv = s_check (tmpl, count, row->key_type, len, &type)) != CKR_OK)
+    if ((rv = s_check_inlock (tmpl, count, row->key_type, len, &type)) != CKR_OK)
         return rv;
     if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
         return cs_secret_token_generate (handle, mech->mechanism, len, tmpl, count, key_p);    /* by the broker */

@@ -30,7 +30,7 @@ static struct {
 } s_sessions;
 
 static void
-s_session_destroy (cs_session_t **self_p)
+s_session_destroy_inlock (cs_session_t **self_p)
 {
     cs_session_t *self = *self_p;
     if (!self)
@@ -135,7 +135,7 @@ void
 cs_session_reset_all_inlock (void)
 {
     for (size_t i = 0; i < s_sessions.count; i++)
-        s_session_destroy (&s_sessions.sessions [i]);
+        s_session_destroy_inlock (&s_sessions.sessions [i]);
     free (s_sessions.sessions);
     memset (&s_sessions, 0, sizeof s_sessions);
 }
@@ -163,11 +163,11 @@ s_session_add (CK_FLAGS flags, CK_SESSION_HANDLE *handle_p)
 
 /*  Removes session `handle`; logs out when it was the last one.  */
 static CK_RV
-s_session_remove (CK_SESSION_HANDLE handle)
+s_session_remove_inlock (CK_SESSION_HANDLE handle)
 {
     for (size_t i = 0; i < s_sessions.count; i++)
         if (s_sessions.sessions [i]->handle == handle) {
-            s_session_destroy (&s_sessions.sessions [i]);
+            s_session_destroy_inlock (&s_sessions.sessions [i]);
             s_sessions.sessions [i] = s_sessions.sessions [--s_sessions.count];
             if (s_sessions.count == 0)
                 cs_login_logout_inlock ();
@@ -204,7 +204,7 @@ C_CloseSession (CK_SESSION_HANDLE handle)
     if (rv != CKR_OK)
         return rv;
     cs_lock ();
-    rv = s_session_remove (handle);
+    rv = s_session_remove_inlock (handle);
     cs_unlock ();
     return rv;
 }
@@ -226,7 +226,7 @@ C_CloseAllSessions (CK_SLOT_ID slot)
 
 /*  Session state from the token's login state (PKCS#11 2.40 §5.6 table 8).  */
 static CK_STATE
-s_state (const cs_session_t *self)
+s_state_inlock (const cs_session_t *self)
 {
     bool rw = self->flags & CKF_RW_SESSION;
     if (cs_login_so_logged_in_inlock ())
@@ -251,7 +251,7 @@ C_GetSessionInfo (CK_SESSION_HANDLE handle, CK_SESSION_INFO_PTR info)
     }
     memset (info, 0, sizeof *info);
     info->slotID = CS_SLOT_ID;
-    info->state = s_state (session);
+    info->state = s_state_inlock (session);
     info->flags = session->flags;
     cs_unlock ();
     return CKR_OK;

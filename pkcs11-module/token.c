@@ -67,7 +67,7 @@ s_copy_text (char *out, size_t size, const char *text, const char *fallback)
 
 /*  Stores a HelloResult (under the mutex).  */
 static CK_RV
-s_store_hello (const Cs__HelloResult *hello)
+s_store_hello_inlock (const Cs__HelloResult *hello)
 {
     s_raw_mech_t *mechs = calloc (hello->n_mechanisms + 1, sizeof *mechs);
     if (!mechs)
@@ -115,7 +115,7 @@ s_hello_ensure (void)
     }
     if (rv == CKR_OK) {
         cs_lock ();
-        rv = s_store_hello (reply->results [0]->hello);
+        rv = s_store_hello_inlock (reply->results [0]->hello);
         cs_unlock ();
     }
     else
@@ -127,7 +127,7 @@ s_hello_ensure (void)
 }
 
 static const s_raw_mech_t *
-s_raw_mech (CK_MECHANISM_TYPE type)
+s_raw_mech_inlock (CK_MECHANISM_TYPE type)
 {
     for (size_t i = 0; i < s_token.n_mechs; i++)
         if (s_token.mechs [i].type == type)
@@ -142,7 +142,7 @@ s_raw_mech (CK_MECHANISM_TYPE type)
  *  decides with the broker's keys/rsa-min-bits (the broker checks jobs with
  *  the same function and figures).  */
 static bool
-s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
+s_offer_inlock (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
 {
     const s_raw_mech_t *raw = NULL;
     memset (info, 0, sizeof *info);
@@ -151,7 +151,7 @@ s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
     info->ulMaxKeySize = entry->max_bits;       /* secret-key generation: bytes) */
     if (!(entry->flags & CKF_HW))
         return true;    /* local digests, secret-key generation (wire 0 is also CKM_RSA_PKCS_KEY_PAIR_GEN) */
-    if (!(raw = s_raw_mech (entry->wire)))
+    if (!(raw = s_raw_mech_inlock (entry->wire)))
         return false;
     if (raw->flags & (CKF_SIGN | CKF_DECRYPT | CKF_GENERATE_KEY_PAIR)) {
         if (!(raw->flags & CKF_SIGN))
@@ -264,7 +264,7 @@ C_GetMechanismList (CK_SLOT_ID slot, CK_MECHANISM_TYPE_PTR list, CK_ULONG_PTR co
         return rv;
     cs_lock ();
     for (size_t i = 0; i < n_table; i++)
-        if (s_offer (&table [i], &info)) {
+        if (s_offer_inlock (&table [i], &info)) {
             if (list && count < *count_p)
                 list [count] = table [i].type;
             count++;
@@ -285,7 +285,7 @@ cs_token_mechanism (CK_MECHANISM_TYPE type, CK_MECHANISM_INFO *info)
     if (rv != CKR_OK)
         return rv;
     cs_lock ();
-    if (!entry || !s_offer (entry, info ? info : &scratch))
+    if (!entry || !s_offer_inlock (entry, info ? info : &scratch))
         rv = CKR_MECHANISM_INVALID;
     cs_unlock ();
     return rv;
@@ -300,7 +300,7 @@ C_GetMechanismInfo (CK_SLOT_ID slot, CK_MECHANISM_TYPE type, CK_MECHANISM_INFO_P
 
 /*  Under the mutex: may `user_type` log in now?  PKCS#11 2.40 §5.6 C_Login.  */
 static CK_RV
-s_login_allowed (CK_USER_TYPE user_type)
+s_login_allowed_inlock (CK_USER_TYPE user_type)
 {
     bool user = cs_login_user_logged_in_inlock (), so = cs_login_so_logged_in_inlock ();
     bool same = user_type == CKU_USER ? user : so;
@@ -316,7 +316,7 @@ s_login_allowed (CK_USER_TYPE user_type)
 
 /*  Under the mutex: records a successful login and its ticket.  */
 static CK_RV
-s_login_store (CK_USER_TYPE user_type, const Cs__Result *result)
+s_login_store_inlock (CK_USER_TYPE user_type, const Cs__Result *result)
 {
     if (result->kind_case != CS__RESULT__KIND_LOGIN || !result->login
     ||  result->login->ticket.len == 0 || result->login->ticket.len > CS_WIRE_MAX_TICKET) {
@@ -367,7 +367,7 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     if (pin_len == 0 || pin_len > CS_PIN_MAX_LEN)
         rv = CKR_PIN_LEN_RANGE;
     else
-        rv = s_login_allowed (user_type);
+        rv = s_login_allowed_inlock (user_type);
     cs_unlock ();
     if (rv != CKR_OK)
         return rv;
@@ -381,11 +381,11 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     if (rv == CKR_OK && !cs_session_lookup_inlock (handle))
         rv = CKR_SESSION_CLOSED;    /* closed meanwhile: perhaps the last one, which logged out (§5.6) */
     else
-    if (rv == CKR_OK && (rv = s_login_allowed (user_type)) != CKR_OK)
+    if (rv == CKR_OK && (rv = s_login_allowed_inlock (user_type)) != CKR_OK)
         ;       /* another thread logged in meanwhile: its login stands */
     else
     if (rv == CKR_OK)
-        rv = s_login_store (user_type, reply->results [0]);
+        rv = s_login_store_inlock (user_type, reply->results [0]);
     if (reply)
         s_token.have_hello = false;     /* the PIN flags may have changed */
     cs_unlock ();
@@ -442,7 +442,7 @@ C_Logout (CK_SESSION_HANDLE handle)
 
 /*  Under the mutex: is a new PIN of `len` bytes within the token's range?  */
 static bool
-s_pin_len_ok (CK_ULONG len)
+s_pin_len_ok_inlock (CK_ULONG len)
 {
     CK_ULONG min = s_token.have_hello ? s_token.min_pin : CS_PIN_MIN_LEN;
     CK_ULONG max = s_token.have_hello ? s_token.max_pin : CS_PIN_MAX_LEN;
@@ -488,7 +488,7 @@ C_InitPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
     if (!cs_login_so_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     else
-    if (!s_pin_len_ok (pin_len))
+    if (!s_pin_len_ok_inlock (pin_len))
         rv = CKR_PIN_LEN_RANGE;
     cs_unlock ();
     if (rv != CKR_OK)
@@ -522,7 +522,7 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     if (!(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
-    if (old_len > CS_WIRE_MAX_PIN || !s_pin_len_ok (new_len))
+    if (old_len > CS_WIRE_MAX_PIN || !s_pin_len_ok_inlock (new_len))
         rv = CKR_PIN_LEN_RANGE;
     set.user_type = cs_login_so_logged_in_inlock () ? CKU_SO : CKU_USER;
     cs_unlock ();
@@ -539,7 +539,7 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
  *  2.40 §5.7 leaves the meaning open): its stored attributes (type, length
  *  and value each) plus the key material the module holds for it.  */
 static CK_ULONG
-s_object_size (const cs_object_info_t *info)
+s_object_size_inlock (const cs_object_info_t *info)
 {
     const cs_key_t *key = info->key;
     CK_ULONG size = 0;
@@ -551,7 +551,7 @@ s_object_size (const cs_object_info_t *info)
     return size;
 }
 
-/*  PKCS#11 2.40 §5.7 C_GetObjectSize: an estimate (s_object_size).
+/*  PKCS#11 2.40 §5.7 C_GetObjectSize: an estimate (s_object_size_inlock).
  *  CKR_ARGUMENTS_BAD, CKR_SESSION_HANDLE_INVALID, CKR_OBJECT_HANDLE_INVALID,
  *  CKR_HOST_MEMORY, CKR_OK.  */
 CK_RV
@@ -569,7 +569,7 @@ C_GetObjectSize (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ULONG_PTR
         return rv;
     }
     if ((rv = cs_object_info_inlock (object, &info)) == CKR_OK) {
-        *size_p = s_object_size (&info);
+        *size_p = s_object_size_inlock (&info);
         cs_object_info_clear (&info);
     }
     cs_unlock ();

@@ -92,7 +92,7 @@ s_mechanism (const CK_MECHANISM *mech, CK_FLAGS want, const cs_key_t *key, CK_RV
  *  RSA public `key` and CKA_UNWRAP FALSE (it could decrypt, now or after a
  *  C_SetAttributeValue, what `key` wraps).  */
 static bool
-s_private_half_decrypts (const cs_key_t *key)
+s_private_half_decrypts_inlock (const cs_key_t *key)
 {
     CK_OBJECT_CLASS klass = CKO_PRIVATE_KEY;
     CK_ATTRIBUTE tmpl [] = {
@@ -120,7 +120,7 @@ s_aes (CK_OBJECT_CLASS klass, const cs_key_t *key)
 /*  Under the mutex: the rules of C_WrapKey on the two objects (file head).
  *  On CKR_OK, *wrapping_p and *key_p are new references.  */
 static CK_RV
-s_wrap_check (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_t **wrapping_p, cs_key_t **key_p)
+s_wrap_check_inlock (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_t **wrapping_p, cs_key_t **key_p)
 {
     CK_OBJECT_CLASS klass = 0, key_class = 0;
     cs_key_t *wkey = NULL, *key = NULL;
@@ -154,7 +154,7 @@ s_wrap_check (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_t **wra
     if (cs_object_flag_inlock (handle, CKA_WRAP_WITH_TRUSTED, false) && !trusted)
         rv = CKR_KEY_NOT_WRAPPABLE;
     else
-    if (cs_object_flag_inlock (handle, CKA_SENSITIVE, true) && (!trusted || (!aes && s_private_half_decrypts (wkey))))
+    if (cs_object_flag_inlock (handle, CKA_SENSITIVE, true) && (!trusted || (!aes && s_private_half_decrypts_inlock (wkey))))
         rv = CKR_KEY_NOT_WRAPPABLE;     /* token policy: the wrap/decrypt attack */
     if (rv == CKR_OK) {
         *wrapping_p = wkey;
@@ -235,7 +235,7 @@ C_WrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE wra
         cs_unlock ();
         return rv;
     }
-    rv = s_wrap_check (wrapping, key_handle, &wkey, &key);
+    rv = s_wrap_check_inlock (wrapping, key_handle, &wkey, &key);
     cs_unlock ();
     if (rv == CKR_OK && !wkey->modulus_len) {   /* an AES wrapping key */
         rv = s_aes_wrap (wkey, mech, key, out, out_len_p);
@@ -294,7 +294,7 @@ s_template_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE *type_p)
 /*  Under the mutex: the rules of C_UnwrapKey on the unwrapping key (file
  *  head).  On CKR_OK *key_p is a new reference.  */
 static CK_RV
-s_unwrap_check (CK_OBJECT_HANDLE unwrapping, cs_key_t **key_p)
+s_unwrap_check_inlock (CK_OBJECT_HANDLE unwrapping, cs_key_t **key_p)
 {
     CK_OBJECT_CLASS klass = 0;
     cs_key_t *key;
@@ -415,7 +415,7 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
         cs_unlock ();
         return rv;
     }
-    rv = s_unwrap_check (unwrapping, &ukey);
+    rv = s_unwrap_check_inlock (unwrapping, &ukey);
     cs_unlock ();
     if (rv == CKR_OK && !ukey->modulus_len)    /* an AES unwrapping key */
         rv = s_aes_mechanism (mech, CKF_UNWRAP, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
@@ -447,7 +447,7 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
         full [n++] = (CK_ATTRIBUTE) { CKA_VALUE, plain, plain_len };
         if (!cs_template_find (tmpl, count, CKA_SENSITIVE))
             full [n++] = (CK_ATTRIBUTE) { CKA_SENSITIVE, (void *) &yes, sizeof yes };
-        rv = cs_secret_create (handle, full, n, key_p);
+        rv = cs_secret_create_inlock (handle, full, n, key_p);
     }
     free (full);
     cs_secmem_free (plain, cap);
