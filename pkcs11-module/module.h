@@ -2,20 +2,24 @@
  *  C_GetInfo, fork detection.  module.c sits at the top of the module's
  *  units; jobs run through runner.h, the mutex and call guard are guard.h's.
  *
- *  Layers.  A unit includes only headers of its own layer or below; nothing
- *  calls upward (tests/integration/module-layers.sh checks it):
+ *  Layers.  A file includes only module headers of a lower rank, or of its
+ *  own unit, so nothing calls upward (tests/integration/module-layers.sh
+ *  holds the same list and checks it):
  *
- *    0  log, client_config, association, coalesce, link, mechanism
- *    1  key, attrs, keyder          the key type and attribute values
- *    2  guard                       library mutex and call guard
- *    3  login                       logged-in flags and the login ticket
- *    4  dataobj, object            the object tables
- *    5  session                     the session table
- *    6  runner                      jobs to the broker (ticket in, answer out)
- *    7  token, find, keyop, sign, decrypt, wrap, local, recover, derive,
- *       modexp, secret_token, secret, keymgmt, dataobj_jobs   entry points
- *    8  module                      C_Initialize, C_Finalize, C_GetInfo
- *    9  interface                   the function lists
+ *     0-4  cs_p11, log, mechanism, client_config, coalesce, association, link
+ *     2-3  key, attrs, keyder         the key type and attribute values
+ *       5  guard                      library mutex and call guard
+ *       6  login                      logged-in flags and the login ticket
+ *     7-8  dataobj_int, dataobj       the certificate and data object table
+ *       9  object                     the key object table
+ *      10  session                    the session table (its last close logs out)
+ *      11  runner                     jobs to the broker, ticket in, answer out
+ *      12  token, find, keyop, secret_token, modexp, dataobj_jobs
+ *      13  derive, secret
+ *      14  sign
+ *      15  decrypt, wrap, local, recover, keymgmt
+ *      16  module                     C_Initialize, C_Finalize, C_GetInfo
+ *      17  interface                  the function lists
  *
  *  Rule (DESIGN.md §5): the library mutex guards the session, object, login
  *  and token tables; no network I/O happens under it.  An entry point takes
