@@ -15,7 +15,7 @@
  *      10  session                    the session table (its last close logs out)
  *      11  runner                     jobs to the broker, ticket in, answer out
  *      12  token, find, keyop, secret_token, modexp, dataobj_jobs
- *      13  derive, secret
+ *      13  derive, secret, secret_key, digest
  *      14  sign
  *      15  decrypt, wrap, local, recover, keymgmt
  *      16  module                     C_Initialize, C_Finalize, C_GetInfo

@@ -32,14 +32,14 @@ declare -A rank=(
     [session]=10
     [runner]=11
     [token]=12 [find]=12 [keyop]=12 [secret_token]=12 [modexp]=12 [dataobj_jobs]=12
-    [derive]=13 [secret]=13
+    [derive]=13 [secret]=13 [secret_key]=13 [digest]=13
     [sign]=14
     [decrypt]=15 [wrap]=15 [local]=15 [recover]=15 [keymgmt]=15
     [module]=16
     [interface]=17
 )
-# files whose unit is another's (dataobj_jobs.c implements part of dataobj.h)
-declare -A own=([dataobj_jobs]="dataobj dataobj_int")
+# files that implement part of another unit's header
+declare -A own=([dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret")
 
 for file in "$dir"/*.c "$dir"/*.h; do
     unit=$(basename "$file"); unit=${unit%.*}
