@@ -11,7 +11,7 @@
  *       5  guard                      library mutex and call guard
  *       6  login                      logged-in flags and the login ticket
  *     7-8  dataobj_int, dataobj       the certificate and data object table
- *       9  object                     the key object table
+ *       9  object, objattr, object_int   the key object table
  *      10  session                    the session table (its last close logs out)
  *      11  runner                     jobs to the broker, ticket in, answer out
  *      12  token, find, keyop, secret_token, modexp, dataobj_jobs

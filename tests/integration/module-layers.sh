@@ -28,7 +28,7 @@ declare -A rank=(
     [guard]=5
     [login]=6
     [dataobj_int]=7 [dataobj]=8
-    [object]=9
+    [object_int]=9 [objattr]=9 [object]=9
     [session]=10
     [runner]=11
     [token]=12 [find]=12 [keyop]=12 [secret_token]=12 [modexp]=12 [dataobj_jobs]=12
@@ -39,7 +39,8 @@ declare -A rank=(
     [interface]=17
 )
 # files that implement part of another unit's header
-declare -A own=([dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret")
+declare -A own=([dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret"
+                [object]="object_int" [objattr]="object_int")
 
 for file in "$dir"/*.c "$dir"/*.h; do
     unit=$(basename "$file"); unit=${unit%.*}
