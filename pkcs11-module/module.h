@@ -17,9 +17,12 @@
  *      12  token, find, keyop, secret_token, modexp, dataobj_jobs
  *      13  derive, secret, secret_key, digest
  *      14  sign
- *      15  decrypt, wrap, local, recover, keymgmt
+ *      15  decrypt, wrap, local, recover, keymgmt, keymgmt_check
  *      16  module                     C_Initialize, C_Finalize, C_GetInfo
  *      17  interface                  the function lists
+ *
+ *  The internal headers (dataobj_int.h, object_int.h, keymgmt_int.h) are
+ *  shared by the files of one unit only.
  *
  *  Rule (DESIGN.md §5): the library mutex guards the session, object, login
  *  and token tables; no network I/O happens under it.  An entry point takes

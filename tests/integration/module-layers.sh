@@ -34,13 +34,13 @@ declare -A rank=(
     [token]=12 [find]=12 [keyop]=12 [secret_token]=12 [modexp]=12 [dataobj_jobs]=12
     [derive]=13 [secret]=13 [secret_key]=13 [digest]=13
     [sign]=14
-    [decrypt]=15 [wrap]=15 [local]=15 [recover]=15 [keymgmt]=15
+    [decrypt]=15 [wrap]=15 [local]=15 [recover]=15 [keymgmt]=15 [keymgmt_check]=15 [keymgmt_int]=1
     [module]=16
     [interface]=17
 )
 # files that implement part of another unit's header
 declare -A own=([dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret"
-                [object]="object_int" [objattr]="object_int")
+                [object]="object_int" [objattr]="object_int" [keymgmt_check]="keymgmt")
 
 for file in "$dir"/*.c "$dir"/*.h; do
     unit=$(basename "$file"); unit=${unit%.*}
