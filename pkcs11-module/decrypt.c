@@ -138,7 +138,7 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
         return rv;
     cs_lock ();
     if ((rv = cs_session_op_get_inlock (handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK) {
+                                      &session, (void **) &op)) != CKR_OK) {
         cs_unlock ();
         return rv;
     }

@@ -138,7 +138,7 @@ s_digest_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
         return rv;
     cs_lock ();
     if ((rv = cs_session_op_get_inlock (handle, CS_OP_DIGEST, out_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK) {
+                                      &session, (void **) &op)) != CKR_OK) {
         cs_unlock ();
         return rv;
     }

@@ -328,7 +328,7 @@ C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR
         return rv;
     cs_lock ();
     if ((rv = cs_session_op_get_inlock (handle, CS_OP_ENCRYPT, out_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK) {
+                                      &session, (void **) &op)) != CKR_OK) {
         cs_unlock ();
         return rv;
     }

@@ -104,8 +104,9 @@ C_VerifyRecover (CK_SESSION_HANDLE handle, CK_BYTE_PTR sig, CK_ULONG sig_len, CK
     if (rv != CKR_OK)
         return rv;
     cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, CS_OP_VERIFY_RECOVER, data_len_p != NULL && (sig || !sig_len),
-                                    &session, (void **) &op)) != CKR_OK) {
+    if ((rv = cs_session_op_get_inlock (handle, CS_OP_VERIFY_RECOVER,
+                                        data_len_p != NULL && (sig || !sig_len),
+                                        &session, (void **) &op)) != CKR_OK) {
         cs_unlock ();
         return rv;
     }

@@ -330,7 +330,7 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
         return rv;
     cs_lock ();
     if ((rv = cs_session_op_get_inlock (handle, kind, out_len_p != NULL && (final || data || !len),
-                                   &session, (void **) &op)) != CKR_OK) {
+                                      &session, (void **) &op)) != CKR_OK) {
         cs_unlock ();
         return rv;
     }
@@ -389,7 +389,7 @@ cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_
         return rv;
     cs_lock ();
     if ((rv = cs_session_op_get_inlock (handle, CS_OP_VERIFY, sig != NULL && (final || data || !len),
-                                   &session, (void **) &op)) != CKR_OK) {
+                                      &session, (void **) &op)) != CKR_OK) {
         cs_unlock ();
         return rv;
     }

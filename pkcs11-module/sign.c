@@ -193,7 +193,7 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
         return rv;
     cs_lock ();
     if ((rv = cs_session_op_get_inlock (handle, kind, sig_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK) {
+                                      &session, (void **) &op)) != CKR_OK) {
         cs_unlock ();
         return rv;
     }
