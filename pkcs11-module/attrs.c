@@ -329,3 +329,11 @@ cs_attrs_list_to_wire (const cs_attrs_t *self, Cs__Attribute ***wire_p, size_t *
     *count_p = n;
     return CKR_OK;
 }
+
+void
+cs_pad (unsigned char *field, size_t size, const char *text)
+{
+    size_t len = text ? strlen (text) : 0;
+    memset (field, ' ', size);
+    memcpy (field, text, len < size ? len : size);
+}

@@ -101,4 +101,9 @@ CK_RV cs_attrs_list_to_wire (const cs_attrs_t *self, Cs__Attribute ***wire_p, si
 /*  Frees what cs_attrs_to_wire made.  NULL-safe.  */
 void cs_attrs_wire_free (Cs__Attribute **wire, size_t count);
 
+/*  Copies `text` (NULL: empty) into a blank-padded, not terminated PKCS#11
+ *  string field of `size` bytes (truncating): CK_INFO, CK_SLOT_INFO,
+ *  CK_TOKEN_INFO.  */
+void cs_pad (unsigned char *field, size_t size, const char *text);
+
 #endif

@@ -12,9 +12,7 @@
 #include <openssl/x509.h>
 #include "attrs.h"
 #include "log.h"
-#include "module.h"
-#include "session.h"
-#include "token.h"
+#include "login.h"
 #include "dataobj.h"
 #include "dataobj_int.h"
 
@@ -95,7 +93,7 @@ cs_dataobj_is_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 }
 
 dataobj_t *
-dataobj_object (CK_OBJECT_HANDLE handle)
+dataobj_object_inlock (CK_OBJECT_HANDLE handle)
 {
     if (!cs_dataobj_is_handle (handle) || handle - CS_DATAOBJ_HANDLE_BASE > s_table.count)
         return NULL;
@@ -109,15 +107,15 @@ dataobj_handle (const dataobj_t *object)
 }
 
 bool
-dataobj_visible (const dataobj_t *object)
+dataobj_visible_inlock (const dataobj_t *object)
 {
     return object && object->live
-        && (!cs_attrs_bool (&object->attrs, CKA_PRIVATE, false) || cs_token_user_logged_in ());
+        && (!cs_attrs_bool (&object->attrs, CKA_PRIVATE, false) || cs_login_user_logged_in_inlock ());
 }
 
 /*  A new entry (never moves the others' handles: the table only grows).  */
 dataobj_t *
-dataobj_add (void)
+dataobj_add_inlock (void)
 {
     if (s_table.count == s_table.size) {
         size_t size = s_table.size ? 2 * s_table.size : 16;
@@ -133,14 +131,14 @@ dataobj_add (void)
 }
 
 void
-dataobj_clear (dataobj_t *object)
+dataobj_clear_inlock (dataobj_t *object)
 {
     object->live = false;
     cs_attrs_clear (&object->attrs);
 }
 
 dataobj_t *
-dataobj_by_ref (const char *ref)
+dataobj_by_ref_inlock (const char *ref)
 {
     for (size_t i = 0; i < s_table.count; i++)
         if (s_table.objects [i].ref && strcmp (s_table.objects [i].ref, ref) == 0)
@@ -149,11 +147,11 @@ dataobj_by_ref (const char *ref)
 }
 
 void
-dataobj_clear_tokens (void)
+dataobj_clear_tokens_inlock (void)
 {
     for (size_t i = 0; i < s_table.count; i++)
         if (s_table.objects [i].ref)
-            dataobj_clear (&s_table.objects [i]);
+            dataobj_clear_inlock (&s_table.objects [i]);
 }
 
 /*  ---- the value of one attribute ---------------------------------------- */
@@ -204,11 +202,11 @@ s_get_one (const dataobj_t *object, CK_ATTRIBUTE *attr)
 }
 
 CK_RV
-cs_dataobj_get_attributes (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
+cs_dataobj_get_attributes_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
 {
-    const dataobj_t *object = dataobj_object (handle);
+    const dataobj_t *object = dataobj_object_inlock (handle);
     CK_RV rv = CKR_OK;
-    if (!dataobj_visible (object))
+    if (!dataobj_visible_inlock (object))
         return CKR_OBJECT_HANDLE_INVALID;
     for (CK_ULONG i = 0; i < count; i++) {
         CK_RV one = s_get_one (object, &tmpl [i]);
@@ -219,7 +217,7 @@ cs_dataobj_get_attributes (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_UL
 }
 
 size_t
-cs_dataobj_count (void)
+cs_dataobj_count_inlock (void)
 {
     return s_table.count;
 }
@@ -239,36 +237,36 @@ s_matches (const dataobj_t *object, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 }
 
 size_t
-cs_dataobj_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE *out)
+cs_dataobj_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE *out)
 {
     size_t found = 0;
     for (size_t i = 0; i < s_table.count; i++)
-        if (dataobj_visible (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
+        if (dataobj_visible_inlock (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
             out [found++] = dataobj_handle (&s_table.objects [i]);
     return found;
 }
 
 void
-cs_dataobj_session_closed (CK_SESSION_HANDLE session)
+cs_dataobj_session_closed_inlock (CK_SESSION_HANDLE session)
 {
     for (size_t i = 0; i < s_table.count; i++)
         if (!s_table.objects [i].ref && (session == 0 || s_table.objects [i].session == session))
-            dataobj_clear (&s_table.objects [i]);
+            dataobj_clear_inlock (&s_table.objects [i]);
 }
 
 void
-cs_dataobj_logged_out (void)
+cs_dataobj_logged_out_inlock (void)
 {
     for (size_t i = 0; i < s_table.count; i++)
         if (!s_table.objects [i].ref && cs_attrs_bool (&s_table.objects [i].attrs, CKA_PRIVATE, false))
-            dataobj_clear (&s_table.objects [i]);
+            dataobj_clear_inlock (&s_table.objects [i]);
 }
 
 void
-cs_dataobj_reset (void)
+cs_dataobj_reset_inlock (void)
 {
     for (size_t i = 0; i < s_table.count; i++) {
-        dataobj_clear (&s_table.objects [i]);
+        dataobj_clear_inlock (&s_table.objects [i]);
         free (s_table.objects [i].ref);
     }
     free (s_table.objects);

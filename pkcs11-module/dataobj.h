@@ -43,7 +43,7 @@ CK_RV cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count);
 /*  Under the mutex.  Replaces the token objects by `objects` (from the
  *  broker, or a test; NULL: none); a ref seen before keeps its handle.
  *  CKR_OK or CKR_HOST_MEMORY.  */
-CK_RV cs_dataobj_load (const Cs__ObjectList *objects);
+CK_RV cs_dataobj_load_inlock (const Cs__ObjectList *objects);
 
 /*  The attribute list of a new object of klass made by template tmpl
  *  (C_CreateObject): the template checked (the codes of
@@ -59,25 +59,25 @@ CK_RV cs_dataobj_attrs_new (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_
 /*  Under the mutex.  C_GetAttributeValue of an object of this table
  *  (PKCS#11 2.40 §5.7 rules per entry); CKR_OBJECT_HANDLE_INVALID when it
  *  is gone or not visible.  */
-CK_RV cs_dataobj_get_attributes (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count);
+CK_RV cs_dataobj_get_attributes_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count);
 
 /*  Under the mutex.  The number of entries (an upper bound of a find).  */
-size_t cs_dataobj_count (void);
+size_t cs_dataobj_count_inlock (void);
 
 /*  Under the mutex.  Writes the handles of the visible objects matching
- *  every entry of tmpl to out (room for cs_dataobj_count ()); returns how
+ *  every entry of tmpl to out (room for cs_dataobj_count_inlock ()); returns how
  *  many.  */
-size_t cs_dataobj_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE *out);
+size_t cs_dataobj_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE *out);
 
 /*  Under the mutex.  Session `session` closed (0: every session): its
  *  session objects go.  */
-void cs_dataobj_session_closed (CK_SESSION_HANDLE session);
+void cs_dataobj_session_closed_inlock (CK_SESSION_HANDLE session);
 
 /*  Under the mutex, at logout: private session objects go.  */
-void cs_dataobj_logged_out (void);
+void cs_dataobj_logged_out_inlock (void);
 
 /*  Forgets everything (C_Finalize, fork).  */
-void cs_dataobj_reset (void);
+void cs_dataobj_reset_inlock (void);
 
 /*  Entry points, called without the mutex by C_CreateObject,
  *  C_DestroyObject, C_SetAttributeValue and C_CopyObject for templates

@@ -44,23 +44,23 @@ bool dataobj_template_class (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT
 
 /*  The entry of a handle (NULL: not one of the table) and the handle of
  *  an entry.  */
-dataobj_t *dataobj_object (CK_OBJECT_HANDLE handle);
+dataobj_t *dataobj_object_inlock (CK_OBJECT_HANDLE handle);
 CK_OBJECT_HANDLE dataobj_handle (const dataobj_t *object);
 
 /*  True when object is live and, if CKA_PRIVATE, the user is logged in.  */
-bool dataobj_visible (const dataobj_t *object);
+bool dataobj_visible_inlock (const dataobj_t *object);
 
 /*  A new, empty entry (its handle is taken for good), or NULL.  */
-dataobj_t *dataobj_add (void);
+dataobj_t *dataobj_add_inlock (void);
 
 /*  Empties an entry (its handle and ref stay).  */
-void dataobj_clear (dataobj_t *object);
+void dataobj_clear_inlock (dataobj_t *object);
 
 /*  The token entry of ref, or NULL.  */
-dataobj_t *dataobj_by_ref (const char *ref);
+dataobj_t *dataobj_by_ref_inlock (const char *ref);
 
 /*  Empties every token entry (before a new list).  */
-void dataobj_clear_tokens (void);
+void dataobj_clear_tokens_inlock (void);
 
 /*  Points *data and *len at the value of type (CKA_CLASS and CKA_TOKEN in
  *  *number / *flag); false when the object has none.  */

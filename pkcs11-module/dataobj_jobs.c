@@ -5,9 +5,10 @@
 #include <string.h>
 #include "attrs.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
+#include "login.h"
+#include "runner.h"
 #include "session.h"
-#include "token.h"
 #include "dataobj.h"
 #include "dataobj_int.h"
 
@@ -63,21 +64,21 @@ s_to_wire (CK_OBJECT_CLASS klass, const cs_attrs_t *attrs, Cs__ObjectInfo *info)
 /*  Puts an object from the broker into the table under its ref (its old
  *  handle when it had one).  NULL when out of memory or malformed.  */
 static dataobj_t *
-s_put_token (const Cs__ObjectInfo *info)
+s_put_token_inlock (const Cs__ObjectInfo *info)
 {
     dataobj_t *object = NULL;
     if (!info->ref || !*info->ref
     ||  (info->object_class != CKO_CERTIFICATE && info->object_class != CKO_DATA))
         return NULL;
-    if (!(object = dataobj_by_ref (info->ref))) {
+    if (!(object = dataobj_by_ref_inlock (info->ref))) {
         char *ref = strdup (info->ref);
-        if (!ref || !(object = dataobj_add ())) {
+        if (!ref || !(object = dataobj_add_inlock ())) {
             free (ref);
             return NULL;
         }
         object->ref = ref;
     }
-    dataobj_clear (object);
+    dataobj_clear_inlock (object);
     object->klass = info->object_class;
     int rc = cs_attrs_set_bool (&object->attrs, CKA_PRIVATE, info->is_private);
     for (size_t i = 0; rc == 0 && i < info->n_attributes; i++) {
@@ -92,7 +93,7 @@ s_put_token (const Cs__ObjectInfo *info)
            : cs_attrs_set (&object->attrs, attr->type, attr->bytes.data, attr->bytes.len);
     }
     if (rc) {
-        dataobj_clear (object);
+        dataobj_clear_inlock (object);
         return NULL;
     }
     object->live = true;
@@ -104,7 +105,7 @@ s_put_token (const Cs__ObjectInfo *info)
 static CK_RV
 s_job (Cs__Job *job, Cs__Result__KindCase kind, Cs__Reply **reply_p)
 {
-    CK_RV rv = cs_module_run_job (job, true, reply_p);
+    CK_RV rv = cs_runner_run_job (job, true, reply_p);
     if (rv == CKR_OK && kind != CS__RESULT__KIND__NOT_SET && (*reply_p)->results [0]->kind_case != kind) {
         cs_log_error ("the broker answered an object job with the wrong result");
         rv = CKR_DEVICE_ERROR;
@@ -117,12 +118,12 @@ s_job (Cs__Job *job, Cs__Result__KindCase kind, Cs__Reply **reply_p)
 }
 
 CK_RV
-cs_dataobj_load (const Cs__ObjectList *objects)
+cs_dataobj_load_inlock (const Cs__ObjectList *objects)
 {
     CK_RV rv = CKR_OK;
-    dataobj_clear_tokens ();
+    dataobj_clear_tokens_inlock ();
     for (size_t i = 0; objects && i < objects->n_objects && rv == CKR_OK; i++)
-        if (!s_put_token (objects->objects [i]))
+        if (!s_put_token_inlock (objects->objects [i]))
             rv = CKR_HOST_MEMORY;
     return rv;
 }
@@ -143,9 +144,9 @@ cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
         cs_log_debug ("no token objects from the broker: the list stays as it was");
         return CKR_OK;
     }
-    cs_module_lock ();
-    rv = cs_dataobj_load (reply->results [0]->objects);
-    cs_module_unlock ();
+    cs_lock ();
+    rv = cs_dataobj_load_inlock (reply->results [0]->objects);
+    cs_unlock ();
     cs__reply__free_unpacked (reply, NULL);
     return rv;
 }
@@ -155,11 +156,11 @@ cs_dataobj_refresh (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 /*  Under the mutex: may this session make or change an object that is a
  *  token object or private?  PKCS#11 2.40 §5.7, §6.7.1.  */
 static CK_RV
-s_may_write (cs_session_t *session, bool token, bool priv)
+s_may_write_inlock (cs_session_t *session, bool token, bool priv)
 {
-    if (token && !(cs_session_flags (session) & CKF_RW_SESSION))
+    if (token && !(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         return CKR_SESSION_READ_ONLY;
-    if ((token || priv) && !cs_token_user_logged_in ())
+    if ((token || priv) && !cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
     return CKR_OK;
 }
@@ -183,11 +184,11 @@ s_store (CK_OBJECT_CLASS klass, const char *ref, const cs_attrs_t *attrs, CK_OBJ
     s_wire_free (&info);
     if (rv != CKR_OK)
         return rv;
-    cs_module_lock ();
-    dataobj_t *object = s_put_token (reply->results [0]->object);
+    cs_lock ();
+    dataobj_t *object = s_put_token_inlock (reply->results [0]->object);
     if (object && handle_p)
         *handle_p = dataobj_handle (object);
-    cs_module_unlock ();
+    cs_unlock ();
     cs__reply__free_unpacked (reply, NULL);
     if (!object)
         cs_log_error ("the broker's reply lacks the stored object");
@@ -196,9 +197,9 @@ s_store (CK_OBJECT_CLASS klass, const char *ref, const cs_attrs_t *attrs, CK_OBJ
 
 /*  A session object of klass with attrs (taken).  Under the mutex.  */
 static CK_RV
-s_add_session (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_attrs_t *attrs, CK_OBJECT_HANDLE *handle_p)
+s_add_session_inlock (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_attrs_t *attrs, CK_OBJECT_HANDLE *handle_p)
 {
-    dataobj_t *object = dataobj_add ();
+    dataobj_t *object = dataobj_add_inlock ();
     if (!object)
         return CKR_HOST_MEMORY;
     object->klass = klass;
@@ -221,20 +222,25 @@ cs_dataobj_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     if (rv != CKR_OK)
         return rv;
     bool token = cs_template_bool (tmpl, count, CKA_TOKEN, false);      /* checked: safe */
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    rv = s_may_write (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
-    cs_module_unlock ();
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    rv = s_may_write_inlock (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
+    cs_unlock ();
     if (rv == CKR_OK)
         rv = cs_dataobj_attrs_new (klass, tmpl, count, &attrs);
     if (rv == CKR_OK && token)
         rv = s_store (klass, NULL, &attrs, object_p);
     else
     if (rv == CKR_OK) {
-        cs_module_lock ();
-        rv = cs_session_lookup (handle) ? s_add_session (handle, klass, &attrs, object_p)
+        cs_lock ();
+        rv = cs_session_lookup_inlock (handle) ? s_add_session_inlock (handle, klass, &attrs, object_p)
                                         : CKR_SESSION_HANDLE_INVALID;
-        cs_module_unlock ();
+        cs_unlock ();
     }
     cs_attrs_clear (&attrs);
     return rv;
@@ -249,11 +255,11 @@ s_snapshot_clear (dataobj_t *snapshot)
 
 /*  Under the mutex: a copy of visible object handle into *snapshot.  */
 static CK_RV
-s_take (CK_OBJECT_HANDLE handle, dataobj_t *snapshot)
+s_take_inlock (CK_OBJECT_HANDLE handle, dataobj_t *snapshot)
 {
-    const dataobj_t *object = dataobj_object (handle);
+    const dataobj_t *object = dataobj_object_inlock (handle);
     memset (snapshot, 0, sizeof *snapshot);
-    if (!dataobj_visible (object))
+    if (!dataobj_visible_inlock (object))
         return CKR_OBJECT_HANDLE_INVALID;
     snapshot->klass = object->klass;
     snapshot->live = true;
@@ -265,23 +271,22 @@ s_take (CK_OBJECT_HANDLE handle, dataobj_t *snapshot)
     return CKR_OK;
 }
 
-/*  Takes the mutex (held on return when CKR_OK): the object's snapshot and
- *  the session's right to change it (flag: CKA_DESTROYABLE, CKA_MODIFIABLE).  */
+/*  Under the mutex: the object's snapshot and the session's right to change
+ *  it (flag: CKA_DESTROYABLE, CKA_MODIFIABLE).  On an error the snapshot is
+ *  cleared.  */
 static CK_RV
-s_enter (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, dataobj_t *snapshot, CK_ATTRIBUTE_TYPE flag)
+s_prepare_inlock (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, dataobj_t *snapshot, CK_ATTRIBUTE_TYPE flag)
 {
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_session_get_inlock (handle, &session);
     if (rv != CKR_OK)
         return rv;
-    if ((rv = s_take (object, snapshot)) == CKR_OK && snapshot->ref)
-        rv = s_may_write (session, true, false);
+    if ((rv = s_take_inlock (object, snapshot)) == CKR_OK && snapshot->ref)
+        rv = s_may_write_inlock (session, true, false);
     if (rv == CKR_OK && !cs_attrs_bool (&snapshot->attrs, flag, true))
         rv = CKR_ACTION_PROHIBITED;
-    if (rv != CKR_OK) {
+    if (rv != CKR_OK)
         s_snapshot_clear (snapshot);
-        cs_module_unlock ();
-    }
     return rv;
 }
 
@@ -292,21 +297,26 @@ cs_dataobj_destroy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
     Cs__Job job = CS__JOB__INIT;
     Cs__Reply *reply = NULL;
     dataobj_t snapshot;
-    CK_RV rv = s_enter (handle, object, &snapshot, CKA_DESTROYABLE);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = s_prepare_inlock (handle, object, &snapshot, CKA_DESTROYABLE)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!snapshot.ref)
-        dataobj_clear (dataobj_object (object));
-    cs_module_unlock ();
+        dataobj_clear_inlock (dataobj_object_inlock (object));
+    cs_unlock ();
     if (snapshot.ref) {
         destroy.ref = snapshot.ref;
         job.kind_case = CS__JOB__KIND_DESTROY_OBJECT;
         job.destroy_object = &destroy;
         if ((rv = s_job (&job, CS__RESULT__KIND__NOT_SET, &reply)) == CKR_OK) {
             cs__reply__free_unpacked (reply, NULL);
-            cs_module_lock ();
-            dataobj_clear (dataobj_object (object));
-            cs_module_unlock ();
+            cs_lock ();
+            dataobj_clear_inlock (dataobj_object_inlock (object));
+            cs_unlock ();
         }
     }
     s_snapshot_clear (&snapshot);
@@ -340,19 +350,24 @@ cs_dataobj_set (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATTR
 {
     dataobj_t snapshot;
     cs_attrs_t attrs = { 0 };
-    CK_RV rv = s_enter (handle, object, &snapshot, CKA_MODIFIABLE);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = s_prepare_inlock (handle, object, &snapshot, CKA_MODIFIABLE)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if ((rv = s_check_change (&snapshot, tmpl, count, false)) == CKR_OK
     &&  (cs_attrs_copy (&attrs, &snapshot.attrs) || dataobj_attrs_add (&attrs, tmpl, count)))
         rv = CKR_HOST_MEMORY;
     if (rv == CKR_OK && !snapshot.ref) {
-        dataobj_t *live = dataobj_object (object);
+        dataobj_t *live = dataobj_object_inlock (object);
         cs_attrs_clear (&live->attrs);
         live->attrs = attrs;
         memset (&attrs, 0, sizeof attrs);
     }
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK && snapshot.ref)
         rv = s_store (snapshot.klass, snapshot.ref, &attrs, NULL);
     cs_attrs_clear (&attrs);
@@ -368,23 +383,28 @@ cs_dataobj_copy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATT
     cs_attrs_t attrs = { 0 };
     cs_session_t *session;
     bool token = false;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
-    if ((rv = s_take (object, &snapshot)) == CKR_OK && !cs_attrs_bool (&snapshot.attrs, CKA_COPYABLE, true))
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if ((rv = s_take_inlock (object, &snapshot)) == CKR_OK && !cs_attrs_bool (&snapshot.attrs, CKA_COPYABLE, true))
         rv = CKR_ACTION_PROHIBITED;
     if (rv == CKR_OK)
         rv = s_check_change (&snapshot, tmpl, count, true);
     if (rv == CKR_OK)               /* the template is checked now */
         token = cs_template_bool (tmpl, count, CKA_TOKEN, snapshot.ref != NULL);
     if (rv == CKR_OK)
-        rv = s_may_write (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE,
+        rv = s_may_write_inlock (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE,
                                                            cs_attrs_bool (&snapshot.attrs, CKA_PRIVATE, false)));
     if (rv == CKR_OK && (cs_attrs_copy (&attrs, &snapshot.attrs) || dataobj_attrs_add (&attrs, tmpl, count)))
         rv = CKR_HOST_MEMORY;
     if (rv == CKR_OK && !token)
-        rv = s_add_session (handle, snapshot.klass, &attrs, object_p);
-    cs_module_unlock ();
+        rv = s_add_session_inlock (handle, snapshot.klass, &attrs, object_p);
+    cs_unlock ();
     if (rv == CKR_OK && token)
         rv = s_store (snapshot.klass, NULL, &attrs, object_p);
     s_snapshot_clear (&snapshot);

@@ -13,12 +13,12 @@
 #include "cs_wire.h"
 #include "log.h"
 #include "mechanism.h"
-#include "module.h"
+#include "guard.h"
+#include "runner.h"
 #include "object.h"
 #include "keyop.h"
 #include "secret.h"
 #include "session.h"
-#include "token.h"
 
 typedef struct {
     cs_key_t *key;
@@ -80,7 +80,7 @@ s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len)
     decrypt.data.len = len;
     job.kind_case = CS__JOB__KIND_DECRYPT;
     job.decrypt = &decrypt;
-    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
+    if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
     if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len > op->key->modulus_len) {
@@ -134,16 +134,21 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     CK_RV rv;
     if (cs_secret_active (handle, CS_OP_DECRYPT))
         return cs_secret_finish (handle, CS_OP_DECRYPT, false, data, len, out, out_len_p);
-    if ((rv = cs_session_op_enter (handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_op_get_inlock (handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
+                                      &session, (void **) &op)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!out && !op->plain) {
         *out_len_p = op->key->modulus_len;      /* upper bound, locally */
-        cs_module_unlock ();
+        cs_unlock ();
         return CKR_OK;
     }
-    op = cs_session_op_take (session, CS_OP_DECRYPT);
-    cs_module_unlock ();
+    op = cs_session_op_take_inlock (session, CS_OP_DECRYPT);
+    cs_unlock ();
     if (!op->plain)
         rv = len == op->key->modulus_len ? s_decrypt_job (op, data, len) : CKR_ENCRYPTED_DATA_LEN_RANGE;
     if (rv == CKR_OK && !out) {
@@ -153,11 +158,11 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     else
     if (rv == CKR_OK)
         rv = s_deliver (op, out, out_len_p);
-    cs_module_lock ();
-    if (rv == CKR_BUFFER_TOO_SMALL && (session = cs_session_lookup (handle))
-    &&  cs_session_op_start (session, CS_OP_DECRYPT, op, s_decrypt_op_free) == CKR_OK)
+    cs_lock ();
+    if (rv == CKR_BUFFER_TOO_SMALL && (session = cs_session_lookup_inlock (handle))
+    &&  cs_session_op_start_inlock (session, CS_OP_DECRYPT, op, s_decrypt_op_free) == CKR_OK)
         op = NULL;
-    cs_module_unlock ();
+    cs_unlock ();
     s_decrypt_op_free (op);
     return rv == CKR_BUFFER_TOO_SMALL && !out ? CKR_OK : rv;
 }

@@ -16,10 +16,11 @@
 #include "keyop.h"
 #include "log.h"
 #include "mechanism.h"
-#include "module.h"
+#include "guard.h"
+#include "login.h"
+#include "runner.h"
 #include "object.h"
 #include "session.h"
-#include "token.h"
 
 /*  cs_wire.h (protobuf) came first, so DeriveJob.public_data keeps its
  *  name; p11-kit's compatibility macro would turn it into pPublicData.  */
@@ -126,7 +127,7 @@ s_value_len (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf, size_t z_le
 }
 
 CK_RV
-cs_derive_check_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf, size_t z_len,
+cs_derive_check_template_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf, size_t z_len,
                           cs_derive_key_t *key)
 {
     CK_ULONG value;
@@ -141,7 +142,7 @@ cs_derive_check_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf
             return CKR_TEMPLATE_INCONSISTENT;
     }
     if ((rv = cs_template_check (tmpl, count)) != CKR_OK
-    ||  (rv = cs_object_check_create (CKO_SECRET_KEY, tmpl, count)) != CKR_OK)    /* cs_attr_rules.h */
+    ||  (rv = cs_object_check_create_inlock (CKO_SECRET_KEY, tmpl, count)) != CKR_OK)    /* cs_attr_rules.h */
         return rv;
     if (cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != CKO_SECRET_KEY)
         return CKR_TEMPLATE_INCONSISTENT;
@@ -241,7 +242,7 @@ s_derive_job (const cs_key_t *key, const cs_derive_params_t *params, uint8_t *z)
     derive.public_data.len = params->point_len;
     job.kind_case = CS__JOB__KIND_DERIVE;
     job.derive = &derive;
-    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
+    if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
     if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len != key->field_len
@@ -269,25 +270,25 @@ typedef struct {
 
 /*  Under the mutex: the base key, the mechanism and the template.  */
 static CK_RV
-s_prepare (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
+s_prepare_inlock (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
            s_request_t *req)
 {
     CK_RV rv;
     if (mech->mechanism != CKM_ECDH1_DERIVE)
         return CKR_MECHANISM_INVALID;
-    if (!cs_token_user_logged_in ())
+    if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
-    if ((rv = cs_object_use (base, CKF_DERIVE, &req->base)) != CKR_OK)
+    if ((rv = cs_object_use_inlock (base, CKF_DERIVE, &req->base)) != CKR_OK)
         return rv;
-    if (!cs_object_mech_allowed (base, mech->mechanism))
+    if (!cs_object_mech_allowed_inlock (base, mech->mechanism))
         return CKR_MECHANISM_INVALID;       /* CKA_ALLOWED_MECHANISMS (PKCS#11 2.40 §4.4) */
     if (req->base->key_type != CKK_EC)
         return CKR_KEY_TYPE_INCONSISTENT;
     if ((rv = cs_derive_check_params (mech, req->base->field_len, &req->params)) != CKR_OK
-    ||  (rv = cs_derive_check_template (tmpl, count, req->params.kdf, req->base->field_len, &req->key)) != CKR_OK)
+    ||  (rv = cs_derive_check_template_inlock (tmpl, count, req->params.kdf, req->base->field_len, &req->key)) != CKR_OK)
         return rv;
-    if (cs_derive_attrs (tmpl, count, &req->key, cs_object_flag (base, CKA_ALWAYS_SENSITIVE, false),
-                         cs_object_flag (base, CKA_NEVER_EXTRACTABLE, false), &req->attrs))
+    if (cs_derive_attrs (tmpl, count, &req->key, cs_object_flag_inlock (base, CKA_ALWAYS_SENSITIVE, false),
+                         cs_object_flag_inlock (base, CKA_NEVER_EXTRACTABLE, false), &req->attrs))
         return CKR_HOST_MEMORY;
     return CKR_OK;
 }
@@ -320,18 +321,23 @@ C_DeriveKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE b
     cs_key_t *key = NULL;
     CK_RV rv;
     return_val_if_fail (mech && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    rv = s_prepare (mech, base, tmpl, count, &req);
-    cs_module_unlock ();
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    rv = s_prepare_inlock (mech, base, tmpl, count, &req);
+    cs_unlock ();
     if (rv == CKR_OK)
         rv = s_make_key (&req, &key);
     if (rv == CKR_OK) {
-        cs_module_lock ();
-        rv = cs_session_lookup (handle)
-           ? cs_object_add_session (handle, CKO_SECRET_KEY, key, &req.attrs, key_p)
+        cs_lock ();
+        rv = cs_session_lookup_inlock (handle)
+           ? cs_object_add_session_inlock (handle, CKO_SECRET_KEY, key, &req.attrs, key_p)
            : CKR_SESSION_HANDLE_INVALID;
-        cs_module_unlock ();
+        cs_unlock ();
     }
     cs_key_unref (&key);
     cs_key_unref (&req.base);

@@ -62,7 +62,7 @@ CK_RV cs_derive_check_params (const CK_MECHANISM *mech, size_t field_len, cs_der
  *  CKR_TEMPLATE_INCOMPLETE for an AES key without CKA_VALUE_LEN.  Without
  *  CKA_VALUE_LEN a generic secret is z_len bytes (CKD_NULL) or the KDF's
  *  hash length.  Fills *key on CKR_OK.  */
-CK_RV cs_derive_check_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf,
+CK_RV cs_derive_check_template_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_ULONG kdf,
                                 size_t z_len, cs_derive_key_t *key);
 
 /*  Applies `kdf` to Z (z_len bytes) with shared data (shared_len bytes, may

@@ -18,6 +18,7 @@
  */
 #include <string.h>
 #include "log.h"
+#include "guard.h"
 #include "module.h"
 #include "session.h"
 #include "token.h"
@@ -108,11 +109,11 @@
 #define S_GUARDED(name, params, args) \
     static CK_RV g_##name params \
     { \
-        CK_RV rv = cs_module_enter (); \
+        CK_RV rv = cs_guard_enter (); \
         if (rv != CKR_OK) \
             return rv; \
         rv = name args; \
-        cs_module_leave (); \
+        cs_guard_leave (); \
         return rv; \
     }
 
@@ -121,7 +122,7 @@ CS_GUARDED_ENTRIES (S_GUARDED)
 /*  ---- what we do not provide (file head) ----------------------------- */
 
 #define S_NOT_SUPPORTED(name, params) \
-    static CK_RV s_##name params { return cs_module_check () ?: CKR_FUNCTION_NOT_SUPPORTED; }
+    static CK_RV s_##name params { return cs_guard_check () ?: CKR_FUNCTION_NOT_SUPPORTED; }
 
 S_NOT_SUPPORTED (C_InitToken, (CK_SLOT_ID a, CK_UTF8CHAR_PTR b, CK_ULONG c, CK_UTF8CHAR_PTR d))
 S_NOT_SUPPORTED (C_GetOperationState, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG_PTR c))
@@ -171,13 +172,13 @@ S_NOT_SUPPORTED (C_MessageVerifyFinal, (CK_SESSION_HANDLE a))
 static CK_RV
 s_C_GetFunctionStatus (CK_SESSION_HANDLE session)
 {
-    return cs_module_check () ?: CKR_FUNCTION_NOT_PARALLEL;
+    return cs_guard_check () ?: CKR_FUNCTION_NOT_PARALLEL;
 }
 
 static CK_RV
 s_C_CancelFunction (CK_SESSION_HANDLE session)
 {
-    return cs_module_check () ?: CKR_FUNCTION_NOT_PARALLEL;
+    return cs_guard_check () ?: CKR_FUNCTION_NOT_PARALLEL;
 }
 
 /*  PKCS#11 2.40 §5.5: the one slot always holds its token, so there is never
@@ -185,7 +186,7 @@ s_C_CancelFunction (CK_SESSION_HANDLE session)
 static CK_RV
 s_C_WaitForSlotEvent (CK_FLAGS flags, CK_SLOT_ID_PTR slot_p, CK_VOID_PTR reserved)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (slot_p != NULL && reserved == NULL, CKR_ARGUMENTS_BAD);

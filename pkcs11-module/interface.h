@@ -5,7 +5,7 @@
  *  (cryptoserver-pkcs11.map).
  *
  *  Every stateful entry point in the lists is a wrapper that runs the real
- *  function inside the call guard (module.h cs_module_enter/leave), which
+ *  function inside the call guard (module.h cs_guard_enter/leave), which
  *  is what makes C_Finalize safe while other threads are inside calls.
  *
  *  Interface flags are 0: we do not claim CKF_INTERFACE_FORK_SAFE, which

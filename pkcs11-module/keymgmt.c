@@ -12,179 +12,26 @@
 #include "cs_attr_rules.h"
 #include "keyder.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
+#include "login.h"
+#include "runner.h"
 #include "object.h"
 #include "session.h"
 #include "token.h"
 #include "keymgmt.h"
+#include "keymgmt_int.h"
 #include "dataobj.h"
 
-/*  ---- checks ------------------------------------------------------------ */
-
-/*  Attributes only the token sets (cs_attr_rules.h: CS_ATTR_COMPUTED).  */
-static bool
-s_token_only (CK_ATTRIBUTE_TYPE type)
-{
-    const cs_attr_rule_t *rule = cs_attr_rule (type);
-    return rule && (rule->rules & CS_ATTR_COMPUTED);
-}
-
-static CK_RV
-s_check_token_only (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass)
-{
-    return cs_object_check_create (klass, tmpl, count);
-}
-
-/*  Key material a generation template must not carry (footnote 3).  */
-static bool
-s_generated_material (CK_ATTRIBUTE_TYPE type, bool public_template)
-{
-    if (cs_attr_kind (type) == CS_ATTR_SECRET || type == CKA_MODULUS || type == CKA_EC_POINT)
-        return true;
-    return !public_template && (type == CKA_MODULUS_BITS || type == CKA_PUBLIC_EXPONENT);
-}
-
-/*  One generation template: its own checks, class, key type, material.  */
-static CK_RV
-s_check_gen_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass, CK_KEY_TYPE key_type)
-{
-    CK_ULONG value;
-    CK_RV rv = cs_template_check (tmpl, count);
-    if (rv != CKR_OK || (rv = s_check_token_only (tmpl, count, klass)) != CKR_OK)
-        return rv;
-    if ((cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != klass)
-    ||  (cs_template_ulong (tmpl, count, CKA_KEY_TYPE, &value) && value != key_type))
-        return CKR_TEMPLATE_INCONSISTENT;
-    for (CK_ULONG i = 0; i < count; i++)
-        if (s_generated_material (tmpl [i].type, klass == CKO_PUBLIC_KEY))
-            return CKR_TEMPLATE_INCONSISTENT;
-    return CKR_OK;
-}
-
-static CK_RV
-s_check_rsa_gen (const CK_ATTRIBUTE *pub, CK_ULONG n_pub, cs_keygen_t *gen)
-{
-    const CK_ATTRIBUTE *e = cs_template_find (pub, n_pub, CKA_PUBLIC_EXPONENT);
-    const uint8_t *bytes;
-    if (!cs_template_ulong (pub, n_pub, CKA_MODULUS_BITS, &gen->modulus_bits))
-        return CKR_TEMPLATE_INCOMPLETE;
-    /*  No policy allows these (cs_mech.h); the broker's keys/rsa-min-bits and
-        the boards narrow the range in C_GenerateKeyPair (s_rsa_size_ok).  */
-    if (!cs_mech_rsa_gen_ok (gen->modulus_bits, CS_MECH_RSA_GEN_FLOOR, 0, 0))
-        return CKR_KEY_SIZE_RANGE;
-    if (!e)
-        return CKR_OK;
-    bytes = e->pValue;
-    while (e->ulValueLen && gen->exponent_len < e->ulValueLen && !bytes [gen->exponent_len])
-        gen->exponent_len++;       /* leading zeros */
-    gen->exponent = bytes + gen->exponent_len;
-    gen->exponent_len = e->ulValueLen - gen->exponent_len;
-    if (gen->exponent_len == 0 || gen->exponent_len > 16 || !(gen->exponent [gen->exponent_len - 1] & 1)
-    ||  (gen->exponent_len == 1 && gen->exponent [0] < 3))
-        return CKR_ATTRIBUTE_VALUE_INVALID;
-    return CKR_OK;
-}
-
-static CK_RV
-s_check_curve_gen (const CK_ATTRIBUTE *pub, CK_ULONG n_pub, const CK_ATTRIBUTE *priv, CK_ULONG n_priv,
-                   cs_keygen_t *gen)
-{
-    const CK_ATTRIBUTE *params = cs_template_find (pub, n_pub, CKA_EC_PARAMS);
-    const CK_ATTRIBUTE *other = cs_template_find (priv, n_priv, CKA_EC_PARAMS);
-    CK_RV rv;
-    if (!params && !(params = other))
-        return CKR_TEMPLATE_INCOMPLETE;
-    if (other && (other->ulValueLen != params->ulValueLen
-                  || memcmp (other->pValue, params->pValue, params->ulValueLen)))
-        return CKR_TEMPLATE_INCONSISTENT;
-    if ((rv = cs_curve_parse (params->pValue, params->ulValueLen, &gen->curve)) != CKR_OK)
-        return rv;
-    return gen->curve->key_type == gen->key_type ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
-}
-
-CK_RV
-cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_pub,
-                 const CK_ATTRIBUTE *priv, CK_ULONG n_priv, cs_keygen_t *gen)
-{
-    CK_RV rv;
-    memset (gen, 0, sizeof *gen);
-    gen->mechanism = mech->mechanism;
-    switch (mech->mechanism) {
-        case CKM_RSA_PKCS_KEY_PAIR_GEN:   gen->key_type = CKK_RSA; break;
-        case CKM_EC_KEY_PAIR_GEN:         gen->key_type = CKK_EC; break;
-        case CKM_EC_EDWARDS_KEY_PAIR_GEN: gen->key_type = CKK_EC_EDWARDS; break;
-        default:                          return CKR_MECHANISM_INVALID;
-    }
-    if (mech->ulParameterLen)
-        return CKR_MECHANISM_PARAM_INVALID;
-    if ((rv = s_check_gen_template (pub, n_pub, CKO_PUBLIC_KEY, gen->key_type)) != CKR_OK
-    ||  (rv = s_check_gen_template (priv, n_priv, CKO_PRIVATE_KEY, gen->key_type)) != CKR_OK)
-        return rv;
-    gen->token = cs_template_bool (pub, n_pub, CKA_TOKEN, false) || cs_template_bool (priv, n_priv, CKA_TOKEN, false);
-    gen->private_private = cs_template_bool (priv, n_priv, CKA_PRIVATE, true);
-    if (gen->key_type == CKK_RSA)
-        return s_check_rsa_gen (pub, n_pub, gen);
-    return s_check_curve_gen (pub, n_pub, priv, n_priv, gen);
-}
-
-CK_RV
-cs_keymgmt_create_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *class_p,
-                         CK_KEY_TYPE *key_type_p, bool *token_p)
-{
-    CK_RV rv = cs_template_check (tmpl, count);
-    if (rv != CKR_OK)
-        return rv;
-    if (!cs_template_ulong (tmpl, count, CKA_CLASS, class_p)
-    ||  !cs_template_ulong (tmpl, count, CKA_KEY_TYPE, key_type_p))
-        return s_check_token_only (tmpl, count, CKO_PRIVATE_KEY) ?: CKR_TEMPLATE_INCOMPLETE;
-    if ((rv = s_check_token_only (tmpl, count, *class_p)) != CKR_OK)
-        return rv;
-    if ((*class_p != CKO_PUBLIC_KEY && *class_p != CKO_PRIVATE_KEY)
-    ||  (*key_type_p != CKK_RSA && *key_type_p != CKK_EC && *key_type_p != CKK_EC_EDWARDS))
-        return CKR_ATTRIBUTE_VALUE_INVALID;
-    *token_p = cs_template_bool (tmpl, count, CKA_TOKEN, false);
-    return CKR_OK;
-}
-
-/*  What a session object never stores: it comes from its key or entry.  */
-static bool
-s_not_stored (CK_ATTRIBUTE_TYPE type)
-{
-    return type == CKA_CLASS || type == CKA_KEY_TYPE || type == CKA_TOKEN || type == CKA_MODULUS
-        || type == CKA_PUBLIC_EXPONENT || type == CKA_MODULUS_BITS || type == CKA_EC_PARAMS
-        || type == CKA_EC_POINT || s_token_only (type);
-}
-
-int
-cs_keymgmt_session_attrs (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
-                          CK_MECHANISM_TYPE gen_mech, cs_attrs_t *attrs)
-{
-    bool generated = gen_mech != CK_UNAVAILABLE_INFORMATION;
-    bool sensitive = cs_template_bool (tmpl, count, CKA_SENSITIVE, true);
-    bool extractable = cs_template_bool (tmpl, count, CKA_EXTRACTABLE, false);
-    if (cs_attrs_add_template (attrs, tmpl, count, s_not_stored)
-    ||  cs_attrs_set_bool (attrs, CKA_LOCAL, generated)
-    ||  cs_attrs_set_ulong (attrs, CKA_KEY_GEN_MECHANISM, gen_mech))
-        return -1;
-    if (klass == CKO_PUBLIC_KEY)
-        return cs_attrs_set_bool (attrs, CKA_PRIVATE, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
-    if (cs_attrs_set_bool (attrs, CKA_PRIVATE, cs_template_bool (tmpl, count, CKA_PRIVATE, true))
-    ||  cs_attrs_set_bool (attrs, CKA_SENSITIVE, sensitive)
-    ||  cs_attrs_set_bool (attrs, CKA_EXTRACTABLE, extractable)
-    ||  cs_attrs_set_bool (attrs, CKA_ALWAYS_SENSITIVE, generated && sensitive)
-    ||  cs_attrs_set_bool (attrs, CKA_NEVER_EXTRACTABLE, generated && !extractable))
-        return -1;
-    return 0;
-}
+/*  ---- checks (the rest are keymgmt_check.c) ------------------------------ */
 
 /*  Under the mutex: may this session make or change an object that is a
  *  token object (`token`) or private (`priv`)?  PKCS#11 2.40 §5.7, §6.7.1.  */
 static CK_RV
-s_may_write (cs_session_t *session, bool token, bool priv)
+s_may_write_inlock (cs_session_t *session, bool token, bool priv)
 {
-    if (token && !(cs_session_flags (session) & CKF_RW_SESSION))
+    if (token && !(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         return CKR_SESSION_READ_ONLY;
-    if ((token || priv) && !cs_token_user_logged_in ())
+    if ((token || priv) && !cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
     return CKR_OK;
 }
@@ -196,7 +43,7 @@ s_may_write (cs_session_t *session, bool token, bool priv)
 static CK_RV
 s_key_job (Cs__Job *job, Cs__Result__KindCase kind, Cs__Reply **reply_p)
 {
-    CK_RV rv = cs_module_run_job (job, true, reply_p);
+    CK_RV rv = cs_runner_run_job (job, true, reply_p);
     if (rv == CKR_OK && (*reply_p)->results [0]->kind_case != kind
     &&  !(kind == CS__RESULT__KIND_KEY && (*reply_p)->results [0]->kind_case == CS__RESULT__KIND__NOT_SET)) {
         cs_log_error ("the broker answered a key job with the wrong result");
@@ -216,9 +63,9 @@ static CK_RV
 s_put_result (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p)
 {
     CK_RV rv;
-    cs_module_lock ();
-    rv = cs_object_put (info, klass, handle_p);
-    cs_module_unlock ();
+    cs_lock ();
+    rv = cs_object_put_inlock (info, klass, handle_p);
+    cs_unlock ();
     if (rv == CKR_OK && handle_p && !*handle_p) {
         cs_log_error ("the broker's reply lacks the new %s object",
                       klass == CKO_PRIVATE_KEY ? "private key" : "public key");
@@ -279,14 +126,14 @@ s_session_pair (CK_SESSION_HANDLE handle, const cs_keygen_t *gen, ProtobufCBinar
     if (cs_keymgmt_session_attrs (CKO_PUBLIC_KEY, pub, n_pub, gen->mechanism, &pub_attrs)
     ||  cs_keymgmt_session_attrs (CKO_PRIVATE_KEY, priv, n_priv, gen->mechanism, &priv_attrs))
         goto out;
-    cs_module_lock ();
-    if (!(session = cs_session_lookup (handle)))
+    cs_lock ();
+    if (!(session = cs_session_lookup_inlock (handle)))
         rv = CKR_SESSION_HANDLE_INVALID;         /* closed meanwhile */
     else
-    if ((rv = cs_object_add_session (handle, CKO_PUBLIC_KEY, public_key, &pub_attrs, pub_p)) == CKR_OK
-    &&  (rv = cs_object_add_session (handle, CKO_PRIVATE_KEY, key, &priv_attrs, priv_p)) != CKR_OK)
-        cs_object_destroy_local (*pub_p);
-    cs_module_unlock ();
+    if ((rv = cs_object_add_session_inlock (handle, CKO_PUBLIC_KEY, public_key, &pub_attrs, pub_p)) == CKR_OK
+    &&  (rv = cs_object_add_session_inlock (handle, CKO_PRIVATE_KEY, key, &priv_attrs, priv_p)) != CKR_OK)
+        cs_object_destroy_local_inlock (*pub_p);
+    cs_unlock ();
 out:
     cs_attrs_clear (&pub_attrs);
     cs_attrs_clear (&priv_attrs);
@@ -339,12 +186,17 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
     CK_MECHANISM_INFO info;
     CK_RV rv;
     return_val_if_fail (mech && pub_p && priv_p && (pub || !n_pub) && (priv || !n_priv), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_keygen_check (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
-        return cs_module_check () ?: rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_keygen_check_inlock (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
+        return cs_guard_check () ?: rv;
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    rv = s_may_write (session, gen.token, gen.private_private);
-    cs_module_unlock ();
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    rv = s_may_write_inlock (session, gen.token, gen.private_private);
+    cs_unlock ();
     if (rv != CKR_OK || (rv = cs_token_mechanism (mech->mechanism, &info)) != CKR_OK)
         return rv;
     /*  The sizes C_GetMechanismInfo reports are the sizes generation takes.  */
@@ -383,19 +235,24 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
     size_t n_wire = 0;
     CK_RV rv;
     return_val_if_fail (object_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
-    if (cs_module_check () == CKR_OK && cs_dataobj_is_template (tmpl, count))
+    if (cs_guard_check () == CKR_OK && cs_dataobj_is_template (tmpl, count))
         return cs_dataobj_create (handle, tmpl, count, object_p);     /* certificates, data objects */
-    if ((rv = cs_module_check ()) == CKR_OK && cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
+    if ((rv = cs_guard_check ()) == CKR_OK && cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
     &&  klass == CKO_SECRET_KEY)
-        return cs_secret_create (handle, tmpl, count, object_p);        /* secret.h */
+        return cs_secret_create_inlock (handle, tmpl, count, object_p);        /* secret.h */
     if (rv != CKR_OK
-    ||  (rv = cs_keymgmt_create_check (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
+    ||  (rv = cs_keymgmt_create_check_inlock (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
         return rv;
     priv = cs_template_bool (tmpl, count, CKA_PRIVATE, klass == CKO_PRIVATE_KEY);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    rv = s_may_write (session, token, priv);
-    cs_module_unlock ();
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    rv = s_may_write_inlock (session, token, priv);
+    cs_unlock ();
     if (rv != CKR_OK)
         return rv;
     rv = klass == CKO_PRIVATE_KEY ? cs_keyder_private_from_template (key_type, tmpl, count, &key)
@@ -407,10 +264,10 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
         rv = CKR_HOST_MEMORY;
     else
     if (rv == CKR_OK) {
-        cs_module_lock ();
-        rv = cs_session_lookup (handle) ? cs_object_add_session (handle, klass, key, &attrs, object_p)
+        cs_lock ();
+        rv = cs_session_lookup_inlock (handle) ? cs_object_add_session_inlock (handle, klass, key, &attrs, object_p)
                                         : CKR_SESSION_HANDLE_INVALID;
-        cs_module_unlock ();
+        cs_unlock ();
     }
     cs_attrs_wire_free (wire, n_wire);
     cs_attrs_clear (&attrs);
@@ -420,18 +277,19 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
 
 /*  ---- changes of existing objects ------------------------------------------- */
 
-/*  Under the mutex, from an entry point: the snapshot of `object` and the
+/*  Under the mutex, from an entry point: the session (CKR_SESSION_HANDLE_INVALID,
+ *  CKR_CRYPTOKI_NOT_INITIALIZED), the snapshot of `object` and the
  *  session's right to change it.  */
 static CK_RV
-s_enter_object (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, cs_object_info_t *info)
+s_object_prepare_inlock (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, cs_object_info_t *info)
 {
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_session_get_inlock (handle, &session);
     if (rv != CKR_OK)
         return rv;
-    if ((rv = cs_object_info (object, info)) == CKR_OK && info->token)
-        rv = s_may_write (session, true, false);
-    return rv;      /* the mutex stays held */
+    if ((rv = cs_object_info_inlock (object, info)) == CKR_OK && info->token)
+        rv = s_may_write_inlock (session, true, false);
+    return rv;
 }
 
 /*  Runs a job on a token key that answers with a KeyResult and puts its key;
@@ -466,31 +324,36 @@ C_DestroyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
     CK_RV rv;
     if (cs_dataobj_is_handle (object))
         return cs_dataobj_destroy (handle, object);
-    rv = s_enter_object (handle, object, &info);
-    if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if (rv == CKR_OK && !cs_object_flag (object, CKA_DESTROYABLE, true))
+    cs_lock ();
+    rv = s_object_prepare_inlock (handle, object, &info);
+    if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID) {
+        cs_unlock ();
+        return rv;
+    }
+    if (rv == CKR_OK && !cs_object_flag_inlock (object, CKA_DESTROYABLE, true))
         rv = CKR_ACTION_PROHIBITED;
     else
     if (rv == CKR_OK && !info.token)
-        rv = cs_object_destroy_local (object);
-    cs_module_unlock ();
+        rv = cs_object_destroy_local_inlock (object);
+    cs_unlock ();
     if (rv == CKR_OK && info.token) {
         destroy.ref = info.key->ref;
         destroy.object = info.klass;
         job.kind_case = CS__JOB__KIND_DESTROY_KEY;
         job.destroy_key = &destroy;
         if ((rv = s_key_change (&job, info.klass, NULL)) == CKR_OK) {
-            cs_module_lock ();
-            cs_object_forget (object);
-            cs_module_unlock ();
+            cs_lock ();
+            cs_object_forget_inlock (object);
+            cs_unlock ();
         }
     }
     cs_object_info_clear (&info);
     return rv;
 }
 
-/*  PKCS#11 2.40 §5.7, §4.1.2: the rules are cs_object_check_change's.  */
+/*  PKCS#11 2.40 §5.7, §4.1.2: the rules are cs_object_check_change_inlock's.  */
 CK_RV
 C_SetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
 {
@@ -501,14 +364,19 @@ C_SetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRI
     return_val_if_fail (tmpl || !count, CKR_ARGUMENTS_BAD);
     if (cs_dataobj_is_handle (object))
         return cs_dataobj_set (handle, object, tmpl, count);
-    rv = s_enter_object (handle, object, &info);
-    if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    rv = s_object_prepare_inlock (handle, object, &info);
+    if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID) {
+        cs_unlock ();
+        return rv;
+    }
     if (rv == CKR_OK)
-        rv = cs_object_check_change (object, tmpl, count, false);
+        rv = cs_object_check_change_inlock (object, tmpl, count, false);
     if (rv == CKR_OK && !info.token)
-        rv = cs_object_set_local (object, tmpl, count);
-    cs_module_unlock ();
+        rv = cs_object_set_local_inlock (object, tmpl, count);
+    cs_unlock ();
     if (rv == CKR_OK && info.token
     &&  (rv = cs_attrs_to_wire (tmpl, count, &set.attributes, &set.n_attributes)) == CKR_OK) {
         set.ref = info.key->ref;
@@ -534,11 +402,11 @@ s_copy_local (CK_SESSION_HANDLE handle, const cs_object_info_t *info, const CK_A
     if (info->token && (info->klass == CKO_PRIVATE_KEY || info->klass == CKO_SECRET_KEY))
         rv = CKR_TEMPLATE_INCONSISTENT;     /* a server-held private or secret key never leaves */
     else
-    if (key && !cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)) {
-        cs_module_lock ();
-        rv = cs_session_lookup (handle) ? cs_object_add_session (handle, info->klass, key, &attrs, object_p)
+    if (key && !cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, cs_keymgmt_not_stored)) {
+        cs_lock ();
+        rv = cs_session_lookup_inlock (handle) ? cs_object_add_session_inlock (handle, info->klass, key, &attrs, object_p)
                                         : CKR_SESSION_HANDLE_INVALID;
-        cs_module_unlock ();
+        cs_unlock ();
     }
     cs_attrs_clear (&attrs);
     cs_key_unref (&key);
@@ -552,7 +420,7 @@ s_drop_computed (cs_attrs_t *attrs)
 {
     size_t kept = 0;
     for (size_t i = 0; i < attrs->count; i++)
-        if (s_token_only (attrs->items [i].type))
+        if (cs_keymgmt_token_only (attrs->items [i].type))
             free (attrs->items [i].value);
         else
             attrs->items [kept++] = attrs->items [i];
@@ -571,7 +439,7 @@ s_copy_import (const cs_object_info_t *info, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     if (info->klass == CKO_SECRET_KEY)
         return CKR_ATTRIBUTE_VALUE_INVALID;     /* a session secret key does not become a token one
                                                    by a copy (token keys: C_GenerateKey, C_CreateObject) */
-    if (!cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, s_token_only)
+    if (!cs_attrs_copy (&attrs, &info->attrs) && !cs_attrs_add_template (&attrs, tmpl, count, cs_keymgmt_token_only)
     &&  !s_drop_computed (&attrs) && (rv = cs_attrs_list_to_wire (&attrs, &wire, &n_wire)) == CKR_OK)
         rv = s_import (info->key, info->klass, wire, n_wire, object_p);
     cs_attrs_wire_free (wire, n_wire);
@@ -595,15 +463,20 @@ C_CopyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PT
     return_val_if_fail (object_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
     if (cs_dataobj_is_handle (object))
         return cs_dataobj_copy (handle, object, tmpl, count, object_p);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if ((rv = cs_object_info (object, &info)) == CKR_OK
-    &&  (rv = cs_object_check_change (object, tmpl, count, true)) == CKR_OK) {
-        token = cs_template_bool (tmpl, count, CKA_TOKEN, info.token);
-        priv = cs_template_bool (tmpl, count, CKA_PRIVATE, cs_object_flag (object, CKA_PRIVATE, false));
-        rv = s_may_write (session, token, priv);
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
     }
-    cs_module_unlock ();
+    if ((rv = cs_object_info_inlock (object, &info)) == CKR_OK
+    &&  (rv = cs_object_check_change_inlock (object, tmpl, count, true)) == CKR_OK) {
+        token = cs_template_bool (tmpl, count, CKA_TOKEN, info.token);
+        priv = cs_template_bool (tmpl, count, CKA_PRIVATE, cs_object_flag_inlock (object, CKA_PRIVATE, false));
+        rv = s_may_write_inlock (session, token, priv);
+    }
+    cs_unlock ();
     if (rv != CKR_OK)
         ;
     else

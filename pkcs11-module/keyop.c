@@ -1,7 +1,7 @@
 /*  keyop.c — the shared start of key operations (keyop.h).  */
 #include "log.h"
-#include "module.h"
-#include "token.h"
+#include "guard.h"
+#include "login.h"
 #include "keyop.h"
 
 CK_RV
@@ -13,20 +13,25 @@ cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const
     void *op = NULL;
     CK_RV rv;
     return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if (cs_session_op (session, kind))
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (cs_session_op_inlock (session, kind))
         rv = CKR_OPERATION_ACTIVE;
     else
-    if ((want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT)) && !cs_token_user_logged_in ())
+    if ((want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT)) && !cs_login_user_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     else
-    if ((rv = cs_object_use (key_handle, want, &key)) == CKR_OK
-    &&  (rv = cs_object_mech_allowed (key_handle, mech->mechanism) ? CKR_OK : CKR_MECHANISM_INVALID) == CKR_OK
+    if ((rv = cs_object_use_inlock (key_handle, want, &key)) == CKR_OK
+    &&  (rv = cs_object_mech_allowed_inlock (key_handle, mech->mechanism) ? CKR_OK : CKR_MECHANISM_INVALID) == CKR_OK
     &&  (rv = new_fn (mech, key, want, &op)) == CKR_OK
-    &&  (rv = cs_session_op_start (session, kind, op, free_fn)) == CKR_OK)
+    &&  (rv = cs_session_op_start_inlock (session, kind, op, free_fn)) == CKR_OK)
         op = NULL;
-    cs_module_unlock ();
+    cs_unlock ();
     if (op)
         free_fn (op);
     cs_key_unref (&key);

@@ -18,8 +18,8 @@ typedef CK_RV (cs_keyop_new_fn) (const CK_MECHANISM *mech, cs_key_t *key, CK_FLA
 /*  C_*Init: checks the session, that no operation of `kind` is active
  *  (CKR_OPERATION_ACTIVE), a CKU_USER login for private-key operations
  *  (want CKF_SIGN, CKF_SIGN_RECOVER or CKF_DECRYPT: CKR_USER_NOT_LOGGED_IN), the key object
- *  (cs_object_use: CKR_KEY_HANDLE_INVALID, CKR_KEY_FUNCTION_NOT_PERMITTED),
- *  the key's CKA_ALLOWED_MECHANISMS (cs_object_mech_allowed: CKR_MECHANISM_INVALID),
+ *  (cs_object_use_inlock: CKR_KEY_HANDLE_INVALID, CKR_KEY_FUNCTION_NOT_PERMITTED),
+ *  the key's CKA_ALLOWED_MECHANISMS (cs_object_mech_allowed_inlock: CKR_MECHANISM_INVALID),
  *  then makes the state with new_fn and installs it with free_fn.  */
 CK_RV cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const CK_MECHANISM *mech,
                      CK_OBJECT_HANDLE key_handle, cs_keyop_new_fn *new_fn, cs_op_free_fn *free_fn);

@@ -1,6 +1,6 @@
 /*  local.c — the operations that need no secret and run in the module with
- *  OpenSSL 3 (DESIGN.md §1): C_Verify*, C_EncryptInit/C_Encrypt, C_Digest*
- *  (with C_DigestKey), C_GenerateRandom, C_SeedRandom.
+ *  OpenSSL 3 (DESIGN.md §1): C_Verify*, C_EncryptInit/C_Encrypt.  C_Digest*,
+ *  C_DigestKey and the random functions are digest.c.
  *
  *  Public keys are rebuilt from CKA_MODULUS/CKA_PUBLIC_EXPONENT or
  *  CKA_EC_PARAMS/CKA_EC_POINT (keyder.h).  ECDSA signatures are raw r||s in
@@ -23,11 +23,11 @@
 #include "log.h"
 #include "mechanism.h"
 #include "modexp.h"
-#include "module.h"
+#include "guard.h"
+#include "login.h"
 #include "object.h"
 #include "session.h"
 #include "sign.h"
-#include "token.h"
 
 /*  ---- verify -------------------------------------------------------- */
 
@@ -160,16 +160,21 @@ s_verify_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
     cs_sigop_t *op;
     CK_RV rv;
     return_val_if_fail ((data || !len) && (sig || !sig_len), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if (!(op = cs_session_op_take (session, CS_OP_VERIFY)))
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (!(op = cs_session_op_take_inlock (session, CS_OP_VERIFY)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;
     else
         rv = cs_sigop_message (op, data, len, final, message, &message_len);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK)
         rv = s_verify (op, message, message_len, sig, sig_len);
     cs_sigop_free (op);
@@ -319,294 +324,24 @@ C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR
     cs_session_t *session;
     cs_encrypt_op_t *op;
     CK_RV rv;
-    if ((rv = cs_session_op_enter (handle, CS_OP_ENCRYPT, out_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_op_get_inlock (handle, CS_OP_ENCRYPT, out_len_p != NULL && (data || !len),
+                                      &session, (void **) &op)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!out || *out_len_p < op->key->modulus_len) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = op->key->modulus_len;
-        cs_module_unlock ();
+        cs_unlock ();
         return rv;
     }
-    op = cs_session_op_take (session, CS_OP_ENCRYPT);
-    cs_module_unlock ();
+    op = cs_session_op_take_inlock (session, CS_OP_ENCRYPT);
+    cs_unlock ();
     if ((rv = s_encrypt_len_ok (op, len)) == CKR_OK)
         rv = s_encrypt (op, data, len, out, out_len_p);
     s_encrypt_op_free (op);
     return rv;
-}
-
-/*  ---- digest -------------------------------------------------------- */
-
-/*  A digest, or a vendor raw modexp (modexp.h) with its buffered input.  */
-typedef struct {
-    EVP_MD_CTX *ctx;
-    bool updated;
-    cs_modexp_op_t *modexp;
-    uint8_t *buf;               /* modexp: C_DigestUpdate's data */
-    size_t buf_len;
-} cs_digest_op_t;
-
-#define S_MODEXP_MAX_BUFFER (16 * 1024 * 1024)      /* bytes of C_DigestUpdate input */
-
-static void
-s_digest_op_free (void *op)
-{
-    cs_digest_op_t *self = op;
-    if (self) {
-        EVP_MD_CTX_free (self->ctx);
-        cs_modexp_op_free (self->modexp);
-        if (self->buf)
-            OPENSSL_cleanse (self->buf, self->buf_len);
-        free (self->buf);
-    }
-    free (self);
-}
-
-/*  C_DigestInit of a vendor modexp mechanism: a CKU_USER login (the
- *  boards' time is the tenant's, as for C_SignInit), then the parameter.  */
-static CK_RV
-s_modexp_init (const CK_MECHANISM *mech, cs_digest_op_t **op_p)
-{
-    if (!cs_token_user_logged_in ())
-        return CKR_USER_NOT_LOGGED_IN;
-    if (!(*op_p = calloc (1, sizeof **op_p)))
-        return CKR_HOST_MEMORY;
-    return cs_modexp_op_new (mech, &(*op_p)->modexp);
-}
-
-/*  C_Digest / C_DigestFinal of a modexp: the length from the parameter,
- *  then the jobs without the mutex.  Called with the mutex; releases it.  */
-static CK_RV
-s_modexp_finish (cs_session_t *session, cs_digest_op_t *op, const uint8_t *data, size_t len, bool final,
-                 CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    size_t need = 0;
-    if (final) {
-        data = op->buf;
-        len = op->buf_len;
-    }
-    CK_RV rv = !final && op->updated ? CKR_OPERATION_ACTIVE : cs_modexp_out_len (op->modexp, len, &need);
-    if (rv == CKR_OK && (!out || *out_len_p < need)) {
-        rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
-        *out_len_p = need;
-        cs_module_unlock ();
-        return rv;
-    }
-    op = cs_session_op_take (session, CS_OP_DIGEST);
-    cs_module_unlock ();
-    if (rv == CKR_OK && (rv = cs_modexp_run (op->modexp, data, len, out)) == CKR_OK)
-        *out_len_p = need;
-    s_digest_op_free (op);
-    return rv;
-}
-
-CK_RV
-C_DigestInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech)
-{
-    cs_session_t *session;
-    cs_digest_op_t *op = NULL;
-    const cs_mech_t *entry;
-    CK_RV rv;
-    return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
-    entry = cs_mech_lookup (mech->mechanism);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (cs_session_op (session, CS_OP_DIGEST))
-        rv = CKR_OPERATION_ACTIVE;
-    else
-    if (cs_modexp_mechanism (mech->mechanism)) {
-        if ((rv = s_modexp_init (mech, &op)) == CKR_OK
-        &&  (rv = cs_session_op_start (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
-            op = NULL;
-    }
-    else
-    if (!entry || !(entry->flags & CKF_DIGEST))
-        rv = CKR_MECHANISM_INVALID;
-    else
-    if (mech->ulParameterLen)
-        rv = CKR_MECHANISM_PARAM_INVALID;
-    else
-    if (!(op = calloc (1, sizeof *op)) || !(op->ctx = EVP_MD_CTX_new ())
-    ||  !EVP_DigestInit_ex (op->ctx, cs_mech_md (entry->hash), NULL))
-        rv = CKR_HOST_MEMORY;
-    else
-    if ((rv = cs_session_op_start (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
-        op = NULL;
-    cs_module_unlock ();
-    s_digest_op_free (op);
-    return rv;
-}
-
-/*  C_Digest (data given) and C_DigestFinal (final).  Length query and
- *  CKR_BUFFER_TOO_SMALL keep the operation (PKCS#11 2.40 §5.10).  */
-static CK_RV
-s_digest_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool final,
-                 CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    cs_session_t *session;
-    cs_digest_op_t *op;
-    unsigned int out_len = 0;
-    size_t need;
-    CK_RV rv;
-    if ((rv = cs_session_op_enter (handle, CS_OP_DIGEST, out_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK)
-        return rv;
-    if (op->modexp)
-        return s_modexp_finish (session, op, data, len, final, out, out_len_p);
-    need = (size_t) EVP_MD_CTX_get_size (op->ctx);
-    if (!out || *out_len_p < need) {
-        rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
-        *out_len_p = need;
-        cs_module_unlock ();
-        return rv;
-    }
-    op = cs_session_op_take (session, CS_OP_DIGEST);
-    cs_module_unlock ();
-    if (!final && op->updated)
-        rv = CKR_OPERATION_ACTIVE;
-    else
-    if ((!final && !EVP_DigestUpdate (op->ctx, data, len)) || !EVP_DigestFinal_ex (op->ctx, out, &out_len))
-        rv = CKR_FUNCTION_FAILED;
-    else
-        *out_len_p = out_len;
-    s_digest_op_free (op);
-    return rv;
-}
-
-CK_RV
-C_Digest (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    return s_digest_finish (handle, data, len, false, out, out_len_p);
-}
-
-/*  Appends C_DigestUpdate's data to a modexp's input.  */
-static CK_RV
-s_modexp_buffer (cs_digest_op_t *op, const uint8_t *data, size_t len)
-{
-    if (len > S_MODEXP_MAX_BUFFER - op->buf_len)
-        return CKR_DATA_LEN_RANGE;
-    uint8_t *grown = malloc (op->buf_len + len + 1);
-    if (!grown)
-        return CKR_HOST_MEMORY;
-    if (op->buf_len)
-        memcpy (grown, op->buf, op->buf_len);
-    if (len)
-        memcpy (grown + op->buf_len, data, len);
-    if (op->buf)
-        OPENSSL_cleanse (op->buf, op->buf_len);
-    free (op->buf);
-    op->buf = grown;
-    op->buf_len += len;
-    op->updated = true;
-    return CKR_OK;
-}
-
-CK_RV
-C_DigestUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
-{
-    cs_session_t *session;
-    cs_digest_op_t *op;
-    CK_RV rv;
-    return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (!(op = cs_session_op (session, CS_OP_DIGEST)))
-        rv = CKR_OPERATION_NOT_INITIALIZED;
-    else
-    if (op->modexp) {
-        rv = s_modexp_buffer (op, data, len);
-        if (rv != CKR_OK)
-            cs_session_op_end (session, CS_OP_DIGEST);
-    }
-    else
-    if (!EVP_DigestUpdate (op->ctx, data, len)) {
-        rv = CKR_FUNCTION_FAILED;
-        cs_session_op_end (session, CS_OP_DIGEST);
-    }
-    else
-        op->updated = true;
-    cs_module_unlock ();
-    return rv;
-}
-
-/*  PKCS#11 2.40 §5.10 C_DigestKey: digests the value of a secret key as the
- *  next part of the running digest (interleaved with C_DigestUpdate in any
- *  order).  Only secret keys whose value the module holds (C_DeriveKey's)
- *  have one to digest; public and private keys, and a vendor modexp
- *  operation, give CKR_KEY_INDIGESTIBLE.  A handle naming no visible
- *  object: CKR_KEY_HANDLE_INVALID.  As for C_DigestUpdate, an error ends
- *  the operation.  Also CKR_SESSION_HANDLE_INVALID,
- *  CKR_OPERATION_NOT_INITIALIZED, CKR_FUNCTION_FAILED.  */
-CK_RV
-C_DigestKey (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE key_handle)
-{
-    cs_session_t *session;
-    cs_digest_op_t *op;
-    cs_key_t *key = NULL;
-    CK_OBJECT_CLASS klass = 0;
-    CK_RV rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (!(op = cs_session_op (session, CS_OP_DIGEST))) {
-        cs_module_unlock ();
-        return CKR_OPERATION_NOT_INITIALIZED;
-    }
-    if (!(key = cs_object_key (key_handle, &klass)))
-        rv = CKR_KEY_HANDLE_INVALID;
-    else
-    if (op->modexp || klass != CKO_SECRET_KEY || !key->secret)
-        rv = CKR_KEY_INDIGESTIBLE;
-    else
-    if (!EVP_DigestUpdate (op->ctx, key->secret, key->secret_len))
-        rv = CKR_FUNCTION_FAILED;
-    else
-        op->updated = true;
-    if (rv != CKR_OK)
-        cs_session_op_end (session, CS_OP_DIGEST);
-    cs_module_unlock ();
-    cs_key_unref (&key);
-    return rv;
-}
-
-CK_RV
-C_DigestFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    return s_digest_finish (handle, NULL, 0, true, out, out_len_p);
-}
-
-/*  ---- random -------------------------------------------------------- */
-
-/*  PKCS#11 2.40 §5.15 C_SeedRandom: mixes `len` bytes of seed into
- *  OpenSSL's random generator with RAND_add, credited with no entropy, so
- *  a poor seed can do no harm (the DRBG takes it as additional input,
- *  NIST SP 800-90A).  CKR_ARGUMENTS_BAD (seed NULL with len > 0, or len
- *  over INT_MAX), CKR_SESSION_HANDLE_INVALID, CKR_OK.  */
-CK_RV
-C_SeedRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR seed, CK_ULONG len)
-{
-    cs_session_t *session;
-    CK_RV rv;
-    return_val_if_fail ((seed || !len) && len <= INT32_MAX, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    cs_module_unlock ();
-    if (len)
-        RAND_add (seed, (int) len, 0.0);
-    return CKR_OK;
-}
-
-/*  PKCS#11 2.40 §5.15 C_GenerateRandom: `len` bytes from OpenSSL's
- *  RAND_bytes.  CKR_ARGUMENTS_BAD (out NULL with len > 0, or len over
- *  INT_MAX), CKR_SESSION_HANDLE_INVALID, CKR_FUNCTION_FAILED, CKR_OK.  */
-CK_RV
-C_GenerateRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG len)
-{
-    cs_session_t *session;
-    CK_RV rv;
-    return_val_if_fail ((out || !len) && len <= INT32_MAX, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    cs_module_unlock ();
-    return len == 0 || RAND_bytes (out, (int) len) == 1 ? CKR_OK : CKR_FUNCTION_FAILED;
 }

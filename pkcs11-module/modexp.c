@@ -5,7 +5,8 @@
 #include <openssl/crypto.h>
 #include "cs_wire.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
+#include "runner.h"
 #include "modexp.h"
 #include "cryptoserver/pkcs11v.h"
 
@@ -248,7 +249,7 @@ static CK_RV
 s_send (s_batch_t *batch, uint8_t **out_p)
 {
     Cs__Reply *reply = NULL;
-    CK_RV rv = cs_module_run_jobs (batch->ptrs, batch->count, true, &reply);
+    CK_RV rv = cs_runner_run_jobs (batch->ptrs, batch->count, true, &reply);
     for (size_t i = 0; rv == CKR_OK && i < batch->count; i++) {
         const Cs__Result *result = reply->results [i];
         if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len != batch->k [i]) {

@@ -1,19 +1,17 @@
-/*  module.c — library-wide state: C_Initialize, C_Finalize, C_GetInfo, the
- *  library mutex, the call guard and fork detection (PKCS#11 2.40 §5.4, §6.6,
- *  DESIGN.md §5).  The function lists are in interface.c.
+/*  module.c — the library's life: C_Initialize, C_Finalize, C_GetInfo and
+ *  fork detection (PKCS#11 2.40 §5.4, §6.6, DESIGN.md §5).  The top of the
+ *  module's layers (module.h): it owns the client config and the link,
+ *  starts and stops the job runner, and resets the tables below it.  The
+ *  library mutex and the call guard are guard.c's; the function lists are
+ *  in interface.c.
  *
- *  Threads.  The library mutex guards the session, object and token tables;
- *  it is the application's when C_Initialize gets mutex callbacks without
- *  CKF_OS_LOCKING_OK, a pthread mutex otherwise.  Every entry point of the
- *  function lists runs inside the call guard (cs_module_enter/leave, a
- *  count of calls in flight under a pthread mutex of our own that never
- *  calls the application).  C_Finalize closes the guard, stops the link
- *  (which wakes every thread waiting on the broker with
- *  CKR_CRYPTOKI_NOT_INITIALIZED), waits for the count to reach zero, and
- *  only then frees the tables, the link and the application's mutex: no
- *  call can touch freed state.  C_Initialize and C_Finalize are serialised
- *  by a second private mutex, so C_Initialize right after (or during) a
- *  C_Finalize waits for it and then works.
+ *  Threads.  C_Finalize closes the call guard, stops the link (which wakes
+ *  every thread waiting on the broker with CKR_CRYPTOKI_NOT_INITIALIZED),
+ *  waits until no guarded call is left, and only then frees the tables,
+ *  the link and the application's mutex: no call can touch freed state.
+ *  C_Initialize and C_Finalize are serialised by a private mutex, so
+ *  C_Initialize right after (or during) a C_Finalize waits for it and then
+ *  works.
  *
  *  Fork.  The pid is remembered at C_Initialize.  In a child every call
  *  returns CKR_CRYPTOKI_NOT_INITIALIZED until the child calls C_Initialize,
@@ -26,153 +24,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <openssl/crypto.h>
 #include "log.h"
+#include "attrs.h"
 #include "client_config.h"
+#include "guard.h"
 #include "link.h"
+#include "runner.h"
 #include "token.h"
 #include "session.h"
 #include "object.h"
 #include "module.h"
 
-static pthread_mutex_t s_lock = PTHREAD_MUTEX_INITIALIZER;        /* the library mutex (OS locking) */
 static pthread_mutex_t s_init_lock = PTHREAD_MUTEX_INITIALIZER;   /* C_Initialize vs C_Finalize */
-static pthread_mutex_t s_calls_lock = PTHREAD_MUTEX_INITIALIZER;  /* the call guard */
-static pthread_cond_t s_calls_left = PTHREAD_COND_INITIALIZER;
 
 static struct {
-    bool initialized;           /* read and written with __atomic builtins: */
-    pid_t pid;                  /* process that ran C_Initialize (likewise) */
     pid_t owner;                /* process whose state this is (0: none yet) */
-    size_t calls;               /* guarded calls in flight (s_calls_lock) */
-    CK_C_INITIALIZE_ARGS app;   /* the application's mutex callbacks */
-    bool app_locking;           /* the library mutex is the application's (else s_lock) */
-    void *app_mutex;            /* its handle, as CreateMutex made it (may be NULL) */
     cs_client_config_t *config;
     cs_client_config_t *inherited_config;   /* the parent's, after fork (s_forget_parent) */
     cs_link_t *link;
 } s_module;
-
-/*  The fast-path checks read these without the library mutex (C_Finalize
- *  may be changing them under the call guard): atomically, not volatile.  */
-static bool
-s_initialized (void)
-{
-    return __atomic_load_n (&s_module.initialized, __ATOMIC_SEQ_CST);
-}
-
-static pid_t
-s_pid (void)
-{
-    return __atomic_load_n (&s_module.pid, __ATOMIC_SEQ_CST);
-}
-
-CK_RV
-cs_module_check (void)
-{
-    if (!s_initialized () || s_pid () != getpid ())
-        return CKR_CRYPTOKI_NOT_INITIALIZED;
-    return CKR_OK;
-}
-
-void
-cs_module_lock (void)
-{
-    if (s_module.app_locking) {
-        if (s_module.app.LockMutex (s_module.app_mutex) != CKR_OK)
-            cs_log_error ("the application's LockMutex failed");
-    }
-    else
-        pthread_mutex_lock (&s_lock);
-}
-
-void
-cs_module_unlock (void)
-{
-    if (s_module.app_locking) {
-        if (s_module.app.UnlockMutex (s_module.app_mutex) != CKR_OK)
-            cs_log_error ("the application's UnlockMutex failed");
-    }
-    else
-        pthread_mutex_unlock (&s_lock);
-}
-
-CK_RV
-cs_module_enter (void)
-{
-    CK_RV rv = CKR_OK;
-    if (s_pid () != getpid ())
-        return CKR_CRYPTOKI_NOT_INITIALIZED;    /* a child: never touch the parent's locks */
-    pthread_mutex_lock (&s_calls_lock);
-    if (!s_initialized ())
-        rv = CKR_CRYPTOKI_NOT_INITIALIZED;
-    else
-        s_module.calls++;
-    pthread_mutex_unlock (&s_calls_lock);
-    return rv;
-}
-
-void
-cs_module_leave (void)
-{
-    pthread_mutex_lock (&s_calls_lock);
-    if (--s_module.calls == 0)
-        pthread_cond_broadcast (&s_calls_left);
-    pthread_mutex_unlock (&s_calls_lock);
-}
-
-void
-cs_module_pad (unsigned char *field, size_t size, const char *text)
-{
-    size_t len = text ? strlen (text) : 0;
-    memset (field, ' ', size);
-    memcpy (field, text, len < size ? len : size);
-}
-
-CK_RV
-cs_module_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply **reply_p)
-{
-    CK_RV rv;
-    uint8_t ticket [CS_WIRE_MAX_TICKET];
-    Cs__Request req = CS__REQUEST__INIT;
-    cs_link_t *link;
-    int64_t timeout_ms;
-    *reply_p = NULL;
-    cs_module_lock ();
-    if ((rv = cs_module_check ()) != CKR_OK) {
-        cs_module_unlock ();
-        return rv;
-    }
-    link = s_module.link;
-    timeout_ms = s_module.config->timeout_ms;
-    req.ticket.len = with_ticket ? cs_token_ticket_copy (ticket, sizeof ticket) : 0;
-    req.ticket.data = ticket;
-    cs_module_unlock ();
-    req.n_jobs = n_jobs;
-    req.jobs = jobs;
-    rv = cs_link_call (link, &req, timeout_ms, reply_p);
-    for (size_t i = 0; rv == CKR_OK && i < n_jobs; i++)
-        rv = (CK_RV) (*reply_p)->results [i]->rv;
-    if (req.ticket.len && *reply_p) {
-        /*  A refused key list does not end the login here: the next
-            private operation does, with CKR_USER_NOT_LOGGED_IN, which
-            C_FindObjectsInit may not return (cs_object_refresh).  */
-        bool refused = rv == CKR_USER_NOT_LOGGED_IN && jobs [0]->kind_case != CS__JOB__KIND_LIST_KEYS;
-        cs_module_lock ();
-        cs_token_ticket_answer (ticket, req.ticket.len, (*reply_p)->ticket.data,
-                                (*reply_p)->ticket.len, refused);
-        cs_module_unlock ();
-    }
-    OPENSSL_cleanse (ticket, sizeof ticket);
-    return rv;
-}
-
-CK_RV
-cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p)
-{
-    Cs__Job *jobs [1] = { job };
-    return cs_module_run_jobs (jobs, 1, with_ticket, reply_p);
-}
 
 /*  Validates CK_C_INITIALIZE_ARGS (PKCS#11 2.40 §5.4): pReserved NULL, the
  *  four mutex callbacks all given or none.  */
@@ -198,40 +68,6 @@ s_check_init_args (const CK_C_INITIALIZE_ARGS *args)
     return CKR_OK;
 }
 
-/*  Makes the library mutex (PKCS#11 2.40 §5.4): with callbacks and without
- *  CKF_OS_LOCKING_OK (case 3) the application's own; otherwise (cases 1,
- *  2 and 4: with CKF_OS_LOCKING_OK we may pick either) our pthread mutex.
- *  The handle CreateMutex makes is the application's business: NULL is a
- *  handle like any other (an application with one global lock may use it).
- *  CreateMutex's error is C_Initialize's.  */
-static CK_RV
-s_mutex_create (const CK_C_INITIALIZE_ARGS *args)
-{
-    CK_RV rv;
-    void *mutex = NULL;
-    if (!args || !args->CreateMutex || (args->flags & CKF_OS_LOCKING_OK))
-        return CKR_OK;
-    if ((rv = args->CreateMutex (&mutex)) != CKR_OK)
-        return rv;
-    s_module.app = *args;
-    s_module.app_mutex = mutex;
-    s_module.app_locking = true;
-    return CKR_OK;
-}
-
-/*  Destroys the application's mutex once nobody can use it.  */
-static void
-s_mutex_destroy (void)
-{
-    void *mutex = s_module.app_mutex;
-    bool app_locking = s_module.app_locking;
-    s_module.app_mutex = NULL;
-    s_module.app_locking = false;
-    if (app_locking && s_module.app.DestroyMutex (mutex) != CKR_OK)
-        cs_log_warning ("the application's DestroyMutex failed");
-    memset (&s_module.app, 0, sizeof s_module.app);
-}
-
 /*  In a forked child: drops the parent's state without touching its link
  *  or its application mutex, and re-initialises our own mutexes (a parent
  *  thread may have held them at fork()).  The parent's parsed config (with
@@ -241,24 +77,20 @@ s_mutex_destroy (void)
 static void
 s_forget_parent (void)
 {
-    pthread_mutex_init (&s_lock, NULL);
+    cs_guard_after_fork ();
     pthread_mutex_init (&s_init_lock, NULL);
-    pthread_mutex_init (&s_calls_lock, NULL);
-    pthread_cond_init (&s_calls_left, NULL);
-    s_module.calls = 0;
-    s_module.app_mutex = NULL;
-    s_module.app_locking = false;
-    memset (&s_module.app, 0, sizeof s_module.app);
+    cs_runner_stop ();
     cs_link_abandon (&s_module.link);
     if (s_module.config) {
         cs_client_config_destroy (&s_module.inherited_config);
         s_module.inherited_config = s_module.config;
         s_module.config = NULL;
     }
-    cs_session_reset_all ();
-    cs_object_reset ();
-    cs_token_reset ();
-    __atomic_store_n (&s_module.initialized, false, __ATOMIC_SEQ_CST);
+    cs_lock ();                             /* our fresh mutex: nobody else is here */
+    cs_session_reset_all_inlock ();
+    cs_object_reset_inlock ();
+    cs_token_reset_inlock ();
+    cs_unlock ();
     s_module.owner = getpid ();
 }
 
@@ -275,7 +107,7 @@ C_Initialize (CK_VOID_PTR init_args)
     if (s_module.owner != getpid ())
         s_forget_parent ();
     pthread_mutex_lock (&s_init_lock);
-    if (s_initialized ()) {
+    if (cs_guard_check () == CKR_OK) {
         rv = CKR_CRYPTOKI_ALREADY_INITIALIZED;
         goto out;
     }
@@ -287,20 +119,18 @@ C_Initialize (CK_VOID_PTR init_args)
         goto out;
     }
     cs_log_set_level (config->log_level);
-    if ((rv = s_mutex_create (init_args)) != CKR_OK)
+    if ((rv = cs_guard_mutex_create (init_args)) != CKR_OK)
         goto out;
     if (!(s_module.link = cs_link_new (config, &rv))) {
-        s_mutex_destroy ();
+        cs_guard_mutex_destroy ();
         goto out;
     }
     s_module.config = config;
     config = NULL;
-    pthread_mutex_lock (&s_calls_lock);     /* publishes the state to cs_module_enter */
-    __atomic_store_n (&s_module.pid, getpid (), __ATOMIC_SEQ_CST);
-    __atomic_store_n (&s_module.initialized, true, __ATOMIC_SEQ_CST);
-    pthread_mutex_unlock (&s_calls_lock);
+    cs_runner_start (s_module.link, s_module.config->timeout_ms);
+    cs_guard_open ();
     cs_log_debug ("initialized from %s%s", s_module.config->path,
-                  s_module.app_locking ? " (application mutex callbacks)" : "");
+                  cs_guard_app_locking () ? " (application mutex callbacks)" : "");
 out:
     pthread_mutex_unlock (&s_init_lock);
     cs_client_config_destroy (&config);
@@ -313,34 +143,28 @@ CK_RV
 C_Finalize (CK_VOID_PTR reserved)
 {
     cs_link_t *link;
-    if (s_module.owner != getpid () || cs_module_check () != CKR_OK)
+    if (s_module.owner != getpid () || cs_guard_check () != CKR_OK)
         return CKR_CRYPTOKI_NOT_INITIALIZED;
     return_val_if_fail (reserved == NULL, CKR_ARGUMENTS_BAD);
     pthread_mutex_lock (&s_init_lock);
-    pthread_mutex_lock (&s_calls_lock);
-    if (!s_initialized ()) {            /* another C_Finalize won */
-        pthread_mutex_unlock (&s_calls_lock);
+    if (!cs_guard_close ()) {           /* another C_Finalize won */
         pthread_mutex_unlock (&s_init_lock);
         return CKR_CRYPTOKI_NOT_INITIALIZED;
     }
-    __atomic_store_n (&s_module.initialized, false, __ATOMIC_SEQ_CST);  /* no new guarded call gets in */
-    pthread_mutex_unlock (&s_calls_lock);
     link = s_module.link;
     cs_link_stop (link);                    /* wakes the threads waiting on the broker */
-    pthread_mutex_lock (&s_calls_lock);
-    while (s_module.calls > 0)
-        pthread_cond_wait (&s_calls_left, &s_calls_lock);
-    pthread_mutex_unlock (&s_calls_lock);
+    cs_guard_wait_idle ();
     /*  Nobody else is inside the library now.  */
+    cs_runner_stop ();
     s_module.link = NULL;
-    cs_module_lock ();
-    cs_session_reset_all ();
-    cs_object_reset ();
-    cs_token_reset ();
-    cs_module_unlock ();
+    cs_lock ();
+    cs_session_reset_all_inlock ();
+    cs_object_reset_inlock ();
+    cs_token_reset_inlock ();
+    cs_unlock ();
     cs_client_config_destroy (&s_module.config);
     cs_link_destroy (&link);                /* joins the I/O thread */
-    s_mutex_destroy ();
+    cs_guard_mutex_destroy ();
     pthread_mutex_unlock (&s_init_lock);
     return CKR_OK;
 }
@@ -348,15 +172,15 @@ C_Finalize (CK_VOID_PTR reserved)
 CK_RV
 cs_module_info (CK_INFO_PTR info, CK_BYTE major, CK_BYTE minor)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
     memset (info, 0, sizeof *info);
     info->cryptokiVersion.major = major;
     info->cryptokiVersion.minor = minor;
-    cs_module_pad (info->manufacturerID, sizeof info->manufacturerID, CS_MANUFACTURER);
-    cs_module_pad (info->libraryDescription, sizeof info->libraryDescription, CS_LIBRARY_DESC);
+    cs_pad (info->manufacturerID, sizeof info->manufacturerID, CS_MANUFACTURER);
+    cs_pad (info->libraryDescription, sizeof info->libraryDescription, CS_LIBRARY_DESC);
     info->libraryVersion.major = 0;
     info->libraryVersion.minor = 1;
     return CKR_OK;

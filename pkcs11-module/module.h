@@ -1,9 +1,34 @@
-/*  module.h — library-wide state of the PKCS#11 module: initialisation, the
- *  one library mutex, fork detection, and running one job on the broker.
+/*  module.h — the library's life: C_Initialize, C_Finalize (module.c),
+ *  C_GetInfo, fork detection.  module.c sits at the top of the module's
+ *  units; jobs run through runner.h, the mutex and call guard are guard.h's.
  *
- *  Rule (DESIGN.md §5): the library mutex guards the session, object and
- *  token tables; no network I/O happens under it.  Entry points copy what
- *  they need under the lock, release it, then call cs_module_run_job.
+ *  Layers.  A file includes only module headers of a lower rank, or of its
+ *  own unit, so nothing calls upward (tests/integration/module-layers.sh
+ *  holds the same list and checks it):
+ *
+ *     0-4  cs_p11, log, mechanism, client_config, coalesce, association, link
+ *     2-3  key, attrs, keyder         the key type and attribute values
+ *       5  guard                      library mutex and call guard
+ *       6  login                      logged-in flags and the login ticket
+ *     7-8  dataobj_int, dataobj       the certificate and data object table
+ *       9  object, objattr, object_int   the key object table
+ *      10  session                    the session table (its last close logs out)
+ *      11  runner                     jobs to the broker, ticket in, answer out
+ *      12  token, find, keyop, secret_token, modexp, dataobj_jobs
+ *      13  derive, secret, secret_key, digest
+ *      14  sign
+ *      15  decrypt, wrap, local, recover, keymgmt, keymgmt_check
+ *      16  module                     C_Initialize, C_Finalize, C_GetInfo
+ *      17  interface                  the function lists
+ *
+ *  The internal headers (dataobj_int.h, object_int.h, keymgmt_int.h) are
+ *  shared by the files of one unit only.
+ *
+ *  Rule (DESIGN.md §5): the library mutex guards the session, object, login
+ *  and token tables; no network I/O happens under it.  An entry point takes
+ *  the mutex and releases it in the same function (cs_lock / cs_unlock),
+ *  copies what it needs, then calls cs_runner_run_job without it; every
+ *  function that must be called with the mutex held is named *_inlock.
  */
 #ifndef CS_MODULE_MODULE_H_INCLUDED
 #define CS_MODULE_MODULE_H_INCLUDED
@@ -12,53 +37,9 @@
 #include "cs_p11.h"
 #include "cs_wire.h"
 
-/*  Returns CKR_OK when C_Initialize has run in this process and C_Finalize
- *  has not; CKR_CRYPTOKI_NOT_INITIALIZED otherwise, including in a child
- *  after fork() until it calls C_Initialize (PKCS#11 2.40 §6.6.1).  */
-CK_RV cs_module_check (void);
-
-/*  Take and release the library mutex: the application's, made with its
- *  CreateMutex callback, when C_Initialize got mutex callbacks without
- *  CKF_OS_LOCKING_OK (PKCS#11 2.40 §5.4 case 3); a pthread mutex otherwise.  */
-void cs_module_lock (void);
-void cs_module_unlock (void);
-
-/*  The call guard around every entry point of the function lists
- *  (interface.c).  cs_module_enter returns CKR_CRYPTOKI_NOT_INITIALIZED
- *  (before C_Initialize, during and after C_Finalize, in a forked child)
- *  or CKR_OK, and then the caller must call cs_module_leave once it is done
- *  with the library's state.  C_Finalize waits until every guarded call has
- *  left before it frees anything, so it is safe while other threads are
- *  inside calls (they are woken with CKR_CRYPTOKI_NOT_INITIALIZED).  */
-CK_RV cs_module_enter (void);
-void cs_module_leave (void);
-
 /*  Fills CK_INFO (PKCS#11 2.40 §5.4 C_GetInfo) with cryptokiVersion
  *  major.minor: the version of the interface it is called through.
  *  CKR_CRYPTOKI_NOT_INITIALIZED, CKR_ARGUMENTS_BAD, CKR_OK.  */
 CK_RV cs_module_info (CK_INFO_PTR info, CK_BYTE major, CK_BYTE minor);
-
-/*  Sends one job (borrowed) to the broker with the client's timeout, adding
- *  the login ticket when `with_ticket`, and waits for its result.  A ticket
- *  in the reply replaces the one sent; CKR_USER_NOT_LOGGED_IN for a job
- *  that carried a ticket ends the login (expired or revoked: the
- *  application logs in again).  See cs_token_ticket_answer.
- *  Must be called WITHOUT the library mutex.  Returns the job's own rv (as
- *  the broker set it) with *reply_p the whole reply, whose results[0] is the
- *  job's result (caller frees with cs__reply__free_unpacked, also when the
- *  rv is not CKR_OK); or a link error (CKR_DEVICE_ERROR, CKR_HOST_MEMORY,
- *  CKR_CRYPTOKI_NOT_INITIALIZED) with *reply_p NULL.  */
-CK_RV cs_module_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p);
-
-/*  cs_module_run_job for a batch of n_jobs jobs (1..CS_WIRE_MAX_JOBS, all
- *  borrowed) in one request: the broker splits it into work items and
- *  answers once (DESIGN.md §3).  Returns the link error, or the first job's
- *  rv that is not CKR_OK, or CKR_OK; *reply_p as for cs_module_run_job,
- *  with results[i] for jobs[i].  */
-CK_RV cs_module_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply **reply_p);
-
-/*  Copies `text` into a blank-padded, not terminated PKCS#11 string field of
- *  `size` bytes (truncating).  */
-void cs_module_pad (unsigned char *field, size_t size, const char *text);
 
 #endif

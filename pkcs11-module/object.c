@@ -1,4 +1,5 @@
-/*  object.c — key objects, their attributes, template matching (object.h).
+/*  object.c — the key object table, visibility, template matching (object.h);
+ *  the values of one object's attributes are objattr.c.
  *
  *  The table only grows: entry i has handle i + 1 for the life of the
  *  process.  Token entries keep their ref and class while their key is gone
@@ -12,26 +13,10 @@
 #include "cs_attr_rules.h"
 #include "keyder.h"
 #include "log.h"
-#include "module.h"
-#include "token.h"
-#include "session.h"
+#include "login.h"
 #include "object.h"
+#include "object_int.h"
 #include "dataobj.h"
-
-typedef struct {
-    CK_OBJECT_CLASS klass;
-    cs_key_t *key;              /* NULL: gone */
-    cs_attrs_t attrs;           /* stored attributes: over the defaults */
-    char *ref;                  /* token objects (kept while gone); NULL: session object */
-    CK_SESSION_HANDLE session;  /* session objects: the session that made it */
-    size_t chain;               /* hash chain: index + 1 of the next, 0 = end */
-} cs_object_t;
-
-typedef struct {
-    CK_ULONG *handles;
-    size_t count;
-    size_t next;
-} cs_find_t;
 
 static struct {
     cs_object_t *objects;
@@ -169,7 +154,7 @@ s_live (const char *ref)
 }
 
 CK_RV
-cs_object_load (const Cs__ListKeysResult *result)
+cs_object_load_inlock (const Cs__ListKeysResult *result)
 {
     CK_RV rv = CKR_OK;
     if (result && result->unchanged) {     /* known_version was current: keep the cache */
@@ -191,7 +176,7 @@ cs_object_load (const Cs__ListKeysResult *result)
 }
 
 CK_RV
-cs_object_put (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p)
+cs_object_put_inlock (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p)
 {
     CK_RV rv = CKR_DEVICE_ERROR;
     cs_key_t *key = info ? cs_key_new (info) : NULL;
@@ -208,60 +193,27 @@ cs_object_put (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE 
 }
 
 void
-cs_object_forget (CK_OBJECT_HANDLE handle)
+cs_object_forget_inlock (CK_OBJECT_HANDLE handle)
 {
     cs_object_t *object = s_object (handle);
     if (object)
         s_object_clear (object);
 }
 
-/*  known_version 0 means "I hold no list": the broker's versions start at 1,
- *  so it answers 0 with the whole list.  */
-CK_RV
-cs_object_refresh (void)
+uint64_t
+cs_object_list_version_inlock (void)
 {
-    CK_RV rv;
-    Cs__Reply *reply = NULL;
-    Cs__ListKeysJob list = CS__LIST_KEYS_JOB__INIT;
-    Cs__Job job = CS__JOB__INIT;
-    cs_module_lock ();
-    list.known_version = s_table.have_list ? s_table.version : 0;
-    cs_module_unlock ();
-    job.kind_case = CS__JOB__KIND_LIST_KEYS;
-    job.list_keys = &list;
-    rv = cs_module_run_job (&job, true, &reply);
-    if (rv == CKR_USER_NOT_LOGGED_IN) {
-        /*  The broker no longer takes our login ticket (expired, or the
-            PIN was set or locked): keep the list we have.  The session
-            stays logged in as far as the application knows until its next
-            private operation, which gets CKR_USER_NOT_LOGGED_IN and ends
-            the login (C_FindObjectsInit may not return that code).  */
-        rv = CKR_OK;
-        goto out;
-    }
-    if (rv == CKR_OK && reply->results [0]->kind_case != CS__RESULT__KIND_KEYS) {
-        cs_log_error ("the broker answered a key list without keys");
-        rv = CKR_DEVICE_ERROR;
-    }
-    if (rv == CKR_OK) {
-        cs_module_lock ();
-        rv = cs_object_load (reply->results [0]->keys);
-        cs_module_unlock ();
-    }
-out:
-    if (reply)
-        cs__reply__free_unpacked (reply, NULL);
-    return rv;
+    return s_table.have_list ? s_table.version : 0;
 }
 
 void
-cs_object_invalidate (void)
+cs_object_invalidate_inlock (void)
 {
     s_table.have_list = false;
 }
 
 void
-cs_object_reset (void)
+cs_object_reset_inlock (void)
 {
     for (size_t i = 0; i < s_table.count; i++) {
         s_object_clear (&s_table.objects [i]);
@@ -270,13 +222,13 @@ cs_object_reset (void)
     free (s_table.objects);
     free (s_table.buckets);
     memset (&s_table, 0, sizeof s_table);
-    cs_dataobj_reset ();
+    cs_dataobj_reset_inlock ();
 }
 
 /*  ---- session objects ---------------------------------------------------- */
 
 CK_RV
-cs_object_add_session (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_key_t *key,
+cs_object_add_session_inlock (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_key_t *key,
                        cs_attrs_t *attrs, CK_OBJECT_HANDLE *handle_p)
 {
     if (s_grow ())
@@ -289,248 +241,37 @@ cs_object_add_session (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_key_
 }
 
 void
-cs_object_session_closed (CK_SESSION_HANDLE session)
+cs_object_session_closed_inlock (CK_SESSION_HANDLE session)
 {
     for (size_t i = 0; i < s_table.count; i++)
         if (!s_table.objects [i].ref && (session == 0 || s_table.objects [i].session == session))
             s_object_clear (&s_table.objects [i]);
-    cs_dataobj_session_closed (session);
-}
-
-/*  ---- attribute values --------------------------------------------------- */
-
-typedef enum { S_OK, S_SENSITIVE, S_INVALID } s_attr_result_t;
-
-typedef struct {
-    const void *data;
-    CK_ULONG len;
-    CK_BBOOL flag;              /* storage for booleans */
-    CK_ULONG number;            /* storage for CK_ULONG values */
-    uint8_t secret [CS_MAX_RSA_BYTES];  /* extractable private components; wiped */
-} s_value_t;
-
-static s_attr_result_t
-s_bool (s_value_t *value, bool flag)
-{
-    value->flag = flag ? CK_TRUE : CK_FALSE;
-    value->data = &value->flag;
-    value->len = sizeof value->flag;
-    return S_OK;
-}
-
-static s_attr_result_t
-s_ulong (s_value_t *value, CK_ULONG number)
-{
-    value->number = number;
-    value->data = &value->number;
-    value->len = sizeof value->number;
-    return S_OK;
-}
-
-static s_attr_result_t
-s_bytes (s_value_t *value, const void *data, size_t len)
-{
-    value->data = len ? data : "";
-    value->len = len;
-    return S_OK;
-}
-
-static void
-s_value_wipe (s_value_t *value)
-{
-    if (value->data == value->secret)
-        OPENSSL_cleanse (value->secret, sizeof value->secret);
-}
-
-/*  The key material (never stored, never changed).  */
-static s_attr_result_t
-s_attr_material (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
-{
-    const cs_key_t *key = object->key;
-    bool rsa = key->key_type == CKK_RSA, secret = object->klass == CKO_SECRET_KEY;
-    if (secret && type != CKA_CLASS && type != CKA_KEY_TYPE)
-        return type == CKA_VALUE_LEN ? s_ulong (value, key->secret_len) : S_INVALID;
-    switch (type) {
-        case CKA_CLASS:           return s_ulong (value, object->klass);
-        case CKA_KEY_TYPE:        return s_ulong (value, key->key_type);
-        case CKA_MODULUS:         return rsa ? s_bytes (value, key->modulus, key->modulus_len) : S_INVALID;
-        case CKA_PUBLIC_EXPONENT: return rsa ? s_bytes (value, key->exponent, key->exponent_len) : S_INVALID;
-        case CKA_MODULUS_BITS:
-            return rsa && object->klass == CKO_PUBLIC_KEY ? s_ulong (value, key->bits) : S_INVALID;
-        case CKA_EC_PARAMS:       return rsa ? S_INVALID : s_bytes (value, key->ec_params, key->ec_params_len);
-        case CKA_EC_POINT:        return rsa ? S_INVALID : s_bytes (value, key->ec_point, key->ec_point_len);
-        default:                  return S_INVALID;
-    }
+    cs_dataobj_session_closed_inlock (session);
 }
 
 static bool
-s_is_material (CK_ATTRIBUTE_TYPE type)
+s_visible_inlock (const cs_object_t *object)
 {
-    return type == CKA_CLASS || type == CKA_KEY_TYPE || type == CKA_MODULUS || type == CKA_PUBLIC_EXPONENT
-        || type == CKA_MODULUS_BITS || type == CKA_EC_PARAMS || type == CKA_EC_POINT || type == CKA_VALUE_LEN;
-}
-
-/*  Defaults of every key object (PKCS#11 2.40 §4.4, §4.5, §4.7).  Board
- *  keys are neither modifiable nor destroyable here; keystore and session
- *  keys are.  */
-static s_attr_result_t
-s_attr_common (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
-{
-    const cs_key_t *key = object->key;
-    bool managed = !object->ref || (!key->legacy_id && strncmp (object->ref, "ks:", 3) == 0);
-    switch (type) {
-        case CKA_ID:             return s_bytes (value, key->id, key->id_len);
-        case CKA_LABEL:          return s_bytes (value, key->label, strlen (key->label));
-        case CKA_TOKEN:          return s_bool (value, object->ref != NULL);
-        case CKA_PRIVATE:        return s_bool (value, object->klass != CKO_PUBLIC_KEY);
-        case CKA_MODIFIABLE:
-        case CKA_COPYABLE:
-        case CKA_DESTROYABLE:    return s_bool (value, managed);
-        case CKA_LOCAL:
-        case CKA_DERIVE:         return s_bool (value, false);
-        case CKA_KEY_GEN_MECHANISM: return s_ulong (value, CK_UNAVAILABLE_INFORMATION);
-        case CKA_ALLOWED_MECHANISMS:        /* empty: every mechanism (§4.4 table 25) */
-        case CKA_START_DATE:
-        case CKA_END_DATE:
-        case CKA_SUBJECT:        return s_bytes (value, "", 0);
-        default:                 return S_INVALID;
-    }
-}
-
-static s_attr_result_t
-s_attr_public (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
-{
-    switch (type) {
-        case CKA_VERIFY:         return s_bool (value, true);
-        case CKA_ENCRYPT:
-        case CKA_VERIFY_RECOVER: return s_bool (value, key->key_type == CKK_RSA);
-        case CKA_WRAP:
-        case CKA_TRUSTED:        return s_bool (value, false);
-        default:                 return S_INVALID;
-    }
-}
-
-static s_attr_result_t
-s_attr_private (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, s_value_t *value)
-{
-    switch (type) {
-        case CKA_SIGN:              return s_bool (value, key->can_sign);
-        case CKA_SIGN_RECOVER:      return s_bool (value, key->can_sign && key->key_type == CKK_RSA);
-        case CKA_DECRYPT:           return s_bool (value, key->can_decrypt && key->key_type == CKK_RSA);
-        case CKA_SENSITIVE:
-        case CKA_ALWAYS_SENSITIVE:
-        case CKA_NEVER_EXTRACTABLE: return s_bool (value, true);
-        case CKA_EXTRACTABLE:
-        case CKA_UNWRAP:
-        case CKA_WRAP_WITH_TRUSTED:
-        case CKA_ALWAYS_AUTHENTICATE: return s_bool (value, false);
-        default:                    return S_INVALID;
-    }
-}
-
-/*  Defaults of a secret key (PKCS#11 2.40 §4.10); C_DeriveKey stores the
- *  template's values and the derived CKA_ALWAYS_SENSITIVE and
- *  CKA_NEVER_EXTRACTABLE over these.  */
-static s_attr_result_t
-s_attr_secret_key (CK_ATTRIBUTE_TYPE type, s_value_t *value)
-{
-    switch (type) {
-        case CKA_SENSITIVE:
-        case CKA_ALWAYS_SENSITIVE:
-        case CKA_NEVER_EXTRACTABLE: return s_bool (value, true);
-        case CKA_EXTRACTABLE:
-        case CKA_ENCRYPT: case CKA_DECRYPT: case CKA_SIGN: case CKA_VERIFY:
-        case CKA_WRAP: case CKA_UNWRAP: case CKA_WRAP_WITH_TRUSTED: case CKA_TRUSTED:
-                                    return s_bool (value, false);
-        default:                    return S_INVALID;
-    }
-}
-
-static s_attr_result_t s_attr (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value);
-
-static bool
-s_flag (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, bool dflt)
-{
-    s_value_t value = { 0 };
-    return s_attr (object, type, &value) == S_OK && value.len == 1 ? *(const CK_BBOOL *) value.data != 0 : dflt;
-}
-
-/*  Private components and secret values: sensitive while the key is
- *  CKA_SENSITIVE or not CKA_EXTRACTABLE (cs_attr_read_sensitive: PKCS#11
- *  2.40 table 10 footnote 7), and always for a server-held private key
- *  (its material never leaves the broker).  */
-static s_attr_result_t
-s_attr_secret (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
-{
-    size_t len;
-    bool rsa = object->key->key_type == CKK_RSA;
-    bool sensitive = cs_attr_read_sensitive (object->klass, type, s_flag (object, CKA_SENSITIVE, true),
-                                             s_flag (object, CKA_EXTRACTABLE, false));
-    if (object->klass == CKO_SECRET_KEY && type == CKA_VALUE) {
-        if (!object->key->secret        /* a token secret key: its value never leaves the broker */
-        ||  sensitive || object->key->secret_len > sizeof value->secret)
-            return S_SENSITIVE;
-        memcpy (value->secret, object->key->secret, object->key->secret_len);
-        value->data = value->secret;
-        value->len = object->key->secret_len;
-        return S_OK;
-    }
-    if (object->klass != CKO_PRIVATE_KEY || (!rsa && type != CKA_VALUE) || (rsa && type == CKA_VALUE))
-        return S_INVALID;
-    if (object->ref || !object->key->pkcs8 || sensitive)
-        return S_SENSITIVE;
-    if (!(len = cs_keyder_component (object->key, type, value->secret, sizeof value->secret)))
-        return S_SENSITIVE;
-    value->data = value->secret;
-    value->len = len;
-    return S_OK;
-}
-
-/*  The value of one attribute of a (live) object: key material, secrets,
- *  then the stored attributes, then the defaults of its class.  */
-static s_attr_result_t
-s_attr (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, s_value_t *value)
-{
-    const cs_attr_t *stored;
-    s_attr_result_t kind;
-    if (s_is_material (type))
-        return s_attr_material (object, type, value);
-    if (cs_attr_kind (type) == CS_ATTR_SECRET)
-        return s_attr_secret (object, type, value);
-    if ((stored = cs_attrs_find (&object->attrs, type)))
-        return s_bytes (value, stored->value, stored->len);
-    if ((kind = s_attr_common (object, type, value)) != S_INVALID)
-        return kind;
-    if (object->klass == CKO_PUBLIC_KEY)
-        return s_attr_public (object->key, type, value);
-    if (object->klass == CKO_SECRET_KEY)
-        return s_attr_secret_key (type, value);
-    return s_attr_private (object->key, type, value);
-}
-
-static bool
-s_visible (const cs_object_t *object)
-{
-    return object && object->key && (cs_token_user_logged_in () || !s_flag (object, CKA_PRIVATE, true));
+    return object && object->key && (cs_login_user_logged_in_inlock () || !cs_objattr_flag (object, CKA_PRIVATE, true));
 }
 
 void
-cs_object_logged_out (void)
+cs_object_logged_out_inlock (void)
 {
     for (size_t i = 0; i < s_table.count; i++)
         if (!s_table.objects [i].ref && s_table.objects [i].key
-        &&  s_flag (&s_table.objects [i], CKA_PRIVATE, true))
+        &&  cs_objattr_flag (&s_table.objects [i], CKA_PRIVATE, true))
             s_object_clear (&s_table.objects [i]);
-    cs_dataobj_logged_out ();
+    cs_dataobj_logged_out_inlock ();
 }
 
 /*  ---- looking at objects --------------------------------------------------- */
 
 cs_key_t *
-cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p)
+cs_object_key_inlock (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p)
 {
     cs_object_t *object = s_object (handle);
-    if (!s_visible (object))
+    if (!s_visible_inlock (object))
         return NULL;
     if (class_p)
         *class_p = object->klass;
@@ -538,7 +279,7 @@ cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p)
 }
 
 CK_RV
-cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
+cs_object_use_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
 {
     cs_object_t *object = s_object (handle);
     bool need_private = want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT | CKF_DERIVE);
@@ -547,32 +288,32 @@ cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
                             : want & CKF_SIGN_RECOVER ? CKA_SIGN_RECOVER
                             : want & CKF_VERIFY_RECOVER ? CKA_VERIFY_RECOVER
                             : want & CKF_VERIFY ? CKA_VERIFY : CKA_ENCRYPT;
-    if (!s_visible (object))
+    if (!s_visible_inlock (object))
         return CKR_KEY_HANDLE_INVALID;
     if ((object->klass != CKO_SECRET_KEY && object->klass != (need_private ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY))
-    ||  !s_flag (object, usage, false))
+    ||  !cs_objattr_flag (object, usage, false))
         return CKR_KEY_FUNCTION_NOT_PERMITTED;
-    if ((want & CKF_DECRYPT) && s_flag (object, CKA_UNWRAP, false))
+    if ((want & CKF_DECRYPT) && cs_objattr_flag (object, CKA_UNWRAP, false))
         return CKR_KEY_FUNCTION_NOT_PERMITTED;  /* an unwrapping key does not decrypt (wrap.c, Tookan) */
-    if ((want & CKF_ENCRYPT) && object->klass == CKO_SECRET_KEY && s_flag (object, CKA_UNWRAP, false))
+    if ((want & CKF_ENCRYPT) && object->klass == CKO_SECRET_KEY && cs_objattr_flag (object, CKA_UNWRAP, false))
         return CKR_KEY_FUNCTION_NOT_PERMITTED;  /* nor, symmetric, encrypt what it would unwrap */
     *key_p = cs_key_ref (object->key);
     return CKR_OK;
 }
 
 bool
-cs_object_flag (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt)
+cs_object_flag_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt)
 {
     cs_object_t *object = s_object (handle);
-    return s_visible (object) ? s_flag (object, type, dflt) : dflt;
+    return s_visible_inlock (object) ? cs_objattr_flag (object, type, dflt) : dflt;
 }
 
 CK_RV
-cs_object_info (CK_OBJECT_HANDLE handle, cs_object_info_t *info)
+cs_object_info_inlock (CK_OBJECT_HANDLE handle, cs_object_info_t *info)
 {
     cs_object_t *object = s_object (handle);
     memset (info, 0, sizeof *info);
-    if (!s_visible (object))
+    if (!s_visible_inlock (object))
         return CKR_OBJECT_HANDLE_INVALID;
     if (cs_attrs_copy (&info->attrs, &object->attrs))
         return CKR_HOST_MEMORY;
@@ -594,11 +335,11 @@ static CK_RV
 s_get_one (const cs_object_t *object, CK_ATTRIBUTE *attr)
 {
     CK_RV rv = CKR_OK;
-    s_value_t value = { 0 };
-    s_attr_result_t kind = s_attr (object, attr->type, &value);
-    if (kind != S_OK) {
+    cs_objattr_value_t value = { 0 };
+    cs_objattr_result_t kind = cs_objattr_get (object, attr->type, &value);
+    if (kind != CS_OBJATTR_OK) {
         attr->ulValueLen = CK_UNAVAILABLE_INFORMATION;
-        return kind == S_SENSITIVE ? CKR_ATTRIBUTE_SENSITIVE : CKR_ATTRIBUTE_TYPE_INVALID;
+        return kind == CS_OBJATTR_SENSITIVE ? CKR_ATTRIBUTE_SENSITIVE : CKR_ATTRIBUTE_TYPE_INVALID;
     }
     if (!attr->pValue)
         attr->ulValueLen = value.len;
@@ -612,18 +353,18 @@ s_get_one (const cs_object_t *object, CK_ATTRIBUTE *attr)
             memcpy (attr->pValue, value.data, value.len);
         attr->ulValueLen = value.len;
     }
-    s_value_wipe (&value);
+    cs_objattr_value_wipe (&value);
     return rv;
 }
 
 CK_RV
-cs_object_get_attributes (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
+cs_object_get_attributes_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
 {
     CK_RV rv = CKR_OK;
     const cs_object_t *object = s_object (handle);
     if (cs_dataobj_is_handle (handle))
-        return cs_dataobj_get_attributes (handle, tmpl, count);
-    if (!s_visible (object))
+        return cs_dataobj_get_attributes_inlock (handle, tmpl, count);
+    if (!s_visible_inlock (object))
         return CKR_OBJECT_HANDLE_INVALID;
     for (CK_ULONG i = 0; i < count; i++) {
         CK_RV one = s_get_one (object, &tmpl [i]);
@@ -637,9 +378,9 @@ static bool
 s_matches (const cs_object_t *object, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 {
     for (CK_ULONG i = 0; i < count; i++) {
-        s_value_t value = { 0 };
+        cs_objattr_value_t value = { 0 };
         bool same = cs_attr_kind (tmpl [i].type) != CS_ATTR_SECRET
-                 && s_attr (object, tmpl [i].type, &value) == S_OK && value.len == tmpl [i].ulValueLen
+                 && cs_objattr_get (object, tmpl [i].type, &value) == CS_OBJATTR_OK && value.len == tmpl [i].ulValueLen
                  && (!value.len || (tmpl [i].pValue && !memcmp (value.data, tmpl [i].pValue, value.len)));
         if (!same)
             return false;
@@ -648,16 +389,16 @@ s_matches (const cs_object_t *object, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 }
 
 CK_RV
-cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
+cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
 {
-    CK_OBJECT_HANDLE *handles = calloc (s_table.count + cs_dataobj_count () + 1, sizeof *handles);
+    CK_OBJECT_HANDLE *handles = calloc (s_table.count + cs_dataobj_count_inlock () + 1, sizeof *handles);
     size_t found = 0;
     if (!handles)
         return CKR_HOST_MEMORY;
     for (size_t i = 0; i < s_table.count; i++)
-        if (s_visible (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
+        if (s_visible_inlock (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
             handles [found++] = i + 1;
-    found += cs_dataobj_find (tmpl, count, handles + found);
+    found += cs_dataobj_find_inlock (tmpl, count, handles + found);
     *handles_p = handles;
     *count_p = found;
     return CKR_OK;
@@ -669,47 +410,47 @@ cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **han
  *  with the rules of cs_attr_rules.h (the broker applies the same table to
  *  server-held keys).  */
 static CK_RV
-s_check_one_change (const cs_object_t *object, const CK_ATTRIBUTE *attr, bool copy)
+s_check_one_change_inlock (const cs_object_t *object, const CK_ATTRIBUTE *attr, bool copy)
 {
-    s_value_t value = { 0 };
-    s_attr_result_t kind = s_attr (object, attr->type, &value);
+    cs_objattr_value_t value = { 0 };
+    cs_objattr_result_t kind = cs_objattr_get (object, attr->type, &value);
     bool flag = cs_attr_kind (attr->type) == CS_ATTR_BOOL;
     cs_attr_change_t change = {
-        .now = flag && kind == S_OK && value.len == 1 ? *(const CK_BBOOL *) value.data != 0 : -1,
+        .now = flag && kind == CS_OBJATTR_OK && value.len == 1 ? *(const CK_BBOOL *) value.data != 0 : -1,
         .to = flag ? *(const CK_BBOOL *) attr->pValue != 0 : -1,
-        .same = kind == S_OK && value.len == attr->ulValueLen
+        .same = kind == CS_OBJATTR_OK && value.len == attr->ulValueLen
              && (!value.len || memcmp (value.data, attr->pValue, value.len) == 0),
-        .so = cs_token_so_logged_in () };
-    s_value_wipe (&value);
-    if (kind == S_INVALID)
+        .so = cs_login_so_logged_in_inlock () };
+    cs_objattr_value_wipe (&value);
+    if (kind == CS_OBJATTR_INVALID)
         return CKR_ATTRIBUTE_TYPE_INVALID;      /* not an attribute of this object */
     return cs_attr_rule_check (object->klass, attr->type, copy ? CS_ATTR_OP_COPY : CS_ATTR_OP_SET, &change);
 }
 
 CK_RV
-cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy)
+cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy)
 {
     const cs_object_t *object = s_object (handle);
     CK_RV rv;
-    if (!s_visible (object))
+    if (!s_visible_inlock (object))
         return CKR_OBJECT_HANDLE_INVALID;
     if ((rv = cs_template_check (tmpl, count)) != CKR_OK)
         return rv;
-    if (!s_flag (object, copy ? CKA_COPYABLE : CKA_MODIFIABLE, false))
+    if (!cs_objattr_flag (object, copy ? CKA_COPYABLE : CKA_MODIFIABLE, false))
         return CKR_ACTION_PROHIBITED;
     for (CK_ULONG i = 0; i < count; i++)
-        if ((rv = s_check_one_change (object, &tmpl [i], copy)) != CKR_OK)
+        if ((rv = s_check_one_change_inlock (object, &tmpl [i], copy)) != CKR_OK)
             return rv;
     return CKR_OK;
 }
 
 CK_RV
-cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
+cs_object_check_create_inlock (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 {
     for (CK_ULONG i = 0; tmpl && i < count; i++) {
         const cs_attr_rule_t *rule = cs_attr_rule (tmpl [i].type);
         bool flag = rule && rule->value == CS_ATTR_V_BOOL && tmpl [i].pValue && tmpl [i].ulValueLen == 1;
-        cs_attr_change_t change = { .now = -1, .so = cs_token_so_logged_in (),
+        cs_attr_change_t change = { .now = -1, .so = cs_login_so_logged_in_inlock (),
                                     .to = flag ? *(const CK_BBOOL *) tmpl [i].pValue != 0 : -1 };
         if (!rule)
             continue;
@@ -725,15 +466,15 @@ cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULON
 static bool
 s_not_stored (CK_ATTRIBUTE_TYPE type)
 {
-    return s_is_material (type) || type == CKA_TOKEN;
+    return cs_objattr_is_material (type) || type == CKA_TOKEN;
 }
 
 CK_RV
-cs_object_set_local (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
+cs_object_set_local_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 {
     cs_object_t *object = s_object (handle);
     cs_attrs_t attrs = { 0 };
-    if (!s_visible (object) || object->ref)
+    if (!s_visible_inlock (object) || object->ref)
         return CKR_OBJECT_HANDLE_INVALID;
     if (cs_attrs_copy (&attrs, &object->attrs) || cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)
     ||  cs_object_attrs_follow (object->klass, &attrs)) {
@@ -761,111 +502,19 @@ cs_object_attrs_follow (CK_OBJECT_CLASS klass, cs_attrs_t *attrs)
 }
 
 bool
-cs_object_mech_allowed (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech)
+cs_object_mech_allowed_inlock (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech)
 {
     const cs_object_t *object = s_object (handle);
-    const cs_attr_t *list = s_visible (object) ? cs_attrs_find (&object->attrs, CKA_ALLOWED_MECHANISMS) : NULL;
+    const cs_attr_t *list = s_visible_inlock (object) ? cs_attrs_find (&object->attrs, CKA_ALLOWED_MECHANISMS) : NULL;
     return !list || cs_attr_mech_allowed (list->value, list->len, mech);
 }
 
 CK_RV
-cs_object_destroy_local (CK_OBJECT_HANDLE handle)
+cs_object_destroy_local_inlock (CK_OBJECT_HANDLE handle)
 {
     cs_object_t *object = s_object (handle);
-    if (!s_visible (object) || object->ref)
+    if (!s_visible_inlock (object) || object->ref)
         return CKR_OBJECT_HANDLE_INVALID;
     s_object_clear (object);
     return CKR_OK;
-}
-
-/*  ---- entry points ---------------------------------------------------- */
-
-static void
-s_find_free (void *op)
-{
-    cs_find_t *find = op;
-    if (find)
-        free (find->handles);
-    free (find);
-}
-
-CK_RV
-C_GetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object,
-                     CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
-{
-    cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
-    if (rv != CKR_OK)
-        return rv;
-    if (!tmpl && count)
-        rv = CKR_ARGUMENTS_BAD;
-    else
-        rv = cs_object_get_attributes (object, tmpl, count);
-    cs_module_unlock ();
-    return rv;
-}
-
-CK_RV
-C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
-{
-    cs_session_t *session;
-    cs_find_t *find = NULL;
-    CK_RV rv;
-    return_val_if_fail (tmpl || count == 0, CKR_ARGUMENTS_BAD);
-    /*  The session is checked first, so that a broker problem cannot hide
-        CKR_SESSION_HANDLE_INVALID; the refresh runs outside the mutex.  */
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    cs_module_unlock ();
-    if ((rv = cs_object_refresh ()) != CKR_OK || (rv = cs_dataobj_refresh (tmpl, count)) != CKR_OK)
-        return rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (cs_session_op (session, CS_OP_FIND))
-        rv = CKR_OPERATION_ACTIVE;
-    else
-    if (!(find = calloc (1, sizeof *find)))
-        rv = CKR_HOST_MEMORY;
-    else
-    if ((rv = cs_object_find (tmpl, count, &find->handles, &find->count)) == CKR_OK)
-        rv = cs_session_op_start (session, CS_OP_FIND, find, s_find_free);
-    if (rv == CKR_OK)
-        find = NULL;
-    cs_module_unlock ();
-    s_find_free (find);
-    return rv;
-}
-
-CK_RV
-C_FindObjects (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE_PTR objects, CK_ULONG max, CK_ULONG_PTR count_p)
-{
-    cs_session_t *session;
-    cs_find_t *find;
-    CK_RV rv;
-    return_val_if_fail (objects && count_p, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
-        return rv;
-    if (!(find = cs_session_op (session, CS_OP_FIND)))
-        rv = CKR_OPERATION_NOT_INITIALIZED;
-    else {
-        *count_p = 0;
-        while (*count_p < max && find->next < find->count)
-            objects [(*count_p)++] = find->handles [find->next++];
-    }
-    cs_module_unlock ();
-    return rv;
-}
-
-CK_RV
-C_FindObjectsFinal (CK_SESSION_HANDLE handle)
-{
-    cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
-    if (rv != CKR_OK)
-        return rv;
-    if (!cs_session_op (session, CS_OP_FIND))
-        rv = CKR_OPERATION_NOT_INITIALIZED;
-    cs_session_op_end (session, CS_OP_FIND);
-    cs_module_unlock ();
-    return rv;
 }

@@ -8,7 +8,7 @@
  *  or CKK_GENERIC_SECRET) gives one CKO_SECRET_KEY object, whose CKA_VALUE
  *  is always CKR_ATTRIBUTE_SENSITIVE: the broker holds it (§4.10).  Jobs name a token key by KeyInfo.ref.  The
  *  list is cached with its version and refreshed with ListKeysJob
- *  {known_version} on every C_FindObjectsInit (an unchanged list costs one
+ *  {known_version} on every C_FindObjectsInit (find.c) (an unchanged list costs one
  *  small round trip) and after login; key changes (generate, import, copy,
  *  set, destroy) put their reply's KeyInfo into the table at once.
  *
@@ -41,47 +41,47 @@
 
 /*  ---- the token objects ---------------------------------------------- */
 
-/*  Without the mutex: refreshes the key list with one ListKeysJob carrying
- *  the cached version (0 while no list is held).  Returns CKR_OK or the
- *  job's error.  */
-CK_RV cs_object_refresh (void);
+/*  The version of the key list held, for ListKeysJob.known_version: 0
+ *  while no list is held or after cs_object_invalidate_inlock (the broker's
+ *  versions start at 1, so it answers 0 with the whole list).  */
+uint64_t cs_object_list_version_inlock (void);
 
 /*  Replaces the token objects by `result` (from the broker, or from a test),
  *  keeping handles stable; an `unchanged` result keeps the cached list.
  *  Returns CKR_OK or CKR_HOST_MEMORY.  */
-CK_RV cs_object_load (const Cs__ListKeysResult *result);
+CK_RV cs_object_load_inlock (const Cs__ListKeysResult *result);
 
 /*  Puts one server-held key from a key-change reply into the table (its
  *  objects appear, change or go as its has_private/has_public say).  When
  *  handle_p is given it gets the handle of the key's `klass` object (0 when
  *  that object does not exist).  CKR_OK, CKR_HOST_MEMORY, or CKR_DEVICE_ERROR
  *  for an unusable KeyInfo.  */
-CK_RV cs_object_put (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p);
+CK_RV cs_object_put_inlock (const Cs__KeyInfo *info, CK_OBJECT_CLASS klass, CK_OBJECT_HANDLE *handle_p);
 
 /*  Marks a token object gone (after DestroyKeyJob).  */
-void cs_object_forget (CK_OBJECT_HANDLE handle);
+void cs_object_forget_inlock (CK_OBJECT_HANDLE handle);
 
 /*  Marks the key list stale so the next refresh fetches it whole.  */
-void cs_object_invalidate (void);
+void cs_object_invalidate_inlock (void);
 
 /*  Forgets every object and handle (C_Finalize, fork).  */
-void cs_object_reset (void);
+void cs_object_reset_inlock (void);
 
 /*  ---- session objects ------------------------------------------------- */
 
 /*  Adds a session object of `klass` made by session `session`, holding a new
  *  reference to `key` and taking the stored attributes *attrs (emptied).
  *  Returns CKR_OK with *handle_p, or CKR_HOST_MEMORY.  */
-CK_RV cs_object_add_session (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_key_t *key,
+CK_RV cs_object_add_session_inlock (CK_SESSION_HANDLE session, CK_OBJECT_CLASS klass, cs_key_t *key,
                              cs_attrs_t *attrs, CK_OBJECT_HANDLE *handle_p);
 
 /*  Destroys (and wipes) the session objects made by `session`, or all of
  *  them when session is 0 (C_CloseSession, C_CloseAllSessions).  */
-void cs_object_session_closed (CK_SESSION_HANDLE session);
+void cs_object_session_closed_inlock (CK_SESSION_HANDLE session);
 
 /*  Under the mutex, at C_Logout: destroys (and wipes) every private session
  *  object (CKA_PRIVATE TRUE): PKCS#11 2.40 §5.6 C_Logout.  */
-void cs_object_logged_out (void);
+void cs_object_logged_out_inlock (void);
 
 /*  ---- looking at objects ---------------------------------------------- */
 
@@ -95,17 +95,17 @@ typedef struct {
 
 /*  Snapshot of a visible object.  CKR_OK, CKR_OBJECT_HANDLE_INVALID,
  *  CKR_HOST_MEMORY.  Clear with cs_object_info_clear.  */
-CK_RV cs_object_info (CK_OBJECT_HANDLE handle, cs_object_info_t *info);
+CK_RV cs_object_info_inlock (CK_OBJECT_HANDLE handle, cs_object_info_t *info);
 void cs_object_info_clear (cs_object_info_t *info);
 
 /*  A CK_BBOOL attribute of a visible object as C_GetAttributeValue would
  *  return it (stored, else the default); `dflt` for types it does not have.  */
-bool cs_object_flag (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt);
+bool cs_object_flag_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, bool dflt);
 
 /*  The key behind a visible object, as a new reference (caller unrefs), and
  *  the object's class in *class_p; NULL when the handle is unknown or not
  *  visible now.  */
-cs_key_t *cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p);
+cs_key_t *cs_object_key_inlock (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p);
 
 /*  The key of a visible object for an operation `want` (CKF_SIGN, CKF_DECRYPT,
  *  CKF_DERIVE, CKF_SIGN_RECOVER on a private key; CKF_VERIFY, CKF_ENCRYPT,
@@ -116,15 +116,15 @@ cs_key_t *cs_object_key (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p);
  *  secret key whose CKA_UNWRAP is TRUE (the token's wrapping policy,
  *  docs/CONTRACTS.md "Wrapping": a key does not both unwrap and decrypt,
  *  nor a symmetric one unwrap and encrypt, Bortolozzo et al., CCS 2010).  */
-CK_RV cs_object_use (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p);
+CK_RV cs_object_use_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p);
 
 /*  C_GetAttributeValue semantics (PKCS#11 2.40 §5.7) on a visible object.  */
-CK_RV cs_object_get_attributes (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count);
+CK_RV cs_object_get_attributes_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count);
 
 /*  Handles of the visible objects matching every attribute of `tmpl`
  *  (malloc'd array of *count_p, caller frees; may be NULL when 0).
  *  Returns CKR_OK or CKR_HOST_MEMORY.  */
-CK_RV cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count,
+CK_RV cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count,
                       CK_OBJECT_HANDLE **handles_p, size_t *count_p);
 
 /*  ---- changing objects ------------------------------------------------ */
@@ -144,7 +144,7 @@ CK_RV cs_object_find (const CK_ATTRIBUTE *tmpl, CK_ULONG count,
  *  CKA_TOKEN, CKA_PRIVATE, CKA_MODIFIABLE, CKA_DESTROYABLE and give
  *  read-only ones their current value); the template's own errors
  *  (cs_template_check).  */
-CK_RV cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy);
+CK_RV cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy);
 
 /*  The creation rules of common/cs_attr_rules.h for a template of a new
  *  key object of `klass` (C_CreateObject, C_GenerateKey(Pair)):
@@ -152,11 +152,11 @@ CK_RV cs_object_check_change (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl,
  *  CKA_KEY_GEN_MECHANISM, CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE) or
  *  CKA_TRUSTED TRUE without a CKU_SO login; else CKR_OK (types the class
  *  does not have, and the values' form, are the callers' to check).  */
-CK_RV cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count);
+CK_RV cs_object_check_create_inlock (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count);
 
 /*  Applies a checked template to a session object.  CKR_OK, CKR_HOST_MEMORY,
  *  CKR_OBJECT_HANDLE_INVALID.  */
-CK_RV cs_object_set_local (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count);
+CK_RV cs_object_set_local_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count);
 
 /*  Keeps the computed CKA_ALWAYS_SENSITIVE / CKA_NEVER_EXTRACTABLE of a
  *  private or secret key's stored list right after its CKA_SENSITIVE or
@@ -167,10 +167,10 @@ int cs_object_attrs_follow (CK_OBJECT_CLASS klass, cs_attrs_t *attrs);
  *  visible key object `handle` has no list, an empty one, or one naming
  *  `mech` (the application's mechanism); the C_*Init and C_DeriveKey
  *  callers answer CKR_MECHANISM_INVALID otherwise.  Under the mutex.  */
-bool cs_object_mech_allowed (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech);
+bool cs_object_mech_allowed_inlock (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech);
 
 /*  Destroys a session object (wiping a per-request key).  CKR_OK, or
  *  CKR_OBJECT_HANDLE_INVALID.  */
-CK_RV cs_object_destroy_local (CK_OBJECT_HANDLE handle);
+CK_RV cs_object_destroy_local_inlock (CK_OBJECT_HANDLE handle);
 
 #endif

@@ -15,7 +15,7 @@
 #include "keyder.h"
 #include "keyop.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "session.h"
 #include "sign.h"
 
@@ -78,11 +78,11 @@ static void
 s_restore (CK_SESSION_HANDLE handle, cs_sigop_t *op)
 {
     cs_session_t *session;
-    cs_module_lock ();
-    if ((session = cs_session_lookup (handle))
-    &&  cs_session_op_start (session, CS_OP_VERIFY_RECOVER, op, cs_sigop_free) == CKR_OK)
+    cs_lock ();
+    if ((session = cs_session_lookup_inlock (handle))
+    &&  cs_session_op_start_inlock (session, CS_OP_VERIFY_RECOVER, op, cs_sigop_free) == CKR_OK)
         op = NULL;
-    cs_module_unlock ();
+    cs_unlock ();
     cs_sigop_free (op);
 }
 
@@ -100,18 +100,24 @@ C_VerifyRecover (CK_SESSION_HANDLE handle, CK_BYTE_PTR sig, CK_ULONG sig_len, CK
     size_t recovered_len = 0, k;
     cs_session_t *session;
     cs_sigop_t *op;
-    CK_RV rv = cs_session_op_enter (handle, CS_OP_VERIFY_RECOVER, data_len_p != NULL && (sig || !sig_len),
-                                    &session, (void **) &op);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_op_get_inlock (handle, CS_OP_VERIFY_RECOVER,
+                                        data_len_p != NULL && (sig || !sig_len),
+                                        &session, (void **) &op)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!data) {
         k = op->key->modulus_len;
         *data_len_p = op->mech->wire == CKM_RSA_X_509 ? k : k > 11 ? k - 11 : 0;
-        cs_module_unlock ();
+        cs_unlock ();
         return CKR_OK;
     }
-    op = cs_session_op_take (session, CS_OP_VERIFY_RECOVER);
-    cs_module_unlock ();
+    op = cs_session_op_take_inlock (session, CS_OP_VERIFY_RECOVER);
+    cs_unlock ();
     rv = s_recover (op, sig, sig_len, recovered, &recovered_len);
     if (rv == CKR_OK && *data_len_p < recovered_len) {
         *data_len_p = recovered_len;

@@ -4,26 +4,32 @@
 #include <string.h>
 #include "attrs.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
+#include "login.h"
+#include "runner.h"
 #include "object.h"
 #include "secret_token.h"
 #include "session.h"
-#include "token.h"
 
 /*  A R/W session and a CKU_USER login (PKCS#11 2.40 §5.7, §6.7.1).  */
 static CK_RV
 s_may_write (CK_SESSION_HANDLE handle)
 {
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
-    if (!(cs_session_flags (session) & CKF_RW_SESSION))
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (!(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
-    if (!cs_token_user_logged_in ())
+    if (!cs_login_user_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
@@ -51,7 +57,7 @@ s_run (Cs__Job *job, CK_OBJECT_HANDLE_PTR key_p)
 {
     Cs__Reply *reply = NULL;
     const Cs__KeyInfo *info = NULL;
-    CK_RV rv = cs_module_run_job (job, true, &reply);
+    CK_RV rv = cs_runner_run_job (job, true, &reply);
     if (rv == CKR_OK) {
         const Cs__Result *result = reply->results [0];
         info = result->kind_case == CS__RESULT__KIND_KEY && result->key ? result->key->key
@@ -62,9 +68,9 @@ s_run (Cs__Job *job, CK_OBJECT_HANDLE_PTR key_p)
         }
     }
     if (rv == CKR_OK) {
-        cs_module_lock ();
-        rv = cs_object_put (info, CKO_SECRET_KEY, key_p);
-        cs_module_unlock ();
+        cs_lock ();
+        rv = cs_object_put_inlock (info, CKO_SECRET_KEY, key_p);
+        cs_unlock ();
         if (rv == CKR_OK && !*key_p) {
             cs_log_error ("the broker's reply lacks the new secret key object");
             rv = CKR_DEVICE_ERROR;

@@ -1,7 +1,7 @@
 /*  session.c — the session table, C_OpenSession, C_CloseSession,
  *  C_CloseAllSessions, C_GetSessionInfo (PKCS#11 2.40 §5.6).
  *
- *  Login state is per token, not per session (token.c); closing the last
+ *  Login state is per token, not per session (login.c); closing the last
  *  session logs the user out, as §5.6 C_CloseSession requires.  Closing a
  *  session destroys the session objects it made, wiping per-request keys
  *  (§6.7.4, DESIGN.md §1).
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "log.h"
-#include "module.h"
+#include "guard.h"
 #include "object.h"
-#include "token.h"
+#include "login.h"
 #include "session.h"
 #include "cs_p11_3.h"
 
@@ -30,20 +30,20 @@ static struct {
 } s_sessions;
 
 static void
-s_session_destroy (cs_session_t **self_p)
+s_session_destroy_inlock (cs_session_t **self_p)
 {
     cs_session_t *self = *self_p;
     if (!self)
         return;
     for (int kind = 0; kind < CS_OP_KINDS; kind++)
-        cs_session_op_end (self, kind);
-    cs_object_session_closed (self->handle);
+        cs_session_op_end_inlock (self, kind);
+    cs_object_session_closed_inlock (self->handle);
     free (self);
     *self_p = NULL;
 }
 
 cs_session_t *
-cs_session_lookup (CK_SESSION_HANDLE handle)
+cs_session_lookup_inlock (CK_SESSION_HANDLE handle)
 {
     for (size_t i = 0; i < s_sessions.count; i++)
         if (s_sessions.sessions [i]->handle == handle)
@@ -52,39 +52,34 @@ cs_session_lookup (CK_SESSION_HANDLE handle)
 }
 
 CK_RV
-cs_session_enter (CK_SESSION_HANDLE handle, cs_session_t **session_p)
+cs_session_get_inlock (CK_SESSION_HANDLE handle, cs_session_t **session_p)
 {
-    CK_RV rv = cs_module_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_module_lock ();
-    if ((rv = cs_module_check ()) == CKR_OK && !(*session_p = cs_session_lookup (handle)))
+    CK_RV rv = cs_guard_check ();
+    if (rv == CKR_OK && !(*session_p = cs_session_lookup_inlock (handle)))
         rv = CKR_SESSION_HANDLE_INVALID;
-    if (rv != CKR_OK)
-        cs_module_unlock ();
     return rv;
 }
 
 CK_FLAGS
-cs_session_flags (const cs_session_t *self)
+cs_session_flags_inlock (const cs_session_t *self)
 {
     return self->flags;
 }
 
 void *
-cs_session_op (cs_session_t *self, cs_op_kind_t kind)
+cs_session_op_inlock (cs_session_t *self, cs_op_kind_t kind)
 {
     return self->ops [kind];
 }
 
 cs_op_free_fn *
-cs_session_op_free_fn (cs_session_t *self, cs_op_kind_t kind)
+cs_session_op_free_fn_inlock (cs_session_t *self, cs_op_kind_t kind)
 {
     return self->ops [kind] ? self->op_free [kind] : NULL;
 }
 
 CK_RV
-cs_session_op_start (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free_fn *free_fn)
+cs_session_op_start_inlock (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free_fn *free_fn)
 {
     if (self->ops [kind])
         return CKR_OPERATION_ACTIVE;
@@ -94,26 +89,24 @@ cs_session_op_start (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free
 }
 
 CK_RV
-cs_session_op_enter (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args_ok,
-                     cs_session_t **session_p, void **op_p)
+cs_session_op_get_inlock (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args_ok,
+                          cs_session_t **session_p, void **op_p)
 {
-    CK_RV rv = cs_session_enter (handle, session_p);
+    CK_RV rv = cs_session_get_inlock (handle, session_p);
     if (rv != CKR_OK)
         return rv;
-    if (!(*op_p = cs_session_op (*session_p, kind)))
+    if (!(*op_p = cs_session_op_inlock (*session_p, kind)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
     if (!args_ok) {
-        cs_session_op_end (*session_p, kind);
+        cs_session_op_end_inlock (*session_p, kind);
         rv = CKR_ARGUMENTS_BAD;
     }
-    if (rv != CKR_OK)
-        cs_module_unlock ();
     return rv;
 }
 
 void *
-cs_session_op_take (cs_session_t *self, cs_op_kind_t kind)
+cs_session_op_take_inlock (cs_session_t *self, cs_op_kind_t kind)
 {
     void *op = self->ops [kind];
     self->ops [kind] = NULL;
@@ -121,15 +114,15 @@ cs_session_op_take (cs_session_t *self, cs_op_kind_t kind)
 }
 
 void
-cs_session_op_end (cs_session_t *self, cs_op_kind_t kind)
+cs_session_op_end_inlock (cs_session_t *self, cs_op_kind_t kind)
 {
-    void *op = cs_session_op_take (self, kind);
+    void *op = cs_session_op_take_inlock (self, kind);
     if (op && self->op_free [kind])
         self->op_free [kind] (op);
 }
 
 size_t
-cs_session_count (CK_FLAGS flags)
+cs_session_count_inlock (CK_FLAGS flags)
 {
     size_t count = 0;
     for (size_t i = 0; i < s_sessions.count; i++)
@@ -139,10 +132,10 @@ cs_session_count (CK_FLAGS flags)
 }
 
 void
-cs_session_reset_all (void)
+cs_session_reset_all_inlock (void)
 {
     for (size_t i = 0; i < s_sessions.count; i++)
-        s_session_destroy (&s_sessions.sessions [i]);
+        s_session_destroy_inlock (&s_sessions.sessions [i]);
     free (s_sessions.sessions);
     memset (&s_sessions, 0, sizeof s_sessions);
 }
@@ -170,14 +163,14 @@ s_session_add (CK_FLAGS flags, CK_SESSION_HANDLE *handle_p)
 
 /*  Removes session `handle`; logs out when it was the last one.  */
 static CK_RV
-s_session_remove (CK_SESSION_HANDLE handle)
+s_session_remove_inlock (CK_SESSION_HANDLE handle)
 {
     for (size_t i = 0; i < s_sessions.count; i++)
         if (s_sessions.sessions [i]->handle == handle) {
-            s_session_destroy (&s_sessions.sessions [i]);
+            s_session_destroy_inlock (&s_sessions.sessions [i]);
             s_sessions.sessions [i] = s_sessions.sessions [--s_sessions.count];
             if (s_sessions.count == 0)
-                cs_token_logout ();
+                cs_login_logout_inlock ();
             return CKR_OK;
         }
     return CKR_SESSION_HANDLE_INVALID;
@@ -187,7 +180,7 @@ CK_RV
 C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
                CK_NOTIFY notify, CK_SESSION_HANDLE_PTR handle_p)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (handle_p != NULL, CKR_ARGUMENTS_BAD);
@@ -195,50 +188,50 @@ C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
         return CKR_SLOT_ID_INVALID;
     if (!(flags & CKF_SERIAL_SESSION))
         return CKR_SESSION_PARALLEL_NOT_SUPPORTED;
-    cs_module_lock ();
-    if (cs_token_so_logged_in () && !(flags & CKF_RW_SESSION))
+    cs_lock ();
+    if (cs_login_so_logged_in_inlock () && !(flags & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_WRITE_SO_EXISTS;
     else
         rv = s_session_add (flags & (CKF_SERIAL_SESSION | CKF_RW_SESSION), handle_p);
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
 CK_RV
 C_CloseSession (CK_SESSION_HANDLE handle)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
-    cs_module_lock ();
-    rv = s_session_remove (handle);
-    cs_module_unlock ();
+    cs_lock ();
+    rv = s_session_remove_inlock (handle);
+    cs_unlock ();
     return rv;
 }
 
 CK_RV
 C_CloseAllSessions (CK_SLOT_ID slot)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     if (slot != CS_SLOT_ID)
         return CKR_SLOT_ID_INVALID;
-    cs_module_lock ();
-    cs_session_reset_all ();
-    cs_token_logout ();
-    cs_module_unlock ();
+    cs_lock ();
+    cs_session_reset_all_inlock ();
+    cs_login_logout_inlock ();
+    cs_unlock ();
     return CKR_OK;
 }
 
 /*  Session state from the token's login state (PKCS#11 2.40 §5.6 table 8).  */
 static CK_STATE
-s_state (const cs_session_t *self)
+s_state_inlock (const cs_session_t *self)
 {
     bool rw = self->flags & CKF_RW_SESSION;
-    if (cs_token_so_logged_in ())
+    if (cs_login_so_logged_in_inlock ())
         return CKS_RW_SO_FUNCTIONS;
-    if (cs_token_user_logged_in ())
+    if (cs_login_user_logged_in_inlock ())
         return rw ? CKS_RW_USER_FUNCTIONS : CKS_RO_USER_FUNCTIONS;
     return rw ? CKS_RW_PUBLIC_SESSION : CKS_RO_PUBLIC_SESSION;
 }
@@ -249,13 +242,18 @@ C_GetSessionInfo (CK_SESSION_HANDLE handle, CK_SESSION_INFO_PTR info)
     cs_session_t *session;
     CK_RV rv;
     return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     memset (info, 0, sizeof *info);
     info->slotID = CS_SLOT_ID;
-    info->state = s_state (session);
+    info->state = s_state_inlock (session);
     info->flags = session->flags;
-    cs_module_unlock ();
+    cs_unlock ();
     return CKR_OK;
 }
 
@@ -274,12 +272,17 @@ cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags)
         { CKF_SIGN_RECOVER, CS_OP_SIGN_RECOVER }, { CKF_VERIFY_RECOVER, CS_OP_VERIFY_RECOVER },
     };
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     for (size_t i = 0; i < sizeof map / sizeof map [0]; i++)
         if (flags & map [i].flag)
-            cs_session_op_end (session, map [i].kind);
-    cs_module_unlock ();
+            cs_session_op_end_inlock (session, map [i].kind);
+    cs_unlock ();
     return CKR_OK;
 }

@@ -2,8 +2,8 @@
  *
  *  A session holds at most one active operation of each kind (find, sign,
  *  verify, decrypt, encrypt, digest, sign and verify with recovery);
- *  PKCS#11 2.40 §5.6, §5.7.  Everything
- *  here runs under the library mutex (module.h), except the entry points.
+ *  PKCS#11 2.40 §5.6, §5.7.  The functions named *_inlock run under the
+ *  library mutex (guard.h); the others are entry points, which take it.
  *  Session handles are never reused within the life of the process.
  */
 #ifndef CS_MODULE_SESSION_H_INCLUDED
@@ -24,56 +24,57 @@ typedef void (cs_op_free_fn) (void *op);
 
 typedef struct _cs_session_t cs_session_t;
 
-/*  For entry points: checks C_Initialize, takes the library mutex and looks
- *  up `handle`.  On CKR_OK returns WITH THE MUTEX HELD and *session_p set;
- *  otherwise (CKR_CRYPTOKI_NOT_INITIALIZED, CKR_SESSION_HANDLE_INVALID) the
- *  mutex is not held.  */
-CK_RV cs_session_enter (CK_SESSION_HANDLE handle, cs_session_t **session_p);
+/*  Under the mutex, for entry points (which call cs_guard_check before
+ *  cs_lock): checks C_Initialize again and looks up `handle`.  CKR_OK with
+ *  *session_p set (borrowed, valid while the mutex is held),
+ *  CKR_CRYPTOKI_NOT_INITIALIZED or CKR_SESSION_HANDLE_INVALID.  */
+CK_RV cs_session_get_inlock (CK_SESSION_HANDLE handle, cs_session_t **session_p);
 
 /*  Looks up an open session (under the mutex), or NULL.  */
-cs_session_t *cs_session_lookup (CK_SESSION_HANDLE handle);
+cs_session_t *cs_session_lookup_inlock (CK_SESSION_HANDLE handle);
 
 /*  CKF_RW_SESSION | CKF_SERIAL_SESSION as opened.  */
-CK_FLAGS cs_session_flags (const cs_session_t *self);
+CK_FLAGS cs_session_flags_inlock (const cs_session_t *self);
 
 /*  The active operation of `kind`, or NULL.  The session keeps ownership.  */
-void *cs_session_op (cs_session_t *self, cs_op_kind_t kind);
+void *cs_session_op_inlock (cs_session_t *self, cs_op_kind_t kind);
 
 /*  The destructor of the active operation of `kind` (which tells its
  *  family: secret.h), or NULL when none is active.  */
-cs_op_free_fn *cs_session_op_free_fn (cs_session_t *self, cs_op_kind_t kind);
+cs_op_free_fn *cs_session_op_free_fn_inlock (cs_session_t *self, cs_op_kind_t kind);
 
 /*  Installs `op` (ownership moves to the session, freed with free_fn) as the
  *  active operation of `kind`.  Returns CKR_OPERATION_ACTIVE, leaving `op`
  *  with the caller, when one is already active.  */
-CK_RV cs_session_op_start (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free_fn *free_fn);
+CK_RV cs_session_op_start_inlock (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free_fn *free_fn);
 
 /*  Detaches the active operation of `kind` and returns it (caller owns it;
  *  free it with the kind's destructor or install it again), or NULL.  Used
  *  around network I/O, which happens without the mutex.  */
-void *cs_session_op_take (cs_session_t *self, cs_op_kind_t kind);
+void *cs_session_op_take_inlock (cs_session_t *self, cs_op_kind_t kind);
 
 /*  Ends (frees) the active operation of `kind`, if any.  */
-void cs_session_op_end (cs_session_t *self, cs_op_kind_t kind);
+void cs_session_op_end_inlock (cs_session_t *self, cs_op_kind_t kind);
 
-/*  The preamble of a single-part or final call (C_Sign, C_Decrypt, ...):
- *  locks the module, finds the session and its operation of `kind`.  When
+/*  Under the mutex, the preamble of a single-part or final call (C_Sign,
+ *  C_Decrypt, ...): finds the session and its operation of `kind`.  When
  *  args_ok is false the operation is ended, as any error other than
  *  CKR_BUFFER_TOO_SMALL ends it (PKCS#11 2.40 §5.2), and CKR_ARGUMENTS_BAD
- *  is returned.  On CKR_OK the module stays locked and *session_p, *op_p
- *  are set; on any error it is unlocked.  Errors: those of cs_session_enter,
- *  CKR_OPERATION_NOT_INITIALIZED, CKR_ARGUMENTS_BAD.  */
-CK_RV cs_session_op_enter (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args_ok,
-                           cs_session_t **session_p, void **op_p);
+ *  is returned.  On CKR_OK *session_p and *op_p are set (borrowed, valid
+ *  while the mutex is held).  Errors: those of cs_session_get_inlock,
+ *  CKR_OPERATION_NOT_INITIALIZED, CKR_ARGUMENTS_BAD.  The caller releases
+ *  the mutex in any case.  */
+CK_RV cs_session_op_get_inlock (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args_ok,
+                              cs_session_t **session_p, void **op_p);
 
 /*  Number of open sessions; with CKF_RW_SESSION only the read-write ones.  */
-size_t cs_session_count (CK_FLAGS flags);
+size_t cs_session_count_inlock (CK_FLAGS flags);
 
 /*  PKCS#11 3.0 §5.6 C_SessionCancel (the 3.0 list runs it in the call
  *  guard): ends the session's operations named by `flags`.  */
 CK_RV cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags);
 
 /*  Closes every session without logging out (C_Finalize, fork).  */
-void cs_session_reset_all (void);
+void cs_session_reset_all_inlock (void);
 
 #endif

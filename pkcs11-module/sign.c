@@ -13,10 +13,10 @@
 #include "secret.h"
 #include "cs_wire.h"
 #include "log.h"
-#include "module.h"
+#include "guard.h"
+#include "runner.h"
 #include "session.h"
 #include "keyop.h"
-#include "token.h"
 #include "sign.h"
 
 /*  ---- the signature state ------------------------------------------ */
@@ -158,7 +158,7 @@ s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len,
     sign.data.len = len;
     job.kind_case = CS__JOB__KIND_SIGN;
     job.sign = &sign;
-    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK)
+    if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
     if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len == 0 || result->data.len > max) {
@@ -189,23 +189,28 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
     cs_session_t *session;
     cs_sigop_t *op = NULL;
     CK_RV rv;
-    if ((rv = cs_session_op_enter (handle, kind, sig_len_p != NULL && (data || !len),
-                                   &session, (void **) &op)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_op_get_inlock (handle, kind, sig_len_p != NULL && (data || !len),
+                                      &session, (void **) &op)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     /*  The output-size rule of the mechanism's row (cs_mech.h), from the key.  */
     need = cs_mech_output_len (op->mech, op->key->modulus_len, op->key->field_len, 0);
     if (!sig || *sig_len_p < need) {
         rv = sig ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *sig_len_p = need;
-        cs_module_unlock ();
+        cs_unlock ();
         return rv;
     }
-    op = cs_session_op_take (session, kind);
+    op = cs_session_op_take_inlock (session, kind);
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;      /* C_Sign cannot finish a multi-part signature */
     else
         rv = cs_sigop_message (op, data, len, final, message, &message_len);
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv == CKR_OK)
         rv = s_sign_job (op, message, message_len, sig, sig_len_p, need);
     OPENSSL_cleanse (message, sizeof message);
@@ -240,14 +245,19 @@ cs_sigop_session_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint
     cs_sigop_t *op;
     CK_RV rv;
     return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if (!(op = cs_session_op (session, kind)))
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (!(op = cs_session_op_inlock (session, kind)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
     if ((rv = cs_sigop_update (op, data, len)) != CKR_OK)
-        cs_session_op_end (session, kind);
-    cs_module_unlock ();
+        cs_session_op_end_inlock (session, kind);
+    cs_unlock ();
     return rv;
 }
 

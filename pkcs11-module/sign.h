@@ -65,7 +65,7 @@ CK_RV cs_sigop_message (cs_sigop_t *self, const uint8_t *data, size_t len, bool 
  *  the mutex, writing *sig_len_p bytes to sig.  NULL sig or a short buffer:
  *  the length (k for RSA) in *sig_len_p, CKR_OK or CKR_BUFFER_TOO_SMALL,
  *  and the operation stays; any other outcome ends it (PKCS#11 2.40 §5.2).
- *  Errors: those of cs_session_op_enter and cs_sigop_message,
+ *  Errors: those of cs_session_op_get_inlock and cs_sigop_message,
  *  CKR_OPERATION_ACTIVE (single-part after an update), the job's.  */
 CK_RV cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t *data, size_t len,
                             bool final, CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p);

@@ -21,8 +21,11 @@
 #include <openssl/crypto.h>
 #include "cs_pin.h"
 #include "log.h"
+#include "attrs.h"
 #include "mechanism.h"
-#include "module.h"
+#include "guard.h"
+#include "login.h"
+#include "runner.h"
 #include "object.h"
 #include "session.h"
 #include "token.h"
@@ -46,68 +49,12 @@ static struct {
     CK_ULONG max_pin;
     CK_FLAGS pin_flags;         /* HelloResult.token_flags */
     CK_ULONG rsa_min_bits;      /* HelloResult.rsa_min_bits: keys/rsa-min-bits (0 = default) */
-    bool user;                  /* CKU_USER logged in */
-    bool so;                    /* CKU_SO logged in */
-    uint8_t ticket [CS_WIRE_MAX_TICKET];
-    size_t ticket_len;
 } s_token;
 
-/*  ---- state (under the library mutex) -------------------------------- */
-
-bool
-cs_token_user_logged_in (void)
-{
-    return s_token.user;
-}
-
-bool
-cs_token_so_logged_in (void)
-{
-    return s_token.so;
-}
-
-size_t
-cs_token_ticket_copy (uint8_t *out, size_t max)
-{
-    if ((!s_token.user && !s_token.so) || s_token.ticket_len > max)
-        return 0;
-    memcpy (out, s_token.ticket, s_token.ticket_len);
-    return s_token.ticket_len;
-}
-
 void
-cs_token_ticket_answer (const uint8_t *sent, size_t sent_len, const uint8_t *fresh, size_t fresh_len,
-                        bool refused)
+cs_token_reset_inlock (void)
 {
-    if ((!s_token.user && !s_token.so) || sent_len != s_token.ticket_len
-    ||  CRYPTO_memcmp (sent, s_token.ticket, sent_len) != 0)
-        return;
-    if (refused) {
-        cs_log_info ("the broker no longer accepts this login (expired, or the PIN was set or "
-                     "locked): logged out");
-        cs_token_logout ();
-        cs_object_logged_out ();
-    }
-    else
-    if (fresh_len > 0 && fresh_len <= sizeof s_token.ticket) {
-        memcpy (s_token.ticket, fresh, fresh_len);
-        s_token.ticket_len = fresh_len;
-    }
-}
-
-void
-cs_token_logout (void)
-{
-    OPENSSL_cleanse (s_token.ticket, sizeof s_token.ticket);
-    s_token.ticket_len = 0;
-    s_token.user = false;
-    s_token.so = false;
-}
-
-void
-cs_token_reset (void)
-{
-    cs_token_logout ();
+    cs_login_logout_inlock ();
     free (s_token.mechs);
     memset (&s_token, 0, sizeof s_token);
 }
@@ -120,7 +67,7 @@ s_copy_text (char *out, size_t size, const char *text, const char *fallback)
 
 /*  Stores a HelloResult (under the mutex).  */
 static CK_RV
-s_store_hello (const Cs__HelloResult *hello)
+s_store_hello_inlock (const Cs__HelloResult *hello)
 {
     s_raw_mech_t *mechs = calloc (hello->n_mechanisms + 1, sizeof *mechs);
     if (!mechs)
@@ -154,22 +101,22 @@ s_hello_ensure (void)
     Cs__Reply *reply = NULL;
     Cs__HelloJob hello = CS__HELLO_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
-    cs_module_lock ();
+    cs_lock ();
     have = s_token.have_hello;
-    cs_module_unlock ();
+    cs_unlock ();
     if (have)
         return CKR_OK;
     job.kind_case = CS__JOB__KIND_HELLO;
     job.hello = &hello;
-    rv = cs_module_run_job (&job, false, &reply);
+    rv = cs_runner_run_job (&job, false, &reply);
     if (rv == CKR_OK && reply->results [0]->kind_case != CS__RESULT__KIND_HELLO) {
         cs_log_error ("the broker answered hello without a hello result");
         rv = CKR_DEVICE_ERROR;
     }
     if (rv == CKR_OK) {
-        cs_module_lock ();
-        rv = s_store_hello (reply->results [0]->hello);
-        cs_module_unlock ();
+        cs_lock ();
+        rv = s_store_hello_inlock (reply->results [0]->hello);
+        cs_unlock ();
     }
     else
     if (reply)
@@ -180,7 +127,7 @@ s_hello_ensure (void)
 }
 
 static const s_raw_mech_t *
-s_raw_mech (CK_MECHANISM_TYPE type)
+s_raw_mech_inlock (CK_MECHANISM_TYPE type)
 {
     for (size_t i = 0; i < s_token.n_mechs; i++)
         if (s_token.mechs [i].type == type)
@@ -195,7 +142,7 @@ s_raw_mech (CK_MECHANISM_TYPE type)
  *  decides with the broker's keys/rsa-min-bits (the broker checks jobs with
  *  the same function and figures).  */
 static bool
-s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
+s_offer_inlock (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
 {
     const s_raw_mech_t *raw = NULL;
     memset (info, 0, sizeof *info);
@@ -204,7 +151,7 @@ s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
     info->ulMaxKeySize = entry->max_bits;       /* secret-key generation: bytes) */
     if (!(entry->flags & CKF_HW))
         return true;    /* local digests, secret-key generation (wire 0 is also CKM_RSA_PKCS_KEY_PAIR_GEN) */
-    if (!(raw = s_raw_mech (entry->wire)))
+    if (!(raw = s_raw_mech_inlock (entry->wire)))
         return false;
     if (raw->flags & (CKF_SIGN | CKF_DECRYPT | CKF_GENERATE_KEY_PAIR)) {
         if (!(raw->flags & CKF_SIGN))
@@ -231,7 +178,7 @@ s_offer (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
 CK_RV
 C_GetSlotList (CK_BBOOL token_present, CK_SLOT_ID_PTR slots, CK_ULONG_PTR count_p)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (count_p != NULL, CKR_ARGUMENTS_BAD);
@@ -247,15 +194,15 @@ C_GetSlotList (CK_BBOOL token_present, CK_SLOT_ID_PTR slots, CK_ULONG_PTR count_
 CK_RV
 C_GetSlotInfo (CK_SLOT_ID slot, CK_SLOT_INFO_PTR info)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
     if (slot != CS_SLOT_ID)
         return CKR_SLOT_ID_INVALID;
     memset (info, 0, sizeof *info);
-    cs_module_pad (info->slotDescription, sizeof info->slotDescription, "cryptoserver broker");
-    cs_module_pad (info->manufacturerID, sizeof info->manufacturerID, CS_MANUFACTURER);
+    cs_pad (info->slotDescription, sizeof info->slotDescription, "cryptoserver broker");
+    cs_pad (info->manufacturerID, sizeof info->manufacturerID, CS_MANUFACTURER);
     info->flags = CKF_TOKEN_PRESENT | CKF_HW_SLOT;
     info->hardwareVersion.minor = 1;
     info->firmwareVersion.minor = 1;
@@ -266,7 +213,7 @@ C_GetSlotInfo (CK_SLOT_ID slot, CK_SLOT_INFO_PTR info)
 static CK_RV
 s_slot_enter (CK_SLOT_ID slot, const void *arg)
 {
-    CK_RV rv = cs_module_check ();
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
     return_val_if_fail (arg != NULL, CKR_ARGUMENTS_BAD);
@@ -282,17 +229,17 @@ C_GetTokenInfo (CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
     if (rv != CKR_OK)
         return rv;
     memset (info, 0, sizeof *info);
-    cs_module_lock ();
-    cs_module_pad (info->label, sizeof info->label, s_token.label);
-    cs_module_pad (info->manufacturerID, sizeof info->manufacturerID, s_token.manufacturer);
-    cs_module_pad (info->model, sizeof info->model, s_token.model);
-    cs_module_pad (info->serialNumber, sizeof info->serialNumber, s_token.serial);
+    cs_lock ();
+    cs_pad (info->label, sizeof info->label, s_token.label);
+    cs_pad (info->manufacturerID, sizeof info->manufacturerID, s_token.manufacturer);
+    cs_pad (info->model, sizeof info->model, s_token.model);
+    cs_pad (info->serialNumber, sizeof info->serialNumber, s_token.serial);
     info->flags = CKF_TOKEN_INITIALIZED | CKF_LOGIN_REQUIRED | CKF_USER_PIN_INITIALIZED | CKF_RNG
                 | s_token.pin_flags;
     info->ulMaxSessionCount = CK_EFFECTIVELY_INFINITE;
-    info->ulSessionCount = cs_session_count (0);
+    info->ulSessionCount = cs_session_count_inlock (0);
     info->ulMaxRwSessionCount = CK_EFFECTIVELY_INFINITE;
-    info->ulRwSessionCount = cs_session_count (CKF_RW_SESSION);
+    info->ulRwSessionCount = cs_session_count_inlock (CKF_RW_SESSION);
     info->ulMinPinLen = s_token.min_pin;
     info->ulMaxPinLen = s_token.max_pin;
     info->ulTotalPublicMemory = CK_UNAVAILABLE_INFORMATION;
@@ -301,8 +248,8 @@ C_GetTokenInfo (CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
     info->ulFreePrivateMemory = CK_UNAVAILABLE_INFORMATION;
     info->hardwareVersion.minor = 1;
     info->firmwareVersion.minor = 1;
-    cs_module_pad (info->utcTime, sizeof info->utcTime, "");
-    cs_module_unlock ();
+    cs_pad (info->utcTime, sizeof info->utcTime, "");
+    cs_unlock ();
     return CKR_OK;
 }
 
@@ -315,14 +262,14 @@ C_GetMechanismList (CK_SLOT_ID slot, CK_MECHANISM_TYPE_PTR list, CK_ULONG_PTR co
     CK_RV rv = s_slot_enter (slot, count_p);
     if (rv != CKR_OK)
         return rv;
-    cs_module_lock ();
+    cs_lock ();
     for (size_t i = 0; i < n_table; i++)
-        if (s_offer (&table [i], &info)) {
+        if (s_offer_inlock (&table [i], &info)) {
             if (list && count < *count_p)
                 list [count] = table [i].type;
             count++;
         }
-    cs_module_unlock ();
+    cs_unlock ();
     if (list && count > *count_p)
         rv = CKR_BUFFER_TOO_SMALL;
     *count_p = count;
@@ -337,10 +284,10 @@ cs_token_mechanism (CK_MECHANISM_TYPE type, CK_MECHANISM_INFO *info)
     CK_RV rv = s_hello_ensure ();
     if (rv != CKR_OK)
         return rv;
-    cs_module_lock ();
-    if (!entry || !s_offer (entry, info ? info : &scratch))
+    cs_lock ();
+    if (!entry || !s_offer_inlock (entry, info ? info : &scratch))
         rv = CKR_MECHANISM_INVALID;
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
@@ -353,42 +300,39 @@ C_GetMechanismInfo (CK_SLOT_ID slot, CK_MECHANISM_TYPE type, CK_MECHANISM_INFO_P
 
 /*  Under the mutex: may `user_type` log in now?  PKCS#11 2.40 §5.6 C_Login.  */
 static CK_RV
-s_login_allowed (CK_USER_TYPE user_type)
+s_login_allowed_inlock (CK_USER_TYPE user_type)
 {
-    bool same = user_type == CKU_USER ? s_token.user : s_token.so;
-    bool other = user_type == CKU_USER ? s_token.so : s_token.user;
+    bool user = cs_login_user_logged_in_inlock (), so = cs_login_so_logged_in_inlock ();
+    bool same = user_type == CKU_USER ? user : so;
+    bool other = user_type == CKU_USER ? so : user;
     if (same)
         return CKR_USER_ALREADY_LOGGED_IN;
     if (other)
         return CKR_USER_ANOTHER_ALREADY_LOGGED_IN;
-    if (user_type == CKU_SO && cs_session_count (0) != cs_session_count (CKF_RW_SESSION))
+    if (user_type == CKU_SO && cs_session_count_inlock (0) != cs_session_count_inlock (CKF_RW_SESSION))
         return CKR_SESSION_READ_ONLY_EXISTS;
     return CKR_OK;
 }
 
 /*  Under the mutex: records a successful login and its ticket.  */
 static CK_RV
-s_login_store (CK_USER_TYPE user_type, const Cs__Result *result)
+s_login_store_inlock (CK_USER_TYPE user_type, const Cs__Result *result)
 {
     if (result->kind_case != CS__RESULT__KIND_LOGIN || !result->login
-    ||  result->login->ticket.len == 0 || result->login->ticket.len > sizeof s_token.ticket) {
+    ||  result->login->ticket.len == 0 || result->login->ticket.len > CS_WIRE_MAX_TICKET) {
         cs_log_error ("the broker answered login without a usable ticket");
         return CKR_DEVICE_ERROR;
     }
-    return cs_token_login_store (user_type, result->login->ticket.data, result->login->ticket.len);
+    return cs_token_login_store_inlock (user_type, result->login->ticket.data, result->login->ticket.len);
 }
 
 CK_RV
-cs_token_login_store (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len)
+cs_token_login_store_inlock (CK_USER_TYPE user_type, const uint8_t *ticket, size_t len)
 {
-    if (len == 0 || len > sizeof s_token.ticket)
-        return CKR_DEVICE_ERROR;
-    memcpy (s_token.ticket, ticket, len);
-    s_token.ticket_len = len;
-    s_token.user = user_type == CKU_USER;
-    s_token.so = user_type == CKU_SO;
-    cs_object_invalidate ();        /* the key list may differ once logged in */
-    return CKR_OK;
+    CK_RV rv = cs_login_store_inlock (user_type, ticket, len);
+    if (rv == CKR_OK)
+        cs_object_invalidate_inlock ();        /* the key list may differ once logged in */
+    return rv;
 }
 
 /*  PKCS#11 2.40 §5.6.  The LoginJob runs without the mutex; if the session
@@ -404,8 +348,13 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     Cs__LoginJob login = CS__LOGIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (user_type == CKU_CONTEXT_SPECIFIC)
         rv = CKR_OPERATION_NOT_INITIALIZED;     /* no key needs CKA_ALWAYS_AUTHENTICATE */
     else
@@ -418,8 +367,8 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     if (pin_len == 0 || pin_len > CS_PIN_MAX_LEN)
         rv = CKR_PIN_LEN_RANGE;
     else
-        rv = s_login_allowed (user_type);
-    cs_module_unlock ();
+        rv = s_login_allowed_inlock (user_type);
+    cs_unlock ();
     if (rv != CKR_OK)
         return rv;
     login.user_type = user_type;
@@ -427,19 +376,19 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     login.pin.len = pin_len;
     job.kind_case = CS__JOB__KIND_LOGIN;
     job.login = &login;
-    rv = cs_module_run_job (&job, false, &reply);
-    cs_module_lock ();
-    if (rv == CKR_OK && !cs_session_lookup (handle))
+    rv = cs_runner_run_job (&job, false, &reply);
+    cs_lock ();
+    if (rv == CKR_OK && !cs_session_lookup_inlock (handle))
         rv = CKR_SESSION_CLOSED;    /* closed meanwhile: perhaps the last one, which logged out (§5.6) */
     else
-    if (rv == CKR_OK && (rv = s_login_allowed (user_type)) != CKR_OK)
+    if (rv == CKR_OK && (rv = s_login_allowed_inlock (user_type)) != CKR_OK)
         ;       /* another thread logged in meanwhile: its login stands */
     else
     if (rv == CKR_OK)
-        rv = s_login_store (user_type, reply->results [0]);
+        rv = s_login_store_inlock (user_type, reply->results [0]);
     if (reply)
         s_token.have_hello = false;     /* the PIN flags may have changed */
-    cs_module_unlock ();
+    cs_unlock ();
     if (reply)
         cs__reply__free_unpacked (reply, NULL);
     return rv;
@@ -457,9 +406,14 @@ cs_token_login_user (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CH
     CK_RV rv;
     if (!username || username_len == 0)
         return C_Login (handle, user_type, pin, pin_len);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    cs_module_unlock ();
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    cs_unlock ();
     cs_log_debug ("C_LoginUser: this token has no user names");
     return CKR_ARGUMENTS_BAD;
 }
@@ -468,22 +422,27 @@ CK_RV
 C_Logout (CK_SESSION_HANDLE handle)
 {
     cs_session_t *session;
-    CK_RV rv = cs_session_enter (handle, &session);
+    CK_RV rv = cs_guard_check ();
     if (rv != CKR_OK)
         return rv;
-    if (!s_token.user && !s_token.so)
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if (!cs_login_user_logged_in_inlock () && !cs_login_so_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     else {
-        cs_token_logout ();
-        cs_object_logged_out ();
+        cs_login_logout_inlock ();
+        cs_object_logged_out_inlock ();
     }
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }
 
 /*  Under the mutex: is a new PIN of `len` bytes within the token's range?  */
 static bool
-s_pin_len_ok (CK_ULONG len)
+s_pin_len_ok_inlock (CK_ULONG len)
 {
     CK_ULONG min = s_token.have_hello ? s_token.min_pin : CS_PIN_MIN_LEN;
     CK_ULONG max = s_token.have_hello ? s_token.max_pin : CS_PIN_MAX_LEN;
@@ -495,11 +454,11 @@ static CK_RV
 s_pin_job (Cs__Job *job)
 {
     Cs__Reply *reply = NULL;
-    CK_RV rv = cs_module_run_job (job, true, &reply);
+    CK_RV rv = cs_runner_run_job (job, true, &reply);
     if (reply) {
-        cs_module_lock ();
+        cs_lock ();
         s_token.have_hello = false;     /* the PIN flags may have changed */
-        cs_module_unlock ();
+        cs_unlock ();
         cs__reply__free_unpacked (reply, NULL);
     }
     return rv;
@@ -513,20 +472,25 @@ C_InitPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
     Cs__InitPinJob init = CS__INIT_PIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if (!pin && pin_len)
         rv = CKR_ARGUMENTS_BAD;
     else
-    if (!(cs_session_flags (session) & CKF_RW_SESSION))
+    if (!(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
-    if (!s_token.so)
+    if (!cs_login_so_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     else
-    if (!s_pin_len_ok (pin_len))
+    if (!s_pin_len_ok_inlock (pin_len))
         rv = CKR_PIN_LEN_RANGE;
-    cs_module_unlock ();
+    cs_unlock ();
     if (rv != CKR_OK)
         return rv;
     init.pin = (ProtobufCBinaryData) { pin_len, pin };
@@ -545,18 +509,23 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     Cs__SetPinJob set = CS__SET_PIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
     if ((!old_pin && old_len) || (!new_pin && new_len))
         rv = CKR_ARGUMENTS_BAD;
     else
-    if (!(cs_session_flags (session) & CKF_RW_SESSION))
+    if (!(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
-    if (old_len > CS_WIRE_MAX_PIN || !s_pin_len_ok (new_len))
+    if (old_len > CS_WIRE_MAX_PIN || !s_pin_len_ok_inlock (new_len))
         rv = CKR_PIN_LEN_RANGE;
-    set.user_type = s_token.so ? CKU_SO : CKU_USER;
-    cs_module_unlock ();
+    set.user_type = cs_login_so_logged_in_inlock () ? CKU_SO : CKU_USER;
+    cs_unlock ();
     if (rv != CKR_OK)
         return rv;
     set.old_pin = (ProtobufCBinaryData) { old_len, old_pin };
@@ -570,7 +539,7 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
  *  2.40 §5.7 leaves the meaning open): its stored attributes (type, length
  *  and value each) plus the key material the module holds for it.  */
 static CK_ULONG
-s_object_size (const cs_object_info_t *info)
+s_object_size_inlock (const cs_object_info_t *info)
 {
     const cs_key_t *key = info->key;
     CK_ULONG size = 0;
@@ -582,7 +551,7 @@ s_object_size (const cs_object_info_t *info)
     return size;
 }
 
-/*  PKCS#11 2.40 §5.7 C_GetObjectSize: an estimate (s_object_size).
+/*  PKCS#11 2.40 §5.7 C_GetObjectSize: an estimate (s_object_size_inlock).
  *  CKR_ARGUMENTS_BAD, CKR_SESSION_HANDLE_INVALID, CKR_OBJECT_HANDLE_INVALID,
  *  CKR_HOST_MEMORY, CKR_OK.  */
 CK_RV
@@ -592,12 +561,17 @@ C_GetObjectSize (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ULONG_PTR
     cs_object_info_t info;
     CK_RV rv;
     return_val_if_fail (size_p != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    if ((rv = cs_object_info (object, &info)) == CKR_OK) {
-        *size_p = s_object_size (&info);
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    if ((rv = cs_object_info_inlock (object, &info)) == CKR_OK) {
+        *size_p = s_object_size_inlock (&info);
         cs_object_info_clear (&info);
     }
-    cs_module_unlock ();
+    cs_unlock ();
     return rv;
 }

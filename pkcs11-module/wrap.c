@@ -32,7 +32,7 @@
  *      a public key object whose private half it holds; CKA_TRUSTED is the
  *      SO's word that it does not), and not when a visible private key with
  *      the same modulus lacks CKA_UNWRAP TRUE (CKR_KEY_NOT_WRAPPABLE): a key
- *      with CKA_UNWRAP TRUE never decrypts (cs_object_use) and keeps
+ *      with CKA_UNWRAP TRUE never decrypts (cs_object_use_inlock) and keeps
  *      CKA_UNWRAP TRUE (object.c and the broker's keyjobs.c change rules).
  *    unwrapping: the unwrapping key is a visible RSA private key
  *      (CKR_UNWRAPPING_KEY_HANDLE_INVALID,
@@ -47,7 +47,7 @@
  *      RSA public (private) key; token policy, because a symmetric key is
  *      both halves (the wrap/decrypt and encrypt/unwrap attacks with one
  *      key): an AES key wraps only with CKA_UNWRAP TRUE as well (latched;
- *      cs_object_use then refuses it C_EncryptInit and C_DecryptInit), and
+ *      cs_object_use_inlock then refuses it C_EncryptInit and C_DecryptInit), and
  *      unwraps only with CKA_ENCRYPT and CKA_DECRYPT FALSE
  *      (CKR_KEY_FUNCTION_NOT_PERMITTED).  The broker checks the same of a
  *      token key (broker/secretkeys.h secretkeys_usable).
@@ -62,11 +62,12 @@
 #include "keyop.h"
 #include "log.h"
 #include "mechanism.h"
-#include "module.h"
+#include "guard.h"
+#include "login.h"
+#include "runner.h"
 #include "object.h"
 #include "secret.h"
 #include "session.h"
-#include "token.h"
 
 /*  The mechanism of a wrap (want CKF_WRAP) or unwrap (CKF_UNWRAP) with the
  *  RSA `key`: *entry_p and its checked parameters.  CKR_MECHANISM_INVALID,
@@ -91,7 +92,7 @@ s_mechanism (const CK_MECHANISM *mech, CK_FLAGS want, const cs_key_t *key, CK_RV
  *  RSA public `key` and CKA_UNWRAP FALSE (it could decrypt, now or after a
  *  C_SetAttributeValue, what `key` wraps).  */
 static bool
-s_private_half_decrypts (const cs_key_t *key)
+s_private_half_decrypts_inlock (const cs_key_t *key)
 {
     CK_OBJECT_CLASS klass = CKO_PRIVATE_KEY;
     CK_ATTRIBUTE tmpl [] = {
@@ -100,10 +101,10 @@ s_private_half_decrypts (const cs_key_t *key)
     CK_OBJECT_HANDLE *handles = NULL;
     size_t count = 0;
     bool decrypts = false;
-    if (cs_object_find (tmpl, 2, &handles, &count) != CKR_OK)
+    if (cs_object_find_inlock (tmpl, 2, &handles, &count) != CKR_OK)
         return true;                    /* out of memory: refuse */
     for (size_t i = 0; i < count && !decrypts; i++)
-        decrypts = !cs_object_flag (handles [i], CKA_UNWRAP, false);
+        decrypts = !cs_object_flag_inlock (handles [i], CKA_UNWRAP, false);
     free (handles);
     return decrypts;
 }
@@ -119,41 +120,41 @@ s_aes (CK_OBJECT_CLASS klass, const cs_key_t *key)
 /*  Under the mutex: the rules of C_WrapKey on the two objects (file head).
  *  On CKR_OK, *wrapping_p and *key_p are new references.  */
 static CK_RV
-s_wrap_check (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_t **wrapping_p, cs_key_t **key_p)
+s_wrap_check_inlock (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_t **wrapping_p, cs_key_t **key_p)
 {
     CK_OBJECT_CLASS klass = 0, key_class = 0;
     cs_key_t *wkey = NULL, *key = NULL;
     bool trusted, aes;
     CK_RV rv = CKR_OK;
-    if (!cs_token_user_logged_in ())
+    if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
-    if (!(wkey = cs_object_key (wrapping, &klass)))
+    if (!(wkey = cs_object_key_inlock (wrapping, &klass)))
         return CKR_WRAPPING_KEY_HANDLE_INVALID;
-    trusted = cs_object_flag (wrapping, CKA_TRUSTED, false);
+    trusted = cs_object_flag_inlock (wrapping, CKA_TRUSTED, false);
     aes = s_aes (klass, wkey);
     if (!aes && (klass != CKO_PUBLIC_KEY || wkey->key_type != CKK_RSA || !wkey->modulus_len))
         rv = CKR_WRAPPING_KEY_TYPE_INCONSISTENT;
     else
-    if (!cs_object_flag (wrapping, CKA_WRAP, false))
+    if (!cs_object_flag_inlock (wrapping, CKA_WRAP, false))
         rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
     else
-    if (aes && !cs_object_flag (wrapping, CKA_UNWRAP, false))
+    if (aes && !cs_object_flag_inlock (wrapping, CKA_UNWRAP, false))
         rv = CKR_KEY_FUNCTION_NOT_PERMITTED;    /* token policy: an AES key wraps only if it can never
                                                    decrypt (CKA_UNWRAP TRUE, latched) */
     else
-    if (!(key = cs_object_key (handle, &key_class)))
+    if (!(key = cs_object_key_inlock (handle, &key_class)))
         rv = CKR_KEY_HANDLE_INVALID;
     else
     if (key_class != CKO_SECRET_KEY || !key->secret)
         rv = CKR_KEY_NOT_WRAPPABLE;     /* a token secret key's value stays on the broker */
     else
-    if (!cs_object_flag (handle, CKA_EXTRACTABLE, false))
+    if (!cs_object_flag_inlock (handle, CKA_EXTRACTABLE, false))
         rv = CKR_KEY_UNEXTRACTABLE;
     else
-    if (cs_object_flag (handle, CKA_WRAP_WITH_TRUSTED, false) && !trusted)
+    if (cs_object_flag_inlock (handle, CKA_WRAP_WITH_TRUSTED, false) && !trusted)
         rv = CKR_KEY_NOT_WRAPPABLE;
     else
-    if (cs_object_flag (handle, CKA_SENSITIVE, true) && (!trusted || (!aes && s_private_half_decrypts (wkey))))
+    if (cs_object_flag_inlock (handle, CKA_SENSITIVE, true) && (!trusted || (!aes && s_private_half_decrypts_inlock (wkey))))
         rv = CKR_KEY_NOT_WRAPPABLE;     /* token policy: the wrap/decrypt attack */
     if (rv == CKR_OK) {
         *wrapping_p = wkey;
@@ -227,10 +228,15 @@ C_WrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE wra
     const cs_mech_t *entry = NULL;
     CK_RV rv;
     return_val_if_fail (mech && out_len_p, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    rv = s_wrap_check (wrapping, key_handle, &wkey, &key);
-    cs_module_unlock ();
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    rv = s_wrap_check_inlock (wrapping, key_handle, &wkey, &key);
+    cs_unlock ();
     if (rv == CKR_OK && !wkey->modulus_len) {   /* an AES wrapping key */
         rv = s_aes_wrap (wkey, mech, key, out, out_len_p);
         goto out;
@@ -288,22 +294,22 @@ s_template_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE *type_p)
 /*  Under the mutex: the rules of C_UnwrapKey on the unwrapping key (file
  *  head).  On CKR_OK *key_p is a new reference.  */
 static CK_RV
-s_unwrap_check (CK_OBJECT_HANDLE unwrapping, cs_key_t **key_p)
+s_unwrap_check_inlock (CK_OBJECT_HANDLE unwrapping, cs_key_t **key_p)
 {
     CK_OBJECT_CLASS klass = 0;
     cs_key_t *key;
     CK_RV rv = CKR_OK;
-    if (!cs_token_user_logged_in ())
+    if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
-    if (!(key = cs_object_key (unwrapping, &klass)))
+    if (!(key = cs_object_key_inlock (unwrapping, &klass)))
         return CKR_UNWRAPPING_KEY_HANDLE_INVALID;
     if (!s_aes (klass, key) && (klass != CKO_PRIVATE_KEY || key->key_type != CKK_RSA || !key->modulus_len))
         rv = CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT;
     else
-    if (!cs_object_flag (unwrapping, CKA_UNWRAP, false) || cs_object_flag (unwrapping, CKA_DECRYPT, false))
+    if (!cs_object_flag_inlock (unwrapping, CKA_UNWRAP, false) || cs_object_flag_inlock (unwrapping, CKA_DECRYPT, false))
         rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
     else
-    if (klass == CKO_SECRET_KEY && cs_object_flag (unwrapping, CKA_ENCRYPT, false))
+    if (klass == CKO_SECRET_KEY && cs_object_flag_inlock (unwrapping, CKA_ENCRYPT, false))
         rv = CKR_KEY_FUNCTION_NOT_PERMITTED;    /* token policy: the encrypt/unwrap attack */
     if (rv == CKR_OK)
         *key_p = key;
@@ -334,7 +340,7 @@ s_unwrap_job (cs_key_t *key, const cs_mech_t *entry, const cs_mech_params_t *par
     decrypt.data.len = len;
     job.kind_case = CS__JOB__KIND_DECRYPT;
     job.decrypt = &decrypt;
-    if ((rv = cs_module_run_job (&job, true, &reply)) != CKR_OK) {
+    if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK) {
         if (rv == CKR_ENCRYPTED_DATA_INVALID || rv == CKR_ENCRYPTED_DATA_LEN_RANGE)
             rv = CKR_WRAPPED_KEY_INVALID;
         goto out;
@@ -402,10 +408,15 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
     size_t plain_len = 0, cap = 0;
     CK_RV rv;
     return_val_if_fail (mech && wrapped && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_enter (handle, &session)) != CKR_OK)
+    if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
-    rv = s_unwrap_check (unwrapping, &ukey);
-    cs_module_unlock ();
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
+        cs_unlock ();
+        return rv;
+    }
+    rv = s_unwrap_check_inlock (unwrapping, &ukey);
+    cs_unlock ();
     if (rv == CKR_OK && !ukey->modulus_len)    /* an AES unwrapping key */
         rv = s_aes_mechanism (mech, CKF_UNWRAP, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
     else
@@ -436,7 +447,7 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
         full [n++] = (CK_ATTRIBUTE) { CKA_VALUE, plain, plain_len };
         if (!cs_template_find (tmpl, count, CKA_SENSITIVE))
             full [n++] = (CK_ATTRIBUTE) { CKA_SENSITIVE, (void *) &yes, sizeof yes };
-        rv = cs_secret_create (handle, full, n, key_p);
+        rv = cs_secret_create_inlock (handle, full, n, key_p);
     }
     free (full);
     cs_secmem_free (plain, cap);

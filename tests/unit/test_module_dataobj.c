@@ -45,8 +45,8 @@ s_teardown (void)
 {
     OPENSSL_free (s_der);
     X509_free (s_cert);
-    cs_dataobj_reset ();
-    cs_token_reset ();
+    cs_dataobj_reset_inlock ();
+    cs_token_reset_inlock ();
 }
 
 //  True when attrs holds type with exactly len bytes of value.
@@ -184,9 +184,9 @@ START_TEST (test_token_objects)
     data.n_attributes = 2;
     list.objects = objects;
     list.n_objects = 2;
-    ck_assert_uint_eq (cs_dataobj_load (&list), CKR_OK);
+    ck_assert_uint_eq (cs_dataobj_load_inlock (&list), CKR_OK);
     CK_OBJECT_HANDLE found [4];
-    ck_assert_uint_eq (cs_dataobj_find (NULL, 0, found), 1);       /* the private one is hidden */
+    ck_assert_uint_eq (cs_dataobj_find_inlock (NULL, 0, found), 1);       /* the private one is hidden */
     CK_OBJECT_HANDLE cert_handle = found [0];
     ck_assert (cs_dataobj_is_handle (cert_handle));
     CK_OBJECT_CLASS klass = 0;
@@ -196,23 +196,23 @@ START_TEST (test_token_objects)
         { CKA_CLASS, &klass, sizeof klass }, { CKA_TOKEN, &token, 1 }, { CKA_VALUE, value, sizeof value },
         { CKA_MODULUS, NULL, 0 },
     };
-    ck_assert_uint_eq (cs_dataobj_get_attributes (cert_handle, get, 4), CKR_ATTRIBUTE_TYPE_INVALID);
+    ck_assert_uint_eq (cs_dataobj_get_attributes_inlock (cert_handle, get, 4), CKR_ATTRIBUTE_TYPE_INVALID);
     ck_assert_uint_eq (klass, CKO_CERTIFICATE);
     ck_assert (token);
     ck_assert_uint_eq (get [2].ulValueLen, 3);
     ck_assert (memcmp (value, "der", 3) == 0);
     ck_assert_uint_eq (get [3].ulValueLen, CK_UNAVAILABLE_INFORMATION);    /* skipped from the wire */
-    ck_assert_uint_eq (cs_dataobj_get_attributes (cert_handle + 1, get, 1), CKR_OBJECT_HANDLE_INVALID);
-    ck_assert_uint_eq (cs_token_login_store (CKU_USER, (const uint8_t *) "\x01ticket", 7), CKR_OK);
-    ck_assert_uint_eq (cs_dataobj_find (NULL, 0, found), 2);
+    ck_assert_uint_eq (cs_dataobj_get_attributes_inlock (cert_handle + 1, get, 1), CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (cs_token_login_store_inlock (CKU_USER, (const uint8_t *) "\x01ticket", 7), CKR_OK);
+    ck_assert_uint_eq (cs_dataobj_find_inlock (NULL, 0, found), 2);
     CK_OBJECT_CLASS want = CKO_DATA;
     CK_ATTRIBUTE match [] = { { CKA_CLASS, &want, sizeof want }, { CKA_LABEL, "d", 1 } };
-    ck_assert_uint_eq (cs_dataobj_find (match, 2, found), 1);
+    ck_assert_uint_eq (cs_dataobj_find_inlock (match, 2, found), 1);
     ck_assert_uint_eq (found [0], cert_handle + 1);
     //  Loaded again: the same handles; an object gone is gone.
     list.n_objects = 1;
-    ck_assert_uint_eq (cs_dataobj_load (&list), CKR_OK);
-    ck_assert_uint_eq (cs_dataobj_find (NULL, 0, found), 1);
+    ck_assert_uint_eq (cs_dataobj_load_inlock (&list), CKR_OK);
+    ck_assert_uint_eq (cs_dataobj_find_inlock (NULL, 0, found), 1);
     ck_assert_uint_eq (found [0], cert_handle);
     for (size_t i = 0; i < 3; i++)
         free (cert_attrs [i]);

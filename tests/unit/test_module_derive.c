@@ -82,51 +82,51 @@ START_TEST (test_template)
         { CKA_SENSITIVE, &no, 1 }, { CKA_EXTRACTABLE, &yes, 1 }, { CKA_ENCRYPT, &yes, 1 },
         { CKA_DECRYPT, &yes, 1 }, { CKA_WRAP, &yes, 1 }, { CKA_UNWRAP, &yes, 1 },
     };
-    ck_assert_uint_eq (cs_derive_check_template (tool, 9, CKD_NULL, 32, &key), CKR_OK);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (tool, 9, CKD_NULL, 32, &key), CKR_OK);
     ck_assert_uint_eq (key.key_type, CKK_GENERIC_SECRET);
     ck_assert_uint_eq (key.value_len, 32);
     ck_assert (!key.sensitive && key.extractable);
     /*  defaults: generic, sensitive, not extractable, the KDF's hash length.  */
-    ck_assert_uint_eq (cs_derive_check_template (NULL, 0, CKD_SHA384_KDF, 32, &key), CKR_OK);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (NULL, 0, CKD_SHA384_KDF, 32, &key), CKR_OK);
     ck_assert_uint_eq (key.value_len, 48);
     ck_assert (key.sensitive && !key.extractable);
     /*  CKA_VALUE_LEN: truncation with CKD_NULL, not past Z; any length with a KDF.  */
     CK_ATTRIBUTE len_t [] = { { CKA_VALUE_LEN, &len20, sizeof len20 } };
-    ck_assert_uint_eq (cs_derive_check_template (len_t, 1, CKD_NULL, 32, &key), CKR_OK);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (len_t, 1, CKD_NULL, 32, &key), CKR_OK);
     ck_assert_uint_eq (key.value_len, 20);
     len_t [0].pValue = &len40;
-    ck_assert_uint_eq (cs_derive_check_template (len_t, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
-    ck_assert_uint_eq (cs_derive_check_template (len_t, 1, CKD_SHA1_KDF, 32, &key), CKR_OK);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (len_t, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (len_t, 1, CKD_SHA1_KDF, 32, &key), CKR_OK);
     ck_assert_uint_eq (key.value_len, 40);
     len_t [0].pValue = &zero;
-    ck_assert_uint_eq (cs_derive_check_template (len_t, 1, CKD_SHA1_KDF, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (len_t, 1, CKD_SHA1_KDF, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
     /*  AES: CKA_VALUE_LEN required, 16/24/32.  */
     CK_ATTRIBUTE aes_t [] = { { CKA_KEY_TYPE, &aes, sizeof aes }, { CKA_VALUE_LEN, &len16, sizeof len16 } };
-    ck_assert_uint_eq (cs_derive_check_template (aes_t, 2, CKD_SHA256_KDF, 32, &key), CKR_OK);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (aes_t, 2, CKD_SHA256_KDF, 32, &key), CKR_OK);
     ck_assert_uint_eq (key.key_type, CKK_AES);
     ck_assert_uint_eq (key.value_len, 16);
-    ck_assert_uint_eq (cs_derive_check_template (aes_t, 1, CKD_SHA256_KDF, 32, &key), CKR_TEMPLATE_INCOMPLETE);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (aes_t, 1, CKD_SHA256_KDF, 32, &key), CKR_TEMPLATE_INCOMPLETE);
     aes_t [1].pValue = &len20;
-    ck_assert_uint_eq (cs_derive_check_template (aes_t, 2, CKD_SHA256_KDF, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (aes_t, 2, CKD_SHA256_KDF, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
     /*  class, key type, read-only and token attributes.  */
     CK_ATTRIBUTE bad_class [] = { { CKA_CLASS, &priv, sizeof priv } };
-    ck_assert_uint_eq (cs_derive_check_template (bad_class, 1, CKD_NULL, 32, &key), CKR_TEMPLATE_INCONSISTENT);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (bad_class, 1, CKD_NULL, 32, &key), CKR_TEMPLATE_INCONSISTENT);
     CK_ATTRIBUTE bad_type [] = { { CKA_KEY_TYPE, &des, sizeof des } };
-    ck_assert_uint_eq (cs_derive_check_template (bad_type, 1, CKD_NULL, 32, &key), CKR_TEMPLATE_INCONSISTENT);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (bad_type, 1, CKD_NULL, 32, &key), CKR_TEMPLATE_INCONSISTENT);
     uint8_t value [16] = { 0 };
     CK_ATTRIBUTE with_value [] = { { CKA_VALUE, value, sizeof value } };
-    ck_assert_uint_eq (cs_derive_check_template (with_value, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (with_value, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_READ_ONLY);
     CK_ATTRIBUTE local [] = { { CKA_LOCAL, &yes, 1 } };
-    ck_assert_uint_eq (cs_derive_check_template (local, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (local, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_READ_ONLY);
     CK_ATTRIBUTE token [] = { { CKA_TOKEN, &yes, 1 } };
-    ck_assert_uint_eq (cs_derive_check_template (token, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (token, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
     /*  Only the SO makes a key CKA_TRUSTED (common/cs_attr_rules.h).  */
     CK_ATTRIBUTE trusted [] = { { CKA_TRUSTED, &yes, 1 } };
-    ck_assert_uint_eq (cs_derive_check_template (trusted, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (trusted, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_READ_ONLY);
     CK_ATTRIBUTE modulus [] = { { CKA_MODULUS, value, sizeof value } };
-    ck_assert_uint_eq (cs_derive_check_template (modulus, 1, CKD_NULL, 32, &key), CKR_TEMPLATE_INCONSISTENT);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (modulus, 1, CKD_NULL, 32, &key), CKR_TEMPLATE_INCONSISTENT);
     CK_ATTRIBUTE bad_bool [] = { { CKA_SENSITIVE, &len16, sizeof len16 } };
-    ck_assert_uint_eq (cs_derive_check_template (bad_bool, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
+    ck_assert_uint_eq (cs_derive_check_template_inlock (bad_bool, 1, CKD_NULL, 32, &key), CKR_ATTRIBUTE_VALUE_INVALID);
 }
 END_TEST
 

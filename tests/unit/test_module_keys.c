@@ -15,6 +15,7 @@
 #include "keyder.h"
 #include "keymgmt.h"
 #include "object.h"
+#include "login.h"
 #include "token.h"
 
 static CK_BBOOL s_true = CK_TRUE, s_false = CK_FALSE;
@@ -24,14 +25,14 @@ static const uint8_t s_ed25519 [] = { 0x06, 0x03, 0x2b, 0x65, 0x70 };
 static void
 s_teardown (void)
 {
-    cs_object_reset ();
-    cs_token_reset ();
+    cs_object_reset_inlock ();
+    cs_token_reset_inlock ();
 }
 
 static void
 s_login (void)
 {
-    ck_assert_uint_eq (cs_token_login_store (CKU_USER, (const uint8_t *) "\x01t", 2), CKR_OK);
+    ck_assert_uint_eq (cs_token_login_store_inlock (CKU_USER, (const uint8_t *) "\x01t", 2), CKR_OK);
 }
 
 /*  Big-endian bytes of a BIGNUM parameter of pkey (static buffers by slot).  */
@@ -225,17 +226,17 @@ START_TEST (test_keygen_standard_templates)
     CK_MECHANISM rsa = { CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0 }, ecgen = { CKM_EC_KEY_PAIR_GEN, NULL, 0 };
     CK_MECHANISM edgen = { CKM_EC_EDWARDS_KEY_PAIR_GEN, NULL, 0 };
     cs_keygen_t gen;
-    ck_assert_uint_eq (cs_keygen_check (&rsa, rsa_pub, 8, rsa_priv, 8, &gen), CKR_OK);
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, rsa_pub, 8, rsa_priv, 8, &gen), CKR_OK);
     ck_assert (gen.token && gen.private_private);
     ck_assert_uint_eq (gen.modulus_bits, 2048);
     ck_assert_uint_eq (gen.exponent_len, 3);
-    ck_assert_uint_eq (cs_keygen_check (&ecgen, ec_pub, 6, ec_priv, 7, &gen), CKR_OK);
+    ck_assert_uint_eq (cs_keygen_check_inlock (&ecgen, ec_pub, 6, ec_priv, 7, &gen), CKR_OK);
     ck_assert_uint_eq (gen.curve->bits, 256);
-    ck_assert_uint_eq (cs_keygen_check (&edgen, ed_pub, 2, NULL, 0, &gen), CKR_OK);
+    ck_assert_uint_eq (cs_keygen_check_inlock (&edgen, ed_pub, 2, NULL, 0, &gen), CKR_OK);
     ck_assert (!gen.token);
     ck_assert_uint_eq (gen.curve->key_type, CKK_EC_EDWARDS);
     /*  Only the token flags in the private template count too.  */
-    ck_assert_uint_eq (cs_keygen_check (&ecgen, ec_pub + 4, 1, ec_priv, 7, &gen), CKR_OK);
+    ck_assert_uint_eq (cs_keygen_check_inlock (&ecgen, ec_pub + 4, 1, ec_priv, 7, &gen), CKR_OK);
     ck_assert (gen.token);
 }
 END_TEST
@@ -250,37 +251,37 @@ START_TEST (test_keygen_errors)
     CK_MECHANISM aes = { CKM_AES_KEY_GEN, NULL, 0 };
     cs_keygen_t gen;
 #define PUB(...) (CK_ATTRIBUTE []) { __VA_ARGS__ }, sizeof ((CK_ATTRIBUTE []) { __VA_ARGS__ }) / sizeof (CK_ATTRIBUTE)
-    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_TOKEN, &s_true, 1 }), NULL, 0, &gen), CKR_TEMPLATE_INCOMPLETE);
-    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &small, sizeof small }), NULL, 0, &gen),
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_TOKEN, &s_true, 1 }), NULL, 0, &gen), CKR_TEMPLATE_INCOMPLETE);
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &small, sizeof small }), NULL, 0, &gen),
                        CKR_KEY_SIZE_RANGE);
-    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_PUBLIC_EXPONENT, even, 3 }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_VALUE_INVALID);
-    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_PUBLIC_EXPONENT, one, 1 }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_VALUE_INVALID);
-    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, 4 }), NULL, 0, &gen),
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, 4 }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_VALUE_INVALID);
-    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_KEY_TYPE, &ec, sizeof ec }), NULL, 0, &gen),
                        CKR_TEMPLATE_INCONSISTENT);
-    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_CLASS, &priv_class, sizeof priv_class }), NULL, 0, &gen),
                        CKR_TEMPLATE_INCONSISTENT);
-    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_LOCAL, &s_true, 1 }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_READ_ONLY);
-    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_SIGN, &four, sizeof four }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_VALUE_INVALID);
-    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_VENDOR_DEFINED | 1, &s_true, 1 }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_TYPE_INVALID);
-    ck_assert_uint_eq (cs_keygen_check (&ecgen, PUB ({ CKA_TOKEN, &s_true, 1 }), NULL, 0, &gen),
+    ck_assert_uint_eq (cs_keygen_check_inlock (&ecgen, PUB ({ CKA_TOKEN, &s_true, 1 }), NULL, 0, &gen),
                        CKR_TEMPLATE_INCOMPLETE);
-    ck_assert_uint_eq (cs_keygen_check (&ecgen, PUB ({ CKA_EC_PARAMS, (void *) s_ed25519, sizeof s_ed25519 }),
+    ck_assert_uint_eq (cs_keygen_check_inlock (&ecgen, PUB ({ CKA_EC_PARAMS, (void *) s_ed25519, sizeof s_ed25519 }),
                                         NULL, 0, &gen), CKR_TEMPLATE_INCONSISTENT);
-    ck_assert_uint_eq (cs_keygen_check (&aes, NULL, 0, NULL, 0, &gen), CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (cs_keygen_check_inlock (&aes, NULL, 0, NULL, 0, &gen), CKR_MECHANISM_INVALID);
 #undef PUB
 }
 END_TEST
@@ -303,11 +304,11 @@ s_session_ec_key (CK_SESSION_HANDLE session, uint8_t *scalar, size_t *scalar_len
     cs_attrs_t attrs = { 0 };
     cs_key_t *key = NULL;
     bool token = true;
-    ck_assert_uint_eq (cs_keymgmt_create_check (tmpl, 7, &klass, &type, &token), CKR_OK);
+    ck_assert_uint_eq (cs_keymgmt_create_check_inlock (tmpl, 7, &klass, &type, &token), CKR_OK);
     ck_assert (!token);
     ck_assert_uint_eq (cs_keyder_private_from_template (CKK_EC, tmpl, 7, &key), CKR_OK);
     ck_assert_int_eq (cs_keymgmt_session_attrs (CKO_PRIVATE_KEY, tmpl, 7, CK_UNAVAILABLE_INFORMATION, &attrs), 0);
-    ck_assert_uint_eq (cs_object_add_session (session, CKO_PRIVATE_KEY, key, &attrs, &handle), CKR_OK);
+    ck_assert_uint_eq (cs_object_add_session_inlock (session, CKO_PRIVATE_KEY, key, &attrs, &handle), CKR_OK);
     cs_key_unref (&key);
     *scalar_len = d.ulValueLen;
     EVP_PKEY_free (orig);
@@ -318,8 +319,8 @@ static CK_RV
 s_set (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, const void *value, CK_ULONG len)
 {
     CK_ATTRIBUTE attr = { type, (void *) value, len };
-    CK_RV rv = cs_object_check_change (handle, &attr, 1, false);
-    return rv == CKR_OK ? cs_object_set_local (handle, &attr, 1) : rv;
+    CK_RV rv = cs_object_check_change_inlock (handle, &attr, 1, false);
+    return rv == CKR_OK ? cs_object_set_local_inlock (handle, &attr, 1) : rv;
 }
 
 START_TEST (test_attribute_rules)
@@ -336,7 +337,7 @@ START_TEST (test_attribute_rules)
     s_login ();
     handle = s_session_ec_key (7, scalar, &scalar_len);
     /*  A local, non-sensitive, extractable key shows its value; imported-key semantics.  */
-    ck_assert_uint_eq (cs_object_get_attributes (handle, get, 5), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, get, 5), CKR_OK);
     ck_assert_uint_eq (get [0].ulValueLen, scalar_len);
     ck_assert_mem_eq (value, scalar, scalar_len);
     ck_assert (!local && !always && !never);
@@ -346,7 +347,7 @@ START_TEST (test_attribute_rules)
     ck_assert_uint_eq (s_set (handle, CKA_ID, "\x42", 1), CKR_OK);
     ck_assert_uint_eq (s_set (handle, CKA_SIGN, &s_false, 1), CKR_OK);
     CK_ATTRIBUTE label = { CKA_LABEL, value, sizeof value };
-    ck_assert_uint_eq (cs_object_get_attributes (handle, &label, 1), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, &label, 1), CKR_OK);
     ck_assert_uint_eq (label.ulValueLen, 7);
     ck_assert_mem_eq (value, "renamed", 7);
     /*  Read-only ones.  */
@@ -360,7 +361,7 @@ START_TEST (test_attribute_rules)
     ck_assert_uint_eq (s_set (handle, CKA_VALUE, scalar, scalar_len), CKR_ATTRIBUTE_READ_ONLY);
     ck_assert_uint_eq (s_set (handle, CKA_TOKEN, &s_true, 1), CKR_ATTRIBUTE_READ_ONLY);
     CK_ATTRIBUTE to_token = { CKA_TOKEN, &s_true, 1 };
-    ck_assert_uint_eq (cs_object_check_change (handle, &to_token, 1, true), CKR_OK);   /* a copy may */
+    ck_assert_uint_eq (cs_object_check_change_inlock (handle, &to_token, 1, true), CKR_OK);   /* a copy may */
     /*  Types the object does not have; a bad value.  */
     ck_assert_uint_eq (s_set (handle, CKA_VERIFY, &s_true, 1), CKR_ATTRIBUTE_TYPE_INVALID);
     ck_assert_uint_eq (s_set (handle, CKA_VALUE_LEN, &mech, sizeof mech), CKR_ATTRIBUTE_TYPE_INVALID);
@@ -369,7 +370,7 @@ START_TEST (test_attribute_rules)
     ck_assert_uint_eq (s_set (handle, CKA_EXTRACTABLE, &s_true, 1), CKR_OK);      /* unchanged */
     ck_assert_uint_eq (s_set (handle, CKA_SENSITIVE, &s_true, 1), CKR_OK);
     get [0].ulValueLen = sizeof value;
-    ck_assert_uint_eq (cs_object_get_attributes (handle, get, 1), CKR_ATTRIBUTE_SENSITIVE);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, get, 1), CKR_ATTRIBUTE_SENSITIVE);
     ck_assert_uint_eq (get [0].ulValueLen, CK_UNAVAILABLE_INFORMATION);
     ck_assert_uint_eq (s_set (handle, CKA_SENSITIVE, &s_false, 1), CKR_ATTRIBUTE_READ_ONLY);
     ck_assert_uint_eq (s_set (handle, CKA_EXTRACTABLE, &s_false, 1), CKR_OK);
@@ -383,7 +384,7 @@ END_TEST
  *  flags stay right, a copy cannot undo a latch, CKA_WRAP_WITH_TRUSTED
  *  latches, a sensitive value is CKR_ATTRIBUTE_SENSITIVE with the other
  *  entries filled (PKCS#11 2.40 §5.7), CKA_ALLOWED_MECHANISMS is stored,
- *  returned, read-only and checked (cs_object_mech_allowed).  */
+ *  returned, read-only and checked (cs_object_mech_allowed_inlock).  */
 START_TEST (test_attribute_rules_table)
 {
     uint8_t scalar [66], value [66], label [8];
@@ -397,21 +398,21 @@ START_TEST (test_attribute_rules_table)
         flags stay FALSE (the key was not always sensitive).  */
     ck_assert_uint_eq (s_set (handle, CKA_SENSITIVE, &s_true, 1), CKR_OK);
     ck_assert_uint_eq (s_set (handle, CKA_EXTRACTABLE, &s_false, 1), CKR_OK);
-    ck_assert_uint_eq (cs_object_get_attributes (handle, flags, 2), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, flags, 2), CKR_OK);
     ck_assert (!always && !never);
     /*  A copy may not undo them either.  */
     CK_ATTRIBUTE insensitive = { CKA_SENSITIVE, &s_false, 1 }, extractable = { CKA_EXTRACTABLE, &s_true, 1 };
     CK_ATTRIBUTE always_true = { CKA_ALWAYS_SENSITIVE, &s_true, 1 };
-    ck_assert_uint_eq (cs_object_check_change (handle, &insensitive, 1, true), CKR_ATTRIBUTE_READ_ONLY);
-    ck_assert_uint_eq (cs_object_check_change (handle, &extractable, 1, true), CKR_ATTRIBUTE_READ_ONLY);
-    ck_assert_uint_eq (cs_object_check_change (handle, &always_true, 1, true), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_object_check_change_inlock (handle, &insensitive, 1, true), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_object_check_change_inlock (handle, &extractable, 1, true), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_object_check_change_inlock (handle, &always_true, 1, true), CKR_ATTRIBUTE_READ_ONLY);
     /*  CKA_WRAP_WITH_TRUSTED latches to TRUE.  */
     ck_assert_uint_eq (s_set (handle, CKA_WRAP_WITH_TRUSTED, &s_true, 1), CKR_OK);
     ck_assert_uint_eq (s_set (handle, CKA_WRAP_WITH_TRUSTED, &s_false, 1), CKR_ATTRIBUTE_READ_ONLY);
     /*  One sensitive entry: CKR_ATTRIBUTE_SENSITIVE, the others filled.  */
     CK_ATTRIBUTE get [] = { { CKA_LABEL, label, sizeof label }, { CKA_VALUE, value, sizeof value },
                             { CKA_SENSITIVE, &always, 1 } };
-    ck_assert_uint_eq (cs_object_get_attributes (handle, get, 3), CKR_ATTRIBUTE_SENSITIVE);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, get, 3), CKR_ATTRIBUTE_SENSITIVE);
     ck_assert_uint_eq (get [0].ulValueLen, 4);
     ck_assert_mem_eq (label, "mine", 4);
     ck_assert_uint_eq (get [1].ulValueLen, CK_UNAVAILABLE_INFORMATION);
@@ -420,9 +421,9 @@ START_TEST (test_attribute_rules_table)
     /*  CKA_ALLOWED_MECHANISMS: empty by default (every mechanism) ...  */
     CK_MECHANISM_TYPE mechs [2] = { 0, 0 };
     CK_ATTRIBUTE allowed = { CKA_ALLOWED_MECHANISMS, mechs, sizeof mechs };
-    ck_assert_uint_eq (cs_object_get_attributes (handle, &allowed, 1), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, &allowed, 1), CKR_OK);
     ck_assert_uint_eq (allowed.ulValueLen, 0);
-    ck_assert (cs_object_mech_allowed (handle, CKM_ECDSA_SHA256));
+    ck_assert (cs_object_mech_allowed_inlock (handle, CKM_ECDSA_SHA256));
     /*  ... read-only after creation, given at creation.  */
     mechs [0] = CKM_ECDSA;
     ck_assert_uint_eq (s_set (handle, CKA_ALLOWED_MECHANISMS, mechs, sizeof mechs [0]), CKR_ATTRIBUTE_READ_ONLY);
@@ -433,31 +434,31 @@ START_TEST (test_attribute_rules_table)
     cs_attrs_t attrs = { 0 };
     cs_key_t *key = NULL;
     bool token = true;
-    ck_assert_uint_eq (cs_keymgmt_create_check (tmpl, 3, &klass, &type, &token), CKR_OK);
+    ck_assert_uint_eq (cs_keymgmt_create_check_inlock (tmpl, 3, &klass, &type, &token), CKR_OK);
     tmpl [2].ulValueLen = 3;
-    ck_assert_uint_eq (cs_keymgmt_create_check (tmpl, 3, &klass, &type, &token), CKR_ATTRIBUTE_VALUE_INVALID);
+    ck_assert_uint_eq (cs_keymgmt_create_check_inlock (tmpl, 3, &klass, &type, &token), CKR_ATTRIBUTE_VALUE_INVALID);
     tmpl [2].ulValueLen = sizeof mechs [0];
     cs_object_info_t info;
-    ck_assert_uint_eq (cs_object_info (handle, &info), CKR_OK);
+    ck_assert_uint_eq (cs_object_info_inlock (handle, &info), CKR_OK);
     key = cs_key_ref (info.key);
     cs_object_info_clear (&info);
     ck_assert_int_eq (cs_keymgmt_session_attrs (CKO_PRIVATE_KEY, tmpl, 3, CK_UNAVAILABLE_INFORMATION, &attrs), 0);
     CK_OBJECT_HANDLE limited = 0;
-    ck_assert_uint_eq (cs_object_add_session (7, CKO_PRIVATE_KEY, key, &attrs, &limited), CKR_OK);
+    ck_assert_uint_eq (cs_object_add_session_inlock (7, CKO_PRIVATE_KEY, key, &attrs, &limited), CKR_OK);
     cs_key_unref (&key);
     mechs [0] = mechs [1] = 0;
     allowed.ulValueLen = sizeof mechs;
-    ck_assert_uint_eq (cs_object_get_attributes (limited, &allowed, 1), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (limited, &allowed, 1), CKR_OK);
     ck_assert_uint_eq (allowed.ulValueLen, sizeof mechs [0]);
     ck_assert_uint_eq (mechs [0], CKM_ECDSA);
-    ck_assert (cs_object_mech_allowed (limited, CKM_ECDSA));
-    ck_assert (!cs_object_mech_allowed (limited, CKM_ECDSA_SHA256));
-    ck_assert (!cs_object_mech_allowed (limited, CKM_ECDH1_DERIVE));
+    ck_assert (cs_object_mech_allowed_inlock (limited, CKM_ECDSA));
+    ck_assert (!cs_object_mech_allowed_inlock (limited, CKM_ECDSA_SHA256));
+    ck_assert (!cs_object_mech_allowed_inlock (limited, CKM_ECDH1_DERIVE));
     /*  Only the SO gives CKA_TRUSTED TRUE (here at creation of a public key).  */
     CK_OBJECT_CLASS pub = CKO_PUBLIC_KEY;
     CK_ATTRIBUTE trusted [] = { { CKA_CLASS, &pub, sizeof pub }, { CKA_KEY_TYPE, &type, sizeof type },
                                 { CKA_TRUSTED, &s_true, 1 } };
-    ck_assert_uint_eq (cs_keymgmt_create_check (trusted, 3, &klass, &type, &token), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_keymgmt_create_check_inlock (trusted, 3, &klass, &type, &token), CKR_ATTRIBUTE_READ_ONLY);
 }
 END_TEST
 
@@ -484,7 +485,7 @@ s_find_one (CK_OBJECT_CLASS klass, const void *id, size_t id_len)
     CK_ATTRIBUTE tmpl [] = { { CKA_CLASS, &klass, sizeof klass }, { CKA_ID, (void *) id, id_len } };
     CK_OBJECT_HANDLE *handles = NULL, handle = 0;
     size_t count = 0;
-    ck_assert_uint_eq (cs_object_find (tmpl, 2, &handles, &count), CKR_OK);
+    ck_assert_uint_eq (cs_object_find_inlock (tmpl, 2, &handles, &count), CKR_OK);
     ck_assert_uint_eq (count, 1);
     handle = handles [0];
     free (handles);
@@ -498,7 +499,7 @@ s_count_id (CK_OBJECT_CLASS klass, const void *id, size_t id_len)
     CK_ATTRIBUTE tmpl [] = { { CKA_CLASS, &klass, sizeof klass }, { CKA_ID, (void *) id, id_len } };
     CK_OBJECT_HANDLE *handles = NULL;
     size_t count = 99;
-    ck_assert_uint_eq (cs_object_find (tmpl, 2, &handles, &count), CKR_OK);
+    ck_assert_uint_eq (cs_object_find_inlock (tmpl, 2, &handles, &count), CKR_OK);
     free (handles);
     return count;
 }
@@ -531,29 +532,29 @@ START_TEST (test_token_attributes)
     list.keys = keys;
     list.n_keys = 2;
     list.version = 7;
-    ck_assert_uint_eq (cs_object_load (&list), CKR_OK);
+    ck_assert_uint_eq (cs_object_load_inlock (&list), CKR_OK);
     s_login ();
     /*  A board key: defaults, not modifiable.  */
     handle = s_find_one (CKO_PRIVATE_KEY, "\x01", 1);
-    ck_assert_uint_eq (cs_object_get_attributes (handle, get, 3), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, get, 3), CKR_OK);
     ck_assert_uint_eq (mech, CK_UNAVAILABLE_INFORMATION);
     ck_assert (!flag && token);
     ck_assert_uint_eq (s_set (handle, CKA_LABEL, "x", 1), CKR_ACTION_PROHIBITED);
     /*  A keystore key: the broker's attributes; no public object.  */
     handle = s_find_one (CKO_PRIVATE_KEY, "\x02", 1);
-    ck_assert_uint_eq (cs_object_get_attributes (handle, get, 2), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, get, 2), CKR_OK);
     ck_assert_uint_eq (mech, CKM_EC_KEY_PAIR_GEN);
     ck_assert (flag);
-    ck_assert_uint_eq (cs_object_check_change (handle, (CK_ATTRIBUTE []) { { CKA_LABEL, "y", 1 } }, 1, false), CKR_OK);
+    ck_assert_uint_eq (cs_object_check_change_inlock (handle, (CK_ATTRIBUTE []) { { CKA_LABEL, "y", 1 } }, 1, false), CKR_OK);
     /*  No stored CKA_SENSITIVE: TRUE by the table's default, so it cannot
         go FALSE; CKA_ALLOWED_MECHANISMS from its wire form.  */
-    ck_assert_uint_eq (cs_object_check_change (handle, (CK_ATTRIBUTE []) { { CKA_SENSITIVE, &s_false, 1 } }, 1,
+    ck_assert_uint_eq (cs_object_check_change_inlock (handle, (CK_ATTRIBUTE []) { { CKA_SENSITIVE, &s_false, 1 } }, 1,
                                                false), CKR_ATTRIBUTE_READ_ONLY);
     CK_MECHANISM_TYPE mechs [2] = { 0, 0 };
     CK_ATTRIBUTE allowed = { CKA_ALLOWED_MECHANISMS, mechs, sizeof mechs };
-    ck_assert_uint_eq (cs_object_get_attributes (handle, &allowed, 1), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, &allowed, 1), CKR_OK);
     ck_assert_uint_eq (allowed.ulValueLen, 0);
-    ck_assert (cs_object_mech_allowed (handle, CKM_ECDSA_SHA256));
+    ck_assert (cs_object_mech_allowed_inlock (handle, CKM_ECDSA_SHA256));
     /*  The module's defaults of flags a token key does not store are the
         table's, which the broker reads for its own checks.  */
     size_t n_rules = 0;
@@ -564,7 +565,7 @@ START_TEST (test_token_attributes)
             continue;                           /* a token object; stored above */
         CK_BBOOL shown = 0xff;
         CK_ATTRIBUTE one = { rules [i].type, &shown, 1 };
-        ck_assert_uint_eq (cs_object_get_attributes (handle, &one, 1), CKR_OK);
+        ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, &one, 1), CKR_OK);
         ck_assert_msg (shown == (CK_BBOOL) rules [i].dflt, "%s: module default %d, table default %d",
                        rules [i].name, shown, rules [i].dflt);
     }
@@ -572,7 +573,7 @@ START_TEST (test_token_attributes)
     CK_ATTRIBUTE by_id [] = { { CKA_CLASS, &pub, sizeof pub }, { CKA_ID, "\x02", 1 } };
     CK_OBJECT_HANDLE *handles = NULL;
     size_t count = 9;
-    ck_assert_uint_eq (cs_object_find (by_id, 2, &handles, &count), CKR_OK);
+    ck_assert_uint_eq (cs_object_find_inlock (by_id, 2, &handles, &count), CKR_OK);
     ck_assert_uint_eq (count, 0);
     free (handles);
     /*  A key change reply puts the key at once; the handle is the same.  */
@@ -586,22 +587,22 @@ START_TEST (test_token_attributes)
     stored.private_attributes = with_mechs;
     stored.n_private_attributes = 4;
     CK_OBJECT_HANDLE again = 0;
-    ck_assert_uint_eq (cs_object_put (&stored, CKO_PRIVATE_KEY, &again), CKR_OK);
+    ck_assert_uint_eq (cs_object_put_inlock (&stored, CKO_PRIVATE_KEY, &again), CKR_OK);
     ck_assert_uint_eq (again, handle);
     allowed.ulValueLen = sizeof mechs;
-    ck_assert_uint_eq (cs_object_get_attributes (handle, &allowed, 1), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, &allowed, 1), CKR_OK);
     ck_assert_uint_eq (allowed.ulValueLen, sizeof mechs [0]);
     ck_assert_uint_eq (mechs [0], CKM_ECDSA);
-    ck_assert (cs_object_mech_allowed (handle, CKM_ECDSA));
-    ck_assert (!cs_object_mech_allowed (handle, CKM_ECDSA_SHA256));
+    ck_assert (cs_object_mech_allowed_inlock (handle, CKM_ECDSA));
+    ck_assert (!cs_object_mech_allowed_inlock (handle, CKM_ECDSA_SHA256));
     /*  An unchanged list keeps the cache; a destroyed key's handle goes stale.  */
     Cs__ListKeysResult same = CS__LIST_KEYS_RESULT__INIT;
     same.unchanged = true;
     same.version = 7;
-    ck_assert_uint_eq (cs_object_load (&same), CKR_OK);
+    ck_assert_uint_eq (cs_object_load_inlock (&same), CKR_OK);
     ck_assert_uint_eq (s_find_one (CKO_PRIVATE_KEY, "\x02", 1), handle);
-    cs_object_forget (handle);
-    ck_assert_uint_eq (cs_object_get_attributes (handle, get, 1), CKR_OBJECT_HANDLE_INVALID);
+    cs_object_forget_inlock (handle);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, get, 1), CKR_OBJECT_HANDLE_INVALID);
 }
 END_TEST
 
@@ -619,27 +620,27 @@ START_TEST (test_session_close_wipes)
     mine = s_session_ec_key (5, scalar, &scalar_len);
     other = s_session_ec_key (6, scalar, &scalar_len);
     ck_assert_uint_ne (mine, other);
-    ck_assert_uint_eq (cs_object_get_attributes (mine, &label, 1), CKR_OK);
-    ck_assert_uint_eq (cs_object_info (mine, &info), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (mine, &label, 1), CKR_OK);
+    ck_assert_uint_eq (cs_object_info_inlock (mine, &info), CKR_OK);
     ck_assert (!info.token);
     ck_assert_ptr_nonnull (info.key->pkcs8);
     cs_object_info_clear (&info);
     /*  An operation keeps the key alive on its own reference.  */
-    ck_assert_uint_eq (cs_object_use (mine, CKF_SIGN, &key), CKR_OK);
+    ck_assert_uint_eq (cs_object_use_inlock (mine, CKF_SIGN, &key), CKR_OK);
     ck_assert_int_eq (key->refs, 2);
-    cs_object_session_closed (5);
+    cs_object_session_closed_inlock (5);
     ck_assert_int_eq (key->refs, 1);
     cs_key_unref (&key);
-    ck_assert_uint_eq (cs_object_get_attributes (mine, &label, 1), CKR_OBJECT_HANDLE_INVALID);
-    ck_assert_uint_eq (cs_object_info (mine, &info), CKR_OBJECT_HANDLE_INVALID);
-    ck_assert_uint_eq (cs_object_use (mine, CKF_SIGN, &key), CKR_KEY_HANDLE_INVALID);
-    ck_assert_uint_eq (cs_object_get_attributes (other, &label, 1), CKR_OK);
-    ck_assert_uint_eq (cs_object_destroy_local (other), CKR_OK);
-    ck_assert_uint_eq (cs_object_get_attributes (other, &label, 1), CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (mine, &label, 1), CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (cs_object_info_inlock (mine, &info), CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (cs_object_use_inlock (mine, CKF_SIGN, &key), CKR_KEY_HANDLE_INVALID);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (other, &label, 1), CKR_OK);
+    ck_assert_uint_eq (cs_object_destroy_local_inlock (other), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (other, &label, 1), CKR_OBJECT_HANDLE_INVALID);
     /*  Private session objects hide after logout.  */
     other = s_session_ec_key (6, scalar, &scalar_len);
-    cs_token_logout ();
-    ck_assert_uint_eq (cs_object_get_attributes (other, &label, 1), CKR_OBJECT_HANDLE_INVALID);
+    cs_login_logout_inlock ();
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (other, &label, 1), CKR_OBJECT_HANDLE_INVALID);
 }
 END_TEST
 
@@ -668,7 +669,7 @@ START_TEST (test_find_1000)
     list.keys = keys;
     list.n_keys = N;
     list.version = 1;
-    ck_assert_uint_eq (cs_object_load (&list), CKR_OK);
+    ck_assert_uint_eq (cs_object_load_inlock (&list), CKR_OK);
     s_login ();
     h777 = s_find_one (CKO_PRIVATE_KEY, ids [777], 2);
     h777_pub = s_find_one (CKO_PUBLIC_KEY, ids [777], 2);
@@ -677,13 +678,13 @@ START_TEST (test_find_1000)
     h999 = s_find_one (CKO_PRIVATE_KEY, ids [999], 2);
     ck_assert_uint_ne (h500, h777);
     ck_assert_uint_ne (h500, h501_pub);
-    ck_assert_uint_eq (cs_object_find (all_pub, 1, &handles, &count), CKR_OK);
+    ck_assert_uint_eq (cs_object_find_inlock (all_pub, 1, &handles, &count), CKR_OK);
     ck_assert_uint_eq (count, 900);
     free (handles);
-    ck_assert_uint_eq (cs_object_find (by_label, 1, &handles, &count), CKR_OK);
+    ck_assert_uint_eq (cs_object_find_inlock (by_label, 1, &handles, &count), CKR_OK);
     ck_assert_uint_eq (count, 2);
     free (handles);
-    ck_assert_uint_eq (cs_object_find (NULL, 0, &handles, &count), CKR_OK);
+    ck_assert_uint_eq (cs_object_find_inlock (NULL, 0, &handles, &count), CKR_OK);
     ck_assert_uint_eq (count, 1900);
     free (handles);
     /*  A new version of the list without key 777 (its slot now repeats key
@@ -692,27 +693,27 @@ START_TEST (test_find_1000)
         before the reload.  */
     infos [777] = infos [778];
     list.version = 2;
-    ck_assert_uint_eq (cs_object_load (&list), CKR_OK);
-    ck_assert_uint_eq (cs_object_get_attributes (h777, &label, 1), CKR_OBJECT_HANDLE_INVALID);
-    ck_assert_uint_eq (cs_object_get_attributes (h777_pub, &label, 1), CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (cs_object_load_inlock (&list), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (h777, &label, 1), CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (h777_pub, &label, 1), CKR_OBJECT_HANDLE_INVALID);
     ck_assert_uint_eq (s_count_id (CKO_PRIVATE_KEY, ids [777], 2), 0);
     ck_assert_uint_eq (s_count_id (CKO_PUBLIC_KEY, ids [777], 2), 0);
     ck_assert_uint_eq (s_find_one (CKO_PRIVATE_KEY, ids [500], 2), h500);
     ck_assert_uint_eq (s_find_one (CKO_PUBLIC_KEY, ids [501], 2), h501_pub);
     ck_assert_uint_eq (s_find_one (CKO_PRIVATE_KEY, ids [999], 2), h999);
-    ck_assert_uint_eq (cs_object_get_attributes (h500, &label, 1), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (h500, &label, 1), CKR_OK);
     ck_assert_uint_eq (label.ulValueLen, 7);                  /* "key-500" */
-    ck_assert_uint_eq (cs_object_find (NULL, 0, &handles, &count), CKR_OK);
+    ck_assert_uint_eq (cs_object_find_inlock (NULL, 0, &handles, &count), CKR_OK);
     ck_assert_uint_eq (count, 1898);
     free (handles);
     /*  Key 777 comes back (same ref, same class): it gets its old handles.  */
     s_ec_info (&infos [777], refs [777], labels [777], ids [777], 2);
     list.version = 3;
-    ck_assert_uint_eq (cs_object_load (&list), CKR_OK);
+    ck_assert_uint_eq (cs_object_load_inlock (&list), CKR_OK);
     ck_assert_uint_eq (s_find_one (CKO_PRIVATE_KEY, ids [777], 2), h777);
     ck_assert_uint_eq (s_find_one (CKO_PUBLIC_KEY, ids [777], 2), h777_pub);
     ck_assert_uint_eq (s_find_one (CKO_PRIVATE_KEY, ids [500], 2), h500);
-    ck_assert_uint_eq (cs_object_find (NULL, 0, &handles, &count), CKR_OK);
+    ck_assert_uint_eq (cs_object_find_inlock (NULL, 0, &handles, &count), CKR_OK);
     ck_assert_uint_eq (count, 1900);
     free (handles);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "object.h"
 #include "sign.h"
+#include "login.h"
 #include "token.h"
 
 static uint8_t s_modulus [256];
@@ -42,14 +43,14 @@ s_setup (void)
     s_keys [1] = &s_ec;
     s_list.keys = s_keys;
     s_list.n_keys = 2;
-    ck_assert_uint_eq (cs_object_load (&s_list), CKR_OK);
+    ck_assert_uint_eq (cs_object_load_inlock (&s_list), CKR_OK);
 }
 
 static void
 s_teardown (void)
 {
-    cs_object_reset ();
-    cs_token_reset ();
+    cs_object_reset_inlock ();
+    cs_token_reset_inlock ();
 }
 
 static size_t
@@ -57,7 +58,7 @@ s_find (CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE *first)
 {
     CK_OBJECT_HANDLE *handles = NULL;
     size_t found = 0;
-    ck_assert_uint_eq (cs_object_find (tmpl, count, &handles, &found), CKR_OK);
+    ck_assert_uint_eq (cs_object_find_inlock (tmpl, count, &handles, &found), CKR_OK);
     if (first && found)
         *first = handles [0];
     free (handles);
@@ -76,14 +77,23 @@ s_handle (CK_OBJECT_CLASS klass, const char *id)
 START_TEST (test_visibility)
 {
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 2);      /* public keys only */
-    ck_assert_uint_eq (cs_token_login_store (CKU_USER, (const uint8_t *) "\x01ticket", 7), CKR_OK);
+    ck_assert_uint_eq (cs_token_login_store_inlock (CKU_USER, (const uint8_t *) "\x01ticket", 7), CKR_OK);
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 4);
-    cs_token_logout ();
+    cs_login_logout_inlock ();
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 2);
 }
 END_TEST
 
-/*  What the broker says about a ticket (cs_token_ticket_answer,
+/*  As the job runner applies the broker's answer about a ticket: a refusal
+ *  that ends the login destroys the private session objects (runner.c).  */
+static void
+s_ticket_answer (const uint8_t *sent, size_t sent_len, const uint8_t *fresh, size_t fresh_len, bool refused)
+{
+    if (cs_login_ticket_answer_inlock (sent, sent_len, fresh, fresh_len, refused))
+        cs_object_logged_out_inlock ();
+}
+
+/*  What the broker says about a ticket (cs_login_ticket_answer_inlock,
  *  docs/CONTRACTS.md "Login tickets"): a renewed ticket replaces the one
  *  sent while that is still the current one; CKR_USER_NOT_LOGGED_IN for the
  *  current ticket logs out as C_Logout does (private objects go); answers
@@ -92,24 +102,24 @@ START_TEST (test_ticket_answer)
 {
     static const uint8_t one [] = "\x01one", two [] = "\x01two", three [] = "\x01three";
     uint8_t out [64];
-    ck_assert_uint_eq (cs_token_login_store (CKU_USER, one, 4), CKR_OK);
-    cs_token_ticket_answer (one, 4, two, 4, false);
-    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 4);
+    ck_assert_uint_eq (cs_token_login_store_inlock (CKU_USER, one, 4), CKR_OK);
+    s_ticket_answer (one, 4, two, 4, false);
+    ck_assert_uint_eq (cs_login_ticket_copy_inlock (out, sizeof out), 4);
     ck_assert_mem_eq (out, two, 4);
-    cs_token_ticket_answer (one, 4, three, 6, false);      /* late: about the old one */
-    cs_token_ticket_answer (one, 4, NULL, 0, true);
-    ck_assert (cs_token_user_logged_in ());
-    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 4);
+    s_ticket_answer (one, 4, three, 6, false);      /* late: about the old one */
+    s_ticket_answer (one, 4, NULL, 0, true);
+    ck_assert (cs_login_user_logged_in_inlock ());
+    ck_assert_uint_eq (cs_login_ticket_copy_inlock (out, sizeof out), 4);
     ck_assert_mem_eq (out, two, 4);
-    cs_token_ticket_answer (two, 4, NULL, 0, false);       /* no renewal: kept */
-    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 4);
+    s_ticket_answer (two, 4, NULL, 0, false);       /* no renewal: kept */
+    ck_assert_uint_eq (cs_login_ticket_copy_inlock (out, sizeof out), 4);
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 4);
-    cs_token_ticket_answer (two, 4, NULL, 0, true);        /* refused: logged out */
-    ck_assert (!cs_token_user_logged_in ());
-    ck_assert_uint_eq (cs_token_ticket_copy (out, sizeof out), 0);
+    s_ticket_answer (two, 4, NULL, 0, true);        /* refused: logged out */
+    ck_assert (!cs_login_user_logged_in_inlock ());
+    ck_assert_uint_eq (cs_login_ticket_copy_inlock (out, sizeof out), 0);
     ck_assert_uint_eq (s_find (NULL, 0, NULL), 2);
-    cs_token_ticket_answer (two, 4, three, 6, false);
-    ck_assert (!cs_token_user_logged_in ());
+    s_ticket_answer (two, 4, three, 6, false);
+    ck_assert (!cs_login_user_logged_in_inlock ());
 }
 END_TEST
 
@@ -122,19 +132,19 @@ START_TEST (test_stable_handles)
     ck_assert_uint_ne (rsa, ec);
     s_list.keys = &s_keys [1];          /* rsa2048 disappears */
     s_list.n_keys = 1;
-    ck_assert_uint_eq (cs_object_load (&s_list), CKR_OK);
-    ck_assert_ptr_null (cs_object_key (rsa, &klass));
+    ck_assert_uint_eq (cs_object_load_inlock (&s_list), CKR_OK);
+    ck_assert_ptr_null (cs_object_key_inlock (rsa, &klass));
     ck_assert_uint_eq (s_handle (CKO_PUBLIC_KEY, "\x03"), ec);
     s_list.keys = s_keys;               /* and comes back */
     s_list.n_keys = 2;
-    ck_assert_uint_eq (cs_object_load (&s_list), CKR_OK);
+    ck_assert_uint_eq (cs_object_load_inlock (&s_list), CKR_OK);
     ck_assert_uint_eq (s_handle (CKO_PUBLIC_KEY, "\x01"), rsa);
-    key = cs_object_key (rsa, &klass);
+    key = cs_object_key_inlock (rsa, &klass);
     ck_assert_ptr_nonnull (key);
     ck_assert_uint_eq (klass, CKO_PUBLIC_KEY);
     ck_assert_uint_eq (cs_key_signature_len (key), 256);
     cs_key_unref (&key);
-    key = cs_object_key (ec, NULL);
+    key = cs_object_key_inlock (ec, NULL);
     ck_assert_uint_eq (cs_key_signature_len (key), 64);
     cs_key_unref (&key);
 }
@@ -151,7 +161,7 @@ START_TEST (test_get_attributes)
         { CKA_VERIFY, &verify, sizeof verify },
         { CKA_MODULUS_BITS, &bits, sizeof bits },
     };
-    ck_assert_uint_eq (cs_object_get_attributes (handle, tmpl, 3), CKR_OK);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, tmpl, 3), CKR_OK);
     ck_assert_uint_eq (tmpl [0].ulValueLen, 256);
     ck_assert_uint_eq (verify, CK_TRUE);
     ck_assert_uint_eq (bits, 2048);
@@ -161,14 +171,14 @@ START_TEST (test_get_attributes)
         { CKA_PUBLIC_EXPONENT, small, sizeof small },
         { CKA_VALUE_LEN, small, sizeof small },
     };
-    ck_assert_uint_eq (cs_object_get_attributes (handle, bad, 3), CKR_ATTRIBUTE_TYPE_INVALID);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, bad, 3), CKR_ATTRIBUTE_TYPE_INVALID);
     ck_assert_uint_eq (bad [0].ulValueLen, CK_UNAVAILABLE_INFORMATION);
     ck_assert_uint_eq (bad [1].ulValueLen, 3);
     ck_assert_mem_eq (small, s_exponent, 3);
     ck_assert_uint_eq (bad [2].ulValueLen, CK_UNAVAILABLE_INFORMATION);
     bad [0].ulValueLen = sizeof small;
-    ck_assert_uint_eq (cs_object_get_attributes (handle, bad, 1), CKR_BUFFER_TOO_SMALL);
-    ck_assert_uint_eq (cs_object_get_attributes (999, tmpl, 1), CKR_OBJECT_HANDLE_INVALID);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, bad, 1), CKR_BUFFER_TOO_SMALL);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (999, tmpl, 1), CKR_OBJECT_HANDLE_INVALID);
 }
 END_TEST
 
@@ -183,13 +193,13 @@ START_TEST (test_private_attributes)
         { CKA_SIGN, &sign, sizeof sign },
         { CKA_PRIVATE, &priv, sizeof priv },
     };
-    ck_assert_uint_eq (cs_token_login_store (CKU_USER, (const uint8_t *) "\x01t", 2), CKR_OK);
+    ck_assert_uint_eq (cs_token_login_store_inlock (CKU_USER, (const uint8_t *) "\x01t", 2), CKR_OK);
     handle = s_handle (CKO_PRIVATE_KEY, "\x01");
-    ck_assert_uint_eq (cs_object_get_attributes (handle, tmpl, 4), CKR_ATTRIBUTE_SENSITIVE);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, tmpl, 4), CKR_ATTRIBUTE_SENSITIVE);
     ck_assert_uint_eq (tmpl [1].ulValueLen, CK_UNAVAILABLE_INFORMATION);
     ck_assert (sensitive && sign && priv);
-    cs_token_logout ();
-    ck_assert_uint_eq (cs_object_get_attributes (handle, tmpl, 1), CKR_OBJECT_HANDLE_INVALID);
+    cs_login_logout_inlock ();
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, tmpl, 1), CKR_OBJECT_HANDLE_INVALID);
 }
 END_TEST
 
@@ -221,11 +231,11 @@ START_TEST (test_token_secret_key)
     aes.n_private_attributes = 3;
     list.keys = keys;
     list.n_keys = 2;
-    ck_assert_uint_eq (cs_object_load (&list), CKR_OK);
+    ck_assert_uint_eq (cs_object_load_inlock (&list), CKR_OK);
     CK_OBJECT_CLASS secret = CKO_SECRET_KEY;
     CK_ATTRIBUTE by_class [] = { { CKA_CLASS, &secret, sizeof secret } };
     ck_assert_uint_eq (s_find (by_class, 1, NULL), 0);          /* CKA_PRIVATE: not before a login */
-    ck_assert_uint_eq (cs_token_login_store (CKU_USER, (const uint8_t *) "\x01t", 2), CKR_OK);
+    ck_assert_uint_eq (cs_token_login_store_inlock (CKU_USER, (const uint8_t *) "\x01t", 2), CKR_OK);
     CK_OBJECT_HANDLE handle = s_handle (CKO_SECRET_KEY, "\x07");
     CK_OBJECT_CLASS pub = CKO_PUBLIC_KEY;
     CK_ATTRIBUTE pub_aes [] = { { CKA_CLASS, &pub, sizeof pub }, { CKA_ID, "\x07", 1 } };
@@ -235,14 +245,14 @@ START_TEST (test_token_secret_key)
     CK_BYTE value [64];
     CK_ATTRIBUTE get [] = { { CKA_VALUE_LEN, &value_len, sizeof value_len }, { CKA_KEY_TYPE, &type, sizeof type },
                             { CKA_TOKEN, &token, sizeof token }, { CKA_VALUE, value, sizeof value } };
-    ck_assert_uint_eq (cs_object_get_attributes (handle, get, 4), CKR_ATTRIBUTE_SENSITIVE);
+    ck_assert_uint_eq (cs_object_get_attributes_inlock (handle, get, 4), CKR_ATTRIBUTE_SENSITIVE);
     ck_assert_uint_eq (value_len, 32);
     ck_assert_uint_eq (type, CKK_AES);
     ck_assert (token);
     ck_assert_uint_eq (get [3].ulValueLen, CK_UNAVAILABLE_INFORMATION);
     cs_key_t *key = NULL;
-    ck_assert_uint_eq (cs_object_use (handle, CKF_SIGN, &key), CKR_KEY_FUNCTION_NOT_PERMITTED);
-    ck_assert_uint_eq (cs_object_use (handle, CKF_ENCRYPT, &key), CKR_OK);
+    ck_assert_uint_eq (cs_object_use_inlock (handle, CKF_SIGN, &key), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (cs_object_use_inlock (handle, CKF_ENCRYPT, &key), CKR_OK);
     ck_assert_ptr_null (key->secret);
     ck_assert_uint_eq (key->secret_len, 32);
     ck_assert_str_eq (key->ref, aes.ref);
@@ -271,8 +281,8 @@ START_TEST (test_sign_input_lengths)
 {
     uint8_t data [300] = { 0 }, out [CS_SIGOP_MAX_MESSAGE];
     size_t out_len;
-    cs_key_t *rsa = cs_object_key (s_handle (CKO_PUBLIC_KEY, "\x01"), NULL);
-    cs_key_t *ec = cs_object_key (s_handle (CKO_PUBLIC_KEY, "\x03"), NULL);
+    cs_key_t *rsa = cs_object_key_inlock (s_handle (CKO_PUBLIC_KEY, "\x01"), NULL);
+    cs_key_t *ec = cs_object_key_inlock (s_handle (CKO_PUBLIC_KEY, "\x03"), NULL);
     CK_MECHANISM pkcs = { CKM_RSA_PKCS, NULL, 0 }, ecdsa = { CKM_ECDSA, NULL, 0 };
     CK_MECHANISM sha256 = { CKM_SHA256_RSA_PKCS, NULL, 0 };
     cs_sigop_t *op;

@@ -1,0 +1,100 @@
+#!/bin/bash
+# module-layers.sh — the module's units form a DAG and the library mutex is
+# taken and released in one function (issue #10, pkcs11-module/module.h).
+#
+# 1. Every pkcs11-module/*.c and *.h has a rank below; a file may include
+#    (#include "X.h") only module headers of a lower rank, or of its own
+#    unit.  A new file without a rank fails, so it gets placed.
+# 2. In every function of pkcs11-module/*.c (but guard.c, which defines
+#    them) cs_lock () and cs_unlock () come in pairs: a function that
+#    releases the mutex also takes it, and one that takes it releases it
+#    (at least once per cs_lock; early returns add unlocks), and at the
+#    level of its last cs_lock; a function named *_inlock takes neither,
+#    and one that calls a *_inlock function without taking the mutex must
+#    be named *_inlock itself.  The helpers that returned
+#    with the mutex held (cs_session_enter, cs_session_op_enter) are gone.
+# No broker, no build: it reads the sources.
+set -u
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+dir=$top_srcdir/pkcs11-module
+fail=0
+
+# unit rank: higher ranks may include lower ones.
+declare -A rank=(
+    [cs_p11]=0 [cs_p11_3]=1 [log]=1
+    [mechanism]=2 [client_config]=2 [coalesce]=2 [key]=2 [attrs]=2
+    [association]=3 [keyder]=3
+    [link]=4
+    [guard]=5
+    [login]=6
+    [dataobj_int]=7 [dataobj]=8
+    [object_int]=9 [objattr]=9 [object]=9
+    [session]=10
+    [runner]=11
+    [token]=12 [find]=12 [keyop]=12 [secret_token]=12 [modexp]=12 [dataobj_jobs]=12
+    [derive]=13 [secret]=13 [secret_key]=13 [digest]=13
+    [sign]=14
+    [decrypt]=15 [wrap]=15 [local]=15 [recover]=15 [keymgmt]=15 [keymgmt_check]=15 [keymgmt_int]=1
+    [module]=16
+    [interface]=17
+)
+# files that implement part of another unit's header
+declare -A own=([dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret"
+                [object]="object_int" [objattr]="object_int" [keymgmt_check]="keymgmt")
+
+for file in "$dir"/*.c "$dir"/*.h; do
+    unit=$(basename "$file"); unit=${unit%.*}
+    r=${rank[$unit]-}
+    if [ -z "$r" ]; then
+        echo "FAIL: $file has no rank in $0"; fail=1; continue
+    fi
+    while read -r inc; do
+        [ -n "$inc" ] || continue
+        [ -f "$dir/$inc.h" ] || continue            # common/, proto/: not the module's
+        [ "$inc" = "$unit" ] && continue
+        case " ${own[$unit]-} " in *" $inc "*) continue;; esac
+        ir=${rank[$inc]-}
+        if [ -z "$ir" ] || [ "$ir" -ge "$r" ]; then
+            echo "FAIL: $(basename "$file") (rank $r) includes $inc.h (rank ${ir:-none})"
+            fail=1
+        fi
+    done < <(sed -n 's/^#include "\([A-Za-z0-9_]*\)\.h".*/\1/p' "$file")
+done
+
+if grep -n '\bcs_session_enter\b\|\bcs_session_op_enter\b' "$dir"/*.c "$dir"/*.h; then
+    echo "FAIL: a helper that returns with the library mutex held"; fail=1
+fi
+
+for file in "$dir"/*.c; do
+    [ "$(basename "$file")" = guard.c ] && continue
+    awk -v file="$(basename "$file")" '
+        function indent(s) { match(s, /^ */); return RLENGTH }
+        /^[A-Za-z_][A-Za-z0-9_]* \(/ { name = $1 }
+        /^\{/ { inbody = 1; locks = unlocks = 0; lock_at = unlock_at = -1; callee = ""; next }
+        inbody && /^\}/ {
+            inbody = 0
+            if ((locks > 0) != (unlocks > 0) || unlocks < locks)
+                { printf "FAIL: %s: %s takes the library mutex %d time(s) and releases it %d time(s)\n", file, name, locks, unlocks; bad = 1 }
+            else
+            if (locks > 0 && (unlock_line < lock_line || unlock_at != lock_at))
+                { printf "FAIL: %s: %s may return with the library mutex held (its last cs_unlock is not at the level of its last cs_lock)\n", file, name; bad = 1 }
+            if (name !~ /_inlock$/ && locks == 0 && callee != "")
+                { printf "FAIL: %s: %s calls %s without taking the mutex: name it *_inlock\n", file, name, callee; bad = 1 }
+            if (name ~ /_inlock$/ && locks + unlocks > 0)
+                { printf "FAIL: %s: %s is *_inlock but takes or releases the mutex\n", file, name; bad = 1 }
+            next
+        }
+        inbody {
+            line = $0; sub(/\/\*.*\*\//, "", line)
+            if ((n = gsub(/(^|[^A-Za-z0-9_])cs_(module_)?lock \(\)/, "", line)) > 0)
+                { locks += n; lock_at = indent($0); lock_line = NR }
+            if ((n = gsub(/(^|[^A-Za-z0-9_])cs_(module_)?unlock \(\)/, "", line)) > 0)
+                { unlocks += n; unlock_at = indent($0); unlock_line = NR }
+            if (callee == "" && match(line, /[A-Za-z0-9_]+_inlock \(/))
+                callee = substr(line, RSTART, RLENGTH - 2)
+        }
+        END { exit bad }' "$file" || fail=1
+done
+
+[ $fail = 0 ] && echo "PASS: the module's units form a DAG; the mutex is taken and released in one function"
+exit $fail
