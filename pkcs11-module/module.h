@@ -6,8 +6,11 @@
  *  own unit, so nothing calls upward (tests/integration/module-layers.sh
  *  holds the same list and checks it):
  *
- *     0-4  cs_p11, log, mechanism, client_config, coalesce, association, link
- *     2-3  key, attrs, keyder         the key type and attribute values
+ *     0-1  cs_p11, cs_p11_3, log, keymgmt_int (types only)
+ *       2  key, attrs                 the key type and attribute values, at the bottom
+ *       2  mechanism, client_config, coalesce
+ *       3  keyder, association
+ *       4  link                       the connection to the brokers
  *       5  guard                      library mutex and call guard
  *       6  login                      logged-in flags and the login ticket
  *     7-8  dataobj_int, dataobj       the certificate and data object table
