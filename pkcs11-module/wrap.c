@@ -33,7 +33,7 @@
  *      SO's word that it does not), and not when a visible private key with
  *      the same modulus lacks CKA_UNWRAP TRUE (CKR_KEY_NOT_WRAPPABLE): a key
  *      with CKA_UNWRAP TRUE never decrypts (cs_object_use_inlock) and keeps
- *      CKA_UNWRAP TRUE (object.c and the broker's keyjobs.c change rules).
+ *      CKA_UNWRAP TRUE (object.c and the broker's keyattrs.c change rules).
  *    unwrapping: the unwrapping key is a visible RSA private key
  *      (CKR_UNWRAPPING_KEY_HANDLE_INVALID,
  *      CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT) with CKA_UNWRAP TRUE and —

@@ -7,8 +7,8 @@
  *  cs_bench_verify.c (OpenSSL verification), cs_bench_stats.c (latency
  *  percentiles), cs_bench_tls.c (TLS handshakes per second of a server),
  *  cs_bench_paper.c (the `paper` subcommand), cs_metrics_scrape.c (a
- *  broker's metrics endpoint), cs_bench.c (options, threads, blocks, the
- *  report).
+ *  broker's metrics endpoint), cs_bench_sign.c (threads, blocks, the
+ *  report), cs_bench.c (options, main).
  */
 #ifndef CS_BENCH_H_INCLUDED
 #define CS_BENCH_H_INCLUDED
@@ -205,6 +205,40 @@ const char *cs_bench_keygen_name (cs_bench_keygen_t keygen);
  *  read.  */
 int cs_bench_keygen_run (cs_bench_module_t *module, CK_SESSION_HANDLE session,
                          const cs_bench_keygen_options_t *options);
+
+/*  ---- the signing run (cs_bench_sign.c) ------------------------------- */
+
+#define CS_BENCH_MAX_THREADS   256
+#define CS_BENCH_MAX_BLOCKS    64
+
+/*  The options of a signing run (or of --keygen), as the command line gave
+ *  them (cs_bench.c).  */
+typedef struct {
+    const char *module_path, *token, *pin, *key;
+    const char *driver_board;       /* --driver-board CONF:NAME, or NULL: the module */
+    const char *key_file;           /* --key-file PEM: key material for --driver-board */
+    cs_bench_mech_t mech;
+    int threads;
+    long count;                     /* signatures per thread and block; 0 = use seconds */
+    int blocks;                     /* --blocks: timed blocks of count signatures */
+    double seconds;
+    bool verify, csv;
+    const char *verify_key;         /* --verify-key PEM, or NULL: the token's */
+    const char *metrics;            /* --metrics URL: the broker's CPU per op, or NULL */
+    bool progress;                  /* progress lines even when stderr is no terminal */
+    bool stop_on_error;             /* all threads stop at the first failure */
+    bool share;                     /* --share: a block's threads x count operations
+                                       come from one counter */
+    bool keygen;                    /* --keygen: time C_GenerateKeyPair instead */
+    cs_bench_keygen_options_t gen;
+} cs_bench_options_t;
+
+/*  Runs options->threads threads signing through module (or driver, with
+ *  module NULL), verifies the signatures with verifier when not NULL, and
+ *  prints the report; bits is the key size for it.  Returns the exit
+ *  status.  */
+int cs_bench_sign_run (const cs_bench_options_t *options, cs_bench_module_t *module,
+                       cs_bench_driver_t *driver, const cs_bench_verifier_t *verifier, int bits);
 
 /*  ---- subcommands ----------------------------------------------------- */
 
