@@ -142,7 +142,7 @@ cs_derive_check_template_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_UL
             return CKR_TEMPLATE_INCONSISTENT;
     }
     if ((rv = cs_template_check (tmpl, count)) != CKR_OK
-    ||  (rv = cs_object_check_create_inlock (CKO_SECRET_KEY, tmpl, count)) != CKR_OK)    /* cs_attr_rules.h */
+    ||  (rv = cs_object_check_create (CKO_SECRET_KEY, tmpl, count, cs_login_so_logged_in_inlock ())) != CKR_OK)    /* cs_attr_rules.h */
         return rv;
     if (cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != CKO_SECRET_KEY)
         return CKR_TEMPLATE_INCONSISTENT;

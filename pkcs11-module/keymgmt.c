@@ -186,7 +186,7 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
     CK_MECHANISM_INFO info;
     CK_RV rv;
     return_val_if_fail (mech && pub_p && priv_p && (pub || !n_pub) && (priv || !n_priv), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_keygen_check_inlock (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
+    if ((rv = cs_keygen_check (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
         return cs_guard_check () ?: rv;
     if ((rv = cs_guard_check ()) != CKR_OK)
         return rv;
@@ -239,9 +239,9 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
         return cs_dataobj_create (handle, tmpl, count, object_p);     /* certificates, data objects */
     if ((rv = cs_guard_check ()) == CKR_OK && cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
     &&  klass == CKO_SECRET_KEY)
-        return cs_secret_create_inlock (handle, tmpl, count, object_p);        /* secret.h */
+        return cs_secret_create (handle, tmpl, count, object_p);        /* secret.h */
     if (rv != CKR_OK
-    ||  (rv = cs_keymgmt_create_check_inlock (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
+    ||  (rv = cs_keymgmt_create_check (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
         return rv;
     priv = cs_template_bool (tmpl, count, CKA_PRIVATE, klass == CKO_PRIVATE_KEY);
     if ((rv = cs_guard_check ()) != CKR_OK)

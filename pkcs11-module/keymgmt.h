@@ -45,7 +45,7 @@ typedef struct {
  *  CKA_MODULUS_BITS or CKA_EC_PARAMS), CKR_KEY_SIZE_RANGE (modulus not 2048,
  *  3072 or 4096 bits), CKR_ATTRIBUTE_VALUE_INVALID (a public exponent that is
  *  even, below 3 or over 16 bytes; malformed curve), CKR_CURVE_NOT_SUPPORTED.  */
-CK_RV cs_keygen_check_inlock (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_pub,
+CK_RV cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_pub,
                        const CK_ATTRIBUTE *priv, CK_ULONG n_priv, cs_keygen_t *gen);
 
 /*  Checks a C_CreateObject template of a key and returns its class, key type
@@ -53,7 +53,7 @@ CK_RV cs_keygen_check_inlock (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub,
  *  CKR_ATTRIBUTE_VALUE_INVALID (a class other than a public or private key,
  *  an unknown key type), CKR_ATTRIBUTE_READ_ONLY (attributes only the
  *  token sets), the template's own errors.  */
-CK_RV cs_keymgmt_create_check_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *class_p,
+CK_RV cs_keymgmt_create_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *class_p,
                                CK_KEY_TYPE *key_type_p, bool *token_p);
 
 /*  The stored attributes of a new session key object of `klass` made from

@@ -30,9 +30,9 @@ cs_keymgmt_token_only (CK_ATTRIBUTE_TYPE type)
 }
 
 static CK_RV
-s_check_token_only_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass)
+s_check_token_only (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass)
 {
-    return cs_object_check_create_inlock (klass, tmpl, count);
+    return cs_object_check_create (klass, tmpl, count, cs_login_so_logged_in ());
 }
 
 /*  Key material a generation template must not carry (footnote 3).  */
@@ -46,11 +46,11 @@ s_generated_material (CK_ATTRIBUTE_TYPE type, bool public_template)
 
 /*  One generation template: its own checks, class, key type, material.  */
 static CK_RV
-s_check_gen_template_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass, CK_KEY_TYPE key_type)
+s_check_gen_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass, CK_KEY_TYPE key_type)
 {
     CK_ULONG value;
     CK_RV rv = cs_template_check (tmpl, count);
-    if (rv != CKR_OK || (rv = s_check_token_only_inlock (tmpl, count, klass)) != CKR_OK)
+    if (rv != CKR_OK || (rv = s_check_token_only (tmpl, count, klass)) != CKR_OK)
         return rv;
     if ((cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != klass)
     ||  (cs_template_ulong (tmpl, count, CKA_KEY_TYPE, &value) && value != key_type))
@@ -103,7 +103,7 @@ s_check_curve_gen (const CK_ATTRIBUTE *pub, CK_ULONG n_pub, const CK_ATTRIBUTE *
 }
 
 CK_RV
-cs_keygen_check_inlock (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_pub,
+cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_pub,
                  const CK_ATTRIBUTE *priv, CK_ULONG n_priv, cs_keygen_t *gen)
 {
     CK_RV rv;
@@ -117,8 +117,8 @@ cs_keygen_check_inlock (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_UL
     }
     if (mech->ulParameterLen)
         return CKR_MECHANISM_PARAM_INVALID;
-    if ((rv = s_check_gen_template_inlock (pub, n_pub, CKO_PUBLIC_KEY, gen->key_type)) != CKR_OK
-    ||  (rv = s_check_gen_template_inlock (priv, n_priv, CKO_PRIVATE_KEY, gen->key_type)) != CKR_OK)
+    if ((rv = s_check_gen_template (pub, n_pub, CKO_PUBLIC_KEY, gen->key_type)) != CKR_OK
+    ||  (rv = s_check_gen_template (priv, n_priv, CKO_PRIVATE_KEY, gen->key_type)) != CKR_OK)
         return rv;
     gen->token = cs_template_bool (pub, n_pub, CKA_TOKEN, false) || cs_template_bool (priv, n_priv, CKA_TOKEN, false);
     gen->private_private = cs_template_bool (priv, n_priv, CKA_PRIVATE, true);
@@ -128,7 +128,7 @@ cs_keygen_check_inlock (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_UL
 }
 
 CK_RV
-cs_keymgmt_create_check_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *class_p,
+cs_keymgmt_create_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *class_p,
                          CK_KEY_TYPE *key_type_p, bool *token_p)
 {
     CK_RV rv = cs_template_check (tmpl, count);
@@ -136,8 +136,8 @@ cs_keymgmt_create_check_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJ
         return rv;
     if (!cs_template_ulong (tmpl, count, CKA_CLASS, class_p)
     ||  !cs_template_ulong (tmpl, count, CKA_KEY_TYPE, key_type_p))
-        return s_check_token_only_inlock (tmpl, count, CKO_PRIVATE_KEY) ?: CKR_TEMPLATE_INCOMPLETE;
-    if ((rv = s_check_token_only_inlock (tmpl, count, *class_p)) != CKR_OK)
+        return s_check_token_only (tmpl, count, CKO_PRIVATE_KEY) ?: CKR_TEMPLATE_INCOMPLETE;
+    if ((rv = s_check_token_only (tmpl, count, *class_p)) != CKR_OK)
         return rv;
     if ((*class_p != CKO_PUBLIC_KEY && *class_p != CKO_PRIVATE_KEY)
     ||  (*key_type_p != CKK_RSA && *key_type_p != CKK_EC && *key_type_p != CKK_EC_EDWARDS))

@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 #include "cs_wire.h"
 #include "log.h"
+#include "guard.h"
 #include "login.h"
 
 static struct {
@@ -22,6 +23,15 @@ bool
 cs_login_so_logged_in_inlock (void)
 {
     return s_login.so;
+}
+
+bool
+cs_login_so_logged_in (void)
+{
+    cs_lock ();
+    bool so = s_login.so;
+    cs_unlock ();
+    return so;
 }
 
 size_t

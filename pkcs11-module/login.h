@@ -19,6 +19,10 @@ bool cs_login_user_logged_in_inlock (void);
 /*  True while CKU_SO is logged in.  */
 bool cs_login_so_logged_in_inlock (void);
 
+/*  cs_login_so_logged_in_inlock for callers that do not hold the mutex:
+ *  takes and releases it.  */
+bool cs_login_so_logged_in (void);
+
 /*  Copies the ticket of the current login (CKU_USER or CKU_SO) into out
  *  (max bytes).  Returns its length, 0 when not logged in or when it does not
  *  fit.  The caller wipes `out`.  */

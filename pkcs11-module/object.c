@@ -445,12 +445,12 @@ cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl
 }
 
 CK_RV
-cs_object_check_create_inlock (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
+cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool so)
 {
     for (CK_ULONG i = 0; tmpl && i < count; i++) {
         const cs_attr_rule_t *rule = cs_attr_rule (tmpl [i].type);
         bool flag = rule && rule->value == CS_ATTR_V_BOOL && tmpl [i].pValue && tmpl [i].ulValueLen == 1;
-        cs_attr_change_t change = { .now = -1, .so = cs_login_so_logged_in_inlock (),
+        cs_attr_change_t change = { .now = -1, .so = so,
                                     .to = flag ? *(const CK_BBOOL *) tmpl [i].pValue != 0 : -1 };
         if (!rule)
             continue;

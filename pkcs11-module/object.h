@@ -150,9 +150,11 @@ CK_RV cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE
  *  key object of `klass` (C_CreateObject, C_GenerateKey(Pair)):
  *  CKR_ATTRIBUTE_READ_ONLY for a computed attribute (CKA_LOCAL,
  *  CKA_KEY_GEN_MECHANISM, CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE) or
- *  CKA_TRUSTED TRUE without a CKU_SO login; else CKR_OK (types the class
- *  does not have, and the values' form, are the callers' to check).  */
-CK_RV cs_object_check_create_inlock (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count);
+ *  CKA_TRUSTED TRUE unless `so` (the caller read cs_login_so_logged_in*:
+ *  CKU_SO is logged in); else CKR_OK (types the class does not have, and
+ *  the values' form, are the callers' to check).  Reads no shared state:
+ *  no mutex needed.  */
+CK_RV cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool so);
 
 /*  Applies a checked template to a session object.  CKR_OK, CKR_HOST_MEMORY,
  *  CKR_OBJECT_HANDLE_INVALID.  */

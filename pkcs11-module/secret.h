@@ -86,7 +86,7 @@ CK_RV cs_secret_wrap_job (cs_key_t *key, const CK_MECHANISM *mech, bool wrap, co
  *  (cs_secret_token_import; AES and generic secrets only).
  *  CKR_TEMPLATE_INCOMPLETE, CKR_ATTRIBUTE_VALUE_INVALID (bad size or type),
  *  CKR_HOST_MEMORY.  */
-CK_RV cs_secret_create_inlock (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
+CK_RV cs_secret_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
                         CK_OBJECT_HANDLE_PTR object_p);
 
 #endif

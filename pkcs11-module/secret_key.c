@@ -1,5 +1,5 @@
 /*  secret_key.c — secret key objects (secret.h): C_CreateObject of a
- *  CKO_SECRET_KEY (cs_secret_create_inlock) and C_GenerateKey, as session
+ *  CKO_SECRET_KEY (cs_secret_create) and C_GenerateKey, as session
  *  keys in locked memory or as token keys the broker holds (secret_token.h).
  *  Split from secret.c, which keeps the symmetric operations.
  */
@@ -34,10 +34,10 @@ s_not_stored (CK_ATTRIBUTE_TYPE type)
  *  the key type (from the template, else `dflt`), checked against
  *  `len` bytes.  */
 static CK_RV
-s_check_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len, CK_KEY_TYPE *type_p)
+s_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len, CK_KEY_TYPE *type_p)
 {
     CK_ULONG klass = CKO_SECRET_KEY, type = dflt;
-    if (cs_object_check_create_inlock (CKO_SECRET_KEY, tmpl, count) != CKR_OK)
+    if (cs_object_check_create (CKO_SECRET_KEY, tmpl, count, cs_login_so_logged_in ()) != CKR_OK)
         return CKR_ATTRIBUTE_READ_ONLY;         /* the attribute rules (cs_attr_rules.h) */
     if ((cs_template_find (tmpl, count, CKA_CLASS) && (!cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
                                                       || klass != CKO_SECRET_KEY))
@@ -93,14 +93,14 @@ s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KE
 }
 
 CK_RV
-cs_secret_create_inlock (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE_PTR object_p)
+cs_secret_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE_PTR object_p)
 {
     CK_KEY_TYPE type;
     CK_RV rv;
     const CK_ATTRIBUTE *value = cs_template_find (tmpl, count, CKA_VALUE);
     if (!value || !value->pValue || !cs_template_find (tmpl, count, CKA_KEY_TYPE))
         return CKR_TEMPLATE_INCOMPLETE;
-    if ((rv = s_check_inlock (tmpl, count, (CK_KEY_TYPE) -1, value->ulValueLen, &type)) != CKR_OK)
+    if ((rv = s_check (tmpl, count, (CK_KEY_TYPE) -1, value->ulValueLen, &type)) != CKR_OK)
         return rv;
     if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
         return cs_secret_token_import (handle, tmpl, count, object_p);      /* held by the broker */
@@ -129,21 +129,14 @@ CK_RV
 C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
                CK_OBJECT_HANDLE_PTR key_p)
 {
-    cs_session_t *session;
     CK_ULONG len = 0;
     CK_KEY_TYPE type;
     CK_RV rv;
     uint8_t *value;
     const cs_mech_row_t *row;
     return_val_if_fail (mech && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
+    if ((rv = cs_session_check (handle)) != CKR_OK)
         return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
-    cs_unlock ();
     if (!(row = cs_mech_row (mech->mechanism)) || !(row->flags & CKF_GENERATE))
         return CKR_MECHANISM_INVALID;
     if (mech->ulParameterLen)
@@ -155,7 +148,7 @@ C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR
     else
     if (!cs_template_ulong (tmpl, count, CKA_VALUE_LEN, &len))
         return CKR_TEMPLATE_INCOMPLETE;
-    if ((rv = s_check_inlock (tmpl, count, row->key_type, len, &type)) != CKR_OK)
+    if ((rv = s_check (tmpl, count, row->key_type, len, &type)) != CKR_OK)
         return rv;
     if (cs_template_bool (tmpl, count, CKA_TOKEN, false))
         return cs_secret_token_generate (handle, mech->mechanism, len, tmpl, count, key_p);    /* by the broker */

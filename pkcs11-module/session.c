@@ -60,6 +60,19 @@ cs_session_get_inlock (CK_SESSION_HANDLE handle, cs_session_t **session_p)
     return rv;
 }
 
+CK_RV
+cs_session_check (CK_SESSION_HANDLE handle)
+{
+    cs_session_t *session;
+    CK_RV rv = cs_guard_check ();
+    if (rv != CKR_OK)
+        return rv;
+    cs_lock ();
+    rv = cs_session_get_inlock (handle, &session);
+    cs_unlock ();
+    return rv;
+}
+
 CK_FLAGS
 cs_session_flags_inlock (const cs_session_t *self)
 {

@@ -30,6 +30,13 @@ typedef struct _cs_session_t cs_session_t;
  *  CKR_CRYPTOKI_NOT_INITIALIZED or CKR_SESSION_HANDLE_INVALID.  */
 CK_RV cs_session_get_inlock (CK_SESSION_HANDLE handle, cs_session_t **session_p);
 
+/*  For entry points that only need `handle` to be an open session (the
+ *  session's state is not used): cs_guard_check, then the lookup under the
+ *  mutex, taken and released here.  CKR_OK, CKR_CRYPTOKI_NOT_INITIALIZED
+ *  or CKR_SESSION_HANDLE_INVALID (PKCS#11 2.40 §5.1).  Call it WITHOUT the
+ *  mutex.  */
+CK_RV cs_session_check (CK_SESSION_HANDLE handle);
+
 /*  Looks up an open session (under the mutex), or NULL.  */
 cs_session_t *cs_session_lookup_inlock (CK_SESSION_HANDLE handle);
 

@@ -402,18 +402,11 @@ CK_RV
 cs_token_login_user (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len,
                      CK_UTF8CHAR_PTR username, CK_ULONG username_len)
 {
-    cs_session_t *session;
     CK_RV rv;
     if (!username || username_len == 0)
         return C_Login (handle, user_type, pin, pin_len);
-    if ((rv = cs_guard_check ()) != CKR_OK)
+    if ((rv = cs_session_check (handle)) != CKR_OK)
         return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
-    cs_unlock ();
     cs_log_debug ("C_LoginUser: this token has no user names");
     return CKR_ARGUMENTS_BAD;
 }

@@ -447,7 +447,7 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
         full [n++] = (CK_ATTRIBUTE) { CKA_VALUE, plain, plain_len };
         if (!cs_template_find (tmpl, count, CKA_SENSITIVE))
             full [n++] = (CK_ATTRIBUTE) { CKA_SENSITIVE, (void *) &yes, sizeof yes };
-        rv = cs_secret_create_inlock (handle, full, n, key_p);
+        rv = cs_secret_create (handle, full, n, key_p);
     }
     free (full);
     cs_secmem_free (plain, cap);

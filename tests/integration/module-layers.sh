@@ -10,8 +10,9 @@
 #    releases the mutex also takes it, and one that takes it releases it
 #    (at least once per cs_lock; early returns add unlocks), and at the
 #    level of its last cs_lock; a function named *_inlock takes neither,
-#    and one that calls a *_inlock function without taking the mutex must
-#    be named *_inlock itself.  The helpers that returned
+#    and one that calls a *_inlock function where it does not hold the
+#    mutex (outside its cs_lock ... cs_unlock at the same level) must be
+#    named *_inlock itself.  The helpers that returned
 #    with the mutex held (cs_session_enter, cs_session_op_enter) are gone.
 # No broker, no build: it reads the sources.
 set -u
@@ -70,7 +71,7 @@ for file in "$dir"/*.c; do
     awk -v file="$(basename "$file")" '
         function indent(s) { match(s, /^ */); return RLENGTH }
         /^[A-Za-z_][A-Za-z0-9_]* \(/ { name = $1 }
-        /^\{/ { inbody = 1; locks = unlocks = 0; lock_at = unlock_at = -1; callee = ""; next }
+        /^\{/ { inbody = 1; locks = unlocks = 0; lock_at = unlock_at = -1; held = 0; callee = ""; next }
         inbody && /^\}/ {
             inbody = 0
             if ((locks > 0) != (unlocks > 0) || unlocks < locks)
@@ -78,8 +79,8 @@ for file in "$dir"/*.c; do
             else
             if (locks > 0 && (unlock_line < lock_line || unlock_at != lock_at))
                 { printf "FAIL: %s: %s may return with the library mutex held (its last cs_unlock is not at the level of its last cs_lock)\n", file, name; bad = 1 }
-            if (name !~ /_inlock$/ && locks == 0 && callee != "")
-                { printf "FAIL: %s: %s calls %s without taking the mutex: name it *_inlock\n", file, name, callee; bad = 1 }
+            if (name !~ /_inlock$/ && callee != "")
+                { printf "FAIL: %s: %s calls %s where it does not hold the mutex: take it around the call, or (if its caller holds it) name %s *_inlock\n", file, name, callee, name; bad = 1 }
             if (name ~ /_inlock$/ && locks + unlocks > 0)
                 { printf "FAIL: %s: %s is *_inlock but takes or releases the mutex\n", file, name; bad = 1 }
             next
@@ -87,11 +88,16 @@ for file in "$dir"/*.c; do
         inbody {
             line = $0; sub(/\/\*.*\*\//, "", line)
             if ((n = gsub(/(^|[^A-Za-z0-9_])cs_(module_)?lock \(\)/, "", line)) > 0)
-                { locks += n; lock_at = indent($0); lock_line = NR }
-            if ((n = gsub(/(^|[^A-Za-z0-9_])cs_(module_)?unlock \(\)/, "", line)) > 0)
-                { unlocks += n; unlock_at = indent($0); unlock_line = NR }
-            if (callee == "" && match(line, /[A-Za-z0-9_]+_inlock \(/))
+                { locks += n; lock_at = indent($0); lock_line = NR; held = 1 }
+            # held: between a cs_lock and the cs_unlock at its level (an
+            # unlock deeper in, before an early return, leaves it held
+            # for the lines after that block)
+            if (!held && callee == "" && match(line, /[A-Za-z0-9_]+_inlock \(/))
                 callee = substr(line, RSTART, RLENGTH - 2)
+            if ((n = gsub(/(^|[^A-Za-z0-9_])cs_(module_)?unlock \(\)/, "", line)) > 0) {
+                unlocks += n; unlock_at = indent($0); unlock_line = NR
+                if (unlock_at <= lock_at) held = 0
+            }
         }
         END { exit bad }' "$file" || fail=1
 done

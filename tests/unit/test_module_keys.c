@@ -226,17 +226,17 @@ START_TEST (test_keygen_standard_templates)
     CK_MECHANISM rsa = { CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0 }, ecgen = { CKM_EC_KEY_PAIR_GEN, NULL, 0 };
     CK_MECHANISM edgen = { CKM_EC_EDWARDS_KEY_PAIR_GEN, NULL, 0 };
     cs_keygen_t gen;
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, rsa_pub, 8, rsa_priv, 8, &gen), CKR_OK);
+    ck_assert_uint_eq (cs_keygen_check (&rsa, rsa_pub, 8, rsa_priv, 8, &gen), CKR_OK);
     ck_assert (gen.token && gen.private_private);
     ck_assert_uint_eq (gen.modulus_bits, 2048);
     ck_assert_uint_eq (gen.exponent_len, 3);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&ecgen, ec_pub, 6, ec_priv, 7, &gen), CKR_OK);
+    ck_assert_uint_eq (cs_keygen_check (&ecgen, ec_pub, 6, ec_priv, 7, &gen), CKR_OK);
     ck_assert_uint_eq (gen.curve->bits, 256);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&edgen, ed_pub, 2, NULL, 0, &gen), CKR_OK);
+    ck_assert_uint_eq (cs_keygen_check (&edgen, ed_pub, 2, NULL, 0, &gen), CKR_OK);
     ck_assert (!gen.token);
     ck_assert_uint_eq (gen.curve->key_type, CKK_EC_EDWARDS);
     /*  Only the token flags in the private template count too.  */
-    ck_assert_uint_eq (cs_keygen_check_inlock (&ecgen, ec_pub + 4, 1, ec_priv, 7, &gen), CKR_OK);
+    ck_assert_uint_eq (cs_keygen_check (&ecgen, ec_pub + 4, 1, ec_priv, 7, &gen), CKR_OK);
     ck_assert (gen.token);
 }
 END_TEST
@@ -251,37 +251,37 @@ START_TEST (test_keygen_errors)
     CK_MECHANISM aes = { CKM_AES_KEY_GEN, NULL, 0 };
     cs_keygen_t gen;
 #define PUB(...) (CK_ATTRIBUTE []) { __VA_ARGS__ }, sizeof ((CK_ATTRIBUTE []) { __VA_ARGS__ }) / sizeof (CK_ATTRIBUTE)
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_TOKEN, &s_true, 1 }), NULL, 0, &gen), CKR_TEMPLATE_INCOMPLETE);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &small, sizeof small }), NULL, 0, &gen),
+    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_TOKEN, &s_true, 1 }), NULL, 0, &gen), CKR_TEMPLATE_INCOMPLETE);
+    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &small, sizeof small }), NULL, 0, &gen),
                        CKR_KEY_SIZE_RANGE);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_PUBLIC_EXPONENT, even, 3 }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_VALUE_INVALID);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_PUBLIC_EXPONENT, one, 1 }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_VALUE_INVALID);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, 4 }), NULL, 0, &gen),
+    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, 4 }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_VALUE_INVALID);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_KEY_TYPE, &ec, sizeof ec }), NULL, 0, &gen),
                        CKR_TEMPLATE_INCONSISTENT);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_CLASS, &priv_class, sizeof priv_class }), NULL, 0, &gen),
                        CKR_TEMPLATE_INCONSISTENT);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_LOCAL, &s_true, 1 }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_READ_ONLY);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_SIGN, &four, sizeof four }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_VALUE_INVALID);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
+    ck_assert_uint_eq (cs_keygen_check (&rsa, PUB ({ CKA_MODULUS_BITS, &bits, sizeof bits },
                                                    { CKA_VENDOR_DEFINED | 1, &s_true, 1 }), NULL, 0, &gen),
                        CKR_ATTRIBUTE_TYPE_INVALID);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&ecgen, PUB ({ CKA_TOKEN, &s_true, 1 }), NULL, 0, &gen),
+    ck_assert_uint_eq (cs_keygen_check (&ecgen, PUB ({ CKA_TOKEN, &s_true, 1 }), NULL, 0, &gen),
                        CKR_TEMPLATE_INCOMPLETE);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&ecgen, PUB ({ CKA_EC_PARAMS, (void *) s_ed25519, sizeof s_ed25519 }),
+    ck_assert_uint_eq (cs_keygen_check (&ecgen, PUB ({ CKA_EC_PARAMS, (void *) s_ed25519, sizeof s_ed25519 }),
                                         NULL, 0, &gen), CKR_TEMPLATE_INCONSISTENT);
-    ck_assert_uint_eq (cs_keygen_check_inlock (&aes, NULL, 0, NULL, 0, &gen), CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (cs_keygen_check (&aes, NULL, 0, NULL, 0, &gen), CKR_MECHANISM_INVALID);
 #undef PUB
 }
 END_TEST
@@ -304,7 +304,7 @@ s_session_ec_key (CK_SESSION_HANDLE session, uint8_t *scalar, size_t *scalar_len
     cs_attrs_t attrs = { 0 };
     cs_key_t *key = NULL;
     bool token = true;
-    ck_assert_uint_eq (cs_keymgmt_create_check_inlock (tmpl, 7, &klass, &type, &token), CKR_OK);
+    ck_assert_uint_eq (cs_keymgmt_create_check (tmpl, 7, &klass, &type, &token), CKR_OK);
     ck_assert (!token);
     ck_assert_uint_eq (cs_keyder_private_from_template (CKK_EC, tmpl, 7, &key), CKR_OK);
     ck_assert_int_eq (cs_keymgmt_session_attrs (CKO_PRIVATE_KEY, tmpl, 7, CK_UNAVAILABLE_INFORMATION, &attrs), 0);
@@ -434,9 +434,9 @@ START_TEST (test_attribute_rules_table)
     cs_attrs_t attrs = { 0 };
     cs_key_t *key = NULL;
     bool token = true;
-    ck_assert_uint_eq (cs_keymgmt_create_check_inlock (tmpl, 3, &klass, &type, &token), CKR_OK);
+    ck_assert_uint_eq (cs_keymgmt_create_check (tmpl, 3, &klass, &type, &token), CKR_OK);
     tmpl [2].ulValueLen = 3;
-    ck_assert_uint_eq (cs_keymgmt_create_check_inlock (tmpl, 3, &klass, &type, &token), CKR_ATTRIBUTE_VALUE_INVALID);
+    ck_assert_uint_eq (cs_keymgmt_create_check (tmpl, 3, &klass, &type, &token), CKR_ATTRIBUTE_VALUE_INVALID);
     tmpl [2].ulValueLen = sizeof mechs [0];
     cs_object_info_t info;
     ck_assert_uint_eq (cs_object_info_inlock (handle, &info), CKR_OK);
@@ -458,7 +458,7 @@ START_TEST (test_attribute_rules_table)
     CK_OBJECT_CLASS pub = CKO_PUBLIC_KEY;
     CK_ATTRIBUTE trusted [] = { { CKA_CLASS, &pub, sizeof pub }, { CKA_KEY_TYPE, &type, sizeof type },
                                 { CKA_TRUSTED, &s_true, 1 } };
-    ck_assert_uint_eq (cs_keymgmt_create_check_inlock (trusted, 3, &klass, &type, &token), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_keymgmt_create_check (trusted, 3, &klass, &type, &token), CKR_ATTRIBUTE_READ_ONLY);
 }
 END_TEST
 
