@@ -160,6 +160,10 @@ typedef struct {
     size_t count, size;
 } cs_bench_samples_t;
 
+/*  Seconds on the monotonic clock (CLOCK_MONOTONIC): what every run of
+ *  cryptoserver-bench times with.  */
+double cs_bench_now (void);
+
 /*  Appends one sample; grows the array.  Returns false when out of memory.  */
 bool cs_bench_samples_add (cs_bench_samples_t *samples, double ms);
 

@@ -40,14 +40,6 @@ cs_bench_keygen_name (cs_bench_keygen_t keygen)
          : keygen == CS_BENCH_KEYGEN_P256 ? "ec:prime256v1" : "ed25519";
 }
 
-static double
-s_now_ms (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
-
 static void
 s_sleep_ms (long ms)
 {
@@ -88,10 +80,10 @@ s_one (cs_bench_module_t *module, CK_SESSION_HANDLE session, cs_bench_keygen_t k
     }
     CK_ULONG pub_count = keygen == CS_BENCH_KEYGEN_RSA2048 ? 5 : 4;
     CK_OBJECT_HANDLE pub_key = CK_INVALID_HANDLE, priv_key = CK_INVALID_HANDLE;
-    double began = s_now_ms ();
+    double began = cs_bench_now () * 1e3;
     CK_RV rv = module->p11->C_GenerateKeyPair (session, &mechanism, pub, pub_count, priv, 5,
                                                &pub_key, &priv_key);
-    *ms = s_now_ms () - began;
+    *ms = cs_bench_now () * 1e3 - began;
     if (rv == CKR_OK) {
         CK_RV destroyed = module->p11->C_DestroyObject (session, priv_key);
         if (destroyed == CKR_OK)

@@ -39,9 +39,9 @@ typedef struct {
     pthread_barrier_t *ready;       /* every session open (main then reads --metrics) */
     pthread_barrier_t *start;       /* the first block: all threads and main */
     pthread_barrier_t *block;       /* the next blocks: all threads */
-    double began [CS_BENCH_MAX_BLOCKS], ended [CS_BENCH_MAX_BLOCKS];  /* s_now () when this thread
+    double began [CS_BENCH_MAX_BLOCKS], ended [CS_BENCH_MAX_BLOCKS];  /* cs_bench_now () when this thread
                                        started/stopped signing each block */
-    double deadline;                /* s_now () when --seconds ends; set by the thread */
+    double deadline;                /* cs_bench_now () when --seconds ends; set by the thread */
     s_signature_t *signatures;      /* kept for verification after the timed part */
     size_t kept, room;
     atomic_long *progress;          /* ops done by all threads */
@@ -52,15 +52,6 @@ typedef struct {
     CK_RV first_error;              /* CKR_OK if none */
     bool setup_failed;
 } s_worker_t;
-
-//  Seconds on the monotonic clock.
-static double
-s_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
 
 //  Records a failed signature or verification.
 static void
@@ -135,7 +126,7 @@ s_worker_sign (s_worker_t *worker, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE k
     CK_ULONG sig_len = sizeof signature;
     unsigned char digest [EVP_MAX_MD_SIZE];
     unsigned digest_len = 0;
-    double started = s_now ();
+    double started = cs_bench_now ();
     //  Raw CKM_ECDSA signs a digest: the bench hashes, as an application would.
     bool hashed = worker->options->mech == CS_BENCH_ECDSA;
     if (hashed && EVP_Digest (message, sizeof message, digest, &digest_len, EVP_sha256 (), NULL) != 1) {
@@ -154,7 +145,7 @@ s_worker_sign (s_worker_t *worker, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE k
             rv = p11->C_Sign (session, hashed ? digest : message,
                               hashed ? digest_len : sizeof message, signature, &sig_len);
     }
-    double ms = (s_now () - started) * 1000.0;
+    double ms = (cs_bench_now () - started) * 1000.0;
     worker->ops++;
     atomic_fetch_add (worker->progress, 1);
     if (rv != CKR_OK) {
@@ -204,20 +195,20 @@ s_worker_run (void *arg)
         //  takes its own deadline so no thread reads a value another one is
         //  still writing.
         pthread_barrier_wait (b == 0 ? worker->start : worker->block);
-        worker->began [b] = s_now ();
+        worker->began [b] = cs_bench_now ();
         worker->deadline = worker->began [b] + options->seconds;
         long block_ops = options->count * options->threads;
         for (long i = 0; !worker->setup_failed; i++) {
             //  --share: the next operation of the block, whoever takes it.
             long op = options->share ? atomic_fetch_add (&worker->taken [b], 1) : i;
             if (options->share ? op >= block_ops
-                               : options->count ? i >= options->count : s_now () >= worker->deadline)
+                               : options->count ? i >= options->count : cs_bench_now () >= worker->deadline)
                 break;
             if (atomic_load (worker->stop))
                 break;
             s_worker_sign (worker, session, key, (long) b * (options->share ? block_ops : options->count) + op);
         }
-        worker->ended [b] = s_now ();
+        worker->ended [b] = cs_bench_now ();
     }
     if (session != CK_INVALID_HANDLE)
         worker->module->p11->C_CloseSession (session);
@@ -242,7 +233,7 @@ s_wait (pthread_t *threads, int count, atomic_long *progress, double started, bo
             continue;
         }
         long ops = atomic_load (progress);
-        double rate = (double) ops / (s_now () - started);
+        double rate = (double) ops / (cs_bench_now () - started);
         if (tty)
             fprintf (stderr, "\r  %ld signatures, %.0f/s ...", ops, rate);
         else
@@ -360,7 +351,7 @@ cs_bench_sign_run (const cs_bench_options_t *options, cs_bench_module_t *module,
     if (metrics_rc)
         atomic_store (&stop, true);     //  no run: the threads stop before their first op
     pthread_barrier_wait (&start);      //  the clock starts
-    double started = s_now ();
+    double started = cs_bench_now ();
     s_wait (threads, options->threads, &progress, started, options->progress);
     if (options->metrics && metrics_rc == 0)
         metrics_rc = cs_metrics_read (options->metrics, "process_cpu_seconds_total", &cpu_after,

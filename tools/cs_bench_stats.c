@@ -3,7 +3,16 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cs_bench.h"
+
+double
+cs_bench_now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
 
 bool
 cs_bench_samples_add (cs_bench_samples_t *samples, double ms)

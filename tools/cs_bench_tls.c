@@ -54,14 +54,6 @@ typedef struct {
     cs_bench_samples_t latency;     /* ms per connection that succeeded */
 } s_tls_worker_t;
 
-static double
-s_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 static int
 s_usage (FILE *out, int status)
 {
@@ -206,17 +198,17 @@ s_tls_worker_run (void *arg)
     s_tls_worker_t *worker = arg;
     const s_tls_options_t *options = worker->options;
     pthread_barrier_wait (worker->start);
-    worker->began = s_now ();
+    worker->began = cs_bench_now ();
     double deadline = worker->began + options->seconds;
-    for (long i = 0; options->count ? i < options->count : s_now () < deadline; i++) {
-        double started = s_now ();
+    for (long i = 0; options->count ? i < options->count : cs_bench_now () < deadline; i++) {
+        double started = cs_bench_now ();
         bool ok = s_connection (worker);
         worker->connections++;
         atomic_fetch_add (worker->progress, 1);
         if (ok)
-            cs_bench_samples_add (&worker->latency, (s_now () - started) * 1000.0);
+            cs_bench_samples_add (&worker->latency, (cs_bench_now () - started) * 1000.0);
     }
-    worker->ended = s_now ();
+    worker->ended = cs_bench_now ();
     return NULL;
 }
 
@@ -308,7 +300,7 @@ cs_bench_tls_main (int argc, char **argv)
         pthread_create (&threads [i], NULL, s_tls_worker_run, &workers [i]);
     }
     pthread_barrier_wait (&start);
-    double started = s_now ();
+    double started = cs_bench_now ();
     for (int joined = 0; joined < options.threads; ) {
         struct timespec until;
         clock_gettime (CLOCK_REALTIME, &until);
@@ -319,7 +311,7 @@ cs_bench_tls_main (int argc, char **argv)
         }
         if (options.progress)
             fprintf (stderr, "progress: %ld connections, %.0f/s\n", atomic_load (&progress),
-                     (double) atomic_load (&progress) / (s_now () - started));
+                     (double) atomic_load (&progress) / (cs_bench_now () - started));
     }
     double first = workers [0].began, last = workers [0].ended;
     long failures = 0;
