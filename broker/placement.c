@@ -113,13 +113,12 @@ scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_n
     speed->last_ns = item->given_ns > 0 ? item->given_ns + service_ns : 0;
 }
 
-/*  True when board's estimate for item's class is stale: its last sample is
- *  more than SCHEDULER_STALE_MS older than item->submitted_ns (both
- *  metrics_now_ns; never when either is unknown).  */
+/*  True when `speed` (an estimate of item's class, or NULL) is stale: its
+ *  last sample is more than SCHEDULER_STALE_MS older than
+ *  item->submitted_ns (both metrics_now_ns; never when either is unknown).  */
 static bool
-s_stale (scheduler_t *self, size_t board, const work_item_t *item)
+s_speed_stale (const sched_speed_t *speed, const work_item_t *item)
 {
-    const sched_speed_t *speed = s_speed (&self->boards [board], item);
     return speed && item->submitted_ns > 0 && speed->last_ns > 0
         && item->submitted_ns - speed->last_ns > (int64_t) SCHEDULER_STALE_MS * 1000000;
 }
@@ -136,16 +135,16 @@ s_stale (scheduler_t *self, size_t board, const work_item_t *item)
 static bool
 s_unproven (scheduler_t *self, size_t board, const work_item_t *item)
 {
-    const sched_board_t *b = &self->boards [board];
-    const sched_speed_t *speed = s_speed (&self->boards [board], item);
+    sched_board_t *b = &self->boards [board];
+    const sched_speed_t *speed = s_speed (b, item);
     size_t warm = b->n_workers < SCHEDULER_WARM_SAMPLES ? b->n_workers : SCHEDULER_WARM_SAMPLES;
-    return speed && (speed->samples <= warm || s_stale (self, board, item));
+    return speed && (speed->samples <= warm || s_speed_stale (speed, item));
 }
 
 bool
 scheduler_estimate_stale (scheduler_t *self, size_t board, const work_item_t *item)
 {
-    return board < self->n_boards && s_stale (self, board, item);
+    return board < self->n_boards && s_speed_stale (s_speed (&self->boards [board], item), item);
 }
 
 /*  True when board i of the candidates is preferred to board `best` by the
