@@ -29,12 +29,6 @@ cs_keymgmt_token_only (CK_ATTRIBUTE_TYPE type)
     return rule && (rule->rules & CS_ATTR_COMPUTED);
 }
 
-static CK_RV
-s_check_token_only (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass)
-{
-    return cs_object_check_create (klass, tmpl, count, cs_login_so_logged_in ());
-}
-
 /*  Key material a generation template must not carry (footnote 3).  */
 static bool
 s_generated_material (CK_ATTRIBUTE_TYPE type, bool public_template)
@@ -44,13 +38,15 @@ s_generated_material (CK_ATTRIBUTE_TYPE type, bool public_template)
     return !public_template && (type == CKA_MODULUS_BITS || type == CKA_PUBLIC_EXPONENT);
 }
 
-/*  One generation template: its own checks, class, key type, material.  */
+/*  One generation template: its own checks, class, key type, material;
+ *  `so`: CKU_SO is logged in (the attribute rules, cs_object_check_create).  */
 static CK_RV
-s_check_gen_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass, CK_KEY_TYPE key_type)
+s_check_gen_template (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS klass, CK_KEY_TYPE key_type,
+                      bool so)
 {
     CK_ULONG value;
     CK_RV rv = cs_template_check (tmpl, count);
-    if (rv != CKR_OK || (rv = s_check_token_only (tmpl, count, klass)) != CKR_OK)
+    if (rv != CKR_OK || (rv = cs_object_check_create (klass, tmpl, count, so)) != CKR_OK)
         return rv;
     if ((cs_template_ulong (tmpl, count, CKA_CLASS, &value) && value != klass)
     ||  (cs_template_ulong (tmpl, count, CKA_KEY_TYPE, &value) && value != key_type))
@@ -117,8 +113,9 @@ cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_p
     }
     if (mech->ulParameterLen)
         return CKR_MECHANISM_PARAM_INVALID;
-    if ((rv = s_check_gen_template (pub, n_pub, CKO_PUBLIC_KEY, gen->key_type)) != CKR_OK
-    ||  (rv = s_check_gen_template (priv, n_priv, CKO_PRIVATE_KEY, gen->key_type)) != CKR_OK)
+    bool so = cs_login_so_logged_in ();     /* CKA_TRUSTED TRUE: the SO's to set */
+    if ((rv = s_check_gen_template (pub, n_pub, CKO_PUBLIC_KEY, gen->key_type, so)) != CKR_OK
+    ||  (rv = s_check_gen_template (priv, n_priv, CKO_PRIVATE_KEY, gen->key_type, so)) != CKR_OK)
         return rv;
     gen->token = cs_template_bool (pub, n_pub, CKA_TOKEN, false) || cs_template_bool (priv, n_priv, CKA_TOKEN, false);
     gen->private_private = cs_template_bool (priv, n_priv, CKA_PRIVATE, true);
@@ -134,10 +131,11 @@ cs_keymgmt_create_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLA
     CK_RV rv = cs_template_check (tmpl, count);
     if (rv != CKR_OK)
         return rv;
+    bool so = cs_login_so_logged_in ();     /* CKA_TRUSTED TRUE: the SO's to set */
     if (!cs_template_ulong (tmpl, count, CKA_CLASS, class_p)
     ||  !cs_template_ulong (tmpl, count, CKA_KEY_TYPE, key_type_p))
-        return s_check_token_only (tmpl, count, CKO_PRIVATE_KEY) ?: CKR_TEMPLATE_INCOMPLETE;
-    if ((rv = s_check_token_only (tmpl, count, *class_p)) != CKR_OK)
+        return cs_object_check_create (CKO_PRIVATE_KEY, tmpl, count, so) ?: CKR_TEMPLATE_INCOMPLETE;
+    if ((rv = cs_object_check_create (*class_p, tmpl, count, so)) != CKR_OK)
         return rv;
     if ((*class_p != CKO_PUBLIC_KEY && *class_p != CKO_PRIVATE_KEY)
     ||  (*key_type_p != CKK_RSA && *key_type_p != CKK_EC && *key_type_p != CKK_EC_EDWARDS))
