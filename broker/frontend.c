@@ -112,7 +112,9 @@ s_router_bind (frontend_t *self)
         snprintf (self->serial, sizeof self->serial, "plaintext");
     }
     if (zsock_bind (self->router, "%s", config->endpoint) < 0) {
-        zsys_error ("cannot bind %s: %s", config->endpoint, zmq_strerror (zmq_errno ()));
+        zsys_error ("broker/endpoint: cannot bind %s: %s (another broker or demo? set "
+                    "broker/endpoint to another port, or tcp://127.0.0.1:! for any free one)",
+                    config->endpoint, zmq_strerror (zmq_errno ()));
         return -1;
     }
     const char *bound = zsock_endpoint (self->router);

@@ -236,8 +236,12 @@ metrics_http_new (metrics_t *metrics, const char *url, bool public)
                                      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) S_IDLE_S,
                                      MHD_OPTION_END);
     if (!self->daemon || s_bound_url (self)) {
-        zsys_error ("broker/metrics: cannot serve %s: %s", url,
-                    self->daemon ? "no bound address" : "cannot bind that address (in use?)");
+        if (self->daemon)
+            zsys_error ("broker/metrics: cannot serve %s: no bound address", url);
+        else
+            zsys_error ("broker/metrics: cannot serve %s: its port is in use or not allowed "
+                        "(another broker or demo? set broker/metrics to another port, "
+                        "port 0 for any free one, or empty for none)", url);
         metrics_http_destroy (&self);
         return NULL;
     }

@@ -60,7 +60,7 @@ for board in $BOARDS; do
     case $board in cpu|gmp) ;; *) die "unknown board '$board' (cpu, gmp)" ;; esac
 done
 
-"$DEPLOY" "$DIR" --endpoint 'tcp://127.0.0.1:!' >/dev/null
+"$DEPLOY" "$DIR" --endpoint 'tcp://127.0.0.1:!' --metrics-port 0 >/dev/null
 DIR=$(cd "$DIR" && pwd)
 CONF=$DIR/broker.conf
 KEY=bench-rsa$BITS

@@ -151,7 +151,7 @@ new_key () {
 deploy () {
     step "deployment in $D (tools/demo-deploy.sh)"
     [ -z "$DRY" ] || return 0
-    "$DEPLOY" "$D" --endpoint 'tcp://127.0.0.1:!' > "$LOGS/deploy.log" 2>&1 \
+    "$DEPLOY" "$D" --endpoint 'tcp://127.0.0.1:!' --metrics-port 0 > "$LOGS/deploy.log" 2>&1 \
         || { cat "$LOGS/deploy.log" >&2; die "demo-deploy.sh failed"; }
     mkdir -p "$D/paper"
     chmod 700 "$D/paper"

@@ -3,8 +3,9 @@
 # _build/ (VPATH, --enable-strict), runs `make check` (Check unit tests and
 # the integration tests in tests/integration/), then `make check-packages`
 # (the Debian packages: tests/integration/packages.sh), shows the logs of failures and
-# ends with "N passed, N failed"; with $CI set, also `make distcheck`.  Exits
-# non-zero on any failure.
+# ends with "N passed, N failed"; with $CI set, also `make distcheck`, and the
+# quickstart demo runs beside all of it (as on a user's machine that ran the
+# README's first command).  Exits non-zero on any failure.
 set -eu
 
 usage () {
@@ -17,6 +18,12 @@ with --memcheck, then also make memcheck (valgrind: many minutes; README.md).
 Environment: CS_BUILD_DIR  build directory (default SRC/_build)
              CS_JOBS       parallel make jobs (default: number of CPUs)
              CS_DISTCHECK=1  also run make distcheck (the default when $CI is set)
+             CS_WITH_DEMO=1  first start the quickstart demo (tools/quickstart.sh, its
+                             fixed ports 5555 and 9464) in a temporary folder and keep it
+                             running while every test runs, then stop it: a test that
+                             collides with a user's running demo fails here (the default
+                             when $CI is set; skipped when both ports are already taken,
+                             by the user's own demo say)
 EOT
 }
 MEMCHECK=
@@ -63,6 +70,35 @@ fi
 
 step "Build"
 make -j"$JOBS"
+
+# The README's first command, left running beside the suite as a new user
+# leaves it (tools/quickstart.sh): tools and tests must pick their own ports.
+DEMO_DIR= demo_failed=
+port_taken () { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+stop_demo () {
+    [ -n "$DEMO_DIR" ] || return 0
+    step "Stop the quickstart demo ($DEMO_DIR)"
+    "$SRC_DIR/tools/quickstart.sh" --stop "$DEMO_DIR/demo" || demo_failed=1
+    rm -rf "$DEMO_DIR"
+    DEMO_DIR=
+}
+if [ "${CS_WITH_DEMO:-${CI:+1}}" = 1 ]; then
+    step "The quickstart demo, running beside the tests"
+    if port_taken 5555 && port_taken 9464; then
+        echo "ports 5555 and 9464 are taken (a running demo?): the tests run beside it"
+    else
+        DEMO_DIR=$(mktemp -d /tmp/cryptoserver-check-demo.XXXXXX)
+        trap stop_demo EXIT
+        if CS_BUILD_DIR=$BUILD_DIR "$SRC_DIR/tools/quickstart.sh" "$DEMO_DIR/demo" \
+                > "$DEMO_DIR/quickstart.log" 2>&1; then
+            echo "tools/quickstart.sh $DEMO_DIR/demo: running (pid $(cat "$DEMO_DIR/demo/broker.pid"))"
+        else
+            demo_failed=1
+            echo "FAILED: tools/quickstart.sh $DEMO_DIR/demo"
+            tail -n 30 "$DEMO_DIR/quickstart.log" | sed 's/^/    /'
+        fi
+    fi
+fi
 
 step "Test (make check)"
 # Every dependency is installed above: a test that finds one missing fails
@@ -122,6 +158,13 @@ if [ -n "$MEMCHECK" ]; then
             [ -f "$log" ] && { step "$log"; cat "$log"; }
         done
     fi
+fi
+
+stop_demo
+trap - EXIT
+if [ -n "$demo_failed" ]; then
+    failed=$((failed + 1)); rc=1
+    echo "FAILED: the quickstart demo beside the tests (see above)"
 fi
 
 for name in $skip_names; do

@@ -26,17 +26,22 @@ keys and generates keys.  Each --tenant NAME[:PIN:SOPIN] adds a tenant (default
 PINs 1234 and 123456) with no keys and a client NAME
 (DIR/clients/NAME/client.conf).  An existing DIR keeps its keys and
 state; only what is missing is made.  The broker listens on --endpoint E
-(default tcp://127.0.0.1:5555; --port P means tcp://127.0.0.1:P;
-"tcp://127.0.0.1:*" picks the lowest free port from 49152 and
-"tcp://127.0.0.1:!" a random free one; "![20000-32767]" after either picks
-from that range (the tests: below Linux's ephemeral ports, so a dead
-broker's port is taken neither by another test's broker nor by a client's
-outgoing connection); --start writes the bound port into the client configs).
+(default on a new DIR: a free port, tcp://127.0.0.1:![20000-32767]; --port
+P means tcp://127.0.0.1:P; "tcp://127.0.0.1:*" picks the lowest free port
+from 49152 and "tcp://127.0.0.1:!" a random free one; "![20000-32767]"
+after either picks from that range: below Linux's ephemeral ports, so a
+dead broker's port is taken neither by another broker nor by a client's
+outgoing connection); --start writes the bound port into the client
+configs and says which it is.  Only tools/quickstart.sh asks for the
+demo's fixed ports (5555, metrics 9464), so that tools and tests that make
+deployments of their own run beside a running demo.
 
 The broker serves its metrics (cryptoserver-broker(8), METRICS) at
 http://127.0.0.1:M/metrics: --metrics-port M, else $CS_METRICS_PORT, else
-9464 on a new DIR (an existing DIR keeps its setting unless one of them is
-given); M = 0 picks a free port, "off" turns the endpoint off.  The broker
+a free port on a new DIR (an existing DIR keeps its setting unless one of
+them is given); M = 0 picks a free port, "off" turns the endpoint off.
+--start refuses to start a broker whose fixed port (endpoint or metrics)
+another program holds, naming the port and what changes it.  The broker
 writes the URL it serves to DIR/broker.metrics, and DIR/env.sh exports it
 as CRYPTOSERVER_METRICS_URL (read when env.sh is sourced).
 
@@ -140,7 +145,7 @@ configure_metrics () {
     if [ -z "$METRICS_PORT" ] && "$ADMIN" config get "$conf" broker/metrics >/dev/null 2>&1; then
         return 0
     fi
-    METRICS_PORT=${METRICS_PORT:-9464}
+    METRICS_PORT=${METRICS_PORT:-0}
     if [ "$METRICS_PORT" = off ]; then
         "$ADMIN" config set "$conf" broker/metrics ""
         return 0
@@ -533,6 +538,7 @@ start_broker () {
         return 0
     fi
     rm -f "$(bfile "$n" pid)"
+    check_ports "$n"
     nohup "$0" --run "$DIR" --broker "$n" >/dev/null 2>&1 </dev/null &
     if ! (wait_broker "$n"); then
         pid=$(broker_pid "$n")
@@ -540,6 +546,31 @@ start_broker () {
         rm -f "$(bfile "$n" pid)"
         exit 1
     fi
+}
+
+# port_taken PORT: something accepts TCP connections on 127.0.0.1:PORT.
+port_taken () {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# check_ports N: broker N's fixed ports (broker/endpoint and broker/metrics
+# with a port number other than 0) are free, or the start is refused with
+# the port and the setting that changes it (a broker that cannot bind would
+# only exit with its log saying why).
+check_ports () {
+    local conf endpoint metrics port
+    conf=$(bfile "$1" conf)
+    endpoint=$("$ADMIN" config get "$conf" broker/endpoint 2>/dev/null || true)
+    metrics=$("$ADMIN" config get "$conf" broker/metrics 2>/dev/null || true)
+    if [[ $endpoint =~ ^tcp://127\.0\.0\.1:([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" != 0 ]; then
+        port=${BASH_REMATCH[1]}
+        port_taken "$port" && die "port $port (broker/endpoint $endpoint of $conf) is in use by another program: stop it, or choose another port (demo-deploy.sh --port P or --endpoint 'tcp://127.0.0.1:!'; quickstart: CS_PORT=P)"
+    fi
+    if [[ $metrics =~ ^http://127\.0\.0\.1:([0-9]+)(/.*)?$ ]] && [ "${BASH_REMATCH[1]}" != 0 ]; then
+        port=${BASH_REMATCH[1]}
+        port_taken "$port" && die "port $port (broker/metrics $metrics of $conf) is in use by another program: stop it, or choose another port (demo-deploy.sh --metrics-port M, 0 for any free port, off for none; quickstart: CS_METRICS_PORT=M)"
+    fi
+    return 0
 }
 
 # stop_broker N: SIGTERM and a bounded wait.  Fails (status 1) when the
@@ -608,7 +639,7 @@ ACTION=deploy
 DIR=
 HA=
 BROKER_N=
-ENDPOINT=tcp://127.0.0.1:5555
+ENDPOINT='tcp://127.0.0.1:![20000-32767]'
 ENDPOINT_GIVEN=
 EXTRA_TENANTS=
 METRICS_PORT=${CS_METRICS_PORT:-}

@@ -202,6 +202,12 @@ cs_deps_install
 build
 
 step "Deployment in $DIR"
+# The demo's documented fixed ports (the README, env.sh users script against
+# them); demo-deploy.sh alone picks free ones.  An existing DIR keeps its own.
+if [ ! -f "$DIR/broker.conf" ]; then
+    CS_PORT=${CS_PORT:-5555}
+    CS_METRICS_PORT=${CS_METRICS_PORT:-9464}
+fi
 "$SRC_DIR/tools/demo-deploy.sh" "$DIR" ${HA:+--ha} ${CS_PORT:+--port "$CS_PORT"} \
     ${CS_METRICS_PORT:+--metrics-port "$CS_METRICS_PORT"}
 DIR=$(cd "$DIR" && pwd)
