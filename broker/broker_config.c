@@ -165,6 +165,36 @@ s_metrics (s_loader_t *self)
     return config->metrics_url ? 0 : s_fail (self, "broker/metrics", "out of memory");
 }
 
+/*  broker/metrics-token-file: a private file (chmod 600) holding the bearer
+ *  token (16..256 printable characters, no spaces) that a scraper presents
+ *  to see client and tenant names (RFC 6750 "Authorization: Bearer").  */
+static int
+s_metrics_token (s_loader_t *self)
+{
+    broker_config_t *config = self->config;
+    char *path = s_path (self, "broker/metrics-token-file");
+    if (!path)
+        return 0;
+    char why [512];
+    int rc = 0;
+    if (cs_file_check_private (path, why, sizeof why))
+        rc = s_fail (self, "broker/metrics-token-file", "%s", why);
+    else
+    if (!(config->metrics_token = cs_file_read_secret (path, 512)))
+        rc = s_fail (self, "broker/metrics-token-file", "cannot read %s", path);
+    else {
+        size_t len = strlen (config->metrics_token);
+        bool printable = len >= 16 && len <= 256;
+        for (size_t i = 0; printable && i < len; i++)
+            printable = config->metrics_token [i] > ' ' && config->metrics_token [i] < 127;
+        if (!printable)
+            rc = s_fail (self, "broker/metrics-token-file", "%s must hold 16..256 printable "
+                         "characters without spaces (e.g. openssl rand -hex 32)", path);
+    }
+    free (path);
+    return rc;
+}
+
 /*  broker/cross-check: "N%" or "N", N 0..100 (default 0).  */
 static int
 s_cross_check_pct (s_loader_t *self)
@@ -226,7 +256,7 @@ s_broker (s_loader_t *self)
     ||  s_int (self, "broker/stats-interval-ms", 10000, 0, 86400000, &config->stats_interval_ms)
     ||  s_int (self, "broker/ticket-lifetime-ms", 14400000, 1000, 604800000, &config->ticket_lifetime_ms)
     ||  s_int (self, "broker/slow-threads", 1, 1, BROKER_MAX_SLOW_THREADS, &config->slow_threads)
-    ||  s_ticket_key (self) || s_metrics (self))
+    ||  s_ticket_key (self) || s_metrics (self) || s_metrics_token (self))
         return -1;
     if (config->default_deadline_ms > config->max_deadline_ms)
         return s_fail (self, "broker/default-deadline-ms", "must not exceed broker/max-deadline-ms (%d)",
@@ -491,6 +521,10 @@ broker_config_destroy (broker_config_t **self_p)
     free (self->endpoint_file);
     free (self->metrics_url);
     free (self->metrics_file);
+    if (self->metrics_token) {
+        OPENSSL_cleanse (self->metrics_token, strlen (self->metrics_token));
+        free (self->metrics_token);
+    }
     free (self->driver_dir);
     free (self->secret_key);
     free (self->clients_dir);

@@ -71,6 +71,8 @@ typedef struct {
     char *metrics_url;          /* broker/metrics (metrics_http.h), or NULL: no endpoint */
     bool metrics_public;        /* broker/metrics-public: a non-loopback address allowed */
     char *metrics_file;         /* resolved broker/metrics-file, or NULL */
+    char *metrics_token;        /* broker/metrics-token-file's bearer token, or NULL:
+                                   client and tenant names are shown to no scraper */
     int slow_threads;           /* broker/slow-threads: threads for PIN checks, keystore reads
                                    and writes (slow_pool.h), 1..16, default 1 */
     char *driver_dir;           /* resolved broker/driver-dir, or NULL */

@@ -427,9 +427,30 @@ s_client_line (FILE *out, metrics_client_t *client)
     fprintf (out, "\"} %" PRId64 "\n", atomic_load_explicit (&client->inflight, S_R));
 }
 
-static int
-s_render_clients (metrics_t *self, FILE *out)
+/*  One line for all clients: their jobs in flight summed, no names.  */
+static void
+s_render_clients_aggregate (metrics_t *self, FILE *out)
 {
+    int64_t sum = atomic_load_explicit (&self->other.inflight, S_R);
+    for (size_t i = 0; i < S_CLIENT_SLOTS; i++) {
+        metrics_client_t *client = atomic_load_explicit (&self->clients [i], memory_order_acquire);
+        if (client)
+            sum += atomic_load_explicit (&client->inflight, S_R);
+    }
+    fprintf (out, "cryptoserver_inflight_jobs{client=\"(all)\",tenant=\"(all)\"} %" PRId64 "\n", sum);
+}
+
+static int
+s_render_clients (metrics_t *self, metrics_view_t view, FILE *out)
+{
+    s_family (out, "cryptoserver_inflight_jobs", "gauge",
+              "Jobs of a client out with the boards' workers (queued or running), by client "
+              "(its certificate's name) and tenant; without the bearer token one line sums them "
+              "(client and tenant \"(all)\").");
+    if (view != METRICS_VIEW_NAMES) {
+        s_render_clients_aggregate (self, out);
+        return 0;
+    }
     metrics_client_t **list = calloc (S_CLIENT_SLOTS, sizeof *list);
     size_t n = 0;
     if (!list)
@@ -440,9 +461,6 @@ s_render_clients (metrics_t *self, FILE *out)
             list [n++] = client;
     }
     qsort (list, n, sizeof list [0], s_client_order);
-    s_family (out, "cryptoserver_inflight_jobs", "gauge",
-              "Jobs of a client out with the boards' workers (queued or running), by client "
-              "(its certificate's name) and tenant.");
     for (size_t i = 0; i < n; i++)
         s_client_line (out, list [i]);
     if (atomic_load_explicit (&self->other_used, S_R))
@@ -546,7 +564,7 @@ s_render_health (metrics_t *self, FILE *out)
 }
 
 char *
-metrics_render_at (metrics_t *self, uint64_t cpu_us, size_t *len_p)
+metrics_render_at (metrics_t *self, uint64_t cpu_us, metrics_view_t view, size_t *len_p)
 {
     char *text = NULL;
     size_t len = 0;
@@ -570,7 +588,7 @@ metrics_render_at (metrics_t *self, uint64_t cpu_us, size_t *len_p)
               "jobs per request.");
     fprintf (out, "cryptoserver_request_jobs_total %" PRIu64 "\n",
              atomic_load_explicit (&self->request_jobs, S_R));
-    int rc = s_render_clients (self, out);
+    int rc = s_render_clients (self, view, out);
     s_family (out, "cryptoserver_key_cache_hits_total", "counter",
               "Lookups of keystore keys found in the broker's key cache.");
     fprintf (out, "cryptoserver_key_cache_hits_total %" PRIu64 "\n", atomic_load_explicit (&self->cache [0], S_R));
@@ -600,12 +618,12 @@ metrics_render_at (metrics_t *self, uint64_t cpu_us, size_t *len_p)
 }
 
 char *
-metrics_render (metrics_t *self, size_t *len_p)
+metrics_render (metrics_t *self, metrics_view_t view, size_t *len_p)
 {
     struct rusage usage;
     uint64_t cpu_us = 0;
     if (getrusage (RUSAGE_SELF, &usage) == 0)
         cpu_us = (uint64_t) usage.ru_utime.tv_sec * 1000000 + (uint64_t) usage.ru_utime.tv_usec
                + (uint64_t) usage.ru_stime.tv_sec * 1000000 + (uint64_t) usage.ru_stime.tv_usec;
-    return metrics_render_at (self, cpu_us, len_p);
+    return metrics_render_at (self, cpu_us, view, len_p);
 }

@@ -167,15 +167,23 @@ typedef enum {
  *  NULL-safe.  */
 void metrics_cross_check (metrics_t *self, metrics_cross_t result);
 
+/*  What a scrape may see of the clients: their names (a scraper with the
+ *  bearer token, metrics_http.h), or one line summing them all.  */
+typedef enum {
+    METRICS_VIEW_AGGREGATE,     /* cryptoserver_inflight_jobs{client="(all)",tenant="(all)"} */
+    METRICS_VIEW_NAMES          /* one cryptoserver_inflight_jobs line per client and tenant */
+} metrics_view_t;
+
 /*  The registry in the Prometheus text format (version 0.0.4, with # HELP
- *  and # TYPE lines), process_cpu_seconds_total from getrusage (2):
- *  malloc'd, NUL-terminated, *len_p bytes (without the NUL); caller frees.
- *  NULL when out of memory.  Safe while other threads record (each number
- *  is read once, atomically; the set is not a snapshot).  */
-char *metrics_render (metrics_t *self, size_t *len_p);
+ *  and # TYPE lines), process_cpu_seconds_total from getrusage (2), the
+ *  clients as `view` allows: malloc'd, NUL-terminated, *len_p bytes
+ *  (without the NUL); caller frees.  NULL when out of memory.  Safe while
+ *  other threads record (each number is read once, atomically; the set is
+ *  not a snapshot).  */
+char *metrics_render (metrics_t *self, metrics_view_t view, size_t *len_p);
 
 /*  metrics_render with process_cpu_seconds_total = cpu_us microseconds:
  *  the same text for the same counters (tests).  */
-char *metrics_render_at (metrics_t *self, uint64_t cpu_us, size_t *len_p);
+char *metrics_render_at (metrics_t *self, uint64_t cpu_us, metrics_view_t view, size_t *len_p);
 
 #endif

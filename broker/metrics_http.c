@@ -9,6 +9,7 @@
 #include <string.h>
 #include <czmq.h>
 #include <microhttpd.h>
+#include <openssl/crypto.h>
 #include "metrics_http.h"
 
 #define S_CONNECTIONS 16                /* scrapers at once */
@@ -20,6 +21,7 @@ struct _metrics_http_t {
     struct MHD_Daemon *daemon;
     char path [256];
     char *url;                          /* the bound URL */
+    char *token;                        /* bearer token that shows names, or NULL */
 };
 
 /*  Records a parse failure: -1.  */
@@ -161,6 +163,27 @@ s_reply_text (struct MHD_Connection *connection, unsigned status, const char *te
     return rc;
 }
 
+/*  The view a scraper may see: names with the right bearer token, the
+ *  aggregate without an Authorization header.  Returns -1 for a header
+ *  that is not the right token (compared in constant time).  */
+static int
+s_authorization (metrics_http_t *self, struct MHD_Connection *connection, metrics_view_t *view)
+{
+    const char *header = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
+                                                      MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!header)
+        return 0;
+    static const char scheme [] = "Bearer ";
+    if (!self->token || strncasecmp (header, scheme, sizeof scheme - 1) != 0)
+        return -1;
+    const char *given = header + sizeof scheme - 1;
+    size_t len = strlen (self->token);
+    if (strlen (given) != len || CRYPTO_memcmp (given, self->token, len) != 0)
+        return -1;
+    *view = METRICS_VIEW_NAMES;
+    return 0;
+}
+
 /*  One request: GET or HEAD of the path gets the metrics; any other path
  *  404, any other method 405.  Answered at its first call: nothing here
  *  reads a request body.  */
@@ -173,8 +196,11 @@ s_handle (void *cls, struct MHD_Connection *connection, const char *url, const c
         return s_reply_text (connection, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n", "GET, HEAD");
     if (strcmp (url, self->path) != 0)
         return s_reply_text (connection, MHD_HTTP_NOT_FOUND, "not found\n", NULL);
+    metrics_view_t view = METRICS_VIEW_AGGREGATE;
+    if (s_authorization (self, connection, &view))
+        return s_reply_text (connection, MHD_HTTP_UNAUTHORIZED, "wrong bearer token\n", NULL);
     size_t len = 0;
-    char *text = metrics_render (self->metrics, &len);
+    char *text = metrics_render (self->metrics, view, &len);
     if (!text)
         return s_reply_text (connection, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
     struct MHD_Response *response = MHD_create_response_from_buffer (len, text, MHD_RESPMEM_MUST_FREE);
@@ -209,7 +235,7 @@ s_bound_url (metrics_http_t *self)
 }
 
 metrics_http_t *
-metrics_http_new (metrics_t *metrics, const char *url, bool public)
+metrics_http_new (metrics_t *metrics, const char *url, bool public, const char *token)
 {
     metrics_http_url_t parsed;
     char why [512];
@@ -226,6 +252,10 @@ metrics_http_new (metrics_t *metrics, const char *url, bool public)
     if (!self)
         return NULL;
     self->metrics = metrics;
+    if (token && !(self->token = strdup (token))) {
+        free (self);
+        return NULL;
+    }
     snprintf (self->path, sizeof self->path, "%s", parsed.path);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG
                    | (parsed.addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
@@ -264,6 +294,10 @@ metrics_http_destroy (metrics_http_t **self_p)
     if (self->daemon)
         MHD_stop_daemon (self->daemon);
     free (self->url);
+    if (self->token) {
+        OPENSSL_cleanse (self->token, strlen (self->token));
+        free (self->token);
+    }
     free (self);
     *self_p = NULL;
 }

@@ -4,6 +4,13 @@
  *  reactor never serves HTTP.  It binds only the address of its URL; an
  *  address that is not loopback needs broker/metrics-public = true (the
  *  config refuses it otherwise: metrics_http_url_parse tells).
+ *
+ *  Client and tenant names (cryptoserver_inflight_jobs per client) are
+ *  shown only to a scraper that sends "Authorization: Bearer TOKEN" (RFC
+ *  6750 section 2.1; Prometheus' scrape_config authorization /
+ *  bearer_token_file) with the token of broker/metrics-token-file; any
+ *  other scraper gets the same metrics with those lines summed into one
+ *  (client="(all)", tenant="(all)"), and a wrong token gets 401.
  */
 #ifndef METRICS_HTTP_H_INCLUDED
 #define METRICS_HTTP_H_INCLUDED
@@ -34,11 +41,12 @@ int metrics_http_url_parse (const char *url, metrics_http_url_t *out, char *why,
 typedef struct _metrics_http_t metrics_http_t;
 
 /*  Starts serving `metrics` at `url` (metrics_http_url_parse) from a thread
- *  of libmicrohttpd (at most 16 connections, 10 s idle timeout).  Refuses
- *  (NULL, logged) a non-loopback address unless `public`, and logs and
- *  returns NULL when the address cannot be bound.  `metrics` must outlive
- *  the server.  Caller destroys.  */
-metrics_http_t *metrics_http_new (metrics_t *metrics, const char *url, bool public);
+ *  of libmicrohttpd (at most 16 connections, 10 s idle timeout).  `token`
+ *  (NUL-terminated, copied; NULL: none) is the bearer token that shows
+ *  client and tenant names.  Refuses (NULL, logged) a non-loopback address
+ *  unless `public`, and logs and returns NULL when the address cannot be
+ *  bound.  `metrics` must outlive the server.  Caller destroys.  */
+metrics_http_t *metrics_http_new (metrics_t *metrics, const char *url, bool public, const char *token);
 
 /*  The URL it serves, with the bound port (a "*" or 0 port resolved), e.g.
  *  "http://127.0.0.1:40211/metrics".  Owned by self.  */

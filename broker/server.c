@@ -281,7 +281,7 @@ s_metrics_start (server_t *self)
     if (!self->config->metrics_url)
         return 0;
     self->metrics_http = metrics_http_new (self->metrics, self->config->metrics_url,
-                                           self->config->metrics_public);
+                                           self->config->metrics_public, self->config->metrics_token);
     return self->metrics_http ? 0 : -1;
 }
 

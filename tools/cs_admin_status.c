@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/crypto.h>
 #include "cs_admin.h"
 #include "cs_metrics_scrape.h"
 #include "cs_util.h"
@@ -26,7 +27,7 @@ static int
 s_status_usage (FILE *out, int status)
 {
     fprintf (out,
-        "usage: cryptoserver-admin status [--metrics URL]... [--dir DIR]\n"
+        "usage: cryptoserver-admin status [--metrics URL]... [--dir DIR] [--token-file FILE]\n"
         "\n"
         "Shows each running broker's boards (health, jobs, mean latency), its queue\n"
         "depth and its clients' jobs in flight, read from its metrics endpoint.\n"
@@ -34,7 +35,10 @@ s_status_usage (FILE *out, int status)
         "                  (port 9464, path /metrics by default); repeat it for\n"
         "                  several brokers\n"
         "  --dir DIR       without --metrics: the broker of the deployment in DIR\n"
-        "                  (the URL in its broker/metrics-file, else broker/metrics)\n"
+        "                  (the URL in its broker/metrics-file, else broker/metrics;\n"
+        "                  the token of its broker/metrics-token-file)\n"
+        "  --token-file FILE  the bearer token (a chmod 600 file) that shows client\n"
+        "                  and tenant names; without it the clients are one sum\n"
         "Health of a board: idle (no job yet), ok (every job answered CKR_OK),\n"
         "errors (some jobs failed on the board), expired (some jobs waited past\n"
         "their deadline in the queue); counted since the broker started.\n"
@@ -81,6 +85,34 @@ s_deployment_url (const char *dir)
         url = strdup (configured);
     zconfig_destroy (&config);
     return url;
+}
+
+/*  The bearer token of the deployment in dir (broker/metrics-token-file),
+ *  or of `file` when given: malloc'd (caller wipes and frees), or NULL when
+ *  there is none; *failed set after printing why a named file could not be
+ *  read (not private, absent).  */
+static char *
+s_token (const char *dir, const char *file, bool *failed)
+{
+    char *path = file ? strdup (file) : NULL;
+    if (!file) {
+        zconfig_t *config = cs_admin_conf_load (dir);
+        const char *named = config ? zconfig_get (config, "broker/metrics-token-file", NULL) : NULL;
+        path = named && *named ? cs_path_resolve (dir, named) : NULL;
+        zconfig_destroy (&config);
+    }
+    if (!path)
+        return NULL;
+    char *token = cs_file_read_secret (path, 512);
+    if (!token) {
+        char why [600] = "";
+        if (cs_file_check_private (path, why, sizeof why) == 0)
+            snprintf (why, sizeof why, "cannot read %s", path);
+        cs_admin_error ("bearer token: %s", why);
+        *failed = true;
+    }
+    free (path);
+    return token;
 }
 
 /*  The board named `name` in boards[0..*n) (added when new and there is
@@ -172,6 +204,12 @@ s_print_clients (const char *text)
         ||  !cs_metrics_label (sample.labels, "client", client, sizeof client)
         ||  !cs_metrics_label (sample.labels, "tenant", tenant, sizeof tenant))
             continue;
+        if (streq (client, "(all)")) {
+            printf ("  all clients: %.0f jobs in flight (names need the bearer token: --token-file)\n",
+                    sample.value);
+            n++;
+            continue;
+        }
         if (n++ == 0)
             printf ("  %-20s %-20s %10s\n", "CLIENT", "TENANT", "IN-FLIGHT");
         printf ("  %-20s %-20s %10.0f\n", client, tenant, sample.value);
@@ -183,10 +221,10 @@ s_print_clients (const char *text)
 /*  Shows the broker at url; returns 0, or -1 after printing why it could
  *  not be read.  */
 static int
-s_show (const char *url)
+s_show (const char *url, const char *token)
 {
     char err [512] = "";
-    char *text = cs_metrics_fetch (url, err, sizeof err);
+    char *text = cs_metrics_fetch (url, token, err, sizeof err);
     if (!text) {
         printf ("broker %s: unreachable\n", url);
         cs_admin_error ("broker %s: %s", url, err);
@@ -215,13 +253,14 @@ cs_admin_status (int argc, char **argv)
 {
     static struct option options [] = {
         { "metrics", required_argument, NULL, 'm' }, { "dir", required_argument, NULL, 'd' },
+        { "token-file", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
     };
-    const char *urls [S_BROKERS_MAX], *dir = ".";
+    const char *urls [S_BROKERS_MAX], *dir = ".", *token_file = NULL;
     size_t n = 0;
     int opt;
     optind = 1;
-    while ((opt = getopt_long (argc, argv, "m:d:h", options, NULL)) != -1)
+    while ((opt = getopt_long (argc, argv, "m:d:t:h", options, NULL)) != -1)
         switch (opt) {
             case 'm':
                 if (n == S_BROKERS_MAX) {
@@ -231,6 +270,7 @@ cs_admin_status (int argc, char **argv)
                 urls [n++] = optarg;
                 break;
             case 'd': dir = optarg; break;
+            case 't': token_file = optarg; break;
             case 'h': return s_status_usage (stdout, CS_ADMIN_OK);
             default: return s_status_usage (stderr, CS_ADMIN_USAGE);
         }
@@ -241,12 +281,18 @@ cs_admin_status (int argc, char **argv)
         return CS_ADMIN_FAIL;
     if (own)
         urls [n++] = own;
-    int status = CS_ADMIN_OK;
-    for (size_t i = 0; i < n; i++) {
+    bool failed = false;
+    char *token = token_file || own ? s_token (dir, token_file, &failed) : NULL;
+    int status = failed ? CS_ADMIN_FAIL : CS_ADMIN_OK;
+    for (size_t i = 0; !failed && i < n; i++) {
         if (i > 0)
             printf ("\n");
-        if (s_show (urls [i]))
+        if (s_show (urls [i], token))
             status = CS_ADMIN_FAIL;
+    }
+    if (token) {
+        OPENSSL_cleanse (token, strlen (token));
+        free (token);
     }
     free (own);
     return status;

@@ -81,11 +81,12 @@ s_connect (const char *host, const char *port, char *err, size_t err_size)
 
 /*  GETs path; returns the whole response (malloc'd, NUL-terminated) or NULL.  */
 static char *
-s_get (int fd, const char *host, const char *path, char *err, size_t err_size)
+s_get (int fd, const char *host, const char *path, const char *token, char *err, size_t err_size)
 {
-    char request [1400];
+    char request [1800];
     int len = snprintf (request, sizeof request, "GET %s HTTP/1.0\r\nHost: %s\r\nAccept: text/plain\r\n"
-                        "User-Agent: cryptoserver-tools\r\n\r\n", path, host);
+                        "User-Agent: cryptoserver-tools\r\n%s%s%s\r\n", path, host,
+                        token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "");
     if (len < 0 || (size_t) len >= sizeof request || send (fd, request, (size_t) len, MSG_NOSIGNAL) != len) {
         snprintf (err, err_size, "cannot send the request: %s", strerror (errno));
         return NULL;
@@ -198,7 +199,7 @@ cs_metrics_label (const char *labels, const char *key, char *out, size_t out_siz
 }
 
 char *
-cs_metrics_fetch (const char *url, char *err, size_t err_size)
+cs_metrics_fetch (const char *url, const char *token, char *err, size_t err_size)
 {
     char host [256], port [8], path [1024];
     if (s_url_split (url, host, port, path)) {
@@ -208,7 +209,7 @@ cs_metrics_fetch (const char *url, char *err, size_t err_size)
     int fd = s_connect (host, port, err, err_size);
     if (fd < 0)
         return NULL;
-    char *response = s_get (fd, host, path, err, err_size);
+    char *response = s_get (fd, host, path, token, err, err_size);
     close (fd);
     int status = 0;
     char *body = response ? strstr (response, "\r\n\r\n") : NULL;
@@ -226,7 +227,7 @@ cs_metrics_fetch (const char *url, char *err, size_t err_size)
 int
 cs_metrics_read (const char *url, const char *series, double *value, char *err, size_t err_size)
 {
-    char *body = cs_metrics_fetch (url, err, err_size);
+    char *body = cs_metrics_fetch (url, NULL, err, err_size);
     int rc = -1;
     if (body && !cs_metrics_value (body, series, value))
         snprintf (err, err_size, "%s: no %s", url, series);

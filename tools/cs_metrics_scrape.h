@@ -19,11 +19,14 @@ typedef struct {
 
 /*  Fetches `url` ("http://HOST[:PORT][/PATH]", port 9464 and path /metrics
  *  by default; no https) with one HTTP/1.0 GET: 10 s time-outs for
- *  connect, send and each receive, at most 16 MiB.  Returns the body of a
- *  200 response (malloc'd, NUL-terminated; caller frees), or NULL with a
- *  one-line reason in err (err_size bytes): not an http:// URL, name not
- *  resolved, connection refused or timed out, HTTP status not 200.  */
-char *cs_metrics_fetch (const char *url, char *err, size_t err_size);
+ *  connect, send and each receive, at most 16 MiB.  `token` (NULL: none)
+ *  goes as "Authorization: Bearer TOKEN" (RFC 6750): the broker then shows
+ *  client and tenant names (broker/metrics-token-file).  Returns the body
+ *  of a 200 response (malloc'd, NUL-terminated; caller frees), or NULL with
+ *  a one-line reason in err (err_size bytes): not an http:// URL, name not
+ *  resolved, connection refused or timed out, HTTP status not 200 (401: a
+ *  wrong token).  */
+char *cs_metrics_fetch (const char *url, const char *token, char *err, size_t err_size);
 
 /*  The value of the sample whose "NAME{LABELS}" is exactly `series` (e.g.
  *  "process_cpu_seconds_total", or "cryptoserver_queue_depth{queue=\"client\"}")

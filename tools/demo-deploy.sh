@@ -39,7 +39,11 @@ deployments of their own run beside a running demo.
 The broker serves its metrics (cryptoserver-broker(8), METRICS) at
 http://127.0.0.1:M/metrics: --metrics-port M, else $CS_METRICS_PORT, else
 a free port on a new DIR (an existing DIR keeps its setting unless one of
-them is given); M = 0 picks a free port, "off" turns the endpoint off.
+them is given); M = 0 picks a free port, "off" turns the endpoint off.  Client
+and tenant names are shown only to a scraper with the bearer token of
+DIR/metrics.token (made with the endpoint; env.sh exports its path as
+CRYPTOSERVER_METRICS_TOKEN_FILE; cryptoserver-admin status --dir DIR
+sends it).
 --start refuses to start a broker whose fixed port (endpoint or metrics)
 another program holds, naming the port and what changes it.  The broker
 writes the URL it serves to DIR/broker.metrics, and DIR/env.sh exports it
@@ -155,6 +159,11 @@ configure_metrics () {
     esac
     "$ADMIN" config set "$conf" broker/metrics "http://127.0.0.1:$METRICS_PORT/metrics"
     "$ADMIN" config set "$conf" broker/metrics-file broker.metrics
+    # Client and tenant names only to a scraper with this bearer token.
+    if [ ! -s "$DIR/metrics.token" ]; then
+        (umask 077 && openssl rand -hex 32 > "$DIR/metrics.token")
+    fi
+    "$ADMIN" config set "$conf" broker/metrics-token-file metrics.token
 }
 
 make_softhsm_config () {
@@ -320,6 +329,7 @@ export SOFTHSM2_CONF='$DIR/softhsm2.conf'
 export CRYPTOSERVER_BOARD_PIN='$BOARD_PIN'
 export CRYPTOSERVER_BROKER_PID="\$(cat '$DIR/broker.pid' 2>/dev/null || true)"
 export CRYPTOSERVER_METRICS_URL="\$(cat '$DIR/broker.metrics' 2>/dev/null || echo '$metrics')"
+export CRYPTOSERVER_METRICS_TOKEN_FILE='$DIR/metrics.token'
 EOT
         if is_ha; then
             cat <<EOT

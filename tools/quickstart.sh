@@ -19,8 +19,10 @@ usage: tools/quickstart.sh [DIR]          build, deploy into DIR (default ./demo
 Run again on an existing DIR: keys and state are kept and the broker is
 (re)started if it is not running.  Afterwards:  . DIR/env.sh  sets
 CRYPTOSERVER_CONF, CRYPTOSERVER_MODULE, CRYPTOSERVER_TOKEN, CRYPTOSERVER_PIN,
-SOFTHSM2_CONF, CRYPTOSERVER_BOARD_PIN, CRYPTOSERVER_BROKER_PID and
-CRYPTOSERVER_METRICS_URL (the broker's Prometheus metrics, on 127.0.0.1).
+SOFTHSM2_CONF, CRYPTOSERVER_BOARD_PIN, CRYPTOSERVER_BROKER_PID,
+CRYPTOSERVER_METRICS_URL (the broker's Prometheus metrics, on 127.0.0.1) and
+CRYPTOSERVER_METRICS_TOKEN_FILE (the bearer token that shows client and
+tenant names in them).
 
 --ha (default DIR ./demo-ha; a DIR made without --ha cannot become one):
 a private PostgreSQL cluster in DIR/pg (initdb, pg_ctl; it listens only on

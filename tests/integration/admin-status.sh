@@ -41,7 +41,12 @@ cs_expect_refusal 'CKR_[A-Z_]+' "RSA-PKCS decryption of a zero ciphertext" "$T/d
     $P11 --login --pin "$CRYPTOSERVER_PIN" --decrypt --mechanism RSA-PKCS --id 01 \
     -i "$T/zero.bin" -o "$T/plain.bin"
 
-"$CS_ADMIN" status --metrics "$URL" > "$T/load.out" || { cat "$T/load.out"; cs_fail "status --metrics failed"; }
+"$CS_ADMIN" status --metrics "$URL" > "$T/anon.out" || { cat "$T/anon.out"; cs_fail "status --metrics failed"; }
+grep -q '^  all clients: 0 jobs in flight (names need the bearer token' "$T/anon.out" \
+    || { cat "$T/anon.out"; cs_fail "status without the token does not show the clients' sum"; }
+! grep -q '^  demo ' "$T/anon.out" || cs_fail "status without the token shows client names"
+"$CS_ADMIN" status --metrics "$URL" --token-file "$WORK/metrics.token" > "$T/load.out" \
+    || { cat "$T/load.out"; cs_fail "status --metrics --token-file failed"; }
 cat "$T/load.out"
 ok=$(( $(column "$T/load.out" board0 3) + $(column "$T/load.out" board1 3) ))
 errors=$(( $(column "$T/load.out" board0 4) + $(column "$T/load.out" board1 4) ))

@@ -23,9 +23,14 @@ URL=$(cat "$WORK/broker.metrics" 2>/dev/null) || cs_fail "the broker wrote no br
 [[ $URL =~ ^http://127\.0\.0\.1:[1-9][0-9]*/metrics$ ]] || cs_fail "metrics URL $URL is not on 127.0.0.1 with a real port"
 cs_log "metrics at $URL (port 0 resolved)"
 
-# scrape OUT: the metrics into OUT (fails the test on an HTTP error).
+# scrape OUT: the metrics into OUT, with the bearer token of the
+# deployment (fails the test on an HTTP error).
+[ "$CRYPTOSERVER_METRICS_TOKEN_FILE" = "$WORK/metrics.token" ] && [ -s "$WORK/metrics.token" ] \
+    || cs_fail "env.sh exports no metrics token file ($CRYPTOSERVER_METRICS_TOKEN_FILE)"
+[ "$(stat -c %a "$WORK/metrics.token")" = 600 ] || cs_fail "metrics.token is not chmod 600"
 scrape () {
-    curl -sf --max-time 10 "$URL" > "$1" || cs_fail "GET $URL failed"
+    curl -sf --max-time 10 -H "Authorization: Bearer $(cat "$CRYPTOSERVER_METRICS_TOKEN_FILE")" "$URL" > "$1" \
+        || cs_fail "GET $URL failed"
 }
 
 # value FILE SERIES: the value of the sample SERIES (name{labels} exactly), or "".
@@ -112,6 +117,15 @@ done
 [ "$(value "$WORK/m1" 'cryptoserver_queue_depth{queue="client"}')" = 0 ] || cs_fail "client queue not empty"
 awk -v a="$(value "$WORK/m0" process_cpu_seconds_total)" -v b="$(value "$WORK/m1" process_cpu_seconds_total)" \
     'BEGIN { exit !(b > a && a >= 0) }' || cs_fail "process_cpu_seconds_total did not grow"
+
+# ---- client and tenant names only with the bearer token ----------------------
+curl -sf --max-time 10 "$URL" > "$WORK/anon" || cs_fail "GET $URL without a token failed"
+! grep -q 'tenant="demo"\|client="demo"' "$WORK/anon" || cs_fail "a scrape without the token names client or tenant demo"
+[ "$(value "$WORK/anon" 'cryptoserver_inflight_jobs{client="(all)",tenant="(all)"}')" = 0 ] \
+    || cs_fail "a scrape without the token has no clients' sum: $(grep inflight "$WORK/anon")"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong-token-0123456789' "$URL")" = 401 ] \
+    || cs_fail "a wrong bearer token is not 401"
+cs_log "without the token: no names, one sum; a wrong token: 401"
 
 # ---- HTTP: only GET/HEAD of the path ------------------------------------------
 [ "$(curl -s -o /dev/null -w '%{http_code}' "${URL%/metrics}/other")" = 404 ] || cs_fail "another path is not 404"

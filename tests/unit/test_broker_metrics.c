@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include "test_broker_fixture.h"
 #include "metrics.h"
 #include "metrics_http.h"
@@ -144,7 +145,8 @@ static const char *s_expected =
 "# TYPE cryptoserver_request_jobs_total counter\n"
 "cryptoserver_request_jobs_total 33\n"
 "# HELP cryptoserver_inflight_jobs Jobs of a client out with the boards' workers (queued or running), "
-"by client (its certificate's name) and tenant.\n"
+"by client (its certificate's name) and tenant; without the bearer token one line sums them "
+"(client and tenant \"(all)\").\n"
 "# TYPE cryptoserver_inflight_jobs gauge\n"
 "cryptoserver_inflight_jobs{client=\"alice\",tenant=\"demo\"} 2\n"
 "cryptoserver_inflight_jobs{client=\"b\\\"o\\\\b\\n\",tenant=\"other\"} 0\n"
@@ -220,10 +222,22 @@ START_TEST (test_render_exact)
     metrics_request (metrics, 32);                              /* a coalesced request */
     metrics_request (NULL, 1);                                  /* NULL-safe */
     size_t len = 0;
-    char *text = metrics_render_at (metrics, 1000042, &len);
+    char *text = metrics_render_at (metrics, 1000042, METRICS_VIEW_NAMES, &len);
     ck_assert_ptr_nonnull (text);
     ck_assert_str_eq (text, s_expected);
     ck_assert_uint_eq (len, strlen (s_expected));
+    free (text);
+    /*  Without the names: the same text, the client lines summed into one
+     *  that names nobody (issue #19, item 8).  */
+    text = metrics_render_at (metrics, 1000042, METRICS_VIEW_AGGREGATE, &len);
+    ck_assert_ptr_nonnull (text);
+    ck_assert_ptr_null (strstr (text, "alice"));
+    ck_assert_ptr_null (strstr (text, "tenant=\"demo\""));
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_inflight_jobs{client=\"(all)\",tenant=\"(all)\"}"), 2);
+    const char *names_start = strstr (s_expected, "cryptoserver_inflight_jobs{client=\"alice\"");
+    const char *names_end = strstr (s_expected, "# HELP cryptoserver_key_cache_hits_total");
+    ck_assert_uint_eq (len, strlen (s_expected) - (size_t) (names_end - names_start)
+                            + strlen ("cryptoserver_inflight_jobs{client=\"(all)\",tenant=\"(all)\"} 2\n"));
     free (text);
     metrics_destroy (&metrics);
     ck_assert_ptr_null (metrics);
@@ -249,7 +263,7 @@ START_TEST (test_process_cpu)
 {
     const char *names [] = { "b" };
     metrics_t *metrics = metrics_new (names, 1);
-    char *before = metrics_render (metrics, NULL);
+    char *before = metrics_render (metrics, METRICS_VIEW_NAMES, NULL);
     double start = tm_sample (before, "process_cpu_seconds_total");
     /*  Spin until the process has used 50 ms of CPU (not of wall time: on
      *  a loaded machine 50 ms of wall time may hold little CPU).  */
@@ -261,7 +275,7 @@ START_TEST (test_process_cpu)
         spin++;
         clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &now);
     } while ((int64_t) now.tv_sec * 1000000000 + now.tv_nsec < until);
-    char *after = metrics_render (metrics, NULL);
+    char *after = metrics_render (metrics, METRICS_VIEW_NAMES, NULL);
     ck_assert_double_ge (start, 0);
     ck_assert_double_ge (tm_sample (after, "process_cpu_seconds_total") - start, 0.04);
     free (before);
@@ -300,7 +314,7 @@ START_TEST (test_threads)
         ck_assert_int_eq (pthread_join (threads [i], &clients [i]), 0);
     for (int i = 1; i < S_THREADS; i++)
         ck_assert_ptr_eq (clients [i], clients [0]);
-    char *text = metrics_render (metrics, NULL);
+    char *text = metrics_render (metrics, METRICS_VIEW_NAMES, NULL);
     double jobs = 0;
     for (int m = 0; m < 3; m++) {
         char series [256];
@@ -340,7 +354,7 @@ START_TEST (test_bounded_labels)
     ck_assert_ptr_eq (metrics_client (metrics, "later", "t"), late);
     ck_assert_ptr_eq (metrics_client (metrics, "client0", "t"), first);
     metrics_inflight_add (late, 2);
-    char *text = metrics_render (metrics, NULL);
+    char *text = metrics_render (metrics, METRICS_VIEW_NAMES, NULL);
     ck_assert_double_eq (tm_sample (text, "cryptoserver_jobs_total{board=\"b\",mechanism=\"other\",result=\"ok\"}"), 5);
     ck_assert_double_eq (tm_sample (text, "cryptoserver_jobs_total{board=\"b\",mechanism=\"CKM_0x80000000\",result=\"ok\"}"), 1);
     ck_assert_double_eq (tm_sample (text, "cryptoserver_inflight_jobs{client=\"(other)\",tenant=\"(other)\"}"), 2);
@@ -455,6 +469,28 @@ START_TEST (test_config)
     config = s_config ("    metrics = http://10.1.2.3:9464/metrics\n    metrics-public = true\n", &error);
     ck_assert_msg (config != NULL, "%s", error ? error : "");
     ck_assert (config->metrics_public);
+    ck_assert_ptr_null (config->metrics_token);
+    broker_config_destroy (&config);
+    /*  broker/metrics-token-file: private, 16..256 printable characters.  */
+    th_write (s_dir, "token", "0123456789abcdef0123456789abcdef\n");
+    config = s_config ("    metrics = http://127.0.0.1:0/metrics\n    metrics-token-file = token\n", &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ck_assert_str_eq (config->metrics_token, "0123456789abcdef0123456789abcdef");
+    broker_config_destroy (&config);
+    snprintf (expect, sizeof expect, "%s/token", s_dir);
+    ck_assert_int_eq (chmod (expect, 0644), 0);
+    ck_assert_ptr_null (s_config ("    metrics-token-file = token\n", &error));
+    ck_assert_msg (strstr (error, "broker/metrics-token-file") && strstr (error, "chmod 600"), "%s", error);
+    free (error);
+    th_write (s_dir, "short", "too short\n");
+    ck_assert_ptr_null (s_config ("    metrics-token-file = short\n", &error));
+    ck_assert_msg (strstr (error, "16..256 printable characters without spaces"), "%s", error);
+    free (error);
+    ck_assert_ptr_null (s_config ("    metrics-token-file = absent\n", &error));
+    ck_assert_ptr_nonnull (strstr (error, "broker/metrics-token-file"));
+    free (error);
+    config = s_config ("", &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
     broker_config_destroy (&config);
     ck_assert_ptr_null (s_config ("    metrics = http://broker.example:9464/metrics\n", &error));
     ck_assert_ptr_nonnull (strstr (error, "broker/metrics: host \"broker.example\" must be an IP address"));
@@ -473,7 +509,10 @@ START_TEST (test_http)
     const char *names [] = { "board0" };
     metrics_t *metrics = metrics_new (names, 1);
     metrics_job (metrics, 0, CKM_ECDSA, METRICS_OK);
-    metrics_http_t *http = metrics_http_new (metrics, "http://127.0.0.1:*/scrape/me", false);
+    metrics_client_t *alice = metrics_client (metrics, "alice", "acme");
+    metrics_inflight_add (alice, 3);
+    metrics_http_t *http = metrics_http_new (metrics, "http://127.0.0.1:*/scrape/me", false,
+                                             "0123456789abcdef0123456789abcdef");
     ck_assert_ptr_nonnull (http);
     const char *url = metrics_http_url (http);
     ck_assert_msg (strncmp (url, "http://127.0.0.1:", 17) == 0 && strstr (url, "/scrape/me"), "%s", url);
@@ -486,7 +525,28 @@ START_TEST (test_http)
     ck_assert_double_eq (tm_sample (tm_body (response),
                                    "cryptoserver_jobs_total{board=\"board0\",mechanism=\"CKM_ECDSA\",result=\"ok\"}"), 1);
     ck_assert_double_ge (tm_sample (tm_body (response), "process_cpu_seconds_total"), 0);
+    /*  No token: no client or tenant names, the sum only.  */
+    ck_assert_ptr_null (strstr (tm_body (response), "alice"));
+    ck_assert_ptr_null (strstr (tm_body (response), "acme"));
+    ck_assert_double_eq (tm_sample (tm_body (response), "cryptoserver_inflight_jobs{client=\"(all)\",tenant=\"(all)\"}"), 3);
     free (response);
+    /*  The bearer token (RFC 6750): the names.  */
+    response = tm_http_header (port, "GET", "/scrape/me",
+                               "Authorization: Bearer 0123456789abcdef0123456789abcdef", &status);
+    ck_assert_int_eq (status, 200);
+    ck_assert_double_eq (tm_sample (tm_body (response), "cryptoserver_inflight_jobs{client=\"alice\",tenant=\"acme\"}"), 3);
+    ck_assert_double_eq (tm_sample (tm_body (response), "cryptoserver_inflight_jobs{client=\"(all)\",tenant=\"(all)\"}"), -1);
+    free (response);
+    /*  A wrong token (one character off, a prefix, another scheme): 401, no metrics.  */
+    const char *wrong [] = { "Authorization: Bearer 0123456789abcdef0123456789abcdeF",
+                             "Authorization: Bearer 0123456789abcdef",
+                             "Authorization: Basic MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong [0]; i++) {
+        response = tm_http_header (port, "GET", "/scrape/me", wrong [i], &status);
+        ck_assert_int_eq (status, 401);
+        ck_assert_ptr_null (strstr (tm_body (response), "cryptoserver_"));
+        free (response);
+    }
     response = tm_http (port, "HEAD", "/scrape/me", &status);
     ck_assert_int_eq (status, 200);
     ck_assert_str_eq (tm_body (response), "");
@@ -500,8 +560,8 @@ START_TEST (test_http)
     free (response);
     char busy [128];
     snprintf (busy, sizeof busy, "http://127.0.0.1:%u/metrics", port);
-    ck_assert_ptr_null (metrics_http_new (metrics, busy, false));          /* port in use */
-    ck_assert_ptr_null (metrics_http_new (metrics, "http://0.0.0.0:0/metrics", false));
+    ck_assert_ptr_null (metrics_http_new (metrics, busy, false, NULL));          /* port in use */
+    ck_assert_ptr_null (metrics_http_new (metrics, "http://0.0.0.0:0/metrics", false, NULL));
     metrics_http_destroy (&http);
     ck_assert_ptr_null (http);
     metrics_http_destroy (&http);
@@ -523,7 +583,8 @@ START_TEST (test_server)
     EVP_PKEY *key = th_key_pem (s_dir, "key.pem", 2048);
     th_certs (s_dir, "alice", "demo");
     th_keystore (s_dir);
-    tb_conf_write (s_dir, "    metrics = http://127.0.0.1:0/metrics\n",
+    th_write (s_dir, "metrics.token", "0123456789abcdef0123456789abcdef\n");
+    tb_conf_write (s_dir, "    metrics = http://127.0.0.1:0/metrics\n    metrics-token-file = metrics.token\n",
         "drivers\n"
         "    sim0\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
         "        latency-ms = 2\n        threads = 2\n        tenant = demo\n"
@@ -571,7 +632,8 @@ START_TEST (test_server)
     th_request_free (req);
 
     int status = 0;
-    char *response = tm_http (port, "GET", "/metrics", &status);
+    char *response = tm_http_header (port, "GET", "/metrics",
+                                     "Authorization: Bearer 0123456789abcdef0123456789abcdef", &status);
     ck_assert_int_eq (status, 200);
     const char *text = tm_body (response);
     double ok = 0, expired = 0, errors = 0;

@@ -77,10 +77,10 @@ START_TEST (test_scrape_unreachable)
     ck_assert (getsockname (fd, (struct sockaddr *) &addr, &len) == 0);
     char url [64], err [256] = "";
     snprintf (url, sizeof url, "http://127.0.0.1:%d/metrics", ntohs (addr.sin_port));
-    ck_assert_ptr_null (cs_metrics_fetch (url, err, sizeof err));
+    ck_assert_ptr_null (cs_metrics_fetch (url, NULL, err, sizeof err));
     ck_assert_ptr_nonnull (strstr (err, "Connection refused"));
     close (fd);
-    ck_assert_ptr_null (cs_metrics_fetch ("https://127.0.0.1/metrics", err, sizeof err));
+    ck_assert_ptr_null (cs_metrics_fetch ("https://127.0.0.1/metrics", NULL, err, sizeof err));
     ck_assert_ptr_nonnull (strstr (err, "not http://"));
 }
 END_TEST

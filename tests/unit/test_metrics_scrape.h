@@ -22,10 +22,11 @@ tm_url_port (const char *url)
     return (unsigned) atoi (colon + 1);
 }
 
-/*  Sends "METHOD PATH HTTP/1.0" to 127.0.0.1:port; returns the whole
- *  response (caller frees) and its status code in *status_p.  */
+/*  Sends "METHOD PATH HTTP/1.0" to 127.0.0.1:port, with one more header
+ *  line (without its CRLF; NULL: none); returns the whole response (caller
+ *  frees) and its status code in *status_p.  */
 static inline char *
-tm_http (unsigned port, const char *method, const char *path, int *status_p)
+tm_http_header (unsigned port, const char *method, const char *path, const char *header, int *status_p)
 {
     int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) port) };
@@ -35,7 +36,8 @@ tm_http (unsigned port, const char *method, const char *path, int *status_p)
     setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     ck_assert_int_eq (connect (fd, (struct sockaddr *) &addr, sizeof addr), 0);
     char request [512];
-    int len = snprintf (request, sizeof request, "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", method, path);
+    int len = snprintf (request, sizeof request, "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n%s%s\r\n",
+                        method, path, header ? header : "", header ? "\r\n" : "");
     ck_assert_int_eq (send (fd, request, (size_t) len, MSG_NOSIGNAL), len);
     size_t size = 0, room = 65536;
     char *response = malloc (room);
@@ -49,6 +51,13 @@ tm_http (unsigned port, const char *method, const char *path, int *status_p)
     response [size] = 0;
     ck_assert_int_eq (sscanf (response, "HTTP/1.%*d %d", status_p), 1);
     return response;
+}
+
+/*  tm_http without an extra header.  */
+static inline char *
+tm_http (unsigned port, const char *method, const char *path, int *status_p)
+{
+    return tm_http_header (port, method, path, NULL, status_p);
 }
 
 /*  The body of a response (after the blank line), or "".  */
