@@ -89,3 +89,26 @@ cs_deps_versions () {
         printf '%s %s\n' "$cs_pkg" "${cs_ver:--}"
     done
 }
+
+# cs_promtool DIR: the path of promtool (tests/integration/monitoring.sh
+# checks and tests the alert rules of monitoring/ with it): the installed
+# one, else the one of Debian's prometheus package unpacked into DIR (apt-get
+# download + dpkg-deb -x, once).  The package itself is not installed: on a
+# machine running systemd it would start a Prometheus server on all
+# addresses.  Prints nothing and returns 1 when neither can be had.
+cs_promtool () {
+    if command -v promtool >/dev/null 2>&1; then
+        command -v promtool
+        return 0
+    fi
+    if [ ! -x "$1/usr/bin/promtool" ]; then
+        mkdir -p "$1/deb" || return 1
+        (cd "$1/deb" && apt-get download -q prometheus >/dev/null 2>&1 \
+            || { apt-get update -q >/dev/null 2>&1 && apt-get download -q prometheus >/dev/null 2>&1; }) \
+            || return 1
+        dpkg-deb -x "$1"/deb/prometheus_*.deb "$1/deb/x" || return 1
+        mkdir -p "$1/usr/bin" && mv "$1/deb/x/usr/bin/promtool" "$1/usr/bin/promtool" || return 1
+        rm -rf "$1/deb"
+    fi
+    [ -x "$1/usr/bin/promtool" ] && echo "$1/usr/bin/promtool"
+}
