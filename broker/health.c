@@ -90,6 +90,8 @@ health_rv_needs_session (CK_RV rv)
         case CKR_SESSION_READ_ONLY:
         case CKR_SESSION_EXISTS:
         case CKR_USER_NOT_LOGGED_IN:
+        case CKR_OPERATION_ACTIVE:
+        case CKR_OPERATION_NOT_INITIALIZED:
             return true;
         default:
             return false;

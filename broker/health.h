@@ -59,13 +59,18 @@ void health_board_backoff (health_t *self, size_t board, int probe_min_ms, int p
  *  at fault: CKR_DEVICE_ERROR, CKR_DEVICE_REMOVED, CKR_DEVICE_MEMORY,
  *  CKR_TOKEN_NOT_PRESENT, CKR_TOKEN_NOT_RECOGNIZED, CKR_SESSION_* (closed,
  *  handle invalid, count, ...), CKR_USER_NOT_LOGGED_IN (the board's session
- *  lost its login), CKR_CRYPTOKI_NOT_INITIALIZED.  Not CKR_GENERAL_ERROR:
+ *  lost its login), CKR_OPERATION_ACTIVE and CKR_OPERATION_NOT_INITIALIZED
+ *  (the board's session kept or lost an operation: a job is stateless and
+ *  always starts and ends its operation, so these describe the board, never
+ *  the client), CKR_CRYPTOKI_NOT_INITIALIZED.  Not CKR_GENERAL_ERROR:
  *  SoftHSMv2 answers it for bad input (a zero RSA ciphertext, empty data).  */
 bool health_rv_is_fault (CK_RV rv);
 
 /*  True when rv is of the session class (CKR_SESSION_*, CKR_USER_NOT_LOGGED_IN,
- *  CKR_DEVICE_REMOVED, CKR_TOKEN_NOT_PRESENT): the worker reopens its driver
- *  session before its next call.  */
+ *  CKR_OPERATION_ACTIVE, CKR_OPERATION_NOT_INITIALIZED, CKR_DEVICE_REMOVED,
+ *  CKR_TOKEN_NOT_PRESENT): the worker reopens its driver session before its
+ *  next call, and such an rv never reaches a client (a job that fails so on
+ *  two boards answers CKR_DEVICE_ERROR).  */
 bool health_rv_needs_session (CK_RV rv);
 
 /*  A fault of board `board` at now_ms (cs_clock_ms).  Returns true when it

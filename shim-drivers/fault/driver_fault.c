@@ -16,6 +16,12 @@
  *    delay-ms     N: every operation sleeps N ms before it runs
  *    die          true: the first operation dies (below)
  *    die-after    N: the operation after the first N dies
+ *    stuck-every  N: every Nth operation fails inside the operation and
+ *                 leaves it open, as a vendor library can (C_SignInit
+ *                 worked, C_Sign failed and the session still holds the
+ *                 operation): it answers CKR_DEVICE_ERROR, and from then on
+ *                 every operation on that session answers
+ *                 CKR_OPERATION_ACTIVE until the session is closed
  *  Operations are sign, decrypt, derive, generate and destroy; opening,
  *  keys, mechanisms and capabilities are the inner board's.  The counters
  *  are per board (all its sessions), atomic.
@@ -59,6 +65,7 @@ struct cs_board_s {
     char *fail_file;
     long delay_ms;
     unsigned long die_after;            /* ULONG_MAX: never */
+    unsigned long stuck_every;          /* 0: never */
     atomic_bool dead;                   /* an operation died: the device is gone */
     atomic_ulong calls;                 /* operations started */
     atomic_ulong results;               /* successful results */
@@ -71,6 +78,7 @@ struct cs_board_s {
 struct cs_session_s {
     cs_board_t *board;
     cs_session_t *inner;
+    bool stuck;                         /* an operation was left open (stuck-every) */
 };
 
 static cs_drv_board_open_fn s_board_open;
@@ -183,18 +191,20 @@ s_settings (cs_board_t *self, zconfig_t *config)
     long flip = s_number (drv_config_get (config, "flip-every", "0"));
     long after = s_number (drv_config_get (config, "hang-after", "-"));
     long delay = s_number (drv_config_get (config, "delay-ms", "0"));
+    long stuck = s_number (drv_config_get (config, "stuck-every", "0"));
     bool bools_ok = (streq (fail, "true") || streq (fail, "false"))
                  && (streq (hang, "true") || streq (hang, "false"))
                  && (streq (die, "true") || streq (die, "false"));
-    if (!bools_ok || flip < 0 || delay < 0
+    if (!bools_ok || flip < 0 || delay < 0 || stuck < 0
     ||  (after < 0 && !streq (drv_config_get (config, "hang-after", "-"), "-"))
     ||  (die_after < 0 && !streq (drv_config_get (config, "die-after", "-"), "-"))) {
-        zsys_error ("fault %s: flip-every, hang-after, die-after and delay-ms take a number >= 0, "
+        zsys_error ("fault %s: flip-every, stuck-every, hang-after, die-after and delay-ms take a number >= 0, "
                     "fail, hang and die take true or false", self->name);
         return -1;
     }
     self->fail = streq (fail, "true");
     self->flip_every = (unsigned long) flip;
+    self->stuck_every = (unsigned long) stuck;
     self->hang_after = streq (hang, "true") ? 0 : after >= 0 ? (unsigned long) after : ULONG_MAX;
     self->delay_ms = delay;
     self->die_after = streq (die, "true") ? 0 : die_after >= 0 ? (unsigned long) die_after : ULONG_MAX;
@@ -219,8 +229,9 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         s_release (self);
         return -1;
     }
-    zsys_info ("fault %s: over a %s board: flip-every %lu, fail %s%s%s, hang-after %ld, die-after %ld, "
-               "delay %ld ms", name, self->inner->type, self->flip_every, self->fail ? "true" : "false",
+    zsys_info ("fault %s: over a %s board: flip-every %lu, stuck-every %lu, fail %s%s%s, hang-after %ld, "
+               "die-after %ld, delay %ld ms", name, self->inner->type, self->flip_every, self->stuck_every,
+               self->fail ? "true" : "false",
                self->fail_file ? ", fail-file " : "", self->fail_file ? self->fail_file : "",
                self->hang_after == ULONG_MAX ? -1L : (long) self->hang_after,
                self->die_after == ULONG_MAX ? -1L : (long) self->die_after, self->delay_ms);
@@ -308,11 +319,18 @@ s_block (cs_board_t *self)
     pthread_mutex_unlock (&self->lock);
 }
 
-/*  The faults before an operation: CKR_OK to run it, else its result.  */
+/*  The faults before an operation on `session`: CKR_OK to run it, else
+ *  its result.  */
 static CK_RV
-s_before (cs_board_t *self)
+s_before (cs_board_t *self, cs_session_t *session)
 {
+    if (session->stuck)
+        return CKR_OPERATION_ACTIVE;    /* the operation left open is still there */
     unsigned long call = atomic_fetch_add (&self->calls, 1);
+    if (self->stuck_every && (call + 1) % self->stuck_every == 0) {
+        session->stuck = true;
+        return CKR_DEVICE_ERROR;
+    }
     if (atomic_load (&self->dead) || (self->die_after != ULONG_MAX && call > self->die_after))
         return CKR_DEVICE_REMOVED;      /* after a call died: the device is gone */
     if (call == self->die_after) {
@@ -352,7 +370,7 @@ s_crypto (int id, cs_session_t *session, const cs_key_t *key, const cs_mech_t *m
 {
     cs_board_t *self = session->board;
     cs_drv_sign_key_fn *fn = (cs_drv_sign_key_fn *) s_fn (self, id);
-    CK_RV rv = s_before (self);
+    CK_RV rv = s_before (self, session);
     if (rv == CKR_OK)
         rv = fn ? fn (session->inner, key, mech, in, in_len, out, out_len) : CKR_FUNCTION_NOT_SUPPORTED;
     if (rv == CKR_OK)
@@ -380,7 +398,7 @@ s_derive_key (cs_session_t *session, const cs_key_t *key, const unsigned char *p
 {
     cs_board_t *self = session->board;
     cs_drv_derive_key_fn *fn = (cs_drv_derive_key_fn *) s_fn (self, CS_DRV_DERIVE_KEY);
-    CK_RV rv = s_before (self);
+    CK_RV rv = s_before (self, session);
     if (rv == CKR_OK)
         rv = fn ? fn (session->inner, key, point, point_len, out, out_len) : CKR_FUNCTION_NOT_SUPPORTED;
     if (rv == CKR_OK)
@@ -393,7 +411,7 @@ s_generate_material (cs_session_t *session, const cs_keygen_t *gen, unsigned cha
 {
     cs_board_t *self = session->board;
     cs_drv_generate_material_fn *fn = (cs_drv_generate_material_fn *) s_fn (self, CS_DRV_GENERATE_MATERIAL);
-    CK_RV rv = s_before (self);
+    CK_RV rv = s_before (self, session);
     return rv != CKR_OK ? rv : fn ? fn (session->inner, gen, pkcs8_p, len_p) : CKR_FUNCTION_NOT_SUPPORTED;
 }
 
@@ -402,7 +420,7 @@ s_generate_resident (cs_session_t *session, const cs_keygen_t *gen, cs_key_info_
 {
     cs_board_t *self = session->board;
     cs_drv_generate_resident_fn *fn = (cs_drv_generate_resident_fn *) s_fn (self, CS_DRV_GENERATE_RESIDENT);
-    CK_RV rv = s_before (self);
+    CK_RV rv = s_before (self, session);
     return rv != CKR_OK ? rv : fn ? fn (session->inner, gen, info) : CKR_FUNCTION_NOT_SUPPORTED;
 }
 
@@ -411,7 +429,7 @@ s_destroy_resident (cs_session_t *session, const unsigned char *id, size_t id_le
 {
     cs_board_t *self = session->board;
     cs_drv_destroy_resident_fn *fn = (cs_drv_destroy_resident_fn *) s_fn (self, CS_DRV_DESTROY_RESIDENT);
-    CK_RV rv = s_before (self);
+    CK_RV rv = s_before (self, session);
     return rv != CKR_OK ? rv : fn ? fn (session->inner, id, id_len) : CKR_FUNCTION_NOT_SUPPORTED;
 }
 

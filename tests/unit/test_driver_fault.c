@@ -5,6 +5,8 @@
  *  file exists); hang-after blocks a call until the board is closed;
  *  die-after: the dying call blocks, every other call of every session
  *  answers CKR_DEVICE_REMOVED at once and no session opens;
+ *  stuck-every fails every Nth call with CKR_DEVICE_ERROR and leaves its
+ *  session answering CKR_OPERATION_ACTIVE until it is closed;
  *  delay-ms slows a call; bad settings stop the board.
  */
 #include <pthread.h>
@@ -114,6 +116,32 @@ START_TEST (test_flip_every)
         ck_assert_msg (ok == (i % 3 != 0), "result %d: verified %d", i, ok);
     }
     s_close (&board, &session);
+}
+END_TEST
+
+/*  stuck-every=3: calls 1 and 2 sign; call 3 fails and leaves its session
+ *  stuck (CKR_OPERATION_ACTIVE from then on); another session of the board
+ *  still works, and so does a fresh one after the stuck one is closed.  */
+START_TEST (test_stuck_every)
+{
+    cs_board_t *board = s_open ("stuck-every=3", NULL);
+    cs_session_t *session = s_session (board), *other = s_session (board);
+    bool ok = false;
+    ck_assert_uint_eq (s_sign (session, &ok), CKR_OK);
+    ck_assert (ok);
+    ck_assert_uint_eq (s_sign (session, &ok), CKR_OK);
+    ck_assert_uint_eq (s_sign (session, &ok), CKR_DEVICE_ERROR);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq (s_sign (session, &ok), CKR_OPERATION_ACTIVE);
+    ck_assert_uint_eq (s_sign (other, &ok), CKR_OK);                /* call 4 */
+    ck_assert (ok);
+    ((cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE)) (&session);
+    session = s_session (board);
+    ck_assert_uint_eq (s_sign (session, &ok), CKR_OK);              /* call 5 */
+    ck_assert (ok);
+    ((cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE)) (&other);
+    s_close (&board, &session);
+    ck_assert_ptr_null (s_open ("stuck-every=-2", NULL));
 }
 END_TEST
 
@@ -250,6 +278,7 @@ main (void)
     TCase *tc = tr_tcase ("fault", s_setup, s_teardown);
     tcase_add_test (tc, test_pass_through);
     tcase_add_test (tc, test_flip_every);
+    tcase_add_test (tc, test_stuck_every);
     tcase_add_test (tc, test_fail_and_fail_file);
     tcase_add_test (tc, test_hang_after);
     tcase_add_test (tc, test_die_after);
