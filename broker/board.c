@@ -108,6 +108,7 @@ board_new (const broker_board_conf_t *conf, const char *driver_dir, const char *
     self->tenant = conf->tenant ? strdup (conf->tenant) : NULL;
     self->threads = conf->threads;
     self->verify_rsa = conf->verify_rsa;
+    self->host = conf->host;
     self->verify_ec = conf->verify_ec;
     self->call_timeout_ms = conf->call_timeout_ms;
     self->generate_timeout_ms = conf->generate_timeout_ms;

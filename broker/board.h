@@ -13,6 +13,7 @@ typedef struct {
     char *type;                     /* driver type */
     char *tenant;                   /* drivers/<name>/tenant: owner of its resident keys, or NULL */
     int threads;                    /* worker threads to start */
+    bool host;                      /* computes on the broker host's cores (placement.h) */
     void *dl;                       /* the driver module */
     const cs_driver_t *driver;
     cs_board_t *handle;             /* the driver's board object */

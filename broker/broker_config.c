@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include "cs_mech.h"
@@ -195,6 +196,14 @@ s_metrics_token (s_loader_t *self)
     return rc;
 }
 
+/*  The CPUs online (the default of broker/host-cores), at least 1.  */
+static int
+s_online_cpus (void)
+{
+    long n = sysconf (_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 4096 ? 4096 : (int) n;
+}
+
 /*  broker/cross-check: "N%" or "N", N 0..100 (default 0).  */
 static int
 s_cross_check_pct (s_loader_t *self)
@@ -249,6 +258,7 @@ s_broker (s_loader_t *self)
     ||  s_int (self, "broker/max-client-bytes", 16 * 1024 * 1024, 4096, INT_MAX, &config->max_client_bytes)
     ||  s_int (self, "broker/max-client-jobs", 256, 1, 1000000, &config->max_client_jobs)
     ||  s_cross_check_pct (self)
+    ||  s_int (self, "broker/host-cores", s_online_cpus (), 0, 4096, &config->host_cores)
     ||  s_int (self, "broker/fast-lane-us", 100, 0, 10000, &config->fast_lane_us)
     ||  s_tenant_weights (self)
     ||  s_int (self, "broker/router-rcvhwm", 100, 1, 100000, &config->router_rcvhwm)
@@ -442,6 +452,9 @@ s_board (s_loader_t *self, zconfig_t *section, broker_board_conf_t *board)
     board->tenant = tenant && *tenant ? strdup (tenant) : NULL;
     snprintf (path, sizeof path, "drivers/%s/threads", board->name);
     if (s_int (self, path, 1, 1, BROKER_MAX_THREADS, &board->threads))
+        return -1;
+    snprintf (path, sizeof path, "drivers/%s/host", board->name);
+    if (s_bool (self, path, streq (type, "openssl") || streq (type, "gmp"), &board->host))
         return -1;
     return s_board_health (self, board);
 }

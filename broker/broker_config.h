@@ -22,6 +22,8 @@ typedef struct {
     char *type;                 /* driver type: loads DRIVER_DIR/<type>.so */
     int threads;                /* worker threads, 1..256 (default 1) */
     char *tenant;               /* tenant owning the board's resident keys, or NULL */
+    bool host;                  /* host: computes on the broker host's cores (default true
+                                   for the openssl and gmp drivers, false otherwise) */
     zconfig_t *config;          /* the section itself; owned by the config root */
     /*  Board health (issue #9; health.h, verify.h): */
     bool trusted;               /* trusted, default true */
@@ -57,6 +59,8 @@ typedef struct {
     int max_client_jobs;        /* jobs one client may have out with workers before its
                                    further requests wait in its backlog, 1..1000000,
                                    default 256 (client_load.h) */
+    int host_cores;             /* broker/host-cores: cores the host boards share, 0 = no
+                                   budget; default the online CPUs (placement.h) */
     int fast_lane_us;           /* broker/fast-lane-us: items expected to take at most this many
                                    us on an openssl board run on the reactor (fast_lane.c),
                                    0..10000, default 100, 0 = off */

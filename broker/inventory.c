@@ -320,6 +320,21 @@ s_resident_attrs (frontend_t *self)
     self->inventory->n_resident_attrs = sizeof flags / sizeof flags [0];
 }
 
+/*  One line naming the host boards and the cores they share.  */
+static void
+s_log_host_boards (frontend_t *self)
+{
+    char names [512] = "";
+    size_t used = 0;
+    for (size_t b = 0; b < self->args->n_boards && used < sizeof names; b++)
+        if (self->args->boards [b]->host)
+            used += (size_t) snprintf (names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                                       self->args->boards [b]->name);
+    if (*names && self->config->host_cores > 0)
+        zsys_info ("placement: host boards %s share %d cores (broker/host-cores)", names,
+                   self->config->host_cores);
+}
+
 /*  Registers boards, their keys and workers with the scheduler and builds
  *  the ListKeys entries of resident keys (pointing into the boards' arrays).  */
 int
@@ -331,6 +346,7 @@ fe_build_routing (frontend_t *self)
     self->inventory->board_keys = calloc (max + 1, sizeof (fe_board_key_t));
     if (!self->inventory->board_keys || !(self->scheduler = scheduler_new ()))
         return -1;
+    scheduler_host_cores (self->scheduler, (size_t) self->config->host_cores);
     s_resident_attrs (self);
     zconfig_t *weights = self->config->tenant_weights;
     for (zconfig_t *w = weights ? zconfig_child (weights) : NULL; w; w = zconfig_next (w))
@@ -338,7 +354,8 @@ fe_build_routing (frontend_t *self)
             return -1;
     for (size_t b = 0; b < self->args->n_boards; b++) {
         board_t *board = self->args->boards [b];
-        if (scheduler_board_add (self->scheduler, board->name) != (int) b)
+        if (scheduler_board_add (self->scheduler, board->name) != (int) b
+        ||  scheduler_board_host (self->scheduler, b, board->host))
             return -1;
         for (size_t k = 0; k < board->n_keys; k++)
             if (s_key_merge (self, b, k))
@@ -347,6 +364,7 @@ fe_build_routing (frontend_t *self)
             if (scheduler_worker_add (self->scheduler, b) != (int) self->n_workers++)
                 return -1;
     }
+    s_log_host_boards (self);
     return 0;
 }
 

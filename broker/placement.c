@@ -164,41 +164,86 @@ s_expect (scheduler_t *self, uint64_t set, const work_item_t *item, double *expe
         expected [sched_first (set)] = scheduler_expected_ns (self, sched_first (set), item);
 }
 
+/*  The workers of board b that can run at once: all of them, but no more
+ *  than the host's cores for a host board under a budget.  */
+static size_t
+s_parallel (const scheduler_t *self, size_t b)
+{
+    const sched_board_t *board = &self->boards [b];
+    if (board->host && self->host_cores > 0 && self->host_cores < board->n_workers)
+        return self->host_cores;
+    return board->n_workers;
+}
+
+/*  True when host board b may not start an item of the class of expected []
+ *  now (placement.h, "Host boards"): every core of the host budget is
+ *  taken, or the host boards in `set` that are cheaper for the class
+ *  (measured, and below expected [b] / SCHEDULER_SPEED_SLACK) have at
+ *  least as many workers as the host has cores, so whatever core b would
+ *  take is one a cheaper board can use.  Never for a board that is not a
+ *  host board, or without a budget.  */
+static bool
+s_host_blocked (const scheduler_t *self, size_t b, uint64_t set, const double *expected)
+{
+    if (!self->boards [b].host || self->host_cores == 0)
+        return false;
+    if (self->host_running >= self->host_cores)
+        return true;
+    size_t cheaper = 0;
+    for (set &= ~(UINT64_C (1) << b) & self->up; set; set &= set - 1) {
+        size_t c = sched_first (set);
+        if (self->boards [c].host && expected [c] > 0 && expected [c] * SCHEDULER_SPEED_SLACK < expected [b])
+            cheaper += self->boards [c].n_workers;
+    }
+    return cheaper >= self->host_cores;
+}
+
+/*  True when board b has an idle worker that may start an item of the
+ *  class of expected [] now (not blocked by the host budget).  */
+static bool
+s_can_start (const scheduler_t *self, size_t b, uint64_t set, const double *expected)
+{
+    return self->boards [b].n_idle > 0 && !s_host_blocked (self, b, set, expected);
+}
+
 /*  The expected finish (ns from now) of an item on board b whose expected
  *  service time is s_ns, with `extra` items more waiting for b than it
  *  counts (1 for an item not yet queued): s_ns on an idle board; on a busy
  *  one, the item starts after the items waiting that b may run and itself
  *  have left the queue, one every s_ns / workers on average, so
- *  s_ns * (1 + (waiting + extra) / workers).  INFINITY for a busy board
+ *  s_ns * (1 + (waiting + extra) / workers), where a host board's workers
+ *  count for no more than the host's cores (s_parallel) and a host board
+ *  whose cores are all taken counts as busy.  INFINITY for a busy board
  *  without a sample (it is never waited for).  */
 static double
 s_finish (scheduler_t *self, size_t b, double s_ns, size_t extra)
 {
     const sched_board_t *board = &self->boards [b];
-    if (board->n_idle > 0)
+    bool cores_free = !board->host || self->host_cores == 0 || self->host_running < self->host_cores;
+    if (board->n_idle > 0 && cores_free)
         return s_ns;
     if (s_ns <= 0 || board->n_workers == 0)
         return INFINITY;
-    return s_ns * (1 + (double) (board->waiting + extra) / (double) board->n_workers);
+    return s_ns * (1 + (double) (board->waiting + extra) / (double) s_parallel (self, b));
 }
 
-/*  Picks the board in `set` with idle workers where item is expected to
- *  finish first: the smallest expected service time; among boards within
- *  SCHEDULER_SPEED_SLACK of it, most idle, then fewest assigned.  Returns
- *  -1 when none of them has an idle worker.  */
+/*  Picks the board in `set` with idle workers that may start the item
+ *  (s_can_start) where it is expected to finish first: the smallest
+ *  expected service time; among boards within SCHEDULER_SPEED_SLACK of it,
+ *  most idle, then fewest assigned.  Returns -1 when none of them can.  */
 static int
 s_pick_board (scheduler_t *self, uint64_t set, const double *expected)
 {
     double fastest = -1;
     for (size_t i = 0; i < self->n_boards; i++) {
-        if (!(set & (UINT64_C (1) << i)) || self->boards [i].n_idle == 0)
+        if (!(set & (UINT64_C (1) << i)) || !s_can_start (self, i, set, expected))
             continue;
         if (fastest < 0 || expected [i] < fastest)
             fastest = expected [i];
     }
     int best = -1;
     for (size_t i = 0; fastest >= 0 && i < self->n_boards; i++) {
-        if (!(set & (UINT64_C (1) << i)) || self->boards [i].n_idle == 0
+        if (!(set & (UINT64_C (1) << i)) || !s_can_start (self, i, set, expected)
         ||  expected [i] > fastest * SCHEDULER_SPEED_SLACK)
             continue;
         if (best < 0 || s_less_loaded (self, i, (size_t) best))
@@ -241,11 +286,16 @@ placement_worth (void *arg_item, void *arg)
         match->mech = mech;
         match->bits = item->bits;
     }
+    const sched_board_t *b = &self->boards [match->board];
+    if (b->host && self->host_cores > 0 && self->host_running >= self->host_cores)
+        return false;               /* every host core is taken */
     if (match->now_ns > 0 && item->submitted_ns > 0
     &&  (double) (match->now_ns - item->submitted_ns) > match->expected [match->board])
         return true;
     if (s_unproven (self, match->board, item))
         return true;                /* its estimate cannot tell yet: measured on this item */
+    if (s_host_blocked (self, match->board, set, match->expected))
+        return false;               /* a cheaper host board can use that core */
     return !s_waiting_pays (self, set, match->board, match->expected, match->extra);
 }
 
@@ -273,6 +323,8 @@ placement_choose (scheduler_t *self, const work_item_t *item, uint64_t set)
     for (uint64_t idle = set; idle; idle &= idle - 1)
         if (self->boards [sched_first (idle)].n_idle > 0 && s_unproven (self, sched_first (idle), item))
             expected [sched_first (idle)] = 0;
+    /*  The unproven boards measured at 0 block no one (s_host_blocked
+     *  counts measured boards only), and may start when a core is free.  */
     int board = s_pick_board (self, set, expected);
     if (board >= 0 && item->low && self->boards [board].waiting > 0)
         board = -1;                 /* client items it may run wait (for a faster board) */

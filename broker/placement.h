@@ -49,6 +49,24 @@
  *  (item->low) go by service time alone (they never wait for a busy board)
  *  and only when no client item the board may run waits.
  *
+ *  Host boards (scheduler_board_host; issue #25): boards that compute on
+ *  the broker host's own cores (OpenSSL, GMP, SoftHSM and other software
+ *  tokens) are not independent hardware: together they have the host's
+ *  cores (scheduler_host_cores), and an item one of them runs takes a core
+ *  from the others.  So a host board starts an item only while fewer host
+ *  items run than there are cores, and only when the host boards that are
+ *  cheaper for the item's class (measured, below its service time divided
+ *  by SCHEDULER_SPEED_SLACK) have fewer workers than there are cores: else
+ *  every core it would use is one a cheaper board can use, so the host's
+ *  cores go to the cheapest board for that key and mechanism (an RSA
+ *  keystore key signs on the openssl board, not on a SoftHSM board that
+ *  imports the key for each job and signs 1.6 times slower on the same
+ *  cores).  In the expected finish on a busy host board its workers count
+ *  for no more than the cores.  Real accelerators (not host boards) keep
+ *  their own capacity and the model above.  When a host worker gives its
+ *  core back, the idle workers of every host board are looked at again
+ *  (scheduler_rebalance).
+ *
  *  The same test decides which waiting items a worker takes: a worker of
  *  board b takes the next item it may run for which waiting for another
  *  board does not pay (the fastest board's workers take any), else it

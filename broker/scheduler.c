@@ -33,6 +33,7 @@ scheduler_destroy (scheduler_t **self_p)
         free (self->boards [i].idle);
     }
     free (self->worker_board);
+    free (self->worker_busy);
     zhashx_destroy (&self->keys);
     fair_queue_destroy (&self->queue);
     zlistx_destroy (&self->low);
@@ -87,14 +88,18 @@ scheduler_worker_add (scheduler_t *self, size_t board)
     sched_board_t *b = &self->boards [board];
     size_t *idle = realloc (b->idle, (b->n_workers + 1) * sizeof *idle);
     size_t *map = realloc (self->worker_board, (self->n_workers + 1) * sizeof *map);
+    bool *busy = realloc (self->worker_busy, (self->n_workers + 1) * sizeof *busy);
     if (idle)
         b->idle = idle;
     if (map)
         self->worker_board = map;
-    if (!idle || !map)
+    if (busy)
+        self->worker_busy = busy;
+    if (!idle || !map || !busy)
         return -1;
     b->n_workers++;
     self->worker_board [self->n_workers] = board;
+    self->worker_busy [self->n_workers] = false;
     return (int) self->n_workers++;
 }
 
@@ -132,6 +137,45 @@ s_assign (scheduler_t *self, work_item_t *item, size_t board, size_t worker)
     item->board = board;
     item->worker = worker;
     self->boards [board].assigned++;
+    self->worker_busy [worker] = true;
+    if (self->boards [board].host)
+        self->host_running++;
+}
+
+/*  Worker `worker` has no item any more: a host board's worker gives its
+ *  core back, and the idle workers of every host board may now take a
+ *  waiting item (scheduler_rebalance).  */
+static void
+s_unassign (scheduler_t *self, size_t worker)
+{
+    if (!self->worker_busy [worker])
+        return;
+    self->worker_busy [worker] = false;
+    if (self->boards [self->worker_board [worker]].host) {
+        self->host_running--;
+        self->recheck |= sched_host_set (self);
+    }
+}
+
+void
+scheduler_host_cores (scheduler_t *self, size_t cores)
+{
+    self->host_cores = cores;
+}
+
+int
+scheduler_board_host (scheduler_t *self, size_t board, bool host)
+{
+    if (board >= self->n_boards)
+        return -1;
+    self->boards [board].host = host;
+    return 0;
+}
+
+size_t
+scheduler_host_running (scheduler_t *self)
+{
+    return self->host_running;
 }
 
 /*  Queues a client item in its tenant's FIFO, counted as waiting on the
@@ -228,6 +272,7 @@ work_item_t *
 scheduler_worker_ready (scheduler_t *self, size_t worker)
 {
     assert (worker < self->n_workers);
+    s_unassign (self, worker);
     size_t board = self->worker_board [worker];
     s_match_t match = { .self = self, .bit = UINT64_C (1) << board };
     work_item_t *item = NULL;

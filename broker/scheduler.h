@@ -129,6 +129,20 @@ void scheduler_destroy (scheduler_t **self_p);
 /*  Adds a board; returns its index (0, 1, ...) or -1 past 64 boards.  */
 int scheduler_board_add (scheduler_t *self, const char *name);
 
+/*  Marks board `board` as a host board (drivers/NAME/host): it computes on
+ *  the broker host's own cores (OpenSSL, GMP, a software token), so its
+ *  workers share the host's budget of cores with every other host board
+ *  (scheduler_host_cores; placement.h, "Host boards").  Returns 0, or -1
+ *  for an unknown board.  */
+int scheduler_board_host (scheduler_t *self, size_t board, bool host);
+
+/*  The number of cores the host boards share (broker/host-cores; 0: no
+ *  budget, every board counts as hardware of its own).  */
+void scheduler_host_cores (scheduler_t *self, size_t cores);
+
+/*  Items out with workers of host boards now (tests).  */
+size_t scheduler_host_running (scheduler_t *self);
+
 /*  Notes that board `board` holds the key with CKA_ID id (len bytes).  */
 int scheduler_key_add (scheduler_t *self, size_t board, const unsigned char *id, size_t len);
 

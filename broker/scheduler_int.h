@@ -35,6 +35,7 @@ typedef struct {
     size_t n_workers;
     uint64_t assigned;              /* items given to its workers */
     size_t waiting;                 /* client items waiting that it may run */
+    bool host;                      /* runs on the broker host's cores (scheduler_board_host) */
     uint64_t jobs;
     uint64_t errors;
 } sched_board_t;
@@ -43,7 +44,10 @@ struct _scheduler_t {
     sched_board_t boards [SCHED_MAX_BOARDS];
     size_t n_boards;
     size_t *worker_board;           /* worker id -> board */
+    bool *worker_busy;              /* worker id -> has an item (assigned, not ready again) */
     size_t n_workers;
+    size_t host_cores;              /* the host boards' shared budget of cores, 0: none */
+    size_t host_running;            /* items out with workers of host boards */
     zhashx_t *keys;                 /* hex CKA_ID -> uint64_t* board set */
     fair_queue_t *queue;            /* client work_item_t *, per tenant */
     zlistx_t *low;                  /* background work_item_t *, oldest first */
@@ -51,6 +55,17 @@ struct _scheduler_t {
     uint64_t recheck;               /* boards whose idle workers scheduler_rebalance
                                        must look at (the balance changed) */
 };
+
+/*  The host boards (a bit per board).  */
+static inline uint64_t
+sched_host_set (const scheduler_t *self)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->n_boards; b++)
+        if (self->boards [b].host)
+            set |= UINT64_C (1) << b;
+    return set;
+}
 
 /*  The lowest board in set (non-empty).  */
 static inline size_t

@@ -6,7 +6,10 @@
 # ECDSA P-256 and RSA-2048, every signature verified with OpenSSL against a
 # PEM made outside the module under test; then `openssl speed` (1 core and
 # -multi 2).  Prints the CSV rows of cryptoserver-bench, one per cell, with
-# the broker's CPU per operation for our rows.  A benchmark, not a test: no
+# the broker's CPU per operation for our rows; then the RSA keystore rows
+# again with the host-core budget off (broker/host-cores = 0: the SoftHSM
+# boards take keystore jobs as if they had cores of their own, as before
+# issue #25), the broker restarted for it.  A benchmark, not a test: no
 # speed is asserted.  Run it on a quiet machine: client, broker and boards
 # share the cores.  man cryptoserver-bench(1).
 set -eu
@@ -55,11 +58,23 @@ done
 "$SRC/tools/demo-deploy.sh" --start "$D" >/dev/null
 . "$D/env.sh"
 cpu () { curl -s "$CRYPTOSERVER_METRICS_URL" | awk '/^process_cpu_seconds_total/ { print $2 }'; }
-echo "bench-side-by-side.sh: waiting until the broker is idle (key pool filled)" >&2
-for i in $(seq 60); do
-    a=$(cpu); sleep 1; b=$(cpu)
-    awk -v a="$a" -v b="$b" 'BEGIN { exit !(b - a < 0.03) }' && break
-done
+idle () {
+    echo "bench-side-by-side.sh: waiting until the broker is idle (key pool filled)" >&2
+    for i in $(seq 60); do
+        a=$(cpu); sleep 1; b=$(cpu)
+        awk -v a="$a" -v b="$b" 'BEGIN { exit !(b - a < 0.03) }' && break
+    done
+}
+# host_cores N: the broker restarted with broker/host-cores N ("" : the default).
+host_cores () {
+    "$SRC/tools/demo-deploy.sh" --stop "$D" >/dev/null
+    if [ -n "$1" ]; then "$A" config set "$D/broker.conf" broker/host-cores "$1"
+    else "$A" config set "$D/broker.conf" broker/host-cores "$(nproc)"; fi
+    "$SRC/tools/demo-deploy.sh" --start "$D" >/dev/null
+    . "$D/env.sh"
+    idle
+}
+idle
 export SOFTHSM2_CONF=$D/softhsm2.conf
 if [ -n "$CLIENT" ]; then
     eval "$(p11-kit server --provider "$SO" -n "$D/p11kit.sock" -s 'pkcs11:token=board0' 2>/dev/null)" || CLIENT=
@@ -88,6 +103,12 @@ for r in $(seq "$R"); do
         cell ours-keystore "$CRYPTOSERVER_MODULE" "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" ksrsa sha256-rsa-pkcs \
              $t ksrsa "$CRYPTOSERVER_METRICS_URL"
     done
+    host_cores 0
+    for t in 8 32; do
+        cell ours-keystore-nobudget "$CRYPTOSERVER_MODULE" "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" ksrsa \
+             sha256-rsa-pkcs $t ksrsa "$CRYPTOSERVER_METRICS_URL"
+    done
+    host_cores ""
 done
 echo "# broker counters:"
 curl -s "$CRYPTOSERVER_METRICS_URL" | grep -E '^cryptoserver_(fast_lane_jobs_total|requests_total|request_jobs_total)' \

@@ -267,10 +267,12 @@ register_boards () {
             "$ADMIN" board add "$board" --dir "$DIR" --type pkcs11 --module "$SOFTHSM" \
                 --token "$board" --pin-file "$DIR/board.pin" --threads 2 \
                 --set "tenant=$TENANT" >/dev/null
-            say "registered board $board (pkcs11, 2 threads, tenant $TENANT)"
+            say "registered board $board (pkcs11, 2 threads, tenant $TENANT, host cores)"
         elif ! "$ADMIN" config get "$DIR/broker.conf" "drivers/$board/tenant" >/dev/null 2>&1; then
             "$ADMIN" config set "$DIR/broker.conf" "drivers/$board/tenant" "$TENANT"
         fi
+        # SoftHSMv2 computes on this host's cores (placement.h, "Host boards").
+        "$ADMIN" config set "$DIR/broker.conf" "drivers/$board/host" true
     done
 }
 

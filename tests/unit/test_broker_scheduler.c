@@ -308,6 +308,126 @@ END_TEST
  *  13 of them; the 14th would finish sooner on the idle slow board, which
  *  takes the oldest waiting item instead (FIFO kept), then none while
  *  waiting pays again for the 13 left.  */
+/*  Host boards (placement.h, "Host boards"; issue #25): "cheap" (workers
+ *  0, 1) at 100 us and "dear" (workers 2, 3) at 160 us, both host boards
+ *  holding s_shared, measured and idle, sharing `cores` host cores.  */
+#define S_CHEAP_NS 100000
+#define S_DEAR_NS 160000
+
+static scheduler_t *
+s_host_pair (size_t cores)
+{
+    scheduler_t *s = scheduler_new ();
+    ck_assert_int_eq (scheduler_board_add (s, "cheap"), 0);
+    ck_assert_int_eq (scheduler_board_add (s, "dear"), 1);
+    for (size_t b = 0; b < 2; b++)
+        ck_assert_int_eq (scheduler_key_add (s, b, s_shared, 1), 0);
+    for (int w = 0; w < 4; w++)
+        ck_assert_int_eq (scheduler_worker_add (s, w < 2 ? 0 : 1), w);
+    for (size_t w = 0; w < 4; w++)
+        ck_assert_ptr_null (scheduler_worker_ready (s, w));
+    work_item_t done = s_item (s_shared, 0);
+    done.rv = CKR_OK;
+    for (int i = 0; i < 3; i++) {           /* more samples than workers: warm */
+        done.board = 0;
+        scheduler_service (s, &done, S_CHEAP_NS);
+        done.board = 1;
+        scheduler_service (s, &done, S_DEAR_NS);
+    }
+    ck_assert_double_eq (scheduler_expected_ns (s, 0, &done), S_CHEAP_NS);
+    ck_assert_double_eq (scheduler_expected_ns (s, 1, &done), S_DEAR_NS);
+    ck_assert_int_eq (scheduler_board_host (s, 0, true), 0);
+    ck_assert_int_eq (scheduler_board_host (s, 1, true), 0);
+    ck_assert_int_eq (scheduler_board_host (s, 7, true), -1);
+    scheduler_host_cores (s, cores);
+    return s;
+}
+
+/*  Two host cores, the cheap board has two workers: the dear board never
+ *  takes an item while the cheap one can use every core (without the
+ *  budget it would take the third item at once: 100 us * (1 + 1/2) x 1.25
+ *  is not below 160 us).  At most two host items run at once; when a cheap
+ *  worker is back it takes the next waiting item, and a dear worker back
+ *  from another job leaves them waiting.  With four cores the dear board
+ *  runs items too (the cheap board cannot use them all); a cheap board out
+ *  of rotation leaves the dear one free to run.  */
+START_TEST (test_place_host_cores_to_cheapest)
+{
+    scheduler_t *s = s_host_pair (2);
+    work_item_t items [6], dear_only = s_item (s_shared, 50);
+    size_t worker = 99;
+    for (size_t i = 0; i < 2; i++) {
+        items [i] = s_item (s_shared, i);
+        ck_assert_int_eq (scheduler_submit (s, &items [i], &worker), SCHEDULER_ASSIGNED);
+        ck_assert_uint_eq (items [i].board, 0);
+    }
+    ck_assert_uint_eq (scheduler_host_running (s), 2);
+    for (size_t i = 2; i < 6; i++) {
+        items [i] = s_item (s_shared, i);
+        ck_assert_int_eq (scheduler_submit (s, &items [i], &worker), SCHEDULER_QUEUED);
+    }
+    ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
+    ck_assert_uint_eq (scheduler_idle (s, 1), 2);
+    /*  Even the reactor's sweep gives the dear board nothing while both
+     *  cores are taken.  */
+    ck_assert_ptr_null (scheduler_rebalance (s, INT64_MAX, &worker));
+    /*  A cheap worker back: it takes the oldest waiting item.  */
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &items [2]);
+    ck_assert_uint_eq (scheduler_host_running (s), 2);
+    /*  Both cheap workers back at once: one core is free for a moment, and
+     *  still the dear board takes nothing (the cheap one will use it).  */
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 1), &items [3]);
+    ck_assert_ptr_eq (scheduler_worker_ready (s, 0), &items [4]);
+    ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
+    ck_assert_uint_eq (scheduler_queued (s), 1);
+    ck_assert_uint_eq (scheduler_idle (s, 1), 2);
+    scheduler_destroy (&s);
+
+    /*  A dear board's own job (only it holds the key) runs when a core is
+     *  free, and its worker back leaves the shared items to the cheap board.  */
+    s = s_host_pair (2);
+    dear_only.boards = UINT64_C (1) << 1;
+    ck_assert_int_eq (scheduler_submit (s, &dear_only, &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (dear_only.board, 1);
+    items [0] = s_item (s_shared, 0);
+    ck_assert_int_eq (scheduler_submit (s, &items [0], &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (items [0].board, 0);
+    items [1] = s_item (s_shared, 1);
+    ck_assert_int_eq (scheduler_submit (s, &items [1], &worker), SCHEDULER_QUEUED);   /* 2 cores taken */
+    ck_assert_ptr_null (scheduler_worker_ready (s, dear_only.worker));
+    ck_assert_ptr_eq (scheduler_rebalance (s, 0, &worker), &items [1]);         /* the cheap board's */
+    ck_assert_uint_eq (items [1].board, 0);
+    scheduler_destroy (&s);
+
+    /*  Four cores: the cheap board's two workers cannot use them all.  */
+    s = s_host_pair (4);
+    for (size_t i = 0; i < 4; i++) {
+        items [i] = s_item (s_shared, i);
+        ck_assert_int_eq (scheduler_submit (s, &items [i], &worker), SCHEDULER_ASSIGNED);
+        ck_assert_uint_eq (items [i].board, i < 2 ? 0 : 1);
+    }
+    scheduler_destroy (&s);
+
+    /*  The cheap board out of rotation: the dear one runs.  */
+    s = s_host_pair (2);
+    scheduler_board_set_up (s, 0, false);
+    items [0] = s_item (s_shared, 0);
+    ck_assert_int_eq (scheduler_submit (s, &items [0], &worker), SCHEDULER_ASSIGNED);
+    ck_assert_uint_eq (items [0].board, 1);
+    scheduler_destroy (&s);
+
+    /*  No budget (0 cores): host boards are placed like hardware, and the
+     *  dear board takes the third item.  */
+    s = s_host_pair (0);
+    for (size_t i = 0; i < 3; i++) {
+        items [i] = s_item (s_shared, i);
+        ck_assert_int_eq (scheduler_submit (s, &items [i], &worker), SCHEDULER_ASSIGNED);
+    }
+    ck_assert_uint_eq (items [2].board, 1);
+    scheduler_destroy (&s);
+}
+END_TEST
+
 START_TEST (test_place_long_queue_slow_takes_oldest)
 {
     scheduler_t *s = s_fast_slow ();
@@ -603,6 +723,7 @@ main (void)
     tcase_add_test (tc, test_rotation_queue);
     tcase_add_test (tc, test_place_waits_for_fast);
     tcase_add_test (tc, test_place_long_queue_slow_takes_oldest);
+    tcase_add_test (tc, test_place_host_cores_to_cheapest);
     tcase_add_test (tc, test_place_fast_leaves_rotation);
     tcase_add_test (tc, test_place_rebalance_service_and_sweep);
     tcase_add_test (tc, test_place_stale_estimate_remeasured);
