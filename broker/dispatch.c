@@ -278,6 +278,7 @@ fe_on_watch_timer (zloop_t *loop, int timer_id, void *arg)
     for (work_item_t *item; (item = board_watch_overrun (self->watch_boards, now, &fault)); ) {
         item->rv = CKR_DEVICE_ERROR;            /* counted as a failed job of its board */
         scheduler_done (self->scheduler, item->board, true);
+        scheduler_worker_lost (self->scheduler, item->worker);
         metrics_item_done (self->args->metrics, item,
                            item->request ? ((fe_request_t *) item->request)->received_ns : 0);
         if (fault) {

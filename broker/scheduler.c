@@ -158,6 +158,13 @@ s_unassign (scheduler_t *self, size_t worker)
 }
 
 void
+scheduler_worker_lost (scheduler_t *self, size_t worker)
+{
+    if (worker < self->n_workers)
+        s_unassign (self, worker);
+}
+
+void
 scheduler_host_cores (scheduler_t *self, size_t cores)
 {
     self->host_cores = cores;

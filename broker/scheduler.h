@@ -140,6 +140,12 @@ int scheduler_board_host (scheduler_t *self, size_t board, bool host);
  *  budget, every board counts as hardware of its own).  */
 void scheduler_host_cores (scheduler_t *self, size_t cores);
 
+/*  Worker `worker`'s item was abandoned (its call overran, health.h): the
+ *  worker stays out of use until it is ready again, but a host board's
+ *  worker gives its core back now (a call stuck in a driver must not keep
+ *  the host boards' budget).  */
+void scheduler_worker_lost (scheduler_t *self, size_t worker);
+
 /*  Items out with workers of host boards now (tests).  */
 size_t scheduler_host_running (scheduler_t *self);
 

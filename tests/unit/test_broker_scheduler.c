@@ -381,6 +381,13 @@ START_TEST (test_place_host_cores_to_cheapest)
     ck_assert_ptr_null (scheduler_rebalance (s, 0, &worker));
     ck_assert_uint_eq (scheduler_queued (s), 1);
     ck_assert_uint_eq (scheduler_idle (s, 1), 2);
+    /*  A cheap worker's call overruns and is abandoned: its core comes
+     *  back at once, the worker not (once: it is not counted twice when it
+     *  is ready again).  */
+    scheduler_worker_lost (s, items [3].worker);
+    ck_assert_uint_eq (scheduler_host_running (s), 1);
+    scheduler_worker_lost (s, items [3].worker);
+    ck_assert_uint_eq (scheduler_host_running (s), 1);
     scheduler_destroy (&s);
 
     /*  A dear board's own job (only it holds the key) runs when a core is
