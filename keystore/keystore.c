@@ -20,6 +20,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,9 @@
 #include "cs_secmem.h"
 #include "cs_util.h"
 
-#define SCHEMA_VERSION   4              /* 1: no row MACs, epochs, keyed PIN hashes;
-                                           2: no idempotency table; 3: no objects table */
+/*  KS_SCHEMA_VERSION (keystore_int.h) is 5.  1: no row MACs, epochs, keyed
+ *  PIN hashes; 2: no idempotency table; 3: no objects table; 4: no issued
+ *  table and no state record.  */
 #define GCM_NONCE_LEN    12             /* bytes, RFC 5116 §5.1 N_MIN = N_MAX */
 #define GCM_TAG_LEN      16             /* bytes */
 #define CHECK_AAD        "cs-master-check-v1"
@@ -255,57 +257,161 @@ s_upgrade_1_to_2 (keystore_t *self)
     return rc;
 }
 
-//  Brings the tables to the current schema; on a new database writes the
-//  schema version and the master key check value; a schema 1 file is
-//  upgraded.  Returns 0, or -1 after a log (the documented "master key
-//  does not match" line included).
+//  A new keystore: makes the tables, the master key check value, schema
+//  KS_SCHEMA_VERSION and the state record, whose counter starts above the
+//  counter file's (a file left by an earlier keystore of the same key
+//  does not verify: its identity differs).  0 or -1.
 static int
-s_check_or_init (keystore_t *self)
+s_init (keystore_t *self)
+{
+    int found = 0;
+    size_t len = 0;
+    uint64_t base = 0;
+    if (self->be->migrate (self->store, &found) != 0)
+        return -1;
+    uint8_t *check = ks_seal (self->keys->master, CHECK_AAD, strlen (CHECK_AAD),
+                              (const uint8_t *) CHECK_PLAINTEXT, strlen (CHECK_PLAINTEXT), &len);
+    int rc = check && self->be->version_set (self->store, KS_SCHEMA_VERSION) == 0
+                   && self->be->meta_put (self->store, "master_check", check, len) == 0 ? 0 : -1;
+    if (rc == 0)
+        EVP_Digest (check, len, self->id, NULL, EVP_sha256 (), NULL);
+    free (check);
+    if (rc == 0 && ks_counter_base (self, &base) == 0 && ks_state_put (self, KS_SCHEMA_VERSION, base + 1) == 0)
+        self->counter = base + 1;
+    else
+        rc = -1;
+    return rc;
+}
+
+//  The operator's upgrade (keystore_upgrade) of a keystore at schema
+//  `stored` whose state record is absent (got 0) or verified (got 1).
+//  Refused: a record that says otherwise than the database (a downgrade),
+//  a schema lower than the tables show, a table or column its schema has
+//  missing.  Upgraded: the back end brings the tables to KS_SCHEMA_VERSION,
+//  schema 1 rows are MACed as they stand (the operator vouches for them),
+//  the state record is written.  0 or -1 after the E: line.
+static int
+s_upgrade (keystore_t *self, int stored, int got, uint64_t auth, uint64_t counter)
+{
+    int shows = 0, found = 0;
+    char missing [96];
+    uint64_t base = 0;
+    if (ks_schema_inspect (self, stored, &stored, &shows, missing, sizeof missing) != 0)
+        return -1;
+    if (got == 1) {
+        if (auth == KS_SCHEMA_VERSION && stored == KS_SCHEMA_VERSION && !missing [0]) {
+            zsys_info ("keystore %s: schema %d already: nothing to upgrade", ks_where (self), stored);
+            return ks_counter_check (self, auth, counter, KS_OPEN_NORMAL);
+        }
+        zsys_error ("keystore %s: its authenticated schema is %" PRIu64 " but the database says %d%s%s: "
+                    "refused (changed without the master key): no upgrade", ks_where (self), auth, stored,
+                    missing [0] ? " and has no " : "", missing);
+        return -1;
+    }
+    if (stored < 1 || stored >= KS_SCHEMA_VERSION) {
+        zsys_error ("keystore %s: schema %d without a state record: refused (changed without the "
+                    "master key): no upgrade", ks_where (self), stored);
+        return -1;
+    }
+    if (shows > stored) {
+        zsys_error ("keystore %s: schema %d is lower than its contents show (schema %d): refused "
+                    "(changed without the master key): no upgrade", ks_where (self), stored, shows);
+        return -1;
+    }
+    if (missing [0]) {
+        zsys_error ("keystore %s: %s is missing (schema %d has it): refused (changed without the "
+                    "master key): no upgrade", ks_where (self), missing, stored);
+        return -1;
+    }
+    if (self->be->migrate (self->store, &found) != 0
+    ||  (stored == 1 && s_upgrade_1_to_2 (self) != 0)
+    ||  self->be->version_set (self->store, KS_SCHEMA_VERSION) != 0
+    ||  ks_counter_base (self, &base) != 0
+    ||  ks_state_put (self, KS_SCHEMA_VERSION, base + 1) != 0)
+        return -1;
+    self->counter = base + 1;
+    self->upgraded_from = stored;
+    zsys_notice ("keystore %s: upgraded by the operator from schema %d to %d%s", ks_where (self), stored,
+                 KS_SCHEMA_VERSION, stored == 1 ? " (schema 1 rows MACed as they stood)" : "");
+    return 0;
+}
+
+//  An existing keystore opened as it is: its state record must verify and
+//  say the schema the database says, which must be this code's, with every
+//  table and column of it; then the counter against the counter file.
+static int
+s_check (keystore_t *self, int got, uint64_t auth, uint64_t counter, ks_open_mode_t mode)
+{
+    int stored = 0, shows = 0;
+    char missing [96];
+    if (got < 0 || ks_schema_inspect (self, KS_SCHEMA_VERSION, &stored, &shows, missing, sizeof missing) != 0)
+        return -1;
+    if (got == 0)
+        zsys_error ("keystore %s: schema %d is not authenticated (made by an earlier version, or "
+                    "changed without the master key): refused; an operator upgrades a genuine old "
+                    "keystore with 'cryptoserver-admin keystore upgrade'", ks_where (self), stored);
+    else
+    if (auth != KS_SCHEMA_VERSION)
+        zsys_error ("keystore %s: authenticated schema %" PRIu64 " is not %d (made by another "
+                    "version?): refused", ks_where (self), auth, KS_SCHEMA_VERSION);
+    else
+    if (stored != (int) auth)
+        zsys_error ("keystore %s: schema %d in the database is not its authenticated schema %" PRIu64
+                    " (changed without the master key): refused", ks_where (self), stored, auth);
+    else
+    if (missing [0])
+        zsys_error ("keystore %s: %s is missing (schema %" PRIu64 " has it; changed without the "
+                    "master key): refused", ks_where (self), missing, auth);
+    else
+        return ks_counter_check (self, auth, counter, mode);
+    return -1;
+}
+
+//  Inside one write transaction: a new database is made; an existing one
+//  must have the master key's check value, then is checked as it is
+//  (s_check), or upgraded (s_upgrade) by the operator's keystore_upgrade.
+//  Returns 0, or -1 after a log (the documented "master key does not
+//  match" line included).
+static int
+s_check_or_init (keystore_t *self, ks_open_mode_t mode)
 {
     if (self->be->begin (self->store) != 0)
         return -1;
     uint8_t *value = NULL, *plain = NULL;
     size_t len = 0, plain_len = 0;
-    int rc = -1, schema = 0;
-    if (self->be->migrate (self->store, &schema) != 0)
+    int rc = -1, stored = 0, shows = 0, found = 0;
+    uint64_t auth = 0, counter = 0;
+    char missing [96];
+    if (ks_schema_inspect (self, KS_SCHEMA_VERSION, &stored, &shows, missing, sizeof missing) != 0)
         goto out;
-    int found = self->be->meta_get (self->store, "master_check", &value, &len);
-    if (found < 0)
-        goto out;
-    if (found == 0) {                           //  a new keystore
-        uint8_t *check = ks_seal (self->keys->master, CHECK_AAD, strlen (CHECK_AAD),
-                                  (const uint8_t *) CHECK_PLAINTEXT, strlen (CHECK_PLAINTEXT), &len);
-        rc = check && self->be->version_set (self->store, SCHEMA_VERSION) == 0
-                   && self->be->meta_put (self->store, "master_check", check, len) == 0 ? 0 : -1;
-        free (check);
+    if (stored == 0 && shows == 0) {                //  a new keystore
+        rc = s_init (self);
         goto out;
     }
+    found = self->be->meta_get (self->store, "master_check", &value, &len);
+    if (found == 0)
+        zsys_error ("keystore %s: no master key check value (changed without the master key?): "
+                    "refused", ks_where (self));
+    if (found != 1)
+        goto out;
     plain = ks_open (self->keys->master, CHECK_AAD, strlen (CHECK_AAD), value, len, &plain_len);
     if (!plain || plain_len != strlen (CHECK_PLAINTEXT) || memcmp (plain, CHECK_PLAINTEXT, plain_len)) {
         zsys_error ("keystore %s: master key does not match", ks_where (self));
         goto out;
     }
-    if (schema >= 1 && schema < SCHEMA_VERSION) {
-        //  2 to 3 (the idempotency table) and 3 to 4 (the objects table):
-        //  the back end made the tables (migrate); nothing to rewrite.
-        rc = schema == 1 ? s_upgrade_1_to_2 (self) : 0;
-        if (rc == 0)
-            rc = self->be->version_set (self->store, SCHEMA_VERSION);
-        if (rc == 0)
-            zsys_info ("keystore %s: schema %d upgraded to %d (idempotency and objects tables)",
-                       ks_where (self), schema, SCHEMA_VERSION);
-    }
+    EVP_Digest (value, len, self->id, NULL, EVP_sha256 (), NULL);
+    int got = ks_state_get (self, &auth, &counter);
+    if (mode == KS_OPEN_UPGRADE)
+        rc = got < 0 ? -1 : s_upgrade (self, stored, got, auth, counter);
     else
-    if (schema != SCHEMA_VERSION)
-        zsys_error ("keystore %s: schema version %d is not %d (made by another version?)",
-                    ks_where (self), schema, SCHEMA_VERSION);
-    else
-        rc = 0;
+        rc = s_check (self, got, auth, counter, mode);
 out:
     free (value);
     free (plain);
     if (self->be->end (self->store, rc == 0) != 0)
         rc = -1;
+    if (rc == 0)
+        rc = ks_state_opened (self, mode);
     return rc;
 }
 
@@ -352,8 +458,10 @@ s_backend (const char *location)
 #endif
 }
 
-keystore_t *
-keystore_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN])
+//  Opens the keystore at location in `mode` (ks_open_mode_t).
+static keystore_t *
+s_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+        const char *counter_path, ks_open_mode_t mode)
 {
     if (!location || !master_key)
         return NULL;
@@ -362,14 +470,17 @@ keystore_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_K
         return NULL;
     self->be = s_backend (location);
     self->location = strdup (location);
+    if (counter_path && !(self->counter_path = strdup (counter_path)))
+        goto fail;
     self->keys = cs_secmem_alloc (sizeof *self->keys);
     if (self->keys)
         memcpy (self->keys->master, master_key, KEYSTORE_MASTER_KEY_LEN);
     if (!self->be || !self->location || !self->keys
     ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_ROWS, self->keys->mac_key) != 0
     ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_PINS, self->keys->pin_key) != 0
+    ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_STATE, self->keys->state_key) != 0
     ||  !(self->store = self->be->open (location))
-    ||  s_check_or_init (self) != 0)
+    ||  s_check_or_init (self, mode) != 0)
         goto fail;
     return self;
 fail:
@@ -378,9 +489,57 @@ fail:
 }
 
 keystore_t *
+keystore_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN])
+{
+    return s_open (location, master_key, NULL, KS_OPEN_NORMAL);
+}
+
+keystore_t *
+keystore_open_counted (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+                       const char *counter_path)
+{
+    return s_open (location, master_key, counter_path, KS_OPEN_NORMAL);
+}
+
+int
+keystore_upgrade (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+                  const char *counter_path)
+{
+    keystore_t *self = s_open (location, master_key, counter_path, KS_OPEN_UPGRADE);
+    int rc = !self ? -1 : self->upgraded_from ? self->upgraded_from : 0;
+    keystore_destroy (&self);
+    return rc;
+}
+
+int
+keystore_accept_rollback (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+                          const char *counter_path, uint64_t *counter_p)
+{
+    keystore_t *self = s_open (location, master_key, counter_path, KS_OPEN_ACCEPT_ROLLBACK);
+    if (self && counter_p)
+        *counter_p = self->counter;
+    int rc = self ? 0 : -1;
+    keystore_destroy (&self);
+    return rc;
+}
+
+char *
+keystore_counter_path (const char *beside)
+{
+    const char *slash = beside ? strrchr (beside, '/') : NULL;
+    char *path = NULL;
+    if (!beside)
+        return NULL;
+    if (asprintf (&path, "%.*s%s", slash ? (int) (slash - beside + 1) : 0, beside,
+                  KEYSTORE_COUNTER_FILE) < 0)
+        path = NULL;
+    return path;
+}
+
+keystore_t *
 keystore_open_again (keystore_t *self)
 {
-    return self ? keystore_open (self->location, self->keys->master) : NULL;
+    return self ? s_open (self->location, self->keys->master, self->counter_path, KS_OPEN_NORMAL) : NULL;
 }
 
 int
@@ -428,6 +587,7 @@ keystore_destroy (keystore_t **self_p)
     if (self->store)
         self->be->close (&self->store);
     free (self->idem_tenant);
+    free (self->counter_path);
     if (self->keys)
         cs_secmem_free (self->keys, sizeof *self->keys);
     free (self->location);

@@ -24,7 +24,13 @@ typedef struct {
     uint8_t master [KEYSTORE_MASTER_KEY_LEN];
     uint8_t mac_key [32];                   /* HKDF (master, ROW_MAC_INFO_ROWS) */
     uint8_t pin_key [CS_PIN_KEY_LEN];       /* HKDF (master, ROW_MAC_INFO_PINS) */
+    uint8_t state_key [32];                 /* HKDF (master, ROW_MAC_INFO_STATE) */
 } ks_keys_t;
+
+/*  How keystore_open treats a keystore (ks_state.c): as it is (refusing
+ *  any unauthenticated schema or rollback), or as the operator's explicit
+ *  upgrade or acceptance of a rollback.  */
+typedef enum { KS_OPEN_NORMAL, KS_OPEN_UPGRADE, KS_OPEN_ACCEPT_ROLLBACK } ks_open_mode_t;
 
 struct _keystore_t {
     const ks_backend_t *be;     /* where rows go */
@@ -38,6 +44,10 @@ struct _keystore_t {
     char *idem_tenant;          /* the open idempotent operation's tenant and id */
     uint8_t idem_id [KEYSTORE_IDEM_ID_MAX];
     size_t idem_id_len;
+    char *counter_path;         /* the sealed counter file, or NULL: none (ks_state.c) */
+    uint8_t id [32];            /* SHA-256 of the master key check value */
+    uint64_t counter;           /* the state counter this connection last wrote or read */
+    int upgraded_from;          /* keystore_upgrade: the schema it found (0: none done) */
 };
 
 /*  A tenant row's PIN columns as the keystore works on them.  */
@@ -57,6 +67,37 @@ uint8_t *ks_open (const uint8_t *key, const void *aad, size_t aad_len,
                   const uint8_t *blob, size_t blob_len, size_t *len_p);
 /*  The associated data prefix || tenant || NUL || ref of a sealed row (malloc'd), or NULL.  */
 uint8_t *ks_row_aad (const char *prefix, const char *tenant, const char *ref, size_t *len_p);
+
+/* ---- ks_state.c ---------------------------------------------------------- */
+
+/*  The schema this code writes and reads.  */
+#define KS_SCHEMA_VERSION 5
+/*  The schema the database says (*stored_p), the highest schema its
+ *  tables and columns show (*shows_p), and the first table or column of
+ *  schema <= want that is missing ("column tenants.mac", "" when none;
+ *  `size` bytes).  Read only.  0 or -1.  */
+int ks_schema_inspect (keystore_t *self, int want, int *stored_p, int *shows_p, char *missing, size_t size);
+/*  The state record (needs self->id): 1 verified (*schema_p, *counter_p),
+ *  0 absent, -1, KEYSTORE_DAMAGED after the E: line.  */
+int ks_state_get (keystore_t *self, uint64_t *schema_p, uint64_t *counter_p);
+/*  Writes the state record.  0 or -1.  */
+int ks_state_put (keystore_t *self, uint64_t schema, uint64_t counter);
+/*  The counter file's value when it verifies, else 0 (no file: 0).  0, or
+ *  -1 after a log when it cannot be read.  */
+int ks_counter_base (keystore_t *self, uint64_t *base_p);
+/*  At open, inside the opening transaction: the database's counter against
+ *  the counter file's (E: line naming both when it is lower or the file
+ *  does not verify).  KS_OPEN_ACCEPT_ROLLBACK: raises the database's counter
+ *  above both instead (logged).  0 or -1.  */
+int ks_counter_check (keystore_t *self, uint64_t schema, uint64_t counter, ks_open_mode_t mode);
+/*  After the opening transaction committed: the counter file follows
+ *  self->counter (lowered too after an accepted rollback).  0 or -1.  */
+int ks_state_opened (keystore_t *self, ks_open_mode_t mode);
+/*  Ends a write transaction: on commit, the state counter goes up by one
+ *  first (refused when the counter file is already past it: a rollback
+ *  while open), then after the commit the counter file follows.  Returns
+ *  0, or -1 (rolled back, or the commit failed).  */
+int ks_end (keystore_t *self, bool commit);
 
 /* ---- ks_tenant.c --------------------------------------------------------- */
 

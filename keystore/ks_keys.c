@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <czmq.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include "keystore_int.h"
 #include "cs_util.h"
@@ -94,7 +95,7 @@ s_key_write_end (keystore_t *self, const char *tenant, int rc)
         return rc;
     }
     self->depth = 0;
-    if (self->be->end (self->store, rc == 0) != 0 && rc == 0)
+    if (ks_end (self, rc == 0) != 0 && rc == 0)
         rc = -1;
     return rc;
 }
@@ -375,7 +376,7 @@ keystore_idem_end (keystore_t *self, const uint8_t *result, size_t result_len,
                                                     self->idem_id_len, &rec) : -1;
     if (inserted == 1 && self->be->idem_expire (self->store, rec.created - KEYSTORE_IDEM_TTL_S) < 0)
         inserted = -1;
-    if (self->be->end (self->store, inserted == 1) != 0 || inserted < 0) {
+    if (ks_end (self, inserted == 1) != 0 || inserted < 0) {
         if (inserted == 1)
             zsys_error ("keystore %s: cannot record an idempotent operation of tenant %s",
                         ks_where (self), self->idem_tenant);
@@ -397,4 +398,44 @@ keystore_idem_expire (keystore_t *self, int64_t now)
     if (!self || self->depth > 0)
         return -1;
     return self->be->idem_expire (self->store, now - KEYSTORE_IDEM_TTL_S);
+}
+
+/* ---- issued pool keys (schema 5) ----------------------------------------- */
+
+int
+keystore_issued_record (keystore_t *self, const char *tenant, const uint8_t fingerprint [32])
+{
+    uint8_t mac [ROW_MAC_LEN];
+    int64_t created = (int64_t) time (NULL);
+    if (!self || !tenant || !fingerprint
+    ||  row_mac_issued (self->keys->mac_key, fingerprint, tenant, created, mac) != 0
+    ||  s_key_write_begin (self) != 0)
+        return -1;
+    int inserted = self->be->issued_insert (self->store, fingerprint, tenant, created, mac);
+    //  No keys_version to bump: s_key_write_end's tenant bump is harmless
+    //  (the tenant's list did not change, a client fetches it once more).
+    int rc = s_key_write_end (self, tenant, inserted == 1 ? 0 : -1);
+    return inserted == 0 ? 1 : rc == 0 ? 0 : -1;
+}
+
+int
+keystore_issued_check (keystore_t *self, const uint8_t fingerprint [32])
+{
+    char *tenant = NULL;
+    int64_t created = 0;
+    uint8_t *stored = NULL, mac [ROW_MAC_LEN];
+    size_t stored_len = 0;
+    if (!self || !fingerprint)
+        return -1;
+    int got = self->be->issued_read (self->store, fingerprint, &tenant, &created, &stored, &stored_len);
+    if (got == 1
+    &&  (row_mac_issued (self->keys->mac_key, fingerprint, tenant, created, mac) != 0
+         || !row_mac_equal (mac, stored, stored_len))) {
+        zsys_error ("keystore %s: an issued-key row does not verify (changed without the master "
+                    "key): its key counts as issued", ks_where (self));
+        got = KEYSTORE_DAMAGED;
+    }
+    free (tenant);
+    free (stored);
+    return got;
 }

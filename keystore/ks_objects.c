@@ -65,7 +65,7 @@ keystore_object_put (keystore_t *self, const char *tenant, const Cs__ObjectInfo 
     rec.mac = mac;
     rec.mac_len = ROW_MAC_LEN;
     rc = self->be->object_put (self->store, tenant, &rec);
-    if (self->be->end (self->store, rc == 0) != 0)
+    if (ks_end (self, rc == 0) != 0)
         rc = -1;
 out:
     if (rc != 0)
@@ -155,7 +155,7 @@ keystore_object_delete (keystore_t *self, const char *tenant, const char *ref)
     if (!self || !tenant || !ks_ref_ok (ref) || self->be->begin (self->store) != 0)
         return -1;
     int rc = self->be->object_delete (self->store, tenant, ref) == 1 ? 0 : -1;
-    if (self->be->end (self->store, rc == 0) != 0)
+    if (ks_end (self, rc == 0) != 0)
         rc = -1;
     return rc;
 }

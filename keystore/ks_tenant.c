@@ -136,7 +136,7 @@ keystore_tenant_add (keystore_t *self, const char *name,
         rc = self->be->tenant_insert (self->store, name, &rec);
         rec.mac = NULL;
     }
-    if (self->be->end (self->store, rc == 0) != 0)
+    if (ks_end (self, rc == 0) != 0)
         rc = -1;
 out:
     ks_tenant_rec_free (&rec);
@@ -146,7 +146,10 @@ out:
 int
 keystore_tenant_remove (keystore_t *self, const char *name)
 {
-    return self && name && self->be->tenant_delete (self->store, name) == 1 ? 0 : -1;
+    if (!self || !name || self->be->begin (self->store) != 0)
+        return -1;
+    int rc = self->be->tenant_delete (self->store, name) == 1 ? 0 : -1;
+    return ks_end (self, rc == 0) == 0 ? rc : -1;
 }
 
 char **
@@ -168,7 +171,7 @@ keystore_tenant_exists (keystore_t *self, const char *name)
 static CK_RV
 s_pin_end (keystore_t *self, CK_RV rv, bool commit)
 {
-    if (self->be->end (self->store, commit) != 0 && commit)
+    if (ks_end (self, commit) != 0 && commit)
         return CKR_DEVICE_ERROR;
     return rv;
 }
