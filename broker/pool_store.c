@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <stdio.h>
 #include <czmq.h>
 #include "broker_config.h"
 #include "cs_util.h"
@@ -19,14 +21,27 @@ pool_store_reserved (const char *tenant)
 /*  True when the key of a sealed row (PKCS#8 der) was issued before (its
  *  fingerprint is in the keystore's issued table, or that row does not
  *  verify): logged, and the row is deleted so that it is never restored.  */
+int
+pool_store_fingerprint (const uint8_t *der, size_t len, uint8_t fp [32], char hex [17])
+{
+    EVP_PKEY *pkey = key_info_pkey_from_pkcs8 (der, len);
+    int rc = pkey ? key_info_fingerprint (pkey, fp, hex) : -1;
+    EVP_PKEY_free (pkey);
+    if (pkey)
+        return rc;
+    if (EVP_Digest (der, len, fp, NULL, EVP_sha256 (), NULL) != 1)
+        return -1;
+    for (int i = 0; i < 8; i++)
+        snprintf (hex + 2 * i, 3, "%02x", fp [i]);
+    return 0;
+}
+
 static bool
 s_issued_before (keystore_t *ks, const char *ref, const uint8_t *der, size_t len)
 {
     uint8_t fp [32];
     char hex [17];
-    EVP_PKEY *pkey = key_info_pkey_from_pkcs8 (der, len);
-    int issued = pkey && key_info_fingerprint (pkey, fp, hex) == 0 ? keystore_issued_check (ks, fp) : -1;
-    EVP_PKEY_free (pkey);
+    int issued = pool_store_fingerprint (der, len, fp, hex) == 0 ? keystore_issued_check (ks, fp) : -1;
     if (issued == 0)
         return false;
     if (issued < 0 && issued != KEYSTORE_DAMAGED) {

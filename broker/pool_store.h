@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "keystore.h"
 #include "pool.h"
 
@@ -40,6 +41,12 @@ bool pool_store_reserved (const char *tenant);
  *  *restored_p gets the count.  Returns 0, or -1 after a log (a row that
  *  does not verify or decrypt is left alone and skipped).  */
 int pool_store_restore (keystore_t *ks, pool_t *pool, size_t *restored_p);
+
+/*  The fingerprint a pool key is recorded by (keystore_issued_record): the
+ *  SHA-256 of its public key (key_info_fingerprint) when der is a PKCS#8
+ *  key, else of der as it is; hex gets its first 8 bytes for log lines.
+ *  Returns 0 or -1.  */
+int pool_store_fingerprint (const uint8_t *der, size_t len, uint8_t fp [32], char hex [17]);
 
 /*  Seals every ready key of the pool into the keystore (creating the
  *  reserved tenant when needed) and takes it out of the pool.

@@ -276,7 +276,9 @@ s_init (keystore_t *self)
     if (rc == 0)
         EVP_Digest (check, len, self->id, NULL, EVP_sha256 (), NULL);
     free (check);
-    if (rc == 0 && ks_counter_base (self, &base) == 0 && ks_state_put (self, KS_SCHEMA_VERSION, base + 1) == 0)
+    uint8_t rows [32];
+    if (rc == 0 && ks_counter_base (self, &base) == 0 && ks_digest_compute (self, rows) == 0
+    &&  ks_state_put (self, KS_SCHEMA_VERSION, base + 1, rows) == 0)
         self->counter = base + 1;
     else
         rc = -1;
@@ -291,17 +293,18 @@ s_init (keystore_t *self)
 //  schema 1 rows are MACed as they stand (the operator vouches for them),
 //  the state record is written.  0 or -1 after the E: line.
 static int
-s_upgrade (keystore_t *self, int stored, int got, uint64_t auth, uint64_t counter)
+s_upgrade (keystore_t *self, int stored, int got, uint64_t auth, uint64_t counter, const uint8_t digest [32])
 {
     int shows = 0, found = 0;
     char missing [96];
     uint64_t base = 0;
+    uint8_t rows [32];
     if (ks_schema_inspect (self, stored, &stored, &shows, missing, sizeof missing) != 0)
         return -1;
     if (got == 1) {
         if (auth == KS_SCHEMA_VERSION && stored == KS_SCHEMA_VERSION && !missing [0]) {
             zsys_info ("keystore %s: schema %d already: nothing to upgrade", ks_where (self), stored);
-            return ks_counter_check (self, auth, counter, KS_OPEN_NORMAL);
+            return ks_counter_check (self, auth, counter, digest, KS_OPEN_NORMAL);
         }
         zsys_error ("keystore %s: its authenticated schema is %" PRIu64 " but the database says %d%s%s: "
                     "refused (changed without the master key): no upgrade", ks_where (self), auth, stored,
@@ -327,7 +330,8 @@ s_upgrade (keystore_t *self, int stored, int got, uint64_t auth, uint64_t counte
     ||  (stored == 1 && s_upgrade_1_to_2 (self) != 0)
     ||  self->be->version_set (self->store, KS_SCHEMA_VERSION) != 0
     ||  ks_counter_base (self, &base) != 0
-    ||  ks_state_put (self, KS_SCHEMA_VERSION, base + 1) != 0)
+    ||  ks_digest_compute (self, rows) != 0
+    ||  ks_state_put (self, KS_SCHEMA_VERSION, base + 1, rows) != 0)
         return -1;
     self->counter = base + 1;
     self->upgraded_from = stored;
@@ -340,7 +344,8 @@ s_upgrade (keystore_t *self, int stored, int got, uint64_t auth, uint64_t counte
 //  say the schema the database says, which must be this code's, with every
 //  table and column of it; then the counter against the counter file.
 static int
-s_check (keystore_t *self, int got, uint64_t auth, uint64_t counter, ks_open_mode_t mode)
+s_check (keystore_t *self, int got, uint64_t auth, uint64_t counter, const uint8_t digest [32],
+         ks_open_mode_t mode)
 {
     int stored = 0, shows = 0;
     char missing [96];
@@ -363,7 +368,7 @@ s_check (keystore_t *self, int got, uint64_t auth, uint64_t counter, ks_open_mod
         zsys_error ("keystore %s: %s is missing (schema %" PRIu64 " has it; changed without the "
                     "master key): refused", ks_where (self), missing, auth);
     else
-        return ks_counter_check (self, auth, counter, mode);
+        return ks_counter_check (self, auth, counter, digest, mode);
     return -1;
 }
 
@@ -400,14 +405,16 @@ s_check_or_init (keystore_t *self, ks_open_mode_t mode)
         goto out;
     }
     EVP_Digest (value, len, self->id, NULL, EVP_sha256 (), NULL);
-    int got = ks_state_get (self, &auth, &counter);
+    uint8_t digest [32] = { 0 };
+    int got = ks_state_get (self, &auth, &counter, digest);
     if (mode == KS_OPEN_UPGRADE)
-        rc = got < 0 ? -1 : s_upgrade (self, stored, got, auth, counter);
+        rc = got < 0 ? -1 : s_upgrade (self, stored, got, auth, counter, digest);
     else
-        rc = s_check (self, got, auth, counter, mode);
+        rc = s_check (self, got, auth, counter, digest, mode);
 out:
     free (value);
     free (plain);
+    memset (self->delta, 0, sizeof self->delta);       //  the digest was computed whole
     if (self->be->end (self->store, rc == 0) != 0)
         rc = -1;
     if (rc == 0)

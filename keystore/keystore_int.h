@@ -47,6 +47,8 @@ struct _keystore_t {
     char *counter_path;         /* the sealed counter file, or NULL: none (ks_state.c) */
     uint8_t id [32];            /* SHA-256 of the master key check value */
     uint64_t counter;           /* the state counter this connection last wrote or read */
+    uint8_t digest [32];        /* the row digest of the state record read at open */
+    uint8_t delta [32];         /* the open write transaction's change to the row digest */
     int upgraded_from;          /* keystore_upgrade: the schema it found (0: none done) */
 };
 
@@ -79,17 +81,28 @@ uint8_t *ks_row_aad (const char *prefix, const char *tenant, const char *ref, si
 int ks_schema_inspect (keystore_t *self, int want, int *stored_p, int *shows_p, char *missing, size_t size);
 /*  The state record (needs self->id): 1 verified (*schema_p, *counter_p),
  *  0 absent, -1, KEYSTORE_DAMAGED after the E: line.  */
-int ks_state_get (keystore_t *self, uint64_t *schema_p, uint64_t *counter_p);
+int ks_state_get (keystore_t *self, uint64_t *schema_p, uint64_t *counter_p, uint8_t digest [32]);
 /*  Writes the state record.  0 or -1.  */
-int ks_state_put (keystore_t *self, uint64_t schema, uint64_t counter);
+int ks_state_put (keystore_t *self, uint64_t schema, uint64_t counter, const uint8_t digest [32]);
+/*  The row digest of the database as it is (every tenant, key, object and
+ *  issued row's MAC: XOR of SHA-256 ("cs-digest-v1" || table || NUL ||
+ *  MAC)).  0 or -1.  */
+int ks_digest_compute (keystore_t *self, uint8_t digest [32]);
+/*  In a write transaction: a row of `table` changes from MAC old (NULL:
+ *  none) to MAC new (NULL: deleted); the state record's digest follows at
+ *  ks_end.  */
+void ks_digest_note (keystore_t *self, const char *table, const uint8_t *old, size_t old_len,
+                     const uint8_t *new, size_t new_len);
 /*  The counter file's value when it verifies, else 0 (no file: 0).  0, or
  *  -1 after a log when it cannot be read.  */
 int ks_counter_base (keystore_t *self, uint64_t *base_p);
-/*  At open, inside the opening transaction: the database's counter against
- *  the counter file's (E: line naming both when it is lower or the file
- *  does not verify).  KS_OPEN_ACCEPT_ROLLBACK: raises the database's counter
- *  above both instead (logged).  0 or -1.  */
-int ks_counter_check (keystore_t *self, uint64_t schema, uint64_t counter, ks_open_mode_t mode);
+/*  At open, inside the opening transaction: the rows against the state
+ *  record's digest, the database's counter against the counter file's (E:
+ *  line naming both when it is lower or the file does not verify).
+ *  KS_OPEN_ACCEPT_ROLLBACK: records the rows as they are and raises the
+ *  database's counter above both instead (logged).  0 or -1.  */
+int ks_counter_check (keystore_t *self, uint64_t schema, uint64_t counter, const uint8_t digest [32],
+                      ks_open_mode_t mode);
 /*  After the opening transaction committed: the counter file follows
  *  self->counter (lowered too after an accepted rollback).  0 or -1.  */
 int ks_state_opened (keystore_t *self, ks_open_mode_t mode);

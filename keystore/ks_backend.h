@@ -152,6 +152,10 @@ typedef struct {
                           int64_t created, const uint8_t mac [ROW_MAC_LEN]);
     int (*issued_read) (ks_store_t *store, const uint8_t fingerprint [32], char **tenant_p,
                         int64_t *created_p, uint8_t **mac_p, size_t *mac_len_p);
+    /*  The MACs of every issued row (the row digest, ks_state.c): a
+     *  malloc'd array of *count_p ROW_MAC_LEN-byte entries (a missing or
+     *  short MAC reads as zeros), NULL when there are none.  */
+    int (*issued_macs) (ks_store_t *store, uint8_t **macs_p, size_t *count_p);
     /*  keystore_settle.  */
     int (*settle) (ks_store_t *store);
     /*  keystore_listener_new; NULL in a back end without notifications.  */

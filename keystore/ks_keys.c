@@ -137,6 +137,7 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
         goto out;
     rec.mac = mac;
     rec.mac_len = ROW_MAC_LEN;
+    ks_digest_note (self, "keys", NULL, 0, mac, ROW_MAC_LEN);
     rc = s_key_write_end (self, tenant, self->be->key_insert (self->store, tenant, &rec));
 out:
     if (rc != 0)
@@ -168,6 +169,8 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
     &&  (ks_key_mac (self, tenant, info->ref, packed, packed_len, rec.private, rec.private_len, mac) != 0
          || self->be->key_update (self->store, tenant, info->ref, packed, packed_len, mac) != 1))
         rc = -1;
+    if (rc == 0)
+        ks_digest_note (self, "keys", rec.mac, rec.mac_len, mac, ROW_MAC_LEN);
     rc = s_key_write_end (self, tenant, rc);
     ks_key_rec_free (&rec);
     free (packed);
@@ -177,9 +180,15 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
 int
 keystore_key_delete (keystore_t *self, const char *tenant, const char *ref)
 {
+    ks_key_rec_t rec;
     if (!self || !tenant || !ks_ref_ok (ref) || s_key_write_begin (self) != 0)
         return -1;
-    int rc = self->be->key_delete (self->store, tenant, ref) == 1 ? 0 : -1;
+    int rc = self->be->key_read (self->store, tenant, ref, true, &rec) == 1 ? 0 : -1;
+    if (rc == 0) {
+        ks_digest_note (self, "keys", rec.mac, rec.mac_len, NULL, 0);
+        ks_key_rec_free (&rec);
+        rc = self->be->key_delete (self->store, tenant, ref) == 1 ? 0 : -1;
+    }
     return s_key_write_end (self, tenant, rc);
 }
 
@@ -362,7 +371,7 @@ keystore_idem_end (keystore_t *self, const uint8_t *result, size_t result_len,
         return -1;
     self->depth = 0;
     if (!result || self->doomed) {
-        self->be->end (self->store, false);
+        ks_end (self, false);
         return result ? -1 : 0;
     }
     ks_idem_rec_t rec = { .result = (uint8_t *) result, .result_len = result_len,
@@ -412,6 +421,8 @@ keystore_issued_record (keystore_t *self, const char *tenant, const uint8_t fing
     ||  s_key_write_begin (self) != 0)
         return -1;
     int inserted = self->be->issued_insert (self->store, fingerprint, tenant, created, mac);
+    if (inserted == 1)
+        ks_digest_note (self, "issued", NULL, 0, mac, ROW_MAC_LEN);
     //  No keys_version to bump: s_key_write_end's tenant bump is harmless
     //  (the tenant's list did not change, a client fetches it once more).
     int rc = s_key_write_end (self, tenant, inserted == 1 ? 0 : -1);

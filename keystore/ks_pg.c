@@ -780,6 +780,25 @@ s_issued_read (ks_store_t *self, const uint8_t fingerprint [32], char **tenant_p
 }
 
 static int
+s_issued_macs (ks_store_t *self, uint8_t **macs_p, size_t *count_p)
+{
+    PGresult *res = s_run (self, "SELECT mac FROM issued", NULL);
+    if (!res)
+        return -1;
+    size_t count = (size_t) PQntuples (res);
+    uint8_t *macs = count ? calloc (count, ROW_MAC_LEN) : NULL;
+    for (size_t i = 0; macs && i < count; i++)
+        if (PQgetlength (res, (int) i, 0) == ROW_MAC_LEN)
+            memcpy (macs + i * ROW_MAC_LEN, PQgetvalue (res, (int) i, 0), ROW_MAC_LEN);
+    PQclear (res);
+    if (count && !macs)
+        return -1;
+    *macs_p = macs;
+    *count_p = count;
+    return 0;
+}
+
+static int
 s_idem_expire (ks_store_t *self, int64_t before)
 {
     s_params_t p = { .count = 0 };
@@ -913,6 +932,7 @@ const ks_backend_t ks_pg_backend = {
     .idem_expire = s_idem_expire,
     .issued_insert = s_issued_insert,
     .issued_read = s_issued_read,
+    .issued_macs = s_issued_macs,
     .settle = s_settle,
     .listen = s_listen,
 };

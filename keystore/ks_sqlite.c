@@ -797,6 +797,35 @@ s_issued_read (ks_store_t *self, const uint8_t fingerprint [32], char **tenant_p
     return rc;
 }
 
+static int
+s_issued_macs (ks_store_t *self, uint8_t **macs_p, size_t *count_p)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT mac FROM issued");
+    size_t count = 0, room = 0;
+    uint8_t *macs = NULL;
+    int step = SQLITE_ERROR;
+    while (stmt && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
+        if (count == room) {
+            uint8_t *grown = realloc (macs, (room = 2 * room + 16) * ROW_MAC_LEN);
+            if (!grown)
+                break;
+            macs = grown;
+        }
+        memset (macs + count * ROW_MAC_LEN, 0, ROW_MAC_LEN);
+        if (sqlite3_column_bytes (stmt, 0) == ROW_MAC_LEN)
+            memcpy (macs + count * ROW_MAC_LEN, sqlite3_column_blob (stmt, 0), ROW_MAC_LEN);
+        count++;
+    }
+    sqlite3_finalize (stmt);
+    if (step != SQLITE_DONE) {
+        free (macs);
+        return -1;
+    }
+    *macs_p = macs;
+    *count_p = count;
+    return 0;
+}
+
 /* ---- object rows (schema 4) -------------------------------------------- */
 
 static int
@@ -902,6 +931,7 @@ const ks_backend_t ks_sqlite_backend = {
     .idem_expire = s_idem_expire,
     .issued_insert = s_issued_insert,
     .issued_read = s_issued_read,
+    .issued_macs = s_issued_macs,
     .settle = s_settle,
     .listen = NULL,
 };

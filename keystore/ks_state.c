@@ -26,8 +26,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
+#include <assert.h>
 #include <czmq.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include "keystore_int.h"
 #include "cs_util.h"
 
@@ -76,17 +78,19 @@ ks_schema_inspect (keystore_t *self, int want, int *stored_p, int *shows_p, char
 /* ---- the state record --------------------------------------------------- */
 
 int
-ks_state_get (keystore_t *self, uint64_t *schema_p, uint64_t *counter_p)
+ks_state_get (keystore_t *self, uint64_t *schema_p, uint64_t *counter_p, uint8_t digest [32])
 {
     uint8_t *value = NULL, mac [ROW_MAC_LEN];
     size_t len = 0;
-    char hex [2 * ROW_MAC_LEN + 1], stored [2 * ROW_MAC_LEN + 2] = "";
+    char hex [2 * ROW_MAC_LEN + 1], stored [2 * ROW_MAC_LEN + 2] = "", rows [2 * 32 + 2] = "";
     int got = self->be->meta_get (self->store, "state", &value, &len);
     if (got != 1)
         return got;
     uint64_t schema = 0, counter = 0;
-    bool ok = sscanf ((char *) value, STATE_PREFIX " %" SCNu64 " %" SCNu64 " %65s", &schema, &counter, stored) == 3
-           && row_mac_state (self->keys->state_key, schema, counter, self->id, mac) == 0;
+    bool ok = sscanf ((char *) value, STATE_PREFIX " %" SCNu64 " %" SCNu64 " %65s %65s", &schema, &counter,
+                      rows, stored) == 4
+           && cs_hex_decode (rows, digest, 32) == 32
+           && row_mac_state (self->keys->state_key, schema, counter, self->id, digest, mac) == 0;
     free (value);
     if (ok) {
         cs_hex_encode (mac, ROW_MAC_LEN, hex);
@@ -103,15 +107,95 @@ ks_state_get (keystore_t *self, uint64_t *schema_p, uint64_t *counter_p)
 }
 
 int
-ks_state_put (keystore_t *self, uint64_t schema, uint64_t counter)
+ks_state_put (keystore_t *self, uint64_t schema, uint64_t counter, const uint8_t digest [32])
 {
     uint8_t mac [ROW_MAC_LEN];
-    char hex [2 * ROW_MAC_LEN + 1], text [128];
-    if (row_mac_state (self->keys->state_key, schema, counter, self->id, mac) != 0)
+    char hex [2 * ROW_MAC_LEN + 1], rows [2 * 32 + 1], text [200];
+    if (row_mac_state (self->keys->state_key, schema, counter, self->id, digest, mac) != 0)
         return -1;
     cs_hex_encode (mac, ROW_MAC_LEN, hex);
-    snprintf (text, sizeof text, STATE_PREFIX " %" PRIu64 " %" PRIu64 " %s", schema, counter, hex);
+    cs_hex_encode (digest, 32, rows);
+    snprintf (text, sizeof text, STATE_PREFIX " %" PRIu64 " %" PRIu64 " %s %s", schema, counter, rows, hex);
     return self->be->meta_put (self->store, "state", text, strlen (text));
+}
+
+/* ---- the row digest ----------------------------------------------------- */
+
+//  XORs SHA-256 ("cs-digest-v1" || table || NUL || mac) into digest.
+static void
+s_digest_add (uint8_t digest [32], const char *table, const uint8_t *mac, size_t len)
+{
+    uint8_t hash [32];
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
+    bool ok = ctx && EVP_DigestInit_ex (ctx, EVP_sha256 (), NULL) == 1
+           && EVP_DigestUpdate (ctx, "cs-digest-v1", 12) == 1
+           && EVP_DigestUpdate (ctx, table, strlen (table) + 1) == 1
+           && (!len || EVP_DigestUpdate (ctx, mac, len) == 1)
+           && EVP_DigestFinal_ex (ctx, hash, NULL) == 1;
+    EVP_MD_CTX_free (ctx);
+    assert (ok);            //  SHA-256 of memory does not fail but for lack of memory
+    for (int i = 0; i < 32; i++)
+        digest [i] ^= hash [i];
+}
+
+void
+ks_digest_note (keystore_t *self, const char *table, const uint8_t *old, size_t old_len,
+                const uint8_t *new, size_t new_len)
+{
+    if (old)
+        s_digest_add (self->delta, table, old, old_len);
+    if (new)
+        s_digest_add (self->delta, table, new, new_len);
+}
+
+//  Adds the MACs of a list of key or object rows (and frees them).
+static void
+s_digest_recs (uint8_t digest [32], const char *table, ks_key_rec_t *recs, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (recs [i].mac)
+            s_digest_add (digest, table, recs [i].mac, recs [i].mac_len);
+        ks_key_rec_free (&recs [i]);
+    }
+    free (recs);
+}
+
+int
+ks_digest_compute (keystore_t *self, uint8_t digest [32])
+{
+    char **names = self->be->tenant_list (self->store);
+    uint8_t *macs = NULL;
+    size_t count = 0;
+    int rc = names ? 0 : -1;
+    memset (digest, 0, 32);
+    for (size_t i = 0; names && names [i]; i++) {
+        ks_tenant_rec_t rec;
+        ks_key_rec_t *recs = NULL;
+        if (rc == 0 && self->be->tenant_read (self->store, names [i], false, &rec) == 1) {
+            if (rec.mac)
+                s_digest_add (digest, "tenants", rec.mac, rec.mac_len);
+            ks_tenant_rec_free (&rec);
+        }
+        else
+            rc = -1;
+        if (rc == 0 && self->be->key_list (self->store, names [i], &recs, &count) == 0)
+            s_digest_recs (digest, "keys", recs, count);
+        else
+            rc = -1;
+        if (rc == 0 && self->be->object_list (self->store, names [i], &recs, &count) == 0)
+            s_digest_recs (digest, "objects", recs, count);
+        else
+            rc = -1;
+        free (names [i]);
+    }
+    free (names);
+    if (rc == 0 && self->be->issued_macs (self->store, &macs, &count) == 0)
+        for (size_t i = 0; i < count; i++)
+            s_digest_add (digest, "issued", macs + i * ROW_MAC_LEN, ROW_MAC_LEN);
+    else
+        rc = -1;
+    free (macs);
+    return rc;
 }
 
 /* ---- the counter file --------------------------------------------------- */
@@ -220,17 +304,22 @@ ks_counter_base (keystore_t *self, uint64_t *base_p)
 }
 
 int
-ks_counter_check (keystore_t *self, uint64_t schema, uint64_t counter, ks_open_mode_t mode)
+ks_counter_check (keystore_t *self, uint64_t schema, uint64_t counter, const uint8_t digest [32],
+                  ks_open_mode_t mode)
 {
     uint64_t file = 0;
+    uint8_t rows [32];
     self->counter = counter;
     int got = self->counter_path ? s_file_read (self, &file) : 0;
-    if (got == -1)
+    if (got == -1 || ks_digest_compute (self, rows) != 0)
         return -1;
     if (mode == KS_OPEN_ACCEPT_ROLLBACK) {
         uint64_t next = (got == 1 && file > counter ? file : counter) + 1;
-        if (ks_state_put (self, schema, next) != 0)
+        if (ks_state_put (self, schema, next, rows) != 0)
             return -1;
+        if (CRYPTO_memcmp (rows, digest, 32) != 0)
+            zsys_notice ("keystore %s: rows put back, deleted or added without the master key "
+                         "accepted by the operator", ks_where (self));
         char said [32];
         snprintf (said, sizeof said, got == 1 ? "%" PRIu64 : got == 0 ? "nothing" : "nothing valid", file);
         zsys_notice ("keystore %s: rollback accepted by the operator: its counter was %" PRIu64
@@ -243,6 +332,12 @@ ks_counter_check (keystore_t *self, uint64_t schema, uint64_t counter, ks_open_m
         zsys_error ("keystore %s: counter file %s does not verify (changed, or made for another "
                     "keystore or master key): refused; an operator who trusts the keystore runs "
                     "'cryptoserver-admin keystore accept-rollback'", ks_where (self), self->counter_path);
+        return -1;
+    }
+    if (CRYPTO_memcmp (rows, digest, 32) != 0) {
+        zsys_error ("keystore %s: its rows are not those its state record vouches for (a row put "
+                    "back, deleted or added without the master key): refused; an operator accepts "
+                    "them with 'cryptoserver-admin keystore accept-rollback'", ks_where (self));
         return -1;
     }
     if (got == 1 && file > counter) {
@@ -277,7 +372,8 @@ static int
 s_bump (keystore_t *self, uint64_t *next_p)
 {
     uint64_t schema = 0, counter = 0, file = 0;
-    int got = ks_state_get (self, &schema, &counter);
+    uint8_t digest [32];
+    int got = ks_state_get (self, &schema, &counter, digest);
     if (got == 0)
         zsys_error ("keystore %s: the state record is gone (changed without the master key): "
                     "write refused", ks_where (self));
@@ -290,14 +386,18 @@ s_bump (keystore_t *self, uint64_t *next_p)
                     self->counter_path, file);
         return -1;
     }
-    return ks_state_put (self, schema, *next_p);
+    for (int i = 0; i < 32; i++)
+        digest [i] ^= self->delta [i];
+    return ks_state_put (self, schema, *next_p, digest);
 }
 
 int
 ks_end (keystore_t *self, bool commit)
 {
     uint64_t next = 0;
-    if (commit && s_bump (self, &next) != 0) {
+    bool bumped = !commit || s_bump (self, &next) == 0;
+    memset (self->delta, 0, sizeof self->delta);
+    if (!bumped) {
         self->be->end (self->store, false);
         return -1;
     }

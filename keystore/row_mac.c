@@ -157,7 +157,7 @@ row_mac_idem (const uint8_t key [32], const char *tenant, const uint8_t *id, siz
 
 int
 row_mac_state (const uint8_t key [32], uint64_t schema, uint64_t counter, const uint8_t id [32],
-               uint8_t mac [ROW_MAC_LEN])
+               const uint8_t digest [32], uint8_t mac [ROW_MAC_LEN])
 {
     s_mac_t self;
     s_start (&self, key, "cs-state-v1");
@@ -165,6 +165,7 @@ row_mac_state (const uint8_t key [32], uint64_t schema, uint64_t counter, const 
     s_u64 (&self, counter);
     s_lp (&self, ROW_MAC_INFO_ROWS, strlen (ROW_MAC_INFO_ROWS));
     s_lp (&self, id, 32);
+    s_lp (&self, digest, 32);
     return s_finish (&self, mac);
 }
 

@@ -62,11 +62,12 @@ int row_mac_object (const uint8_t key [32], const char *tenant, const char *ref,
 
 /*  MAC of the keystore's state record (schema 5, ks_state.c):
  *  "cs-state-v1" || schema || counter || lp (row MAC format: ROW_MAC_INFO_ROWS)
- *  || lp (id), where id is the SHA-256 of the master key check value (the
- *  keystore's identity), so the record binds the schema version, the MAC
- *  format and the master check to the counter.  Returns 0 or -1.  */
+ *  || lp (id) || lp (digest), where id is the SHA-256 of the master key
+ *  check value (the keystore's identity) and digest the row digest
+ *  (ks_state.c), so the record binds the schema version, the MAC format,
+ *  the master check and the rows to the counter.  Returns 0 or -1.  */
 int row_mac_state (const uint8_t key [32], uint64_t schema, uint64_t counter, const uint8_t id [32],
-                   uint8_t mac [ROW_MAC_LEN]);
+                   const uint8_t digest [32], uint8_t mac [ROW_MAC_LEN]);
 
 /*  MAC of a counter file (ks_state.c): "cs-counter-v1" || lp (id) || counter.
  *  Returns 0 or -1.  */

@@ -32,14 +32,44 @@ s_usage (FILE *out, int status)
         "\n"
         "accept-rollback accepts a keystore whose counter is below the sealed\n"
         "counter file beside the master key (DIR/keystore.counter): an older copy\n"
-        "put back (a restored backup), or a counter file that does not verify.\n"
-        "The keystore's counter then moves above both, and the file with it.\n"
+        "put back (a restored backup), rows put back, deleted or added without the\n"
+        "master key, or a counter file that does not verify.  The keystore's rows\n"
+        "are then vouched for as they are, its counter moves above both, and the\n"
+        "file with it.  Its sealed pre-generated keys (tenant @pool) are discarded:\n"
+        "they may have been issued since the copy was made.\n"
         "\n"
         "DIR (or --dir DIR) is the deployment (default '.'): keystore/path or\n"
         "keystore/url and keystore/master-key of DIR/broker.conf.  --keystore-url\n"
         "names a PostgreSQL keystore instead of DIR's; --master-key another copy\n"
         "of the master key.  Stop every broker of the keystore first.\n");
     return status;
+}
+
+//  After an accepted rollback: the pre-generated keys sealed in the older
+//  copy (tenant @pool, broker/pool_store.h) may have been handed out since
+//  it was made, and the copy's issued table does not know it: they go.
+//  Returns how many, or -1 after printing why.
+static long
+s_pool_discard (const char *location, const uint8_t key [KEYSTORE_MASTER_KEY_LEN], const char *counter)
+{
+    keystore_t *keystore = keystore_open_counted (location, key, counter);
+    Cs__KeyInfo **infos = NULL;
+    size_t count = 0;
+    long gone = 0;
+    if (!keystore)
+        return -1;
+    if (keystore_tenant_exists (keystore, "@pool") && keystore_key_list (keystore, "@pool", &infos, &count) != 0)
+        gone = -1;
+    for (size_t i = 0; i < count; i++) {
+        if (gone >= 0 && keystore_key_delete (keystore, "@pool", infos [i]->ref) == 0)
+            gone++;
+        else
+            gone = -1;
+        cs__key_info__free_unpacked (infos [i], NULL);
+    }
+    free (infos);
+    keystore_destroy (&keystore);
+    return gone;
 }
 
 int
@@ -104,9 +134,12 @@ cs_admin_keystore (int argc, char **argv)
     }
     else {
         uint64_t value = 0;
-        if (location && keystore_accept_rollback (location, key, counter, &value) == 0) {
-            printf ("keystore %s: rollback accepted: its counter and %s are %" PRIu64 " now\n",
-                    name, counter, value);
+        long gone = -1;
+        if (location && keystore_accept_rollback (location, key, counter, &value) == 0
+        &&  (gone = s_pool_discard (location, key, counter)) >= 0) {
+            printf ("keystore %s: rollback accepted: its counter and %s are %" PRIu64 " now; "
+                    "%ld sealed pool keys discarded (they may have been issued since)\n",
+                    name, counter, value, gone);
             status = CS_ADMIN_OK;
         }
         else

@@ -8,6 +8,8 @@
 #     cryptoserver-admin refuses; `cryptoserver-admin keystore
 #     accept-rollback DIR` (logged) accepts it: the broker starts and the
 #     old PIN is the PIN again;
+#  1b. one row: the tenant row from before a PIN change put back (its MAC
+#     is valid) is refused too (the state record's row digest);
 #  2. the same after one wrong PIN (the failure counter: no lockout reset by
 #     putting a copy back);
 #  3. signing and a right PIN write nothing: a copy taken before them and
@@ -75,6 +77,23 @@ restart 2
 login "$CRYPTOSERVER_PIN" || { cat "$T/login.log"; cs_fail "the accepted copy's PIN does not log in"; }
 cs_log "accept-rollback: the broker starts on the accepted copy; its PIN logs in"
 cs_stop
+
+# ---- 1b. one row: the tenant row from before a PIN change put back ------------------------------
+sqlite3 "$DB" "CREATE TABLE saved AS SELECT * FROM tenants WHERE name = 'demo'"
+restart 2b
+$P11 --login --pin "$CRYPTOSERVER_PIN" --change-pin --new-pin 4321 > "$T/set.log" 2>&1 \
+    || { cat "$T/set.log"; cs_fail "C_SetPIN failed"; }
+cs_stop
+sqlite3 "$DB" "UPDATE tenants SET (user_pin, user_failures, user_epoch, mac) =
+               (SELECT user_pin, user_failures, user_epoch, mac FROM saved) WHERE name = 'demo'; DROP TABLE saved"
+rc=0
+SOFTHSM2_CONF=$WORK/softhsm2.conf CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs \
+    timeout --kill-after=5 $((30 * CS_TIME_FACTOR)) "$CS_BROKER" -c "$WORK/broker.conf" -f > "$T/start.log" 2>&1 || rc=$?
+[ "$rc" != 0 ] && [ "$rc" -lt 124 ] || { cat "$T/start.log"; cs_fail "the broker started (status $rc) on a replayed tenant row"; }
+grep -Eq "^E: .* keystore $DB: its rows are not those its state record vouches for \(a row put back, deleted or added without the master key\): refused; an operator accepts them with 'cryptoserver-admin keystore accept-rollback'\$" \
+    "$T/start.log" || { cat "$T/start.log"; cs_fail "no E: line for the replayed tenant row"; }
+cs_log "the tenant row from before a PIN change put back (its MAC valid): the broker does not start"
+"$CS_ADMIN" keystore accept-rollback "$WORK" > "$T/accept.log" 2>&1 || { cat "$T/accept.log"; cs_fail "accept-rollback failed"; }
 
 # ---- 2. one wrong PIN, then the copy back -------------------------------------------------------
 cp "$DB" "$T/copy.db"

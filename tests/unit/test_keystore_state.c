@@ -170,6 +170,53 @@ START_TEST (test_rollback_refused)
 }
 END_TEST
 
+//  One row put back to an earlier copy of itself (its MAC valid) after a
+//  PIN change, a destroyed key's row put back, an issued row deleted: the
+//  rows no longer match the state record's digest: refused at open.
+START_TEST (test_row_replay_refused)
+{
+    keystore_t *ks = s_open ();
+    ck_assert_ptr_nonnull (ks);
+    ck_assert_int_eq (keystore_tenant_add (ks, "alice", "1234", 4, "123456", 6), 0);
+    ck_assert_int_eq (keystore_tenant_add (ks, "bob", "5678", 4, "567890", 6), 0);
+    keystore_destroy (&ks);
+    s_sql ("CREATE TABLE saved AS SELECT * FROM tenants WHERE name = 'alice'");
+    ks = s_open ();
+    ck_assert_uint_eq (keystore_pin_set (ks, "alice", CKU_USER, "4321", 4, NULL), CKR_OK);
+    keystore_destroy (&ks);
+    s_sql ("UPDATE tenants SET (user_pin, user_failures, user_epoch, mac) = "
+           "(SELECT user_pin, user_failures, user_epoch, mac FROM saved) WHERE name = 'alice'");
+    ck_assert_ptr_null (s_open ());
+    ck_assert_ptr_null (keystore_open (s_path, s_master));          //  no counter file needed
+    ck_assert_int_eq (keystore_accept_rollback (s_path, s_master, s_counter, NULL), 0);
+    ck_assert_ptr_nonnull (ks = s_open ());
+    ck_assert_uint_eq (keystore_pin_check (ks, "alice", CKU_USER, "1234", 4, NULL), CKR_OK);
+    //  A key destroyed, its row put back.
+    Cs__KeyInfo info = CS__KEY_INFO__INIT;
+    char ref [36];
+    keystore_ref_new (ref);
+    info.ref = ref;
+    info.label = (char *) "k";
+    ck_assert_int_eq (keystore_key_put (ks, "bob", &info, NULL, 0), 0);
+    keystore_destroy (&ks);
+    s_sql ("DROP TABLE saved; CREATE TABLE saved AS SELECT * FROM keys WHERE tenant = 'bob'");
+    ks = s_open ();
+    ck_assert_int_eq (keystore_key_delete (ks, "bob", ref), 0);
+    keystore_destroy (&ks);
+    s_sql ("INSERT INTO keys SELECT * FROM saved");
+    ck_assert_ptr_null (s_open ());
+    s_sql ("DELETE FROM keys WHERE tenant = 'bob'");
+    ck_assert_ptr_nonnull (ks = s_open ());
+    //  An issued row deleted.
+    uint8_t fp [32];
+    memset (fp, 7, sizeof fp);
+    ck_assert_int_eq (keystore_issued_record (ks, "bob", fp), 0);
+    keystore_destroy (&ks);
+    s_sql ("DELETE FROM issued");
+    ck_assert_ptr_null (s_open ());
+}
+END_TEST
+
 //  A fingerprint is recorded once; a row changed without the master key
 //  still counts as issued.
 START_TEST (test_issued_once)
@@ -201,6 +248,7 @@ main (void)
     tcase_add_test (tc, test_schema_downgrade_refused);
     tcase_add_test (tc, test_rollback_refused);
     tcase_add_test (tc, test_issued_once);
+    tcase_add_test (tc, test_row_replay_refused);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
