@@ -5,7 +5,9 @@
  *  The rooms: keystore.c (opening and closing, back ends, sealing, master
  *  key files, schema check and upgrade, the test hook), ks_tenant.c
  *  (tenants and PINs), ks_keys.c (keys and idempotent operations),
- *  ks_objects.c (certificates and data objects).  Every function here
+ *  ks_objects.c (certificates and data objects), ks_state.c (the
+ *  authenticated state record, the row digest, the counter file: issue
+ *  19).  Every function here
  *  takes an open keystore and is used by one thread at a time.
  */
 #ifndef KEYSTORE_INT_H_INCLUDED

@@ -1,6 +1,6 @@
 /*  ks_sqlite.c — the SQLite back end of the keystore (ks_backend.h): one
- *  file in WAL mode with synchronous=FULL and secure_delete, five tables
- *  (meta, tenants, keys, objects, idempotency; schema below), the schema version in meta
+ *  file in WAL mode with synchronous=FULL and secure_delete, six tables
+ *  (meta, tenants, keys, objects, idempotency, issued; schema below), the schema version in meta
  *  'schema' and the version counter in meta 'version_seq'.  The default:
  *  one broker (and cryptoserver-admin, SQLite locks make that safe) per
  *  file.
