@@ -5,7 +5,8 @@
  *  The rooms: keystore.c (opening and closing, back ends, sealing, master
  *  key files, schema check and upgrade, the test hook), ks_tenant.c
  *  (tenants and PINs), ks_keys.c (keys and idempotent operations),
- *  ks_objects.c (certificates and data objects), ks_state.c (the
+ *  ks_objects.c (certificates and data objects), ks_schema.c (opening:
+ *  schema checks, the operator's upgrade), ks_state.c (the
  *  authenticated state record, the row digest, the counter file: issue
  *  19).  Every function here
  *  takes an open keystore and is used by one thread at a time.
@@ -113,6 +114,15 @@ int ks_state_opened (keystore_t *self, ks_open_mode_t mode);
  *  while open), then after the commit the counter file follows.  Returns
  *  0, or -1 (rolled back, or the commit failed).  */
 int ks_end (keystore_t *self, bool commit);
+
+/* ---- ks_schema.c --------------------------------------------------------- */
+
+/*  Inside one write transaction of its own: makes a new database, or
+ *  checks an existing one as it is (KS_OPEN_NORMAL, KS_OPEN_ACCEPT_ROLLBACK)
+ *  or upgrades it (KS_OPEN_UPGRADE: self->upgraded_from gets the schema it
+ *  found); then the counter file follows.  0, or -1 after the E: line
+ *  (the documented "master key does not match" line included).  */
+int ks_schema_open (keystore_t *self, ks_open_mode_t mode);
 
 /* ---- ks_tenant.c --------------------------------------------------------- */
 

@@ -9,8 +9,8 @@
  *  or a PIN in the clear, only sealed blobs, keyed PIN hashes and MACs.  The
  *  tables and their meaning are the same in both (cryptoserver-keystore(5)):
  *  meta (name -> value), tenants, keys, idempotency (the results of
- *  key-management jobs by their ids), and a counter for key-list versions
- *  and PIN epochs.
+ *  key-management jobs by their ids), objects, issued (fingerprints of
+ *  issued pool keys), and a counter for key-list versions and PIN epochs.
  *
  *  Every function returns 0 (or 1 "found/changed", 0 "absent/unchanged"
  *  where it says so) or -1 after a log line naming the database (its

@@ -850,7 +850,12 @@ s_object_read (ks_store_t *self, const char *tenant, const char *ref, ks_key_rec
     s_text (&p, tenant);
     s_text (&p, ref);
     memset (rec, 0, sizeof *rec);
-    PGresult *res = s_run (self, "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 AND ref = $2", &p);
+    //  In a write transaction the row stays locked: the row digest
+    //  (ks_state.c) takes out the MAC that is replaced, not a stale one.
+    PGresult *res = s_run (self, self->in_tx ? "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
+                                               "AND ref = $2 FOR UPDATE"
+                                             : "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
+                                               "AND ref = $2", &p);
     int rc = !res ? -1 : PQntuples (res) == 0 ? 0 : s_key_columns (res, 0, rec);
     PQclear (res);
     return rc;
