@@ -74,11 +74,16 @@ typedef struct {
 /*  Opens the keystore at `location` under the 32-byte master key: a path
  *  (SQLite; the file is created, mode 0600, when absent) or a libpq URL
  *  "postgresql://[user@]host[:port]/db" or "postgresql:///db?host=/socket/dir"
- *  (keystore_is_url; its tables are created, or migrated, when absent).
- *  A new keystore records a check value of the master key; an existing one
- *  whose check value does not match gives NULL with the log line "keystore
- *  WHERE: master key does not match" (never a crash; WHERE is the path, or
- *  the URL without its password: keystore_where).  NULL after a log line
+ *  (keystore_is_url; its tables are created when the database is new).
+ *  A new keystore records a check value of the master key and its state
+ *  record (schema 5); an existing one whose check value does not match
+ *  gives NULL with the log line "keystore WHERE: master key does not match"
+ *  (never a crash; WHERE is the path, or the URL without its password:
+ *  keystore_where), and so does one whose schema is not authenticated, not
+ *  the current one, lacks a MAC column, or whose rows are not those its
+ *  state record vouches for (E: lines of cryptoserver-keystore(5)
+ *  "Authenticated schema" and "Rollback"): an existing keystore's tables
+ *  are never changed at an open (keystore_upgrade).  NULL after a log line
  *  also when the database cannot be reached or this build has no
  *  PostgreSQL support.  Caller destroys the result.  The master key is
  *  copied into a locked, non-dumpable page of its own (cs_secmem.h); the
