@@ -114,6 +114,43 @@ s_init (keystore_t *self)
     return rc;
 }
 
+//  True (after the E: line) when a keystore that says schema `stored`
+//  (without a state record) shows that it was at a later one: a counter
+//  file of this very keystore (it verifies under its identity: only schema
+//  5 writes one), or with `rows`, for schema 1 (its columns added), a PIN
+//  hash keyed with the PIN key (schema 1 had none).  An older copy of this keystore restored after its upgrade
+//  needs its counter file moved away first (cryptoserver-keystore(5)).
+static bool
+s_was_current (keystore_t *self, int stored, bool rows)
+{
+    uint64_t base = 0;
+    if (!rows && (ks_counter_base (self, &base) != 0 || base > 0)) {
+        zsys_error ("keystore %s: schema %d, but its counter file %s (counter %" PRIu64 ") shows it "
+                    "was at schema %d: refused (changed without the master key): no upgrade",
+                    ks_where (self), stored, self->counter_path, base, KS_SCHEMA_VERSION);
+        return true;
+    }
+    char **names = rows && stored == 1 ? self->be->tenant_list (self->store) : NULL;
+    bool keyed = rows && stored == 1 && !names;
+    for (size_t i = 0; names && names [i]; i++) {
+        ks_tenant_row_t row;
+        if (!keyed && ks_tenant_read (self, names [i], false, false, &row, NULL) != 1)
+            keyed = true;           //  logged
+        else
+        if (!keyed) {
+            for (int role = 0; role < 2 && !keyed; role++)
+                keyed = strncmp (row.pin [role], "pbkdf2-sha256$", 14) != 0;
+            if (keyed)
+                zsys_error ("keystore %s: schema 1, but tenant %s has a PIN hash of a later schema: "
+                            "refused (changed without the master key): no upgrade", ks_where (self), names [i]);
+            ks_tenant_row_free (&row);
+        }
+        free (names [i]);
+    }
+    free (names);
+    return keyed;
+}
+
 //  The operator's upgrade (keystore_upgrade) of a keystore at schema
 //  `stored` whose state record is absent (got 0) or verified (got 1).
 //  Refused: a record that says otherwise than the database (a downgrade),
@@ -155,8 +192,12 @@ s_upgrade (keystore_t *self, int stored, int got, uint64_t auth, uint64_t counte
                     "master key): no upgrade", ks_where (self), missing, stored);
         return -1;
     }
+    if (s_was_current (self, stored, false))
+        return -1;
+    //  The schema 1 rows are read once the back end added their columns
+    //  (a refusal rolls that back with the rest).
     if (self->be->migrate (self->store, &found) != 0
-    ||  (stored == 1 && s_upgrade_1_to_2 (self) != 0)
+    ||  (stored == 1 && (s_was_current (self, stored, true) || s_upgrade_1_to_2 (self) != 0))
     ||  self->be->version_set (self->store, KS_SCHEMA_VERSION) != 0
     ||  ks_counter_base (self, &base) != 0
     ||  ks_digest_compute (self, rows) != 0

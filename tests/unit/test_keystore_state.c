@@ -94,6 +94,14 @@ START_TEST (test_schema_downgrade_refused)
     ck_assert_ptr_null (keystore_open (s_path, s_master));
     //  Its tables show schema 5: not an old keystore, no upgrade either.
     ck_assert_int_eq (keystore_upgrade (s_path, s_master, s_counter), -1);
+    //  Every later table dropped too, so that it looks like schema 1: its
+    //  counter file shows it was at schema 5; without the file, its keyed
+    //  SO PIN hash does.
+    s_sql ("DROP TABLE idempotency; DROP TABLE objects; DROP TABLE issued");
+    ck_assert_int_eq (keystore_upgrade (s_path, s_master, s_counter), -1);
+    ck_assert_int_eq (unlink (s_counter), 0);
+    ck_assert_int_eq (keystore_upgrade (s_path, s_master, s_counter), -1);
+    ck_assert_ptr_null (s_open ());
     //  A MAC column missing under an authenticated schema 5 is refused too.
     s_teardown ();
     s_setup ();
