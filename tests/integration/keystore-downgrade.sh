@@ -7,7 +7,8 @@
 #     of the attacker's choice written: the broker does not start (E: line
 #     naming the reason), cryptoserver-admin refuses, and so does the
 #     operator's explicit `keystore upgrade`; the same with the state record
-#     deleted as well;
+#     deleted as well, and with every later table dropped (the upgrade sees
+#     the keystore's counter file);
 #  2. the operator puts the backup back (no upgrade run): the real PIN logs
 #     in, the forged one is CKR_PIN_INCORRECT;
 #  3. a genuine schema 1 keystore (tests/unit/keystore-v1.sql) is refused as
@@ -69,6 +70,10 @@ start_refused "schema 1 without the state record" \
     "^E: .* keystore $DB: schema 1 is not authenticated \(made by an earlier version, or changed without the master key\): refused; an operator upgrades a genuine old keystore with 'cryptoserver-admin keystore upgrade'$"
 admin_refused "keystore upgrade without the state record" \
     "keystore $DB: schema 1 is lower than its contents show \(schema 5\): refused \(changed without the master key\): no upgrade" \
+    "$CS_ADMIN" keystore upgrade "$WORK"
+sql "DROP TABLE idempotency; DROP TABLE objects; DROP TABLE issued"
+admin_refused "keystore upgrade of a keystore made to look like schema 1" \
+    "keystore $DB: schema 1, but its counter file $WORK/keystore.counter \(counter [0-9]+\) shows it was at schema 5: refused \(changed without the master key\): no upgrade" \
     "$CS_ADMIN" keystore upgrade "$WORK"
 [ "$(sql "SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'")" = 1 ] || cs_fail "a refused open changed the schema"
 sql "SELECT sql FROM sqlite_master WHERE name = 'tenants'" | grep -q "mac" && cs_fail "a refused open added the MAC column"
