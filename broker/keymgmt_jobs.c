@@ -57,12 +57,12 @@ fe_generated_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slo
                job->token ? info->ref : "-", request->tenant, job->token ? info->home : "returned");
 }
 
-/*  Hands generated material (PKCS#8, owned: taken) to the slow pool for its
- *  description (fe_generated_done).  Returns true when it went, false when
+/*  Hands generated material (PKCS#8, owned: taken; `pooled`: from the key
+ *  pool) to the slow pool for its description (fe_generated_done).  Returns true when it went, false when
  *  the job failed here (its result is set).  */
 static bool
 s_generated_material (frontend_t *self, fe_request_t *request, fe_slot_t *slot,
-                      unsigned char *pkcs8, size_t len)
+                      unsigned char *pkcs8, size_t len, bool pooled)
 {
     slow_job_t *describe = fe_slow_new (request, slot->item.index, SLOW_GENERATED);
     if (!describe) {
@@ -73,6 +73,7 @@ s_generated_material (frontend_t *self, fe_request_t *request, fe_slot_t *slot,
     }
     describe->pkcs8 = pkcs8;
     describe->pkcs8_len = len;
+    describe->pooled = pooled;
     fe_slow_go (self, describe);
     return true;
 }
@@ -108,7 +109,7 @@ fe_generate_finish (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
     if (item->kind == WORK_GENERATE) {
         unsigned char *pkcs8 = item->out;
         item->out = NULL;
-        s_generated_material (self, request, slot, pkcs8, item->out_len);
+        s_generated_material (self, request, slot, pkcs8, item->out_len, false);
     }
     else
         s_generated_resident (self, request, slot);
@@ -158,7 +159,7 @@ fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
         size_t len = 0;
         unsigned char *pkcs8 = fe_pool_take (self, job, type, &len);
         if (pkcs8) {
-            s_generated_material (self, request, slot, pkcs8, len);     /* pending, or failed */
+            s_generated_material (self, request, slot, pkcs8, len, true);   /* pending, or failed */
             return;
         }
         item->boards = fe_generating_boards (self, type);

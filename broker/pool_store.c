@@ -3,16 +3,56 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <stdio.h>
 #include <czmq.h>
 #include "broker_config.h"
 #include "cs_util.h"
+#include "key_info.h"
 #include "pool_store.h"
 
 bool
 pool_store_reserved (const char *tenant)
 {
     return tenant && tenant [0] == '@';
+}
+
+/*  True when the key of a sealed row (PKCS#8 der) was issued before (its
+ *  fingerprint is in the keystore's issued table, or that row does not
+ *  verify): logged, and the row is deleted so that it is never restored.  */
+int
+pool_store_fingerprint (const uint8_t *der, size_t len, uint8_t fp [32], char hex [17])
+{
+    EVP_PKEY *pkey = key_info_pkey_from_pkcs8 (der, len);
+    int rc = pkey ? key_info_fingerprint (pkey, fp, hex) : -1;
+    EVP_PKEY_free (pkey);
+    if (pkey)
+        return rc;
+    if (EVP_Digest (der, len, fp, NULL, EVP_sha256 (), NULL) != 1)
+        return -1;
+    for (int i = 0; i < 8; i++)
+        snprintf (hex + 2 * i, 3, "%02x", fp [i]);
+    return 0;
+}
+
+static bool
+s_issued_before (keystore_t *ks, const char *ref, const uint8_t *der, size_t len)
+{
+    uint8_t fp [32];
+    char hex [17];
+    int issued = pool_store_fingerprint (der, len, fp, hex) == 0 ? keystore_issued_check (ks, fp) : -1;
+    if (issued == 0)
+        return false;
+    if (issued < 0 && issued != KEYSTORE_DAMAGED) {
+        zsys_error ("pool: key %s of %s: cannot check whether it was issued: not restored", ref,
+                    POOL_STORE_TENANT);
+        return true;
+    }
+    zsys_error ("pool: key %s of %s was issued before (public key SHA-256 %s...): a replayed row or "
+                "a restored backup: refused and deleted", ref, POOL_STORE_TENANT, hex);
+    keystore_key_delete (ks, POOL_STORE_TENANT, ref);
+    return true;
 }
 
 int
@@ -30,11 +70,17 @@ pool_store_restore (keystore_t *ks, pool_t *pool, size_t *restored_p)
         Cs__KeyInfo *info = NULL;
         uint8_t *der = NULL;
         size_t len = 0;
-        if (pool_room (pool, infos [i]->bits) == 0)
-            ;       /* a size not kept, or full: the row stays */
+        if (!pool_keeps (pool, infos [i]->bits))
+            ;       /* a size not kept: the row stays */
         else
         if (keystore_key_get (ks, POOL_STORE_TENANT, infos [i]->ref, &info, &der, &len) || !der)
             rc = -1;
+        else
+        if (s_issued_before (ks, infos [i]->ref, der, len))
+            ;       /* never given out twice (issue 19) */
+        else
+        if (pool_room (pool, infos [i]->bits) == 0)
+            ;       /* full: the row stays */
         else
         /*  Durably out of the keystore before it can be given out.  */
         if (keystore_key_delete (ks, POOL_STORE_TENANT, infos [i]->ref) == 0

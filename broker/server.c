@@ -226,8 +226,11 @@ s_wrap_key_not_in_keystore (server_t *self, const board_t *home, const cs_key_in
     return rc;
 }
 
-/*  Gets the master key (file or board-wrapped) and opens the keystore; a
- *  wrong master key is a log line from keystore_open and a failed start.
+/*  Gets the master key (file or board-wrapped) and opens the keystore
+ *  with the sealed counter file beside the master key file (or the
+ *  wrapped one: keystore_counter_path); a wrong master key, a schema that
+ *  is not authenticated or a rolled-back keystore is an E: line from
+ *  keystore_open_counted and a failed start (cryptoserver-keystore(5)).
  *  A board-wrapped master key's wrapping key is then reserved for the
  *  broker (s_wrap_key_reserve, s_wrap_key_not_in_keystore).  */
 static int
@@ -240,9 +243,11 @@ s_keystore_open (server_t *self)
     if (rc)
         zsys_error ("keystore %s: no usable master key (%s)", config->keystore_name,
                     config->master_key_board ? "board-wrapped" : config->master_key_file);
-    else
-    if (!(self->keystore = keystore_open (config->keystore_path, key)))
+    char *counter = rc ? NULL : keystore_counter_path (config->master_key_board ? config->master_key_wrapped
+                                                                                 : config->master_key_file);
+    if (rc == 0 && (!counter || !(self->keystore = keystore_open_counted (config->keystore_path, key, counter))))
         rc = -1;
+    free (counter);
     OPENSSL_cleanse (key, sizeof key);
     board_t *home = NULL;
     const cs_key_info_t *wrap = rc == 0 && config->master_key_board ? s_wrap_key_find (self, &home) : NULL;

@@ -6,6 +6,7 @@
 #include "keyjobs.h"
 #include "secretkeys.h"
 #include "slow_jobs.h"
+#include "pool_store.h"
 
 slow_job_t *
 slow_job_new (slow_kind_t kind, void *request, size_t index, const Cs__Job *job, const char *tenant)
@@ -86,6 +87,27 @@ s_key_job (slow_job_t *self, keystore_t *ks)
     self->limit = self->rv != CKR_OK ? keyjobs_limit_problem () : NULL;
 }
 
+/*  A key from the pool is issued once, ever (issue 19): its fingerprint is
+ *  recorded before the reply (in the job's idempotent transaction when it
+ *  has one; pool_store_fingerprint).  A fingerprint recorded before (the pool held a key already
+ *  issued) is refused with CKR_DEVICE_ERROR and an E: line; so is a key
+ *  whose record cannot be written (fail closed).  */
+static CK_RV
+s_issue_once (slow_job_t *self, keystore_t *ks)
+{
+    uint8_t fp [32];
+    char hex [17];
+    int got = pool_store_fingerprint (self->pkcs8, self->pkcs8_len, fp, hex) == 0
+            ? keystore_issued_record (ks, self->tenant, fp) : -1;
+    if (got == 1)
+        zsys_error ("pool: a pre-generated key (public key SHA-256 %s...) was issued before: "
+                    "refused for tenant %s", hex, self->tenant);
+    else
+    if (got < 0)
+        zsys_error ("pool: cannot record a pre-generated key issued to tenant %s: refused", self->tenant);
+    return got == 0 ? CKR_OK : CKR_DEVICE_ERROR;
+}
+
 /*  A generated key: its description with the application's templates
  *  (keyjobs_info_new), stored durably before the reply when it is a token
  *  key (keystore_key_put; a key on a board has a row without material).
@@ -104,6 +126,8 @@ s_generated (slow_job_t *self, keystore_t *ks)
                                         job->n_private_template, &self->info)
                     : CKR_DEVICE_ERROR;
     self->limit = pkey && self->rv != CKR_OK ? keyjobs_limit_problem () : NULL;
+    if (self->rv == CKR_OK && self->pooled)
+        self->rv = s_issue_once (self, ks);
     EVP_PKEY_free (pkey);
     if (self->rv == CKR_OK && job->token
     &&  keystore_key_put (ks, self->tenant, self->info, resident ? NULL : self->pkcs8,

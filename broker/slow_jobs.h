@@ -50,6 +50,9 @@ typedef struct {
     const cs_key_info_t *board_key; /* SLOW_GENERATED on a board: the key there, else NULL */
     char home [300];                /* ... its home "board:NAME" */
     const char *resident_ref;       /* ... and its ref */
+    bool pooled;                    /* SLOW_GENERATED: the material came from the key pool:
+                                       its fingerprint is recorded before the reply
+                                       (keystore_issued_record, issue 19) */
     /* results (and SLOW_GENERATED's pkcs8 input), owned */
     int rc;                         /* keystore reads: 0, -1, KEYSTORE_DAMAGED */
     CK_RV rv;

@@ -5,6 +5,7 @@
 #include <config.h>
 #endif
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/bn.h>
@@ -274,6 +275,21 @@ key_info_pkey_from_pkcs8 (const uint8_t *der, size_t len)
     EVP_PKEY *pkey = p8 ? EVP_PKCS82PKEY (p8) : NULL;
     PKCS8_PRIV_KEY_INFO_free (p8);
     return pkey;
+}
+
+int
+key_info_fingerprint (EVP_PKEY *pkey, uint8_t out [32], char *hex)
+{
+    unsigned char *der = NULL;
+    int len = pkey ? i2d_PUBKEY (pkey, &der) : -1;
+    unsigned int out_len = 0;
+    int rc = len > 0 && EVP_Digest (der, (size_t) len, out, &out_len, EVP_sha256 (), NULL) == 1
+          && out_len == 32 ? 0 : -1;
+    OPENSSL_free (der);
+    if (rc == 0 && hex)
+        for (int i = 0; i < 8; i++)
+            snprintf (hex + 2 * i, 3, "%02x", out [i]);
+    return rc;
 }
 
 const Cs__Attribute *

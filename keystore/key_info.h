@@ -68,6 +68,13 @@ uint8_t *key_info_pkcs8 (EVP_PKEY *pkey, size_t *len_p);
  *  EVP_PKEY_free) or NULL.  */
 EVP_PKEY *key_info_pkey_from_pkcs8 (const uint8_t *der, size_t len);
 
+/*  The fingerprint of pkey's public key: SHA-256 of its DER
+ *  SubjectPublicKeyInfo (RFC 5280 §4.1.2.7), 32 bytes into out, and its
+ *  first 8 bytes as 16 hex digits into hex (17 bytes with the NUL; NULL:
+ *  none) for log lines.  What keystore_issued_record records (issue 19).
+ *  Returns 0 or -1.  */
+int key_info_fingerprint (EVP_PKEY *pkey, uint8_t out [32], char *hex);
+
 /*  The value of attribute `type` among info's private (private_side) or
  *  public attributes, or NULL when it is not there.  Borrowed.  */
 const Cs__Attribute *key_info_attribute (const Cs__KeyInfo *info, bool private_side, CK_ATTRIBUTE_TYPE type);

@@ -2,7 +2,8 @@
  *  (keystore.h): the part that does not depend on where rows are stored.
  *  This file opens and closes the keystore (its back end, settle, where,
  *  listeners), seals and opens blobs, reads and creates master key files,
- *  checks and upgrades the schema, and holds the test hook; tenants and
+ *  and holds the test hook; the schema checks and the operator's upgrade
+ *  are in ks_schema.c; tenants and
  *  PINs are in ks_tenant.c, keys and idempotent operations in ks_keys.c,
  *  certificates and data objects in ks_objects.c (keystore_int.h).
  *
@@ -34,12 +35,8 @@
 #include "cs_secmem.h"
 #include "cs_util.h"
 
-#define SCHEMA_VERSION   4              /* 1: no row MACs, epochs, keyed PIN hashes;
-                                           2: no idempotency table; 3: no objects table */
 #define GCM_NONCE_LEN    12             /* bytes, RFC 5116 §5.1 N_MIN = N_MAX */
 #define GCM_TAG_LEN      16             /* bytes */
-#define CHECK_AAD        "cs-master-check-v1"
-#define CHECK_PLAINTEXT  "cryptoserver keystore master key check value"
 
 static keystore_hook_fn *s_test_hook;   /* keystore_set_test_hook; atomic */
 
@@ -192,123 +189,6 @@ ks_row_aad (const char *prefix, const char *tenant, const char *ref, size_t *len
 
 /* ---- opening ------------------------------------------------------------ */
 
-//  Schema 1 to 2 (SQLite only; the back end added the columns), inside the
-//  open's write transaction: gives every tenant fresh epochs, wraps its
-//  unkeyed PBKDF2 hashes under the PIN key (cs_pin_wrap: a copy of the
-//  file no longer allows guessing them offline), and MACs every tenant and
-//  key row as it is now (trust on first use: the upgrade cannot tell an
-//  earlier change).  Returns 0, or -1 after a log.
-static int
-s_upgrade_1_to_2 (keystore_t *self)
-{
-    char **names = self->be->tenant_list (self->store);
-    size_t keys = 0;
-    int rc = names ? 0 : -1;
-    for (size_t i = 0; rc == 0 && names [i]; i++) {
-        ks_tenant_row_t row;
-        if (ks_tenant_read (self, names [i], false, true, &row, NULL) != 1) {
-            rc = -1;
-            break;
-        }
-        bool ok = true;
-        for (int role = 0; role < 2 && ok; role++) {
-            char *wrapped = cs_pin_wrap (row.pin [role], self->keys->pin_key);
-            free (row.pin [role]);
-            row.pin [role] = wrapped;
-            row.epoch [role] = ks_epoch_next (self, 0);
-            ok = wrapped && row.epoch [role] > 0;
-        }
-        ok = ok && ks_tenant_write (self, names [i], &row) == 0;
-        ks_tenant_row_free (&row);
-        if (!ok) {
-            zsys_error ("keystore %s: upgrade: tenant %s has a malformed PIN hash", ks_where (self), names [i]);
-            rc = -1;
-            break;
-        }
-        ks_key_rec_t *recs = NULL;
-        size_t count = 0;
-        if (self->be->key_list (self->store, names [i], &recs, &count) != 0) {
-            rc = -1;
-            break;
-        }
-        for (size_t k = 0; k < count; k++) {
-            uint8_t mac [ROW_MAC_LEN];
-            if (rc == 0
-            &&  (ks_key_mac (self, names [i], recs [k].ref, recs [k].info, recs [k].info_len,
-                             recs [k].private, recs [k].private_len, mac) != 0
-                 || self->be->key_update (self->store, names [i], recs [k].ref, recs [k].info,
-                                          recs [k].info_len, mac) != 1))
-                rc = -1;
-            ks_key_rec_free (&recs [k]);
-        }
-        free (recs);
-        keys += count;
-    }
-    if (rc == 0)
-        rc = self->be->version_set (self->store, 2);
-    if (rc == 0)
-        zsys_info ("keystore %s: upgraded from schema 1 to 2 (row MACs, PIN epochs, keyed PIN "
-                   "hashes; %zu key rows)", ks_where (self), keys);
-    for (size_t i = 0; names && names [i]; i++)
-        free (names [i]);
-    free (names);
-    return rc;
-}
-
-//  Brings the tables to the current schema; on a new database writes the
-//  schema version and the master key check value; a schema 1 file is
-//  upgraded.  Returns 0, or -1 after a log (the documented "master key
-//  does not match" line included).
-static int
-s_check_or_init (keystore_t *self)
-{
-    if (self->be->begin (self->store) != 0)
-        return -1;
-    uint8_t *value = NULL, *plain = NULL;
-    size_t len = 0, plain_len = 0;
-    int rc = -1, schema = 0;
-    if (self->be->migrate (self->store, &schema) != 0)
-        goto out;
-    int found = self->be->meta_get (self->store, "master_check", &value, &len);
-    if (found < 0)
-        goto out;
-    if (found == 0) {                           //  a new keystore
-        uint8_t *check = ks_seal (self->keys->master, CHECK_AAD, strlen (CHECK_AAD),
-                                  (const uint8_t *) CHECK_PLAINTEXT, strlen (CHECK_PLAINTEXT), &len);
-        rc = check && self->be->version_set (self->store, SCHEMA_VERSION) == 0
-                   && self->be->meta_put (self->store, "master_check", check, len) == 0 ? 0 : -1;
-        free (check);
-        goto out;
-    }
-    plain = ks_open (self->keys->master, CHECK_AAD, strlen (CHECK_AAD), value, len, &plain_len);
-    if (!plain || plain_len != strlen (CHECK_PLAINTEXT) || memcmp (plain, CHECK_PLAINTEXT, plain_len)) {
-        zsys_error ("keystore %s: master key does not match", ks_where (self));
-        goto out;
-    }
-    if (schema >= 1 && schema < SCHEMA_VERSION) {
-        //  2 to 3 (the idempotency table) and 3 to 4 (the objects table):
-        //  the back end made the tables (migrate); nothing to rewrite.
-        rc = schema == 1 ? s_upgrade_1_to_2 (self) : 0;
-        if (rc == 0)
-            rc = self->be->version_set (self->store, SCHEMA_VERSION);
-        if (rc == 0)
-            zsys_info ("keystore %s: schema %d upgraded to %d (idempotency and objects tables)",
-                       ks_where (self), schema, SCHEMA_VERSION);
-    }
-    else
-    if (schema != SCHEMA_VERSION)
-        zsys_error ("keystore %s: schema version %d is not %d (made by another version?)",
-                    ks_where (self), schema, SCHEMA_VERSION);
-    else
-        rc = 0;
-out:
-    free (value);
-    free (plain);
-    if (self->be->end (self->store, rc == 0) != 0)
-        rc = -1;
-    return rc;
-}
-
 bool
 keystore_is_url (const char *location)
 {
@@ -352,8 +232,10 @@ s_backend (const char *location)
 #endif
 }
 
-keystore_t *
-keystore_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN])
+//  Opens the keystore at location in `mode` (ks_open_mode_t).
+static keystore_t *
+s_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+        const char *counter_path, ks_open_mode_t mode)
 {
     if (!location || !master_key)
         return NULL;
@@ -362,14 +244,17 @@ keystore_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_K
         return NULL;
     self->be = s_backend (location);
     self->location = strdup (location);
+    if (counter_path && !(self->counter_path = strdup (counter_path)))
+        goto fail;
     self->keys = cs_secmem_alloc (sizeof *self->keys);
     if (self->keys)
         memcpy (self->keys->master, master_key, KEYSTORE_MASTER_KEY_LEN);
     if (!self->be || !self->location || !self->keys
     ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_ROWS, self->keys->mac_key) != 0
     ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_PINS, self->keys->pin_key) != 0
+    ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_STATE, self->keys->state_key) != 0
     ||  !(self->store = self->be->open (location))
-    ||  s_check_or_init (self) != 0)
+    ||  ks_schema_open (self, mode) != 0)
         goto fail;
     return self;
 fail:
@@ -378,9 +263,57 @@ fail:
 }
 
 keystore_t *
+keystore_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN])
+{
+    return s_open (location, master_key, NULL, KS_OPEN_NORMAL);
+}
+
+keystore_t *
+keystore_open_counted (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+                       const char *counter_path)
+{
+    return s_open (location, master_key, counter_path, KS_OPEN_NORMAL);
+}
+
+int
+keystore_upgrade (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+                  const char *counter_path)
+{
+    keystore_t *self = s_open (location, master_key, counter_path, KS_OPEN_UPGRADE);
+    int rc = !self ? -1 : self->upgraded_from ? self->upgraded_from : 0;
+    keystore_destroy (&self);
+    return rc;
+}
+
+int
+keystore_accept_rollback (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+                          const char *counter_path, uint64_t *counter_p)
+{
+    keystore_t *self = s_open (location, master_key, counter_path, KS_OPEN_ACCEPT_ROLLBACK);
+    if (self && counter_p)
+        *counter_p = self->counter;
+    int rc = self ? 0 : -1;
+    keystore_destroy (&self);
+    return rc;
+}
+
+char *
+keystore_counter_path (const char *beside)
+{
+    const char *slash = beside ? strrchr (beside, '/') : NULL;
+    char *path = NULL;
+    if (!beside)
+        return NULL;
+    if (asprintf (&path, "%.*s%s", slash ? (int) (slash - beside + 1) : 0, beside,
+                  KEYSTORE_COUNTER_FILE) < 0)
+        path = NULL;
+    return path;
+}
+
+keystore_t *
 keystore_open_again (keystore_t *self)
 {
-    return self ? keystore_open (self->location, self->keys->master) : NULL;
+    return self ? s_open (self->location, self->keys->master, self->counter_path, KS_OPEN_NORMAL) : NULL;
 }
 
 int
@@ -428,6 +361,7 @@ keystore_destroy (keystore_t **self_p)
     if (self->store)
         self->be->close (&self->store);
     free (self->idem_tenant);
+    free (self->counter_path);
     if (self->keys)
         cs_secmem_free (self->keys, sizeof *self->keys);
     free (self->location);

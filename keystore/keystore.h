@@ -22,8 +22,17 @@
  *  HMAC-SHA256 under a key derived from the master key, over its columns and
  *  its identity (keystore/row_mac.h).  Every read verifies it; a row that
  *  does not verify (written by someone without the master key) is refused
- *  with an error log line naming it, and never rewritten.  A schema 1 file
- *  is upgraded when opened: its rows are trusted once and get their MACs.
+ *  with an error log line naming it, and never rewritten.
+ *
+ *  Authenticated schema and rollback (schema 5, issue 19; keystore/ks_state.c):
+ *  a MAC'd state record binds the schema version, the row MAC format and
+ *  the master key check value to a counter that every committing write
+ *  raises; a sealed counter file beside the master key keeps the highest
+ *  counter seen.  A keystore whose schema is not authenticated, says less
+ *  than its record or its tables, lacks a MAC column, or whose counter is
+ *  below the file's, is refused at open; an older keystore is upgraded
+ *  only by the operator (keystore_upgrade), an older copy accepted only by
+ *  the operator (keystore_accept_rollback).
  *
  *  A keystore object is used by one thread at a time (its hot reads are
  *  prepared once and kept).  The broker's slow-pool threads have one each
@@ -65,16 +74,75 @@ typedef struct {
 /*  Opens the keystore at `location` under the 32-byte master key: a path
  *  (SQLite; the file is created, mode 0600, when absent) or a libpq URL
  *  "postgresql://[user@]host[:port]/db" or "postgresql:///db?host=/socket/dir"
- *  (keystore_is_url; its tables are created, or migrated, when absent).
- *  A new keystore records a check value of the master key; an existing one
- *  whose check value does not match gives NULL with the log line "keystore
- *  WHERE: master key does not match" (never a crash; WHERE is the path, or
- *  the URL without its password: keystore_where).  NULL after a log line
+ *  (keystore_is_url; its tables are created when the database is new).
+ *  A new keystore records a check value of the master key and its state
+ *  record (schema 5); an existing one whose check value does not match
+ *  gives NULL with the log line "keystore WHERE: master key does not match"
+ *  (never a crash; WHERE is the path, or the URL without its password:
+ *  keystore_where), and so does one whose schema is not authenticated, not
+ *  the current one, lacks a MAC column, or whose rows are not those its
+ *  state record vouches for (E: lines of cryptoserver-keystore(5)
+ *  "Authenticated schema" and "Rollback"): an existing keystore's tables
+ *  are never changed at an open (keystore_upgrade).  NULL after a log line
  *  also when the database cannot be reached or this build has no
  *  PostgreSQL support.  Caller destroys the result.  The master key is
  *  copied into a locked, non-dumpable page of its own (cs_secmem.h); the
  *  caller wipes its own.  */
 keystore_t *keystore_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN]);
+
+/*  The name of the sealed counter file (keystore_counter_path).  */
+#define KEYSTORE_COUNTER_FILE "keystore.counter"
+
+/*  keystore_open, and the rollback check against the sealed counter file
+ *  at counter_path (NULL: none, as keystore_open): a keystore whose state
+ *  counter is below the file's gives NULL after the line "keystore WHERE:
+ *  rolled back: its counter is N, the counter file FILE says M: refused;
+ *  ..." (cryptoserver-keystore(5) "Rollback"); a file that does not verify
+ *  likewise.  A missing file is made (mode 0600), and every committing
+ *  write raises it afterwards; a write whose counter would not pass the
+ *  file's (a rollback while open) is refused and rolled back.  The
+ *  schema refusals of every open (E: lines, never an implicit upgrade)
+ *  are in cryptoserver-keystore(5) "Schema".  Caller destroys.  */
+keystore_t *keystore_open_counted (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+                                   const char *counter_path);
+
+/*  The operator's explicit upgrade of an older keystore to the current
+ *  schema (cryptoserver-admin keystore upgrade): refused (-1 after an E:
+ *  line) when the stored schema is lower than the tables show, a table or
+ *  column of its schema is missing, or a state record says another schema;
+ *  rows of a schema 1 keystore are MACed as they stand (the operator
+ *  vouches for them).  Logged ("keystore WHERE: upgraded by the operator
+ *  from schema N to 5").  Returns the schema it upgraded from, 0 when it
+ *  was current already, -1.  counter_path as keystore_open_counted.  */
+int keystore_upgrade (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+                      const char *counter_path);
+
+/*  The operator's acceptance of a rolled-back keystore (cryptoserver-admin
+ *  keystore accept-rollback): its state record must verify (schema checks
+ *  as at open); its counter is raised above the counter file's and the
+ *  file set to it (logged: "keystore WHERE: rollback accepted by the
+ *  operator: ...").  *counter_p (may be NULL) gets the new counter.
+ *  Returns 0 or -1 after a log.  */
+int keystore_accept_rollback (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
+                              const char *counter_path, uint64_t *counter_p);
+
+/*  The counter file beside the file `beside` (the master key file, or the
+ *  wrapped master key): its directory + KEYSTORE_COUNTER_FILE.  malloc'd,
+ *  NULL for NULL or out of memory.  */
+char *keystore_counter_path (const char *beside);
+
+/*  Issue 19 item 7: a pre-generated (pool) key is issued once, ever.
+ *  Records the SHA-256 `fingerprint` of the DER SubjectPublicKeyInfo of a
+ *  key handed to `tenant`, in a MAC'd row of table issued (inside an open
+ *  idempotent operation when there is one).  Returns 0 recorded, 1 it was
+ *  issued before (nothing written: the caller refuses the key), -1 after a
+ *  log.  */
+int keystore_issued_record (keystore_t *self, const char *tenant, const uint8_t fingerprint [32]);
+
+/*  1 when `fingerprint` was issued (a row that verifies), 0 when not,
+ *  KEYSTORE_DAMAGED for a row that does not verify (logged: treat as
+ *  issued), -1 after a log.  */
+int keystore_issued_check (keystore_t *self, const uint8_t fingerprint [32]);
 
 /*  True when location is a PostgreSQL URL ("postgresql:" or "postgres:"),
  *  not a path.  */

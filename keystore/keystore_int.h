@@ -5,7 +5,10 @@
  *  The rooms: keystore.c (opening and closing, back ends, sealing, master
  *  key files, schema check and upgrade, the test hook), ks_tenant.c
  *  (tenants and PINs), ks_keys.c (keys and idempotent operations),
- *  ks_objects.c (certificates and data objects).  Every function here
+ *  ks_objects.c (certificates and data objects), ks_schema.c (opening:
+ *  schema checks, the operator's upgrade), ks_state.c (the
+ *  authenticated state record, the row digest, the counter file: issue
+ *  19).  Every function here
  *  takes an open keystore and is used by one thread at a time.
  */
 #ifndef KEYSTORE_INT_H_INCLUDED
@@ -24,7 +27,13 @@ typedef struct {
     uint8_t master [KEYSTORE_MASTER_KEY_LEN];
     uint8_t mac_key [32];                   /* HKDF (master, ROW_MAC_INFO_ROWS) */
     uint8_t pin_key [CS_PIN_KEY_LEN];       /* HKDF (master, ROW_MAC_INFO_PINS) */
+    uint8_t state_key [32];                 /* HKDF (master, ROW_MAC_INFO_STATE) */
 } ks_keys_t;
+
+/*  How keystore_open treats a keystore (ks_state.c): as it is (refusing
+ *  any unauthenticated schema or rollback), or as the operator's explicit
+ *  upgrade or acceptance of a rollback.  */
+typedef enum { KS_OPEN_NORMAL, KS_OPEN_UPGRADE, KS_OPEN_ACCEPT_ROLLBACK } ks_open_mode_t;
 
 struct _keystore_t {
     const ks_backend_t *be;     /* where rows go */
@@ -38,6 +47,12 @@ struct _keystore_t {
     char *idem_tenant;          /* the open idempotent operation's tenant and id */
     uint8_t idem_id [KEYSTORE_IDEM_ID_MAX];
     size_t idem_id_len;
+    char *counter_path;         /* the sealed counter file, or NULL: none (ks_state.c) */
+    uint8_t id [32];            /* SHA-256 of the master key check value */
+    uint64_t counter;           /* the state counter this connection last wrote or read */
+    uint8_t digest [32];        /* the row digest of the state record read at open */
+    uint8_t delta [32];         /* the open write transaction's change to the row digest */
+    int upgraded_from;          /* keystore_upgrade: the schema it found (0: none done) */
 };
 
 /*  A tenant row's PIN columns as the keystore works on them.  */
@@ -57,6 +72,57 @@ uint8_t *ks_open (const uint8_t *key, const void *aad, size_t aad_len,
                   const uint8_t *blob, size_t blob_len, size_t *len_p);
 /*  The associated data prefix || tenant || NUL || ref of a sealed row (malloc'd), or NULL.  */
 uint8_t *ks_row_aad (const char *prefix, const char *tenant, const char *ref, size_t *len_p);
+
+/* ---- ks_state.c ---------------------------------------------------------- */
+
+/*  The schema this code writes and reads.  */
+#define KS_SCHEMA_VERSION 5
+/*  The schema the database says (*stored_p), the highest schema its
+ *  tables and columns show (*shows_p), and the first table or column of
+ *  schema <= want that is missing ("column tenants.mac", "" when none;
+ *  `size` bytes).  Read only.  0 or -1.  */
+int ks_schema_inspect (keystore_t *self, int want, int *stored_p, int *shows_p, char *missing, size_t size);
+/*  The state record (needs self->id): 1 verified (*schema_p, *counter_p),
+ *  0 absent, -1, KEYSTORE_DAMAGED after the E: line.  */
+int ks_state_get (keystore_t *self, uint64_t *schema_p, uint64_t *counter_p, uint8_t digest [32]);
+/*  Writes the state record.  0 or -1.  */
+int ks_state_put (keystore_t *self, uint64_t schema, uint64_t counter, const uint8_t digest [32]);
+/*  The row digest of the database as it is (every tenant, key, object and
+ *  issued row's MAC: XOR of SHA-256 ("cs-digest-v1" || table || NUL ||
+ *  MAC)).  0 or -1.  */
+int ks_digest_compute (keystore_t *self, uint8_t digest [32]);
+/*  In a write transaction: a row of `table` changes from MAC old (NULL:
+ *  none) to MAC new (NULL: deleted); the state record's digest follows at
+ *  ks_end.  */
+void ks_digest_note (keystore_t *self, const char *table, const uint8_t *old, size_t old_len,
+                     const uint8_t *new, size_t new_len);
+/*  The counter file's value when it verifies, else 0 (no file: 0).  0, or
+ *  -1 after a log when it cannot be read.  */
+int ks_counter_base (keystore_t *self, uint64_t *base_p);
+/*  At open, inside the opening transaction: the rows against the state
+ *  record's digest, the database's counter against the counter file's (E:
+ *  line naming both when it is lower or the file does not verify).
+ *  KS_OPEN_ACCEPT_ROLLBACK: records the rows as they are and raises the
+ *  database's counter above both instead (logged).  0 or -1.  */
+int ks_counter_check (keystore_t *self, uint64_t schema, uint64_t counter, const uint8_t digest [32],
+                      ks_open_mode_t mode);
+/*  After the opening transaction committed: the counter file follows
+ *  self->counter (lowered too after an accepted rollback).  0 or -1.  */
+int ks_state_opened (keystore_t *self, ks_open_mode_t mode);
+/*  Ends a write transaction: on commit, the state counter goes up by one
+ *  first (refused when the counter file is already past it: a rollback
+ *  while open), then after the commit the counter file follows.  Returns
+ *  0, or -1 (rolled back, or the commit failed).  */
+int ks_end (keystore_t *self, bool commit);
+
+/* ---- ks_schema.c --------------------------------------------------------- */
+
+/*  Inside one write transaction of its own: makes a new database, or
+ *  checks an existing one as it is (KS_OPEN_NORMAL, KS_OPEN_ACCEPT_ROLLBACK)
+ *  or upgrades it (KS_OPEN_UPGRADE: self->upgraded_from gets the schema it
+ *  found); then the counter file follows.  0, or -1 after the E: line
+ *  (the documented "master key does not match" line included).  */
+int ks_schema_open (keystore_t *self, ks_open_mode_t mode);
 
 /* ---- ks_tenant.c --------------------------------------------------------- */
 

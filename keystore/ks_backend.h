@@ -9,8 +9,8 @@
  *  or a PIN in the clear, only sealed blobs, keyed PIN hashes and MACs.  The
  *  tables and their meaning are the same in both (cryptoserver-keystore(5)):
  *  meta (name -> value), tenants, keys, idempotency (the results of
- *  key-management jobs by their ids), and a counter for key-list versions
- *  and PIN epochs.
+ *  key-management jobs by their ids), objects, issued (fingerprints of
+ *  issued pool keys), and a counter for key-list versions and PIN epochs.
  *
  *  Every function returns 0 (or 1 "found/changed", 0 "absent/unchanged"
  *  where it says so) or -1 after a log line naming the database (its
@@ -78,12 +78,22 @@ typedef struct {
      *  until its end.  end commits (commit) or rolls back.  */
     int (*begin) (ks_store_t *store);
     int (*end) (ks_store_t *store, bool commit);
-    /*  Inside the opening transaction: creates what is missing and brings
-     *  the tables to the current schema's columns; *found_p gets 0 for a
-     *  new database, else the version keystore.c still has to deal with:
-     *  1 (SQLite schema 1: rows need their MACs), or the version the
-     *  database is at now (a later one than the code's is refused).  */
+    /*  Inside the opening transaction, only for a new database or an
+     *  operator's upgrade (keystore_upgrade): creates what is missing and
+     *  brings the tables to the current schema's columns; *found_p gets 0
+     *  for a new database, else the version keystore.c still has to deal
+     *  with: 1 (SQLite schema 1: rows need their MACs), or the version the
+     *  database was at.  */
     int (*migrate) (ks_store_t *store, int *found_p);
+    /*  Read only, inside the opening transaction (PostgreSQL: it takes the
+     *  migrations' advisory lock first): 1 when table `table` (with
+     *  `column` NULL) or its column `column` exists, 0 when not.  */
+    int (*has) (ks_store_t *store, const char *table, const char *column);
+    /*  The schema version the database says it is at (SQLite meta
+     *  'schema', PostgreSQL max (schema_version.version)); 0 when it says
+     *  none.  Not authenticated: keystore.c compares it with the state
+     *  record (ks_state.c).  */
+    int (*version_get) (ks_store_t *store, int *version_p);
     /*  Records that the database now is at schema `version`.  */
     int (*version_set) (ks_store_t *store, int version);
     /*  meta rows: get returns 1 (found: *value_p malloc'd, NUL-terminated),
@@ -135,6 +145,17 @@ typedef struct {
     int (*object_put) (ks_store_t *store, const char *tenant, const ks_key_rec_t *rec);
     int (*object_delete) (ks_store_t *store, const char *tenant, const char *ref);
     int (*object_list) (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p);
+    /*  Issued pool keys (schema 5, table issued): insert: 1 inserted, 0
+     *  the fingerprint is already there (nothing written, no log).  read:
+     *  1 found (*tenant_p and *mac_p malloc'd), 0 unknown.  count: the rows.  */
+    int (*issued_insert) (ks_store_t *store, const uint8_t fingerprint [32], const char *tenant,
+                          int64_t created, const uint8_t mac [ROW_MAC_LEN]);
+    int (*issued_read) (ks_store_t *store, const uint8_t fingerprint [32], char **tenant_p,
+                        int64_t *created_p, uint8_t **mac_p, size_t *mac_len_p);
+    /*  The MACs of every issued row (the row digest, ks_state.c): a
+     *  malloc'd array of *count_p ROW_MAC_LEN-byte entries (a missing or
+     *  short MAC reads as zeros), NULL when there are none.  */
+    int (*issued_macs) (ks_store_t *store, uint8_t **macs_p, size_t *count_p);
     /*  keystore_settle.  */
     int (*settle) (ks_store_t *store);
     /*  keystore_listener_new; NULL in a back end without notifications.  */

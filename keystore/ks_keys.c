@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <czmq.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include "keystore_int.h"
 #include "cs_util.h"
@@ -94,7 +95,7 @@ s_key_write_end (keystore_t *self, const char *tenant, int rc)
         return rc;
     }
     self->depth = 0;
-    if (self->be->end (self->store, rc == 0) != 0 && rc == 0)
+    if (ks_end (self, rc == 0) != 0 && rc == 0)
         rc = -1;
     return rc;
 }
@@ -136,6 +137,7 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
         goto out;
     rec.mac = mac;
     rec.mac_len = ROW_MAC_LEN;
+    ks_digest_note (self, "keys", NULL, 0, mac, ROW_MAC_LEN);
     rc = s_key_write_end (self, tenant, self->be->key_insert (self->store, tenant, &rec));
 out:
     if (rc != 0)
@@ -167,6 +169,8 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
     &&  (ks_key_mac (self, tenant, info->ref, packed, packed_len, rec.private, rec.private_len, mac) != 0
          || self->be->key_update (self->store, tenant, info->ref, packed, packed_len, mac) != 1))
         rc = -1;
+    if (rc == 0)
+        ks_digest_note (self, "keys", rec.mac, rec.mac_len, mac, ROW_MAC_LEN);
     rc = s_key_write_end (self, tenant, rc);
     ks_key_rec_free (&rec);
     free (packed);
@@ -176,9 +180,15 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
 int
 keystore_key_delete (keystore_t *self, const char *tenant, const char *ref)
 {
+    ks_key_rec_t rec;
     if (!self || !tenant || !ks_ref_ok (ref) || s_key_write_begin (self) != 0)
         return -1;
-    int rc = self->be->key_delete (self->store, tenant, ref) == 1 ? 0 : -1;
+    int rc = self->be->key_read (self->store, tenant, ref, true, &rec) == 1 ? 0 : -1;
+    if (rc == 0) {
+        ks_digest_note (self, "keys", rec.mac, rec.mac_len, NULL, 0);
+        ks_key_rec_free (&rec);
+        rc = self->be->key_delete (self->store, tenant, ref) == 1 ? 0 : -1;
+    }
     return s_key_write_end (self, tenant, rc);
 }
 
@@ -361,7 +371,7 @@ keystore_idem_end (keystore_t *self, const uint8_t *result, size_t result_len,
         return -1;
     self->depth = 0;
     if (!result || self->doomed) {
-        self->be->end (self->store, false);
+        ks_end (self, false);
         return result ? -1 : 0;
     }
     ks_idem_rec_t rec = { .result = (uint8_t *) result, .result_len = result_len,
@@ -375,7 +385,7 @@ keystore_idem_end (keystore_t *self, const uint8_t *result, size_t result_len,
                                                     self->idem_id_len, &rec) : -1;
     if (inserted == 1 && self->be->idem_expire (self->store, rec.created - KEYSTORE_IDEM_TTL_S) < 0)
         inserted = -1;
-    if (self->be->end (self->store, inserted == 1) != 0 || inserted < 0) {
+    if (ks_end (self, inserted == 1) != 0 || inserted < 0) {
         if (inserted == 1)
             zsys_error ("keystore %s: cannot record an idempotent operation of tenant %s",
                         ks_where (self), self->idem_tenant);
@@ -397,4 +407,46 @@ keystore_idem_expire (keystore_t *self, int64_t now)
     if (!self || self->depth > 0)
         return -1;
     return self->be->idem_expire (self->store, now - KEYSTORE_IDEM_TTL_S);
+}
+
+/* ---- issued pool keys (schema 5) ----------------------------------------- */
+
+int
+keystore_issued_record (keystore_t *self, const char *tenant, const uint8_t fingerprint [32])
+{
+    uint8_t mac [ROW_MAC_LEN];
+    int64_t created = (int64_t) time (NULL);
+    if (!self || !tenant || !fingerprint
+    ||  row_mac_issued (self->keys->mac_key, fingerprint, tenant, created, mac) != 0
+    ||  s_key_write_begin (self) != 0)
+        return -1;
+    int inserted = self->be->issued_insert (self->store, fingerprint, tenant, created, mac);
+    if (inserted == 1)
+        ks_digest_note (self, "issued", NULL, 0, mac, ROW_MAC_LEN);
+    //  No keys_version to bump: s_key_write_end's tenant bump is harmless
+    //  (the tenant's list did not change, a client fetches it once more).
+    int rc = s_key_write_end (self, tenant, inserted == 1 ? 0 : -1);
+    return inserted == 0 ? 1 : rc == 0 ? 0 : -1;
+}
+
+int
+keystore_issued_check (keystore_t *self, const uint8_t fingerprint [32])
+{
+    char *tenant = NULL;
+    int64_t created = 0;
+    uint8_t *stored = NULL, mac [ROW_MAC_LEN];
+    size_t stored_len = 0;
+    if (!self || !fingerprint)
+        return -1;
+    int got = self->be->issued_read (self->store, fingerprint, &tenant, &created, &stored, &stored_len);
+    if (got == 1
+    &&  (row_mac_issued (self->keys->mac_key, fingerprint, tenant, created, mac) != 0
+         || !row_mac_equal (mac, stored, stored_len))) {
+        zsys_error ("keystore %s: an issued-key row does not verify (changed without the master "
+                    "key): its key counts as issued", ks_where (self));
+        got = KEYSTORE_DAMAGED;
+    }
+    free (tenant);
+    free (stored);
+    return got;
 }

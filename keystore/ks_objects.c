@@ -64,8 +64,15 @@ keystore_object_put (keystore_t *self, const char *tenant, const Cs__ObjectInfo 
         goto out;
     rec.mac = mac;
     rec.mac_len = ROW_MAC_LEN;
-    rc = self->be->object_put (self->store, tenant, &rec);
-    if (self->be->end (self->store, rc == 0) != 0)
+    ks_key_rec_t old;
+    int had = self->be->object_read (self->store, tenant, info->ref, &old);
+    if (had >= 0) {
+        ks_digest_note (self, "objects", had == 1 ? old.mac : NULL, old.mac_len, mac, ROW_MAC_LEN);
+        if (had == 1)
+            ks_key_rec_free (&old);
+        rc = self->be->object_put (self->store, tenant, &rec);
+    }
+    if (ks_end (self, rc == 0) != 0)
         rc = -1;
 out:
     if (rc != 0)
@@ -154,8 +161,14 @@ keystore_object_delete (keystore_t *self, const char *tenant, const char *ref)
 {
     if (!self || !tenant || !ks_ref_ok (ref) || self->be->begin (self->store) != 0)
         return -1;
-    int rc = self->be->object_delete (self->store, tenant, ref) == 1 ? 0 : -1;
-    if (self->be->end (self->store, rc == 0) != 0)
+    ks_key_rec_t old;
+    int rc = self->be->object_read (self->store, tenant, ref, &old) == 1 ? 0 : -1;
+    if (rc == 0) {
+        ks_digest_note (self, "objects", old.mac, old.mac_len, NULL, 0);
+        ks_key_rec_free (&old);
+        rc = self->be->object_delete (self->store, tenant, ref) == 1 ? 0 : -1;
+    }
+    if (ks_end (self, rc == 0) != 0)
         rc = -1;
     return rc;
 }

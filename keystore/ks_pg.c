@@ -108,6 +108,12 @@ static const s_migration_t s_migrations [] = {
       "  PRIMARY KEY (tenant, ref));"
       "CREATE TRIGGER objects_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON objects"
       "  FOR EACH STATEMENT EXECUTE FUNCTION cryptoserver_keystore_notify ();" },
+    { 5, "issued: fingerprints of pool keys handed out; the authenticated state record (issue 19)",
+      "CREATE TABLE issued ("
+      "  fingerprint bytea PRIMARY KEY,"
+      "  tenant text NOT NULL,"
+      "  created bigint NOT NULL,"
+      "  mac bytea);" },
 };
 #define S_MIGRATIONS (sizeof s_migrations / sizeof s_migrations [0])
 
@@ -408,6 +414,41 @@ s_migrate (ks_store_t *self, int *found_p)
 }
 
 static int
+s_has (ks_store_t *self, const char *table, const char *column)
+{
+    s_params_t p = { .count = 0 };
+    s_text (&p, table);
+    if (column)
+        s_text (&p, column);
+    PGresult *res = s_run (self, column ? "SELECT 1 FROM information_schema.columns WHERE "
+                                          "table_schema = current_schema () AND table_name = $1 "
+                                          "AND column_name = $2"
+                                        : "SELECT 1 FROM information_schema.tables WHERE "
+                                          "table_schema = current_schema () AND table_name = $1", &p);
+    int rc = !res ? -1 : PQntuples (res) > 0 ? 1 : 0;
+    PQclear (res);
+    return rc;
+}
+
+//  Takes the migrations' advisory lock (two brokers that start together
+//  do not both create the tables), then reads max (schema_version).
+static int
+s_version_get (ks_store_t *self, int *version_p)
+{
+    *version_p = 0;
+    PGresult *res = s_run (self, "SELECT pg_advisory_xact_lock (" S_LOCK_ID ")", NULL);
+    PQclear (res);
+    int has = res ? s_has (self, "schema_version", NULL) : -1;
+    if (has != 1)
+        return has;
+    res = s_run (self, "SELECT coalesce (max (version), 0)::bigint FROM schema_version", NULL);
+    if (res)
+        *version_p = (int) s_get_int8 (res, 0, 0);
+    PQclear (res);
+    return res ? 0 : -1;
+}
+
+static int
 s_version_set (ks_store_t *self, int version)
 {
     s_params_t p = { .count = 0 };
@@ -424,7 +465,11 @@ s_meta_get (ks_store_t *self, const char *name, uint8_t **value_p, size_t *len_p
 {
     s_params_t p = { .count = 0 };
     s_text (&p, name);
-    PGresult *res = s_run (self, "SELECT value FROM meta WHERE name = $1", &p);
+    //  In a write transaction the row stays locked until its end: the
+    //  state record (ks_state.c) is read, raised and written by one
+    //  broker at a time.
+    PGresult *res = s_run (self, self->in_tx ? "SELECT value FROM meta WHERE name = $1 FOR UPDATE"
+                                             : "SELECT value FROM meta WHERE name = $1", &p);
     bool ok = true;
     int rc = !res ? -1 : PQntuples (res) == 0 ? 0 : 1;
     if (rc == 1) {
@@ -702,6 +747,58 @@ s_idem_insert (ks_store_t *self, const char *tenant, const uint8_t *id, size_t i
 }
 
 static int
+s_issued_insert (ks_store_t *self, const uint8_t fingerprint [32], const char *tenant,
+                 int64_t created, const uint8_t mac [ROW_MAC_LEN])
+{
+    s_params_t p = { .count = 0 };
+    s_bytea (&p, fingerprint, 32);
+    s_text (&p, tenant);
+    s_int8 (&p, created);
+    s_bytea (&p, mac, ROW_MAC_LEN);
+    int changed = s_run_changes (self, "INSERT INTO issued (fingerprint, tenant, created, mac) "
+                                       "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", &p);
+    return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+}
+
+static int
+s_issued_read (ks_store_t *self, const uint8_t fingerprint [32], char **tenant_p,
+               int64_t *created_p, uint8_t **mac_p, size_t *mac_len_p)
+{
+    s_params_t p = { .count = 0 };
+    s_bytea (&p, fingerprint, 32);
+    PGresult *res = s_run (self, "SELECT tenant, created, mac FROM issued WHERE fingerprint = $1", &p);
+    int rc = !res ? -1 : PQntuples (res) == 0 ? 0 : 1;
+    bool ok = true;
+    if (rc == 1) {
+        *tenant_p = strndup (PQgetvalue (res, 0, 0), (size_t) PQgetlength (res, 0, 0));
+        *created_p = s_get_int8 (res, 0, 1);
+        *mac_p = s_get_blob (res, 0, 2, mac_len_p, &ok);
+        rc = ok && *tenant_p ? 1 : -1;
+    }
+    PQclear (res);
+    return rc;
+}
+
+static int
+s_issued_macs (ks_store_t *self, uint8_t **macs_p, size_t *count_p)
+{
+    PGresult *res = s_run (self, "SELECT mac FROM issued", NULL);
+    if (!res)
+        return -1;
+    size_t count = (size_t) PQntuples (res);
+    uint8_t *macs = count ? calloc (count, ROW_MAC_LEN) : NULL;
+    for (size_t i = 0; macs && i < count; i++)
+        if (PQgetlength (res, (int) i, 0) == ROW_MAC_LEN)
+            memcpy (macs + i * ROW_MAC_LEN, PQgetvalue (res, (int) i, 0), ROW_MAC_LEN);
+    PQclear (res);
+    if (count && !macs)
+        return -1;
+    *macs_p = macs;
+    *count_p = count;
+    return 0;
+}
+
+static int
 s_idem_expire (ks_store_t *self, int64_t before)
 {
     s_params_t p = { .count = 0 };
@@ -753,7 +850,12 @@ s_object_read (ks_store_t *self, const char *tenant, const char *ref, ks_key_rec
     s_text (&p, tenant);
     s_text (&p, ref);
     memset (rec, 0, sizeof *rec);
-    PGresult *res = s_run (self, "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 AND ref = $2", &p);
+    //  In a write transaction the row stays locked: the row digest
+    //  (ks_state.c) takes out the MAC that is replaced, not a stale one.
+    PGresult *res = s_run (self, self->in_tx ? "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
+                                               "AND ref = $2 FOR UPDATE"
+                                             : "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
+                                               "AND ref = $2", &p);
     int rc = !res ? -1 : PQntuples (res) == 0 ? 0 : s_key_columns (res, 0, rec);
     PQclear (res);
     return rc;
@@ -807,6 +909,8 @@ const ks_backend_t ks_pg_backend = {
     .begin = s_begin,
     .end = s_end,
     .migrate = s_migrate,
+    .has = s_has,
+    .version_get = s_version_get,
     .version_set = s_version_set,
     .meta_get = s_meta_get,
     .meta_put = s_meta_put,
@@ -831,6 +935,9 @@ const ks_backend_t ks_pg_backend = {
     .idem_read = s_idem_read,
     .idem_insert = s_idem_insert,
     .idem_expire = s_idem_expire,
+    .issued_insert = s_issued_insert,
+    .issued_read = s_issued_read,
+    .issued_macs = s_issued_macs,
     .settle = s_settle,
     .listen = s_listen,
 };

@@ -1,6 +1,6 @@
 /*  ks_sqlite.c — the SQLite back end of the keystore (ks_backend.h): one
- *  file in WAL mode with synchronous=FULL and secure_delete, five tables
- *  (meta, tenants, keys, objects, idempotency; schema below), the schema version in meta
+ *  file in WAL mode with synchronous=FULL and secure_delete, six tables
+ *  (meta, tenants, keys, objects, idempotency, issued; schema below), the schema version in meta
  *  'schema' and the version counter in meta 'version_seq'.  The default:
  *  one broker (and cryptoserver-admin, SQLite locks make that safe) per
  *  file.
@@ -39,8 +39,10 @@ struct _ks_store_t {
 //  added again never repeats an old version or epoch.  `mac` is the row's
 //  HMAC (row_mac.h); keys_version is outside it: it only tells clients when
 //  to fetch the key list again.  Version 1 had no epochs and no mac
-//  columns (s_migrate adds them); version 3 adds the table idempotency
-//  (created here when missing).
+//  columns (s_migrate adds them); version 3 adds the table idempotency,
+//  4 objects, 5 issued and the state record (meta 'state', ks_state.c).
+//  Tables are created or changed only for a new file or by an operator's
+//  upgrade (keystore_upgrade), never when an existing file is opened.
 static const char *s_schema =
     "CREATE TABLE IF NOT EXISTS meta ("
     "  name TEXT PRIMARY KEY, value BLOB NOT NULL);"
@@ -75,6 +77,11 @@ static const char *s_schema =
     "  mac BLOB,"
     "  PRIMARY KEY (tenant, id));"
     "CREATE INDEX IF NOT EXISTS idempotency_created ON idempotency (created);"
+    "CREATE TABLE IF NOT EXISTS issued ("     //  schema 5: pool keys handed out
+    "  fingerprint BLOB PRIMARY KEY,"
+    "  tenant TEXT NOT NULL,"
+    "  created INTEGER NOT NULL,"
+    "  mac BLOB);"
     "INSERT OR IGNORE INTO meta (name, value) VALUES ('version_seq', '0');";
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -336,6 +343,38 @@ s_migrate (ks_store_t *self, int *found_p)
                              "ALTER TABLE tenants ADD COLUMN mac BLOB;"
                              "ALTER TABLE keys ADD COLUMN mac BLOB;");
     return 0;
+}
+
+static int
+s_has (ks_store_t *self, const char *table, const char *column)
+{
+    sqlite3_stmt *stmt = column
+        ? s_prepare (self, "SELECT 1 FROM pragma_table_info (?1) WHERE name = ?2")
+        : s_prepare (self, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1");
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, table);
+    if (column)
+        s_bind_text (stmt, 2, column);
+    int step = sqlite3_step (stmt);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        s_db_error (self, "schema");
+    sqlite3_finalize (stmt);
+    return step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? 0 : -1;
+}
+
+static int
+s_version_get (ks_store_t *self, int *version_p)
+{
+    uint8_t *value = NULL;
+    size_t len = 0;
+    *version_p = 0;
+    int has = s_has (self, "meta", NULL);
+    int got = has == 1 ? s_meta_get (self, "schema", &value, &len) : has;
+    if (got == 1)
+        *version_p = atoi ((char *) value);
+    free (value);
+    return got < 0 ? -1 : 0;
 }
 
 static int
@@ -714,6 +753,79 @@ s_idem_expire (ks_store_t *self, int64_t before)
     return s_step_done (self, stmt);
 }
 
+/* ---- issued pool keys (schema 5) --------------------------------------- */
+
+static int
+s_issued_insert (ks_store_t *self, const uint8_t fingerprint [32], const char *tenant,
+                 int64_t created, const uint8_t mac [ROW_MAC_LEN])
+{
+    sqlite3_stmt *stmt = s_prepare (self, "INSERT OR IGNORE INTO issued (fingerprint, tenant, "
+                                          "created, mac) VALUES (?1, ?2, ?3, ?4)");
+    if (stmt) {
+        sqlite3_bind_blob (stmt, 1, fingerprint, 32, SQLITE_TRANSIENT);
+        s_bind_text (stmt, 2, tenant);
+        sqlite3_bind_int64 (stmt, 3, created);
+        sqlite3_bind_blob (stmt, 4, mac, ROW_MAC_LEN, SQLITE_TRANSIENT);
+    }
+    int changed = s_step_done (self, stmt);
+    return changed < 0 ? -1 : changed > 0 ? 1 : 0;
+}
+
+static int
+s_issued_read (ks_store_t *self, const uint8_t fingerprint [32], char **tenant_p,
+               int64_t *created_p, uint8_t **mac_p, size_t *mac_len_p)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT tenant, created, mac FROM issued WHERE fingerprint = ?1");
+    if (!stmt)
+        return -1;
+    sqlite3_bind_blob (stmt, 1, fingerprint, 32, SQLITE_TRANSIENT);
+    int step = sqlite3_step (stmt), rc = -1;
+    bool ok = true;
+    if (step == SQLITE_ROW) {
+        const char *tenant = (const char *) sqlite3_column_text (stmt, 0);
+        *tenant_p = strdup (tenant ? tenant : "");
+        *created_p = sqlite3_column_int64 (stmt, 1);
+        *mac_p = s_column_blob (stmt, 2, mac_len_p, &ok);
+        rc = ok && *tenant_p ? 1 : -1;
+    }
+    else
+    if (step == SQLITE_DONE)
+        rc = 0;
+    else
+        s_db_error (self, "read issued");
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+static int
+s_issued_macs (ks_store_t *self, uint8_t **macs_p, size_t *count_p)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT mac FROM issued");
+    size_t count = 0, room = 0;
+    uint8_t *macs = NULL;
+    int step = SQLITE_ERROR;
+    while (stmt && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
+        if (count == room) {
+            uint8_t *grown = realloc (macs, (room = 2 * room + 16) * ROW_MAC_LEN);
+            if (!grown)
+                break;
+            macs = grown;
+        }
+        memset (macs + count * ROW_MAC_LEN, 0, ROW_MAC_LEN);
+        if (sqlite3_column_bytes (stmt, 0) == ROW_MAC_LEN)
+            memcpy (macs + count * ROW_MAC_LEN, sqlite3_column_blob (stmt, 0), ROW_MAC_LEN);
+        count++;
+    }
+    sqlite3_finalize (stmt);
+    if (step != SQLITE_DONE) {
+        free (macs);
+        return -1;
+    }
+    *macs_p = macs;
+    *count_p = count;
+    return 0;
+}
+
 /* ---- object rows (schema 4) -------------------------------------------- */
 
 static int
@@ -791,6 +903,8 @@ const ks_backend_t ks_sqlite_backend = {
     .begin = s_begin,
     .end = s_end,
     .migrate = s_migrate,
+    .has = s_has,
+    .version_get = s_version_get,
     .version_set = s_version_set,
     .meta_get = s_meta_get,
     .meta_put = s_meta_put,
@@ -815,6 +929,9 @@ const ks_backend_t ks_sqlite_backend = {
     .idem_read = s_idem_read,
     .idem_insert = s_idem_insert,
     .idem_expire = s_idem_expire,
+    .issued_insert = s_issued_insert,
+    .issued_read = s_issued_read,
+    .issued_macs = s_issued_macs,
     .settle = s_settle,
     .listen = NULL,
 };

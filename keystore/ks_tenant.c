@@ -71,8 +71,12 @@ int
 ks_tenant_write (keystore_t *self, const char *name, const ks_tenant_row_t *row)
 {
     uint8_t mac [ROW_MAC_LEN];
-    if (row_mac_tenant (self->keys->mac_key, name, row, mac) != 0)
+    ks_tenant_rec_t old;
+    if (row_mac_tenant (self->keys->mac_key, name, row, mac) != 0
+    ||  self->be->tenant_read (self->store, name, true, &old) != 1)
         return -1;
+    ks_digest_note (self, "tenants", old.mac, old.mac_len, mac, ROW_MAC_LEN);
+    ks_tenant_rec_free (&old);
     return self->be->tenant_update (self->store, name, row, mac) == 1 ? 0 : -1;
 }
 
@@ -134,19 +138,49 @@ keystore_tenant_add (keystore_t *self, const char *name,
         rec.mac = mac;
         rec.mac_len = ROW_MAC_LEN;
         rc = self->be->tenant_insert (self->store, name, &rec);
+        ks_digest_note (self, "tenants", NULL, 0, mac, ROW_MAC_LEN);
         rec.mac = NULL;
     }
-    if (self->be->end (self->store, rc == 0) != 0)
+    if (ks_end (self, rc == 0) != 0)
         rc = -1;
 out:
     ks_tenant_rec_free (&rec);
     return rc;
 }
 
+//  The tenant row, its keys and objects leave the row digest (the delete
+//  cascades to them).  0, or -1 (also for an unknown tenant).
+static int
+s_rows_leave (keystore_t *self, const char *name)
+{
+    ks_tenant_rec_t rec;
+    ks_key_rec_t *recs = NULL;
+    size_t count = 0;
+    if (self->be->tenant_read (self->store, name, true, &rec) != 1)
+        return -1;
+    ks_digest_note (self, "tenants", rec.mac, rec.mac_len, NULL, 0);
+    ks_tenant_rec_free (&rec);
+    for (int table = 0; table < 2; table++) {
+        int got = table == 0 ? self->be->key_list (self->store, name, &recs, &count)
+                             : self->be->object_list (self->store, name, &recs, &count);
+        if (got != 0)
+            return -1;
+        for (size_t i = 0; i < count; i++) {
+            ks_digest_note (self, table == 0 ? "keys" : "objects", recs [i].mac, recs [i].mac_len, NULL, 0);
+            ks_key_rec_free (&recs [i]);
+        }
+        free (recs);
+    }
+    return 0;
+}
+
 int
 keystore_tenant_remove (keystore_t *self, const char *name)
 {
-    return self && name && self->be->tenant_delete (self->store, name) == 1 ? 0 : -1;
+    if (!self || !name || self->be->begin (self->store) != 0)
+        return -1;
+    int rc = s_rows_leave (self, name) == 0 && self->be->tenant_delete (self->store, name) == 1 ? 0 : -1;
+    return ks_end (self, rc == 0) == 0 ? rc : -1;
 }
 
 char **
@@ -168,7 +202,7 @@ keystore_tenant_exists (keystore_t *self, const char *name)
 static CK_RV
 s_pin_end (keystore_t *self, CK_RV rv, bool commit)
 {
-    if (self->be->end (self->store, commit) != 0 && commit)
+    if (ks_end (self, commit) != 0 && commit)
         return CKR_DEVICE_ERROR;
     return rv;
 }

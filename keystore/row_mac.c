@@ -154,3 +154,42 @@ row_mac_idem (const uint8_t key [32], const char *tenant, const uint8_t *id, siz
     s_u64 (&self, (uint64_t) created);
     return s_finish (&self, mac);
 }
+
+int
+row_mac_state (const uint8_t key [32], uint64_t schema, uint64_t counter, const uint8_t id [32],
+               const uint8_t digest [32], uint8_t mac [ROW_MAC_LEN])
+{
+    s_mac_t self;
+    s_start (&self, key, "cs-state-v1");
+    s_u64 (&self, schema);
+    s_u64 (&self, counter);
+    s_lp (&self, ROW_MAC_INFO_ROWS, strlen (ROW_MAC_INFO_ROWS));
+    s_lp (&self, id, 32);
+    s_lp (&self, digest, 32);
+    return s_finish (&self, mac);
+}
+
+int
+row_mac_counter (const uint8_t key [32], const uint8_t id [32], uint64_t counter,
+                 uint8_t mac [ROW_MAC_LEN])
+{
+    s_mac_t self;
+    s_start (&self, key, "cs-counter-v1");
+    s_lp (&self, id, 32);
+    s_u64 (&self, counter);
+    return s_finish (&self, mac);
+}
+
+int
+row_mac_issued (const uint8_t key [32], const uint8_t fingerprint [32], const char *tenant,
+                int64_t created, uint8_t mac [ROW_MAC_LEN])
+{
+    s_mac_t self;
+    if (!tenant)
+        return -1;
+    s_start (&self, key, "cs-issued-v1");
+    s_lp (&self, fingerprint, 32);
+    s_lp (&self, tenant, strlen (tenant));
+    s_u64 (&self, (uint64_t) created);
+    return s_finish (&self, mac);
+}

@@ -17,6 +17,7 @@
 #define ROW_MAC_LEN 32                              /* bytes */
 #define ROW_MAC_INFO_ROWS "cryptoserver keystore row mac v1"   /* HKDF info */
 #define ROW_MAC_INFO_PINS "cryptoserver keystore pin key v1"   /* HKDF info */
+#define ROW_MAC_INFO_STATE "cryptoserver keystore state v1"    /* HKDF info (schema 5) */
 
 /*  HKDF-SHA256 (RFC 5869) of the 32-byte master key with an empty salt and
  *  `info` (a NUL-terminated label), 32 bytes into out.  Returns 0 or -1.  */
@@ -58,6 +59,26 @@ int row_mac_idem (const uint8_t key [32], const char *tenant, const uint8_t *id,
 int row_mac_object (const uint8_t key [32], const char *tenant, const char *ref,
                     const uint8_t *info, size_t info_len, const uint8_t *private, size_t private_len,
                     uint8_t mac [ROW_MAC_LEN]);
+
+/*  MAC of the keystore's state record (schema 5, ks_state.c):
+ *  "cs-state-v1" || schema || counter || lp (row MAC format: ROW_MAC_INFO_ROWS)
+ *  || lp (id) || lp (digest), where id is the SHA-256 of the master key
+ *  check value (the keystore's identity) and digest the row digest
+ *  (ks_state.c), so the record binds the schema version, the MAC format,
+ *  the master check and the rows to the counter.  Returns 0 or -1.  */
+int row_mac_state (const uint8_t key [32], uint64_t schema, uint64_t counter, const uint8_t id [32],
+                   const uint8_t digest [32], uint8_t mac [ROW_MAC_LEN]);
+
+/*  MAC of a counter file (ks_state.c): "cs-counter-v1" || lp (id) || counter.
+ *  Returns 0 or -1.  */
+int row_mac_counter (const uint8_t key [32], const uint8_t id [32], uint64_t counter,
+                     uint8_t mac [ROW_MAC_LEN]);
+
+/*  MAC of an issued-key row (schema 5, keystore_issued_record):
+ *  "cs-issued-v1" || lp (fingerprint) || lp (tenant) || created.  Returns 0
+ *  or -1.  */
+int row_mac_issued (const uint8_t key [32], const uint8_t fingerprint [32], const char *tenant,
+                    int64_t created, uint8_t mac [ROW_MAC_LEN]);
 
 /*  Constant-time check of a stored MAC (stored_len bytes, NULL allowed)
  *  against the expected one.  */

@@ -1,7 +1,7 @@
 /*  cs_admin.c — cryptoserver-admin: make and manage a cryptoserver deployment.
  *
  *  main() only dispatches to a verb: init, board, client, config, tenant,
- *  key, master-key, status.  The
+ *  key, master-key, keystore, status.  The
  *  deployment layout is docs/CONTRACTS.md; the user manual is
  *  man/cryptoserver-admin.1.
  */
@@ -38,6 +38,10 @@ s_usage (FILE *out)
         "      manage a tenant's server-held keys in the keystore\n"
         "  master-key wrap --board NAME --label LABEL --public-key PUB.pem [--dir DIR]\n"
         "      wrap the keystore master key with a board's RSA key\n"
+        "  keystore upgrade [DIR] [--master-key FILE] [--keystore-url URL]\n"
+        "  keystore accept-rollback [DIR] [--master-key FILE] [--keystore-url URL]\n"
+        "      the operator's explicit upgrade of an older keystore, or acceptance of\n"
+        "      an older copy put back (the broker refuses both at start)\n"
         "  client add NAME [--dir DIR] [--tenant T] [--endpoint E]\n"
         "  client list [--dir DIR]\n"
         "  client remove NAME [--dir DIR]\n"
@@ -84,6 +88,8 @@ main (int argc, char **argv)
         return cs_admin_key (argc - 1, argv + 1);
     if (streq (verb, "master-key"))
         return cs_admin_master_key (argc - 1, argv + 1);
+    if (streq (verb, "keystore"))
+        return cs_admin_keystore (argc - 1, argv + 1);
     if (streq (verb, "status"))
         return cs_admin_status (argc - 1, argv + 1);
     cs_admin_error ("unknown verb '%s' (try --help)", verb);

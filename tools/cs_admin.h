@@ -56,6 +56,17 @@ void cs_admin_ks_args_free_pin (char **pin_p);
  *  master key).  */
 keystore_t *cs_admin_keystore_open (const char *dir, const char *master_override);
 
+/*  Where DIR's keystore is (keystore/url or keystore/path of broker.conf,
+ *  *location_p), its sealed counter file (beside the master key,
+ *  *counter_p; both malloc'd, caller frees) and its master key (or the
+ *  master_override file's) into key (caller wipes).  Returns 0, or -1
+ *  after printing why.  */
+int cs_admin_keystore_locate (const char *dir, const char *master_override, char **location_p,
+                              char **counter_p, uint8_t key [KEYSTORE_MASTER_KEY_LEN]);
+
+/*  `keystore upgrade|accept-rollback` (cs_admin_keystore.c).  */
+int cs_admin_keystore (int argc, char **argv);
+
 /*  Prints "cryptoserver-admin: MESSAGE" on stderr.  */
 void cs_admin_error (const char *format, ...) CHECK_PRINTF (1);
 

@@ -267,8 +267,12 @@ s_init_keystore (const s_init_args_t *args)
         return -1;
     char *path = args->keystore_url ? keystore_location_name (args->keystore_url)
                                     : cs_admin_path (args->dir, "keystore.db");
-    keystore_t *keystore = keystore_open (args->keystore_url ? args->keystore_url : path, key);
+    char *key_path = cs_admin_path (args->dir, "master.key");
+    char *counter = keystore_counter_path (key_path);
+    keystore_t *keystore = keystore_open_counted (args->keystore_url ? args->keystore_url : path, key, counter);
     OPENSSL_cleanse (key, sizeof key);
+    free (counter);
+    zstr_free (&key_path);
     int rc = -1;
     if (!keystore)
         cs_admin_error ("%s: cannot open the keystore (see above)", path);

@@ -99,20 +99,34 @@ s_master_key (const char *dir, zconfig_t *config, const char *override,
     return rc;
 }
 
-keystore_t *
-cs_admin_keystore_open (const char *dir, const char *master_override)
+//  The counter file of DIR's deployment: beside keystore/master-key, or
+//  beside keystore/master-key-wrapped for a board-wrapped one (as the
+//  broker's), relative to DIR.  malloc'd, or NULL.
+static char *
+s_counter_path (const char *dir, zconfig_t *config)
+{
+    const char *name = zconfig_get (config, "keystore/master-key", "master.key");
+    if (strncmp (name, "board:", 6) == 0)
+        name = zconfig_get (config, "keystore/master-key-wrapped", "master.key.wrapped");
+    char *beside = cs_path_resolve (dir, name);
+    char *path = keystore_counter_path (beside);
+    free (beside);
+    return path;
+}
+
+int
+cs_admin_keystore_locate (const char *dir, const char *master_override, char **location_p,
+                          char **counter_p, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
 {
     zconfig_t *config = cs_admin_conf_load (dir);
     if (!config)
-        return NULL;
-    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
-    keystore_t *keystore = NULL;
+        return -1;
+    int rc = -1;
     //  keystore/url (PostgreSQL, as the broker's) or keystore/path (SQLite).
     const char *url = zconfig_get (config, "keystore/url", NULL);
     bool shared = url && *url;
     char *path = shared ? strdup (url)
                         : cs_path_resolve (dir, zconfig_get (config, "keystore/path", "keystore.db"));
-    char *name = keystore_location_name (path);
     if (shared && !keystore_is_url (path))
         cs_admin_error ("%s/broker.conf: keystore/url must be a postgresql:// URL", dir);
     else
@@ -120,15 +134,32 @@ cs_admin_keystore_open (const char *dir, const char *master_override)
         cs_admin_error ("%s: no keystore (is %s a deployment made by 'cryptoserver-admin init'?)",
                         path, dir);
     else
-    if (s_master_key (dir, config, master_override, key) == 0) {
-        keystore = keystore_open (path, key);
-        if (!keystore)
-            cs_admin_error ("%s: cannot open the keystore (see above)", name ? name : "keystore");
-    }
-    OPENSSL_cleanse (key, sizeof key);
-    free (name);
-    free (path);
+    if (s_master_key (dir, config, master_override, key) == 0)
+        rc = 0;
+    *location_p = rc == 0 ? path : NULL;
+    *counter_p = rc == 0 ? s_counter_path (dir, config) : NULL;
+    if (rc != 0)
+        free (path);
     zconfig_destroy (&config);
+    return rc;
+}
+
+keystore_t *
+cs_admin_keystore_open (const char *dir, const char *master_override)
+{
+    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
+    char *path = NULL, *counter = NULL;
+    if (cs_admin_keystore_locate (dir, master_override, &path, &counter, key) != 0)
+        return NULL;
+    keystore_t *keystore = keystore_open_counted (path, key, counter);
+    OPENSSL_cleanse (key, sizeof key);
+    if (!keystore) {
+        char *name = keystore_location_name (path);
+        cs_admin_error ("%s: cannot open the keystore (see above)", name ? name : "keystore");
+        free (name);
+    }
+    free (path);
+    free (counter);
     return keystore;
 }
 

@@ -12,6 +12,7 @@
 #include <openssl/rand.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
+#include <sqlite3.h>
 #include "test_broker_fixture.h"
 #include "test_run.h"
 
@@ -229,6 +230,60 @@ START_TEST (test_generate_from_pool)
     req->jobs [0]->generate_key_pair = NULL;
     req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
     th_request_free (req);
+}
+END_TEST
+
+/*  The first column of the first row of `sql` on DIR/keystore.db as an
+ *  integer, after running `before` (NULL: nothing) on the same connection.  */
+static long
+s_keystore_int (const char *before, const char *sql)
+{
+    char path [4096];
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    snprintf (path, sizeof path, "%s/keystore.db", s_dir);
+    ck_assert_int_eq (sqlite3_open (path, &db), SQLITE_OK);
+    sqlite3_busy_timeout (db, 5000);
+    if (before)
+        ck_assert_msg (sqlite3_exec (db, before, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg (db));
+    ck_assert_int_eq (sqlite3_prepare_v2 (db, sql, -1, &stmt, NULL), SQLITE_OK);
+    ck_assert_int_eq (sqlite3_step (stmt), SQLITE_ROW);
+    long value = (long) sqlite3_column_int64 (stmt, 0);
+    sqlite3_finalize (stmt);
+    sqlite3_close (db);
+    return value;
+}
+
+/*  A session RSA-2048 generation by alice: its rv.  */
+static uint64_t
+s_generate_session (uint64_t id)
+{
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    gen.mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN;
+    gen.modulus_bits = 2048;
+    Cs__Request *req = s_request (id);
+    s_job_generate (req->jobs [0], &gen);
+    uint64_t rv = s_call (s_alice, req, NULL);
+    req->jobs [0]->generate_key_pair = NULL;
+    req->jobs [0]->kind_case = CS__JOB__KIND_HELLO;
+    th_request_free (req);
+    return rv;
+}
+
+/*  Issue 19 item 7: a key served from the pool is recorded as issued (its
+ *  fingerprint, the tenant) before the reply; one whose record cannot be
+ *  written is not handed out (CKR_DEVICE_ERROR: fail closed).  */
+START_TEST (test_pool_issue_recorded)
+{
+    ck_assert_uint_eq (s_pool_wait (2), 2);
+    ck_assert_uint_eq (s_generate_session (30), CKR_OK);
+    ck_assert_int_eq (s_keystore_int (NULL, "SELECT count (*) FROM issued WHERE tenant = 'demo'"), 1);
+    ck_assert_int_eq (s_keystore_int ("CREATE TRIGGER no_issue BEFORE INSERT ON issued "
+                                      "BEGIN SELECT RAISE (ABORT, 'refused by the test'); END",
+                                      "SELECT 1"), 1);
+    ck_assert_uint_ge (s_pool_wait (1), 1);
+    ck_assert_uint_eq (s_generate_session (31), CKR_DEVICE_ERROR);
+    ck_assert_int_eq (s_keystore_int (NULL, "SELECT count (*) FROM issued"), 1);
 }
 END_TEST
 
@@ -1144,6 +1199,7 @@ s_suite (void)
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_set_timeout (tc, 120);
     tcase_add_test (tc, test_generate_from_pool);
+    tcase_add_test (tc, test_pool_issue_recorded);
     tcase_add_test (tc, test_generate_without_pool);
     tcase_add_test (tc, test_per_request_key);
     tcase_add_test (tc, test_import_attributes_and_isolation);

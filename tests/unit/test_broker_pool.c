@@ -144,6 +144,42 @@ START_TEST (test_store_seal_restore)
 }
 END_TEST
 
+/*  Issue 19 item 7: a sealed key whose fingerprint the keystore recorded as
+ *  issued (a replayed @pool row, a restored backup) is not restored: its
+ *  row is deleted, the other key comes back.  */
+START_TEST (test_store_issued_once)
+{
+    char *dir = th_tmpdir ();
+    th_keystore (dir);
+    keystore_t *ks = th_keystore_open (dir);
+    const int two [BROKER_POOL_SIZES] = { 2, 0, 0 };
+    pool_t *pool = pool_new (two);
+    pool_put (pool, pool_next_refill (pool, 8), s_der (0x61), S_DER_LEN);
+    pool_put (pool, pool_next_refill (pool, 8), s_der (0x62), S_DER_LEN);
+    size_t n = 0;
+    ck_assert_int_eq (pool_store_seal (ks, pool, &n), 0);
+    ck_assert_uint_eq (n, 2);
+    pool_destroy (&pool);
+    uint8_t fp [32];
+    char hex [17];
+    unsigned char *issued = s_der (0x61);
+    ck_assert_int_eq (pool_store_fingerprint (issued, S_DER_LEN, fp, hex), 0);
+    free (issued);
+    ck_assert_int_eq (keystore_issued_record (ks, "demo", fp), 0);
+    pool = pool_new (two);
+    ck_assert_int_eq (pool_store_restore (ks, pool, &n), 0);
+    ck_assert_uint_eq (n, 1);
+    ck_assert_uint_eq (s_rows (ks), 0);                       /* the issued one deleted */
+    size_t len = 0;
+    unsigned char *der = pool_take (pool, 2048, &len);
+    ck_assert_uint_eq (der [0], 0x62);
+    free (der);
+    pool_destroy (&pool);
+    keystore_destroy (&ks);
+    th_tmpdir_remove (&dir);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -152,6 +188,7 @@ main (void)
     tcase_add_test (tc, test_put_take);
     tcase_add_test (tc, test_keys_in_secret_pages);
     tcase_add_test (tc, test_store_seal_restore);
+    tcase_add_test (tc, test_store_issued_once);
     tcase_set_timeout (tc, 60);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
