@@ -16,6 +16,20 @@
  *  then a Hello on the flood association itself must succeed (the
  *  connection stays usable).
  *
+ *  cs-wire-flood --sym-pin PIN --probe-cert F --endpoint E --broker-cert F
+ *                --client-cert F [--connections C (4)] [--seconds S (10)]
+ *                [--hellos H (50)]
+ *
+ *  The reactor's share (issue 19 item 6): the client of --client-cert (one
+ *  tenant) logs in with PIN and, on C associations, keeps two requests each
+ *  in flight, one SymJob each with a session key, alternately AES-ECB over
+ *  16 bytes and AES-CBC over 64 KiB, for S seconds; the client of
+ *  --probe-cert (another tenant) measures its Hello round trips alone (H)
+ *  and during the flood (one after another).  Prints "cs-wire-flood: sym
+ *  summary jobs=N ecb=N cbc=N errors=N quiet-p50-us=X quiet-p99-us=X
+ *  hellos=K flood-p50-us=Y flood-p99-us=Y"; exit 1 when a job or a Hello
+ *  failed.
+ *
  *  Prints "cs-wire-flood: summary frames=N refused=N quiet-p50-us=X
  *  flood-hellos=K flood-p50-us=Y flood-max-us=Z final-hello=ok|FAILED".
  *  Latencies are printed, not judged (wire-flood.sh judges the broker's CPU
@@ -184,6 +198,147 @@ s_run (zsock_t *probe, zsock_t *flood, size_t frames, size_t jobs, size_t hellos
     return bad || refused != frames || !final ? 1 : 0;
 }
 
+/* ---- --sym-pin: one tenant's symmetric jobs, another's Hellos ---------- */
+
+#define S_SYM_IN_FLIGHT 2           /* requests kept in flight per association */
+#define S_ID_SYM 0x40000000         /* ids of sym requests */
+#define S_ID_LOGIN 0x30000
+
+/*  Logs in as CKU_USER with pin on dealer; the ticket into ticket [50].  */
+static bool
+s_login (zsock_t *dealer, const char *pin, uint8_t ticket [50])
+{
+    Cs__Request req = CS__REQUEST__INIT;
+    Cs__LoginJob login = CS__LOGIN_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT, *jobs [1] = { &job };
+    login.user_type = CKU_USER;
+    login.pin = (ProtobufCBinaryData) { strlen (pin), (uint8_t *) pin };
+    job.kind_case = CS__JOB__KIND_LOGIN;
+    job.login = &login;
+    req.version_min = CS_PROTOCOL_VERSION_MIN;
+    req.version_max = CS_PROTOCOL_VERSION;
+    req.request_id = S_ID_LOGIN;
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    size_t size = 0;
+    uint8_t *data = cs_wire_encode (&req.base, &size);
+    if (!data || zsock_send (dealer, "b", data, size)) {
+        free (data);
+        return false;
+    }
+    free (data);
+    Cs__Reply *reply = s_recv (dealer, S_WAIT_MS);
+    bool ok = reply && reply->rv == CKR_OK && reply->n_results == 1 && reply->results [0]->rv == CKR_OK
+           && reply->results [0]->kind_case == CS__RESULT__KIND_LOGIN && reply->results [0]->login->ticket.len == 50;
+    if (ok)
+        memcpy (ticket, reply->results [0]->login->ticket.data, 50);
+    if (reply)
+        cs_wire_reply_free (&reply);
+    return ok;
+}
+
+/*  Sends sym job number n (even: AES-ECB 16 B, odd: AES-CBC 64 KiB) on dealer.  */
+static int
+s_send_sym (zsock_t *dealer, const uint8_t ticket [50], uint64_t n)
+{
+    static uint8_t key [16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 }, iv [16];
+    static uint8_t data [64 * 1024];
+    Cs__SymJob sym = CS__SYM_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT, *jobs [1] = { &job };
+    Cs__Request req = CS__REQUEST__INIT;
+    bool cbc = n % 2;
+    sym.mechanism = cbc ? CKM_AES_CBC : CKM_AES_ECB;
+    sym.operation = 1;                          /* encrypt */
+    sym.key_value = (ProtobufCBinaryData) { sizeof key, key };
+    if (cbc)
+        sym.iv = (ProtobufCBinaryData) { sizeof iv, iv };
+    sym.data = (ProtobufCBinaryData) { cbc ? sizeof data : 16, data };
+    job.kind_case = CS__JOB__KIND_SYM;
+    job.sym = &sym;
+    req.version_min = CS_PROTOCOL_VERSION_MIN;
+    req.version_max = CS_PROTOCOL_VERSION;
+    req.request_id = S_ID_SYM + n;
+    req.ticket = (ProtobufCBinaryData) { 50, (uint8_t *) ticket };
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    size_t size = 0;
+    uint8_t *bytes = cs_wire_encode (&req.base, &size);
+    int rc = bytes ? zsock_send (dealer, "b", bytes, size) : -1;
+    free (bytes);
+    return rc;
+}
+
+/*  The p-th percentile (0..100) of n sorted times.  */
+static int64_t
+s_pct (const int64_t *times, size_t n, int p)
+{
+    return n ? times [(n - 1) * (size_t) p / 100] : 0;
+}
+
+static int
+s_run_sym (zsock_t *probe, zsock_t **flood, size_t n_flood, const char *pin, int seconds, size_t hellos)
+{
+    uint8_t ticket [50];
+    if (!s_login (flood [0], pin, ticket)) {
+        fprintf (stderr, "cs-wire-flood: login failed\n");
+        return 1;
+    }
+    size_t max = hellos + 1000000, n = 0, errors = 0, counts [2] = { 0, 0 };
+    int64_t *times = calloc (max, sizeof *times);
+    uint64_t id = S_ID_HELLO, next = 0;
+    for (size_t i = 0; times && i < hellos; i++)
+        if ((times [i] = s_hello (probe, id++)) < 0)
+            errors++;
+    if (!times || errors) {
+        fprintf (stderr, "cs-wire-flood: a Hello alone failed\n");
+        free (times);
+        return 1;
+    }
+    qsort (times, hellos, sizeof *times, s_cmp);
+    int64_t quiet50 = s_pct (times, hellos, 50), quiet99 = s_pct (times, hellos, 99);
+    zpoller_t *poller = zpoller_new (probe, NULL);
+    for (size_t c = 0; c < n_flood; c++) {
+        zpoller_add (poller, flood [c]);
+        for (int k = 0; k < S_SYM_IN_FLIGHT; k++)
+            s_send_sym (flood [c], ticket, next++);
+    }
+    int64_t end = zclock_mono () + (int64_t) seconds * 1000, sent_at = zclock_usecs ();
+    s_send_frame (probe, id, 0);
+    n = 0;
+    while (zclock_mono () < end && n < max && !zsys_interrupted) {
+        zsock_t *which = zpoller_wait (poller, 1000);
+        if (!which)
+            continue;
+        Cs__Reply *reply = s_recv (which, 0);
+        if (which == probe) {
+            if (reply && reply->request_id == id && reply->rv == CKR_OK)
+                times [n++] = zclock_usecs () - sent_at;
+            else
+                errors++;
+            sent_at = zclock_usecs ();
+            s_send_frame (probe, ++id, 0);
+        }
+        else {
+            bool ok = reply && reply->rv == CKR_OK && reply->n_results == 1 && reply->results [0]->rv == CKR_OK;
+            if (ok)
+                counts [(reply->request_id - S_ID_SYM) % 2]++;
+            else
+                errors++;
+            s_send_sym (which, ticket, next++);
+        }
+        if (reply)
+            cs_wire_reply_free (&reply);
+    }
+    zpoller_destroy (&poller);
+    qsort (times, n, sizeof *times, s_cmp);
+    printf ("cs-wire-flood: sym summary jobs=%zu ecb=%zu cbc=%zu errors=%zu quiet-p50-us=%" PRId64
+            " quiet-p99-us=%" PRId64 " hellos=%zu flood-p50-us=%" PRId64 " flood-p99-us=%" PRId64 "\n",
+            counts [0] + counts [1], counts [0], counts [1], errors, quiet50, quiet99, n,
+            s_pct (times, n, 50), s_pct (times, n, 99));
+    free (times);
+    return errors ? 1 : 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -191,12 +346,18 @@ main (int argc, char **argv)
         { "endpoint", required_argument, NULL, 'e' }, { "broker-cert", required_argument, NULL, 'b' },
         { "client-cert", required_argument, NULL, 'c' }, { "frames", required_argument, NULL, 'f' },
         { "jobs", required_argument, NULL, 'j' }, { "hellos", required_argument, NULL, 'h' },
+        { "sym-pin", required_argument, NULL, 'P' }, { "probe-cert", required_argument, NULL, 'p' },
+        { "connections", required_argument, NULL, 'C' }, { "seconds", required_argument, NULL, 's' },
         { NULL, 0, NULL, 0 }
     };
-    const char *endpoint = NULL, *broker_cert = NULL, *client_cert = NULL;
-    long frames = 40, jobs = 500000, hellos = 50;
-    for (int opt; (opt = getopt_long (argc, argv, "e:b:c:f:j:h:", options, NULL)) != -1; )
+    const char *endpoint = NULL, *broker_cert = NULL, *client_cert = NULL, *pin = NULL, *probe_cert = NULL;
+    long frames = 40, jobs = 500000, hellos = 50, connections = 4, seconds = 10;
+    for (int opt; (opt = getopt_long (argc, argv, "e:b:c:f:j:h:P:p:C:s:", options, NULL)) != -1; )
         switch (opt) {
+            case 'P': pin = optarg; break;
+            case 'p': probe_cert = optarg; break;
+            case 'C': connections = atol (optarg); break;
+            case 's': seconds = atol (optarg); break;
             case 'e': endpoint = optarg; break;
             case 'b': broker_cert = optarg; break;
             case 'c': client_cert = optarg; break;
@@ -212,6 +373,19 @@ main (int argc, char **argv)
         return 2;
     }
     zsys_init ();
+    if (pin) {
+        zsock_t *probe = probe_cert ? s_dealer (endpoint, broker_cert, probe_cert) : NULL;
+        zsock_t *flood [16] = { NULL };
+        size_t n = connections < 1 ? 1 : connections > 16 ? 16 : (size_t) connections;
+        bool ok = probe != NULL;
+        for (size_t c = 0; ok && c < n; c++)
+            ok = (flood [c] = s_dealer (endpoint, broker_cert, client_cert)) != NULL;
+        int rc = ok ? s_run_sym (probe, flood, n, pin, (int) seconds, (size_t) hellos) : 2;
+        for (size_t c = 0; c < n; c++)
+            zsock_destroy (&flood [c]);
+        zsock_destroy (&probe);
+        return rc;
+    }
     zsock_t *probe = s_dealer (endpoint, broker_cert, client_cert);
     zsock_t *flood = probe ? s_dealer (endpoint, broker_cert, client_cert) : NULL;
     int rc = flood ? s_run (probe, flood, (size_t) frames, (size_t) jobs, (size_t) hellos) : 2;
