@@ -12,6 +12,8 @@ typedef struct {
     unsigned deficit;               /* items it may still take in its turn */
     zlistx_t *items;                /* oldest first */
     bool active;                    /* in the round (has items) */
+    int64_t lane_period;            /* the period lane_ns counts in (now / period) */
+    int64_t lane_ns;                /* reactor time used in it (fair_queue_lane_charge) */
 } s_flow_t;
 
 struct _fair_queue_t {
@@ -244,6 +246,32 @@ fair_queue_remove_if (fair_queue_t *self, fair_queue_match_fn *match, void *arg)
         }
     }
     return NULL;
+}
+
+void
+fair_queue_lane_charge (fair_queue_t *self, const char *name, int64_t ns, int64_t now_ns)
+{
+    s_flow_t *flow = s_flow (self, name);
+    if (!flow || ns <= 0)
+        return;
+    int64_t period = now_ns / FAIR_QUEUE_LANE_PERIOD_NS;
+    if (flow->lane_period != period) {
+        flow->lane_period = period;
+        flow->lane_ns = 0;
+    }
+    flow->lane_ns += ns;
+}
+
+bool
+fair_queue_lane_spent (fair_queue_t *self, const char *name, int64_t now_ns)
+{
+    s_flow_t *flow = zhashx_lookup (self->flows, name ? name : "");
+    if (!flow || flow->lane_period != now_ns / FAIR_QUEUE_LANE_PERIOD_NS)
+        return false;
+    int64_t share = (int64_t) flow->weight * FAIR_QUEUE_LANE_PERIOD_NS / FAIR_QUEUE_LANE_SHARE;
+    if (share > FAIR_QUEUE_LANE_PERIOD_NS / 2)
+        share = FAIR_QUEUE_LANE_PERIOD_NS / 2;
+    return flow->lane_ns >= share;
 }
 
 size_t

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define FAIR_QUEUE_MAX_WEIGHT 1000
 
@@ -73,6 +74,23 @@ void *fair_queue_peek (fair_queue_t *self, fair_queue_match_fn *match, void *arg
  *  when none matches.  A flow emptied this way leaves the round at its next
  *  turn, as after fair_queue_take.  */
 void *fair_queue_remove_if (fair_queue_t *self, fair_queue_match_fn *match, void *arg);
+
+/*  Reactor time (issue 19 item 6).  Items a flow runs on the frontend's
+ *  own thread (broker/fast_lane.c) cost that thread's time, which every
+ *  tenant's requests share; each flow may use at most its share of it per
+ *  FAIR_QUEUE_LANE_PERIOD_NS: weight x period / FAIR_QUEUE_LANE_SHARE, at
+ *  most half the period.  Periods are aligned on multiples of the period
+ *  (metrics_now_ns clock); a new period starts every flow at 0.  */
+#define FAIR_QUEUE_LANE_PERIOD_NS 100000000     /* 100 ms */
+#define FAIR_QUEUE_LANE_SHARE 10                /* weight 1: 1/10 of the period (10 ms) */
+
+/*  Charges ns of reactor time to `flow` (NULL: "") in the period of now_ns.
+ *  Out of memory: charges nothing.  */
+void fair_queue_lane_charge (fair_queue_t *self, const char *flow, int64_t ns, int64_t now_ns);
+
+/*  True when `flow` has used its share of reactor time in the period of
+ *  now_ns (its next item goes to a worker).  */
+bool fair_queue_lane_spent (fair_queue_t *self, const char *flow, int64_t now_ns);
 
 /*  Items waiting, in all flows / in `flow`.  */
 size_t fair_queue_size (fair_queue_t *self);

@@ -17,23 +17,27 @@
  *  check runs in workers), and only when cross-checking is off.  A failed
  *  call is not answered here: the item goes on to the scheduler and a
  *  worker, so that the re-run and board-health rules stay in one place
- *  (dispatch.c, board_watch.h).  The expected time comes from the
- *  scheduler's EWMA (scheduler_expected_ns), which the lane feeds too; a
- *  class with no sample yet runs on workers until measured, and one whose
- *  estimate is a little over the limit but stale is measured here again
- *  (S_RETRY_FACTOR).
+ *  (dispatch.c, board_watch.h).
+ *
+ *  What may run here is decided by scheduler_lane_fits (scheduler.h,
+ *  issue 19 item 6): only an item whose cost is known and small for its
+ *  class — the board's EWMA of the exact (mechanism, key bits, size class)
+ *  measured at most broker/fast-lane-us, the size class counting for
+ *  symmetric jobs, whose cost grows with their data — and whose input is at
+ *  most SCHEDULER_LANE_MAX_BYTES (AES-CBC over 64 KiB never runs here, even
+ *  on a fast board); a class not measured yet runs on workers until it is,
+ *  and one whose estimate is a little over the limit but stale is measured
+ *  here again (SCHEDULER_LANE_RETRY_FACTOR).  The time each item takes here
+ *  is charged to its tenant (fair_queue_lane_charge): a tenant that used
+ *  its share of the reactor this period (fair_queue.h) sends its items to
+ *  the workers until the next one, so no tenant gets the reactor to itself.
  *
  *  Owns: one driver session per fast-lane board, opened on the reactor
  *  thread when first used (cs_driver.h: a session stays on its thread).
- *  May call: the scheduler (read), worker_run_item, metrics.  */
+ *  May call: the scheduler (read; scheduler_lane_charge), worker_run_item,
+ *  metrics.  */
 #include "frontend_int.h"
 #include "worker.h"
-
-/*  An estimate over the limit but within this factor of it, and older than
- *  SCHEDULER_STALE_MS, is measured again here (at most one call per class
- *  and second): a slow first call (the key parsed, caches cold) must not
- *  keep a class off the lane while workers run it for seconds.  */
-#define S_RETRY_FACTOR 4
 
 struct _fe_fast_lane_t {
     int64_t limit_ns;               /* broker/fast-lane-us in ns; 0 = off */
@@ -122,10 +126,7 @@ s_pick (frontend_t *self, const work_item_t *item)
             continue;
         if (s_verify_pct (self->args->boards [b], item) > 0)
             continue;
-        double expected = scheduler_expected_ns (self->scheduler, b, item);
-        if (expected > 0 && (expected <= (double) lane->limit_ns
-                            || (expected <= S_RETRY_FACTOR * (double) lane->limit_ns
-                                && scheduler_estimate_stale (self->scheduler, b, item))))
+        if (scheduler_lane_fits (self->scheduler, b, item, lane->limit_ns, item->submitted_ns))
             return (int) b;
     }
     return -1;
@@ -151,7 +152,9 @@ fe_fast_lane_run (frontend_t *self, work_item_t *item)
     item->worker = SIZE_MAX;        /* no worker (board_watch.h does not see it) */
     item->given_ns = metrics_now_ns ();
     worker_run_item (board, lane->sessions [b], item);
-    item->service_ns = metrics_now_ns () - item->given_ns;
+    int64_t done_ns = metrics_now_ns ();
+    item->service_ns = done_ns - item->given_ns;
+    scheduler_lane_charge (self->scheduler, item->tenant, done_ns - item->submitted_ns, done_ns);
     if (item->rv != CKR_OK) {       /* a worker runs it again, under the health rules */
         if (item->out) {
             OPENSSL_cleanse (item->out, item->out_len);

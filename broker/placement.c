@@ -12,13 +12,34 @@
 #define S_RISE_CAP 4.0              /* a sample above counts as at most this many estimates */
 
 /*  The service-time class of an item: its mechanism (sign/decrypt: the
- *  mechanism; other kinds: a vendor-defined value per kind) and bits.  */
+ *  mechanism; symmetric: the cs_sym_t mechanism, never one of sign's;
+ *  other kinds: a vendor-defined value per kind), bits and size class
+ *  (scheduler_size_class).  */
 static unsigned long
 s_item_mech (const work_item_t *item)
 {
     if (item->kind == WORK_SIGN || item->kind == WORK_DECRYPT)
         return item->mech.type;
+    if (item->kind == WORK_SYM)
+        return item->sym.mechanism;
     return CKM_VENDOR_DEFINED | 0x5c00u | (unsigned long) item->kind;
+}
+
+size_t
+scheduler_item_bytes (const work_item_t *item)
+{
+    return item->kind == WORK_SYM ? item->sym.in_len + item->sym.aad_bytes : item->in_len;
+}
+
+unsigned
+scheduler_size_class (const work_item_t *item)
+{
+    if (item->kind != WORK_SYM)
+        return 0;
+    unsigned size_class = 0;
+    for (size_t bytes = scheduler_item_bytes (item); bytes > 256; bytes = (bytes + 3) / 4)
+        size_class++;
+    return size_class;
 }
 
 double
@@ -27,10 +48,11 @@ scheduler_expected_ns (scheduler_t *self, size_t board, const work_item_t *item)
     assert (board < self->n_boards);
     sched_board_t *b = &self->boards [board];
     unsigned long mech = s_item_mech (item);
+    unsigned size_class = scheduler_size_class (item);
     const sched_speed_t *near = NULL;
     for (size_t i = 0; i < b->n_speeds; i++) {
         const sched_speed_t *speed = &b->speeds [i];
-        if (speed->mech != mech)
+        if (speed->mech != mech || speed->size_class != size_class)
             continue;
         if (speed->bits == item->bits)
             return speed->ewma_ns;
@@ -73,8 +95,10 @@ static sched_speed_t *
 s_speed (sched_board_t *b, const work_item_t *item)
 {
     unsigned long mech = s_item_mech (item);
+    unsigned size_class = scheduler_size_class (item);
     for (size_t i = 0; i < b->n_speeds; i++)
-        if (b->speeds [i].mech == mech && b->speeds [i].bits == item->bits)
+        if (b->speeds [i].mech == mech && b->speeds [i].bits == item->bits
+        &&  b->speeds [i].size_class == size_class)
             return &b->speeds [i];
     return NULL;
 }
@@ -91,7 +115,8 @@ scheduler_service (scheduler_t *self, const work_item_t *item, int64_t service_n
         return;                     /* full: the classes seen first are kept */
     if (!speed) {
         speed = &b->speeds [b->n_speeds++];
-        *speed = (sched_speed_t) { .mech = mech, .bits = item->bits, .ewma_ns = (double) service_ns };
+        *speed = (sched_speed_t) { .mech = mech, .bits = item->bits, .size_class = scheduler_size_class (item),
+                                   .ewma_ns = (double) service_ns };
     }
     else {
         bool slower = (double) service_ns > speed->ewma_ns;
@@ -145,6 +170,27 @@ bool
 scheduler_estimate_stale (scheduler_t *self, size_t board, const work_item_t *item)
 {
     return board < self->n_boards && s_speed_stale (s_speed (&self->boards [board], item), item);
+}
+
+bool
+scheduler_lane_fits (scheduler_t *self, size_t board, const work_item_t *item, int64_t limit_ns,
+                     int64_t now_ns)
+{
+    assert (board < self->n_boards);
+    if (scheduler_item_bytes (item) > SCHEDULER_LANE_MAX_BYTES
+    ||  fair_queue_lane_spent (self->queue, item->tenant, now_ns))
+        return false;
+    const sched_speed_t *speed = s_speed (&self->boards [board], item);
+    if (!speed)
+        return false;               /* not measured: its cost is not known */
+    return speed->ewma_ns <= (double) limit_ns
+        || (speed->ewma_ns <= SCHEDULER_LANE_RETRY_FACTOR * (double) limit_ns && s_speed_stale (speed, item));
+}
+
+void
+scheduler_lane_charge (scheduler_t *self, const char *tenant, int64_t ns, int64_t now_ns)
+{
+    fair_queue_lane_charge (self->queue, tenant, ns, now_ns);
 }
 
 /*  True when board i of the candidates is preferred to board `best` by the

@@ -9,7 +9,8 @@
  *
  *  Service times (seed 003's cost models; DESIGN.md §1): the scheduler
  *  keeps an EWMA of the measured service time per (board, mechanism, key
- *  bits) of successful items (scheduler_service) that falls fast and rises
+ *  bits, size class: scheduler_size_class, for symmetric items whose cost
+ *  grows with their data) of successful items (scheduler_service) that falls fast and rises
  *  slowly: weight 1/2 for a sample below the estimate, 1/8 above, and a
  *  sample under half the estimate replaces it (the estimate came from a
  *  cold call: one slow first call must not keep a fast board unused), and
@@ -20,7 +21,7 @@
  *  parses the key, cold caches) and preemption make calls slower, so the
  *  estimate follows the fast calls.
  *  A board with no sample for that (mechanism, bits) is estimated from its
- *  samples of the same mechanism scaled by the cube of the key size ratio
+ *  samples of the same mechanism and size class scaled by the cube of the key size ratio
  *  (the cost of RSA grows with the cube of the modulus), else counts as 0
  *  so that it gets measured.  At submission an idle board whose sample of
  *  the class is older than SCHEDULER_STALE_MS counts as 0 too, so it is

@@ -393,18 +393,15 @@ s_request_prepare (frontend_t *self, fe_request_t *request)
     return 0;
 }
 
-/*  The request id of a frame we refuse before decoding it with limits, so
- *  the client can match the error reply; 0 when it does not parse.  */
+/*  The request id of a frame we refuse, so the client can match the error
+ *  reply, read from its top-level fields (the frame is decoded at most
+ *  once, by cs_wire_request_check); 0 when it does not parse.  */
 static uint64_t
 s_peek_request_id (zframe_t *body)
 {
     if (zframe_size (body) == 0 || zframe_size (body) > CS_WIRE_MAX_MESSAGE)
         return 0;
-    Cs__Request *req = cs__request__unpack (NULL, zframe_size (body), zframe_data (body));
-    uint64_t id = req ? req->request_id : 0;
-    if (req)
-        cs__request__free_unpacked (req, NULL);
-    return id;
+    return cs_wire_request_id (zframe_data (body), zframe_size (body));     /* no second decode */
 }
 
 /*  Runs the jobs of a request whose tenant row is known (or cannot be):

@@ -114,7 +114,10 @@ typedef enum {
 typedef struct _scheduler_t scheduler_t;
 
 #define SCHEDULER_SPEED_SLACK 1.25      /* boards this close to the fastest count as equal */
-#define SCHEDULER_SPEED_CLASSES 32      /* (mechanism, bits) classes measured per board */
+#define SCHEDULER_SPEED_CLASSES 64      /* (mechanism, bits, size) classes measured per board */
+#define SCHEDULER_LANE_MAX_BYTES 4096   /* input of an item the fast lane may run at most */
+#define SCHEDULER_LANE_RETRY_FACTOR 4   /* a stale estimate this close to the lane's limit is
+                                           measured on the lane again */
 #define SCHEDULER_STALE_MS 1000         /* an estimate this old is measured again (submit) */
 #define SCHEDULER_WARM_SAMPLES 4        /* an estimate counts after more samples than this
                                            or than the board has workers (placement.h) */
@@ -221,6 +224,34 @@ void scheduler_service (scheduler_t *self, const work_item_t *item, int64_t serv
  *  the board has no sample for that mechanism.  */
 double scheduler_expected_ns (scheduler_t *self, size_t board, const work_item_t *item);
 
+
+/*  The bytes an item's cost grows with: a WORK_SYM item's data plus AAD
+ *  (cs_sym_t in_len + aad_bytes); other kinds' input (in_len: the digest
+ *  to sign, the ciphertext, the peer point), whose cost is the key's.  */
+size_t scheduler_item_bytes (const work_item_t *item);
+
+/*  The size class of an item's input, part of its service-time class for
+ *  WORK_SYM items (whose cost grows with the data, not the key): 0 for at
+ *  most 256 bytes (scheduler_item_bytes), then one class per factor of 4
+ *  (1: up to 1 KiB, 2: 4 KiB, 3: 16 KiB, 4: 64 KiB, ...).  0 for other
+ *  kinds.  */
+unsigned scheduler_size_class (const work_item_t *item);
+
+/*  The fast lane's admission rule (broker/fast_lane.c, issue 19 item 6):
+ *  true when item may run on board's session on the reactor thread at
+ *  now_ns (metrics_now_ns): its input is at most SCHEDULER_LANE_MAX_BYTES;
+ *  board has measured item's exact class (mechanism, bits, size class; no
+ *  scaling from other sizes: the cost must be known) at most limit_ns, or
+ *  at most SCHEDULER_LANE_RETRY_FACTOR x limit_ns with the estimate stale
+ *  (measured again, at most once a SCHEDULER_STALE_MS); and item's tenant
+ *  has not used its share of reactor time this period
+ *  (fair_queue_lane_spent).  Board must be < the boards added.  */
+bool scheduler_lane_fits (scheduler_t *self, size_t board, const work_item_t *item, int64_t limit_ns,
+                          int64_t now_ns);
+
+/*  Charges ns of reactor time (an item run on the fast lane, failed or
+ *  not) to the tenant `tenant` (fair_queue_lane_charge).  */
+void scheduler_lane_charge (scheduler_t *self, const char *tenant, int64_t ns, int64_t now_ns);
 
 /*  True when board's estimate for item's class (scheduler_expected_ns) is
  *  older than SCHEDULER_STALE_MS at item->submitted_ns (metrics_now_ns):

@@ -16,11 +16,12 @@
 
 #define SCHED_MAX_BOARDS 64         /* a bit per board in a uint64_t */
 
-/*  The measured service time of one (mechanism, bits) class on a board
- *  (placement.c keeps it).  */
+/*  The measured service time of one (mechanism, bits, size class) class
+ *  on a board (placement.c keeps it).  */
 typedef struct {
     unsigned long mech;             /* the item's class (placement.c: s_item_mech) */
     unsigned bits;                  /* key size in bits, 0 unknown */
+    unsigned size_class;            /* scheduler_size_class of its input */
     double ewma_ns;                 /* the estimate, ns */
     uint64_t samples;
     int64_t last_ns;                /* metrics_now_ns () of the last sample, 0 unknown */

@@ -249,7 +249,10 @@ cs_wire_request_check (const void *data, size_t size, const char **why_p, unsign
     if (size > CS_WIRE_MAX_MESSAGE)
         problem = S_BAD ("request over CS_WIRE_MAX_MESSAGE bytes", CKR_DEVICE_MEMORY);
     else
-    if (!(req = cs__request__unpack (NULL, size, data)))
+    if (!cs_wire_request_scan (data, size, &problem.why, &problem.rv))
+        ;                               /* refused before anything is allocated */
+    else
+    if (!(req = cs_wire_request_unpack (data, size)))
         problem = S_BAD ("request is not a valid message", CKR_DEVICE_ERROR);
     else
         problem = s_request (req);

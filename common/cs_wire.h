@@ -17,6 +17,8 @@
 #define CS_WIRE_MAX_MESSAGE     (1024 * 1024)   /* bytes in one request frame */
 #define CS_WIRE_MAX_REPLY       (16 * 1024 * 1024)  /* bytes in one reply frame (key lists) */
 #define CS_WIRE_MAX_JOBS        1024    /* jobs in one request (a batch) */
+#define CS_WIRE_MAX_DECODED     (4 * 1024 * 1024)   /* bytes protobuf-c may allocate for one
+                                                       request (cs_wire_request_scan's estimate) */
 #define CS_WIRE_MAX_DATA        8192    /* bytes of data in one sign/decrypt job */
 #define CS_WIRE_MAX_SYM_DATA    (64 * 1024) /* bytes of data (and of AAD) in one SymJob
                                                (= CS_MECH_SYM_MAX_DATA) */
@@ -35,11 +37,15 @@
 #define CS_WIRE_MAX_RSA_BITS    8192    /* modulus bits of an RSA key sent in a job
                                            (per-request or imported) */
 
-/*  Decodes and validates one Request frame of `size` bytes.  Returns the
+/*  Decodes and validates one Request frame of `size` bytes, once: its
+ *  counts and sizes are checked first on the wire bytes
+ *  (cs_wire_request_scan), so that a frame of too many jobs or attributes
+ *  is refused before protobuf-c allocates anything for them.  Returns the
  *  request (caller frees with cs__request__free_unpacked (req, NULL)), or NULL
  *  when the frame is empty, over CS_WIRE_MAX_MESSAGE, not valid protobuf, or
  *  breaks a limit above (no jobs, too many jobs, a job with no kind, an
- *  oversized field); then *why_p, if given, points at a static reason and
+ *  oversized field, over CS_WIRE_MAX_DECODED decoded); then *why_p, if
+ *  given, points at a static reason and
  *  *rv_p, if given, gets the CK_RV the broker answers with at request level
  *  (docs/CONTRACTS.md "Limits": CKR_KEY_SIZE_RANGE for an oversized key,
  *  CKR_DATA_LEN_RANGE / CKR_ENCRYPTED_DATA_LEN_RANGE for data,
@@ -49,6 +55,38 @@
  *  CKR_DEVICE_ERROR for a malformed request); CKR_OK on success.  */
 Cs__Request *cs_wire_request_check (const void *data, size_t size, const char **why_p,
                                     unsigned long *rv_p);
+
+/*  Walks the protobuf fields of a Request frame of `size` bytes
+ *  (https://protobuf.dev/programming-guides/encoding/) with the generated
+ *  descriptors, allocating nothing, and stops at the first broken limit:
+ *  Request.jobs over CS_WIRE_MAX_JOBS (CKR_DEVICE_MEMORY), a template over
+ *  CS_WIRE_MAX_ATTRIBUTES attributes (CKR_TEMPLATE_INCONSISTENT), another
+ *  repeated field over CS_WIRE_MAX_JOBS elements (CKR_DEVICE_MEMORY), a
+ *  singular field more than CS_WIRE_MAX_JOBS times in one message
+ *  (CKR_DEVICE_ERROR), an estimate of what cs__request__unpack would
+ *  allocate (structs, copies, arrays, its per-field scratch) over
+ *  CS_WIRE_MAX_DECODED (CKR_DEVICE_MEMORY), or bytes that are not protobuf
+ *  (CKR_DEVICE_ERROR).  Returns true when none is broken; else false with
+ *  a static reason in *why_p and the CK_RV in *rv_p (each if given).
+ *  docs/CONTRACTS.md "Limits".  */
+bool cs_wire_request_scan (const void *data, size_t size, const char **why_p, unsigned long *rv_p);
+
+/*  cs__request__unpack under an allocation budget (twice
+ *  CS_WIRE_MAX_DECODED): NULL when the frame does not decode or would take
+ *  more.  Use after cs_wire_request_scan; cs_wire_request_check does
+ *  both.  Caller frees with cs__request__free_unpacked (req, NULL).  */
+Cs__Request *cs_wire_request_unpack (const void *data, size_t size);
+
+/*  The request id of a Request frame (the last Request.request_id, as a
+ *  decode would give), read from the top-level fields without decoding or
+ *  allocating: for the error reply to a refused frame.  0 when it has none
+ *  or is not well formed.  */
+uint64_t cs_wire_request_id (const void *data, size_t size);
+
+/*  Test hook: when set, called with the size of every allocation the
+ *  request decoder (cs_wire_request_unpack) asks for, on the decoding
+ *  thread.  Set it before requests are decoded, never while they are.  */
+extern void (*cs_wire_decode_alloc_hook) (size_t size);
 
 /*  cs_wire_request_check without the CK_RV.  */
 Cs__Request *cs_wire_request_decode (const void *data, size_t size, const char **why_p);

@@ -426,8 +426,8 @@ s_predict (const s_fuzz_t *self, const uint8_t *data, size_t size, s_expect_t *e
     Cs__Request *req = cs_wire_request_decode (data, size, NULL);
     expect->version = CS_PROTOCOL_VERSION_MIN;      /* request-level errors (fe_send_error) */
     if (!req) {
-        /*  An error reply with the id protobuf finds in the frame (0 when
-            none), as for several frames (frontend.c s_peek_request_id).  */
+        /*  An error reply with the id found in the frame's top-level fields
+            (0 when none), as for several frames (request.c s_peek_request_id).  */
         expect->id = s_peek_id (data, size);
         return true;
     }
@@ -479,18 +479,15 @@ s_ambiguous (const s_fuzz_t *self, const s_expect_t *expect)
     return false;
 }
 
-/*  The request id the broker reports for a message of several frames
- *  (frontend.c s_peek_request_id on the first frame).  */
+/*  The request id the broker reports for a refused message, or one of
+ *  several frames (request.c s_peek_request_id on the first frame: the
+ *  top-level request_id, read without a decode).  */
 static uint64_t
 s_peek_id (const uint8_t *data, size_t size)
 {
     if (size == 0 || size > CS_WIRE_MAX_MESSAGE)
         return 0;
-    Cs__Request *req = cs__request__unpack (NULL, size, data);
-    uint64_t id = req ? req->request_id : 0;
-    if (req)
-        cs__request__free_unpacked (req, NULL);
-    return id;
+    return cs_wire_request_id (data, size);
 }
 
 /* ------------------------------------------------------------------ */

@@ -6,7 +6,10 @@
  *  request's id), routing refusals (a key no board holds:
  *  CKR_KEY_HANDLE_INVALID; a mechanism none of the key's boards runs:
  *  CKR_MECHANISM_INVALID) and replies (a batch answered once, results in
- *  job order).  Needs CRYPTOSERVER_DRIVER_DIR.
+ *  job order).  Frames over the job or template limits are refused before
+ *  protobuf-c allocates anything for them (issue 19 item 5: counted through
+ *  cs_wire_decode_alloc_hook), and the connection stays usable.  Needs
+ *  CRYPTOSERVER_DRIVER_DIR.
  */
 #include "test_broker_helpers.h"
 #include "board.h"
@@ -160,6 +163,124 @@ START_TEST (test_decode_errors)
 }
 END_TEST
 
+/* ---- work bounded before it is done (issue 19 item 5) ----------------- */
+
+static size_t s_decode_bytes, s_decode_calls;   /* what the request decoder allocated */
+
+static void
+s_decode_count (size_t size)
+{
+    s_decode_bytes += size;
+    s_decode_calls++;
+}
+
+/*  A Request frame (request id `id`) whose body is n empty jobs: field 6,
+ *  length 0, two bytes each, as a raw-wire client can send them.  Caller
+ *  frees.  */
+static uint8_t *
+s_empty_jobs_frame (size_t n, uint64_t id, size_t *size_p)
+{
+    Cs__Request req = CS__REQUEST__INIT;
+    req.version_min = CS_PROTOCOL_VERSION_MIN;
+    req.version_max = CS_PROTOCOL_VERSION;
+    req.request_id = id;
+    size_t head = 0;
+    uint8_t *head_bytes = cs_wire_encode (&req.base, &head);
+    uint8_t *frame = malloc (head + 2 * n);
+    ck_assert_ptr_nonnull (head_bytes);
+    ck_assert_ptr_nonnull (frame);
+    memcpy (frame, head_bytes, head);
+    for (size_t i = 0; i < n; i++) {
+        frame [head + 2 * i] = (6 << 3) | 2;
+        frame [head + 2 * i + 1] = 0;
+    }
+    free (head_bytes);
+    *size_p = head + 2 * n;
+    return frame;
+}
+
+/*  A one-job request (id `id`) setting n empty attributes on a key: a
+ *  template bomb inside one job.  Caller frees.  */
+static uint8_t *
+s_template_bomb (size_t n, uint64_t id, size_t *size_p)
+{
+    Cs__Attribute empty = CS__ATTRIBUTE__INIT;
+    Cs__Attribute **attributes = malloc (n * sizeof *attributes);
+    ck_assert_ptr_nonnull (attributes);
+    for (size_t i = 0; i < n; i++)
+        attributes [i] = &empty;
+    Cs__SetKeyAttributesJob set = CS__SET_KEY_ATTRIBUTES_JOB__INIT;
+    set.ref = "board:01";
+    set.n_attributes = n;
+    set.attributes = attributes;
+    Cs__Job job = CS__JOB__INIT, *jobs [1] = { &job };
+    job.kind_case = CS__JOB__KIND_SET_KEY_ATTRIBUTES;
+    job.set_key_attributes = &set;
+    Cs__Request req = CS__REQUEST__INIT;
+    req.version_min = CS_PROTOCOL_VERSION_MIN;
+    req.version_max = CS_PROTOCOL_VERSION;
+    req.request_id = id;
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    uint8_t *frame = cs_wire_encode (&req.base, size_p);
+    ck_assert_ptr_nonnull (frame);
+    free (attributes);
+    return frame;
+}
+
+/*  Sends a frame the limits refuse from peer: one request-level reply with
+ *  rv and the request's id, and the decoder allocated nothing for it.  */
+static void
+s_refused_unallocated (const char *peer, const uint8_t *frame, size_t size, uint64_t id, CK_RV rv)
+{
+    s_decode_bytes = s_decode_calls = 0;
+    cs_wire_decode_alloc_hook = s_decode_count;
+    Cs__Reply *reply = s_call_raw (peer, frame, size);
+    cs_wire_decode_alloc_hook = NULL;
+    ck_assert_uint_eq (reply->rv, rv);
+    ck_assert_uint_eq (reply->request_id, id);
+    ck_assert_uint_eq (reply->n_results, 0);
+    ck_assert_msg (s_decode_calls == 0 && s_decode_bytes == 0,
+                   "the decoder allocated %zu bytes in %zu calls for a refused frame",
+                   s_decode_bytes, s_decode_calls);
+}
+
+START_TEST (test_bounded_before_decode)
+{
+    //  ~1 MB of 500,000 empty jobs, without a login: refused with the
+    //  job-limit CK_RV before protobuf-c allocates anything.
+    size_t size = 0;
+    uint8_t *frame = s_empty_jobs_frame (500000, 4242, &size);
+    ck_assert_uint_le (size, CS_WIRE_MAX_MESSAGE);
+    s_refused_unallocated ("p3", frame, size, 4242, CKR_DEVICE_MEMORY);
+    free (frame);
+    //  One job over the limit is refused the same way.
+    frame = s_empty_jobs_frame (CS_WIRE_MAX_JOBS + 1, 4243, &size);
+    s_refused_unallocated ("p3", frame, size, 4243, CKR_DEVICE_MEMORY);
+    free (frame);
+    //  A template of 200,000 attributes in one job: the template limit.
+    frame = s_template_bomb (200000, 4244, &size);
+    s_refused_unallocated ("p3", frame, size, 4244, CKR_TEMPLATE_INCONSISTENT);
+    free (frame);
+    //  The connection stays usable, and a request within the limits is
+    //  decoded once, under CS_WIRE_MAX_DECODED.
+    Cs__Request *req = th_request (CS_WIRE_MAX_JOBS, 4245);
+    for (size_t i = 0; i < CS_WIRE_MAX_JOBS; i++)
+        th_job_hello (req->jobs [i]);
+    s_decode_bytes = s_decode_calls = 0;
+    cs_wire_decode_alloc_hook = s_decode_count;
+    Cs__Reply *reply = s_call ("p3", req);
+    cs_wire_decode_alloc_hook = NULL;
+    ck_assert_uint_eq (reply->rv, CKR_OK);
+    ck_assert_uint_eq (reply->request_id, 4245);
+    ck_assert_uint_eq (reply->n_results, CS_WIRE_MAX_JOBS);
+    ck_assert_uint_eq (reply->results [CS_WIRE_MAX_JOBS - 1]->rv, CKR_OK);
+    ck_assert_uint_gt (s_decode_calls, CS_WIRE_MAX_JOBS);
+    ck_assert_uint_le (s_decode_bytes, CS_WIRE_MAX_DECODED);
+    th_request_free (req);
+}
+END_TEST
+
 START_TEST (test_routing_refusals)
 {
     uint8_t ticket [256];
@@ -237,6 +358,7 @@ main (void)
     tcase_add_test (tc, test_decode_errors);
     tcase_add_test (tc, test_routing_refusals);
     tcase_add_test (tc, test_batch_in_order);
+    tcase_add_test (tc, test_bounded_before_decode);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

@@ -413,6 +413,62 @@ START_TEST (test_frame_free_wipes)
 }
 END_TEST
 
+/*  The pre-scan (cs_wire_request_scan) and the id peek
+ *  (cs_wire_request_id): limits seen on the wire bytes, no decode.  */
+START_TEST (test_request_scan)
+{
+    size_t size;
+    uint8_t *buf = s_encode_sample (&size, 32);
+    const char *why = "unset";
+    unsigned long rv = 0;
+    ck_assert (cs_wire_request_scan (buf, size, &why, &rv));
+    ck_assert_ptr_null (why);
+    ck_assert_uint_eq (rv, CKR_OK);
+    ck_assert_uint_eq (cs_wire_request_id (buf, size), 42);
+    //  Two frames one after the other (the module's coalescing): the
+    //  last request_id wins, as in a decode.
+    uint8_t *two = malloc (2 * size + 2);
+    memcpy (two, buf, size);
+    memcpy (two + size, buf, size);
+    two [2 * size] = 3 << 3;                /* request_id = 7 */
+    two [2 * size + 1] = 7;
+    ck_assert (cs_wire_request_scan (two, 2 * size + 2, NULL, NULL));
+    ck_assert_uint_eq (cs_wire_request_id (two, 2 * size + 2), 7);
+    //  Cut short inside a job: not a message.
+    ck_assert (!cs_wire_request_scan (buf, size - 1, &why, &rv));
+    ck_assert_str_eq (why, "request is not a valid message");
+    ck_assert_uint_eq (rv, CKR_DEVICE_ERROR);
+    free (two);
+    free (buf);
+    //  A singular field 2,000 times: refused, nothing decoded.
+    uint8_t many [4000];
+    for (size_t i = 0; i < sizeof many; i += 2) {
+        many [i] = 3 << 3;
+        many [i + 1] = 1;
+    }
+    ck_assert (!cs_wire_request_scan (many, sizeof many, &why, &rv));
+    ck_assert_str_eq (why, "field repeated too often");
+    ck_assert_uint_eq (rv, CKR_DEVICE_ERROR);
+    ck_assert_uint_eq (cs_wire_request_id (many, sizeof many), 1);
+    //  300,000 unknown fields (field 99, varint 0): over CS_WIRE_MAX_DECODED
+    //  as protobuf-c would keep them, refused with CKR_DEVICE_MEMORY.
+    size_t n = 300000, len = 3 * n;
+    uint8_t *unknown = malloc (len);
+    for (size_t i = 0; i < len; i += 3) {
+        unknown [i] = (99 << 3) & 0xff;
+        unknown [i] |= 0x80;
+        unknown [i + 1] = 99 >> 4;
+        unknown [i + 2] = 0;
+    }
+    ck_assert (!cs_wire_request_scan (unknown, len, &why, &rv));
+    ck_assert_str_eq (why, "request over CS_WIRE_MAX_DECODED bytes decoded");
+    ck_assert_uint_eq (rv, CKR_DEVICE_MEMORY);
+    ck_assert_ptr_null (cs_wire_request_check (unknown, len, &why, &rv));
+    ck_assert_uint_eq (rv, CKR_DEVICE_MEMORY);
+    free (unknown);
+}
+END_TEST
+
 START_TEST (test_version_choose)
 {
     ck_assert_uint_eq (cs_wire_version_choose (1, 1), 1);
@@ -447,6 +503,7 @@ main (void)
     tcase_add_test (tc, test_secret_key_job_rules);
     tcase_add_test (tc, test_reply_wipe);
     tcase_add_test (tc, test_frame_free_wipes);
+    tcase_add_test (tc, test_request_scan);
     tcase_add_test (tc, test_version_choose);
     tcase_add_test (tc, test_rv_names);
     suite_add_tcase (suite, tc);
