@@ -35,7 +35,7 @@ rm -f "$WORK/keystore.db"*
 # ---- broker B: a copy of the deployment (its own boards, log, endpoint) ---------
 WB=$WORK/b
 mkdir -p "$WB"
-(cd "$WORK" && tar cf - broker.conf broker.cert broker.cert_secret ticket.key master.key board.pin \
+(cd "$WORK" && tar cf - broker.conf broker.cert broker.cert_secret ticket.key master.key board.pin metrics.token \
                        clients clients.d softhsm softhsm2.conf) | (cd "$WB" && tar xf -)
 sed -i "s|$WORK/softhsm|$WB/softhsm|" "$WB/softhsm2.conf"
 [ ! -e "$WB/keystore.db" ] || cs_fail "B has a keystore file"
