@@ -655,11 +655,16 @@ s_decrypt (const char *ref, const uint8_t *cipher, size_t len, bool unwrap, cons
     return rv;
 }
 
-/*  The token's wrapping policy on the broker (docs/CONTRACTS.md
- *  "Wrapping"): a keystore key with CKA_UNWRAP TRUE and CKA_DECRYPT FALSE
- *  runs unwrap jobs (DecryptJob.unwrap) and no plain decryption;
- *  CKA_UNWRAP never goes back to FALSE; with CKA_DECRYPT TRUE as well the
- *  key runs neither.  */
+/*  Usage separation on the broker, strict (docs/CONTRACTS.md "Usage
+ *  separation", common/cs_usage.h), as a client skipping the module: a
+ *  keystore key with CKA_UNWRAP TRUE runs unwrap jobs (DecryptJob.unwrap)
+ *  and no plain decryption; its data roles default FALSE and never come
+ *  on: the sign-raw attack of issue 19 (CKA_SIGN set TRUE, then a
+ *  CKM_RSA_X_509 "signature" of the wrapped key, which is its decryption)
+ *  is refused at the change (CKR_ATTRIBUTE_READ_ONLY) and at the sign job
+ *  (CKR_KEY_FUNCTION_NOT_PERMITTED); CKA_UNWRAP may go off, and then the
+ *  key does nothing.  A template that combines the roles is
+ *  CKR_TEMPLATE_INCONSISTENT.  */
 START_TEST (test_unwrap_policy)
 {
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
@@ -696,12 +701,32 @@ START_TEST (test_unwrap_policy)
     ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, false, NULL, 0), CKR_KEY_FUNCTION_NOT_PERMITTED);
     ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, true, value, sizeof value), CKR_OK);
     Cs__Attribute unwrap_off = s_flag (CKA_UNWRAP, false), decrypt_on = s_flag (CKA_DECRYPT, true);
-    Cs__Attribute *a1 [] = { &unwrap_off }, *a2 [] = { &decrypt_on };
-    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a1, 1),
+    Cs__Attribute sign_on = s_flag (CKA_SIGN, true), recover_on = s_flag (CKA_SIGN_RECOVER, true);
+    Cs__Attribute *a1 [] = { &unwrap_off }, *a2 [] = { &decrypt_on }, *a3 [] = { &sign_on }, *a4 [] = { &recover_on };
+    /*  The sign-raw attack: CKA_SIGN (or CKA_SIGN_RECOVER) on, then raw RSA.  */
+    ck_assert_uint_eq (s_crypto_mech (ref, true, CKM_RSA_X_509), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a3, 1),
                        CKR_ATTRIBUTE_READ_ONLY);
-    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a2, 1), CKR_OK);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a4, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a2, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_crypto_mech (ref, true, CKM_RSA_X_509), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    /*  CKA_UNWRAP off: allowed, and the key does nothing after it.  */
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a1, 1), CKR_OK);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a2, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
     ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, false, NULL, 0), CKR_KEY_FUNCTION_NOT_PERMITTED);
     ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, true, NULL, 0), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    /*  Wrap/decrypt and wrap/sign in one template: refused.  */
+    Cs__Attribute decrypt_true = s_flag (CKA_DECRYPT, true);
+    Cs__Attribute *combined [] = { &cls, &unwrap, &decrypt_true }, *signing [] = { &cls, &unwrap, &sign_on };
+    Cs__Reply *none = NULL;
+    ck_assert_uint_eq (s_import_with (pkey, combined, 3, &none), CKR_TEMPLATE_INCONSISTENT);
+    cs__reply__free_unpacked (none, NULL);
+    none = NULL;
+    ck_assert_uint_eq (s_import_with (pkey, signing, 3, &none), CKR_TEMPLATE_INCONSISTENT);
+    cs__reply__free_unpacked (none, NULL);
     free (ref);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);
