@@ -139,9 +139,10 @@ CK_RV cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count,
  *  CKR_ATTRIBUTE_READ_ONLY for a change the table forbids (CKA_CLASS,
  *  CKA_KEY_TYPE, key material, CKA_LOCAL, CKA_ALWAYS_SENSITIVE,
  *  CKA_NEVER_EXTRACTABLE, CKA_KEY_GEN_MECHANISM, CKA_ALLOWED_MECHANISMS,
- *  CKA_SENSITIVE, CKA_WRAP_WITH_TRUSTED and CKA_UNWRAP (the token's
- *  wrapping policy) TRUE→FALSE, CKA_EXTRACTABLE FALSE→TRUE, CKA_TRUSTED
- *  TRUE without the SO ...; a copy may also set
+ *  CKA_SENSITIVE and CKA_WRAP_WITH_TRUSTED TRUE→FALSE, CKA_EXTRACTABLE
+ *  FALSE→TRUE, CKA_TRUSTED TRUE without the SO ..., and under the strict
+ *  usage separation a role going FALSE→TRUE or a combined key regaining
+ *  a use over the whole template, cs_usage_change_check); a copy may also set
  *  CKA_TOKEN, CKA_PRIVATE, CKA_MODIFIABLE, CKA_DESTROYABLE and give
  *  read-only ones their current value); the template's own errors
  *  (cs_template_check).  */
