@@ -202,13 +202,31 @@ s_item_use (const fe_request_t *request, const work_item_t *item)
          : s_unwrap_job (request, item) ? CS_USE_UNWRAP : CS_USE_DECRYPT;
 }
 
+/*  A job refused because its key holds a key role and a data role (made
+ *  under spec, or before the rules): logged (once a minute per client), as
+ *  it is what the attacks of docs/CONTRACTS.md "Usage separation" look
+ *  like.  A key lacking the job's role is an application's mistake: not
+ *  logged.  */
+static void
+s_usage_log (frontend_t *self, fe_request_t *request, unsigned roles, cs_usage_use_t use)
+{
+    if (cs_usage_combined (roles) && (roles & cs_usage_needs (use)) && fe_log_due (self, request, "usage-separation"))
+        zsys_warning ("client %s (tenant %s): %s job on a key that both wraps or unwraps and works on data refused "
+                      "(keys/usage-separation = strict): answered with CKR_KEY_FUNCTION_NOT_PERMITTED",
+                      request->client_name, request->tenant, cs_usage_use_name (use));
+}
+
 /*  The usage rules of the tenant's policy for an item on a key with
  *  `roles` (cs_usage_job_check): CKR_OK or CKR_KEY_FUNCTION_NOT_PERMITTED.  */
 static CK_RV
-s_usage_check (frontend_t *self, const fe_request_t *request, const work_item_t *item, unsigned roles)
+s_usage_check (frontend_t *self, fe_request_t *request, const work_item_t *item, unsigned roles)
 {
-    return cs_usage_job_check ((cs_usage_policy_t) broker_config_usage (self->config, request->tenant), roles,
-                               s_item_use (request, item));
+    cs_usage_use_t use = s_item_use (request, item);
+    CK_RV rv = cs_usage_job_check ((cs_usage_policy_t) broker_config_usage (self->config, request->tenant), roles,
+                                   use);
+    if (rv != CKR_OK)
+        s_usage_log (self, request, roles, use);
+    return rv;
 }
 
 /*  "board:<hex CKA_ID>": the tenant's boards holding that listed key, whose
@@ -460,11 +478,16 @@ static CK_RV
 s_sym_key (frontend_t *self, work_item_t *item, const Cs__KeyInfo *info, const uint8_t *value, size_t len)
 {
     const cs_mech_row_t *row = cs_mech_row (item->sym.mechanism);
-    const fe_request_t *request = item->request;
+    fe_request_t *request = item->request;
     bool key_wrap = request->req->jobs [item->index]->sym->key_wrap;      /* C_WrapKey / C_UnwrapKey */
     cs_usage_policy_t policy = (cs_usage_policy_t) broker_config_usage (self->config, request->tenant);
     CK_RV rv = row ? secretkeys_usable (info, policy, row, item->sym.operation, key_wrap)
                    : CKR_MECHANISM_INVALID;
+    if (rv == CKR_KEY_FUNCTION_NOT_PERMITTED)
+        s_usage_log (self, request, keyattrs_roles (info),
+                     key_wrap ? (item->sym.operation == CS_SYM_ENCRYPT ? CS_USE_WRAP : CS_USE_UNWRAP)
+                     : item->sym.operation == CS_SYM_ENCRYPT ? CS_USE_ENCRYPT
+                     : item->sym.operation == CS_SYM_DECRYPT ? CS_USE_DECRYPT : CS_USE_SIGN);
     size_t strength = len > 32 ? 32 : len, wrapped = item->sym.in_len > 32 ? 32 : item->sym.in_len;
     if (rv == CKR_OK && value && policy == CS_USAGE_STRICT && key_wrap && item->sym.operation == CS_SYM_ENCRYPT
     &&  wrapped > strength)

@@ -81,4 +81,19 @@ wire CKR_OK sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
 wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_ECB encrypt "$ZERO16"
 wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-gcm secret CKA_SENSITIVE 0
 cs_log "spec: the combined-role keys of PKCS#11 work (open to the attacks); sensitivity and allowed mechanisms hold"
+
+# Back to strict: the KEK given CKA_DECRYPT under spec keeps both roles and
+# now runs neither; the broker says so in its log.
+cs_stop
+"$CS_ADMIN" config set "$WORK/broker.conf" keys/usage-separation/demo strict || cs_fail "config set usage-separation"
+cs_start
+cs_expect_broker_log 'W: .* client demo \(tenant demo\): decrypt job on a key that both wraps or unwraps and works on data refused \(keys/usage-separation = strict\): answered with CKR_KEY_FUNCTION_NOT_PERMITTED'
+wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
+# Its key roles may go off while it stays combined, not the last one: it
+# would decrypt again.
+wire CKR_OK set cs-attack-kek secret CKA_UNWRAP 0
+wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-kek secret CKA_WRAP 0
+wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
+cs_wait_until 5 grep -q 'client demo (tenant demo): decrypt job on a key that both wraps or unwraps' "$WORK/broker.log" \
+    || cs_fail "no warning for the refused job on a combined key"
 cs_stop
