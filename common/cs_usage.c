@@ -70,13 +70,15 @@ cs_usage_create_check (cs_usage_policy_t policy, unsigned roles)
     return policy == CS_USAGE_STRICT && cs_usage_combined (roles) ? CKR_TEMPLATE_INCONSISTENT : CKR_OK;
 }
 
-/*  The uses a key with `roles` may run under strict, as a bit set.  */
+/*  The data uses (those on caller-chosen data) a key with `roles` may run
+ *  under strict, as a bit set.  */
 static unsigned
-s_can (unsigned roles)
+s_can_data (unsigned roles)
 {
     unsigned can = 0;
     for (int use = 0; use < CS_USE_COUNT; use++)
-        if (cs_usage_job_check (CS_USAGE_STRICT, roles, (cs_usage_use_t) use) == CKR_OK)
+        if ((cs_usage_needs ((cs_usage_use_t) use) & CS_ROLE_DATA)
+        &&  cs_usage_job_check (CS_USAGE_STRICT, roles, (cs_usage_use_t) use) == CKR_OK)
             can |= 1u << use;
     return can;
 }
@@ -88,7 +90,7 @@ cs_usage_change_check (cs_usage_policy_t policy, unsigned before, unsigned after
         return CKR_OK;
     if (after & ~before)
         return CKR_ATTRIBUTE_READ_ONLY;             /* a role only goes TRUE -> FALSE */
-    return s_can (after) & ~s_can (before) ? CKR_ATTRIBUTE_READ_ONLY : CKR_OK;
+    return s_can_data (after) & ~s_can_data (before) ? CKR_ATTRIBUTE_READ_ONLY : CKR_OK;
 }
 
 unsigned

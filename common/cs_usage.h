@@ -17,8 +17,9 @@
  *        on a key holding the other is CKR_KEY_FUNCTION_NOT_PERMITTED (a
  *        row made before, or under `spec`, does neither); after creation a
  *        role attribute (those and CKA_DERIVE) only goes TRUE -> FALSE,
- *        and never so that a combined key regains a job
- *        (CKR_ATTRIBUTE_READ_ONLY).  This closes the attacks of Clulow
+ *        and never so that a combined key regains a data use (shedding
+ *        its last key role would let it decrypt what it wrapped;
+ *        shedding its data roles is fine) (CKR_ATTRIBUTE_READ_ONLY).  This closes the attacks of Clulow
  *        ("On the security of PKCS#11", CHES 2003) and of Bortolozzo,
  *        Centenaro, Focardi, Steel ("Attacking and fixing PKCS#11 security
  *        tokens", CCS 2010): wrap/decrypt, encrypt/unwrap, wrap/sign-raw
@@ -99,8 +100,10 @@ CK_RV cs_usage_create_check (cs_usage_policy_t policy, unsigned roles);
 /*  A change of a key's roles from `before` to `after` (C_SetAttributeValue,
  *  C_CopyObject, after the whole template): CKR_OK, or under strict
  *  CKR_ATTRIBUTE_READ_ONLY when a role goes FALSE -> TRUE or when the key
- *  could run a use after the change that it could not run before (a
- *  combined key losing its key role would decrypt again).  */
+ *  could run a data use (sign, sign-recover, decrypt, encrypt) after the
+ *  change that it could not run before (a combined key losing its last
+ *  key role would decrypt again; losing its data roles leaves a key that
+ *  only wraps or unwraps, which is allowed).  */
 CK_RV cs_usage_change_check (cs_usage_policy_t policy, unsigned before, unsigned after);
 
 /*  Under strict, the roles a new key gets when its template asks for a key

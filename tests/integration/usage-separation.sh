@@ -94,6 +94,10 @@ wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO
 wire CKR_OK set cs-attack-kek secret CKA_UNWRAP 0
 wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-kek secret CKA_WRAP 0
 wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
+# Shedding its data roles makes it a wrapping key again.
+wire CKR_OK set cs-attack-kek secret CKA_DECRYPT 0
+wire CKR_OK set cs-attack-kek secret CKA_ENCRYPT 0
+wire CKR_OK keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16"
 cs_wait_until 5 grep -q 'client demo (tenant demo): decrypt job on a key that both wraps or unwraps' "$WORK/broker.log" \
     || cs_fail "no warning for the refused job on a combined key"
 cs_stop

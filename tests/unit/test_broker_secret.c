@@ -454,7 +454,7 @@ s_set_flag (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const cha
  *  a key that wraps or unwraps never encrypts or decrypts data (Tookan
  *  wrap/decrypt, encrypt/unwrap), a template combining them is
  *  CKR_TEMPLATE_INCONSISTENT, roles only go off, and never so that a
- *  combined key regains a use; under spec (tenant other, eve) PKCS#11's
+ *  combined key regains a data use; under spec (tenant other, eve) PKCS#11's
  *  own rules.  A job's key_wrap needs a key-wrap mechanism.  */
 START_TEST (test_wrap_policy)
 {
