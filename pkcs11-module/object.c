@@ -295,41 +295,11 @@ cs_object_usage (void)
     return (cs_usage_policy_t) atomic_load_explicit (&s_usage, memory_order_relaxed);
 }
 
-/*  The role attributes of cs_usage.h.  */
-static const CK_ATTRIBUTE_TYPE s_role_types [] = {
-    CKA_ENCRYPT, CKA_DECRYPT, CKA_SIGN, CKA_SIGN_RECOVER, CKA_WRAP, CKA_UNWRAP, CKA_DERIVE
-};
-
-/*  True when `type` counts among the roles of a `klass` object: the role
- *  attributes the class has (cs_attr_rules.c), of a public key CKA_WRAP
- *  only.  A switch, not the table's scan: C_SignInit pays seven of these.  */
-static bool
-s_role_of (CK_OBJECT_CLASS klass, CK_ATTRIBUTE_TYPE type)
-{
-    switch (klass) {
-        case CKO_PUBLIC_KEY:  return type == CKA_WRAP;
-        case CKO_PRIVATE_KEY: return type == CKA_DECRYPT || type == CKA_SIGN || type == CKA_SIGN_RECOVER
-                                  || type == CKA_UNWRAP || type == CKA_DERIVE;
-        case CKO_SECRET_KEY:  return cs_usage_role_bit (type) && type != CKA_SIGN_RECOVER;
-        default:              return false;
-    }
-}
-
-static unsigned
-s_roles (const cs_object_t *object)
-{
-    unsigned roles = 0;
-    for (size_t i = 0; i < sizeof s_role_types / sizeof s_role_types [0]; i++)
-        if (s_role_of (object->klass, s_role_types [i]) && cs_objattr_flag (object, s_role_types [i], false))
-            roles |= cs_usage_role_bit (s_role_types [i]);
-    return roles;
-}
-
 unsigned
 cs_object_roles_inlock (CK_OBJECT_HANDLE handle)
 {
     const cs_object_t *object = s_object (handle);
-    return s_visible_inlock (object) ? s_roles (object) : 0;
+    return s_visible_inlock (object) ? cs_objattr_roles (object) : 0;
 }
 
 CK_RV
@@ -341,18 +311,7 @@ cs_object_usage_check_inlock (CK_OBJECT_HANDLE handle, cs_usage_use_t use)
 int
 cs_object_usage_defaults (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count, cs_attrs_t *attrs)
 {
-    unsigned given = 0, asked = 0;
-    for (CK_ULONG i = 0; tmpl && i < count; i++) {
-        unsigned bit = s_role_of (klass, tmpl [i].type) ? cs_usage_role_bit (tmpl [i].type) : 0;
-        given |= bit;
-        asked |= bit && tmpl [i].pValue && tmpl [i].ulValueLen == 1 && *(const CK_BBOOL *) tmpl [i].pValue ? bit : 0;
-    }
-    unsigned off = cs_usage_default_off (cs_object_usage (), given, asked);
-    for (size_t i = 0; i < sizeof s_role_types / sizeof s_role_types [0]; i++)
-        if ((off & cs_usage_role_bit (s_role_types [i])) && s_role_of (klass, s_role_types [i])
-        &&  cs_attrs_set_bool (attrs, s_role_types [i], false))
-            return -1;
-    return 0;
+    return cs_objattr_usage_defaults (cs_object_usage (), klass, tmpl, count, attrs);
 }
 
 /*  The use (cs_usage.h) of an operation flag on a private or secret key;
@@ -382,7 +341,7 @@ cs_object_use_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
         return CKR_KEY_FUNCTION_NOT_PERMITTED;
     cs_usage_use_t use;
     if (object->klass != CKO_PUBLIC_KEY && s_use_of (want, &use)
-    &&  cs_usage_job_check (cs_object_usage (), s_roles (object), use) != CKR_OK)
+    &&  cs_usage_job_check (cs_object_usage (), cs_objattr_roles (object), use) != CKR_OK)
         return CKR_KEY_FUNCTION_NOT_PERMITTED;  /* docs/CONTRACTS.md "Usage separation" */
     *key_p = cs_key_ref (object->key);
     return CKR_OK;
@@ -529,9 +488,9 @@ cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl
         if ((rv = s_check_one_change_inlock (object, &tmpl [i], copy)) != CKR_OK)
             return rv;
     /*  The roles after the whole template (cs_usage_change_check).  */
-    unsigned before = s_roles (object), after = before;
+    unsigned before = cs_objattr_roles (object), after = before;
     for (CK_ULONG i = 0; i < count; i++)
-        if (s_role_of (object->klass, tmpl [i].type))
+        if (cs_objattr_role_of (object->klass, tmpl [i].type))
             after = *(const CK_BBOOL *) tmpl [i].pValue ? after | cs_usage_role_bit (tmpl [i].type)
                                                        : after & ~cs_usage_role_bit (tmpl [i].type);
     return cs_usage_change_check (cs_object_usage (), before, after);
@@ -552,7 +511,7 @@ cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULON
         ||  (cs_attr_rule_has (klass, tmpl [i].type)
              && cs_attr_rule_check (klass, tmpl [i].type, CS_ATTR_OP_CREATE, &change) == CKR_ATTRIBUTE_READ_ONLY))
             return CKR_ATTRIBUTE_READ_ONLY;
-        if (flag && change.to == 1 && s_role_of (klass, tmpl [i].type))
+        if (flag && change.to == 1 && cs_objattr_role_of (klass, tmpl [i].type))
             asked |= cs_usage_role_bit (tmpl [i].type);
     }
     return cs_usage_create_check (cs_object_usage (), asked);   /* docs/CONTRACTS.md "Usage separation" */
