@@ -269,6 +269,17 @@ s_mechanism_allowed (const Cs__KeyInfo *info, CK_MECHANISM_TYPE mech, CK_FLAGS f
     return CKR_OK;
 }
 
+/*  True for a mechanism C_UnwrapKey takes (its row has CKF_UNWRAP:
+ *  CKM_RSA_PKCS_OAEP), so that an unwrap job is no raw RSA decryption
+ *  (CKM_RSA_X_509) and no PKCS#1 v1.5 padding oracle (CKM_RSA_PKCS, Bardou
+ *  et al., CRYPTO 2012) for a client that skips the module.  */
+static bool
+s_unwrap_mechanism (CK_MECHANISM_TYPE type)
+{
+    const cs_mech_row_t *row = cs_mech_row (type);
+    return row && (row->flags & CKF_UNWRAP);
+}
+
 /*  The CKF_ flag of an item for CKA_ALLOWED_MECHANISMS.  */
 static CK_FLAGS
 s_item_flag (const fe_request_t *request, const work_item_t *item)
@@ -295,6 +306,9 @@ s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item
     else
     if (item->kind == WORK_DERIVE && info->key_type != CKK_EC)
         rv = CKR_KEY_TYPE_INCONSISTENT;         /* ECDH with an EC key only */
+    else
+    if (s_unwrap_job (request, item) && !s_unwrap_mechanism (item->mech.type))
+        rv = CKR_MECHANISM_INVALID;             /* C_UnwrapKey's mechanisms only (CKF_UNWRAP rows) */
     else
     if ((rv = s_usage_check (self, request, item, keyattrs_roles (info))) != CKR_OK)
         ;                                       /* docs/CONTRACTS.md "Usage separation" */

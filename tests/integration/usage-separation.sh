@@ -53,6 +53,11 @@ wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-unwrap public CKA_WRAP 1
 wire CKR_KEY_FUNCTION_NOT_PERMITTED sign cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
 wire CKR_KEY_FUNCTION_NOT_PERMITTED decrypt cs-attack-unwrap CKM_RSA_PKCS_OAEP "$OAEP_HEX"
 wire CKR_KEY_FUNCTION_NOT_PERMITTED decrypt cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
+# An unwrap job takes C_UnwrapKey's mechanism only: no raw RSA, no PKCS#1 v1.5
+# padding oracle.  (Its plaintext does return to the client: docs/CONTRACTS.md.)
+wire CKR_MECHANISM_INVALID unwrap cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
+wire CKR_MECHANISM_INVALID unwrap cs-attack-unwrap CKM_RSA_PKCS "$OAEP_HEX"
+wire CKR_OK unwrap cs-attack-unwrap CKM_RSA_PKCS_OAEP "$OAEP_HEX"
 # Item 4: a GCM-only token key answers no ECB (ECB of a zero block is GCM's hash key).
 wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_ECB encrypt "$ZERO16"
 wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_CBC decrypt "$ZERO16"
