@@ -208,7 +208,9 @@ keyattrs_usage_defaults (Cs__KeyInfo *info, Cs__Attribute **pub, size_t n_pub, C
     s_template_roles (priv, n_priv, &given, &asked);
     unsigned off = cs_usage_default_off (s_usage, given, asked);
     bool secret = secretkeys_type (info->key_type);
-    if (!secret) {
+    if (secret)
+        off &= ~CS_ROLE_SIGN_RECOVER;           /* not an attribute of secret keys (§4.10) */
+    else {
         info->can_sign = info->can_sign && !(off & CS_ROLE_SIGN);
         info->can_decrypt = info->can_decrypt && !(off & CS_ROLE_DECRYPT);
         off &= CS_ROLE_SIGN_RECOVER;            /* the others default FALSE on a pair */

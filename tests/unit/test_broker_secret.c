@@ -143,6 +143,7 @@ s_import_by (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const ui
         ck_assert_int_eq (s_key_flag (info, CKA_SENSITIVE), 1);
         ck_assert_int_eq (s_key_flag (info, CKA_EXTRACTABLE), 0);
         ck_assert_int_eq (s_key_flag (info, CKA_LOCAL), 0);
+        ck_assert_int_eq (s_key_flag (info, CKA_SIGN_RECOVER), -1);    /* no attribute of a secret key */
         ref = strdup (info->ref);
     }
     cs__reply__free_unpacked (reply, NULL);
