@@ -11,6 +11,7 @@
 #include "broker_config.h"
 #include "fair_queue.h"
 #include "keystore.h"
+#include "cs_usage.h"
 #include "metrics_http.h"
 
 /*  Loader state: the config under construction and the first error.  */
@@ -333,6 +334,37 @@ s_keystore (s_loader_t *self)
     return s_master_key (self);
 }
 
+/*  keys/usage-separation = strict | spec (default strict), with one child
+ *  NAME = strict | spec per tenant that differs (cs_usage.h).  */
+static int
+s_usage_separation (s_loader_t *self)
+{
+    zconfig_t *node = zconfig_locate (self->config->root, "keys/usage-separation");
+    const char *value = node ? zconfig_value (node) : NULL;
+    int policy = value && *value ? cs_usage_policy_parse (value) : CS_USAGE_STRICT;
+    if (policy < 0)
+        return s_fail (self, "keys/usage-separation", "must be strict or spec (got \"%s\")", value);
+    self->config->usage_separation = policy;
+    self->config->usage_tenants = node && zconfig_child (node) ? node : NULL;
+    for (zconfig_t *child = node ? zconfig_child (node) : NULL; child; child = zconfig_next (child))
+        if (cs_usage_policy_parse (zconfig_value (child)) < 0) {
+            char path [300];
+            snprintf (path, sizeof path, "keys/usage-separation/%s", zconfig_name (child));
+            return s_fail (self, path, "must be strict or spec (got \"%s\")", zconfig_value (child));
+        }
+    return 0;
+}
+
+int
+broker_config_usage (const broker_config_t *self, const char *tenant)
+{
+    for (zconfig_t *child = self->usage_tenants ? zconfig_child (self->usage_tenants) : NULL; child && tenant;
+         child = zconfig_next (child))
+        if (streq (zconfig_name (child), tenant))
+            return cs_usage_policy_parse (zconfig_value (child));
+    return self->usage_separation;
+}
+
 /*  The "keys" section: home of generated token keys, the RSA pool, the
  *  smallest RSA key generated.  */
 static int
@@ -351,6 +383,8 @@ s_keys (s_loader_t *self)
         if (s_int (self, path, 0, 0, BROKER_POOL_MAX, &config->pool_rsa [i]))
             return -1;
     }
+    if (s_usage_separation (self))
+        return -1;
     return config->keys_home ? 0 : s_fail (self, "keys/home", "out of memory");
 }
 

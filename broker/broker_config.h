@@ -97,6 +97,10 @@ typedef struct {
     int rsa_min_bits;           /* keys/rsa-min-bits: smallest RSA modulus generated, bits,
                                    CS_MECH_RSA_GEN_FLOOR..CS_MECH_RSA_GEN_MAX, default 2048
                                    (cs_mech.h; sent to modules in HelloResult) */
+    int usage_separation;       /* keys/usage-separation: CS_USAGE_STRICT (default) or
+                                   CS_USAGE_SPEC (cs_usage.h) */
+    zconfig_t *usage_tenants;   /* ... its node when it has per-tenant children NAME = strict|spec,
+                                   else NULL; owned by root */
     broker_board_conf_t *boards;
     size_t n_boards;
 } broker_config_t;
@@ -108,6 +112,12 @@ broker_config_t *broker_config_load (const char *file, char **error_p);
 
 /*  Destroys a config; NULL-safe; nulls *self_p.  Wipes the ticket key.  */
 void broker_config_destroy (broker_config_t **self_p);
+
+/*  The usage-separation policy of `tenant` (a cs_usage_policy_t:
+ *  keys/usage-separation/TENANT, else keys/usage-separation, else strict;
+ *  docs/CONTRACTS.md "Usage separation").  A walk of the tenants named in
+ *  the config, no allocation.  */
+int broker_config_usage (const broker_config_t *self, const char *tenant);
 
 /*  Returns the board config called `name`, or NULL.  Owned by self.  */
 const broker_board_conf_t *broker_config_board (const broker_config_t *self, const char *name);

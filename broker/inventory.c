@@ -63,6 +63,7 @@ fe_job_hello (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
     hello->max_pin_len = CS_PIN_MAX_LEN;
     hello->token_flags = request->has_state ? keystore_tenant_flags (&request->tenant_state) : 0;
     hello->rsa_min_bits = (uint32_t) self->config->rsa_min_bits;
+    hello->usage_separation = (uint32_t) broker_config_usage (self->config, request->tenant);
     slot->result.rv = CKR_OK;
     slot->result.kind_case = CS__RESULT__KIND_HELLO;
     slot->result.hello = hello;

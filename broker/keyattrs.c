@@ -4,6 +4,7 @@
  *  bounds of a stored key object (keyjobs.h).  */
 #include <string.h>
 #include "cs_attr_rules.h"
+#include "cs_usage.h"
 #include "cs_wire.h"
 #include "keyattrs.h"
 #include "keyjobs.h"
@@ -135,6 +136,101 @@ keyattrs_flag (Cs__KeyInfo *info, bool priv, CK_ATTRIBUTE_TYPE type, bool fallba
     long at = s_attr_index (info, priv, type);
     int value = at >= 0 ? s_flag_of ((*s_list (info, priv)) [at]) : -1;
     return value < 0 ? fallback : value == 1;
+}
+
+/*  A stored flag of a side (const), or fallback.  */
+static bool
+s_flag_const (const Cs__KeyInfo *info, bool priv, CK_ATTRIBUTE_TYPE type, bool fallback)
+{
+    size_t n = priv ? info->n_private_attributes : info->n_public_attributes;
+    Cs__Attribute *const *list = priv ? info->private_attributes : info->public_attributes;
+    for (size_t i = 0; i < n; i++)
+        if (list [i]->type == type) {
+            int value = s_flag_of (list [i]);
+            return value < 0 ? fallback : value == 1;
+        }
+    return fallback;
+}
+
+unsigned
+keyattrs_roles (const Cs__KeyInfo *info)
+{
+    static const CK_ATTRIBUTE_TYPE secret [] = { CKA_ENCRYPT, CKA_DECRYPT, CKA_SIGN, CKA_WRAP, CKA_UNWRAP, CKA_DERIVE };
+    unsigned roles = 0;
+    if (secretkeys_type (info->key_type)) {
+        for (size_t i = 0; i < sizeof secret / sizeof secret [0]; i++)
+            if (s_flag_const (info, true, secret [i], false))
+                roles |= cs_usage_role_bit (secret [i]);
+        return roles;
+    }
+    roles |= info->can_sign ? CS_ROLE_SIGN : 0;
+    roles |= info->can_decrypt ? CS_ROLE_DECRYPT : 0;
+    roles |= s_flag_const (info, true, CKA_SIGN_RECOVER, info->can_sign && info->key_type == CKK_RSA)
+           ? CS_ROLE_SIGN_RECOVER : 0;
+    roles |= s_flag_const (info, true, CKA_UNWRAP, false) ? CS_ROLE_UNWRAP : 0;
+    roles |= s_flag_const (info, true, CKA_DERIVE, false) ? CS_ROLE_DERIVE : 0;
+    roles |= info->has_public && s_flag_const (info, false, CKA_WRAP, false) ? CS_ROLE_WRAP : 0;
+    return roles;
+}
+
+/*  keyattrs_usage_set: the policy of this thread's next key job.  */
+static __thread cs_usage_policy_t s_usage = CS_USAGE_STRICT;
+
+void
+keyattrs_usage_set (cs_usage_policy_t policy)
+{
+    s_usage = policy;
+}
+
+/*  The roles a template names (*given_p) and sets TRUE (*asked_p).  */
+static void
+s_template_roles (Cs__Attribute **attrs, size_t n, unsigned *given_p, unsigned *asked_p)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned bit = cs_usage_role_bit (attrs [i]->type);
+        int value = bit ? s_flag_of (attrs [i]) : -1;
+        if (value < 0)
+            continue;
+        *given_p |= bit;
+        *asked_p |= value == 1 ? bit : 0;
+    }
+}
+
+static CK_RV s_attr_put_flag (Cs__KeyInfo *info, bool priv, CK_ATTRIBUTE_TYPE type, bool value);
+
+CK_RV
+keyattrs_usage_defaults (Cs__KeyInfo *info, Cs__Attribute **pub, size_t n_pub, Cs__Attribute **priv, size_t n_priv)
+{
+    static const CK_ATTRIBUTE_TYPE types [] = { CKA_ENCRYPT, CKA_DECRYPT, CKA_SIGN, CKA_SIGN_RECOVER,
+                                                CKA_WRAP, CKA_UNWRAP };
+    unsigned given = 0, asked = 0;
+    s_template_roles (pub, n_pub, &given, &asked);
+    s_template_roles (priv, n_priv, &given, &asked);
+    unsigned off = cs_usage_default_off (s_usage, given, asked);
+    bool secret = secretkeys_type (info->key_type);
+    if (secret)
+        off &= ~CS_ROLE_SIGN_RECOVER;           /* not an attribute of secret keys (§4.10) */
+    else {
+        info->can_sign = info->can_sign && !(off & CS_ROLE_SIGN);
+        info->can_decrypt = info->can_decrypt && !(off & CS_ROLE_DECRYPT);
+        off &= CS_ROLE_SIGN_RECOVER;            /* the others default FALSE on a pair */
+    }
+    for (size_t i = 0; i < sizeof types / sizeof types [0]; i++)
+        if ((off & cs_usage_role_bit (types [i])) && s_attr_put_flag (info, true, types [i], false) != CKR_OK)
+            return CKR_HOST_MEMORY;
+    return CKR_OK;
+}
+
+CK_RV
+keyattrs_usage_create (const Cs__KeyInfo *info)
+{
+    return cs_usage_create_check (s_usage, keyattrs_roles (info));
+}
+
+CK_RV
+keyattrs_usage_change (unsigned before, const Cs__KeyInfo *info)
+{
+    return cs_usage_change_check (s_usage, before, keyattrs_roles (info));
 }
 
 /* ---- the rules --------------------------------------------------------- */
@@ -423,7 +519,11 @@ CK_RV
 keyjobs_secret_apply (Cs__KeyInfo *info, Cs__Attribute **tmpl, size_t n, bool generated)
 {
     s_limit_problem = NULL;
-    CK_RV rv = keyattrs_apply_all (info, true, tmpl, n, KEYATTRS_CREATE, true, true);
+    CK_RV rv = keyattrs_usage_defaults (info, NULL, 0, tmpl, n);
+    if (rv == CKR_OK)
+        rv = keyattrs_apply_all (info, true, tmpl, n, KEYATTRS_CREATE, true, true);
+    if (rv == CKR_OK)
+        rv = keyattrs_usage_create (info);
     if (rv == CKR_OK)
         rv = keyattrs_origin (info, generated);
     return rv == CKR_OK ? keyattrs_limits (info) : rv;

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include "keyjobs.h"
+#include "cs_usage.h"
 
 /*  Which operation a template comes with: a creation (generation, import),
  *  C_SetAttributeValue or C_CopyObject.  */
@@ -33,6 +34,35 @@ CK_RV keyattrs_origin (Cs__KeyInfo *info, bool generated);
 
 /*  The flag `type` of a side, or fallback when absent.  */
 bool keyattrs_flag (Cs__KeyInfo *info, bool priv, CK_ATTRIBUTE_TYPE type, bool fallback);
+
+/*  The role bits (cs_usage.h) of a keystore key as the module shows them:
+ *  a token secret key's stored flags (absent: FALSE); a pair's CKA_SIGN,
+ *  CKA_DECRYPT (KeyInfo.can_sign, .can_decrypt), CKA_SIGN_RECOVER
+ *  (absent: CKA_SIGN of an RSA key), CKA_UNWRAP, CKA_DERIVE of the private
+ *  half and CKA_WRAP of the public half (absent: FALSE).  The public
+ *  half's CKA_ENCRYPT is left out: anyone holding the public key encrypts
+ *  without the token.  No allocation.  */
+unsigned keyattrs_roles (const Cs__KeyInfo *info);
+
+/*  The usage-separation policy (cs_usage.h) of the tenant whose key job
+ *  this thread runs next: slow_jobs.c sets it before every import,
+ *  generation, set or copy (default CS_USAGE_STRICT).  Thread-local, like
+ *  keyjobs_limit_problem.  */
+void keyattrs_usage_set (cs_usage_policy_t policy);
+
+/*  Under that policy, a new key's role defaults (cs_usage_default_off),
+ *  applied to info before its templates: a template that asks for a key
+ *  role leaves the data roles it does not name FALSE, and the reverse.  */
+CK_RV keyattrs_usage_defaults (Cs__KeyInfo *info, Cs__Attribute **pub, size_t n_pub,
+                               Cs__Attribute **priv, size_t n_priv);
+
+/*  The new key's roles under that policy (cs_usage_create_check):
+ *  CKR_OK or CKR_TEMPLATE_INCONSISTENT.  */
+CK_RV keyattrs_usage_create (const Cs__KeyInfo *info);
+
+/*  A set or copy that took the roles from `before` to info's
+ *  (cs_usage_change_check): CKR_OK or CKR_ATTRIBUTE_READ_ONLY.  */
+CK_RV keyattrs_usage_change (unsigned before, const Cs__KeyInfo *info);
 
 /*  Strips leading zero bytes (big-endian integers compare by value).  */
 ProtobufCBinaryData keyattrs_strip (ProtobufCBinaryData value);

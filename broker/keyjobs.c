@@ -75,9 +75,13 @@ keyjobs_info_new (EVP_PKEY *pkey, const char *ref, const char *home, bool genera
     keyattrs_limit_reset ();
     if (!info)
         return CKR_ATTRIBUTE_VALUE_INVALID;
-    CK_RV rv = keyattrs_apply_all (info, false, public_template, n_public, KEYATTRS_CREATE, token, import);
+    CK_RV rv = keyattrs_usage_defaults (info, public_template, n_public, private_template, n_private);
+    if (rv == CKR_OK)
+        rv = keyattrs_apply_all (info, false, public_template, n_public, KEYATTRS_CREATE, token, import);
     if (rv == CKR_OK)
         rv = keyattrs_apply_all (info, true, private_template, n_private, KEYATTRS_CREATE, token, import);
+    if (rv == CKR_OK)
+        rv = keyattrs_usage_create (info);          /* docs/CONTRACTS.md "Usage separation" */
     if (home && strncmp (home, "board:", 6) == 0)
         info->has_private = true;       /* the private half lives on the board */
     if (rv == CKR_OK && info->has_private)
@@ -236,8 +240,11 @@ keyjobs_set (keystore_t *ks, const char *tenant, const Cs__SetKeyAttributesJob *
         return rv;
     if (!keyattrs_flag (info, priv, CKA_MODIFIABLE, true))
         rv = CKR_ACTION_PROHIBITED;
+    unsigned roles = keyattrs_roles (info);
     if (rv == CKR_OK)
         rv = keyattrs_apply_all (info, priv, job->attributes, job->n_attributes, KEYATTRS_SET, true, false);
+    if (rv == CKR_OK)
+        rv = keyattrs_usage_change (roles, info);   /* docs/CONTRACTS.md "Usage separation" */
     if (rv == CKR_OK)
         rv = keyattrs_follow (info);
     if (rv == CKR_OK)
@@ -289,8 +296,11 @@ keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *job, Cs_
     keystore_ref_new (ref);
     if (rv == CKR_OK)
         rv = s_string_set (&info->ref, ref);
+    unsigned roles = keyattrs_roles (info);
     if (rv == CKR_OK)
         rv = keyattrs_apply_all (info, priv, job->attributes, job->n_attributes, KEYATTRS_COPY, true, false);
+    if (rv == CKR_OK)
+        rv = keyattrs_usage_change (roles, info);   /* docs/CONTRACTS.md "Usage separation" */
     if (rv == CKR_OK)
         rv = keyattrs_follow (info);
     if (rv == CKR_OK)

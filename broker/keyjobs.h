@@ -9,8 +9,7 @@
  *      an attribute of the other class of the pair is not kept; CKA_SIGN or
  *      CKA_DECRYPT on the public side: CKR_TEMPLATE_INCONSISTENT);
  *    - a change the table forbids (latched CKA_SENSITIVE, CKA_EXTRACTABLE,
- *      CKA_WRAP_WITH_TRUSTED, CKA_COPYABLE, and CKA_UNWRAP by the token's
- *      wrapping policy, docs/CONTRACTS.md "Wrapping"; computed CKA_LOCAL,
+ *      CKA_WRAP_WITH_TRUSTED, CKA_COPYABLE; computed CKA_LOCAL,
  *      CKA_KEY_GEN_MECHANISM, CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE;
  *      CKA_TRUSTED TRUE, which only the SO may set and the SO runs no key
  *      jobs; CKA_CLASS, CKA_KEY_TYPE, the key's values,
@@ -22,7 +21,12 @@
  *    - private key components (CKA_VALUE, CKA_PRIVATE_EXPONENT, CKA_PRIME_1 ...)
  *      are never stored among the attributes;
  *    - after a set or copy, CKA_ALWAYS_SENSITIVE / CKA_NEVER_EXTRACTABLE are
- *      kept right (cs_attr_follow).
+ *      kept right (cs_attr_follow);
+ *    - the usage rules of the tenant's policy (common/cs_usage.h,
+ *      docs/CONTRACTS.md "Usage separation"): under strict a creation that
+ *      combines a key role and a data role is CKR_TEMPLATE_INCONSISTENT, a
+ *      role going FALSE -> TRUE (or a combined key regaining a use) in a
+ *      set or copy CKR_ATTRIBUTE_READ_ONLY.
  *
  *  Each server-held key is a pair of objects (KeyInfo.has_private /
  *  has_public); the private object owns KeyInfo.id and .label, the public one

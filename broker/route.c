@@ -15,6 +15,7 @@
 #include <openssl/objects.h>
 #include <openssl/x509.h>
 #include "cs_attr_rules.h"
+#include "cs_usage.h"
 /*  p11-kit's compatibility names: its header (just included) maps
  *  public_data to pPublicData, which would rename DeriveJob.public_data in
  *  the wire header included next.  */
@@ -24,6 +25,7 @@
 #include "secretkeys.h"
 #include "symjobs.h"
 #include "frontend_int.h"
+#include "keyattrs.h"
 
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
 
@@ -192,17 +194,53 @@ s_unwrap_job (const fe_request_t *request, const work_item_t *item)
     return item->kind == WORK_DECRYPT && request->req->jobs [item->index]->decrypt->unwrap;
 }
 
-/*  "board:<hex CKA_ID>": the tenant's boards holding that listed key.  A
- *  board key has CKA_UNWRAP FALSE: no unwrap job.  */
+/*  What a sign, decrypt or derive item does with its key (cs_usage.h).  */
+static cs_usage_use_t
+s_item_use (const fe_request_t *request, const work_item_t *item)
+{
+    return item->kind == WORK_SIGN ? CS_USE_SIGN : item->kind == WORK_DERIVE ? CS_USE_DERIVE
+         : s_unwrap_job (request, item) ? CS_USE_UNWRAP : CS_USE_DECRYPT;
+}
+
+/*  A job refused because its key holds a key role and a data role (made
+ *  under spec, or before the rules): logged (once a minute per client), as
+ *  it is what the attacks of docs/CONTRACTS.md "Usage separation" look
+ *  like.  A key lacking the job's role is an application's mistake: not
+ *  logged.  */
+static void
+s_usage_log (frontend_t *self, fe_request_t *request, unsigned roles, cs_usage_use_t use)
+{
+    if (cs_usage_combined (roles) && (roles & cs_usage_needs (use)) && fe_log_due (self, request, "usage-separation"))
+        zsys_warning ("client %s (tenant %s): %s job on a key that both wraps or unwraps and works on data refused "
+                      "(keys/usage-separation = strict): answered with CKR_KEY_FUNCTION_NOT_PERMITTED",
+                      request->client_name, request->tenant, cs_usage_use_name (use));
+}
+
+/*  The usage rules of the tenant's policy for an item on a key with
+ *  `roles` (cs_usage_job_check): CKR_OK or CKR_KEY_FUNCTION_NOT_PERMITTED.  */
+static CK_RV
+s_usage_check (frontend_t *self, fe_request_t *request, const work_item_t *item, unsigned roles)
+{
+    cs_usage_use_t use = s_item_use (request, item);
+    CK_RV rv = cs_usage_job_check ((cs_usage_policy_t) broker_config_usage (self->config, request->tenant), roles,
+                                   use);
+    if (rv != CKR_OK)
+        s_usage_log (self, request, roles, use);
+    return rv;
+}
+
+/*  "board:<hex CKA_ID>": the tenant's boards holding that listed key, whose
+ *  board flags (CKA_SIGN, CKA_DECRYPT, CKA_DERIVE; never CKA_UNWRAP: no
+ *  unwrap job) allow the job.  */
 static CK_RV
 s_route_board_ref (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref)
 {
     size_t len = 0;
-    if (s_unwrap_job (request, item))
-        return CKR_KEY_FUNCTION_NOT_PERMITTED;
     const fe_board_key_t *key = fe_board_key_find (self, request->tenant, ref, item->id, &len);
     if (!key)
         return CKR_KEY_HANDLE_INVALID;
+    if (s_usage_check (self, request, item, keyattrs_roles (&key->info)) != CKR_OK)
+        return CKR_KEY_FUNCTION_NOT_PERMITTED;
     item->key = (cs_key_t) { item->id, len, NULL, 0, NULL };
     item->bits = key->info.bits;
     item->boards = key->boards;
@@ -213,57 +251,41 @@ s_route_board_ref (frontend_t *self, fe_request_t *request, work_item_t *item, c
     return item->boards ? CKR_OK : CKR_KEY_HANDLE_INVALID;
 }
 
-/*  ECDH with a keystore key: an EC key whose private object has CKA_DERIVE
- *  TRUE (PKCS#11 2.40 §4.7: the default is FALSE).  */
-static CK_RV
-s_derive_permitted (const Cs__KeyInfo *info)
-{
-    if (info->key_type != CKK_EC)
-        return CKR_KEY_TYPE_INCONSISTENT;
-    for (size_t i = 0; i < info->n_private_attributes; i++)
-        if (info->private_attributes [i]->type == CKA_DERIVE
-        &&  info->private_attributes [i]->value_case == CS__ATTRIBUTE__VALUE_FLAG)
-            return info->private_attributes [i]->flag ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;
-    return CKR_KEY_FUNCTION_NOT_PERMITTED;
-}
-
-/*  A private-side flag of a keystore key (`dflt` when not stored).  */
-static bool
-s_private_flag (const Cs__KeyInfo *info, CK_ATTRIBUTE_TYPE type, bool dflt)
-{
-    for (size_t i = 0; i < info->n_private_attributes; i++)
-        if (info->private_attributes [i]->type == type
-        &&  info->private_attributes [i]->value_case == CS__ATTRIBUTE__VALUE_FLAG)
-            return info->private_attributes [i]->flag;
-    return dflt;
-}
-
-/*  The token's wrapping policy (docs/CONTRACTS.md "Wrapping"): an unwrap
- *  job needs CKA_UNWRAP TRUE and CKA_DECRYPT FALSE, a decrypt job
- *  CKA_DECRYPT TRUE and CKA_UNWRAP FALSE: a key does not do both.  */
-static bool
-s_decrypt_refused (const fe_request_t *request, const work_item_t *item, const Cs__KeyInfo *info)
-{
-    bool unwrap = s_private_flag (info, CKA_UNWRAP, false);
-    return s_unwrap_job (request, item) ? !unwrap || info->can_decrypt : !info->can_decrypt || unwrap;
-}
-
 /*  CKA_ALLOWED_MECHANISMS of a keystore key's private object (PKCS#11 2.40
- *  §4.4 table 25, cs_attr_rules.h): the item's wire mechanism must be one
- *  the list allows, whatever the module checked; CKR_MECHANISM_INVALID.  */
+ *  §4.4 table 25, cs_attr_rules.h): `mech` must be one the list allows for
+ *  `flag` (CKF_SIGN, CKF_DECRYPT, CKF_UNWRAP, CKF_DERIVE, CKF_ENCRYPT,
+ *  CKF_WRAP), whatever the module checked; CKR_MECHANISM_INVALID.  (Token
+ *  secret keys: secretkeys_usable.)  */
 static CK_RV
-s_mechanism_allowed (const Cs__KeyInfo *info, const work_item_t *item)
+s_mechanism_allowed (const Cs__KeyInfo *info, CK_MECHANISM_TYPE mech, CK_FLAGS flag)
 {
     for (size_t i = 0; i < info->n_private_attributes; i++) {
         const Cs__Attribute *attr = info->private_attributes [i];
         if (attr->type == CKA_ALLOWED_MECHANISMS)
             return attr->value_case == CS__ATTRIBUTE__VALUE_BYTES
-                && cs_attr_wire_mech_allowed (attr->bytes.data, attr->bytes.len, s_item_mechanism (item),
-                                              item->kind == WORK_SIGN ? CKF_SIGN
-                                              : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE)
+                && cs_attr_wire_mech_allowed (attr->bytes.data, attr->bytes.len, mech, flag)
                  ? CKR_OK : CKR_MECHANISM_INVALID;
     }
     return CKR_OK;
+}
+
+/*  True for a mechanism C_UnwrapKey takes (its row has CKF_UNWRAP:
+ *  CKM_RSA_PKCS_OAEP), so that an unwrap job is no raw RSA decryption
+ *  (CKM_RSA_X_509) and no PKCS#1 v1.5 padding oracle (CKM_RSA_PKCS, Bardou
+ *  et al., CRYPTO 2012) for a client that skips the module.  */
+static bool
+s_unwrap_mechanism (CK_MECHANISM_TYPE type)
+{
+    const cs_mech_row_t *row = cs_mech_row (type);
+    return row && (row->flags & CKF_UNWRAP);
+}
+
+/*  The CKF_ flag of an item for CKA_ALLOWED_MECHANISMS.  */
+static CK_FLAGS
+s_item_flag (const fe_request_t *request, const work_item_t *item)
+{
+    return item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DERIVE ? CKF_DERIVE
+         : s_unwrap_job (request, item) ? CKF_UNWRAP : CKF_DECRYPT;
 }
 
 /*  A keystore row of the tenant (info, and its private key: pkcs8, len
@@ -282,14 +304,16 @@ s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item
     if (!info->has_private)
         rv = CKR_KEY_HANDLE_INVALID;
     else
-    if (item->kind == WORK_DERIVE ? (rv = s_derive_permitted (info)) != CKR_OK
-                                  : item->kind == WORK_SIGN ? !info->can_sign
-                                  : s_decrypt_refused (request, item, info)) {
-        if (rv == CKR_OK)
-            rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
-    }
+    if (item->kind == WORK_DERIVE && info->key_type != CKK_EC)
+        rv = CKR_KEY_TYPE_INCONSISTENT;         /* ECDH with an EC key only */
     else
-    if ((rv = s_mechanism_allowed (info, item)) != CKR_OK)
+    if (s_unwrap_job (request, item) && !s_unwrap_mechanism (item->mech.type))
+        rv = CKR_MECHANISM_INVALID;             /* C_UnwrapKey's mechanisms only (CKF_UNWRAP rows) */
+    else
+    if ((rv = s_usage_check (self, request, item, keyattrs_roles (info))) != CKR_OK)
+        ;                                       /* docs/CONTRACTS.md "Usage separation" */
+    else
+    if ((rv = s_mechanism_allowed (info, s_item_mechanism (item), s_item_flag (request, item))) != CKR_OK)
         ;
     else
     if (strncmp (info->home, "board:", 6) == 0) {
@@ -459,17 +483,29 @@ fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
         slot->result.rv = rv;
 }
 
-/*  A token secret key for a SymJob (secretkeys.h): its type and usage
- *  flags (of a wrap or unwrap when the job says key_wrap), then its value (borrowed from item->cached or item->material
- *  until the item is back) becomes the job's key.  */
+/*  A token secret key for a SymJob (secretkeys.h): its type, the usage
+ *  rules of the tenant's policy (of a wrap or unwrap when the job says
+ *  key_wrap) and its CKA_ALLOWED_MECHANISMS, then its value (borrowed from
+ *  item->cached or item->material until the item is back) becomes the
+ *  job's key.  */
 static CK_RV
-s_sym_key (work_item_t *item, const Cs__KeyInfo *info, const uint8_t *value, size_t len)
+s_sym_key (frontend_t *self, work_item_t *item, const Cs__KeyInfo *info, const uint8_t *value, size_t len)
 {
     const cs_mech_row_t *row = cs_mech_row (item->sym.mechanism);
-    const fe_request_t *request = item->request;
+    fe_request_t *request = item->request;
     bool key_wrap = request->req->jobs [item->index]->sym->key_wrap;      /* C_WrapKey / C_UnwrapKey */
-    CK_RV rv = row ? secretkeys_usable (info, row->key_type, item->sym.operation, key_wrap)
+    cs_usage_policy_t policy = (cs_usage_policy_t) broker_config_usage (self->config, request->tenant);
+    CK_RV rv = row ? secretkeys_usable (info, policy, row, item->sym.operation, key_wrap)
                    : CKR_MECHANISM_INVALID;
+    if (rv == CKR_KEY_FUNCTION_NOT_PERMITTED)
+        s_usage_log (self, request, keyattrs_roles (info),
+                     key_wrap ? (item->sym.operation == CS_SYM_ENCRYPT ? CS_USE_WRAP : CS_USE_UNWRAP)
+                     : item->sym.operation == CS_SYM_ENCRYPT ? CS_USE_ENCRYPT
+                     : item->sym.operation == CS_SYM_DECRYPT ? CS_USE_DECRYPT : CS_USE_SIGN);
+    size_t strength = len > 32 ? 32 : len, wrapped = item->sym.in_len > 32 ? 32 : item->sym.in_len;
+    if (rv == CKR_OK && value && policy == CS_USAGE_STRICT && key_wrap && item->sym.operation == CS_SYM_ENCRYPT
+    &&  wrapped > strength)
+        rv = CKR_WRAPPING_KEY_SIZE_RANGE;       /* a key under a weaker key (docs/CONTRACTS.md) */
     if (rv == CKR_OK && !value)
         rv = CKR_KEY_HANDLE_INVALID;
     return rv == CKR_OK ? symjob_key (row, value, len, &item->sym) : rv;
@@ -493,7 +529,7 @@ s_route_sym_ref (frontend_t *self, fe_request_t *request, work_item_t *item)
     }
     item->cached = key;
     const uint8_t *value = ks_key_pkcs8 (key, &len);
-    return s_sym_key (item, ks_key_info (key), value, len);
+    return s_sym_key (self, item, ks_key_info (key), value, len);
 }
 
 /*  Submits a prepared SymJob item (rv: its preparation), or sets the
@@ -561,7 +597,7 @@ fe_key_read_done (frontend_t *self, fe_request_t *request, slow_job_t *job)
             item->material_len = job->pkcs8_len;
             job->pkcs8 = NULL;
         }
-        rv = item->kind == WORK_SYM ? s_sym_key (item, info, pkcs8, len)
+        rv = item->kind == WORK_SYM ? s_sym_key (self, item, info, pkcs8, len)
            : s_route_keystore_key (self, request, item, job->ref, info, pkcs8, len);
     }
     if (item->kind == WORK_SYM)

@@ -7,6 +7,8 @@
 #include "cs_driver.h"
 #include "key_info.h"
 #include "keyjobs.h"
+#include "keyattrs.h"
+#include "cs_attr_rules.h"
 #include "secretkeys.h"
 
 bool
@@ -130,32 +132,26 @@ secretkeys_import (keystore_t *ks, const char *tenant, const Cs__ImportKeyJob *j
                     job->template_, job->n_template_, info_p);
 }
 
-/*  A row's flag: TRUE only when stored as a TRUE flag.  */
-static bool
-s_flag (const Cs__KeyInfo *info, CK_ATTRIBUTE_TYPE type)
-{
-    const Cs__Attribute *flag = key_info_attribute (info, true, type);
-    return flag && flag->value_case == CS__ATTRIBUTE__VALUE_FLAG && flag->flag;
-}
-
 CK_RV
-secretkeys_usable (const Cs__KeyInfo *info, uint64_t want_type, int operation, bool key_wrap)
+secretkeys_usable (const Cs__KeyInfo *info, cs_usage_policy_t policy, const cs_mech_row_t *row, int operation,
+                   bool key_wrap)
 {
-    /*  A new SymJob operation needs its usage attribute here (PKCS#11 2.40
-        §4.10 table 42): until then it is not permitted with a token key.
-        The token's wrapping policy (docs/CONTRACTS.md "Wrapping"): a key
-        with CKA_UNWRAP TRUE (latched) neither encrypts nor decrypts data;
-        it alone wraps (with CKA_WRAP TRUE) and unwraps (with CKA_ENCRYPT
-        and CKA_DECRYPT FALSE).  */
-    bool unwrap = s_flag (info, CKA_UNWRAP), ok;
-    if (!secretkeys_type (info->key_type) || !info->has_private || info->key_type != want_type)
+    if (!secretkeys_type (info->key_type) || !info->has_private || info->key_type != row->key_type)
         return CKR_KEY_TYPE_INCONSISTENT;
-    if (key_wrap)
-        ok = operation == CS_SYM_ENCRYPT ? unwrap && s_flag (info, CKA_WRAP)
-           : operation == CS_SYM_DECRYPT && unwrap && !s_flag (info, CKA_ENCRYPT) && !s_flag (info, CKA_DECRYPT);
-    else
-        ok = operation == CS_SYM_ENCRYPT ? s_flag (info, CKA_ENCRYPT) && !unwrap
-           : operation == CS_SYM_DECRYPT ? s_flag (info, CKA_DECRYPT) && !unwrap
-           : operation == CS_SYM_SIGN && s_flag (info, CKA_SIGN);
-    return ok ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;
+    cs_usage_use_t use = key_wrap ? (operation == CS_SYM_ENCRYPT ? CS_USE_WRAP : CS_USE_UNWRAP)
+                       : operation == CS_SYM_ENCRYPT ? CS_USE_ENCRYPT
+                       : operation == CS_SYM_DECRYPT ? CS_USE_DECRYPT : CS_USE_SIGN;
+    CK_FLAGS flag = key_wrap ? (operation == CS_SYM_ENCRYPT ? CKF_WRAP : CKF_UNWRAP)
+                  : operation == CS_SYM_ENCRYPT ? CKF_ENCRYPT : operation == CS_SYM_DECRYPT ? CKF_DECRYPT : CKF_SIGN;
+    if ((key_wrap && operation != CS_SYM_ENCRYPT && operation != CS_SYM_DECRYPT)
+    ||  (!key_wrap && operation != CS_SYM_ENCRYPT && operation != CS_SYM_DECRYPT && operation != CS_SYM_SIGN))
+        return CKR_KEY_FUNCTION_NOT_PERMITTED;
+    CK_RV rv = cs_usage_job_check (policy, keyattrs_roles (info), use);
+    if (rv != CKR_OK)
+        return rv;
+    const Cs__Attribute *mechs = key_info_attribute (info, true, CKA_ALLOWED_MECHANISMS);
+    if (mechs && (mechs->value_case != CS__ATTRIBUTE__VALUE_BYTES
+                  || !cs_attr_wire_mech_allowed (mechs->bytes.data, mechs->bytes.len, row->type, flag)))
+        return CKR_MECHANISM_INVALID;       /* PKCS#11 2.40 §4.4 table 25: whatever the client sent */
+    return CKR_OK;
 }

@@ -27,6 +27,8 @@
 #include <p11-kit/pkcs11.h>
 #include "cryptoserver.pb-c.h"
 #include "keystore.h"
+#include "cs_mech.h"
+#include "cs_usage.h"
 
 /*  True for the key types of token secret keys.  */
 static inline bool
@@ -57,16 +59,17 @@ CK_RV secretkeys_import (keystore_t *ks, const char *tenant, const Cs__ImportKey
                          Cs__KeyInfo **info_p);
 
 /*  What a SymJob may do with a token secret key (route.c): CKR_OK when its
- *  type is `want_type` (else CKR_KEY_TYPE_INCONSISTENT) and its flags allow
- *  `operation` (else CKR_KEY_FUNCTION_NOT_PERMITTED).  Data (key_wrap
- *  false): CS_SYM_ENCRYPT needs CKA_ENCRYPT TRUE, CS_SYM_DECRYPT CKA_DECRYPT
- *  TRUE, both CKA_UNWRAP FALSE; CS_SYM_SIGN CKA_SIGN TRUE.  C_WrapKey /
- *  C_UnwrapKey (key_wrap true): CS_SYM_ENCRYPT needs CKA_WRAP and
- *  CKA_UNWRAP TRUE, CS_SYM_DECRYPT CKA_UNWRAP TRUE with CKA_ENCRYPT and
- *  CKA_DECRYPT FALSE: a key never both (un)wraps and en/decrypts data (the
- *  Tookan wrap/decrypt and encrypt/unwrap attacks; CKA_UNWRAP is latched,
- *  docs/CONTRACTS.md "Wrapping").  Any other operation has no flag.  A row
- *  that is no secret key is CKR_KEY_TYPE_INCONSISTENT.  */
-CK_RV secretkeys_usable (const Cs__KeyInfo *info, uint64_t want_type, int operation, bool key_wrap);
+ *  type is the key type of the mechanism's `row` (else
+ *  CKR_KEY_TYPE_INCONSISTENT), the usage rules of `policy` allow the use
+ *  (cs_usage_job_check: data CS_SYM_ENCRYPT needs CKA_ENCRYPT,
+ *  CS_SYM_DECRYPT CKA_DECRYPT, CS_SYM_SIGN CKA_SIGN; key_wrap CS_SYM_ENCRYPT
+ *  CKA_WRAP, key_wrap CS_SYM_DECRYPT CKA_UNWRAP; under strict none of them
+ *  on a key that also holds a role of the other class; else
+ *  CKR_KEY_FUNCTION_NOT_PERMITTED), and its CKA_ALLOWED_MECHANISMS lists
+ *  row->type for that operation (cs_attr_wire_mech_allowed; else
+ *  CKR_MECHANISM_INVALID: a GCM-only key never answers ECB, whatever the
+ *  client sends).  docs/CONTRACTS.md "Usage separation".  */
+CK_RV secretkeys_usable (const Cs__KeyInfo *info, cs_usage_policy_t policy, const cs_mech_row_t *row, int operation,
+                         bool key_wrap);
 
 #endif

@@ -6,6 +6,7 @@
 #include "keyjobs.h"
 #include "secretkeys.h"
 #include "slow_jobs.h"
+#include "keyattrs.h"
 #include "pool_store.h"
 
 slow_job_t *
@@ -65,6 +66,7 @@ static void
 s_key_job (slow_job_t *self, keystore_t *ks)
 {
     const Cs__Job *job = self->job;
+    keyattrs_usage_set ((cs_usage_policy_t) self->usage);
     switch (job->kind_case) {
         case CS__JOB__KIND_IMPORT_KEY:
             self->rv = job->import_key->secret_value.len
@@ -117,6 +119,7 @@ s_generated (slow_job_t *self, keystore_t *ks)
 {
     const Cs__GenerateKeyPairJob *job = self->job->generate_key_pair;
     bool resident = self->board_key != NULL;
+    keyattrs_usage_set ((cs_usage_policy_t) self->usage);
     EVP_PKEY *pkey = resident ? keyjobs_pkey_from_board_key (self->board_key)
                               : key_info_pkey_from_pkcs8 (self->pkcs8, self->pkcs8_len);
     self->rv = pkey ? keyjobs_info_new (pkey, resident ? self->resident_ref : NULL,

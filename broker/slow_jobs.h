@@ -73,6 +73,8 @@ typedef struct {
     bool replayed;                  /* SLOW_KEY_JOB, SLOW_GENERATED with an idempotency id
                                        recorded before: rv and info are the recorded result */
 
+    int usage;                      /* the tenant's cs_usage_policy_t (fe_slow_go): SLOW_KEY_JOB,
+                                       SLOW_GENERATED follow it (keyattrs_usage_set) */
     bool user;                      /* SLOW_OBJECT_JOB: the request has a CKU_USER ticket */
     objjobs_out_t objects;          /* SLOW_OBJECT_JOB: what it made */
 } slow_job_t;

@@ -28,6 +28,8 @@ CK_RV
 fe_slow_go (frontend_t *self, slow_job_t *job)
 {
     fe_request_t *request = job->request;
+    if (request)        /* key jobs follow the tenant's usage rules (keyattrs_usage_set) */
+        job->usage = broker_config_usage (self->config, request->tenant);
     if (request && job->kind != SLOW_TENANT) {
         request->pending++;
         request->slots [job->index].result.rv = FE_CKR_PENDING;

@@ -47,7 +47,7 @@ static const cs_attr_rule_t s_rules [] = {
     { CKA_DECRYPT,            "CKA_DECRYPT",            CS_ATTR_V_BOOL,  V | S, ST, -1 },
     { CKA_SIGN,               "CKA_SIGN",               CS_ATTR_V_BOOL,  V | S, ST, -1 },
     { CKA_SIGN_RECOVER,       "CKA_SIGN_RECOVER",       CS_ATTR_V_BOOL,  V, ST, -1 },
-    { CKA_UNWRAP,             "CKA_UNWRAP",             CS_ATTR_V_BOOL,  V | S, ST | CS_ATTR_ONLY_TRUE, 0 },  /* wrapping policy */
+    { CKA_UNWRAP,             "CKA_UNWRAP",             CS_ATTR_V_BOOL,  V | S, ST, 0 },  /* roles: cs_usage.h */
     { CKA_EXTRACTABLE,        "CKA_EXTRACTABLE",        CS_ATTR_V_BOOL,  V | S, ST | CS_ATTR_ONLY_FALSE, 0 },
     { CKA_ALWAYS_SENSITIVE,   "CKA_ALWAYS_SENSITIVE",   CS_ATTR_V_BOOL,  V | S, CO, -1 },
     { CKA_NEVER_EXTRACTABLE,  "CKA_NEVER_EXTRACTABLE",  CS_ATTR_V_BOOL,  V | S, CO, -1 },

@@ -161,6 +161,7 @@ cs_keymgmt_session_attrs (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_UL
     bool sensitive = cs_template_bool (tmpl, count, CKA_SENSITIVE, true);
     bool extractable = cs_template_bool (tmpl, count, CKA_EXTRACTABLE, false);
     if (cs_attrs_add_template (attrs, tmpl, count, cs_keymgmt_not_stored)
+    ||  cs_object_usage_defaults (klass, tmpl, count, attrs)        /* strict: roles stay apart */
     ||  cs_attrs_set_bool (attrs, CKA_LOCAL, generated)
     ||  cs_attrs_set_ulong (attrs, CKA_KEY_GEN_MECHANISM, gen_mech))
         return -1;

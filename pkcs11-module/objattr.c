@@ -206,3 +206,50 @@ cs_objattr_get (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, cs_objattr_va
         return s_attr_secret_key (type, value);
     return s_attr_private (object->key, type, value);
 }
+
+/*  ---- roles (common/cs_usage.h) ---------------------------------------------- */
+
+/*  The role attributes of cs_usage.h.  */
+static const CK_ATTRIBUTE_TYPE s_role_types [] = {
+    CKA_ENCRYPT, CKA_DECRYPT, CKA_SIGN, CKA_SIGN_RECOVER, CKA_WRAP, CKA_UNWRAP, CKA_DERIVE
+};
+
+bool
+cs_objattr_role_of (CK_OBJECT_CLASS klass, CK_ATTRIBUTE_TYPE type)
+{
+    switch (klass) {        /* a switch, not the attribute table's scan: C_SignInit pays seven */
+        case CKO_PUBLIC_KEY:  return type == CKA_WRAP;
+        case CKO_PRIVATE_KEY: return type == CKA_DECRYPT || type == CKA_SIGN || type == CKA_SIGN_RECOVER
+                                  || type == CKA_UNWRAP || type == CKA_DERIVE;
+        case CKO_SECRET_KEY:  return cs_usage_role_bit (type) && type != CKA_SIGN_RECOVER;
+        default:              return false;
+    }
+}
+
+unsigned
+cs_objattr_roles (const cs_object_t *object)
+{
+    unsigned roles = 0;
+    for (size_t i = 0; i < sizeof s_role_types / sizeof s_role_types [0]; i++)
+        if (cs_objattr_role_of (object->klass, s_role_types [i]) && cs_objattr_flag (object, s_role_types [i], false))
+            roles |= cs_usage_role_bit (s_role_types [i]);
+    return roles;
+}
+
+int
+cs_objattr_usage_defaults (cs_usage_policy_t policy, CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl,
+                           CK_ULONG count, cs_attrs_t *attrs)
+{
+    unsigned given = 0, asked = 0;
+    for (CK_ULONG i = 0; tmpl && i < count; i++) {
+        unsigned bit = cs_objattr_role_of (klass, tmpl [i].type) ? cs_usage_role_bit (tmpl [i].type) : 0;
+        given |= bit;
+        asked |= bit && tmpl [i].pValue && tmpl [i].ulValueLen == 1 && *(const CK_BBOOL *) tmpl [i].pValue ? bit : 0;
+    }
+    unsigned off = cs_usage_default_off (policy, given, asked);
+    for (size_t i = 0; i < sizeof s_role_types / sizeof s_role_types [0]; i++)
+        if ((off & cs_usage_role_bit (s_role_types [i])) && cs_objattr_role_of (klass, s_role_types [i])
+        &&  cs_attrs_set_bool (attrs, s_role_types [i], false))
+            return -1;
+    return 0;
+}

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include <stdatomic.h>
 #include "cs_attr_rules.h"
+#include "cs_usage.h"
 #include "keyder.h"
 #include "log.h"
 #include "login.h"
@@ -278,6 +280,50 @@ cs_object_key_inlock (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p)
     return cs_key_ref (object->key);
 }
 
+/*  HelloResult.usage_separation (cs_object_usage_set).  */
+static _Atomic int s_usage = CS_USAGE_STRICT;
+
+void
+cs_object_usage_set (cs_usage_policy_t policy)
+{
+    atomic_store_explicit (&s_usage, (int) policy, memory_order_relaxed);
+}
+
+cs_usage_policy_t
+cs_object_usage (void)
+{
+    return (cs_usage_policy_t) atomic_load_explicit (&s_usage, memory_order_relaxed);
+}
+
+unsigned
+cs_object_roles_inlock (CK_OBJECT_HANDLE handle)
+{
+    const cs_object_t *object = s_object (handle);
+    return s_visible_inlock (object) ? cs_objattr_roles (object) : 0;
+}
+
+CK_RV
+cs_object_usage_check_inlock (CK_OBJECT_HANDLE handle, cs_usage_use_t use)
+{
+    return cs_usage_job_check (cs_object_usage (), cs_object_roles_inlock (handle), use);
+}
+
+int
+cs_object_usage_defaults (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count, cs_attrs_t *attrs)
+{
+    return cs_objattr_usage_defaults (cs_object_usage (), klass, tmpl, count, attrs);
+}
+
+/*  The use (cs_usage.h) of an operation flag on a private or secret key;
+ *  false for the public operations (CKF_VERIFY, CKF_VERIFY_RECOVER).  */
+static bool
+s_use_of (CK_FLAGS want, cs_usage_use_t *use_p)
+{
+    *use_p = want & CKF_SIGN ? CS_USE_SIGN : want & CKF_DECRYPT ? CS_USE_DECRYPT
+           : want & CKF_DERIVE ? CS_USE_DERIVE : want & CKF_SIGN_RECOVER ? CS_USE_SIGN_RECOVER : CS_USE_ENCRYPT;
+    return !(want & (CKF_VERIFY | CKF_VERIFY_RECOVER));
+}
+
 CK_RV
 cs_object_use_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
 {
@@ -293,10 +339,10 @@ cs_object_use_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
     if ((object->klass != CKO_SECRET_KEY && object->klass != (need_private ? CKO_PRIVATE_KEY : CKO_PUBLIC_KEY))
     ||  !cs_objattr_flag (object, usage, false))
         return CKR_KEY_FUNCTION_NOT_PERMITTED;
-    if ((want & CKF_DECRYPT) && cs_objattr_flag (object, CKA_UNWRAP, false))
-        return CKR_KEY_FUNCTION_NOT_PERMITTED;  /* an unwrapping key does not decrypt (wrap.c, Tookan) */
-    if ((want & CKF_ENCRYPT) && object->klass == CKO_SECRET_KEY && cs_objattr_flag (object, CKA_UNWRAP, false))
-        return CKR_KEY_FUNCTION_NOT_PERMITTED;  /* nor, symmetric, encrypt what it would unwrap */
+    cs_usage_use_t use;
+    if (object->klass != CKO_PUBLIC_KEY && s_use_of (want, &use)
+    &&  cs_usage_job_check (cs_object_usage (), cs_objattr_roles (object), use) != CKR_OK)
+        return CKR_KEY_FUNCTION_NOT_PERMITTED;  /* docs/CONTRACTS.md "Usage separation" */
     *key_p = cs_key_ref (object->key);
     return CKR_OK;
 }
@@ -441,12 +487,19 @@ cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl
     for (CK_ULONG i = 0; i < count; i++)
         if ((rv = s_check_one_change_inlock (object, &tmpl [i], copy)) != CKR_OK)
             return rv;
-    return CKR_OK;
+    /*  The roles after the whole template (cs_usage_change_check).  */
+    unsigned before = cs_objattr_roles (object), after = before;
+    for (CK_ULONG i = 0; i < count; i++)
+        if (cs_objattr_role_of (object->klass, tmpl [i].type))
+            after = *(const CK_BBOOL *) tmpl [i].pValue ? after | cs_usage_role_bit (tmpl [i].type)
+                                                       : after & ~cs_usage_role_bit (tmpl [i].type);
+    return cs_usage_change_check (cs_object_usage (), before, after);
 }
 
 CK_RV
 cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool so)
 {
+    unsigned asked = 0;
     for (CK_ULONG i = 0; tmpl && i < count; i++) {
         const cs_attr_rule_t *rule = cs_attr_rule (tmpl [i].type);
         bool flag = rule && rule->value == CS_ATTR_V_BOOL && tmpl [i].pValue && tmpl [i].ulValueLen == 1;
@@ -458,8 +511,10 @@ cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULON
         ||  (cs_attr_rule_has (klass, tmpl [i].type)
              && cs_attr_rule_check (klass, tmpl [i].type, CS_ATTR_OP_CREATE, &change) == CKR_ATTRIBUTE_READ_ONLY))
             return CKR_ATTRIBUTE_READ_ONLY;
+        if (flag && change.to == 1 && cs_objattr_role_of (klass, tmpl [i].type))
+            asked |= cs_usage_role_bit (tmpl [i].type);
     }
-    return CKR_OK;
+    return cs_usage_create_check (cs_object_usage (), asked);   /* docs/CONTRACTS.md "Usage separation" */
 }
 
 /*  Types a session object never stores: they come from its key or entry.  */

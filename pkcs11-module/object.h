@@ -38,6 +38,7 @@
 #include "cs_wire.h"
 #include "attrs.h"
 #include "key.h"
+#include "cs_usage.h"
 
 /*  ---- the token objects ---------------------------------------------- */
 
@@ -111,11 +112,11 @@ cs_key_t *cs_object_key_inlock (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_
  *  CKF_DERIVE, CKF_SIGN_RECOVER on a private key; CKF_VERIFY, CKF_ENCRYPT,
  *  CKF_VERIFY_RECOVER on a public key), whose usage attribute (CKA_SIGN, ...,
  *  CKA_DERIVE, CKA_SIGN_RECOVER, CKA_VERIFY_RECOVER) must be TRUE.  CKR_OK with *key_p a new
- *  reference; CKR_KEY_HANDLE_INVALID; CKR_KEY_FUNCTION_NOT_PERMITTED, also for
- *  CKF_DECRYPT with a key whose CKA_UNWRAP is TRUE, and CKF_ENCRYPT with a
- *  secret key whose CKA_UNWRAP is TRUE (the token's wrapping policy,
- *  docs/CONTRACTS.md "Wrapping": a key does not both unwrap and decrypt,
- *  nor a symmetric one unwrap and encrypt, Bortolozzo et al., CCS 2010).  */
+ *  reference; CKR_KEY_HANDLE_INVALID; CKR_KEY_FUNCTION_NOT_PERMITTED, also
+ *  when the tenant's usage rules refuse the use on a private or secret key
+ *  (cs_object_usage_check_inlock: under strict a key with CKA_WRAP or
+ *  CKA_UNWRAP never signs, decrypts or encrypts data, Bortolozzo et al.,
+ *  CCS 2010; docs/CONTRACTS.md "Usage separation").  */
 CK_RV cs_object_use_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p);
 
 /*  C_GetAttributeValue semantics (PKCS#11 2.40 §5.7) on a visible object.  */
@@ -138,13 +139,36 @@ CK_RV cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count,
  *  CKR_ATTRIBUTE_READ_ONLY for a change the table forbids (CKA_CLASS,
  *  CKA_KEY_TYPE, key material, CKA_LOCAL, CKA_ALWAYS_SENSITIVE,
  *  CKA_NEVER_EXTRACTABLE, CKA_KEY_GEN_MECHANISM, CKA_ALLOWED_MECHANISMS,
- *  CKA_SENSITIVE, CKA_WRAP_WITH_TRUSTED and CKA_UNWRAP (the token's
- *  wrapping policy) TRUE→FALSE, CKA_EXTRACTABLE FALSE→TRUE, CKA_TRUSTED
- *  TRUE without the SO ...; a copy may also set
+ *  CKA_SENSITIVE and CKA_WRAP_WITH_TRUSTED TRUE→FALSE, CKA_EXTRACTABLE
+ *  FALSE→TRUE, CKA_TRUSTED TRUE without the SO ..., and under the strict
+ *  usage separation a role going FALSE→TRUE or a combined key regaining
+ *  a use over the whole template, cs_usage_change_check); a copy may also set
  *  CKA_TOKEN, CKA_PRIVATE, CKA_MODIFIABLE, CKA_DESTROYABLE and give
  *  read-only ones their current value); the template's own errors
  *  (cs_template_check).  */
 CK_RV cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy);
+
+/*  The tenant's usage-separation policy (common/cs_usage.h), from
+ *  HelloResult.usage_separation (token.c; CS_USAGE_STRICT until a Hello and
+ *  from older brokers).  An atomic: no mutex needed.  */
+void cs_object_usage_set (cs_usage_policy_t policy);
+cs_usage_policy_t cs_object_usage (void);
+
+/*  The role bits (cs_usage.h) of a visible object: a secret key's seven
+ *  role attributes, a private key's CKA_SIGN, CKA_SIGN_RECOVER,
+ *  CKA_DECRYPT, CKA_UNWRAP, CKA_DERIVE, a public key's CKA_WRAP (its
+ *  CKA_ENCRYPT and CKA_VERIFY are public operations); 0 when not visible.  */
+unsigned cs_object_roles_inlock (CK_OBJECT_HANDLE handle);
+
+/*  cs_usage_job_check of the tenant's policy for `use` of a visible
+ *  object: CKR_OK or CKR_KEY_FUNCTION_NOT_PERMITTED.  */
+CK_RV cs_object_usage_check_inlock (CK_OBJECT_HANDLE handle, cs_usage_use_t use);
+
+/*  Under strict, a new private or secret key's role defaults
+ *  (cs_usage_default_off): a template that asks for a key role (CKA_WRAP,
+ *  CKA_UNWRAP) stores FALSE for each data role it does not name, and the
+ *  reverse, in attrs.  0, or -1 when out of memory.  */
+int cs_object_usage_defaults (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count, cs_attrs_t *attrs);
 
 /*  The creation rules of common/cs_attr_rules.h for a template of a new
  *  key object of `klass` (C_CreateObject, C_GenerateKey(Pair)):
@@ -155,6 +179,9 @@ CK_RV cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE
  *  the values' form, are the callers' to check).  Reads no shared state:
  *  no mutex needed.  */
 CK_RV cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool so);
+/*  (cs_object_check_create also: a template that sets a key role and a data
+ *  role TRUE together under the strict policy is CKR_TEMPLATE_INCONSISTENT,
+ *  cs_usage_create_check.)  */
 
 /*  Applies a checked template to a session object.  CKR_OK, CKR_HOST_MEMORY,
  *  CKR_OBJECT_HANDLE_INVALID.  */

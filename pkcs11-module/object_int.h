@@ -11,6 +11,7 @@
 #include "cs_p11.h"
 #include "attrs.h"
 #include "key.h"
+#include "cs_usage.h"
 
 typedef struct {
     CK_OBJECT_CLASS klass;
@@ -47,5 +48,18 @@ void cs_objattr_value_wipe (cs_objattr_value_t *value);
 
 /*  True for the key material types (never stored, never changed).  */
 bool cs_objattr_is_material (CK_ATTRIBUTE_TYPE type);
+
+/*  True when `type` counts among the roles (common/cs_usage.h) of a
+ *  `klass` object: the role attributes the class has (cs_attr_rules.c),
+ *  of a public key CKA_WRAP only (its CKA_ENCRYPT, CKA_VERIFY are public
+ *  operations).  */
+bool cs_objattr_role_of (CK_OBJECT_CLASS klass, CK_ATTRIBUTE_TYPE type);
+
+/*  The role bits of the object (cs_objattr_flag of each role attribute).  */
+unsigned cs_objattr_roles (const cs_object_t *object);
+
+/*  cs_object_usage_defaults under `policy` (object.h).  */
+int cs_objattr_usage_defaults (cs_usage_policy_t policy, CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl,
+                               CK_ULONG count, cs_attrs_t *attrs);
 
 #endif

@@ -37,8 +37,9 @@ static CK_RV
 s_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len, CK_KEY_TYPE *type_p)
 {
     CK_ULONG klass = CKO_SECRET_KEY, type = dflt;
-    if (cs_object_check_create (CKO_SECRET_KEY, tmpl, count, cs_login_so_logged_in ()) != CKR_OK)
-        return CKR_ATTRIBUTE_READ_ONLY;         /* the attribute rules (cs_attr_rules.h) */
+    CK_RV rv = cs_object_check_create (CKO_SECRET_KEY, tmpl, count, cs_login_so_logged_in ());
+    if (rv != CKR_OK)
+        return rv;          /* the attribute rules (cs_attr_rules.h), the usage rules (cs_usage.h) */
     if ((cs_template_find (tmpl, count, CKA_CLASS) && (!cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
                                                       || klass != CKO_SECRET_KEY))
     ||  (cs_template_find (tmpl, count, CKA_KEY_TYPE) && !cs_template_ulong (tmpl, count, CKA_KEY_TYPE, &type)))
@@ -74,6 +75,7 @@ s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KE
     &&  !cs_attrs_set_bool (&attrs, CKA_ENCRYPT, cipher) && !cs_attrs_set_bool (&attrs, CKA_DECRYPT, cipher)
     &&  !cs_attrs_set_bool (&attrs, CKA_SIGN, mac) && !cs_attrs_set_bool (&attrs, CKA_VERIFY, mac)
     &&  !cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)
+    &&  !cs_object_usage_defaults (CKO_SECRET_KEY, tmpl, count, &attrs)     /* strict: roles stay apart */
     &&  !cs_attrs_set_bool (&attrs, CKA_SENSITIVE, sensitive)
     &&  !cs_attrs_set_bool (&attrs, CKA_EXTRACTABLE, extractable)
     &&  !cs_attrs_set_bool (&attrs, CKA_LOCAL, local)

@@ -88,6 +88,7 @@ s_store_hello_inlock (const Cs__HelloResult *hello)
         | CKF_USER_PIN_LOCKED | CKF_USER_PIN_TO_BE_CHANGED | CKF_SO_PIN_COUNT_LOW
         | CKF_SO_PIN_FINAL_TRY | CKF_SO_PIN_LOCKED | CKF_SO_PIN_TO_BE_CHANGED);
     s_token.rsa_min_bits = hello->rsa_min_bits;     /* 0 from older brokers: the default */
+    cs_object_usage_set (hello->usage_separation == CS_USAGE_SPEC ? CS_USAGE_SPEC : CS_USAGE_STRICT);
     s_token.have_hello = true;
     return CKR_OK;
 }

@@ -27,18 +27,22 @@
  *      CKR_KEY_NOT_WRAPPABLE) with CKA_EXTRACTABLE TRUE
  *      (CKR_KEY_UNEXTRACTABLE); CKA_WRAP_WITH_TRUSTED TRUE needs a wrapping
  *      key with CKA_TRUSTED TRUE (CKR_KEY_NOT_WRAPPABLE, §4.10 table 37).
- *      Token policy against the wrap/decrypt attack: a CKA_SENSITIVE key is
+ *      Strict policy (cs_usage.h; docs/CONTRACTS.md "Usage separation";
+ *      under `spec` none of these token rules apply):
+ *      against the wrap/decrypt attack a CKA_SENSITIVE key is
  *      wrapped only by a CKA_TRUSTED wrapping key (any application can make
  *      a public key object whose private half it holds; CKA_TRUSTED is the
  *      SO's word that it does not), and not when a visible private key with
  *      the same modulus lacks CKA_UNWRAP TRUE (CKR_KEY_NOT_WRAPPABLE): a key
- *      with CKA_UNWRAP TRUE never decrypts (cs_object_use_inlock) and keeps
- *      CKA_UNWRAP TRUE (object.c and the broker's keyattrs.c change rules).
+ *      with CKA_UNWRAP TRUE never decrypts (cs_object_use_inlock) and never
+ *      gains a data role (object.c and the broker's keyattrs.c change
+ *      rules); and a key is never wrapped under a weaker one
+ *      (CKR_WRAPPING_KEY_SIZE_RANGE, s_weaker).
  *    unwrapping: the unwrapping key is a visible RSA private key
  *      (CKR_UNWRAPPING_KEY_HANDLE_INVALID,
  *      CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT) with CKA_UNWRAP TRUE and —
- *      token policy — CKA_DECRYPT FALSE (CKR_KEY_FUNCTION_NOT_PERMITTED).
- *      Token policy against the wrap/unwrap attack (a sensitive key wrapped,
+ *      strict — no data role (CKR_KEY_FUNCTION_NOT_PERMITTED).
+ *      Strict, against the wrap/unwrap attack (a sensitive key wrapped,
  *      then unwrapped as a readable one): the new key is always
  *      CKA_SENSITIVE TRUE (FALSE in the template: CKR_TEMPLATE_INCONSISTENT)
  *      and never CKA_TRUSTED (TRUE: CKR_ATTRIBUTE_READ_ONLY; whoever made
@@ -46,9 +50,8 @@
  *    AES key wrap: the same rules with an AES secret key in place of the
  *      RSA public (private) key; token policy, because a symmetric key is
  *      both halves (the wrap/decrypt and encrypt/unwrap attacks with one
- *      key): an AES key wraps only with CKA_UNWRAP TRUE as well (latched;
- *      cs_object_use_inlock then refuses it C_EncryptInit and C_DecryptInit), and
- *      unwraps only with CKA_ENCRYPT and CKA_DECRYPT FALSE
+ *      key): under strict an AES key with CKA_WRAP or CKA_UNWRAP neither
+ *      encrypts nor decrypts data and never gains CKA_ENCRYPT/CKA_DECRYPT
  *      (CKR_KEY_FUNCTION_NOT_PERMITTED).  The broker checks the same of a
  *      token key (broker/secretkeys.h secretkeys_usable).
  *  Both need a CKU_USER login (CKR_USER_NOT_LOGGED_IN), as the secret-key
@@ -109,6 +112,33 @@ s_private_half_decrypts_inlock (const cs_key_t *key)
     return decrypts;
 }
 
+/*  The security strength in bits of a key (NIST SP 800-57 Part 1 Rev. 5
+ *  §5.6.1.1 table 2): a secret key's bits (8 per byte, at most 256), RSA's
+ *  by its modulus (under 2048 bits: 80; 2048: 112; 3072: 128; 7680: 192;
+ *  15360: 256).  */
+static unsigned
+s_strength (const cs_key_t *key)
+{
+    if (key->key_type != CKK_RSA)
+        return key->secret_len * 8 > 256 ? 256 : (unsigned) key->secret_len * 8;
+    size_t bits = key->modulus_len * 8;
+    return bits >= 15360 ? 256 : bits >= 7680 ? 192 : bits >= 3072 ? 128 : bits >= 2048 ? 112 : 80;
+}
+
+/*  Strict: true when `wkey` would wrap `key` under a weaker key (the
+ *  Tookan "weaker key" attack: recover the wrapping key by brute force,
+ *  then the wrapped one).  A secret wrapping key must be at least as
+ *  strong as the key it wraps; an RSA one at least 2048 bits (SP 800-131A
+ *  Rev. 2: smaller RSA keys are disallowed for key transport; RSA-2048
+ *  gives 112 bits, docs/CONTRACTS.md "Usage separation").  */
+static bool
+s_weaker (const cs_key_t *wkey, const cs_key_t *key)
+{
+    if (wkey->key_type == CKK_RSA)
+        return s_strength (wkey) < 112;
+    return s_strength (wkey) < s_strength (key);
+}
+
 /*  True for a wrapping or unwrapping key that is an AES secret key (key
  *  wrap, RFC 3394/5649: one SymJob) rather than an RSA key (OAEP).  */
 static bool
@@ -124,7 +154,7 @@ s_wrap_check_inlock (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_
 {
     CK_OBJECT_CLASS klass = 0, key_class = 0;
     cs_key_t *wkey = NULL, *key = NULL;
-    bool trusted, aes;
+    bool trusted, aes, strict = cs_object_usage () == CS_USAGE_STRICT;
     CK_RV rv = CKR_OK;
     if (!cs_login_user_logged_in_inlock ())
         return CKR_USER_NOT_LOGGED_IN;
@@ -138,9 +168,8 @@ s_wrap_check_inlock (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_
     if (!cs_object_flag_inlock (wrapping, CKA_WRAP, false))
         rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
     else
-    if (aes && !cs_object_flag_inlock (wrapping, CKA_UNWRAP, false))
-        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;    /* token policy: an AES key wraps only if it can never
-                                                   decrypt (CKA_UNWRAP TRUE, latched) */
+    if (aes && cs_object_usage_check_inlock (wrapping, CS_USE_WRAP) != CKR_OK)
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;    /* strict: a wrapping key never decrypts (cs_usage.h) */
     else
     if (!(key = cs_object_key_inlock (handle, &key_class)))
         rv = CKR_KEY_HANDLE_INVALID;
@@ -154,8 +183,12 @@ s_wrap_check_inlock (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_
     if (cs_object_flag_inlock (handle, CKA_WRAP_WITH_TRUSTED, false) && !trusted)
         rv = CKR_KEY_NOT_WRAPPABLE;
     else
-    if (cs_object_flag_inlock (handle, CKA_SENSITIVE, true) && (!trusted || (!aes && s_private_half_decrypts_inlock (wkey))))
-        rv = CKR_KEY_NOT_WRAPPABLE;     /* token policy: the wrap/decrypt attack */
+    if (strict && cs_object_flag_inlock (handle, CKA_SENSITIVE, true)
+    &&  (!trusted || (!aes && s_private_half_decrypts_inlock (wkey))))
+        rv = CKR_KEY_NOT_WRAPPABLE;     /* strict: the wrap/decrypt attack */
+    else
+    if (strict && s_weaker (wkey, key))
+        rv = CKR_WRAPPING_KEY_SIZE_RANGE;   /* strict: a key under a weaker key */
     if (rv == CKR_OK) {
         *wrapping_p = wkey;
         *key_p = key;
@@ -282,7 +315,8 @@ s_template_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE *type_p)
         return CKR_ATTRIBUTE_READ_ONLY;
     if (!cs_template_ulong (tmpl, count, CKA_KEY_TYPE, type_p))
         return CKR_TEMPLATE_INCOMPLETE;
-    if (cs_template_find (tmpl, count, CKA_VALUE) || !cs_template_bool (tmpl, count, CKA_SENSITIVE, true)
+    if (cs_template_find (tmpl, count, CKA_VALUE)
+    ||  (cs_object_usage () == CS_USAGE_STRICT && !cs_template_bool (tmpl, count, CKA_SENSITIVE, true))
     ||  (cs_template_find (tmpl, count, CKA_CLASS) && (!cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
                                                       || klass != CKO_SECRET_KEY)))
         return CKR_TEMPLATE_INCONSISTENT;
@@ -306,11 +340,8 @@ s_unwrap_check_inlock (CK_OBJECT_HANDLE unwrapping, cs_key_t **key_p)
     if (!s_aes (klass, key) && (klass != CKO_PRIVATE_KEY || key->key_type != CKK_RSA || !key->modulus_len))
         rv = CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT;
     else
-    if (!cs_object_flag_inlock (unwrapping, CKA_UNWRAP, false) || cs_object_flag_inlock (unwrapping, CKA_DECRYPT, false))
-        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
-    else
-    if (klass == CKO_SECRET_KEY && cs_object_flag_inlock (unwrapping, CKA_ENCRYPT, false))
-        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;    /* token policy: the encrypt/unwrap attack */
+    if (cs_object_usage_check_inlock (unwrapping, CS_USE_UNWRAP) != CKR_OK)
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;    /* CKA_UNWRAP; strict: no data role (encrypt/unwrap) */
     if (rv == CKR_OK)
         *key_p = key;
     else

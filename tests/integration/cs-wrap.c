@@ -128,10 +128,11 @@ s_public (const s_rsa_t *rsa, CK_BBOOL wrap, CK_BBOOL trusted)
     return key;
 }
 
-/*  An RSA private key with CKA_UNWRAP `unwrap`, CKA_DECRYPT `decrypt`; a
- *  keystore key when `token`.  */
-static CK_OBJECT_HANDLE
-s_private (const s_rsa_t *rsa, CK_BBOOL token, CK_BBOOL unwrap, CK_BBOOL decrypt, const char *id)
+/*  C_CreateObject of an RSA private key with CKA_UNWRAP `unwrap`,
+ *  CKA_DECRYPT `decrypt`, a keystore key when `token`: its rv.  */
+static CK_RV
+s_private_rv (const s_rsa_t *rsa, CK_BBOOL token, CK_BBOOL unwrap, CK_BBOOL decrypt, const char *id,
+              CK_OBJECT_HANDLE *key_p)
 {
     CK_OBJECT_CLASS klass = CKO_PRIVATE_KEY;
     CK_KEY_TYPE type = CKK_RSA;
@@ -145,8 +146,15 @@ s_private (const s_rsa_t *rsa, CK_BBOOL token, CK_BBOOL unwrap, CK_BBOOL decrypt
         { CKA_PRIME_2, (void *) rsa->v [4], rsa->len [4] }, { CKA_EXPONENT_1, (void *) rsa->v [5], rsa->len [5] },
         { CKA_EXPONENT_2, (void *) rsa->v [6], rsa->len [6] }, { CKA_COEFFICIENT, (void *) rsa->v [7], rsa->len [7] },
     };
+    return p11->C_CreateObject (s, tmpl, sizeof tmpl / sizeof tmpl [0], key_p);
+}
+
+/*  As s_private_rv; the key must be made.  */
+static CK_OBJECT_HANDLE
+s_private (const s_rsa_t *rsa, CK_BBOOL token, CK_BBOOL unwrap, CK_BBOOL decrypt, const char *id)
+{
     CK_OBJECT_HANDLE key;
-    CHECK (p11->C_CreateObject (s, tmpl, sizeof tmpl / sizeof tmpl [0], &key), "C_CreateObject (RSA private key)");
+    CHECK (s_private_rv (rsa, token, unwrap, decrypt, id, &key), "C_CreateObject (RSA private key)");
     return key;
 }
 
@@ -229,10 +237,11 @@ s_encrypt (CK_OBJECT_HANDLE key, CK_MECHANISM *mech, const unsigned char *in, CK
 /*  ---- AES key wrap (CKM_AES_KEY_WRAP, RFC 3394; CKM_AES_KEY_WRAP_PAD,
     RFC 5649) as C_WrapKey/C_UnwrapKey mechanisms.  */
 
-/*  A session AES key of known value with the given usage flags.  */
-static CK_OBJECT_HANDLE
-s_aes_kek (const unsigned char *value, CK_ULONG len, CK_BBOOL wrap, CK_BBOOL unwrap, CK_BBOOL encrypt,
-           CK_BBOOL decrypt)
+/*  C_CreateObject of a session AES key of known value with the given usage
+ *  flags: its rv.  */
+static CK_RV
+s_aes_kek_rv (const unsigned char *value, CK_ULONG len, CK_BBOOL wrap, CK_BBOOL unwrap, CK_BBOOL encrypt,
+              CK_BBOOL decrypt, CK_OBJECT_HANDLE *key_p)
 {
     CK_OBJECT_CLASS klass = CKO_SECRET_KEY;
     CK_KEY_TYPE type = CKK_AES;
@@ -241,8 +250,16 @@ s_aes_kek (const unsigned char *value, CK_ULONG len, CK_BBOOL wrap, CK_BBOOL unw
         { CKA_VALUE, (void *) value, len }, { CKA_WRAP, &wrap, 1 }, { CKA_UNWRAP, &unwrap, 1 },
         { CKA_ENCRYPT, &encrypt, 1 }, { CKA_DECRYPT, &decrypt, 1 },
     };
+    return p11->C_CreateObject (s, tmpl, sizeof tmpl / sizeof tmpl [0], key_p);
+}
+
+/*  As s_aes_kek_rv; the key must be made.  */
+static CK_OBJECT_HANDLE
+s_aes_kek (const unsigned char *value, CK_ULONG len, CK_BBOOL wrap, CK_BBOOL unwrap, CK_BBOOL encrypt,
+           CK_BBOOL decrypt)
+{
     CK_OBJECT_HANDLE key;
-    CHECK (p11->C_CreateObject (s, tmpl, sizeof tmpl / sizeof tmpl [0], &key), "C_CreateObject (AES KEK)");
+    CHECK (s_aes_kek_rv (value, len, wrap, unwrap, encrypt, decrypt, &key), "C_CreateObject (AES KEK)");
     return key;
 }
 
@@ -327,25 +344,21 @@ s_aes_wrap_checks (CK_SLOT_ID slot, const unsigned char *in, CK_ULONG in_len)
             "AES-wrapping a CKA_EXTRACTABLE FALSE key");
     EXPECT (s_kw_any (kek, s_aes (kx, 16, CK_TRUE, CK_TRUE, CK_FALSE)), CKR_KEY_NOT_WRAPPABLE,
             "Tookan wrap/decrypt: a CKA_SENSITIVE key with an untrusted AES key");
-    /*  Tookan wrap/decrypt with one symmetric key: it would wrap, then
-        C_Decrypt (CKM_AES_KEY_WRAP) the bytes.  A wrapping AES key must
-        have CKA_UNWRAP TRUE (latched), and such a key never decrypts.  */
-    CK_OBJECT_HANDLE wrap_decrypt = s_aes_kek (s_rfc_kek, 16, CK_TRUE, CK_FALSE, CK_TRUE, CK_TRUE);
-    EXPECT (s_kw_any (wrap_decrypt, rfc_key), CKR_KEY_FUNCTION_NOT_PERMITTED,
-            "Tookan wrap/decrypt: AES key with CKA_WRAP and CKA_DECRYPT but not CKA_UNWRAP");
-    CK_OBJECT_HANDLE all = s_aes_kek (s_rfc_kek, 16, CK_TRUE, CK_TRUE, CK_TRUE, CK_TRUE);
-    EXPECT (p11->C_DecryptInit (s, &s_kw, all), CKR_KEY_FUNCTION_NOT_PERMITTED,
-            "Tookan wrap/decrypt: C_DecryptInit with an AES key that has CKA_UNWRAP");
-    EXPECT (p11->C_EncryptInit (s, &s_kw, all), CKR_KEY_FUNCTION_NOT_PERMITTED,
-            "Tookan encrypt/unwrap: C_EncryptInit with an AES key that has CKA_UNWRAP");
-    EXPECT (s_unwrap (&s_kw, all, s_rfc_wrapped, 24, NULL, 0, &key), CKR_KEY_FUNCTION_NOT_PERMITTED,
-            "C_UnwrapKey with an AES key that has CKA_ENCRYPT and CKA_DECRYPT");
-    CK_OBJECT_HANDLE unwrap_encrypt = s_aes_kek (s_rfc_kek, 16, CK_FALSE, CK_TRUE, CK_TRUE, CK_FALSE);
-    EXPECT (s_unwrap (&s_kw, unwrap_encrypt, s_rfc_wrapped, 24, NULL, 0, &key), CKR_KEY_FUNCTION_NOT_PERMITTED,
-            "Tookan encrypt/unwrap: C_UnwrapKey with an AES key that has CKA_ENCRYPT");
-    CK_ATTRIBUTE unwrap_off = { CKA_UNWRAP, &no, 1 };
-    EXPECT (p11->C_SetAttributeValue (s, kek, &unwrap_off, 1), CKR_ATTRIBUTE_READ_ONLY,
-            "CKA_UNWRAP TRUE -> FALSE on an AES wrapping key");
+    /*  Tookan wrap/decrypt and encrypt/unwrap with one symmetric key (it
+        would wrap, then C_Decrypt the bytes; or encrypt a value, then
+        unwrap it): under the strict usage separation (docs/CONTRACTS.md)
+        such a key cannot be made, and the wrapping key never gains a data
+        role (the combined keys of `spec`: cs-attacks).  */
+    CK_OBJECT_HANDLE combined;
+    EXPECT (s_aes_kek_rv (s_rfc_kek, 16, CK_TRUE, CK_FALSE, CK_TRUE, CK_TRUE, &combined), CKR_TEMPLATE_INCONSISTENT,
+            "Tookan wrap/decrypt: an AES key with CKA_WRAP and CKA_DECRYPT");
+    EXPECT (s_aes_kek_rv (s_rfc_kek, 16, CK_FALSE, CK_TRUE, CK_TRUE, CK_FALSE, &combined), CKR_TEMPLATE_INCONSISTENT,
+            "Tookan encrypt/unwrap: an AES key with CKA_UNWRAP and CKA_ENCRYPT");
+    EXPECT (p11->C_DecryptInit (s, &s_kw, kek), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "Tookan wrap/decrypt: C_DecryptInit with an AES wrapping key");
+    CK_ATTRIBUTE decrypt_on = { CKA_DECRYPT, &yes, 1 };
+    EXPECT (p11->C_SetAttributeValue (s, kek, &decrypt_on, 1), CKR_ATTRIBUTE_READ_ONLY,
+            "CKA_DECRYPT FALSE -> TRUE on an AES wrapping key");
 
     /*  A token AES wrapping key (made by the broker) wraps and unwraps a
         session key: one SymJob each, by ref.  */
@@ -492,19 +505,14 @@ main (int argc, char **argv)
     memcpy (k3_wrapped, out, len);
     EXPECT (p11->C_DecryptInit (s, &s_oaep, unwrapper), CKR_KEY_FUNCTION_NOT_PERMITTED,
             "Tookan wrap/decrypt: C_DecryptInit with the unwrapping key");
-    CK_ATTRIBUTE unwrap_off = { CKA_UNWRAP, &no, 1 }, decrypt_on = { CKA_DECRYPT, &yes, 1 },
-                 decrypt_off = { CKA_DECRYPT, &no, 1 };
-    EXPECT (p11->C_SetAttributeValue (s, unwrapper, &unwrap_off, 1), CKR_ATTRIBUTE_READ_ONLY,
-            "Tookan attribute change: CKA_UNWRAP TRUE -> FALSE on the unwrapping key");
-    CHECK (p11->C_SetAttributeValue (s, unwrapper, &decrypt_on, 1), "C_SetAttributeValue (CKA_DECRYPT TRUE)");
-    EXPECT (p11->C_DecryptInit (s, &s_oaep, unwrapper), CKR_KEY_FUNCTION_NOT_PERMITTED,
-            "Tookan wrap/decrypt: C_DecryptInit with an unwrapping key given CKA_DECRYPT TRUE");
+    CK_ATTRIBUTE decrypt_on = { CKA_DECRYPT, &yes, 1 }, sign_on = { CKA_SIGN, &yes, 1 };
+    EXPECT (p11->C_SetAttributeValue (s, unwrapper, &decrypt_on, 1), CKR_ATTRIBUTE_READ_ONLY,
+            "Tookan attribute change: CKA_DECRYPT FALSE -> TRUE on the unwrapping key");
+    EXPECT (p11->C_SetAttributeValue (s, unwrapper, &sign_on, 1), CKR_ATTRIBUTE_READ_ONLY,
+            "sign-raw attack: CKA_SIGN FALSE -> TRUE on the unwrapping key");
     CK_OBJECT_HANDLE key = 0;
-    EXPECT (s_unwrap (&s_oaep, unwrapper, k3_wrapped, k3_wrapped_len, NULL, 0, &key), CKR_KEY_FUNCTION_NOT_PERMITTED,
-            "C_UnwrapKey with a key that also has CKA_DECRYPT TRUE");
-    CHECK (p11->C_SetAttributeValue (s, unwrapper, &decrypt_off, 1), "C_SetAttributeValue (CKA_DECRYPT FALSE)");
     if (s_flag (unwrapper, CKA_DECRYPT) || !s_flag (unwrapper, CKA_UNWRAP))
-        s_fail ("the unwrapping key's CKA_DECRYPT is not FALSE again, or its CKA_UNWRAP not TRUE");
+        s_fail ("the unwrapping key's CKA_DECRYPT is not FALSE, or its CKA_UNWRAP not TRUE");
     printf ("Tookan wrap/decrypt: stopped by CKA_SENSITIVE (untrusted wrapping key) and by CKA_UNWRAP "
             "(the trusted key's private half never decrypts)\n");
 
@@ -584,13 +592,9 @@ main (int argc, char **argv)
     printf ("a 32-byte generic secret wrapped and unwrapped by the module gives the same HMAC\n");
 
     /*  ---- C_UnwrapKey refusals.  */
-    CK_OBJECT_HANDLE both = s_private (attack, CK_FALSE, CK_TRUE, CK_TRUE, "cs-wrap-both");
-    EXPECT (p11->C_DecryptInit (s, &s_oaep, both), CKR_KEY_FUNCTION_NOT_PERMITTED,
-            "C_DecryptInit with a key that has CKA_UNWRAP and CKA_DECRYPT");
-    EXPECT (s_unwrap (&s_oaep, both, wrapped, wrapped_len, NULL, 0, &key), CKR_KEY_FUNCTION_NOT_PERMITTED,
-            "C_UnwrapKey with a key that has CKA_UNWRAP and CKA_DECRYPT");
-    EXPECT (p11->C_SetAttributeValue (s, both, &unwrap_off, 1), CKR_ATTRIBUTE_READ_ONLY,
-            "CKA_UNWRAP TRUE -> FALSE on a session key");
+    CK_OBJECT_HANDLE both;
+    EXPECT (s_private_rv (attack, CK_FALSE, CK_TRUE, CK_TRUE, "cs-wrap-both", &both), CKR_TEMPLATE_INCONSISTENT,
+            "a session key with CKA_UNWRAP and CKA_DECRYPT");
     EXPECT (s_unwrap (&s_oaep, a_priv, wrapped, wrapped_len, NULL, 0, &key), CKR_KEY_FUNCTION_NOT_PERMITTED,
             "C_UnwrapKey with a key without CKA_UNWRAP");
     EXPECT (s_unwrap (&s_oaep, pub, wrapped, wrapped_len, NULL, 0, &key), CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT,

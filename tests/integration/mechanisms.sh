@@ -50,6 +50,12 @@ for board in board0 board1; do
     done
 done
 rm -f "$T/ecdh256.der"
+# pkcs11-tool --derive asks for CKA_WRAP, CKA_UNWRAP, CKA_ENCRYPT and
+# CKA_DECRYPT on the derived key, a combined-role key that the default strict
+# usage separation refuses (CKR_TEMPLATE_INCONSISTENT, docs/CONTRACTS.md
+# "Usage separation"): this test is about mechanisms, so tenant demo runs
+# spec, what PKCS#11 allows; usage-separation.sh tests the rules.
+"$CS_ADMIN" config set "$WORK/broker.conf" keys/usage-separation/demo spec || cs_fail "config set usage-separation"
 cs_start
 
 P11L="$P11 --login --pin $CRYPTOSERVER_PIN"

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "cs_attr_rules.h"
 #include "cs_mech.h"
+#include "cs_usage.h"
 #include "test_run.h"
 
 /*  cs_attr_rule_check of one change.  */
@@ -63,8 +64,9 @@ START_TEST (test_latching)
             ck_assert_uint_eq (s_check (k, CKA_WRAP_WITH_TRUSTED, op, 1, 0, false, false),
                                CKR_ATTRIBUTE_READ_ONLY);
             ck_assert_uint_eq (s_check (k, CKA_WRAP_WITH_TRUSTED, op, 0, 1, false, false), CKR_OK);
-            /*  The token's wrapping policy: an unwrapping key stays one.  */
-            ck_assert_uint_eq (s_check (k, CKA_UNWRAP, op, 1, 0, false, false), CKR_ATTRIBUTE_READ_ONLY);
+            /*  CKA_UNWRAP follows footnote 8 here; the roles' own rules
+                are cs_usage.h's (test_usage_*).  */
+            ck_assert_uint_eq (s_check (k, CKA_UNWRAP, op, 1, 0, false, false), CKR_OK);
             ck_assert_uint_eq (s_check (k, CKA_UNWRAP, op, 0, 1, false, false), CKR_OK);
         }
         /*  Any value at creation.  */
@@ -224,6 +226,70 @@ s_names (const char *text, const char *name)
     return false;
 }
 
+/*  Usage separation, strict (common/cs_usage.h; Clulow 2003, Bortolozzo
+ *  et al. CCS 2010): a key role and a data role never together, on a job,
+ *  at creation or after a change.  */
+START_TEST (test_usage_strict)
+{
+    const cs_usage_policy_t P = CS_USAGE_STRICT;
+    const unsigned unwrap = CS_ROLE_UNWRAP, wrap = CS_ROLE_WRAP;
+    /*  The role the job needs, both policies.  */
+    ck_assert_uint_eq (cs_usage_job_check (P, CS_ROLE_SIGN, CS_USE_SIGN), CKR_OK);
+    ck_assert_uint_eq (cs_usage_job_check (P, CS_ROLE_SIGN, CS_USE_DECRYPT), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (cs_usage_job_check (P, unwrap, CS_USE_UNWRAP), CKR_OK);
+    ck_assert_uint_eq (cs_usage_job_check (P, wrap, CS_USE_WRAP), CKR_OK);
+    ck_assert_uint_eq (cs_usage_job_check (P, CS_ROLE_DERIVE | unwrap, CS_USE_DERIVE), CKR_OK);
+    /*  A combined key (an old row) does neither class: wrap/decrypt,
+        encrypt/unwrap, wrap/sign-raw, sign-recover.  */
+    for (unsigned data = CS_ROLE_ENCRYPT; data <= CS_ROLE_SIGN_RECOVER; data <<= 1)
+        for (unsigned key = CS_ROLE_WRAP; key <= CS_ROLE_UNWRAP; key <<= 1) {
+            for (int use = 0; use < CS_USE_COUNT; use++)
+                if (use != CS_USE_DERIVE)
+                    ck_assert_uint_eq (cs_usage_job_check (P, data | key, (cs_usage_use_t) use),
+                                       CKR_KEY_FUNCTION_NOT_PERMITTED);
+            ck_assert_uint_eq (cs_usage_create_check (P, data | key), CKR_TEMPLATE_INCONSISTENT);
+            ck_assert_uint_eq (cs_usage_create_check (P, data), CKR_OK);
+            ck_assert_uint_eq (cs_usage_create_check (P, key | CS_ROLE_DERIVE), CKR_OK);
+            /*  Never on after creation; off unless a combined key regains a data use.  */
+            ck_assert_uint_eq (cs_usage_change_check (P, key, key | data), CKR_ATTRIBUTE_READ_ONLY);
+            ck_assert_uint_eq (cs_usage_change_check (P, data, data | key), CKR_ATTRIBUTE_READ_ONLY);
+            ck_assert_uint_eq (cs_usage_change_check (P, 0, data), CKR_ATTRIBUTE_READ_ONLY);
+            ck_assert_uint_eq (cs_usage_change_check (P, key, 0), CKR_OK);
+            ck_assert_uint_eq (cs_usage_change_check (P, data | key, data), CKR_ATTRIBUTE_READ_ONLY);
+            ck_assert_uint_eq (cs_usage_change_check (P, data | key, key), CKR_OK);    /* sheds its data roles */
+            ck_assert_uint_eq (cs_usage_change_check (P, data | key, 0), CKR_OK);
+        }
+    ck_assert_uint_eq (cs_usage_change_check (P, CS_ROLE_DERIVE, 0), CKR_OK);
+    ck_assert_uint_eq (cs_usage_change_check (P, 0, CS_ROLE_DERIVE), CKR_ATTRIBUTE_READ_ONLY);
+    /*  Defaults: a template asking for a key role leaves unnamed data roles FALSE.  */
+    ck_assert_uint_eq (cs_usage_default_off (P, unwrap, unwrap), CS_ROLE_DATA);
+    ck_assert_uint_eq (cs_usage_default_off (P, unwrap | CS_ROLE_SIGN, unwrap), CS_ROLE_DATA & ~CS_ROLE_SIGN);
+    ck_assert_uint_eq (cs_usage_default_off (P, CS_ROLE_SIGN, CS_ROLE_SIGN), CS_ROLE_KEYS);
+    ck_assert_uint_eq (cs_usage_default_off (P, CS_ROLE_SIGN, 0), 0);
+    ck_assert_uint_eq (cs_usage_role_bit (CKA_SIGN_RECOVER), CS_ROLE_SIGN_RECOVER);
+    ck_assert_uint_eq (cs_usage_role_bit (CKA_VERIFY), 0);
+    ck_assert_int_eq (cs_usage_policy_parse ("strict"), CS_USAGE_STRICT);
+    ck_assert_int_eq (cs_usage_policy_parse ("spec"), CS_USAGE_SPEC);
+    ck_assert_int_eq (cs_usage_policy_parse ("loose"), -1);
+}
+END_TEST
+
+/*  spec: what PKCS#11 allows, the job's own role only.  */
+START_TEST (test_usage_spec)
+{
+    const cs_usage_policy_t P = CS_USAGE_SPEC;
+    unsigned all = CS_ROLE_DATA | CS_ROLE_KEYS | CS_ROLE_DERIVE;
+    for (int use = 0; use < CS_USE_COUNT; use++) {
+        ck_assert_uint_eq (cs_usage_job_check (P, all, (cs_usage_use_t) use), CKR_OK);
+        ck_assert_uint_eq (cs_usage_job_check (P, all & ~cs_usage_needs ((cs_usage_use_t) use), (cs_usage_use_t) use),
+                           CKR_KEY_FUNCTION_NOT_PERMITTED);
+    }
+    ck_assert_uint_eq (cs_usage_create_check (P, all), CKR_OK);
+    ck_assert_uint_eq (cs_usage_change_check (P, CS_ROLE_UNWRAP, CS_ROLE_UNWRAP | CS_ROLE_SIGN), CKR_OK);
+    ck_assert_uint_eq (cs_usage_default_off (P, CS_ROLE_UNWRAP, CS_ROLE_UNWRAP), 0);
+}
+END_TEST
+
 /*  The man page's "Attribute rules" section and docs/CONTRACTS.md name
  *  every attribute of the table.  Needs top_srcdir (set by make check).  */
 START_TEST (test_documented)
@@ -268,6 +334,8 @@ main (void)
     tcase_add_test (tc, test_read_sensitive);
     tcase_add_test (tc, test_allowed_mechanisms);
     tcase_add_test (tc, test_documented);
+    tcase_add_test (tc, test_usage_strict);
+    tcase_add_test (tc, test_usage_spec);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
 }

@@ -4,6 +4,7 @@
  */
 #include "test_broker_helpers.h"
 #include "broker_config.h"
+#include "cs_usage.h"
 #include "cs_secmem.h"
 #include "test_smaps.h"
 #include "test_run.h"
@@ -123,6 +124,8 @@ START_TEST (test_keystore_and_keys)
     ck_assert_int_eq (config->pool_rsa [1], 0);
     ck_assert_int_eq (config->pool_rsa [2], 1);
     ck_assert_uint_eq (broker_pool_bits (2), 4096);
+    /*  keys/usage-separation: strict by default, for every tenant.  */
+    ck_assert_int_eq (broker_config_usage (config, "demo"), CS_USAGE_STRICT);
     broker_config_destroy (&config);
     free (text);
     //  keystore/url: a PostgreSQL URL kept as it is; logs name it without
@@ -343,7 +346,32 @@ static const struct {
       "keys/rsa-min-bits: must be 1024..4096" },
     { "", "keys\n    rsa-min-bits = 2050\n" "drivers\n    b\n        type = sim\n",
       "keys/rsa-min-bits: must be a multiple of 8" },
+    { "", "keys\n    usage-separation = loose\n" "drivers\n    b\n        type = sim\n",
+      "keys/usage-separation: must be strict or spec (got \"loose\")" },
+    { "", "keys\n    usage-separation = strict\n        legacy = off\n" "drivers\n    b\n        type = sim\n",
+      "keys/usage-separation/legacy: must be strict or spec (got \"off\")" },
 };
+
+/*  keys/usage-separation with per-tenant children (cs_usage.h).  */
+START_TEST (test_usage_separation)
+{
+    char *error = NULL, path [4096], *text = NULL;
+    ck_assert_int_ge (asprintf (&text, "broker\n    curve\n        secret-key = broker.cert_secret\n"
+                                "        clients = clients.d\n"
+                                "keys\n    usage-separation = spec\n        bank = strict\n"
+                                "        shop = spec\n%s", s_drivers), 0);
+    th_write (s_dir, "broker.conf", text);
+    snprintf (path, sizeof path, "%s/broker.conf", s_dir);
+    broker_config_t *config = broker_config_load (path, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ck_assert_int_eq (broker_config_usage (config, "bank"), CS_USAGE_STRICT);
+    ck_assert_int_eq (broker_config_usage (config, "shop"), CS_USAGE_SPEC);
+    ck_assert_int_eq (broker_config_usage (config, "other"), CS_USAGE_SPEC);
+    ck_assert_int_eq (broker_config_usage (config, NULL), CS_USAGE_SPEC);
+    broker_config_destroy (&config);
+    free (text);
+}
+END_TEST
 
 START_TEST (test_bad)
 {
@@ -422,6 +450,7 @@ main (void)
     tcase_add_test (tc, test_good);
     tcase_add_test (tc, test_keystore_and_keys);
     tcase_add_test (tc, test_random_ticket_key_and_plaintext);
+    tcase_add_test (tc, test_usage_separation);
     tcase_add_loop_test (tc, test_bad, 0, (int) (sizeof s_bad / sizeof s_bad [0]));
     tcase_add_test (tc, test_bad_curve_and_tenants);
     tcase_add_test (tc, test_limits);

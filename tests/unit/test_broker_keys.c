@@ -695,11 +695,16 @@ END_TEST
  *  `unwrap` as DecryptJob.unwrap; the plaintext's length in *out_len_p
  *  (compared with want when the job succeeds).  */
 static uint64_t
-s_decrypt (const char *ref, const uint8_t *cipher, size_t len, bool unwrap, const uint8_t *want, size_t want_len)
+s_decrypt_mech (const char *ref, CK_MECHANISM_TYPE mech, const uint8_t *cipher, size_t len, bool unwrap,
+                const uint8_t *want, size_t want_len)
 {
     Cs__Request *req = s_request (61);
     Cs__Reply *reply = NULL;
-    th_job_crypto (req->jobs [0], false, (const uint8_t *) ref, strlen (ref), CKM_RSA_PKCS, cipher, len);
+    Cs__Mechanism *m = th_job_crypto (req->jobs [0], false, (const uint8_t *) ref, strlen (ref), mech, cipher, len);
+    if (mech == CKM_RSA_PKCS_OAEP) {
+        m->hash = CKM_SHA256;
+        m->mgf = CKG_MGF1_SHA256;
+    }
     req->jobs [0]->decrypt->unwrap = unwrap;
     uint64_t rv = s_call (s_alice, req, &reply);
     if (rv == CKR_OK)
@@ -710,11 +715,24 @@ s_decrypt (const char *ref, const uint8_t *cipher, size_t len, bool unwrap, cons
     return rv;
 }
 
-/*  The token's wrapping policy on the broker (docs/CONTRACTS.md
- *  "Wrapping"): a keystore key with CKA_UNWRAP TRUE and CKA_DECRYPT FALSE
- *  runs unwrap jobs (DecryptJob.unwrap) and no plain decryption;
- *  CKA_UNWRAP never goes back to FALSE; with CKA_DECRYPT TRUE as well the
- *  key runs neither.  */
+/*  s_decrypt_mech with CKM_RSA_PKCS_OAEP (SHA-256, MGF1-SHA-256): the
+ *  mechanism of C_UnwrapKey.  */
+static uint64_t
+s_decrypt (const char *ref, const uint8_t *cipher, size_t len, bool unwrap, const uint8_t *want, size_t want_len)
+{
+    return s_decrypt_mech (ref, CKM_RSA_PKCS_OAEP, cipher, len, unwrap, want, want_len);
+}
+
+/*  Usage separation on the broker, strict (docs/CONTRACTS.md "Usage
+ *  separation", common/cs_usage.h), as a client skipping the module: a
+ *  keystore key with CKA_UNWRAP TRUE runs unwrap jobs (DecryptJob.unwrap)
+ *  and no plain decryption; its data roles default FALSE and never come
+ *  on: the sign-raw attack of issue 19 (CKA_SIGN set TRUE, then a
+ *  CKM_RSA_X_509 "signature" of the wrapped key, which is its decryption)
+ *  is refused at the change (CKR_ATTRIBUTE_READ_ONLY) and at the sign job
+ *  (CKR_KEY_FUNCTION_NOT_PERMITTED); CKA_UNWRAP may go off, and then the
+ *  key does nothing.  A template that combines the roles is
+ *  CKR_TEMPLATE_INCONSISTENT.  */
 START_TEST (test_unwrap_policy)
 {
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
@@ -745,18 +763,44 @@ START_TEST (test_unwrap_policy)
     size_t cipher_len = sizeof cipher;
     RAND_bytes (value, sizeof value);
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey (NULL, pkey, NULL);
-    ck_assert (ctx && EVP_PKEY_encrypt_init (ctx) == 1 && EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_PADDING) == 1
+    ck_assert (ctx && EVP_PKEY_encrypt_init (ctx) == 1
+               && EVP_PKEY_CTX_set_rsa_padding (ctx, RSA_PKCS1_OAEP_PADDING) == 1
+               && EVP_PKEY_CTX_set_rsa_oaep_md (ctx, EVP_sha256 ()) == 1
+               && EVP_PKEY_CTX_set_rsa_mgf1_md (ctx, EVP_sha256 ()) == 1
                && EVP_PKEY_encrypt (ctx, cipher, &cipher_len, value, sizeof value) == 1);
     EVP_PKEY_CTX_free (ctx);
     ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, false, NULL, 0), CKR_KEY_FUNCTION_NOT_PERMITTED);
     ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, true, value, sizeof value), CKR_OK);
+    /*  An unwrap job is C_UnwrapKey's OAEP only: no raw RSA, no PKCS#1 v1.5 oracle.  */
+    ck_assert_uint_eq (s_decrypt_mech (ref, CKM_RSA_X_509, cipher, cipher_len, true, NULL, 0), CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (s_decrypt_mech (ref, CKM_RSA_PKCS, cipher, cipher_len, true, NULL, 0), CKR_MECHANISM_INVALID);
     Cs__Attribute unwrap_off = s_flag (CKA_UNWRAP, false), decrypt_on = s_flag (CKA_DECRYPT, true);
-    Cs__Attribute *a1 [] = { &unwrap_off }, *a2 [] = { &decrypt_on };
-    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a1, 1),
+    Cs__Attribute sign_on = s_flag (CKA_SIGN, true), recover_on = s_flag (CKA_SIGN_RECOVER, true);
+    Cs__Attribute *a1 [] = { &unwrap_off }, *a2 [] = { &decrypt_on }, *a3 [] = { &sign_on }, *a4 [] = { &recover_on };
+    /*  The sign-raw attack: CKA_SIGN (or CKA_SIGN_RECOVER) on, then raw RSA.  */
+    ck_assert_uint_eq (s_crypto_mech (ref, true, CKM_RSA_X_509), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a3, 1),
                        CKR_ATTRIBUTE_READ_ONLY);
-    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a2, 1), CKR_OK);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a4, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a2, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_crypto_mech (ref, true, CKM_RSA_X_509), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    /*  CKA_UNWRAP off: allowed, and the key does nothing after it.  */
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a1, 1), CKR_OK);
+    ck_assert_uint_eq (s_key_job (s_alice, s_ticket, s_ticket_len, ref, CKO_PRIVATE_KEY, a2, 1),
+                       CKR_ATTRIBUTE_READ_ONLY);
     ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, false, NULL, 0), CKR_KEY_FUNCTION_NOT_PERMITTED);
     ck_assert_uint_eq (s_decrypt (ref, cipher, cipher_len, true, NULL, 0), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    /*  Wrap/decrypt and wrap/sign in one template: refused.  */
+    Cs__Attribute decrypt_true = s_flag (CKA_DECRYPT, true);
+    Cs__Attribute *combined [] = { &cls, &unwrap, &decrypt_true }, *signing [] = { &cls, &unwrap, &sign_on };
+    Cs__Reply *none = NULL;
+    ck_assert_uint_eq (s_import_with (pkey, combined, 3, &none), CKR_TEMPLATE_INCONSISTENT);
+    cs__reply__free_unpacked (none, NULL);
+    none = NULL;
+    ck_assert_uint_eq (s_import_with (pkey, signing, 3, &none), CKR_TEMPLATE_INCONSISTENT);
+    cs__reply__free_unpacked (none, NULL);
     free (ref);
     OPENSSL_free (der);
     EVP_PKEY_free (pkey);

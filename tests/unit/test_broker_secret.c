@@ -11,6 +11,7 @@
  *  demo) and eve (tenant other).  Needs CRYPTOSERVER_DRIVER_DIR.
  */
 #include <openssl/evp.h>
+#include "cs_attr_rules.h"
 #include "cs_driver.h"
 #include "test_broker_fixture.h"
 #include "test_run.h"
@@ -33,7 +34,8 @@ s_setup (void)
     th_certs (s_dir, "alice", "demo");
     th_client_add (s_dir, "eve", "other");
     th_keystore (s_dir);
-    tb_conf_write (s_dir, "", "drivers\n    cpu\n        type = openssl\n        threads = 1\n");
+    tb_conf_write (s_dir, "", "keys\n    usage-separation = strict\n        other = spec\n"
+                   "drivers\n    cpu\n        type = openssl\n        threads = 1\n");
     s_server = tb_start (s_dir, &s_config);
     s_alice = th_dealer (s_dir, "alice", server_endpoint (s_server));
     s_eve = th_dealer (s_dir, "eve", server_endpoint (s_server));
@@ -109,8 +111,19 @@ s_key_flag (const Cs__KeyInfo *info, CK_ATTRIBUTE_TYPE type)
 
 /*  alice's ImportKeyJob of value (len bytes) with the template; the ref
  *  of the stored key (caller frees) or NULL, *rv_p the job's rv.  */
+static char *s_import_by (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const uint8_t *value,
+                          size_t len, Cs__Attribute **tmpl, size_t n, uint64_t *rv_p);
+
 static char *
 s_import (const uint8_t *value, size_t len, Cs__Attribute **tmpl, size_t n, uint64_t *rv_p)
+{
+    return s_import_by (s_alice, s_ticket, s_ticket_len, value, len, tmpl, n, rv_p);
+}
+
+/*  As s_import, as client.  */
+static char *
+s_import_by (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const uint8_t *value, size_t len,
+             Cs__Attribute **tmpl, size_t n, uint64_t *rv_p)
 {
     Cs__ImportKeyJob import = CS__IMPORT_KEY_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
@@ -121,7 +134,7 @@ s_import (const uint8_t *value, size_t len, Cs__Attribute **tmpl, size_t n, uint
     import.n_template_ = n;
     job.kind_case = CS__JOB__KIND_IMPORT_KEY;
     job.import_key = &import;
-    *rv_p = s_call (s_alice, s_ticket, s_ticket_len, &job, &reply);
+    *rv_p = s_call (client, ticket, ticket_len, &job, &reply);
     if (*rv_p == CKR_OK) {
         const Cs__KeyInfo *info = reply->results [0]->imported->key;
         ck_assert_uint_eq (info->key_type, CKK_AES);
@@ -130,6 +143,7 @@ s_import (const uint8_t *value, size_t len, Cs__Attribute **tmpl, size_t n, uint
         ck_assert_int_eq (s_key_flag (info, CKA_SENSITIVE), 1);
         ck_assert_int_eq (s_key_flag (info, CKA_EXTRACTABLE), 0);
         ck_assert_int_eq (s_key_flag (info, CKA_LOCAL), 0);
+        ck_assert_int_eq (s_key_flag (info, CKA_SIGN_RECOVER), -1);    /* no attribute of a secret key */
         ref = strdup (info->ref);
     }
     cs__reply__free_unpacked (reply, NULL);
@@ -382,9 +396,21 @@ END_TEST
 /*  A SymJob by ref with key_wrap (C_WrapKey / C_UnwrapKey) or without, of
  *  CKM_AES_KEY_WRAP on in (len bytes); the result's data in out (up to 64
  *  bytes, *out_len_p).  */
+static uint64_t s_kw_by (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const char *ref,
+                         uint64_t operation, bool key_wrap, const uint8_t *in, size_t len, uint8_t *out,
+                         size_t *out_len_p);
+
 static uint64_t
 s_kw (const char *ref, uint64_t operation, bool key_wrap, const uint8_t *in, size_t len, uint8_t *out,
       size_t *out_len_p)
+{
+    return s_kw_by (s_alice, s_ticket, s_ticket_len, ref, operation, key_wrap, in, len, out, out_len_p);
+}
+
+/*  As s_kw, as client.  */
+static uint64_t
+s_kw_by (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const char *ref, uint64_t operation,
+         bool key_wrap, const uint8_t *in, size_t len, uint8_t *out, size_t *out_len_p)
 {
     Cs__SymJob sym = CS__SYM_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
@@ -396,7 +422,7 @@ s_kw (const char *ref, uint64_t operation, bool key_wrap, const uint8_t *in, siz
     sym.data = (ProtobufCBinaryData) { len, (uint8_t *) in };
     job.kind_case = CS__JOB__KIND_SYM;
     job.sym = &sym;
-    uint64_t rv = s_call (s_alice, s_ticket, s_ticket_len, &job, &reply);
+    uint64_t rv = s_call (client, ticket, ticket_len, &job, &reply);
     if (rv == CKR_OK && out) {
         ck_assert_uint_le (reply->results [0]->data.len, 64);
         memcpy (out, reply->results [0]->data.data, reply->results [0]->data.len);
@@ -406,28 +432,53 @@ s_kw (const char *ref, uint64_t operation, bool key_wrap, const uint8_t *in, siz
     return rv;
 }
 
-/*  The wrapping policy on token keys (docs/CONTRACTS.md "Wrapping"): a
- *  key with CKA_UNWRAP TRUE wraps (with CKA_WRAP) and unwraps (with
- *  CKA_ENCRYPT and CKA_DECRYPT FALSE) but never encrypts or decrypts
- *  data; a job's key_wrap needs those flags, not CKA_ENCRYPT/CKA_DECRYPT,
- *  and only a key-wrap mechanism.  */
+/*  One flag change of a token secret key as client; the job's rv.  */
+static uint64_t
+s_set_flag (zsock_t *client, const uint8_t *ticket, size_t ticket_len, const char *ref, CK_ATTRIBUTE_TYPE type,
+            bool value)
+{
+    Cs__Attribute flag = s_flag (type, value), *attrs [] = { &flag };
+    Cs__SetKeyAttributesJob set = CS__SET_KEY_ATTRIBUTES_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    set.ref = (char *) ref;
+    set.object = CKO_SECRET_KEY;
+    set.attributes = attrs;
+    set.n_attributes = 1;
+    job.kind_case = CS__JOB__KIND_SET_KEY_ATTRIBUTES;
+    job.set_key_attributes = &set;
+    return s_call (client, ticket, ticket_len, &job, NULL);
+}
+
+/*  Usage separation on token secret keys (docs/CONTRACTS.md "Usage
+ *  separation", common/cs_usage.h), sent straight to the broker as a
+ *  client that skips the module would: under strict (tenant demo, alice)
+ *  a key that wraps or unwraps never encrypts or decrypts data (Tookan
+ *  wrap/decrypt, encrypt/unwrap), a template combining them is
+ *  CKR_TEMPLATE_INCONSISTENT, roles only go off, and never so that a
+ *  combined key regains a data use; under spec (tenant other, eve) PKCS#11's
+ *  own rules.  A job's key_wrap needs a key-wrap mechanism.  */
 START_TEST (test_wrap_policy)
 {
     Cs__Attribute klass = s_number (CKA_CLASS, CKO_SECRET_KEY), type = s_number (CKA_KEY_TYPE, CKK_AES);
     Cs__Attribute wrap = s_flag (CKA_WRAP, true), unwrap = s_flag (CKA_UNWRAP, true);
-    Cs__Attribute enc_off = s_flag (CKA_ENCRYPT, false), dec_off = s_flag (CKA_DECRYPT, false);
-    Cs__Attribute *kek_tmpl [] = { &klass, &type, &wrap, &unwrap, &enc_off, &dec_off };
-    Cs__Attribute *both_tmpl [] = { &klass, &type, &wrap, &unwrap };     /* CKA_ENCRYPT/DECRYPT TRUE */
-    Cs__Attribute *data_tmpl [] = { &klass, &type, &wrap };             /* wraps, decrypts, no CKA_UNWRAP */
+    Cs__Attribute enc_on = s_flag (CKA_ENCRYPT, true), dec_on = s_flag (CKA_DECRYPT, true);
+    Cs__Attribute *kek_tmpl [] = { &klass, &type, &wrap, &unwrap };     /* data roles default FALSE */
+    Cs__Attribute *enc_unwrap [] = { &klass, &type, &unwrap, &enc_on };  /* Tookan encrypt/unwrap */
+    Cs__Attribute *wrap_dec [] = { &klass, &type, &wrap, &dec_on };      /* Tookan wrap/decrypt */
+    Cs__Attribute *wrap_only [] = { &klass, &type, &wrap };
     static const uint8_t value [16] = "a key to wrap 16";
     uint8_t wrapped [64], back [64], got [16];
     size_t wrapped_len = 0, back_len = 0;
     uint64_t rv = 0;
-    char *kek = s_import (s_key, sizeof s_key, kek_tmpl, 6, &rv);
+    char *kek = s_import (s_key, sizeof s_key, kek_tmpl, 4, &rv);
     ck_assert_uint_eq (rv, CKR_OK);
-    char *both = s_import (s_key, sizeof s_key, both_tmpl, 4, &rv);
+    ck_assert_ptr_null (s_import (s_key, sizeof s_key, enc_unwrap, 4, &rv));
+    ck_assert_uint_eq (rv, CKR_TEMPLATE_INCONSISTENT);
+    ck_assert_ptr_null (s_import (s_key, sizeof s_key, wrap_dec, 4, &rv));
+    ck_assert_uint_eq (rv, CKR_TEMPLATE_INCONSISTENT);
+    char *wrapper = s_import (s_key, sizeof s_key, wrap_only, 3, &rv);
     ck_assert_uint_eq (rv, CKR_OK);
-    char *data = s_import (s_key, sizeof s_key, data_tmpl, 3, &rv);
+    char *data = s_import (s_key, sizeof s_key, (Cs__Attribute *[]) { &klass, &type }, 2, &rv);
     ck_assert_uint_eq (rv, CKR_OK);
     /*  The wrapping key wraps and unwraps, and does nothing else.  */
     ck_assert_uint_eq (s_kw (kek, CS_SYM_ENCRYPT, true, value, 16, wrapped, &wrapped_len), CKR_OK);
@@ -437,31 +488,83 @@ START_TEST (test_wrap_policy)
     ck_assert_mem_eq (back, value, 16);
     ck_assert_uint_eq (s_kw (kek, CS_SYM_DECRYPT, false, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
     ck_assert_uint_eq (s_kw (kek, CS_SYM_ENCRYPT, false, value, 16, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
-    /*  CKA_UNWRAP with CKA_ENCRYPT/CKA_DECRYPT: it wraps (CKA_UNWRAP keeps
-        it from decrypting), but neither unwraps nor touches data.  */
-    ck_assert_uint_eq (s_kw (both, CS_SYM_ENCRYPT, true, value, 16, NULL, NULL), CKR_OK);
-    ck_assert_uint_eq (s_kw (both, CS_SYM_DECRYPT, true, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
-    ck_assert_uint_eq (s_kw (both, CS_SYM_DECRYPT, false, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
-    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, both, CKM_AES_ECB, CS_SYM_ENCRYPT, got),
+    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, kek, CKM_AES_ECB, CS_SYM_DECRYPT, got),
                        CKR_KEY_FUNCTION_NOT_PERMITTED);
-    /*  CKA_WRAP without CKA_UNWRAP (it may decrypt): no wrap job; data as usual.  */
+    /*  Roles only go off: CKA_DECRYPT on is refused; CKA_UNWRAP off is
+        allowed and leaves a key that only wraps.  */
+    ck_assert_uint_eq (s_set_flag (s_alice, s_ticket, s_ticket_len, kek, CKA_DECRYPT, true), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_set_flag (s_alice, s_ticket, s_ticket_len, kek, CKA_UNWRAP, false), CKR_OK);
+    ck_assert_uint_eq (s_kw (kek, CS_SYM_DECRYPT, true, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_set_flag (s_alice, s_ticket, s_ticket_len, kek, CKA_DECRYPT, true), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_kw (kek, CS_SYM_DECRYPT, false, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    /*  A wrap-only key wraps, nothing else; a data key never gets CKA_WRAP.  */
+    ck_assert_uint_eq (s_kw (wrapper, CS_SYM_ENCRYPT, true, value, 16, NULL, NULL), CKR_OK);
+    ck_assert_uint_eq (s_kw (wrapper, CS_SYM_DECRYPT, true, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, wrapper, CKM_AES_ECB, CS_SYM_ENCRYPT, got),
+                       CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (s_set_flag (s_alice, s_ticket, s_ticket_len, data, CKA_WRAP, true), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (s_set_flag (s_alice, s_ticket, s_ticket_len, data, CKA_UNWRAP, true), CKR_ATTRIBUTE_READ_ONLY);
     ck_assert_uint_eq (s_kw (data, CS_SYM_ENCRYPT, true, value, 16, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
-    ck_assert_uint_eq (s_kw (data, CS_SYM_DECRYPT, true, wrapped, 24, NULL, NULL), CKR_KEY_FUNCTION_NOT_PERMITTED);
     ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, data, CKM_AES_ECB, CS_SYM_ENCRYPT, got), CKR_OK);
+    /*  Off, then on again: refused.  */
+    ck_assert_uint_eq (s_set_flag (s_alice, s_ticket, s_ticket_len, data, CKA_ENCRYPT, false), CKR_OK);
+    ck_assert_uint_eq (s_set_flag (s_alice, s_ticket, s_ticket_len, data, CKA_ENCRYPT, true), CKR_ATTRIBUTE_READ_ONLY);
     /*  key_wrap with a mechanism that is no key wrap.  */
     Cs__SymJob sym = CS__SYM_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     sym.mechanism = CKM_AES_ECB;
     sym.operation = CS_SYM_ENCRYPT;
     sym.key_wrap = true;
-    sym.key_id = (ProtobufCBinaryData) { strlen (kek), (uint8_t *) kek };
+    sym.key_id = (ProtobufCBinaryData) { strlen (wrapper), (uint8_t *) wrapper };
     sym.data = (ProtobufCBinaryData) { 16, (uint8_t *) value };
     job.kind_case = CS__JOB__KIND_SYM;
     job.sym = &sym;
     ck_assert_uint_eq (s_call (s_alice, s_ticket, s_ticket_len, &job, NULL), CKR_MECHANISM_INVALID);
+    /*  Tenant other runs `spec`: the combined key of PKCS#11 (open to the
+        attacks above, docs/CONTRACTS.md) wraps, unwraps and decrypts.  */
+    char *both = s_import_by (s_eve, s_eve_ticket, s_eve_ticket_len, s_key, sizeof s_key, kek_tmpl, 4, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    ck_assert_uint_eq (s_kw_by (s_eve, s_eve_ticket, s_eve_ticket_len, both, CS_SYM_ENCRYPT, true, value, 16,
+                                wrapped, &wrapped_len), CKR_OK);
+    ck_assert_uint_eq (s_kw_by (s_eve, s_eve_ticket, s_eve_ticket_len, both, CS_SYM_DECRYPT, false, wrapped, 24,
+                                back, &back_len), CKR_OK);
+    ck_assert_uint_eq (s_set_flag (s_eve, s_eve_ticket, s_eve_ticket_len, both, CKA_SIGN, true), CKR_OK);
     free (kek);
-    free (both);
+    free (wrapper);
     free (data);
+    free (both);
+}
+END_TEST
+
+/*  CKA_ALLOWED_MECHANISMS binds SymJobs on token secret keys at the
+ *  broker (issue 19 item 4): an AES key limited to CKM_AES_GCM answers no
+ *  CKM_AES_ECB (whose output of a zero block is GCM's GHASH key), sent
+ *  straight to the broker; CKR_MECHANISM_INVALID.  Both policies.  */
+START_TEST (test_allowed_mechanisms)
+{
+    Cs__Attribute klass = s_number (CKA_CLASS, CKO_SECRET_KEY), type = s_number (CKA_KEY_TYPE, CKK_AES);
+    uint8_t gcm_only [CS_ATTR_MECH_WIRE_BYTES];
+    CK_MECHANISM_TYPE gcm = CKM_AES_GCM;
+    cs_attr_mechs_to_wire (&gcm, sizeof gcm, gcm_only);
+    Cs__Attribute mechs = CS__ATTRIBUTE__INIT;
+    mechs.type = CKA_ALLOWED_MECHANISMS;
+    mechs.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    mechs.bytes = (ProtobufCBinaryData) { sizeof gcm_only, gcm_only };
+    Cs__Attribute *tmpl [] = { &klass, &type, &mechs };
+    uint8_t got [16];
+    uint64_t rv = 0;
+    char *ref = s_import (s_key, sizeof s_key, tmpl, 3, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, ref, CKM_AES_ECB, CS_SYM_ENCRYPT, got),
+                       CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (s_sym (s_alice, s_ticket, s_ticket_len, ref, CKM_AES_ECB, CS_SYM_DECRYPT, got),
+                       CKR_MECHANISM_INVALID);
+    char *spec = s_import_by (s_eve, s_eve_ticket, s_eve_ticket_len, s_key, sizeof s_key, tmpl, 3, &rv);
+    ck_assert_uint_eq (rv, CKR_OK);
+    ck_assert_uint_eq (s_sym (s_eve, s_eve_ticket, s_eve_ticket_len, spec, CKM_AES_ECB, CS_SYM_ENCRYPT, got),
+                       CKR_MECHANISM_INVALID);
+    free (ref);
+    free (spec);
 }
 END_TEST
 
@@ -478,6 +581,7 @@ s_suite (void)
     tcase_add_test (tc, test_generate);
     tcase_add_test (tc, test_generate_once);
     tcase_add_test (tc, test_wrap_policy);
+    tcase_add_test (tc, test_allowed_mechanisms);
     suite_add_tcase (suite, tc);
     return suite;
 }

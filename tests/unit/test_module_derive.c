@@ -9,6 +9,7 @@
 #include <openssl/kdf.h>
 #include <openssl/params.h>
 #include "derive.h"
+#include "object.h"
 
 static uint8_t s_point [65];            /* a P-256-sized uncompressed point (not checked here) */
 
@@ -82,7 +83,13 @@ START_TEST (test_template)
         { CKA_SENSITIVE, &no, 1 }, { CKA_EXTRACTABLE, &yes, 1 }, { CKA_ENCRYPT, &yes, 1 },
         { CKA_DECRYPT, &yes, 1 }, { CKA_WRAP, &yes, 1 }, { CKA_UNWRAP, &yes, 1 },
     };
+    /*  It asks for key roles and data roles together: refused by the
+        strict usage separation (the default), taken under spec
+        (docs/CONTRACTS.md "Usage separation").  */
+    ck_assert_uint_eq (cs_derive_check_template_inlock (tool, 9, CKD_NULL, 32, &key), CKR_TEMPLATE_INCONSISTENT);
+    cs_object_usage_set (CS_USAGE_SPEC);
     ck_assert_uint_eq (cs_derive_check_template_inlock (tool, 9, CKD_NULL, 32, &key), CKR_OK);
+    cs_object_usage_set (CS_USAGE_STRICT);
     ck_assert_uint_eq (key.key_type, CKK_GENERIC_SECRET);
     ck_assert_uint_eq (key.value_len, 32);
     ck_assert (!key.sensitive && key.extractable);

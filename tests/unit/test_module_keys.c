@@ -226,7 +226,14 @@ START_TEST (test_keygen_standard_templates)
     CK_MECHANISM rsa = { CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0 }, ecgen = { CKM_EC_KEY_PAIR_GEN, NULL, 0 };
     CK_MECHANISM edgen = { CKM_EC_EDWARDS_KEY_PAIR_GEN, NULL, 0 };
     cs_keygen_t gen;
+    /*  pkcs11-tool's default template asks for CKA_WRAP (public) and
+        CKA_DECRYPT, CKA_SIGN, CKA_UNWRAP (private): a key role with data
+        roles, which the strict usage separation (the default) refuses
+        (docs/CONTRACTS.md "Usage separation"); spec takes it.  */
+    ck_assert_uint_eq (cs_keygen_check (&rsa, rsa_pub, 8, rsa_priv, 8, &gen), CKR_TEMPLATE_INCONSISTENT);
+    cs_object_usage_set (CS_USAGE_SPEC);
     ck_assert_uint_eq (cs_keygen_check (&rsa, rsa_pub, 8, rsa_priv, 8, &gen), CKR_OK);
+    cs_object_usage_set (CS_USAGE_STRICT);
     ck_assert (gen.token && gen.private_private);
     ck_assert_uint_eq (gen.modulus_bits, 2048);
     ck_assert_uint_eq (gen.exponent_len, 3);

@@ -1,0 +1,379 @@
+/*  cs-wire-client — sends one job straight to a broker, without the module,
+ *  as any application holding a client's CURVE key can (issue 19: the
+ *  broker is the policy point), and prints the job's result code.
+ *
+ *  cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN]
+ *                 JOB ARGS...
+ *
+ *  With --pin it logs in as CKU_USER first (a LoginJob, as C_Login does)
+ *  and sends the ticket with the job.  A key is named by its CKA_LABEL: the
+ *  client lists the tenant's keys (ListKeysJob) and uses the ref of the
+ *  first with that label.  Jobs (HEX: bytes in hex; MECH: a CKM_ name of
+ *  common/cs_mech.h or a number; ATTR: a CKA_ name of
+ *  common/cs_attr_rules.h):
+ *
+ *    sign LABEL MECH HEX            SignJob
+ *    decrypt LABEL MECH HEX         DecryptJob (CKM_RSA_PKCS_OAEP: SHA-256, MGF1-SHA-256)
+ *    unwrap LABEL MECH HEX          DecryptJob with unwrap (C_UnwrapKey's job)
+ *    derive LABEL HEX               DeriveJob (the peer's point)
+ *    sym LABEL MECH OP HEX          SymJob on a token secret key; OP encrypt, decrypt, mac;
+ *                                   CBC: a zero IV; GCM: a 12-byte zero IV, 128-bit tag
+ *    keywrap LABEL MECH OP HEX      SymJob with key_wrap (C_WrapKey / C_UnwrapKey)
+ *    set LABEL OBJECT ATTR 0|1      SetKeyAttributesJob; OBJECT private, public, secret
+ *    copy LABEL OBJECT ATTR 0|1     CopyKeyJob
+ *
+ *  Prints one line: the job's CKR_ name (cs_rv_name), or the request's when
+ *  the whole request was refused; with a CKR_OK result of data also
+ *  " HEX" of the data.  Exit 0 when a result came, 1 when the key was not
+ *  found (prints "no key LABEL"), 2 on bad usage or no reply.
+ */
+#include <getopt.h>
+#include <czmq.h>
+#include <p11-kit/pkcs11.h>
+#include "cs_attr_rules.h"
+#include "cs_mech.h"
+#include "cs_wire.h"
+
+#define S_WAIT_MS 15000
+#define S_MAX_HEX 4096
+/*  SymJob.operation (proto/cryptoserver.proto).  */
+#define S_SYM_ENCRYPT 1
+#define S_SYM_DECRYPT 2
+#define S_SYM_SIGN 3
+
+typedef struct {
+    zsock_t *dealer;
+    uint8_t ticket [256];
+    size_t ticket_len;
+    uint64_t next_id;
+} s_client_t;
+
+static void
+s_usage (void)
+{
+    fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] "
+             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy ARGS...\n");
+}
+
+/*  Sends req and waits for the reply with its id; NULL on timeout.
+ *  Caller frees with cs__reply__free_unpacked.  */
+static Cs__Reply *
+s_call (s_client_t *self, Cs__Job *job)
+{
+    Cs__Request req = CS__REQUEST__INIT;
+    Cs__Job *jobs [1] = { job };
+    size_t size = 0;
+    req.version_min = CS_PROTOCOL_VERSION_MIN;
+    req.version_max = CS_PROTOCOL_VERSION;
+    req.request_id = ++self->next_id;
+    req.deadline_ms = 10000;
+    req.ticket = (ProtobufCBinaryData) { self->ticket_len, self->ticket };
+    req.n_jobs = 1;
+    req.jobs = jobs;
+    uint8_t *data = cs_wire_encode (&req.base, &size);
+    zframe_t *frame = data ? zframe_new (data, size) : NULL;
+    free (data);
+    if (!frame || zframe_send (&frame, self->dealer, 0)) {
+        zframe_destroy (&frame);
+        return NULL;
+    }
+    zpoller_t *poller = zpoller_new (self->dealer, NULL);
+    int64_t end = zclock_mono () + S_WAIT_MS;
+    Cs__Reply *reply = NULL;
+    while (!reply && zclock_mono () < end && zpoller_wait (poller, (int) (end - zclock_mono ())) == self->dealer) {
+        zframe_t *got = zframe_recv (self->dealer);
+        reply = got ? cs_wire_reply_decode (zframe_data (got), zframe_size (got), NULL) : NULL;
+        if (reply && reply->request_id != req.request_id)
+            cs__reply__free_unpacked (reply, NULL), reply = NULL;
+        zframe_destroy (&got);
+    }
+    zpoller_destroy (&poller);
+    return reply;
+}
+
+/*  The one result of a reply, or NULL (then the request's rv says why).  */
+static const Cs__Result *
+s_result (const Cs__Reply *reply)
+{
+    return reply && reply->rv == CKR_OK && reply->n_results == 1 ? reply->results [0] : NULL;
+}
+
+/*  Logs in as CKU_USER and keeps the ticket; false when refused.  */
+static bool
+s_login (s_client_t *self, const char *pin)
+{
+    Cs__LoginJob login = CS__LOGIN_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    login.user_type = CKU_USER;
+    login.pin = (ProtobufCBinaryData) { strlen (pin), (uint8_t *) pin };
+    job.kind_case = CS__JOB__KIND_LOGIN;
+    job.login = &login;
+    Cs__Reply *reply = s_call (self, &job);
+    const Cs__Result *result = s_result (reply);
+    bool ok = result && result->rv == CKR_OK && result->kind_case == CS__RESULT__KIND_LOGIN
+           && result->login->ticket.len <= sizeof self->ticket;
+    if (ok) {
+        memcpy (self->ticket, result->login->ticket.data, result->login->ticket.len);
+        self->ticket_len = result->login->ticket.len;
+    }
+    else
+        fprintf (stderr, "cs-wire-client: login failed: %s\n",
+                 result ? cs_rv_name (result->rv) : reply ? cs_rv_name (reply->rv) : "no reply");
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return ok;
+}
+
+/*  The ref of the tenant's first key labelled `label` into ref (129
+ *  bytes); false when there is none.  */
+static bool
+s_find (s_client_t *self, const char *label, char ref [129])
+{
+    Cs__ListKeysJob list = CS__LIST_KEYS_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    job.kind_case = CS__JOB__KIND_LIST_KEYS;
+    job.list_keys = &list;
+    Cs__Reply *reply = s_call (self, &job);
+    const Cs__Result *result = s_result (reply);
+    bool found = false;
+    for (size_t i = 0; result && result->kind_case == CS__RESULT__KIND_KEYS && !found
+                       && i < result->keys->n_keys; i++) {
+        const Cs__KeyInfo *key = result->keys->keys [i];
+        if (key->label && streq (key->label, label) && strlen (key->ref) < 129) {
+            strcpy (ref, key->ref);
+            found = true;
+        }
+    }
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return found;
+}
+
+/*  A mechanism by CKM_ name (the table of cs_mech.h) or number; 0 if unknown.  */
+static uint64_t
+s_mech (const char *text)
+{
+    size_t n = 0;
+    const cs_mech_row_t *rows = cs_mech_rows (&n);
+    for (size_t i = 0; i < n; i++)
+        if (streq (rows [i].name, text))
+            return rows [i].type;
+    return strtoull (text, NULL, 0);
+}
+
+/*  An attribute type by CKA_ name (cs_attr_rules.h); 0 (CKA_CLASS) if unknown.  */
+static uint64_t
+s_attr (const char *text)
+{
+    size_t n = 0;
+    const cs_attr_rule_t *rules = cs_attr_rules (&n);
+    for (size_t i = 0; i < n; i++)
+        if (streq (rules [i].name, text))
+            return rules [i].type;
+    return strtoull (text, NULL, 0);
+}
+
+/*  Hex into out (S_MAX_HEX bytes); the length, or -1.  */
+static long
+s_hex (const char *text, uint8_t *out)
+{
+    size_t len = strlen (text);
+    if (len % 2 || len / 2 > S_MAX_HEX)
+        return -1;
+    for (size_t i = 0; i < len / 2; i++) {
+        unsigned byte;
+        if (sscanf (text + 2 * i, "%2x", &byte) != 1)
+            return -1;
+        out [i] = (uint8_t) byte;
+    }
+    return (long) (len / 2);
+}
+
+/*  Prints the result line; returns the exit status.  */
+static int
+s_print (const Cs__Reply *reply)
+{
+    const Cs__Result *result = s_result (reply);
+    if (!reply) {
+        fprintf (stderr, "cs-wire-client: no reply\n");
+        return 2;
+    }
+    if (!result) {
+        printf ("%s\n", cs_rv_name (reply->rv));
+        return 0;
+    }
+    printf ("%s", cs_rv_name (result->rv));
+    if (result->rv == CKR_OK && result->kind_case == CS__RESULT__KIND_DATA)
+        for (size_t i = 0; i < result->data.len; i++)
+            printf ("%s%02x", i ? "" : " ", result->data.data [i]);
+    printf ("\n");
+    return 0;
+}
+
+/*  Builds and sends the job of argv (after the options).  */
+static int
+s_job (s_client_t *self, int argc, char **argv)
+{
+    static uint8_t data [S_MAX_HEX], zero_iv [16];
+    static CK_OBJECT_CLASS objects [] = { CKO_PRIVATE_KEY, CKO_PUBLIC_KEY, CKO_SECRET_KEY };
+    static const char *object_names [] = { "private", "public", "secret" };
+    const char *kind = argv [0];
+    char ref [129];
+    long len = 0;
+    bool crypto = streq (kind, "sign") || streq (kind, "decrypt") || streq (kind, "unwrap");
+    bool sym = streq (kind, "sym") || streq (kind, "keywrap"), change = streq (kind, "set") || streq (kind, "copy");
+    int need = crypto ? 4 : sym || change ? 5 : streq (kind, "derive") ? 3 : 0;
+    if (!need || argc != need) {
+        s_usage ();
+        return 2;
+    }
+    if (!s_find (self, argv [1], ref)) {
+        printf ("no key %s\n", argv [1]);
+        return 1;
+    }
+    if (!change && (len = s_hex (argv [argc - 1], data)) < 0) {
+        s_usage ();
+        return 2;
+    }
+    ProtobufCBinaryData key_id = { strlen (ref), (uint8_t *) ref }, in = { (size_t) len, data };
+    Cs__Job job = CS__JOB__INIT;
+    Cs__Mechanism mech = CS__MECHANISM__INIT;
+    Cs__SignJob sign = CS__SIGN_JOB__INIT;
+    Cs__DecryptJob decrypt = CS__DECRYPT_JOB__INIT;
+    Cs__DeriveJob derive = CS__DERIVE_JOB__INIT;
+    Cs__SymJob symjob = CS__SYM_JOB__INIT;
+    Cs__SetKeyAttributesJob set = CS__SET_KEY_ATTRIBUTES_JOB__INIT;
+    Cs__CopyKeyJob copy = CS__COPY_KEY_JOB__INIT;
+    Cs__Attribute attr = CS__ATTRIBUTE__INIT, *attrs [1] = { &attr };
+    if (crypto) {
+        mech.type = s_mech (argv [2]);
+        if (mech.type == CKM_RSA_PKCS_OAEP) {
+            mech.hash = CKM_SHA256;
+            mech.mgf = CKG_MGF1_SHA256;
+        }
+    }
+    if (streq (kind, "sign")) {
+        sign.key_id = key_id;
+        sign.mechanism = &mech;
+        sign.data = in;
+        job.kind_case = CS__JOB__KIND_SIGN;
+        job.sign = &sign;
+    }
+    else
+    if (crypto) {
+        decrypt.key_id = key_id;
+        decrypt.mechanism = &mech;
+        decrypt.data = in;
+        decrypt.unwrap = streq (kind, "unwrap");
+        job.kind_case = CS__JOB__KIND_DECRYPT;
+        job.decrypt = &decrypt;
+    }
+    else
+    if (streq (kind, "derive")) {
+        derive.key_id = key_id;
+        derive.public_data = in;
+        job.kind_case = CS__JOB__KIND_DERIVE;
+        job.derive = &derive;
+    }
+    else
+    if (sym) {
+        const char *op = argv [3];
+        symjob.mechanism = s_mech (argv [2]);
+        symjob.operation = streq (op, "encrypt") ? S_SYM_ENCRYPT : streq (op, "decrypt") ? S_SYM_DECRYPT
+                         : S_SYM_SIGN;
+        symjob.key_id = key_id;
+        symjob.data = in;
+        symjob.key_wrap = streq (kind, "keywrap");
+        if (symjob.mechanism == CKM_AES_CBC || symjob.mechanism == CKM_AES_CBC_PAD)
+            symjob.iv = (ProtobufCBinaryData) { 16, zero_iv };
+        if (symjob.mechanism == CKM_AES_GCM) {
+            symjob.iv = (ProtobufCBinaryData) { 12, zero_iv };
+            symjob.tag_length_bits = 128;
+        }
+        job.kind_case = CS__JOB__KIND_SYM;
+        job.sym = &symjob;
+    }
+    else {
+        uint64_t object = 0;
+        for (size_t i = 0; i < 3; i++)
+            if (streq (argv [2], object_names [i]))
+                object = objects [i];
+        attr.type = s_attr (argv [3]);
+        attr.value_case = CS__ATTRIBUTE__VALUE_FLAG;
+        attr.flag = streq (argv [4], "1");
+        if (streq (kind, "set")) {
+            set.ref = ref;
+            set.object = object;
+            set.attributes = attrs;
+            set.n_attributes = 1;
+            job.kind_case = CS__JOB__KIND_SET_KEY_ATTRIBUTES;
+            job.set_key_attributes = &set;
+        }
+        else {
+            copy.ref = ref;
+            copy.object = object;
+            copy.attributes = attrs;
+            copy.n_attributes = 1;
+            job.kind_case = CS__JOB__KIND_COPY_KEY;
+            job.copy_key = &copy;
+        }
+    }
+    Cs__Reply *reply = s_call (self, &job);
+    int status = s_print (reply);
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return status;
+}
+
+/*  The DEALER: CURVE client with the pinned broker key.  */
+static zsock_t *
+s_dealer (const char *endpoint, const char *broker_cert, const char *client_cert)
+{
+    zcert_t *broker = zcert_load (broker_cert), *client = zcert_load (client_cert);
+    zsock_t *dealer = broker && client ? zsock_new (ZMQ_DEALER) : NULL;
+    if (dealer) {
+        zsock_set_linger (dealer, 0);
+        zcert_apply (client, dealer);
+        zsock_set_curve_serverkey (dealer, zcert_public_txt (broker));
+        if (zsock_connect (dealer, "%s", endpoint))
+            zsock_destroy (&dealer);
+    }
+    if (!dealer)
+        fprintf (stderr, "cs-wire-client: cannot connect to %s with %s and %s\n", endpoint, broker_cert, client_cert);
+    zcert_destroy (&broker);
+    zcert_destroy (&client);
+    return dealer;
+}
+
+int
+main (int argc, char **argv)
+{
+    static const struct option options [] = {
+        { "endpoint", required_argument, NULL, 'e' }, { "broker-cert", required_argument, NULL, 'b' },
+        { "client-cert", required_argument, NULL, 'c' }, { "pin", required_argument, NULL, 'p' },
+        { NULL, 0, NULL, 0 }
+    };
+    const char *endpoint = NULL, *broker_cert = NULL, *client_cert = NULL, *pin = NULL;
+    int opt;
+    while ((opt = getopt_long (argc, argv, "+", options, NULL)) != -1)
+        switch (opt) {
+            case 'e': endpoint = optarg; break;
+            case 'b': broker_cert = optarg; break;
+            case 'c': client_cert = optarg; break;
+            case 'p': pin = optarg; break;
+            default: s_usage (); return 2;
+        }
+    if (!endpoint || !broker_cert || !client_cert || optind >= argc) {
+        s_usage ();
+        return 2;
+    }
+    zsys_init ();
+    zsys_set_logstream (stderr);
+    s_client_t self = { .next_id = (uint64_t) zclock_time () << 8 };
+    self.dealer = s_dealer (endpoint, broker_cert, client_cert);
+    if (!self.dealer)
+        return 2;
+    int status = !pin || s_login (&self, pin) ? s_job (&self, argc - optind, argv + optind) : 2;
+    zsock_destroy (&self.dealer);
+    return status;
+}
