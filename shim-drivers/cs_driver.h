@@ -27,6 +27,7 @@
 #include <string.h>
 #include <czmq.h>
 #include <p11-kit/pkcs11.h>
+#include "cryptoserver/pkcs11v.h"    /* PKCS#11 3.2 values the header may lack */
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +50,13 @@ typedef struct {
     CK_ULONG salt_len;               /* PSS sLen, bytes */
     const unsigned char *label;      /* OAEP label, may be NULL */
     size_t label_len;                /* bytes */
+    /* CKM_ML_DSA only (PKCS#11 3.2 CK_SIGN_ADDITIONAL_CONTEXT; FIPS 204 §5.2).
+     * Appended after v2's fields: drivers that predate them never read them,
+     * and a caller that zero-initialises the structure asks for the default. */
+    CK_ULONG hedge;                  /* CKH_HEDGE_PREFERRED (0), CKH_HEDGE_REQUIRED,
+                                        CKH_DETERMINISTIC_REQUIRED */
+    const unsigned char *context;    /* ctx, 0..255 bytes; may be NULL when context_len is 0 */
+    size_t context_len;              /* bytes */
 } cs_mech_t;
 
 /*  One mechanism a board supports, as PKCS#11 CK_MECHANISM_INFO reports it.  */
@@ -116,6 +124,9 @@ cs_key_info_free_array (cs_key_info_t *keys, size_t count)
  *              that key (the keystore ref "ks:..."): the driver may cache what
  *              it made of the material under it, per session.  ref == NULL is
  *              a per-request key: use it for this call only, cache nothing.
+ *              ML-DSA and ML-KEM keys are PKCS#8 with the seed, the expanded
+ *              key or both (RFC 9881 and the LAMPS ML-KEM profile; the exact
+ *              shapes in docs/PQ-DRIVER.md).
  *  Everything is borrowed for the call; the caller wipes the material.  */
 typedef struct {
     const unsigned char *id;            /* resident: CKA_ID, else NULL */
@@ -129,6 +140,8 @@ typedef struct {
 #define CS_KT_RSA          0x1u         /* CKK_RSA */
 #define CS_KT_EC           0x2u         /* CKK_EC: P-256, P-384, P-521 */
 #define CS_KT_EC_EDWARDS   0x4u         /* CKK_EC_EDWARDS: Ed25519 */
+#define CS_KT_ML_DSA       0x8u         /* CKK_ML_DSA: ML-DSA-44/65/87 (FIPS 204) */
+#define CS_KT_ML_KEM      0x10u         /* CKK_ML_KEM: ML-KEM-512/768/1024 (FIPS 203) */
 
 /*  Capability flags of cs_caps_t.flags.  */
 #define CS_CAP_KEY_MATERIAL      0x1u   /* sign/decrypt with cs_key_t material */
@@ -137,6 +150,8 @@ typedef struct {
 #define CS_CAP_DERIVE            0x8u   /* CS_DRV_DERIVE_KEY: ECDH with CKK_EC keys (resident,
                                            and material when CS_CAP_KEY_MATERIAL has CS_KT_EC) */
 #define CS_CAP_MODEXP           0x10u   /* CS_DRV_MODEXP: raw modular exponentiation (issue #12) */
+#define CS_CAP_KEM              0x20u   /* CS_DRV_ENCAPSULATE and CS_DRV_DECAPSULATE (issue #23) */
+#define CS_CAP_PUBLIC_OPS       0x40u   /* CS_DRV_VERIFY and CS_DRV_PUBLIC_KEY (issue #23) */
 
 /*  What a board can do beyond its resident keys; read once at open and used
  *  by the broker for routing (STYLE.md item 7).  */
@@ -151,7 +166,8 @@ static inline unsigned
 cs_kt_bit (CK_KEY_TYPE key_type)
 {
     return key_type == CKK_RSA ? CS_KT_RSA : key_type == CKK_EC ? CS_KT_EC
-         : key_type == CKK_EC_EDWARDS ? CS_KT_EC_EDWARDS : 0;
+         : key_type == CKK_EC_EDWARDS ? CS_KT_EC_EDWARDS
+         : key_type == CKK_ML_DSA ? CS_KT_ML_DSA : key_type == CKK_ML_KEM ? CS_KT_ML_KEM : 0;
 }
 
 /*  A key pair to generate (C_GenerateKeyPair, PKCS#11 2.40 §2.1.4, §2.3.6,
@@ -170,6 +186,10 @@ typedef struct {
     const char *label;                  /* CKA_LABEL on the board, may be NULL */
     bool can_sign;                      /* CKA_SIGN of the private key */
     bool can_decrypt;                   /* CKA_DECRYPT of the private key */
+    /* Appended after v2's fields (drivers that predate it never read it): */
+    CK_ULONG parameter_set;             /* CKM_ML_DSA_KEY_PAIR_GEN: CKP_ML_DSA_44/65/87;
+                                           CKM_ML_KEM_KEY_PAIR_GEN: CKP_ML_KEM_512/768/1024
+                                           (CKA_PARAMETER_SET, PKCS#11 3.2) */
 } cs_keygen_t;
 
 /*  Function ids of the dispatch table.  Never reuse or renumber an id.
@@ -193,6 +213,10 @@ enum {
     CS_DRV_MODEXP = 17,               /* optional; needs CS_CAP_MODEXP (issue #12) */
     CS_DRV_SYMMETRIC = 18,            /* optional: secret-key operations (issue #10); the
                                          board's mechanism list names what it runs */
+    CS_DRV_PUBLIC_KEY = 19,           /* optional; needs CS_CAP_PUBLIC_OPS (issue #23) */
+    CS_DRV_VERIFY = 20,               /* optional; needs CS_CAP_PUBLIC_OPS (issue #23) */
+    CS_DRV_ENCAPSULATE = 21,          /* optional; needs CS_CAP_KEM (issue #23) */
+    CS_DRV_DECAPSULATE = 22,          /* optional; needs CS_CAP_KEM (issue #23) */
 };
 
 /*  Operations of cs_sym_t.  */
@@ -310,7 +334,7 @@ typedef int (cs_drv_capabilities_fn) (cs_board_t *board, cs_caps_t *caps);
 
 /*  CS_DRV_SIGN_KEY / CS_DRV_DECRYPT_KEY: runs one raw private-key operation
  *  with `key` (resident or material, see cs_key_t).  `in` is the digest,
- *  DigestInfo, raw block or (CKM_EDDSA) whole message to sign, or the
+ *  DigestInfo, raw block or (CKM_EDDSA, CKM_ML_DSA) whole message to sign, or the
  *  ciphertext to decrypt.  On entry *out_len is the capacity of `out` in
  *  bytes; on CKR_OK it is the length written.  Returns CKR_OK or a CK_RV
  *  (CKR_KEY_HANDLE_INVALID when the board lacks a resident key or cannot parse
@@ -339,11 +363,69 @@ typedef CK_RV (cs_drv_derive_key_fn) (cs_session_t *session, const cs_key_t *key
                                       const unsigned char *point, size_t point_len,
                                       unsigned char *out, size_t *out_len);
 
+/*  CS_DRV_PUBLIC_KEY: the public key of the private key `key` (material
+ *  only; resident keys describe theirs in cs_key_info_t): its CKA_KEY_TYPE
+ *  in *key_type, its CKA_PARAMETER_SET in *parameter_set, and its bytes in
+ *  `out` exactly as the standard encodes them (ML-DSA pk, FIPS 204 Alg. 22:
+ *  1312, 1952 or 2592 bytes; ML-KEM ek, FIPS 203 Alg. 16: 800, 1184 or 1568
+ *  bytes), which is CKA_VALUE of the PKCS#11 3.2 public key object.  On
+ *  entry *out_len is the capacity of `out`, on CKR_OK the length written.
+ *  Returns CKR_OK, CKR_KEY_HANDLE_INVALID (material it cannot parse, or a
+ *  resident key), CKR_BUFFER_TOO_SMALL or CKR_DEVICE_ERROR.  */
+typedef CK_RV (cs_drv_public_key_fn) (cs_session_t *session, const cs_key_t *key,
+                                      CK_KEY_TYPE *key_type, CK_ULONG *parameter_set,
+                                      unsigned char *out, size_t *out_len);
+
+/*  CS_DRV_VERIFY: verifies signature `sig` (sig_len bytes) over `in`
+ *  (in_len bytes, the whole message for CKM_ML_DSA: pure ML-DSA, FIPS 204
+ *  Alg. 3, with mech->context) with the public key `pub` (pub_len bytes, as
+ *  CS_DRV_PUBLIC_KEY gives it) of parameter set `parameter_set`.  Returns
+ *  CKR_OK (valid), CKR_SIGNATURE_INVALID, CKR_SIGNATURE_LEN_RANGE (not the
+ *  parameter set's signature size), CKR_MECHANISM_INVALID,
+ *  CKR_MECHANISM_PARAM_INVALID (context over 255 bytes),
+ *  CKR_DOMAIN_PARAMS_INVALID (unknown parameter set), CKR_PUBLIC_KEY_INVALID
+ *  (a key of the wrong size or encoding) or CKR_DEVICE_ERROR.  */
+typedef CK_RV (cs_drv_verify_fn) (cs_session_t *session, const cs_mech_t *mech,
+                                  CK_ULONG parameter_set,
+                                  const unsigned char *pub, size_t pub_len,
+                                  const unsigned char *in, size_t in_len,
+                                  const unsigned char *sig, size_t sig_len);
+
+/*  CS_DRV_ENCAPSULATE: a fresh shared secret for the holder of the public
+ *  key `pub` (pub_len bytes, the ML-KEM ek of `parameter_set`):
+ *  ML-KEM.Encaps (FIPS 203 Alg. 20, with its §7.2 input check).  The
+ *  ciphertext goes to `ct` (768, 1088 or 1568 bytes) and the 32-byte secret
+ *  to `secret`; on entry *ct_len and *secret_len are the capacities, on
+ *  CKR_OK the lengths written.  The caller wipes `secret`.  Returns CKR_OK,
+ *  CKR_MECHANISM_INVALID (not CKM_ML_KEM), CKR_DOMAIN_PARAMS_INVALID,
+ *  CKR_PUBLIC_KEY_INVALID (wrong size, or coefficients not reduced),
+ *  CKR_BUFFER_TOO_SMALL or CKR_DEVICE_ERROR (no randomness).  */
+typedef CK_RV (cs_drv_encapsulate_fn) (cs_session_t *session, const cs_mech_t *mech,
+                                       CK_ULONG parameter_set,
+                                       const unsigned char *pub, size_t pub_len,
+                                       unsigned char *ct, size_t *ct_len,
+                                       unsigned char *secret, size_t *secret_len);
+
+/*  CS_DRV_DECAPSULATE: the shared secret in ciphertext `ct` (ct_len bytes)
+ *  for the private key `key` (material, an ML-KEM key): ML-KEM.Decaps
+ *  (FIPS 203 Alg. 21).  A ciphertext that was tampered with yields FIPS
+ *  203's implicit-rejection secret, not an error.  On entry *secret_len is
+ *  the capacity of `secret` (32 bytes needed), on CKR_OK the length written;
+ *  the caller wipes it.  Returns CKR_OK, CKR_KEY_HANDLE_INVALID,
+ *  CKR_KEY_TYPE_INCONSISTENT (not an ML-KEM key), CKR_MECHANISM_INVALID,
+ *  CKR_ENCRYPTED_DATA_LEN_RANGE (not the parameter set's ciphertext size),
+ *  CKR_BUFFER_TOO_SMALL or CKR_DEVICE_ERROR.  */
+typedef CK_RV (cs_drv_decapsulate_fn) (cs_session_t *session, const cs_key_t *key,
+                                       const cs_mech_t *mech,
+                                       const unsigned char *ct, size_t ct_len,
+                                       unsigned char *secret, size_t *secret_len);
+
 /*  CS_DRV_GENERATE_MATERIAL: generates a key pair in the broker's memory and
  *  stores its private key as PKCS#8 DER in *pkcs8_p (malloc'd, *pkcs8_len_p
  *  bytes; the caller wipes it with OPENSSL_cleanse and frees it).  Returns
  *  CKR_OK, CKR_MECHANISM_INVALID, CKR_KEY_SIZE_RANGE, CKR_DOMAIN_PARAMS_INVALID
- *  (unknown curve), CKR_ATTRIBUTE_VALUE_INVALID (bad exponent), CKR_HOST_MEMORY
+ *  (unknown curve), CKR_ATTRIBUTE_VALUE_INVALID (bad exponent, or a
+ *  parameter_set that is not a CKP_* of the mechanism), CKR_HOST_MEMORY
  *  or CKR_DEVICE_ERROR.  */
 typedef CK_RV (cs_drv_generate_material_fn) (cs_session_t *session, const cs_keygen_t *gen,
                                              unsigned char **pkcs8_p, size_t *pkcs8_len_p);

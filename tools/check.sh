@@ -43,6 +43,7 @@ step "Packages"
 # shellcheck source=tools/deps.sh
 . "$SRC_DIR/tools/deps.sh"
 cs_deps_install
+cs_deps_rust
 
 step "Configure (in $BUILD_DIR)"
 if [ ! -x "$SRC_DIR/configure" ] || [ "$SRC_DIR/configure.ac" -nt "$SRC_DIR/configure" ]; then

@@ -34,6 +34,9 @@ CS_DEB_PACKAGES="$CS_DEB_PACKAGES gnuplot-nox util-linux"
 # dh_installsystemd) under fakeroot; systemd-analyze checks the unit.  The
 # Build-Depends of debian/control are the build packages above.
 CS_DEB_PACKAGES="$CS_DEB_PACKAGES debhelper dpkg-dev fakeroot systemd"
+# The pq driver's cross-check (tests/integration/pq-crosscheck.sh, issue #23)
+# installs dilithium-py and kyber-py into a virtualenv: python3 -m venv.
+CS_DEB_PACKAGES="$CS_DEB_PACKAGES python3-venv"
 # nginx (client-nginx.sh): nginx-light, unless an nginx flavour (nginx-core,
 # nginx-full, ...) is installed already: they conflict with each other.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
@@ -78,6 +81,21 @@ cs_deps_install () {
     $cs_sudo apt-get update -q || return 1
     # shellcheck disable=SC2086
     $cs_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $cs_missing || return 1
+}
+
+# cs_deps_rust: says whether the pq board driver (shim-drivers/pq, Rust;
+# docs/PQ-DRIVER.md) will be built.  Rust is no Debian package here (Debian
+# 12's rustc is older than the 1.85 its crates need): it comes from rustup,
+# which puts cargo in ~/.cargo/bin.  Without it everything else builds and
+# configure's summary says "pq driver: no (cargo not found)".  Always 0.
+cs_deps_rust () {
+    if command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ]; then
+        echo "rust: cargo found: the pq driver (ML-DSA, ML-KEM) will be built"
+    else
+        echo "note: cargo not found: the pq driver (ML-DSA, ML-KEM) will not be built;" \
+             "install Rust >= 1.85 with rustup to build it (docs/PQ-DRIVER.md)"
+    fi
+    return 0
 }
 
 # cs_deps_versions: "package version" of each package of CS_DEB_PACKAGES

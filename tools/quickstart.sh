@@ -201,6 +201,7 @@ step "Packages"
 # shellcheck source=tools/deps.sh
 . "$SRC_DIR/tools/deps.sh"
 cs_deps_install
+cs_deps_rust
 build
 
 step "Deployment in $DIR"

@@ -92,6 +92,68 @@ typedef struct CK_CS_MULTI_MODEXP_PARAMS {
 } CK_CS_MULTI_MODEXP_PARAMS;
 typedef CK_CS_MULTI_MODEXP_PARAMS *CK_CS_MULTI_MODEXP_PARAMS_PTR;
 
+/*  PKCS#11 3.2 (OASIS Committee Specification, 2025) post-quantum values,
+ *  for PKCS#11 headers older than 3.2 (Debian 12's p11-kit 0.24 has none of
+ *  them).  Each is defined only when the header lacks it.  The numbers are
+ *  those of the OASIS 3.2 pkcs11t.h (CKK_ML_KEM 0x49, CKK_ML_DSA 0x4a,
+ *  CKM_ML_KEM_KEY_PAIR_GEN 0x0f, CKM_ML_KEM 0x17, CKM_ML_DSA_KEY_PAIR_GEN
+ *  0x1c, CKM_ML_DSA 0x1d, CKA_PARAMETER_SET 0x61d, CKA_ENCAPSULATE 0x633,
+ *  CKA_DECAPSULATE 0x634, CKA_SEED 0x637, CKF_ENCAPSULATE 1<<28,
+ *  CKF_DECAPSULATE 1<<29, CKH_* hedge types 0..2, CKP_* 1..3), checked
+ *  against several independent copies of that header; docs/PQ-DRIVER.md
+ *  says which.  ML-DSA is FIPS 204, ML-KEM FIPS 203.  */
+#ifndef CKK_ML_KEM
+#define CKK_ML_KEM                  0x00000049UL
+#endif
+#ifndef CKK_ML_DSA
+#define CKK_ML_DSA                  0x0000004aUL
+#endif
+#ifndef CKM_ML_KEM_KEY_PAIR_GEN
+#define CKM_ML_KEM_KEY_PAIR_GEN     0x0000000fUL
+#endif
+#ifndef CKM_ML_KEM
+#define CKM_ML_KEM                  0x00000017UL
+#endif
+#ifndef CKM_ML_DSA_KEY_PAIR_GEN
+#define CKM_ML_DSA_KEY_PAIR_GEN     0x0000001cUL
+#endif
+#ifndef CKM_ML_DSA
+#define CKM_ML_DSA                  0x0000001dUL
+#endif
+#ifndef CKA_PARAMETER_SET
+#define CKA_PARAMETER_SET           0x0000061dUL
+#endif
+#ifndef CKA_ENCAPSULATE
+#define CKA_ENCAPSULATE             0x00000633UL
+#endif
+#ifndef CKA_DECAPSULATE
+#define CKA_DECAPSULATE             0x00000634UL
+#endif
+#ifndef CKA_SEED
+#define CKA_SEED                    0x00000637UL
+#endif
+#ifndef CKF_ENCAPSULATE
+#define CKF_ENCAPSULATE             0x10000000UL
+#endif
+#ifndef CKF_DECAPSULATE
+#define CKF_DECAPSULATE             0x20000000UL
+#endif
+#ifndef CKH_HEDGE_PREFERRED
+#define CKH_HEDGE_PREFERRED         0x00000000UL    /* CK_HEDGE_TYPE */
+#define CKH_HEDGE_REQUIRED          0x00000001UL
+#define CKH_DETERMINISTIC_REQUIRED  0x00000002UL
+#endif
+#ifndef CKP_ML_DSA_44
+#define CKP_ML_DSA_44               0x00000001UL    /* CK_ML_DSA_PARAMETER_SET_TYPE */
+#define CKP_ML_DSA_65               0x00000002UL
+#define CKP_ML_DSA_87               0x00000003UL
+#endif
+#ifndef CKP_ML_KEM_512
+#define CKP_ML_KEM_512              0x00000001UL    /* CK_ML_KEM_PARAMETER_SET_TYPE */
+#define CKP_ML_KEM_768              0x00000002UL
+#define CKP_ML_KEM_1024             0x00000003UL
+#endif
+
 #ifdef __cplusplus
 }
 #endif
