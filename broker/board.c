@@ -3,6 +3,11 @@
 #include <dlfcn.h>
 #include "board.h"
 
+struct board_registered_s {
+    cs_key_info_t info;
+    board_registered_t *next;
+};
+
 #ifndef CS_DRIVER_DIR
 #define CS_DRIVER_DIR "/usr/local/lib/cryptoserver/drivers"
 #endif
@@ -103,6 +108,7 @@ board_new (const broker_board_conf_t *conf, const char *driver_dir, const char *
     board_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
+    pthread_mutex_init (&self->registered_lock, NULL);
     self->name = strdup (conf->name);
     self->type = strdup (conf->type);
     self->tenant = conf->tenant ? strdup (conf->tenant) : NULL;
@@ -129,6 +135,13 @@ board_destroy (board_t **self_p)
     if (self->handle && self->close)
         self->close (&self->handle);
     cs_key_info_free_array (self->keys, self->n_keys);
+    while (self->registered) {
+        board_registered_t *next = self->registered->next;
+        cs_key_info_free_members (&self->registered->info);
+        free (self->registered);
+        self->registered = next;
+    }
+    pthread_mutex_destroy (&self->registered_lock);
     free (self->reserved);
     free (self->mechs);
     if (self->dl)
@@ -160,13 +173,84 @@ board_id_reserved (const board_t *self, const unsigned char *key_id, size_t key_
     return false;
 }
 
+/*  The registered key with CKA_ID key_id, or NULL; under registered_lock.  */
+static const cs_key_info_t *
+s_registered_key (const board_t *self, const unsigned char *key_id, size_t key_id_len)
+{
+    for (board_registered_t *r = self->registered; r; r = r->next)
+        if (r->info.id_len == key_id_len && memcmp (r->info.id, key_id, key_id_len) == 0)
+            return &r->info;
+    return NULL;
+}
+
 const cs_key_info_t *
 board_key (const board_t *self, const unsigned char *key_id, size_t key_id_len)
 {
     for (size_t i = 0; i < self->n_keys; i++)
         if (self->keys [i].id_len == key_id_len && memcmp (self->keys [i].id, key_id, key_id_len) == 0)
             return &self->keys [i];
-    return NULL;
+    /*  The lock guards the list, not the board's description: a lookup
+        changes nothing.  */
+    pthread_mutex_t *lock = (pthread_mutex_t *) &self->registered_lock;
+    pthread_mutex_lock (lock);
+    const cs_key_info_t *key = s_registered_key (self, key_id, key_id_len);
+    pthread_mutex_unlock (lock);
+    return key;
+}
+
+/*  A malloc'd copy of len bytes at data into *out (NULL for none).  */
+static int
+s_copy_bytes (const unsigned char *data, size_t len, unsigned char **out, size_t *out_len)
+{
+    *out = NULL;
+    *out_len = 0;
+    if (!data || !len)
+        return 0;
+    if (!(*out = malloc (len)))
+        return -1;
+    memcpy (*out, data, len);
+    *out_len = len;
+    return 0;
+}
+
+int
+board_key_register (board_t *self, const cs_key_info_t *info)
+{
+    if (board_key (self, info->id, info->id_len))
+        return 0;
+    board_registered_t *entry = calloc (1, sizeof *entry);
+    if (!entry || info->id_len > CS_KEY_ID_MAX) {
+        free (entry);
+        return -1;
+    }
+    cs_key_info_t *copy = &entry->info;
+    memcpy (copy->id, info->id, info->id_len);
+    copy->id_len = info->id_len;
+    copy->key_type = info->key_type;
+    copy->bits = info->bits;
+    copy->can_sign = info->can_sign;
+    copy->can_decrypt = info->can_decrypt;
+    copy->can_derive = info->can_derive;
+    if (s_copy_bytes (info->modulus, info->modulus_len, &copy->modulus, &copy->modulus_len)
+    ||  s_copy_bytes (info->public_exponent, info->public_exponent_len, &copy->public_exponent,
+                      &copy->public_exponent_len)
+    ||  s_copy_bytes (info->ec_params, info->ec_params_len, &copy->ec_params, &copy->ec_params_len)
+    ||  s_copy_bytes (info->ec_point, info->ec_point_len, &copy->ec_point, &copy->ec_point_len)) {
+        cs_key_info_free_members (copy);
+        free (entry);
+        return -1;
+    }
+    pthread_mutex_lock (&self->registered_lock);
+    if (s_registered_key (self, info->id, info->id_len)) {     /* another thread was first */
+        pthread_mutex_unlock (&self->registered_lock);
+        cs_key_info_free_members (copy);
+        free (entry);
+        return 0;
+    }
+    entry->next = self->registered;
+    self->registered = entry;
+    pthread_mutex_unlock (&self->registered_lock);
+    return 0;
 }
 
 bool

@@ -5,8 +5,13 @@
 #ifndef BOARD_H_INCLUDED
 #define BOARD_H_INCLUDED
 
+#include <pthread.h>
 #include "cs_driver.h"
 #include "broker_config.h"
+
+/*  A key resident on a board that the board did not list at open
+ *  (board_key_register).  */
+typedef struct board_registered_s board_registered_t;
 
 typedef struct {
     char *name;                     /* drivers/<name> */
@@ -21,6 +26,9 @@ typedef struct {
     size_t n_keys;
     bool *reserved;                 /* NULL, or n_keys flags: keys the broker keeps for
                                        itself (board_key_reserve) */
+    pthread_mutex_t registered_lock;    /* guards `registered`: the reactor adds, workers read */
+    board_registered_t *registered; /* keys registered after open, newest first; each entry
+                                       stays until the board is destroyed */
     cs_mech_info_t *mechs;          /* read once at open */
     size_t n_mechs;
     cs_drv_session_open_fn *session_open;
@@ -96,7 +104,19 @@ int board_key_reserve (board_t *self, size_t index);
  *  bytes): a job with that CKA_ID on this board could reach it.  */
 bool board_id_reserved (const board_t *self, const unsigned char *key_id, size_t key_id_len);
 
-/*  Returns the board's key with CKA_ID key_id (key_id_len bytes), or NULL.  */
+/*  Returns the board's key with CKA_ID key_id (key_id_len bytes): one it
+ *  listed at open, else one registered since (board_key_register), or
+ *  NULL.  The result stays valid until the board is destroyed.  Any
+ *  thread.  */
 const cs_key_info_t *board_key (const board_t *self, const unsigned char *key_id, size_t key_id_len);
+
+/*  Registers the public half of a key resident on the board that the board
+ *  did not list at open: a key generated there since (keys/home, by this
+ *  broker or another one on the same keystore), so that its results are
+ *  verified before release like any other (verify.h; issue #19 item 8).
+ *  Copies info (id, type, bits, modulus and exponent, or curve and point;
+ *  not the label).  A key already known is left as it is.  Any thread.
+ *  Returns 0, or -1 when out of memory.  */
+int board_key_register (board_t *self, const cs_key_info_t *info);
 
 #endif

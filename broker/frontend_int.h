@@ -192,7 +192,11 @@ int fe_on_backend (zloop_t *loop, zsock_t *reader, void *arg);
 int fe_on_watch_timer (zloop_t *loop, int timer_id, void *arg);
 
 /* ---- route.c ---- */
-uint64_t fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type);
+/*  Boards that may see `tenant`'s key material and data: those dedicated
+ *  to no tenant (drivers/NAME/tenant unset) or to this one; NULL (a
+ *  background job for no tenant yet, a pool key): the shared ones only.  */
+uint64_t fe_open_boards (frontend_t *self, const char *tenant);
+uint64_t fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant);
 int fe_board_index (frontend_t *self, const char *name);
 void fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index);
 void fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index);

@@ -162,7 +162,7 @@ fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
             s_generated_material (self, request, slot, pkcs8, len, true);   /* pending, or failed */
             return;
         }
-        item->boards = fe_generating_boards (self, type);
+        item->boards = fe_generating_boards (self, type, request->tenant);
         rv = item->boards && fe_submit (self, item) == 0 ? CKR_OK : CKR_MECHANISM_INVALID;
     }
     if (rv != CKR_OK)           /* else the item sets it (fe_generate_finish), maybe already */

@@ -35,7 +35,7 @@ fe_pool_refill (frontend_t *self)
 {
     /*  No refills while draining: a worker that is shutting down would
         never hand the item back, and its key material would leak.  */
-    uint64_t boards = self->pool && !self->draining ? fe_generating_boards (self, CKK_RSA) : 0;
+    uint64_t boards = self->pool && !self->draining ? fe_generating_boards (self, CKK_RSA, NULL) : 0;
     unsigned bits;
     while (boards && (bits = pool_next_refill (self->pool->keys, self->pool->max_running)) != 0) {
         work_item_t *item = calloc (1, sizeof *item);

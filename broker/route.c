@@ -29,49 +29,65 @@
 
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
 
-/*  Boards that sign/decrypt with key material of key_type.  */
+uint64_t
+fe_open_boards (frontend_t *self, const char *tenant)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++) {
+        const char *owner = self->args->boards [b]->tenant;
+        if (!owner || (tenant && streq (owner, tenant)))
+            set |= UINT64_C (1) << b;
+    }
+    return set;
+}
+
+/*  Boards open to `tenant` (fe_open_boards) that sign/decrypt with key
+ *  material of key_type.  */
 static uint64_t
-s_material_boards (frontend_t *self, CK_KEY_TYPE key_type)
+s_material_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant)
 {
     uint64_t set = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
         if (board_takes_material (self->args->boards [b], key_type))
             set |= UINT64_C (1) << b;
-    return set;
+    return set & fe_open_boards (self, tenant);
 }
 
-/*  Boards that run ECDH with resident keys (material false) or with EC key
- *  material (material true).  */
+/*  Boards that run ECDH with resident keys (material false: any, the key
+ *  decides) or with EC key material of `tenant` (material true: the boards
+ *  open to it).  */
 static uint64_t
-s_derive_boards (frontend_t *self, bool material)
+s_derive_boards (frontend_t *self, bool material, const char *tenant)
 {
     uint64_t set = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
         if (board_derives (self->args->boards [b], material))
             set |= UINT64_C (1) << b;
-    return set;
+    return material ? set & fe_open_boards (self, tenant) : set;
 }
 
-/*  Boards that generate key_type as material.  */
+/*  Boards open to `tenant` (NULL: pool keys, for any tenant later) that
+ *  generate key_type as material.  */
 uint64_t
-fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type)
+fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant)
 {
     uint64_t set = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
         if (board_generates (self->args->boards [b], key_type, false))
             set |= UINT64_C (1) << b;
-    return set;
+    return set & fe_open_boards (self, tenant);
 }
 
-/*  Boards that run raw modexp (CS_CAP_MODEXP).  */
+/*  Boards open to `tenant` that run raw modexp (CS_CAP_MODEXP): the
+ *  operands are the tenant's data.  */
 static uint64_t
-s_modexp_boards (frontend_t *self)
+s_modexp_boards (frontend_t *self, const char *tenant)
 {
     uint64_t set = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
         if (board_modexps (self->args->boards [b]))
             set |= UINT64_C (1) << b;
-    return set;
+    return set & fe_open_boards (self, tenant);
 }
 
 /*  The mechanism on the wire of a sign, decrypt or derive item.  */
@@ -183,8 +199,29 @@ s_route_per_request (frontend_t *self, fe_request_t *request, work_item_t *item,
         return CKR_KEY_TYPE_INCONSISTENT;
     item->key = (cs_key_t) { NULL, 0, der.data, der.len, NULL };
     item->bits = bits;
-    item->boards = item->kind == WORK_DERIVE ? s_derive_boards (self, true) : s_material_boards (self, type);
+    item->boards = item->kind == WORK_DERIVE ? s_derive_boards (self, true, request->tenant)
+                                             : s_material_boards (self, type, request->tenant);
     return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
+}
+
+/*  A keystore key resident on `board` (keys/home): the board learns its
+ *  public half from the row when it did not list the key at open (a key
+ *  generated there since), so that its results are verified before
+ *  release (board_key_register).  CKR_HOST_MEMORY when it cannot.  */
+static CK_RV
+s_register_resident (board_t *board, const unsigned char id [16], const Cs__KeyInfo *info)
+{
+    if (board_key (board, id, 16))
+        return CKR_OK;
+    cs_key_info_t pub = { .id_len = 16, .key_type = info->key_type, .bits = info->bits,
+                          .modulus = info->modulus.data, .modulus_len = info->modulus.len,
+                          .public_exponent = info->public_exponent.data,
+                          .public_exponent_len = info->public_exponent.len,
+                          .ec_params = info->ec_params.data, .ec_params_len = info->ec_params.len,
+                          .ec_point = info->ec_point.data, .ec_point_len = info->ec_point.len,
+                          .can_sign = info->can_sign, .can_decrypt = info->can_decrypt };
+    memcpy (pub.id, id, 16);
+    return board_key_register (board, &pub) == 0 ? CKR_OK : CKR_HOST_MEMORY;
 }
 
 /*  True for the DecryptJob of a C_UnwrapKey (DecryptJob.unwrap).  */
@@ -245,7 +282,7 @@ s_route_board_ref (frontend_t *self, fe_request_t *request, work_item_t *item, c
     item->bits = key->info.bits;
     item->boards = key->boards;
     if (item->boards && item->kind == WORK_DERIVE) {
-        item->boards &= s_derive_boards (self, false);
+        item->boards &= s_derive_boards (self, false, NULL);
         return item->boards ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;    /* no board derives */
     }
     return item->boards ? CKR_OK : CKR_KEY_HANDLE_INVALID;
@@ -324,17 +361,20 @@ s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item
         item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
         item->boards = board >= 0 ? UINT64_C (1) << board : 0;
         if (item->kind == WORK_DERIVE)
-            item->boards &= s_derive_boards (self, false);
+            item->boards &= s_derive_boards (self, false, NULL);
         if (rv == CKR_OK && !item->boards)
             rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+        if (rv == CKR_OK)
+            rv = s_register_resident (self->args->boards [board], item->id, info);
     }
     else {
         snprintf (item->ref, sizeof item->ref, "%s", ref);
         item->key = (cs_key_t) { NULL, 0, pkcs8, len, item->ref };
-        item->boards = !pkcs8 ? 0 : item->kind == WORK_DERIVE ? s_derive_boards (self, true)
-                     : s_material_boards (self, info->key_type);
+        item->boards = !pkcs8 ? 0 : item->kind == WORK_DERIVE ? s_derive_boards (self, true, request->tenant)
+                     : s_material_boards (self, info->key_type, request->tenant);
         if (rv == CKR_OK && !item->boards) {
-            zsys_warning ("key %s of tenant %s: no board takes keys of its type", ref, request->tenant);
+            zsys_warning ("key %s of tenant %s: no board open to the tenant takes keys of its type",
+                          ref, request->tenant);
             rv = CKR_DEVICE_ERROR;
         }
     }
@@ -474,7 +514,7 @@ fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
                             .deadline = request->deadline };
     CK_RV rv = request->ticket_ok ? modexp_job_operands (request->req, index, &item->modexp)
                                   : CKR_USER_NOT_LOGGED_IN;
-    item->boards = s_modexp_boards (self);
+    item->boards = s_modexp_boards (self, request->tenant);
     if (rv == CKR_OK && !item->boards)
         rv = CKR_MECHANISM_INVALID;
     if (rv == CKR_OK && fe_submit (self, item))
@@ -562,6 +602,7 @@ fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
     for (size_t b = 0; rv == CKR_OK && b < self->args->n_boards; b++)
         if (board_runs_sym (self->args->boards [b], item->sym.mechanism))
             item->boards |= UINT64_C (1) << b;
+    item->boards &= fe_open_boards (self, request->tenant);     /* the key and data are the tenant's */
     if (rv == CKR_OK && !item->boards)
         rv = CKR_MECHANISM_INVALID;
     if (rv == CKR_OK && request->req->jobs [index]->sym->key_id.len)
