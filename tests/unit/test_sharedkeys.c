@@ -1,0 +1,358 @@
+/*  test_sharedkeys.c — the rounds of shared RSA generation with fixed
+ *  randomness (sharedkeys/): public parameters, sieving, N = pq with p and q
+ *  prime (revealed by the test-only harness), the shares of d, and the
+ *  messages a party refuses (replayed, other session, malformed).
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include "test_sharedkeys.h"
+#include "test_run.h"
+
+static cs_sk_params_t
+s_params (unsigned bits)
+{
+    cs_sk_params_t prm;
+    cs_sk_params_default (&prm, bits);
+    return prm;
+}
+
+START_TEST (test_public_parameters)
+{
+    cs_sk_params_t prm = s_params (512);
+    sk_public_t pub;
+    ck_assert_int_eq (sk_public_init (&pub, &prm), 0);
+    ck_assert (mpz_probab_prime_p (pub.P, 30));
+    ck_assert_uint_eq (mpz_sizeinbase (pub.P, 2), 515);     /* P > 2^514 > 4N */
+    ck_assert (mpz_odd_p (pub.M));
+    ck_assert_uint_le (mpz_sizeinbase (pub.M, 2), 256 - 48);
+    ck_assert (mpz_divisible_ui_p (pub.M, pub.sieve_bound));
+    ck_assert_uint_gt (pub.sieve_bound, 100);
+    ck_assert_uint_gt (pub.td_primes [0], pub.sieve_bound);
+    ck_assert_uint_le (pub.td_primes [pub.td_count - 1], prm.td_bound);
+    /* three shares in [lo, lo + width) sum to p below 2^256, and p >= 1.5 * 2^255 */
+    mpz_t t;
+    mpz_init (t);
+    mpz_add (t, pub.lo, pub.width);
+    mpz_mul_ui (t, t, 3);
+    ck_assert_uint_le (mpz_sizeinbase (t, 2), 256);
+    mpz_mul_ui (t, pub.lo, 3);
+    ck_assert_uint_eq (mpz_sizeinbase (t, 2), 256);          /* 3 lo = 1.5 * 2^255 */
+    mpz_clear (t);
+    sk_public_clear (&pub);
+    prm.sieve = false;
+    ck_assert_int_eq (sk_public_init (&pub, &prm), 0);
+    ck_assert_int_eq (mpz_cmp_ui (pub.M, 1), 0);
+    ck_assert_uint_eq (pub.td_primes [0], 3);
+    sk_public_clear (&pub);
+}
+END_TEST
+
+/*  p, q prime with the shares' residues mod 4 and M, N = pq of `bits`,
+ *  e d = 1 mod phi for d = d_1 + d_2 + d_3.  */
+static void
+s_check_key (const cs_sk_params_t *prm, th_reveal_t *rv, cs_sk_share_t *sh [CS_SK_PARTIES])
+{
+    mpz_t p, q, n, d, phi, t;
+    mpz_inits (p, q, n, d, phi, t, NULL);
+    for (unsigned i = 0; i < CS_SK_PARTIES; i++) {
+        ck_assert_uint_eq (mpz_fdiv_ui (rv->p [i], 4), i == 0 ? 3 : 0);
+        ck_assert_uint_eq (mpz_fdiv_ui (rv->q [i], 4), i == 0 ? 3 : 0);
+        mpz_add (p, p, rv->p [i]);
+        mpz_add (q, q, rv->q [i]);
+        mpz_add (d, d, sh [i]->d);
+        ck_assert_int_eq (mpz_cmp (sh [i]->n, rv->N), 0);
+        ck_assert_uint_eq (cs_sk_share_party (sh [i]), i + 1);
+    }
+    ck_assert (mpz_probab_prime_p (p, 40));
+    ck_assert (mpz_probab_prime_p (q, 40));
+    mpz_mul (n, p, q);
+    ck_assert_int_eq (mpz_cmp (n, rv->N), 0);
+    ck_assert_uint_eq (mpz_sizeinbase (n, 2), prm->bits);
+    sk_public_t pub;
+    ck_assert_int_eq (sk_public_init (&pub, prm), 0);
+    mpz_gcd (t, p, pub.M);
+    ck_assert_int_eq (mpz_cmp_ui (t, 1), 0);                  /* sieved: no factor <= B */
+    sk_public_clear (&pub);
+    mpz_sub_ui (p, p, 1);
+    mpz_sub_ui (q, q, 1);
+    mpz_mul (phi, p, q);
+    mpz_mul_ui (t, d, prm->e);
+    mpz_mod (t, t, phi);
+    ck_assert_int_eq (mpz_cmp_ui (t, 1), 0);
+    ck_assert_int_gt (mpz_sgn (sh [0]->d), 0);
+    ck_assert_int_lt (mpz_sgn (sh [1]->d), 0);
+    ck_assert_int_lt (mpz_sgn (sh [2]->d), 0);
+    mpz_clears (p, q, n, d, phi, t, NULL);
+}
+
+START_TEST (test_generation_fixed_randomness)
+{
+    cs_sk_params_t prm = s_params (512);
+    cs_sk_share_t *sh [CS_SK_PARTIES], *again [CS_SK_PARTIES];
+    th_reveal_t rv, rv2;
+    th_reveal_init (&rv);
+    th_reveal_init (&rv2);
+    ck_assert_int_eq (th_run (&prm, "fixed-1", sh, &rv), 0);
+    s_check_key (&prm, &rv, sh);
+    /* the same randomness gives the same key */
+    ck_assert_int_eq (th_run (&prm, "fixed-1", again, &rv2), 0);
+    ck_assert_int_eq (mpz_cmp (rv.N, rv2.N), 0);
+    for (unsigned i = 0; i < CS_SK_PARTIES; i++) {
+        ck_assert_int_eq (mpz_cmp (sh [i]->d, again [i]->d), 0);
+        cs_sk_share_destroy (&sh [i]);
+        cs_sk_share_destroy (&again [i]);
+        ck_assert_ptr_null (sh [i]);
+    }
+    th_reveal_clear (&rv);
+    th_reveal_clear (&rv2);
+}
+END_TEST
+
+START_TEST (test_generation_each_switch)
+{
+    /* every optimisation off in turn, other randomness: still a valid key */
+    const char *label [] = { "nosieve", "serialtd", "nobalance", "onetest" };
+    cs_sk_params_t prm = s_params (512);
+    if (_i == 0)
+        prm.sieve = false;
+    if (_i == 1)
+        prm.parallel_td = false;
+    if (_i == 2)
+        prm.load_balance = false;
+    if (_i == 3)
+        prm.tests = 1, prm.batch = 1;
+    cs_sk_share_t *sh [CS_SK_PARTIES];
+    th_reveal_t rv;
+    th_reveal_init (&rv);
+    ck_assert_int_eq (th_run (&prm, label [_i], sh, &rv), 0);
+    s_check_key (&prm, &rv, sh);
+    for (unsigned i = 0; i < CS_SK_PARTIES; i++)
+        cs_sk_share_destroy (&sh [i]);
+    th_reveal_clear (&rv);
+}
+END_TEST
+
+START_TEST (test_candidate_limit)
+{
+    cs_sk_params_t prm = s_params (512);
+    prm.max_batches = 1;
+    prm.batch = 1;
+    cs_sk_share_t *sh [CS_SK_PARTIES];
+    /* this label's first candidate is no key (checked: 1 batch of 1 fails) */
+    ck_assert_int_eq (th_run (&prm, "fixed-1", sh, NULL), CS_SK_ELIMIT);
+    ck_assert_ptr_null (sh [0]);
+}
+END_TEST
+
+/* ---- messages refused ---------------------------------------------------- */
+
+typedef struct {
+    cs_sk_party_t *party [CS_SK_PARTIES];
+    th_rand_t rnd [CS_SK_PARTIES];
+    cs_sk_outbox_t out [CS_SK_PARTIES];
+} s_trio_t;
+
+/*  The first message from party `from` (1..3) to party `to`.  */
+static cs_sk_wire_t *
+s_first (s_trio_t *t, unsigned from, unsigned to)
+{
+    for (size_t k = 0; k < t->out [from - 1].count; k++)
+        if (t->out [from - 1].msg [k].receiver == to)
+            return &t->out [from - 1].msg [k];
+    return NULL;
+}
+
+static void
+s_trio_free (s_trio_t *t)
+{
+    for (unsigned i = 0; i < CS_SK_PARTIES; i++) {
+        cs_sk_party_destroy (&t->party [i]);
+        cs_sk_outbox_clear (&t->out [i]);
+    }
+}
+
+/*  Re-encodes m after `edit`; caller frees.  */
+static unsigned char *
+s_edit (const cs_sk_wire_t *w, void (*edit) (Cs__Sk__Message *), size_t *len)
+{
+    Cs__Sk__Message *m = cs__sk__message__unpack (NULL, w->len, w->data);
+    ck_assert_ptr_nonnull (m);
+    edit (m);
+    *len = cs__sk__message__get_packed_size (m);
+    unsigned char *data = malloc (*len + 1);
+    cs__sk__message__pack (m, data);
+    cs__sk__message__free_unpacked (m, NULL);
+    return data;
+}
+
+static void s_other_session (Cs__Sk__Message *m) { m->session.data [0] ^= 1; }
+static void s_wrong_receiver (Cs__Sk__Message *m) { m->receiver = 1; }
+static void s_from_self (Cs__Sk__Message *m) { m->sender = m->receiver; }
+static void s_bad_version (Cs__Sk__Message *m) { m->version = 99; }
+static void s_skip_seq (Cs__Sk__Message *m) { m->seq = 2; }
+static void s_one_value_less (Cs__Sk__Message *m) { m->n_values--; }
+static void
+s_value_too_big (Cs__Sk__Message *m)
+{
+    free (m->values [0].data);                  /* 2^520 - 1 > P */
+    m->values [0].data = malloc (65);
+    memset (m->values [0].data, 0xff, 65);
+    m->values [0].len = 65;
+}
+static void s_leading_zero (Cs__Sk__Message *m) { m->values [0].data [0] = 0; }
+static void s_unknown_type (Cs__Sk__Message *m) { m->type = (Cs__Sk__Type) 77; }
+static void s_early (Cs__Sk__Message *m) { m->type = CS__SK__TYPE__SIEVE_A_REVEAL; m->seq = 2; }
+static void s_early_again (Cs__Sk__Message *m) { m->type = CS__SK__TYPE__SIEVE_A_REVEAL; m->seq = 3; }
+
+START_TEST (test_messages_refused)
+{
+    cs_sk_params_t prm = s_params (512);
+    s_trio_t t;
+    th_start (&prm, "refuse", t.party, t.rnd, t.out);
+    cs_sk_wire_t *w = s_first (&t, 1, 2);     /* SIEVE_A_SHARES, seq 1, 1 -> 2 */
+    ck_assert_ptr_nonnull (w);
+    cs_sk_outbox_t o = { 0 };
+    cs_sk_party_t *p2 = t.party [1];
+    struct { void (*edit) (Cs__Sk__Message *); int rc; } cases [] = {
+        { s_other_session, CS_SK_ESESSION }, { s_wrong_receiver, CS_SK_ESESSION },
+        { s_from_self, CS_SK_EMALFORMED }, { s_bad_version, CS_SK_EMALFORMED },
+        { s_skip_seq, CS_SK_EREPLAY }, { s_one_value_less, CS_SK_EMALFORMED },
+        { s_value_too_big, CS_SK_EMALFORMED }, { s_leading_zero, CS_SK_EMALFORMED },
+        { s_unknown_type, CS_SK_EMALFORMED },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases [0]; k++) {
+        size_t len;
+        unsigned char *data = s_edit (w, cases [k].edit, &len);
+        ck_assert_msg (cs_sk_party_receive (p2, data, len, &o) == cases [k].rc, "case %zu", k);
+        free (data);
+        ck_assert_uint_eq (o.count, 0);
+    }
+    /* bytes that are no message, and a truncated one */
+    ck_assert_int_eq (cs_sk_party_receive (p2, (const unsigned char *) "\xff\xff\xff", 3, &o),
+                      CS_SK_EMALFORMED);
+    ck_assert_int_eq (cs_sk_party_receive (p2, w->data, w->len / 2, &o), CS_SK_EMALFORMED);
+    /* the party is unharmed: the genuine message is taken, then replayed */
+    ck_assert_int_eq (cs_sk_party_receive (p2, w->data, w->len, &o), 0);
+    ck_assert_int_eq (cs_sk_party_error (p2), 0);
+    ck_assert_int_eq (cs_sk_party_receive (p2, w->data, w->len, &o), CS_SK_EREPLAY);
+    /* a second message of a round from the same sender is not allowed */
+    size_t len;
+    unsigned char *data = s_edit (w, s_skip_seq, &len);
+    ck_assert_int_eq (cs_sk_party_receive (p2, data, len, &o), CS_SK_EPROTO);
+    free (data);
+    /* one early message (the next round) is held; a second early one is not */
+    data = s_edit (w, s_early, &len);
+    ck_assert_int_eq (cs_sk_party_receive (p2, data, len, &o), 0);
+    free (data);
+    data = s_edit (w, s_early_again, &len);
+    ck_assert_int_eq (cs_sk_party_receive (p2, data, len, &o), CS_SK_EPROTO);
+    free (data);
+    ck_assert_int_eq (cs_sk_party_error (p2), 0);
+    cs_sk_outbox_clear (&o);
+    s_trio_free (&t);
+}
+END_TEST
+
+/*  An early message is checked when its round comes: one that does not fit
+ *  fails the party (its sequence number was taken: nothing can replace it).  */
+START_TEST (test_early_message_checked_later)
+{
+    cs_sk_params_t prm = s_params (512);
+    s_trio_t t;
+    th_start (&prm, "early", t.party, t.rnd, t.out);
+    cs_sk_outbox_t o = { 0 };
+    cs_sk_party_t *p2 = t.party [1];
+    cs_sk_wire_t *w1 = s_first (&t, 1, 2), *w3 = s_first (&t, 3, 2);
+    ck_assert_int_eq (cs_sk_party_receive (p2, w1->data, w1->len, &o), 0);
+    size_t len;
+    /* SIEVE_A_REVEAL carrying the shares' values: 3 per product, not 1 */
+    unsigned char *data = s_edit (w1, s_early, &len);
+    ck_assert_int_eq (cs_sk_party_receive (p2, data, len, &o), 0);
+    free (data);
+    ck_assert_int_eq (cs_sk_party_receive (p2, w3->data, w3->len, &o), CS_SK_EPROTO);
+    ck_assert_int_eq (cs_sk_party_error (p2), CS_SK_EPROTO);
+    ck_assert_int_eq (cs_sk_party_receive (p2, w3->data, w3->len, &o), CS_SK_ESTATE);
+    cs_sk_outbox_clear (&o);
+    s_trio_free (&t);
+}
+END_TEST
+
+START_TEST (test_stopped_party_refuses)
+{
+    cs_sk_params_t prm = s_params (512);
+    s_trio_t t;
+    th_start (&prm, "stopped", t.party, t.rnd, t.out);
+    cs_sk_outbox_t o = { 0 };
+    ck_assert_int_eq (cs_sk_party_start (t.party [0], &o), CS_SK_ESTATE);
+    unsigned char sid [CS_SK_SESSION_LEN] = { 0 };
+    cs_sk_party_t *fresh = cs_sk_party_new (2, sid, &prm, NULL, NULL);
+    cs_sk_wire_t *w = s_first (&t, 1, 2);
+    ck_assert_int_eq (cs_sk_party_receive (fresh, w->data, w->len, &o), CS_SK_ESTATE);
+    cs_sk_party_destroy (&fresh);
+    ck_assert_ptr_null (cs_sk_party_new (4, sid, &prm, NULL, NULL));
+    prm.bits = 500;
+    ck_assert_ptr_null (cs_sk_party_new (1, sid, &prm, NULL, NULL));
+    s_trio_free (&t);
+}
+END_TEST
+
+/* ---- the share record ---------------------------------------------------- */
+
+START_TEST (test_share_record)
+{
+    cs_sk_params_t prm = s_params (512);
+    cs_sk_share_t *sh [CS_SK_PARTIES];
+    ck_assert_int_eq (th_run (&prm, "record", sh, NULL), 0);
+    for (unsigned i = 0; i < CS_SK_PARTIES; i++) {
+        unsigned char *data;
+        size_t len;
+        int err = 1;
+        ck_assert_int_eq (cs_sk_share_encode (sh [i], &data, &len), 0);
+        cs_sk_share_t *back = cs_sk_share_decode (data, len, &err);
+        ck_assert_int_eq (err, 0);
+        ck_assert_ptr_nonnull (back);
+        ck_assert_uint_eq (back->party, i + 1);
+        ck_assert_uint_eq (back->e, 65537);
+        ck_assert_int_eq (mpz_cmp (back->n, sh [i]->n), 0);
+        ck_assert_int_eq (mpz_cmp (back->d, sh [i]->d), 0);
+        cs_sk_share_destroy (&back);
+        /* a record with another version, or a party's sign flipped, is refused */
+        Cs__Sk__Share *rec = cs__sk__share__unpack (NULL, len, data);
+        rec->version = 2;
+        unsigned char buf [2048];
+        size_t n = cs__sk__share__pack (rec, buf);
+        ck_assert_ptr_null (cs_sk_share_decode (buf, n, &err));
+        ck_assert_int_eq (err, CS_SK_EMALFORMED);
+        rec->version = CS_SK_SHARE_VERSION;
+        rec->d_negative = !rec->d_negative;
+        n = cs__sk__share__pack (rec, buf);
+        ck_assert_ptr_null (cs_sk_share_decode (buf, n, &err));
+        cs__sk__share__free_unpacked (rec, NULL);
+        ck_assert_ptr_null (cs_sk_share_decode (data, len - 3, &err));
+        ck_assert_int_eq (err, CS_SK_EMALFORMED);
+        free (data);
+        cs_sk_share_destroy (&sh [i]);
+    }
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *s = suite_create ("sharedkeys");
+    TCase *tc = tcase_create ("generation");
+    tcase_set_timeout (tc, 120);
+    tcase_add_test (tc, test_public_parameters);
+    tcase_add_test (tc, test_generation_fixed_randomness);
+    tcase_add_loop_test (tc, test_generation_each_switch, 0, 4);
+    tcase_add_test (tc, test_candidate_limit);
+    tcase_add_test (tc, test_share_record);
+    suite_add_tcase (s, tc);
+    TCase *msg = tcase_create ("messages");
+    tcase_add_test (msg, test_messages_refused);
+    tcase_add_test (msg, test_early_message_checked_later);
+    tcase_add_test (msg, test_stopped_party_refuses);
+    suite_add_tcase (s, msg);
+    return tr_run (s);
+}
