@@ -102,14 +102,21 @@ void cs_sk_party_destroy (cs_sk_party_t **self_p);
 int cs_sk_party_start (cs_sk_party_t *self, cs_sk_outbox_t *out);
 
 /*  Consumes one encoded message from another party and appends what the
- *  party sends in answer (zero or more messages) to out.  Returns 0; or,
+ *  party sends in answer (zero or more messages) to out.  `from` is the
+ *  peer (1..3) the transport authenticated the bytes as coming from (its
+ *  pinned CURVE key), or 0 when the transport is trusted (in-process): a
+ *  message whose sender field is not `from` is refused.  Returns 0; or,
  *  leaving the party as it was, CS_SK_EMALFORMED (does not decode, wrong
- *  version, sender or value ranges), CS_SK_ESESSION (other session or
- *  receiver), CS_SK_EREPLAY (not the next sequence number of its link);
- *  or, failing the party for good, CS_SK_EPROTO (a message the round does
- *  not allow), CS_SK_ERAND, CS_SK_ENOMEM, CS_SK_ELIMIT; CS_SK_ESTATE when
- *  the party has already failed or finished.  */
-int cs_sk_party_receive (cs_sk_party_t *self, const unsigned char *data, size_t len,
+ *  version, sender, value count or range), CS_SK_ESESSION (other session
+ *  or receiver, or not from `from`), CS_SK_EREPLAY (not the next sequence
+ *  number of its link: a replay or a gap), CS_SK_EPROTO (a second message
+ *  for the round, or a round the party is neither in nor next to); or,
+ *  failing the party for good (cs_sk_party_error), CS_SK_EPROTO (a message
+ *  held one round early that does not fit its round, a modulus of the
+ *  wrong size), CS_SK_EVERIFY (the trial signature fails), CS_SK_ERAND,
+ *  CS_SK_ENOMEM, CS_SK_ELIMIT; CS_SK_ESTATE when the party is not started,
+ *  has failed or has finished.  docs/SHARED-KEYS.md, "Messages".  */
+int cs_sk_party_receive (cs_sk_party_t *self, unsigned from, const unsigned char *data, size_t len,
                          cs_sk_outbox_t *out);
 
 /*  True once the party holds its share of a key.  */

@@ -11,7 +11,7 @@
 #include "sk_int.h"
 
 typedef struct {
-    unsigned to;
+    unsigned from, to;
     unsigned char *data;
     size_t len;
     double at;              /* sender's clock when it left */
@@ -32,7 +32,7 @@ s_clock (clockid_t id)
 
 /*  Moves the messages of out into the queue, stamped `at`.  */
 static int
-s_enqueue (s_queue_t *q, cs_sk_outbox_t *out, double at)
+s_enqueue (s_queue_t *q, unsigned from, cs_sk_outbox_t *out, double at)
 {
     for (size_t i = 0; i < out->count; i++) {
         if (q->head + q->count == q->cap) {
@@ -49,7 +49,7 @@ s_enqueue (s_queue_t *q, cs_sk_outbox_t *out, double at)
                 q->cap = cap;
             }
         }
-        q->item [q->head + q->count++] = (s_item_t) { out->msg [i].receiver, out->msg [i].data,
+        q->item [q->head + q->count++] = (s_item_t) { from, out->msg [i].receiver, out->msg [i].data,
                                                       out->msg [i].len, at };
         out->msg [i].data = NULL;
     }
@@ -78,11 +78,11 @@ s_pump (cs_sk_party_t *party [CS_SK_PARTIES], s_queue_t *q, double clock [CS_SK_
         if (clock [j] < it.at)
             clock [j] = it.at;
         double t0 = s_clock (CLOCK_THREAD_CPUTIME_ID);
-        rc = cs_sk_party_receive (party [j], it.data, it.len, &out);
+        rc = cs_sk_party_receive (party [j], it.from, it.data, it.len, &out);
         clock [j] += s_clock (CLOCK_THREAD_CPUTIME_ID) - t0;
         free (it.data);
         if (rc == 0)
-            rc = s_enqueue (q, &out, clock [j]);
+            rc = s_enqueue (q, j + 1, &out, clock [j]);
     }
     cs_sk_outbox_clear (&out);
     for (unsigned i = 0; rc == 0 && i < CS_SK_PARTIES; i++)
@@ -121,7 +121,7 @@ cs_sk_local_run_with (const cs_sk_params_t *params, const unsigned char *session
         rc = cs_sk_party_start (party [i], &out);
         clock [i] += s_clock (CLOCK_THREAD_CPUTIME_ID) - t0;
         if (rc == 0)
-            rc = s_enqueue (&q, &out, clock [i]);
+            rc = s_enqueue (&q, i + 1, &out, clock [i]);
     }
     if (rc == 0)
         rc = s_pump (party, &q, clock);

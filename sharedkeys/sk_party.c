@@ -353,16 +353,17 @@ s_progress (cs_sk_party_t *self, cs_sk_outbox_t *out)
 }
 
 int
-cs_sk_party_receive (cs_sk_party_t *self, const unsigned char *data, size_t len, cs_sk_outbox_t *out)
+cs_sk_party_receive (cs_sk_party_t *self, unsigned from, const unsigned char *data, size_t len,
+                     cs_sk_outbox_t *out)
 {
-    if (!self || !data || !out)
+    if (!self || !data || !out || from > CS_SK_PARTIES)
         return CS_SK_EINVAL;
     if (!self->started || self->done || self->error)
         return CS_SK_ESTATE;
     Cs__Sk__Message *m = cs__sk__message__unpack (NULL, len, data);
     if (!m)
         return CS_SK_EMALFORMED;
-    int rc = s_accept (self, m);
+    int rc = from && m->sender != from ? CS_SK_ESESSION : s_accept (self, m);
     if (rc) {
         cs__sk__message__free_unpacked (m, NULL);
         return rc;

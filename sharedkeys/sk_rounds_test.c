@@ -314,6 +314,19 @@ s_absorb_verdicts (cs_sk_party_t *self)
     }
 }
 
+static unsigned long
+s_gcd (unsigned long a, unsigned long b)
+{
+    while (b) {
+        unsigned long t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/*  phi mod e from the three parts; the key is the first candidate with
+ *  gcd (phi, e) = 1 (BF: otherwise e has no inverse mod phi).  */
 static void
 s_absorb_phi (cs_sk_party_t *self)
 {
@@ -333,7 +346,7 @@ s_absorb_phi (cs_sk_party_t *self)
     mpz_clear (v);
     self->chosen = UINT_MAX;
     for (unsigned c = 0; c < self->prm.batch && self->chosen == UINT_MAX; c++)
-        if (s_alive (self, c) && self->cand [c].phi_mod_e != 0)
+        if (s_alive (self, c) && s_gcd (self->cand [c].phi_mod_e, self->prm.e) == 1)
             self->chosen = c;
 }
 

@@ -191,7 +191,7 @@ static void s_wrong_receiver (Cs__Sk__Message *m) { m->receiver = 1; }
 static void s_from_self (Cs__Sk__Message *m) { m->sender = m->receiver; }
 static void s_bad_version (Cs__Sk__Message *m) { m->version = 99; }
 static void s_skip_seq (Cs__Sk__Message *m) { m->seq = 2; }
-static void s_one_value_less (Cs__Sk__Message *m) { m->n_values--; }
+static void s_one_value_less (Cs__Sk__Message *m) { free (m->values [--m->n_values].data); }
 static void
 s_value_too_big (Cs__Sk__Message *m)
 {
@@ -224,29 +224,31 @@ START_TEST (test_messages_refused)
     for (size_t k = 0; k < sizeof cases / sizeof cases [0]; k++) {
         size_t len;
         unsigned char *data = s_edit (w, cases [k].edit, &len);
-        ck_assert_msg (cs_sk_party_receive (p2, data, len, &o) == cases [k].rc, "case %zu", k);
+        ck_assert_msg (cs_sk_party_receive (p2, 0, data, len, &o) == cases [k].rc, "case %zu", k);
         free (data);
         ck_assert_uint_eq (o.count, 0);
     }
     /* bytes that are no message, and a truncated one */
-    ck_assert_int_eq (cs_sk_party_receive (p2, (const unsigned char *) "\xff\xff\xff", 3, &o),
+    ck_assert_int_eq (cs_sk_party_receive (p2, 0, (const unsigned char *) "\xff\xff\xff", 3, &o),
                       CS_SK_EMALFORMED);
-    ck_assert_int_eq (cs_sk_party_receive (p2, w->data, w->len / 2, &o), CS_SK_EMALFORMED);
+    ck_assert_int_eq (cs_sk_party_receive (p2, 0, w->data, w->len / 2, &o), CS_SK_EMALFORMED);
+    /* party 1's message as if party 3 had sent it (the transport authenticated 3) */
+    ck_assert_int_eq (cs_sk_party_receive (p2, 3, w->data, w->len, &o), CS_SK_ESESSION);
     /* the party is unharmed: the genuine message is taken, then replayed */
-    ck_assert_int_eq (cs_sk_party_receive (p2, w->data, w->len, &o), 0);
+    ck_assert_int_eq (cs_sk_party_receive (p2, 1, w->data, w->len, &o), 0);
     ck_assert_int_eq (cs_sk_party_error (p2), 0);
-    ck_assert_int_eq (cs_sk_party_receive (p2, w->data, w->len, &o), CS_SK_EREPLAY);
+    ck_assert_int_eq (cs_sk_party_receive (p2, 0, w->data, w->len, &o), CS_SK_EREPLAY);
     /* a second message of a round from the same sender is not allowed */
     size_t len;
     unsigned char *data = s_edit (w, s_skip_seq, &len);
-    ck_assert_int_eq (cs_sk_party_receive (p2, data, len, &o), CS_SK_EPROTO);
+    ck_assert_int_eq (cs_sk_party_receive (p2, 0, data, len, &o), CS_SK_EPROTO);
     free (data);
     /* one early message (the next round) is held; a second early one is not */
     data = s_edit (w, s_early, &len);
-    ck_assert_int_eq (cs_sk_party_receive (p2, data, len, &o), 0);
+    ck_assert_int_eq (cs_sk_party_receive (p2, 0, data, len, &o), 0);
     free (data);
     data = s_edit (w, s_early_again, &len);
-    ck_assert_int_eq (cs_sk_party_receive (p2, data, len, &o), CS_SK_EPROTO);
+    ck_assert_int_eq (cs_sk_party_receive (p2, 0, data, len, &o), CS_SK_EPROTO);
     free (data);
     ck_assert_int_eq (cs_sk_party_error (p2), 0);
     cs_sk_outbox_clear (&o);
@@ -264,15 +266,15 @@ START_TEST (test_early_message_checked_later)
     cs_sk_outbox_t o = { 0 };
     cs_sk_party_t *p2 = t.party [1];
     cs_sk_wire_t *w1 = s_first (&t, 1, 2), *w3 = s_first (&t, 3, 2);
-    ck_assert_int_eq (cs_sk_party_receive (p2, w1->data, w1->len, &o), 0);
+    ck_assert_int_eq (cs_sk_party_receive (p2, 0, w1->data, w1->len, &o), 0);
     size_t len;
     /* SIEVE_A_REVEAL carrying the shares' values: 3 per product, not 1 */
     unsigned char *data = s_edit (w1, s_early, &len);
-    ck_assert_int_eq (cs_sk_party_receive (p2, data, len, &o), 0);
+    ck_assert_int_eq (cs_sk_party_receive (p2, 0, data, len, &o), 0);
     free (data);
-    ck_assert_int_eq (cs_sk_party_receive (p2, w3->data, w3->len, &o), CS_SK_EPROTO);
+    ck_assert_int_eq (cs_sk_party_receive (p2, 0, w3->data, w3->len, &o), CS_SK_EPROTO);
     ck_assert_int_eq (cs_sk_party_error (p2), CS_SK_EPROTO);
-    ck_assert_int_eq (cs_sk_party_receive (p2, w3->data, w3->len, &o), CS_SK_ESTATE);
+    ck_assert_int_eq (cs_sk_party_receive (p2, 0, w3->data, w3->len, &o), CS_SK_ESTATE);
     cs_sk_outbox_clear (&o);
     s_trio_free (&t);
 }
@@ -288,7 +290,7 @@ START_TEST (test_stopped_party_refuses)
     unsigned char sid [CS_SK_SESSION_LEN] = { 0 };
     cs_sk_party_t *fresh = cs_sk_party_new (2, sid, &prm, NULL, NULL);
     cs_sk_wire_t *w = s_first (&t, 1, 2);
-    ck_assert_int_eq (cs_sk_party_receive (fresh, w->data, w->len, &o), CS_SK_ESTATE);
+    ck_assert_int_eq (cs_sk_party_receive (fresh, 0, w->data, w->len, &o), CS_SK_ESTATE);
     cs_sk_party_destroy (&fresh);
     ck_assert_ptr_null (cs_sk_party_new (4, sid, &prm, NULL, NULL));
     prm.bits = 500;

@@ -65,7 +65,7 @@ th_start (const cs_sk_params_t *prm, const char *label, cs_sk_party_t *parties [
 }
 
 typedef struct {
-    unsigned to;
+    unsigned from, to;
     unsigned char *data;
     size_t len;
 } th_item_t;
@@ -82,7 +82,7 @@ th_run (const cs_sk_params_t *prm, const char *label, cs_sk_share_t *shares [CS_
     th_item_t *q = malloc (cap * sizeof *q);
     for (unsigned i = 0; i < CS_SK_PARTIES; i++) {
         for (size_t k = 0; k < out [i].count; k++) {
-            q [tail++ % cap] = (th_item_t) { out [i].msg [k].receiver, out [i].msg [k].data, out [i].msg [k].len };
+            q [tail++ % cap] = (th_item_t) { i + 1, out [i].msg [k].receiver, out [i].msg [k].data, out [i].msg [k].len };
             out [i].msg [k].data = NULL;
         }
         cs_sk_outbox_clear (&out [i]);
@@ -93,7 +93,7 @@ th_run (const cs_sk_params_t *prm, const char *label, cs_sk_share_t *shares [CS_
     while (rc == 0 && head < tail) {
         th_item_t it = q [head++ % cap];
         cs_sk_party_t *p = party [it.to - 1];
-        rc = cs_sk_party_receive (p, it.data, it.len, &o);
+        rc = cs_sk_party_receive (p, it.from, it.data, it.len, &o);
         free (it.data);
         /* the harness's peek: the key's p_i, q_i before they are wiped */
         if (rv && p->round == SK_R_TRIAL_SIGNATURE && !seen [it.to - 1]) {
@@ -103,7 +103,7 @@ th_run (const cs_sk_params_t *prm, const char *label, cs_sk_share_t *shares [CS_
             mpz_set (rv->N, p->cand [p->chosen].N);
         }
         for (size_t k = 0; k < o.count; k++) {
-            q [tail++ % cap] = (th_item_t) { o.msg [k].receiver, o.msg [k].data, o.msg [k].len };
+            q [tail++ % cap] = (th_item_t) { it.to, o.msg [k].receiver, o.msg [k].data, o.msg [k].len };
             o.msg [k].data = NULL;
         }
         cs_sk_outbox_clear (&o);
