@@ -132,6 +132,9 @@ unsigned sk_round_next (const cs_sk_party_t *self);
 /*  The first round of a batch.  */
 unsigned sk_round_first (const cs_sk_party_t *self);
 
+/*  1 when no prime of this party's part of (B, td_bound] divides N.  */
+unsigned char sk_trial_divide (const cs_sk_party_t *self, const mpz_t N);
+
 /*  For sk_rounds_test.c (the biprimality test, d).  */
 int sk_test_build (cs_sk_party_t *self, Cs__Sk__Message *msg [CS_SK_PARTIES + 1]);
 int sk_test_check (const cs_sk_party_t *self, const Cs__Sk__Message *msg);

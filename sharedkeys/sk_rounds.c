@@ -3,6 +3,7 @@
  *  every round (the later ones are in sk_rounds_test.c).
  *  docs/SHARED-KEYS.md, "Messages".
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sk_int.h"
@@ -331,15 +332,24 @@ s_absorb_reveal (cs_sk_party_t *self, unsigned round)
 /* ---- trial division (MWB "parallel trial division") ------------------- */
 
 /*  1 when no prime of this party's part of (B, td_bound] divides N: with
- *  parallel_td party i takes every third prime from the (i-1)th, else all.  */
-static unsigned char
-s_trial_divide (const cs_sk_party_t *self, const mpz_t N)
+ *  parallel_td party i takes every third prime from the (i-1)th, else all.
+ *  One long division per run of primes whose product fits a word.  */
+unsigned char
+sk_trial_divide (const cs_sk_party_t *self, const mpz_t N)
 {
     size_t step = self->prm.parallel_td ? CS_SK_PARTIES : 1;
-    size_t first = self->prm.parallel_td ? self->index - 1 : 0;
-    for (size_t i = first; i < self->pub.td_count; i += step)
-        if (mpz_divisible_ui_p (N, self->pub.td_primes [i]))
-            return 0;
+    size_t i = self->prm.parallel_td ? self->index - 1 : 0;
+    const unsigned *pr = self->pub.td_primes;
+    while (i < self->pub.td_count) {
+        unsigned long prod = 1;
+        size_t first = i;
+        for (; i < self->pub.td_count && prod <= ULONG_MAX / pr [i]; i += step)
+            prod *= pr [i];
+        unsigned long r = mpz_fdiv_ui (N, prod);
+        for (size_t k = first; k < i; k += step)
+            if (r % pr [k] == 0)
+                return 0;
+    }
     return 1;
 }
 
@@ -347,7 +357,7 @@ static int
 s_build_trial (cs_sk_party_t *self, Cs__Sk__Message *msg [CS_SK_PARTIES + 1])
 {
     for (unsigned c = 0; c < self->prm.batch; c++)
-        self->cand [c].td_ok = s_trial_divide (self, self->cand [c].N);
+        self->cand [c].td_ok = sk_trial_divide (self, self->cand [c].N);
     for (unsigned j = 1; j <= CS_SK_PARTIES; j++) {
         if (j == self->index)
             continue;

@@ -48,6 +48,39 @@ START_TEST (test_public_parameters)
 }
 END_TEST
 
+/*  Every prime of (B, td_bound] is found by exactly one party (parallel),
+ *  or by every party (serial); a prime above the bound by none.  */
+START_TEST (test_trial_division)
+{
+    cs_sk_params_t prm = s_params (512);
+    prm.parallel_td = _i == 0;
+    unsigned char sid [CS_SK_SESSION_LEN] = { 0 };
+    cs_sk_party_t *p [CS_SK_PARTIES];
+    for (unsigned i = 0; i < CS_SK_PARTIES; i++)
+        p [i] = cs_sk_party_new (i + 1, sid, &prm, NULL, NULL);
+    mpz_t N, big;
+    mpz_inits (N, big, NULL);
+    mpz_set_ui (big, 1);
+    mpz_mul_2exp (big, big, 400);
+    mpz_nextprime (big, big);
+    const sk_public_t *pub = &p [0]->pub;
+    for (size_t k = 0; k < pub->td_count; k++) {
+        mpz_mul_ui (N, big, pub->td_primes [k]);
+        unsigned found = 0;
+        for (unsigned i = 0; i < CS_SK_PARTIES; i++)
+            found += !sk_trial_divide (p [i], N);
+        ck_assert_msg (found == (prm.parallel_td ? 1 : 3), "prime %u found %u times", pub->td_primes [k], found);
+    }
+    mpz_mul_ui (N, big, 131101);                /* the first prime above 2^17 */
+    mpz_mul_ui (N, N, pub->sieve_bound);        /* sieving's job, not trial division's */
+    for (unsigned i = 0; i < CS_SK_PARTIES; i++) {
+        ck_assert_uint_eq (sk_trial_divide (p [i], N), 1);
+        cs_sk_party_destroy (&p [i]);
+    }
+    mpz_clears (N, big, NULL);
+}
+END_TEST
+
 /*  p, q prime with the shares' residues mod 4 and M, N = pq of `bits`,
  *  e d = 1 mod phi for d = d_1 + d_2 + d_3.  */
 static void
@@ -346,6 +379,7 @@ main (void)
     TCase *tc = tcase_create ("generation");
     tcase_set_timeout (tc, 120);
     tcase_add_test (tc, test_public_parameters);
+    tcase_add_loop_test (tc, test_trial_division, 0, 2);
     tcase_add_test (tc, test_generation_fixed_randomness);
     tcase_add_loop_test (tc, test_generation_each_switch, 0, 4);
     tcase_add_test (tc, test_candidate_limit);
