@@ -72,7 +72,8 @@ typedef struct {
     size_t count, cap;
 } cs_sk_outbox_t;
 
-/*  Frees every message of out and empties it; out itself stays usable.  */
+/*  Overwrites and frees every message of out (they carry shares) and
+ *  empties it; out itself stays usable.  */
 void cs_sk_outbox_clear (cs_sk_outbox_t *out);
 
 /*  What a party counted (docs/SHARED-KEYS.md, "Figures").  */

@@ -23,8 +23,11 @@ cs_sk_outbox_clear (cs_sk_outbox_t *out)
 {
     if (!out)
         return;
-    for (size_t i = 0; i < out->count; i++)
+    for (size_t i = 0; i < out->count; i++) {
+        if (out->msg [i].data)
+            OPENSSL_cleanse (out->msg [i].data, out->msg [i].len);
         free (out->msg [i].data);
+    }
     free (out->msg);
     *out = (cs_sk_outbox_t) { 0 };
 }
@@ -130,14 +133,23 @@ cs_sk_party_new (unsigned index, const unsigned char *session, const cs_sk_param
     return self;
 }
 
+/*  Frees a received message after overwriting its values (shares).  */
+static void
+s_free_received (Cs__Sk__Message *m)
+{
+    for (size_t i = 0; i < m->n_values; i++)
+        OPENSSL_cleanse (m->values [i].data, m->values [i].len);
+    cs__sk__message__free_unpacked (m, NULL);
+}
+
 static void
 s_drop_messages (cs_sk_party_t *self)
 {
     for (unsigned j = 0; j <= CS_SK_PARTIES; j++) {
         if (self->inbox [j])
-            cs__sk__message__free_unpacked (self->inbox [j], NULL);
+            s_free_received (self->inbox [j]);
         if (self->ahead [j])
-            cs__sk__message__free_unpacked (self->ahead [j], NULL);
+            s_free_received (self->ahead [j]);
         self->inbox [j] = self->ahead [j] = NULL;
     }
 }
@@ -320,7 +332,7 @@ s_progress (cs_sk_party_t *self, cs_sk_outbox_t *out)
         int rc = sk_round_absorb (self);
         for (unsigned j = 1; j <= CS_SK_PARTIES; j++) {
             if (self->inbox [j])
-                cs__sk__message__free_unpacked (self->inbox [j], NULL);
+                s_free_received (self->inbox [j]);
             self->inbox [j] = NULL;
         }
         if (rc)
@@ -365,7 +377,7 @@ cs_sk_party_receive (cs_sk_party_t *self, unsigned from, const unsigned char *da
         return CS_SK_EMALFORMED;
     int rc = from && m->sender != from ? CS_SK_ESESSION : s_accept (self, m);
     if (rc) {
-        cs__sk__message__free_unpacked (m, NULL);
+        s_free_received (m);
         return rc;
     }
     rc = s_progress (self, out);

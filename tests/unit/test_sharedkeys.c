@@ -4,6 +4,7 @@
  *  messages a party refuses (replayed, other session, malformed).
  */
 #include <check.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "test_sharedkeys.h"
@@ -175,6 +176,143 @@ START_TEST (test_candidate_limit)
     /* this label's first candidate is no key (checked: 1 batch of 1 fails) */
     ck_assert_int_eq (th_run (&prm, "fixed-1", sh, NULL), CS_SK_ELIMIT);
     ck_assert_ptr_null (sh [0]);
+}
+END_TEST
+
+/* ---- the rounds, observed (lock step) ------------------------------------ */
+
+#define S_BATCH 4
+
+/*  What the parties held at each step of batch 0 and of the key's batch.  */
+typedef struct {
+    mpz_t a [CS_SK_PARTIES][S_BATCH][2];    /* sieving: a_i */
+    mpz_t b [CS_SK_PARTIES][S_BATCH][2];    /* sieving: additive shares b_i */
+    mpz_t pq [CS_SK_PARTIES][S_BATCH][2];   /* p_i, q_i */
+    mpz_t N [CS_SK_PARTIES][S_BATCH];       /* N as each party interpolated it */
+    mpz_t kpq [CS_SK_PARTIES][S_BATCH][2];  /* the key's batch */
+    mpz_t kN [S_BATCH];
+    unsigned char td [CS_SK_PARTIES][S_BATCH], first [CS_SK_PARTIES][S_BATCH],
+                  rest [CS_SK_PARTIES][S_BATCH];
+    bool got_a [CS_SK_PARTIES], got_b [CS_SK_PARTIES], got_n [CS_SK_PARTIES], got_k [CS_SK_PARTIES];
+} s_steps_t;
+
+static void
+s_observe (cs_sk_party_t *p, void *ctx)
+{
+    s_steps_t *st = ctx;
+    unsigned i = p->index - 1;
+    for (unsigned c = 0; c < S_BATCH; c++) {
+        sk_cand_t *k = &p->cand [c];
+        for (unsigned h = 0; h < 2; h++) {
+            if (p->batch == 0 && p->round == SK_R_SIEVE_B_SHARES)
+                mpz_set (st->a [i][c][h], k->a [h]);
+            if (p->batch == 0 && p->round == SK_R_N_SHARES) {
+                mpz_set (st->b [i][c][h], k->u [h]);
+                mpz_set (st->pq [i][c][h], k->pq [h]);
+            }
+            if (p->round == SK_R_TRIAL_SIGNATURE)
+                mpz_set (st->kpq [i][c][h], k->pq [h]);
+        }
+        if (p->batch == 0 && p->round == SK_R_TRIAL_DIVISION)
+            mpz_set (st->N [i][c], k->N);
+        if (p->round == SK_R_TRIAL_SIGNATURE) {
+            mpz_set (st->kN [c], k->N);
+            st->td [i][c] = k->td_ok;
+            st->first [i][c] = k->first_ok;
+            st->rest [i][c] = k->rest_ok;
+        }
+    }
+    st->got_a [i] |= p->batch == 0 && p->round == SK_R_SIEVE_B_SHARES;
+    st->got_b [i] |= p->batch == 0 && p->round == SK_R_N_SHARES;
+    st->got_n [i] |= p->batch == 0 && p->round == SK_R_TRIAL_DIVISION;
+    st->got_k [i] |= p->round == SK_R_TRIAL_SIGNATURE;
+}
+
+static bool
+s_prime (const mpz_t x)
+{
+    return mpz_probab_prime_p (x, 40) != 0;
+}
+
+START_TEST (test_rounds_observed)
+{
+    cs_sk_params_t prm = s_params (512);
+    prm.batch = S_BATCH;
+    s_steps_t *st = calloc (1, sizeof *st);
+    mpz_t *all = (mpz_t *) st;                  /* the struct starts with its mpz_t */
+    size_t count = (offsetof (s_steps_t, td)) / sizeof (mpz_t);
+    for (size_t k = 0; k < count; k++)
+        mpz_init (all [k]);
+    cs_sk_share_t *sh [CS_SK_PARTIES];
+    ck_assert_int_eq (th_run_observed (&prm, "steps", sh, s_observe, st), 0);
+    sk_public_t pub;
+    ck_assert_int_eq (sk_public_init (&pub, &prm), 0);
+    mpz_t x, y, t;
+    mpz_inits (x, y, t, NULL);
+    unsigned rejected = 0;
+    for (unsigned i = 0; i < CS_SK_PARTIES; i++)
+        ck_assert (st->got_a [i] && st->got_b [i] && st->got_n [i] && st->got_k [i]);
+    for (unsigned c = 0; c < S_BATCH; c++) {
+        /* sieving (BF/MWB): b_1 + b_2 + b_3 = a_1 a_2 a_3 mod M, a unit */
+        for (unsigned h = 0; h < 2; h++) {
+            mpz_set_ui (x, 1);
+            mpz_set_ui (y, 0);
+            for (unsigned i = 0; i < CS_SK_PARTIES; i++) {
+                mpz_gcd (t, st->a [i][c][h], pub.M);
+                ck_assert_int_eq (mpz_cmp_ui (t, 1), 0);
+                mpz_mul (x, x, st->a [i][c][h]);
+                mpz_add (y, y, st->b [i][c][h]);
+                /* p_i = b_i mod M, with its residue mod 4 and in its range */
+                ck_assert (mpz_congruent_p (st->pq [i][c][h], st->b [i][c][h], pub.M));
+                ck_assert_uint_eq (mpz_fdiv_ui (st->pq [i][c][h], 4), i == 0 ? 3 : 0);
+                ck_assert_int_ge (mpz_cmp (st->pq [i][c][h], pub.lo), 0);
+                mpz_sub (t, st->pq [i][c][h], pub.lo);
+                ck_assert_int_lt (mpz_cmp (t, pub.width), 0);
+            }
+            ck_assert (mpz_congruent_p (x, y, pub.M));
+        }
+        /* N by BGW: every party interpolated (sum p_i)(sum q_i) */
+        mpz_set_ui (x, 0);
+        mpz_set_ui (y, 0);
+        for (unsigned i = 0; i < CS_SK_PARTIES; i++) {
+            mpz_add (x, x, st->pq [i][c][0]);
+            mpz_add (y, y, st->pq [i][c][1]);
+        }
+        mpz_mul (t, x, y);
+        for (unsigned i = 0; i < CS_SK_PARTIES; i++)
+            ck_assert_int_eq (mpz_cmp (st->N [i][c], t), 0);
+        /* the key's batch: trial division and the biprimality test agree
+           with the truth, the same at every party */
+        mpz_set_ui (x, 0);
+        mpz_set_ui (y, 0);
+        for (unsigned i = 0; i < CS_SK_PARTIES; i++) {
+            mpz_add (x, x, st->kpq [i][c][0]);
+            mpz_add (y, y, st->kpq [i][c][1]);
+            ck_assert_uint_eq (st->td [i][c], st->td [0][c]);
+            ck_assert_uint_eq (st->first [i][c], st->first [0][c]);
+            ck_assert_uint_eq (st->rest [i][c], st->rest [0][c]);
+        }
+        bool small = false;
+        for (size_t k = 0; k < pub.td_count; k++)
+            small |= mpz_divisible_ui_p (x, pub.td_primes [k]) || mpz_divisible_ui_p (y, pub.td_primes [k]);
+        ck_assert_uint_eq (st->td [0][c], !small);
+        bool biprime = s_prime (x) && s_prime (y);
+        rejected += st->td [0][c] && !biprime && !st->first [0][c];
+        if (biprime)
+            ck_assert (st->td [0][c] && st->first [0][c] && st->rest [0][c]);
+        if (st->rest [0][c])
+            ck_assert (biprime);
+    }
+    /* with this randomness the key's batch holds a candidate that passed
+       trial division, is no product of two primes, and failed the test */
+    ck_assert_uint_ge (rejected, 1);
+    mpz_clears (x, y, t, NULL);
+    sk_public_clear (&pub);
+    for (size_t k = 0; k < count; k++)
+        mpz_clear (all [k]);
+    free (st);
+    for (unsigned i = 0; i < CS_SK_PARTIES; i++)
+        cs_sk_share_destroy (&sh [i]);
 }
 END_TEST
 
@@ -381,6 +519,7 @@ main (void)
     tcase_add_test (tc, test_public_parameters);
     tcase_add_loop_test (tc, test_trial_division, 0, 2);
     tcase_add_test (tc, test_generation_fixed_randomness);
+    tcase_add_test (tc, test_rounds_observed);
     tcase_add_loop_test (tc, test_generation_each_switch, 0, 4);
     tcase_add_test (tc, test_candidate_limit);
     tcase_add_test (tc, test_share_record);

@@ -22,6 +22,7 @@ int th_rand (void *ctx, unsigned char *buf, size_t len);
 typedef struct {
     mpz_t p [CS_SK_PARTIES], q [CS_SK_PARTIES];   /* each party's p_i, q_i of the key */
     mpz_t N;
+    bool seen [CS_SK_PARTIES];
 } th_reveal_t;
 
 void th_reveal_init (th_reveal_t *rv);
@@ -32,6 +33,14 @@ void th_reveal_clear (th_reveal_t *rv);
  *  revealed p_i, q_i.  Returns 0 or the first party error.  */
 int th_run (const cs_sk_params_t *prm, const char *label, cs_sk_share_t *shares [CS_SK_PARTIES],
             th_reveal_t *rv);
+
+/*  Called after every message a party took (and after the start), with
+ *  the party; it may read the party's state (sk_int.h), never change it.  */
+typedef void (*th_observer_fn) (cs_sk_party_t *party, void *ctx);
+
+/*  th_run with an observer instead of a reveal.  */
+int th_run_observed (const cs_sk_params_t *prm, const char *label, cs_sk_share_t *shares [CS_SK_PARTIES],
+                     th_observer_fn observe, void *ctx);
 
 /*  A started party set for message tests: parties [i] with their first
  *  messages in out [i].  */

@@ -70,9 +70,42 @@ typedef struct {
     size_t len;
 } th_item_t;
 
+/*  The message is for the round its receiver is in.  */
+static bool
+s_due (const cs_sk_party_t *p, const th_item_t *it)
+{
+    Cs__Sk__Message *m = cs__sk__message__unpack (NULL, it->len, it->data);
+    bool due = m && m->batch == p->batch && (unsigned) m->type == p->round;
+    if (m)
+        cs__sk__message__free_unpacked (m, NULL);
+    return due;
+}
+
+/*  The harness's peek: the key's p_i, q_i before they are wiped.  */
+static void
+s_reveal (cs_sk_party_t *p, void *ctx)
+{
+    th_reveal_t *rv = ctx;
+    if (p->round == SK_R_TRIAL_SIGNATURE && !rv->seen [p->index - 1]) {
+        rv->seen [p->index - 1] = true;
+        mpz_set (rv->p [p->index - 1], p->cand [p->chosen].pq [0]);
+        mpz_set (rv->q [p->index - 1], p->cand [p->chosen].pq [1]);
+        mpz_set (rv->N, p->cand [p->chosen].N);
+    }
+}
+
 int
 th_run (const cs_sk_params_t *prm, const char *label, cs_sk_share_t *shares [CS_SK_PARTIES],
         th_reveal_t *rv)
+{
+    if (rv)
+        memset (rv->seen, 0, sizeof rv->seen);
+    return th_run_observed (prm, label, shares, rv ? s_reveal : NULL, rv);
+}
+
+int
+th_run_observed (const cs_sk_params_t *prm, const char *label, cs_sk_share_t *shares [CS_SK_PARTIES],
+                 th_observer_fn observe, void *ctx)
 {
     cs_sk_party_t *party [CS_SK_PARTIES];
     th_rand_t rnd [CS_SK_PARTIES];
@@ -87,21 +120,27 @@ th_run (const cs_sk_params_t *prm, const char *label, cs_sk_share_t *shares [CS_
         }
         cs_sk_outbox_clear (&out [i]);
     }
-    bool seen [CS_SK_PARTIES] = { false };
     int rc = 0;
+    for (unsigned i = 0; observe && i < CS_SK_PARTIES; i++)
+        observe (party [i], ctx);
     cs_sk_outbox_t o = { 0 };
+    size_t held = 0;
     while (rc == 0 && head < tail) {
         th_item_t it = q [head++ % cap];
         cs_sk_party_t *p = party [it.to - 1];
+        if (observe && !s_due (p, &it)) {
+            /* lock step: a message for a later round waits, so that each
+               delivery completes at most one round and the observer sees all */
+            q [tail++ % cap] = it;
+            if (++held > tail - head)
+                rc = CS_SK_EPROTO;
+            continue;
+        }
+        held = 0;
         rc = cs_sk_party_receive (p, it.from, it.data, it.len, &o);
         free (it.data);
-        /* the harness's peek: the key's p_i, q_i before they are wiped */
-        if (rv && p->round == SK_R_TRIAL_SIGNATURE && !seen [it.to - 1]) {
-            seen [it.to - 1] = true;
-            mpz_set (rv->p [it.to - 1], p->cand [p->chosen].pq [0]);
-            mpz_set (rv->q [it.to - 1], p->cand [p->chosen].pq [1]);
-            mpz_set (rv->N, p->cand [p->chosen].N);
-        }
+        if (observe && rc == 0)
+            observe (p, ctx);
         for (size_t k = 0; k < o.count; k++) {
             q [tail++ % cap] = (th_item_t) { it.to, o.msg [k].receiver, o.msg [k].data, o.msg [k].len };
             o.msg [k].data = NULL;
