@@ -63,9 +63,9 @@ main (int argc, char **argv)
         return 1;
     printf ("# bits=%u batch=%u tests=%u td_bound=%u sieve=%d parallel_td=%d load_balance=%d\n",
             prm.bits, prm.batch, prm.tests, prm.td_bound, prm.sieve, prm.parallel_td, prm.load_balance);
-    printf ("%-4s %6s %10s %11s %9s %9s %12s %10s\n", "run", "bits", "bip.tests", "candidates",
-            "wall_s", "cpu_s", "3machines_s", "traffic_MB");
-    uint64_t tests = 0, cands = 0, bytes = 0;
+    printf ("%-4s %6s %10s %11s %7s %9s %9s %12s %10s\n", "run", "bits", "bip.tests", "candidates",
+            "rounds", "wall_s", "cpu_s", "3machines_s", "traffic_MB");
+    uint64_t tests = 0, cands = 0, bytes = 0, rounds = 0;
     double cpu_sum = 0, crit_sum = 0;
     for (unsigned r = 0; r < runs; r++) {
         cs_sk_share_t *share [CS_SK_PARTIES];
@@ -85,9 +85,11 @@ main (int argc, char **argv)
         tests += st.party [0].biprime_tests;
         cands += st.party [0].candidates;
         bytes += st.bytes;
-        printf ("%-4u %6u %10llu %11llu %9.2f %9.2f %12.2f %10.2f\n", r + 1, bits,
+        rounds += st.party [0].rounds;
+        printf ("%-4u %6u %10llu %11llu %7llu %9.2f %9.2f %12.2f %10.2f\n", r + 1, bits,
                 (unsigned long long) st.party [0].biprime_tests,
-                (unsigned long long) st.party [0].candidates, st.seconds, st.cpu_seconds,
+                (unsigned long long) st.party [0].candidates,
+                (unsigned long long) st.party [0].rounds, st.seconds, st.cpu_seconds,
                 st.critical_seconds,
                 (double) st.bytes / 1e6);
         fflush (stdout);
@@ -95,8 +97,8 @@ main (int argc, char **argv)
     qsort (wall, runs, sizeof *wall, s_cmp);
     qsort (crit, runs, sizeof *crit, s_cmp);
     qsort (cpu, runs, sizeof *cpu, s_cmp);
-    printf ("mean: %.1f tests, %.1f candidates, %.2f MB; median wall %.2f s, cpu %.2f s, "
-            "3-machine %.2f s\n", (double) tests / runs, (double) cands / runs,
+    printf ("mean: %.1f tests, %.1f candidates, %.1f rounds, %.2f MB; median wall %.2f s, cpu %.2f s, "
+            "3-machine %.2f s\n", (double) tests / runs, (double) cands / runs, (double) rounds / runs,
             (double) bytes / runs / 1e6, wall [runs / 2], cpu [runs / 2], crit [runs / 2]);
     /* the number of candidates is geometric: compare settings per candidate */
     printf ("per candidate: cpu %.3f ms, 3-machine %.3f ms; mean cpu %.2f s, mean 3-machine %.2f s\n",
