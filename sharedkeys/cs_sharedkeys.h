@@ -108,8 +108,8 @@ int cs_sk_party_start (cs_sk_party_t *self, cs_sk_outbox_t *out);
  *  pinned CURVE key), or 0 when the transport is trusted (in-process): a
  *  message whose sender field is not `from` is refused.  Returns 0; or,
  *  leaving the party as it was, CS_SK_EMALFORMED (does not decode, wrong
- *  version, sender, value count or range), CS_SK_ESESSION (other session
- *  or receiver, or not from `from`), CS_SK_EREPLAY (not the next sequence
+ *  version, sender, value count or range), CS_SK_ESESSION (other session,
+ *  parameters or receiver, or not from `from`), CS_SK_EREPLAY (not the next sequence
  *  number of its link: a replay or a gap), CS_SK_EPROTO (a second message
  *  for the round, or a round the party is neither in nor next to); or,
  *  failing the party for good (cs_sk_party_error), CS_SK_EPROTO (a message

@@ -12,6 +12,7 @@
 #define SK_MAX_BATCH 64
 #define SK_MASK_BITS 80         /* statistical hiding of the sieving masks: 2^-80 */
 #define SK_SEED_LEN 32
+#define SK_PARAMS_ID_LEN 8
 
 /*  Rounds: the message types of sharedkeys.proto.  */
 enum {
@@ -68,6 +69,7 @@ struct cs_sk_party_t {
     unsigned index;         /* 1..3 */
     unsigned char session [CS_SK_SESSION_LEN];
     cs_sk_params_t prm;
+    unsigned char params_id [SK_PARAMS_ID_LEN];  /* SHA-256 of prm, truncated */
     cs_sk_rand_fn rand;
     void *rand_ctx;
     sk_public_t pub;

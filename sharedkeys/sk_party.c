@@ -3,9 +3,11 @@
  *  sequence number, batch, round) and the refusal of what does not fit.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include "sk_int.h"
 
@@ -107,6 +109,20 @@ s_params_ok (const cs_sk_params_t *p)
         && p->td_bound >= 3 && p->td_bound <= (1u << 24);
 }
 
+/*  The parameters in a fixed order, hashed: what every message carries.  */
+static int
+s_params_id (const cs_sk_params_t *p, unsigned char id [SK_PARAMS_ID_LEN])
+{
+    char text [160];
+    unsigned char md [32];
+    int n = snprintf (text, sizeof text, "cs-sk params v1 %u %lu %u %u %u %d %d %d", p->bits, p->e,
+                      p->batch, p->tests, p->td_bound, p->sieve, p->parallel_td, p->load_balance);
+    if (n < 0 || (size_t) n >= sizeof text || !EVP_Digest (text, (size_t) n, md, NULL, EVP_sha256 (), NULL))
+        return -1;
+    memcpy (id, md, SK_PARAMS_ID_LEN);
+    return 0;
+}
+
 cs_sk_party_t *
 cs_sk_party_new (unsigned index, const unsigned char *session, const cs_sk_params_t *params,
                  cs_sk_rand_fn rand, void *rand_ctx)
@@ -125,7 +141,7 @@ cs_sk_party_new (unsigned index, const unsigned char *session, const cs_sk_param
     mpz_inits (self->N, self->d, NULL);
     for (unsigned c = 0; c < SK_MAX_BATCH; c++)
         sk_cand_init (&self->cand [c], params->tests);
-    bool ok = sk_public_init (&self->pub, params) == 0;
+    bool ok = sk_public_init (&self->pub, params) == 0 && s_params_id (params, self->params_id) == 0;
     for (unsigned c = 0; c < SK_MAX_BATCH; c++)
         ok = ok && self->cand [c].vt;
     if (!ok)
@@ -213,6 +229,7 @@ s_send (cs_sk_party_t *self, cs_sk_outbox_t *out)
         m [j].receiver = j;
         m [j].session = (ProtobufCBinaryData) { CS_SK_SESSION_LEN, self->session };
         m [j].batch = self->batch;
+        m [j].params = (ProtobufCBinaryData) { SK_PARAMS_ID_LEN, self->params_id };
         msg [j] = &m [j];
     }
     int rc = sk_round_build (self, msg);
@@ -274,7 +291,9 @@ s_accept (cs_sk_party_t *self, Cs__Sk__Message *m)
         || m->sender < 1 || m->sender > CS_SK_PARTIES || m->sender == self->index)
         return CS_SK_EMALFORMED;
     if (m->receiver != self->index || m->session.len != CS_SK_SESSION_LEN
-        || memcmp (m->session.data, self->session, CS_SK_SESSION_LEN) != 0)
+        || memcmp (m->session.data, self->session, CS_SK_SESSION_LEN) != 0
+        || m->params.len != SK_PARAMS_ID_LEN
+        || memcmp (m->params.data, self->params_id, SK_PARAMS_ID_LEN) != 0)
         return CS_SK_ESESSION;
     if (m->seq != self->seq_in [m->sender] + 1)
         return CS_SK_EREPLAY;

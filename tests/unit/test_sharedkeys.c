@@ -463,6 +463,20 @@ START_TEST (test_stopped_party_refuses)
     cs_sk_wire_t *w = s_first (&t, 1, 2);
     ck_assert_int_eq (cs_sk_party_receive (fresh, 0, w->data, w->len, &o), CS_SK_ESTATE);
     cs_sk_party_destroy (&fresh);
+    /* a party of the same session with other parameters refuses them */
+    cs_sk_params_t other = prm;
+    other.tests = 39;
+    unsigned char same [CS_SK_SESSION_LEN];
+    memset (same, 0x5a, sizeof same);
+    cs_sk_party_t *odd = cs_sk_party_new (2, same, &other, NULL, NULL);
+    ck_assert_int_eq (cs_sk_party_start (odd, &o), 0);
+    ck_assert_int_eq (cs_sk_party_receive (odd, 1, w->data, w->len, &o), CS_SK_ESESSION);
+    cs_sk_party_t *even = cs_sk_party_new (2, same, &prm, NULL, NULL);
+    ck_assert_int_eq (cs_sk_party_start (even, &o), 0);
+    ck_assert_int_eq (cs_sk_party_receive (even, 1, w->data, w->len, &o), 0);
+    cs_sk_party_destroy (&odd);
+    cs_sk_party_destroy (&even);
+    cs_sk_outbox_clear (&o);
     ck_assert_ptr_null (cs_sk_party_new (4, sid, &prm, NULL, NULL));
     prm.bits = 500;
     ck_assert_ptr_null (cs_sk_party_new (1, sid, &prm, NULL, NULL));
