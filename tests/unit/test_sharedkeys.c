@@ -194,7 +194,40 @@ typedef struct {
     unsigned char td [CS_SK_PARTIES][S_BATCH], first [CS_SK_PARTIES][S_BATCH],
                   rest [CS_SK_PARTIES][S_BATCH];
     bool got_a [CS_SK_PARTIES], got_b [CS_SK_PARTIES], got_n [CS_SK_PARTIES], got_k [CS_SK_PARTIES];
+    bool wiped [CS_SK_PARTIES];
 } s_steps_t;
+
+/*  Every limb z ever had is zero (sk_wipe, not only mpz_set_ui).  */
+static bool
+s_zero_limbs (const mpz_t z)
+{
+    for (int i = 0; i < z->_mp_alloc; i++)
+        if (z->_mp_d [i])
+            return false;
+    return mpz_sgn (z) == 0;
+}
+
+/*  Once done, no secret of any candidate is left in the party.  */
+static bool
+s_all_wiped (const cs_sk_party_t *p)
+{
+    for (unsigned c = 0; c < SK_MAX_BATCH; c++) {
+        const sk_cand_t *k = &p->cand [c];
+        for (unsigned h = 0; h < 2; h++) {
+            if (!s_zero_limbs (k->a [h]) || !s_zero_limbs (k->R [h]) || !s_zero_limbs (k->u [h])
+                || !s_zero_limbs (k->pq [h]) || !s_zero_limbs (k->bgw [h].F)
+                || !s_zero_limbs (k->bgw [h].G) || !s_zero_limbs (k->bgw [h].H))
+                return false;
+            for (unsigned j = 0; j < CS_SK_PARTIES; j++)
+                if (!s_zero_limbs (k->bgw [h].X [j]))
+                    return false;
+        }
+        for (unsigned t = 0; t < p->prm.tests * CS_SK_PARTIES; t++)
+            if (!s_zero_limbs (k->vt [t]))
+                return false;
+    }
+    return true;
+}
 
 static void
 s_observe (cs_sk_party_t *p, void *ctx)
@@ -226,6 +259,8 @@ s_observe (cs_sk_party_t *p, void *ctx)
     st->got_b [i] |= p->batch == 0 && p->round == SK_R_N_SHARES;
     st->got_n [i] |= p->batch == 0 && p->round == SK_R_TRIAL_DIVISION;
     st->got_k [i] |= p->round == SK_R_TRIAL_SIGNATURE;
+    if (p->done)
+        st->wiped [i] = s_all_wiped (p);
 }
 
 static bool
@@ -251,7 +286,7 @@ START_TEST (test_rounds_observed)
     mpz_inits (x, y, t, NULL);
     unsigned rejected = 0;
     for (unsigned i = 0; i < CS_SK_PARTIES; i++)
-        ck_assert (st->got_a [i] && st->got_b [i] && st->got_n [i] && st->got_k [i]);
+        ck_assert (st->got_a [i] && st->got_b [i] && st->got_n [i] && st->got_k [i] && st->wiped [i]);
     for (unsigned c = 0; c < S_BATCH; c++) {
         /* sieving (BF/MWB): b_1 + b_2 + b_3 = a_1 a_2 a_3 mod M, a unit */
         for (unsigned h = 0; h < 2; h++) {
