@@ -255,4 +255,9 @@ int cs_bench_tls_main (int argc, char **argv);
  *  (cs_bench_paper.c).  Returns only on failure, with the exit status.  */
 int cs_bench_paper_main (int argc, char **argv);
 
+/*  `cryptoserver-bench shared-keygen ...` (cs_bench_shared.c): shared RSA
+ *  key generation timed beside Malkin, Wu and Boneh's table.  Returns the
+ *  exit status.  */
+int cs_bench_shared_main (int argc, char **argv);
+
 #endif
