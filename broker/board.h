@@ -1,6 +1,6 @@
 /*  board.h — one configured board: its driver module, the driver's board
  *  object, and the keys and mechanisms it reported once at open (used for
- *  routing and for Hello/ListKeys answers).  DESIGN.md §1, cs_driver.h.
+ *  routing and for Hello/ListKeys answers).  docs/DESIGN.md §1, cs_driver.h.
  */
 #ifndef BOARD_H_INCLUDED
 #define BOARD_H_INCLUDED

@@ -1,7 +1,7 @@
 /*  client_load.h — bytes each client has queued in the broker (requests
  *  decoded and not yet answered), against broker/max-client-bytes, so that
  *  one client can never make the broker hold unbounded memory or starve
- *  the others (DESIGN.md §7; issue #7 item 5).  Also the rate limit of the
+ *  the others (docs/DESIGN.md §7; issue #7 item 5).  Also the rate limit of the
  *  log lines that name a client over a limit.
  *
  *  Back-pressure per client (issue #9 "fair shares"): the jobs each client

@@ -1,4 +1,4 @@
-/*  cross_check.h — the paper's cross-check (issue #9; DESIGN.md §7: a board
+/*  cross_check.h — the paper's cross-check (issue #9; docs/DESIGN.md §7: a board
  *  is not trusted): a fraction of the sign, decrypt and derive jobs
  *  (broker/cross-check, percent, default 0) also runs on a second board that
  *  may run it, in parallel, and the two results are compared before the

@@ -1,7 +1,7 @@
 /*  dispatch.c — work items between the frontend and the workers: submit
  *  to the scheduler, hand to a worker over the backend ROUTER, take back,
  *  re-run on another board when a board failed it (jobs are stateless,
- *  DESIGN.md §1), run a share of jobs twice and compare (cross_check.h),
+ *  docs/DESIGN.md §1), run a share of jobs twice and compare (cross_check.h),
  *  answer stranded and expired items, and the board sweep (time limits,
  *  faults, probes: board_watch.h).
  *
@@ -101,7 +101,7 @@ s_item_fail (frontend_t *self, work_item_t *item, bool expired)
 }
 
 /*  Re-runs an item whose board failed it on another board that may run it
- *  (jobs are stateless, DESIGN.md §1), or answers it with CKR_DEVICE_ERROR
+ *  (jobs are stateless, docs/DESIGN.md §1), or answers it with CKR_DEVICE_ERROR
  *  when there is none or its deadline passed (docs/CONTRACTS.md).  */
 static void
 s_item_rerun (frontend_t *self, work_item_t *item)

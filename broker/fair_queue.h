@@ -1,7 +1,7 @@
 /*  fair_queue.h — one FIFO per flow (a tenant), served in deficit round
  *  robin (Shreedhar & Varghese, "Efficient fair queuing using deficit
  *  round robin", 1995) so that a flow with many items waiting cannot hold
- *  back a flow with few (DESIGN.md §7: tenants share boards fairly).
+ *  back a flow with few (docs/DESIGN.md §7: tenants share boards fairly).
  *
  *  Every item costs 1; a flow's quantum is its weight (1..FAIR_QUEUE_MAX_WEIGHT,
  *  default 1), so in each round a flow of weight w takes up to w items

@@ -1,4 +1,4 @@
-/*  frontend.c — the frontend actor's reactor (DESIGN.md §1, the paper's
+/*  frontend.c — the frontend actor's reactor (docs/DESIGN.md §1, the paper's
  *  Figure 3): it owns the zloop, the client ROUTER (CURVE server), the
  *  backend ROUTER the workers connect to and the actor pipe, and wires the
  *  rooms of the frontend to them.  Nothing here decides about a request:

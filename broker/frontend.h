@@ -1,4 +1,4 @@
-/*  frontend.h — the broker's frontend actor (DESIGN.md §1, the paper's
+/*  frontend.h — the broker's frontend actor (docs/DESIGN.md §1, the paper's
  *  Figure 3): it owns the client-facing ROUTER (CURVE server) and the
  *  backend ROUTER the workers connect to, decodes requests, answers hello,
  *  login, PIN jobs, key lists and keystore key management itself (keyjobs.h),

@@ -1,4 +1,4 @@
-/*  health.h — board health (issue #9; DESIGN.md §7: a board is not
+/*  health.h — board health (issue #9; docs/DESIGN.md §7: a board is not
  *  trusted): which boards are in rotation, when an out-of-rotation board is
  *  probed again, and the hand-over of a work item between the reactor and a
  *  worker whose driver call may overrun its time limit.
@@ -12,7 +12,7 @@
  *  when it gave HEALTH_GOOD_RESET good results in a row since its last
  *  fault: so a board that is wrong one time in ten stays out longer and
  *  longer, and one that had a single glitch is back soon.  Probing is "re-admit jobs":
- *  jobs are stateless (DESIGN.md §1), so a job that fails on probation is
+ *  jobs are stateless (docs/DESIGN.md §1), so a job that fails on probation is
  *  simply re-run elsewhere.  Reactor thread only.
  *
  *  Workers.  Each worker has an atomic call state, IDLE, GIVEN, BUSY or

@@ -1,6 +1,6 @@
 /*  ks_cache.h — what the broker's frontend keeps of the keystore, so that a
  *  sign, decrypt or derive job with a keystore key and the ticket check of
- *  its request touch neither SQLite nor AES-GCM (DESIGN.md §5):
+ *  its request touch neither SQLite nor AES-GCM (docs/DESIGN.md §5):
  *    - keys: (tenant, ref) -> the row's description and its private key
  *      (PKCS#8 DER, decrypted) in locked, non-dumpable memory: slabs of
  *      cs_secmem pages cut into slots of 256..8192 bytes; at most max_keys

@@ -7,7 +7,7 @@
  *  scheduler_expected_ns).  Times are ns (metrics_now_ns) unless said;
  *  SCHEDULER_STALE_MS is ms.
  *
- *  Service times (seed 003's cost models; DESIGN.md §1): the scheduler
+ *  Service times (seed 003's cost models; docs/DESIGN.md §1): the scheduler
  *  keeps an EWMA of the measured service time per (board, mechanism, key
  *  bits, size class: scheduler_size_class, for symmetric items whose cost
  *  grows with their data) of successful items (scheduler_service) that falls fast and rises

@@ -1,7 +1,7 @@
 /*  server.h — a running broker: boards, zauth, the frontend actor and the
  *  worker threads, started and stopped in the right order.  main.c is a thin
  *  shell around it, and the actor unit test starts the same thing in-process
- *  (STYLE.md item 9).
+ *  (docs/DESIGN.md §5).
  */
 #ifndef SERVER_H_INCLUDED
 #define SERVER_H_INCLUDED

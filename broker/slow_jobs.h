@@ -1,7 +1,7 @@
 /*  slow_jobs.h — the frontend's work for the slow pool (slow_pool.h): every
  *  keystore read and write and every PIN check of a request, run in a pool
  *  thread with that thread's keystore connection, never in the frontend's
- *  (DESIGN.md §5).  A slow job carries its inputs (borrowed from the parent
+ *  (docs/DESIGN.md §5).  A slow job carries its inputs (borrowed from the parent
  *  request, which outlives it) and comes back with its results; the
  *  frontend turns them into the job's result, logs, drops what the job
  *  changed from its cache (ks_cache.h), and answers the request when its

@@ -1,5 +1,5 @@
 /*  slow_pool.h — the broker's threads for work too slow for the reactor
- *  (DESIGN.md §5: the frontend never blocks): PIN checks (keyed scrypt,
+ *  (docs/DESIGN.md §5: the frontend never blocks): PIN checks (keyed scrypt,
  *  ~70 ms), keystore reads and writes (SQLite, AES-256-GCM unseal), key
  *  descriptions of generated keys.  Each thread owns its own keystore
  *  connection (keystore_open_again).  broker/slow-threads of them.

@@ -1,4 +1,4 @@
-/*  verify.h — verify before release (issue #9; DESIGN.md §7): a board is
+/*  verify.h — verify before release (issue #9; docs/DESIGN.md §7): a board is
  *  not trusted, so a worker checks a board's result with the key's public
  *  half before it goes back to the reactor.  A faulty RSA-CRT signature
  *  reveals a prime factor of the key (Boneh, DeMillo, Lipton 1997), so a

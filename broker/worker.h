@@ -2,7 +2,7 @@
  *  pool, §4.2.5).  Each worker owns its own driver session, opened in its own
  *  thread (cs_driver.h: a session is used only by the thread that opened it).
  *
- *  Protocol over inproc (DESIGN.md §5): the worker's DEALER (routing id
+ *  Protocol over inproc (docs/DESIGN.md §5): the worker's DEALER (routing id
  *  "w<ID>") connects to the frontend's backend ROUTER and sends "ip"
  *  (id, NULL) when ready; the frontend sends "p" (a work_item_t *) and the
  *  worker answers "ip" (id, item) with item->rv/out set.  Ownership of the

@@ -1,6 +1,6 @@
 /*  cs_secmem.h — locked, non-dumpable memory for secrets: the module's
- *  per-request keys (DESIGN.md §1), the broker's master key, ticket key and
- *  pre-generated pool keys (DESIGN.md §6).
+ *  per-request keys (docs/DESIGN.md §1), the broker's master key, ticket key and
+ *  pre-generated pool keys (docs/DESIGN.md §6).
  *
  *  Each block is its own anonymous mapping (whole pages): mlock'd where
  *  RLIMIT_MEMLOCK allows (a refusal is counted, see cs_secmem_lock_failures;

@@ -1,7 +1,7 @@
 /*  cs_wire.h — the one codec of the cryptoserver wire (proto/cryptoserver.proto).
  *
  *  Module and broker both decode through these functions, so the limits a
- *  peer may send are checked in exactly one place.  DESIGN.md §3.
+ *  peer may send are checked in exactly one place.  docs/DESIGN.md §3.
  */
 #ifndef CS_WIRE_H_INCLUDED
 #define CS_WIRE_H_INCLUDED

@@ -27,7 +27,7 @@ s_set_int (void *socket, int option, int value)
     return zmq_setsockopt (socket, option, &value, sizeof value);
 }
 
-/*  Sets the socket options (link.h, DESIGN.md §3).  Heartbeats: a PING
+/*  Sets the socket options (link.h, docs/DESIGN.md §3).  Heartbeats: a PING
  *  every heartbeat-ivl-ms; no traffic for heartbeat-timeout-ms closes the
  *  connection (a ZMQ_EVENT_DISCONNECTED); the broker is asked (TTL) to drop
  *  us after the same time.  */

@@ -9,7 +9,7 @@
  *  attempt finds nothing listening), silent when the link saw
  *  a job go unanswered for the per-attempt timeout with nothing received
  *  from the broker since.  Owned and used by the link's I/O thread only
- *  (link.c); never shared with application threads.  DESIGN.md §5, §7.
+ *  (link.c); never shared with application threads.  docs/DESIGN.md §5, §7.
  */
 #ifndef CS_MODULE_ASSOCIATION_H_INCLUDED
 #define CS_MODULE_ASSOCIATION_H_INCLUDED

@@ -1,5 +1,5 @@
 /*  guard.h — the library mutex and the call guard (PKCS#11 2.40 §5.4, §6.6,
- *  DESIGN.md §5).  The bottom of the module's layers (module.h): it calls
+ *  docs/DESIGN.md §5).  The bottom of the module's layers (module.h): it calls
  *  nothing of the module but log.h.
  *
  *  Rule: the library mutex guards the session, object, login and token

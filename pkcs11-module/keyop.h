@@ -25,7 +25,7 @@ CK_RV cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want,
                      CK_OBJECT_HANDLE key_handle, cs_keyop_new_fn *new_fn, cs_op_free_fn *free_fn);
 
 /*  Names the key of a sign or decrypt job: a per-request key travels as
- *  key_pkcs8 (borrowed from the key, DESIGN.md §1), a server-held one as
+ *  key_pkcs8 (borrowed from the key, docs/DESIGN.md §1), a server-held one as
  *  key_id (its ref).  */
 void cs_keyop_job_key (const cs_key_t *key, ProtobufCBinaryData *key_id, ProtobufCBinaryData *key_pkcs8);
 

@@ -126,7 +126,7 @@ s_key_management (const Cs__Job *job)
 }
 
 /*  Sign, decrypt, derive, key lists and hello change nothing on the broker
- *  (DESIGN.md §1: jobs are stateless), so they may run twice; key
+ *  (docs/DESIGN.md §1: jobs are stateless), so they may run twice; key
  *  management carries idempotency ids (s_key_management), so a second run
  *  replays the first one's result.  Logins (a wrong PIN is counted) and PIN
  *  changes are not re-sent once they left (docs/CONTRACTS.md "Failover").
@@ -766,7 +766,7 @@ s_wait (cs_link_t *self, cs_waiter_t *waiter, int64_t timeout_ms)
         &&  !waiter->done) {
             /*  A job not on any broker at its deadline found none up to
                 take it (ZMQ_IMMEDIATE: a send needs a connection), so every
-                broker is gone (DESIGN.md §6).  Otherwise a broker took the
+                broker is gone (docs/DESIGN.md §6).  Otherwise a broker took the
                 job and did not answer in time.  */
             bool gone = waiter->assoc < 0;
             cs_log_error ("no reply from the broker within %lld ms (request %llu)%s",

@@ -1,5 +1,5 @@
 /*  local.c — the operations that need no secret and run in the module with
- *  OpenSSL 3 (DESIGN.md §1): C_Verify*, C_EncryptInit/C_Encrypt.  C_Digest*,
+ *  OpenSSL 3 (docs/DESIGN.md §1): C_Verify*, C_EncryptInit/C_Encrypt.  C_Digest*,
  *  C_DigestKey and the random functions are digest.c.
  *
  *  Public keys are rebuilt from CKA_MODULUS/CKA_PUBLIC_EXPONENT or

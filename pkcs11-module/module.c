@@ -1,5 +1,5 @@
 /*  module.c — the library's life: C_Initialize, C_Finalize, C_GetInfo and
- *  fork detection (PKCS#11 2.40 §5.4, §6.6, DESIGN.md §5).  The top of the
+ *  fork detection (PKCS#11 2.40 §5.4, §6.6, docs/DESIGN.md §5).  The top of the
  *  module's layers (module.h): it owns the client config and the link,
  *  starts and stops the job runner, and resets the tables below it.  The
  *  library mutex and the call guard are guard.c's; the function lists are

@@ -27,7 +27,7 @@
  *  The internal headers (dataobj_int.h, object_int.h, keymgmt_int.h) are
  *  shared by the files of one unit only.
  *
- *  Rule (DESIGN.md §5): the library mutex guards the session, object, login
+ *  Rule (docs/DESIGN.md §5): the library mutex guards the session, object, login
  *  and token tables; no network I/O happens under it.  An entry point takes
  *  the mutex and releases it in the same function (cs_lock / cs_unlock),
  *  copies what it needs, then calls cs_runner_run_job without it; every

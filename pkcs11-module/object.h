@@ -18,7 +18,7 @@
  *  locked memory and is readable only when CKA_SENSITIVE is FALSE and
  *  CKA_EXTRACTABLE TRUE (PKCS#11 2.40 §4.10).  A
  *  private one is a per-request key: its PKCS#8 DER sits in locked memory
- *  (cs_secmem.h) and travels in every job that uses it (DESIGN.md §1); it is
+ *  (cs_secmem.h) and travels in every job that uses it (docs/DESIGN.md §1); it is
  *  wiped when the session that made it closes (PKCS#11 2.40 §6.7.4).
  *
  *  Handles: a token object keeps its handle for the life of the process

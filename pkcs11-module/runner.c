@@ -1,6 +1,6 @@
 /*  runner.c — the job runner (runner.h): one request to the broker per call,
  *  the login ticket copied under the library mutex, the link call without
- *  it (DESIGN.md §5), the broker's answer about the ticket applied under it
+ *  it (docs/DESIGN.md §5), the broker's answer about the ticket applied under it
  *  again.
  */
 #include <stdlib.h>

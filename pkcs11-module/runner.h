@@ -38,7 +38,7 @@ CK_RV cs_runner_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p);
 
 /*  cs_runner_run_job for a batch of n_jobs jobs (1..CS_WIRE_MAX_JOBS, all
  *  borrowed) in one request: the broker splits it into work items and
- *  answers once (DESIGN.md §3).  Returns the link error, or the first job's
+ *  answers once (docs/DESIGN.md §3).  Returns the link error, or the first job's
  *  rv that is not CKR_OK, or CKR_OK; *reply_p as for cs_runner_run_job,
  *  with results[i] for jobs[i].  */
 CK_RV cs_runner_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply **reply_p);

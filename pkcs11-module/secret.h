@@ -7,7 +7,7 @@
  *
  *  A session secret key's value stays in the module's locked memory
  *  (cs_secmem.h) and travels in each job, as per-request private keys do
- *  (DESIGN.md §1); a token secret key (CKA_TOKEN TRUE) is held by the
+ *  (docs/DESIGN.md §1); a token secret key (CKA_TOKEN TRUE) is held by the
  *  broker and named by its ref in each job (secret_token.h).  Multi-part calls are buffered here (up to
  *  CS_MECH_SYM_MAX_DATA bytes, else CKR_DATA_LEN_RANGE) and the final call
  *  sends one job: jobs are stateless.  Every operation needs a CKU_USER

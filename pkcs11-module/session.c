@@ -4,7 +4,7 @@
  *  Login state is per token, not per session (login.c); closing the last
  *  session logs the user out, as §5.6 C_CloseSession requires.  Closing a
  *  session destroys the session objects it made, wiping per-request keys
- *  (§6.7.4, DESIGN.md §1).
+ *  (§6.7.4, docs/DESIGN.md §1).
  */
 #include <stdlib.h>
 #include <string.h>

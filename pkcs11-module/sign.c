@@ -3,7 +3,7 @@
  *
  *  The signature length is known from the key (RSA: k bytes, ECDSA: twice
  *  the field size), so a length query or a too-small buffer is answered
- *  locally, before any job is sent: one round trip per signature (DESIGN.md
+ *  locally, before any job is sent: one round trip per signature (docs/DESIGN.md
  *  §1).  The operation is detached from its session during the round trip,
  *  so no network I/O happens under the library mutex.
  */

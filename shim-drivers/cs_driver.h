@@ -4,7 +4,7 @@
  *  directory.  It exports one symbol, cs_driver_entry(), returning a static
  *  cs_driver_t: an ABI version and a dispatch table of { id, function } pairs
  *  ending in { 0, NULL }.  Ids are never reused; optional functions may be
- *  missing.  (STYLE.md item 7, after OpenSSL providers and OpenSC.)
+ *  missing.  (After OpenSSL providers and OpenSC; docs/DESIGN.md §2.)
  *
  *  Objects and threads:
  *    - cs_board_t   one configured board (one "drivers" entry of the broker
@@ -13,7 +13,7 @@
  *    - cs_session_t one worker thread's context on a board (e.g. its own
  *                   PKCS#11 session).  Used only by the thread that opened it.
  *
- *  Error regime (STYLE.md item 3): life-cycle functions return 0 on success
+ *  Error regime (docs/DESIGN.md §6): life-cycle functions return 0 on success
  *  and -1 on failure (after logging why with zsys_error).  Crypto operations
  *  return the CK_RV that becomes the job's result on the wire.
  */
@@ -120,7 +120,7 @@ cs_key_info_free_array (cs_key_info_t *keys, size_t count)
  *    resident  id/id_len: the CKA_ID of a private key that lives on the board
  *              (found there, or generated there with CS_DRV_GENERATE_RESIDENT);
  *    material  pkcs8/pkcs8_len: the private key as PKCS#8 DER (a keystore key
- *              or a per-request key, DESIGN.md §1).  `ref` is a stable name of
+ *              or a per-request key, docs/DESIGN.md §1).  `ref` is a stable name of
  *              that key (the keystore ref "ks:..."): the driver may cache what
  *              it made of the material under it, per session.  ref == NULL is
  *              a per-request key: use it for this call only, cache nothing.
@@ -154,7 +154,7 @@ typedef struct {
 #define CS_CAP_PUBLIC_OPS       0x40u   /* CS_DRV_VERIFY and CS_DRV_PUBLIC_KEY (issue #23) */
 
 /*  What a board can do beyond its resident keys; read once at open and used
- *  by the broker for routing (STYLE.md item 7).  */
+ *  by the broker for routing (docs/DESIGN.md §2).  */
 typedef struct {
     unsigned flags;                     /* CS_CAP_* */
     unsigned material_types;            /* CS_KT_* it can use as material */
@@ -230,7 +230,7 @@ enum {
 #define CS_SYM_OUT_EXTRA 64
 
 /*  One secret-key operation with the key's value (issue #10), all of the
- *  input at once (jobs are stateless, DESIGN.md §1).  Everything is
+ *  input at once (jobs are stateless, docs/DESIGN.md §1).  Everything is
  *  borrowed for the call and wiped by the caller.  */
 typedef struct {
     CK_MECHANISM_TYPE mechanism;        /* a secret-key row of common/cs_mech.c that travels as

@@ -1,6 +1,6 @@
 /*  cs_bench_verify.c — checks each benchmark signature with OpenSSL, using
  *  only the public key read from the token: the module's own code is not
- *  trusted to judge its own output (DESIGN.md §7).
+ *  trusted to judge its own output (docs/DESIGN.md §7).
  */
 #include <stdio.h>
 #include <stdlib.h>

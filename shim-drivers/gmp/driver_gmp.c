@@ -3,7 +3,7 @@
  *  result checked before release) and OpenSSL doing only the padding:
  *  PKCS#1 v1.5 type 1 and PSS to sign, PKCS#1 v1.5 type 2 and OAEP checks
  *  to decrypt (OpenSSL's constant-time decoders), raw RSA both ways.  RSA
- *  key material only (keystore and per-request keys, DESIGN.md §1): it
+ *  key material only (keystore and per-request keys, docs/DESIGN.md §1): it
  *  exports only RSA mechanisms and CS_KT_RSA, so routing never sends it an
  *  EC job, and no key generation (generation routes to other boards).
  *

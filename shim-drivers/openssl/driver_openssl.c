@@ -1,6 +1,6 @@
 /*  driver_openssl.c — a board made of the broker's own cores: OpenSSL EVP
  *  with key material that comes with each job (keystore keys and per-request
- *  keys, DESIGN.md §1): signatures, decryption and ECDH (CS_DRV_DERIVE_KEY:
+ *  keys, docs/DESIGN.md §1): signatures, decryption and ECDH (CS_DRV_DERIVE_KEY:
  *  the raw Z, the module applies the KDF), and key generation as PKCS#8 (the keystore and the
  *  pre-generated pool use it), and secret-key operations (CS_DRV_SYMMETRIC,
  *  drv_sym.h: AES, HMAC with the key's value in the job).  It holds no

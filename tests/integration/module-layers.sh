@@ -14,7 +14,7 @@
 #    mutex (outside its cs_lock ... cs_unlock at the same level) must be
 #    named *_inlock itself; and none calls the broker (cs_runner_run_job*,
 #    cs_link_call) where it holds the mutex, or in a *_inlock function
-#    (DESIGN.md §5: no network I/O under it).  The helpers that returned
+#    (docs/DESIGN.md §5: no network I/O under it).  The helpers that returned
 #    with the mutex held (cs_session_enter, cs_session_op_enter) are gone.
 # No broker, no build: it reads the sources.
 set -u
@@ -97,7 +97,7 @@ for file in "$dir"/*.c; do
             if (!held && callee == "" && match(line, /[A-Za-z0-9_]+_inlock \(/))
                 callee = substr(line, RSTART, RLENGTH - 2)
             if ((held || name ~ /_inlock$/) && match(line, /(cs_runner_run_jobs?|cs_link_call) \(/))
-                { printf "FAIL: %s: %s calls %s with the mutex held: no network I/O under it (DESIGN.md section 5)\n", file, name, substr(line, RSTART, RLENGTH - 2); bad = 1 }
+                { printf "FAIL: %s: %s calls %s with the mutex held: no network I/O under it (docs/DESIGN.md section 5)\n", file, name, substr(line, RSTART, RLENGTH - 2); bad = 1 }
             if ((n = gsub(/(^|[^A-Za-z0-9_])cs_(module_)?unlock \(\)/, "", line)) > 0) {
                 unlocks += n; unlock_at = indent($0); unlock_line = NR
                 if (unlock_at <= lock_at) held = 0

@@ -1,5 +1,5 @@
 /*  test_broker_fast.c — the frontend never blocks, and keystore keys are
- *  cached (issue #8, DESIGN.md §5): the whole broker in-process with one
+ *  cached (issue #8, docs/DESIGN.md §5): the whole broker in-process with one
  *  openssl board and three RSA keystore keys of tenant demo; clients alice
  *  and bob (tenant demo).  The keystore's test hook (keystore.h) counts the
  *  broker's SQLite reads and holds a PIN check in the middle, so every

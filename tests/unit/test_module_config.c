@@ -167,7 +167,7 @@ START_TEST (test_path_env)
     setenv ("CRYPTOSERVER_CONF", "/x/y.conf", 1);
     ck_assert_str_eq (cs_client_config_path (), "/x/y.conf");
     unsetenv ("CRYPTOSERVER_CONF");
-    ck_assert_str_eq (cs_client_config_path (), "/etc/cryptoserver/client.conf");  /* DESIGN.md §4 */
+    ck_assert_str_eq (cs_client_config_path (), "/etc/cryptoserver/client.conf");  /* docs/DESIGN.md §4 */
 }
 END_TEST
 

@@ -785,7 +785,7 @@ START_TEST (test_fork)
 END_TEST
 
 /*  Every broker gone: a job that no connection could take fails at its
- *  deadline with CKR_DEVICE_REMOVED, not CKR_DEVICE_ERROR (DESIGN.md §6),
+ *  deadline with CKR_DEVICE_REMOVED, not CKR_DEVICE_ERROR (docs/DESIGN.md §6),
  *  and never hangs.  The first attempts may still meet the dying
  *  connection (CKR_DEVICE_ERROR); a bounded retry (30 s) waits for the
  *  link to notice.  */
