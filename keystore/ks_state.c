@@ -49,6 +49,7 @@ static const struct {
     { 3, "idempotency", NULL }, { 3, "idempotency", "mac" },
     { 4, "objects", NULL },     { 4, "objects", "mac" },
     { 5, "issued", NULL },      { 5, "issued", "mac" },
+    { 6, "audit", NULL },       { 6, "audit", "sig" },
 };
 
 /*  One writer of counter files at a time in this process (the slow
