@@ -504,8 +504,14 @@ broker_audit_new (const broker_config_t *config, bool *off_p)
         if (id && *id)
             self->broker = strdup (id);
         else
-        if (asprintf (&self->broker, "%s/%s", host, config->endpoint) < 0)
-            self->broker = NULL;
+        {
+            //  HOST:/path/of/broker.conf: a restart continues its chain, a
+            //  second broker (another config) keeps its own.
+            char *real = realpath (config->file, NULL);
+            if (asprintf (&self->broker, "%s:%s", host, real ? real : config->file) < 0)
+                self->broker = NULL;
+            free (real);
+        }
         self->events = zlistx_new ();
         self->uses = zhashx_new ();
         self->every_use = zhashx_new ();

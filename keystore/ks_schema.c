@@ -127,8 +127,8 @@ s_was_current (keystore_t *self, int stored, bool rows)
     uint64_t base = 0;
     if (!rows && (ks_counter_base (self, &base) != 0 || base > 0)) {
         zsys_error ("keystore %s: schema %d, but its counter file %s (counter %" PRIu64 ") shows it "
-                    "was at schema %d: refused (changed without the master key): no upgrade",
-                    ks_where (self), stored, self->counter_path, base, KS_SCHEMA_VERSION);
+                    "was at schema 5 or later: refused (changed without the master key): no upgrade",
+                    ks_where (self), stored, self->counter_path, base);
         return true;
     }
     char **names = rows && stored == 1 ? self->be->tenant_list (self->store) : NULL;
