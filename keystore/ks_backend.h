@@ -165,6 +165,10 @@ typedef struct {
                        uint8_t hash [KEYSTORE_AUDIT_HASH_LEN]);
     int (*audit_insert) (ks_store_t *store, const keystore_audit_row_t *row);
     int (*audit_list) (ks_store_t *store, keystore_audit_row_t **rows_p, size_t *count_p);
+    /*  The signatures of every checkpoint of every chain (the row digest,
+     *  ks_state.c): a malloc'd array of *count_p KEYSTORE_AUDIT_SIG_LEN-byte
+     *  entries (a short one reads as zeros), NULL when there are none.  */
+    int (*audit_sigs) (ks_store_t *store, uint8_t **sigs_p, size_t *count_p);
     /*  keystore_settle.  */
     int (*settle) (ks_store_t *store);
     /*  keystore_listener_new; NULL in a back end without notifications.  */

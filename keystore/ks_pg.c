@@ -825,6 +825,25 @@ s_audit_insert (ks_store_t *self, const keystore_audit_row_t *row)
                                 "VALUES ($1, $2, $3, $4, $5, $6)", &p) == 1 ? 0 : -1;
 }
 
+static int
+s_audit_sigs (ks_store_t *self, uint8_t **sigs_p, size_t *count_p)
+{
+    PGresult *res = s_run (self, "SELECT sig FROM audit WHERE sig IS NOT NULL", NULL);
+    if (!res)
+        return -1;
+    size_t count = (size_t) PQntuples (res);
+    uint8_t *sigs = count ? calloc (count, KEYSTORE_AUDIT_SIG_LEN) : NULL;
+    for (size_t i = 0; sigs && i < count; i++)
+        if (PQgetlength (res, (int) i, 0) == KEYSTORE_AUDIT_SIG_LEN)
+            memcpy (sigs + i * KEYSTORE_AUDIT_SIG_LEN, PQgetvalue (res, (int) i, 0), KEYSTORE_AUDIT_SIG_LEN);
+    PQclear (res);
+    if (count && !sigs)
+        return -1;
+    *sigs_p = sigs;
+    *count_p = count;
+    return 0;
+}
+
 //  Column col into a fixed buffer: *len_p its stored length.
 static void
 s_get_fixed (PGresult *res, int row, int col, uint8_t *out, size_t room, size_t *len_p)
@@ -1018,6 +1037,7 @@ const ks_backend_t ks_pg_backend = {
     .audit_head = s_audit_head,
     .audit_insert = s_audit_insert,
     .audit_list = s_audit_list,
+    .audit_sigs = s_audit_sigs,
     .settle = s_settle,
     .listen = s_listen,
 };

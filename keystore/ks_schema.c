@@ -176,8 +176,8 @@ s_upgrade (keystore_t *self, int stored, int got, uint64_t auth, uint64_t counte
         //  Schema 5 (authenticated, its rows and counter as its record
         //  says) to 6: the audit table is added; the record says 6.
         if (auth == 5 && stored == 5 && !missing [0]) {
-            if (ks_counter_check (self, auth, counter, digest, KS_OPEN_NORMAL) != 0
-            ||  self->be->migrate (self->store, &found) != 0
+            if (self->be->migrate (self->store, &found) != 0      //  an empty audit table
+            ||  ks_counter_check (self, auth, counter, digest, KS_OPEN_NORMAL) != 0
             ||  self->be->version_set (self->store, KS_SCHEMA_VERSION) != 0
             ||  ks_state_put (self, KS_SCHEMA_VERSION, counter + 1, digest) != 0)
                 return -1;

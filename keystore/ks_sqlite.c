@@ -876,6 +876,35 @@ s_audit_insert (ks_store_t *self, const keystore_audit_row_t *row)
     return s_step_done (self, stmt) == 1 ? 0 : -1;
 }
 
+static int
+s_audit_sigs (ks_store_t *self, uint8_t **sigs_p, size_t *count_p)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT sig FROM audit WHERE sig IS NOT NULL");
+    size_t count = 0, room = 0;
+    uint8_t *sigs = NULL;
+    int step = SQLITE_ERROR;
+    while (stmt && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
+        if (count == room) {
+            uint8_t *grown = realloc (sigs, (room = 2 * room + 16) * KEYSTORE_AUDIT_SIG_LEN);
+            if (!grown)
+                break;
+            sigs = grown;
+        }
+        memset (sigs + count * KEYSTORE_AUDIT_SIG_LEN, 0, KEYSTORE_AUDIT_SIG_LEN);
+        if (sqlite3_column_bytes (stmt, 0) == KEYSTORE_AUDIT_SIG_LEN)
+            memcpy (sigs + count * KEYSTORE_AUDIT_SIG_LEN, sqlite3_column_blob (stmt, 0), KEYSTORE_AUDIT_SIG_LEN);
+        count++;
+    }
+    sqlite3_finalize (stmt);
+    if (step != SQLITE_DONE) {
+        free (sigs);
+        return -1;
+    }
+    *sigs_p = sigs;
+    *count_p = count;
+    return 0;
+}
+
 //  A blob column into a fixed buffer: *len_p its stored length.
 static void
 s_column_fixed (sqlite3_stmt *stmt, int col, uint8_t *out, size_t room, size_t *len_p)
@@ -1022,6 +1051,7 @@ const ks_backend_t ks_sqlite_backend = {
     .audit_head = s_audit_head,
     .audit_insert = s_audit_insert,
     .audit_list = s_audit_list,
+    .audit_sigs = s_audit_sigs,
     .settle = s_settle,
     .listen = NULL,
 };

@@ -78,6 +78,35 @@ s_public_key (const char *path)
     return key;
 }
 
+//  The keystore opened with DIR's master key checks its rows, the audit
+//  checkpoints among them, against its MAC'd state record and counter
+//  file: a checkpoint deleted (the chain cut back) is refused there.
+//  0 when it opens (or cannot be tried: no master key here, said), -1
+//  after printing why.
+static int
+s_state_check (const char *dir, const char *location)
+{
+    uint8_t key [KEYSTORE_MASTER_KEY_LEN];
+    char *located = NULL, *counter = NULL;
+    if (cs_admin_keystore_locate (dir, NULL, &located, &counter, key) != 0) {
+        printf ("  keystore state not checked (no master key in %s): a chain cut back behind its "
+                "last checkpoint is not caught here\n", dir);
+        return 0;
+    }
+    keystore_t *keystore = keystore_open_counted (location, key, counter);
+    OPENSSL_cleanse (key, sizeof key);
+    free (located);
+    free (counter);
+    if (!keystore) {
+        printf ("  the keystore's state record does not vouch for its rows or checkpoints (see "
+                "above): a checkpoint deleted or put back?\n");
+        return -1;
+    }
+    keystore_destroy (&keystore);
+    printf ("  keystore state: every checkpoint is one its state record vouches for\n");
+    return 0;
+}
+
 static int
 s_usage (FILE *out, int status)
 {
@@ -90,7 +119,9 @@ s_usage (FILE *out, int status)
         "without gaps, each record's hash of the one before, each record's own hash,\n"
         "and each checkpoint's Ed25519 signature under the audit public key\n"
         "(default DIR/audit.pub).  It prints the first broken or missing record of\n"
-        "each chain and exits 1 on any break.\n"
+        "each chain and exits 1 on any break.  With DIR's master key it also opens\n"
+        "the keystore, whose state record vouches for every checkpoint: a chain\n"
+        "cut back behind a checkpoint is caught there.\n"
         "\n"
         "show prints the records (all chains, oldest first), of tenant T only, from\n"
         "TIME on (ISO 8601 UTC as in the records, e.g. 2026-11-28 or\n"
@@ -190,6 +221,8 @@ cs_admin_audit (int argc, char **argv)
                 if (last)
                     printf ("  chain %s: last checkpoint at record %" PRId64 "\n", rows [i].broker, rows [i].seq);
             }
+        if (pub && s_state_check (dir, location) != 0)
+            status = CS_ADMIN_FAIL;
         EVP_PKEY_free (pub);
         free (path);
     }

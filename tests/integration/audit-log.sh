@@ -7,6 +7,8 @@
 #     `audit verify` passes and `audit show --tenant --json` lists them;
 #  2. records edited, deleted or reordered with the sqlite3 CLI are caught:
 #     `audit verify` exits 1 and names the first broken record;
+#     a chain cut back behind its last checkpoint is caught by the
+#     keystore's state record (its row digest covers the checkpoints);
 #  3. a checkpoint's signature that does not verify (another audit key) is
 #     caught.
 . "$(dirname "$0")/lib.sh"
@@ -95,7 +97,11 @@ tamper "two records swapped" \
 tamper "an admin record's tenant changed" \
     "UPDATE audit SET record = replace (record, '\"tenant\":\"extra\"', '\"tenant\":\"other\"') WHERE broker LIKE 'admin@%'" \
     "^broker admin@[^ ]* record $ADMIN_SEQ: its hash does not match its contents \(edited\)$"
-cs_log "edited, deleted, renumbered and reordered records are caught (exit 1, first record named)"
+
+tamper "the chain cut back behind its last checkpoint" \
+    "DELETE FROM audit WHERE $Q AND seq >= (SELECT max (seq) FROM audit WHERE $Q AND sig IS NOT NULL)" \
+    "the keystore's state record does not vouch for its rows or checkpoints"
+cs_log "edited, deleted, renumbered, reordered and cut back records are caught (exit 1, first record named)"
 
 # ---- 3. a checkpoint signed by another key --------------------------------------------
 openssl genpkey -algorithm ed25519 -out "$T/other.key" 2>/dev/null && openssl pkey -in "$T/other.key" -pubout -out "$T/other.pub" \

@@ -4,7 +4,8 @@
  *  checkpoint signed by another key, a signature moved to another record,
  *  and a record that names another broker are each caught at the first
  *  broken record; two brokers keep their own chains; a schema 5 keystore
- *  gets its audit table only from the operator's upgrade.
+ *  gets its audit table only from the operator's upgrade; a chain cut back
+ *  behind a checkpoint is refused by the state record.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -243,6 +244,25 @@ START_TEST (test_upgrade_5_to_6)
 }
 END_TEST
 
+//  The state record vouches for every checkpoint: a chain cut back behind
+//  one (its checkpoint row deleted) no longer opens; records after the last
+//  checkpoint are not covered (cryptoserver-audit(5)).
+START_TEST (test_cut_back_refused)
+{
+    keystore_t *ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);
+    s_append (ks, "a", 2, true);            //  1 2 ckpt3
+    s_append (ks, "a", 2, false);           //  4 5
+    keystore_destroy (&ks);
+    s_sql ("DELETE FROM audit WHERE seq > 3");
+    ks = keystore_open (s_path, s_master);
+    ck_assert_ptr_nonnull (ks);             //  the unsigned tail: not caught
+    keystore_destroy (&ks);
+    s_sql ("DELETE FROM audit WHERE seq = 3");
+    ck_assert_ptr_null (keystore_open (s_path, s_master));
+}
+END_TEST
+
 int
 main (void)
 {
@@ -254,6 +274,7 @@ main (void)
     tcase_add_test (tc, test_tamper_caught);
     tcase_add_test (tc, test_checkpoint_binding);
     tcase_add_test (tc, test_upgrade_5_to_6);
+    tcase_add_test (tc, test_cut_back_refused);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
