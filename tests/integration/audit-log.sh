@@ -3,7 +3,8 @@
 #  1. real operations of a client (a wrong PIN, a login, a key generated,
 #     6 signatures, the key destroyed), the broker's start and stop, and a
 #     tenant added with cryptoserver-admin, give the expected records, the
-#     signatures counted exactly in one aggregated "use" record;
+#     signatures counted exactly in one aggregated "use" record, and one
+#     record per signature for a tenant whose policy is every-use;
 #     `audit verify` passes and `audit show --tenant --json` lists them;
 #  2. records edited, deleted or reordered with the sqlite3 CLI are caught:
 #     `audit verify` exits 1 and names the first broken record;
@@ -64,6 +65,19 @@ grep -q '"action":"checkpoint"' "$T/all.json" || cs_fail "no checkpoint record"
 "$CS_ADMIN" audit show --dir "$WORK" --since 2999-01-01 --json > "$T/none.json"
 [ ! -s "$T/none.json" ] || cs_fail "audit show --since in the future shows records"
 cs_log "operations, the broker's start and stop and an admin change are recorded; use counted exactly (6)"
+
+# A tenant whose policy is every-use gets one record per use.
+"$CS_ADMIN" config set "$WORK/broker.conf" tenants/demo/audit every-use
+cs_start
+cs_shell_start app demo
+cs_shell app CKR_OK login 1234
+for _ in 1 2 3; do cs_shell app CKR_OK sign 01; done
+cs_shell_stop app
+cs_stop
+"$CS_ADMIN" audit show --dir "$WORK" --tenant demo --json > "$T/every.json" || cs_fail "audit show failed"
+n=$(grep -cE '"action":"use","object":"[^"]*","mechanism":"CKM_[A-Z0-9_]*","result":"CKR_OK"\}$' "$T/every.json" || true)
+[ "$n" = 3 ] || { cat "$T/every.json"; cs_fail "$n per-use records for 3 signatures under audit = every-use"; }
+cs_log "tenants/demo/audit = every-use: one record per signature (3)"
 
 # ---- 2. tampering with the sqlite3 CLI -----------------------------------------------
 BROKER_ID=broker-a
