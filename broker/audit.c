@@ -11,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <czmq.h>
-#include <openssl/pem.h>
 #include "audit.h"
 #include "cs_util.h"
 #include "cs_wire.h"
@@ -443,25 +442,14 @@ s_facility (const char *name)
     return -2;
 }
 
-//  Reads the audit key (PEM PKCS#8 Ed25519, a private file).  NULL after
-//  the E: line.
+//  Reads the audit key (keystore_audit_key_read).  NULL after the E: line.
 static EVP_PKEY *
 s_key_load (const char *path)
 {
-    char why [300];
-    if (cs_file_check_private (path, why, sizeof why) != 0) {
+    char why [600];
+    EVP_PKEY *key = keystore_audit_key_read (path, why, sizeof why);
+    if (!key)
         zsys_error ("audit/key: %s", why);
-        return NULL;
-    }
-    FILE *file = fopen (path, "r");
-    EVP_PKEY *key = file ? PEM_read_PrivateKey (file, NULL, NULL, NULL) : NULL;
-    if (file)
-        fclose (file);
-    if (!key || EVP_PKEY_id (key) != EVP_PKEY_ED25519) {
-        zsys_error ("audit/key: %s is not an Ed25519 private key (PEM)", path);
-        EVP_PKEY_free (key);
-        return NULL;
-    }
     return key;
 }
 

@@ -35,7 +35,7 @@ typedef struct _broker_audit_batch_t broker_audit_batch_t;
 /*  The audit of a broker with `config`: NULL with *off_p true when the
  *  config turns it off (audit/enabled = 0, or no audit/key: a deployment
  *  made before it; logged N:); NULL with *off_p false after an E: line
- *  (the key file unreadable, not Ed25519, or readable by others; a bad
+ *  (the key file unreadable, not 64 hex digits, or readable by others; a bad
  *  key).  Caller destroys.  */
 broker_audit_t *broker_audit_new (const broker_config_t *config, bool *off_p);
 void broker_audit_destroy (broker_audit_t **self_p);

@@ -96,6 +96,14 @@ int keystore_audit_sign (EVP_PKEY *key, const char *broker, int64_t seq,
 bool keystore_audit_check (EVP_PKEY *pub, const char *broker, int64_t seq,
                            const uint8_t hash [KEYSTORE_AUDIT_HASH_LEN], const uint8_t *sig, size_t sig_len);
 
+/*  Reads the audit key file at path: 64 hex digits, the 32-byte Ed25519
+ *  private key (RFC 8032 5.1.5), a private file (cs_file_check_private),
+ *  kept like the ticket key.  Returns the key (caller frees), or NULL with
+ *  a one-line reason in why ("PATH can be read by group or others (mode
+ *  0644): chmod 600 PATH", "cannot read PATH: ...", "PATH must hold 64 hex
+ *  digits").  */
+EVP_PKEY *keystore_audit_key_read (const char *path, char *why, size_t size);
+
 /*  The value of a string member "name" of a record made by this code (its
  *  bodies' values are JSON strings without escaped quotes or numbers):
  *  malloc'd, or NULL when absent.  */

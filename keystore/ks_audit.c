@@ -13,6 +13,7 @@
 #include <czmq.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include "cs_util.h"
 #include "keystore_int.h"
 #include "keystore_audit.h"
 
@@ -186,6 +187,20 @@ keystore_audit_append (keystore_t *self, const char *broker, char *const *bodies
     }
     free (rows);
     return rc;
+}
+
+EVP_PKEY *
+keystore_audit_key_read (const char *path, char *why, size_t size)
+{
+    uint8_t seed [32];
+    if (cs_file_check_private (path, why, size) != 0)
+        return NULL;
+    int rc = cs_file_read_hex (path, seed, sizeof seed);
+    EVP_PKEY *key = rc == 0 ? EVP_PKEY_new_raw_private_key (EVP_PKEY_ED25519, NULL, seed, sizeof seed) : NULL;
+    OPENSSL_cleanse (seed, sizeof seed);
+    if (!key)
+        snprintf (why, size, rc == -2 ? "%s must hold 64 hex digits" : "cannot read %s", path);
+    return key;
 }
 
 keystore_audit_row_t *

@@ -65,7 +65,7 @@ int cs_admin_keystore_locate (const char *dir, const char *master_override, char
                               char **counter_p, uint8_t key [KEYSTORE_MASTER_KEY_LEN]);
 
 /*  cs_admin_audit.c (cryptoserver-audit(5)): `audit verify|show`; the
- *  audit key DIR/audit.key (Ed25519, PEM, 0600) and DIR/audit.pub (0644)
+ *  audit key DIR/audit.key (Ed25519, 64 hex digits, 0600) and DIR/audit.pub (PEM, 0644)
  *  written by init (0, or -1 after printing why); the record of a change
  *  made by verb argv [1] argv [2] with exit status `status`, appended to
  *  chain "admin@HOST" with a signed checkpoint when DIR's broker.conf has

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
 #include "cs_admin.h"
 #include "cs_util.h"
 #include "keystore_audit.h"
@@ -19,22 +20,25 @@
 int
 cs_admin_audit_key_write (const char *dir)
 {
-    EVP_PKEY *key = EVP_PKEY_Q_keygen (NULL, NULL, "ED25519");
+    uint8_t seed [32];
+    char hex [2 * sizeof seed + 2];
+    EVP_PKEY *key = RAND_bytes (seed, sizeof seed) == 1
+                  ? EVP_PKEY_new_raw_private_key (EVP_PKEY_ED25519, NULL, seed, sizeof seed) : NULL;
     char *path = cs_admin_path (dir, "audit.key"), *pub = cs_admin_path (dir, "audit.pub");
-    BIO *mem = BIO_new (BIO_s_mem ()), *mem_pub = BIO_new (BIO_s_mem ());
-    char *data = NULL, *data_pub = NULL;
+    BIO *mem_pub = BIO_new (BIO_s_mem ());
+    char *data_pub = NULL;
     int rc = -1;
-    if (key && mem && mem_pub && PEM_write_bio_PrivateKey (mem, key, NULL, NULL, 0, NULL, NULL) == 1
-    &&  PEM_write_bio_PUBKEY (mem_pub, key) == 1) {
-        long len = BIO_get_mem_data (mem, &data), len_pub = BIO_get_mem_data (mem_pub, &data_pub);
-        rc = cs_admin_file_write (path, data, (size_t) len, 0600) == 0
+    cs_hex_encode (seed, sizeof seed, hex);
+    strcat (hex, "\n");
+    if (key && mem_pub && PEM_write_bio_PUBKEY (mem_pub, key) == 1) {
+        long len_pub = BIO_get_mem_data (mem_pub, &data_pub);
+        rc = cs_admin_file_write (path, hex, strlen (hex), 0600) == 0
           && cs_admin_file_write (pub, data_pub, (size_t) len_pub, 0644) == 0 ? 0 : -1;
     }
     else
         cs_admin_error ("cannot make an Ed25519 audit key");
-    if (data)
-        OPENSSL_cleanse (data, strlen (data));
-    BIO_free (mem);
+    OPENSSL_cleanse (seed, sizeof seed);
+    OPENSSL_cleanse (hex, sizeof hex);
     BIO_free (mem_pub);
     EVP_PKEY_free (key);
     zstr_free (&path);
@@ -291,11 +295,8 @@ cs_admin_audit_note (int argc, char **argv, int status)
         zconfig_destroy (&config);
         return;                             //  no audit in this deployment
     }
-    char *path = cs_path_resolve (dir, key_file), why [300];
-    FILE *file = path && cs_file_check_private (path, why, sizeof why) == 0 ? fopen (path, "r") : NULL;
-    EVP_PKEY *key = file ? PEM_read_PrivateKey (file, NULL, NULL, NULL) : NULL;
-    if (file)
-        fclose (file);
+    char *path = cs_path_resolve (dir, key_file), why [600] = "";
+    EVP_PKEY *key = path ? keystore_audit_key_read (path, why, sizeof why) : NULL;
     keystore_t *keystore = key ? cs_admin_keystore_open (dir, NULL) : NULL;
     char host [200] = "localhost", broker [256], when [32], action [64], *body = NULL;
     gethostname (host, sizeof host - 1);
@@ -320,7 +321,7 @@ cs_admin_audit_note (int argc, char **argv, int status)
     zchunk_extend (buf, "", 1);
     body = (char *) zchunk_data (buf);
     if (!key)
-        cs_admin_error ("audit: %s: cannot read the audit key: the change is not recorded", path ? path : key_file);
+        cs_admin_error ("audit: %s: the change is not recorded", why [0] ? why : key_file);
     else
     if (!keystore || keystore_audit_append (keystore, broker, &body, 1, key, true, s_emit, NULL) != 0)
         cs_admin_error ("audit: the change could not be recorded in the keystore");

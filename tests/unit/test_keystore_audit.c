@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 #include <czmq.h>
 #include <openssl/evp.h>
@@ -209,6 +210,35 @@ START_TEST (test_checkpoint_binding)
 }
 END_TEST
 
+//  The audit key file: 64 hex digits in a private file.
+START_TEST (test_key_file)
+{
+    char path [160], why [400];
+    snprintf (path, sizeof path, "%s/audit.key", s_dir);
+    FILE *file = fopen (path, "w");
+    ck_assert_ptr_nonnull (file);
+    fprintf (file, "%s\n", "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60");   //  RFC 8032 7.1 test 1
+    fclose (file);
+    ck_assert_int_eq (chmod (path, 0644), 0);
+    ck_assert_ptr_null (keystore_audit_key_read (path, why, sizeof why));
+    ck_assert_msg (strstr (why, "can be read by group or others (mode 0644): chmod 600"), "%s", why);
+    ck_assert_int_eq (chmod (path, 0600), 0);
+    EVP_PKEY *key = keystore_audit_key_read (path, why, sizeof why);
+    ck_assert_ptr_nonnull (key);
+    uint8_t pub [32];
+    size_t len = sizeof pub;
+    ck_assert_int_eq (EVP_PKEY_get_raw_public_key (key, pub, &len), 1);
+    ck_assert_uint_eq (pub [0], 0xd7);          //  RFC 8032 7.1 test 1: d75a9801...
+    ck_assert_uint_eq (pub [1], 0x5a);
+    EVP_PKEY_free (key);
+    file = fopen (path, "w");
+    fprintf (file, "not hex\n");
+    fclose (file);
+    ck_assert_ptr_null (keystore_audit_key_read (path, why, sizeof why));
+    ck_assert_msg (strstr (why, "must hold 64 hex digits"), "%s", why);
+}
+END_TEST
+
 //  A keystore at schema 5 (its state record says so) is refused as it is
 //  and gets the audit table from keystore_upgrade, once.
 START_TEST (test_upgrade_5_to_6)
@@ -273,6 +303,7 @@ main (void)
     tcase_add_test (tc, test_chain_verifies);
     tcase_add_test (tc, test_tamper_caught);
     tcase_add_test (tc, test_checkpoint_binding);
+    tcase_add_test (tc, test_key_file);
     tcase_add_test (tc, test_upgrade_5_to_6);
     tcase_add_test (tc, test_cut_back_refused);
     suite_add_tcase (suite, tc);
