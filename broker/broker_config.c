@@ -399,7 +399,14 @@ s_cross_check (s_loader_t *self)
                        config->keys_home);
     if (config->master_key_board && !broker_config_board (config, config->master_key_board))
         return s_fail (self, "keystore/master-key", "no board named \"%s\"", config->master_key_board);
-    if (zconfig_locate (config->root, "tenants"))
+    //  tenants/NAME/audit is the tenant's audit policy (broker/audit.h);
+    //  anything else there (PINs of old configs) is ignored.
+    zconfig_t *tenants = zconfig_locate (config->root, "tenants");
+    bool other = tenants && !zconfig_child (tenants);
+    for (zconfig_t *t = tenants ? zconfig_child (tenants) : NULL; t && !other; t = zconfig_next (t))
+        for (zconfig_t *k = zconfig_child (t); k && !other; k = zconfig_next (k))
+            other = !streq (zconfig_name (k), "audit");
+    if (other)
         zsys_warning ("%s: the 'tenants' section is ignored: tenants and PINs live in the keystore "
                       "(cryptoserver-admin tenant add)", config->file);
     return 0;

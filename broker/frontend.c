@@ -201,6 +201,7 @@ static void
 s_frontend_free (frontend_t *self)
 {
     slow_pool_destroy (&self->slow);            /* before the loop it reads in */
+    fe_audit_stop (self);                       /* with this thread's keystore */
     zloop_destroy (&self->loop);
     zsock_destroy (&self->router);
     zsock_destroy (&self->backend);

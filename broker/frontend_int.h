@@ -140,6 +140,7 @@ typedef struct {
     char *endpoint;
     client_load_t *load;            /* bytes queued per client (broker/max-client-bytes) */
     slow_pool_t *slow;              /* PIN checks, keystore reads and writes (slow_jobs.h) */
+    broker_audit_t *audit;          /* the audit log's records (audit.h), or NULL: off */
     ks_cache_t *cache;              /* keystore keys and tenant rows (keystore/key-cache) */
     ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
     keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of watch) */
@@ -244,6 +245,13 @@ CK_RV fe_slow_go (frontend_t *self, slow_job_t *job);
 void fe_keystore_check (frontend_t *self);
 void fe_slow_done (slow_item_t *item, void *arg);
 int fe_keystore_start (frontend_t *self);
+/*  The audit log (slow_link.c, audit.h): fe_audit_start makes it (off when
+ *  broker.conf says so), notes "broker-start" and starts its flush timer
+ *  (0, or -1 after the E: line); fe_audit_stop, once the slow pool is
+ *  gone, notes "broker-stop" and appends what is left with a final signed
+ *  checkpoint.  */
+int fe_audit_start (frontend_t *self);
+void fe_audit_stop (frontend_t *self);
 
 /*  fast_lane.c: cheap items on the reactor thread (issue #8).
  *  fe_fast_lane_start reads broker/fast-lane-us and finds the boards that

@@ -250,6 +250,9 @@ static void
 s_request_answer (frontend_t *self, fe_request_t **request_p)
 {
     fe_request_t *request = *request_p;
+    for (size_t i = 0; self->audit && i < request->req->n_jobs; i++)
+        broker_audit_job (self->audit, request->client_name, request->client_key, request->tenant,
+                          request->req->jobs [i], request->results [i]);
     if (request->req->per_job_replies) {
         for (size_t i = 0; i < request->req->n_jobs; i++)
             s_job_answer (self, request, i);

@@ -43,6 +43,7 @@ slow_job_destroy (slow_job_t **self_p)
     free (self->listed);
     free (self->resident_board);
     objjobs_out_free (&self->objects);
+    broker_audit_done (NULL, self->audit);     //  not handed back: freed
     free (self);
     *self_p = NULL;
 }
@@ -243,6 +244,9 @@ slow_job_run (slow_item_t *item, keystore_t *ks)
 {
     slow_job_t *self = (slow_job_t *) item;
     switch (self->kind) {
+        case SLOW_AUDIT:
+            broker_audit_run (self->audit, ks);
+            break;
         case SLOW_TENANT:
             self->rc = keystore_tenant_state (ks, self->tenant, &self->state);
             break;

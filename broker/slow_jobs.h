@@ -14,6 +14,7 @@
 #include "keystore.h"
 #include "objjobs.h"
 #include "slow_pool.h"
+#include "audit.h"
 
 typedef enum {
     SLOW_TENANT,        /* keystore_tenant_state -> rc, state */
@@ -33,6 +34,7 @@ typedef enum {
     SLOW_LIST_KEYS,     /* keystore_keys_version, then keystore_key_list -> rc, keys_version, listed */
     SLOW_OBJECT_JOB,    /* certificates and data objects (objjobs.h), for `user`
                            -> rv, objects */
+    SLOW_AUDIT,         /* a batch of audit records appended to the chain (audit.h) -> audit */
     SLOW_SETTLE         /* keystore_settle: returns once no writer holds the file (ks_watch.h)
                            -> rc: 1 another connection committed, 0 only this one, -1 error */
 } slow_kind_t;
@@ -77,6 +79,7 @@ typedef struct {
                                        SLOW_GENERATED follow it (keyattrs_usage_set) */
     bool user;                      /* SLOW_OBJECT_JOB: the request has a CKU_USER ticket */
     objjobs_out_t objects;          /* SLOW_OBJECT_JOB: what it made */
+    broker_audit_batch_t *audit;    /* SLOW_AUDIT: the batch (owned until broker_audit_done) */
 } slow_job_t;
 
 /*  A job of `kind` for job `index` of a request (request, its job and its

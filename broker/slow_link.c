@@ -75,6 +75,10 @@ fe_slow_done (slow_item_t *item, void *arg)
     fe_request_t *request = job->request;
     fe_slot_t *slot = request ? &request->slots [job->index] : NULL;
     switch (job->kind) {
+        case SLOW_AUDIT:
+            broker_audit_done (self->audit, job->audit);
+            job->audit = NULL;
+            break;
         case SLOW_SETTLE:
             ks_cache_unhold (self->cache, job->rc != 0);   /* someone else committed, or unknown */
             break;
@@ -120,7 +124,12 @@ fe_slow_done (slow_item_t *item, void *arg)
 static void
 s_slow_discard (slow_item_t *item, void *arg)
 {
+    frontend_t *self = arg;
     slow_job_t *job = (slow_job_t *) item;
+    if (job->kind == SLOW_AUDIT) {          //  kept for the last flush (fe_audit_stop)
+        broker_audit_done (self->audit, job->audit);
+        job->audit = NULL;
+    }
     slow_job_destroy (&job);
 }
 
@@ -135,7 +144,7 @@ fe_keystore_start (frontend_t *self)
     self->cache = ks_cache_new ((size_t) self->config->key_cache);
     self->slow = self->cache ? slow_pool_new (self->ks, (size_t) self->config->slow_threads, self->loop,
                                               fe_slow_done, s_slow_discard, self) : NULL;
-    if (!self->slow)
+    if (!self->slow || fe_audit_start (self) != 0)
         return -1;
     if (keystore_is_url (self->config->keystore_path)) {
         //  A database other brokers share: LISTEN/NOTIFY, not inotify.
@@ -150,4 +159,60 @@ fe_keystore_start (frontend_t *self)
         ks_cache_hold (self->cache);            /* for good */
     }
     return 0;
+}
+
+/* ---- the audit log (audit.h) ------------------------------------------- */
+
+/*  Hands what the audit noted to the slow pool (at most one batch out).  */
+static void
+s_audit_flush (frontend_t *self)
+{
+    broker_audit_batch_t *batch = broker_audit_take (self->audit, false);
+    slow_job_t *job = batch ? fe_slow_new (NULL, 0, SLOW_AUDIT) : NULL;
+    if (batch && !job)
+        broker_audit_done (self->audit, batch);         //  kept for the next interval
+    if (job) {
+        job->audit = batch;
+        fe_slow_go (self, job);
+    }
+}
+
+static int
+s_on_audit_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    s_audit_flush ((frontend_t *) arg);
+    return 0;
+}
+
+/*  The audit (the audit section of broker.conf), its "broker-start" record and its
+ *  flush timer; off when the config says so.  0, or -1 after the E: line.  */
+int
+fe_audit_start (frontend_t *self)
+{
+    bool off = false;
+    self->audit = broker_audit_new (self->config, &off);
+    if (!self->audit)
+        return off ? 0 : -1;
+    broker_audit_event (self->audit, NULL, NULL, NULL, "broker-start", NULL, NULL, CKR_OK);
+    if (zloop_timer (self->loop, broker_audit_interval_ms (self->audit), 0, s_on_audit_timer, self) < 0)
+        return -1;
+    return 0;
+}
+
+/*  After the slow pool stopped: the "broker-stop" record and what is left,
+ *  with a final checkpoint, appended with the frontend's own keystore.  */
+void
+fe_audit_stop (frontend_t *self)
+{
+    if (!self->audit)
+        return;
+    broker_audit_event (self->audit, NULL, NULL, NULL, "broker-stop", NULL, NULL, CKR_OK);
+    broker_audit_batch_t *batch = broker_audit_take (self->audit, true);
+    if (batch && self->ks) {
+        broker_audit_run (batch, self->ks);
+        broker_audit_done (self->audit, batch);
+    }
+    else
+        broker_audit_done (NULL, batch);
+    broker_audit_destroy (&self->audit);
 }

@@ -218,8 +218,8 @@ keystore_location_name (const char *location)
 
 //  The back end of a location: PostgreSQL for a postgresql:// URL, SQLite
 //  for a path; NULL (logged) for a URL this build cannot open.
-static const ks_backend_t *
-s_backend (const char *location)
+const ks_backend_t *
+ks_backend_for (const char *location)
 {
     if (!keystore_is_url (location))
         return &ks_sqlite_backend;
@@ -242,7 +242,7 @@ s_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN]
     keystore_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
-    self->be = s_backend (location);
+    self->be = ks_backend_for (location);
     self->location = strdup (location);
     if (counter_path && !(self->counter_path = strdup (counter_path)))
         goto fail;

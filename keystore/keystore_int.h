@@ -76,7 +76,7 @@ uint8_t *ks_row_aad (const char *prefix, const char *tenant, const char *ref, si
 /* ---- ks_state.c ---------------------------------------------------------- */
 
 /*  The schema this code writes and reads.  */
-#define KS_SCHEMA_VERSION 5
+#define KS_SCHEMA_VERSION 6
 /*  The schema the database says (*stored_p), the highest schema its
  *  tables and columns show (*shows_p), and the first table or column of
  *  schema <= want that is missing ("column tenants.mac", "" when none;

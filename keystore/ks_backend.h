@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "row_mac.h"
+#include "keystore_audit.h"
 
 typedef struct _ks_store_t ks_store_t;
 typedef struct _keystore_listener_t keystore_listener_t;
@@ -156,6 +157,18 @@ typedef struct {
      *  malloc'd array of *count_p ROW_MAC_LEN-byte entries (a missing or
      *  short MAC reads as zeros), NULL when there are none.  */
     int (*issued_macs) (ks_store_t *store, uint8_t **macs_p, size_t *count_p);
+    /*  The audit chain (schema 6, table audit; keystore_audit.h).  head:
+     *  1 and broker's last row's seq and hash, 0 no row.  insert: 0 or -1
+     *  (a duplicate (broker, seq) too).  list: every row ordered by broker
+     *  and seq (keystore_audit_rows_free).  */
+    int (*audit_head) (ks_store_t *store, const char *broker, int64_t *seq_p,
+                       uint8_t hash [KEYSTORE_AUDIT_HASH_LEN]);
+    int (*audit_insert) (ks_store_t *store, const keystore_audit_row_t *row);
+    int (*audit_list) (ks_store_t *store, keystore_audit_row_t **rows_p, size_t *count_p);
+    /*  The signatures of every checkpoint of every chain (the row digest,
+     *  ks_state.c): a malloc'd array of *count_p KEYSTORE_AUDIT_SIG_LEN-byte
+     *  entries (a short one reads as zeros), NULL when there are none.  */
+    int (*audit_sigs) (ks_store_t *store, uint8_t **sigs_p, size_t *count_p);
     /*  keystore_settle.  */
     int (*settle) (ks_store_t *store);
     /*  keystore_listener_new; NULL in a back end without notifications.  */
@@ -166,6 +179,11 @@ extern const ks_backend_t ks_sqlite_backend;
 #ifdef HAVE_LIBPQ
 extern const ks_backend_t ks_pg_backend;
 #endif
+
+/*  The back end of a location (a path or a URL), or NULL after a log.  */
+const ks_backend_t *ks_backend_for (const char *location);
+/*  Appends a zeroed row to *rows_p (growing it): the new row, or NULL.  */
+keystore_audit_row_t *ks_audit_row_add (keystore_audit_row_t **rows_p, size_t *count_p, size_t *room_p);
 
 /*  The listener of a back end (ks_pg.c); keystore.c forwards to these.  */
 uint64_t ks_listener_changes (keystore_listener_t *self);

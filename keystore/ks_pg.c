@@ -114,6 +114,15 @@ static const s_migration_t s_migrations [] = {
       "  tenant text NOT NULL,"
       "  created bigint NOT NULL,"
       "  mac bytea);" },
+    { 6, "audit: each broker's hash-chained audit records (issue 22)",
+      "CREATE TABLE audit ("
+      "  broker text NOT NULL,"
+      "  seq bigint NOT NULL,"
+      "  record text NOT NULL,"
+      "  prev bytea NOT NULL,"
+      "  hash bytea NOT NULL,"
+      "  sig bytea,"
+      "  PRIMARY KEY (broker, seq));" },
 };
 #define S_MIGRATIONS (sizeof s_migrations / sizeof s_migrations [0])
 
@@ -779,6 +788,93 @@ s_issued_read (ks_store_t *self, const uint8_t fingerprint [32], char **tenant_p
     return rc;
 }
 
+/* ---- audit chains (schema 6) ------------------------------------------- */
+
+//  Takes the chain's advisory lock for the transaction (two writers of one
+//  chain, e.g. two cryptoserver-admin runs, take turns), then reads its head.
+static int
+s_audit_head (ks_store_t *self, const char *broker, int64_t *seq_p, uint8_t hash [KEYSTORE_AUDIT_HASH_LEN])
+{
+    s_params_t p = { .count = 0 };
+    s_text (&p, broker);
+    PGresult *res = s_run (self, "SELECT pg_advisory_xact_lock (hashtext ('cs-audit:' || $1))", &p);
+    PQclear (res);
+    res = res ? s_run (self, "SELECT seq, hash FROM audit WHERE broker = $1 ORDER BY seq DESC LIMIT 1", &p) : NULL;
+    int rc = !res ? -1 : PQntuples (res) == 0 ? 0 : 1;
+    if (rc == 1) {
+        *seq_p = s_get_int8 (res, 0, 0);
+        memset (hash, 0, KEYSTORE_AUDIT_HASH_LEN);
+        if (PQgetlength (res, 0, 1) == KEYSTORE_AUDIT_HASH_LEN)
+            memcpy (hash, PQgetvalue (res, 0, 1), KEYSTORE_AUDIT_HASH_LEN);
+    }
+    PQclear (res);
+    return rc;
+}
+
+static int
+s_audit_insert (ks_store_t *self, const keystore_audit_row_t *row)
+{
+    s_params_t p = { .count = 0 };
+    s_text (&p, row->broker);
+    s_int8 (&p, row->seq);
+    s_text (&p, row->record);
+    s_bytea (&p, row->prev, KEYSTORE_AUDIT_HASH_LEN);
+    s_bytea (&p, row->hash, KEYSTORE_AUDIT_HASH_LEN);
+    s_bytea (&p, row->sig, row->sig ? row->sig_len : 0);
+    return s_run_changes (self, "INSERT INTO audit (broker, seq, record, prev, hash, sig) "
+                                "VALUES ($1, $2, $3, $4, $5, $6)", &p) == 1 ? 0 : -1;
+}
+
+static int
+s_audit_sigs (ks_store_t *self, uint8_t **sigs_p, size_t *count_p)
+{
+    PGresult *res = s_run (self, "SELECT sig FROM audit WHERE sig IS NOT NULL", NULL);
+    if (!res)
+        return -1;
+    size_t count = (size_t) PQntuples (res);
+    uint8_t *sigs = count ? calloc (count, KEYSTORE_AUDIT_SIG_LEN) : NULL;
+    for (size_t i = 0; sigs && i < count; i++)
+        if (PQgetlength (res, (int) i, 0) == KEYSTORE_AUDIT_SIG_LEN)
+            memcpy (sigs + i * KEYSTORE_AUDIT_SIG_LEN, PQgetvalue (res, (int) i, 0), KEYSTORE_AUDIT_SIG_LEN);
+    PQclear (res);
+    if (count && !sigs)
+        return -1;
+    *sigs_p = sigs;
+    *count_p = count;
+    return 0;
+}
+
+//  Column col into a fixed buffer: *len_p its stored length.
+static void
+s_get_fixed (PGresult *res, int row, int col, uint8_t *out, size_t room, size_t *len_p)
+{
+    *len_p = (size_t) PQgetlength (res, row, col);
+    memset (out, 0, room);
+    memcpy (out, PQgetvalue (res, row, col), *len_p < room ? *len_p : room);
+}
+
+static int
+s_audit_list (ks_store_t *self, keystore_audit_row_t **rows_p, size_t *count_p)
+{
+    PGresult *res = s_run (self, "SELECT broker, seq, record, prev, hash, sig FROM audit "
+                                 "ORDER BY broker, seq", NULL);
+    size_t room = 0;
+    bool ok = res != NULL;
+    for (int i = 0; ok && i < PQntuples (res); i++) {
+        keystore_audit_row_t *row = ks_audit_row_add (rows_p, count_p, &room);
+        ok = row && (row->broker = strndup (PQgetvalue (res, i, 0), (size_t) PQgetlength (res, i, 0)))
+                 && (row->record = strndup (PQgetvalue (res, i, 2), (size_t) PQgetlength (res, i, 2)));
+        if (!ok)
+            break;
+        row->seq = s_get_int8 (res, i, 1);
+        s_get_fixed (res, i, 3, row->prev, sizeof row->prev, &row->prev_len);
+        s_get_fixed (res, i, 4, row->hash, sizeof row->hash, &row->hash_len);
+        row->sig = s_get_blob (res, i, 5, &row->sig_len, &ok);
+    }
+    PQclear (res);
+    return ok ? 0 : -1;
+}
+
 static int
 s_issued_macs (ks_store_t *self, uint8_t **macs_p, size_t *count_p)
 {
@@ -938,6 +1034,10 @@ const ks_backend_t ks_pg_backend = {
     .issued_insert = s_issued_insert,
     .issued_read = s_issued_read,
     .issued_macs = s_issued_macs,
+    .audit_head = s_audit_head,
+    .audit_insert = s_audit_insert,
+    .audit_list = s_audit_list,
+    .audit_sigs = s_audit_sigs,
     .settle = s_settle,
     .listen = s_listen,
 };

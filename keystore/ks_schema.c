@@ -8,7 +8,8 @@
  *  cryptoserver-keystore(5) "Authenticated schema" is the user's view.
  *
  *  Schemas: 1 had no row MACs, epochs, keyed PIN hashes; 2 no idempotency
- *  table; 3 no objects table; 4 no issued table and no state record.
+ *  table; 3 no objects table; 4 no issued table and no state record; 5 no
+ *  audit table (keystore_audit.h).
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -117,7 +118,7 @@ s_init (keystore_t *self)
 //  True (after the E: line) when a keystore that says schema `stored`
 //  (without a state record) shows that it was at a later one: a counter
 //  file of this very keystore (it verifies under its identity: only schema
-//  5 writes one), or with `rows`, for schema 1 (its columns added), a PIN
+//  5 and later write one), or with `rows`, for schema 1 (its columns added), a PIN
 //  hash keyed with the PIN key (schema 1 had none).  An older copy of this keystore restored after its upgrade
 //  needs its counter file moved away first (cryptoserver-keystore(5)).
 static bool
@@ -126,8 +127,8 @@ s_was_current (keystore_t *self, int stored, bool rows)
     uint64_t base = 0;
     if (!rows && (ks_counter_base (self, &base) != 0 || base > 0)) {
         zsys_error ("keystore %s: schema %d, but its counter file %s (counter %" PRIu64 ") shows it "
-                    "was at schema %d: refused (changed without the master key): no upgrade",
-                    ks_where (self), stored, self->counter_path, base, KS_SCHEMA_VERSION);
+                    "was at schema 5 or later: refused (changed without the master key): no upgrade",
+                    ks_where (self), stored, self->counter_path, base);
         return true;
     }
     char **names = rows && stored == 1 ? self->be->tenant_list (self->store) : NULL;
@@ -171,6 +172,20 @@ s_upgrade (keystore_t *self, int stored, int got, uint64_t auth, uint64_t counte
         if (auth == KS_SCHEMA_VERSION && stored == KS_SCHEMA_VERSION && !missing [0]) {
             zsys_info ("keystore %s: schema %d already: nothing to upgrade", ks_where (self), stored);
             return ks_counter_check (self, auth, counter, digest, KS_OPEN_NORMAL);
+        }
+        //  Schema 5 (authenticated, its rows and counter as its record
+        //  says) to 6: the audit table is added; the record says 6.
+        if (auth == 5 && stored == 5 && !missing [0]) {
+            if (self->be->migrate (self->store, &found) != 0      //  an empty audit table
+            ||  ks_counter_check (self, auth, counter, digest, KS_OPEN_NORMAL) != 0
+            ||  self->be->version_set (self->store, KS_SCHEMA_VERSION) != 0
+            ||  ks_state_put (self, KS_SCHEMA_VERSION, counter + 1, digest) != 0)
+                return -1;
+            self->counter = counter + 1;
+            self->upgraded_from = stored;
+            zsys_notice ("keystore %s: upgraded by the operator from schema %d to %d", ks_where (self),
+                         stored, KS_SCHEMA_VERSION);
+            return 0;
         }
         zsys_error ("keystore %s: its authenticated schema is %" PRIu64 " but the database says %d%s%s: "
                     "refused (changed without the master key): no upgrade", ks_where (self), auth, stored,

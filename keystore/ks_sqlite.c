@@ -82,6 +82,14 @@ static const char *s_schema =
     "  tenant TEXT NOT NULL,"
     "  created INTEGER NOT NULL,"
     "  mac BLOB);"
+    "CREATE TABLE IF NOT EXISTS audit ("      //  schema 6: the audit chains (keystore_audit.h)
+    "  broker TEXT NOT NULL,"
+    "  seq INTEGER NOT NULL,"
+    "  record TEXT NOT NULL,"
+    "  prev BLOB NOT NULL,"
+    "  hash BLOB NOT NULL,"
+    "  sig BLOB,"
+    "  PRIMARY KEY (broker, seq));"
     "INSERT OR IGNORE INTO meta (name, value) VALUES ('version_seq', '0');";
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -826,6 +834,114 @@ s_issued_macs (ks_store_t *self, uint8_t **macs_p, size_t *count_p)
     return 0;
 }
 
+/* ---- audit chains (schema 6) -------------------------------------------- */
+
+static int
+s_audit_head (ks_store_t *self, const char *broker, int64_t *seq_p, uint8_t hash [KEYSTORE_AUDIT_HASH_LEN])
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT seq, hash FROM audit WHERE broker = ?1 "
+                                          "ORDER BY seq DESC LIMIT 1");
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, broker);
+    int step = sqlite3_step (stmt), rc = step == SQLITE_DONE ? 0 : -1;
+    if (step == SQLITE_ROW) {
+        *seq_p = sqlite3_column_int64 (stmt, 0);
+        memset (hash, 0, KEYSTORE_AUDIT_HASH_LEN);
+        if (sqlite3_column_bytes (stmt, 1) == KEYSTORE_AUDIT_HASH_LEN)
+            memcpy (hash, sqlite3_column_blob (stmt, 1), KEYSTORE_AUDIT_HASH_LEN);
+        rc = 1;
+    }
+    else
+    if (step != SQLITE_DONE)
+        s_db_error (self, "read audit");
+    sqlite3_finalize (stmt);
+    return rc;
+}
+
+static int
+s_audit_insert (ks_store_t *self, const keystore_audit_row_t *row)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "INSERT INTO audit (broker, seq, record, prev, hash, sig) "
+                                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    if (stmt) {
+        s_bind_text (stmt, 1, row->broker);
+        sqlite3_bind_int64 (stmt, 2, row->seq);
+        s_bind_text (stmt, 3, row->record);
+        sqlite3_bind_blob (stmt, 4, row->prev, KEYSTORE_AUDIT_HASH_LEN, SQLITE_TRANSIENT);
+        sqlite3_bind_blob (stmt, 5, row->hash, KEYSTORE_AUDIT_HASH_LEN, SQLITE_TRANSIENT);
+        if (row->sig)
+            sqlite3_bind_blob (stmt, 6, row->sig, (int) row->sig_len, SQLITE_TRANSIENT);
+    }
+    return s_step_done (self, stmt) == 1 ? 0 : -1;
+}
+
+static int
+s_audit_sigs (ks_store_t *self, uint8_t **sigs_p, size_t *count_p)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT sig FROM audit WHERE sig IS NOT NULL");
+    size_t count = 0, room = 0;
+    uint8_t *sigs = NULL;
+    int step = SQLITE_ERROR;
+    while (stmt && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
+        if (count == room) {
+            uint8_t *grown = realloc (sigs, (room = 2 * room + 16) * KEYSTORE_AUDIT_SIG_LEN);
+            if (!grown)
+                break;
+            sigs = grown;
+        }
+        memset (sigs + count * KEYSTORE_AUDIT_SIG_LEN, 0, KEYSTORE_AUDIT_SIG_LEN);
+        if (sqlite3_column_bytes (stmt, 0) == KEYSTORE_AUDIT_SIG_LEN)
+            memcpy (sigs + count * KEYSTORE_AUDIT_SIG_LEN, sqlite3_column_blob (stmt, 0), KEYSTORE_AUDIT_SIG_LEN);
+        count++;
+    }
+    sqlite3_finalize (stmt);
+    if (step != SQLITE_DONE) {
+        free (sigs);
+        return -1;
+    }
+    *sigs_p = sigs;
+    *count_p = count;
+    return 0;
+}
+
+//  A blob column into a fixed buffer: *len_p its stored length.
+static void
+s_column_fixed (sqlite3_stmt *stmt, int col, uint8_t *out, size_t room, size_t *len_p)
+{
+    *len_p = (size_t) sqlite3_column_bytes (stmt, col);
+    memset (out, 0, room);
+    if (*len_p && sqlite3_column_blob (stmt, col))
+        memcpy (out, sqlite3_column_blob (stmt, col), *len_p < room ? *len_p : room);
+}
+
+static int
+s_audit_list (ks_store_t *self, keystore_audit_row_t **rows_p, size_t *count_p)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT broker, seq, record, prev, hash, sig FROM audit "
+                                          "ORDER BY broker, seq");
+    size_t room = 0;
+    bool ok = stmt != NULL;
+    int step = SQLITE_ERROR;
+    while (ok && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
+        keystore_audit_row_t *row = ks_audit_row_add (rows_p, count_p, &room);
+        const char *broker = (const char *) sqlite3_column_text (stmt, 0);
+        const char *record = (const char *) sqlite3_column_text (stmt, 2);
+        ok = row && (row->broker = strdup (broker ? broker : ""))
+                 && (row->record = strdup (record ? record : ""));
+        if (!ok)
+            break;
+        row->seq = sqlite3_column_int64 (stmt, 1);
+        s_column_fixed (stmt, 3, row->prev, sizeof row->prev, &row->prev_len);
+        s_column_fixed (stmt, 4, row->hash, sizeof row->hash, &row->hash_len);
+        row->sig = s_column_blob (stmt, 5, &row->sig_len, &ok);
+    }
+    if (ok && step != SQLITE_DONE)
+        s_db_error (self, "read audit");
+    sqlite3_finalize (stmt);
+    return ok && step == SQLITE_DONE ? 0 : -1;
+}
+
 /* ---- object rows (schema 4) -------------------------------------------- */
 
 static int
@@ -932,6 +1048,10 @@ const ks_backend_t ks_sqlite_backend = {
     .issued_insert = s_issued_insert,
     .issued_read = s_issued_read,
     .issued_macs = s_issued_macs,
+    .audit_head = s_audit_head,
+    .audit_insert = s_audit_insert,
+    .audit_list = s_audit_list,
+    .audit_sigs = s_audit_sigs,
     .settle = s_settle,
     .listen = NULL,
 };

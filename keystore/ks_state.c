@@ -49,6 +49,7 @@ static const struct {
     { 3, "idempotency", NULL }, { 3, "idempotency", "mac" },
     { 4, "objects", NULL },     { 4, "objects", "mac" },
     { 5, "issued", NULL },      { 5, "issued", "mac" },
+    { 6, "audit", NULL },       { 6, "audit", "sig" },
 };
 
 /*  One writer of counter files at a time in this process (the slow
@@ -193,6 +194,17 @@ ks_digest_compute (keystore_t *self, uint8_t digest [32])
         for (size_t i = 0; i < count; i++)
             s_digest_add (digest, "issued", macs + i * ROW_MAC_LEN, ROW_MAC_LEN);
     else
+        rc = -1;
+    free (macs);
+    macs = NULL;
+    //  Schema 6: the audit chains' checkpoints (keystore_audit.h), so that
+    //  a chain cut back behind its last checkpoint is a row deleted.
+    int audit = rc == 0 ? self->be->has (self->store, "audit", NULL) : 0;
+    if (audit == 1 && self->be->audit_sigs (self->store, &macs, &count) == 0)
+        for (size_t i = 0; i < count; i++)
+            s_digest_add (digest, "audit", macs + i * KEYSTORE_AUDIT_SIG_LEN, KEYSTORE_AUDIT_SIG_LEN);
+    else
+    if (audit != 0)
         rc = -1;
     free (macs);
     return rc;

@@ -1,7 +1,7 @@
 /*  cs_admin.c — cryptoserver-admin: make and manage a cryptoserver deployment.
  *
  *  main() only dispatches to a verb: init, board, client, config, tenant,
- *  key, master-key, keystore, status.  The
+ *  key, master-key, keystore, audit, status.  The
  *  deployment layout is docs/CONTRACTS.md; the user manual is
  *  man/cryptoserver-admin.1.
  */
@@ -46,6 +46,9 @@ s_usage (FILE *out)
         "  client list [--dir DIR]\n"
         "  client remove NAME [--dir DIR]\n"
         "      manage client key pairs, the allow-list DIR/clients.d and client configs\n"
+        "  audit verify [--dir DIR] [--keystore-url URL] [--public-key FILE]\n"
+        "  audit show [--dir DIR] [--keystore-url URL] [--tenant T] [--since TIME] [--json]\n"
+        "      check every audit chain and checkpoint signature; print the records\n"
         "  status [--metrics URL]... [--dir DIR]\n"
         "      each running broker's boards (health, jobs), queue depth and clients,\n"
         "      from its metrics endpoint\n"
@@ -76,16 +79,23 @@ main (int argc, char **argv)
     }
     if (streq (verb, "init"))
         return cs_admin_init (argc - 1, argv + 1);
+    int status = -1;
     if (streq (verb, "board"))
-        return cs_admin_board (argc - 1, argv + 1);
+        status = cs_admin_board (argc - 1, argv + 1);
     if (streq (verb, "client"))
-        return cs_admin_client (argc - 1, argv + 1);
+        status = cs_admin_client (argc - 1, argv + 1);
+    if (streq (verb, "tenant"))
+        status = cs_admin_tenant (argc - 1, argv + 1);
+    if (streq (verb, "key"))
+        status = cs_admin_key (argc - 1, argv + 1);
+    if (status >= 0) {                  //  a change: recorded in the audit log
+        cs_admin_audit_note (argc, argv, status);
+        return status;
+    }
     if (streq (verb, "config"))
         return cs_admin_config (argc - 1, argv + 1);
-    if (streq (verb, "tenant"))
-        return cs_admin_tenant (argc - 1, argv + 1);
-    if (streq (verb, "key"))
-        return cs_admin_key (argc - 1, argv + 1);
+    if (streq (verb, "audit"))
+        return cs_admin_audit (argc - 1, argv + 1);
     if (streq (verb, "master-key"))
         return cs_admin_master_key (argc - 1, argv + 1);
     if (streq (verb, "keystore"))

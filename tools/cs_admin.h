@@ -64,6 +64,16 @@ keystore_t *cs_admin_keystore_open (const char *dir, const char *master_override
 int cs_admin_keystore_locate (const char *dir, const char *master_override, char **location_p,
                               char **counter_p, uint8_t key [KEYSTORE_MASTER_KEY_LEN]);
 
+/*  cs_admin_audit.c (cryptoserver-audit(5)): `audit verify|show`; the
+ *  audit key DIR/audit.key (Ed25519, 64 hex digits, 0600) and DIR/audit.pub (PEM, 0644)
+ *  written by init (0, or -1 after printing why); the record of a change
+ *  made by verb argv [1] argv [2] with exit status `status`, appended to
+ *  chain "admin@HOST" with a signed checkpoint when DIR's broker.conf has
+ *  audit/key (printed, not fatal, when it cannot be).  */
+int cs_admin_audit (int argc, char **argv);
+int cs_admin_audit_key_write (const char *dir);
+void cs_admin_audit_note (int argc, char **argv, int status);
+
 /*  `keystore upgrade|accept-rollback` (cs_admin_keystore.c).  */
 int cs_admin_keystore (int argc, char **argv);
 

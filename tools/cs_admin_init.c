@@ -60,7 +60,7 @@ s_init_usage (FILE *out, int status)
         "                                   [--endpoint E] [--keystore-url URL] [--force]\n"
         "\n"
         "Creates a deployment in DIR: broker.cert + broker.cert_secret (0600),\n"
-        "ticket.key (0600), master.key (0600), keystore.db with the first tenant,\n"
+        "ticket.key (0600), audit.key (0600) and audit.pub, master.key (0600), keystore.db with the first tenant,\n"
         "clients.d/ and broker.conf.\n"
         "  --tenant NAME   the first tenant (default " CS_ADMIN_DEFAULT_TENANT ")\n"
         "  --pin PIN       its user PIN, %d..%d bytes (prompted twice on a terminal)\n"
@@ -235,6 +235,7 @@ s_write_broker_conf (const s_init_args_t *args)
     zconfig_put (config, "broker/curve/secret-key", "broker.cert_secret");
     zconfig_put (config, "broker/curve/clients", "clients.d");
     s_put_keystore_sections (config, args->keystore_url);
+    zconfig_put (config, "audit/key", "audit.key");
     zconfig_new ("drivers", config);
     char *path = cs_admin_path (args->dir, "broker.conf");
     int rc = cs_admin_conf_save (config, path, 0600);
@@ -393,6 +394,7 @@ cs_admin_init (int argc, char **argv)
     ||  s_init_dirs (&args) != 0
     ||  s_write_broker_cert (args.dir) != 0
     ||  s_write_ticket_key (args.dir) != 0
+    ||  cs_admin_audit_key_write (args.dir) != 0
     ||  s_init_keystore (&args) != 0
     ||  s_write_broker_conf (&args) != 0)
         goto out;

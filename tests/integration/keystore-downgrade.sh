@@ -59,21 +59,21 @@ sql "ALTER TABLE tenants DROP COLUMN mac; ALTER TABLE tenants DROP COLUMN user_e
      UPDATE tenants SET user_pin = '$FORGED_HASH', user_failures = 0 WHERE name = 'demo';"
 [ "$(sql "SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'")" = 1 ] || cs_fail "the attack did not apply"
 start_refused "schema set back to 1" \
-    "^E: .* keystore $DB: schema 1 in the database is not its authenticated schema 5 \(changed without the master key\): refused$"
-admin_refused "tenant list on the changed keystore" "schema 1 in the database is not its authenticated schema 5" \
+    "^E: .* keystore $DB: schema 1 in the database is not its authenticated schema 6 \(changed without the master key\): refused$"
+admin_refused "tenant list on the changed keystore" "schema 1 in the database is not its authenticated schema 6" \
     "$CS_ADMIN" tenant list --dir "$WORK"
 admin_refused "keystore upgrade of the changed keystore" \
-    "keystore $DB: its authenticated schema is 5 but the database says 1: refused \(changed without the master key\): no upgrade" \
+    "keystore $DB: its authenticated schema is 6 but the database says 1: refused \(changed without the master key\): no upgrade" \
     "$CS_ADMIN" keystore upgrade "$WORK"
 sql "DELETE FROM meta WHERE name = 'state'"
 start_refused "schema 1 without the state record" \
     "^E: .* keystore $DB: schema 1 is not authenticated \(made by an earlier version, or changed without the master key\): refused; an operator upgrades a genuine old keystore with 'cryptoserver-admin keystore upgrade'$"
 admin_refused "keystore upgrade without the state record" \
-    "keystore $DB: schema 1 is lower than its contents show \(schema 5\): refused \(changed without the master key\): no upgrade" \
+    "keystore $DB: schema 1 is lower than its contents show \(schema 6\): refused \(changed without the master key\): no upgrade" \
     "$CS_ADMIN" keystore upgrade "$WORK"
-sql "DROP TABLE idempotency; DROP TABLE objects; DROP TABLE issued"
+sql "DROP TABLE idempotency; DROP TABLE objects; DROP TABLE issued; DROP TABLE audit"
 admin_refused "keystore upgrade of a keystore made to look like schema 1" \
-    "keystore $DB: schema 1, but its counter file $WORK/keystore.counter \(counter [0-9]+\) shows it was at schema 5: refused \(changed without the master key\): no upgrade" \
+    "keystore $DB: schema 1, but its counter file $WORK/keystore.counter \(counter [0-9]+\) shows it was at schema 5 or later: refused \(changed without the master key\): no upgrade" \
     "$CS_ADMIN" keystore upgrade "$WORK"
 [ "$(sql "SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'")" = 1 ] || cs_fail "a refused open changed the schema"
 sql "SELECT sql FROM sqlite_master WHERE name = 'tenants'" | grep -q "mac" && cs_fail "a refused open added the MAC column"
@@ -99,11 +99,11 @@ sqlite3 "$V1/keystore.db" < "$top_srcdir/tests/unit/keystore-v1.sql"
 admin_refused "tenant list on a schema 1 keystore" "keystore $V1/keystore.db: schema 1 is not authenticated" \
     "$CS_ADMIN" tenant list --dir "$V1"
 "$CS_ADMIN" keystore upgrade "$V1" > "$T/upgrade.log" 2>&1 || { cat "$T/upgrade.log"; cs_fail "keystore upgrade failed"; }
-grep -q "^N: .* keystore $V1/keystore.db: upgraded by the operator from schema 1 to 5 (schema 1 rows MACed as they stood)$" \
+grep -q "^N: .* keystore $V1/keystore.db: upgraded by the operator from schema 1 to 6 (schema 1 rows MACed as they stood)$" \
     "$T/upgrade.log" || { cat "$T/upgrade.log"; cs_fail "the upgrade is not logged"; }
-grep -q "^keystore $V1/keystore.db: upgraded from schema 1 to 5$" "$T/upgrade.log" || cs_fail "the upgrade is not printed"
+grep -q "^keystore $V1/keystore.db: upgraded from schema 1 to 6$" "$T/upgrade.log" || cs_fail "the upgrade is not printed"
 "$CS_ADMIN" tenant list --dir "$V1" > "$T/list.log" 2>&1 || { cat "$T/list.log"; cs_fail "the upgraded keystore does not open"; }
 grep -q alice "$T/list.log" && grep -q bob "$T/list.log" || { cat "$T/list.log"; cs_fail "tenants lost"; }
-"$CS_ADMIN" keystore upgrade "$V1" | grep -q "schema 5 already: nothing to upgrade" || cs_fail "a second upgrade did something"
+"$CS_ADMIN" keystore upgrade "$V1" | grep -q "schema 6 already: nothing to upgrade" || cs_fail "a second upgrade did something"
 [ -s "$V1/keystore.counter" ] || cs_fail "no counter file beside the master key"
 cs_log "a genuine schema 1 keystore is refused as it is and opens after 'keystore upgrade' (logged)"

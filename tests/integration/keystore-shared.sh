@@ -29,13 +29,13 @@ rm -f "$WORK/keystore.db"*
 "$CS_ADMIN" tenant add demo --pin "$CRYPTOSERVER_PIN" --so-pin 123456 --dir "$WORK" > "$T/admin.log" 2>&1 \
     || { cat "$T/admin.log"; cs_fail "cryptoserver-admin cannot add the tenant to the PostgreSQL keystore"; }
 [ "$(cs_psql cryptoserver -tAc "SELECT name FROM tenants")" = demo ] || cs_fail "no tenant row in PostgreSQL"
-[ "$(cs_psql cryptoserver -tAc "SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version")" = 2,3,4,5 ] \
-    || cs_fail "schema_version does not say 2,3,4,5"
+[ "$(cs_psql cryptoserver -tAc "SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version")" = 2,3,4,5,6 ] \
+    || cs_fail "schema_version does not say 2,3,4,5,6"
 
 # ---- broker B: a copy of the deployment (its own boards, log, endpoint) ---------
 WB=$WORK/b
 mkdir -p "$WB"
-(cd "$WORK" && tar cf - broker.conf broker.cert broker.cert_secret ticket.key master.key board.pin metrics.token \
+(cd "$WORK" && tar cf - broker.conf broker.cert broker.cert_secret ticket.key audit.key master.key board.pin metrics.token \
                        clients clients.d softhsm softhsm2.conf) | (cd "$WB" && tar xf -)
 sed -i "s|$WORK/softhsm|$WB/softhsm|" "$WB/softhsm2.conf"
 [ ! -e "$WB/keystore.db" ] || cs_fail "B has a keystore file"

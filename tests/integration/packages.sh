@@ -83,7 +83,7 @@ expect_files "$BROKER_DEB" /usr/sbin/cryptoserver-broker \
     /lib/systemd/system/cryptoserver-broker.service /usr/lib/sysusers.d/cryptoserver-broker.conf \
     /etc/cryptoserver/broker.conf /var/lib/cryptoserver/ \
     /usr/share/man/man8/cryptoserver-broker.8.gz /usr/share/man/man5/cryptoserver-broker.conf.5.gz \
-    /usr/share/man/man5/cryptoserver-keystore.5.gz \
+    /usr/share/man/man5/cryptoserver-keystore.5.gz /usr/share/man/man5/cryptoserver-audit.5.gz \
     /usr/share/cryptoserver/monitoring/cryptoserver.rules.yml \
     /usr/share/cryptoserver/monitoring/cryptoserver-dashboard.json
 expect_files "$MODULE_DEB" "/usr/lib/$TRIPLET/pkcs11/cryptoserver-pkcs11.so" \

@@ -1,6 +1,6 @@
 #!/bin/bash
 # secret-files.sh — the broker refuses to start on a secret file that group
-# or others can read (issue #7 item 7): ticket.key, master.key, metrics.token,
+# or others can read (issue #7 item 7): ticket.key, audit.key, master.key, metrics.token,
 # broker.cert_secret and a board's pin-file.  Each one at mode 0644 makes it
 # exit non-zero with an E: line naming the file and the fix (chmod 600),
 # never a crash; demo-deploy.sh / cryptoserver-admin make them 0600; back at
@@ -10,7 +10,7 @@
 cs_setup
 T=$WORK/tmp
 mkdir -p "$T"
-SECRETS="ticket.key master.key broker.cert_secret board.pin metrics.token"
+SECRETS="ticket.key audit.key master.key broker.cert_secret board.pin metrics.token"
 
 for name in $SECRETS; do
     mode=$(stat -c %a "$WORK/$name")
