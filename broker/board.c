@@ -224,13 +224,8 @@ board_key_register (board_t *self, const cs_key_info_t *info)
         return -1;
     }
     cs_key_info_t *copy = &entry->info;
-    memcpy (copy->id, info->id, info->id_len);
-    copy->id_len = info->id_len;
-    copy->key_type = info->key_type;
-    copy->bits = info->bits;
-    copy->can_sign = info->can_sign;
-    copy->can_decrypt = info->can_decrypt;
-    copy->can_derive = info->can_derive;
+    *copy = *info;                      /* the numbers; the pointers are copied below */
+    copy->label = NULL;
     if (s_copy_bytes (info->modulus, info->modulus_len, &copy->modulus, &copy->modulus_len)
     ||  s_copy_bytes (info->public_exponent, info->public_exponent_len, &copy->public_exponent,
                       &copy->public_exponent_len)

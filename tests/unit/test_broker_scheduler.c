@@ -217,12 +217,14 @@ END_TEST
 #define S_FAST_NS 20000
 #define S_SLOW_NS 200000
 
+/*  Two boards `a` (workers 0, 1) and `b` (workers 2, 3) holding s_shared,
+ *  all workers idle, warm with the service times a_ns and b_ns.  */
 static scheduler_t *
-s_fast_slow (void)
+s_measured_pair (const char *a, double a_ns, const char *b, double b_ns)
 {
     scheduler_t *s = scheduler_new ();
-    ck_assert_int_eq (scheduler_board_add (s, "fast"), 0);
-    ck_assert_int_eq (scheduler_board_add (s, "slow"), 1);
+    ck_assert_int_eq (scheduler_board_add (s, a), 0);
+    ck_assert_int_eq (scheduler_board_add (s, b), 1);
     ck_assert_int_eq (scheduler_key_add (s, 0, s_shared, 1), 0);
     ck_assert_int_eq (scheduler_key_add (s, 1, s_shared, 1), 0);
     for (int w = 0; w < 4; w++)
@@ -233,11 +235,19 @@ s_fast_slow (void)
     done.rv = CKR_OK;
     for (int i = 0; i < 3; i++) {           /* more samples than workers: warm */
         done.board = 0;
-        scheduler_service (s, &done, S_FAST_NS);
+        scheduler_service (s, &done, (int64_t) a_ns);
         done.board = 1;
-        scheduler_service (s, &done, S_SLOW_NS);
+        scheduler_service (s, &done, (int64_t) b_ns);
     }
+    ck_assert_double_eq (scheduler_expected_ns (s, 0, &done), a_ns);
+    ck_assert_double_eq (scheduler_expected_ns (s, 1, &done), b_ns);
     return s;
+}
+
+static scheduler_t *
+s_fast_slow (void)
+{
+    return s_measured_pair ("fast", S_FAST_NS, "slow", S_SLOW_NS);
 }
 
 /*  Makes both workers of the fast board busy (busy [2]: their items).  */
@@ -317,25 +327,7 @@ END_TEST
 static scheduler_t *
 s_host_pair (size_t cores)
 {
-    scheduler_t *s = scheduler_new ();
-    ck_assert_int_eq (scheduler_board_add (s, "cheap"), 0);
-    ck_assert_int_eq (scheduler_board_add (s, "dear"), 1);
-    for (size_t b = 0; b < 2; b++)
-        ck_assert_int_eq (scheduler_key_add (s, b, s_shared, 1), 0);
-    for (int w = 0; w < 4; w++)
-        ck_assert_int_eq (scheduler_worker_add (s, w < 2 ? 0 : 1), w);
-    for (size_t w = 0; w < 4; w++)
-        ck_assert_ptr_null (scheduler_worker_ready (s, w));
-    work_item_t done = s_item (s_shared, 0);
-    done.rv = CKR_OK;
-    for (int i = 0; i < 3; i++) {           /* more samples than workers: warm */
-        done.board = 0;
-        scheduler_service (s, &done, S_CHEAP_NS);
-        done.board = 1;
-        scheduler_service (s, &done, S_DEAR_NS);
-    }
-    ck_assert_double_eq (scheduler_expected_ns (s, 0, &done), S_CHEAP_NS);
-    ck_assert_double_eq (scheduler_expected_ns (s, 1, &done), S_DEAR_NS);
+    scheduler_t *s = s_measured_pair ("cheap", S_CHEAP_NS, "dear", S_DEAR_NS);
     ck_assert_int_eq (scheduler_board_host (s, 0, true), 0);
     ck_assert_int_eq (scheduler_board_host (s, 1, true), 0);
     ck_assert_int_eq (scheduler_board_host (s, 7, true), -1);
