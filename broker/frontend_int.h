@@ -160,6 +160,22 @@ fe_no_login_rv (const fe_request_t *request)
     return request->keystore_down ? CKR_DEVICE_ERROR : CKR_USER_NOT_LOGGED_IN;
 }
 
+/*  What a public job answers about the login: a job that carries its own
+ *  key material (sign, decrypt, derive or secret-key job with the key in
+ *  the job) or generates a key pair it returns (token FALSE), and so
+ *  reaches no server-held key and stores nothing (docs/CONTRACTS.md "Login
+ *  tickets"; PKCS#11 3.0 §4.4: public session objects need no login).
+ *  CKR_OK without a ticket or with a valid CKU_USER or CKU_SO one; a ticket
+ *  that does not hold (expired, revoked, forged) ends the login as for key
+ *  lists: fe_no_login_rv.  The client is admitted by its CURVE key and the
+ *  job is charged to its tenant as any other.  */
+static inline CK_RV
+fe_public_job_rv (const fe_request_t *request)
+{
+    bool stale = request->req->ticket.len && !request->ticket_ok && !request->so_ok;
+    return stale ? fe_no_login_rv (request) : CKR_OK;
+}
+
 /*  The rooms' entry points, by file; each is documented where it is
  *  defined.  */
 /* ---- frontend.c ---- */

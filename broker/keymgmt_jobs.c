@@ -141,7 +141,9 @@ s_generate_on_board (frontend_t *self, fe_request_t *request, fe_slot_t *slot, C
 }
 
 /*  C_GenerateKeyPair (issue #3): from the pool, on a worker as material, or
- *  resident on the keys/home board.  */
+ *  resident on the keys/home board.  A token pair is stored: a USER ticket;
+ *  a session pair (token FALSE) is only returned to the client: public
+ *  (fe_public_job_rv), a pool key taken is charged to the tenant.  */
 void
 fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
 {
@@ -151,7 +153,9 @@ fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
     CK_KEY_TYPE type = CKK_RSA;
     *item = (work_item_t) { .request = request, .index = index, .kind = WORK_GENERATE,
                             .deadline = request->deadline };
-    CK_RV rv = request->ticket_ok ? keyjobs_keygen (job, &self->rsa_range, &item->gen, &type) : fe_no_login_rv (request);
+    CK_RV rv = !job->token ? fe_public_job_rv (request) : request->ticket_ok ? CKR_OK : fe_no_login_rv (request);
+    if (rv == CKR_OK)
+        rv = keyjobs_keygen (job, &self->rsa_range, &item->gen, &type);
     if (rv == CKR_OK && job->token && self->home_board >= 0)
         rv = s_generate_on_board (self, request, slot, type);
     else

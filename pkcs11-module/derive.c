@@ -276,8 +276,10 @@ s_prepare_inlock (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTR
     CK_RV rv;
     if (mech->mechanism != CKM_ECDH1_DERIVE)
         return CKR_MECHANISM_INVALID;
-    if (!cs_login_user_logged_in_inlock ())
-        return CKR_USER_NOT_LOGGED_IN;
+    if ((rv = cs_object_login_check_inlock (base, CKF_DERIVE)) != CKR_OK)
+        return rv;
+    if (cs_template_bool (tmpl, count, CKA_PRIVATE, true) && !cs_login_user_logged_in_inlock ())
+        return CKR_USER_NOT_LOGGED_IN;      /* a private object needs a login (PKCS#11 3.0 §4.4) */
     if ((rv = cs_object_use_inlock (base, CKF_DERIVE, &req->base)) != CKR_OK)
         return rv;
     if (!cs_object_mech_allowed_inlock (base, mech->mechanism))

@@ -195,7 +195,7 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
         cs_unlock ();
         return rv;
     }
-    rv = s_may_write_inlock (session, gen.token, gen.private_private);
+    rv = s_may_write_inlock (session, gen.token, gen.private_private || gen.public_private);
     cs_unlock ();
     if (rv != CKR_OK || (rv = cs_token_mechanism (mech->mechanism, &info)) != CKR_OK)
         return rv;

@@ -34,6 +34,7 @@ typedef struct {
     const cs_curve_t *curve;        /* EC, Ed25519 */
     bool token;                     /* CKA_TOKEN TRUE in either template */
     bool private_private;           /* the private key's CKA_PRIVATE (default TRUE) */
+    bool public_private;            /* the public key's CKA_PRIVATE (default FALSE, as SoftHSMv2) */
 } cs_keygen_t;
 
 /*  Checks a C_GenerateKeyPair request (PKCS#11 2.40 §5.14; curr. mech.

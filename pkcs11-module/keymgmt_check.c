@@ -119,6 +119,7 @@ cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_p
         return rv;
     gen->token = cs_template_bool (pub, n_pub, CKA_TOKEN, false) || cs_template_bool (priv, n_priv, CKA_TOKEN, false);
     gen->private_private = cs_template_bool (priv, n_priv, CKA_PRIVATE, true);
+    gen->public_private = cs_template_bool (pub, n_pub, CKA_PRIVATE, false);
     if (gen->key_type == CKK_RSA)
         return s_check_rsa_gen (pub, n_pub, gen);
     return s_check_curve_gen (pub, n_pub, priv, n_priv, gen);

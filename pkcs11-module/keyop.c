@@ -23,10 +23,8 @@ cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const
     if (cs_session_op_inlock (session, kind))
         rv = CKR_OPERATION_ACTIVE;
     else
-    if ((want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT)) && !cs_login_user_logged_in_inlock ())
-        rv = CKR_USER_NOT_LOGGED_IN;
-    else
-    if ((rv = cs_object_use_inlock (key_handle, want, &key)) == CKR_OK
+    if ((rv = cs_object_login_check_inlock (key_handle, want)) == CKR_OK     /* private, or held by the broker */
+    &&  (rv = cs_object_use_inlock (key_handle, want, &key)) == CKR_OK
     &&  (rv = cs_object_mech_allowed_inlock (key_handle, mech->mechanism) ? CKR_OK : CKR_MECHANISM_INVALID) == CKR_OK
     &&  (rv = new_fn (mech, key, want, &op)) == CKR_OK
     &&  (rv = cs_session_op_start_inlock (session, kind, op, free_fn)) == CKR_OK)

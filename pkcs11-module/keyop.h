@@ -16,8 +16,9 @@
 typedef CK_RV (cs_keyop_new_fn) (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p);
 
 /*  C_*Init: checks the session, that no operation of `kind` is active
- *  (CKR_OPERATION_ACTIVE), a CKU_USER login for private-key operations
- *  (want CKF_SIGN, CKF_SIGN_RECOVER or CKF_DECRYPT: CKR_USER_NOT_LOGGED_IN), the key object
+ *  (CKR_OPERATION_ACTIVE), a CKU_USER login for a private key object or a
+ *  key the broker holds (cs_object_login_check_inlock: CKR_USER_NOT_LOGGED_IN;
+ *  public session objects need none, PKCS#11 3.0 §4.4), the key object
  *  (cs_object_use_inlock: CKR_KEY_HANDLE_INVALID, CKR_KEY_FUNCTION_NOT_PERMITTED),
  *  the key's CKA_ALLOWED_MECHANISMS (cs_object_mech_allowed_inlock: CKR_MECHANISM_INVALID),
  *  then makes the state with new_fn and installs it with free_fn.  */

@@ -325,6 +325,17 @@ s_use_of (CK_FLAGS want, cs_usage_use_t *use_p)
 }
 
 CK_RV
+cs_object_login_check_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want)
+{
+    cs_object_t *object = s_object (handle);
+    if (!object || !object->key || cs_login_user_logged_in_inlock ())
+        return CKR_OK;
+    bool held = object->ref && (object->klass == CKO_SECRET_KEY
+                                || (want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT | CKF_DERIVE)));
+    return held || cs_objattr_flag (object, CKA_PRIVATE, true) ? CKR_USER_NOT_LOGGED_IN : CKR_OK;
+}
+
+CK_RV
 cs_object_use_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
 {
     cs_object_t *object = s_object (handle);

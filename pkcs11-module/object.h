@@ -108,6 +108,16 @@ bool cs_object_flag_inlock (CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE type, boo
  *  visible now.  */
 cs_key_t *cs_object_key_inlock (CK_OBJECT_HANDLE handle, CK_OBJECT_CLASS *class_p);
 
+/*  Under the mutex, before an operation `want` (CKF_SIGN, CKF_DECRYPT, ...)
+ *  with the key object `handle`: CKR_USER_NOT_LOGGED_IN without a CKU_USER
+ *  login when the object is private (CKA_PRIVATE TRUE: PKCS#11 3.0 §4.4),
+ *  or when it is a token key whose operation runs on a key the broker holds
+ *  (a private-key operation, or any use of a token secret key); CKR_OK
+ *  otherwise, also for an unknown handle (cs_object_use_inlock answers it).
+ *  Public session objects need no login (docs/CONTRACTS.md "Login
+ *  tickets" and "Public session objects", cryptoserver-pkcs11(7)).  */
+CK_RV cs_object_login_check_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want);
+
 /*  The key of a visible object for an operation `want` (CKF_SIGN, CKF_DECRYPT,
  *  CKF_DERIVE, CKF_SIGN_RECOVER on a private key; CKF_VERIFY, CKF_ENCRYPT,
  *  CKF_VERIFY_RECOVER on a public key), whose usage attribute (CKA_SIGN, ...,

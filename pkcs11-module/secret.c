@@ -130,8 +130,8 @@ s_params (s_op_t *self, const CK_MECHANISM *mech)
     return mech->ulParameterLen ? CKR_MECHANISM_PARAM_INVALID : CKR_OK;
 }
 
-/*  The op of `mech` with `key` (type, size, parameter), without the login
- *  check.  */
+/*  The op of `mech` with `key` (type, size, parameter); the caller checked
+ *  the login (cs_object_login_check_inlock).  */
 static CK_RV
 s_op_make (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, s_op_t **op_p)
 {
@@ -163,8 +163,6 @@ s_op_new_inlock (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **
     const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
     if (!row || !(row->flags & want))
         return CKR_MECHANISM_INVALID;
-    if (!cs_login_user_logged_in_inlock ())
-        return CKR_USER_NOT_LOGGED_IN;
     return s_op_make (mech, key, want, (s_op_t **) op_p);
 }
 

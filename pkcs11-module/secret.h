@@ -10,8 +10,11 @@
  *  (docs/DESIGN.md §1); a token secret key (CKA_TOKEN TRUE) is held by the
  *  broker and named by its ref in each job (secret_token.h).  Multi-part calls are buffered here (up to
  *  CS_MECH_SYM_MAX_DATA bytes, else CKR_DATA_LEN_RANGE) and the final call
- *  sends one job: jobs are stateless.  Every operation needs a CKU_USER
- *  login (CKR_USER_NOT_LOGGED_IN), like the broker's private-key jobs.
+ *  sends one job: jobs are stateless.  A private key (CKA_PRIVATE TRUE,
+ *  the default) or a token key needs a CKU_USER login
+ *  (CKR_USER_NOT_LOGGED_IN); a public session key (CKA_TOKEN and
+ *  CKA_PRIVATE FALSE) works in a public session, as the broker runs jobs
+ *  that carry their key without a ticket (docs/CONTRACTS.md "Login tickets").
  */
 #ifndef CS_MODULE_SECRET_H_INCLUDED
 #define CS_MODULE_SECRET_H_INCLUDED

@@ -25,12 +25,17 @@
  *     one reply per job naming it), anything else a request-level error
  *     and no results ("bad");
  *   - a job that needs a login (docs/CONTRACTS.md "Login tickets": sign,
- *     decrypt, derive, generate, import, destroy, set-attributes, copy and modexp
- *     need the CKU_USER ticket, init-PIN a CKU_SO ticket) is answered CKR_OK
- *     in a request whose ticket is not byte-identical to the real one; the
- *     fuzzer holds no SO ticket and sends no PIN, so init-PIN, login and
- *     set-PIN are never CKR_OK either ("violations").  Such a job refused
- *     with anything but CKR_USER_NOT_LOGGED_IN (the contract's code) is bad;
+ *     decrypt, derive and secret-key jobs naming a server-held key, a token
+ *     key-pair generation, import, secret-key generation, destroy,
+ *     set-attributes, copy, modexp, put-object and destroy-object need the
+ *     CKU_USER ticket, init-PIN a CKU_SO ticket) is answered CKR_OK in a
+ *     request whose ticket is not byte-identical to the real one; a public
+ *     job (sign, decrypt, derive or secret-key job carrying its key, a
+ *     session key-pair generation) needs none but is answered CKR_OK with a
+ *     ticket sent that is not the real one; the fuzzer holds no SO ticket
+ *     and sends no PIN, so init-PIN, login and set-PIN are never CKR_OK
+ *     either ("violations").  Such a job refused with anything but
+ *     CKR_USER_NOT_LOGGED_IN (the contract's code) is bad;
  *   - a job of an intact message (known-good parts) fails where it must
  *     succeed: hello and list-keys, and with the real ticket sign and
  *     generate, so the logged-in path really reaches the boards ("bad");
@@ -82,7 +87,8 @@ static const char *s_kind_names [S_KINDS] = {
 static const char *s_path_names [S_PATHS] = { "real-ticket", "no-ticket", "corrupt-ticket" };
 
 /*  What a job needs before the broker may answer it CKR_OK.  */
-typedef enum { S_NEEDS_NOTHING, S_NEEDS_USER, S_NEEDS_SO, S_NEEDS_PIN } s_needs_t;
+/*  S_NEEDS_PUBLIC: no ticket, or the real one (a public job).  */
+typedef enum { S_NEEDS_NOTHING, S_NEEDS_PUBLIC, S_NEEDS_USER, S_NEEDS_SO, S_NEEDS_PIN } s_needs_t;
 
 /*  The answer the broker owes to one message on the main association.  */
 typedef struct {
@@ -92,6 +98,7 @@ typedef struct {
     bool ticket_sent;               /* the request carries a ticket (any bytes) */
     size_t n_jobs;
     uint8_t *jobs;                  /* Cs__Job__KindCase of each job (owned) */
+    uint8_t *needs;                 /* s_needs_t of each job (owned) */
     uint32_t version;               /* Reply.version owed: the one the broker chooses; request-level
                                        errors the lowest, a version mismatch the highest */
     bool per_job;                   /* results: one reply per job (Request.per_job_replies) */
@@ -347,16 +354,28 @@ s_valid_request (s_fuzz_t *self, s_path_t path, size_t *size_p)
 /* ------------------------------------------------------------------ */
 /*  What the broker owes                                               */
 
-/*  What job kind needs before CKR_OK (docs/CONTRACTS.md "Login tickets";
- *  broker/frontend.c s_job).  */
+/*  What job needs before CKR_OK (docs/CONTRACTS.md "Login tickets";
+ *  broker/request.c s_job): jobs naming a server-held key or storing
+ *  something the CKU_USER ticket; jobs carrying their key material (key_pkcs8,
+ *  a SymJob without key_id) and session key-pair generation (token FALSE)
+ *  no ticket, or the real one.  */
 static s_needs_t
-s_needs (int kind)
+s_needs (const Cs__Job *job)
 {
-    switch (kind) {
+    switch (job->kind_case) {
         case CS__JOB__KIND_SIGN:
+            return job->sign->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
         case CS__JOB__KIND_DECRYPT:
+            return job->decrypt->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
         case CS__JOB__KIND_DERIVE:
+            return job->derive->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
+        case CS__JOB__KIND_SYM:
+            return job->sym->key_id.len ? S_NEEDS_USER : S_NEEDS_PUBLIC;
         case CS__JOB__KIND_GENERATE_KEY_PAIR:
+            return job->generate_key_pair->token ? S_NEEDS_USER : S_NEEDS_PUBLIC;
+        case CS__JOB__KIND_GENERATE_KEY:
+        case CS__JOB__KIND_PUT_OBJECT:
+        case CS__JOB__KIND_DESTROY_OBJECT:
         case CS__JOB__KIND_IMPORT_KEY:
         case CS__JOB__KIND_DESTROY_KEY:
         case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
@@ -369,7 +388,7 @@ s_needs (int kind)
         case CS__JOB__KIND_SET_PIN:
             return S_NEEDS_PIN;
         default:
-            return S_NEEDS_NOTHING;             /* hello, list-keys */
+            return S_NEEDS_NOTHING;             /* hello, list-keys, list-objects */
     }
 }
 
@@ -379,7 +398,8 @@ s_job_name (int kind)
 {
     static const char *names [] = {
         "none", "hello", "login", "list_keys", "sign", "decrypt", "generate_key_pair", "import_key",
-        "destroy_key", "set_key_attributes", "copy_key", "init_pin", "set_pin", "derive", "modexp"
+        "destroy_key", "set_key_attributes", "copy_key", "init_pin", "set_pin", "derive", "modexp",
+        "?", "put_object", "list_objects", "destroy_object", "?", "sym", "generate_key"
     };
     return kind >= 0 && kind < (int) (sizeof names / sizeof names [0]) ? names [kind] : "?";
 }
@@ -444,13 +464,16 @@ s_predict (const s_fuzz_t *self, const uint8_t *data, size_t size, s_expect_t *e
         expect->ticket_sent = req->ticket.len > 0;
         expect->n_jobs = req->n_jobs;
         expect->jobs = malloc (req->n_jobs);
+        expect->needs = malloc (req->n_jobs);
         expect->version = cs_wire_version_choose (req->version_min, req->version_max);
         expect->per_job = req->per_job_replies
                        && cs_wire_version_choose (req->version_min, req->version_max) >= CS_PROTOCOL_PER_JOB;
         expect->answered = calloc (req->n_jobs, 1);
-        assert (expect->jobs && expect->answered);
-        for (size_t i = 0; i < req->n_jobs; i++)
+        assert (expect->jobs && expect->needs && expect->answered);
+        for (size_t i = 0; i < req->n_jobs; i++) {
             expect->jobs [i] = (uint8_t) req->jobs [i]->kind_case;
+            expect->needs [i] = (uint8_t) s_needs (req->jobs [i]);
+        }
     }
     cs__request__free_unpacked (req, NULL);
     return send;
@@ -461,9 +484,10 @@ static void
 s_expect_free (s_expect_t *expect)
 {
     free (expect->jobs);
+    free (expect->needs);
     free (expect->frame);
     free (expect->answered);
-    expect->jobs = expect->frame = expect->answered = NULL;
+    expect->jobs = expect->needs = expect->frame = expect->answered = NULL;
 }
 
 /*  True when a reply to expect could be taken for the reply to a message
@@ -523,7 +547,7 @@ s_result_problem (const Cs__Result *result, const s_expect_t *expect, size_t i, 
                   char *why, size_t why_size)
 {
     int kind = expect->jobs [i];
-    s_needs_t needs = s_needs (kind);
+    s_needs_t needs = (s_needs_t) expect->needs [i];
     if (result->rv == CKR_OK && result->kind_case != s_result_kind (kind))
         snprintf (why, why_size, "job %zu (%s): a CKR_OK result of the wrong kind", i, s_job_name (kind));
     else
@@ -535,7 +559,8 @@ s_result_problem (const Cs__Result *result, const s_expect_t *expect, size_t i, 
         snprintf (why, why_size, "job %zu (%s) with a ticket that is not the real one answered %s, "
                   "not CKR_USER_NOT_LOGGED_IN", i, s_job_name (kind), cs_rv_name (result->rv));
     else
-    if (needs == S_NEEDS_NOTHING || (needs == S_NEEDS_USER && expect->ticket_ok))
+    if (needs == S_NEEDS_NOTHING || ((needs == S_NEEDS_USER || needs == S_NEEDS_PUBLIC) && expect->ticket_ok)
+    ||  (needs == S_NEEDS_PUBLIC && !expect->ticket_sent))
         return NULL;
     else
     if (result->rv == CKR_OK) {
@@ -592,10 +617,11 @@ s_count_answer (s_fuzz_t *self, const Cs__Reply *reply, const s_expect_t *expect
     else
         self->errors++;
     for (size_t i = 0; i < expect->n_jobs; i++) {
-        s_needs_t needs = s_needs (expect->jobs [i]);
-        if (needs == S_NEEDS_NOTHING || (expect->per_job && i != reply->job_number - 1))
+        s_needs_t needs = (s_needs_t) expect->needs [i];
+        if (needs == S_NEEDS_NOTHING || (needs == S_NEEDS_PUBLIC && !expect->ticket_sent)
+        ||  (expect->per_job && i != reply->job_number - 1))
             continue;
-        if (needs == S_NEEDS_USER && expect->ticket_ok)
+        if ((needs == S_NEEDS_USER || needs == S_NEEDS_PUBLIC) && expect->ticket_ok)
             self->authed_ok += reply->results [expect->per_job ? 0 : i]->rv == CKR_OK;
         else
             self->refused++;

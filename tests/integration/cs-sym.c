@@ -12,7 +12,9 @@
  *      a token generic secret (held by the broker, secret-token.sh) MACs
  *      and verifies by reference; a 20-byte AES key is
  *      CKR_ATTRIBUTE_VALUE_INVALID, as a session or a token object;
- *    - after C_Logout, C_EncryptInit is CKR_USER_NOT_LOGGED_IN.
+ *    - without a login a public session key (CKA_PRIVATE FALSE) encrypts
+ *      (PKCS#11 3.0 §4.4, docs/CONTRACTS.md "Public session objects");
+ *      after C_Logout a token secret key is CKR_USER_NOT_LOGGED_IN.
  *  It also writes, for the shell test's `openssl enc` check, OUTDIR/key.bin,
  *  iv.bin, plain.bin and ct.bin (AES-256-CBC-PAD by the module), and for its
  *  `openssl dgst -mac HMAC` check hmac-key.bin, hmac-msg.bin and hmac.bin.
@@ -277,13 +279,19 @@ main (int argc, char **argv)
         s_fail ("CKM_AES_GCM info");
     CHECK (p11->C_GetMechanismInfo (slot, CKM_SHA256_HMAC, &info), "C_GetMechanismInfo (SHA256_HMAC)");
 
-    /*  Without a login: refused before any job.  */
+    /*  Without a login: a public session key works (the broker runs a job
+        that carries its key without a ticket).  */
     unsigned char key [32], iv [16];
     RAND_bytes (key, sizeof key);
     RAND_bytes (iv, sizeof iv);
     CK_OBJECT_HANDLE k = s_import (CKK_AES, key, 32);
     CK_MECHANISM cbc = { CKM_AES_CBC_PAD, iv, sizeof iv };
-    EXPECT (p11->C_EncryptInit (s, &cbc, k), CKR_USER_NOT_LOGGED_IN, "C_EncryptInit (no login)");
+    unsigned char one [16] = { 7 }, one_ct [32];
+    CK_ULONG one_len = sizeof one_ct;
+    CHECK (p11->C_EncryptInit (s, &cbc, k), "C_EncryptInit (no login, public session key)");
+    CHECK (p11->C_Encrypt (s, one, sizeof one, one_ct, &one_len), "C_Encrypt (no login, public session key)");
+    if (one_len != 32)
+        s_fail ("CBC-PAD of 16 bytes without a login is not 32 bytes");
     CHECK (p11->C_DestroyObject (s, k), "C_DestroyObject");
     CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login");
 
@@ -340,6 +348,15 @@ main (int argc, char **argv)
     printf ("C_GenerateKey: AES-256 and generic-secret session keys, CKA_VALUE sensitive, usable; "
             "a token generic secret MACs by reference; a 20-byte AES key refused\n");
 
+    /*  A token key after C_Logout: the broker holds it, a login is needed.  */
+    k = s_generate (CKM_GENERIC_SECRET_KEY_GEN, 32, CK_TRUE, CKR_OK);
+    CK_MECHANISM hmac = { CKM_SHA256_HMAC, NULL, 0 };
+    CHECK (p11->C_Logout (s), "C_Logout");
+    EXPECT (p11->C_SignInit (s, &hmac, k), CKR_USER_NOT_LOGGED_IN, "C_SignInit (token key, logged out)");
+    CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login (again)");
+    CHECK (p11->C_DestroyObject (s, k), "C_DestroyObject (token generic secret)");
+    printf ("a public session key encrypts without a login; a token key after C_Logout: "
+            "CKR_USER_NOT_LOGGED_IN\n");
     CHECK (p11->C_Logout (s), "C_Logout");
     CHECK (p11->C_CloseSession (s), "C_CloseSession");
     CHECK (p11->C_Finalize (NULL), "C_Finalize");

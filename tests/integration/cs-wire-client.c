@@ -3,10 +3,13 @@
  *  broker is the policy point), and prints the job's result code.
  *
  *  cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN]
- *                 JOB ARGS...
+ *                 [--drop-ticket] JOB ARGS...
  *
  *  With --pin it logs in as CKU_USER first (a LoginJob, as C_Login does)
- *  and sends the ticket with the job.  A key is named by its CKA_LABEL: the
+ *  and sends the ticket with the job; with --drop-ticket too, the ticket
+ *  only finds the key (the key list) and the job goes without it, as from
+ *  a client that never logged in but knows a ref (docs/CONTRACTS.md "Login
+ *  tickets": a job naming a server-held key needs the ticket).  A key is named by its CKA_LABEL: the
  *  client lists the tenant's keys (ListKeysJob) and uses the ref of the
  *  first with that label.  Jobs (HEX: bytes in hex; MECH: a CKM_ name of
  *  common/cs_mech.h or a number; ATTR: a CKA_ name of
@@ -45,13 +48,14 @@ typedef struct {
     zsock_t *dealer;
     uint8_t ticket [256];
     size_t ticket_len;
+    bool drop_ticket;               /* the ticket goes with key lists only */
     uint64_t next_id;
 } s_client_t;
 
 static void
 s_usage (void)
 {
-    fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] "
+    fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] "
              "sign|decrypt|unwrap|derive|sym|keywrap|set|copy ARGS...\n");
 }
 
@@ -67,7 +71,8 @@ s_call (s_client_t *self, Cs__Job *job)
     req.version_max = CS_PROTOCOL_VERSION;
     req.request_id = ++self->next_id;
     req.deadline_ms = 10000;
-    req.ticket = (ProtobufCBinaryData) { self->ticket_len, self->ticket };
+    if (!self->drop_ticket || job->kind_case == CS__JOB__KIND_LIST_KEYS)
+        req.ticket = (ProtobufCBinaryData) { self->ticket_len, self->ticket };
     req.n_jobs = 1;
     req.jobs = jobs;
     uint8_t *data = cs_wire_encode (&req.base, &size);
@@ -351,9 +356,10 @@ main (int argc, char **argv)
     static const struct option options [] = {
         { "endpoint", required_argument, NULL, 'e' }, { "broker-cert", required_argument, NULL, 'b' },
         { "client-cert", required_argument, NULL, 'c' }, { "pin", required_argument, NULL, 'p' },
-        { NULL, 0, NULL, 0 }
+        { "drop-ticket", no_argument, NULL, 'd' }, { NULL, 0, NULL, 0 }
     };
     const char *endpoint = NULL, *broker_cert = NULL, *client_cert = NULL, *pin = NULL;
+    bool drop_ticket = false;
     int opt;
     while ((opt = getopt_long (argc, argv, "+", options, NULL)) != -1)
         switch (opt) {
@@ -361,6 +367,7 @@ main (int argc, char **argv)
             case 'b': broker_cert = optarg; break;
             case 'c': client_cert = optarg; break;
             case 'p': pin = optarg; break;
+            case 'd': drop_ticket = true; break;
             default: s_usage (); return 2;
         }
     if (!endpoint || !broker_cert || !client_cert || optind >= argc) {
@@ -369,7 +376,7 @@ main (int argc, char **argv)
     }
     zsys_init ();
     zsys_set_logstream (stderr);
-    s_client_t self = { .next_id = (uint64_t) zclock_time () << 8 };
+    s_client_t self = { .next_id = (uint64_t) zclock_time () << 8, .drop_ticket = drop_ticket };
     self.dealer = s_dealer (endpoint, broker_cert, client_cert);
     if (!self.dealer)
         return 2;

@@ -347,9 +347,17 @@ START_TEST (test_generate_without_pool)
     ck_assert_str_eq (reply->results [0]->generated->key->ref, "");
     ck_assert_uint_eq (s_list_count (s_alice), 2);
     cs__reply__free_unpacked (reply, NULL);
-    /*  Without a ticket, and with a bad size.  */
+    /*  Without a ticket a session pair is a public job (docs/CONTRACTS.md
+        "Login tickets"): generated and returned, nothing stored; a token
+        pair is stored: CKR_USER_NOT_LOGGED_IN.  Then a bad size.  */
     req->ticket = (ProtobufCBinaryData) { 0, NULL };
+    ck_assert_uint_eq (s_call (s_alice, req, &reply), CKR_OK);
+    ck_assert_uint_gt (reply->results [0]->generated->private_pkcs8.len, 1000);
+    cs__reply__free_unpacked (reply, NULL);
+    gen.token = true;
     ck_assert_uint_eq (s_call (s_alice, req, NULL), CKR_USER_NOT_LOGGED_IN);
+    ck_assert_uint_eq (s_list_count (s_alice), 2);
+    gen.token = false;
     req->ticket = (ProtobufCBinaryData) { s_ticket_len, s_ticket };
     gen.modulus_bits = 1000;
     ck_assert_uint_eq (s_call (s_alice, req, NULL), CKR_KEY_SIZE_RANGE);

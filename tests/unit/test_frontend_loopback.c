@@ -348,6 +348,68 @@ START_TEST (test_batch_in_order)
 }
 END_TEST
 
+/*  docs/CONTRACTS.md "Login tickets": a job that carries its key (sign with
+ *  key_pkcs8, a SymJob with key_value) or generates a session pair (token
+ *  FALSE) needs no ticket and gets past the login to routing (the sim board
+ *  takes no key material and runs no secret-key or generation job: the
+ *  routing answers); a ticket that does not hold is CKR_USER_NOT_LOGGED_IN
+ *  for them too; a job naming a server-held key (ks:, board:) or storing a
+ *  key (token TRUE) without the ticket is CKR_USER_NOT_LOGGED_IN.  */
+START_TEST (test_public_jobs)
+{
+    PKCS8_PRIV_KEY_INFO *p8 = EVP_PKEY2PKCS8 (s_key);
+    uint8_t *der = NULL;
+    int der_len = p8 ? i2d_PKCS8_PRIV_KEY_INFO (p8, &der) : -1;
+    PKCS8_PRIV_KEY_INFO_free (p8);
+    ck_assert_int_gt (der_len, 0);
+    const uint8_t data [32] = { 1 }, aes [16] = { 2 }, forged [33] = { CKU_USER };
+    const char *held = "board:01", *stored = "ks:any";
+    for (int pass = 0; pass < 2; pass++) {
+        Cs__Request *req = th_request (6, 20 + (uint64_t) pass);
+        if (pass)
+            req->ticket = (ProtobufCBinaryData) { sizeof forged, (uint8_t *) forged };
+        th_job_crypto (req->jobs [0], true, NULL, 0, CKM_RSA_PKCS, data, 32);
+        req->jobs [0]->sign->key_pkcs8 = (ProtobufCBinaryData) { (size_t) der_len, der };
+        th_job_crypto (req->jobs [1], true, (const uint8_t *) held, strlen (held), CKM_RSA_PKCS, data, 32);
+        Cs__SymJob *sym [2];
+        for (int i = 0; i < 2; i++) {
+            sym [i] = calloc (1, sizeof (Cs__SymJob));
+            cs__sym_job__init (sym [i]);
+            sym [i]->mechanism = CKM_AES_ECB;
+            sym [i]->operation = 1;
+            sym [i]->data = (ProtobufCBinaryData) { 16, (uint8_t *) aes };
+            req->jobs [2 + i]->kind_case = CS__JOB__KIND_SYM;
+            req->jobs [2 + i]->sym = sym [i];
+        }
+        sym [0]->key_value = (ProtobufCBinaryData) { 16, (uint8_t *) aes };
+        sym [1]->key_id = (ProtobufCBinaryData) { strlen (stored), (uint8_t *) stored };
+        for (int i = 0; i < 2; i++) {
+            Cs__GenerateKeyPairJob *gen = calloc (1, sizeof *gen);
+            cs__generate_key_pair_job__init (gen);
+            gen->mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN;
+            gen->modulus_bits = 2048;
+            gen->token = i == 1;
+            req->jobs [4 + i]->kind_case = CS__JOB__KIND_GENERATE_KEY_PAIR;
+            req->jobs [4 + i]->generate_key_pair = gen;
+        }
+        Cs__Reply *reply = s_call ("p4", req);
+        ck_assert_uint_eq (reply->rv, CKR_OK);
+        ck_assert_uint_eq (reply->n_results, 6);
+        CK_RV open = pass ? CKR_USER_NOT_LOGGED_IN : CKR_KEY_TYPE_INCONSISTENT;
+        ck_assert_uint_eq (reply->results [0]->rv, open);                   /* no board takes material */
+        ck_assert_uint_eq (reply->results [1]->rv, CKR_USER_NOT_LOGGED_IN);
+        open = pass ? CKR_USER_NOT_LOGGED_IN : CKR_MECHANISM_INVALID;
+        ck_assert_uint_eq (reply->results [2]->rv, open);                   /* no board runs CKM_AES_ECB */
+        ck_assert_uint_eq (reply->results [3]->rv, CKR_USER_NOT_LOGGED_IN);
+        ck_assert_uint_eq (reply->results [4]->rv, open);                   /* no board generates */
+        ck_assert_uint_eq (reply->results [5]->rv, CKR_USER_NOT_LOGGED_IN);
+        req->ticket = (ProtobufCBinaryData) { 0, NULL };
+        th_request_free (req);
+    }
+    OPENSSL_free (der);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -359,6 +421,7 @@ main (void)
     tcase_add_test (tc, test_routing_refusals);
     tcase_add_test (tc, test_batch_in_order);
     tcase_add_test (tc, test_bounded_before_decode);
+    tcase_add_test (tc, test_public_jobs);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

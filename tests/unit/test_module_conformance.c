@@ -499,10 +499,16 @@ START_TEST (test_operations)
     ck_assert_uint_eq (p->C_Initialize (NULL), CKR_OK);
     h = tm_open (p, CKF_RW_SESSION);
     th_digest_info ("conformance", di);
-    /*  Private-key operations need the user.  */
-    ck_assert_uint_eq (p->C_SignInit (h, &raw, 1), CKR_USER_NOT_LOGGED_IN);
+    /*  Private-key operations need the user: no private key is visible
+        before the login, and a token key found then is
+        CKR_USER_NOT_LOGGED_IN once logged out (docs/CONTRACTS.md "Public
+        session objects").  */
+    ck_assert_uint_eq (p->C_SignInit (h, &raw, 1), CKR_KEY_HANDLE_INVALID);
     ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
     key = s_find_key (h, s_id_fast);
+    ck_assert_uint_eq (p->C_Logout (h), CKR_OK);
+    ck_assert_uint_eq (p->C_SignInit (h, &raw, key), CKR_USER_NOT_LOGGED_IN);
+    ck_assert_uint_eq (p->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
     ck_assert_uint_eq (p->C_SignInit (h, NULL, key), CKR_ARGUMENTS_BAD);
     ck_assert_uint_eq (p->C_SignInit (h + 100, &raw, key), CKR_SESSION_HANDLE_INVALID);
     ck_assert_uint_eq (p->C_Sign (h, di, 51, sig, &len), CKR_OPERATION_NOT_INITIALIZED);
