@@ -34,6 +34,10 @@ CS_DEB_PACKAGES="$CS_DEB_PACKAGES gnuplot-nox util-linux"
 # dh_installsystemd) under fakeroot; systemd-analyze checks the unit.  The
 # Build-Depends of debian/control are the build packages above.
 CS_DEB_PACKAGES="$CS_DEB_PACKAGES debhelper dpkg-dev fakeroot systemd"
+# The libFuzzer targets (tools/fuzz.sh, docs/FUZZING.md): clang, whose
+# -fsanitize=fuzzer gcc lacks.  A build and test tool only; nothing that
+# is installed or run in production needs it.
+CS_DEB_PACKAGES="$CS_DEB_PACKAGES clang"
 # nginx (client-nginx.sh): nginx-light, unless an nginx flavour (nginx-core,
 # nginx-full, ...) is installed already: they conflict with each other.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
