@@ -13,6 +13,7 @@
  *  admission.c (fe_flow_resume).  */
 #include <inttypes.h>
 #include "frontend_int.h"
+#include "worker.h"
 
 static void s_give (frontend_t *self, size_t worker, work_item_t *item);
 
@@ -139,6 +140,39 @@ s_fail_stranded (frontend_t *self)
         s_item_fail (self, item, false);
 }
 
+static void s_item_back (frontend_t *self, work_item_t *item, bool rerun);
+
+/*  The loopback core (frontend.h) has no worker threads: it runs a client
+ *  item at once on its board, in the calling thread, with a session of its
+ *  own per board (worker_run_item; no result check, no time limit), hands
+ *  it back as a worker would and lets the worker take the next waiting
+ *  item.  A background item (pool refill) is failed unrun.  */
+static void
+s_loop_run (frontend_t *self, size_t worker, work_item_t *item)
+{
+    while (item) {
+        if (!item->request) {
+            self->background_out++;
+            item->rv = CKR_DEVICE_ERROR;
+            s_item_finish (self, item);
+        }
+        else {
+            board_t *board = self->args->boards [item->board];
+            cs_session_t **session = self->loop_sessions ? &self->loop_sessions [item->board] : NULL;
+            if (session && !*session)
+                *session = board->session_open (board->handle);
+            item->given_ns = metrics_now_ns ();
+            if (session && *session)
+                worker_run_item (board, *session, item);
+            else
+                item->rv = CKR_DEVICE_ERROR;
+            item->service_ns = metrics_now_ns () - item->given_ns;
+            s_item_back (self, item, false);
+        }
+        item = scheduler_worker_ready (self->scheduler, worker);
+    }
+}
+
 /*  Hands item to worker, or fails it unrun if its deadline passed (and then
  *  offers the worker the next waiting item).  */
 static void
@@ -154,10 +188,7 @@ s_give (frontend_t *self, size_t worker, work_item_t *item)
         item = scheduler_worker_ready (self->scheduler, worker);
     }
     if (item && !self->backend) {           /* the loopback core has no workers (frontend.h) */
-        if (!item->request)
-            self->background_out++;
-        item->rv = CKR_DEVICE_ERROR;
-        s_item_finish (self, item);
+        s_loop_run (self, worker, item);
         return;
     }
     if (item) {

@@ -215,6 +215,10 @@ s_frontend_free (frontend_t *self)
     for (fe_request_t *request; self->load && (request = client_load_pop (self->load)); )
         fe_request_destroy (&request);           /* deferred, never started */
     scheduler_destroy (&self->scheduler);
+    for (size_t b = 0; self->loop_sessions && b < self->args->n_boards; b++)
+        if (self->loop_sessions [b])
+            self->args->boards [b]->session_close (&self->loop_sessions [b]);
+    free (self->loop_sessions);
     fe_fast_lane_stop (self);
     cross_check_destroy (&self->cross);
     board_watch_destroy (&self->watch_boards);
@@ -273,10 +277,13 @@ frontend_core_new (const frontend_args_t *args, frontend_reply_fn *reply, void *
         return NULL;
     self->fe = (frontend_t) { .args = args, .config = args->config, .reply_fn = reply, .reply_arg = arg };
     snprintf (self->fe.serial, sizeof self->fe.serial, "loopback");
-    if (s_core_start (&self->fe)) {
+    if (!(self->fe.loop_sessions = calloc (args->n_boards ? args->n_boards : 1, sizeof (cs_session_t *)))
+    ||  s_core_start (&self->fe)) {
         frontend_core_destroy (&self);
         return NULL;
     }
+    for (size_t worker = 0; worker < self->fe.n_workers; worker++)
+        scheduler_worker_ready (self->fe.scheduler, worker);    /* no threads: every worker is idle */
     self->fe.reading = true;
     return self;
 }

@@ -66,9 +66,12 @@ void frontend_actor (zsock_t *pipe, void *args);
  *  replies come out through `reply`; identity is plaintext mode's (the
  *  config must have broker/curve/enabled = false: the first tenant by
  *  name).  The slow pool and keystore cache are the real ones.  A job that
- *  would reach a worker is answered CKR_DEVICE_ERROR (there are none, and
- *  that board's worker stays taken): use it for decode, admission,
- *  routing refusals, logins, key lists and reply order.  */
+ *  would reach a worker runs at once on its board in the calling thread
+ *  (worker_run_item, with a driver session of the core's own per board;
+ *  no result check, no board time limit); a background item (pool refill)
+ *  is answered CKR_DEVICE_ERROR.  Use it for decode, admission, routing
+ *  refusals, logins, key lists, reply order, and the fuzz targets
+ *  (docs/FUZZING.md).  */
 typedef struct _frontend_core_t frontend_core_t;
 
 /*  Called once per reply: peer (peer_len bytes, as given to

@@ -148,6 +148,8 @@ typedef struct {
     fe_fast_lane_t *fast;           /* the fast lane (fast_lane.c), or NULL: off */
     frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
     void *reply_arg;
+    cs_session_t **loop_sessions;   /* the loopback core: a driver session per board, opened when first used
+                                       (dispatch.c runs items in line); NULL in the actor */
 } frontend_t;
 
 /*  What a job that needs a login answers without one: CKR_USER_NOT_LOGGED_IN,

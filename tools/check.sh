@@ -2,7 +2,8 @@
 # check.sh — what CI runs (.ci/run): installs missing packages, builds in
 # _build/ (VPATH, --enable-strict), runs `make check` (Check unit tests and
 # the integration tests in tests/integration/), then `make check-packages`
-# (the Debian packages: tests/integration/packages.sh), shows the logs of failures and
+# (the Debian packages: tests/integration/packages.sh) and a time-bounded run
+# of each libFuzzer target (tools/fuzz.sh check), shows the logs of failures and
 # ends with "N passed, N failed"; with $CI set, also `make distcheck`, and the
 # quickstart demo runs beside all of it (as on a user's machine that ran the
 # README's first command).  Exits non-zero on any failure.
@@ -13,10 +14,12 @@ usage () {
 usage: tools/check.sh [--memcheck] [--help]
 
 Builds in _build/ (or $CS_BUILD_DIR) with --enable-strict and runs make check,
-then make check-packages (builds and checks the Debian packages);
+then make check-packages (builds and checks the Debian packages), then
+tools/fuzz.sh check (the libFuzzer targets, clang, in _build-fuzz/: 60 s each);
 with --memcheck, then also make memcheck (valgrind: many minutes; README.md).
 Environment: CS_BUILD_DIR  build directory (default SRC/_build)
              CS_JOBS       parallel make jobs (default: number of CPUs)
+             CS_FUZZ_SECONDS  how long each libFuzzer target runs (default 60)
              CS_DISTCHECK=1  also run make distcheck (the default when $CI is set)
              CS_WITH_DEMO=1  first start the quickstart demo (tools/quickstart.sh, its
                              fixed ports 5555 and 9464) in a temporary folder and keep it
@@ -114,6 +117,15 @@ make -j"$JOBS" check || rc=$?
 step "Packages (make check-packages)"
 make check-packages || rc=$?
 
+# The libFuzzer targets (tools/fuzz.sh, docs/FUZZING.md): built with clang in
+# _build-fuzz/ and run CS_FUZZ_SECONDS (60) each, one after the other; a
+# crash fails the run (its input is in _build-fuzz/crashes/TARGET/).  Their
+# corpora and regression inputs are replayed in make check as well
+# (tests/fuzz/replay-*).
+step "Fuzz (tools/fuzz.sh check)"
+fuzz_failed=
+CS_JOBS=$JOBS "$SRC_DIR/tools/fuzz.sh" check || { rc=1; fuzz_failed=1; }
+
 # Counts from the automake .trs files: PASS/XFAIL pass, FAIL/XPASS/ERROR
 # fail.  A SKIP passes only when the test said that what it needs cannot
 # exist on this machine ("SKIP (cannot exist here): ..." in its log, lib.sh's
@@ -163,6 +175,10 @@ fi
 
 stop_demo
 trap - EXIT
+if [ -n "$fuzz_failed" ]; then
+    failed=$((failed + 1))
+    echo "FAILED: tools/fuzz.sh check (see above)"
+fi
 if [ -n "$demo_failed" ]; then
     failed=$((failed + 1)); rc=1
     echo "FAILED: the quickstart demo beside the tests (see above)"

@@ -37,6 +37,10 @@ CS_DEB_PACKAGES="$CS_DEB_PACKAGES debhelper dpkg-dev fakeroot systemd"
 # The pq driver's cross-check (tests/integration/pq-crosscheck.sh, issue #23)
 # installs dilithium-py and kyber-py into a virtualenv: python3 -m venv.
 CS_DEB_PACKAGES="$CS_DEB_PACKAGES python3-venv"
+# The libFuzzer targets (tools/fuzz.sh, docs/FUZZING.md): clang, whose
+# -fsanitize=fuzzer gcc lacks.  A build and test tool only; nothing that
+# is installed or run in production needs it.
+CS_DEB_PACKAGES="$CS_DEB_PACKAGES clang"
 # nginx (client-nginx.sh): nginx-light, unless an nginx flavour (nginx-core,
 # nginx-full, ...) is installed already: they conflict with each other.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then

@@ -8,7 +8,8 @@
  *  CKR_MECHANISM_INVALID) and replies (a batch answered once, results in
  *  job order).  Frames over the job or template limits are refused before
  *  protobuf-c allocates anything for them (issue 19 item 5: counted through
- *  cs_wire_decode_alloc_hook), and the connection stays usable.  Needs
+ *  cs_wire_decode_alloc_hook), and the connection stays usable; jobs run on
+ *  the board at once.  Needs
  *  CRYPTOSERVER_DRIVER_DIR.
  */
 #include "test_broker_helpers.h"
@@ -410,6 +411,34 @@ START_TEST (test_public_jobs)
 }
 END_TEST
 
+/*  A job that reaches a board runs there at once (frontend.h: the core has
+ *  no worker threads), and the next one too: the board's worker is free
+ *  again after each.  */
+START_TEST (test_board_jobs_run)
+{
+    uint8_t ticket [256];
+    size_t ticket_len = 0;
+    s_login (ticket, &ticket_len);
+    uint8_t di [51];
+    size_t di_len = th_digest_info ("loopback", di);
+    const char *held = "board:01";
+    for (uint64_t id = 20; id < 23; id++) {
+        Cs__Request *req = th_request (1, id);
+        req->ticket = (ProtobufCBinaryData) { ticket_len, ticket };
+        th_job_crypto (req->jobs [0], true, (const uint8_t *) held, strlen (held), CKM_RSA_PKCS, di, di_len);
+        Cs__Reply *reply = s_call ("p4", req);
+        ck_assert_uint_eq (reply->rv, CKR_OK);
+        ck_assert_uint_eq (reply->request_id, id);
+        ck_assert_uint_eq (reply->n_results, 1);
+        ck_assert_uint_eq (reply->results [0]->rv, CKR_OK);
+        ck_assert_int_eq (reply->results [0]->kind_case, CS__RESULT__KIND_DATA);
+        ck_assert (th_verify_rsa_pkcs1 (s_key, di, di_len, reply->results [0]->data.data,
+                                        reply->results [0]->data.len));
+        th_request_free (req);
+    }
+}
+END_TEST
+
 int
 main (void)
 {
@@ -422,6 +451,7 @@ main (void)
     tcase_add_test (tc, test_batch_in_order);
     tcase_add_test (tc, test_bounded_before_decode);
     tcase_add_test (tc, test_public_jobs);
+    tcase_add_test (tc, test_board_jobs_run);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
