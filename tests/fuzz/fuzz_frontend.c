@@ -49,8 +49,10 @@
 /*  Stands for the real ticket in inputs (TICKET_LEN bytes).  */
 static const uint8_t S_PLACEHOLDER [TICKET_LEN] = "\x02\x01" "cs-fuzz: the real CKU_USER ticket goes here....";
 
-/*  What a job needs before the broker may answer it CKR_OK.  */
-typedef enum { S_NEEDS_NOTHING, S_NEEDS_USER, S_NEEDS_SO, S_NEEDS_PIN } s_needs_t;
+/*  What a job needs before the broker may answer it CKR_OK (docs/CONTRACTS.md
+ *  "Login tickets"); S_NEEDS_PUBLIC: no ticket, or the real one (a job that
+ *  carries its own key, or makes a session key pair).  */
+typedef enum { S_NEEDS_NOTHING, S_NEEDS_PUBLIC, S_NEEDS_USER, S_NEEDS_SO, S_NEEDS_PIN } s_needs_t;
 
 static struct {
     char *dir;
@@ -75,6 +77,7 @@ typedef struct {
     bool per_job;
     size_t n_jobs;
     int kinds [64];                 /* Cs__Job__KindCase of the first 64 jobs */
+    s_needs_t needs [64];           /* what each of them needs (s_needs) */
 } s_expect_t;
 
 static void
@@ -206,13 +209,19 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
 }
 
 static s_needs_t
-s_needs (int kind)
+s_needs (const Cs__Job *job)
 {
-    switch (kind) {
+    switch (job->kind_case) {
         case CS__JOB__KIND_SIGN:
+            return job->sign->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
         case CS__JOB__KIND_DECRYPT:
+            return job->decrypt->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
         case CS__JOB__KIND_DERIVE:
+            return job->derive->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
+        case CS__JOB__KIND_SYM:
+            return job->sym->key_id.len ? S_NEEDS_USER : S_NEEDS_PUBLIC;
         case CS__JOB__KIND_GENERATE_KEY_PAIR:
+            return job->generate_key_pair->token ? S_NEEDS_USER : S_NEEDS_PUBLIC;
         case CS__JOB__KIND_IMPORT_KEY:
         case CS__JOB__KIND_DESTROY_KEY:
         case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
@@ -220,7 +229,6 @@ s_needs (int kind)
         case CS__JOB__KIND_MODEXP:
         case CS__JOB__KIND_PUT_OBJECT:
         case CS__JOB__KIND_DESTROY_OBJECT:
-        case CS__JOB__KIND_SYM:
         case CS__JOB__KIND_GENERATE_KEY:
             return S_NEEDS_USER;
         case CS__JOB__KIND_INIT_PIN:
@@ -264,18 +272,15 @@ s_checks_pin (const Cs__Job *job)
     return user_type == CKU_SO || user_type == CKU_USER;
 }
 
-/*  The request id protobuf finds in the frame (0 when none), as the broker
- *  answers a frame it cannot take.  */
+/*  The request id of a frame the broker cannot take, read as the broker
+ *  reads it: from the frame's top-level fields, without decoding the rest
+ *  (cs_wire_request_id; docs/CONTRACTS.md "Limits").  */
 static uint64_t
 s_peek_id (const uint8_t *data, size_t size)
 {
     if (size == 0 || size > CS_WIRE_MAX_MESSAGE)
         return 0;
-    Cs__Request *req = cs__request__unpack (NULL, size, data);
-    uint64_t id = req ? req->request_id : 0;
-    if (req)
-        cs__request__free_unpacked (req, NULL);
-    return id;
+    return cs_wire_request_id (data, size);
 }
 
 /*  Fills expect for frame; false when it must not be sent.  */
@@ -303,8 +308,10 @@ s_predict (const uint8_t *data, size_t size, s_expect_t *expect)
         expect->ticket_sent = req->ticket.len > 0;
         expect->per_job = req->per_job_replies && version >= CS_PROTOCOL_PER_JOB;
         expect->n_jobs = req->n_jobs;
-        for (size_t i = 0; i < req->n_jobs && i < 64; i++)
+        for (size_t i = 0; i < req->n_jobs && i < 64; i++) {
             expect->kinds [i] = req->jobs [i]->kind_case;
+            expect->needs [i] = s_needs (req->jobs [i]);
+        }
     }
     cs__request__free_unpacked (req, NULL);
     return send;
@@ -317,7 +324,7 @@ s_check_result (const Cs__Result *result, const s_expect_t *expect, size_t i)
     if (i >= 64)
         return;
     int kind = expect->kinds [i];
-    s_needs_t needs = s_needs (kind);
+    s_needs_t needs = expect->needs [i];
     int want = s_result_kind (kind);
     if (result->rv == CKR_OK && want >= 0 && (int) result->kind_case != want)
         fz_fail ("job %zu (kind %d): a CKR_OK result of kind %d", i, kind, (int) result->kind_case);
@@ -325,12 +332,13 @@ s_check_result (const Cs__Result *result, const s_expect_t *expect, size_t i)
     &&  expect->ticket_sent && !expect->ticket_ok && result->rv != CKR_USER_NOT_LOGGED_IN)
         fz_fail ("job %zu (list, kind %d) with a ticket that is not the real one answered %s", i, kind,
                  cs_rv_name (result->rv));
-    if (needs == S_NEEDS_NOTHING || (needs == S_NEEDS_USER && expect->ticket_ok))
+    if (needs == S_NEEDS_NOTHING || ((needs == S_NEEDS_USER || needs == S_NEEDS_PUBLIC) && expect->ticket_ok)
+    ||  (needs == S_NEEDS_PUBLIC && !expect->ticket_sent))
         return;
     if (result->rv == CKR_OK)
         fz_fail ("VIOLATION: job %zu (kind %d) answered CKR_OK without %s", i, kind,
                  needs == S_NEEDS_SO ? "an SO ticket" : "the real ticket");
-    if (needs == S_NEEDS_USER && result->rv != CKR_USER_NOT_LOGGED_IN)
+    if ((needs == S_NEEDS_USER || needs == S_NEEDS_PUBLIC) && result->rv != CKR_USER_NOT_LOGGED_IN)
         fz_fail ("job %zu (kind %d) without its ticket refused with %s, not CKR_USER_NOT_LOGGED_IN", i, kind,
                  cs_rv_name (result->rv));
 }
