@@ -66,6 +66,7 @@
 #include <p11-kit/pkcs11.h>
 #include "cs_wire.h"
 #include "ticket.h"
+#include "fuzz_needs.h"
 
 #define S_WINDOW 200                /* messages in flight (< the ROUTER's HWM of 1000) */
 #define S_SEND_WAIT_MS 2000         /* a message not taken by the socket in this long is dropped */
@@ -86,9 +87,6 @@ static const char *s_kind_names [S_KINDS] = {
 };
 static const char *s_path_names [S_PATHS] = { "real-ticket", "no-ticket", "corrupt-ticket" };
 
-/*  What a job needs before the broker may answer it CKR_OK.  */
-/*  S_NEEDS_PUBLIC: no ticket, or the real one (a public job).  */
-typedef enum { S_NEEDS_NOTHING, S_NEEDS_PUBLIC, S_NEEDS_USER, S_NEEDS_SO, S_NEEDS_PIN } s_needs_t;
 
 /*  The answer the broker owes to one message on the main association.  */
 typedef struct {
@@ -353,44 +351,6 @@ s_valid_request (s_fuzz_t *self, s_path_t path, size_t *size_p)
 
 /* ------------------------------------------------------------------ */
 /*  What the broker owes                                               */
-
-/*  What job needs before CKR_OK (docs/CONTRACTS.md "Login tickets";
- *  broker/request.c s_job): jobs naming a server-held key or storing
- *  something the CKU_USER ticket; jobs carrying their key material (key_pkcs8,
- *  a SymJob without key_id) and session key-pair generation (token FALSE)
- *  no ticket, or the real one.  */
-static s_needs_t
-s_needs (const Cs__Job *job)
-{
-    switch (job->kind_case) {
-        case CS__JOB__KIND_SIGN:
-            return job->sign->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
-        case CS__JOB__KIND_DECRYPT:
-            return job->decrypt->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
-        case CS__JOB__KIND_DERIVE:
-            return job->derive->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
-        case CS__JOB__KIND_SYM:
-            return job->sym->key_id.len ? S_NEEDS_USER : S_NEEDS_PUBLIC;
-        case CS__JOB__KIND_GENERATE_KEY_PAIR:
-            return job->generate_key_pair->token ? S_NEEDS_USER : S_NEEDS_PUBLIC;
-        case CS__JOB__KIND_GENERATE_KEY:
-        case CS__JOB__KIND_PUT_OBJECT:
-        case CS__JOB__KIND_DESTROY_OBJECT:
-        case CS__JOB__KIND_IMPORT_KEY:
-        case CS__JOB__KIND_DESTROY_KEY:
-        case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
-        case CS__JOB__KIND_COPY_KEY:
-        case CS__JOB__KIND_MODEXP:
-            return S_NEEDS_USER;
-        case CS__JOB__KIND_INIT_PIN:
-            return S_NEEDS_SO;
-        case CS__JOB__KIND_LOGIN:
-        case CS__JOB__KIND_SET_PIN:
-            return S_NEEDS_PIN;
-        default:
-            return S_NEEDS_NOTHING;             /* hello, list-keys, list-objects */
-    }
-}
 
 /*  The proto name of a job kind, for messages.  */
 static const char *

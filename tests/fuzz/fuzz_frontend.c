@@ -41,6 +41,7 @@
 #include "fuzz_setup.h"
 #include "health.h"
 #include "ticket.h"
+#include "fuzz_needs.h"
 
 #define S_MAX_FRAMES 8
 #define S_SETTLE_MS 10000
@@ -49,10 +50,6 @@
 /*  Stands for the real ticket in inputs (TICKET_LEN bytes).  */
 static const uint8_t S_PLACEHOLDER [TICKET_LEN] = "\x02\x01" "cs-fuzz: the real CKU_USER ticket goes here....";
 
-/*  What a job needs before the broker may answer it CKR_OK (docs/CONTRACTS.md
- *  "Login tickets"); S_NEEDS_PUBLIC: no ticket, or the real one (a job that
- *  carries its own key, or makes a session key pair).  */
-typedef enum { S_NEEDS_NOTHING, S_NEEDS_PUBLIC, S_NEEDS_USER, S_NEEDS_SO, S_NEEDS_PIN } s_needs_t;
 
 static struct {
     char *dir;
@@ -208,38 +205,6 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
     return 0;
 }
 
-static s_needs_t
-s_needs (const Cs__Job *job)
-{
-    switch (job->kind_case) {
-        case CS__JOB__KIND_SIGN:
-            return job->sign->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
-        case CS__JOB__KIND_DECRYPT:
-            return job->decrypt->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
-        case CS__JOB__KIND_DERIVE:
-            return job->derive->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
-        case CS__JOB__KIND_SYM:
-            return job->sym->key_id.len ? S_NEEDS_USER : S_NEEDS_PUBLIC;
-        case CS__JOB__KIND_GENERATE_KEY_PAIR:
-            return job->generate_key_pair->token ? S_NEEDS_USER : S_NEEDS_PUBLIC;
-        case CS__JOB__KIND_IMPORT_KEY:
-        case CS__JOB__KIND_DESTROY_KEY:
-        case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
-        case CS__JOB__KIND_COPY_KEY:
-        case CS__JOB__KIND_MODEXP:
-        case CS__JOB__KIND_PUT_OBJECT:
-        case CS__JOB__KIND_DESTROY_OBJECT:
-        case CS__JOB__KIND_GENERATE_KEY:
-            return S_NEEDS_USER;
-        case CS__JOB__KIND_INIT_PIN:
-            return S_NEEDS_SO;
-        case CS__JOB__KIND_LOGIN:
-        case CS__JOB__KIND_SET_PIN:
-            return S_NEEDS_PIN;
-        default:
-            return S_NEEDS_NOTHING;             /* hello, list-keys, list-objects */
-    }
-}
 
 /*  The kind of a CKR_OK result of a job of kind (0: none expected).  */
 static int
