@@ -143,9 +143,16 @@ out:
 CK_RV
 C_VerifyInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
 {
+    CK_RV rv;
     if (cs_secret_mech (mech))
-        return cs_secret_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle);
-    return cs_keyop_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle, cs_sigop_create, cs_sigop_free);
+        rv = cs_secret_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle);
+    else
+        rv = cs_keyop_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle, cs_sigop_create, cs_sigop_free);
+    /*  A new operation: a signature kept by an earlier, ended
+     *  C_VerifySignatureInit (verify_sig.c) must not be taken for this one's.  */
+    if (rv == CKR_OK)
+        rv = cs_session_verify_sig_put (handle, NULL, 0);
+    return rv;
 }
 
 /*  C_Verify (final false) and C_VerifyFinal (final true): both end the

@@ -20,6 +20,8 @@ struct _cs_session_t {
     CK_FLAGS flags;
     void *ops [CS_OP_KINDS];
     cs_op_free_fn *op_free [CS_OP_KINDS];
+    uint8_t *verify_sig;            /* C_VerifySignatureInit's signature, or NULL */
+    size_t verify_sig_len;          /* bytes */
 };
 
 static struct {
@@ -28,6 +30,15 @@ static struct {
     size_t size;
     CK_SESSION_HANDLE next_handle;
 } s_sessions;
+
+/*  Forgets a signature-first verification's signature.  */
+static void
+s_verify_sig_clear_inlock (cs_session_t *self)
+{
+    free (self->verify_sig);
+    self->verify_sig = NULL;
+    self->verify_sig_len = 0;
+}
 
 static void
 s_session_destroy_inlock (cs_session_t **self_p)
@@ -38,6 +49,7 @@ s_session_destroy_inlock (cs_session_t **self_p)
     for (int kind = 0; kind < CS_OP_KINDS; kind++)
         cs_session_op_end_inlock (self, kind);
     cs_object_session_closed_inlock (self->handle);
+    s_verify_sig_clear_inlock (self);
     free (self);
     *self_p = NULL;
 }
@@ -201,6 +213,10 @@ C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
         return CKR_SLOT_ID_INVALID;
     if (!(flags & CKF_SERIAL_SESSION))
         return CKR_SESSION_PARALLEL_NOT_SUPPORTED;
+    /*  PKCS#11 3.2 C_OpenSession: CKF_ASYNC_SESSION on a token without
+     *  CKF_ASYNC_SESSION_SUPPORTED (cryptoserver-pkcs11(7) "PKCS#11 3.2").  */
+    if (flags & CKF_ASYNC_SESSION)
+        return CKR_SESSION_ASYNC_NOT_SUPPORTED;
     cs_lock ();
     if (cs_login_so_logged_in_inlock () && !(flags & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_WRITE_SO_EXISTS;
@@ -296,6 +312,71 @@ cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags)
     for (size_t i = 0; i < sizeof map / sizeof map [0]; i++)
         if (flags & map [i].flag)
             cs_session_op_end_inlock (session, map [i].kind);
+    if (flags & CKF_VERIFY)
+        s_verify_sig_clear_inlock (session);
     cs_unlock ();
+    return CKR_OK;
+}
+
+/*  ---- signature-first verification (PKCS#11 3.2) ----------------------- */
+
+CK_RV
+cs_session_verify_sig_put (CK_SESSION_HANDLE handle, const uint8_t *sig, size_t len)
+{
+    cs_session_t *session;
+    uint8_t *copy = NULL;
+    CK_RV rv = cs_guard_check ();
+    if (rv != CKR_OK)
+        return rv;
+    if (sig && !(copy = malloc (len ? len : 1)))
+        return CKR_HOST_MEMORY;
+    if (copy)
+        memcpy (copy, sig, len);
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) == CKR_OK) {
+        s_verify_sig_clear_inlock (session);
+        session->verify_sig = copy;
+        session->verify_sig_len = copy ? len : 0;
+        copy = NULL;
+    }
+    cs_unlock ();
+    free (copy);
+    return rv;
+}
+
+CK_RV
+cs_session_verify_sig_take (CK_SESSION_HANDLE handle, uint8_t **sig_p, size_t *len_p)
+{
+    cs_session_t *session;
+    CK_RV rv = cs_guard_check ();
+    if (rv != CKR_OK)
+        return rv;
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) == CKR_OK) {
+        if (!session->verify_sig)
+            rv = CKR_OPERATION_NOT_INITIALIZED;
+        else
+        if (sig_p) {
+            *sig_p = session->verify_sig;
+            *len_p = session->verify_sig_len;
+            session->verify_sig = NULL;
+            session->verify_sig_len = 0;
+        }
+    }
+    cs_unlock ();
+    return rv;
+}
+
+/*  PKCS#11 3.2 C_GetSessionValidationFlags: the token has no validation
+ *  objects, so no operation of a session is ever validated and the flags
+ *  are 0 (cryptoserver-pkcs11(7) "PKCS#11 3.2").  */
+CK_RV
+C_GetSessionValidationFlags (CK_SESSION_HANDLE handle, CK_SESSION_VALIDATION_FLAGS_TYPE type, CK_FLAGS_PTR flags_p)
+{
+    CK_RV rv = cs_session_check (handle);
+    if (rv != CKR_OK)
+        return rv;
+    return_val_if_fail (flags_p != NULL && type == CKS_LAST_VALIDATION_OK, CKR_ARGUMENTS_BAD);
+    *flags_p = 0;
     return CKR_OK;
 }

@@ -11,7 +11,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "cs_p11.h"
+#include <stdint.h>
+#include "cs_p11_3.h"
 
 typedef enum {
     CS_OP_FIND, CS_OP_SIGN, CS_OP_VERIFY, CS_OP_DECRYPT, CS_OP_ENCRYPT, CS_OP_DIGEST,
@@ -80,6 +81,24 @@ size_t cs_session_count_inlock (CK_FLAGS flags);
 /*  PKCS#11 3.0 §5.6 C_SessionCancel (the 3.0 list runs it in the call
  *  guard): ends the session's operations named by `flags`.  */
 CK_RV cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags);
+
+/*  PKCS#11 3.2 signature-first verification (verify_sig.c): the session
+ *  keeps the signature given to C_VerifySignatureInit until the operation
+ *  ends.  _put stores a copy of `len` bytes of `sig` (NULL forgets the one
+ *  stored: C_VerifyInit, C_SessionCancel with CKF_VERIFY and C_CloseSession
+ *  forget it too).  _take hands it over (*sig_p, *len_p: the caller frees
+ *  it with free()) and forgets it; with sig_p NULL it only says whether one
+ *  is stored.  Entry-point helpers (they take the mutex).  Errors:
+ *  CKR_CRYPTOKI_NOT_INITIALIZED, CKR_SESSION_HANDLE_INVALID, CKR_HOST_MEMORY
+ *  (_put), CKR_OPERATION_NOT_INITIALIZED (_take: none stored).  */
+CK_RV cs_session_verify_sig_put (CK_SESSION_HANDLE handle, const uint8_t *sig, size_t len);
+CK_RV cs_session_verify_sig_take (CK_SESSION_HANDLE handle, uint8_t **sig_p, size_t *len_p);
+
+/*  PKCS#11 3.2 C_GetSessionValidationFlags: CKR_ARGUMENTS_BAD unless flags_p
+ *  is set and type is CKS_LAST_VALIDATION_OK; *flags_p = 0 (no validation
+ *  objects).  Also CKR_CRYPTOKI_NOT_INITIALIZED, CKR_SESSION_HANDLE_INVALID.  */
+CK_RV C_GetSessionValidationFlags (CK_SESSION_HANDLE handle, CK_SESSION_VALIDATION_FLAGS_TYPE type,
+                                   CK_FLAGS_PTR flags_p);
 
 /*  Closes every session without logging out (C_Finalize, fork).  */
 void cs_session_reset_all_inlock (void);

@@ -38,7 +38,7 @@ declare -A rank=(
     [derive]=13 [secret]=13 [secret_key]=13 [digest]=13
     [sign]=14
     [decrypt]=15 [wrap]=15 [local]=15 [recover]=15 [keymgmt]=15 [keymgmt_check]=15 [keymgmt_int]=1
-    [module]=16
+    [module]=16 [verify_sig]=16
     [interface]=17
 )
 # files that implement part of another unit's header
