@@ -27,19 +27,20 @@ declare -A rank=(
     [cs_p11]=0 [cs_p11_3]=1 [log]=1
     [mechanism]=2 [client_config]=2 [coalesce]=2 [key]=2 [attrs]=2
     [association]=3 [keyder]=3
-    [link]=4
-    [guard]=5
-    [login]=6
-    [dataobj_int]=7 [dataobj]=8
-    [object_int]=9 [objattr]=9 [object]=9
-    [session]=10
-    [runner]=11
-    [token]=12 [find]=12 [keyop]=12 [secret_token]=12 [modexp]=12 [dataobj_jobs]=12
-    [derive]=13 [secret]=13 [secret_key]=13 [digest]=13
-    [sign]=14
-    [decrypt]=15 [wrap]=15 [local]=15 [recover]=15 [keymgmt]=15 [keymgmt_check]=15 [keymgmt_int]=1
-    [module]=16 [verify_sig]=16
-    [interface]=17
+    [waitq]=4
+    [link]=5
+    [guard]=6
+    [login]=7
+    [dataobj_int]=8 [dataobj]=9
+    [object_int]=10 [objattr]=10 [object]=10
+    [session]=11
+    [runner]=12
+    [token]=13 [find]=13 [keyop]=13 [secret_token]=13 [modexp]=13 [dataobj_jobs]=13
+    [derive]=14 [secret]=14 [secret_key]=14 [digest]=14
+    [sign]=15
+    [decrypt]=16 [wrap]=16 [local]=16 [recover]=16 [keymgmt]=16 [keymgmt_check]=16 [keymgmt_int]=1
+    [module]=17 [verify_sig]=17
+    [interface]=18
 )
 # files that implement part of another unit's header
 declare -A own=([dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret"
