@@ -134,21 +134,15 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     CK_RV rv;
     if (cs_secret_active (handle, CS_OP_DECRYPT))
         return cs_secret_finish (handle, CS_OP_DECRYPT, false, data, len, out, out_len_p);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
+                          &session, (void **) &op);
     if (!out && !op->plain) {
         *out_len_p = op->key->modulus_len;      /* upper bound, locally */
-        cs_unlock ();
+        CS_END_CALL ();
         return CKR_OK;
     }
     op = cs_session_op_take_inlock (session, CS_OP_DECRYPT);
-    cs_unlock ();
+    CS_END_CALL ();
     if (!op->plain)
         rv = len == op->key->modulus_len ? s_decrypt_job (op, data, len) : CKR_ENCRYPTED_DATA_LEN_RANGE;
     if (rv == CKR_OK && !out) {

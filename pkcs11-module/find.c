@@ -76,18 +76,13 @@ C_GetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object,
                      CK_ATTRIBUTE_PTR tmpl, CK_ULONG count)
 {
     cs_session_t *session;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK)
-        ;
-    else
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!tmpl && count)
         rv = CKR_ARGUMENTS_BAD;
     else
         rv = cs_object_get_attributes_inlock (object, tmpl, count);
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 
@@ -101,23 +96,13 @@ C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG cou
     cs_find_t *find = NULL;
     CK_RV rv;
     return_val_if_fail (tmpl || count == 0, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
     /*  The session is checked first, so that a broker problem cannot hide
         CKR_SESSION_HANDLE_INVALID; the refresh runs outside the mutex.  */
-    cs_lock ();
-    rv = cs_session_get_inlock (handle, &session);
-    cs_unlock ();
-    if (rv != CKR_OK)
-        return rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
+    CS_END_CALL ();
     if ((rv = s_refresh_keys ()) != CKR_OK || (rv = cs_dataobj_refresh (tmpl, count)) != CKR_OK)
         return rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK)
-        ;
-    else
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (cs_session_op_inlock (session, CS_OP_FIND))
         rv = CKR_OPERATION_ACTIVE;
     else
@@ -128,7 +113,7 @@ C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG cou
         rv = cs_session_op_start_inlock (session, CS_OP_FIND, find, s_find_free);
     if (rv == CKR_OK)
         find = NULL;
-    cs_unlock ();
+    CS_END_CALL ();
     s_find_free (find);
     return rv;
 }
@@ -142,12 +127,7 @@ C_FindObjects (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE_PTR objects, CK_ULONG 
     cs_find_t *find;
     CK_RV rv;
     return_val_if_fail (objects && count_p, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK)
-        ;
-    else
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!(find = cs_session_op_inlock (session, CS_OP_FIND)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else {
@@ -155,7 +135,7 @@ C_FindObjects (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE_PTR objects, CK_ULONG 
         while (*count_p < max && find->next < find->count)
             objects [(*count_p)++] = find->handles [find->next++];
     }
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 
@@ -165,15 +145,11 @@ CK_RV
 C_FindObjectsFinal (CK_SESSION_HANDLE handle)
 {
     cs_session_t *session;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) == CKR_OK) {
-        if (!cs_session_op_inlock (session, CS_OP_FIND))
-            rv = CKR_OPERATION_NOT_INITIALIZED;
-        cs_session_op_end_inlock (session, CS_OP_FIND);
-    }
-    cs_unlock ();
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
+    if (!cs_session_op_inlock (session, CS_OP_FIND))
+        rv = CKR_OPERATION_NOT_INITIALIZED;
+    cs_session_op_end_inlock (session, CS_OP_FIND);
+    CS_END_CALL ();
     return rv;
 }

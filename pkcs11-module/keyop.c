@@ -13,13 +13,7 @@ cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const
     void *op = NULL;
     CK_RV rv;
     return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (cs_session_op_inlock (session, kind))
         rv = CKR_OPERATION_ACTIVE;
     else
@@ -29,7 +23,7 @@ cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const
     &&  (rv = new_fn (mech, key, want, &op)) == CKR_OK
     &&  (rv = cs_session_op_start_inlock (session, kind, op, free_fn)) == CKR_OK)
         op = NULL;
-    cs_unlock ();
+    CS_END_CALL ();
     if (op)
         free_fn (op);
     cs_key_unref (&key);

@@ -167,13 +167,7 @@ s_verify_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
     cs_sigop_t *op;
     CK_RV rv;
     return_val_if_fail ((data || !len) && (sig || !sig_len), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!(op = cs_session_op_take_inlock (session, CS_OP_VERIFY)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
@@ -181,7 +175,7 @@ s_verify_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
         rv = CKR_OPERATION_ACTIVE;
     else
         rv = cs_sigop_message (op, data, len, final, message, &message_len);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK)
         rv = s_verify (op, message, message_len, sig, sig_len);
     cs_sigop_free (op);
@@ -331,22 +325,16 @@ C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR
     cs_session_t *session;
     cs_encrypt_op_t *op;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, CS_OP_ENCRYPT, out_len_p != NULL && (data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, CS_OP_ENCRYPT, out_len_p != NULL && (data || !len),
+                          &session, (void **) &op);
     if (!out || *out_len_p < op->key->modulus_len) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = op->key->modulus_len;
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     op = cs_session_op_take_inlock (session, CS_OP_ENCRYPT);
-    cs_unlock ();
+    CS_END_CALL ();
     if ((rv = s_encrypt_len_ok (op, len)) == CKR_OK)
         rv = s_encrypt (op, data, len, out, out_len_p);
     s_encrypt_op_free (op);

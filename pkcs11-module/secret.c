@@ -222,13 +222,7 @@ cs_secret_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *da
     cs_session_t *session;
     s_op_t *op;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, kind, data || !len, &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, kind, data || !len, &session, (void **) &op);
     if (op->single || op->has_out)
         rv = CKR_OPERATION_ACTIVE;              /* a single-part call is under way */
     else
@@ -239,7 +233,7 @@ cs_secret_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *da
         if (out_len_p)
             *out_len_p = 0;
     }
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 
@@ -324,14 +318,8 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
     cs_session_t *session;
     s_op_t *op;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, kind, out_len_p != NULL && (final || data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, kind, out_len_p != NULL && (final || data || !len),
+                          &session, (void **) &op);
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;              /* C_Encrypt after C_EncryptUpdate */
     else
@@ -339,23 +327,23 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
         op->single = true;      /* kept for the call after a length query */
     if (rv != CKR_OK) {
         cs_session_op_end_inlock (session, kind);
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     if (!op->has_out && (rv = s_input_check (op)) != CKR_OK) {
         if (op->operation == S_OP_DECRYPT)
             rv = CKR_ENCRYPTED_DATA_LEN_RANGE;  /* read before op_end frees op */
         cs_session_op_end_inlock (session, kind);
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     if (!out && !op->has_out) {
         *out_len_p = s_size (op);               /* locally */
-        cs_unlock ();
+        CS_END_CALL ();
         return CKR_OK;
     }
     op = cs_session_op_take_inlock (session, kind);
-    cs_unlock ();
+    CS_END_CALL ();
     if (!op->has_out)
         rv = s_job (op);
     if (rv == CKR_OK && (!out || *out_len_p < op->out_len)) {
@@ -383,16 +371,10 @@ cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_
     cs_session_t *session;
     s_op_t *op;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, CS_OP_VERIFY, sig != NULL && (final || data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, CS_OP_VERIFY, sig != NULL && (final || data || !len),
+                          &session, (void **) &op);
     op = cs_session_op_take_inlock (session, CS_OP_VERIFY);
-    cs_unlock ();
+    CS_END_CALL ();
     if (!final)
         rv = s_buffer (op, data, len);
     if (rv == CKR_OK && sig_len != op->mac_len)
@@ -444,15 +426,9 @@ s_not_secret (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
 {
     cs_session_t *session;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     rv = cs_session_op_inlock (session, kind) ? CKR_FUNCTION_NOT_SUPPORTED : CKR_OPERATION_NOT_INITIALIZED;
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 

@@ -76,12 +76,10 @@ CK_RV
 cs_session_check (CK_SESSION_HANDLE handle)
 {
     cs_session_t *session;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
+    CK_RV rv;
+    CS_BEGIN_CALL (rv);
     rv = cs_session_get_inlock (handle, &session);
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 
@@ -229,12 +227,10 @@ C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
 CK_RV
 C_CloseSession (CK_SESSION_HANDLE handle)
 {
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
+    CK_RV rv;
+    CS_BEGIN_CALL (rv);
     rv = s_session_remove_inlock (handle);
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 
@@ -271,18 +267,12 @@ C_GetSessionInfo (CK_SESSION_HANDLE handle, CK_SESSION_INFO_PTR info)
     cs_session_t *session;
     CK_RV rv;
     return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     memset (info, 0, sizeof *info);
     info->slotID = CS_SLOT_ID;
     info->state = s_state_inlock (session);
     info->flags = session->flags;
-    cs_unlock ();
+    CS_END_CALL ();
     return CKR_OK;
 }
 
@@ -301,20 +291,14 @@ cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags)
         { CKF_SIGN_RECOVER, CS_OP_SIGN_RECOVER }, { CKF_VERIFY_RECOVER, CS_OP_VERIFY_RECOVER },
     };
     cs_session_t *session;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     for (size_t i = 0; i < sizeof map / sizeof map [0]; i++)
         if (flags & map [i].flag)
             cs_session_op_end_inlock (session, map [i].kind);
     if (flags & CKF_VERIFY)
         s_verify_sig_clear_inlock (session);
-    cs_unlock ();
+    CS_END_CALL ();
     return CKR_OK;
 }
 
@@ -348,22 +332,18 @@ CK_RV
 cs_session_verify_sig_take (CK_SESSION_HANDLE handle, uint8_t **sig_p, size_t *len_p)
 {
     cs_session_t *session;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) == CKR_OK) {
-        if (!session->verify_sig)
-            rv = CKR_OPERATION_NOT_INITIALIZED;
-        else
-        if (sig_p) {
-            *sig_p = session->verify_sig;
-            *len_p = session->verify_sig_len;
-            session->verify_sig = NULL;
-            session->verify_sig_len = 0;
-        }
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
+    if (!session->verify_sig)
+        rv = CKR_OPERATION_NOT_INITIALIZED;
+    else
+    if (sig_p) {
+        *sig_p = session->verify_sig;
+        *len_p = session->verify_sig_len;
+        session->verify_sig = NULL;
+        session->verify_sig_len = 0;
     }
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cs_p11_3.h"
+#include "guard.h"
 
 typedef enum {
     CS_OP_FIND, CS_OP_SIGN, CS_OP_VERIFY, CS_OP_DECRYPT, CS_OP_ENCRYPT, CS_OP_DIGEST,
@@ -74,6 +75,31 @@ void cs_session_op_end_inlock (cs_session_t *self, cs_op_kind_t kind);
  *  the mutex in any case.  */
 CK_RV cs_session_op_get_inlock (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args_ok,
                               cs_session_t **session_p, void **op_p);
+
+/*  The prologue of an entry point on a session (guard.h CS_BEGIN_CALL):
+ *  CS_BEGIN_SESSION_CALL (rv, handle, &session) checks C_Initialize, takes
+ *  the mutex and looks the session up (cs_session_get_inlock);
+ *  CS_BEGIN_OP_CALL (rv, handle, kind, args_ok, &session, &op) finds its
+ *  operation of `kind` as well (cs_session_op_get_inlock, `op` a void **).
+ *  On an error they release the mutex and return it from the calling
+ *  function; on CKR_OK `rv` is CKR_OK and the caller holds the mutex until
+ *  its CS_END_CALL ().  */
+#define CS_BEGIN_SESSION_CALL(rv, handle, session_p) \
+    do { \
+        CS_BEGIN_CALL (rv); \
+        if (((rv) = cs_session_get_inlock ((handle), (session_p))) != CKR_OK) { \
+            CS_END_CALL (); \
+            return (rv); \
+        } \
+    } while (0)
+#define CS_BEGIN_OP_CALL(rv, handle, kind, args_ok, session_p, op_p) \
+    do { \
+        CS_BEGIN_CALL (rv); \
+        if (((rv) = cs_session_op_get_inlock ((handle), (kind), (args_ok), (session_p), (op_p))) != CKR_OK) { \
+            CS_END_CALL (); \
+            return (rv); \
+        } \
+    } while (0)
 
 /*  Number of open sessions; with CKF_RW_SESSION only the read-write ones.  */
 size_t cs_session_count_inlock (CK_FLAGS flags);

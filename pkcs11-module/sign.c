@@ -189,20 +189,13 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
     cs_session_t *session;
     cs_sigop_t *op = NULL;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, kind, sig_len_p != NULL && (data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, kind, sig_len_p != NULL && (data || !len), &session, (void **) &op);
     /*  The output-size rule of the mechanism's row (cs_mech.h), from the key.  */
     need = cs_mech_output_len (op->mech, op->key->modulus_len, op->key->field_len, 0);
     if (!sig || *sig_len_p < need) {
         rv = sig ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *sig_len_p = need;
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     op = cs_session_op_take_inlock (session, kind);
@@ -210,7 +203,7 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
         rv = CKR_OPERATION_ACTIVE;      /* C_Sign cannot finish a multi-part signature */
     else
         rv = cs_sigop_message (op, data, len, final, message, &message_len);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK)
         rv = s_sign_job (op, message, message_len, sig, sig_len_p, need);
     OPENSSL_cleanse (message, sizeof message);
@@ -245,19 +238,13 @@ cs_sigop_session_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint
     cs_sigop_t *op;
     CK_RV rv;
     return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!(op = cs_session_op_inlock (session, kind)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
     if ((rv = cs_sigop_update (op, data, len)) != CKR_OK)
         cs_session_op_end_inlock (session, kind);
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 

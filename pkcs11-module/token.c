@@ -349,13 +349,7 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     Cs__LoginJob login = CS__LOGIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (user_type == CKU_CONTEXT_SPECIFIC)
         rv = CKR_OPERATION_NOT_INITIALIZED;     /* no key needs CKA_ALWAYS_AUTHENTICATE */
     else
@@ -369,7 +363,7 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
         rv = CKR_PIN_LEN_RANGE;
     else
         rv = s_login_allowed_inlock (user_type);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv != CKR_OK)
         return rv;
     login.user_type = user_type;
@@ -416,21 +410,15 @@ CK_RV
 C_Logout (CK_SESSION_HANDLE handle)
 {
     cs_session_t *session;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!cs_login_user_logged_in_inlock () && !cs_login_so_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     else {
         cs_login_logout_inlock ();
         cs_object_logged_out_inlock ();
     }
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 
@@ -466,13 +454,7 @@ C_InitPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
     Cs__InitPinJob init = CS__INIT_PIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!pin && pin_len)
         rv = CKR_ARGUMENTS_BAD;
     else
@@ -484,7 +466,7 @@ C_InitPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
     else
     if (!s_pin_len_ok_inlock (pin_len))
         rv = CKR_PIN_LEN_RANGE;
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv != CKR_OK)
         return rv;
     init.pin = (ProtobufCBinaryData) { pin_len, pin };
@@ -503,13 +485,7 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     Cs__SetPinJob set = CS__SET_PIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if ((!old_pin && old_len) || (!new_pin && new_len))
         rv = CKR_ARGUMENTS_BAD;
     else
@@ -519,7 +495,7 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     if (old_len > CS_WIRE_MAX_PIN || !s_pin_len_ok_inlock (new_len))
         rv = CKR_PIN_LEN_RANGE;
     set.user_type = cs_login_so_logged_in_inlock () ? CKU_SO : CKU_USER;
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv != CKR_OK)
         return rv;
     set.old_pin = (ProtobufCBinaryData) { old_len, old_pin };
@@ -555,17 +531,11 @@ C_GetObjectSize (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ULONG_PTR
     cs_object_info_t info;
     CK_RV rv;
     return_val_if_fail (size_p != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if ((rv = cs_object_info_inlock (object, &info)) == CKR_OK) {
         *size_p = s_object_size_inlock (&info);
         cs_object_info_clear (&info);
     }
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
