@@ -123,7 +123,7 @@ s_block_modes (const unsigned char *key, size_t key_len, unsigned char *iv)
         CHECK (p11->C_Decrypt (s, ct, len, back, &blen), "C_Decrypt");
         if (blen != n || memcmp (back, plain, n))
             s_fail ("decryption does not give the plaintext back");
-        /*  Multi-part: buffered, the whole result from Final.  */
+        /*  Multi-part: the whole blocks come from the updates, the rest from Final.  */
         CHECK (p11->C_EncryptInit (s, &mech, k), "C_EncryptInit (multi-part)");
         part = sizeof ct;
         CHECK (p11->C_EncryptUpdate (s, plain, 40, ct, &part), "C_EncryptUpdate");
