@@ -1,5 +1,7 @@
-/*  decrypt.c — C_DecryptInit and C_Decrypt for CKM_RSA_PKCS and
- *  CKM_RSA_PKCS_OAEP: one DecryptJob per call.
+/*  decrypt.c — decryption (PKCS#11 2.40 §5.9): C_DecryptInit, C_Decrypt,
+ *  C_DecryptUpdate, C_DecryptFinal.  CKM_RSA_PKCS and CKM_RSA_PKCS_OAEP: one
+ *  DecryptJob per call; a secret key's operation goes to secret.h (multi-part
+ *  streams: secret_stream.c).
  *
  *  A length query answers k (the modulus length, an upper bound) locally.
  *  The plaintext length is only known after the round trip, so a result
@@ -159,4 +161,20 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     cs_unlock ();
     s_decrypt_op_free (op);
     return rv == CKR_BUFFER_TOO_SMALL && !out ? CKR_OK : rv;
+}
+
+CK_RV
+C_DecryptUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
+    return cs_secret_active (handle, CS_OP_DECRYPT) ? cs_secret_stream_update (handle, CS_OP_DECRYPT, data, len, out, out_len_p)
+                                                    : cs_secret_multipart_refused (handle, CS_OP_DECRYPT);
+}
+
+CK_RV
+C_DecryptFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    return cs_secret_active (handle, CS_OP_DECRYPT)
+         ? cs_secret_finish (handle, CS_OP_DECRYPT, true, NULL, 0, out, out_len_p)
+         : cs_secret_multipart_refused (handle, CS_OP_DECRYPT);
 }

@@ -1,6 +1,6 @@
 /*  find.c — the object entry points that only read the tables:
- *  C_GetAttributeValue and C_FindObjectsInit / C_FindObjects /
- *  C_FindObjectsFinal (PKCS#11 2.40 §5.7), above the session table; the
+ *  C_GetAttributeValue, C_GetObjectSize and C_FindObjectsInit /
+ *  C_FindObjects / C_FindObjectsFinal (PKCS#11 2.40 §5.7), above the session table; the
  *  object table itself is object.c.  C_FindObjectsInit refreshes the key
  *  list (ListKeysJob {known_version}: an unchanged list costs one small
  *  round trip) and the data objects first, without the mutex.
@@ -150,6 +150,41 @@ C_FindObjectsFinal (CK_SESSION_HANDLE handle)
     if (!cs_session_op_inlock (session, CS_OP_FIND))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     cs_session_op_end_inlock (session, CS_OP_FIND);
+    CS_END_CALL ();
+    return rv;
+}
+
+/*  Under the mutex: our estimate of an object's size in bytes (PKCS#11
+ *  2.40 §5.7 leaves the meaning open): its stored attributes (type, length
+ *  and value each) plus the key material the module holds for it.  */
+static CK_ULONG
+s_object_size_inlock (const cs_object_info_t *info)
+{
+    const cs_key_t *key = info->key;
+    CK_ULONG size = 0;
+    for (size_t i = 0; i < info->attrs.count; i++)
+        size += sizeof (CK_ATTRIBUTE) + info->attrs.items [i].len;
+    if (key)
+        size += key->modulus_len + key->exponent_len + key->ec_params_len + key->ec_point_len
+              + key->pkcs8_len + key->id_len + (key->label ? strlen (key->label) : 0);
+    return size;
+}
+
+/*  PKCS#11 2.40 §5.7 C_GetObjectSize: an estimate (s_object_size_inlock).
+ *  CKR_ARGUMENTS_BAD, CKR_SESSION_HANDLE_INVALID, CKR_OBJECT_HANDLE_INVALID,
+ *  CKR_HOST_MEMORY, CKR_OK.  */
+CK_RV
+C_GetObjectSize (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ULONG_PTR size_p)
+{
+    cs_session_t *session;
+    cs_object_info_t info;
+    CK_RV rv;
+    return_val_if_fail (size_p != NULL, CKR_ARGUMENTS_BAD);
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
+    if ((rv = cs_object_info_inlock (object, &info)) == CKR_OK) {
+        *size_p = s_object_size_inlock (&info);
+        cs_object_info_clear (&info);
+    }
     CS_END_CALL ();
     return rv;
 }

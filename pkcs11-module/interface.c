@@ -15,7 +15,7 @@
  *  asynchronous functions (no asynchronous session: C_OpenSession answers
  *  CKR_SESSION_ASYNC_NOT_SUPPORTED) and authenticated wrapping (no such
  *  mechanism); C_WrapKey and C_UnwrapKey are in wrap.c, 3.2's
- *  C_VerifySignature* in verify_sig.c.
+ *  C_VerifySignature* in verify.c.
  *  C_GetFunctionStatus and C_CancelFunction answer CKR_FUNCTION_NOT_PARALLEL (2.40 §5.16, legacy);
  *  C_WaitForSlotEvent answers CKR_NO_EVENT with CKF_DONT_BLOCK (the one slot
  *  never changes) and CKR_FUNCTION_NOT_SUPPORTED when asked to block.
@@ -26,7 +26,7 @@
 #include "module.h"
 #include "session.h"
 #include "token.h"
-#include "verify_sig.h"
+#include "verify.h"
 #include "interface.h"
 
 /*  ---- the wrappers -------------------------------------------------------- */

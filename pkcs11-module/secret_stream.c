@@ -163,12 +163,8 @@ cs_secret_stream_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_B
     return CKR_OK;
 }
 
-/*  ---- multi-part entry points (PKCS#11 2.40 §5.8, §5.9) ---------------- */
-
-/*  Why an Update/Final call without a secret-key operation fails: none
- *  active, or one (RSA) that has no multi-part form.  */
-static CK_RV
-s_not_secret (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
+CK_RV
+cs_secret_multipart_refused (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
 {
     cs_session_t *session;
     CK_RV rv;
@@ -176,36 +172,4 @@ s_not_secret (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
     rv = cs_session_op_inlock (session, kind) ? CKR_FUNCTION_NOT_SUPPORTED : CKR_OPERATION_NOT_INITIALIZED;
     CS_END_CALL ();
     return rv;
-}
-
-CK_RV
-C_EncryptUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
-    return cs_secret_active (handle, CS_OP_ENCRYPT) ? cs_secret_stream_update (handle, CS_OP_ENCRYPT, data, len, out, out_len_p)
-                                                    : s_not_secret (handle, CS_OP_ENCRYPT);
-}
-
-CK_RV
-C_EncryptFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    return cs_secret_active (handle, CS_OP_ENCRYPT)
-         ? cs_secret_finish (handle, CS_OP_ENCRYPT, true, NULL, 0, out, out_len_p)
-         : s_not_secret (handle, CS_OP_ENCRYPT);
-}
-
-CK_RV
-C_DecryptUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
-    return cs_secret_active (handle, CS_OP_DECRYPT) ? cs_secret_stream_update (handle, CS_OP_DECRYPT, data, len, out, out_len_p)
-                                                    : s_not_secret (handle, CS_OP_DECRYPT);
-}
-
-CK_RV
-C_DecryptFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    return cs_secret_active (handle, CS_OP_DECRYPT)
-         ? cs_secret_finish (handle, CS_OP_DECRYPT, true, NULL, 0, out, out_len_p)
-         : s_not_secret (handle, CS_OP_DECRYPT);
 }

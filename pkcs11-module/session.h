@@ -108,7 +108,7 @@ size_t cs_session_count_inlock (CK_FLAGS flags);
  *  guard): ends the session's operations named by `flags`.  */
 CK_RV cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags);
 
-/*  PKCS#11 3.2 signature-first verification (verify_sig.c): the session
+/*  PKCS#11 3.2 signature-first verification (verify.c): the session
  *  keeps the signature given to C_VerifySignatureInit until the operation
  *  ends.  _put stores a copy of `len` bytes of `sig` (NULL forgets the one
  *  stored: C_VerifyInit, C_SessionCancel with CKF_VERIFY and C_CloseSession

@@ -7,7 +7,7 @@
  *
  *  C_WrapKey is the OAEP encryption of the secret key's CKA_VALUE with an
  *  RSA public key object, run in the module with OpenSSL like C_Encrypt of a
- *  public key (local.c, cs_keyop_public_encrypt): no secret of the broker is
+ *  public key (encrypt.c, cs_keyop_public_encrypt): no secret of the broker is
  *  needed.  C_UnwrapKey is one DecryptJob on the broker with the RSA private
  *  key (server-held, keystore or per-request), exactly as C_Decrypt with
  *  OAEP; the plaintext goes to locked memory (cs_secmem.h) and becomes a

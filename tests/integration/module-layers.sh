@@ -39,14 +39,14 @@ declare -A rank=(
     [session]=11
     [runner]=12
     [token]=13 [find]=13 [keyop]=13 [secret_token]=13 [modexp]=13 [dataobj_jobs]=13
-    [derive]=14 [secret]=14 [secret_key]=14 [secret_stream]=14 [secret_int]=13 [digest]=14
+    [derive]=14 [secret]=14 [secret_key]=14 [secret_stream]=14 [secret_int]=13 [digest]=14 [random]=14
     [sign]=15
-    [decrypt]=16 [wrap]=16 [local]=16 [recover]=16 [keymgmt]=16 [keymgmt_check]=16 [keymgmt_int]=1
-    [module]=17 [verify_sig]=17
+    [decrypt]=16 [wrap]=16 [encrypt]=16 [verify]=16 [recover]=16 [keymgmt]=16 [keymgmt_check]=16 [keymgmt_int]=1
+    [module]=17
     [interface]=18
 )
 # files that implement part of another unit's header
-declare -A own=([dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret" [secret_stream]="secret secret_int"
+declare -A own=([dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret" [secret_stream]="secret secret_int" [verify]="verify"
                 [object]="object_int" [objattr]="object_int" [keymgmt_check]="keymgmt")
 
 for file in "$dir"/*.c "$dir"/*.h; do

@@ -1,13 +1,13 @@
-/*  verify_sig.h — PKCS#11 3.2 signature-first verification: C_VerifySignatureInit
+/*  verify.h — verification (verify.c).  PKCS#11 3.2 signature-first verification: C_VerifySignatureInit
  *  takes the signature, then C_VerifySignature (single-part) or
  *  C_VerifySignatureUpdate ... C_VerifySignatureFinal (multi-part) take the
- *  data.  The same mechanisms and keys as C_VerifyInit (local.c for public
- *  keys, secret.c for MACs): an operation of the session's CS_OP_VERIFY slot
+ *  data.  The same mechanisms and keys as C_VerifyInit (public keys here,
+ *  MACs through secret.c): an operation of the session's CS_OP_VERIFY slot
  *  whose signature the session keeps (session.h).  Entry points of the 3.2
  *  function list (interface.c).
  */
-#ifndef CS_MODULE_VERIFY_SIG_H_INCLUDED
-#define CS_MODULE_VERIFY_SIG_H_INCLUDED
+#ifndef CS_MODULE_VERIFY_H_INCLUDED
+#define CS_MODULE_VERIFY_H_INCLUDED
 
 #include "cs_p11_3.h"
 
