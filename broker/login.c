@@ -3,8 +3,9 @@
  *  made, checked and renewed here (docs/CONTRACTS.md "Login tickets").
  *
  *  Owns: nothing of its own beyond the request's ticket fields.
- *  May call: ticket.h, ks_cache.h (tenant rows), slow_link.c (fe_slow_new,
- *  fe_slow_go).  */
+ *  May call: ticket.h, context_auth.h, ks_cache.h (tenant rows), slow_link.c
+ *  (fe_slow_new, fe_slow_go).  */
+#include "context_auth.h"
 #include "frontend_int.h"
 
 /*  Makes a ticket for the request's client and tenant: user_type at PIN
@@ -65,6 +66,13 @@ s_tenant_touched (frontend_t *self, const char *tenant, CK_USER_TYPE user_type,
 CK_RV
 fe_login (frontend_t *self, fe_request_t *request, const Cs__LoginJob *job, fe_slot_t *slot)
 {
+    if (job->user_type == CKU_CONTEXT_SPECIFIC) {
+        if (!request->ticket_ok)
+            return fe_no_login_rv (request);    /* again the user's PIN, in a user login */
+        if (job->key_id.len == 0 || job->key_id.len > CONTEXT_AUTH_MAX_REF)
+            return CKR_ARGUMENTS_BAD;
+    }
+    else
     if (job->user_type != CKU_USER && job->user_type != CKU_SO)
         return CKR_USER_TYPE_INVALID;
     slow_job_t *check = fe_slow_new (request, slot->item.index, SLOW_LOGIN);
@@ -78,20 +86,28 @@ CK_RV
 fe_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *check)
 {
     const Cs__LoginJob *job = check->job->login;
+    CK_USER_TYPE role = job->user_type == CKU_CONTEXT_SPECIFIC ? CKU_USER : job->user_type;
     CK_RV rv = check->rv;
     //  CKR_DEVICE_ERROR wrote nothing (the database is unreachable, the row
     //  does not verify, the tenant is unknown): the cached row stays, so the
     //  tenant's sessions keep signing during a database outage.
     if (rv != CKR_DEVICE_ERROR)
-        s_tenant_touched (self, request->tenant, job->user_type, &check->pin);
+        s_tenant_touched (self, request->tenant, role, &check->pin);
     if (rv != CKR_OK) {
-        s_pin_refused (request, "login", job->user_type, rv, &check->pin);
+        s_pin_refused (request, "login", role, rv, &check->pin);
         return rv;
     }
-    if (s_ticket_make (self, request, job->user_type, check->pin.epoch, slot->ticket))
+    if (job->user_type == CKU_CONTEXT_SPECIFIC
+        ? context_auth_make (self->tickets, request->client_key, request->tenant, job->key_id.data,
+                             job->key_id.len, check->pin.epoch, (uint64_t) zclock_time (), slot->ticket)
+        : s_ticket_make (self, request, job->user_type, check->pin.epoch, slot->ticket))
         return CKR_DEVICE_ERROR;
-    zsys_info ("login: client %s (tenant %s) as %s", request->client_name, request->tenant,
-               job->user_type == CKU_USER ? "user" : "SO");
+    if (job->user_type == CKU_CONTEXT_SPECIFIC)
+        zsys_info ("login: client %s (tenant %s) context-specific for key %.*s", request->client_name,
+                   request->tenant, (int) job->key_id.len, (const char *) job->key_id.data);
+    else
+        zsys_info ("login: client %s (tenant %s) as %s", request->client_name, request->tenant,
+                   job->user_type == CKU_USER ? "user" : "SO");
     cs__login_result__init (&slot->login);
     slot->login.ticket.data = slot->ticket;
     slot->login.ticket.len = TICKET_LEN;

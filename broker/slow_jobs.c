@@ -255,7 +255,9 @@ slow_job_run (slow_item_t *item, keystore_t *ks)
                                          &self->pkcs8_len);
             break;
         case SLOW_LOGIN:
-            self->rv = keystore_pin_check (ks, self->tenant, self->job->login->user_type,
+            self->rv = keystore_pin_check (ks, self->tenant,        /* a context login: the user's PIN */
+                                           self->job->login->user_type == CKU_CONTEXT_SPECIFIC
+                                           ? CKU_USER : self->job->login->user_type,
                                            self->job->login->pin.data, self->job->login->pin.len,
                                            &self->pin);
             break;

@@ -67,7 +67,7 @@ s_decrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void *
 /*  Runs one DecryptJob; on CKR_OK the op holds the plaintext.  Without the
  *  mutex.  */
 static CK_RV
-s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len)
+s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len, const uint8_t *context, size_t context_len)
 {
     CK_RV rv;
     Cs__Reply *reply = NULL;
@@ -80,6 +80,7 @@ s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len)
     decrypt.mechanism = &mech;
     decrypt.data.data = (uint8_t *) data;
     decrypt.data.len = len;
+    decrypt.context_ticket = (ProtobufCBinaryData) { context_len, (uint8_t *) context };
     job.kind_case = CS__JOB__KIND_DECRYPT;
     job.decrypt = &decrypt;
     if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
@@ -133,6 +134,8 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
 {
     cs_session_t *session;
     cs_decrypt_op_t *op;
+    uint8_t context [CS_CONTEXT_TICKET_MAX];
+    size_t context_len = 0;
     CK_RV rv;
     if (cs_secret_active (handle, CS_OP_DECRYPT))
         return cs_secret_finish (handle, CS_OP_DECRYPT, false, data, len, out, out_len_p);
@@ -144,9 +147,13 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
         return CKR_OK;
     }
     op = cs_session_op_take_inlock (session, CS_OP_DECRYPT);
+    if (!op->plain)         /* CKA_ALWAYS_AUTHENTICATE: the context login's ticket, once */
+        rv = cs_session_context_take_inlock (session, CS_OP_DECRYPT, context, &context_len);
     CS_END_CALL ();
-    if (!op->plain)
-        rv = len == op->key->modulus_len ? s_decrypt_job (op, data, len) : CKR_ENCRYPTED_DATA_LEN_RANGE;
+    if (rv == CKR_OK && !op->plain)
+        rv = len == op->key->modulus_len ? s_decrypt_job (op, data, len, context, context_len)
+                                         : CKR_ENCRYPTED_DATA_LEN_RANGE;
+    OPENSSL_cleanse (context, sizeof context);
     if (rv == CKR_OK && !out) {
         *out_len_p = op->plain_len;
         rv = CKR_BUFFER_TOO_SMALL;  /* internal marker: keep the op */

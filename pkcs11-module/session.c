@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/crypto.h>
 #include "log.h"
 #include "guard.h"
 #include "object.h"
@@ -22,6 +23,7 @@ struct _cs_session_t {
     cs_op_free_fn *op_free [CS_OP_KINDS];
     uint8_t *verify_sig;            /* C_VerifySignatureInit's signature, or NULL */
     size_t verify_sig_len;          /* bytes */
+    cs_session_context_t context [CS_OP_KINDS];     /* CKA_ALWAYS_AUTHENTICATE, per operation */
 };
 
 static struct {
@@ -50,6 +52,7 @@ s_session_destroy_inlock (cs_session_t **self_p)
         cs_session_op_end_inlock (self, kind);
     cs_object_session_closed_inlock (self->handle);
     s_verify_sig_clear_inlock (self);
+    OPENSSL_cleanse (self->context, sizeof self->context);
     free (self);
     *self_p = NULL;
 }
@@ -358,5 +361,60 @@ C_GetSessionValidationFlags (CK_SESSION_HANDLE handle, CK_SESSION_VALIDATION_FLA
         return rv;
     return_val_if_fail (flags_p != NULL && type == CKS_LAST_VALIDATION_OK, CKR_ARGUMENTS_BAD);
     *flags_p = 0;
+    return CKR_OK;
+}
+
+/*  ---- context-specific login (CKA_ALWAYS_AUTHENTICATE) ------------------ */
+
+void
+cs_session_context_start_inlock (cs_session_t *self, cs_op_kind_t kind, const uint8_t *ref, size_t ref_len)
+{
+    cs_session_context_t *context = &self->context [kind];
+    OPENSSL_cleanse (context, sizeof *context);
+    if (!ref)
+        return;
+    context->needed = true;
+    context->ref_len = ref_len < sizeof context->ref ? ref_len : sizeof context->ref;
+    memcpy (context->ref, ref, context->ref_len);
+}
+
+CK_RV
+cs_session_context_find_inlock (cs_session_t *self, cs_op_kind_t *kind_p, cs_session_context_t *copy)
+{
+    static const cs_op_kind_t kinds [] = { CS_OP_SIGN, CS_OP_DECRYPT, CS_OP_SIGN_RECOVER };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds [0]; i++)
+        if (self->ops [kinds [i]] && self->context [kinds [i]].needed) {
+            *kind_p = kinds [i];
+            *copy = self->context [kinds [i]];
+            return CKR_OK;
+        }
+    return CKR_OPERATION_NOT_INITIALIZED;
+}
+
+void
+cs_session_context_put_inlock (cs_session_t *self, cs_op_kind_t kind, const cs_session_context_t *asked,
+                               const uint8_t *ticket, size_t len)
+{
+    cs_session_context_t *context = &self->context [kind];
+    if (!self->ops [kind] || !context->needed || context->ref_len != asked->ref_len
+    ||  memcmp (context->ref, asked->ref, asked->ref_len) || len > sizeof context->ticket)
+        return;                                 /* the operation changed meanwhile */
+    memcpy (context->ticket, ticket, len);
+    context->ticket_len = len;
+}
+
+CK_RV
+cs_session_context_take_inlock (cs_session_t *self, cs_op_kind_t kind, uint8_t *ticket, size_t *len_p)
+{
+    cs_session_context_t *context = &self->context [kind];
+    *len_p = 0;
+    if (!context->needed)
+        return CKR_OK;
+    if (!context->ticket_len)
+        return CKR_USER_NOT_LOGGED_IN;
+    memcpy (ticket, context->ticket, context->ticket_len);
+    *len_p = context->ticket_len;
+    OPENSSL_cleanse (context->ticket, sizeof context->ticket);
+    context->ticket_len = 0;
     return CKR_OK;
 }

@@ -26,6 +26,19 @@ typedef void (cs_op_free_fn) (void *op);
 
 typedef struct _cs_session_t cs_session_t;
 
+/*  What an operation on a key with CKA_ALWAYS_AUTHENTICATE needs (PKCS#11
+ *  2.40 §4.9, §5.6): a C_Login (CKU_CONTEXT_SPECIFIC) for it, whose ticket
+ *  (docs/CONTRACTS.md "Context-specific login") the job carries.  */
+#define CS_CONTEXT_REF_MAX 64           /* bytes of a key's job id */
+#define CS_CONTEXT_TICKET_MAX 64        /* bytes of a context ticket */
+typedef struct {
+    bool needed;                        /* the operation's key has CKA_ALWAYS_AUTHENTICATE */
+    uint8_t ref [CS_CONTEXT_REF_MAX];   /* its job id (cs_key_job_id) */
+    size_t ref_len;
+    uint8_t ticket [CS_CONTEXT_TICKET_MAX];     /* the context login's, once given */
+    size_t ticket_len;
+} cs_session_context_t;
+
 /*  Under the mutex, for entry points (which call cs_guard_check before
  *  cs_lock): checks C_Initialize again and looks up `handle`.  CKR_OK with
  *  *session_p set (borrowed, valid while the mutex is held),
@@ -125,6 +138,23 @@ CK_RV cs_session_verify_sig_take (CK_SESSION_HANDLE handle, uint8_t **sig_p, siz
  *  objects).  Also CKR_CRYPTOKI_NOT_INITIALIZED, CKR_SESSION_HANDLE_INVALID.  */
 CK_RV C_GetSessionValidationFlags (CK_SESSION_HANDLE handle, CK_SESSION_VALIDATION_FLAGS_TYPE type,
                                    CK_FLAGS_PTR flags_p);
+
+/*  Context-specific login, under the mutex (token.c C_Login, keyop.c, the
+ *  sign and decrypt paths).  _start: a new operation of `kind` whose key
+ *  needs it (ref, ref_len bytes: its job id) or not (ref NULL); forgets an
+ *  earlier ticket.  _find: the first active sign, decrypt or sign-recover
+ *  operation that needs it (*kind_p, and a copy of its state);
+ *  CKR_OPERATION_NOT_INITIALIZED when none does.  _put: keeps the ticket
+ *  (len bytes) of the login made for `asked`, unless the operation changed
+ *  meanwhile.  _take: for the job that uses the key: CKR_OK with *len_p 0
+ *  when no login is needed, the ticket (copied to `ticket`, which holds
+ *  CS_CONTEXT_TICKET_MAX bytes, then forgotten: one use) when one was given,
+ *  CKR_USER_NOT_LOGGED_IN otherwise.  */
+void cs_session_context_start_inlock (cs_session_t *self, cs_op_kind_t kind, const uint8_t *ref, size_t ref_len);
+CK_RV cs_session_context_find_inlock (cs_session_t *self, cs_op_kind_t *kind_p, cs_session_context_t *copy);
+void cs_session_context_put_inlock (cs_session_t *self, cs_op_kind_t kind, const cs_session_context_t *asked,
+                                    const uint8_t *ticket, size_t len);
+CK_RV cs_session_context_take_inlock (cs_session_t *self, cs_op_kind_t kind, uint8_t *ticket, size_t *len_p);
 
 /*  Closes every session without logging out (C_Finalize, fork).  */
 void cs_session_reset_all_inlock (void);

@@ -142,7 +142,7 @@ cs_sigop_message (cs_sigop_t *self, const uint8_t *data, size_t len, bool final,
 /*  Runs one SignJob for `message`; copies the signature into sig (which
  *  holds `max` bytes).  Without the mutex.  */
 static CK_RV
-s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len,
+s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_t *context, size_t context_len,
             CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p, size_t max)
 {
     CK_RV rv;
@@ -156,6 +156,7 @@ s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len,
     sign.mechanism = &mech;
     sign.data.data = (uint8_t *) message;
     sign.data.len = len;
+    sign.context_ticket = (ProtobufCBinaryData) { context_len, (uint8_t *) context };
     job.kind_case = CS__JOB__KIND_SIGN;
     job.sign = &sign;
     if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
@@ -184,8 +185,8 @@ CK_RV
 cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t *data, size_t len, bool final,
                       CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
 {
-    uint8_t message [CS_SIGOP_MAX_MESSAGE];
-    size_t message_len = 0, need;
+    uint8_t message [CS_SIGOP_MAX_MESSAGE], context [CS_CONTEXT_TICKET_MAX];
+    size_t message_len = 0, need, context_len = 0;
     cs_session_t *session;
     cs_sigop_t *op = NULL;
     CK_RV rv;
@@ -202,11 +203,13 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;      /* C_Sign cannot finish a multi-part signature */
     else
-        rv = cs_sigop_message (op, data, len, final, message, &message_len);
+    if ((rv = cs_session_context_take_inlock (session, kind, context, &context_len)) == CKR_OK)
+        rv = cs_sigop_message (op, data, len, final, message, &message_len);    /* CKA_ALWAYS_AUTHENTICATE */
     CS_END_CALL ();
     if (rv == CKR_OK)
-        rv = s_sign_job (op, message, message_len, sig, sig_len_p, need);
+        rv = s_sign_job (op, message, message_len, context, context_len, sig, sig_len_p, need);
     OPENSSL_cleanse (message, sizeof message);
+    OPENSSL_cleanse (context, sizeof context);
     cs_sigop_free (op);
     return rv;
 }

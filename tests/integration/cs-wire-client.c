@@ -3,13 +3,17 @@
  *  broker is the policy point), and prints the job's result code.
  *
  *  cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN]
- *                 [--drop-ticket] JOB ARGS...
+ *                 [--drop-ticket] [--context LABEL] JOB ARGS...
  *
  *  With --pin it logs in as CKU_USER first (a LoginJob, as C_Login does)
  *  and sends the ticket with the job; with --drop-ticket too, the ticket
  *  only finds the key (the key list) and the job goes without it, as from
  *  a client that never logged in but knows a ref (docs/CONTRACTS.md "Login
- *  tickets": a job naming a server-held key needs the ticket).  A key is named by its CKA_LABEL: the
+ *  tickets": a job naming a server-held key needs the ticket).  With
+ *  --context LABEL (and --pin) it also makes a context-specific login
+ *  (CKU_CONTEXT_SPECIFIC, the same PIN) for the key labelled LABEL and sends
+ *  that context ticket with a sign or decrypt job (docs/CONTRACTS.md
+ *  "Context-specific login"), whichever key the job names.  A key is named by its CKA_LABEL: the
  *  client lists the tenant's keys (ListKeysJob) and uses the ref of the
  *  first with that label.  Jobs (HEX: bytes in hex; MECH: a CKM_ name of
  *  common/cs_mech.h or a number; ATTR: a CKA_ name of
@@ -49,13 +53,15 @@ typedef struct {
     uint8_t ticket [256];
     size_t ticket_len;
     bool drop_ticket;               /* the ticket goes with key lists only */
+    uint8_t context [256];          /* --context: a context ticket for sign and decrypt jobs */
+    size_t context_len;
     uint64_t next_id;
 } s_client_t;
 
 static void
 s_usage (void)
 {
-    fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] "
+    fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] [--context LABEL] "
              "sign|decrypt|unwrap|derive|sym|keywrap|set|copy ARGS...\n");
 }
 
@@ -123,6 +129,41 @@ s_login (s_client_t *self, const char *pin)
     }
     else
         fprintf (stderr, "cs-wire-client: login failed: %s\n",
+                 result ? cs_rv_name (result->rv) : reply ? cs_rv_name (reply->rv) : "no reply");
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return ok;
+}
+
+static bool s_find (s_client_t *self, const char *label, char ref [129]);
+
+/*  A context-specific login with `pin` for the key labelled `label`; keeps
+ *  the context ticket.  False when the key or the login fails.  */
+static bool
+s_login_context (s_client_t *self, const char *pin, const char *label)
+{
+    char ref [129];
+    Cs__LoginJob login = CS__LOGIN_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    if (!s_find (self, label, ref)) {
+        fprintf (stderr, "cs-wire-client: no key %s for --context\n", label);
+        return false;
+    }
+    login.user_type = CKU_CONTEXT_SPECIFIC;
+    login.pin = (ProtobufCBinaryData) { strlen (pin), (uint8_t *) pin };
+    login.key_id = (ProtobufCBinaryData) { strlen (ref), (uint8_t *) ref };
+    job.kind_case = CS__JOB__KIND_LOGIN;
+    job.login = &login;
+    Cs__Reply *reply = s_call (self, &job);
+    const Cs__Result *result = s_result (reply);
+    bool ok = result && result->rv == CKR_OK && result->kind_case == CS__RESULT__KIND_LOGIN
+           && result->login->ticket.len <= sizeof self->context;
+    if (ok) {
+        memcpy (self->context, result->login->ticket.data, result->login->ticket.len);
+        self->context_len = result->login->ticket.len;
+    }
+    else
+        fprintf (stderr, "cs-wire-client: context login failed: %s\n",
                  result ? cs_rv_name (result->rv) : reply ? cs_rv_name (reply->rv) : "no reply");
     if (reply)
         cs__reply__free_unpacked (reply, NULL);
@@ -261,6 +302,7 @@ s_job (s_client_t *self, int argc, char **argv)
         sign.key_id = key_id;
         sign.mechanism = &mech;
         sign.data = in;
+        sign.context_ticket = (ProtobufCBinaryData) { self->context_len, self->context };
         job.kind_case = CS__JOB__KIND_SIGN;
         job.sign = &sign;
     }
@@ -270,6 +312,7 @@ s_job (s_client_t *self, int argc, char **argv)
         decrypt.mechanism = &mech;
         decrypt.data = in;
         decrypt.unwrap = streq (kind, "unwrap");
+        decrypt.context_ticket = (ProtobufCBinaryData) { self->context_len, self->context };
         job.kind_case = CS__JOB__KIND_DECRYPT;
         job.decrypt = &decrypt;
     }
@@ -356,9 +399,10 @@ main (int argc, char **argv)
     static const struct option options [] = {
         { "endpoint", required_argument, NULL, 'e' }, { "broker-cert", required_argument, NULL, 'b' },
         { "client-cert", required_argument, NULL, 'c' }, { "pin", required_argument, NULL, 'p' },
-        { "drop-ticket", no_argument, NULL, 'd' }, { NULL, 0, NULL, 0 }
+        { "drop-ticket", no_argument, NULL, 'd' }, { "context", required_argument, NULL, 'x' },
+        { NULL, 0, NULL, 0 }
     };
-    const char *endpoint = NULL, *broker_cert = NULL, *client_cert = NULL, *pin = NULL;
+    const char *endpoint = NULL, *broker_cert = NULL, *client_cert = NULL, *pin = NULL, *context = NULL;
     bool drop_ticket = false;
     int opt;
     while ((opt = getopt_long (argc, argv, "+", options, NULL)) != -1)
@@ -368,6 +412,7 @@ main (int argc, char **argv)
             case 'c': client_cert = optarg; break;
             case 'p': pin = optarg; break;
             case 'd': drop_ticket = true; break;
+            case 'x': context = optarg; break;
             default: s_usage (); return 2;
         }
     if (!endpoint || !broker_cert || !client_cert || optind >= argc) {
@@ -380,7 +425,8 @@ main (int argc, char **argv)
     self.dealer = s_dealer (endpoint, broker_cert, client_cert);
     if (!self.dealer)
         return 2;
-    int status = !pin || s_login (&self, pin) ? s_job (&self, argc - optind, argv + optind) : 2;
+    int status = (!pin || s_login (&self, pin)) && (!context || (pin && s_login_context (&self, pin, context)))
+               ? s_job (&self, argc - optind, argv + optind) : 2;
     zsock_destroy (&self.dealer);
     return status;
 }
