@@ -28,6 +28,7 @@ static struct {
     size_t n_buckets;           /* = size */
     bool have_list;
     uint64_t version;
+    unsigned walk;              /* the latest paged walk (cs_object_walk_begin_inlock) */
 } s_table;
 
 /*  ---- the table and its index ------------------------------------------ */
@@ -139,6 +140,7 @@ s_put (const Cs__KeyInfo *info, cs_key_t *key)
         s_object_clear (object);
         if (!has [c])
             continue;
+        object->walk = s_table.walk;
         object->key = cs_key_ref (key);
         if (cs_attrs_from_wire (&object->attrs, attrs [c], n_attrs [c]))
             return CKR_HOST_MEMORY;
@@ -445,20 +447,89 @@ s_matches (const cs_object_t *object, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
     return true;
 }
 
-CK_RV
-cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
+/*  cs_object_find_inlock, of the session objects only when !token.  */
+static CK_RV
+s_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool token, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
 {
     CK_OBJECT_HANDLE *handles = calloc (s_table.count + cs_dataobj_count_inlock () + 1, sizeof *handles);
     size_t found = 0;
     if (!handles)
         return CKR_HOST_MEMORY;
     for (size_t i = 0; i < s_table.count; i++)
-        if (s_visible_inlock (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
+        if ((token || !s_table.objects [i].ref)
+        &&  s_visible_inlock (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
             handles [found++] = i + 1;
     found += cs_dataobj_find_inlock (tmpl, count, handles + found);
     *handles_p = handles;
     *count_p = found;
     return CKR_OK;
+}
+
+CK_RV
+cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
+{
+    return s_find_inlock (tmpl, count, true, handles_p, count_p);
+}
+
+/*  ---- paged key lists (docs/CONTRACTS.md "Key lists in pages") ----------- */
+
+/*  client/list-page (cs_object_list_page_set).  */
+static _Atomic uint32_t s_list_page = CS_OBJECT_LIST_PAGE_DEFAULT;
+
+void
+cs_object_list_page_set (uint32_t keys)
+{
+    atomic_store_explicit (&s_list_page, keys, memory_order_relaxed);
+}
+
+uint32_t
+cs_object_list_page (void)
+{
+    return atomic_load_explicit (&s_list_page, memory_order_relaxed);
+}
+
+unsigned
+cs_object_walk_begin_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p,
+                             size_t *count_p)
+{
+    s_table.have_list = false;
+    if (++s_table.walk == 0)            /* after 2^32 walks: older marks read as newer, kept */
+        s_table.walk = 1;
+    return s_find_inlock (tmpl, count, false, handles_p, count_p) == CKR_OK ? s_table.walk : 0;
+}
+
+CK_RV
+cs_object_walk_page_inlock (const Cs__ListKeysResult *page, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
+                            CK_OBJECT_HANDLE **handles_p, size_t *count_p)
+{
+    static const CK_OBJECT_CLASS classes [] = { CKO_PUBLIC_KEY, CKO_PRIVATE_KEY, CKO_SECRET_KEY };
+    CK_OBJECT_HANDLE *handles = realloc (*handles_p, (*count_p + 3 * page->n_keys + 1) * sizeof *handles);
+    CK_RV rv = handles ? CKR_OK : CKR_HOST_MEMORY;
+    if (handles)
+        *handles_p = handles;
+    for (size_t i = 0; rv == CKR_OK && i < page->n_keys; i++) {
+        cs_key_t *key = cs_key_new (page->keys [i]);
+        if (key && key->ref && (rv = s_put (page->keys [i], key)) == CKR_OK)
+            for (size_t c = 0; c < sizeof classes / sizeof classes [0]; c++) {
+                cs_object_t *object = s_lookup (key->ref, classes [c]);
+                if (s_visible_inlock (object) && s_matches (object, tmpl, count))
+                    handles [(*count_p)++] = (CK_OBJECT_HANDLE) (object - s_table.objects) + 1;
+            }
+        cs_key_unref (&key);
+    }
+    return rv;
+}
+
+void
+cs_object_walk_end_inlock (unsigned walk, uint64_t version)
+{
+    for (size_t i = 0; walk && i < s_table.count; i++)
+        if (s_table.objects [i].ref && s_table.objects [i].key && s_table.objects [i].walk < walk)
+            s_object_clear (&s_table.objects [i]);
+    if (walk && walk == s_table.walk) {
+        s_table.have_list = true;
+        s_table.version = version;
+    }
 }
 
 cs_object_t *

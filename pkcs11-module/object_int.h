@@ -20,6 +20,7 @@ typedef struct {
     char *ref;                  /* token objects (kept while gone); NULL: session object */
     CK_SESSION_HANDLE session;  /* session objects: the session that made it */
     size_t chain;               /* hash chain: index + 1 of the next, 0 = end */
+    unsigned walk;              /* token objects: the last key-list walk that put it */
 } cs_object_t;
 
 /*  The entry of handle in the table, or NULL (object.c; object_change.c
