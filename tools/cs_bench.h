@@ -260,4 +260,9 @@ int cs_bench_paper_main (int argc, char **argv);
  *  exit status.  */
 int cs_bench_shared_main (int argc, char **argv);
 
+/*  `cryptoserver-bench idle-associations ...` (cs_bench_idle.c): N idle
+ *  client associations and the broker's RSS per association.  Returns the
+ *  exit status.  */
+int cs_bench_idle_main (int argc, char **argv);
+
 #endif
