@@ -267,8 +267,13 @@ s_open (const char *path)
         goto fail;
     }
     sqlite3_busy_timeout (self->db, BUSY_TIMEOUT_MS);
+    //  mmap_size: reads map the file instead of a pread(2) copy per page;
+    //  a tenant's 100,000-key list read in pages took 1.43 s over the wire
+    //  with pread, 0.82 s mapped (issue #25).  Writes still go through the
+    //  WAL; the rows' secrets are encrypted either way.
     if (s_exec (self, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
-                      " PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;") != 0
+                      " PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;"
+                      " PRAGMA mmap_size = 268435456;") != 0
     ||  s_data_version (self, &self->data_version) != 0)
         goto fail;
     return self;
