@@ -118,6 +118,8 @@ s_find_new (const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 static CK_RV
 s_walk_next_inlock (cs_find_t *find, const Cs__ListKeysResult *page)
 {
+    cs_log_debug ("key list: a page of %zu keys after '%s'%s", page->n_keys, find->cursor ? find->cursor : "",
+                  page->more ? ", more follow" : ", the last");
     free (find->cursor);
     find->cursor = NULL;
     if (!page->more || !*page->next) {

@@ -7,7 +7,8 @@
 #    asked size, capped at broker/max-list-page (500 here), hold every key
 #    once; page size 0 (an old module) still gets the whole list in one reply.
 #  - Through the module with client/list-page 300: pkcs11-tool -O finds every
-#    private and public key object (C_FindObjects walks the pages lazily),
+#    private and public key object (C_FindObjects walks the pages lazily:
+#    its debug log names each page),
 #    and a key found by its CKA_ID on a late page signs (verified by OpenSSL).
 . "$(dirname "$0")/lib.sh"
 
@@ -26,6 +27,7 @@ cs_log "$N keys stored in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 [ "$(cs_keystore_rows big)" = "$N" ] || cs_fail "the keystore holds $(cs_keystore_rows big) rows for big, not $N"
 "$CS_ADMIN" config set "$WORK/broker.conf" broker/max-list-page 500
 "$CS_ADMIN" config set "$WORK/clients/big/client.conf" client/list-page 300
+"$CS_ADMIN" config set "$WORK/clients/big/client.conf" client/log-level debug
 cs_start
 
 # list PAGE EXPECTED: the pages of a walk straight to the broker.
@@ -42,9 +44,11 @@ list 5000 "CKR_OK pages $(( (N + 499) / 500 )) keys $N largest 500"
 list 0 "CKR_OK pages 1 keys $N largest $N"
 
 # Through the module: every object found, each label once per class.
+# The module's log (stderr) apart, so that its lines cannot split pkcs11-tool's.
+objects () { cs_p11_as big --login --pin "$PIN" -O 2> "$T/objects.log"; }
 start=$(date +%s%N)
-cs_run_bounded 300 "$T/objects" cs_p11_as big --login --pin "$PIN" -O \
-    || { tail -20 "$T/objects"; cs_fail "pkcs11-tool -O failed"; }
+cs_run_bounded 300 "$T/objects" objects \
+    || { tail -20 "$T/objects" "$T/objects.log"; cs_fail "pkcs11-tool -O failed"; }
 cs_log "pkcs11-tool -O over $N key pairs: $(( ($(date +%s%N) - start) / 1000000 )) ms"
 for class in "Private Key Object" "Public Key Object"; do
     got=$(grep -c "^$class" "$T/objects")
@@ -52,6 +56,10 @@ for class in "Private Key Object" "Public Key Object"; do
 done
 labels=$(awk '/^ *label:/ { print $2 }' "$T/objects" | sort | uniq -c | awk '$1 == 2' | wc -l)
 [ "$labels" = "$N" ] || cs_fail "$labels labels appear once as private and once as public key, not $N"
+# The module walked the list in pages (its debug log), not in one reply.
+pages=$(grep -c "key list: a page of" "$T/objects.log" || true)
+[ "$pages" = $(( (N + 299) / 300 )) ] || cs_fail "the module read $pages pages, not $(( (N + 299) / 300 ))"
+grep -q "key list: a page of .*, the last" "$T/objects.log" || cs_fail "the module's walk never reached the last page"
 cs_log "C_FindObjects in pages of 300 found all $N private and $N public key objects"
 
 # A key of a late page: found by CKA_ID (the find walks to its page) and used.
