@@ -69,20 +69,34 @@ s_usage (FILE *out, int status)
     return status;
 }
 
-/*  The broker's VmRSS in KiB, or -1.  */
+/*  A field of the broker's /proc/PID/status in KiB ("VmRSS: %ld kB": all
+ *  resident pages; "RssAnon: %ld kB": its heap and stacks, without mapped
+ *  files such as the keystore), or -1.  */
 static long
-s_rss_kib (long pid)
+s_status_kib (long pid, const char *format)
 {
     char path [64], line [256];
     long kib = -1;
     snprintf (path, sizeof path, "/proc/%ld/status", pid);
     FILE *file = fopen (path, "r");
     while (file && fgets (line, sizeof line, file))
-        if (sscanf (line, "VmRSS: %ld kB", &kib) == 1)
+        if (sscanf (line, format, &kib) == 1)
             break;
     if (file)
         fclose (file);
     return kib;
+}
+
+static long
+s_rss_kib (long pid)
+{
+    return s_status_kib (pid, "VmRSS: %ld kB");
+}
+
+static long
+s_anon_kib (long pid)
+{
+    return s_status_kib (pid, "RssAnon: %ld kB");
 }
 
 /*  Reads the first line of DIR/NAME into buf; false when it cannot.  */
@@ -408,7 +422,7 @@ cs_bench_idle_main (int argc, char **argv)
     int status = s_parse (argc, argv, &options);
     if (status >= 0)
         return status;
-    long before = s_rss_kib (options.pid);
+    long before = s_rss_kib (options.pid), anon_before = s_anon_kib (options.pid);
     if (before < 0) {
         fprintf (stderr, "cryptoserver-bench: no process %ld (/proc/%ld/status)\n", options.pid, options.pid);
         return 1;
@@ -426,7 +440,7 @@ cs_bench_idle_main (int argc, char **argv)
     s_report_t sum;
     s_sum (&kids, &sum);
     zclock_sleep ((int) (options.hold_s * 1000));
-    long after = s_rss_kib (options.pid);
+    long after = s_rss_kib (options.pid), anon_after = s_anon_kib (options.pid);
     s_release (&kids);
     long closed = -1;
     if (options.after_close_s > 0) {
@@ -436,13 +450,16 @@ cs_bench_idle_main (int argc, char **argv)
     double per = (double) (after - before) / (double) options.count;
     if (options.csv)
         printf ("associations,answered,failed,processes,open_s,rss_before_kib,rss_after_kib,kib_per_association,"
-                "rss_closed_kib\n%ld,%ld,%ld,%ld,%.2f,%ld,%ld,%.1f,%ld\n", options.count, sum.answered, sum.failed,
-                options.processes, open_s, before, after, per, closed);
+                "rss_closed_kib,anon_before_kib,anon_after_kib\n%ld,%ld,%ld,%ld,%.2f,%ld,%ld,%.1f,%ld,%ld,%ld\n",
+                options.count, sum.answered, sum.failed, options.processes, open_s, before, after, per, closed,
+                anon_before, anon_after);
     else {
         printf ("idle associations: %ld (%ld answered, %ld failed) in %.2f s from %ld processes\n"
-                "broker RSS: %.1f MiB before, %.1f MiB after, %.1f KiB per association\n",
+                "broker RSS: %.1f MiB before, %.1f MiB after, %.1f KiB per association "
+                "(anonymous: %.1f MiB before, %.1f MiB after)\n",
                 options.count, sum.answered, sum.failed, open_s, options.processes,
-                (double) before / 1024, (double) after / 1024, per);
+                (double) before / 1024, (double) after / 1024, per, (double) anon_before / 1024,
+                (double) anon_after / 1024);
         if (closed >= 0)
             printf ("broker RSS %.0f s after they closed: %.1f MiB\n", options.after_close_s,
                     (double) closed / 1024);

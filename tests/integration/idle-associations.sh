@@ -28,7 +28,7 @@ T=$WORK/tmp
 mkdir -p "$T"
 cs_run_bounded 120 "$T/idle.csv" "$CS_BENCH" idle-associations --count "$N" --dir "$WORK" \
     --after-close-seconds 12 --csv || { cat "$T/idle.csv"; cs_fail "idle-associations failed"; }
-IFS=, read -r count answered failed _ open_s before after per closed < <(tail -1 "$T/idle.csv")
+IFS=, read -r count answered failed _ open_s before after per closed _ < <(tail -1 "$T/idle.csv")
 cs_log "$count associations: $answered answered, $failed failed, opened in $open_s s; RSS $before KiB" \
     "before, $after KiB open ($per KiB each), $closed KiB 12 s after closing"
 [ "$answered" = "$N" ] && [ "$failed" = 0 ] || cs_fail "not every association got its Hello answered"
