@@ -55,6 +55,7 @@ typedef struct {
     Cs__KeyInfo *info;              /* owned: a key made or changed by the job */
     Cs__KeyInfo **listed;           /* owned: keystore rows of a key list */
     size_t n_listed;
+    char *next;                     /* owned: a paged key list's cursor (keys.next) */
     Cs__KeyInfo *public_view;       /* owned array of shallow copies: a key list
                                        without a login (list_public_view, inventory.c) */
     unsigned char *private_pkcs8;   /* owned: a generated session key, wiped */

@@ -135,6 +135,7 @@ s_slot_free (fe_slot_t *slot)
     for (size_t i = 0; i < slot->n_listed; i++)
         cs__key_info__free_unpacked (slot->listed [i], NULL);
     free (slot->listed);
+    free (slot->next);
     free (slot->public_view);
     free (slot->keys.keys);
     objjobs_out_free (&slot->objects);

@@ -41,6 +41,7 @@ slow_job_destroy (slow_job_t **self_p)
     for (size_t i = 0; i < self->n_listed; i++)
         cs__key_info__free_unpacked (self->listed [i], NULL);
     free (self->listed);
+    free (self->next);
     free (self->resident_board);
     objjobs_out_free (&self->objects);
     broker_audit_done (NULL, self->audit);     //  not handed back: freed
@@ -282,7 +283,9 @@ slow_job_run (slow_item_t *item, keystore_t *ks)
             break;
         case SLOW_LIST_KEYS:
             self->keys_version = keystore_keys_version (ks, self->tenant);
-            self->rc = keystore_key_list (ks, self->tenant, &self->listed, &self->n_listed);
+            self->rc = self->page ? keystore_key_page (ks, self->tenant, self->job->list_keys->after, self->page,
+                                                       &self->listed, &self->n_listed, &self->next)
+                                  : keystore_key_list (ks, self->tenant, &self->listed, &self->n_listed);
             break;
         case SLOW_OBJECT_JOB:
             self->rv = objjobs_run (ks, self->tenant, self->job, self->user, &self->objects);

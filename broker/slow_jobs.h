@@ -31,7 +31,9 @@ typedef enum {
     SLOW_GENERATED,     /* a generated key (pkcs8 material, or board_key on a board):
                            its description, stored when it is a token key
                            -> rv, info, pkcs8 (kept only for a session key), limit */
-    SLOW_LIST_KEYS,     /* keystore_keys_version, then keystore_key_list -> rc, keys_version, listed */
+    SLOW_LIST_KEYS,     /* keystore_keys_version, then keystore_key_list (page 0) or
+                           keystore_key_page (job's after, page rows)
+                           -> rc, keys_version, listed, next */
     SLOW_OBJECT_JOB,    /* certificates and data objects (objjobs.h), for `user`
                            -> rv, objects */
     SLOW_AUDIT,         /* a batch of audit records appended to the chain (audit.h) -> audit */
@@ -67,6 +69,8 @@ typedef struct {
     size_t pkcs8_len;
     Cs__KeyInfo **listed;
     size_t n_listed;
+    size_t page;                    /* SLOW_LIST_KEYS input: rows in a page, 0 = the whole list */
+    char *next;                     /* SLOW_LIST_KEYS paged: the next page's cursor, or NULL */
     uint64_t keys_version;
     char *resident_board;           /* SLOW_KEY_JOB destroy: the board holding the private key;
                                        SLOW_GENERATED replayed: the board holding the

@@ -327,6 +327,17 @@ int keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
 int keystore_key_list (keystore_t *self, const char *tenant,
                        Cs__KeyInfo ***infos_p, size_t *count_p);
 
+/*  One page of the tenant's keys, for paged key lists (docs/CONTRACTS.md
+ *  "Key lists in pages", issue #25): at most `limit` (1 .. SIZE_MAX - 1)
+ *  rows whose ref sorts after `after` in byte order ("" for the first
+ *  page), read with keyset pagination (an index range, not OFFSET), in ref
+ *  order.  *infos_p and *count_p as keystore_key_list (a row that does not
+ *  verify is left out, logged); *next_p gets the ref to pass as `after` for
+ *  the next page (malloc'd, caller frees) when more rows follow, else NULL.
+ *  Returns 0 or -1 (bad arguments, database error, out of memory).  */
+int keystore_key_page (keystore_t *self, const char *tenant, const char *after, size_t limit,
+                       Cs__KeyInfo ***infos_p, size_t *count_p, char **next_p);
+
 /*  Deletes a key row.  Returns 0, or -1 if unknown.  */
 int keystore_key_delete (keystore_t *self, const char *tenant, const char *ref);
 

@@ -257,20 +257,16 @@ out:
     return rc;
 }
 
-int
-keystore_key_list (keystore_t *self, const char *tenant,
-                   Cs__KeyInfo ***infos_p, size_t *count_p)
+/*  The verified rows of recs (n, all freed here) as KeyInfos into *infos_p
+ *  (malloc'd) and *count_p; a row that does not verify or decode is left
+ *  out (logged).  Returns 0 or -1.  */
+static int
+s_infos_of (keystore_t *self, const char *tenant, ks_key_rec_t *recs, size_t n,
+            Cs__KeyInfo ***infos_p, size_t *count_p)
 {
-    if (!self || !tenant || !infos_p || !count_p)
-        return -1;
-    ks_hook ("key_list");
-    ks_key_rec_t *recs = NULL;
-    size_t n = 0, count = 0;
-    if (self->be->key_list (self->store, tenant, &recs, &n) != 0)
-        return -1;
+    size_t count = 0;
     Cs__KeyInfo **infos = malloc ((n ? n : 1) * sizeof *infos);
     for (size_t i = 0; i < n; i++) {
-        //  A row that does not verify or decode is left out (logged).
         if (infos && s_key_row_verified (self, &recs [i], tenant, recs [i].ref)
         &&  (infos [count] = s_info_unpack (self, &recs [i])))
             count++;
@@ -282,6 +278,51 @@ keystore_key_list (keystore_t *self, const char *tenant,
     *infos_p = infos;
     *count_p = count;
     return 0;
+}
+
+int
+keystore_key_list (keystore_t *self, const char *tenant,
+                   Cs__KeyInfo ***infos_p, size_t *count_p)
+{
+    if (!self || !tenant || !infos_p || !count_p)
+        return -1;
+    ks_hook ("key_list");
+    ks_key_rec_t *recs = NULL;
+    size_t n = 0;
+    if (self->be->key_list (self->store, tenant, &recs, &n) != 0)
+        return -1;
+    return s_infos_of (self, tenant, recs, n, infos_p, count_p);
+}
+
+int
+keystore_key_page (keystore_t *self, const char *tenant, const char *after, size_t limit,
+                   Cs__KeyInfo ***infos_p, size_t *count_p, char **next_p)
+{
+    if (!self || !tenant || !after || limit == 0 || limit == SIZE_MAX || !infos_p || !count_p || !next_p)
+        return -1;
+    ks_hook ("key_list");
+    ks_key_rec_t *recs = NULL;
+    size_t n = 0;
+    *next_p = NULL;
+    if (self->be->key_page (self->store, tenant, after, limit + 1, &recs, &n) != 0)
+        return -1;
+    //  One row more than asked says whether another page follows; the
+    //  cursor is the last row of this page, verified or not.
+    if (n > limit) {
+        ks_key_rec_free (&recs [limit]);
+        n = limit;
+        if (!(*next_p = strdup (recs [n - 1].ref))) {
+            for (size_t i = 0; i < n; i++)
+                ks_key_rec_free (&recs [i]);
+            free (recs);
+            return -1;
+        }
+    }
+    if (s_infos_of (self, tenant, recs, n, infos_p, count_p) == 0)
+        return 0;
+    free (*next_p);
+    *next_p = NULL;
+    return -1;
 }
 
 uint64_t

@@ -32,7 +32,7 @@ s_usage (FILE *out)
         "  tenant set-pin NAME [--so] --pin PIN [--dir DIR]\n"
         "      manage tenants (tokens) and their PINs in the keystore\n"
         "  key list --tenant T [--dir DIR]\n"
-        "  key generate --tenant T --type TYPE --label L [--id HEX] [--dir DIR]\n"
+        "  key generate --tenant T --type TYPE --label L [--id HEX | --count N] [--dir DIR]\n"
         "  key import --tenant T --file KEY.pem --label L [--id HEX] [--dir DIR]\n"
         "  key delete --tenant T (--ref REF | --label L) [--dir DIR]\n"
         "      manage a tenant's server-held keys in the keystore\n"

@@ -35,6 +35,7 @@ typedef struct {
     const char *dir, *name, *tenant, *type, *label, *id, *file, *ref;
     const char *master_key;     /* --master-key FILE: another copy of the master key */
     const char *board, *public_key;
+    const char *count;          /* key generate --count N */
     char *pin, *so_pin;
     bool so;
 } cs_admin_ks_args_t;

@@ -33,6 +33,7 @@ cs_admin_ks_parse (int argc, char **argv, cs_admin_ks_args_t *args)
         { "file", required_argument, NULL, 'f' },   { "ref", required_argument, NULL, 'r' },
         { "master-key", required_argument, NULL, 'm' },
         { "board", required_argument, NULL, 'b' },  { "public-key", required_argument, NULL, 'P' },
+        { "count", required_argument, NULL, 'n' },
         { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 }
     };
     int opt;
@@ -57,6 +58,7 @@ cs_admin_ks_parse (int argc, char **argv, cs_admin_ks_args_t *args)
             case 'm': args->master_key = optarg; break;
             case 'b': args->board = optarg; break;
             case 'P': args->public_key = optarg; break;
+            case 'n': args->count = optarg; break;
             case 'h': return CS_ADMIN_OK;
             default:  return CS_ADMIN_USAGE;
         }

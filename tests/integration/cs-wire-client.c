@@ -28,6 +28,10 @@
  *    keywrap LABEL MECH OP HEX      SymJob with key_wrap (C_WrapKey / C_UnwrapKey)
  *    set LABEL OBJECT ATTR 0|1      SetKeyAttributesJob; OBJECT private, public, secret
  *    copy LABEL OBJECT ATTR 0|1     CopyKeyJob
+ *    list PAGE                      ListKeysJob pages of PAGE keys (0: the whole list in one
+ *                                   reply) until one says no more; prints "CKR_OK pages P
+ *                                   keys K largest L" (L: keys in the largest page) or the
+ *                                   first error (docs/CONTRACTS.md "Key lists in pages")
  *
  *  Prints one line: the job's CKR_ name (cs_rv_name), or the request's when
  *  the whole request was refused; with a CKR_OK result of data also
@@ -61,8 +65,8 @@ typedef struct {
 static void
 s_usage (void)
 {
-    fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] [--context LABEL] "
-             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy ARGS...\n");
+    fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] "
+             "[--context LABEL] sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list ARGS...\n");
 }
 
 /*  Sends req and waits for the reply with its id; NULL on timeout.
@@ -256,6 +260,42 @@ s_print (const Cs__Reply *reply)
     return 0;
 }
 
+/*  The list job: walks the key list in pages of `page` keys.  */
+static int
+s_list_walk (s_client_t *self, uint32_t page)
+{
+    Cs__ListKeysJob list = CS__LIST_KEYS_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    char *after = strdup ("");
+    size_t pages = 0, keys = 0, largest = 0;
+    job.kind_case = CS__JOB__KIND_LIST_KEYS;
+    job.list_keys = &list;
+    list.page_size = page;
+    bool more = true;
+    while (after && more) {
+        list.after = after;
+        Cs__Reply *reply = s_call (self, &job);
+        const Cs__Result *result = s_result (reply);
+        if (!result || result->rv != CKR_OK || result->kind_case != CS__RESULT__KIND_KEYS) {
+            int status = s_print (reply);
+            if (reply)
+                cs__reply__free_unpacked (reply, NULL);
+            free (after);
+            return status;
+        }
+        pages++;
+        keys += result->keys->n_keys;
+        largest = result->keys->n_keys > largest ? result->keys->n_keys : largest;
+        more = result->keys->more;
+        free (after);
+        after = strdup (result->keys->next);
+        cs__reply__free_unpacked (reply, NULL);
+    }
+    free (after);
+    printf ("CKR_OK pages %zu keys %zu largest %zu\n", pages, keys, largest);
+    return 0;
+}
+
 /*  Builds and sends the job of argv (after the options).  */
 static int
 s_job (s_client_t *self, int argc, char **argv)
@@ -269,6 +309,8 @@ s_job (s_client_t *self, int argc, char **argv)
     bool crypto = streq (kind, "sign") || streq (kind, "decrypt") || streq (kind, "unwrap");
     bool sym = streq (kind, "sym") || streq (kind, "keywrap"), change = streq (kind, "set") || streq (kind, "copy");
     int need = crypto ? 4 : sym || change ? 5 : streq (kind, "derive") ? 3 : 0;
+    if (streq (kind, "list") && argc == 2)
+        return s_list_walk (self, (uint32_t) strtoul (argv [1], NULL, 10));
     if (!need || argc != need) {
         s_usage ();
         return 2;

@@ -35,7 +35,7 @@ declare -A rank=(
     [guard]=6
     [login]=7
     [dataobj_int]=8 [dataobj]=9
-    [object_int]=10 [objattr]=10 [object]=10
+    [object_int]=10 [objattr]=10 [object]=10 [object_change]=10
     [session]=11
     [runner]=12
     [token]=13 [find]=13 [keyop]=13 [secret_token]=13 [modexp]=13 [dataobj_jobs]=13
@@ -47,7 +47,7 @@ declare -A rank=(
 )
 # files that implement part of another unit's header
 declare -A own=([dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret" [secret_stream]="secret secret_int" [verify]="verify"
-                [object]="object_int" [objattr]="object_int" [keymgmt_check]="keymgmt")
+                [object]="object_int" [objattr]="object_int" [object_change]="object object_int" [keymgmt_check]="keymgmt")
 
 for file in "$dir"/*.c "$dir"/*.h; do
     unit=$(basename "$file"); unit=${unit%.*}
