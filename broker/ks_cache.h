@@ -16,13 +16,17 @@
  *
  *  Staleness is ruled out by dropping, not by expiry: this broker drops
  *  what its own keystore writes change (ks_cache_key_drop,
- *  ks_cache_tenant_drop), and any change of the file by anyone else
- *  (cryptoserver-admin, another broker, someone with sqlite3) drops
- *  everything.  The frontend learns of writes to the file from ks_watch.h
- *  as they start: it holds the cache (ks_cache_hold: every lookup misses,
- *  nothing is put) until a slow-pool thread got the write lock once and
- *  could tell whether someone else committed (then ks_cache_unhold drops
- *  everything) or only this broker did (the cache is kept).  A read made
+ *  ks_cache_tenant_drop), and a change by anyone else (cryptoserver-admin,
+ *  another broker) drops the keys and row of the tenants it changed: each
+ *  tenant has a change epoch in the keystore (keystore_tenant_changes) and
+ *  the cache keeps the one it last saw, so one tenant's write storm leaves
+ *  the others' keys cached (issue 19 item 8).  The frontend learns of
+ *  writes from ks_watch.h as they start (SQLite) or from the listener's
+ *  notifications after the commit (PostgreSQL): it holds the cache
+ *  (ks_cache_hold: every lookup misses, nothing is put) until a slow-pool
+ *  thread got the write lock once and could tell whether someone else
+ *  committed, and read the epochs then (ks_cache_settle drops the tenants
+ *  whose epoch moved, or everything when that is unknown).  A read made
  *  while a drop happened must not be cached: the caller takes a token
  *  before it reads (ks_cache_token) and puts with it; a put whose token is
  *  older than the last drop, or was taken on hold, is refused.  Another
@@ -104,5 +108,19 @@ void ks_cache_drop_all (ks_cache_t *self);
  *  with `drop` drops everything first (someone else did commit).  */
 void ks_cache_hold (ks_cache_t *self);
 void ks_cache_unhold (ks_cache_t *self, bool drop);
+
+/*  Reads the tenants' change epochs from ks (the frontend's connection)
+ *  when the cache starts, before anything is cached and after the watch
+ *  or listener started: later ones are compared with them.  When they
+ *  cannot be read, the first settle drops every tenant once.  */
+void ks_cache_epochs_baseline (ks_cache_t *self, keystore_t *ks);
+
+/*  Ends one hold (ks_cache_hold) after a settle that said `rc` (-1:
+ *  failed) and read `changes` (n tenants' epochs; NULL: could not be
+ *  read): drops the keys and row of every tenant whose epoch moved (the
+ *  broker's own writes included) or that is gone, or everything when rc
+ *  is -1 or the epochs are unknown.  Returns the keys dropped (the
+ *  cryptoserver_key_cache_dropped_total metric).  */
+size_t ks_cache_settle (ks_cache_t *self, int rc, const keystore_change_t *changes, size_t n);
 
 #endif

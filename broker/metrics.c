@@ -65,7 +65,7 @@ struct _metrics_t {
     metrics_client_t other;                 /* past METRICS_CLIENTS_MAX */
     _Atomic bool other_used;
     _Atomic uint64_t queue [2];             /* client, background */
-    _Atomic uint64_t cache [2];             /* hits, misses */
+    _Atomic uint64_t cache [3];             /* hits, misses, dropped */
     _Atomic uint64_t pool [METRICS_POOL_EVENTS];    /* metrics_pool_t */
     _Atomic uint64_t reruns;
     _Atomic uint64_t fast_lane;     /* items run on the reactor (fast_lane.c) */
@@ -262,6 +262,13 @@ metrics_key_cache (metrics_t *self, bool hit)
 {
     if (self)
         atomic_fetch_add_explicit (&self->cache [hit ? 0 : 1], 1, S_R);
+}
+
+void
+metrics_key_cache_dropped (metrics_t *self, size_t n)
+{
+    if (self && n)
+        atomic_fetch_add_explicit (&self->cache [2], n, S_R);
 }
 
 void
@@ -595,6 +602,9 @@ metrics_render_at (metrics_t *self, uint64_t cpu_us, metrics_view_t view, size_t
     s_family (out, "cryptoserver_key_cache_misses_total", "counter",
               "Lookups of keystore keys not in the broker's key cache (read and unsealed).");
     fprintf (out, "cryptoserver_key_cache_misses_total %" PRIu64 "\n", atomic_load_explicit (&self->cache [1], S_R));
+    s_family (out, "cryptoserver_key_cache_dropped_total", "counter",
+              "Keys dropped from the key cache because another writer changed their tenant's rows.");
+    fprintf (out, "cryptoserver_key_cache_dropped_total %" PRIu64 "\n", atomic_load_explicit (&self->cache [2], S_R));
     static const char *const pool [METRICS_POOL_EVENTS][2] = {
         { "taken", "RSA key generations served from the pre-generated pool." },
         { "missed", "RSA key generations of a size the pool keeps that found it empty." },

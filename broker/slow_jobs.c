@@ -44,6 +44,7 @@ slow_job_destroy (slow_job_t **self_p)
     free (self->resident_board);
     objjobs_out_free (&self->objects);
     broker_audit_done (NULL, self->audit);     //  not handed back: freed
+    keystore_changes_free (&self->changes, self->n_changes);
     free (self);
     *self_p = NULL;
 }
@@ -287,6 +288,10 @@ slow_job_run (slow_item_t *item, keystore_t *ks)
             break;
         case SLOW_SETTLE:
             self->rc = keystore_settle (ks);
+            //  Read even when only this connection wrote: the broker's own
+            //  writes move epochs too, and its view of them must follow.
+            if (self->rc >= 0 && keystore_tenant_changes (ks, &self->changes, &self->n_changes) != 0)
+                self->rc = -1;
             break;
     }
 }

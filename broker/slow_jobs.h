@@ -36,7 +36,8 @@ typedef enum {
                            -> rv, objects */
     SLOW_AUDIT,         /* a batch of audit records appended to the chain (audit.h) -> audit */
     SLOW_SETTLE         /* keystore_settle: returns once no writer holds the file (ks_watch.h)
-                           -> rc: 1 another connection committed, 0 only this one, -1 error */
+                           -> rc: 1 another connection committed, 0 only this one, -1 error;
+                           then the tenants' change epochs -> changes (rc -1: unreadable) */
 } slow_kind_t;
 
 typedef struct {
@@ -80,6 +81,8 @@ typedef struct {
     bool user;                      /* SLOW_OBJECT_JOB: the request has a CKU_USER ticket */
     objjobs_out_t objects;          /* SLOW_OBJECT_JOB: what it made */
     broker_audit_batch_t *audit;    /* SLOW_AUDIT: the batch (owned until broker_audit_done) */
+    keystore_change_t *changes;     /* SLOW_SETTLE: every tenant's change epoch */
+    size_t n_changes;
 } slow_job_t;
 
 /*  A job of `kind` for job `index` of a request (request, its job and its

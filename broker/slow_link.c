@@ -38,22 +38,23 @@ fe_slow_go (frontend_t *self, slow_job_t *job)
     return FE_CKR_PENDING;
 }
 
-/*  The keystore file is being written (ks_watch.h): the cache is held
- *  (not used) until a slow-pool thread got the write lock once, the writer
- *  having committed (SLOW_SETTLE, fe_slow_done); it is dropped then unless
- *  the only writer was this broker, whose own changes were dropped one by
- *  one.  Called before every request looks at the cache: a change made
+/*  The keystore file is being written (ks_watch.h), or another process
+ *  committed to the PostgreSQL keystore: the cache is held (not used)
+ *  until a slow-pool thread got the write lock once, the writer having
+ *  committed, and read the tenants' change epochs (SLOW_SETTLE,
+ *  fe_slow_done); the tenants whose epoch moved are dropped then
+ *  (ks_cache_settle).  Called before every request looks at the cache: a change made
  *  before a request was sent is seen by it.  */
 void
 fe_keystore_check (frontend_t *self)
 {
     if (self->listener) {           /* PostgreSQL: notified after the commit */
-        uint64_t changes = keystore_listener_changes (self->listener);
-        if (changes != self->listener_seen)
-            ks_cache_drop_all (self->cache);
+        uint64_t changes = keystore_listener_changes (self->listener), seen = self->listener_seen;
         self->listener_seen = changes;
-        return;
+        if (changes == seen)
+            return;
     }
+    else
     if (!self->watch || !ks_watch_changed (self->watch))
         return;
     slow_job_t *settle = fe_slow_new (NULL, 0, SLOW_SETTLE);
@@ -79,8 +80,9 @@ fe_slow_done (slow_item_t *item, void *arg)
             broker_audit_done (self->audit, job->audit);
             job->audit = NULL;
             break;
-        case SLOW_SETTLE:
-            ks_cache_unhold (self->cache, job->rc != 0);   /* someone else committed, or unknown */
+        case SLOW_SETTLE:       /* the tenants another writer changed are dropped (ks_cache.h) */
+            metrics_key_cache_dropped (self->args->metrics,
+                                       ks_cache_settle (self->cache, job->rc, job->changes, job->n_changes));
             break;
         case SLOW_TENANT:
             request->keystore_down = job->rc == KEYSTORE_UNAVAILABLE;
@@ -153,6 +155,8 @@ fe_keystore_start (frontend_t *self)
     }
     else
         self->watch = ks_watch_new (self->config->keystore_path);
+    if (self->watch || self->listener)
+        ks_cache_epochs_baseline (self->cache, self->ks);
     if (!self->watch && !self->listener) {
         zsys_warning ("keystore %s: keys and tenant rows are not cached: every job reads its row",
                       self->config->keystore_name);

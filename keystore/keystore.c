@@ -361,6 +361,7 @@ keystore_destroy (keystore_t **self_p)
     if (self->store)
         self->be->close (&self->store);
     free (self->idem_tenant);
+    ks_changes_reset (self);
     free (self->counter_path);
     if (self->keys)
         cs_secmem_free (self->keys, sizeof *self->keys);

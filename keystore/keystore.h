@@ -184,6 +184,26 @@ void keystore_set_test_hook (keystore_hook_fn *hook);
  *  database failure: the caller assumes a change).  */
 int keystore_settle (keystore_t *self);
 
+/*  One tenant's change epoch (ks_changes.c): the state counter of the
+ *  last committed transaction that changed its tenant row, keys or objects
+ *  (0: none since this version wrote the keystore; UINT64_MAX: its record
+ *  does not verify, so treat it as changed).  */
+typedef struct {
+    char *tenant;
+    uint64_t epoch;
+} keystore_change_t;
+
+/*  Every tenant's change epoch, read from meta rows "changes:TENANT", each
+ *  MAC'd under the state key (docs/CONTRACTS.md "Keystore state"): a cache
+ *  of one tenant's rows is stale exactly when its epoch moved.  *changes_p
+ *  gets a malloc'd array of *count_p entries (free with
+ *  keystore_changes_free).  Returns 0, or -1 after a log (the caller
+ *  assumes every tenant changed).  */
+int keystore_tenant_changes (keystore_t *self, keystore_change_t **changes_p, size_t *count_p);
+
+/*  Frees what keystore_tenant_changes gave; NULL-safe; nulls *changes_p.  */
+void keystore_changes_free (keystore_change_t **changes_p, size_t count);
+
 /*  PostgreSQL: SQLite's write lock and data_version have no equivalent
  *  here, so keystore_settle always says 1 ("assume a change"); brokers
  *  sharing a database learn of changes from a listener instead.  */

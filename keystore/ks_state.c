@@ -141,9 +141,11 @@ s_digest_add (uint8_t digest [32], const char *table, const uint8_t *mac, size_t
 }
 
 void
-ks_digest_note (keystore_t *self, const char *table, const uint8_t *old, size_t old_len,
-                const uint8_t *new, size_t new_len)
+ks_digest_note (keystore_t *self, const char *tenant, const char *table, const uint8_t *old,
+                size_t old_len, const uint8_t *new, size_t new_len)
 {
+    if (tenant)
+        ks_changes_touch (self, tenant);
     if (old)
         s_digest_add (self->delta, table, old, old_len);
     if (new)
@@ -443,6 +445,8 @@ s_bump (keystore_t *self, uint64_t *next_p)
     }
     for (int i = 0; i < 32; i++)
         digest [i] ^= self->delta [i];
+    if (ks_changes_write (self, *next_p) != 0)
+        return -1;
     return ks_state_put (self, schema, *next_p, digest);
 }
 
@@ -452,6 +456,7 @@ ks_end (keystore_t *self, bool commit)
     uint64_t next = 0;
     bool bumped = !commit || s_bump (self, &next) == 0;
     memset (self->delta, 0, sizeof self->delta);
+    ks_changes_reset (self);
     if (!bumped) {
         self->be->end (self->store, false);
         return -1;
