@@ -81,6 +81,10 @@ typedef struct {
     bool user;                      /* SLOW_OBJECT_JOB: the request has a CKU_USER ticket */
     objjobs_out_t objects;          /* SLOW_OBJECT_JOB: what it made */
     broker_audit_batch_t *audit;    /* SLOW_AUDIT: the batch (owned until broker_audit_done) */
+    uint32_t max_keys;              /* the tenant's quotas (quota.h, fe_slow_go): SLOW_KEY_JOB
+                                       imports and generations, token SLOW_GENERATED */
+    uint32_t max_objects;           /* ... SLOW_OBJECT_JOB puts of a new object */
+    int quota_refused;              /* 1 + metrics_quota_limit_t when a quota refused it, else 0 */
     keystore_change_t *changes;     /* SLOW_SETTLE: every tenant's change epoch */
     size_t n_changes;
 } slow_job_t;

@@ -9,6 +9,8 @@
  *  (fe_key_read_done), inventory.c (fe_list_keys_done), keymgmt_jobs.c
  *  (fe_key_job_done, fe_generated_done), login.c (*_done).  */
 #include "ks_watch.h"
+#include "quota.h"
+#include "metrics_quota.h"
 #include "frontend_int.h"
 
 /*  A slow job of `kind` for job `index` of request (NULL: a job of no
@@ -28,8 +30,15 @@ CK_RV
 fe_slow_go (frontend_t *self, slow_job_t *job)
 {
     fe_request_t *request = job->request;
-    if (request)        /* key jobs follow the tenant's usage rules (keyattrs_usage_set) */
+    quota_limits_t limits = { 0 };
+    const char *bad = NULL;
+    if (request) {      /* key jobs follow the tenant's usage rules (keyattrs_usage_set) and quotas */
         job->usage = broker_config_usage (self->config, request->tenant);
+        if (quota_limits_read (self->config->root, request->tenant, &limits, &bad) == 0) {
+            job->max_keys = limits.max_keys;
+            job->max_objects = limits.max_objects;
+        }
+    }
     if (request && job->kind != SLOW_TENANT) {
         request->pending++;
         request->slots [job->index].result.rv = FE_CKR_PENDING;
@@ -75,6 +84,9 @@ fe_slow_done (slow_item_t *item, void *arg)
     slow_job_t *job = (slow_job_t *) item;
     fe_request_t *request = job->request;
     fe_slot_t *slot = request ? &request->slots [job->index] : NULL;
+    if (job->quota_refused && request)      /* a key or object over its tenant's quota */
+        metrics_quota_count (metrics_quota_tenant (metrics_quota (self->args->metrics), request->tenant),
+                             (metrics_quota_limit_t) (job->quota_refused - 1), true, 1);
     switch (job->kind) {
         case SLOW_AUDIT:
             broker_audit_done (self->audit, job->audit);
