@@ -7,9 +7,8 @@
 
 const char *const quota_names [4] = { "max-ops-per-s", "max-inflight", "max-keys", "max-objects" };
 
-//  Parses a limit: 0..UINT32_MAX in decimal.  0 or -1.
-static int
-s_parse (const char *text, uint32_t *value_p)
+int
+quota_value_parse (const char *text, uint32_t *value_p)
 {
     char *end = NULL;
     errno = 0;
@@ -31,7 +30,7 @@ quota_limits_read (zconfig_t *root, const char *tenant, quota_limits_t *limits, 
         snprintf (path, sizeof path, "tenants/%s/%s", tenant, quota_names [i]);
         zconfig_t *node = root && tenant ? zconfig_locate (root, path) : NULL;
         const char *text = node ? zconfig_value (node) : NULL;
-        if (text && *text && s_parse (text, fields [i]) != 0) {
+        if (text && *text && quota_value_parse (text, fields [i]) != 0) {
             *why_p = quota_names [i];
             return -1;
         }

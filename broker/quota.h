@@ -31,6 +31,10 @@ typedef struct {
  *  (tenants/NAME/<name>).  */
 extern const char *const quota_names [4];
 
+/*  Parses one limit: a decimal in 0..4294967295 (no sign, nothing after
+ *  it) into *value_p.  0, or -1.  */
+int quota_value_parse (const char *text, uint32_t *value_p);
+
 /*  Reads tenants/TENANT/max-* from a parsed broker.conf (root may be NULL)
  *  into *limits (absent: 0).  Returns 0, or -1 when a value is not a
  *  decimal in 0..4294967295 (then *why_p names it: static text).  */

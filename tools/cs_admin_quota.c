@@ -102,9 +102,8 @@ cs_admin_tenant_quota (int argc, char **argv)
         if (opt == 'd')
             dir = optarg;
         else {
-            char *end = NULL;
-            unsigned long long value = strtoull (optarg, &end, 10);
-            if (!*optarg || *optarg == '-' || *end || value > UINT32_MAX) {
+            uint32_t value = 0;
+            if (quota_value_parse (optarg, &value) != 0) {
                 cs_admin_error ("--%s needs a number in 0..4294967295 (0: none)", quota_names [opt]);
                 return CS_ADMIN_USAGE;
             }
