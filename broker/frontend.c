@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include "cs_wire.h"
 #include "ks_watch.h"
+#include "ks_settle.h"
 #include "frontend_int.h"
 
 #define S_ZAP_DOMAIN "cryptoserver"
@@ -201,6 +202,7 @@ static void
 s_frontend_free (frontend_t *self)
 {
     slow_pool_destroy (&self->slow);            /* before the loop it reads in */
+    ks_settle_destroy (&self->settle);          /* after the threads that use it */
     fe_audit_stop (self);                       /* with this thread's keystore */
     zloop_destroy (&self->loop);
     zsock_destroy (&self->router);

@@ -147,6 +147,7 @@ typedef struct {
     ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
     keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of watch) */
     uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
+    struct _ks_settle_t *settle;    /* the connection that looks for others' commits (ks_settle.h) */
     fe_fast_lane_t *fast;           /* the fast lane (fast_lane.c), or NULL: off */
     frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
     void *reply_arg;

@@ -451,12 +451,15 @@ s_tenant_out (ks_cache_t *self, const char *tenant)
     return dropped;
 }
 
-//  Records tenant's epoch; true when it moved (or was not known).
+//  Records tenant's epoch as read by a look; true when it moved (or was
+//  not known).  Epochs only grow (state counter values): one below the
+//  known one was read before it and says nothing new (UINT64_MAX: a record
+//  that does not verify, always a move).
 static bool
 s_epoch_moved (ks_cache_t *self, const char *tenant, uint64_t epoch)
 {
     uint64_t *known = zhashx_lookup (self->epochs, tenant);
-    if (known && *known == epoch)
+    if (known && (*known == epoch || (epoch < *known && *known != UINT64_MAX)))
         return false;
     if (!known && (known = malloc (sizeof *known)) && zhashx_insert (self->epochs, tenant, known) != 0) {
         free (known);
@@ -478,24 +481,28 @@ s_listed (const char *tenant, const keystore_change_t *changes, size_t n)
 }
 
 void
-ks_cache_epochs_baseline (ks_cache_t *self, keystore_t *ks)
+ks_cache_epochs_baseline (ks_cache_t *self, const keystore_change_t *changes, size_t n)
 {
-    keystore_change_t *changes = NULL;
-    size_t n = 0;
-    if (ks && keystore_tenant_changes (ks, &changes, &n) == 0)
-        for (size_t i = 0; i < n; i++)
-            s_epoch_moved (self, changes [i].tenant, changes [i].epoch);
-    keystore_changes_free (&changes, n);
+    for (size_t i = 0; changes && i < n; i++)
+        s_epoch_moved (self, changes [i].tenant, changes [i].epoch);
 }
 
 size_t
-ks_cache_settle (ks_cache_t *self, int rc, const keystore_change_t *changes, size_t n)
+ks_cache_settle (ks_cache_t *self, int rc, const keystore_change_t *changes, size_t n, bool foreign)
 {
     size_t dropped = 0;
-    if (rc < 0 || !changes) {                   //  unknown: every tenant may have changed
+    if (rc == 0) {
+        ks_cache_unhold (self, false);
+        return 0;
+    }
+    if (foreign && changes)
+        zsys_info ("keystore/key-cache: a commit that raised no state counter (made without the master "
+                   "key, or while change notifications were lost): every cached key and tenant row dropped");
+    if (rc < 0 || !changes || foreign) {        //  unknown: every tenant may have changed
         dropped = zhashx_size (self->keys);
         ks_cache_drop_all (self);
         zhashx_purge (self->epochs);
+        ks_cache_epochs_baseline (self, changes, n);    //  what is read from now on is of these
     }
     else {
         for (size_t i = 0; i < n; i++)
@@ -520,5 +527,23 @@ ks_cache_settle (ks_cache_t *self, int rc, const keystore_change_t *changes, siz
         zlistx_destroy (&known);
     }
     ks_cache_unhold (self, false);
+    return dropped;
+}
+
+size_t
+ks_cache_own_changes (ks_cache_t *self, const keystore_change_t *changes, size_t n)
+{
+    size_t dropped = 0;
+    for (size_t i = 0; changes && i < n; i++) {
+        uint64_t *known = zhashx_lookup (self->epochs, changes [i].tenant);
+        if (known && *known != UINT64_MAX && *known >= changes [i].epoch)
+            continue;                           //  a look saw it, or later
+        if (known && *known == changes [i].prev && changes [i].prev != UINT64_MAX) {
+            *known = changes [i].epoch;         //  nobody else wrote between: follow it
+            continue;
+        }
+        dropped += s_tenant_out (self, changes [i].tenant);
+        s_epoch_moved (self, changes [i].tenant, changes [i].epoch);
+    }
     return dropped;
 }

@@ -109,18 +109,30 @@ void ks_cache_drop_all (ks_cache_t *self);
 void ks_cache_hold (ks_cache_t *self);
 void ks_cache_unhold (ks_cache_t *self, bool drop);
 
-/*  Reads the tenants' change epochs from ks (the frontend's connection)
- *  when the cache starts, before anything is cached and after the watch
- *  or listener started: later ones are compared with them.  When they
- *  cannot be read, the first settle drops every tenant once.  */
-void ks_cache_epochs_baseline (ks_cache_t *self, keystore_t *ks);
+/*  The tenants' change epochs (n of them; NULL: unknown) as the keystore
+ *  held them when the cache started (before anything is cached; after the
+ *  watch or listener started): later ones are compared with them.  When
+ *  they are unknown, the first settle drops every tenant once.  */
+void ks_cache_epochs_baseline (ks_cache_t *self, const keystore_change_t *changes, size_t n);
 
-/*  Ends one hold (ks_cache_hold) after a settle that said `rc` (-1:
- *  failed) and read `changes` (n tenants' epochs; NULL: could not be
- *  read): drops the keys and row of every tenant whose epoch moved (the
- *  broker's own writes included) or that is gone, or everything when rc
- *  is -1 or the epochs are unknown.  Returns the keys dropped (the
+/*  Ends one hold (ks_cache_hold) after a look (ks_settle_look) that said
+ *  `rc` (1: another connection committed, 0: none did, -1: failed) and, for
+ *  1, read `changes` (n tenants' epochs; NULL: could not be read) and
+ *  whether the commit was `foreign` (it raised no state counter: made
+ *  without the master key, e.g. with sqlite3 or psql, or unknown): drops
+ *  the keys and row of every tenant whose epoch moved (the broker's own
+ *  writes included) or that is gone; everything when rc is -1, the epochs
+ *  are unknown or the commit was foreign (the rows are read again, and
+ *  refused when they do not verify).  Returns the keys dropped (the
  *  cryptoserver_key_cache_dropped_total metric).  */
-size_t ks_cache_settle (ks_cache_t *self, int rc, const keystore_change_t *changes, size_t n);
+size_t ks_cache_settle (ks_cache_t *self, int rc, const keystore_change_t *changes, size_t n,
+                        bool foreign);
+
+/*  This broker's own commits are back (keystore_own_changes_take of the
+ *  slow-pool connection that made them): a tenant whose last seen epoch
+ *  is the one a commit replaced now has the commit's (its job already
+ *  dropped what it changed); otherwise someone else wrote between, and the
+ *  tenant's keys and row are dropped.  Returns the keys dropped.  */
+size_t ks_cache_own_changes (ks_cache_t *self, const keystore_change_t *changes, size_t n);
 
 #endif

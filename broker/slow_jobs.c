@@ -47,6 +47,7 @@ slow_job_destroy (slow_job_t **self_p)
     objjobs_out_free (&self->objects);
     broker_audit_done (NULL, self->audit);     //  not handed back: freed
     keystore_changes_free (&self->changes, self->n_changes);
+    keystore_changes_free (&self->own, self->n_own);
     free (self);
     *self_p = NULL;
 }
@@ -304,11 +305,8 @@ slow_job_run (slow_item_t *item, keystore_t *ks)
                 self->rv = objjobs_run (ks, self->tenant, self->job, self->user, &self->objects);
             break;
         case SLOW_SETTLE:
-            self->rc = keystore_settle (ks);
-            //  Read even when only this connection wrote: the broker's own
-            //  writes move epochs too, and its view of them must follow.
-            if (self->rc >= 0 && keystore_tenant_changes (ks, &self->changes, &self->n_changes) != 0)
-                self->rc = -1;
+            self->rc = ks_settle_look (self->settle, &self->changes, &self->n_changes, &self->foreign);
             break;
     }
+    keystore_own_changes_take (ks, &self->own, &self->n_own);   //  the cache follows them (ks_cache.h)
 }

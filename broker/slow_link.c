@@ -9,6 +9,7 @@
  *  (fe_key_read_done), inventory.c (fe_list_keys_done), keymgmt_jobs.c
  *  (fe_key_job_done, fe_generated_done), login.c (*_done).  */
 #include "ks_watch.h"
+#include "ks_settle.h"
 #include "quota.h"
 #include "metrics_quota.h"
 #include "frontend_int.h"
@@ -66,8 +67,10 @@ fe_keystore_check (frontend_t *self)
     else
     if (!self->watch || !ks_watch_changed (self->watch))
         return;
-    slow_job_t *settle = fe_slow_new (NULL, 0, SLOW_SETTLE);
-    if (!settle) {
+    slow_job_t *settle = self->settle ? fe_slow_new (NULL, 0, SLOW_SETTLE) : NULL;
+    if (settle)
+        settle->settle = self->settle;
+    else {
         ks_cache_drop_all (self->cache);
         return;
     }
@@ -84,6 +87,8 @@ fe_slow_done (slow_item_t *item, void *arg)
     slow_job_t *job = (slow_job_t *) item;
     fe_request_t *request = job->request;
     fe_slot_t *slot = request ? &request->slots [job->index] : NULL;
+    metrics_key_cache_dropped (self->args->metrics,         /* this broker's own commits */
+                               ks_cache_own_changes (self->cache, job->own, job->n_own));
     if (job->quota_refused && request)      /* a key or object over its tenant's quota */
         metrics_quota_count (metrics_quota_tenant (metrics_quota (self->args->metrics), request->tenant),
                              (metrics_quota_limit_t) (job->quota_refused - 1), true, 1);
@@ -94,7 +99,8 @@ fe_slow_done (slow_item_t *item, void *arg)
             break;
         case SLOW_SETTLE:       /* the tenants another writer changed are dropped (ks_cache.h) */
             metrics_key_cache_dropped (self->args->metrics,
-                                       ks_cache_settle (self->cache, job->rc, job->changes, job->n_changes));
+                                       ks_cache_settle (self->cache, job->rc, job->changes, job->n_changes,
+                                                        job->foreign));
             break;
         case SLOW_TENANT:
             request->keystore_down = job->rc == KEYSTORE_UNAVAILABLE;
@@ -167,8 +173,15 @@ fe_keystore_start (frontend_t *self)
     }
     else
         self->watch = ks_watch_new (self->config->keystore_path);
-    if (self->watch || self->listener)
-        ks_cache_epochs_baseline (self->cache, self->ks);
+    keystore_change_t *changes = NULL;
+    size_t n = 0;
+    if ((self->watch || self->listener) && (self->settle = ks_settle_new (self->ks, &changes, &n)))
+        ks_cache_epochs_baseline (self->cache, changes, n);
+    keystore_changes_free (&changes, n);
+    if (!self->settle) {
+        ks_watch_destroy (&self->watch);        /* nothing can tell what changed */
+        keystore_listener_destroy (&self->listener);
+    }
     if (!self->watch && !self->listener) {
         zsys_warning ("keystore %s: keys and tenant rows are not cached: every job reads its row",
                       self->config->keystore_name);

@@ -361,7 +361,8 @@ keystore_destroy (keystore_t **self_p)
     if (self->store)
         self->be->close (&self->store);
     free (self->idem_tenant);
-    ks_changes_reset (self);
+    ks_changes_reset (self, false);
+    keystore_changes_free (&self->own, self->n_own);
     free (self->counter_path);
     if (self->keys)
         cs_secmem_free (self->keys, sizeof *self->keys);

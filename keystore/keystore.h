@@ -191,17 +191,31 @@ int keystore_settle (keystore_t *self);
 typedef struct {
     char *tenant;
     uint64_t epoch;
+    uint64_t prev;              /* keystore_own_changes_take only: the epoch before (UINT64_MAX: unknown) */
 } keystore_change_t;
 
 /*  Every tenant's change epoch, read from meta rows "changes:TENANT", each
  *  MAC'd under the state key (docs/CONTRACTS.md "Keystore state"): a cache
- *  of one tenant's rows is stale exactly when its epoch moved.  *changes_p
- *  gets a malloc'd array of *count_p entries (free with
- *  keystore_changes_free).  Returns 0, or -1 after a log (the caller
+ *  of one tenant's rows is stale when its epoch moved.  *counter_p gets
+ *  the state counter (read first, verified): every committing write of
+ *  cryptoserver raises it, so a commit that left it where it was came from
+ *  a writer without the master key (sqlite3, psql) and may have changed
+ *  any row.  *changes_p gets a malloc'd array of *count_p entries (free
+ *  with keystore_changes_free).  Returns 0, or -1 after a log (the caller
  *  assumes every tenant changed).  */
-int keystore_tenant_changes (keystore_t *self, keystore_change_t **changes_p, size_t *count_p);
+int keystore_tenant_changes (keystore_t *self, keystore_change_t **changes_p, size_t *count_p,
+                             uint64_t *counter_p);
 
-/*  Frees what keystore_tenant_changes gave; NULL-safe; nulls *changes_p.  */
+/*  The tenants whose rows the commits made on self changed since the last
+ *  call, each with the epoch its last commit gave it and the one it had
+ *  before (so a cache that saw `prev` knows nobody else wrote between;
+ *  several commits of one tenant merge while they follow each other).
+ *  *changes_p gets a malloc'd array of *count_p (NULL and 0: none; free
+ *  with keystore_changes_free).  Returns 0.  */
+int keystore_own_changes_take (keystore_t *self, keystore_change_t **changes_p, size_t *count_p);
+
+/*  Frees what keystore_tenant_changes or keystore_own_changes_take gave;
+ *  NULL-safe; nulls *changes_p.  */
 void keystore_changes_free (keystore_change_t **changes_p, size_t count);
 
 /*  PostgreSQL: SQLite's write lock and data_version have no equivalent

@@ -52,8 +52,11 @@ struct _keystore_t {
     uint64_t counter;           /* the state counter this connection last wrote or read */
     uint8_t digest [32];        /* the row digest of the state record read at open */
     uint8_t delta [32];         /* the open write transaction's change to the row digest */
-    char **touched;             /* tenants whose rows the open write transaction changes */
+    keystore_change_t *touched; /* tenants whose rows the open write transaction changes
+                                   (prev, epoch: set by ks_changes_write) */
     size_t n_touched;
+    keystore_change_t *own;     /* committed since keystore_own_changes_take */
+    size_t n_own;
     bool touch_lost;            /* out of memory noting one: the commit is refused */
     int upgraded_from;          /* keystore_upgrade: the schema it found (0: none done) */
 };
@@ -127,8 +130,9 @@ void ks_changes_touch (keystore_t *self, const char *tenant);
 /*  Inside the committing transaction (ks_end): every touched tenant's
  *  change epoch becomes `counter` (the new state counter).  0 or -1.  */
 int ks_changes_write (keystore_t *self, uint64_t counter);
-/*  Forgets the touched tenants (the transaction ended).  */
-void ks_changes_reset (keystore_t *self);
+/*  The transaction ended: the touched tenants go to the own changes when
+ *  it `committed`, else are forgotten.  */
+void ks_changes_reset (keystore_t *self, bool committed);
 
 /* ---- ks_schema.c --------------------------------------------------------- */
 

@@ -456,13 +456,16 @@ ks_end (keystore_t *self, bool commit)
     uint64_t next = 0;
     bool bumped = !commit || s_bump (self, &next) == 0;
     memset (self->delta, 0, sizeof self->delta);
-    ks_changes_reset (self);
     if (!bumped) {
+        ks_changes_reset (self, false);
         self->be->end (self->store, false);
         return -1;
     }
-    if (self->be->end (self->store, commit) != 0)
+    if (self->be->end (self->store, commit) != 0) {
+        ks_changes_reset (self, false);
         return -1;
+    }
+    ks_changes_reset (self, commit);
     if (commit) {
         self->counter = next;
         if (self->counter_path)
