@@ -7,11 +7,13 @@
  *      connection, so one connection must do all the looking);
  *    - reads every tenant's change epoch and the state counter
  *      (keystore_tenant_changes);
- *    - calls a commit "foreign" when someone committed but the state
- *      counter did not move: every commit of cryptoserver raises it, so
- *      that one came from a writer without the master key (sqlite3, psql)
- *      or is unknown (PostgreSQL's listener connected again), and any
- *      row may have changed.
+ *    - calls a commit "foreign" when it came from a writer without the
+ *      master key (sqlite3, psql), which may have changed any row: SQLite,
+ *      someone committed but the state counter did not move (every commit
+ *      of cryptoserver raises it); PostgreSQL, the listener counted a
+ *      commit without an origin or connected again
+ *      (keystore_listener_foreign: there every look says "someone
+ *      committed", so the counter cannot tell).
  */
 #ifndef KS_SETTLE_H_INCLUDED
 #define KS_SETTLE_H_INCLUDED
@@ -23,11 +25,13 @@
 typedef struct _ks_settle_t ks_settle_t;
 
 /*  Opens a connection of its own to ks's database (keystore_open_again)
- *  and takes the first look: *changes_p, *n_p get every tenant's epoch
+ *  and takes the first look (listener: PostgreSQL's, borrowed; NULL for
+ *  SQLite): *changes_p, *n_p get every tenant's epoch
  *  (free with keystore_changes_free; NULL and 0 when they could not be
  *  read).  NULL after a log line on failure.  Caller destroys (after the
  *  slow pool stopped).  */
-ks_settle_t *ks_settle_new (keystore_t *ks, keystore_change_t **changes_p, size_t *n_p);
+ks_settle_t *ks_settle_new (keystore_t *ks, keystore_listener_t *listener, keystore_change_t **changes_p,
+                           size_t *n_p);
 
 /*  Closes the connection; NULL-safe; nulls *self_p.  */
 void ks_settle_destroy (ks_settle_t **self_p);

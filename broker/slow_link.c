@@ -175,7 +175,7 @@ fe_keystore_start (frontend_t *self)
         self->watch = ks_watch_new (self->config->keystore_path);
     keystore_change_t *changes = NULL;
     size_t n = 0;
-    if ((self->watch || self->listener) && (self->settle = ks_settle_new (self->ks, &changes, &n)))
+    if ((self->watch || self->listener) && (self->settle = ks_settle_new (self->ks, self->listener, &changes, &n)))
         ks_cache_epochs_baseline (self->cache, changes, n);
     keystore_changes_free (&changes, n);
     if (!self->settle) {

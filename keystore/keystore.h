@@ -239,6 +239,12 @@ keystore_listener_t *keystore_listener_new (keystore_t *self);
  *  when it moves.  Any thread may call it (an atomic load).  */
 uint64_t keystore_listener_changes (keystore_listener_t *self);
 
+/*  A counter that moves at each of those commits made without an origin
+ *  (psql, any writer that is not cryptoserver: it raised no state counter
+ *  and may have changed any row) and at each reconnection; it moves
+ *  before keystore_listener_changes does.  Any thread.  */
+uint64_t keystore_listener_foreign (keystore_listener_t *self);
+
 /*  True while the listener's connection is up.  */
 bool keystore_listener_connected (keystore_listener_t *self);
 

@@ -6,7 +6,8 @@
 # epochs: only alpha's cached keys are dropped (beta's signs keep hitting the
 # cache, cryptoserver_key_cache_dropped_total counts alpha's key only), and
 # alpha's key cached by A and deleted through B is refused by A at once with
-# CKR_KEY_HANDLE_INVALID.
+# CKR_KEY_HANDLE_INVALID; a key row changed with psql (no master key) is
+# refused by A at the next sign, though A had it cached.
 . "$(dirname "$0")/lib.sh"
 
 cs_require curl
@@ -87,6 +88,14 @@ cs_shell a CKR_KEY_HANDLE_INVALID sign-held
 cs_shell a CKR_OBJECT_HANDLE_INVALID sign a1
 cs_shell b CKR_OK sign b1
 cs_log "alpha's key deleted through B is refused by A at once; beta's keys stayed in A's cache"
+
+# ---- a key row of beta changed with psql (no master key, no origin) ----------------------
+# The commit raises no state counter and comes without an origin: A drops
+# every cached row, reads b1 again and refuses it (row MAC).
+cs_expect_broker_log '^E: .* keystore .*: key ks:[0-9a-f]{32} of tenant beta: row does not verify \(changed without the master key\): refused$'
+cs_psql cryptoserver -qc "UPDATE keys SET info = info || '\\x5001'::bytea WHERE tenant = 'beta'"
+cs_shell b CKR_DEVICE_ERROR sign b1
+cs_log "beta's key row changed with psql: A refuses it at the next sign (its cache was dropped)"
 
 cs_shell_stop a
 cs_shell_stop b
