@@ -244,6 +244,8 @@ s_queue_full (frontend_t *self)
 void
 fe_request_admit (frontend_t *self, fe_request_t *request)
 {
+    if (fe_quota_admit (self, request))     /* waits for its tenant's quota, or refused (quota_link.c) */
+        return;
     if (client_load_may_start (self->load, request->load_key)
     &&  !(s_queue_full (self) && s_needs_worker (request->req))) {
         fe_request_start (self, request, false);

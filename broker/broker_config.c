@@ -9,6 +9,7 @@
 #include "cs_secmem.h"
 #include "cs_util.h"
 #include "broker_config.h"
+#include "quota.h"
 #include "fair_queue.h"
 #include "keystore.h"
 #include "cs_usage.h"
@@ -400,13 +401,13 @@ s_cross_check (s_loader_t *self)
                        config->keys_home);
     if (config->master_key_board && !broker_config_board (config, config->master_key_board))
         return s_fail (self, "keystore/master-key", "no board named \"%s\"", config->master_key_board);
-    //  tenants/NAME/audit is the tenant's audit policy (broker/audit.h);
-    //  anything else there (PINs of old configs) is ignored.
-    zconfig_t *tenants = zconfig_locate (config->root, "tenants");
-    bool other = tenants && !zconfig_child (tenants);
-    for (zconfig_t *t = tenants ? zconfig_child (tenants) : NULL; t && !other; t = zconfig_next (t))
-        for (zconfig_t *k = zconfig_child (t); k && !other; k = zconfig_next (k))
-            other = !streq (zconfig_name (k), "audit");
+    //  tenants/NAME/audit is the tenant's audit policy (broker/audit.h),
+    //  tenants/NAME/max-* its quotas (quota.h); anything else there (PINs
+    //  of old configs) is ignored.
+    char path [300];
+    bool other = false;
+    if (quota_tenants_check (config->root, path, sizeof path, &other) != 0)
+        return s_fail (self, path, "must be a number in 0..4294967295 (0: none)");
     if (other)
         zsys_warning ("%s: the 'tenants' section is ignored: tenants and PINs live in the keystore "
                       "(cryptoserver-admin tenant add)", config->file);

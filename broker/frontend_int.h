@@ -91,6 +91,8 @@ typedef struct {
     keystore_tenant_t tenant_state; /* the tenant's row (cache or slow pool), when has_state */
     bool has_state;
     bool keystore_down;             /* its tenant row could not be read: the database is unreachable */
+    struct _fe_quota_tenant_t *quota_tenant;    /* holds quota_jobs of its tenant's max-inflight, or NULL */
+    size_t quota_jobs;
 } fe_request_t;
 
 
@@ -146,9 +148,11 @@ typedef struct {
     ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
     keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of watch) */
     uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
+    struct _ks_settle_t *settle;    /* the connection that looks for others' commits (ks_settle.h) */
     fe_fast_lane_t *fast;           /* the fast lane (fast_lane.c), or NULL: off */
     frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
     void *reply_arg;
+    struct _fe_quota_t *quota;      /* per-tenant quotas (quota_link.c) */
     cs_session_t **loop_sessions;   /* the loopback core: a driver session per board, opened when first used
                                        (dispatch.c runs items in line); NULL in the actor */
 } frontend_t;
@@ -195,6 +199,14 @@ void fe_request_job_done (frontend_t *self, fe_request_t *request, size_t index)
 void fe_request_run (frontend_t *self, fe_request_t *request, bool counted);
 void fe_request_start (frontend_t *self, fe_request_t *request, bool counted);
 void fe_request_handle (frontend_t *self, zframe_t **identity_p, zframe_t *body, bool extra_frames);
+
+/* ---- quota_link.c ---- */
+typedef struct _fe_quota_t fe_quota_t;
+typedef struct _fe_quota_tenant_t fe_quota_tenant_t;
+int fe_quota_start (frontend_t *self);
+void fe_quota_free (frontend_t *self);
+bool fe_quota_admit (frontend_t *self, fe_request_t *request);
+void fe_quota_release (fe_request_t *request);
 
 /* ---- admission.c ---- */
 int fe_admission_start (frontend_t *self);

@@ -158,6 +158,7 @@ fe_request_destroy (fe_request_t **self_p)
     }
     if (self->load)
         client_load_release (self->load, self->load_key, self->charged);
+    fe_quota_release (self);                    /* its tenant's room in flight (quota_link.c) */
     free (self->load_key);
     zframe_destroy (&self->identity);
     OPENSSL_cleanse (self->renewed_ticket, TICKET_LEN);

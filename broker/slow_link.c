@@ -9,6 +9,9 @@
  *  (fe_key_read_done), inventory.c (fe_list_keys_done), keymgmt_jobs.c
  *  (fe_key_job_done, fe_generated_done), login.c (*_done).  */
 #include "ks_watch.h"
+#include "ks_settle.h"
+#include "quota.h"
+#include "metrics_quota.h"
 #include "frontend_int.h"
 
 /*  A slow job of `kind` for job `index` of request (NULL: a job of no
@@ -28,8 +31,15 @@ CK_RV
 fe_slow_go (frontend_t *self, slow_job_t *job)
 {
     fe_request_t *request = job->request;
-    if (request)        /* key jobs follow the tenant's usage rules (keyattrs_usage_set) */
+    quota_limits_t limits = { 0 };
+    const char *bad = NULL;
+    if (request) {      /* key jobs follow the tenant's usage rules (keyattrs_usage_set) and quotas */
         job->usage = broker_config_usage (self->config, request->tenant);
+        if (quota_limits_read (self->config->root, request->tenant, &limits, &bad) == 0) {
+            job->max_keys = limits.max_keys;
+            job->max_objects = limits.max_objects;
+        }
+    }
     if (request && job->kind != SLOW_TENANT) {
         request->pending++;
         request->slots [job->index].result.rv = FE_CKR_PENDING;
@@ -38,26 +48,29 @@ fe_slow_go (frontend_t *self, slow_job_t *job)
     return FE_CKR_PENDING;
 }
 
-/*  The keystore file is being written (ks_watch.h): the cache is held
- *  (not used) until a slow-pool thread got the write lock once, the writer
- *  having committed (SLOW_SETTLE, fe_slow_done); it is dropped then unless
- *  the only writer was this broker, whose own changes were dropped one by
- *  one.  Called before every request looks at the cache: a change made
+/*  The keystore file is being written (ks_watch.h), or another process
+ *  committed to the PostgreSQL keystore: the cache is held (not used)
+ *  until a slow-pool thread got the write lock once, the writer having
+ *  committed, and read the tenants' change epochs (SLOW_SETTLE,
+ *  fe_slow_done); the tenants whose epoch moved are dropped then
+ *  (ks_cache_settle).  Called before every request looks at the cache: a change made
  *  before a request was sent is seen by it.  */
 void
 fe_keystore_check (frontend_t *self)
 {
     if (self->listener) {           /* PostgreSQL: notified after the commit */
-        uint64_t changes = keystore_listener_changes (self->listener);
-        if (changes != self->listener_seen)
-            ks_cache_drop_all (self->cache);
+        uint64_t changes = keystore_listener_changes (self->listener), seen = self->listener_seen;
         self->listener_seen = changes;
-        return;
+        if (changes == seen)
+            return;
     }
+    else
     if (!self->watch || !ks_watch_changed (self->watch))
         return;
-    slow_job_t *settle = fe_slow_new (NULL, 0, SLOW_SETTLE);
-    if (!settle) {
+    slow_job_t *settle = self->settle ? fe_slow_new (NULL, 0, SLOW_SETTLE) : NULL;
+    if (settle)
+        settle->settle = self->settle;
+    else {
         ks_cache_drop_all (self->cache);
         return;
     }
@@ -74,13 +87,20 @@ fe_slow_done (slow_item_t *item, void *arg)
     slow_job_t *job = (slow_job_t *) item;
     fe_request_t *request = job->request;
     fe_slot_t *slot = request ? &request->slots [job->index] : NULL;
+    metrics_key_cache_dropped (self->args->metrics,         /* this broker's own commits */
+                               ks_cache_own_changes (self->cache, job->own, job->n_own));
+    if (job->quota_refused && request)      /* a key or object over its tenant's quota */
+        metrics_quota_count (metrics_quota_tenant (metrics_quota (self->args->metrics), request->tenant),
+                             (metrics_quota_limit_t) (job->quota_refused - 1), true, 1);
     switch (job->kind) {
         case SLOW_AUDIT:
             broker_audit_done (self->audit, job->audit);
             job->audit = NULL;
             break;
-        case SLOW_SETTLE:
-            ks_cache_unhold (self->cache, job->rc != 0);   /* someone else committed, or unknown */
+        case SLOW_SETTLE:       /* the tenants another writer changed are dropped (ks_cache.h) */
+            metrics_key_cache_dropped (self->args->metrics,
+                                       ks_cache_settle (self->cache, job->rc, job->changes, job->n_changes,
+                                                        job->foreign));
             break;
         case SLOW_TENANT:
             request->keystore_down = job->rc == KEYSTORE_UNAVAILABLE;
@@ -153,6 +173,15 @@ fe_keystore_start (frontend_t *self)
     }
     else
         self->watch = ks_watch_new (self->config->keystore_path);
+    keystore_change_t *changes = NULL;
+    size_t n = 0;
+    if ((self->watch || self->listener) && (self->settle = ks_settle_new (self->ks, self->listener, &changes, &n)))
+        ks_cache_epochs_baseline (self->cache, changes, n);
+    keystore_changes_free (&changes, n);
+    if (!self->settle) {
+        ks_watch_destroy (&self->watch);        /* nothing can tell what changed */
+        keystore_listener_destroy (&self->listener);
+    }
     if (!self->watch && !self->listener) {
         zsys_warning ("keystore %s: keys and tenant rows are not cached: every job reads its row",
                       self->config->keystore_name);

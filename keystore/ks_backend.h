@@ -192,6 +192,7 @@ keystore_audit_row_t *ks_audit_row_add (keystore_audit_row_t **rows_p, size_t *c
 
 /*  The listener of a back end (ks_pg.c); keystore.c forwards to these.  */
 uint64_t ks_listener_changes (keystore_listener_t *self);
+uint64_t ks_listener_foreign (keystore_listener_t *self);
 bool ks_listener_connected (keystore_listener_t *self);
 void ks_listener_destroy (keystore_listener_t **self_p);
 

@@ -137,7 +137,7 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
         goto out;
     rec.mac = mac;
     rec.mac_len = ROW_MAC_LEN;
-    ks_digest_note (self, "keys", NULL, 0, mac, ROW_MAC_LEN);
+    ks_digest_note (self, tenant, "keys", NULL, 0, mac, ROW_MAC_LEN);
     rc = s_key_write_end (self, tenant, self->be->key_insert (self->store, tenant, &rec));
 out:
     if (rc != 0)
@@ -170,7 +170,7 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
          || self->be->key_update (self->store, tenant, info->ref, packed, packed_len, mac) != 1))
         rc = -1;
     if (rc == 0)
-        ks_digest_note (self, "keys", rec.mac, rec.mac_len, mac, ROW_MAC_LEN);
+        ks_digest_note (self, tenant, "keys", rec.mac, rec.mac_len, mac, ROW_MAC_LEN);
     rc = s_key_write_end (self, tenant, rc);
     ks_key_rec_free (&rec);
     free (packed);
@@ -185,7 +185,7 @@ keystore_key_delete (keystore_t *self, const char *tenant, const char *ref)
         return -1;
     int rc = self->be->key_read (self->store, tenant, ref, true, &rec) == 1 ? 0 : -1;
     if (rc == 0) {
-        ks_digest_note (self, "keys", rec.mac, rec.mac_len, NULL, 0);
+        ks_digest_note (self, tenant, "keys", rec.mac, rec.mac_len, NULL, 0);
         ks_key_rec_free (&rec);
         rc = self->be->key_delete (self->store, tenant, ref) == 1 ? 0 : -1;
     }
@@ -463,7 +463,7 @@ keystore_issued_record (keystore_t *self, const char *tenant, const uint8_t fing
         return -1;
     int inserted = self->be->issued_insert (self->store, fingerprint, tenant, created, mac);
     if (inserted == 1)
-        ks_digest_note (self, "issued", NULL, 0, mac, ROW_MAC_LEN);
+        ks_digest_note (self, NULL, "issued", NULL, 0, mac, ROW_MAC_LEN);
     //  No keys_version to bump: s_key_write_end's tenant bump is harmless
     //  (the tenant's list did not change, a client fetches it once more).
     int rc = s_key_write_end (self, tenant, inserted == 1 ? 0 : -1);

@@ -30,6 +30,8 @@ s_usage (FILE *out)
         "  tenant list [--dir DIR]\n"
         "  tenant remove NAME [--dir DIR]\n"
         "  tenant set-pin NAME [--so] --pin PIN [--dir DIR]\n"
+        "  tenant set NAME [--max-ops-per-s N] [--max-inflight N] [--max-keys N] [--max-objects N] [--dir DIR]\n"
+        "  tenant show NAME [--dir DIR]\n"
         "      manage tenants (tokens) and their PINs in the keystore\n"
         "  key list --tenant T [--dir DIR]\n"
         "  key generate --tenant T --type TYPE --label L [--id HEX | --count N] [--dir DIR]\n"

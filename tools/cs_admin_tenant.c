@@ -175,6 +175,9 @@ s_tenant_usage (FILE *out, int status)
         "       cryptoserver-admin tenant list [--dir DIR]\n"
         "       cryptoserver-admin tenant remove NAME [--dir DIR]\n"
         "       cryptoserver-admin tenant set-pin NAME [--so] --pin PIN [--dir DIR]\n"
+        "       cryptoserver-admin tenant set NAME [--max-ops-per-s N] [--max-inflight N]\n"
+        "                          [--max-keys N] [--max-objects N] [--dir DIR]\n"
+        "       cryptoserver-admin tenant show NAME [--dir DIR]\n"
         "\n"
         "Tenants live in DIR's keystore (keystore.db); each is one token (label =\n"
         "NAME, 1..32 characters) with a user PIN and an SO PIN (%d..%d bytes).\n"
@@ -311,6 +314,8 @@ cs_admin_tenant (int argc, char **argv)
     const char *verb = argv [1];
     if (streq (verb, "--help") || streq (verb, "-h"))
         return s_tenant_usage (stdout, CS_ADMIN_OK);
+    if (streq (verb, "set") || streq (verb, "show"))       /* quotas: cs_admin_quota.c */
+        return cs_admin_tenant_quota (argc - 1, argv + 1);
     cs_admin_ks_args_t args = { .dir = "." };
     int status = cs_admin_ks_parse (argc - 1, argv + 1, &args);
     if (status >= 0)

@@ -3,7 +3,7 @@
  *  broker is the policy point), and prints the job's result code.
  *
  *  cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN]
- *                 [--drop-ticket] [--context LABEL] JOB ARGS...
+ *                 [--drop-ticket] [--context LABEL] [--deadline-ms N] [--burst N] JOB ARGS...
  *
  *  With --pin it logs in as CKU_USER first (a LoginJob, as C_Login does)
  *  and sends the ticket with the job; with --drop-ticket too, the ticket
@@ -32,6 +32,12 @@
  *                                   reply) until one says no more; prints "CKR_OK pages P
  *                                   keys K largest L" (L: keys in the largest page) or the
  *                                   first error (docs/CONTRACTS.md "Key lists in pages")
+ *    genkp-ec LABEL                 GenerateKeyPairJob of a token EC P-256 pair labelled
+ *                                   LABEL (C_GenerateKeyPair's job; tenant quotas)
+ *
+ *  --deadline-ms sets the job's Request.deadline_ms (default 10000); with
+ *  --burst N the job is sent N times before any reply is read (tenant
+ *  quotas: quota-tenants.sh) and a line is printed per reply.
  *
  *  Prints one line: the job's CKR_ name (cs_rv_name), or the request's when
  *  the whole request was refused; with a CKR_OK result of data also
@@ -60,19 +66,21 @@ typedef struct {
     uint8_t context [256];          /* --context: a context ticket for sign and decrypt jobs */
     size_t context_len;
     uint64_t next_id;
+    uint32_t deadline_ms;           /* Request.deadline_ms (--deadline-ms, default 10000) */
+    int burst;                      /* --burst: the job goes this many times at once */
 } s_client_t;
 
 static void
 s_usage (void)
 {
     fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] "
-             "[--context LABEL] sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list ARGS...\n");
+             "[--context LABEL] [--deadline-ms N] [--burst N] "
+             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list|genkp-ec ARGS...\n");
 }
 
-/*  Sends req and waits for the reply with its id; NULL on timeout.
- *  Caller frees with cs__reply__free_unpacked.  */
-static Cs__Reply *
-s_call (s_client_t *self, Cs__Job *job)
+/*  Sends a request of job; its id, or 0 when it could not be sent.  */
+static uint64_t
+s_send (s_client_t *self, Cs__Job *job)
 {
     Cs__Request req = CS__REQUEST__INIT;
     Cs__Job *jobs [1] = { job };
@@ -80,7 +88,7 @@ s_call (s_client_t *self, Cs__Job *job)
     req.version_min = CS_PROTOCOL_VERSION_MIN;
     req.version_max = CS_PROTOCOL_VERSION;
     req.request_id = ++self->next_id;
-    req.deadline_ms = 10000;
+    req.deadline_ms = self->deadline_ms;
     if (!self->drop_ticket || job->kind_case == CS__JOB__KIND_LIST_KEYS)
         req.ticket = (ProtobufCBinaryData) { self->ticket_len, self->ticket };
     req.n_jobs = 1;
@@ -90,20 +98,37 @@ s_call (s_client_t *self, Cs__Job *job)
     free (data);
     if (!frame || zframe_send (&frame, self->dealer, 0)) {
         zframe_destroy (&frame);
-        return NULL;
+        return 0;
     }
+    return req.request_id;
+}
+
+/*  Waits for the reply of request id (0: of any request); NULL on timeout.
+ *  Caller frees with cs__reply__free_unpacked.  */
+static Cs__Reply *
+s_wait (s_client_t *self, uint64_t id)
+{
     zpoller_t *poller = zpoller_new (self->dealer, NULL);
     int64_t end = zclock_mono () + S_WAIT_MS;
     Cs__Reply *reply = NULL;
     while (!reply && zclock_mono () < end && zpoller_wait (poller, (int) (end - zclock_mono ())) == self->dealer) {
         zframe_t *got = zframe_recv (self->dealer);
         reply = got ? cs_wire_reply_decode (zframe_data (got), zframe_size (got), NULL) : NULL;
-        if (reply && reply->request_id != req.request_id)
+        if (reply && id && reply->request_id != id)
             cs__reply__free_unpacked (reply, NULL), reply = NULL;
         zframe_destroy (&got);
     }
     zpoller_destroy (&poller);
     return reply;
+}
+
+/*  Sends a request of job and waits for its reply; NULL on timeout.
+ *  Caller frees with cs__reply__free_unpacked.  */
+static Cs__Reply *
+s_call (s_client_t *self, Cs__Job *job)
+{
+    uint64_t id = s_send (self, job);
+    return id ? s_wait (self, id) : NULL;
 }
 
 /*  The one result of a reply, or NULL (then the request's rv says why).  */
@@ -296,6 +321,38 @@ s_list_walk (s_client_t *self, uint32_t page)
     return 0;
 }
 
+/*  Sends a GenerateKeyPairJob of a token EC P-256 pair labelled `label`
+ *  (CKA_SIGN on the private half), as C_GenerateKeyPair does.  */
+static int
+s_genkp_ec (s_client_t *self, const char *label)
+{
+    static uint8_t p256 [] = { 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07 };
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    Cs__Attribute name = CS__ATTRIBUTE__INIT, sign = CS__ATTRIBUTE__INIT;
+    Cs__Attribute *pub [1] = { &name }, *priv [2] = { &name, &sign };
+    Cs__Job job = CS__JOB__INIT;
+    name.type = CKA_LABEL;
+    name.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    name.bytes = (ProtobufCBinaryData) { strlen (label), (uint8_t *) label };
+    sign.type = CKA_SIGN;
+    sign.value_case = CS__ATTRIBUTE__VALUE_FLAG;
+    sign.flag = true;
+    gen.mechanism = CKM_EC_KEY_PAIR_GEN;
+    gen.ec_params = (ProtobufCBinaryData) { sizeof p256, p256 };
+    gen.token = true;
+    gen.public_template = pub;
+    gen.n_public_template = 1;
+    gen.private_template = priv;
+    gen.n_private_template = 2;
+    job.kind_case = CS__JOB__KIND_GENERATE_KEY_PAIR;
+    job.generate_key_pair = &gen;
+    Cs__Reply *reply = s_call (self, &job);
+    int status = s_print (reply);
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return status;
+}
+
 /*  Builds and sends the job of argv (after the options).  */
 static int
 s_job (s_client_t *self, int argc, char **argv)
@@ -308,6 +365,8 @@ s_job (s_client_t *self, int argc, char **argv)
     long len = 0;
     bool crypto = streq (kind, "sign") || streq (kind, "decrypt") || streq (kind, "unwrap");
     bool sym = streq (kind, "sym") || streq (kind, "keywrap"), change = streq (kind, "set") || streq (kind, "copy");
+    if (streq (kind, "genkp-ec") && argc == 2)
+        return s_genkp_ec (self, argv [1]);
     int need = crypto ? 4 : sym || change ? 5 : streq (kind, "derive") ? 3 : 0;
     if (streq (kind, "list") && argc == 2)
         return s_list_walk (self, (uint32_t) strtoul (argv [1], NULL, 10));
@@ -408,10 +467,16 @@ s_job (s_client_t *self, int argc, char **argv)
             job.copy_key = &copy;
         }
     }
-    Cs__Reply *reply = s_call (self, &job);
-    int status = s_print (reply);
-    if (reply)
-        cs__reply__free_unpacked (reply, NULL);
+    int status = 0;
+    for (int i = 0; i < self->burst; i++)       //  all sent before the first reply is read
+        if (!s_send (self, &job))
+            return 2;
+    for (int i = 0; i < self->burst && status == 0; i++) {
+        Cs__Reply *reply = s_wait (self, 0);
+        status = s_print (reply);
+        if (reply)
+            cs__reply__free_unpacked (reply, NULL);
+    }
     return status;
 }
 
@@ -442,11 +507,13 @@ main (int argc, char **argv)
         { "endpoint", required_argument, NULL, 'e' }, { "broker-cert", required_argument, NULL, 'b' },
         { "client-cert", required_argument, NULL, 'c' }, { "pin", required_argument, NULL, 'p' },
         { "drop-ticket", no_argument, NULL, 'd' }, { "context", required_argument, NULL, 'x' },
+        { "deadline-ms", required_argument, NULL, 'D' }, { "burst", required_argument, NULL, 'B' },
         { NULL, 0, NULL, 0 }
     };
     const char *endpoint = NULL, *broker_cert = NULL, *client_cert = NULL, *pin = NULL, *context = NULL;
     bool drop_ticket = false;
-    int opt;
+    uint32_t deadline_ms = 10000;
+    int burst = 1, opt;
     while ((opt = getopt_long (argc, argv, "+", options, NULL)) != -1)
         switch (opt) {
             case 'e': endpoint = optarg; break;
@@ -455,20 +522,25 @@ main (int argc, char **argv)
             case 'p': pin = optarg; break;
             case 'd': drop_ticket = true; break;
             case 'x': context = optarg; break;
+            case 'D': deadline_ms = (uint32_t) strtoul (optarg, NULL, 10); break;
+            case 'B': burst = atoi (optarg); break;
             default: s_usage (); return 2;
         }
-    if (!endpoint || !broker_cert || !client_cert || optind >= argc) {
+    if (!endpoint || !broker_cert || !client_cert || optind >= argc || burst < 1 || burst > 1000) {
         s_usage ();
         return 2;
     }
     zsys_init ();
     zsys_set_logstream (stderr);
-    s_client_t self = { .next_id = (uint64_t) zclock_time () << 8, .drop_ticket = drop_ticket };
+    s_client_t self = { .next_id = (uint64_t) zclock_time () << 8, .drop_ticket = drop_ticket,
+                        .deadline_ms = 10000, .burst = 1 };
     self.dealer = s_dealer (endpoint, broker_cert, client_cert);
     if (!self.dealer)
         return 2;
-    int status = (!pin || s_login (&self, pin)) && (!context || (pin && s_login_context (&self, pin, context)))
-               ? s_job (&self, argc - optind, argv + optind) : 2;
+    bool in = (!pin || s_login (&self, pin)) && (!context || (pin && s_login_context (&self, pin, context)));
+    self.deadline_ms = deadline_ms;             //  the logins and key list go with the default
+    self.burst = burst;
+    int status = in ? s_job (&self, argc - optind, argv + optind) : 2;
     zsock_destroy (&self.dealer);
     return status;
 }
