@@ -24,22 +24,11 @@ cs_run_bounded $((180 * CS_TIME_FACTOR)) "$T/client.log" $CS_CLIENT_WRAPPER "$CL
 sed 's/^/    /' "$T/client.log"
 
 DIGEST=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
-# wire EXPECTED ARGS...: one job straight to the broker with a user login.
-wire () {
-    local want=$1 got
-    shift
-    got=$("$WIRE" --endpoint "$BROKER_ENDPOINT" --broker-cert "$WORK/broker.cert" \
-          --client-cert "$WORK/clients/demo/client.cert" --pin "$CRYPTOSERVER_PIN" "$@" 2> "$T/wire.err") \
-        || { cat "$T/wire.err"; cs_fail "cs-wire-client $* failed: $got"; }
-    got=${got%% *}
-    [ "$got" = "$want" ] || cs_fail "wire: $*: $got, expected $want"
-    cs_log "wire: $* -> $got"
-}
-wire CKR_USER_NOT_LOGGED_IN sign cs-aa-ec CKM_ECDSA "$DIGEST"
-wire CKR_USER_NOT_LOGGED_IN --context cs-plain-ec sign cs-aa-ec CKM_ECDSA "$DIGEST"
-wire CKR_USER_NOT_LOGGED_IN --context cs-aa-rsa sign cs-aa-ec CKM_ECDSA "$DIGEST"
-wire CKR_OK --context cs-aa-ec sign cs-aa-ec CKM_ECDSA "$DIGEST"
-wire CKR_OK sign cs-plain-ec CKM_ECDSA "$DIGEST"
+cs_wire CKR_USER_NOT_LOGGED_IN sign cs-aa-ec CKM_ECDSA "$DIGEST"
+cs_wire CKR_USER_NOT_LOGGED_IN --context cs-plain-ec sign cs-aa-ec CKM_ECDSA "$DIGEST"
+cs_wire CKR_USER_NOT_LOGGED_IN --context cs-aa-rsa sign cs-aa-ec CKM_ECDSA "$DIGEST"
+cs_wire CKR_OK --context cs-aa-ec sign cs-aa-ec CKM_ECDSA "$DIGEST"
+cs_wire CKR_OK sign cs-plain-ec CKM_ECDSA "$DIGEST"
 grep -q "key ks:[0-9a-f]* has CKA_ALWAYS_AUTHENTICATE and the job no valid context ticket" "$WORK/broker.log" \
     || cs_fail "the broker did not log the refused job"
 grep -q "context-specific for key ks:" "$WORK/broker.log" || cs_fail "the broker did not log the context logins"

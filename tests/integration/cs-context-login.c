@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <p11-kit/pkcs11.h>
+#include "cs-test-client.h"
 #include "cs-test-slot.h"
 
 static CK_FUNCTION_LIST *p11;
@@ -29,20 +30,6 @@ static CK_SESSION_HANDLE s;
 static CK_UTF8CHAR *s_pin;
 static CK_ULONG s_pin_len;
 static CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
-
-#define CHECK(call, what) do { CK_RV rv_ = (call); if (rv_ != CKR_OK) { \
-    fprintf (stderr, "cs-context-login: %s: CK_RV 0x%lx\n", what, (unsigned long) rv_); \
-    exit (1); } } while (0)
-#define EXPECT(call, want, what) do { CK_RV rv_ = (call); if (rv_ != (want)) { \
-    fprintf (stderr, "cs-context-login: %s: CK_RV 0x%lx, expected 0x%lx\n", what, (unsigned long) rv_, \
-             (unsigned long) (want)); exit (1); } } while (0)
-
-static void
-s_fail (const char *what)
-{
-    fprintf (stderr, "cs-context-login: FAIL: %s\n", what);
-    exit (1);
-}
 
 /*  A token P-256 pair labelled `label`, its private key with
  *  CKA_ALWAYS_AUTHENTICATE `always`.  */
@@ -73,7 +60,7 @@ s_signing (void)
     CK_ATTRIBUTE read [] = { { CKA_ALWAYS_AUTHENTICATE, &value, sizeof value } };
     CHECK (p11->C_GetAttributeValue (s, priv, read, 1), "C_GetAttributeValue (CKA_ALWAYS_AUTHENTICATE)");
     if (value != CK_TRUE)
-        s_fail ("the key does not read CKA_ALWAYS_AUTHENTICATE TRUE");
+        cs_test_fail ("the key does not read CKA_ALWAYS_AUTHENTICATE TRUE");
     EXPECT (p11->C_Login (s, CKU_CONTEXT_SPECIFIC, s_pin, s_pin_len), CKR_OPERATION_NOT_INITIALIZED,
             "C_Login (CKU_CONTEXT_SPECIFIC) without an operation");
     CHECK (p11->C_SignInit (s, &ecdsa, priv), "C_SignInit");
@@ -124,7 +111,7 @@ s_decrypting (void)
     back_len = sizeof back;
     CHECK (p11->C_Decrypt (s, ct, ct_len, back, &back_len), "C_Decrypt after the context login");
     if (back_len != sizeof msg || memcmp (back, msg, sizeof msg))
-        s_fail ("the decryption does not give the message back");
+        cs_test_fail ("the decryption does not give the message back");
     printf ("RSA-2048 with CKA_ALWAYS_AUTHENTICATE: C_Decrypt needs the context login, then decrypts\n");
 }
 
@@ -135,11 +122,8 @@ main (int argc, char **argv)
         fprintf (stderr, "usage: cs-context-login MODULE.so TOKEN PIN\n");
         return 2;
     }
-    void *dl = dlopen (argv [1], RTLD_NOW | RTLD_LOCAL);
-    CK_C_GetFunctionList get = dl ? (CK_C_GetFunctionList) dlsym (dl, "C_GetFunctionList") : NULL;
     CK_SLOT_ID slot = 0;
-    if (!get || get (&p11) != CKR_OK)
-        s_fail ("cannot load the module");
+    p11 = cs_test_module (argv [1]);
     s_pin = (CK_UTF8CHAR *) argv [3];
     s_pin_len = strlen (argv [3]);
     CHECK (p11->C_Initialize (NULL), "C_Initialize");

@@ -22,25 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <p11-kit/pkcs11.h>
+#include "cs-test-client.h"
 #include "cs-test-slot.h"
 
 static CK_FUNCTION_LIST *p11;
 static CK_SESSION_HANDLE s;
 static CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
-
-#define CHECK(call, what) do { CK_RV rv_ = (call); if (rv_ != CKR_OK) { \
-    fprintf (stderr, "cs-copy: %s: CK_RV 0x%lx\n", what, (unsigned long) rv_); \
-    exit (1); } } while (0)
-#define EXPECT(call, want, what) do { CK_RV rv_ = (call); if (rv_ != (want)) { \
-    fprintf (stderr, "cs-copy: %s: CK_RV 0x%lx, expected 0x%lx\n", what, (unsigned long) rv_, \
-             (unsigned long) (want)); exit (1); } } while (0)
-
-static void
-s_fail (const char *what)
-{
-    fprintf (stderr, "cs-copy: FAIL: %s\n", what);
-    exit (1);
-}
 
 /*  C_CopyObject of `object` with CKA_LABEL `label`; checks the copy's label.  */
 static CK_OBJECT_HANDLE
@@ -53,7 +40,7 @@ s_copy (CK_OBJECT_HANDLE object, const char *label)
     CK_ATTRIBUTE read [] = { { CKA_LABEL, got, sizeof got - 1 } };
     CHECK (p11->C_GetAttributeValue (s, copy, read, 1), "C_GetAttributeValue (the copy's CKA_LABEL)");
     if (read [0].ulValueLen != strlen (label) || memcmp (got, label, strlen (label)))
-        s_fail ("the copy does not have its new label");
+        cs_test_fail ("the copy does not have its new label");
     return copy;
 }
 
@@ -88,12 +75,12 @@ s_secret_keys (void)
     CK_ULONG la = s_run (p11->C_EncryptInit, p11->C_Encrypt, &cbc, k, msg, sizeof msg, a, "encrypt (original)");
     CK_ULONG lb = s_run (p11->C_EncryptInit, p11->C_Encrypt, &cbc, c, msg, sizeof msg, b, "encrypt (copy)");
     if (la != lb || memcmp (a, b, la))
-        s_fail ("the AES copy encrypts to another ciphertext");
+        cs_test_fail ("the AES copy encrypts to another ciphertext");
     char label [8];
     CK_ATTRIBUTE read [] = { { CKA_LABEL, label, sizeof label } };
     CHECK (p11->C_GetAttributeValue (s, k, read, 1), "C_GetAttributeValue (the original's CKA_LABEL)");
     if (read [0].ulValueLen != 0)
-        s_fail ("the original got a label");
+        cs_test_fail ("the original got a label");
     CK_ATTRIBUTE to_session [] = { { CKA_TOKEN, &no, 1 } };
     EXPECT (p11->C_CopyObject (s, k, to_session, 1, &c), CKR_TEMPLATE_INCONSISTENT,
             "C_CopyObject (a token secret key into a session object)");
@@ -109,7 +96,7 @@ s_secret_keys (void)
     la = s_run (p11->C_SignInit, p11->C_Sign, &hmac, k, msg, sizeof msg, a, "HMAC (original)");
     lb = s_run (p11->C_SignInit, p11->C_Sign, &hmac, c, msg, sizeof msg, b, "HMAC (copy)");
     if (la != 32 || la != lb || memcmp (a, b, la))
-        s_fail ("the generic secret's copy MACs differently");
+        cs_test_fail ("the generic secret's copy MACs differently");
     CHECK (p11->C_CreateObject (s, g, 7, &k), "C_CreateObject (token generic secret, not copyable)");
     EXPECT (p11->C_CopyObject (s, k, read, 0, &c), CKR_ACTION_PROHIBITED, "C_CopyObject (CKA_COPYABLE FALSE)");
     printf ("token generic secret: the copy's HMAC equals the original's; CKA_COPYABLE FALSE is refused\n");
@@ -140,7 +127,7 @@ s_key_pair_and_data (void)
     CK_ATTRIBUTE read [] = { { CKA_VALUE, value, sizeof value } };
     CHECK (p11->C_GetAttributeValue (s, c, read, 1), "C_GetAttributeValue (the data copy's CKA_VALUE)");
     if (read [0].ulValueLen != 5 || memcmp (value, "hello", 5))
-        s_fail ("the data object's copy has another value");
+        cs_test_fail ("the data object's copy has another value");
     printf ("token data object: the copy holds the same value\n");
 }
 
@@ -151,11 +138,8 @@ main (int argc, char **argv)
         fprintf (stderr, "usage: cs-copy MODULE.so TOKEN PIN\n");
         return 2;
     }
-    void *dl = dlopen (argv [1], RTLD_NOW | RTLD_LOCAL);
-    CK_C_GetFunctionList get = dl ? (CK_C_GetFunctionList) dlsym (dl, "C_GetFunctionList") : NULL;
     CK_SLOT_ID slot = 0;
-    if (!get || get (&p11) != CKR_OK)
-        s_fail ("cannot load the module");
+    p11 = cs_test_module (argv [1]);
     CHECK (p11->C_Initialize (NULL), "C_Initialize");
     CHECK (cs_test_slot (p11, argv [2], &slot), "the token");
     CHECK (p11->C_OpenSession (slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &s), "C_OpenSession");

@@ -30,6 +30,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <p11-kit/pkcs11.h>
+#include "cs-test-client.h"
 #include "cs-test-slot.h"
 
 #define S_MAX_LEN       300000
@@ -39,20 +40,6 @@ static CK_FUNCTION_LIST *p11;
 static CK_SLOT_ID s_slot_id;
 static CK_SESSION_HANDLE s;
 static const char *s_outdir;
-
-#define CHECK(call, what) do { CK_RV rv_ = (call); if (rv_ != CKR_OK) { \
-    fprintf (stderr, "cs-stream: %s: CK_RV 0x%lx\n", what, (unsigned long) rv_); \
-    exit (1); } } while (0)
-#define EXPECT(call, want, what) do { CK_RV rv_ = (call); if (rv_ != (want)) { \
-    fprintf (stderr, "cs-stream: %s: CK_RV 0x%lx, expected 0x%lx\n", what, (unsigned long) rv_, \
-             (unsigned long) (want)); exit (1); } } while (0)
-
-static void
-s_fail (const char *what)
-{
-    fprintf (stderr, "cs-stream: FAIL: %s\n", what);
-    exit (1);
-}
 
 /*  A secret key of `type` with `value` (a session key, or with allowed set
  *  a token key limited to that one mechanism).  */
@@ -104,12 +91,12 @@ s_stream (CK_SESSION_HANDLE h, bool enc, CK_MECHANISM *mech, CK_OBJECT_HANDLE k,
             EXPECT (update (h, (CK_BYTE_PTR) in + at, part, out + done, &got), CKR_BUFFER_TOO_SMALL,
                     "Update into a buffer one byte short");
             if (got != ask)
-                s_fail ("CKR_BUFFER_TOO_SMALL did not give the size");
+                cs_test_fail ("CKR_BUFFER_TOO_SMALL did not give the size");
         }
         got = cap - done;
         CHECK (update (h, (CK_BYTE_PTR) in + at, part, out + done, &got), "Update");
         if (got != ask)
-            s_fail ("an Update returned another length than its query answered");
+            cs_test_fail ("an Update returned another length than its query answered");
         done += got;
         at += part;
     }
@@ -173,13 +160,13 @@ s_modes_check (void)
                 n -= n % s_modes [m].block;
             int wl = s_evp (s_modes [m].evp, true, s_modes [m].pad, key, iv, in, (int) n, want);
             if (wl < 0)
-                s_fail ("EVP encryption");
+                cs_test_fail ("EVP encryption");
             size_t cl = s_stream (s, true, &mech, k, in, n, ct, sizeof ct, CKR_OK);
             if (cl != (size_t) wl || memcmp (ct, want, cl))
-                s_fail ("the streamed ciphertext differs from EVP's");
+                cs_test_fail ("the streamed ciphertext differs from EVP's");
             size_t bl = s_stream (s, false, &mech, k, ct, cl, back, sizeof back, CKR_OK);
             if (bl != n || memcmp (back, in, n))
-                s_fail ("the streamed decryption does not give the plaintext back");
+                cs_test_fail ("the streamed decryption does not give the plaintext back");
         }
         printf ("%s (%s): 0 to %d bytes in random parts equal EVP's and decrypt back\n", s_modes [m].evp,
                 s_modes [m].pad ? "CBC-PAD" : "no padding", S_MAX_LEN);
@@ -202,9 +189,9 @@ s_rules_check (void)
     int wl = s_evp ("AES-256-CBC", true, true, key, iv, in, S_MAX_LEN, want);
     size_t cl = s_stream (s, true, &pad, tk, in, S_MAX_LEN, ct, sizeof ct, CKR_OK);
     if (wl < 0 || cl != (size_t) wl || memcmp (ct, want, cl))
-        s_fail ("a token key's streamed CBC-PAD differs from EVP's");
+        cs_test_fail ("a token key's streamed CBC-PAD differs from EVP's");
     if (s_stream (s, false, &pad, tk, ct, cl, back, sizeof back, CKR_OK) != S_MAX_LEN || memcmp (back, in, S_MAX_LEN))
-        s_fail ("a token key's streamed CBC-PAD does not decrypt back");
+        cs_test_fail ("a token key's streamed CBC-PAD does not decrypt back");
     EXPECT (p11->C_EncryptInit (s, &cbc, tk), CKR_MECHANISM_INVALID, "CKM_AES_CBC with a CBC-PAD-only key");
     printf ("a token key allowed CKM_AES_CBC_PAD alone streams %d bytes both ways; CKM_AES_CBC is refused\n",
             S_MAX_LEN);
@@ -227,7 +214,7 @@ s_rules_check (void)
     CHECK (p11->C_EncryptInit (s, &mgcm, k), "C_EncryptInit (GCM)");
     CHECK (p11->C_EncryptUpdate (s, in, 65536, ct, &got), "C_EncryptUpdate (GCM, 64 KiB)");
     if (got != 0)
-        s_fail ("a GCM update returned output");
+        cs_test_fail ("a GCM update returned output");
     got = sizeof ct;
     EXPECT (p11->C_EncryptUpdate (s, in, 1, ct, &got), CKR_DATA_LEN_RANGE, "C_EncryptUpdate (GCM, 64 KiB + 1)");
     printf ("CKM_AES_GCM: multi-part input past 64 KiB is CKR_DATA_LEN_RANGE\n");
@@ -264,7 +251,7 @@ s_write (const char *name, const unsigned char *data, size_t len, const char *mo
     snprintf (path, sizeof path, "%s/%s", s_outdir, name);
     FILE *f = fopen (path, mode);
     if (!f || fwrite (data, 1, len, f) != len || fclose (f) != 0)
-        s_fail ("cannot write the output files");
+        cs_test_fail ("cannot write the output files");
 }
 
 /*  MIB MiB of a fixed-seed stream through AES-256-CBC-PAD in 1 MiB updates,
@@ -331,12 +318,12 @@ s_threads_check (int threads, size_t mib)
         RAND_bytes (t [i].key, sizeof t [i].key);
         RAND_bytes (t [i].iv, sizeof t [i].iv);
         if (pthread_create (&id [i], NULL, s_thread_run, &t [i]) != 0)
-            s_fail ("pthread_create");
+            cs_test_fail ("pthread_create");
     }
     for (int i = 0; i < threads; i++) {
         pthread_join (id [i], NULL);
         if (t [i].error)
-            s_fail (t [i].error);
+            cs_test_fail (t [i].error);
     }
     after = s_rss_kib ();
     s_write ("key.bin", t [0].key, 32, "w");
@@ -344,7 +331,7 @@ s_threads_check (int threads, size_t mib)
     printf ("%d threads x %zu MiB through AES-256-CBC-PAD in 1 MiB updates equal EVP's; VmRSS %ld -> %ld KiB\n",
             threads, mib, before, after);
     if (before < 0 || after - before >= 16 * 1024)
-        s_fail ("the process grew by 16 MiB or more");
+        cs_test_fail ("the process grew by 16 MiB or more");
     free (t);
     free (id);
 }
@@ -356,15 +343,12 @@ main (int argc, char **argv)
         fprintf (stderr, "usage: cs-stream MODULE.so TOKEN PIN OUTDIR THREADS MIB\n");
         return 2;
     }
-    void *dl = dlopen (argv [1], RTLD_NOW | RTLD_LOCAL);
-    CK_C_GetFunctionList get = dl ? (CK_C_GetFunctionList) dlsym (dl, "C_GetFunctionList") : NULL;
-    if (!get || get (&p11) != CKR_OK)
-        s_fail ("cannot load the module");
+    p11 = cs_test_module (argv [1]);
     s_outdir = argv [4];
     CHECK (p11->C_Initialize (NULL), "C_Initialize");
     CK_RV rv = cs_test_slot (p11, argv [2], &s_slot_id);
     if (rv == CKR_TOKEN_NOT_PRESENT)
-        s_fail ("no token with that label");
+        cs_test_fail ("no token with that label");
     CHECK (rv, "C_GetSlotList");
     CHECK (p11->C_OpenSession (s_slot_id, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &s), "C_OpenSession");
     CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login");
