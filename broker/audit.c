@@ -33,6 +33,7 @@ struct _broker_audit_batch_t {
     const char *broker;             /* borrowed from the audit */
     EVP_PKEY *key;                  /* borrowed */
     int facility;                   /* syslog facility, or -1: none */
+    keystore_audit_head_t head;     /* the chain's head as this broker left it; moved: it was not */
 };
 
 struct _broker_audit_t {
@@ -49,6 +50,8 @@ struct _broker_audit_t {
     int64_t last_ckpt;              /* cs_clock_ms of the last checkpoint (or start) */
     bool out;                       /* a batch is with the slow pool */
     bool failing;                   /* the last batch could not be stored (logged) */
+    keystore_audit_head_t head;     /* the chain's head after this broker's last append */
+    metrics_t *metrics;             /* cryptoserver_audit_chain_breaks_total; borrowed, may be NULL */
 };
 
 /* ---- record bodies ------------------------------------------------------ */
@@ -359,6 +362,8 @@ broker_audit_take (broker_audit_t *self, bool final)
     batch->broker = self->broker;
     batch->key = self->key;
     batch->facility = self->facility;
+    batch->head = self->head;                   /* checked against the database's (keystore_audit_append) */
+    batch->head.moved = false;
     self->out = true;
     return batch;
 }
@@ -374,8 +379,8 @@ void
 broker_audit_run (broker_audit_batch_t *batch, keystore_t *ks)
 {
     batch->stored = keystore_audit_append (ks, batch->broker, batch->bodies, batch->count, batch->key,
-                                           batch->checkpoint, batch->facility >= 0 ? s_emit : NULL,
-                                           batch) == 0;
+                                           batch->checkpoint, &batch->head,
+                                           batch->facility >= 0 ? s_emit : NULL, batch) == 0;
 }
 
 void
@@ -386,6 +391,14 @@ broker_audit_done (broker_audit_t *self, broker_audit_batch_t *batch)
         return;
     }
     self->out = false;
+    if (batch->stored && batch->head.moved) {
+        zsys_error ("audit: the chain of broker %s was changed by another writer since this broker's "
+                    "record %" PRId64 " (rows deleted, edited or added): run cryptoserver-admin audit "
+                    "verify; new records follow the chain as it is now", self->broker, self->head.seq);
+        metrics_audit_break (self->metrics);
+    }
+    if (batch->stored)
+        self->head = batch->head;
     if (batch->stored) {
         if (self->failing)
             zsys_notice ("audit: records are stored again");
@@ -462,7 +475,7 @@ s_number (zconfig_t *conf, const char *path, int64_t fallback)
 }
 
 broker_audit_t *
-broker_audit_new (const broker_config_t *config, bool *off_p)
+broker_audit_new (const broker_config_t *config, metrics_t *metrics, bool *off_p)
 {
     *off_p = false;
     zconfig_t *conf = zconfig_load (config->file);
@@ -475,6 +488,8 @@ broker_audit_new (const broker_config_t *config, bool *off_p)
         return NULL;
     }
     broker_audit_t *self = calloc (1, sizeof *self);
+    if (self)
+        self->metrics = metrics;
     char *path = NULL, host [256] = "localhost";
     gethostname (host, sizeof host - 1);
     const char *id = zconfig_get (conf, "audit/broker-id", NULL);

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <p11-kit/pkcs11.h>
 #include "broker_config.h"
+#include "metrics.h"
 #include "keystore.h"
 #include "cryptoserver.pb-c.h"
 
@@ -36,8 +37,10 @@ typedef struct _broker_audit_batch_t broker_audit_batch_t;
  *  config turns it off (audit/enabled = 0, or no audit/key: a deployment
  *  made before it; logged N:); NULL with *off_p false after an E: line
  *  (the key file unreadable, not 64 hex digits, or readable by others; a bad
- *  key).  Caller destroys.  */
-broker_audit_t *broker_audit_new (const broker_config_t *config, bool *off_p);
+ *  key).  metrics (borrowed, may be NULL) counts the chain's breaks: a
+ *  change of this broker's chain by another writer, seen at an append (an
+ *  E: line and cryptoserver_audit_chain_breaks_total).  Caller destroys.  */
+broker_audit_t *broker_audit_new (const broker_config_t *config, metrics_t *metrics, bool *off_p);
 void broker_audit_destroy (broker_audit_t **self_p);
 
 /*  Notes one event record: action (e.g. "broker-start", "login"), the

@@ -67,6 +67,7 @@ struct _metrics_t {
     _Atomic bool other_used;
     _Atomic uint64_t queue [2];             /* client, background */
     _Atomic uint64_t cache [3];             /* hits, misses, dropped */
+    _Atomic uint64_t audit_breaks;          /* cryptoserver_audit_chain_breaks_total */
     _Atomic uint64_t pool [METRICS_POOL_EVENTS];    /* metrics_pool_t */
     _Atomic uint64_t reruns;
     _Atomic uint64_t fast_lane;     /* items run on the reactor (fast_lane.c) */
@@ -279,6 +280,13 @@ metrics_key_cache_dropped (metrics_t *self, size_t n)
 {
     if (self && n)
         atomic_fetch_add_explicit (&self->cache [2], n, S_R);
+}
+
+void
+metrics_audit_break (metrics_t *self)
+{
+    if (self)
+        atomic_fetch_add_explicit (&self->audit_breaks, 1, S_R);
 }
 
 void
@@ -616,6 +624,10 @@ metrics_render_at (metrics_t *self, uint64_t cpu_us, metrics_view_t view, size_t
     s_family (out, "cryptoserver_key_cache_dropped_total", "counter",
               "Keys dropped from the key cache because another writer changed their tenant's rows.");
     fprintf (out, "cryptoserver_key_cache_dropped_total %" PRIu64 "\n", atomic_load_explicit (&self->cache [2], S_R));
+    s_family (out, "cryptoserver_audit_chain_breaks_total", "counter",
+              "Changes of this broker's audit chain by another writer, seen when it appended (audit verify).");
+    fprintf (out, "cryptoserver_audit_chain_breaks_total %" PRIu64 "\n",
+             atomic_load_explicit (&self->audit_breaks, S_R));
     static const char *const pool [METRICS_POOL_EVENTS][2] = {
         { "taken", "RSA key generations served from the pre-generated pool." },
         { "missed", "RSA key generations of a size the pool keeps that found it empty." },

@@ -103,6 +103,11 @@ void metrics_key_cache (metrics_t *self, bool hit);
  *  Any thread.  */
 void metrics_key_cache_dropped (metrics_t *self, size_t n);
 
+/*  Counts one change of this broker's audit chain by another writer, seen
+ *  at an append (cryptoserver_audit_chain_breaks_total; broker/audit.c).
+ *  Any thread; NULL-safe.  */
+void metrics_audit_break (metrics_t *self);
+
 /*  Events of the pre-generated RSA key pool (pool.h, pool_store.h).  */
 typedef enum {
     METRICS_POOL_TAKEN = 0,         /* a generation served from the pool */

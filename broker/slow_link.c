@@ -219,7 +219,7 @@ int
 fe_audit_start (frontend_t *self)
 {
     bool off = false;
-    self->audit = broker_audit_new (self->config, &off);
+    self->audit = broker_audit_new (self->config, self->args->metrics, &off);
     if (!self->audit)
         return off ? 0 : -1;
     broker_audit_event (self->audit, NULL, NULL, NULL, "broker-start", NULL, NULL, CKR_OK);
