@@ -382,6 +382,15 @@ s_end (ks_store_t *self, bool commit)
     return ok ? 0 : -1;
 }
 
+static int
+s_snapshot (ks_store_t *self)
+{
+    PGresult *res = s_run (self, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL);
+    PQclear (res);
+    self->in_tx = res != NULL;
+    return res ? 0 : -1;
+}
+
 /* ---- schema ------------------------------------------------------------- */
 
 //  Inside the opening transaction (an advisory lock keeps two brokers
@@ -876,20 +885,30 @@ s_audit_list (ks_store_t *self, keystore_audit_row_t **rows_p, size_t *count_p)
 }
 
 static int
-s_issued_macs (ks_store_t *self, uint8_t **macs_p, size_t *count_p)
+s_issued_macs (ks_store_t *self, uint8_t **macs_p, uint8_t **fps_p, size_t *count_p)
 {
-    PGresult *res = s_run (self, "SELECT mac FROM issued", NULL);
+    PGresult *res = s_run (self, "SELECT mac, fingerprint FROM issued", NULL);
     if (!res)
         return -1;
     size_t count = (size_t) PQntuples (res);
-    uint8_t *macs = count ? calloc (count, ROW_MAC_LEN) : NULL;
-    for (size_t i = 0; macs && i < count; i++)
+    uint8_t *macs = count ? calloc (count, ROW_MAC_LEN) : NULL, *fps = count ? calloc (count, 32) : NULL;
+    for (size_t i = 0; macs && fps && i < count; i++) {
         if (PQgetlength (res, (int) i, 0) == ROW_MAC_LEN)
             memcpy (macs + i * ROW_MAC_LEN, PQgetvalue (res, (int) i, 0), ROW_MAC_LEN);
+        if (PQgetlength (res, (int) i, 1) == 32)
+            memcpy (fps + i * 32, PQgetvalue (res, (int) i, 1), 32);
+    }
     PQclear (res);
-    if (count && !macs)
+    if (count && (!macs || !fps)) {
+        free (macs);
+        free (fps);
         return -1;
+    }
     *macs_p = macs;
+    if (fps_p)
+        *fps_p = fps;
+    else
+        free (fps);
     *count_p = count;
     return 0;
 }
@@ -1025,6 +1044,7 @@ const ks_backend_t ks_pg_backend = {
     .where = s_where,
     .begin = s_begin,
     .end = s_end,
+    .snapshot = s_snapshot,
     .migrate = s_migrate,
     .has = s_has,
     .version_get = s_version_get,

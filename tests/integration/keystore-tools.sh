@@ -1,0 +1,127 @@
+#!/bin/bash
+# keystore-tools.sh — issue 22 item 3: the operator's keystore tools on the
+# SQLite keystore (cryptoserver-admin(8) "keystore copy|backup|restore",
+# cryptoserver-keystore(5) "Copies and backups"):
+#  1. copy: every tenant, key, object, issued and audit row lands in a new
+#     keystore (counted with sqlite3, MACs checked by the tool); a re-run
+#     writes nothing; the broker signs with the copied key (OpenSSL verifies);
+#     a row changed without the master key in the source stops the copy;
+#  2. backup while a client signs in a loop (no signature fails), a key
+#     added, another backup; restore of the newer one: the broker signs with
+#     both keys; restore of the older one refused with the exact message and
+#     nothing changed; --accept-rollback restores it (the newer key gone);
+#  3. a backup file with one byte changed, or cut short, is refused.
+# The PostgreSQL side is keystore-tools-pg.sh.
+. "$(dirname "$0")/lib.sh"
+
+cs_setup
+cs_require sqlite3
+T=$WORK/tmp
+mkdir -p "$T"
+DB=$WORK/keystore.db
+COUNTER=$WORK/keystore.counter
+rows () { sqlite3 "$1" "SELECT (SELECT count (*) FROM tenants) || ' ' || (SELECT count (*) FROM keys) || ' ' ||
+                       (SELECT count (*) FROM objects) || ' ' || (SELECT count (*) FROM issued) || ' ' ||
+                       (SELECT count (*) FROM audit)"; }
+keygen () {
+    $P11 --login --pin "$CRYPTOSERVER_PIN" --keypairgen --key-type EC:prime256v1 --id "$1" --label "kt-$1" \
+        > "$T/gen-$1.log" 2>&1 || { cat "$T/gen-$1.log"; cs_fail "key $1 not generated"; }
+    cs_pubkey_pem "$P11" "$1" "$T/$1.pem" || cs_fail "no public key of $1"
+}
+sign () { cs_sign_verify "$P11" "$1" ec "$T/$1.pem" "$T" || cs_fail "$2: key $1 does not sign (or OpenSSL does not verify)"; }
+
+# ---- 1. copy -------------------------------------------------------------------------------------
+cs_start
+keygen a1
+sign a1 "the source"
+cs_stop                     # the audit log's checkpoint at the stop: audit rows to copy
+mkdir -p "$T/b"
+cp "$WORK/broker.conf" "$WORK/master.key" "$T/b/"
+"$CS_ADMIN" keystore copy --from "$WORK" --to "$T/b" > "$T/copy.log" 2>&1 || { cat "$T/copy.log"; cs_fail "copy failed"; }
+want=$(rows "$DB")
+[ "$(rows "$T/b/keystore.db")" = "$want" ] || cs_fail "copy: rows $(rows "$T/b/keystore.db"), the source has $want"
+case $want in *" 0") cs_fail "no audit rows to copy ($want)";; esac
+grep -q "copied: .* verified" "$T/copy.log" || { cat "$T/copy.log"; cs_fail "copy does not say it verified"; }
+cs_log "copy: tenants keys objects issued audit = $want in both"
+"$CS_ADMIN" keystore copy --from "$WORK" --to "$T/b" > "$T/copy2.log" 2>&1 || { cat "$T/copy2.log"; cs_fail "the re-run failed"; }
+grep -q "; 0 tenant, 0 key, 0 object, 0 issued, 0 audit rows written$" "$T/copy2.log" \
+    || { cat "$T/copy2.log"; cs_fail "the re-run wrote rows"; }
+[ "$(rows "$T/b/keystore.db")" = "$want" ] || cs_fail "the re-run changed the counts"
+cs_log "copy again: nothing written"
+# The broker on the copy (same master key and counter file): the copied key signs.
+"$CS_ADMIN" config set "$WORK/broker.conf" keystore/path "$T/b/keystore.db"
+cs_start
+sign a1 "the copy"
+cs_stop
+cs_log "the broker on the copy signs with the copied key (OpenSSL verifies)"
+# The copy is the same keystore moved (its identity, the same counter
+# file): the broker has written to it, so the source is an older copy now.
+DB=$T/b/keystore.db
+# A key row changed without the master key: the copy refuses it.
+cp "$DB" "$T/bad.db"
+sqlite3 "$T/bad.db" "UPDATE keys SET info = info || x'00' WHERE rowid = (SELECT min (rowid) FROM keys)"
+mkdir -p "$T/bad" "$T/c"
+cp "$WORK/broker.conf" "$WORK/master.key" "$T/bad/"
+cp "$WORK/broker.conf" "$WORK/master.key" "$T/c/"
+"$CS_ADMIN" config set "$T/bad/broker.conf" keystore/path "$T/bad.db"
+! "$CS_ADMIN" keystore copy --from "$T/bad" --to "$T/c" > "$T/bad.log" 2>&1 || cs_fail "a changed key row was copied"
+grep -q "its rows are not those its state record vouches for\|row MAC does not verify" "$T/bad.log" \
+    || { cat "$T/bad.log"; cs_fail "no reason for the refused copy"; }
+cs_log "a key row changed without the master key: the copy is refused"
+
+# ---- 2. backup under load, restore, rollback refused ---------------------------------------------
+# No audit checkpoints and no key pool: a stop then writes nothing, so the
+# newer backup is the keystore as it stays (keystore-rollback.sh).
+"$CS_ADMIN" config set "$WORK/broker.conf" audit/enabled 0
+for bits in 2048 3072 4096; do "$CS_ADMIN" config set "$WORK/broker.conf" keys/pool-rsa-$bits 0; done
+cs_start
+"$CS_ADMIN" keystore backup --dir "$WORK" "$T/old.backup" > "$T/backup1.log" 2>&1 || { cat "$T/backup1.log"; cs_fail "backup failed"; }
+keygen a2
+mkdir -p "$T/load"
+( n=0; while [ ! -e "$T/load.stop" ]; do
+      cs_sign_verify "$P11" a1 ec "$T/a1.pem" "$T/load" > /dev/null 2>&1 || echo "failed $n" >> "$T/load.fail"
+      n=$((n + 1)); echo $n > "$T/load.count"
+  done ) &
+LOAD=$!
+cs_wait_until 60 test -s "$T/load.count" || cs_fail "the signing loop does not sign"
+"$CS_ADMIN" keystore backup --dir "$WORK" "$T/new.backup" > "$T/backup2.log" 2>&1 || { cat "$T/backup2.log"; cs_fail "backup under load failed"; }
+sleep 1
+touch "$T/load.stop"
+wait $LOAD
+[ ! -e "$T/load.fail" ] || cs_fail "signatures failed during the backup: $(cat "$T/load.fail")"
+[ "$(stat -c %a "$T/new.backup")" = 600 ] || cs_fail "the backup file is not 0600"
+! grep -q "kt-a2" "$T/new.backup" || cs_fail "the backup file is not encrypted"
+cs_log "backup while $(cat "$T/load.count") signatures ran: none failed; $(cat "$T/backup2.log")"
+cs_stop
+"$CS_ADMIN" keystore restore --dir "$WORK" "$T/new.backup" > "$T/restore.log" 2>&1 || { cat "$T/restore.log"; cs_fail "restore failed"; }
+cs_start
+sign a1 "after the restore"
+sign a2 "after the restore"
+cs_stop
+cs_log "restore of the newer backup: both keys sign"
+before=$(rows "$DB")
+counter=$(awk '{ print $2 }' "$COUNTER")
+old=$(sed -n 's/.* at counter \([0-9]*\):.*/\1/p' "$T/backup1.log")
+! "$CS_ADMIN" keystore restore --dir "$WORK" "$T/old.backup" > "$T/refused.log" 2>&1 || cs_fail "the older backup was restored"
+want="cryptoserver-admin: restore refused: backup $T/old.backup is at counter $old, below the keystore's rollback counter $counter: it would roll the keystore back; --accept-rollback restores it anyway"
+grep -qxF "$want" "$T/refused.log" || { cat "$T/refused.log"; cs_fail "no line: $want"; }
+[ "$(rows "$DB")" = "$before" ] || cs_fail "the refused restore changed the keystore"
+cs_log "restore of the older backup refused: $want"
+"$CS_ADMIN" keystore restore --dir "$WORK" --accept-rollback "$T/old.backup" > "$T/accept.log" 2>&1 \
+    || { cat "$T/accept.log"; cs_fail "restore --accept-rollback failed"; }
+[ "$(sqlite3 "$DB" "SELECT count (*) FROM keys WHERE tenant = 'demo'")" = 1 ] || cs_fail "the older backup's keys are not the keys"
+cs_start
+sign a1 "after the accepted rollback"
+cs_stop
+cs_log "restore --accept-rollback: the older backup is the keystore, its key signs"
+
+# ---- 3. a changed backup file --------------------------------------------------------------------
+cp "$T/new.backup" "$T/bad.backup"
+printf '\x5a' | dd of="$T/bad.backup" bs=1 seek=200 conv=notrunc 2>/dev/null
+head -c 300 "$T/new.backup" > "$T/short.backup"
+for f in bad short; do
+    ! "$CS_ADMIN" keystore restore --dir "$WORK" --accept-rollback "$T/$f.backup" > "$T/$f.log" 2>&1 || cs_fail "the $f backup was restored"
+    grep -q "^E: .* keystore $DB: the backup does not verify (changed, cut short, not a backup, or made under another master key): refused$" \
+        "$T/$f.log" || { cat "$T/$f.log"; cs_fail "no E: line for the $f backup"; }
+done
+cs_log "a backup file changed by one byte, or cut short, is refused"
