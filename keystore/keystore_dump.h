@@ -56,6 +56,8 @@ int keystore_dump_verify (keystore_t *self, const keystore_dump_t *dump);
  *  dump's and self's counter file's; the file follows after the commit.
  *  counter_path (may be NULL): a counter file self adopts for this (a
  *  target opened without one because it is new, keystore_open_counted).
+ *  Without mirror (a copy) the dump may not change a target that is the
+ *  same keystore at a later counter (an older copy over a newer one).
  *  *changed_p (may be NULL) gets how many rows were written or deleted:
  *  all zero on a re-run.  0, or -1 after an E: line (rolled back).  */
 int keystore_dump_load (keystore_t *self, const keystore_dump_t *dump, bool mirror,

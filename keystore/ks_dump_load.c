@@ -181,6 +181,35 @@ s_load_appends (s_load_t *self)
     return 0;
 }
 
+//  Without mirror (a copy): 0 unless the target is the same keystore
+//  (identity) at a later counter than the dump and the dump would change
+//  it (an older copy over a newer one): -1 after an E: line.  A re-run
+//  over an unchanged target passes.
+static int
+s_not_older (s_load_t *self)
+{
+    keystore_t *ks = self->ks;
+    keystore_dump_counts_t c = self->changed;
+    uint8_t *check = NULL, digest [32];
+    size_t len = 0;
+    uint64_t schema = 0, counter = 0;
+    if (c.tenants + c.keys + c.objects + c.issued + c.audit == 0)
+        return 0;
+    if (ks->be->meta_get (ks->store, "master_check", &check, &len) != 1
+    ||  ks_state_get (ks, &schema, &counter, digest) != 1) {
+        free (check);
+        return -1;
+    }
+    bool same = len == self->dump->check_len && memcmp (check, self->dump->check, len) == 0;
+    free (check);
+    if (same && counter > self->dump->counter) {
+        zsys_error ("keystore %s: the source is an older copy of it (counter %" PRIu64 " < %" PRIu64
+                    "): not copied over it", ks_where (ks), self->dump->counter, counter);
+        return -1;
+    }
+    return 0;
+}
+
 //  The target takes the source's identity (its master key check value,
 //  to which the counter file, the state record and the change epochs are
 //  bound: cryptoserver-keystore(5) "Rollback"): the copy is the same
@@ -252,7 +281,8 @@ keystore_dump_load (keystore_t *ks, const keystore_dump_t *dump, bool mirror, co
         return -1;
     }
     int rc = s_load_tenants (&self) == 0 && s_load_rows (&self, false) == 0 && s_load_rows (&self, true) == 0
-          && (!mirror || s_mirror (&self) == 0) && s_load_appends (&self) == 0 && s_vouch (&self) == 0 ? 0 : -1;
+          && (!mirror || s_mirror (&self) == 0) && s_load_appends (&self) == 0
+          && (mirror || s_not_older (&self) == 0) && s_vouch (&self) == 0 ? 0 : -1;
     if (ks_end (ks, rc == 0) != 0 || rc != 0) {
         zsys_error ("keystore %s: the rows were not written (rolled back)", ks_where (ks));
         rc = -1;

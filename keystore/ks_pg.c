@@ -45,6 +45,7 @@ struct _ks_store_t {
     char *url;
     char *where;                /* url without its password */
     bool in_tx;                 /* inside BEGIN .. COMMIT/ROLLBACK */
+    bool snapshot;              /* ... a read-only one (s_snapshot): no FOR UPDATE */
     bool lost;                  /* the last connection attempt failed */
 };
 
@@ -379,6 +380,7 @@ s_end (ks_store_t *self, bool commit)
         zsys_error ("keystore %s: the transaction was rolled back", self->where);
     PQclear (res);
     self->in_tx = false;
+    self->snapshot = false;
     return ok ? 0 : -1;
 }
 
@@ -387,7 +389,7 @@ s_snapshot (ks_store_t *self)
 {
     PGresult *res = s_run (self, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL);
     PQclear (res);
-    self->in_tx = res != NULL;
+    self->in_tx = self->snapshot = res != NULL;
     return res ? 0 : -1;
 }
 
@@ -486,7 +488,7 @@ s_meta_get (ks_store_t *self, const char *name, uint8_t **value_p, size_t *len_p
     //  In a write transaction the row stays locked until its end: the
     //  state record (ks_state.c) is read, raised and written by one
     //  broker at a time.
-    PGresult *res = s_run (self, self->in_tx ? "SELECT value FROM meta WHERE name = $1 FOR UPDATE"
+    PGresult *res = s_run (self, self->in_tx && !self->snapshot ? "SELECT value FROM meta WHERE name = $1 FOR UPDATE"
                                              : "SELECT value FROM meta WHERE name = $1", &p);
     bool ok = true;
     int rc = !res ? -1 : PQntuples (res) == 0 ? 0 : 1;
@@ -988,7 +990,7 @@ s_object_read (ks_store_t *self, const char *tenant, const char *ref, ks_key_rec
     memset (rec, 0, sizeof *rec);
     //  In a write transaction the row stays locked: the row digest
     //  (ks_state.c) takes out the MAC that is replaced, not a stale one.
-    PGresult *res = s_run (self, self->in_tx ? "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
+    PGresult *res = s_run (self, self->in_tx && !self->snapshot ? "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
                                                "AND ref = $2 FOR UPDATE"
                                              : "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
                                                "AND ref = $2", &p);

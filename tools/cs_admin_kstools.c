@@ -105,12 +105,16 @@ s_side (const char *where, const char *dir, bool target, s_side_t *side)
     return cs_admin_keystore_locate (where, NULL, &side->location, &side->counter, side->key);
 }
 
-//  Opens one side's keystore (the target without its counter file: a new
-//  one starts below it; keystore_dump_load adopts it).  Caller destroys.
+//  Opens one side's keystore without its counter file: a new target
+//  starts below it (keystore_dump_load adopts it), and a source that was
+//  copied before is older than the file once a broker wrote to the copy
+//  (they share the file): its state record and rows are checked, and
+//  keystore_dump_load refuses an older copy over a newer one.  Caller
+//  destroys.
 static keystore_t *
-s_open (const s_side_t *side, bool target)
+s_open (const s_side_t *side)
 {
-    keystore_t *keystore = keystore_open_counted (side->location, side->key, target ? NULL : side->counter);
+    keystore_t *keystore = keystore_open_counted (side->location, side->key, NULL);
     if (!keystore) {
         char *name = keystore_location_name (side->location);
         cs_admin_error ("%s: cannot open the keystore (see above)", name ? name : "keystore");
@@ -156,8 +160,8 @@ s_copy (const char *from, const char *to, const char *dir)
         cs_admin_error ("copy: %s and %s are the same keystore", from, to);
         goto out;
     }
-    if ((source = s_open (&src, false)) && (dump = keystore_dump_new (source))
-    &&  (target = s_open (&dst, true)))
+    if ((source = s_open (&src)) && (dump = keystore_dump_new (source))
+    &&  (target = s_open (&dst)))
         status = s_load (target, dump, false, dst.counter, "copied");
 out:
     keystore_dump_destroy (&dump);

@@ -5,7 +5,8 @@
 #  1. copy: every tenant, key, object, issued and audit row lands in a new
 #     keystore (counted with sqlite3, MACs checked by the tool); a re-run
 #     writes nothing; the broker signs with the copied key (OpenSSL verifies);
-#     a row changed without the master key in the source stops the copy;
+#     a row changed without the master key in the source stops the copy,
+#     and so does the source copied again once the broker wrote to the copy;
 #  2. backup while a client signs in a loop (no signature fails), a key
 #     added, another backup; restore of the newer one: the broker signs with
 #     both keys; restore of the older one refused with the exact message and
@@ -57,6 +58,13 @@ cs_log "the broker on the copy signs with the copied key (OpenSSL verifies)"
 # The copy is the same keystore moved (its identity, the same counter
 # file): the broker has written to it, so the source is an older copy now.
 DB=$T/b/keystore.db
+mkdir -p "$T/a"
+cp "$WORK/broker.conf" "$WORK/master.key" "$T/a/"
+"$CS_ADMIN" config set "$T/a/broker.conf" keystore/path "$WORK/keystore.db"
+! "$CS_ADMIN" keystore copy --from "$T/a" --to "$T/b" > "$T/older.log" 2>&1 || cs_fail "the older source was copied over the copy"
+grep -q "^E: .* keystore $DB: the source is an older copy of it (counter [0-9]* < [0-9]*): not copied over it$" "$T/older.log" \
+    || { cat "$T/older.log"; cs_fail "no E: line for the older source"; }
+cs_log "the source copied again over the copy the broker wrote to: refused (an older copy)"
 # A key row changed without the master key: the copy refuses it.
 cp "$DB" "$T/bad.db"
 sqlite3 "$T/bad.db" "UPDATE keys SET info = info || x'00' WHERE rowid = (SELECT min (rowid) FROM keys)"
