@@ -24,17 +24,13 @@ COUNTER=$WORK/keystore.counter
 rows () { sqlite3 "$1" "SELECT (SELECT count (*) FROM tenants) || ' ' || (SELECT count (*) FROM keys) || ' ' ||
                        (SELECT count (*) FROM objects) || ' ' || (SELECT count (*) FROM issued) || ' ' ||
                        (SELECT count (*) FROM audit)"; }
-keygen () {
-    $P11 --login --pin "$CRYPTOSERVER_PIN" --keypairgen --key-type EC:prime256v1 --id "$1" --label "kt-$1" \
-        > "$T/gen-$1.log" 2>&1 || { cat "$T/gen-$1.log"; cs_fail "key $1 not generated"; }
-    cs_pubkey_pem "$P11" "$1" "$T/$1.pem" || cs_fail "no public key of $1"
-}
-sign () { cs_sign_verify "$P11" "$1" ec "$T/$1.pem" "$T" || cs_fail "$2: key $1 does not sign (or OpenSSL does not verify)"; }
+# shellcheck source=tests/integration/lib-kstools.sh
+. "$(dirname "$0")/lib-kstools.sh"
 
 # ---- 1. copy -------------------------------------------------------------------------------------
 cs_start
-keygen a1
-sign a1 "the source"
+kt_keygen a1
+kt_sign a1 "the source"
 cs_stop                     # the audit log's checkpoint at the stop: audit rows to copy
 mkdir -p "$T/b"
 cp "$WORK/broker.conf" "$WORK/master.key" "$T/b/"
@@ -52,7 +48,7 @@ cs_log "copy again: nothing written"
 # The broker on the copy (same master key and counter file): the copied key signs.
 "$CS_ADMIN" config set "$WORK/broker.conf" keystore/path "$T/b/keystore.db"
 cs_start
-sign a1 "the copy"
+kt_sign a1 "the copy"
 cs_stop
 cs_log "the broker on the copy signs with the copied key (OpenSSL verifies)"
 # The copy is the same keystore moved (its identity, the same counter
@@ -83,43 +79,27 @@ cs_log "a key row changed without the master key: the copy is refused"
 "$CS_ADMIN" config set "$WORK/broker.conf" audit/enabled 0
 for bits in 2048 3072 4096; do "$CS_ADMIN" config set "$WORK/broker.conf" keys/pool-rsa-$bits 0; done
 cs_start
-"$CS_ADMIN" keystore backup --dir "$WORK" "$T/old.backup" > "$T/backup1.log" 2>&1 || { cat "$T/backup1.log"; cs_fail "backup failed"; }
-keygen a2
-mkdir -p "$T/load"
-( n=0; while [ ! -e "$T/load.stop" ]; do
-      cs_sign_verify "$P11" a1 ec "$T/a1.pem" "$T/load" > /dev/null 2>&1 || echo "failed $n" >> "$T/load.fail"
-      n=$((n + 1)); echo $n > "$T/load.count"
-  done ) &
-LOAD=$!
-cs_wait_until 60 test -s "$T/load.count" || cs_fail "the signing loop does not sign"
-"$CS_ADMIN" keystore backup --dir "$WORK" "$T/new.backup" > "$T/backup2.log" 2>&1 || { cat "$T/backup2.log"; cs_fail "backup under load failed"; }
-sleep 1
-touch "$T/load.stop"
-wait $LOAD
-[ ! -e "$T/load.fail" ] || cs_fail "signatures failed during the backup: $(cat "$T/load.fail")"
+"$CS_ADMIN" keystore backup --dir "$WORK" "$T/old.backup" > "$T/old.backup.log" 2>&1 || { cat "$T/old.backup.log"; cs_fail "backup failed"; }
+kt_keygen a2
+kt_backup_under_load a1 "$T/new.backup"
 [ "$(stat -c %a "$T/new.backup")" = 600 ] || cs_fail "the backup file is not 0600"
 ! grep -q "kt-a2" "$T/new.backup" || cs_fail "the backup file is not encrypted"
-cs_log "backup while $(cat "$T/load.count") signatures ran: none failed; $(cat "$T/backup2.log")"
 cs_stop
 "$CS_ADMIN" keystore restore --dir "$WORK" "$T/new.backup" > "$T/restore.log" 2>&1 || { cat "$T/restore.log"; cs_fail "restore failed"; }
 cs_start
-sign a1 "after the restore"
-sign a2 "after the restore"
+kt_sign a1 "after the restore"
+kt_sign a2 "after the restore"
 cs_stop
 cs_log "restore of the newer backup: both keys sign"
 before=$(rows "$DB")
-counter=$(awk '{ print $2 }' "$COUNTER")
-old=$(sed -n 's/.* at counter \([0-9]*\):.*/\1/p' "$T/backup1.log")
-! "$CS_ADMIN" keystore restore --dir "$WORK" "$T/old.backup" > "$T/refused.log" 2>&1 || cs_fail "the older backup was restored"
-want="cryptoserver-admin: restore refused: backup $T/old.backup is at counter $old, below the keystore's rollback counter $counter: it would roll the keystore back; --accept-rollback restores it anyway"
-grep -qxF "$want" "$T/refused.log" || { cat "$T/refused.log"; cs_fail "no line: $want"; }
+kt_restore_refused "$T/old.backup"
 [ "$(rows "$DB")" = "$before" ] || cs_fail "the refused restore changed the keystore"
-cs_log "restore of the older backup refused: $want"
+cs_log "the refused restore changed nothing"
 "$CS_ADMIN" keystore restore --dir "$WORK" --accept-rollback "$T/old.backup" > "$T/accept.log" 2>&1 \
     || { cat "$T/accept.log"; cs_fail "restore --accept-rollback failed"; }
 [ "$(sqlite3 "$DB" "SELECT count (*) FROM keys WHERE tenant = 'demo'")" = 1 ] || cs_fail "the older backup's keys are not the keys"
 cs_start
-sign a1 "after the accepted rollback"
+kt_sign a1 "after the accepted rollback"
 cs_stop
 cs_log "restore --accept-rollback: the older backup is the keystore, its key signs"
 
