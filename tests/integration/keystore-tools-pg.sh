@@ -50,11 +50,7 @@ kt_keygen a2
 kt_backup_under_load a1 "$T/new.backup"
 cs_log "the broker on the database signs with the copied key"
 cs_stop
-"$CS_ADMIN" keystore restore --dir "$WORK" "$T/new.backup" > "$T/restore.log" 2>&1 || { cat "$T/restore.log"; cs_fail "restore failed"; }
-cs_start
-kt_sign a1 "after the restore"
-kt_sign a2 "after the restore"
-cs_stop
+kt_restore_signs "$T/new.backup" a1 a2
 kt_restore_refused "$T/old.backup"
 cs_log "restore of the newer backup: both keys sign; the older one refused"
 

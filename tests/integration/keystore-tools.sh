@@ -85,11 +85,7 @@ kt_backup_under_load a1 "$T/new.backup"
 [ "$(stat -c %a "$T/new.backup")" = 600 ] || cs_fail "the backup file is not 0600"
 ! grep -q "kt-a2" "$T/new.backup" || cs_fail "the backup file is not encrypted"
 cs_stop
-"$CS_ADMIN" keystore restore --dir "$WORK" "$T/new.backup" > "$T/restore.log" 2>&1 || { cat "$T/restore.log"; cs_fail "restore failed"; }
-cs_start
-kt_sign a1 "after the restore"
-kt_sign a2 "after the restore"
-cs_stop
+kt_restore_signs "$T/new.backup" a1 a2
 cs_log "restore of the newer backup: both keys sign"
 before=$(rows "$DB")
 kt_restore_refused "$T/old.backup"

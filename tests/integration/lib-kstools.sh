@@ -37,6 +37,17 @@ kt_backup_under_load () {
     cs_log "backup while $(cat "$T/load.count") signatures ran: none failed; $(cat "$file.log")"
 }
 
+# kt_restore_signs FILE ID...: `keystore restore --dir $WORK FILE` (the
+# broker stopped), then the broker started: each key ID signs.
+kt_restore_signs () {
+    local file=$1 id
+    shift
+    "$CS_ADMIN" keystore restore --dir "$WORK" "$file" > "$T/restore.log" 2>&1 || { cat "$T/restore.log"; cs_fail "restore failed"; }
+    cs_start
+    for id in "$@"; do kt_sign "$id" "after the restore"; done
+    cs_stop
+}
+
 # kt_restore_refused OLD: `keystore restore` of backup OLD (taken with
 # `keystore backup`, its output in OLD.log) fails with the documented line.
 kt_restore_refused () {
