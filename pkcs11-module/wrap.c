@@ -1,6 +1,7 @@
 /*  wrap.c — C_WrapKey and C_UnwrapKey (PKCS#11 2.40 §5.18) for secret keys
- *  (CKK_AES, CKK_GENERIC_SECRET) with CKM_RSA_PKCS_OAEP or AES key wrap
- *  (CKM_AES_KEY_WRAP, RFC 3394; CKM_AES_KEY_WRAP_PAD, RFC 5649), and the attribute
+ *  (CKK_AES, CKK_DES3, CKK_DES, CKK_GENERIC_SECRET) with CKM_RSA_PKCS_OAEP, AES
+ *  key wrap (CKM_AES_KEY_WRAP, RFC 3394; CKM_AES_KEY_WRAP_PAD, RFC 5649) or
+ *  CBC-PAD (CKM_AES_CBC_PAD, CKM_DES3_CBC_PAD: every row with CKF_WRAP), and the attribute
  *  rules that stop the known wrapping attacks (Bortolozzo, Centenaro,
  *  Focardi, Steel, "Attacking and fixing PKCS#11 security tokens", CCS
  *  2010: the Tookan attacks).  docs/CONTRACTS.md "Wrapping" is the contract.
@@ -13,7 +14,7 @@
  *  OAEP; the plaintext goes to locked memory (cs_secmem.h) and becomes a
  *  session secret key object (secret.c), or with CKA_TOKEN TRUE is imported
  *  once into a token secret key sealed by the broker (secret_token.h).
- *  With an AES wrapping (unwrapping) key, session or token, each is one
+ *  With an AES or DES3 wrapping (unwrapping) key, session or token, each is one
  *  SymJob with key_wrap set (cs_secret_wrap_job, secret.h): the wrapped
  *  value of a session secret key (a token secret key's value stays on the
  *  broker: CKR_KEY_NOT_WRAPPABLE), or the plaintext that becomes the key
@@ -113,12 +114,15 @@ s_private_half_decrypts_inlock (const cs_key_t *key)
 }
 
 /*  The security strength in bits of a key (NIST SP 800-57 Part 1 Rev. 5
- *  §5.6.1.1 table 2): a secret key's bits (8 per byte, at most 256), RSA's
+ *  §5.6.1.1 table 2): a secret key's bits (8 per byte, at most 256; three-key
+ *  DES3 112, DES 56), RSA's
  *  by its modulus (under 2048 bits: 80; 2048: 112; 3072: 128; 7680: 192;
  *  15360: 256).  */
 static unsigned
 s_strength (const cs_key_t *key)
 {
+    if (key->key_type == CKK_DES3 || key->key_type == CKK_DES)
+        return key->key_type == CKK_DES3 ? 112 : 56;    /* three-key TDEA: 112 (SP 800-57 table 2) */
     if (key->key_type != CKK_RSA)
         return key->secret_len * 8 > 256 ? 256 : (unsigned) key->secret_len * 8;
     size_t bits = key->modulus_len * 8;
@@ -139,12 +143,14 @@ s_weaker (const cs_key_t *wkey, const cs_key_t *key)
     return s_strength (wkey) < s_strength (key);
 }
 
-/*  True for a wrapping or unwrapping key that is an AES secret key (key
- *  wrap, RFC 3394/5649: one SymJob) rather than an RSA key (OAEP).  */
+/*  True for a wrapping or unwrapping key that is an AES or DES3 secret key
+ *  (AES key wrap, RFC 3394/5649, or AES/DES3 CBC-PAD: one SymJob) rather
+ *  than an RSA key (OAEP).  */
 static bool
 s_aes (CK_OBJECT_CLASS klass, const cs_key_t *key)
 {
-    return klass == CKO_SECRET_KEY && key->key_type == CKK_AES && (key->secret || key->ref);
+    return klass == CKO_SECRET_KEY && (key->key_type == CKK_AES || key->key_type == CKK_DES3)
+        && (key->secret || key->ref);
 }
 
 /*  Under the mutex: the rules of C_WrapKey on the two objects (file head).
@@ -199,16 +205,17 @@ s_wrap_check_inlock (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_
     return rv;
 }
 
-/*  The table's row of an AES key-wrap C_WrapKey (want CKF_WRAP) or
- *  C_UnwrapKey (CKF_UNWRAP): CKR_MECHANISM_INVALID, or `type_rv` for a
- *  mechanism that does not take an AES key (RSA-OAEP).  */
+/*  The table's row of a secret-key C_WrapKey (want CKF_WRAP) or
+ *  C_UnwrapKey (CKF_UNWRAP) with `key`: CKR_MECHANISM_INVALID, or `type_rv`
+ *  for a mechanism that does not take the key's type (RSA-OAEP; DES3-CBC-PAD
+ *  with an AES key ...).  */
 static CK_RV
-s_aes_mechanism (const CK_MECHANISM *mech, CK_FLAGS want, CK_RV type_rv)
+s_aes_mechanism (const CK_MECHANISM *mech, CK_FLAGS want, const cs_key_t *key, CK_RV type_rv)
 {
     const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
     if (!row || !(row->flags & want))
         return CKR_MECHANISM_INVALID;
-    return row->key_type == CKK_AES ? CKR_OK : type_rv;
+    return row->key_type == key->key_type ? CKR_OK : type_rv;
 }
 
 /*  C_WrapKey with an AES wrapping key: the length rules of §5.2 (the
@@ -219,7 +226,7 @@ s_aes_wrap (cs_key_t *wkey, const CK_MECHANISM *mech, const cs_key_t *key, CK_BY
     const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
     uint8_t *wrapped = NULL;
     size_t len = 0, cap = 0, want;
-    CK_RV rv = s_aes_mechanism (mech, CKF_WRAP, CKR_WRAPPING_KEY_TYPE_INCONSISTENT);
+    CK_RV rv = s_aes_mechanism (mech, CKF_WRAP, wkey, CKR_WRAPPING_KEY_TYPE_INCONSISTENT);
     if (rv != CKR_OK)
         return rv;
     if (cs_mech_input_check (row, true, key->secret_len, 0, 0) != CKR_OK)
@@ -314,7 +321,7 @@ s_template_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE *type_p)
     ||  (cs_template_find (tmpl, count, CKA_CLASS) && (!cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
                                                       || klass != CKO_SECRET_KEY)))
         return CKR_TEMPLATE_INCONSISTENT;
-    if (*type_p != CKK_AES && *type_p != CKK_GENERIC_SECRET)
+    if (!cs_mech_secret_key_type (*type_p))
         return CKR_TEMPLATE_INCONSISTENT;
     return CKR_OK;
 }
@@ -392,7 +399,8 @@ out:
 
 /*  The unwrapped value against the template: CKA_VALUE_LEN, when given,
  *  equal to its length (CKR_TEMPLATE_INCONSISTENT); a length the key type
- *  takes (AES 16, 24 or 32 bytes; generic secret 16..256), else
+ *  takes (cs_mech_secret_len_ok: AES 16, 24 or 32 bytes; DES3 24; DES 8;
+ *  generic secret 16..256), else
  *  CKR_WRAPPED_KEY_INVALID.  */
 static CK_RV
 s_value_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE type, size_t len)
@@ -401,7 +409,7 @@ s_value_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE type, size_
     if (cs_template_find (tmpl, count, CKA_VALUE_LEN)
     &&  (!cs_template_ulong (tmpl, count, CKA_VALUE_LEN, &want) || want != len))
         return CKR_TEMPLATE_INCONSISTENT;
-    if (type == CKK_AES ? len != 16 && len != 24 && len != 32 : len < 16 || len > 256)
+    if (!cs_mech_secret_len_ok (type, len))
         return CKR_WRAPPED_KEY_INVALID;
     return CKR_OK;
 }
@@ -437,7 +445,7 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
     rv = s_unwrap_check_inlock (unwrapping, &ukey);
     CS_END_CALL ();
     if (rv == CKR_OK && !ukey->modulus_len)    /* an AES unwrapping key */
-        rv = s_aes_mechanism (mech, CKF_UNWRAP, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
+        rv = s_aes_mechanism (mech, CKF_UNWRAP, ukey, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
     else
     if (rv == CKR_OK)
         rv = s_mechanism (mech, CKF_UNWRAP, ukey, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT, &entry, &params);

@@ -1,0 +1,289 @@
+/*  cs-des-wrap.c — test client of des-wrap.sh (issue #21): single DES
+ *  (legacy) and secret-key wrapping with CBC-PAD, through the module.
+ *
+ *    cs-des-wrap MODULE.so TOKEN PIN OUTDIR [off]
+ *
+ *  With `off` (the boards say legacy-des = false) it checks only that
+ *  CKM_DES_ECB is refused with CKR_MECHANISM_INVALID.
+ *  Single DES: CKM_DES_KEY_GEN sets odd parity; CKM_DES_ECB and CKM_DES_CBC
+ *  give FIPS 81's published answers (appendix B, table B1 and C1: key
+ *  0123456789abcdef, "Now is the time for all "); CKM_DES_CBC_PAD's
+ *  ciphertext is written for `openssl enc -des-cbc` to recompute.
+ *  Wrapping: a DES3 key wraps a DES3 key with CKM_DES3_CBC_PAD and an
+ *  AES-256 key wraps an AES-128 key with CKM_AES_CBC_PAD (the wrapped
+ *  bytes are written for `openssl enc`), each unwraps back into a key that
+ *  encrypts as the original and is CKA_SENSITIVE; the strict
+ *  usage-separation refusals (docs/CONTRACTS.md "Usage separation") with
+ *  their exact CKR_ codes: AES-128 under DES3 (112 bits) is a key under a
+ *  weaker one, a DES3 wrapping key does not encrypt, an AES key cannot
+ *  unwrap with DES3-CBC-PAD.
+ *  Writes OUTDIR/{des-key,des-iv,des-in,des-out,w3-key,w3-iv,w3-value,
+ *  w3-wrapped,wa-key,wa-iv,wa-value,wa-wrapped}.bin.  Exit 0 when all pass.
+ */
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <p11-kit/pkcs11.h>
+#include "cs-test-slot.h"
+
+static CK_FUNCTION_LIST *p11;
+static CK_SESSION_HANDLE s;
+static const char *s_dir;
+static CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+static CK_OBJECT_CLASS s_secret = CKO_SECRET_KEY;
+
+#define CHECK(call, what) EXPECT (call, CKR_OK, what)
+#define EXPECT(call, want, what) do { CK_RV rv_ = (call); if (rv_ != (CK_RV) (want)) { \
+    fprintf (stderr, "cs-des-wrap: %s: CK_RV 0x%lx, expected 0x%lx\n", what, (unsigned long) rv_, \
+             (unsigned long) (want)); exit (1); } printf ("ok: %s\n", what); } while (0)
+
+static void
+s_fail (const char *what)
+{
+    fprintf (stderr, "cs-des-wrap: %s\n", what);
+    exit (1);
+}
+
+static void
+s_write (const char *name, const unsigned char *data, size_t len)
+{
+    char path [4096];
+    snprintf (path, sizeof path, "%s/%s", s_dir, name);
+    FILE *f = fopen (path, "wb");
+    if (!f || fwrite (data, 1, len, f) != len || fclose (f))
+        s_fail ("cannot write an output file");
+}
+
+static void
+s_hex (const char *hex, unsigned char *out)
+{
+    for (size_t i = 0; hex [2 * i]; i++)
+        sscanf (hex + 2 * i, "%2hhx", &out [i]);
+}
+
+/*  C_CreateObject of a session secret key of known value and roles: its rv.  */
+static CK_RV
+s_key_rv (CK_KEY_TYPE type, const unsigned char *value, CK_ULONG len, CK_BBOOL crypt, CK_BBOOL wrap,
+          CK_OBJECT_HANDLE *key_p)
+{
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &s_secret, sizeof s_secret }, { CKA_KEY_TYPE, &type, sizeof type }, { CKA_TOKEN, &no, 1 },
+        { CKA_VALUE, (void *) value, len }, { CKA_ENCRYPT, &crypt, 1 }, { CKA_DECRYPT, &crypt, 1 },
+        { CKA_WRAP, &wrap, 1 }, { CKA_UNWRAP, &wrap, 1 }, { CKA_SENSITIVE, &no, 1 },
+        { CKA_EXTRACTABLE, &yes, 1 },
+    };
+    return p11->C_CreateObject (s, tmpl, sizeof tmpl / sizeof tmpl [0], key_p);
+}
+
+static CK_OBJECT_HANDLE
+s_key (CK_KEY_TYPE type, const unsigned char *value, CK_ULONG len, CK_BBOOL crypt, CK_BBOOL wrap)
+{
+    CK_OBJECT_HANDLE key;
+    CHECK (s_key_rv (type, value, len, crypt, wrap, &key), "C_CreateObject (secret key)");
+    return key;
+}
+
+/*  C_Encrypt in one part: *len in capacity, out length.  */
+static CK_RV
+s_encrypt (CK_MECHANISM *mech, CK_OBJECT_HANDLE key, const unsigned char *in, CK_ULONG n, unsigned char *out,
+           CK_ULONG *len)
+{
+    CK_RV rv = p11->C_EncryptInit (s, mech, key);
+    return rv != CKR_OK ? rv : p11->C_Encrypt (s, (CK_BYTE_PTR) in, n, out, len);
+}
+
+static void
+s_expect_bytes (const unsigned char *got, CK_ULONG got_len, const unsigned char *want, CK_ULONG want_len,
+                const char *what)
+{
+    if (got_len != want_len || memcmp (got, want, want_len))
+        s_fail (what);
+    printf ("ok: %s\n", what);
+}
+
+/*  ---- single DES (FIPS 46-3, FIPS 81) ------------------------------------ */
+
+static void
+s_des (void)
+{
+    unsigned char key [8], iv [8], in [24], want [24], out [64], pad_in [21];
+    CK_ULONG len = sizeof out;
+    s_hex ("0123456789abcdef", key);
+    s_hex ("1234567890abcdef", iv);
+    memcpy (in, "Now is the time for all ", 24);
+    CK_OBJECT_HANDLE k = s_key (CKK_DES, key, 8, CK_TRUE, CK_FALSE);
+
+    CK_MECHANISM ecb = { CKM_DES_ECB, NULL, 0 };
+    CHECK (s_encrypt (&ecb, k, in, 8, out, &len), "C_Encrypt (CKM_DES_ECB)");
+    s_hex ("3fa40e8a984d4815", want);
+    s_expect_bytes (out, len, want, 8, "CKM_DES_ECB gives FIPS 81 table B1's 3fa40e8a984d4815");
+
+    CK_MECHANISM cbc = { CKM_DES_CBC, iv, 8 };
+    len = sizeof out;
+    CHECK (s_encrypt (&cbc, k, in, 24, out, &len), "C_Encrypt (CKM_DES_CBC)");
+    s_hex ("e5c7cdde872bf27c43e934008c389c0f683788499a7c05f6", want);
+    s_expect_bytes (out, len, want, 24, "CKM_DES_CBC gives FIPS 81 table C1's ciphertext");
+
+    unsigned char back [64];
+    CK_ULONG back_len = sizeof back;
+    CHECK (p11->C_DecryptInit (s, &cbc, k), "C_DecryptInit (CKM_DES_CBC)");
+    CHECK (p11->C_Decrypt (s, out, len, back, &back_len), "C_Decrypt (CKM_DES_CBC)");
+    s_expect_bytes (back, back_len, in, 24, "CKM_DES_CBC decrypts FIPS 81's ciphertext");
+
+    CK_MECHANISM cbc_pad = { CKM_DES_CBC_PAD, iv, 8 };
+    memcpy (pad_in, "twenty-one bytes long", 21);
+    len = sizeof out;
+    CHECK (s_encrypt (&cbc_pad, k, pad_in, 21, out, &len), "C_Encrypt (CKM_DES_CBC_PAD)");
+    if (len != 24)
+        s_fail ("CKM_DES_CBC_PAD of 21 bytes is not 24 bytes");
+    s_write ("des-key.bin", key, 8);
+    s_write ("des-iv.bin", iv, 8);
+    s_write ("des-in.bin", pad_in, 21);
+    s_write ("des-out.bin", out, len);
+
+    /*  CKM_DES_KEY_GEN: 8 bytes, each of odd parity (FIPS 46-3).  */
+    CK_MECHANISM gen = { CKM_DES_KEY_GEN, NULL, 0 };
+    CK_KEY_TYPE des = CKK_DES;
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &s_secret, sizeof s_secret }, { CKA_KEY_TYPE, &des, sizeof des }, { CKA_TOKEN, &no, 1 },
+        { CKA_SENSITIVE, &no, 1 }, { CKA_EXTRACTABLE, &yes, 1 },
+    };
+    CK_OBJECT_HANDLE g;
+    CHECK (p11->C_GenerateKey (s, &gen, tmpl, sizeof tmpl / sizeof tmpl [0], &g), "C_GenerateKey (CKM_DES_KEY_GEN)");
+    unsigned char value [16];
+    CK_ATTRIBUTE attr = { CKA_VALUE, value, sizeof value };
+    CHECK (p11->C_GetAttributeValue (s, g, &attr, 1), "C_GetAttributeValue (DES CKA_VALUE)");
+    if (attr.ulValueLen != 8)
+        s_fail ("a generated DES key is not 8 bytes");
+    for (int i = 0; i < 8; i++)
+        if (__builtin_popcount (value [i]) % 2 == 0)
+            s_fail ("a generated DES key byte has even parity");
+    printf ("ok: CKM_DES_KEY_GEN makes 8 bytes of odd parity\n");
+    len = sizeof out;
+    CHECK (s_encrypt (&ecb, g, in, 8, out, &len), "C_Encrypt (CKM_DES_ECB, generated key)");
+}
+
+/*  ---- wrapping with CBC-PAD ---------------------------------------------- */
+
+/*  Wraps `key` (value `value`, `len` bytes) under `kek` with `mech`,
+ *  writes the result as PREFIX-wrapped.bin, unwraps it as a `type` key
+ *  and checks the new key is sensitive and encrypts (ECB `ecb`) as `key`.  */
+static void
+s_round_trip (CK_MECHANISM *mech, CK_OBJECT_HANDLE kek, CK_OBJECT_HANDLE key, CK_KEY_TYPE type,
+              CK_MECHANISM *ecb, const char *prefix)
+{
+    unsigned char wrapped [128], a [32], b [32], block [16] = "0123456789abcdef";
+    CK_ULONG len = 0, a_len = sizeof a, b_len = sizeof b;
+    char name [64];
+    CHECK (p11->C_WrapKey (s, mech, kek, key, NULL, &len), "C_WrapKey (length query)");
+    CHECK (p11->C_WrapKey (s, mech, kek, key, wrapped, &len), "C_WrapKey (CBC-PAD)");
+    snprintf (name, sizeof name, "%s-wrapped.bin", prefix);
+    s_write (name, wrapped, len);
+
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &s_secret, sizeof s_secret }, { CKA_KEY_TYPE, &type, sizeof type }, { CKA_TOKEN, &no, 1 },
+        { CKA_ENCRYPT, &yes, 1 },
+    };
+    CK_OBJECT_HANDLE back;
+    CHECK (p11->C_UnwrapKey (s, mech, kek, wrapped, len, tmpl, 4, &back), "C_UnwrapKey (CBC-PAD)");
+    CK_BBOOL sensitive = 0;
+    CK_ATTRIBUTE attr = { CKA_SENSITIVE, &sensitive, 1 };
+    CHECK (p11->C_GetAttributeValue (s, back, &attr, 1), "C_GetAttributeValue (unwrapped CKA_SENSITIVE)");
+    if (sensitive != CK_TRUE)
+        s_fail ("an unwrapped key is not CKA_SENSITIVE");
+    CHECK (s_encrypt (ecb, key, block, 16, a, &a_len), "C_Encrypt (original key)");
+    CHECK (s_encrypt (ecb, back, block, 16, b, &b_len), "C_Encrypt (unwrapped key)");
+    s_expect_bytes (b, b_len, a, a_len, "the unwrapped key encrypts as the original");
+    wrapped [len - 1] ^= 0x55;          /* the padding no longer checks */
+    EXPECT (p11->C_UnwrapKey (s, mech, kek, wrapped, len, tmpl, 4, &back), CKR_WRAPPED_KEY_INVALID,
+            "C_UnwrapKey of a damaged CBC-PAD block");
+}
+
+static void
+s_wraps (void)
+{
+    unsigned char k3 [24], v3 [24], iv3 [8], ka [32], va [16], iva [16], out [128];
+    CK_ULONG len = sizeof out;
+    for (int i = 0; i < 24; i++) {
+        k3 [i] = (unsigned char) (0x10 + 7 * i);
+        v3 [i] = (unsigned char) (0xa1 ^ (13 * i));
+    }
+    for (int i = 0; i < 32; i++)
+        ka [i] = (unsigned char) (3 * i + 1);
+    for (int i = 0; i < 16; i++) {
+        va [i] = (unsigned char) (0xf0 - i);
+        iva [i] = (unsigned char) i;
+    }
+    memcpy (iv3, "\x01\x23\x45\x67\x89\xab\xcd\xef", 8);
+
+    /*  DES3 wraps DES3 (112 bits each) with CKM_DES3_CBC_PAD.  */
+    CK_OBJECT_HANDLE kek3 = s_key (CKK_DES3, k3, 24, CK_FALSE, CK_TRUE);
+    CK_OBJECT_HANDLE key3 = s_key (CKK_DES3, v3, 24, CK_TRUE, CK_FALSE);
+    CK_MECHANISM des3_pad = { CKM_DES3_CBC_PAD, iv3, 8 }, des3_ecb = { CKM_DES3_ECB, NULL, 0 };
+    s_round_trip (&des3_pad, kek3, key3, CKK_DES3, &des3_ecb, "w3");
+    s_write ("w3-key.bin", k3, 24);
+    s_write ("w3-iv.bin", iv3, 8);
+    s_write ("w3-value.bin", v3, 24);
+
+    /*  AES-256 wraps AES-128 with CKM_AES_CBC_PAD.  */
+    CK_OBJECT_HANDLE keka = s_key (CKK_AES, ka, 32, CK_FALSE, CK_TRUE);
+    CK_OBJECT_HANDLE keya = s_key (CKK_AES, va, 16, CK_TRUE, CK_FALSE);
+    CK_MECHANISM aes_pad = { CKM_AES_CBC_PAD, iva, 16 }, aes_ecb = { CKM_AES_ECB, NULL, 0 };
+    s_round_trip (&aes_pad, keka, keya, CKK_AES, &aes_ecb, "wa");
+    s_write ("wa-key.bin", ka, 32);
+    s_write ("wa-iv.bin", iva, 16);
+    s_write ("wa-value.bin", va, 16);
+
+    /*  Strict usage separation (docs/CONTRACTS.md "Usage separation").  */
+    EXPECT (p11->C_WrapKey (s, &des3_pad, kek3, keya, out, &len), CKR_WRAPPING_KEY_SIZE_RANGE,
+            "AES-128 under DES3 (a key under a weaker one)");
+    len = sizeof out;
+    EXPECT (s_encrypt (&des3_pad, kek3, va, 16, out, &len), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "a DES3 wrapping key encrypts data");
+    CK_OBJECT_HANDLE both;
+    EXPECT (s_key_rv (CKK_DES3, k3, 24, CK_TRUE, CK_TRUE, &both), CKR_TEMPLATE_INCONSISTENT,
+            "a DES3 key that both wraps and encrypts");
+    len = sizeof out;
+    EXPECT (p11->C_WrapKey (s, &des3_pad, keka, key3, out, &len), CKR_WRAPPING_KEY_TYPE_INCONSISTENT,
+            "CKM_DES3_CBC_PAD with an AES wrapping key");
+}
+
+int
+main (int argc, char **argv)
+{
+    if (argc != 5 && (argc != 6 || strcmp (argv [5], "off"))) {
+        fprintf (stderr, "usage: cs-des-wrap MODULE.so TOKEN PIN OUTDIR [off]\n");
+        return 2;
+    }
+    void *dl = dlopen (argv [1], RTLD_NOW);
+    CK_C_GetFunctionList get = dl ? (CK_C_GetFunctionList) dlsym (dl, "C_GetFunctionList") : NULL;
+    if (!get || get (&p11) != CKR_OK)
+        s_fail ("cannot load the module");
+    s_dir = argv [4];
+    CHECK (p11->C_Initialize (NULL), "C_Initialize");
+    CK_SLOT_ID slot = 0;
+    CHECK (cs_test_slot (p11, argv [2], &slot), "the token's slot");
+    CHECK (p11->C_OpenSession (slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &s), "C_OpenSession");
+    CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login");
+    if (argc == 6) {
+        unsigned char key [8] = "\x01\x23\x45\x67\x89\xab\xcd\xef", out [16];
+        CK_ULONG len = sizeof out;
+        CK_MECHANISM ecb = { CKM_DES_ECB, NULL, 0 };
+        EXPECT (s_encrypt (&ecb, s_key (CKK_DES, key, 8, CK_TRUE, CK_FALSE), key, 8, out, &len),
+                CKR_MECHANISM_INVALID, "CKM_DES_ECB with legacy-des = false");
+        CHECK (p11->C_Finalize (NULL), "C_Finalize");
+        return 0;
+    }
+    CK_MECHANISM_INFO info;
+    CHECK (p11->C_GetMechanismInfo (slot, CKM_DES3_CBC_PAD, &info), "C_GetMechanismInfo (DES3-CBC-PAD)");
+    if (!(info.flags & CKF_WRAP) || !(info.flags & CKF_UNWRAP))
+        s_fail ("CKM_DES3_CBC_PAD does not advertise CKF_WRAP and CKF_UNWRAP");
+    s_des ();
+    s_wraps ();
+    CHECK (p11->C_Logout (s), "C_Logout");
+    CHECK (p11->C_Finalize (NULL), "C_Finalize");
+    printf ("cs-des-wrap: all passed\n");
+    return 0;
+}
