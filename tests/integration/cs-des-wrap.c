@@ -1,7 +1,7 @@
 /*  cs-des-wrap.c — test client of des-wrap.sh (issue #21): single DES
  *  (legacy) and secret-key wrapping with CBC-PAD, through the module.
  *
- *    cs-des-wrap MODULE.so TOKEN PIN OUTDIR [off]
+ *    cs-des-wrap MODULE.so TOKEN PIN SOPIN OUTDIR [off]
  *
  *  With `off` (the boards say legacy-des = false) it checks only that
  *  CKM_DES_ECB is refused with CKR_MECHANISM_INVALID.
@@ -17,6 +17,13 @@
  *  their exact CKR_ codes: AES-128 under DES3 (112 bits) is a key under a
  *  weaker one, a DES3 wrapping key does not encrypt, an AES key cannot
  *  unwrap with DES3-CBC-PAD.
+ *  Private keys: OUTDIR/rsa.wrapped (`openssl enc -id-aes256-wrap-pad` of
+ *  an RSA key's PKCS#8 under OUTDIR/kek.bin) unwraps, with a CKA_TRUSTED
+ *  KEK the SO made, into a sensitive private key that signs
+ *  (OUTDIR/rsa-sig.bin, verified by the shell) and wraps back
+ *  (OUTDIR/rsa-rewrapped.bin); the strict refusals: a sensitive key under
+ *  an untrusted KEK, an unwrap template with CKA_SENSITIVE FALSE, PKCS#8 of
+ *  another key type.
  *  Writes OUTDIR/{des-key,des-iv,des-in,des-out,w3-key,w3-iv,w3-value,
  *  w3-wrapped,wa-key,wa-iv,wa-value,wa-wrapped}.bin.  Exit 0 when all pass.
  */
@@ -44,6 +51,19 @@ s_fail (const char *what)
 {
     fprintf (stderr, "cs-des-wrap: %s\n", what);
     exit (1);
+}
+
+static size_t
+s_read (const char *name, unsigned char *buf, size_t max)
+{
+    char path [4096];
+    snprintf (path, sizeof path, "%s/%s", s_dir, name);
+    FILE *f = fopen (path, "rb");
+    size_t n = f ? fread (buf, 1, max, f) : 0;
+    if (!f || n == 0 || n == max)
+        s_fail ("cannot read an input file");
+    fclose (f);
+    return n;
 }
 
 static void
@@ -250,24 +270,83 @@ s_wraps (void)
             "CKM_DES3_CBC_PAD with an AES wrapping key");
 }
 
+/*  ---- private keys (PKCS#8) under a secret key ------------------------------ */
+
+static void
+s_private (const char *pin, const char *so_pin)
+{
+    unsigned char kek [64], wrapped [4096], out [4096], sig [512];
+    size_t kek_len = s_read ("kek.bin", kek, sizeof kek), wrapped_len = s_read ("rsa.wrapped", wrapped, sizeof wrapped);
+    CK_KEY_TYPE aes = CKK_AES, rsa = CKK_RSA, ec = CKK_EC;
+    CK_OBJECT_CLASS priv_class = CKO_PRIVATE_KEY;
+    CK_MECHANISM kwp = { CKM_AES_KEY_WRAP_PAD, NULL, 0 };
+
+    /*  The SO's CKA_TRUSTED KEK (PKCS#11 2.40 §4.10 table 37 footnote), a
+        public session object the user's session then sees.  */
+    CHECK (p11->C_Logout (s), "C_Logout (user)");
+    CHECK (p11->C_Login (s, CKU_SO, (CK_UTF8CHAR_PTR) so_pin, strlen (so_pin)), "C_Login (SO)");
+    CK_ATTRIBUTE kt [] = {
+        { CKA_CLASS, &s_secret, sizeof s_secret }, { CKA_KEY_TYPE, &aes, sizeof aes }, { CKA_TOKEN, &no, 1 },
+        { CKA_PRIVATE, &no, 1 }, { CKA_VALUE, kek, kek_len }, { CKA_WRAP, &yes, 1 }, { CKA_UNWRAP, &yes, 1 },
+        { CKA_ENCRYPT, &no, 1 }, { CKA_DECRYPT, &no, 1 }, { CKA_TRUSTED, &yes, 1 },
+    };
+    CK_OBJECT_HANDLE trusted;
+    CHECK (p11->C_CreateObject (s, kt, sizeof kt / sizeof kt [0], &trusted), "C_CreateObject (SO's trusted KEK)");
+    CHECK (p11->C_Logout (s), "C_Logout (SO)");
+    CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) pin, strlen (pin)), "C_Login (user again)");
+
+    CK_ATTRIBUTE pt [] = {
+        { CKA_CLASS, &priv_class, sizeof priv_class }, { CKA_KEY_TYPE, &rsa, sizeof rsa }, { CKA_TOKEN, &no, 1 },
+        { CKA_SIGN, &yes, 1 }, { CKA_EXTRACTABLE, &yes, 1 }, { CKA_SENSITIVE, &no, 1 },
+    };
+    CK_OBJECT_HANDLE key;
+    EXPECT (p11->C_UnwrapKey (s, &kwp, trusted, wrapped, wrapped_len, pt, 6, &key), CKR_TEMPLATE_INCONSISTENT,
+            "C_UnwrapKey of a private key with CKA_SENSITIVE FALSE (strict)");
+    pt [1] = (CK_ATTRIBUTE) { CKA_KEY_TYPE, &ec, sizeof ec };
+    EXPECT (p11->C_UnwrapKey (s, &kwp, trusted, wrapped, wrapped_len, pt, 5, &key), CKR_WRAPPED_KEY_INVALID,
+            "C_UnwrapKey of RSA PKCS#8 as CKK_EC");
+    pt [1] = (CK_ATTRIBUTE) { CKA_KEY_TYPE, &rsa, sizeof rsa };
+    CHECK (p11->C_UnwrapKey (s, &kwp, trusted, wrapped, wrapped_len, pt, 5, &key),
+           "C_UnwrapKey (RSA PKCS#8, CKM_AES_KEY_WRAP_PAD)");
+    CK_BBOOL sensitive = 0;
+    CK_ATTRIBUTE attr = { CKA_SENSITIVE, &sensitive, 1 };
+    CHECK (p11->C_GetAttributeValue (s, key, &attr, 1), "C_GetAttributeValue (unwrapped private CKA_SENSITIVE)");
+    if (sensitive != CK_TRUE)
+        s_fail ("an unwrapped private key is not CKA_SENSITIVE");
+
+    CK_MECHANISM sha256 = { CKM_SHA256_RSA_PKCS, NULL, 0 };
+    CK_ULONG sig_len = sizeof sig;
+    CHECK (p11->C_SignInit (s, &sha256, key), "C_SignInit (unwrapped RSA key)");
+    CHECK (p11->C_Sign (s, (CK_BYTE_PTR) "unwrapped and signed", 20, sig, &sig_len), "C_Sign (unwrapped RSA key)");
+    s_write ("rsa-sig.bin", sig, sig_len);
+
+    CK_ULONG len = sizeof out;
+    CHECK (p11->C_WrapKey (s, &kwp, trusted, key, out, &len), "C_WrapKey (RSA private key, trusted KEK)");
+    s_write ("rsa-rewrapped.bin", out, len);
+    CK_OBJECT_HANDLE untrusted = s_key (CKK_AES, kek, kek_len, CK_FALSE, CK_TRUE);
+    len = sizeof out;
+    EXPECT (p11->C_WrapKey (s, &kwp, untrusted, key, out, &len), CKR_KEY_NOT_WRAPPABLE,
+            "a sensitive private key under an untrusted KEK (strict)");
+}
+
 int
 main (int argc, char **argv)
 {
-    if (argc != 5 && (argc != 6 || strcmp (argv [5], "off"))) {
-        fprintf (stderr, "usage: cs-des-wrap MODULE.so TOKEN PIN OUTDIR [off]\n");
+    if (argc != 6 && (argc != 7 || strcmp (argv [6], "off"))) {
+        fprintf (stderr, "usage: cs-des-wrap MODULE.so TOKEN PIN SOPIN OUTDIR [off]\n");
         return 2;
     }
     void *dl = dlopen (argv [1], RTLD_NOW);
     CK_C_GetFunctionList get = dl ? (CK_C_GetFunctionList) dlsym (dl, "C_GetFunctionList") : NULL;
     if (!get || get (&p11) != CKR_OK)
         s_fail ("cannot load the module");
-    s_dir = argv [4];
+    s_dir = argv [5];
     CHECK (p11->C_Initialize (NULL), "C_Initialize");
     CK_SLOT_ID slot = 0;
     CHECK (cs_test_slot (p11, argv [2], &slot), "the token's slot");
     CHECK (p11->C_OpenSession (slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &s), "C_OpenSession");
     CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login");
-    if (argc == 6) {
+    if (argc == 7) {
         unsigned char key [8] = "\x01\x23\x45\x67\x89\xab\xcd\xef", out [16];
         CK_ULONG len = sizeof out;
         CK_MECHANISM ecb = { CKM_DES_ECB, NULL, 0 };
@@ -282,6 +361,7 @@ main (int argc, char **argv)
         s_fail ("CKM_DES3_CBC_PAD does not advertise CKF_WRAP and CKF_UNWRAP");
     s_des ();
     s_wraps ();
+    s_private (argv [3], argv [4]);
     CHECK (p11->C_Logout (s), "C_Logout");
     CHECK (p11->C_Finalize (NULL), "C_Finalize");
     printf ("cs-des-wrap: all passed\n");

@@ -15,9 +15,18 @@ cs_setup
 cs_start
 T=$WORK/tmp
 mkdir -p "$T"
+SO_PIN=123456           # demo-deploy.sh's SO PIN of tenant demo
+
+# An RSA key's PKCS#8 wrapped by OpenSSL (RFC 5649) for the module to unwrap.
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$T/rsa.pem" 2>/dev/null
+openssl pkey -in "$T/rsa.pem" -pubout -out "$T/rsa.pub.pem"
+openssl pkcs8 -topk8 -nocrypt -in "$T/rsa.pem" -outform DER -out "$T/rsa.p8.der"
+openssl rand -out "$T/kek.bin" 32
+openssl enc -id-aes256-wrap-pad -K "$(od -An -tx1 -v "$T/kek.bin" | tr -d ' \n')" -iv A65959A6 \
+    -in "$T/rsa.p8.der" -out "$T/rsa.wrapped" || cs_fail "openssl enc -id-aes256-wrap-pad failed"
 
 cs_run_bounded $((120 * CS_TIME_FACTOR)) "$T/client.log" $CS_CLIENT_WRAPPER "$CLIENT" "$CRYPTOSERVER_MODULE" \
-    "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" "$T" || { cat "$T/client.log"; cs_fail "cs-des-wrap failed"; }
+    "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" "$SO_PIN" "$T" || { cat "$T/client.log"; cs_fail "cs-des-wrap failed"; }
 sed 's/^/    /' "$T/client.log"
 
 hex () { od -An -tx1 -v "$1" | tr -d ' \n'; }
@@ -35,13 +44,22 @@ for w in "w3 des-ede3-cbc" "wa aes-256-cbc"; do
 done
 cs_log "C_WrapKey with CKM_DES3_CBC_PAD and CKM_AES_CBC_PAD equals openssl enc -des-ede3-cbc / -aes-256-cbc"
 
+# The unwrapped RSA key signed; it wraps back to OpenSSL's PKCS#8.
+printf 'unwrapped and signed' > "$T/msg.bin"
+openssl dgst -sha256 -verify "$T/rsa.pub.pem" -signature "$T/rsa-sig.bin" "$T/msg.bin" >/dev/null \
+    || cs_fail "openssl does not verify the unwrapped RSA key's signature"
+openssl enc -d -id-aes256-wrap-pad -K "$(hex "$T/kek.bin")" -iv A65959A6 -in "$T/rsa-rewrapped.bin" \
+    -out "$T/rsa-back.der" || cs_fail "openssl enc cannot unwrap the module's wrapped private key"
+cmp -s "$T/rsa-back.der" "$T/rsa.p8.der" || cs_fail "the module wrapped other PKCS#8 than it unwrapped"
+cs_log "an RSA key unwrapped from OpenSSL's RFC 5649 bytes signs (openssl dgst verifies) and wraps back"
+
 # The policy switch: a board with legacy-des = false neither lists nor runs DES.
 cs_stop
 "$CS_ADMIN" config set "$WORK/broker.conf" drivers/cpu/legacy-des false
 cs_start
 cs_run_bounded $((60 * CS_TIME_FACTOR)) "$T/off.log" $CS_CLIENT_WRAPPER "$CLIENT" "$CRYPTOSERVER_MODULE" \
-    "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" "$T" off || { cat "$T/off.log"; cs_fail "legacy-des = false: DES ran"; }
+    "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" "$SO_PIN" "$T" off || { cat "$T/off.log"; cs_fail "legacy-des = false: DES ran"; }
 cs_log "legacy-des = false: CKM_DES_ECB is CKR_MECHANISM_INVALID"
 
 cs_stop
-shred -u "$T"/*-key.bin 2>/dev/null || true
+shred -u "$T"/*-key.bin "$T"/kek.bin "$T"/rsa.pem "$T"/*.der 2>/dev/null || true
