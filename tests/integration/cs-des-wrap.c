@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <p11-kit/pkcs11.h>
+#include "cs-test-files.h"
 #include "cs-test-slot.h"
 
 static CK_FUNCTION_LIST *p11;
@@ -56,23 +57,16 @@ s_fail (const char *what)
 static size_t
 s_read (const char *name, unsigned char *buf, size_t max)
 {
-    char path [4096];
-    snprintf (path, sizeof path, "%s/%s", s_dir, name);
-    FILE *f = fopen (path, "rb");
-    size_t n = f ? fread (buf, 1, max, f) : 0;
-    if (!f || n == 0 || n == max)
+    long n = cs_test_read (s_dir, name, buf, max);
+    if (n <= 0 || (size_t) n == max)
         s_fail ("cannot read an input file");
-    fclose (f);
-    return n;
+    return (size_t) n;
 }
 
 static void
 s_write (const char *name, const unsigned char *data, size_t len)
 {
-    char path [4096];
-    snprintf (path, sizeof path, "%s/%s", s_dir, name);
-    FILE *f = fopen (path, "wb");
-    if (!f || fwrite (data, 1, len, f) != len || fclose (f))
+    if (!cs_test_write (s_dir, name, data, len))
         s_fail ("cannot write an output file");
 }
 
@@ -187,16 +181,25 @@ s_des (void)
 
 /*  ---- wrapping with CBC-PAD ---------------------------------------------- */
 
-/*  Wraps `key` (value `value`, `len` bytes) under `kek` with `mech`,
- *  writes the result as PREFIX-wrapped.bin, unwraps it as a `type` key
- *  and checks the new key is sensitive and encrypts (ECB `ecb`) as `key`.  */
+/*  Makes a `type` KEK of value `k` and a `type` data key of value `v`
+ *  (*kek_p, *key_p), wraps the key under the KEK with `mech`, writes
+ *  PREFIX-{key,iv,value,wrapped}.bin, unwraps it and checks the new key is
+ *  sensitive and encrypts (ECB `ecb`) as the original.  */
 static void
-s_round_trip (CK_MECHANISM *mech, CK_OBJECT_HANDLE kek, CK_OBJECT_HANDLE key, CK_KEY_TYPE type,
-              CK_MECHANISM *ecb, const char *prefix)
+s_round_trip (CK_MECHANISM *mech, CK_KEY_TYPE type, const unsigned char *k, CK_ULONG k_len, const unsigned char *v,
+              CK_ULONG v_len, CK_MECHANISM *ecb, const char *prefix, CK_OBJECT_HANDLE *kek_p, CK_OBJECT_HANDLE *key_p)
 {
     unsigned char wrapped [128], a [32], b [32], block [16] = "0123456789abcdef";
     CK_ULONG len = 0, a_len = sizeof a, b_len = sizeof b;
+    CK_OBJECT_HANDLE kek = *kek_p = s_key (type, k, k_len, CK_FALSE, CK_TRUE);
+    CK_OBJECT_HANDLE key = *key_p = s_key (type, v, v_len, CK_TRUE, CK_FALSE);
     char name [64];
+    snprintf (name, sizeof name, "%s-key.bin", prefix);
+    s_write (name, k, k_len);
+    snprintf (name, sizeof name, "%s-iv.bin", prefix);
+    s_write (name, mech->pParameter, mech->ulParameterLen);
+    snprintf (name, sizeof name, "%s-value.bin", prefix);
+    s_write (name, v, v_len);
     CHECK (p11->C_WrapKey (s, mech, kek, key, NULL, &len), "C_WrapKey (length query)");
     CHECK (p11->C_WrapKey (s, mech, kek, key, wrapped, &len), "C_WrapKey (CBC-PAD)");
     snprintf (name, sizeof name, "%s-wrapped.bin", prefix);
@@ -238,23 +241,13 @@ s_wraps (void)
     }
     memcpy (iv3, "\x01\x23\x45\x67\x89\xab\xcd\xef", 8);
 
-    /*  DES3 wraps DES3 (112 bits each) with CKM_DES3_CBC_PAD.  */
-    CK_OBJECT_HANDLE kek3 = s_key (CKK_DES3, k3, 24, CK_FALSE, CK_TRUE);
-    CK_OBJECT_HANDLE key3 = s_key (CKK_DES3, v3, 24, CK_TRUE, CK_FALSE);
+    /*  DES3 wraps DES3 (112 bits each) with CKM_DES3_CBC_PAD; AES-256
+        wraps AES-128 with CKM_AES_CBC_PAD.  */
+    CK_OBJECT_HANDLE kek3, key3, keka, keya;
     CK_MECHANISM des3_pad = { CKM_DES3_CBC_PAD, iv3, 8 }, des3_ecb = { CKM_DES3_ECB, NULL, 0 };
-    s_round_trip (&des3_pad, kek3, key3, CKK_DES3, &des3_ecb, "w3");
-    s_write ("w3-key.bin", k3, 24);
-    s_write ("w3-iv.bin", iv3, 8);
-    s_write ("w3-value.bin", v3, 24);
-
-    /*  AES-256 wraps AES-128 with CKM_AES_CBC_PAD.  */
-    CK_OBJECT_HANDLE keka = s_key (CKK_AES, ka, 32, CK_FALSE, CK_TRUE);
-    CK_OBJECT_HANDLE keya = s_key (CKK_AES, va, 16, CK_TRUE, CK_FALSE);
+    s_round_trip (&des3_pad, CKK_DES3, k3, 24, v3, 24, &des3_ecb, "w3", &kek3, &key3);
     CK_MECHANISM aes_pad = { CKM_AES_CBC_PAD, iva, 16 }, aes_ecb = { CKM_AES_ECB, NULL, 0 };
-    s_round_trip (&aes_pad, keka, keya, CKK_AES, &aes_ecb, "wa");
-    s_write ("wa-key.bin", ka, 32);
-    s_write ("wa-iv.bin", iva, 16);
-    s_write ("wa-value.bin", va, 16);
+    s_round_trip (&aes_pad, CKK_AES, ka, 32, va, 16, &aes_ecb, "wa", &keka, &keya);
 
     /*  Strict usage separation (docs/CONTRACTS.md "Usage separation").  */
     EXPECT (p11->C_WrapKey (s, &des3_pad, kek3, keya, out, &len), CKR_WRAPPING_KEY_SIZE_RANGE,
