@@ -17,6 +17,8 @@
  *  their exact CKR_ codes: AES-128 under DES3 (112 bits) is a key under a
  *  weaker one, a DES3 wrapping key does not encrypt, an AES key cannot
  *  unwrap with DES3-CBC-PAD.
+ *  Published vectors: RFC 3394 §4.1 and §4.6, RFC 5649 §6 through
+ *  C_WrapKey with session KEKs, byte for byte, and back with C_UnwrapKey.
  *  Private keys: OUTDIR/rsa.wrapped (`openssl enc -id-aes256-wrap-pad` of
  *  an RSA key's PKCS#8 under OUTDIR/kek.bin) unwraps, with a CKA_TRUSTED
  *  KEK the SO made, into a sensitive private key that signs
@@ -263,6 +265,54 @@ s_wraps (void)
             "CKM_DES3_CBC_PAD with an AES wrapping key");
 }
 
+/*  ---- published vectors through C_WrapKey ---------------------------------- */
+
+/*  RFC 3394 §4.1 and §4.6, RFC 5649 §6 (the 20-byte key): a session KEK
+ *  of the vector's value wraps a session key of the vector's value; the
+ *  bytes must be the RFC's, and they unwrap back.  */
+static void
+s_vectors (void)
+{
+    static const struct {
+        CK_MECHANISM_TYPE mech;
+        CK_KEY_TYPE type;               /* of the wrapped key */
+        const char *kek, *key, *wrapped, *what;
+    } v [] = {
+        { CKM_AES_KEY_WRAP, CKK_AES, "000102030405060708090a0b0c0d0e0f", "00112233445566778899aabbccddeeff",
+          "1fa68b0a8112b447aef34bd8fb5a7b829d3e862371d2cfe5", "RFC 3394 4.1 (128-bit KEK, 128-bit key)" },
+        { CKM_AES_KEY_WRAP, CKK_AES, "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+          "00112233445566778899aabbccddeeff000102030405060708090a0b0c0d0e0f",
+          "28c9f404c4b810f4cbccb35cfb87f8263f5786e2d80ed326cbc7f0e71a99f43bfb988b9b7a02dd21",
+          "RFC 3394 4.6 (256-bit KEK, 256-bit key)" },
+        { CKM_AES_KEY_WRAP_PAD, CKK_GENERIC_SECRET, "5840df6e29b02af1ab493b705bf16ea1ae8338f4dcc176a8",
+          "c37b7e6492584340bed12207808941155068f738",
+          "138bdeaa9b8fa7fc61f97742e72248ee5ae6ae5360d1ae6a5f54f373fa543b6a", "RFC 5649 6 (20-byte key)" },
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v [0]; i++) {
+        unsigned char kek [32], key [32], want [48], out [64];
+        CK_ULONG kek_len = strlen (v [i].kek) / 2, key_len = strlen (v [i].key) / 2, want_len = strlen (v [i].wrapped) / 2;
+        CK_ULONG len = sizeof out;
+        s_hex (v [i].kek, kek);
+        s_hex (v [i].key, key);
+        s_hex (v [i].wrapped, want);
+        CK_MECHANISM mech = { v [i].mech, NULL, 0 };
+        CK_OBJECT_HANDLE w = s_key (CKK_AES, kek, kek_len, CK_FALSE, CK_TRUE);
+        CK_OBJECT_HANDLE k = s_key (v [i].type, key, key_len, CK_FALSE, CK_FALSE);
+        CHECK (p11->C_WrapKey (s, &mech, w, k, out, &len), v [i].what);
+        s_expect_bytes (out, len, want, want_len, v [i].what);
+        CK_ATTRIBUTE tmpl [] = {
+            { CKA_CLASS, &s_secret, sizeof s_secret }, { CKA_KEY_TYPE, (void *) &v [i].type, sizeof v [i].type },
+            { CKA_TOKEN, &no, 1 }, { CKA_EXTRACTABLE, &yes, 1 },
+        };
+        CK_OBJECT_HANDLE back;
+        CK_ATTRIBUTE attr = { CKA_VALUE_LEN, &len, sizeof len };
+        CHECK (p11->C_UnwrapKey (s, &mech, w, want, want_len, tmpl, 4, &back), "C_UnwrapKey (published vector)");
+        CHECK (p11->C_GetAttributeValue (s, back, &attr, 1), "C_GetAttributeValue (CKA_VALUE_LEN)");
+        if (len != key_len)
+            s_fail ("an unwrapped vector key has another length");
+    }
+}
+
 /*  ---- private keys (PKCS#8) under a secret key ------------------------------ */
 
 static void
@@ -354,6 +404,7 @@ main (int argc, char **argv)
         s_fail ("CKM_DES3_CBC_PAD does not advertise CKF_WRAP and CKF_UNWRAP");
     s_des ();
     s_wraps ();
+    s_vectors ();
     s_private (argv [3], argv [4]);
     CHECK (p11->C_Logout (s), "C_Logout");
     CHECK (p11->C_Finalize (NULL), "C_Finalize");

@@ -2,6 +2,8 @@
 # des-wrap.sh — single DES (legacy) and CBC-PAD wrapping (issue #21) through
 # the module on the broker's openssl board.  A C client (cs-des-wrap) checks
 # DES against FIPS 81's published answers, CKM_DES_KEY_GEN's parity, the
+# RFC 3394/5649 vectors through C_WrapKey, an RSA private key (PKCS#8)
+# unwrapped from OpenSSL's RFC 5649 bytes that signs and wraps back, the
 # CBC-PAD wrap/unwrap round trips and the strict usage-separation refusals
 # with their exact CKR_ codes; here `openssl enc` recomputes the module's
 # DES-CBC-PAD ciphertext (legacy provider) and its wrapped keys
