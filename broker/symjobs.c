@@ -28,8 +28,8 @@ symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
     if (mac ? job->operation != CS_SYM_SIGN
             : job->operation != CS_SYM_ENCRYPT && job->operation != CS_SYM_DECRYPT)
         return CKR_MECHANISM_INVALID;
-    if (job->key_wrap && row->input != CS_MECH_IN_KW && row->input != CS_MECH_IN_KWP)
-        return CKR_MECHANISM_INVALID;           /* C_WrapKey/C_UnwrapKey: key-wrap rows only */
+    if (job->key_wrap && !(row->flags & CKF_WRAP))
+        return CKR_MECHANISM_INVALID;           /* C_WrapKey/C_UnwrapKey: wrapping rows only */
     if (job->key_value.len && symjob_key (row, job->key_value.data, job->key_value.len, NULL) != CKR_OK)
         return CKR_KEY_SIZE_RANGE;
     if (job->data.len > CS_MECH_SYM_MAX_DATA)
