@@ -256,8 +256,11 @@ party_gen_control (party_t *self, const void *id, size_t id_len, char **args, si
     }
     zsys_info ("party: generating %u-bit shared key \"%s\" for tenant %s as coordinator", bits, args [2], args [1]);
     /*  s_open answers the admin when the generation fails (party_gen_drop).  */
-    if (s_open (self, session, self->index, args [1], args [2], ref, bits, id, id_len) < 0)
+    if (s_open (self, session, self->index, args [1], args [2], ref, bits, id, id_len) < 0) {
+        if (!self->gen || !self->gen->control_id)
+            party_reply (self, id, id_len, "ERR", "CKR_HOST_MEMORY", "out of memory", NULL);
         party_gen_drop (self, "out of memory", true);
+    }
 }
 
 /*  Round frames that came before the session's GENERATE (another link may

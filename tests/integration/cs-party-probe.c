@@ -8,6 +8,10 @@
  *  refusal.  Prints what it saw; exit 0 when both answers are as expected.
  *
  *  usage: cs-party-probe P1-ENDPOINT P1-PUBLIC-KEY P3-ENDPOINT P3-CERT-SECRET TENANT REF K
+ *         cs-party-probe --stranger P1-ENDPOINT P1-PUBLIC-KEY
+ *  The second form connects with a fresh key pair that no party pinned and
+ *  sends a SIGN: exit 0 when the connection is refused (no answer can come
+ *  back; party 1 logs the refused key).
  */
 #include <czmq.h>
 #include "sharedkeys/sharedkeys.pb-c.h"
@@ -37,9 +41,31 @@ s_recv (zsock_t *router, int timeout_ms)
     return frame;
 }
 
+/*  A connection with a key no party pinned: party 1's ZAP handler refuses
+ *  the handshake, so nothing reaches it (it logs the key).  */
+static int
+s_stranger (const char *endpoint, const char *server_key)
+{
+    zcert_t *cert = zcert_new ();
+    zsock_t *dealer = zsock_new (ZMQ_DEALER);
+    zcert_apply (cert, dealer);
+    zsock_set_curve_serverkey (dealer, server_key);
+    zsock_set_sndtimeo (dealer, 3000);
+    zsock_set_immediate (dealer, 1);
+    zsock_connect (dealer, "%s", endpoint);
+    int rc = zstr_send (dealer, "x");
+    printf ("stranger: %s\n", rc ? "refused (never connected)" : "sent");
+    printf ("stranger key: %s\n", zcert_public_txt (cert));
+    zsock_destroy (&dealer);
+    zcert_destroy (&cert);
+    return rc ? 0 : 1;
+}
+
 int
 main (int argc, char **argv)
 {
+    if (argc == 4 && streq (argv [1], "--stranger"))
+        return s_stranger (argv [2], argv [3]);
     if (argc != 8) {
         fprintf (stderr, "usage: cs-party-probe P1-ENDPOINT P1-PUBLIC-KEY P3-ENDPOINT P3-CERT-SECRET TENANT REF K\n");
         return 2;

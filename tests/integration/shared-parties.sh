@@ -7,7 +7,7 @@
 # (CKR_DEVICE_ERROR, E: line, no signature); a party down fails the job
 # naming it, and it works again once the party is back; a party killed
 # mid-generation leaves no row anywhere and a retry succeeds; malformed,
-# replayed and out-of-order party frames are refused.
+# replayed and out-of-order party frames and unknown keys are refused.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -164,7 +164,22 @@ cs_wait_until 5 grep -q "refused a round message of a closed session from party 
 [ "$(grep -c "refused a malformed frame from party 3" "$WORK/p1.log")" = 2 ] \
     || cs_fail "the malformed frames (garbage, other version) were not both refused"
 grep -q "refused a signature for party 3: replayed session id" "$WORK/p1.log" || cs_fail "no replay refusal"
+"$PROBE" --stranger "tcp://127.0.0.1:${PORT[1]}" "$(sed -n 's/.*public-key = "\(.*\)"/\1/p' "$WORK/p1/broker.cert")" \
+    > "$WORK/stranger.out" 2>&1 || cs_fail "a key no party pinned got through: $(cat "$WORK/stranger.out")"
+grep -qF "refused a connection with CURVE key $(sed -n 's/stranger key: //p' "$WORK/stranger.out")" "$WORK/p1.log" \
+    || cs_fail "party 1 did not log the refused key"
 party_start 3
+
+# ---- a party that stops answering (SIGSTOP: connected, silent) ---------------
+kill -STOP "${CS_PEER_PID[p2]}"
+start=$(date +%s)
+admin sign --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 --in "$WORK/msg" --out "$WORK/sig7" \
+    > "$WORK/silent.out" 2>&1 && cs_fail "signed with party 2 silent"
+kill -CONT "${CS_PEER_PID[p2]}"
+[ $(( $(date +%s) - start )) -le $(( 10 * CS_TIME_FACTOR )) ] || cs_fail "the failure took longer than its deadline"
+grep -q "CKR_DEVICE_ERROR.*party 2 (tcp://127.0.0.1:${PORT[2]}) did not answer within 3000 ms" "$WORK/silent.out" \
+    || cs_fail "the error does not name the silent party 2: $(cat "$WORK/silent.out")"
+cs_log "party 2 silent: $(cat "$WORK/silent.out")"
 
 # ---- a party killed mid-generation -------------------------------------------
 # 2048 bits: the rounds last seconds, so the kill lands inside them.
