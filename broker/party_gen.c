@@ -12,13 +12,9 @@
 #include <openssl/param_build.h>
 #include <openssl/core_names.h>
 #include "party_int.h"
+#include "cs_util.h"
 #include "key_info.h"
 #include "cryptoserver/pkcs11v.h"
-
-#define S_FRAME_INIT(f, kind_, session_) \
-    Cs__Sk__Frame f = CS__SK__FRAME__INIT; \
-    f.version = CS_SK_PROTOCOL_VERSION; f.kind = (kind_); \
-    f.session.data = (uint8_t *) (session_); f.session.len = CS_SK_SESSION_LEN
 
 static void
 s_gen_free (party_gen_t **gen_p)
@@ -43,7 +39,7 @@ s_flush (party_t *self, cs_sk_outbox_t *out, unsigned *unreachable)
 {
     int rc = 0;
     for (size_t i = 0; i < out->count && rc == 0; i++) {
-        S_FRAME_INIT (frame, CS__SK__FRAME_KIND__ROUND, self->gen->session);
+        PARTY_FRAME_INIT (frame, CS__SK__FRAME_KIND__ROUND, self->gen->session);
         frame.round.data = out->msg [i].data;
         frame.round.len = out->msg [i].len;
         if (party_send (self, out->msg [i].receiver, &frame)) {
@@ -73,7 +69,7 @@ party_gen_drop (party_t *self, const char *why, bool tell_peers)
         (void) keystore_key_delete (self->ks, gen->tenant, gen->ref);
     if (tell_peers)
         for (unsigned i = 1; i <= CS_SK_PARTIES; i++) {
-            S_FRAME_INIT (frame, CS__SK__FRAME_KIND__ABORT, gen->session);
+            PARTY_FRAME_INIT (frame, CS__SK__FRAME_KIND__ABORT, gen->session);
             frame.error = (char *) why;
             if (i != self->index)
                 (void) party_send (self, i, &frame);
@@ -241,7 +237,7 @@ party_gen_control (party_t *self, const void *id, size_t id_len, char **args, si
         return;
     }
     for (unsigned i = 1; i <= CS_SK_PARTIES; i++) {
-        S_FRAME_INIT (frame, CS__SK__FRAME_KIND__GENERATE, session);
+        PARTY_FRAME_INIT (frame, CS__SK__FRAME_KIND__GENERATE, session);
         frame.tenant = args [1];
         frame.label = args [2];
         frame.ref = ref;
@@ -303,7 +299,7 @@ s_coordinate (party_t *self)
     if (gen->state == GEN_READY && gen->ready [1] + gen->ready [2] + gen->ready [3] == CS_SK_PARTIES) {
         gen->state = GEN_COMMITTING;
         for (unsigned i = 1; i <= CS_SK_PARTIES; i++) {
-            S_FRAME_INIT (frame, CS__SK__FRAME_KIND__COMMIT, gen->session);
+            PARTY_FRAME_INIT (frame, CS__SK__FRAME_KIND__COMMIT, gen->session);
             if (i != self->index && party_send (self, i, &frame)) {
                 party_gen_drop (self, "a party left before the commit", true);
                 return;
@@ -318,11 +314,10 @@ s_coordinate (party_t *self)
         unsigned char n [PARTY_MAX_N];
         size_t n_len = 0;
         unsigned long e = 0;
-        char *hex = NULL;
         cs_sk_share_public (gen->share, n, sizeof n, &n_len, &e);
-        if ((hex = malloc (2 * n_len + 1)))
-            for (size_t i = 0; i < n_len; i++)
-                sprintf (hex + 2 * i, "%02x", n [i]);
+        char *hex = malloc (2 * n_len + 1);
+        if (hex)
+            cs_hex_encode (n, n_len, hex);
         zsys_info ("party: shared key \"%s\" (%s) of tenant %s stored at the three parties in %.1f s",
                    gen->label, gen->ref, gen->tenant, (double) (zclock_mono () - gen->started) / 1000);
         s_answer (self, "OK", gen->ref, hex ? hex : "");
@@ -347,7 +342,7 @@ s_now_ready (party_t *self)
         s_coordinate (self);
         return;
     }
-    S_FRAME_INIT (frame, CS__SK__FRAME_KIND__READY, gen->session);
+    PARTY_FRAME_INIT (frame, CS__SK__FRAME_KIND__READY, gen->session);
     if (party_send (self, gen->coordinator, &frame))
         party_gen_drop (self, "the coordinator is not reachable", true);
 }
@@ -397,7 +392,7 @@ party_gen_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
                 why = "malformed key ref";
             if (why) {
                 zsys_warning ("party: refused a generation from party %u: %s", from, why);
-                S_FRAME_INIT (abort, CS__SK__FRAME_KIND__ABORT, frame->session.data);
+                PARTY_FRAME_INIT (abort, CS__SK__FRAME_KIND__ABORT, frame->session.data);
                 abort.error = (char *) why;
                 (void) party_send (self, from, &abort);
                 return;
@@ -438,7 +433,7 @@ party_gen_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
             }
             gen->state = GEN_STORED;
             {
-                S_FRAME_INIT (stored, CS__SK__FRAME_KIND__STORED, gen->session);
+                PARTY_FRAME_INIT (stored, CS__SK__FRAME_KIND__STORED, gen->session);
                 (void) party_send (self, from, &stored);
             }
             zsys_info ("party: sealed my share of \"%s\" (%s) for tenant %s", gen->label, gen->ref, gen->tenant);

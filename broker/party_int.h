@@ -13,6 +13,11 @@
 #define PARTY_SEEN 256              /* session ids remembered against replays */
 #define PARTY_PENDING 64            /* round frames held for a session not opened yet */
 #define PARTY_ERR_LEN 256
+/*  Declares Frame f of kind_ for session_ (CS_SK_SESSION_LEN bytes, borrowed).  */
+#define PARTY_FRAME_INIT(f, kind_, session_) \
+    Cs__Sk__Frame f = CS__SK__FRAME__INIT; \
+    f.version = CS_SK_PROTOCOL_VERSION; f.kind = (kind_); \
+    f.session.data = (uint8_t *) (session_); f.session.len = CS_SK_SESSION_LEN
 #define PARTY_MAX_N 513              /* bytes of the largest modulus (4096 bits) + 1 */
 
 typedef struct {

@@ -9,13 +9,9 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include "party_int.h"
+#include "cs_util.h"
 #include "cs_driver.h"
 #include "drv_util.h"
-
-#define S_FRAME_INIT(f, kind_, session_) \
-    Cs__Sk__Frame f = CS__SK__FRAME__INIT; \
-    f.version = CS_SK_PROTOCOL_VERSION; f.kind = (kind_); \
-    f.session.data = (uint8_t *) (session_); f.session.len = CS_SK_SESSION_LEN
 
 int
 party_share_load (party_t *self, const char *tenant, const char *label, const char *ref,
@@ -83,30 +79,14 @@ s_sign_free (party_sign_t **sign_p)
     *sign_p = NULL;
 }
 
+/*  Hex of data (malloc'd, caller frees), or NULL.  */
 static char *
 s_hex (const unsigned char *data, size_t len)
 {
     char *hex = malloc (2 * len + 1);
-    for (size_t i = 0; hex && i < len; i++)
-        sprintf (hex + 2 * i, "%02x", data [i]);
-    if (hex && len == 0)
-        *hex = 0;
+    if (hex)
+        cs_hex_encode (data, len, hex);
     return hex;
-}
-
-static long
-s_unhex (const char *hex, unsigned char *out, size_t cap)
-{
-    size_t len = strlen (hex);
-    if (len % 2 || len / 2 > cap)
-        return -1;
-    for (size_t i = 0; i < len / 2; i++) {
-        unsigned v;
-        if (sscanf (hex + 2 * i, "%2x", &v) != 1)
-            return -1;
-        out [i] = (unsigned char) v;
-    }
-    return (long) (len / 2);
 }
 
 /*  This party's m^(d_i) mod N into out (k bytes); with party/test-fault =
@@ -162,7 +142,7 @@ s_fan_out (party_t *self, const char *tenant, const char *ref)
 {
     party_sign_t *sign = self->sign;
     for (unsigned i = 1; i <= CS_SK_PARTIES; i++) {
-        S_FRAME_INIT (frame, CS__SK__FRAME_KIND__SIGN, sign->session);
+        PARTY_FRAME_INIT (frame, CS__SK__FRAME_KIND__SIGN, sign->session);
         frame.tenant = (char *) tenant;
         frame.ref = (char *) ref;
         frame.data.data = sign->m;
@@ -214,7 +194,7 @@ party_sign_control (party_t *self, const void *id, size_t id_len, char **args, s
         party_reply (self, id, id_len, "ERR", "CKR_FUNCTION_FAILED", "busy with another signature", NULL);
         goto out;
     }
-    long in_len = s_unhex (args [4], in, sizeof in);
+    long in_len = cs_hex_decode (args [4], in, sizeof in);
     unsigned only = partial ? (unsigned) atoi (args [5]) : 0;
     party_sign_t *sign = self->sign = calloc (1, sizeof *sign);
     if (sign) {
@@ -321,7 +301,7 @@ party_sign_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
         return;
     }
     /*  SIGN from a peer: this party's partial result, or why not.  */
-    S_FRAME_INIT (reply, CS__SK__FRAME_KIND__PARTIAL, frame->session.data);
+    PARTY_FRAME_INIT (reply, CS__SK__FRAME_KIND__PARTIAL, frame->session.data);
     char err [PARTY_ERR_LEN] = "";
     Cs__KeyInfo *info = NULL;
     cs_sk_share_t *share = NULL;

@@ -9,6 +9,7 @@
 #include <openssl/param_build.h>
 #include <openssl/core_names.h>
 #include "cs_admin.h"
+#include "cs_util.h"
 
 typedef struct {
     const char *dir, *tenant, *label, *mech, *in, *out;
@@ -114,26 +115,25 @@ s_ok (zmsg_t *reply)
     return ok;
 }
 
+/*  Hex of data; caller frees (aborts on out of memory, a CLI tool).  */
 static char *
 s_hex (const unsigned char *data, size_t len)
 {
     char *hex = zmalloc (2 * len + 1);
-    for (size_t i = 0; i < len; i++)
-        sprintf (hex + 2 * i, "%02x", data [i]);
+    cs_hex_encode (data, len, hex);
     return hex;
 }
 
+/*  Writes the bytes of hex to path.  */
 static int
 s_write_hex (const char *path, const char *hex)
 {
-    size_t len = strlen (hex) / 2;
-    unsigned char *bin = zmalloc (len + 1);
-    for (size_t i = 0; i < len; i++) {
-        unsigned v = 0;
-        sscanf (hex + 2 * i, "%2x", &v);
-        bin [i] = (unsigned char) v;
-    }
-    int rc = cs_admin_file_write (path, bin, len, 0644);
+    size_t cap = strlen (hex) / 2 + 1;
+    unsigned char *bin = zmalloc (cap);
+    long len = cs_hex_decode (hex, bin, cap);
+    int rc = len < 0 ? -1 : cs_admin_file_write (path, bin, (size_t) len, 0644);
+    if (len < 0)
+        cs_admin_error ("malformed answer");
     free (bin);
     return rc;
 }
