@@ -80,6 +80,15 @@ admin () { "$CS_ADMIN" shared "$@" --tenant demo --timeout $((60 * CS_TIME_FACTO
 # rows LABEL I: rows labelled LABEL in party I's keystore (read offline).
 rows () { "$CS_ADMIN" key list --dir "$WORK/p$2" --tenant demo | grep -c -- "$1" || true; }
 
+# A bad party section stops the broker at start (exit 1, an E: line).
+cp "$WORK/p1/broker.conf" "$WORK/p1/bad.conf"
+"$CS_ADMIN" config set "$WORK/p1/bad.conf" party/index 4
+status=0
+CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs timeout 30 "$CS_BROKER" -c "$WORK/p1/bad.conf" -f \
+    > "$WORK/bad.log" 2>&1 < /dev/null || status=$?
+[ "$status" = 1 ] || cs_fail "a broker with party/index 4 exited with status $status"
+grep -q '^E: .*party/index: must be 1, 2 or 3' "$WORK/bad.log" || cs_fail "no E: line for party/index 4"
+
 for i in 1 2 3; do party_start "$i"; done
 cs_log "three parties on ports ${PORT[1]} ${PORT[2]} ${PORT[3]}"
 
@@ -195,6 +204,24 @@ for i in 1 2 3; do
     [ "$(rows shared2 "$i")" = 0 ] || cs_fail "party $i kept a row of the failed generation"
 done
 party_start 3
+
+# ---- a party silent mid-generation (SIGSTOP) ----------------------------------
+admin generate --dir "$WORK/p1" --label shared3 --bits 2048 > "$WORK/gen4.out" 2>&1 &
+gen=$!
+cs_wait_until $((20 * CS_TIME_FACTOR)) grep -q 'generating 2048-bit shared key "shared3"' "$WORK/p3.log" \
+    || cs_fail "party 3 never joined the generation of shared3"
+kill -STOP "${CS_PEER_PID[p3]}"
+wait "$gen" && { kill -CONT "${CS_PEER_PID[p3]}"; cs_fail "the generation succeeded with party 3 silent"; }
+kill -CONT "${CS_PEER_PID[p3]}"
+grep -q "party 3 (tcp://127.0.0.1:${PORT[3]}) did not answer within 3000 ms" "$WORK/gen4.out" \
+    || cs_fail "the failure does not name the silent party 3: $(cat "$WORK/gen4.out")"
+cs_wait_until $((10 * CS_TIME_FACTOR)) grep -q 'generation of "shared3" for tenant demo dropped' "$WORK/p3.log" \
+    || cs_fail "party 3 did not drop the session once it ran again"
+for i in 1 2 3; do
+    [ "$(rows shared3 "$i")" = 0 ] || cs_fail "party $i kept a row of the generation with a silent party"
+done
+cs_log "silent mid-generation: $(cat "$WORK/gen4.out"); no rows"
+
 admin generate --dir "$WORK/p2" --label shared2 --bits 1024 > "$WORK/gen3.out" 2>&1 \
     || cs_fail "the retry failed: $(cat "$WORK/gen3.out")"
 for i in 1 2 3; do
