@@ -259,6 +259,36 @@ party_gen_control (party_t *self, const void *id, size_t id_len, char **args, si
     }
 }
 
+static void
+s_remember_commit (party_t *self)
+{
+    party_gen_t *gen = self->gen;
+    party_committed_t *c = &self->committed [self->n_committed++ % PARTY_COMMITTED];
+    memcpy (c->session, gen->session, CS_SK_SESSION_LEN);
+    c->coordinator = gen->coordinator;
+    snprintf (c->tenant, sizeof c->tenant, "%s", gen->tenant);
+    snprintf (c->ref, sizeof c->ref, "%s", gen->ref);
+}
+
+/*  The coordinator's ABORT after this party sealed its share (it could not
+ *  seal its own): the row goes, so no party keeps a part of the key.  Only
+ *  the session's own coordinator can undo, and only that session's row.  */
+static void
+s_undo_commit (party_t *self, unsigned from, const unsigned char *session)
+{
+    size_t n = self->n_committed < PARTY_COMMITTED ? self->n_committed : PARTY_COMMITTED;
+    for (size_t i = 0; i < n; i++) {
+        party_committed_t *c = &self->committed [i];
+        if (c->coordinator != from || memcmp (c->session, session, CS_SK_SESSION_LEN))
+            continue;
+        if (keystore_key_delete (self->ks, c->tenant, c->ref) == 0)
+            zsys_error ("party: deleted my share %s of tenant %s: the coordinator, party %u, aborted after "
+                        "the commit", c->ref, c->tenant, from);
+        c->coordinator = 0;
+        return;
+    }
+}
+
 /*  Round frames that came before the session's GENERATE (another link may
  *  be faster): held, then replayed when it opens.  */
 static void
@@ -432,6 +462,7 @@ party_gen_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
                 return;
             }
             gen->state = GEN_STORED;
+            s_remember_commit (self);
             {
                 PARTY_FRAME_INIT (stored, CS__SK__FRAME_KIND__STORED, gen->session);
                 (void) party_send (self, from, &stored);
@@ -452,8 +483,7 @@ party_gen_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
                 party_gen_drop (self, why, false);
             }
             else
-            if (frame->ref && *frame->ref && frame->tenant && *frame->tenant)
-                (void) keystore_key_delete (self->ks, frame->tenant, frame->ref);
+                s_undo_commit (self, from, frame->session.data);
             return;
         default:
             zsys_warning ("party: refused a frame of kind %d from party %u", (int) frame->kind, from);

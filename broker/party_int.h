@@ -62,6 +62,17 @@ typedef struct {
     unsigned char *data; size_t len;
 } party_pending_t;
 
+#define PARTY_COMMITTED 16          /* recent sealed shares a coordinator's ABORT may undo */
+
+/*  A share this party sealed on a coordinator's COMMIT: an ABORT of the
+ *  same session (the coordinator could not seal its own) deletes it.  */
+typedef struct {
+    unsigned char session [CS_SK_SESSION_LEN];
+    unsigned coordinator;
+    char tenant [256];
+    char ref [40];
+} party_committed_t;
+
 struct _party_t {
     const broker_config_t *config;
     keystore_t *ks;                 /* this thread's connection */
@@ -79,6 +90,8 @@ struct _party_t {
     size_t n_seen;
     party_pending_t pending [PARTY_PENDING];
     size_t n_pending;
+    party_committed_t committed [PARTY_COMMITTED];
+    size_t n_committed;
     bool fault_partial;             /* party/test-fault = wrong-partial: tests only */
 };
 
