@@ -321,6 +321,7 @@ s_thread (void *arg)
         party_sign_tick (self);
     }
     party_gen_drop (self, "the broker stops", true);
+    party_sign_drop (self, "the broker stops");
     return NULL;
 }
 

@@ -129,5 +129,7 @@ void party_gen_drop (party_t *self, const char *why, bool tell_peers);
 void party_sign_control (party_t *self, const void *id, size_t id_len, char **args, size_t n);
 void party_sign_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame);
 void party_sign_tick (party_t *self);
+/*  Fails the signature in flight, if any, with why (the broker stops).  */
+void party_sign_drop (party_t *self, const char *why);
 
 #endif

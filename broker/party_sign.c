@@ -332,6 +332,15 @@ party_sign_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
         cs__key_info__free_unpacked (info, NULL);
 }
 
+void
+party_sign_drop (party_t *self, const char *why)
+{
+    if (!self->sign)
+        return;
+    party_reply (self, self->sign->control_id, self->sign->control_id_len, "ERR", "CKR_DEVICE_ERROR", why, NULL);
+    s_sign_free (&self->sign);
+}
+
 /*  A signature whose peers do not all answer within party/round-timeout-ms
  *  fails naming the first missing party.  */
 void
