@@ -56,6 +56,8 @@ s_usage (FILE *out)
         "  audit verify [--dir DIR] [--keystore-url URL] [--public-key FILE]\n"
         "  audit show [--dir DIR] [--keystore-url URL] [--tenant T] [--since TIME] [--json]\n"
         "      check every audit chain and checkpoint signature; print the records\n"
+        "  shared generate|public|sign|partial --tenant T --label L [--dir DIR] ...\n"
+        "      a shared RSA key of three party brokers (docs/SHARED-KEYS.md)\n"
         "  status [--metrics URL]... [--dir DIR]\n"
         "      each running broker's boards (health, jobs), queue depth and clients,\n"
         "      from its metrics endpoint\n"
@@ -95,6 +97,8 @@ main (int argc, char **argv)
         status = cs_admin_tenant (argc - 1, argv + 1);
     if (streq (verb, "key"))
         status = cs_admin_key (argc - 1, argv + 1);
+    if (streq (verb, "shared"))
+        status = cs_admin_shared (argc - 1, argv + 1);
     if (status >= 0) {                  //  a change: recorded in the audit log
         cs_admin_audit_note (argc, argv, status);
         return status;

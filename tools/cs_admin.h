@@ -30,6 +30,7 @@ int cs_admin_tenant_quota (int argc, char **argv);
 int cs_admin_key (int argc, char **argv);           /* cs_admin_key.c */
 int cs_admin_master_key (int argc, char **argv);    /* cs_admin_key.c */
 int cs_admin_status (int argc, char **argv);        /* cs_admin_status.c */
+int cs_admin_shared (int argc, char **argv);        /* cs_admin_shared.c: shared RSA keys (issue #24) */
 
 /*  Options shared by the keystore verbs (tenant, key, master-key); every
  *  string is borrowed from argv except the PINs (owned, wiped by
