@@ -178,90 +178,97 @@ fe_public_job_rv (const fe_request_t *request)
     return stale ? fe_no_login_rv (request) : CKR_OK;
 }
 
-/*  The rooms' entry points, by file; each is documented where it is
- *  defined.  */
-/* ---- frontend.c ---- */
-void fe_drained_check (frontend_t *self);
+/*  The verdict of admission on a charged request (fe_admission_verdict);
+ *  the request room acts on it.  */
+typedef enum {
+    FE_ADMIT,                       /* start it now */
+    FE_QUEUE,                       /* keep it in its client's backlog (fe_admission_hold) */
+    FE_REFUSE                       /* answer it with an error and free it */
+} fe_verdict_t;
+
+/*  The rooms' entry points, by file, from the top of the pipeline down
+ *  (docs/FRONTEND.md); each is documented where it is defined.  A file
+ *  calls only files listed below it (tests/integration/broker-layers.sh);
+ *  what comes back up goes through the `done` of a slow job or work item,
+ *  set by the room that made it.  */
+/* ---- frontend.c: the reactor (frontend.h) ---- */
 
 /* ---- request.c ---- */
-void fe_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, CK_RV rv,
-              const char *error);
-void fe_request_destroy (fe_request_t **self_p);
-bool fe_log_due (frontend_t *self, fe_request_t *request, const char *limit);
-void fe_key_limit_log (frontend_t *self, fe_request_t *request, CK_RV rv, const char *why);
-void fe_request_release (frontend_t *self, fe_request_t *request, bool counted);
-void fe_request_job_done (frontend_t *self, fe_request_t *request, size_t index);
 void fe_request_run (frontend_t *self, fe_request_t *request, bool counted);
 void fe_request_start (frontend_t *self, fe_request_t *request, bool counted);
+void fe_request_backlog_run (frontend_t *self);
 void fe_request_handle (frontend_t *self, zframe_t **identity_p, zframe_t *body, bool extra_frames);
 
 /* ---- admission.c ---- */
 int fe_admission_start (frontend_t *self);
 void fe_admission_free (frontend_t *self);
 int fe_identify (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p);
-int fe_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request);
-void fe_request_admit (frontend_t *self, fe_request_t *request);
+CK_RV fe_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p);
+fe_verdict_t fe_admission_verdict (frontend_t *self, const fe_request_t *request);
+int fe_admission_hold (frontend_t *self, fe_request_t *request);
+fe_request_t *fe_admission_next (frontend_t *self);
 void fe_flow_control (frontend_t *self);
-void fe_flow_resume (frontend_t *self);
+void fe_flow_depth (frontend_t *self);
 
-/* ---- dispatch.c ---- */
-void fe_item_wipe_material (frontend_t *self, work_item_t *item);
-int fe_submit (frontend_t *self, work_item_t *item);
-int fe_on_backend (zloop_t *loop, zsock_t *reader, void *arg);
-int fe_on_watch_timer (zloop_t *loop, int timer_id, void *arg);
+/* ---- login.c ---- */
+CK_RV fe_login (frontend_t *self, fe_request_t *request, const Cs__LoginJob *job, fe_slot_t *slot);
+CK_RV fe_init_pin (frontend_t *self, fe_request_t *request, size_t index);
+CK_RV fe_set_pin (frontend_t *self, fe_request_t *request, size_t index, const Cs__SetPinJob *job);
+void fe_ticket_check (frontend_t *self, fe_request_t *request);
+
+/* ---- keymgmt_jobs.c ---- */
+void fe_job_generate (frontend_t *self, fe_request_t *request, size_t index);
+void fe_job_key (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot);
+void fe_job_object (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot);
+
+/* ---- pool_jobs.c ---- */
+void fe_pool_refill (frontend_t *self);
+int fe_keys_start (frontend_t *self);
+void fe_pool_stop (frontend_t *self);
+unsigned char *fe_pool_take (frontend_t *self, const Cs__GenerateKeyPairJob *job, CK_KEY_TYPE type, size_t *len_p);
+void fe_pipe_pool_wait (frontend_t *self);
 
 /* ---- route.c ---- */
+void fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index);
+void fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index);
+void fe_job_sym (frontend_t *self, fe_request_t *request, size_t index);
+
+/* ---- inventory.c ---- */
 /*  Boards that may see `tenant`'s key material and data: those dedicated
  *  to no tenant (drivers/NAME/tenant unset) or to this one; NULL (a
  *  background job for no tenant yet, a pool key): the shared ones only.  */
 uint64_t fe_open_boards (frontend_t *self, const char *tenant);
 uint64_t fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant);
 int fe_board_index (frontend_t *self, const char *name);
-void fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index);
-void fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index);
-void fe_job_sym (frontend_t *self, fe_request_t *request, size_t index);
-void fe_key_read_done (frontend_t *self, fe_request_t *request, slow_job_t *job);
-
-/* ---- inventory.c ---- */
 const fe_board_key_t * fe_board_key_find (frontend_t *self, const char *tenant, const char *ref, unsigned char id [CS_KEY_ID_MAX],
                   size_t *id_len_p);
 void fe_job_hello (frontend_t *self, fe_request_t *request, fe_slot_t *slot);
 void fe_job_list_keys (frontend_t *self, fe_request_t *request, const Cs__ListKeysJob *job, fe_slot_t *slot);
-void fe_list_keys_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *list);
 int fe_build_mechs (frontend_t *self);
 int fe_build_routing (frontend_t *self);
 void fe_inventory_free (frontend_t *self);
 
-/* ---- login.c ---- */
-CK_RV fe_login (frontend_t *self, fe_request_t *request, const Cs__LoginJob *job, fe_slot_t *slot);
-CK_RV fe_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *check);
-CK_RV fe_init_pin (frontend_t *self, fe_request_t *request, size_t index);
-CK_RV fe_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set);
-CK_RV fe_set_pin (frontend_t *self, fe_request_t *request, size_t index, const Cs__SetPinJob *job);
-CK_RV fe_set_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set);
-void fe_ticket_check (frontend_t *self, fe_request_t *request);
-
-/* ---- keymgmt_jobs.c ---- */
-void fe_generated_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *described);
-void fe_generate_finish (frontend_t *self, fe_request_t *request, fe_slot_t *slot);
-void fe_job_generate (frontend_t *self, fe_request_t *request, size_t index);
-void fe_job_key (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot);
-void fe_key_job_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *change);
-void fe_job_object (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot);
-
-/* ---- pool_jobs.c ---- */
-void fe_pool_refill (frontend_t *self);
-void fe_background_done (frontend_t *self, work_item_t *item);
-int fe_keys_start (frontend_t *self);
-void fe_pool_stop (frontend_t *self);
-unsigned char *fe_pool_take (frontend_t *self, const Cs__GenerateKeyPairJob *job, CK_KEY_TYPE type, size_t *len_p);
-void fe_pipe_pool_wait (frontend_t *self);
+/* ---- reply.c ---- */
+void fe_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, CK_RV rv,
+              const char *error);
+void fe_send_error_version (frontend_t *self, zframe_t *identity, uint64_t request_id, uint32_t version,
+                            CK_RV rv, const char *error);
+void fe_request_destroy (fe_request_t **self_p);
+bool fe_log_due (frontend_t *self, fe_request_t *request, const char *limit);
+void fe_key_limit_log (frontend_t *self, fe_request_t *request, CK_RV rv, const char *why);
+void fe_request_release (frontend_t *self, fe_request_t *request, bool counted);
+void fe_request_job_done (frontend_t *self, fe_request_t *request, size_t index);
+void fe_drained_check (frontend_t *self);
 
 /* ---- slow_link.c ---- */
-slow_job_t * fe_slow_new (fe_request_t *request, size_t index, slow_kind_t kind);
+/*  The completion of a slow job: called on the frontend's thread with the
+ *  `arg` the room gave (the frontend) once the job is back; the job is
+ *  freed after it returns.  */
+typedef void (fe_slow_done_fn) (void *arg, slow_job_t *job);
+slow_job_t * fe_slow_new (frontend_t *self, fe_request_t *request, size_t index, slow_kind_t kind,
+                          fe_slow_done_fn *done);
 CK_RV fe_slow_go (frontend_t *self, slow_job_t *job);
 void fe_keystore_check (frontend_t *self);
-void fe_slow_done (slow_item_t *item, void *arg);
 int fe_keystore_start (frontend_t *self);
 /*  The audit log (slow_link.c, audit.h): fe_audit_start makes it (off when
  *  broker.conf says so), notes "broker-start" and starts its flush timer
@@ -270,6 +277,12 @@ int fe_keystore_start (frontend_t *self);
  *  checkpoint.  */
 int fe_audit_start (frontend_t *self);
 void fe_audit_stop (frontend_t *self);
+
+/* ---- dispatch.c ---- */
+void fe_item_wipe_material (frontend_t *self, work_item_t *item);
+int fe_submit (frontend_t *self, work_item_t *item);
+void fe_dispatch_backend (frontend_t *self);
+void fe_dispatch_sweep (frontend_t *self);
 
 /*  fast_lane.c: cheap items on the reactor thread (issue #8).
  *  fe_fast_lane_start reads broker/fast-lane-us and finds the boards that

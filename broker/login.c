@@ -3,8 +3,8 @@
  *  made, checked and renewed here (docs/CONTRACTS.md "Login tickets").
  *
  *  Owns: nothing of its own beyond the request's ticket fields.
- *  May call: ticket.h, ks_cache.h (tenant rows), slow_link.c (fe_slow_new,
- *  fe_slow_go).  */
+ *  May call: ticket.h, ks_cache.h (tenant rows), reply.c (the release when
+ *  a PIN job is back), slow_link.c (fe_slow_new, fe_slow_go).  */
 #include "frontend_int.h"
 
 /*  Makes a ticket for the request's client and tenant: user_type at PIN
@@ -59,23 +59,41 @@ s_tenant_touched (frontend_t *self, const char *tenant, CK_USER_TYPE user_type,
         ks_cache_tenant_drop (self->cache, tenant);
 }
 
+static CK_RV s_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *check);
+static CK_RV s_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set);
+static CK_RV s_set_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set);
+
+/*  A PIN job (SLOW_LOGIN, SLOW_INIT_PIN, SLOW_SET_PIN) is back from the
+ *  slow pool: its result, then the request's count of it (fe_slow_go).  */
+static void
+s_pin_job_back (void *arg, slow_job_t *job)
+{
+    frontend_t *self = arg;
+    fe_request_t *request = job->request;
+    fe_slot_t *slot = &request->slots [job->index];
+    slot->result.rv = job->kind == SLOW_LOGIN ? s_login_done (self, request, slot, job)
+                    : job->kind == SLOW_INIT_PIN ? s_init_pin_done (self, request, job)
+                    : s_set_pin_done (self, request, job);
+    fe_request_release (self, request, true);
+}
+
 /*  Checks the PIN of the client's tenant in the keystore (keyed scrypt,
  *  ~70 ms, in the slow pool; failures counted, CKR_PIN_LOCKED after too
- *  many): FE_CKR_PENDING, then fe_login_done.  */
+ *  many): FE_CKR_PENDING, then s_login_done.  */
 CK_RV
 fe_login (frontend_t *self, fe_request_t *request, const Cs__LoginJob *job, fe_slot_t *slot)
 {
     if (job->user_type != CKU_USER && job->user_type != CKU_SO)
         return CKR_USER_TYPE_INVALID;
-    slow_job_t *check = fe_slow_new (request, slot->item.index, SLOW_LOGIN);
+    slow_job_t *check = fe_slow_new (self, request, slot->item.index, SLOW_LOGIN, s_pin_job_back);
     return check ? fe_slow_go (self, check) : CKR_HOST_MEMORY;
 }
 
 /*  The PIN check is back: a ticket bound to the client key, at the PIN
  *  epoch the check saw, expiring after broker/ticket-lifetime-ms unless
  *  renewed.  */
-CK_RV
-fe_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *check)
+static CK_RV
+s_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *check)
 {
     const Cs__LoginJob *job = check->job->login;
     CK_RV rv = check->rv;
@@ -102,18 +120,18 @@ fe_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_jo
 
 /*  C_InitPIN: the SO sets the user PIN (PKCS#11 2.40 §5.6), which also
  *  clears its lock and ends every user login of the tenant (a new PIN
- *  epoch); the SO's own login goes on.  In the slow pool (fe_init_pin_done).  */
+ *  epoch); the SO's own login goes on.  In the slow pool (s_init_pin_done).  */
 CK_RV
 fe_init_pin (frontend_t *self, fe_request_t *request, size_t index)
 {
     if (!request->so_ok)
         return fe_no_login_rv (request);
-    slow_job_t *set = fe_slow_new (request, index, SLOW_INIT_PIN);
+    slow_job_t *set = fe_slow_new (self, request, index, SLOW_INIT_PIN, s_pin_job_back);
     return set ? fe_slow_go (self, set) : CKR_HOST_MEMORY;
 }
 
-CK_RV
-fe_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
+static CK_RV
+s_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
 {
     s_tenant_touched (self, request->tenant, CKU_USER, NULL);
     zsys_info ("init-pin: tenant %s by client %s: %s", request->tenant, request->client_name,
@@ -125,18 +143,18 @@ fe_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
  *  moves the PIN epoch: logins made with the old PIN end, anywhere.  The
  *  caller's own login of that user type goes on (PKCS#11 2.40 §5.6: the
  *  session stays logged in): it gets a ticket at the new epoch in
- *  Reply.ticket.  In the slow pool (fe_set_pin_done).  */
+ *  Reply.ticket.  In the slow pool (s_set_pin_done).  */
 CK_RV
 fe_set_pin (frontend_t *self, fe_request_t *request, size_t index, const Cs__SetPinJob *job)
 {
     if (job->user_type != CKU_USER && job->user_type != CKU_SO)
         return CKR_USER_TYPE_INVALID;
-    slow_job_t *set = fe_slow_new (request, index, SLOW_SET_PIN);
+    slow_job_t *set = fe_slow_new (self, request, index, SLOW_SET_PIN, s_pin_job_back);
     return set ? fe_slow_go (self, set) : CKR_HOST_MEMORY;
 }
 
-CK_RV
-fe_set_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
+static CK_RV
+s_set_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
 {
     const Cs__SetPinJob *job = set->job->set_pin;
     const char *role = job->user_type == CKU_USER ? "user" : "SO";

@@ -8,10 +8,14 @@
  *  "ks:" ref (read like a keystore key pair's private key).
  *
  *  Owns: the per-item key material and its pinning in the key cache.
+ *  The completions of its work items and key reads are here too (s_item_back,
+ *  s_key_read_done): dispatch.c and slow_link.c call them through the
+ *  item's or job's `done`.
+ *
  *  May call: board.h capabilities, ks_cache.h, inventory.c
- *  (fe_board_key_find), slow_link.c (fe_slow_new, fe_slow_go: a key read),
- *  dispatch.c (fe_submit, fe_item_wipe_material), request.c (fe_log_due,
- *  fe_request_release).  */
+ *  (fe_board_key_find, fe_open_boards), slow_link.c (fe_slow_new,
+ *  fe_slow_go: a key read), dispatch.c (fe_submit, fe_item_wipe_material),
+ *  reply.c (fe_log_due, fe_request_job_done, fe_request_release).  */
 #include <openssl/objects.h>
 #include <openssl/x509.h>
 #include "cs_attr_rules.h"
@@ -28,18 +32,6 @@
 #include "keyattrs.h"
 
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
-
-uint64_t
-fe_open_boards (frontend_t *self, const char *tenant)
-{
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++) {
-        const char *owner = self->args->boards [b]->tenant;
-        if (!owner || (tenant && streq (owner, tenant)))
-            set |= UINT64_C (1) << b;
-    }
-    return set;
-}
 
 /*  Boards open to `tenant` (fe_open_boards) that sign/decrypt with key
  *  material of key_type.  */
@@ -64,18 +56,6 @@ s_derive_boards (frontend_t *self, bool material, const char *tenant)
         if (board_derives (self->args->boards [b], material))
             set |= UINT64_C (1) << b;
     return material ? set & fe_open_boards (self, tenant) : set;
-}
-
-/*  Boards open to `tenant` (NULL: pool keys, for any tenant later) that
- *  generate key_type as material.  */
-uint64_t
-fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant)
-{
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_generates (self->args->boards [b], key_type, false))
-            set |= UINT64_C (1) << b;
-    return set & fe_open_boards (self, tenant);
 }
 
 /*  Boards open to `tenant` that run raw modexp (CS_CAP_MODEXP): the
@@ -108,16 +88,6 @@ s_mech_boards (frontend_t *self, const work_item_t *item)
         if (board_runs (self->args->boards [b], type, flag))
             set |= UINT64_C (1) << b;
     return set;
-}
-
-/*  Index of the board called name, or -1.  */
-int
-fe_board_index (frontend_t *self, const char *name)
-{
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (streq (self->args->boards [b]->name, name))
-            return (int) b;
-    return -1;
 }
 
 /*  The modulus bits of an RSAPrivateKey (RFC 8017 A.1.2: SEQUENCE {
@@ -383,7 +353,7 @@ s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item
 
 /*  "ks:...": the tenant's keystore row from the cache, pinned by the item
  *  (s_route_keystore_key); FE_CKR_PENDING with the ref in item->ref when
- *  it is not cached (the slow pool reads it: fe_key_read_done).  */
+ *  it is not cached (the slow pool reads it: s_key_read_done).  */
 static CK_RV
 s_route_keystore_ref (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref)
 {
@@ -465,8 +435,39 @@ s_crypto_submit (frontend_t *self, fe_slot_t *slot, CK_RV rv)
     return false;
 }
 
+/*  A sign, decrypt, derive, modexp or secret-key item is back for good
+ *  (its completion, called by dispatch.c): its result is the job's; with
+ *  per_job_replies its reply leaves now; then the request's count of it
+ *  (fe_submit).  */
+static void
+s_item_back (void *arg, work_item_t *item)
+{
+    frontend_t *self = arg;
+    fe_request_t *request = item->request;
+    Cs__Result *result = &request->slots [item->index].result;
+    result->rv = item->rv;
+    if (item->rv == CKR_OK) {
+        result->kind_case = CS__RESULT__KIND_DATA;
+        result->data.data = item->out;
+        result->data.len = item->out_len;
+    }
+    fe_request_job_done (self, request, item->index);
+    fe_request_release (self, request, true);
+}
+
+/*  A new work item of job `index` of request, whose completion is
+ *  s_item_back.  */
+static void
+s_item_new (frontend_t *self, fe_request_t *request, size_t index, work_kind_t kind, work_item_t *item)
+{
+    *item = (work_item_t) { .request = request, .index = index, .kind = kind, .deadline = request->deadline,
+                            .done = s_item_back, .done_arg = self };
+}
+
+static void s_key_read_done (void *arg, slow_job_t *job);
+
 /*  A keystore key that is not cached (*rv FE_CKR_PENDING, its ref in
- *  item->ref): the slow pool reads it and fe_key_read_done goes on; true
+ *  item->ref): the slow pool reads it and s_key_read_done goes on; true
  *  then.  False, with *rv unchanged or CKR_HOST_MEMORY, when the job is to
  *  be finished here.  */
 static bool
@@ -474,7 +475,7 @@ s_key_read (frontend_t *self, fe_request_t *request, size_t index, work_item_t *
 {
     if (*rv != FE_CKR_PENDING)
         return false;
-    slow_job_t *read = fe_slow_new (request, index, SLOW_KEY);
+    slow_job_t *read = fe_slow_new (self, request, index, SLOW_KEY, s_key_read_done);
     if (!read) {
         *rv = CKR_HOST_MEMORY;
         return false;
@@ -506,9 +507,8 @@ fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index)
     fe_slot_t *slot = &request->slots [index];
     work_item_t *item = &slot->item;
     const Cs__Job *job = request->req->jobs [index];
-    *item = (work_item_t) { .request = request, .index = index, .deadline = request->deadline };
-    item->kind = job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
-               : job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE;
+    s_item_new (self, request, index, job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
+                                    : job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE, item);
     s_item_inputs (item, job);
     CK_RV rv = s_carries_key (job) ? fe_public_job_rv (request)
              : request->ticket_ok ? CKR_OK : fe_no_login_rv (request);
@@ -526,8 +526,7 @@ fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
 {
     fe_slot_t *slot = &request->slots [index];
     work_item_t *item = &slot->item;
-    *item = (work_item_t) { .request = request, .index = index, .kind = WORK_MODEXP,
-                            .deadline = request->deadline };
+    s_item_new (self, request, index, WORK_MODEXP, item);
     CK_RV rv = request->ticket_ok ? modexp_job_operands (request->req, index, &item->modexp)
                                   : CKR_USER_NOT_LOGGED_IN;
     item->boards = s_modexp_boards (self, request->tenant);
@@ -569,7 +568,7 @@ s_sym_key (frontend_t *self, work_item_t *item, const Cs__KeyInfo *info, const u
 
 /*  The "ks:" ref of a SymJob: the key from the cache (pinned by the item),
  *  or FE_CKR_PENDING with the ref in item->ref (the slow pool reads it:
- *  fe_key_read_done).  Another ref form is CKR_KEY_HANDLE_INVALID.  */
+ *  s_key_read_done).  Another ref form is CKR_KEY_HANDLE_INVALID.  */
 static CK_RV
 s_route_sym_ref (frontend_t *self, fe_request_t *request, work_item_t *item)
 {
@@ -611,8 +610,7 @@ fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
 {
     fe_slot_t *slot = &request->slots [index];
     work_item_t *item = &slot->item;
-    *item = (work_item_t) { .request = request, .index = index, .kind = WORK_SYM,
-                            .deadline = request->deadline };
+    s_item_new (self, request, index, WORK_SYM, item);
     const Cs__SymJob *sym = request->req->jobs [index]->sym;
     CK_RV rv = !sym->key_id.len ? fe_public_job_rv (request)
              : request->ticket_ok ? CKR_OK : fe_no_login_rv (request);
@@ -631,12 +629,14 @@ fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
     s_sym_submit (self, slot, rv);
 }
 
-/*  The slow pool read a keystore key for a crypto or secret-key job: cached (unless a
- *  drop happened meanwhile: then the item owns the copy), routed and
- *  submitted; or the job fails.  */
-void
-fe_key_read_done (frontend_t *self, fe_request_t *request, slow_job_t *job)
+/*  The slow pool read a keystore key for a crypto or secret-key job (the
+ *  SLOW_KEY job's completion): cached (unless a drop happened meanwhile:
+ *  then the item owns the copy), routed and submitted; or the job fails.  */
+static void
+s_key_read_done (void *arg, slow_job_t *job)
 {
+    frontend_t *self = arg;
+    fe_request_t *request = job->request;
     fe_slot_t *slot = &request->slots [job->index];
     work_item_t *item = &slot->item;
     CK_RV rv = job->rc == KEYSTORE_DAMAGED || job->rc == KEYSTORE_UNAVAILABLE ? CKR_DEVICE_ERROR

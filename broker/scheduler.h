@@ -51,8 +51,12 @@ typedef enum {
  *  Ownership moves with the pointer (frontend -> worker -> frontend); the
  *  parent request, whose buffers the borrowed pointers below point into,
  *  stays with the frontend and outlives the item.  Background items (pool
- *  refills, clean-ups) have no request.  */
-typedef struct {
+ *  refills, clean-ups) have no request.  The room that makes an item sets
+ *  its completion (`done`, `done_arg`): the frontend calls it once the
+ *  item is back for good (docs/FRONTEND.md).  */
+typedef struct _work_item_t work_item_t;
+
+struct _work_item_t {
     void *request;                  /* parent request, or NULL; not owned */
     size_t index;                   /* the job's index in the parent */
     work_kind_t kind;
@@ -100,7 +104,9 @@ typedef struct {
     void *cross;                    /* its cross-check pair (cross_check.h), or NULL */
     uint64_t queued_on;             /* scheduler's own: while it waits, the boards it is
                                        counted as waiting for */
-} work_item_t;
+    void (*done) (void *done_arg, work_item_t *self);   /* completion, set by the room that made it */
+    void *done_arg;
+};
 
 /*  What scheduler_submit did with an item.  */
 typedef enum {

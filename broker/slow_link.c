@@ -1,27 +1,34 @@
 /*  slow_link.c — the frontend's side of the slow pool (slow_pool.h,
  *  slow_jobs.h) and of the keystore cache (ks_cache.h): jobs handed off
- *  with a pending count on their request, and their results routed back to
- *  the room that asked; the cache held or dropped when another writer
- *  changed the keystore (file watch, or PostgreSQL LISTEN/NOTIFY).
+ *  with a pending count on their request, and their results handed back to
+ *  the completion (`done`) the room that made the job set; the cache held
+ *  or dropped when another writer changed the keystore (file watch, or
+ *  PostgreSQL LISTEN/NOTIFY).  It sits below the job rooms and calls none.
  *
- *  Owns: frontend_t.slow, .cache, .watch, .listener.
- *  May call: request.c (fe_request_run, fe_request_release), route.c
- *  (fe_key_read_done), inventory.c (fe_list_keys_done), keymgmt_jobs.c
- *  (fe_key_job_done, fe_generated_done), login.c (*_done).  */
+ *  Owns: frontend_t.slow, .cache, .watch, .listener, the audit log.
+ *  May call: slow_pool.h, slow_jobs.h, ks_cache.h, ks_watch.h, audit.h.  */
 #include "ks_watch.h"
 #include "frontend_int.h"
 
 /*  A slow job of `kind` for job `index` of request (NULL: a job of no
- *  request), or NULL when out of memory.  Fill its inputs, then fe_slow_go.  */
+ *  request) whose completion is `done` (called with the frontend when the
+ *  job is back), or NULL when out of memory.  Fill its inputs, then
+ *  fe_slow_go.  */
 slow_job_t *
-fe_slow_new (fe_request_t *request, size_t index, slow_kind_t kind)
+fe_slow_new (frontend_t *self, fe_request_t *request, size_t index, slow_kind_t kind,
+             fe_slow_done_fn *done)
 {
-    return slow_job_new (kind, request, index,
-                         request && index < request->req->n_jobs ? request->req->jobs [index] : NULL,
-                         request ? request->tenant : NULL);
+    slow_job_t *job = slow_job_new (kind, request, index,
+                                    request && index < request->req->n_jobs ? request->req->jobs [index] : NULL,
+                                    request ? request->tenant : NULL);
+    if (job) {
+        job->done = done;
+        job->done_arg = self;
+    }
+    return job;
 }
 
-/*  Hands a slow job to the pool; it comes back to fe_slow_done.  A job of a
+/*  Hands a slow job to the pool; it comes back to its `done`.  A job of a
  *  request job holds one more pending count of the request until then
  *  (its result waits as FE_CKR_PENDING).  */
 CK_RV
@@ -38,9 +45,18 @@ fe_slow_go (frontend_t *self, slow_job_t *job)
     return FE_CKR_PENDING;
 }
 
+/*  SLOW_SETTLE is back: the cache is used again, dropped first when
+ *  someone else committed (or that is unknown).  */
+static void
+s_settled (void *arg, slow_job_t *job)
+{
+    frontend_t *self = arg;
+    ks_cache_unhold (self->cache, job->rc != 0);
+}
+
 /*  The keystore file is being written (ks_watch.h): the cache is held
  *  (not used) until a slow-pool thread got the write lock once, the writer
- *  having committed (SLOW_SETTLE, fe_slow_done); it is dropped then unless
+ *  having committed (SLOW_SETTLE, s_settled); it is dropped then unless
  *  the only writer was this broker, whose own changes were dropped one by
  *  one.  Called before every request looks at the cache: a change made
  *  before a request was sent is seen by it.  */
@@ -56,7 +72,7 @@ fe_keystore_check (frontend_t *self)
     }
     if (!self->watch || !ks_watch_changed (self->watch))
         return;
-    slow_job_t *settle = fe_slow_new (NULL, 0, SLOW_SETTLE);
+    slow_job_t *settle = fe_slow_new (self, NULL, 0, SLOW_SETTLE, s_settled);
     if (!settle) {
         ks_cache_drop_all (self->cache);
         return;
@@ -65,61 +81,17 @@ fe_keystore_check (frontend_t *self)
     fe_slow_go (self, settle);
 }
 
-/*  A slow job is back (slow_pool.h): its result goes to its job, and the
- *  request is released (a keystore key read goes on to a worker).  */
-void
-fe_slow_done (slow_item_t *item, void *arg)
+/*  A slow job is back (slow_pool.h): to the completion its room set.  */
+static void
+s_slow_back (slow_item_t *item, void *arg)
 {
-    frontend_t *self = arg;
+    (void) arg;
     slow_job_t *job = (slow_job_t *) item;
-    fe_request_t *request = job->request;
-    fe_slot_t *slot = request ? &request->slots [job->index] : NULL;
-    switch (job->kind) {
-        case SLOW_AUDIT:
-            broker_audit_done (self->audit, job->audit);
-            job->audit = NULL;
-            break;
-        case SLOW_SETTLE:
-            ks_cache_unhold (self->cache, job->rc != 0);   /* someone else committed, or unknown */
-            break;
-        case SLOW_TENANT:
-            request->keystore_down = job->rc == KEYSTORE_UNAVAILABLE;
-            if (job->rc == 0) {
-                ks_cache_tenant_put (self->cache, job->token, request->tenant, &job->state);
-                request->tenant_state = job->state;
-                request->has_state = true;
-            }
-            fe_request_run (self, request, true);
-            break;
-        case SLOW_KEY:
-            fe_key_read_done (self, request, job);
-            break;
-        case SLOW_LIST_KEYS:
-            fe_list_keys_done (self, request, slot, job);
-            fe_request_release (self, request, true);
-            break;
-        case SLOW_KEY_JOB:
-            fe_key_job_done (self, request, slot, job);
-            fe_request_release (self, request, true);
-            break;
-        case SLOW_GENERATED:
-            fe_generated_done (self, request, slot, job);
-            fe_request_release (self, request, true);
-            break;
-        case SLOW_OBJECT_JOB:
-            objjobs_result (&slot->result, job->rv, &slot->objects, &job->objects);
-            fe_request_release (self, request, true);
-            break;
-        default:
-            slot->result.rv = job->kind == SLOW_LOGIN ? fe_login_done (self, request, slot, job)
-                            : job->kind == SLOW_INIT_PIN ? fe_init_pin_done (self, request, job)
-                            : fe_set_pin_done (self, request, job);
-            fe_request_release (self, request, true);
-    }
+    job->done (job->done_arg, job);
     slow_job_destroy (&job);
 }
 
-/*  A slow job that will not come back through fe_slow_done (the frontend is
+/*  A slow job that will not come back through s_slow_back (the frontend is
  *  ending): freed, wiping what it holds; its request is left unanswered.  */
 static void
 s_slow_discard (slow_item_t *item, void *arg)
@@ -143,7 +115,7 @@ fe_keystore_start (frontend_t *self)
 {
     self->cache = ks_cache_new ((size_t) self->config->key_cache);
     self->slow = self->cache ? slow_pool_new (self->ks, (size_t) self->config->slow_threads, self->loop,
-                                              fe_slow_done, s_slow_discard, self) : NULL;
+                                              s_slow_back, s_slow_discard, self) : NULL;
     if (!self->slow || fe_audit_start (self) != 0)
         return -1;
     if (keystore_is_url (self->config->keystore_path)) {
@@ -163,12 +135,22 @@ fe_keystore_start (frontend_t *self)
 
 /* ---- the audit log (audit.h) ------------------------------------------- */
 
+/*  SLOW_AUDIT is back: the batch was appended (or is kept for the next
+ *  interval: audit.h).  */
+static void
+s_audit_back (void *arg, slow_job_t *job)
+{
+    frontend_t *self = arg;
+    broker_audit_done (self->audit, job->audit);
+    job->audit = NULL;
+}
+
 /*  Hands what the audit noted to the slow pool (at most one batch out).  */
 static void
 s_audit_flush (frontend_t *self)
 {
     broker_audit_batch_t *batch = broker_audit_take (self->audit, false);
-    slow_job_t *job = batch ? fe_slow_new (NULL, 0, SLOW_AUDIT) : NULL;
+    slow_job_t *job = batch ? fe_slow_new (self, NULL, 0, SLOW_AUDIT, s_audit_back) : NULL;
     if (batch && !job)
         broker_audit_done (self->audit, batch);         //  kept for the next interval
     if (job) {
