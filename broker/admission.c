@@ -12,8 +12,8 @@
  *  Owns: fe_admission_t (private here: the allow-list, the default
  *  tenant, the watch of clients.d and their timers), frontend_t.load and
  *  the reading flag of the router (flow control).
- *  May call: reply.c (fe_log_due), the scheduler's queue depth,
- *  client_load.h.  */
+ *  May call: job_kinds.c (which jobs go to a worker), reply.c
+ *  (fe_log_due), the scheduler's queue depth, client_load.h.  */
 #include <dirent.h>
 #include <inttypes.h>
 #include "clients_watch.h"
@@ -215,21 +215,16 @@ fe_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request, cons
     return CKR_DEVICE_MEMORY;
 }
 
-/*  True when the request has a job that goes to a worker.  */
+/*  True when the request has a job that goes to a worker (its row's
+ *  `worker`, job_kinds.c).  */
 static bool
 s_needs_worker (const Cs__Request *req)
 {
-    for (size_t i = 0; i < req->n_jobs; i++)
-        switch (req->jobs [i]->kind_case) {
-            case CS__JOB__KIND_SIGN:
-            case CS__JOB__KIND_DECRYPT:
-            case CS__JOB__KIND_DERIVE:
-            case CS__JOB__KIND_GENERATE_KEY_PAIR:
-            case CS__JOB__KIND_SYM:
-                return true;
-            default:
-                break;
-        }
+    for (size_t i = 0; i < req->n_jobs; i++) {
+        const fe_job_kind_t *kind = fe_job_kind (req->jobs [i]);
+        if (kind && kind->worker)
+            return true;
+    }
     return false;
 }
 

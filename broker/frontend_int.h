@@ -1,19 +1,24 @@
 /*  frontend_int.h — what the rooms of the frontend actor share (one
  *  thread: the frontend's zloop; nothing here is locked).  The rooms, one
- *  file each, and what each owns are listed below; the path of one job
- *  through them is docs/FRONTEND.md.  Only the rooms include this header;
- *  the rest of the broker sees frontend.h.
+ *  file each, top to bottom: a room calls only rooms below it
+ *  (tests/integration/broker-layers.sh); what comes back up is a slow
+ *  job's or work item's completion, set by the room that made it.  The
+ *  path of one job down and back: docs/FRONTEND.md.  Only the rooms
+ *  include this header; the rest of the broker sees frontend.h.
  *
  *    frontend.c      the reactor: sockets, loop, timers, pipe, start/stop
- *    request.c       decode, request and slot life cycle, the reply
- *    admission.c     allow-list and tenants, queued bytes, backlog, flow
- *    dispatch.c      work items to workers and back, re-runs, board sweep
- *    route.c         key -> boards, mechanism, per-request material
- *    inventory.c     mechanisms and resident keys of the boards; Hello, ListKeys
- *    login.c         login, PINs, tickets
+ *    request.c       the head of a request: identity, decode, admission's
+ *                    verdict, tenant row, login, each job to its row's start
+ *    admission.c     allow-list and tenants, queued bytes, the verdict, backlog
+ *    job_kinds.c     the table of job kinds: start, login needed, tenant row, worker
  *    keymgmt_jobs.c  key generation, import, destroy, attributes, copy; objects
+ *    route.c         crypto, modexp and secret-key jobs: key -> boards, material
+ *    login.c         login, PINs, tickets
  *    pool_jobs.c     pre-generated RSA keys: refills, restore, seal
- *    slow_link.c     slow-pool hand-off and return, keystore cache upkeep
+ *    inventory.c     mechanisms, resident keys and open boards; Hello, ListKeys
+ *    reply.c         the tail of a request: pending count, reply, free, DRAINED
+ *    slow_link.c     slow-pool hand-off and return, keystore cache upkeep, audit
+ *    dispatch.c      work items to workers and back, re-runs, board sweep
  *    fast_lane.c     cheap items run on the reactor itself (broker/fast-lane-us)
  */
 #ifndef FRONTEND_INT_H_INCLUDED
@@ -109,7 +114,7 @@ typedef struct _fe_fast_lane_t fe_fast_lane_t;
 /*  The frontend's state.  Each room keeps its own state behind one pointer
  *  (fe_admission_t, fe_inventory_t, fe_pool_t: private to their file);
  *  what stays here is what several rooms read.  Writers: frontend.c the
- *  sockets, loop and draining; request.c/admission.c in_flight and
+ *  sockets, loop and draining; request.c/admission.c/reply.c in_flight and
  *  reading; dispatch.c background_out; inventory.c scheduler (built),
  *  rsa_range; pool_jobs.c home_board; slow_link.c slow, cache, watch,
  *  listener.  */
@@ -162,22 +167,6 @@ fe_no_login_rv (const fe_request_t *request)
     return request->keystore_down ? CKR_DEVICE_ERROR : CKR_USER_NOT_LOGGED_IN;
 }
 
-/*  What a public job answers about the login: a job that carries its own
- *  key material (sign, decrypt, derive or secret-key job with the key in
- *  the job) or generates a key pair it returns (token FALSE), and so
- *  reaches no server-held key and stores nothing (docs/CONTRACTS.md "Login
- *  tickets"; PKCS#11 3.0 §4.4: public session objects need no login).
- *  CKR_OK without a ticket or with a valid CKU_USER or CKU_SO one; a ticket
- *  that does not hold (expired, revoked, forged) ends the login as for key
- *  lists: fe_no_login_rv.  The client is admitted by its CURVE key and the
- *  job is charged to its tenant as any other.  */
-static inline CK_RV
-fe_public_job_rv (const fe_request_t *request)
-{
-    bool stale = request->req->ticket.len && !request->ticket_ok && !request->so_ok;
-    return stale ? fe_no_login_rv (request) : CKR_OK;
-}
-
 /*  The verdict of admission on a charged request (fe_admission_verdict);
  *  the request room acts on it.  */
 typedef enum {
@@ -210,16 +199,46 @@ fe_request_t *fe_admission_next (frontend_t *self);
 void fe_flow_control (frontend_t *self);
 void fe_flow_depth (frontend_t *self);
 
+/* ---- job_kinds.c: the table of job kinds ---- */
+/*  What a job needs of the request's login before its room starts it
+ *  (docs/CONTRACTS.md "Login tickets"; checked by request.c).  */
+typedef enum {
+    FE_NEEDS_NOTHING,               /* Hello */
+    FE_NEEDS_PUBLIC,                /* no ticket, or one that holds (a stale one ends the login) */
+    FE_NEEDS_USER,                  /* a valid CKU_USER ticket */
+    FE_NEEDS_SO,                    /* a valid CKU_SO ticket */
+    FE_NEEDS_PIN                    /* none: the job checks a PIN (C_Login, C_SetPIN) */
+} fe_needs_t;
+
+/*  A room's start of job `index` of request: it sets the job's result, or
+ *  FE_CKR_PENDING with a slow job or work item out whose completion will.  */
+typedef void (fe_job_start_fn) (frontend_t *self, fe_request_t *request, size_t index);
+
+/*  One row of the table: a job kind and what the frontend knows of it.  */
+typedef struct {
+    Cs__Job__KindCase kind;
+    const char *name;               /* "SIGN" */
+    fe_job_start_fn *start;         /* its room's entry */
+    fe_needs_t needs;               /* the login it needs ... */
+    bool (*public_when) (const Cs__Job *job);   /* ... unless this holds (it carries its key,
+                                                   or its key pair is only returned): public */
+    bool tenant_row;                /* its request reads the tenant's row first */
+    bool worker;                    /* it goes to a worker (admission: broker/max-queue) */
+} fe_job_kind_t;
+
+const fe_job_kind_t *fe_job_kind (const Cs__Job *job);
+fe_needs_t fe_job_needs (const fe_job_kind_t *kind, const Cs__Job *job);
+
 /* ---- login.c ---- */
-CK_RV fe_login (frontend_t *self, fe_request_t *request, const Cs__LoginJob *job, fe_slot_t *slot);
-CK_RV fe_init_pin (frontend_t *self, fe_request_t *request, size_t index);
-CK_RV fe_set_pin (frontend_t *self, fe_request_t *request, size_t index, const Cs__SetPinJob *job);
+void fe_job_login (frontend_t *self, fe_request_t *request, size_t index);
+void fe_job_init_pin (frontend_t *self, fe_request_t *request, size_t index);
+void fe_job_set_pin (frontend_t *self, fe_request_t *request, size_t index);
 void fe_ticket_check (frontend_t *self, fe_request_t *request);
 
 /* ---- keymgmt_jobs.c ---- */
 void fe_job_generate (frontend_t *self, fe_request_t *request, size_t index);
-void fe_job_key (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot);
-void fe_job_object (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot);
+void fe_job_key (frontend_t *self, fe_request_t *request, size_t index);
+void fe_job_object (frontend_t *self, fe_request_t *request, size_t index);
 
 /* ---- pool_jobs.c ---- */
 void fe_pool_refill (frontend_t *self);
@@ -242,8 +261,8 @@ uint64_t fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const cha
 int fe_board_index (frontend_t *self, const char *name);
 const fe_board_key_t * fe_board_key_find (frontend_t *self, const char *tenant, const char *ref, unsigned char id [CS_KEY_ID_MAX],
                   size_t *id_len_p);
-void fe_job_hello (frontend_t *self, fe_request_t *request, fe_slot_t *slot);
-void fe_job_list_keys (frontend_t *self, fe_request_t *request, const Cs__ListKeysJob *job, fe_slot_t *slot);
+void fe_job_hello (frontend_t *self, fe_request_t *request, size_t index);
+void fe_job_list_keys (frontend_t *self, fe_request_t *request, size_t index);
 int fe_build_mechs (frontend_t *self);
 int fe_build_routing (frontend_t *self);
 void fe_inventory_free (frontend_t *self);

@@ -52,8 +52,9 @@ fe_board_key_find (frontend_t *self, const char *tenant, const char *ref, unsign
 }
 
 void
-fe_job_hello (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
+fe_job_hello (frontend_t *self, fe_request_t *request, size_t index)
 {
+    fe_slot_t *slot = &request->slots [index];
     Cs__HelloResult *hello = &slot->hello;
     cs__hello_result__init (hello);
     hello->version = request->version;
@@ -199,18 +200,17 @@ s_list_keys_back (void *arg, slow_job_t *list)
  *  is current (the tenant's keys_version from its row), else the rows are
  *  read in the slow pool (s_list_keys_back).  */
 void
-fe_job_list_keys (frontend_t *self, fe_request_t *request, const Cs__ListKeysJob *job, fe_slot_t *slot)
+fe_job_list_keys (frontend_t *self, fe_request_t *request, size_t index)
 {
+    const Cs__ListKeysJob *job = request->req->jobs [index]->list_keys;
+    fe_slot_t *slot = &request->slots [index];
     Cs__ListKeysResult *keys = &slot->keys;
     uint64_t version = s_list_version (self, request, request->has_state ? request->tenant_state.keys_version
                                                                          : 0);
-    if (request->req->ticket.len && !request->ticket_ok && !request->so_ok) {
-        /*  A ticket that is no longer valid (expired, revoked, forged):
-            say that the login is gone, rather than answer with the public
-            view as if the client had never logged in (CONTRACTS.md).  */
-        slot->result.rv = fe_no_login_rv (request);
-        return;
-    }
+    /*  A ticket that is no longer valid (expired, revoked, forged) has
+        ended the login before this (FE_NEEDS_PUBLIC, job_kinds.c), rather
+        than answer with the public view as if the client had never logged
+        in (docs/CONTRACTS.md "Login tickets").  */
     cs__list_keys_result__init (keys);
     keys->version = version;
     slot->result.kind_case = CS__RESULT__KIND_KEYS;

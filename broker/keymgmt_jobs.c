@@ -163,7 +163,8 @@ s_generate_on_board (frontend_t *self, fe_request_t *request, fe_slot_t *slot, C
 /*  C_GenerateKeyPair (issue #3): from the pool, on a worker as material, or
  *  resident on the keys/home board.  A token pair is stored: a USER ticket;
  *  a session pair (token FALSE) is only returned to the client: public
- *  (fe_public_job_rv), a pool key taken is charged to the tenant.  */
+ *  (both checked by its row in job_kinds.c), a pool key taken is charged to
+ *  the tenant.  */
 void
 fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
 {
@@ -173,9 +174,7 @@ fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
     CK_KEY_TYPE type = CKK_RSA;
     *item = (work_item_t) { .request = request, .index = index, .kind = WORK_GENERATE,
                             .deadline = request->deadline, .done = s_generate_back, .done_arg = self };
-    CK_RV rv = !job->token ? fe_public_job_rv (request) : request->ticket_ok ? CKR_OK : fe_no_login_rv (request);
-    if (rv == CKR_OK)
-        rv = keyjobs_keygen (job, &self->rsa_range, &item->gen, &type);
+    CK_RV rv = keyjobs_keygen (job, &self->rsa_range, &item->gen, &type);
     if (rv == CKR_OK && job->token && self->home_board >= 0)
         rv = s_generate_on_board (self, request, slot, type);
     else
@@ -278,14 +277,16 @@ s_key_job_ref (const Cs__Job *job)
 
 static void s_key_job_back (void *arg, slow_job_t *change);
 
-/*  Import, destroy, set attributes, copy: a USER ticket and a key ref of
- *  the tenant; the rows change in the slow pool (s_key_job_back).  */
+/*  Import, destroy, set attributes, copy, token secret keys: a USER
+ *  ticket (job_kinds.c) and a key ref of the tenant; the rows change in
+ *  the slow pool (s_key_job_back).  */
 void
-fe_job_key (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot)
+fe_job_key (frontend_t *self, fe_request_t *request, size_t index)
 {
-    CK_RV rv = request->ticket_ok ? s_key_ref_check (self, request, s_key_job_ref (job))
-                                  : fe_no_login_rv (request);
-    slow_job_t *change = rv == CKR_OK ? fe_slow_new (self, request, slot->item.index, SLOW_KEY_JOB, s_key_job_back) : NULL;
+    const Cs__Job *job = request->req->jobs [index];
+    fe_slot_t *slot = &request->slots [index];
+    CK_RV rv = s_key_ref_check (self, request, s_key_job_ref (job));
+    slow_job_t *change = rv == CKR_OK ? fe_slow_new (self, request, index, SLOW_KEY_JOB, s_key_job_back) : NULL;
     if (rv == CKR_OK)
         rv = change ? fe_slow_go (self, change) : CKR_HOST_MEMORY;
     if (rv != FE_CKR_PENDING)
@@ -331,13 +332,16 @@ s_object_back (void *arg, slow_job_t *run)
 }
 
 /*  Certificates and data objects (objjobs.h): run in the slow pool.  A
- *  ticket that no longer holds ends the login, as for key lists.  */
+ *  ticket that no longer holds has ended the login before (FE_NEEDS_PUBLIC,
+ *  job_kinds.c), as for key lists; which objects need the CKU_USER ticket
+ *  is objjobs_admit's.  */
 void
-fe_job_object (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot)
+fe_job_object (frontend_t *self, fe_request_t *request, size_t index)
 {
-    bool stale = request->req->ticket.len && !request->ticket_ok && !request->so_ok;
-    CK_RV rv = stale ? fe_no_login_rv (request) : objjobs_admit (job, request->ticket_ok);
-    slow_job_t *run = rv == CKR_OK ? fe_slow_new (self, request, slot->item.index, SLOW_OBJECT_JOB, s_object_back) : NULL;
+    const Cs__Job *job = request->req->jobs [index];
+    fe_slot_t *slot = &request->slots [index];
+    CK_RV rv = objjobs_admit (job, request->ticket_ok);
+    slow_job_t *run = rv == CKR_OK ? fe_slow_new (self, request, index, SLOW_OBJECT_JOB, s_object_back) : NULL;
     if (rv == CKR_USER_NOT_LOGGED_IN)
         rv = fe_no_login_rv (request);
     if (run)

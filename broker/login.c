@@ -77,16 +77,28 @@ s_pin_job_back (void *arg, slow_job_t *job)
     fe_request_release (self, request, true);
 }
 
+/*  Hands PIN job `index` of `kind` for `user_type` to the slow pool
+ *  (s_pin_job_back): its result is FE_CKR_PENDING, CKR_USER_TYPE_INVALID
+ *  (neither CKU_USER nor CKU_SO) or CKR_HOST_MEMORY.  */
+static void
+s_pin_job_go (frontend_t *self, fe_request_t *request, size_t index, slow_kind_t kind, CK_USER_TYPE user_type)
+{
+    CK_RV *rv = &request->slots [index].result.rv;
+    slow_job_t *job = NULL;
+    if (user_type != CKU_USER && user_type != CKU_SO)
+        *rv = CKR_USER_TYPE_INVALID;
+    else
+        *rv = (job = fe_slow_new (self, request, index, kind, s_pin_job_back)) ? fe_slow_go (self, job)
+                                                                               : CKR_HOST_MEMORY;
+}
+
 /*  Checks the PIN of the client's tenant in the keystore (keyed scrypt,
  *  ~70 ms, in the slow pool; failures counted, CKR_PIN_LOCKED after too
  *  many): FE_CKR_PENDING, then s_login_done.  */
-CK_RV
-fe_login (frontend_t *self, fe_request_t *request, const Cs__LoginJob *job, fe_slot_t *slot)
+void
+fe_job_login (frontend_t *self, fe_request_t *request, size_t index)
 {
-    if (job->user_type != CKU_USER && job->user_type != CKU_SO)
-        return CKR_USER_TYPE_INVALID;
-    slow_job_t *check = fe_slow_new (self, request, slot->item.index, SLOW_LOGIN, s_pin_job_back);
-    return check ? fe_slow_go (self, check) : CKR_HOST_MEMORY;
+    s_pin_job_go (self, request, index, SLOW_LOGIN, request->req->jobs [index]->login->user_type);
 }
 
 /*  The PIN check is back: a ticket bound to the client key, at the PIN
@@ -120,14 +132,12 @@ s_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job
 
 /*  C_InitPIN: the SO sets the user PIN (PKCS#11 2.40 §5.6), which also
  *  clears its lock and ends every user login of the tenant (a new PIN
- *  epoch); the SO's own login goes on.  In the slow pool (s_init_pin_done).  */
-CK_RV
-fe_init_pin (frontend_t *self, fe_request_t *request, size_t index)
+ *  epoch); the SO's own login goes on (a CKU_SO ticket: its row in
+ *  job_kinds.c).  In the slow pool (s_init_pin_done).  */
+void
+fe_job_init_pin (frontend_t *self, fe_request_t *request, size_t index)
 {
-    if (!request->so_ok)
-        return fe_no_login_rv (request);
-    slow_job_t *set = fe_slow_new (self, request, index, SLOW_INIT_PIN, s_pin_job_back);
-    return set ? fe_slow_go (self, set) : CKR_HOST_MEMORY;
+    s_pin_job_go (self, request, index, SLOW_INIT_PIN, CKU_USER);
 }
 
 static CK_RV
@@ -144,13 +154,10 @@ s_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
  *  caller's own login of that user type goes on (PKCS#11 2.40 §5.6: the
  *  session stays logged in): it gets a ticket at the new epoch in
  *  Reply.ticket.  In the slow pool (s_set_pin_done).  */
-CK_RV
-fe_set_pin (frontend_t *self, fe_request_t *request, size_t index, const Cs__SetPinJob *job)
+void
+fe_job_set_pin (frontend_t *self, fe_request_t *request, size_t index)
 {
-    if (job->user_type != CKU_USER && job->user_type != CKU_SO)
-        return CKR_USER_TYPE_INVALID;
-    slow_job_t *set = fe_slow_new (self, request, index, SLOW_SET_PIN, s_pin_job_back);
-    return set ? fe_slow_go (self, set) : CKR_HOST_MEMORY;
+    s_pin_job_go (self, request, index, SLOW_SET_PIN, request->req->jobs [index]->set_pin->user_type);
 }
 
 static CK_RV

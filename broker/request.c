@@ -8,11 +8,11 @@
  *
  *  Owns: the decision to start, queue or refuse a request (acting on
  *  admission's verdict) and the start of queued ones (fe_request_backlog_run).
- *  May call: admission.c (identity, charge, verdict, backlog), login.c
- *  (tickets, PIN jobs), inventory.c (Hello, ListKeys), route.c
- *  (sign/decrypt/derive, modexp, secret-key jobs), keymgmt_jobs.c
- *  (generate, import/destroy/set/copy, objects), slow_link.c (tenant row
- *  reads), reply.c.  */
+ *  Each job goes to the start function of its kind's row (job_kinds.c),
+ *  after the login its row needs; no switch on the kind here.
+ *  May call: admission.c (identity, charge, verdict, backlog), job_kinds.c
+ *  (the table), login.c (fe_ticket_check), slow_link.c (tenant row reads),
+ *  reply.c.  */
 #include <inttypes.h>
 #include "cs_wire.h"
 #include "frontend_int.h"
@@ -20,59 +20,41 @@
 static uint64_t s_peek_request_id (zframe_t *body);
 
 
+/*  What the request's login gives a job that needs `needs`
+ *  (docs/CONTRACTS.md "Login tickets"): CKR_OK, or what the job answers
+ *  without it (fe_no_login_rv).  A public job (one that carries its own key
+ *  material or generates a key pair it returns, and so reaches no
+ *  server-held key and stores nothing: PKCS#11 3.0 §4.4, public session
+ *  objects need no login) runs without a ticket or with a valid CKU_USER
+ *  or CKU_SO one; a ticket that does not hold (expired, revoked, forged)
+ *  ends the login as for key lists.  A PIN job checks its PIN itself.  */
+static CK_RV
+s_login_gate (const fe_request_t *request, fe_needs_t needs)
+{
+    bool stale = request->req->ticket.len && !request->ticket_ok && !request->so_ok;
+    switch (needs) {
+        case FE_NEEDS_USER: return request->ticket_ok ? CKR_OK : fe_no_login_rv (request);
+        case FE_NEEDS_SO: return request->so_ok ? CKR_OK : fe_no_login_rv (request);
+        case FE_NEEDS_PUBLIC: return stale ? fe_no_login_rv (request) : CKR_OK;
+        default: return CKR_OK;
+    }
+}
+
+/*  Job `index`: its result slot, its login (s_login_gate), then its room's
+ *  start function from its row (job_kinds.c).  */
 static void
 s_job (frontend_t *self, fe_request_t *request, size_t index)
 {
     fe_slot_t *slot = &request->slots [index];
     const Cs__Job *job = request->req->jobs [index];
+    const fe_job_kind_t *kind = fe_job_kind (job);
     cs__result__init (&slot->result);
     request->results [index] = &slot->result;
     slot->item.index = index;
-    switch (job->kind_case) {
-        case CS__JOB__KIND_HELLO:
-            fe_job_hello (self, request, slot);
-            break;
-        case CS__JOB__KIND_LOGIN:
-            slot->result.rv = fe_login (self, request, job->login, slot);
-            break;
-        case CS__JOB__KIND_LIST_KEYS:
-            fe_job_list_keys (self, request, job->list_keys, slot);
-            break;
-        case CS__JOB__KIND_SIGN:
-        case CS__JOB__KIND_DECRYPT:
-        case CS__JOB__KIND_DERIVE:
-            fe_job_crypto (self, request, index);
-            break;
-        case CS__JOB__KIND_GENERATE_KEY_PAIR:
-            fe_job_generate (self, request, index);
-            break;
-        case CS__JOB__KIND_MODEXP:
-            fe_job_modexp (self, request, index);
-            break;
-        case CS__JOB__KIND_SYM:
-            fe_job_sym (self, request, index);
-            break;
-        case CS__JOB__KIND_IMPORT_KEY:
-        case CS__JOB__KIND_GENERATE_KEY:
-        case CS__JOB__KIND_DESTROY_KEY:
-        case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
-        case CS__JOB__KIND_COPY_KEY:
-            fe_job_key (self, request, job, slot);
-            break;
-        case CS__JOB__KIND_PUT_OBJECT:
-        case CS__JOB__KIND_LIST_OBJECTS:
-        case CS__JOB__KIND_DESTROY_OBJECT:
-            fe_job_object (self, request, job, slot);
-            break;
-        case CS__JOB__KIND_INIT_PIN:
-            slot->result.rv = fe_init_pin (self, request, index);
-            break;
-        case CS__JOB__KIND_SET_PIN:
-            slot->result.rv = fe_set_pin (self, request, index, job->set_pin);
-            break;
-        default:
-            slot->result.rv = CKR_FUNCTION_NOT_SUPPORTED;      /* cs_wire rejects these */
-    }
+    slot->result.rv = kind ? s_login_gate (request, fe_job_needs (kind, job))
+                           : CKR_FUNCTION_NOT_SUPPORTED;       /* cs_wire rejects these */
+    if (slot->result.rv == CKR_OK)
+        kind->start (self, request, index);
 }
 
 /*  Decodes and checks the request; on failure replies with the CK_RV of the
@@ -161,15 +143,18 @@ fe_request_run (frontend_t *self, fe_request_t *request, bool counted)
 }
 
 /*  True when the request needs its tenant's row before its jobs: the PIN
- *  epoch of its ticket, Hello's token flags, ListKeys' version.  */
+ *  epoch of its ticket, or a job whose row says so (Hello's token flags,
+ *  ListKeys' version).  */
 static bool
 s_needs_tenant (const Cs__Request *req)
 {
     if (req->ticket.len)
         return true;
-    for (size_t i = 0; i < req->n_jobs; i++)
-        if (req->jobs [i]->kind_case == CS__JOB__KIND_HELLO || req->jobs [i]->kind_case == CS__JOB__KIND_LIST_KEYS)
+    for (size_t i = 0; i < req->n_jobs; i++) {
+        const fe_job_kind_t *kind = fe_job_kind (req->jobs [i]);
+        if (kind && kind->tenant_row)
             return true;
+    }
     return false;
 }
 

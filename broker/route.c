@@ -486,21 +486,11 @@ s_key_read (frontend_t *self, fe_request_t *request, size_t index, work_item_t *
     return true;
 }
 
-/*  True when a sign, decrypt or derive job carries its key (key_pkcs8: a
- *  session key of the client's) rather than naming a server-held one.  */
-static bool
-s_carries_key (const Cs__Job *job)
-{
-    ProtobufCBinaryData der = job->kind_case == CS__JOB__KIND_SIGN ? job->sign->key_pkcs8
-                            : job->kind_case == CS__JOB__KIND_DECRYPT ? job->decrypt->key_pkcs8
-                            : job->derive->key_pkcs8;
-    return der.len > 0;
-}
-
 /*  Makes a work item of a sign or decrypt job and routes it; a keystore
- *  key that is not cached is read by the slow pool first.  A job naming a
- *  server-held key (ks:, board:) needs the CKU_USER ticket; one that
- *  carries its key is public (fe_public_job_rv).  */
+ *  key that is not cached is read by the slow pool first.  Its login
+ *  (a job naming a server-held key, ks: or board:, needs the CKU_USER
+ *  ticket; one that carries its key is public) was checked before, by its
+ *  row in job_kinds.c.  */
 void
 fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index)
 {
@@ -510,25 +500,21 @@ fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index)
     s_item_new (self, request, index, job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
                                     : job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE, item);
     s_item_inputs (item, job);
-    CK_RV rv = s_carries_key (job) ? fe_public_job_rv (request)
-             : request->ticket_ok ? CKR_OK : fe_no_login_rv (request);
-    if (rv == CKR_OK)
-        rv = s_route_crypto (self, request, item, job);
+    CK_RV rv = s_route_crypto (self, request, item, job);
     if (s_key_read (self, request, index, item, &rv))
         return;
     s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (fe_submit) */
 }
 
-/*  A raw modexp job (issue #12): a USER ticket, then one work item on any
- *  board that runs modexp (modexp_job.h).  */
+/*  A raw modexp job (issue #12; a USER ticket, job_kinds.c): one work item
+ *  on any board that runs modexp (modexp_job.h).  */
 void
 fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
 {
     fe_slot_t *slot = &request->slots [index];
     work_item_t *item = &slot->item;
     s_item_new (self, request, index, WORK_MODEXP, item);
-    CK_RV rv = request->ticket_ok ? modexp_job_operands (request->req, index, &item->modexp)
-                                  : CKR_USER_NOT_LOGGED_IN;
+    CK_RV rv = modexp_job_operands (request->req, index, &item->modexp);
     item->boards = s_modexp_boards (self, request->tenant);
     if (rv == CKR_OK && !item->boards)
         rv = CKR_MECHANISM_INVALID;
@@ -602,9 +588,9 @@ s_sym_submit (frontend_t *self, fe_slot_t *slot, CK_RV rv)
 }
 
 /*  A secret-key job (issue #10, symjobs.h): the key (its value in the
- *  job: public, fe_public_job_rv; or a token secret key of the tenant read
- *  through the key cache, the slow pool on a miss: a USER ticket), then one
- *  work item on any board that runs the mechanism.  */
+ *  job: public; or a token secret key of the tenant read through the key
+ *  cache, the slow pool on a miss: a USER ticket; job_kinds.c checked
+ *  which), then one work item on any board that runs the mechanism.  */
 void
 fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
 {
@@ -612,10 +598,7 @@ fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
     work_item_t *item = &slot->item;
     s_item_new (self, request, index, WORK_SYM, item);
     const Cs__SymJob *sym = request->req->jobs [index]->sym;
-    CK_RV rv = !sym->key_id.len ? fe_public_job_rv (request)
-             : request->ticket_ok ? CKR_OK : fe_no_login_rv (request);
-    if (rv == CKR_OK)
-        rv = symjob_prepare (sym, &item->sym);
+    CK_RV rv = symjob_prepare (sym, &item->sym);
     for (size_t b = 0; rv == CKR_OK && b < self->args->n_boards; b++)
         if (board_runs_sym (self->args->boards [b], item->sym.mechanism))
             item->boards |= UINT64_C (1) << b;
