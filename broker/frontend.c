@@ -12,7 +12,6 @@
  *  is the top of the pipeline and nothing calls up into it.  */
 #include <inttypes.h>
 #include "cs_wire.h"
-#include "ks_watch.h"
 #include "frontend_int.h"
 
 #define S_ZAP_DOMAIN "cryptoserver"
@@ -246,8 +245,7 @@ s_frontend_free (frontend_t *self)
     fe_admission_free (self);
     fe_inventory_free (self);
     fe_pool_stop (self);
-    ks_watch_destroy (&self->watch);
-    keystore_listener_destroy (&self->listener);
+    fe_keystore_stop (self);
     ks_cache_destroy (&self->cache);
     client_load_destroy (&self->load);
     ticket_mac_destroy (&self->tickets);

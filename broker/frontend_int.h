@@ -36,7 +36,6 @@
 #include "key_info.h"
 #include "keyjobs.h"
 #include "ks_cache.h"
-#include "ks_watch.h"
 #include "pool.h"
 #include "scheduler.h"
 #include "slow_jobs.h"
@@ -110,14 +109,15 @@ typedef struct _fe_inventory_t fe_inventory_t;
 typedef struct _fe_pool_t fe_pool_t;
 typedef struct _fe_admission_t fe_admission_t;
 typedef struct _fe_fast_lane_t fe_fast_lane_t;
+typedef struct _fe_keystore_watch_t fe_keystore_watch_t;
 
 /*  The frontend's state.  Each room keeps its own state behind one pointer
  *  (fe_admission_t, fe_inventory_t, fe_pool_t: private to their file);
  *  what stays here is what several rooms read.  Writers: frontend.c the
  *  sockets, loop and draining; request.c/admission.c/reply.c in_flight and
  *  reading; dispatch.c background_out; inventory.c scheduler (built),
- *  rsa_range; pool_jobs.c home_board; slow_link.c slow, cache, watch,
- *  listener.  */
+ *  rsa_range; pool_jobs.c home_board; slow_link.c slow, cache,
+ *  keystore_watch.  */
 typedef struct {
     const frontend_args_t *args;
     const broker_config_t *config;
@@ -147,9 +147,7 @@ typedef struct {
     slow_pool_t *slow;              /* PIN checks, keystore reads and writes (slow_jobs.h) */
     broker_audit_t *audit;          /* the audit log's records (audit.h), or NULL: off */
     ks_cache_t *cache;              /* keystore keys and tenant rows (keystore/key-cache) */
-    ks_watch_t *watch;              /* changes of the keystore file, or NULL: nothing cached */
-    keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of watch) */
-    uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
+    fe_keystore_watch_t *keystore_watch;    /* other writers' changes of the keystore (slow_link.c) */
     fe_fast_lane_t *fast;           /* the fast lane (fast_lane.c), or NULL: off */
     frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
     void *reply_arg;
@@ -289,6 +287,7 @@ slow_job_t * fe_slow_new (frontend_t *self, fe_request_t *request, size_t index,
 CK_RV fe_slow_go (frontend_t *self, slow_job_t *job);
 void fe_keystore_check (frontend_t *self);
 int fe_keystore_start (frontend_t *self);
+void fe_keystore_stop (frontend_t *self);
 /*  The audit log (slow_link.c, audit.h): fe_audit_start makes it (off when
  *  broker.conf says so), notes "broker-start" and starts its flush timer
  *  (0, or -1 after the E: line); fe_audit_stop, once the slow pool is

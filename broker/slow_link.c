@@ -5,10 +5,20 @@
  *  or dropped when another writer changed the keystore (file watch, or
  *  PostgreSQL LISTEN/NOTIFY).  It sits below the job rooms and calls none.
  *
- *  Owns: frontend_t.slow, .cache, .watch, .listener, the audit log.
+ *  Owns: frontend_t.slow, .cache, .keystore_watch (fe_keystore_watch_t,
+ *  private here), the audit log.
  *  May call: slow_pool.h, slow_jobs.h, ks_cache.h, ks_watch.h, audit.h.  */
 #include "ks_watch.h"
 #include "frontend_int.h"
+
+/*  Who else changes the keystore: the watch of its file, or for a
+ *  PostgreSQL keystore the listener of other writers' commits; neither:
+ *  nothing is cached.  */
+struct _fe_keystore_watch_t {
+    ks_watch_t *file;               /* changes of the keystore file, or NULL */
+    keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of file) */
+    uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
+};
 
 /*  A slow job of `kind` for job `index` of request (NULL: a job of no
  *  request) whose completion is `done` (called with the frontend when the
@@ -63,14 +73,17 @@ s_settled (void *arg, slow_job_t *job)
 void
 fe_keystore_check (frontend_t *self)
 {
-    if (self->listener) {           /* PostgreSQL: notified after the commit */
-        uint64_t changes = keystore_listener_changes (self->listener);
-        if (changes != self->listener_seen)
+    fe_keystore_watch_t *watch = self->keystore_watch;
+    if (!watch)
+        return;
+    if (watch->listener) {          /* PostgreSQL: notified after the commit */
+        uint64_t changes = keystore_listener_changes (watch->listener);
+        if (changes != watch->listener_seen)
             ks_cache_drop_all (self->cache);
-        self->listener_seen = changes;
+        watch->listener_seen = changes;
         return;
     }
-    if (!self->watch || !ks_watch_changed (self->watch))
+    if (!watch->file || !ks_watch_changed (watch->file))
         return;
     slow_job_t *settle = fe_slow_new (self, NULL, 0, SLOW_SETTLE, s_settled);
     if (!settle) {
@@ -116,21 +129,35 @@ fe_keystore_start (frontend_t *self)
     self->cache = ks_cache_new ((size_t) self->config->key_cache);
     self->slow = self->cache ? slow_pool_new (self->ks, (size_t) self->config->slow_threads, self->loop,
                                               s_slow_back, s_slow_discard, self) : NULL;
-    if (!self->slow || fe_audit_start (self) != 0)
+    if (!self->slow || !(self->keystore_watch = calloc (1, sizeof *self->keystore_watch))
+    ||  fe_audit_start (self) != 0)
         return -1;
+    fe_keystore_watch_t *watch = self->keystore_watch;
     if (keystore_is_url (self->config->keystore_path)) {
         //  A database other brokers share: LISTEN/NOTIFY, not inotify.
-        self->listener = keystore_listener_new (self->ks);
-        self->listener_seen = keystore_listener_changes (self->listener);
+        watch->listener = keystore_listener_new (self->ks);
+        watch->listener_seen = keystore_listener_changes (watch->listener);
     }
     else
-        self->watch = ks_watch_new (self->config->keystore_path);
-    if (!self->watch && !self->listener) {
+        watch->file = ks_watch_new (self->config->keystore_path);
+    if (!watch->file && !watch->listener) {
         zsys_warning ("keystore %s: keys and tenant rows are not cached: every job reads its row",
                       self->config->keystore_name);
         ks_cache_hold (self->cache);            /* for good */
     }
     return 0;
+}
+
+/*  Stops watching the keystore for other writers (the frontend is ending).  */
+void
+fe_keystore_stop (frontend_t *self)
+{
+    if (!self->keystore_watch)
+        return;
+    ks_watch_destroy (&self->keystore_watch->file);
+    keystore_listener_destroy (&self->keystore_watch->listener);
+    free (self->keystore_watch);
+    self->keystore_watch = NULL;
 }
 
 /* ---- the audit log (audit.h) ------------------------------------------- */
