@@ -215,19 +215,6 @@ fe_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request, cons
     return CKR_DEVICE_MEMORY;
 }
 
-/*  True when the request has a job that goes to a worker (its row's
- *  `worker`, job_kinds.c).  */
-static bool
-s_needs_worker (const Cs__Request *req)
-{
-    for (size_t i = 0; i < req->n_jobs; i++) {
-        const fe_job_kind_t *kind = fe_job_kind (req->jobs [i]);
-        if (kind && kind->worker)
-            return true;
-    }
-    return false;
-}
-
 /*  True when the job queue is at broker/max-queue.  */
 static bool
 s_queue_full (frontend_t *self)
@@ -243,7 +230,7 @@ fe_verdict_t
 fe_admission_verdict (frontend_t *self, const fe_request_t *request)
 {
     if (client_load_may_start (self->load, request->load_key)
-    &&  !(s_queue_full (self) && s_needs_worker (request->req)))
+    &&  !(s_queue_full (self) && fe_jobs_any (request->req, FE_KIND_WORKER)))
         return FE_ADMIT;
     return FE_QUEUE;
 }

@@ -212,6 +212,11 @@ typedef enum {
  *  FE_CKR_PENDING with a slow job or work item out whose completion will.  */
 typedef void (fe_job_start_fn) (frontend_t *self, fe_request_t *request, size_t index);
 
+/*  What the request room and admission must know of a kind before it runs
+ *  (fe_job_kind_t.flags).  */
+#define FE_KIND_TENANT_ROW  1u      /* its request reads the tenant's row first */
+#define FE_KIND_WORKER      2u      /* it goes to a worker (admission: broker/max-queue) */
+
 /*  One row of the table: a job kind and what the frontend knows of it.  */
 typedef struct {
     Cs__Job__KindCase kind;
@@ -220,12 +225,12 @@ typedef struct {
     fe_needs_t needs;               /* the login it needs ... */
     bool (*public_when) (const Cs__Job *job);   /* ... unless this holds (it carries its key,
                                                    or its key pair is only returned): public */
-    bool tenant_row;                /* its request reads the tenant's row first */
-    bool worker;                    /* it goes to a worker (admission: broker/max-queue) */
+    unsigned flags;                 /* FE_KIND_* */
 } fe_job_kind_t;
 
 const fe_job_kind_t *fe_job_kind (const Cs__Job *job);
 fe_needs_t fe_job_needs (const fe_job_kind_t *kind, const Cs__Job *job);
+bool fe_jobs_any (const Cs__Request *req, unsigned flag);
 
 /* ---- login.c ---- */
 void fe_job_login (frontend_t *self, fe_request_t *request, size_t index);

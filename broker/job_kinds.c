@@ -41,28 +41,32 @@ s_session_pair (const Cs__Job *job)
 
 /*  The rows, in the wire's order of kinds.  Columns: kind, name, start,
  *  needs, public_when (the job needs no login after all: it reaches no
- *  server-held key and stores nothing), tenant_row, worker.  */
+ *  server-held key and stores nothing), flags.  */
+#define ROW FE_KIND_TENANT_ROW
+#define WORKER FE_KIND_WORKER
 static const fe_job_kind_t s_kinds [] = {
-    { K (HELLO),              fe_job_hello,    FE_NEEDS_NOTHING, NULL,              true,  false },
-    { K (LOGIN),              fe_job_login,    FE_NEEDS_PIN,     NULL,              false, false },
-    { K (LIST_KEYS),          fe_job_list_keys, FE_NEEDS_PUBLIC, NULL,              true,  false },
-    { K (SIGN),               fe_job_crypto,   FE_NEEDS_USER,    s_carries_key,     false, true  },
-    { K (DECRYPT),            fe_job_crypto,   FE_NEEDS_USER,    s_carries_key,     false, true  },
-    { K (GENERATE_KEY_PAIR),  fe_job_generate, FE_NEEDS_USER,    s_session_pair,    false, true  },
-    { K (IMPORT_KEY),         fe_job_key,      FE_NEEDS_USER,    NULL,              false, false },
-    { K (DESTROY_KEY),        fe_job_key,      FE_NEEDS_USER,    NULL,              false, false },
-    { K (SET_KEY_ATTRIBUTES), fe_job_key,      FE_NEEDS_USER,    NULL,              false, false },
-    { K (COPY_KEY),           fe_job_key,      FE_NEEDS_USER,    NULL,              false, false },
-    { K (INIT_PIN),           fe_job_init_pin, FE_NEEDS_SO,      NULL,              false, false },
-    { K (SET_PIN),            fe_job_set_pin,  FE_NEEDS_PIN,     NULL,              false, false },
-    { K (DERIVE),             fe_job_crypto,   FE_NEEDS_USER,    s_carries_key,     false, true  },
-    { K (MODEXP),             fe_job_modexp,   FE_NEEDS_USER,    NULL,              false, false },
-    { K (PUT_OBJECT),         fe_job_object,   FE_NEEDS_PUBLIC,  NULL,              false, false },
-    { K (LIST_OBJECTS),       fe_job_object,   FE_NEEDS_PUBLIC,  NULL,              false, false },
-    { K (DESTROY_OBJECT),     fe_job_object,   FE_NEEDS_PUBLIC,  NULL,              false, false },
-    { K (SYM),                fe_job_sym,      FE_NEEDS_USER,    s_sym_carries_key, false, true  },
-    { K (GENERATE_KEY),       fe_job_key,      FE_NEEDS_USER,    NULL,              false, false },
+    { K (HELLO),              fe_job_hello,     FE_NEEDS_NOTHING, NULL,              ROW    },
+    { K (LOGIN),              fe_job_login,     FE_NEEDS_PIN,     NULL,              0      },
+    { K (LIST_KEYS),          fe_job_list_keys, FE_NEEDS_PUBLIC,  NULL,              ROW    },
+    { K (SIGN),               fe_job_crypto,    FE_NEEDS_USER,    s_carries_key,     WORKER },
+    { K (DECRYPT),            fe_job_crypto,    FE_NEEDS_USER,    s_carries_key,     WORKER },
+    { K (GENERATE_KEY_PAIR),  fe_job_generate,  FE_NEEDS_USER,    s_session_pair,    WORKER },
+    { K (IMPORT_KEY),         fe_job_key,       FE_NEEDS_USER,    NULL,              0      },
+    { K (DESTROY_KEY),        fe_job_key,       FE_NEEDS_USER,    NULL,              0      },
+    { K (SET_KEY_ATTRIBUTES), fe_job_key,       FE_NEEDS_USER,    NULL,              0      },
+    { K (COPY_KEY),           fe_job_key,       FE_NEEDS_USER,    NULL,              0      },
+    { K (INIT_PIN),           fe_job_init_pin,  FE_NEEDS_SO,      NULL,              0      },
+    { K (SET_PIN),            fe_job_set_pin,   FE_NEEDS_PIN,     NULL,              0      },
+    { K (DERIVE),             fe_job_crypto,    FE_NEEDS_USER,    s_carries_key,     WORKER },
+    { K (MODEXP),             fe_job_modexp,    FE_NEEDS_USER,    NULL,              0      },
+    { K (PUT_OBJECT),         fe_job_object,    FE_NEEDS_PUBLIC,  NULL,              0      },
+    { K (LIST_OBJECTS),       fe_job_object,    FE_NEEDS_PUBLIC,  NULL,              0      },
+    { K (DESTROY_OBJECT),     fe_job_object,    FE_NEEDS_PUBLIC,  NULL,              0      },
+    { K (SYM),                fe_job_sym,       FE_NEEDS_USER,    s_sym_carries_key, WORKER },
+    { K (GENERATE_KEY),       fe_job_key,       FE_NEEDS_USER,    NULL,              0      },
 };
+#undef ROW
+#undef WORKER
 
 /*  The row of job's kind; NULL for a kind this broker does not run
  *  (cs_wire_request_check rejects those before).  */
@@ -81,4 +85,16 @@ fe_needs_t
 fe_job_needs (const fe_job_kind_t *kind, const Cs__Job *job)
 {
     return kind->public_when && kind->public_when (job) ? FE_NEEDS_PUBLIC : kind->needs;
+}
+
+/*  True when a job of req has `flag` (FE_KIND_*) in its row.  */
+bool
+fe_jobs_any (const Cs__Request *req, unsigned flag)
+{
+    for (size_t i = 0; i < req->n_jobs; i++) {
+        const fe_job_kind_t *kind = fe_job_kind (req->jobs [i]);
+        if (kind && (kind->flags & flag))
+            return true;
+    }
+    return false;
 }

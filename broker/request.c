@@ -148,14 +148,7 @@ fe_request_run (frontend_t *self, fe_request_t *request, bool counted)
 static bool
 s_needs_tenant (const Cs__Request *req)
 {
-    if (req->ticket.len)
-        return true;
-    for (size_t i = 0; i < req->n_jobs; i++) {
-        const fe_job_kind_t *kind = fe_job_kind (req->jobs [i]);
-        if (kind && kind->tenant_row)
-            return true;
-    }
-    return false;
+    return req->ticket.len || fe_jobs_any (req, FE_KIND_TENANT_ROW);
 }
 
 /*  The tenant row of a request is back from the slow pool (SLOW_TENANT,
