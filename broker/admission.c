@@ -6,8 +6,8 @@
  *  shares").
  *
  *  It decides and answers with a verdict (fe_admission_verdict: admit,
- *  queue, refuse) or a CK_RV (fe_request_charge); the request room
- *  (request.c) acts on it: admission starts, answers and frees no request.
+ *  queue, refuse); the request room (request.c) acts on it: admission
+ *  starts, answers and frees no request.
  *
  *  Owns: fe_admission_t (private here: the allow-list, the default
  *  tenant, the watch of clients.d and their timers), frontend_t.load and
@@ -186,9 +186,9 @@ s_request_weight (zframe_t *body, const Cs__Request *req)
 /*  Charges the request to its client (broker/max-client-bytes).  CKR_OK;
  *  CKR_HOST_MEMORY; or over the limit CKR_DEVICE_MEMORY, logged
  *  (rate-limited) with who it was.  *why_p: the reason for the client's
- *  error reply (static); the caller answers and frees the request.  */
-CK_RV
-fe_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p)
+ *  error reply (static).  */
+static CK_RV
+s_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p)
 {
     size_t weight = s_request_weight (body, request->req);
     char hex [2 * 256 + 1];
@@ -222,13 +222,20 @@ s_queue_full (frontend_t *self)
     return scheduler_queued (self->scheduler) >= (size_t) self->config->max_queue;
 }
 
-/*  Admission's verdict on a charged request: FE_ADMIT (start it now), or
- *  FE_QUEUE when the client has broker/max-client-jobs jobs out or older
- *  requests waiting, or when it needs a worker and the queue is at
- *  max-queue (docs/CONTRACTS.md "Fair shares").  Changes nothing.  */
+/*  Admission's verdict on a decoded request (body: its frame), which is
+ *  charged to its client first: FE_REFUSE with *rv_p and *why_p (static)
+ *  for the client's error reply when it is over broker/max-client-bytes
+ *  (CKR_DEVICE_MEMORY) or out of memory (CKR_HOST_MEMORY); else FE_ADMIT
+ *  (start it now), or FE_QUEUE when the client has broker/max-client-jobs
+ *  jobs out or older requests waiting, or when it needs a worker and the
+ *  queue is at max-queue (docs/CONTRACTS.md "Fair shares").  The caller
+ *  acts on it: starts, holds (fe_admission_hold) or answers and frees the
+ *  request.  */
 fe_verdict_t
-fe_admission_verdict (frontend_t *self, const fe_request_t *request)
+fe_admission_verdict (frontend_t *self, zframe_t *body, fe_request_t *request, CK_RV *rv_p, const char **why_p)
 {
+    if ((*rv_p = s_request_charge (self, body, request, why_p)) != CKR_OK)
+        return FE_REFUSE;
     if (client_load_may_start (self->load, request->load_key)
     &&  !(s_queue_full (self) && fe_jobs_any (request->req, FE_KIND_WORKER)))
         return FE_ADMIT;

@@ -165,7 +165,7 @@ fe_no_login_rv (const fe_request_t *request)
     return request->keystore_down ? CKR_DEVICE_ERROR : CKR_USER_NOT_LOGGED_IN;
 }
 
-/*  The verdict of admission on a charged request (fe_admission_verdict);
+/*  The verdict of admission on a decoded request (fe_admission_verdict);
  *  the request room acts on it.  */
 typedef enum {
     FE_ADMIT,                       /* start it now */
@@ -190,8 +190,8 @@ void fe_request_handle (frontend_t *self, zframe_t **identity_p, zframe_t *body,
 int fe_admission_start (frontend_t *self);
 void fe_admission_free (frontend_t *self);
 int fe_identify (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p);
-CK_RV fe_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p);
-fe_verdict_t fe_admission_verdict (frontend_t *self, const fe_request_t *request);
+fe_verdict_t fe_admission_verdict (frontend_t *self, zframe_t *body, fe_request_t *request, CK_RV *rv_p,
+                                   const char **why_p);
 int fe_admission_hold (frontend_t *self, fe_request_t *request);
 fe_request_t *fe_admission_next (frontend_t *self);
 void fe_flow_control (frontend_t *self);

@@ -201,13 +201,13 @@ fe_request_backlog_run (frontend_t *self)
     fe_flow_depth (self);
 }
 
-/*  Acts on admission's verdict of a charged request: start it now, keep it
- *  in its client's backlog (fe_admission_hold; it counts in in_flight), or
- *  refuse it with CKR_HOST_MEMORY when it cannot be kept.  */
+/*  Acts on admission's verdict (FE_ADMIT or FE_QUEUE) of a prepared
+ *  request: start it now, keep it in its client's backlog
+ *  (fe_admission_hold; it counts in in_flight), or refuse it with
+ *  CKR_HOST_MEMORY when it cannot be kept.  */
 static void
-s_request_admit (frontend_t *self, fe_request_t *request)
+s_request_admit (frontend_t *self, fe_request_t *request, fe_verdict_t verdict)
 {
-    fe_verdict_t verdict = fe_admission_verdict (self, request);
     if (verdict == FE_ADMIT)
         fe_request_start (self, request, false);
     else
@@ -244,14 +244,15 @@ fe_request_handle (frontend_t *self, zframe_t **identity_p, zframe_t *body, bool
     }
     if (s_request_decode (self, body, request))
         goto done;
-    CK_RV rv = fe_request_charge (self, body, request, &why);
-    if (rv != CKR_OK) {
+    CK_RV rv = CKR_OK;
+    fe_verdict_t verdict = fe_admission_verdict (self, body, request, &rv, &why);
+    if (verdict == FE_REFUSE) {
         fe_send_error (self, request->identity, request->req->request_id, rv, why);
         goto done;
     }
     if (s_request_prepare (self, request))
         goto done;
-    s_request_admit (self, request);
+    s_request_admit (self, request, verdict);
     return;
 done:
     fe_request_destroy (&request);
