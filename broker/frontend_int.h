@@ -12,7 +12,8 @@
  *    admission.c     allow-list and tenants, queued bytes, the verdict, backlog
  *    job_kinds.c     the table of job kinds: start, login needed, tenant row, worker
  *    keymgmt_jobs.c  key generation, import, destroy, attributes, copy; objects
- *    route.c         crypto, modexp and secret-key jobs: key -> boards, material
+ *    route.c         crypto, modexp and secret-key jobs: items, key reads, completions
+ *    key_route.c     a crypto job's key -> its boards; a token secret key's rules
  *    login.c         login, PINs, tickets
  *    pool_jobs.c     pre-generated RSA keys: refills, restore, seal
  *    inventory.c     mechanisms, resident keys and open boards; Hello, ListKeys
@@ -254,6 +255,15 @@ void fe_pipe_pool_wait (frontend_t *self);
 void fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index);
 void fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index);
 void fe_job_sym (frontend_t *self, fe_request_t *request, size_t index);
+
+/* ---- key_route.c ---- */
+void fe_item_inputs (work_item_t *item, const Cs__Job *job);
+CK_RV fe_route_crypto (frontend_t *self, fe_request_t *request, work_item_t *item, const Cs__Job *job);
+CK_RV fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref,
+                             const Cs__KeyInfo *info, const uint8_t *pkcs8, size_t len);
+uint64_t fe_mech_boards (frontend_t *self, const work_item_t *item);
+CK_RV fe_sym_key (frontend_t *self, work_item_t *item, const Cs__KeyInfo *info, const uint8_t *value, size_t len);
+CK_RV fe_route_sym_ref (frontend_t *self, fe_request_t *request, work_item_t *item);
 
 /* ---- inventory.c ---- */
 /*  Boards that may see `tenant`'s key material and data: those dedicated

@@ -43,14 +43,15 @@ declare -A rank=(
     [fast_lane]=15 [dispatch]=16 [slow_link]=16
     [reply]=17
     [inventory]=18
-    [route]=19 [pool_jobs]=19 [login]=19
-    [keymgmt_jobs]=20
-    [job_kinds]=21
-    [admission]=22
-    [request]=23
-    [frontend]=24
+    [key_route]=19
+    [route]=20 [pool_jobs]=20 [login]=20
+    [keymgmt_jobs]=21
+    [job_kinds]=22
+    [admission]=23
+    [request]=24
+    [frontend]=25
     # the daemon
-    [server]=25 [main]=26
+    [server]=26 [main]=27
 )
 # headers ranked below their unit's .c: types and prototypes that lower
 # files include
