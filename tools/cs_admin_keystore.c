@@ -46,7 +46,7 @@ s_usage (FILE *out, int status)
 }
 
 //  After an accepted rollback: the pre-generated keys sealed in the older
-//  copy (tenant @pool, broker/pool_store.h) may have been handed out since
+//  copy (tenant @pool, broker/keys/pool_store.h) may have been handed out since
 //  it was made, and the copy's issued table does not know it: they go.
 //  Returns how many, or -1 after printing why.
 static long

@@ -3,10 +3,12 @@
 # every call between broker files runs down, never back up or around in a
 # circle (issue #20; the frontend's pipeline: docs/FRONTEND.md).
 #
-# 1. Every broker/*.c and *.h has a rank below: its unit's (X.c and X.h
-#    are unit X), or its own where a header sits lower than its .c (a
-#    header of types, included by files below the .c).  A new file without
-#    a rank fails, so it gets placed.
+# 1. Every .c and .h file under broker/ (its folders: broker/README.md) has
+#    a rank below: its unit's (X.c and X.h are unit X), or its own where a
+#    header sits lower than its .c (a header of types, included by files
+#    below the .c).  A new file without a rank fails, so it gets placed.
+#    File names are unique across the folders (headers are included by
+#    name).
 # 2. A file may include (#include "X.h") only broker headers of a lower
 #    rank, or of its own unit.
 # 3. A .c file may use (call, or take the address of) a function defined
@@ -92,7 +94,18 @@ s_code () {
         }' "$1"
 }
 
-for file in "$dir"/*.c "$dir"/*.h; do
+mapfile -t sources < <(find "$dir" -name '*.c' | sort)
+mapfile -t headers < <(find "$dir" -name '*.h' | sort)
+declare -A present=()
+for file in "${sources[@]}" "${headers[@]}"; do
+    base=$(basename "$file")
+    if [ -n "${present[$base]-}" ]; then
+        echo "FAIL: two broker files named $base: ${present[$base]} and $file"; fail=$((fail + 1))
+    fi
+    present[$base]=$file
+done
+
+for file in "${sources[@]}" "${headers[@]}"; do
     base=$(basename "$file")
     r=$(s_rank "$base")
     if [ -z "$r" ]; then
@@ -100,7 +113,7 @@ for file in "$dir"/*.c "$dir"/*.h; do
     fi
     while read -r inc; do
         [ -n "$inc" ] || continue
-        [ -f "$dir/$inc" ] || continue              # common/, keystore/, proto/: not the broker's
+        [ -n "${present[$inc]-}" ] || continue      # common/, keystore/, proto/: not the broker's
         [ "${inc%.h}" = "${base%.*}" ] && continue  # its own unit's header
         ir=$(s_rank "$inc")
         if [ -z "$ir" ] || [ "$ir" -ge "$r" ]; then
@@ -114,7 +127,7 @@ done
 # line whose previous line (its return type) is not static.
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-for file in "$dir"/*.c; do
+for file in "${sources[@]}"; do
     base=$(basename "$file")
     s_code "$file" > "$tmp/$base"
     awk -v file="$base" '
@@ -124,7 +137,7 @@ for file in "$dir"/*.c; do
         { if ($0 != "") prev = $0 }' "$tmp/$base"
 done > "$tmp/defs"
 
-for file in "$dir"/*.c; do
+for file in "${sources[@]}"; do
     base=$(basename "$file")
     r=$(s_rank "$base")
     [ -n "$r" ] || continue

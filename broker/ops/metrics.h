@@ -146,7 +146,7 @@ void metrics_board_up (metrics_t *self, size_t board, bool up);
 void metrics_rerun (metrics_t *self);
 
 /*  Counts one work item run on the reactor thread by the fast lane
- *  (cryptoserver_fast_lane_jobs_total; broker/fast_lane.c).  Reactor.  */
+ *  (cryptoserver_fast_lane_jobs_total; broker/frontend/fast_lane.c).  Reactor.  */
 void metrics_fast_lane (metrics_t *self);
 
 /*  Counts one decoded request of n_jobs jobs (cryptoserver_requests_total,

@@ -13,7 +13,7 @@
  *  and otherwise by service time alone (they never wait for a busy board).
  *
  *  Where an item goes, or waits for, is the placement model's
- *  (broker/placement.h, internal): service-time estimates per (board,
+ *  (broker/sched/placement.h, internal): service-time estimates per (board,
  *  mechanism, bits) (scheduler_service, scheduler_expected_ns), the
  *  expected finish of an item on a board, and when waiting for a faster
  *  busy board pays (SCHEDULER_SPEED_SLACK, SCHEDULER_STALE_MS).  An idle
@@ -45,7 +45,7 @@ typedef enum {
 } work_kind_t;
 
 /*  One job on its way to a worker and back, in the driver ABI's types only
- *  (cs_driver.h): routing (broker/route.c and the other rooms) fills it from
+ *  (cs_driver.h): routing (broker/frontend/route.c and the other rooms) fills it from
  *  the wire job, and the scheduler, the workers, verification and the
  *  metrics never see a Cs__Job (issue #8 "wire types stop at routing").
  *  Ownership moves with the pointer (frontend -> worker -> frontend); the
@@ -243,7 +243,7 @@ size_t scheduler_item_bytes (const work_item_t *item);
  *  kinds.  */
 unsigned scheduler_size_class (const work_item_t *item);
 
-/*  The fast lane's admission rule (broker/fast_lane.c, issue 19 item 6):
+/*  The fast lane's admission rule (broker/frontend/fast_lane.c, issue 19 item 6):
  *  true when item may run on board's session on the reactor thread at
  *  now_ns (metrics_now_ns): its input is at most SCHEDULER_LANE_MAX_BYTES;
  *  board has measured item's exact class (mechanism, bits, size class; no
@@ -262,10 +262,10 @@ void scheduler_lane_charge (scheduler_t *self, const char *tenant, int64_t ns, i
 /*  True when board's estimate for item's class (scheduler_expected_ns) is
  *  older than SCHEDULER_STALE_MS at item->submitted_ns (metrics_now_ns):
  *  placement measures such a board again (placement.h); the fast lane
- *  (broker/fast_lane.c) may too.  False when never measured.  */
+ *  (broker/frontend/fast_lane.c) may too.  False when never measured.  */
 bool scheduler_estimate_stale (scheduler_t *self, size_t board, const work_item_t *item);
 
-/*  Board health (issue #9; broker/health.h decides): a board out of
+/*  Board health (issue #9; broker/boards/health.h decides): a board out of
  *  rotation (up = false) gets no new item and its workers take none from the
  *  queue; boards start in rotation.  Putting it back does not hand it any
  *  item: call scheduler_board_kick.  Taking it out: call
