@@ -8,9 +8,12 @@
 #include "config.h"
 #include "broker_config.h"
 #include "cs_secmem.h"
+#include "host_limits.h"
 #include "server.h"
 
 #define S_DRAIN_SLACK_MS 2000       /* on top of max-deadline-ms */
+#define S_TRIM_EVERY 10             /* waits of 500 ms between heap checks (host_limits_trim) */
+#define S_TRIM_MIN_FREE (8u << 20)  /* bytes freed but kept before they go back */
 
 static void
 s_usage (FILE *out)
@@ -71,16 +74,21 @@ s_write_endpoint (const char *path, const char *endpoint)
     return 0;
 }
 
-/*  Waits for SIGINT/SIGTERM (zsys_interrupted) while the frontend lives.  */
+/*  Waits for SIGINT/SIGTERM (zsys_interrupted) while the frontend lives;
+ *  every 5 s gives back the heap that closed associations freed (this
+ *  thread is otherwise idle: host_limits.h).  */
 static void
 s_wait (server_t *server)
 {
     zpoller_t *poller = zpoller_new (server_frontend (server), NULL);
-    while (!zsys_interrupted) {
+    for (unsigned tick = 1; !zsys_interrupted; tick++) {
         if (zpoller_wait (poller, 500)) {
             char *message = zstr_recv (server_frontend (server));
             zstr_free (&message);
         }
+        size_t freed = tick % S_TRIM_EVERY ? 0 : host_limits_trim (S_TRIM_MIN_FREE);
+        if (freed)
+            zsys_debug ("heap: %zu MiB freed (closed associations): given back to the system", freed >> 20);
     }
     zpoller_destroy (&poller);
 }
@@ -94,8 +102,12 @@ main (int argc, char **argv)
     const char *file = s_args (argc, argv, &verbose, &status);
     if (!file)
         return status;
+    /*  Each client association is a descriptor: the soft limit up to the
+        hard one before the ROUTER listens (man cryptoserver-broker(8)).  */
+    size_t files = host_limits_raise_nofile ();
     zsys_init ();
     zsys_set_logident ("cryptoserver-broker");
+    zsys_info ("file limit: %zu descriptors (about as many client associations)", files);
     /*  Before any secret is read (the config reads the ticket key): no core
         dump and no ptrace by the same user (man cryptoserver-broker(8)).
         server_new does it again and logs a refusal.  */

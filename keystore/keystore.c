@@ -340,6 +340,12 @@ keystore_listener_changes (keystore_listener_t *self)
     return ks_listener_changes (self);
 }
 
+uint64_t
+keystore_listener_foreign (keystore_listener_t *self)
+{
+    return ks_listener_foreign (self);
+}
+
 bool
 keystore_listener_connected (keystore_listener_t *self)
 {
@@ -361,6 +367,8 @@ keystore_destroy (keystore_t **self_p)
     if (self->store)
         self->be->close (&self->store);
     free (self->idem_tenant);
+    ks_changes_reset (self, false);
+    keystore_changes_free (&self->own, self->n_own);
     free (self->counter_path);
     if (self->keys)
         cs_secmem_free (self->keys, sizeof *self->keys);
@@ -438,6 +446,7 @@ keystore_master_key_create (const char *path, uint8_t key [KEYSTORE_MASTER_KEY_L
 /*  Without PostgreSQL there are no listeners (keystore_listener_new gives
  *  NULL): these are never reached with one.  */
 uint64_t ks_listener_changes (keystore_listener_t *self) { return 0; }
+uint64_t ks_listener_foreign (keystore_listener_t *self) { return 0; }
 bool ks_listener_connected (keystore_listener_t *self) { return false; }
 void ks_listener_destroy (keystore_listener_t **self_p) { if (self_p) *self_p = NULL; }
 #endif

@@ -184,6 +184,40 @@ void keystore_set_test_hook (keystore_hook_fn *hook);
  *  database failure: the caller assumes a change).  */
 int keystore_settle (keystore_t *self);
 
+/*  One tenant's change epoch (ks_changes.c): the state counter of the
+ *  last committed transaction that changed its tenant row, keys or objects
+ *  (0: none since this version wrote the keystore; UINT64_MAX: its record
+ *  does not verify, so treat it as changed).  */
+typedef struct {
+    char *tenant;
+    uint64_t epoch;
+    uint64_t prev;              /* keystore_own_changes_take only: the epoch before (UINT64_MAX: unknown) */
+} keystore_change_t;
+
+/*  Every tenant's change epoch, read from meta rows "changes:TENANT", each
+ *  MAC'd under the state key (docs/CONTRACTS.md "Keystore state"): a cache
+ *  of one tenant's rows is stale when its epoch moved.  *counter_p gets
+ *  the state counter (read first, verified): every committing write of
+ *  cryptoserver raises it, so a commit that left it where it was came from
+ *  a writer without the master key (sqlite3, psql) and may have changed
+ *  any row.  *changes_p gets a malloc'd array of *count_p entries (free
+ *  with keystore_changes_free).  Returns 0, or -1 after a log (the caller
+ *  assumes every tenant changed).  */
+int keystore_tenant_changes (keystore_t *self, keystore_change_t **changes_p, size_t *count_p,
+                             uint64_t *counter_p);
+
+/*  The tenants whose rows the commits made on self changed since the last
+ *  call, each with the epoch its last commit gave it and the one it had
+ *  before (so a cache that saw `prev` knows nobody else wrote between;
+ *  several commits of one tenant merge while they follow each other).
+ *  *changes_p gets a malloc'd array of *count_p (NULL and 0: none; free
+ *  with keystore_changes_free).  Returns 0.  */
+int keystore_own_changes_take (keystore_t *self, keystore_change_t **changes_p, size_t *count_p);
+
+/*  Frees what keystore_tenant_changes or keystore_own_changes_take gave;
+ *  NULL-safe; nulls *changes_p.  */
+void keystore_changes_free (keystore_change_t **changes_p, size_t count);
+
 /*  PostgreSQL: SQLite's write lock and data_version have no equivalent
  *  here, so keystore_settle always says 1 ("assume a change"); brokers
  *  sharing a database learn of changes from a listener instead.  */
@@ -204,6 +238,12 @@ keystore_listener_t *keystore_listener_new (keystore_t *self);
  *  may have been missed meanwhile).  A caller that cached rows drops them
  *  when it moves.  Any thread may call it (an atomic load).  */
 uint64_t keystore_listener_changes (keystore_listener_t *self);
+
+/*  A counter that moves at each of those commits made without an origin
+ *  (psql, any writer that is not cryptoserver: it raised no state counter
+ *  and may have changed any row) and at each reconnection; it moves
+ *  before keystore_listener_changes does.  Any thread.  */
+uint64_t keystore_listener_foreign (keystore_listener_t *self);
 
 /*  True while the listener's connection is up.  */
 bool keystore_listener_connected (keystore_listener_t *self);
@@ -326,6 +366,17 @@ int keystore_key_get (keystore_t *self, const char *tenant, const char *ref,
  *  Returns 0 or -1.  */
 int keystore_key_list (keystore_t *self, const char *tenant,
                        Cs__KeyInfo ***infos_p, size_t *count_p);
+
+/*  One page of the tenant's keys, for paged key lists (docs/CONTRACTS.md
+ *  "Key lists in pages", issue #25): at most `limit` (1 .. SIZE_MAX - 1)
+ *  rows whose ref sorts after `after` in byte order ("" for the first
+ *  page), read with keyset pagination (an index range, not OFFSET), in ref
+ *  order.  *infos_p and *count_p as keystore_key_list (a row that does not
+ *  verify is left out, logged); *next_p gets the ref to pass as `after` for
+ *  the next page (malloc'd, caller frees) when more rows follow, else NULL.
+ *  Returns 0 or -1 (bad arguments, database error, out of memory).  */
+int keystore_key_page (keystore_t *self, const char *tenant, const char *after, size_t limit,
+                       Cs__KeyInfo ***infos_p, size_t *count_p, char **next_p);
 
 /*  Deletes a key row.  Returns 0, or -1 if unknown.  */
 int keystore_key_delete (keystore_t *self, const char *tenant, const char *ref);

@@ -8,7 +8,7 @@
  *  ks_objects.c (certificates and data objects), ks_schema.c (opening:
  *  schema checks, the operator's upgrade), ks_state.c (the
  *  authenticated state record, the row digest, the counter file: issue
- *  19).  Every function here
+ *  19), ks_changes.c (each tenant's change epoch: issue 19 item 8).  Every function here
  *  takes an open keystore and is used by one thread at a time.
  */
 #ifndef KEYSTORE_INT_H_INCLUDED
@@ -52,6 +52,12 @@ struct _keystore_t {
     uint64_t counter;           /* the state counter this connection last wrote or read */
     uint8_t digest [32];        /* the row digest of the state record read at open */
     uint8_t delta [32];         /* the open write transaction's change to the row digest */
+    keystore_change_t *touched; /* tenants whose rows the open write transaction changes
+                                   (prev, epoch: set by ks_changes_write) */
+    size_t n_touched;
+    keystore_change_t *own;     /* committed since keystore_own_changes_take */
+    size_t n_own;
+    bool touch_lost;            /* out of memory noting one: the commit is refused */
     int upgraded_from;          /* keystore_upgrade: the schema it found (0: none done) */
 };
 
@@ -91,11 +97,12 @@ int ks_state_put (keystore_t *self, uint64_t schema, uint64_t counter, const uin
  *  issued row's MAC: XOR of SHA-256 ("cs-digest-v1" || table || NUL ||
  *  MAC)).  0 or -1.  */
 int ks_digest_compute (keystore_t *self, uint8_t digest [32]);
-/*  In a write transaction: a row of `table` changes from MAC old (NULL:
- *  none) to MAC new (NULL: deleted); the state record's digest follows at
+/*  In a write transaction: a row of `table` of `tenant` (NULL: of no
+ *  tenant) changes from MAC old (NULL: none) to MAC new (NULL: deleted);
+ *  the state record's digest and the tenant's change epoch follow at
  *  ks_end.  */
-void ks_digest_note (keystore_t *self, const char *table, const uint8_t *old, size_t old_len,
-                     const uint8_t *new, size_t new_len);
+void ks_digest_note (keystore_t *self, const char *tenant, const char *table, const uint8_t *old,
+                     size_t old_len, const uint8_t *new, size_t new_len);
 /*  The counter file's value when it verifies, else 0 (no file: 0).  0, or
  *  -1 after a log when it cannot be read.  */
 int ks_counter_base (keystore_t *self, uint64_t *base_p);
@@ -114,6 +121,18 @@ int ks_state_opened (keystore_t *self, ks_open_mode_t mode);
  *  while open), then after the commit the counter file follows.  Returns
  *  0, or -1 (rolled back, or the commit failed).  */
 int ks_end (keystore_t *self, bool commit);
+
+/* ---- ks_changes.c -------------------------------------------------------- */
+
+/*  In a write transaction: tenant's rows change (its change epoch moves at
+ *  the commit).  */
+void ks_changes_touch (keystore_t *self, const char *tenant);
+/*  Inside the committing transaction (ks_end): every touched tenant's
+ *  change epoch becomes `counter` (the new state counter).  0 or -1.  */
+int ks_changes_write (keystore_t *self, uint64_t counter);
+/*  The transaction ended: the touched tenants go to the own changes when
+ *  it `committed`, else are forgotten.  */
+void ks_changes_reset (keystore_t *self, bool committed);
 
 /* ---- ks_schema.c --------------------------------------------------------- */
 

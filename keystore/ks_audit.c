@@ -172,7 +172,7 @@ keystore_audit_append (keystore_t *self, const char *broker, char *const *bodies
         if (rc == 0)
             rc = self->be->audit_insert (self->store, &rows [i]);
         if (rc == 0 && rows [i].sig)        //  the state record vouches for it (ks_end)
-            ks_digest_note (self, "audit", NULL, 0, sig, sizeof sig);
+            ks_digest_note (self, NULL, "audit", NULL, 0, sig, sizeof sig);
         if (rc == 0)
             memcpy (prev, rows [i].hash, KEYSTORE_AUDIT_HASH_LEN);
     }

@@ -126,6 +126,11 @@ typedef struct {
     /*  The tenant's key rows in the order they were stored: *recs_p a
      *  malloc'd array of *count_p (free each with ks_key_rec_free).  */
     int (*key_list) (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p);
+    /*  One page of them in ref byte order (keyset pagination, issue #25):
+     *  at most `limit` (> 0) rows whose ref sorts after `after` ("" for the
+     *  first page); like key_list otherwise.  */
+    int (*key_page) (ks_store_t *store, const char *tenant, const char *after, size_t limit,
+                     ks_key_rec_t **recs_p, size_t *count_p);
     /*  Idempotency rows (tenant, id): read: 1 found (*rec filled), 0
      *  unknown.  insert: 1 inserted, 0 the id is already recorded (by a
      *  transaction that committed meanwhile: nothing written, no log).
@@ -187,6 +192,7 @@ keystore_audit_row_t *ks_audit_row_add (keystore_audit_row_t **rows_p, size_t *c
 
 /*  The listener of a back end (ks_pg.c); keystore.c forwards to these.  */
 uint64_t ks_listener_changes (keystore_listener_t *self);
+uint64_t ks_listener_foreign (keystore_listener_t *self);
 bool ks_listener_connected (keystore_listener_t *self);
 void ks_listener_destroy (keystore_listener_t **self_p);
 

@@ -137,7 +137,7 @@ keystore_key_put (keystore_t *self, const char *tenant, const Cs__KeyInfo *info,
         goto out;
     rec.mac = mac;
     rec.mac_len = ROW_MAC_LEN;
-    ks_digest_note (self, "keys", NULL, 0, mac, ROW_MAC_LEN);
+    ks_digest_note (self, tenant, "keys", NULL, 0, mac, ROW_MAC_LEN);
     rc = s_key_write_end (self, tenant, self->be->key_insert (self->store, tenant, &rec));
 out:
     if (rc != 0)
@@ -170,7 +170,7 @@ keystore_key_update (keystore_t *self, const char *tenant, const Cs__KeyInfo *in
          || self->be->key_update (self->store, tenant, info->ref, packed, packed_len, mac) != 1))
         rc = -1;
     if (rc == 0)
-        ks_digest_note (self, "keys", rec.mac, rec.mac_len, mac, ROW_MAC_LEN);
+        ks_digest_note (self, tenant, "keys", rec.mac, rec.mac_len, mac, ROW_MAC_LEN);
     rc = s_key_write_end (self, tenant, rc);
     ks_key_rec_free (&rec);
     free (packed);
@@ -185,7 +185,7 @@ keystore_key_delete (keystore_t *self, const char *tenant, const char *ref)
         return -1;
     int rc = self->be->key_read (self->store, tenant, ref, true, &rec) == 1 ? 0 : -1;
     if (rc == 0) {
-        ks_digest_note (self, "keys", rec.mac, rec.mac_len, NULL, 0);
+        ks_digest_note (self, tenant, "keys", rec.mac, rec.mac_len, NULL, 0);
         ks_key_rec_free (&rec);
         rc = self->be->key_delete (self->store, tenant, ref) == 1 ? 0 : -1;
     }
@@ -257,20 +257,16 @@ out:
     return rc;
 }
 
-int
-keystore_key_list (keystore_t *self, const char *tenant,
-                   Cs__KeyInfo ***infos_p, size_t *count_p)
+/*  The verified rows of recs (n, all freed here) as KeyInfos into *infos_p
+ *  (malloc'd) and *count_p; a row that does not verify or decode is left
+ *  out (logged).  Returns 0 or -1.  */
+static int
+s_infos_of (keystore_t *self, const char *tenant, ks_key_rec_t *recs, size_t n,
+            Cs__KeyInfo ***infos_p, size_t *count_p)
 {
-    if (!self || !tenant || !infos_p || !count_p)
-        return -1;
-    ks_hook ("key_list");
-    ks_key_rec_t *recs = NULL;
-    size_t n = 0, count = 0;
-    if (self->be->key_list (self->store, tenant, &recs, &n) != 0)
-        return -1;
+    size_t count = 0;
     Cs__KeyInfo **infos = malloc ((n ? n : 1) * sizeof *infos);
     for (size_t i = 0; i < n; i++) {
-        //  A row that does not verify or decode is left out (logged).
         if (infos && s_key_row_verified (self, &recs [i], tenant, recs [i].ref)
         &&  (infos [count] = s_info_unpack (self, &recs [i])))
             count++;
@@ -282,6 +278,51 @@ keystore_key_list (keystore_t *self, const char *tenant,
     *infos_p = infos;
     *count_p = count;
     return 0;
+}
+
+int
+keystore_key_list (keystore_t *self, const char *tenant,
+                   Cs__KeyInfo ***infos_p, size_t *count_p)
+{
+    if (!self || !tenant || !infos_p || !count_p)
+        return -1;
+    ks_hook ("key_list");
+    ks_key_rec_t *recs = NULL;
+    size_t n = 0;
+    if (self->be->key_list (self->store, tenant, &recs, &n) != 0)
+        return -1;
+    return s_infos_of (self, tenant, recs, n, infos_p, count_p);
+}
+
+int
+keystore_key_page (keystore_t *self, const char *tenant, const char *after, size_t limit,
+                   Cs__KeyInfo ***infos_p, size_t *count_p, char **next_p)
+{
+    if (!self || !tenant || !after || limit == 0 || limit == SIZE_MAX || !infos_p || !count_p || !next_p)
+        return -1;
+    ks_hook ("key_list");
+    ks_key_rec_t *recs = NULL;
+    size_t n = 0;
+    *next_p = NULL;
+    if (self->be->key_page (self->store, tenant, after, limit + 1, &recs, &n) != 0)
+        return -1;
+    //  One row more than asked says whether another page follows; the
+    //  cursor is the last row of this page, verified or not.
+    if (n > limit) {
+        ks_key_rec_free (&recs [limit]);
+        n = limit;
+        if (!(*next_p = strdup (recs [n - 1].ref))) {
+            for (size_t i = 0; i < n; i++)
+                ks_key_rec_free (&recs [i]);
+            free (recs);
+            return -1;
+        }
+    }
+    if (s_infos_of (self, tenant, recs, n, infos_p, count_p) == 0)
+        return 0;
+    free (*next_p);
+    *next_p = NULL;
+    return -1;
 }
 
 uint64_t
@@ -422,7 +463,7 @@ keystore_issued_record (keystore_t *self, const char *tenant, const uint8_t fing
         return -1;
     int inserted = self->be->issued_insert (self->store, fingerprint, tenant, created, mac);
     if (inserted == 1)
-        ks_digest_note (self, "issued", NULL, 0, mac, ROW_MAC_LEN);
+        ks_digest_note (self, NULL, "issued", NULL, 0, mac, ROW_MAC_LEN);
     //  No keys_version to bump: s_key_write_end's tenant bump is harmless
     //  (the tenant's list did not change, a client fetches it once more).
     int rc = s_key_write_end (self, tenant, inserted == 1 ? 0 : -1);

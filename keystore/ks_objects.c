@@ -67,7 +67,7 @@ keystore_object_put (keystore_t *self, const char *tenant, const Cs__ObjectInfo 
     ks_key_rec_t old;
     int had = self->be->object_read (self->store, tenant, info->ref, &old);
     if (had >= 0) {
-        ks_digest_note (self, "objects", had == 1 ? old.mac : NULL, old.mac_len, mac, ROW_MAC_LEN);
+        ks_digest_note (self, tenant, "objects", had == 1 ? old.mac : NULL, old.mac_len, mac, ROW_MAC_LEN);
         if (had == 1)
             ks_key_rec_free (&old);
         rc = self->be->object_put (self->store, tenant, &rec);
@@ -164,7 +164,7 @@ keystore_object_delete (keystore_t *self, const char *tenant, const char *ref)
     ks_key_rec_t old;
     int rc = self->be->object_read (self->store, tenant, ref, &old) == 1 ? 0 : -1;
     if (rc == 0) {
-        ks_digest_note (self, "objects", old.mac, old.mac_len, NULL, 0);
+        ks_digest_note (self, tenant, "objects", old.mac, old.mac_len, NULL, 0);
         ks_key_rec_free (&old);
         rc = self->be->object_delete (self->store, tenant, ref) == 1 ? 0 : -1;
     }

@@ -902,16 +902,11 @@ s_idem_expire (ks_store_t *self, int64_t before)
     return s_run_changes (self, "DELETE FROM idempotency WHERE created < $1", &p);
 }
 
-/*  The rows of `table` (keys or objects: the same columns) of the tenant
- *  in the order stored, as key_list returns them.  */
+/*  The rows that sql selects with parameters p, as key_list returns them.  */
 static int
-s_rows_list (ks_store_t *self, const char *table, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
+s_rows_read (ks_store_t *self, const char *sql, const s_params_t *p, ks_key_rec_t **recs_p, size_t *count_p)
 {
-    char sql [96];
-    s_params_t p = { .count = 0 };
-    s_text (&p, tenant);
-    snprintf (sql, sizeof sql, "SELECT ref, info, private, mac FROM %s WHERE tenant = $1 ORDER BY seq", table);
-    PGresult *res = s_run (self, sql, &p);
+    PGresult *res = s_run (self, sql, p);
     if (!res)
         return -1;
     int n = PQntuples (res);
@@ -931,10 +926,36 @@ s_rows_list (ks_store_t *self, const char *table, const char *tenant, ks_key_rec
     return 0;
 }
 
+/*  The rows of `table` (keys or objects: the same columns) of the tenant
+ *  in the order stored, as key_list returns them.  */
+static int
+s_rows_list (ks_store_t *self, const char *table, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
+{
+    char sql [96];
+    s_params_t p = { .count = 0 };
+    s_text (&p, tenant);
+    snprintf (sql, sizeof sql, "SELECT ref, info, private, mac FROM %s WHERE tenant = $1 ORDER BY seq", table);
+    return s_rows_read (self, sql, &p, recs_p, count_p);
+}
+
 static int
 s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
 {
     return s_rows_list (self, "keys", tenant, recs_p, count_p);
+}
+
+/*  Keyset pagination over the primary key (tenant, ref): one index range
+ *  scan of `limit` rows whatever the page's place.  */
+static int
+s_key_page (ks_store_t *self, const char *tenant, const char *after, size_t limit,
+            ks_key_rec_t **recs_p, size_t *count_p)
+{
+    s_params_t p = { .count = 0 };
+    s_text (&p, tenant);
+    s_text (&p, after);
+    s_int8 (&p, limit > INT64_MAX ? INT64_MAX : (int64_t) limit);
+    return s_rows_read (self, "SELECT ref, info, private, mac FROM keys WHERE tenant = $1 AND ref > $2 "
+                              "ORDER BY ref LIMIT $3", &p, recs_p, count_p);
 }
 
 /* ---- object rows (schema 4) ------------------------------------------------- */
@@ -1024,6 +1045,7 @@ const ks_backend_t ks_pg_backend = {
     .key_update = s_key_update,
     .key_delete = s_key_delete,
     .key_list = s_key_list,
+    .key_page = s_key_page,
     .object_read = s_object_read,
     .object_put = s_object_put,
     .object_delete = s_object_delete,

@@ -3,8 +3,9 @@
  *  own that LISTENs on channel "cryptoserver_keystore" (ks_pg.c's triggers
  *  notify it at every commit on tenants and keys, with the writer's
  *  origin), and a thread that waits on its socket and counts the
- *  notifications of other origins; after a lost connection it tries again
- *  every second and counts one change when it is back.
+ *  notifications of other origins (and apart those without an origin:
+ *  psql); after a lost connection it tries again every second and counts
+ *  one change of each kind when it is back.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -28,6 +29,7 @@ struct _keystore_listener_t {
     pthread_t thread;
     int stop [2];               /* a pipe: destroy writes to it */
     uint64_t changes;           /* atomic */
+    uint64_t foreign;           /* atomic: commits without an origin (psql), reconnections */
     bool connected;             /* atomic */
     PGconn *conn;               /* the thread's */
 };
@@ -60,6 +62,8 @@ s_listener_read (keystore_listener_t *self)
         return false;
     PGnotify *notify;
     while ((notify = PQnotifies (self->conn))) {
+        if (!*notify->extra)            //  before `changes`: a reader of both sees it with it
+            __atomic_add_fetch (&self->foreign, 1, __ATOMIC_SEQ_CST);
         if (strcmp (notify->extra, ks_pg_origin ()) != 0)
             __atomic_add_fetch (&self->changes, 1, __ATOMIC_SEQ_CST);
         PQfreemem (notify);
@@ -93,6 +97,7 @@ s_listener_thread (void *arg)
             continue;
         }
         if (!self->conn && s_listener_connect (self) == 0) {
+            __atomic_add_fetch (&self->foreign, 1, __ATOMIC_SEQ_CST);
             __atomic_add_fetch (&self->changes, 1, __ATOMIC_SEQ_CST);
             if (warned)
                 zsys_info ("keystore %s: change notifications back: caches dropped", self->where);
@@ -129,6 +134,12 @@ uint64_t
 ks_listener_changes (keystore_listener_t *self)
 {
     return self ? __atomic_load_n (&self->changes, __ATOMIC_SEQ_CST) : 0;
+}
+
+uint64_t
+ks_listener_foreign (keystore_listener_t *self)
+{
+    return self ? __atomic_load_n (&self->foreign, __ATOMIC_SEQ_CST) : 0;
 }
 
 bool

@@ -267,8 +267,13 @@ s_open (const char *path)
         goto fail;
     }
     sqlite3_busy_timeout (self->db, BUSY_TIMEOUT_MS);
+    //  mmap_size: reads map the file instead of a pread(2) copy per page;
+    //  a tenant's 100,000-key list read in pages took 1.43 s over the wire
+    //  with pread, 0.82 s mapped (issue #25).  Writes still go through the
+    //  WAL; the rows' secrets are encrypted either way.
     if (s_exec (self, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
-                      " PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;") != 0
+                      " PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON;"
+                      " PRAGMA mmap_size = 268435456;") != 0
     ||  s_data_version (self, &self->data_version) != 0)
         goto fail;
     return self;
@@ -657,19 +662,11 @@ s_key_delete (ks_store_t *self, const char *tenant, const char *ref)
     return s_row_delete (self, "keys", tenant, ref);
 }
 
-/*  The rows of `table` (keys or objects: the same columns) of the tenant in
- *  the order stored, as key_list returns them; `what` names them in a log
- *  line.  */
+/*  The rows that stmt (bound) selects, as key_list returns them; `what`
+ *  names them in a log line.  Finalizes stmt.  */
 static int
-s_rows_list (ks_store_t *self, const char *table, const char *what, const char *tenant,
-             ks_key_rec_t **recs_p, size_t *count_p)
+s_rows_read (ks_store_t *self, sqlite3_stmt *stmt, const char *what, ks_key_rec_t **recs_p, size_t *count_p)
 {
-    char sql [96];
-    snprintf (sql, sizeof sql, "SELECT ref, info, private, mac FROM %s WHERE tenant = ?1 ORDER BY rowid", table);
-    sqlite3_stmt *stmt = s_prepare (self, sql);
-    if (!stmt)
-        return -1;
-    s_bind_text (stmt, 1, tenant);
     size_t count = 0, room = 16;
     ks_key_rec_t *recs = calloc (room, sizeof *recs);
     int step = SQLITE_ERROR;
@@ -700,10 +697,42 @@ s_rows_list (ks_store_t *self, const char *table, const char *what, const char *
     return 0;
 }
 
+/*  The rows of `table` (keys or objects: the same columns) of the tenant in
+ *  the order stored, as key_list returns them; `what` names them in a log
+ *  line.  */
+static int
+s_rows_list (ks_store_t *self, const char *table, const char *what, const char *tenant,
+             ks_key_rec_t **recs_p, size_t *count_p)
+{
+    char sql [96];
+    snprintf (sql, sizeof sql, "SELECT ref, info, private, mac FROM %s WHERE tenant = ?1 ORDER BY rowid", table);
+    sqlite3_stmt *stmt = s_prepare (self, sql);
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    return s_rows_read (self, stmt, what, recs_p, count_p);
+}
+
 static int
 s_key_list (ks_store_t *self, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
 {
     return s_rows_list (self, "keys", "list keys", tenant, recs_p, count_p);
+}
+
+/*  Keyset pagination over the primary key (tenant, ref): one index range
+ *  scan of `limit` rows whatever the page's place.  */
+static int
+s_key_page (ks_store_t *self, const char *tenant, const char *after, size_t limit,
+            ks_key_rec_t **recs_p, size_t *count_p)
+{
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT ref, info, private, mac FROM keys "
+                                          "WHERE tenant = ?1 AND ref > ?2 ORDER BY ref LIMIT ?3");
+    if (!stmt)
+        return -1;
+    s_bind_text (stmt, 1, tenant);
+    s_bind_text (stmt, 2, after);
+    sqlite3_bind_int64 (stmt, 3, limit > INT64_MAX ? INT64_MAX : (sqlite3_int64) limit);
+    return s_rows_read (self, stmt, "list a page of keys", recs_p, count_p);
 }
 
 static int
@@ -1038,6 +1067,7 @@ const ks_backend_t ks_sqlite_backend = {
     .key_update = s_key_update,
     .key_delete = s_key_delete,
     .key_list = s_key_list,
+    .key_page = s_key_page,
     .object_read = s_object_read,
     .object_put = s_object_put,
     .object_delete = s_object_delete,

@@ -141,9 +141,11 @@ s_digest_add (uint8_t digest [32], const char *table, const uint8_t *mac, size_t
 }
 
 void
-ks_digest_note (keystore_t *self, const char *table, const uint8_t *old, size_t old_len,
-                const uint8_t *new, size_t new_len)
+ks_digest_note (keystore_t *self, const char *tenant, const char *table, const uint8_t *old,
+                size_t old_len, const uint8_t *new, size_t new_len)
 {
+    if (tenant)
+        ks_changes_touch (self, tenant);
     if (old)
         s_digest_add (self->delta, table, old, old_len);
     if (new)
@@ -443,6 +445,8 @@ s_bump (keystore_t *self, uint64_t *next_p)
     }
     for (int i = 0; i < 32; i++)
         digest [i] ^= self->delta [i];
+    if (ks_changes_write (self, *next_p) != 0)
+        return -1;
     return ks_state_put (self, schema, *next_p, digest);
 }
 
@@ -453,11 +457,15 @@ ks_end (keystore_t *self, bool commit)
     bool bumped = !commit || s_bump (self, &next) == 0;
     memset (self->delta, 0, sizeof self->delta);
     if (!bumped) {
+        ks_changes_reset (self, false);
         self->be->end (self->store, false);
         return -1;
     }
-    if (self->be->end (self->store, commit) != 0)
+    if (self->be->end (self->store, commit) != 0) {
+        ks_changes_reset (self, false);
         return -1;
+    }
+    ks_changes_reset (self, commit);
     if (commit) {
         self->counter = next;
         if (self->counter_path)

@@ -75,7 +75,7 @@ ks_tenant_write (keystore_t *self, const char *name, const ks_tenant_row_t *row)
     if (row_mac_tenant (self->keys->mac_key, name, row, mac) != 0
     ||  self->be->tenant_read (self->store, name, true, &old) != 1)
         return -1;
-    ks_digest_note (self, "tenants", old.mac, old.mac_len, mac, ROW_MAC_LEN);
+    ks_digest_note (self, name, "tenants", old.mac, old.mac_len, mac, ROW_MAC_LEN);
     ks_tenant_rec_free (&old);
     return self->be->tenant_update (self->store, name, row, mac) == 1 ? 0 : -1;
 }
@@ -138,7 +138,7 @@ keystore_tenant_add (keystore_t *self, const char *name,
         rec.mac = mac;
         rec.mac_len = ROW_MAC_LEN;
         rc = self->be->tenant_insert (self->store, name, &rec);
-        ks_digest_note (self, "tenants", NULL, 0, mac, ROW_MAC_LEN);
+        ks_digest_note (self, name, "tenants", NULL, 0, mac, ROW_MAC_LEN);
         rec.mac = NULL;
     }
     if (ks_end (self, rc == 0) != 0)
@@ -158,7 +158,7 @@ s_rows_leave (keystore_t *self, const char *name)
     size_t count = 0;
     if (self->be->tenant_read (self->store, name, true, &rec) != 1)
         return -1;
-    ks_digest_note (self, "tenants", rec.mac, rec.mac_len, NULL, 0);
+    ks_digest_note (self, name, "tenants", rec.mac, rec.mac_len, NULL, 0);
     ks_tenant_rec_free (&rec);
     for (int table = 0; table < 2; table++) {
         int got = table == 0 ? self->be->key_list (self->store, name, &recs, &count)
@@ -166,7 +166,7 @@ s_rows_leave (keystore_t *self, const char *name)
         if (got != 0)
             return -1;
         for (size_t i = 0; i < count; i++) {
-            ks_digest_note (self, table == 0 ? "keys" : "objects", recs [i].mac, recs [i].mac_len, NULL, 0);
+            ks_digest_note (self, name, table == 0 ? "keys" : "objects", recs [i].mac, recs [i].mac_len, NULL, 0);
             ks_key_rec_free (&recs [i]);
         }
         free (recs);

@@ -181,6 +181,18 @@ row_mac_counter (const uint8_t key [32], const uint8_t id [32], uint64_t counter
 }
 
 int
+row_mac_changes (const uint8_t key [32], const uint8_t id [32], const char *tenant, uint64_t counter,
+                 uint8_t mac [ROW_MAC_LEN])
+{
+    s_mac_t self;
+    s_start (&self, key, "cs-changes-v1");
+    s_lp (&self, id, 32);
+    s_lp (&self, tenant, strlen (tenant));
+    s_u64 (&self, counter);
+    return s_finish (&self, mac);
+}
+
+int
 row_mac_issued (const uint8_t key [32], const uint8_t fingerprint [32], const char *tenant,
                 int64_t created, uint8_t mac [ROW_MAC_LEN])
 {

@@ -74,6 +74,13 @@ int row_mac_state (const uint8_t key [32], uint64_t schema, uint64_t counter, co
 int row_mac_counter (const uint8_t key [32], const uint8_t id [32], uint64_t counter,
                      uint8_t mac [ROW_MAC_LEN]);
 
+/*  MAC of a tenant's change epoch (meta row "changes:TENANT", ks_changes.c):
+ *  "cs-changes-v1" || lp (id) || lp (tenant) || counter, where counter is
+ *  the state counter of the tenant's last committed change.  Returns 0 or
+ *  -1.  */
+int row_mac_changes (const uint8_t key [32], const uint8_t id [32], const char *tenant, uint64_t counter,
+                     uint8_t mac [ROW_MAC_LEN]);
+
 /*  MAC of an issued-key row (schema 5, keystore_issued_record):
  *  "cs-issued-v1" || lp (fingerprint) || lp (tenant) || created.  Returns 0
  *  or -1.  */

@@ -100,11 +100,11 @@ s_parse_bool (cs_client_config_t *self, const char *key, const char *value, bool
     return 0;
 }
 
-/*  Parses the milliseconds `value` of `key` into *out when given: an
- *  integer in min..max.  */
+/*  Parses the integer `value` of `key` (in `unit`) into *out when given:
+ *  min..max.  */
 static int
-s_parse_ms (cs_client_config_t *self, const char *key, const char *value,
-            long long min, long long max, int64_t *out)
+s_parse_int (cs_client_config_t *self, const char *key, const char *value,
+             long long min, long long max, const char *unit, int64_t *out)
 {
     char *end = NULL, *why = NULL;
     long long ms;
@@ -115,13 +115,21 @@ s_parse_ms (cs_client_config_t *self, const char *key, const char *value,
     if (errno || end == value || *s_trim (end))
         return s_fail (self, key, "not a number");
     if (ms < min || ms > max) {
-        if (asprintf (&why, "out of range (%lld .. %lld ms)", min, max) > 0)
+        if (asprintf (&why, "out of range (%lld .. %lld %s)", min, max, unit) > 0)
             s_fail (self, key, why);
         free (why);
         return -1;
     }
     *out = ms;
     return 0;
+}
+
+/*  Parses the milliseconds `value` of `key` into *out when given.  */
+static int
+s_parse_ms (cs_client_config_t *self, const char *key, const char *value,
+            long long min, long long max, int64_t *out)
+{
+    return s_parse_int (self, key, value, min, max, "ms", out);
 }
 
 /*  The failover settings (man cryptoserver-client.conf(5)): the heartbeat
@@ -205,6 +213,8 @@ s_parse (cs_client_config_t *self, zconfig_t *root, const char *dir)
     ||  s_parse_ms (self, "client/timeout-ms", zconfig_get (root, "client/timeout-ms", NULL),
                     1, CS_CLIENT_TIMEOUT_MAX, &self->timeout_ms)
     ||  s_parse_failover (self, root)
+    ||  s_parse_int (self, "client/list-page", zconfig_get (root, "client/list-page", NULL), 0, 100000,
+                     "keys", &self->list_page)
     ||  s_parse_log_level (self, zconfig_get (root, "client/log-level", NULL)))
         return -1;
     if (!self->curve)
@@ -230,6 +240,7 @@ cs_client_config_load (const char *path)
     self->heartbeat_ivl_ms = CS_CLIENT_HEARTBEAT_IVL_DEFAULT;
     self->heartbeat_timeout_ms = CS_CLIENT_HEARTBEAT_TIMEOUT_DEFAULT;
     self->log_level = CS_LOG_WARNING;
+    self->list_page = CS_CLIENT_LIST_PAGE_DEFAULT;
     if (access (path, R_OK) != 0) {
         cs_log_error ("%s: cannot read client config: %s (set CRYPTOSERVER_CONF)", path, strerror (errno));
         goto fail;

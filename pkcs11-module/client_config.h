@@ -18,6 +18,7 @@
 #define CS_CLIENT_MAX_ENDPOINTS   16
 #define CS_CLIENT_HEARTBEAT_IVL_DEFAULT     1000    /* ms */
 #define CS_CLIENT_HEARTBEAT_TIMEOUT_DEFAULT 5000    /* ms */
+#define CS_CLIENT_LIST_PAGE_DEFAULT 1000    /* keys (docs/CONTRACTS.md "Key lists in pages") */
 
 typedef struct {
     char *path;                 /* the file read */
@@ -32,6 +33,8 @@ typedef struct {
     int64_t heartbeat_timeout_ms;   /* client/heartbeat-timeout-ms, default 5000 */
     int64_t attempt_timeout_ms; /* client/attempt-timeout-ms, default timeout_ms / 4 */
     int log_level;              /* cs_log_level_t, default warning */
+    int64_t list_page;          /* client/list-page: keys per ListKeys page, 0 = whole lists,
+                                   0..100000, default CS_CLIENT_LIST_PAGE_DEFAULT */
 } cs_client_config_t;
 
 /*  Returns the path to read: $CRYPTOSERVER_CONF when set and not empty, else

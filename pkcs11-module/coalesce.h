@@ -7,7 +7,7 @@
  *  job as it finishes (Reply.job_number).  The frame is the waiters' own
  *  encoded frames concatenated, then a trailer: protobuf merges a message
  *  encoded twice (repeated fields append, the last scalar wins), so nothing
- *  is decoded or encoded again.  Used by link.c's I/O thread.
+ *  is decoded or encoded again.  Used by the wait queue (waitq.c).
  */
 #ifndef CS_COALESCE_H_INCLUDED
 #define CS_COALESCE_H_INCLUDED
@@ -20,7 +20,7 @@
 #define CS_COALESCE_MAX_JOBS 32         /* jobs in one coalesced request */
 #define CS_COALESCE_TRAILER_MAX 32      /* bytes of the trailer (three varints) */
 #define CS_COALESCE_LOW_JOBS 8          /* jobs of ours on a broker from which it is busy:
-                                           new ones wait there for company (link.c s_hold) */
+                                           new ones wait there for company (waitq.c s_hold) */
 #define CS_COALESCE_HOLD_MS 2           /* ms a job waits for company at most */
 
 /*  True when req (as the module sends it) may share a frame with others:

@@ -222,15 +222,9 @@ cs_dataobj_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG 
     if (rv != CKR_OK)
         return rv;
     bool token = cs_template_bool (tmpl, count, CKA_TOKEN, false);      /* checked: safe */
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     rv = s_may_write_inlock (session, token, cs_template_bool (tmpl, count, CKA_PRIVATE, false));
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK)
         rv = cs_dataobj_attrs_new (klass, tmpl, count, &attrs);
     if (rv == CKR_OK && token)
@@ -297,17 +291,15 @@ cs_dataobj_destroy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
     Cs__Job job = CS__JOB__INIT;
     Cs__Reply *reply = NULL;
     dataobj_t snapshot;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
+    CK_RV rv;
+    CS_BEGIN_CALL (rv);
     if ((rv = s_prepare_inlock (handle, object, &snapshot, CKA_DESTROYABLE)) != CKR_OK) {
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     if (!snapshot.ref)
         dataobj_clear_inlock (dataobj_object_inlock (object));
-    cs_unlock ();
+    CS_END_CALL ();
     if (snapshot.ref) {
         destroy.ref = snapshot.ref;
         job.kind_case = CS__JOB__KIND_DESTROY_OBJECT;
@@ -350,12 +342,10 @@ cs_dataobj_set (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATTR
 {
     dataobj_t snapshot;
     cs_attrs_t attrs = { 0 };
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
+    CK_RV rv;
+    CS_BEGIN_CALL (rv);
     if ((rv = s_prepare_inlock (handle, object, &snapshot, CKA_MODIFIABLE)) != CKR_OK) {
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     if ((rv = s_check_change (&snapshot, tmpl, count, false)) == CKR_OK
@@ -367,7 +357,7 @@ cs_dataobj_set (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATTR
         live->attrs = attrs;
         memset (&attrs, 0, sizeof attrs);
     }
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK && snapshot.ref)
         rv = s_store (snapshot.klass, snapshot.ref, &attrs, NULL);
     cs_attrs_clear (&attrs);
@@ -383,14 +373,8 @@ cs_dataobj_copy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATT
     cs_attrs_t attrs = { 0 };
     cs_session_t *session;
     bool token = false;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if ((rv = s_take_inlock (object, &snapshot)) == CKR_OK && !cs_attrs_bool (&snapshot.attrs, CKA_COPYABLE, true))
         rv = CKR_ACTION_PROHIBITED;
     if (rv == CKR_OK)
@@ -404,7 +388,7 @@ cs_dataobj_copy (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, const CK_ATT
         rv = CKR_HOST_MEMORY;
     if (rv == CKR_OK && !token)
         rv = s_add_session_inlock (handle, snapshot.klass, &attrs, object_p);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK && token)
         rv = s_store (snapshot.klass, NULL, &attrs, object_p);
     s_snapshot_clear (&snapshot);

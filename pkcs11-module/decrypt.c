@@ -1,5 +1,7 @@
-/*  decrypt.c — C_DecryptInit and C_Decrypt for CKM_RSA_PKCS and
- *  CKM_RSA_PKCS_OAEP: one DecryptJob per call.
+/*  decrypt.c — decryption (PKCS#11 2.40 §5.9): C_DecryptInit, C_Decrypt,
+ *  C_DecryptUpdate, C_DecryptFinal.  CKM_RSA_PKCS and CKM_RSA_PKCS_OAEP: one
+ *  DecryptJob per call; a secret key's operation goes to secret.h (multi-part
+ *  streams: secret_stream.c).
  *
  *  A length query answers k (the modulus length, an upper bound) locally.
  *  The plaintext length is only known after the round trip, so a result
@@ -65,7 +67,7 @@ s_decrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void *
 /*  Runs one DecryptJob; on CKR_OK the op holds the plaintext.  Without the
  *  mutex.  */
 static CK_RV
-s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len)
+s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len, const uint8_t *context, size_t context_len)
 {
     CK_RV rv;
     Cs__Reply *reply = NULL;
@@ -78,6 +80,7 @@ s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len)
     decrypt.mechanism = &mech;
     decrypt.data.data = (uint8_t *) data;
     decrypt.data.len = len;
+    decrypt.context_ticket = (ProtobufCBinaryData) { context_len, (uint8_t *) context };
     job.kind_case = CS__JOB__KIND_DECRYPT;
     job.decrypt = &decrypt;
     if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
@@ -131,26 +134,26 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
 {
     cs_session_t *session;
     cs_decrypt_op_t *op;
+    uint8_t context [CS_CONTEXT_TICKET_MAX];
+    size_t context_len = 0;
     CK_RV rv;
     if (cs_secret_active (handle, CS_OP_DECRYPT))
         return cs_secret_finish (handle, CS_OP_DECRYPT, false, data, len, out, out_len_p);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, CS_OP_DECRYPT, out_len_p != NULL && (data || !len),
+                          &session, (void **) &op);
     if (!out && !op->plain) {
         *out_len_p = op->key->modulus_len;      /* upper bound, locally */
-        cs_unlock ();
+        CS_END_CALL ();
         return CKR_OK;
     }
     op = cs_session_op_take_inlock (session, CS_OP_DECRYPT);
-    cs_unlock ();
-    if (!op->plain)
-        rv = len == op->key->modulus_len ? s_decrypt_job (op, data, len) : CKR_ENCRYPTED_DATA_LEN_RANGE;
+    if (!op->plain)         /* CKA_ALWAYS_AUTHENTICATE: the context login's ticket, once */
+        rv = cs_session_context_take_inlock (session, CS_OP_DECRYPT, context, &context_len);
+    CS_END_CALL ();
+    if (rv == CKR_OK && !op->plain)
+        rv = len == op->key->modulus_len ? s_decrypt_job (op, data, len, context, context_len)
+                                         : CKR_ENCRYPTED_DATA_LEN_RANGE;
+    OPENSSL_cleanse (context, sizeof context);
     if (rv == CKR_OK && !out) {
         *out_len_p = op->plain_len;
         rv = CKR_BUFFER_TOO_SMALL;  /* internal marker: keep the op */
@@ -165,4 +168,20 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     cs_unlock ();
     s_decrypt_op_free (op);
     return rv == CKR_BUFFER_TOO_SMALL && !out ? CKR_OK : rv;
+}
+
+CK_RV
+C_DecryptUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
+    return cs_secret_active (handle, CS_OP_DECRYPT) ? cs_secret_stream_update (handle, CS_OP_DECRYPT, data, len, out, out_len_p)
+                                                    : cs_secret_multipart_refused (handle, CS_OP_DECRYPT);
+}
+
+CK_RV
+C_DecryptFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    return cs_secret_active (handle, CS_OP_DECRYPT)
+         ? cs_secret_finish (handle, CS_OP_DECRYPT, true, NULL, 0, out, out_len_p)
+         : cs_secret_multipart_refused (handle, CS_OP_DECRYPT);
 }

@@ -323,15 +323,9 @@ C_DeriveKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE b
     cs_key_t *key = NULL;
     CK_RV rv;
     return_val_if_fail (mech && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     rv = s_prepare_inlock (mech, base, tmpl, count, &req);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK)
         rv = s_make_key (&req, &key);
     if (rv == CKR_OK) {

@@ -1,7 +1,7 @@
 /*  digest.c — C_DigestInit, C_Digest, C_DigestUpdate, C_DigestKey,
  *  C_DigestFinal (PKCS#11 2.40 §5.10), run in the module with OpenSSL 3, or
- *  as the vendor modexp mechanism (modexp.h) on the broker; C_SeedRandom and
- *  C_GenerateRandom (§5.15).  Split from local.c.
+ *  as the vendor modexp mechanism (modexp.h) on the broker.  The random
+ *  functions are random.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,13 +90,7 @@ C_DigestInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech)
     CK_RV rv;
     return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
     entry = cs_mech_lookup (mech->mechanism);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (cs_session_op_inlock (session, CS_OP_DIGEST))
         rv = CKR_OPERATION_ACTIVE;
     else
@@ -118,7 +112,7 @@ C_DigestInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech)
     else
     if ((rv = cs_session_op_start_inlock (session, CS_OP_DIGEST, op, s_digest_op_free)) == CKR_OK)
         op = NULL;
-    cs_unlock ();
+    CS_END_CALL ();
     s_digest_op_free (op);
     return rv;
 }
@@ -134,18 +128,12 @@ s_digest_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
     unsigned int out_len = 0;
     size_t need;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, CS_OP_DIGEST, out_len_p != NULL && (data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, CS_OP_DIGEST, out_len_p != NULL && (data || !len),
+                          &session, (void **) &op);
     if (op->modexp) {
         cs_digest_op_t *taken;
         rv = s_modexp_take_inlock (session, op, &data, &len, final, out, out_len_p, &need, &taken);
-        cs_unlock ();
+        CS_END_CALL ();
         if (taken && rv == CKR_OK && (rv = cs_modexp_run (taken->modexp, data, len, out)) == CKR_OK)
             *out_len_p = need;
         s_digest_op_free (taken);
@@ -155,11 +143,11 @@ s_digest_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
     if (!out || *out_len_p < need) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = need;
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     op = cs_session_op_take_inlock (session, CS_OP_DIGEST);
-    cs_unlock ();
+    CS_END_CALL ();
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;
     else
@@ -206,13 +194,7 @@ C_DigestUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
     cs_digest_op_t *op;
     CK_RV rv;
     return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!(op = cs_session_op_inlock (session, CS_OP_DIGEST)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
@@ -228,7 +210,7 @@ C_DigestUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
     }
     else
         op->updated = true;
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 
@@ -248,15 +230,9 @@ C_DigestKey (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE key_handle)
     cs_key_t *key = NULL;
     CK_OBJECT_CLASS klass = 0;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!(op = cs_session_op_inlock (session, CS_OP_DIGEST))) {
-        cs_unlock ();
+        CS_END_CALL ();
         return CKR_OPERATION_NOT_INITIALIZED;
     }
     if (!(key = cs_object_key_inlock (key_handle, &klass)))
@@ -271,7 +247,7 @@ C_DigestKey (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE key_handle)
         op->updated = true;
     if (rv != CKR_OK)
         cs_session_op_end_inlock (session, CS_OP_DIGEST);
-    cs_unlock ();
+    CS_END_CALL ();
     cs_key_unref (&key);
     return rv;
 }
@@ -280,36 +256,4 @@ CK_RV
 C_DigestFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 {
     return s_digest_finish (handle, NULL, 0, true, out, out_len_p);
-}
-
-/*  ---- random -------------------------------------------------------- */
-
-/*  PKCS#11 2.40 §5.15 C_SeedRandom: mixes `len` bytes of seed into
- *  OpenSSL's random generator with RAND_add, credited with no entropy, so
- *  a poor seed can do no harm (the DRBG takes it as additional input,
- *  NIST SP 800-90A).  CKR_ARGUMENTS_BAD (seed NULL with len > 0, or len
- *  over INT_MAX), CKR_SESSION_HANDLE_INVALID, CKR_OK.  */
-CK_RV
-C_SeedRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR seed, CK_ULONG len)
-{
-    CK_RV rv;
-    return_val_if_fail ((seed || !len) && len <= INT32_MAX, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_check (handle)) != CKR_OK)
-        return rv;
-    if (len)
-        RAND_add (seed, (int) len, 0.0);
-    return CKR_OK;
-}
-
-/*  PKCS#11 2.40 §5.15 C_GenerateRandom: `len` bytes from OpenSSL's
- *  RAND_bytes.  CKR_ARGUMENTS_BAD (out NULL with len > 0, or len over
- *  INT_MAX), CKR_SESSION_HANDLE_INVALID, CKR_FUNCTION_FAILED, CKR_OK.  */
-CK_RV
-C_GenerateRandom (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG len)
-{
-    CK_RV rv;
-    return_val_if_fail ((out || !len) && len <= INT32_MAX, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_session_check (handle)) != CKR_OK)
-        return rv;
-    return len == 0 || RAND_bytes (out, (int) len) == 1 ? CKR_OK : CKR_FUNCTION_FAILED;
 }

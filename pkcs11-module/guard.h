@@ -27,6 +27,23 @@ CK_RV cs_guard_check (void);
 void cs_lock (void);
 void cs_unlock (void);
 
+/*  The entry-point prologue and its end, as a pair (after p11-kit's
+ *  BEGIN_CALL / END_CALL): CS_BEGIN_CALL (rv) sets `rv` (a CK_RV of the
+ *  caller) to cs_guard_check () and returns it from the calling function
+ *  unless it is CKR_OK, then takes the library mutex; CS_END_CALL ()
+ *  releases it, once on every path that leaves the locked part (an early
+ *  return included).  The variants that also find the session are
+ *  session.h's.  tests/integration/module-layers.sh counts a CS_BEGIN_*
+ *  as a cs_lock and CS_END_CALL as a cs_unlock, and fails a function that
+ *  opens a pair it does not close (docs/DESIGN.md §5).  */
+#define CS_BEGIN_CALL(rv) \
+    do { \
+        if (((rv) = cs_guard_check ()) != CKR_OK) \
+            return (rv); \
+        cs_lock (); \
+    } while (0)
+#define CS_END_CALL() cs_unlock ()
+
 /*  The call guard around every entry point of the function lists
  *  (interface.c).  cs_guard_enter returns CKR_CRYPTOKI_NOT_INITIALIZED
  *  (before C_Initialize, during and after C_Finalize, in a forked child)

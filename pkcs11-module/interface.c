@@ -1,4 +1,4 @@
-/*  interface.c — the function lists (2.40 and 3.0), the call-guard
+/*  interface.c — the function lists (2.40, 3.0 and 3.2), the call-guard
  *  wrappers, C_GetFunctionList, C_GetInterfaceList, C_GetInterface, and
  *  the entry points the module does not provide.  See interface.h.
  *
@@ -11,7 +11,11 @@
  *  not leave the module), multi-part encryption and decryption (RSA is
  *  single-part, curr. mech. §2.1), the dual-function calls (no mechanism
  *  of ours has them), and the 3.0 message-based functions (no AEAD
- *  mechanism); C_WrapKey and C_UnwrapKey are in wrap.c.
+ *  mechanism); of 3.2, the KEM functions (no KEM mechanism yet), the
+ *  asynchronous functions (no asynchronous session: C_OpenSession answers
+ *  CKR_SESSION_ASYNC_NOT_SUPPORTED) and authenticated wrapping (no such
+ *  mechanism); C_WrapKey and C_UnwrapKey are in wrap.c, 3.2's
+ *  C_VerifySignature* in verify.c.
  *  C_GetFunctionStatus and C_CancelFunction answer CKR_FUNCTION_NOT_PARALLEL (2.40 §5.16, legacy);
  *  C_WaitForSlotEvent answers CKR_NO_EVENT with CKF_DONT_BLOCK (the one slot
  *  never changes) and CKR_FUNCTION_NOT_SUPPORTED when asked to block.
@@ -22,6 +26,7 @@
 #include "module.h"
 #include "session.h"
 #include "token.h"
+#include "verify.h"
 #include "interface.h"
 
 /*  ---- the wrappers -------------------------------------------------------- */
@@ -104,7 +109,14 @@
     X (C_GenerateRandom, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c), (a, b, c)) \
     X (cs_token_login_user, (CK_SESSION_HANDLE a, CK_USER_TYPE b, CK_UTF8CHAR_PTR c, CK_ULONG d, \
        CK_UTF8CHAR_PTR e, CK_ULONG f), (a, b, c, d, e, f)) \
-    X (cs_session_cancel, (CK_SESSION_HANDLE a, CK_FLAGS b), (a, b))
+    X (cs_session_cancel, (CK_SESSION_HANDLE a, CK_FLAGS b), (a, b)) \
+    X (C_VerifySignatureInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_BYTE_PTR d, \
+       CK_ULONG e), (a, b, c, d, e)) \
+    X (C_VerifySignature, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c), (a, b, c)) \
+    X (C_VerifySignatureUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c), (a, b, c)) \
+    X (C_VerifySignatureFinal, (CK_SESSION_HANDLE a), (a)) \
+    X (C_GetSessionValidationFlags, (CK_SESSION_HANDLE a, CK_SESSION_VALIDATION_FLAGS_TYPE b, CK_FLAGS_PTR c), \
+       (a, b, c))
 
 #define S_GUARDED(name, params, args) \
     static CK_RV g_##name params \
@@ -167,6 +179,21 @@ S_NOT_SUPPORTED (C_VerifyMessageBegin, (CK_SESSION_HANDLE a, CK_VOID_PTR b, CK_U
 S_NOT_SUPPORTED (C_VerifyMessageNext, (CK_SESSION_HANDLE a, CK_VOID_PTR b, CK_ULONG c, CK_BYTE_PTR d,
                                        CK_ULONG e, CK_BYTE_PTR f, CK_ULONG g))
 S_NOT_SUPPORTED (C_MessageVerifyFinal, (CK_SESSION_HANDLE a))
+/*  3.2: no KEM mechanism, no asynchronous session (C_OpenSession refuses
+ *  CKF_ASYNC_SESSION), no authenticated key wrapping mechanism.  */
+S_NOT_SUPPORTED (C_EncapsulateKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_ATTRIBUTE_PTR d,
+                                    CK_ULONG e, CK_BYTE_PTR f, CK_ULONG_PTR g, CK_OBJECT_HANDLE_PTR h))
+S_NOT_SUPPORTED (C_DecapsulateKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_ATTRIBUTE_PTR d,
+                                    CK_ULONG e, CK_BYTE_PTR f, CK_ULONG g, CK_OBJECT_HANDLE_PTR h))
+S_NOT_SUPPORTED (C_AsyncComplete, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ASYNC_DATA_PTR c))
+S_NOT_SUPPORTED (C_AsyncGetID, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ULONG_PTR c))
+S_NOT_SUPPORTED (C_AsyncJoin, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG e))
+S_NOT_SUPPORTED (C_WrapKeyAuthenticated, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c,
+                                          CK_OBJECT_HANDLE d, CK_BYTE_PTR e, CK_ULONG f, CK_BYTE_PTR g,
+                                          CK_ULONG_PTR h))
+S_NOT_SUPPORTED (C_UnwrapKeyAuthenticated, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c,
+                                            CK_BYTE_PTR d, CK_ULONG e, CK_ATTRIBUTE_PTR f, CK_ULONG g,
+                                            CK_BYTE_PTR h, CK_ULONG i, CK_OBJECT_HANDLE_PTR j))
 
 /*  Legacy parallel functions: PKCS#11 2.40 §5.16.  */
 static CK_RV
@@ -206,6 +233,12 @@ s_C_GetInfo_3_0 (CK_INFO_PTR info)
     return cs_module_info (info, 3, 0);
 }
 
+static CK_RV
+s_C_GetInfo_3_2 (CK_INFO_PTR info)
+{
+    return cs_module_info (info, 3, 2);
+}
+
 /*  ---- the lists ------------------------------------------------------------- */
 
 #define S_LIST_2_40(get_info) \
@@ -232,21 +265,35 @@ static CK_FUNCTION_LIST s_list_2_40 = {
     S_LIST_2_40 (s_C_GetInfo_2_40)
 };
 
+#define S_LIST_3_0(get_info) \
+    S_LIST_2_40 (get_info), \
+    C_GetInterfaceList, C_GetInterface, g_cs_token_login_user, g_cs_session_cancel, \
+    s_C_MessageEncryptInit, s_C_EncryptMessage, s_C_EncryptMessageBegin, s_C_EncryptMessageNext, \
+    s_C_MessageEncryptFinal, \
+    s_C_MessageDecryptInit, s_C_DecryptMessage, s_C_DecryptMessageBegin, s_C_DecryptMessageNext, \
+    s_C_MessageDecryptFinal, \
+    s_C_MessageSignInit, s_C_SignMessage, s_C_SignMessageBegin, s_C_SignMessageNext, s_C_MessageSignFinal, \
+    s_C_MessageVerifyInit, s_C_VerifyMessage, s_C_VerifyMessageBegin, s_C_VerifyMessageNext, \
+    s_C_MessageVerifyFinal
+
 static CK_FUNCTION_LIST_3_0 s_list_3_0 = {
     { 3, 0 },
-    S_LIST_2_40 (s_C_GetInfo_3_0),
-    C_GetInterfaceList, C_GetInterface, g_cs_token_login_user, g_cs_session_cancel,
-    s_C_MessageEncryptInit, s_C_EncryptMessage, s_C_EncryptMessageBegin, s_C_EncryptMessageNext,
-    s_C_MessageEncryptFinal,
-    s_C_MessageDecryptInit, s_C_DecryptMessage, s_C_DecryptMessageBegin, s_C_DecryptMessageNext,
-    s_C_MessageDecryptFinal,
-    s_C_MessageSignInit, s_C_SignMessage, s_C_SignMessageBegin, s_C_SignMessageNext, s_C_MessageSignFinal,
-    s_C_MessageVerifyInit, s_C_VerifyMessage, s_C_VerifyMessageBegin, s_C_VerifyMessageNext,
-    s_C_MessageVerifyFinal,
+    S_LIST_3_0 (s_C_GetInfo_3_0)
 };
 
-/*  The default (3.0) first.  */
+static CK_FUNCTION_LIST_3_2 s_list_3_2 = {
+    { 3, 2 },
+    S_LIST_3_0 (s_C_GetInfo_3_2),
+    s_C_EncapsulateKey, s_C_DecapsulateKey,
+    g_C_VerifySignatureInit, g_C_VerifySignature, g_C_VerifySignatureUpdate, g_C_VerifySignatureFinal,
+    g_C_GetSessionValidationFlags, s_C_AsyncComplete, s_C_AsyncGetID, s_C_AsyncJoin,
+    s_C_WrapKeyAuthenticated, s_C_UnwrapKeyAuthenticated,
+};
+
+/*  The default (the newest, 3.2) first; an application that asks for no
+ *  version gets a superset of what it knows (3.2 §5.4 C_GetInterface).  */
 static CK_INTERFACE s_interfaces [] = {
+    { (CK_CHAR *) CS_INTERFACE_NAME, &s_list_3_2, 0 },
     { (CK_CHAR *) CS_INTERFACE_NAME, &s_list_3_0, 0 },
     { (CK_CHAR *) CS_INTERFACE_NAME, &s_list_2_40, 0 },
 };
@@ -281,7 +328,7 @@ C_GetInterfaceList (CK_INTERFACE_PTR list, CK_ULONG_PTR count_p)
 }
 
 /*  PKCS#11 3.0 §5.4 C_GetInterface: name NULL or "PKCS 11", version NULL
- *  (the default, 3.0) or 3.0 or 2.40, and `flags` that the interface must
+ *  (the default, 3.2) or 3.2, 3.0 or 2.40, and `flags` that the interface must
  *  all have (ours have none).  No match, or ppInterface NULL:
  *  CKR_ARGUMENTS_BAD.  Works before C_Initialize.  */
 CK_RV

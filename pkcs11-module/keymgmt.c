@@ -188,15 +188,9 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
     return_val_if_fail (mech && pub_p && priv_p && (pub || !n_pub) && (priv || !n_priv), CKR_ARGUMENTS_BAD);
     if ((rv = cs_keygen_check (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
         return cs_guard_check () ?: rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     rv = s_may_write_inlock (session, gen.token, gen.private_private || gen.public_private);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv != CKR_OK || (rv = cs_token_mechanism (mech->mechanism, &info)) != CKR_OK)
         return rv;
     /*  The sizes C_GetMechanismInfo reports are the sizes generation takes.  */
@@ -244,15 +238,9 @@ C_CreateObject (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
     ||  (rv = cs_keymgmt_create_check (tmpl, count, &klass, &key_type, &token)) != CKR_OK)
         return rv;
     priv = cs_template_bool (tmpl, count, CKA_PRIVATE, klass == CKO_PRIVATE_KEY);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     rv = s_may_write_inlock (session, token, priv);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv != CKR_OK)
         return rv;
     rv = klass == CKO_PRIVATE_KEY ? cs_keyder_private_from_template (key_type, tmpl, count, &key)
@@ -324,12 +312,10 @@ C_DestroyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
     CK_RV rv;
     if (cs_dataobj_is_handle (object))
         return cs_dataobj_destroy (handle, object);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
+    CS_BEGIN_CALL (rv);
     rv = s_object_prepare_inlock (handle, object, &info);
     if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID) {
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     if (rv == CKR_OK && !cs_object_flag_inlock (object, CKA_DESTROYABLE, true))
@@ -337,7 +323,7 @@ C_DestroyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object)
     else
     if (rv == CKR_OK && !info.token)
         rv = cs_object_destroy_local_inlock (object);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK && info.token) {
         destroy.ref = info.key->ref;
         destroy.object = info.klass;
@@ -364,19 +350,17 @@ C_SetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRI
     return_val_if_fail (tmpl || !count, CKR_ARGUMENTS_BAD);
     if (cs_dataobj_is_handle (object))
         return cs_dataobj_set (handle, object, tmpl, count);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
+    CS_BEGIN_CALL (rv);
     rv = s_object_prepare_inlock (handle, object, &info);
     if (rv == CKR_CRYPTOKI_NOT_INITIALIZED || rv == CKR_SESSION_HANDLE_INVALID) {
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     if (rv == CKR_OK)
         rv = cs_object_check_change_inlock (object, tmpl, count, false);
     if (rv == CKR_OK && !info.token)
         rv = cs_object_set_local_inlock (object, tmpl, count);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK && info.token
     &&  (rv = cs_attrs_to_wire (tmpl, count, &set.attributes, &set.n_attributes)) == CKR_OK) {
         set.ref = info.key->ref;
@@ -463,20 +447,14 @@ C_CopyObject (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ATTRIBUTE_PT
     return_val_if_fail (object_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
     if (cs_dataobj_is_handle (object))
         return cs_dataobj_copy (handle, object, tmpl, count, object_p);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if ((rv = cs_object_info_inlock (object, &info)) == CKR_OK
     &&  (rv = cs_object_check_change_inlock (object, tmpl, count, true)) == CKR_OK) {
         token = cs_template_bool (tmpl, count, CKA_TOKEN, info.token);
         priv = cs_template_bool (tmpl, count, CKA_PRIVATE, cs_object_flag_inlock (object, CKA_PRIVATE, false));
         rv = s_may_write_inlock (session, token, priv);
     }
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv != CKR_OK)
         ;
     else

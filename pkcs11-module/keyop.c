@@ -4,6 +4,29 @@
 #include "login.h"
 #include "keyop.h"
 
+/*  A sign, decrypt or sign-recover operation on a key with
+ *  CKA_ALWAYS_AUTHENTICATE needs a C_Login (CKU_CONTEXT_SPECIFIC) before its
+ *  job (session.h).  A key the module holds (a per-request key) has no job
+ *  id: its login checks the PIN, and the module alone keeps the rule (the
+ *  key is in the application's process anyway).  */
+static void
+s_context_start_inlock (cs_session_t *session, cs_op_kind_t kind, CK_OBJECT_HANDLE key_handle, const cs_key_t *key)
+{
+    static const uint8_t module_held [] = "module";
+    size_t len = 0;
+    const uint8_t *ref = NULL;
+    if (kind != CS_OP_SIGN && kind != CS_OP_DECRYPT && kind != CS_OP_SIGN_RECOVER)
+        return;
+    if (cs_object_flag_inlock (key_handle, CKA_ALWAYS_AUTHENTICATE, false)) {
+        ref = key->pkcs8 ? NULL : cs_key_job_id (key, &len);
+        if (!ref || !len) {
+            ref = module_held;
+            len = sizeof module_held - 1;
+        }
+    }
+    cs_session_context_start_inlock (session, kind, ref, len);
+}
+
 CK_RV
 cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const CK_MECHANISM *mech,
                CK_OBJECT_HANDLE key_handle, cs_keyop_new_fn *new_fn, cs_op_free_fn *free_fn)
@@ -13,13 +36,7 @@ cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const
     void *op = NULL;
     CK_RV rv;
     return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (cs_session_op_inlock (session, kind))
         rv = CKR_OPERATION_ACTIVE;
     else
@@ -27,9 +44,11 @@ cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const
     &&  (rv = cs_object_use_inlock (key_handle, want, &key)) == CKR_OK
     &&  (rv = cs_object_mech_allowed_inlock (key_handle, mech->mechanism) ? CKR_OK : CKR_MECHANISM_INVALID) == CKR_OK
     &&  (rv = new_fn (mech, key, want, &op)) == CKR_OK
-    &&  (rv = cs_session_op_start_inlock (session, kind, op, free_fn)) == CKR_OK)
+    &&  (rv = cs_session_op_start_inlock (session, kind, op, free_fn)) == CKR_OK) {
         op = NULL;
-    cs_unlock ();
+        s_context_start_inlock (session, kind, key_handle, key);
+    }
+    CS_END_CALL ();
     if (op)
         free_fn (op);
     cs_key_unref (&key);

@@ -34,7 +34,7 @@ void cs_keyop_job_key (const cs_key_t *key, ProtobufCBinaryData *key_id, Protobu
  *  checked parameters (PSS hash, MGF, salt; OAEP hash, MGF, label borrowed).  */
 void cs_keyop_job_mechanism (CK_MECHANISM_TYPE wire, const cs_mech_params_t *params, Cs__Mechanism *mech);
 
-/*  The module's local public-key encryption (local.c, the C_Encrypt of an
+/*  The module's local public-key encryption (encrypt.c, the C_Encrypt of an
  *  RSA public key) of `len` bytes of `data` with `key` (RSA, its modulus k
  *  bytes) under the checked table row `mech` (CKM_RSA_PKCS, CKM_RSA_X_509,
  *  CKM_RSA_PKCS_OAEP) and `params` (OAEP hash, MGF, label; borrowed).

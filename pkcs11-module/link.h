@@ -6,7 +6,9 @@
  *  socket: cs_link_call queues an encoded request, wakes the I/O thread
  *  through an eventfd, and waits on its own condition variable
  *  (CLOCK_MONOTONIC) for the reply with the same request id, or for its
- *  deadline.  docs/DESIGN.md §1, §3, §5, §7.
+ *  deadline.  The queue of waiting calls and the send, retry and failover
+ *  policy below are waitq.h's; this unit is the I/O thread that drives it
+ *  and the life cycle.  docs/DESIGN.md §1, §3, §5, §7.
  *
  *  Failover (docs/CONTRACTS.md "Failover"): each job goes to a healthy
  *  broker with the fewest jobs in flight.  When a broker's connection drops

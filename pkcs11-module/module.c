@@ -128,6 +128,7 @@ C_Initialize (CK_VOID_PTR init_args)
     s_module.config = config;
     config = NULL;
     cs_runner_start (s_module.link, s_module.config->timeout_ms);
+    cs_object_list_page_set ((uint32_t) s_module.config->list_page);
     cs_guard_open ();
     cs_log_debug ("initialized from %s%s", s_module.config->path,
                   cs_guard_app_locking () ? " (application mutex callbacks)" : "");

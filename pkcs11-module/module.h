@@ -10,19 +10,20 @@
  *       2  key, attrs                 the key type and attribute values, at the bottom
  *       2  mechanism, client_config, coalesce
  *       3  keyder, association
- *       4  link                       the connection to the brokers
- *       5  guard                      library mutex and call guard
- *       6  login                      logged-in flags and the login ticket
- *     7-8  dataobj_int, dataobj       the certificate and data object table
- *       9  object, objattr, object_int   the key object table
- *      10  session                    the session table (its last close logs out)
- *      11  runner                     jobs to the broker, ticket in, answer out
- *      12  token, find, keyop, secret_token, modexp, dataobj_jobs
- *      13  derive, secret, secret_key, digest
- *      14  sign
- *      15  decrypt, wrap, local, recover, keymgmt, keymgmt_check
- *      16  module                     C_Initialize, C_Finalize, C_GetInfo
- *      17  interface                  the function lists
+ *       4  waitq                      the calls waiting for a broker: send, retry, failover
+ *       5  link                       the connection to the brokers: I/O thread, life cycle
+ *       6  guard                      library mutex and call guard
+ *       7  login                      logged-in flags and the login ticket
+ *     8-9  dataobj_int, dataobj       the certificate and data object table
+ *      10  object, objattr, object_int   the key object table
+ *      11  session                    the session table (its last close logs out)
+ *      12  runner                     jobs to the broker, ticket in, answer out
+ *      13  token, find, keyop, secret_token, modexp, dataobj_jobs
+ *      14  derive, secret, secret_key, digest
+ *      15  sign
+ *      16  decrypt, wrap, local, recover, keymgmt, keymgmt_check
+ *      17  module, verify_sig         C_Initialize, C_Finalize, C_GetInfo; 3.2 verify
+ *      18  interface                  the function lists
  *
  *  The internal headers (dataobj_int.h, object_int.h, keymgmt_int.h) are
  *  shared by the files of one unit only.

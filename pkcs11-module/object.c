@@ -28,6 +28,7 @@ static struct {
     size_t n_buckets;           /* = size */
     bool have_list;
     uint64_t version;
+    unsigned walk;              /* the latest paged walk (cs_object_walk_begin_inlock) */
 } s_table;
 
 /*  ---- the table and its index ------------------------------------------ */
@@ -139,6 +140,7 @@ s_put (const Cs__KeyInfo *info, cs_key_t *key)
         s_object_clear (object);
         if (!has [c])
             continue;
+        object->walk = s_table.walk;
         object->key = cs_key_ref (key);
         if (cs_attrs_from_wire (&object->attrs, attrs [c], n_attrs [c]))
             return CKR_HOST_MEMORY;
@@ -445,15 +447,17 @@ s_matches (const cs_object_t *object, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
     return true;
 }
 
-CK_RV
-cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
+/*  cs_object_find_inlock, of the session objects only when !token.  */
+static CK_RV
+s_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool token, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
 {
     CK_OBJECT_HANDLE *handles = calloc (s_table.count + cs_dataobj_count_inlock () + 1, sizeof *handles);
     size_t found = 0;
     if (!handles)
         return CKR_HOST_MEMORY;
     for (size_t i = 0; i < s_table.count; i++)
-        if (s_visible_inlock (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
+        if ((token || !s_table.objects [i].ref)
+        &&  s_visible_inlock (&s_table.objects [i]) && s_matches (&s_table.objects [i], tmpl, count))
             handles [found++] = i + 1;
     found += cs_dataobj_find_inlock (tmpl, count, handles + found);
     *handles_p = handles;
@@ -461,126 +465,87 @@ cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDL
     return CKR_OK;
 }
 
-/*  ---- changing objects ------------------------------------------------------ */
-
-/*  Checks one attribute of a change against the object's current value
- *  with the rules of cs_attr_rules.h (the broker applies the same table to
- *  server-held keys).  */
-static CK_RV
-s_check_one_change_inlock (const cs_object_t *object, const CK_ATTRIBUTE *attr, bool copy)
+CK_RV
+cs_object_find_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p, size_t *count_p)
 {
-    cs_objattr_value_t value = { 0 };
-    cs_objattr_result_t kind = cs_objattr_get (object, attr->type, &value);
-    bool flag = cs_attr_kind (attr->type) == CS_ATTR_BOOL;
-    cs_attr_change_t change = {
-        .now = flag && kind == CS_OBJATTR_OK && value.len == 1 ? *(const CK_BBOOL *) value.data != 0 : -1,
-        .to = flag ? *(const CK_BBOOL *) attr->pValue != 0 : -1,
-        .same = kind == CS_OBJATTR_OK && value.len == attr->ulValueLen
-             && (!value.len || memcmp (value.data, attr->pValue, value.len) == 0),
-        .so = cs_login_so_logged_in_inlock () };
-    cs_objattr_value_wipe (&value);
-    if (kind == CS_OBJATTR_INVALID)
-        return CKR_ATTRIBUTE_TYPE_INVALID;      /* not an attribute of this object */
-    return cs_attr_rule_check (object->klass, attr->type, copy ? CS_ATTR_OP_COPY : CS_ATTR_OP_SET, &change);
+    return s_find_inlock (tmpl, count, true, handles_p, count_p);
+}
+
+/*  ---- paged key lists (docs/CONTRACTS.md "Key lists in pages") ----------- */
+
+/*  client/list-page (cs_object_list_page_set).  */
+static _Atomic uint32_t s_list_page = CS_OBJECT_LIST_PAGE_DEFAULT;
+
+void
+cs_object_list_page_set (uint32_t keys)
+{
+    atomic_store_explicit (&s_list_page, keys, memory_order_relaxed);
+}
+
+uint32_t
+cs_object_list_page (void)
+{
+    return atomic_load_explicit (&s_list_page, memory_order_relaxed);
+}
+
+unsigned
+cs_object_walk_begin_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p,
+                             size_t *count_p)
+{
+    s_table.have_list = false;
+    if (++s_table.walk == 0)            /* after 2^32 walks: older marks read as newer, kept */
+        s_table.walk = 1;
+    return s_find_inlock (tmpl, count, false, handles_p, count_p) == CKR_OK ? s_table.walk : 0;
 }
 
 CK_RV
-cs_object_check_change_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool copy)
+cs_object_walk_page_inlock (const Cs__ListKeysResult *page, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
+                            CK_OBJECT_HANDLE **handles_p, size_t *count_p)
 {
-    const cs_object_t *object = s_object (handle);
-    CK_RV rv;
-    if (!s_visible_inlock (object))
-        return CKR_OBJECT_HANDLE_INVALID;
-    if ((rv = cs_template_check (tmpl, count)) != CKR_OK)
-        return rv;
-    if (!cs_objattr_flag (object, copy ? CKA_COPYABLE : CKA_MODIFIABLE, false))
-        return CKR_ACTION_PROHIBITED;
-    for (CK_ULONG i = 0; i < count; i++)
-        if ((rv = s_check_one_change_inlock (object, &tmpl [i], copy)) != CKR_OK)
-            return rv;
-    /*  The roles after the whole template (cs_usage_change_check).  */
-    unsigned before = cs_objattr_roles (object), after = before;
-    for (CK_ULONG i = 0; i < count; i++)
-        if (cs_objattr_role_of (object->klass, tmpl [i].type))
-            after = *(const CK_BBOOL *) tmpl [i].pValue ? after | cs_usage_role_bit (tmpl [i].type)
-                                                       : after & ~cs_usage_role_bit (tmpl [i].type);
-    return cs_usage_change_check (cs_object_usage (), before, after);
-}
-
-CK_RV
-cs_object_check_create (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULONG count, bool so)
-{
-    unsigned asked = 0;
-    for (CK_ULONG i = 0; tmpl && i < count; i++) {
-        const cs_attr_rule_t *rule = cs_attr_rule (tmpl [i].type);
-        bool flag = rule && rule->value == CS_ATTR_V_BOOL && tmpl [i].pValue && tmpl [i].ulValueLen == 1;
-        cs_attr_change_t change = { .now = -1, .so = so,
-                                    .to = flag ? *(const CK_BBOOL *) tmpl [i].pValue != 0 : -1 };
-        if (!rule)
-            continue;
-        if ((rule->rules & CS_ATTR_COMPUTED)
-        ||  (cs_attr_rule_has (klass, tmpl [i].type)
-             && cs_attr_rule_check (klass, tmpl [i].type, CS_ATTR_OP_CREATE, &change) == CKR_ATTRIBUTE_READ_ONLY))
-            return CKR_ATTRIBUTE_READ_ONLY;
-        if (flag && change.to == 1 && cs_objattr_role_of (klass, tmpl [i].type))
-            asked |= cs_usage_role_bit (tmpl [i].type);
+    static const CK_OBJECT_CLASS classes [] = { CKO_PUBLIC_KEY, CKO_PRIVATE_KEY, CKO_SECRET_KEY };
+    CK_OBJECT_HANDLE *handles = realloc (*handles_p, (*count_p + 3 * page->n_keys + 1) * sizeof *handles);
+    CK_RV rv = handles ? CKR_OK : CKR_HOST_MEMORY;
+    if (handles)
+        *handles_p = handles;
+    for (size_t i = 0; rv == CKR_OK && i < page->n_keys; i++) {
+        cs_key_t *key = cs_key_new (page->keys [i]);
+        if (key && key->ref && (rv = s_put (page->keys [i], key)) == CKR_OK)
+            for (size_t c = 0; c < sizeof classes / sizeof classes [0]; c++) {
+                cs_object_t *object = s_lookup (key->ref, classes [c]);
+                if (s_visible_inlock (object) && s_matches (object, tmpl, count))
+                    handles [(*count_p)++] = (CK_OBJECT_HANDLE) (object - s_table.objects) + 1;
+            }
+        cs_key_unref (&key);
     }
-    return cs_usage_create_check (cs_object_usage (), asked);   /* docs/CONTRACTS.md "Usage separation" */
+    return rv;
 }
 
-/*  Types a session object never stores: they come from its key or entry.  */
-static bool
-s_not_stored (CK_ATTRIBUTE_TYPE type)
+void
+cs_object_walk_end_inlock (unsigned walk, uint64_t version)
 {
-    return cs_objattr_is_material (type) || type == CKA_TOKEN;
-}
-
-CK_RV
-cs_object_set_local_inlock (CK_OBJECT_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
-{
-    cs_object_t *object = s_object (handle);
-    cs_attrs_t attrs = { 0 };
-    if (!s_visible_inlock (object) || object->ref)
-        return CKR_OBJECT_HANDLE_INVALID;
-    if (cs_attrs_copy (&attrs, &object->attrs) || cs_attrs_add_template (&attrs, tmpl, count, s_not_stored)
-    ||  cs_object_attrs_follow (object->klass, &attrs)) {
-        cs_attrs_clear (&attrs);
-        return CKR_HOST_MEMORY;
+    for (size_t i = 0; walk && i < s_table.count; i++)
+        if (s_table.objects [i].ref && s_table.objects [i].key && s_table.objects [i].walk < walk)
+            s_object_clear (&s_table.objects [i]);
+    if (walk && walk == s_table.walk) {
+        s_table.have_list = true;
+        s_table.version = version;
     }
-    cs_attrs_clear (&object->attrs);
-    object->attrs = attrs;
-    return CKR_OK;
 }
 
-int
-cs_object_attrs_follow (CK_OBJECT_CLASS klass, cs_attrs_t *attrs)
+cs_object_t *
+cs_object_entry_inlock (CK_OBJECT_HANDLE handle)
 {
-    bool always = cs_attrs_bool (attrs, CKA_ALWAYS_SENSITIVE, false);
-    bool never = cs_attrs_bool (attrs, CKA_NEVER_EXTRACTABLE, false);
-    if (klass != CKO_PRIVATE_KEY && klass != CKO_SECRET_KEY)
-        return 0;
-    cs_attr_follow (cs_attrs_bool (attrs, CKA_SENSITIVE, true), cs_attrs_bool (attrs, CKA_EXTRACTABLE, false),
-                    &always, &never);
-    if ((cs_attrs_find (attrs, CKA_ALWAYS_SENSITIVE) && cs_attrs_set_bool (attrs, CKA_ALWAYS_SENSITIVE, always))
-    ||  (cs_attrs_find (attrs, CKA_NEVER_EXTRACTABLE) && cs_attrs_set_bool (attrs, CKA_NEVER_EXTRACTABLE, never)))
-        return -1;
-    return 0;
+    return s_object (handle);
 }
 
 bool
-cs_object_mech_allowed_inlock (CK_OBJECT_HANDLE handle, CK_MECHANISM_TYPE mech)
+cs_object_visible_inlock (const cs_object_t *object)
 {
-    const cs_object_t *object = s_object (handle);
-    const cs_attr_t *list = s_visible_inlock (object) ? cs_attrs_find (&object->attrs, CKA_ALLOWED_MECHANISMS) : NULL;
-    return !list || cs_attr_mech_allowed (list->value, list->len, mech);
+    return s_visible_inlock (object);
 }
 
-CK_RV
-cs_object_destroy_local_inlock (CK_OBJECT_HANDLE handle)
+void
+cs_object_entry_clear_inlock (cs_object_t *object)
 {
-    cs_object_t *object = s_object (handle);
-    if (!s_visible_inlock (object) || object->ref)
-        return CKR_OBJECT_HANDLE_INVALID;
     s_object_clear (object);
-    return CKR_OK;
 }

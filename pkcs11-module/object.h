@@ -52,6 +52,37 @@ uint64_t cs_object_list_version_inlock (void);
  *  Returns CKR_OK or CKR_HOST_MEMORY.  */
 CK_RV cs_object_load_inlock (const Cs__ListKeysResult *result);
 
+/*  Keys per ListKeysJob page this module asks for (client/list-page,
+ *  docs/CONTRACTS.md "Key lists in pages"): 0 = the whole list in one
+ *  reply.  Any thread.  */
+#define CS_OBJECT_LIST_PAGE_DEFAULT 1000      /* = CS_CLIENT_LIST_PAGE_DEFAULT */
+void cs_object_list_page_set (uint32_t keys);
+uint32_t cs_object_list_page (void);
+
+/*  A paged walk of the key list (find.c): begin, then one
+ *  cs_object_walk_page_inlock per page as C_FindObjects needs it, then
+ *  cs_object_walk_end_inlock after the last page (a walk left early just
+ *  ends: the list is then not held, and the next refresh starts again).
+ *  Token objects keep their handles across walks.
+ *
+ *  begin: marks the list not held and starts walk number W; *handles_p
+ *  (malloc'd, caller frees) and *count_p get the session and data objects
+ *  matching tmpl (the token objects come with the pages).  Returns W, or 0
+ *  when out of memory.  */
+unsigned cs_object_walk_begin_inlock (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE **handles_p,
+                                      size_t *count_p);
+
+/*  Puts the page's keys (kept or changed, handles stable) and appends the
+ *  handles of their visible objects matching tmpl to *handles_p (grown) and
+ *  *count_p.  CKR_OK or CKR_HOST_MEMORY.  */
+CK_RV cs_object_walk_page_inlock (const Cs__ListKeysResult *page, const CK_ATTRIBUTE *tmpl, CK_ULONG count,
+                                  CK_OBJECT_HANDLE **handles_p, size_t *count_p);
+
+/*  Walk W saw every page: token objects that no page of it (nor a key
+ *  change since it began) put are gone; when W is still the latest walk,
+ *  the list is held at `version` (its first page's).  */
+void cs_object_walk_end_inlock (unsigned walk, uint64_t version);
+
 /*  Puts one server-held key from a key-change reply into the table (its
  *  objects appear, change or go as its has_private/has_public say).  When
  *  handle_p is given it gets the handle of the key's `klass` object (0 when

@@ -20,7 +20,18 @@ typedef struct {
     char *ref;                  /* token objects (kept while gone); NULL: session object */
     CK_SESSION_HANDLE session;  /* session objects: the session that made it */
     size_t chain;               /* hash chain: index + 1 of the next, 0 = end */
+    unsigned walk;              /* token objects: the last key-list walk that put it */
 } cs_object_t;
+
+/*  The entry of handle in the table, or NULL (object.c; object_change.c
+ *  edits entries through these).  */
+cs_object_t *cs_object_entry_inlock (CK_OBJECT_HANDLE handle);
+
+/*  True when the entry is live and visible to this login state.  */
+bool cs_object_visible_inlock (const cs_object_t *object);
+
+/*  Empties an entry (its handle stays taken).  */
+void cs_object_entry_clear_inlock (cs_object_t *object);
 
 typedef enum { CS_OBJATTR_OK, CS_OBJATTR_SENSITIVE, CS_OBJATTR_INVALID } cs_objattr_result_t;
 

@@ -100,24 +100,17 @@ C_VerifyRecover (CK_SESSION_HANDLE handle, CK_BYTE_PTR sig, CK_ULONG sig_len, CK
     size_t recovered_len = 0, k;
     cs_session_t *session;
     cs_sigop_t *op;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, CS_OP_VERIFY_RECOVER,
-                                        data_len_p != NULL && (sig || !sig_len),
-                                        &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CK_RV rv;
+    CS_BEGIN_OP_CALL (rv, handle, CS_OP_VERIFY_RECOVER, data_len_p != NULL && (sig || !sig_len),
+                          &session, (void **) &op);
     if (!data) {
         k = op->key->modulus_len;
         *data_len_p = op->mech->wire == CKM_RSA_X_509 ? k : k > 11 ? k - 11 : 0;
-        cs_unlock ();
+        CS_END_CALL ();
         return CKR_OK;
     }
     op = cs_session_op_take_inlock (session, CS_OP_VERIFY_RECOVER);
-    cs_unlock ();
+    CS_END_CALL ();
     rv = s_recover (op, sig, sig_len, recovered, &recovered_len);
     if (rv == CKR_OK && *data_len_p < recovered_len) {
         *data_len_p = recovered_len;

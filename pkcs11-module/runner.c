@@ -17,6 +17,18 @@ static struct {
     int64_t timeout_ms;
 } s_runner;
 
+/*  A context-specific login, or a job that carries its context ticket: a
+ *  refusal (the context ticket expired, or a wrong PIN of a context login)
+ *  says nothing of the user's login, which stands (docs/CONTRACTS.md
+ *  "Context-specific login").  */
+static bool
+s_context_job (const Cs__Job *job)
+{
+    return (job->kind_case == CS__JOB__KIND_LOGIN && job->login->user_type == CKU_CONTEXT_SPECIFIC)
+        || (job->kind_case == CS__JOB__KIND_SIGN && job->sign->context_ticket.len)
+        || (job->kind_case == CS__JOB__KIND_DECRYPT && job->decrypt->context_ticket.len);
+}
+
 void
 cs_runner_start (cs_link_t *link, int64_t timeout_ms)
 {
@@ -59,7 +71,8 @@ cs_runner_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply *
         /*  A refused key list does not end the login here: the next
             private operation does, with CKR_USER_NOT_LOGGED_IN, which
             C_FindObjectsInit may not return (find.c).  */
-        bool refused = rv == CKR_USER_NOT_LOGGED_IN && jobs [0]->kind_case != CS__JOB__KIND_LIST_KEYS;
+        bool refused = rv == CKR_USER_NOT_LOGGED_IN && jobs [0]->kind_case != CS__JOB__KIND_LIST_KEYS
+                    && !s_context_job (jobs [0]);
         cs_lock ();
         if (cs_login_ticket_answer_inlock (ticket, req.ticket.len, (*reply_p)->ticket.data,
                                            (*reply_p)->ticket.len, refused))

@@ -13,42 +13,14 @@
 #include "runner.h"
 #include "object.h"
 #include "secret.h"
+#include "secret_int.h"
 #include "secret_token.h"
 #include "session.h"
 
-typedef struct {
-    cs_key_t *key;
-    const cs_mech_row_t *row;
-    int operation;              /* CS_SYM_* of cs_driver.h: 1 encrypt, 2 decrypt, 3 sign */
-    uint8_t iv [256];           /* CBC: one block; GCM: 1..256; CTR: the counter block;
-                                   key wrap: none, 8 or 4 bytes */
-    size_t iv_bytes;
-    unsigned long counter_bits; /* CTR: ulCounterBits */
-    size_t mac_len;             /* MAC rows: the length returned (bytes) */
-    uint8_t *aad;               /* GCM */
-    size_t aad_bytes;
-    size_t tag_length_bits;            /* GCM */
-    uint8_t *in;                /* buffered input (cs_secmem: it may be plaintext) */
-    size_t in_len;
-    size_t in_cap;              /* bytes allocated for in */
-    uint8_t *out;               /* result kept after CKR_BUFFER_TOO_SMALL (cs_secmem) */
-    size_t out_len;
-    size_t out_cap;             /* bytes allocated for out */
-    bool has_out;
-    bool updated;               /* an Update call buffered input (multi-part) */
-    bool single;                /* C_Encrypt/C_Decrypt/C_Sign buffered its data (single-part) */
-    bool key_wrap;              /* C_WrapKey/C_UnwrapKey: SymJob.key_wrap (the broker checks
-                                   CKA_WRAP/CKA_UNWRAP of a token key) */
-} s_op_t;
-
-#define S_OP_ENCRYPT 1          /* = CS_SYM_ENCRYPT ... (cs_driver.h, proto SymJob) */
-#define S_OP_DECRYPT 2
-#define S_OP_SIGN    3
-
-static void
-s_op_free (void *arg)
+void
+cs_secret_op_free (void *arg)
 {
-    s_op_t *self = arg;
+    cs_secret_op_t *self = arg;
     if (!self)
         return;
     cs_key_unref (&self->key);
@@ -70,7 +42,7 @@ cs_secret_mech (const CK_MECHANISM *mech)
  *  AES-CTR, CK_MAC_GENERAL_PARAMS; 3.0 AES key wrap) as the table's
  *  parameter kind says.  */
 static CK_RV
-s_params (s_op_t *self, const CK_MECHANISM *mech)
+s_params (cs_secret_op_t *self, const CK_MECHANISM *mech)
 {
     size_t block = cs_mech_block_bytes (self->row);
     self->mac_len = cs_mech_mac_len (self->row);
@@ -133,10 +105,10 @@ s_params (s_op_t *self, const CK_MECHANISM *mech)
 /*  The op of `mech` with `key` (type, size, parameter); the caller checked
  *  the login (cs_object_login_check_inlock).  */
 static CK_RV
-s_op_make (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, s_op_t **op_p)
+s_op_make (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, cs_secret_op_t **op_p)
 {
     CK_RV rv;
-    s_op_t *self;
+    cs_secret_op_t *self;
     const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
     if (!row || !(row->flags & want))
         return CKR_MECHANISM_INVALID;
@@ -148,12 +120,12 @@ s_op_make (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, s_op_t **op_p
         return CKR_HOST_MEMORY;
     self->key = cs_key_ref (key);
     self->row = row;
-    self->operation = want & CKF_ENCRYPT ? S_OP_ENCRYPT : want & CKF_DECRYPT ? S_OP_DECRYPT : S_OP_SIGN;
+    self->operation = want & CKF_ENCRYPT ? CS_SECRET_ENCRYPT : want & CKF_DECRYPT ? CS_SECRET_DECRYPT : CS_SECRET_SIGN;
     rv = s_params (self, mech);
     if (rv == CKR_OK)
         *op_p = self;
     else
-        s_op_free (self);
+        cs_secret_op_free (self);
     return rv;
 }
 
@@ -163,14 +135,14 @@ s_op_new_inlock (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **
     const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
     if (!row || !(row->flags & want))
         return CKR_MECHANISM_INVALID;
-    return s_op_make (mech, key, want, (s_op_t **) op_p);
+    return s_op_make (mech, key, want, (cs_secret_op_t **) op_p);
 }
 
 CK_RV
 cs_secret_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const CK_MECHANISM *mech,
                 CK_OBJECT_HANDLE key)
 {
-    return cs_keyop_init (handle, kind, want, mech, key, s_op_new_inlock, s_op_free);
+    return cs_keyop_init (handle, kind, want, mech, key, s_op_new_inlock, cs_secret_op_free);
 }
 
 bool
@@ -182,15 +154,15 @@ cs_secret_active (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
         return false;
     cs_lock ();
     if (cs_session_get_inlock (handle, &session) == CKR_OK)
-        active = cs_session_op_free_fn_inlock (session, kind) == s_op_free;
+        active = cs_session_op_free_fn_inlock (session, kind) == cs_secret_op_free;
     cs_unlock ();
     return active;
 }
 
 /*  Appends data to the op's buffer (locked memory, grown by doubling up to
  *  CS_MECH_SYM_MAX_DATA bytes; the old block is wiped).  */
-static CK_RV
-s_buffer (s_op_t *op, const CK_BYTE *data, CK_ULONG len)
+CK_RV
+cs_secret_op_buffer (cs_secret_op_t *op, const CK_BYTE *data, CK_ULONG len)
 {
     if (len > CS_MECH_SYM_MAX_DATA - op->in_len)
         return CKR_DATA_LEN_RANGE;
@@ -216,37 +188,39 @@ s_buffer (s_op_t *op, const CK_BYTE *data, CK_ULONG len)
 }
 
 CK_RV
+cs_secret_op_append_inlock (cs_session_t *session, cs_op_kind_t kind, cs_secret_op_t *op,
+                            const CK_BYTE *data, CK_ULONG len, CK_ULONG_PTR out_len_p)
+{
+    CK_RV rv;
+    if (op->single || op->has_out)
+        return CKR_OPERATION_ACTIVE;            /* a single-part call is under way */
+    if ((rv = cs_secret_op_buffer (op, data, len)) != CKR_OK) {
+        cs_session_op_end_inlock (session, kind);
+        return rv;
+    }
+    op->updated = true;
+    if (out_len_p)
+        *out_len_p = 0;
+    return CKR_OK;
+}
+
+CK_RV
 cs_secret_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *data, CK_ULONG len,
                   CK_ULONG_PTR out_len_p)
 {
     cs_session_t *session;
-    s_op_t *op;
+    cs_secret_op_t *op;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, kind, data || !len, &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
-    if (op->single || op->has_out)
-        rv = CKR_OPERATION_ACTIVE;              /* a single-part call is under way */
-    else
-    if ((rv = s_buffer (op, data, len)) != CKR_OK)
-        cs_session_op_end_inlock (session, kind);
-    else {
-        op->updated = true;
-        if (out_len_p)
-            *out_len_p = 0;
-    }
-    cs_unlock ();
+    CS_BEGIN_OP_CALL (rv, handle, kind, data || !len, &session, (void **) &op);
+    rv = cs_secret_op_append_inlock (session, kind, op, data, len, out_len_p);
+    CS_END_CALL ();
     return rv;
 }
 
 /*  Runs the op's SymJob on its buffered input; on CKR_OK the op holds the
  *  result.  Without the mutex.  */
-static CK_RV
-s_job (s_op_t *op)
+CK_RV
+cs_secret_op_run (cs_secret_op_t *op)
 {
     CK_RV rv;
     Cs__Reply *reply = NULL;
@@ -268,17 +242,22 @@ s_job (s_op_t *op)
     sym.data.data = op->in ? op->in : op->iv;     /* a non-NULL pointer for an empty input */
     sym.data.len = op->in_len;
     sym.key_wrap = op->key_wrap;
+    sym.partial = op->partial;
     job.kind_case = CS__JOB__KIND_SYM;
     job.sym = &sym;
     if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
     if (result->kind_case != CS__RESULT__KIND_DATA || result->data.len > max
+    ||  (op->partial && result->data.len != op->in_len)
     ||  (op->row->output == CS_MECH_OUT_MAC && result->data.len != cs_mech_mac_len (op->row))) {
         cs_log_error ("the broker returned a malformed result of a secret-key job");
         rv = CKR_DEVICE_ERROR;
         goto out;
     }
+    cs_secmem_free (op->out, op->out_cap);
+    op->out = NULL;
+    op->out_cap = 0;
     if (!(op->out = cs_secmem_alloc (result->data.len ? result->data.len : 1))) {
         rv = CKR_HOST_MEMORY;
         goto out;
@@ -299,22 +278,23 @@ out:
 /*  The table's input-length rule, and for AES-CTR a counter that must not
  *  carry out of its ulCounterBits.  CKR_OK or CKR_DATA_LEN_RANGE.  */
 static CK_RV
-s_input_check (const s_op_t *op)
+s_input_check (const cs_secret_op_t *op)
 {
-    CK_RV rv = cs_mech_input_check (op->row, op->operation == S_OP_ENCRYPT, op->in_len, 0, 0);
+    CK_RV rv = cs_mech_input_check (op->row, op->operation == CS_SECRET_ENCRYPT, op->in_len, 0, 0);
     if (rv == CKR_OK && op->row->param == CS_MECH_PARAM_CTR
-    &&  !cs_mech_ctr_fits (op->iv, op->counter_bits, (op->in_len + CS_MECH_AES_BLOCK - 1) / CS_MECH_AES_BLOCK))
+    &&  ((op->ctr_spent && op->in_len)
+         || !cs_mech_ctr_fits (op->iv, op->counter_bits, (op->in_len + CS_MECH_AES_BLOCK - 1) / CS_MECH_AES_BLOCK)))
         rv = CKR_DATA_LEN_RANGE;
     return rv;
 }
 
 /*  The size a length query answers (decryption: an upper bound).  */
 static size_t
-s_size (const s_op_t *op)
+s_size (const cs_secret_op_t *op)
 {
     if (op->row->output == CS_MECH_OUT_MAC)
         return op->mac_len;
-    return cs_mech_sym_output_len (op->row, op->operation == S_OP_ENCRYPT, op->in_len, op->tag_length_bits / 8);
+    return cs_mech_sym_output_len (op->row, op->operation == CS_SECRET_ENCRYPT, op->in_len, op->tag_length_bits / 8);
 }
 
 CK_RV
@@ -322,47 +302,45 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
                   CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 {
     cs_session_t *session;
-    s_op_t *op;
+    cs_secret_op_t *op;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, kind, out_len_p != NULL && (final || data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, kind, out_len_p != NULL && (final || data || !len),
+                          &session, (void **) &op);
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;              /* C_Encrypt after C_EncryptUpdate */
     else
-    if (!final && !op->has_out && !op->single && (rv = s_buffer (op, data, len)) == CKR_OK)
+    if (!final && !op->has_out && !op->single && (rv = cs_secret_op_buffer (op, data, len)) == CKR_OK)
         op->single = true;      /* kept for the call after a length query */
     if (rv != CKR_OK) {
         cs_session_op_end_inlock (session, kind);
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
+    if (!op->has_out && final && op->in_len == 0 && cs_secret_stream_done (op)) {
+        op->has_out = true;                     /* a stream's parts are all out */
+        op->out_len = 0;
+    }
     if (!op->has_out && (rv = s_input_check (op)) != CKR_OK) {
-        if (op->operation == S_OP_DECRYPT)
+        if (op->operation == CS_SECRET_DECRYPT)
             rv = CKR_ENCRYPTED_DATA_LEN_RANGE;  /* read before op_end frees op */
         cs_session_op_end_inlock (session, kind);
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     if (!out && !op->has_out) {
         *out_len_p = s_size (op);               /* locally */
-        cs_unlock ();
+        CS_END_CALL ();
         return CKR_OK;
     }
     op = cs_session_op_take_inlock (session, kind);
-    cs_unlock ();
+    CS_END_CALL ();
     if (!op->has_out)
-        rv = s_job (op);
+        rv = cs_secret_op_run (op);
     if (rv == CKR_OK && (!out || *out_len_p < op->out_len)) {
         rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *out_len_p = op->out_len;
         cs_lock ();
-        if ((session = cs_session_lookup_inlock (handle)) && cs_session_op_start_inlock (session, kind, op, s_op_free) == CKR_OK)
+        if ((session = cs_session_lookup_inlock (handle)) && cs_session_op_start_inlock (session, kind, op, cs_secret_op_free) == CKR_OK)
             op = NULL;
         cs_unlock ();
     }
@@ -372,7 +350,7 @@ cs_secret_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool final, const
             memcpy (out, op->out, op->out_len);
         *out_len_p = op->out_len;
     }
-    s_op_free (op);
+    cs_secret_op_free (op);
     return rv;
 }
 
@@ -381,27 +359,21 @@ cs_secret_verify (CK_SESSION_HANDLE handle, bool final, const CK_BYTE *data, CK_
                   const CK_BYTE *sig, CK_ULONG sig_len)
 {
     cs_session_t *session;
-    s_op_t *op;
+    cs_secret_op_t *op;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, CS_OP_VERIFY, sig != NULL && (final || data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, CS_OP_VERIFY, sig != NULL && (final || data || !len),
+                          &session, (void **) &op);
     op = cs_session_op_take_inlock (session, CS_OP_VERIFY);
-    cs_unlock ();
+    CS_END_CALL ();
     if (!final)
-        rv = s_buffer (op, data, len);
+        rv = cs_secret_op_buffer (op, data, len);
     if (rv == CKR_OK && sig_len != op->mac_len)
         rv = CKR_SIGNATURE_LEN_RANGE;
     if (rv == CKR_OK)
-        rv = s_job (op);
+        rv = cs_secret_op_run (op);
     if (rv == CKR_OK && (op->out_len != sig_len || CRYPTO_memcmp (op->out, sig, sig_len) != 0))
         rv = CKR_SIGNATURE_INVALID;
-    s_op_free (op);
+    cs_secret_op_free (op);
     return rv;
 }
 
@@ -409,15 +381,15 @@ CK_RV
 cs_secret_wrap_job (cs_key_t *key, const CK_MECHANISM *mech, bool wrap, const uint8_t *data, size_t len,
                     uint8_t **out_p, size_t *out_len_p, size_t *cap_p)
 {
-    s_op_t *op = NULL;
+    cs_secret_op_t *op = NULL;
     CK_RV rv = s_op_make (mech, key, wrap ? CKF_ENCRYPT : CKF_DECRYPT, &op);
     if (rv == CKR_OK && op->row->input != CS_MECH_IN_KW && op->row->input != CS_MECH_IN_KWP)
         rv = CKR_MECHANISM_INVALID;
-    if (rv == CKR_OK && (s_buffer (op, data, len) != CKR_OK || s_input_check (op) != CKR_OK))
+    if (rv == CKR_OK && (cs_secret_op_buffer (op, data, len) != CKR_OK || s_input_check (op) != CKR_OK))
         rv = wrap ? CKR_KEY_SIZE_RANGE : CKR_WRAPPED_KEY_LEN_RANGE;
     if (rv == CKR_OK) {
         op->key_wrap = true;
-        rv = s_job (op);
+        rv = cs_secret_op_run (op);
         if (!wrap && rv == CKR_ENCRYPTED_DATA_INVALID)
             rv = CKR_WRAPPED_KEY_INVALID;       /* the RFC's integrity check failed */
         else
@@ -431,61 +403,6 @@ cs_secret_wrap_job (cs_key_t *key, const CK_MECHANISM *mech, bool wrap, const ui
         op->out = NULL;
         op->out_cap = 0;
     }
-    s_op_free (op);
+    cs_secret_op_free (op);
     return rv;
-}
-
-/*  ---- multi-part entry points (PKCS#11 2.40 §5.8, §5.9) ---------------- */
-
-/*  Why an Update/Final call without a secret-key operation fails: none
- *  active, or one (RSA) that has no multi-part form.  */
-static CK_RV
-s_not_secret (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
-{
-    cs_session_t *session;
-    CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
-    rv = cs_session_op_inlock (session, kind) ? CKR_FUNCTION_NOT_SUPPORTED : CKR_OPERATION_NOT_INITIALIZED;
-    cs_unlock ();
-    return rv;
-}
-
-CK_RV
-C_EncryptUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    (void) out;
-    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
-    return cs_secret_active (handle, CS_OP_ENCRYPT) ? cs_secret_update (handle, CS_OP_ENCRYPT, data, len, out_len_p)
-                                                    : s_not_secret (handle, CS_OP_ENCRYPT);
-}
-
-CK_RV
-C_EncryptFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    return cs_secret_active (handle, CS_OP_ENCRYPT)
-         ? cs_secret_finish (handle, CS_OP_ENCRYPT, true, NULL, 0, out, out_len_p)
-         : s_not_secret (handle, CS_OP_ENCRYPT);
-}
-
-CK_RV
-C_DecryptUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    (void) out;
-    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
-    return cs_secret_active (handle, CS_OP_DECRYPT) ? cs_secret_update (handle, CS_OP_DECRYPT, data, len, out_len_p)
-                                                    : s_not_secret (handle, CS_OP_DECRYPT);
-}
-
-CK_RV
-C_DecryptFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
-{
-    return cs_secret_active (handle, CS_OP_DECRYPT)
-         ? cs_secret_finish (handle, CS_OP_DECRYPT, true, NULL, 0, out, out_len_p)
-         : s_not_secret (handle, CS_OP_DECRYPT);
 }

@@ -8,9 +8,11 @@
  *  A session secret key's value stays in the module's locked memory
  *  (cs_secmem.h) and travels in each job, as per-request private keys do
  *  (docs/DESIGN.md §1); a token secret key (CKA_TOKEN TRUE) is held by the
- *  broker and named by its ref in each job (secret_token.h).  Multi-part calls are buffered here (up to
- *  CS_MECH_SYM_MAX_DATA bytes, else CKR_DATA_LEN_RANGE) and the final call
- *  sends one job: jobs are stateless.  A private key (CKA_PRIVATE TRUE,
+ *  broker and named by its ref in each job (secret_token.h).  Multi-part
+ *  encryption and decryption with a block mode stream in parts of whole
+ *  blocks (secret_stream.c); other multi-part calls (GCM, MACs) are buffered
+ *  here (up to CS_MECH_SYM_MAX_DATA bytes, else CKR_DATA_LEN_RANGE) and the
+ *  final call sends one job: jobs are stateless.  A private key (CKA_PRIVATE TRUE,
  *  the default) or a token key needs a CKU_USER login
  *  (CKR_USER_NOT_LOGGED_IN); a public session key (CKA_TOKEN and
  *  CKA_PRIVATE FALSE) works in a public session, as the broker runs jobs
@@ -45,11 +47,28 @@ CK_RV cs_secret_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want
  *  (the entry points then call the functions below).  */
 bool cs_secret_active (CK_SESSION_HANDLE handle, cs_op_kind_t kind);
 
-/*  C_EncryptUpdate, C_DecryptUpdate, C_SignUpdate, C_VerifyUpdate: buffers
+/*  C_SignUpdate, C_VerifyUpdate (and GCM's Updates): buffers
  *  `data`; *out_len_p (when out_len_p is not NULL) is set to 0: the output
  *  comes with the final call.  */
 CK_RV cs_secret_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *data, CK_ULONG len,
                         CK_ULONG_PTR out_len_p);
+
+/*  C_EncryptUpdate, C_DecryptUpdate (secret_stream.c): with ECB, CBC,
+ *  CBC-PAD or CTR the whole blocks go out now, as partial jobs, and their
+ *  output is returned (PKCS#11 two-call convention: out NULL answers the
+ *  size and uses nothing; too small a buffer is CKR_BUFFER_TOO_SMALL with
+ *  the size, nothing used); other mechanisms (GCM) buffer as
+ *  cs_secret_update does.  Errors: those of cs_secret_update,
+ *  CKR_DATA_LEN_RANGE (an AES-CTR counter leaving ulCounterBits), a job's.  */
+CK_RV cs_secret_stream_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *data, CK_ULONG len,
+                               CK_BYTE_PTR out, CK_ULONG_PTR out_len_p);
+
+/*  Why C_EncryptUpdate, C_EncryptFinal, C_DecryptUpdate or C_DecryptFinal
+ *  fails when the session's operation of `kind` is no secret-key one:
+ *  CKR_FUNCTION_NOT_SUPPORTED when one (RSA: single-part only, curr. mech.
+ *  §2.1) is active, CKR_OPERATION_NOT_INITIALIZED when none is; also
+ *  CKR_CRYPTOKI_NOT_INITIALIZED, CKR_SESSION_HANDLE_INVALID.  */
+CK_RV cs_secret_multipart_refused (CK_SESSION_HANDLE handle, cs_op_kind_t kind);
 
 /*  C_Encrypt, C_Decrypt, C_Sign (final = false: `data` is the whole input)
  *  and C_EncryptFinal, C_DecryptFinal, C_SignFinal (final = true: the

@@ -16,20 +16,14 @@ static CK_RV
 s_may_write (CK_SESSION_HANDLE handle)
 {
     cs_session_t *session;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!(cs_session_flags_inlock (session) & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_ONLY;
     else
     if (!cs_login_user_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 

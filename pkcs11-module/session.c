@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/crypto.h>
 #include "log.h"
 #include "guard.h"
 #include "object.h"
@@ -20,6 +21,9 @@ struct _cs_session_t {
     CK_FLAGS flags;
     void *ops [CS_OP_KINDS];
     cs_op_free_fn *op_free [CS_OP_KINDS];
+    uint8_t *verify_sig;            /* C_VerifySignatureInit's signature, or NULL */
+    size_t verify_sig_len;          /* bytes */
+    cs_session_context_t context [CS_OP_KINDS];     /* CKA_ALWAYS_AUTHENTICATE, per operation */
 };
 
 static struct {
@@ -28,6 +32,15 @@ static struct {
     size_t size;
     CK_SESSION_HANDLE next_handle;
 } s_sessions;
+
+/*  Forgets a signature-first verification's signature.  */
+static void
+s_verify_sig_clear_inlock (cs_session_t *self)
+{
+    free (self->verify_sig);
+    self->verify_sig = NULL;
+    self->verify_sig_len = 0;
+}
 
 static void
 s_session_destroy_inlock (cs_session_t **self_p)
@@ -38,6 +51,8 @@ s_session_destroy_inlock (cs_session_t **self_p)
     for (int kind = 0; kind < CS_OP_KINDS; kind++)
         cs_session_op_end_inlock (self, kind);
     cs_object_session_closed_inlock (self->handle);
+    s_verify_sig_clear_inlock (self);
+    OPENSSL_cleanse (self->context, sizeof self->context);
     free (self);
     *self_p = NULL;
 }
@@ -64,12 +79,10 @@ CK_RV
 cs_session_check (CK_SESSION_HANDLE handle)
 {
     cs_session_t *session;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
+    CK_RV rv;
+    CS_BEGIN_CALL (rv);
     rv = cs_session_get_inlock (handle, &session);
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 
@@ -201,6 +214,10 @@ C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
         return CKR_SLOT_ID_INVALID;
     if (!(flags & CKF_SERIAL_SESSION))
         return CKR_SESSION_PARALLEL_NOT_SUPPORTED;
+    /*  PKCS#11 3.2 C_OpenSession: CKF_ASYNC_SESSION on a token without
+     *  CKF_ASYNC_SESSION_SUPPORTED (cryptoserver-pkcs11(7) "PKCS#11 3.2").  */
+    if (flags & CKF_ASYNC_SESSION)
+        return CKR_SESSION_ASYNC_NOT_SUPPORTED;
     cs_lock ();
     if (cs_login_so_logged_in_inlock () && !(flags & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_WRITE_SO_EXISTS;
@@ -213,12 +230,10 @@ C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
 CK_RV
 C_CloseSession (CK_SESSION_HANDLE handle)
 {
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
+    CK_RV rv;
+    CS_BEGIN_CALL (rv);
     rv = s_session_remove_inlock (handle);
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 
@@ -255,18 +270,12 @@ C_GetSessionInfo (CK_SESSION_HANDLE handle, CK_SESSION_INFO_PTR info)
     cs_session_t *session;
     CK_RV rv;
     return_val_if_fail (info != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     memset (info, 0, sizeof *info);
     info->slotID = CS_SLOT_ID;
     info->state = s_state_inlock (session);
     info->flags = session->flags;
-    cs_unlock ();
+    CS_END_CALL ();
     return CKR_OK;
 }
 
@@ -285,17 +294,127 @@ cs_session_cancel (CK_SESSION_HANDLE handle, CK_FLAGS flags)
         { CKF_SIGN_RECOVER, CS_OP_SIGN_RECOVER }, { CKF_VERIFY_RECOVER, CS_OP_VERIFY_RECOVER },
     };
     cs_session_t *session;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     for (size_t i = 0; i < sizeof map / sizeof map [0]; i++)
         if (flags & map [i].flag)
             cs_session_op_end_inlock (session, map [i].kind);
+    if (flags & CKF_VERIFY)
+        s_verify_sig_clear_inlock (session);
+    CS_END_CALL ();
+    return CKR_OK;
+}
+
+/*  ---- signature-first verification (PKCS#11 3.2) ----------------------- */
+
+CK_RV
+cs_session_verify_sig_put (CK_SESSION_HANDLE handle, const uint8_t *sig, size_t len)
+{
+    cs_session_t *session;
+    uint8_t *copy = NULL;
+    CK_RV rv = cs_guard_check ();
+    if (rv != CKR_OK)
+        return rv;
+    if (sig && !(copy = malloc (len ? len : 1)))
+        return CKR_HOST_MEMORY;
+    if (copy)
+        memcpy (copy, sig, len);
+    cs_lock ();
+    if ((rv = cs_session_get_inlock (handle, &session)) == CKR_OK) {
+        s_verify_sig_clear_inlock (session);
+        session->verify_sig = copy;
+        session->verify_sig_len = copy ? len : 0;
+        copy = NULL;
+    }
     cs_unlock ();
+    free (copy);
+    return rv;
+}
+
+CK_RV
+cs_session_verify_sig_take (CK_SESSION_HANDLE handle, uint8_t **sig_p, size_t *len_p)
+{
+    cs_session_t *session;
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
+    if (!session->verify_sig)
+        rv = CKR_OPERATION_NOT_INITIALIZED;
+    else
+    if (sig_p) {
+        *sig_p = session->verify_sig;
+        *len_p = session->verify_sig_len;
+        session->verify_sig = NULL;
+        session->verify_sig_len = 0;
+    }
+    CS_END_CALL ();
+    return rv;
+}
+
+/*  PKCS#11 3.2 C_GetSessionValidationFlags: the token has no validation
+ *  objects, so no operation of a session is ever validated and the flags
+ *  are 0 (cryptoserver-pkcs11(7) "PKCS#11 3.2").  */
+CK_RV
+C_GetSessionValidationFlags (CK_SESSION_HANDLE handle, CK_SESSION_VALIDATION_FLAGS_TYPE type, CK_FLAGS_PTR flags_p)
+{
+    CK_RV rv = cs_session_check (handle);
+    if (rv != CKR_OK)
+        return rv;
+    return_val_if_fail (flags_p != NULL && type == CKS_LAST_VALIDATION_OK, CKR_ARGUMENTS_BAD);
+    *flags_p = 0;
+    return CKR_OK;
+}
+
+/*  ---- context-specific login (CKA_ALWAYS_AUTHENTICATE) ------------------ */
+
+void
+cs_session_context_start_inlock (cs_session_t *self, cs_op_kind_t kind, const uint8_t *ref, size_t ref_len)
+{
+    cs_session_context_t *context = &self->context [kind];
+    OPENSSL_cleanse (context, sizeof *context);
+    if (!ref)
+        return;
+    context->needed = true;
+    context->ref_len = ref_len < sizeof context->ref ? ref_len : sizeof context->ref;
+    memcpy (context->ref, ref, context->ref_len);
+}
+
+CK_RV
+cs_session_context_find_inlock (cs_session_t *self, cs_op_kind_t *kind_p, cs_session_context_t *copy)
+{
+    static const cs_op_kind_t kinds [] = { CS_OP_SIGN, CS_OP_DECRYPT, CS_OP_SIGN_RECOVER };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds [0]; i++)
+        if (self->ops [kinds [i]] && self->context [kinds [i]].needed) {
+            *kind_p = kinds [i];
+            *copy = self->context [kinds [i]];
+            return CKR_OK;
+        }
+    return CKR_OPERATION_NOT_INITIALIZED;
+}
+
+void
+cs_session_context_put_inlock (cs_session_t *self, cs_op_kind_t kind, const cs_session_context_t *asked,
+                               const uint8_t *ticket, size_t len)
+{
+    cs_session_context_t *context = &self->context [kind];
+    if (!self->ops [kind] || !context->needed || context->ref_len != asked->ref_len
+    ||  memcmp (context->ref, asked->ref, asked->ref_len) || len > sizeof context->ticket)
+        return;                                 /* the operation changed meanwhile */
+    memcpy (context->ticket, ticket, len);
+    context->ticket_len = len;
+}
+
+CK_RV
+cs_session_context_take_inlock (cs_session_t *self, cs_op_kind_t kind, uint8_t *ticket, size_t *len_p)
+{
+    cs_session_context_t *context = &self->context [kind];
+    *len_p = 0;
+    if (!context->needed)
+        return CKR_OK;
+    if (!context->ticket_len)
+        return CKR_USER_NOT_LOGGED_IN;
+    memcpy (ticket, context->ticket, context->ticket_len);
+    *len_p = context->ticket_len;
+    OPENSSL_cleanse (context->ticket, sizeof context->ticket);
+    context->ticket_len = 0;
     return CKR_OK;
 }

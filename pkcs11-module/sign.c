@@ -142,7 +142,7 @@ cs_sigop_message (cs_sigop_t *self, const uint8_t *data, size_t len, bool final,
 /*  Runs one SignJob for `message`; copies the signature into sig (which
  *  holds `max` bytes).  Without the mutex.  */
 static CK_RV
-s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len,
+s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_t *context, size_t context_len,
             CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p, size_t max)
 {
     CK_RV rv;
@@ -156,6 +156,7 @@ s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len,
     sign.mechanism = &mech;
     sign.data.data = (uint8_t *) message;
     sign.data.len = len;
+    sign.context_ticket = (ProtobufCBinaryData) { context_len, (uint8_t *) context };
     job.kind_case = CS__JOB__KIND_SIGN;
     job.sign = &sign;
     if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
@@ -184,36 +185,31 @@ CK_RV
 cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t *data, size_t len, bool final,
                       CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p)
 {
-    uint8_t message [CS_SIGOP_MAX_MESSAGE];
-    size_t message_len = 0, need;
+    uint8_t message [CS_SIGOP_MAX_MESSAGE], context [CS_CONTEXT_TICKET_MAX];
+    size_t message_len = 0, need, context_len = 0;
     cs_session_t *session;
     cs_sigop_t *op = NULL;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, kind, sig_len_p != NULL && (data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_OP_CALL (rv, handle, kind, sig_len_p != NULL && (data || !len), &session, (void **) &op);
     /*  The output-size rule of the mechanism's row (cs_mech.h), from the key.  */
     need = cs_mech_output_len (op->mech, op->key->modulus_len, op->key->field_len, 0);
     if (!sig || *sig_len_p < need) {
         rv = sig ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *sig_len_p = need;
-        cs_unlock ();
+        CS_END_CALL ();
         return rv;
     }
     op = cs_session_op_take_inlock (session, kind);
     if (!final && op->updated)
         rv = CKR_OPERATION_ACTIVE;      /* C_Sign cannot finish a multi-part signature */
     else
-        rv = cs_sigop_message (op, data, len, final, message, &message_len);
-    cs_unlock ();
+    if ((rv = cs_session_context_take_inlock (session, kind, context, &context_len)) == CKR_OK)
+        rv = cs_sigop_message (op, data, len, final, message, &message_len);    /* CKA_ALWAYS_AUTHENTICATE */
+    CS_END_CALL ();
     if (rv == CKR_OK)
-        rv = s_sign_job (op, message, message_len, sig, sig_len_p, need);
+        rv = s_sign_job (op, message, message_len, context, context_len, sig, sig_len_p, need);
     OPENSSL_cleanse (message, sizeof message);
+    OPENSSL_cleanse (context, sizeof context);
     cs_sigop_free (op);
     return rv;
 }
@@ -245,19 +241,13 @@ cs_sigop_session_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint
     cs_sigop_t *op;
     CK_RV rv;
     return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!(op = cs_session_op_inlock (session, kind)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
     if ((rv = cs_sigop_update (op, data, len)) != CKR_OK)
         cs_session_op_end_inlock (session, kind);
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 

@@ -1,7 +1,7 @@
 /*  sign.h — signature operations: C_SignInit/C_Sign/C_SignUpdate/C_SignFinal
  *  run one SignJob per signature; the operation state (a running hash, or a
  *  buffer for raw mechanisms) stays in the session.  The same state serves
- *  the local C_Verify* (local.c), hence the shared cs_sigop_t below.
+ *  the local C_Verify* (verify.c), hence the shared cs_sigop_t below.
  */
 #ifndef CS_MODULE_SIGN_H_INCLUDED
 #define CS_MODULE_SIGN_H_INCLUDED

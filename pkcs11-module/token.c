@@ -336,6 +336,61 @@ cs_token_login_store_inlock (CK_USER_TYPE user_type, const uint8_t *ticket, size
     return rv;
 }
 
+/*  PKCS#11 2.40 §5.6 C_Login (CKU_CONTEXT_SPECIFIC): the user's PIN again
+ *  for the session's sign, decrypt or sign-recover operation whose key has
+ *  CKA_ALWAYS_AUTHENTICATE (§4.9).  The broker checks it like a user login
+ *  (wrong PINs count) and answers a context ticket for that key, which the
+ *  operation's job carries once (session.h, docs/CONTRACTS.md
+ *  "Context-specific login").  CKR_USER_NOT_LOGGED_IN (no user login),
+ *  CKR_OPERATION_NOT_INITIALIZED (no operation needs it), CKR_ARGUMENTS_BAD,
+ *  CKR_PIN_LEN_RANGE, CKR_PIN_INCORRECT, CKR_PIN_LOCKED, the job's.  */
+static CK_RV
+s_login_context (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
+{
+    cs_session_t *session;
+    cs_session_context_t asked;
+    cs_op_kind_t kind = CS_OP_SIGN;
+    Cs__Reply *reply = NULL;
+    Cs__LoginJob login = CS__LOGIN_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
+    if (!cs_login_user_logged_in_inlock ())
+        rv = CKR_USER_NOT_LOGGED_IN;
+    else
+    if ((rv = cs_session_context_find_inlock (session, &kind, &asked)) != CKR_OK)
+        ;
+    else
+    if (!pin)
+        rv = CKR_ARGUMENTS_BAD;
+    else
+    if (pin_len == 0 || pin_len > CS_PIN_MAX_LEN)
+        rv = CKR_PIN_LEN_RANGE;
+    CS_END_CALL ();
+    if (rv != CKR_OK)
+        return rv;
+    login.user_type = CKU_CONTEXT_SPECIFIC;
+    login.pin = (ProtobufCBinaryData) { pin_len, pin };
+    login.key_id = (ProtobufCBinaryData) { asked.ref_len, asked.ref };
+    job.kind_case = CS__JOB__KIND_LOGIN;
+    job.login = &login;
+    rv = cs_runner_run_job (&job, true, &reply);       /* the user's ticket: a context login needs one */
+    const Cs__Result *result = rv == CKR_OK ? reply->results [0] : NULL;
+    if (result && (result->kind_case != CS__RESULT__KIND_LOGIN || !result->login
+                   || result->login->ticket.len == 0 || result->login->ticket.len > CS_CONTEXT_TICKET_MAX))
+        rv = CKR_DEVICE_ERROR;
+    cs_lock ();
+    if (rv == CKR_OK && (session = cs_session_lookup_inlock (handle)))
+        cs_session_context_put_inlock (session, kind, &asked, result->login->ticket.data, result->login->ticket.len);
+    if (reply)
+        s_token.have_hello = false;     /* the PIN flags may have changed */
+    cs_unlock ();
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    OPENSSL_cleanse (&asked, sizeof asked);
+    return rv;
+}
+
 /*  PKCS#11 2.40 §5.6.  The LoginJob runs without the mutex; if the session
  *  was closed meanwhile the login is not kept and the answer is
  *  CKR_SESSION_CLOSED (the spec's code for a session closed during the
@@ -349,16 +404,9 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
     Cs__LoginJob login = CS__LOGIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
     if (user_type == CKU_CONTEXT_SPECIFIC)
-        rv = CKR_OPERATION_NOT_INITIALIZED;     /* no key needs CKA_ALWAYS_AUTHENTICATE */
-    else
+        return s_login_context (handle, pin, pin_len);
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (user_type != CKU_USER && user_type != CKU_SO)
         rv = CKR_USER_TYPE_INVALID;
     else
@@ -369,7 +417,7 @@ C_Login (CK_SESSION_HANDLE handle, CK_USER_TYPE user_type, CK_UTF8CHAR_PTR pin, 
         rv = CKR_PIN_LEN_RANGE;
     else
         rv = s_login_allowed_inlock (user_type);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv != CKR_OK)
         return rv;
     login.user_type = user_type;
@@ -416,21 +464,15 @@ CK_RV
 C_Logout (CK_SESSION_HANDLE handle)
 {
     cs_session_t *session;
-    CK_RV rv = cs_guard_check ();
-    if (rv != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CK_RV rv;
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!cs_login_user_logged_in_inlock () && !cs_login_so_logged_in_inlock ())
         rv = CKR_USER_NOT_LOGGED_IN;
     else {
         cs_login_logout_inlock ();
         cs_object_logged_out_inlock ();
     }
-    cs_unlock ();
+    CS_END_CALL ();
     return rv;
 }
 
@@ -466,13 +508,7 @@ C_InitPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
     Cs__InitPinJob init = CS__INIT_PIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!pin && pin_len)
         rv = CKR_ARGUMENTS_BAD;
     else
@@ -484,7 +520,7 @@ C_InitPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR pin, CK_ULONG pin_len)
     else
     if (!s_pin_len_ok_inlock (pin_len))
         rv = CKR_PIN_LEN_RANGE;
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv != CKR_OK)
         return rv;
     init.pin = (ProtobufCBinaryData) { pin_len, pin };
@@ -503,13 +539,7 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     Cs__SetPinJob set = CS__SET_PIN_JOB__INIT;
     Cs__Job job = CS__JOB__INIT;
     CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if ((!old_pin && old_len) || (!new_pin && new_len))
         rv = CKR_ARGUMENTS_BAD;
     else
@@ -519,7 +549,7 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     if (old_len > CS_WIRE_MAX_PIN || !s_pin_len_ok_inlock (new_len))
         rv = CKR_PIN_LEN_RANGE;
     set.user_type = cs_login_so_logged_in_inlock () ? CKU_SO : CKU_USER;
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv != CKR_OK)
         return rv;
     set.old_pin = (ProtobufCBinaryData) { old_len, old_pin };
@@ -527,45 +557,4 @@ C_SetPIN (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR old_pin, CK_ULONG old_len,
     job.kind_case = CS__JOB__KIND_SET_PIN;
     job.set_pin = &set;
     return s_pin_job (&job);
-}
-
-/*  Under the mutex: our estimate of an object's size in bytes (PKCS#11
- *  2.40 §5.7 leaves the meaning open): its stored attributes (type, length
- *  and value each) plus the key material the module holds for it.  */
-static CK_ULONG
-s_object_size_inlock (const cs_object_info_t *info)
-{
-    const cs_key_t *key = info->key;
-    CK_ULONG size = 0;
-    for (size_t i = 0; i < info->attrs.count; i++)
-        size += sizeof (CK_ATTRIBUTE) + info->attrs.items [i].len;
-    if (key)
-        size += key->modulus_len + key->exponent_len + key->ec_params_len + key->ec_point_len
-              + key->pkcs8_len + key->id_len + (key->label ? strlen (key->label) : 0);
-    return size;
-}
-
-/*  PKCS#11 2.40 §5.7 C_GetObjectSize: an estimate (s_object_size_inlock).
- *  CKR_ARGUMENTS_BAD, CKR_SESSION_HANDLE_INVALID, CKR_OBJECT_HANDLE_INVALID,
- *  CKR_HOST_MEMORY, CKR_OK.  */
-CK_RV
-C_GetObjectSize (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object, CK_ULONG_PTR size_p)
-{
-    cs_session_t *session;
-    cs_object_info_t info;
-    CK_RV rv;
-    return_val_if_fail (size_p != NULL, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
-    if ((rv = cs_object_info_inlock (object, &info)) == CKR_OK) {
-        *size_p = s_object_size_inlock (&info);
-        cs_object_info_clear (&info);
-    }
-    cs_unlock ();
-    return rv;
 }

@@ -7,7 +7,7 @@
  *
  *  C_WrapKey is the OAEP encryption of the secret key's CKA_VALUE with an
  *  RSA public key object, run in the module with OpenSSL like C_Encrypt of a
- *  public key (local.c, cs_keyop_public_encrypt): no secret of the broker is
+ *  public key (encrypt.c, cs_keyop_public_encrypt): no secret of the broker is
  *  needed.  C_UnwrapKey is one DecryptJob on the broker with the RSA private
  *  key (server-held, keystore or per-request), exactly as C_Decrypt with
  *  OAEP; the plaintext goes to locked memory (cs_secmem.h) and becomes a
@@ -261,15 +261,9 @@ C_WrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE wra
     const cs_mech_t *entry = NULL;
     CK_RV rv;
     return_val_if_fail (mech && out_len_p, CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     rv = s_wrap_check_inlock (wrapping, key_handle, &wkey, &key);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK && !wkey->modulus_len) {   /* an AES wrapping key */
         rv = s_aes_wrap (wkey, mech, key, out, out_len_p);
         goto out;
@@ -439,15 +433,9 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
     size_t plain_len = 0, cap = 0;
     CK_RV rv;
     return_val_if_fail (mech && wrapped && key_p && (tmpl || !count), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     rv = s_unwrap_check_inlock (unwrapping, &ukey);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK && !ukey->modulus_len)    /* an AES unwrapping key */
         rv = s_aes_mechanism (mech, CKF_UNWRAP, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
     else

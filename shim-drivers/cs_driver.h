@@ -248,6 +248,10 @@ typedef struct {
     size_t tag_length_bits;                    /* GCM: 96..128, a multiple of 8 */
     const unsigned char *in;
     size_t in_len;
+    int partial;                        /* not the last part of a stream (ECB, CBC, CBC-PAD,
+                                           CTR): in_len a multiple of the block, and CBC-PAD
+                                           adds or removes no padding (docs/CONTRACTS.md
+                                           "Multi-part streams") */
 } cs_sym_t;
 
 /*  CS_DRV_SYMMETRIC: runs one cs_sym_t.  Output: ciphertext (GCM:

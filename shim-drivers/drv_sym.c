@@ -82,7 +82,7 @@ static CK_RV
 s_block (EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const cs_sym_t *op, unsigned char *out, size_t *out_len)
 {
     bool enc = op->operation == CS_SYM_ENCRYPT;
-    bool pad = op->mechanism == CKM_AES_CBC_PAD || op->mechanism == CKM_DES3_CBC_PAD;
+    bool pad = (op->mechanism == CKM_AES_CBC_PAD || op->mechanism == CKM_DES3_CBC_PAD) && !op->partial;
     bool ecb = op->mechanism == CKM_AES_ECB || op->mechanism == CKM_DES3_ECB;
     bool ctr = op->mechanism == CKM_AES_CTR;
     bool des3 = op->mechanism == CKM_DES3_ECB || op->mechanism == CKM_DES3_CBC || op->mechanism == CKM_DES3_CBC_PAD;
@@ -90,9 +90,9 @@ s_block (EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const cs_sym_t *op, unsi
     int len = 0, fin = 0;
     if (ecb ? op->iv_bytes != 0 : op->iv_bytes != block)
         return CKR_MECHANISM_PARAM_INVALID;
-    if (!ctr && (!pad || !enc) && op->in_len % block)
+    if ((op->partial || (!ctr && (!pad || !enc))) && op->in_len % block)
         return enc ? CKR_DATA_LEN_RANGE : CKR_ENCRYPTED_DATA_LEN_RANGE;
-    if (pad && !enc && op->in_len == 0)
+    if ((pad && !enc && op->in_len == 0) || (op->partial && op->in_len == 0))
         return CKR_ENCRYPTED_DATA_LEN_RANGE;
     if (*out_len < op->in_len + block)
         return CKR_BUFFER_TOO_SMALL;

@@ -24,6 +24,9 @@ int cs_admin_board (int argc, char **argv);
 int cs_admin_client (int argc, char **argv);
 int cs_admin_config (int argc, char **argv);
 int cs_admin_tenant (int argc, char **argv);        /* cs_admin_tenant.c */
+/*  `tenant set|show NAME ...` (argv [0] is the verb): a tenant's quotas in
+ *  DIR/broker.conf (cs_admin_quota.c).  Returns a CS_ADMIN_* status.  */
+int cs_admin_tenant_quota (int argc, char **argv);
 int cs_admin_key (int argc, char **argv);           /* cs_admin_key.c */
 int cs_admin_master_key (int argc, char **argv);    /* cs_admin_key.c */
 int cs_admin_status (int argc, char **argv);        /* cs_admin_status.c */
@@ -35,6 +38,7 @@ typedef struct {
     const char *dir, *name, *tenant, *type, *label, *id, *file, *ref;
     const char *master_key;     /* --master-key FILE: another copy of the master key */
     const char *board, *public_key;
+    const char *count;          /* key generate --count N */
     char *pin, *so_pin;
     bool so;
 } cs_admin_ks_args_t;

@@ -28,7 +28,7 @@ s_key_usage (FILE *out, int status)
 {
     fprintf (out,
         "usage: cryptoserver-admin key list --tenant T [--dir DIR]\n"
-        "       cryptoserver-admin key generate --tenant T --type TYPE --label L [--id HEX] [--dir DIR]\n"
+        "       cryptoserver-admin key generate --tenant T --type TYPE --label L [--id HEX | --count N] [--dir DIR]\n"
         "       cryptoserver-admin key import --tenant T --file KEY.pem --label L [--id HEX] [--dir DIR]\n"
         "       cryptoserver-admin key delete --tenant T (--ref REF | --label L) [--dir DIR]\n"
         "\n"
@@ -36,6 +36,8 @@ s_key_usage (FILE *out, int status)
         "rsa:2048, rsa:3072, rsa:4096, ec:prime256v1, ec:secp384r1, ec:secp521r1\n"
         "or ed25519.  --id sets CKA_ID (hex); without it CKA_ID is the SHA-1 of the\n"
         "public key (RFC 5280 4.2.1.2, the certificate's Subject Key Identifier).\n"
+        "--count N generates N keys labelled L-1 .. L-N (a large tenant for a test or\n"
+        "a benchmark) and prints one line at the end.\n"
         "import reads an unencrypted PEM private key (PKCS#8 or traditional).\n"
         "All verbs take --master-key FILE to use another copy of the master key.\n"
         "The running broker sees the changes at once.  DIR defaults to '.'.\n");
@@ -88,9 +90,9 @@ s_import (const char *file)
     return pkey;
 }
 
-//  Stores pkey for the tenant.  Returns the exit status.
+//  Stores pkey for the tenant (quiet: no line).  Returns the exit status.
 static int
-s_store (keystore_t *keystore, cs_admin_ks_args_t *args, EVP_PKEY *pkey, bool generated)
+s_store (keystore_t *keystore, cs_admin_ks_args_t *args, EVP_PKEY *pkey, bool generated, bool quiet)
 {
     uint8_t id [MAX_ID];
     long id_len = 0;
@@ -109,6 +111,9 @@ s_store (keystore_t *keystore, cs_admin_ks_args_t *args, EVP_PKEY *pkey, bool ge
     else
     if (keystore_key_put (keystore, args->tenant, info, der, der_len) != 0)
         cs_admin_error ("cannot store the key (see above)");
+    else
+    if (quiet)
+        status = CS_ADMIN_OK;
     else {
         char hex [2 * MAX_ID + 1];
         cs_hex_encode (info->id.data, info->id.len < MAX_ID ? info->id.len : MAX_ID, hex);
@@ -212,6 +217,11 @@ s_key_check (const char *verb, cs_admin_ks_args_t *args)
         cs_admin_error ("key generate needs --type TYPE and --label L");
         return CS_ADMIN_USAGE;
     }
+    if (args->count && (!streq (verb, "generate") || args->id || strtol (args->count, NULL, 10) < 1
+                        || strspn (args->count, "0123456789") != strlen (args->count))) {
+        cs_admin_error ("--count N (1 or more) goes with 'key generate' without --id");
+        return CS_ADMIN_USAGE;
+    }
     if (streq (verb, "import") && (!args->file || !args->label)) {
         cs_admin_error ("key import needs --file KEY.pem and --label L");
         return CS_ADMIN_USAGE;
@@ -222,6 +232,29 @@ s_key_check (const char *verb, cs_admin_ks_args_t *args)
         return CS_ADMIN_USAGE;
     }
     return -1;
+}
+
+//  key generate --count N: N fresh keys labelled LABEL-1 .. LABEL-N, each
+//  stored as 'key generate' stores one.  Returns the exit status.
+static int
+s_generate_many (keystore_t *keystore, cs_admin_ks_args_t *args)
+{
+    const char *label = args->label;
+    char name [256];
+    long n = strtol (args->count, NULL, 10);
+    int status = CS_ADMIN_OK;
+    for (long i = 1; i <= n && status == CS_ADMIN_OK; i++) {
+        EVP_PKEY *pkey = s_generate (args->type);
+        snprintf (name, sizeof name, "%s-%ld", label, i);
+        args->label = name;
+        status = pkey ? s_store (keystore, args, pkey, true, true) : CS_ADMIN_FAIL;
+        EVP_PKEY_free (pkey);
+    }
+    args->label = label;
+    if (status == CS_ADMIN_OK)
+        printf ("stored %ld %s keys (labels %s-1 .. %s-%ld) for tenant %s\n", n, args->type, label, label, n,
+                args->tenant);
+    return status;
 }
 
 //  Runs the sub-verb against the opened keystore.
@@ -237,8 +270,10 @@ s_key_run (const char *verb, cs_admin_ks_args_t *args, keystore_t *keystore)
     if (streq (verb, "delete"))
         return s_delete (keystore, args);
     bool generated = streq (verb, "generate");
+    if (generated && args->count)
+        return s_generate_many (keystore, args);
     EVP_PKEY *pkey = generated ? s_generate (args->type) : s_import (args->file);
-    int status = pkey ? s_store (keystore, args, pkey, generated) : CS_ADMIN_FAIL;
+    int status = pkey ? s_store (keystore, args, pkey, generated, false) : CS_ADMIN_FAIL;
     EVP_PKEY_free (pkey);
     return status;
 }

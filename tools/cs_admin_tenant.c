@@ -33,6 +33,7 @@ cs_admin_ks_parse (int argc, char **argv, cs_admin_ks_args_t *args)
         { "file", required_argument, NULL, 'f' },   { "ref", required_argument, NULL, 'r' },
         { "master-key", required_argument, NULL, 'm' },
         { "board", required_argument, NULL, 'b' },  { "public-key", required_argument, NULL, 'P' },
+        { "count", required_argument, NULL, 'n' },
         { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 }
     };
     int opt;
@@ -57,6 +58,7 @@ cs_admin_ks_parse (int argc, char **argv, cs_admin_ks_args_t *args)
             case 'm': args->master_key = optarg; break;
             case 'b': args->board = optarg; break;
             case 'P': args->public_key = optarg; break;
+            case 'n': args->count = optarg; break;
             case 'h': return CS_ADMIN_OK;
             default:  return CS_ADMIN_USAGE;
         }
@@ -173,6 +175,9 @@ s_tenant_usage (FILE *out, int status)
         "       cryptoserver-admin tenant list [--dir DIR]\n"
         "       cryptoserver-admin tenant remove NAME [--dir DIR]\n"
         "       cryptoserver-admin tenant set-pin NAME [--so] --pin PIN [--dir DIR]\n"
+        "       cryptoserver-admin tenant set NAME [--max-ops-per-s N] [--max-inflight N]\n"
+        "                          [--max-keys N] [--max-objects N] [--dir DIR]\n"
+        "       cryptoserver-admin tenant show NAME [--dir DIR]\n"
         "\n"
         "Tenants live in DIR's keystore (keystore.db); each is one token (label =\n"
         "NAME, 1..32 characters) with a user PIN and an SO PIN (%d..%d bytes).\n"
@@ -309,6 +314,8 @@ cs_admin_tenant (int argc, char **argv)
     const char *verb = argv [1];
     if (streq (verb, "--help") || streq (verb, "-h"))
         return s_tenant_usage (stdout, CS_ADMIN_OK);
+    if (streq (verb, "set") || streq (verb, "show"))       /* quotas: cs_admin_quota.c */
+        return cs_admin_tenant_quota (argc - 1, argv + 1);
     cs_admin_ks_args_t args = { .dir = "." };
     int status = cs_admin_ks_parse (argc - 1, argv + 1, &args);
     if (status >= 0)

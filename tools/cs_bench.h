@@ -260,4 +260,13 @@ int cs_bench_paper_main (int argc, char **argv);
  *  exit status.  */
 int cs_bench_shared_main (int argc, char **argv);
 
+/*  `cryptoserver-bench idle-associations ...` (cs_bench_idle.c): N idle
+ *  client associations and the broker's RSS per association.  Returns the
+ *  exit status.  */
+int cs_bench_idle_main (int argc, char **argv);
+
+/*  `cryptoserver-bench find-objects ...` (cs_bench_find.c): the time of a
+ *  find over every private key of a token.  Returns the exit status.  */
+int cs_bench_find_main (int argc, char **argv);
+
 #endif

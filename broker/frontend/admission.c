@@ -5,15 +5,17 @@
  *  (broker/max-client-jobs, broker/max-queue: docs/CONTRACTS.md "Fair
  *  shares").
  *
- *  It decides and answers with a verdict (fe_admission_verdict: admit,
- *  queue, refuse); the request room (request.c) acts on it: admission
- *  starts, answers and frees no request.
+ *  It charges (fe_admission_charge: a CK_RV that refuses) and decides
+ *  with a verdict (fe_admission_verdict: the tenant's quota takes it,
+ *  admit, queue); the request room (request.c) acts on it: admission
+ *  starts no request.
  *
  *  Owns: fe_admission_t (private here: the allow-list, the default
  *  tenant, the watch of clients.d and their timers), frontend_t.load and
  *  the reading flag of the router (flow control).
- *  May call: job_kinds.c (which jobs go to a worker), reply.c
- *  (fe_log_due), the scheduler's queue depth, client_load.h.  */
+ *  May call: job_kinds.c (which jobs go to a worker), quota_link.c (the
+ *  tenant's quota), reply.c (fe_log_due), the scheduler's queue depth,
+ *  client_load.h.  */
 #include <dirent.h>
 #include <inttypes.h>
 #include "clients_watch.h"
@@ -183,12 +185,13 @@ s_request_weight (zframe_t *body, const Cs__Request *req)
          + req->n_jobs * (sizeof (fe_slot_t) + sizeof (Cs__Result *) + sizeof (Cs__Job));
 }
 
-/*  Charges the request to its client (broker/max-client-bytes).  CKR_OK;
+/*  Charges the request to its client (broker/max-client-bytes): the first
+ *  part of admission, before its per-job storage is made.  CKR_OK;
  *  CKR_HOST_MEMORY; or over the limit CKR_DEVICE_MEMORY, logged
- *  (rate-limited) with who it was.  *why_p: the reason for the client's
- *  error reply (static).  */
-static CK_RV
-s_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p)
+ *  (rate-limited) with who it was: the caller refuses the request with it
+ *  and *why_p (static), the reason for the client's error reply.  */
+CK_RV
+fe_admission_charge (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p)
 {
     size_t weight = s_request_weight (body, request->req);
     char hex [2 * 256 + 1];
@@ -222,20 +225,19 @@ s_queue_full (frontend_t *self)
     return scheduler_queued (self->scheduler) >= (size_t) self->config->max_queue;
 }
 
-/*  Admission's verdict on a decoded request (body: its frame), which is
- *  charged to its client first: FE_REFUSE with *rv_p and *why_p (static)
- *  for the client's error reply when it is over broker/max-client-bytes
- *  (CKR_DEVICE_MEMORY) or out of memory (CKR_HOST_MEMORY); else FE_ADMIT
- *  (start it now), or FE_QUEUE when the client has broker/max-client-jobs
- *  jobs out or older requests waiting, or when it needs a worker and the
- *  queue is at max-queue (docs/CONTRACTS.md "Fair shares").  The caller
- *  acts on it: starts, holds (fe_admission_hold) or answers and frees the
- *  request.  */
+/*  Admission's verdict on a charged and prepared request: FE_QUOTA when
+ *  its tenant's quota took it (it waits for room in flight or tokens, and
+ *  `pass` gets it back when its turn comes; or it could not start within
+ *  its deadline and was answered and freed: quota_link.c), FE_ADMIT (start
+ *  it now), or FE_QUEUE when the client has broker/max-client-jobs jobs
+ *  out or older requests waiting, or when it needs a worker and the queue
+ *  is at max-queue (docs/CONTRACTS.md "Fair shares").  The caller acts on
+ *  FE_ADMIT and FE_QUEUE: starts or holds (fe_admission_hold) it.  */
 fe_verdict_t
-fe_admission_verdict (frontend_t *self, zframe_t *body, fe_request_t *request, CK_RV *rv_p, const char **why_p)
+fe_admission_verdict (frontend_t *self, fe_request_t *request, fe_quota_pass_fn *pass)
 {
-    if ((*rv_p = s_request_charge (self, body, request, why_p)) != CKR_OK)
-        return FE_REFUSE;
+    if (fe_quota_admit (self, request, pass))
+        return FE_QUOTA;
     if (client_load_may_start (self->load, request->load_key)
     &&  !(s_queue_full (self) && fe_jobs_any (request->req, FE_KIND_WORKER)))
         return FE_ADMIT;

@@ -12,6 +12,7 @@
  *  is the top of the pipeline and nothing calls up into it.  */
 #include <inttypes.h>
 #include "cs_wire.h"
+#include "ks_settle.h"
 #include "frontend_int.h"
 
 #define S_ZAP_DOMAIN "cryptoserver"
@@ -189,7 +190,7 @@ s_core_start (frontend_t *self)
     if (!self->loop)
         return -1;
     zloop_set_nonstop (self->loop, true);    /* SIGINT means drain, not stop */
-    if (fe_keystore_start (self) || fe_admission_start (self))
+    if (fe_keystore_start (self) || fe_admission_start (self) || fe_quota_start (self))
         return -1;
     zloop_timer (self->loop, BOARD_WATCH_TICK_MS, 0, s_on_watch_timer, self);
     return 0;
@@ -221,6 +222,7 @@ static void
 s_frontend_free (frontend_t *self)
 {
     slow_pool_destroy (&self->slow);            /* before the loop it reads in */
+    ks_settle_destroy (&self->settle);          /* after the threads that use it */
     fe_audit_stop (self);                       /* with this thread's keystore */
     zloop_destroy (&self->loop);
     zsock_destroy (&self->router);
@@ -242,6 +244,7 @@ s_frontend_free (frontend_t *self)
     fe_fast_lane_stop (self);
     cross_check_destroy (&self->cross);
     board_watch_destroy (&self->watch_boards);
+    fe_quota_free (self);                       /* after the backlogs: their requests hold quota */
     fe_admission_free (self);
     fe_inventory_free (self);
     fe_pool_stop (self);

@@ -17,6 +17,7 @@
  *    login.c         login, PINs, tickets
  *    pool_jobs.c     pre-generated RSA keys: refills, restore, seal
  *    inventory.c     mechanisms, resident keys and open boards; Hello, ListKeys
+ *    quota_link.c    per-tenant quotas at admission: room in flight, ops/s tokens
  *    reply.c         the tail of a request: pending count, reply, free, DRAINED
  *    slow_link.c     slow-pool hand-off and return, keystore cache upkeep, audit
  *    dispatch.c      work items to workers and back, re-runs, board sweep
@@ -60,6 +61,7 @@ typedef struct {
     Cs__KeyInfo *info;              /* owned: a key made or changed by the job */
     Cs__KeyInfo **listed;           /* owned: keystore rows of a key list */
     size_t n_listed;
+    char *next;                     /* owned: a paged key list's cursor (keys.next) */
     Cs__KeyInfo *public_view;       /* owned array of shallow copies: a key list
                                        without a login (list_public_view, inventory.c) */
     unsigned char *private_pkcs8;   /* owned: a generated session key, wiped */
@@ -95,6 +97,11 @@ typedef struct {
     keystore_tenant_t tenant_state; /* the tenant's row (cache or slow pool), when has_state */
     bool has_state;
     bool keystore_down;             /* its tenant row could not be read: the database is unreachable */
+    struct _fe_quota_tenant_t *quota_tenant;    /* holds quota_jobs of its tenant's max-inflight, or NULL */
+    size_t quota_jobs;
+    void (*on_free) (void *request);    /* set by a room that holds something for the request until
+                                           it is freed (quota_link.c: its tenant's room in flight);
+                                           called by fe_request_destroy (reply.c) */
 } fe_request_t;
 
 
@@ -149,9 +156,11 @@ typedef struct {
     broker_audit_t *audit;          /* the audit log's records (audit.h), or NULL: off */
     ks_cache_t *cache;              /* keystore keys and tenant rows (keystore/key-cache) */
     fe_keystore_watch_t *keystore_watch;    /* other writers' changes of the keystore (slow_link.c) */
+    struct _ks_settle_t *settle;    /* the connection that looks for others' commits (ks_settle.h) */
     fe_fast_lane_t *fast;           /* the fast lane (fast_lane.c), or NULL: off */
     frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
     void *reply_arg;
+    struct _fe_quota_t *quota;      /* per-tenant quotas (quota_link.c) */
     cs_session_t **loop_sessions;   /* the loopback core: a driver session per board, opened when first used
                                        (dispatch.c runs items in line); NULL in the actor */
 } frontend_t;
@@ -171,8 +180,13 @@ fe_no_login_rv (const fe_request_t *request)
 typedef enum {
     FE_ADMIT,                       /* start it now */
     FE_QUEUE,                       /* keep it in its client's backlog (fe_admission_hold) */
-    FE_REFUSE                       /* answer it with an error and free it */
+    FE_REFUSE,                      /* answer it with an error and free it */
+    FE_QUOTA                        /* its tenant's quota took it (quota_link.c) */
 } fe_verdict_t;
+
+/*  How the quota room hands back a request that waited for its tenant's
+ *  quota: the request room's admission step, given to fe_quota_admit.  */
+typedef void (fe_quota_pass_fn) (frontend_t *self, fe_request_t *request);
 
 /*  The rooms' entry points, by file, from the top of the pipeline down
  *  (docs/FRONTEND.md); each is documented where it is defined.  A file
@@ -187,12 +201,19 @@ void fe_request_start (frontend_t *self, fe_request_t *request, bool counted);
 void fe_request_backlog_run (frontend_t *self);
 void fe_request_handle (frontend_t *self, zframe_t **identity_p, zframe_t *body, bool extra_frames);
 
+/* ---- quota_link.c ---- */
+typedef struct _fe_quota_t fe_quota_t;
+typedef struct _fe_quota_tenant_t fe_quota_tenant_t;
+int fe_quota_start (frontend_t *self);
+void fe_quota_free (frontend_t *self);
+bool fe_quota_admit (frontend_t *self, fe_request_t *request, fe_quota_pass_fn *pass);
+
 /* ---- admission.c ---- */
 int fe_admission_start (frontend_t *self);
 void fe_admission_free (frontend_t *self);
 int fe_identify (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p);
-fe_verdict_t fe_admission_verdict (frontend_t *self, zframe_t *body, fe_request_t *request, CK_RV *rv_p,
-                                   const char **why_p);
+CK_RV fe_admission_charge (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p);
+fe_verdict_t fe_admission_verdict (frontend_t *self, fe_request_t *request, fe_quota_pass_fn *pass);
 int fe_admission_hold (frontend_t *self, fe_request_t *request);
 fe_request_t *fe_admission_next (frontend_t *self);
 void fe_flow_control (frontend_t *self);

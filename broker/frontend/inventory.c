@@ -198,7 +198,10 @@ s_list_keys_back (void *arg, slow_job_t *list)
 
 /*  ListKeys (see s_list_version): answered here when the client's version
  *  is current (the tenant's keys_version from its row), else the rows are
- *  read in the slow pool (s_list_keys_back).  */
+ *  read in the slow pool (s_list_keys_back).  A paged list
+ *  (ListKeysJob.page_size > 0, docs/CONTRACTS.md "Key lists in pages")
+ *  reads at most min (page_size, broker/max-list-page) rows after the
+ *  job's cursor; only its first page (no cursor) may be "unchanged".  */
 void
 fe_job_list_keys (frontend_t *self, fe_request_t *request, size_t index)
 {
@@ -216,25 +219,35 @@ fe_job_list_keys (frontend_t *self, fe_request_t *request, size_t index)
     slot->result.kind_case = CS__RESULT__KIND_KEYS;
     slot->result.keys = keys;
     slot->result.rv = CKR_OK;
-    if (job->known_version && job->known_version == version) {
+    if (job->known_version && job->known_version == version && !*job->after) {
         keys->unchanged = true;
         return;
     }
     slow_job_t *list = fe_slow_new (self, request, slot->item.index, SLOW_LIST_KEYS, s_list_keys_back);
+    if (list)
+        list->page = job->page_size < (uint32_t) self->config->max_list_page ? job->page_size
+                   : (size_t) self->config->max_list_page;
     slot->result.rv = list ? fe_slow_go (self, list) : CKR_HOST_MEMORY;
 }
 
 /*  The tenant's keystore rows are back (at the keys_version read just
- *  before them): the list is them and the resident keys of its boards.  */
+ *  before them): the list is them and, on its first page, the resident
+ *  keys of its boards; a paged list says whether more follow.  */
 static void
 s_list_keys_result (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *list)
 {
     Cs__ListKeysResult *keys = &slot->keys;
+    bool first = !list->page || !*list->job->list_keys->after;
     slot->listed = list->listed;
     slot->n_listed = list->n_listed;
+    slot->next = list->next;
     list->listed = NULL;
     list->n_listed = 0;
+    list->next = NULL;
     keys->version = s_list_version (self, request, list->keys_version);
+    keys->more = slot->next != NULL;
+    if (slot->next)
+        keys->next = slot->next;
     slot->result.rv = list->rc ? CKR_DEVICE_ERROR : CKR_OK;
     if (list->rc)
         return;
@@ -243,7 +256,7 @@ s_list_keys_result (frontend_t *self, fe_request_t *request, fe_slot_t *slot, sl
         slot->result.rv = CKR_HOST_MEMORY;
         return;
     }
-    for (size_t i = 0; i < self->inventory->n_board_keys; i++)
+    for (size_t i = 0; first && i < self->inventory->n_board_keys; i++)
         if (streq (self->inventory->board_keys [i].tenant, request->tenant))
             keys->keys [keys->n_keys++] = &self->inventory->board_keys [i].info;
     for (size_t i = 0; i < slot->n_listed; i++)

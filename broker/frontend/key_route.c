@@ -20,6 +20,7 @@
 #undef public_data_len
 #include "secretkeys.h"
 #include "symjobs.h"
+#include "context_auth.h"
 #include "frontend_int.h"
 #include "keyattrs.h"
 
@@ -275,6 +276,28 @@ s_item_flag (const fe_request_t *request, const work_item_t *item)
          : s_unwrap_job (request, item) ? CKF_UNWRAP : CKF_DECRYPT;
 }
 
+/*  A key with CKA_ALWAYS_AUTHENTICATE needs the job's context ticket
+ *  (context_auth_check; a derive job carries none).  */
+static CK_RV
+s_context_auth (frontend_t *self, fe_request_t *request, const work_item_t *item, const char *ref,
+                const Cs__KeyInfo *info)
+{
+    const Cs__Job *job = request->req->jobs [item->index];
+    const ProtobufCBinaryData *ticket = item->kind == WORK_SIGN && job->kind_case == CS__JOB__KIND_SIGN
+                                      ? &job->sign->context_ticket
+                                      : item->kind == WORK_DECRYPT && job->kind_case == CS__JOB__KIND_DECRYPT
+                                      ? &job->decrypt->context_ticket : NULL;
+    CK_RV rv = context_auth_check (self->tickets, request->client_key, request->tenant, ref, (Cs__KeyInfo *) info,
+                                   ticket ? ticket->data : NULL, ticket ? ticket->len : 0,
+                                   request->has_state ? request->tenant_state.epoch [0] : 0,
+                                   (uint64_t) zclock_time ());
+    if (rv != CKR_OK && fe_log_due (self, request, "context-login"))
+        zsys_warning ("client %s (tenant %s): key %s has CKA_ALWAYS_AUTHENTICATE and the job no valid "
+                      "context ticket (C_Login CKU_CONTEXT_SPECIFIC): CKR_USER_NOT_LOGGED_IN",
+                      request->client_name, request->tenant, ref);
+    return rv;
+}
+
 /*  A keystore row of the tenant (info, and its private key: pkcs8, len
  *  bytes, borrowed from item->cached or item->material until the item is
  *  back): its material goes with the item (home keystore) or its resident
@@ -302,6 +325,9 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
     else
     if ((rv = s_mechanism_allowed (info, s_item_mechanism (item), s_item_flag (request, item))) != CKR_OK)
         ;
+    else
+    if ((rv = s_context_auth (self, request, item, ref, info)) != CKR_OK)
+        ;                                       /* CKA_ALWAYS_AUTHENTICATE: context_auth.h */
     else
     if (strncmp (info->home, "board:", 6) == 0) {
         int board = fe_board_index (self, info->home + 6);

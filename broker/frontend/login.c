@@ -3,8 +3,10 @@
  *  made, checked and renewed here (docs/CONTRACTS.md "Login tickets").
  *
  *  Owns: nothing of its own beyond the request's ticket fields.
- *  May call: ticket.h, ks_cache.h (tenant rows), reply.c (the release when
- *  a PIN job is back), slow_link.c (fe_slow_new, fe_slow_go).  */
+ *  May call: ticket.h, context_auth.h, ks_cache.h (tenant rows), reply.c
+ *  (the release when a PIN job is back), slow_link.c (fe_slow_new,
+ *  fe_slow_go).  */
+#include "context_auth.h"
 #include "frontend_int.h"
 
 /*  Makes a ticket for the request's client and tenant: user_type at PIN
@@ -98,7 +100,19 @@ s_pin_job_go (frontend_t *self, fe_request_t *request, size_t index, slow_kind_t
 void
 fe_job_login (frontend_t *self, fe_request_t *request, size_t index)
 {
-    s_pin_job_go (self, request, index, SLOW_LOGIN, request->req->jobs [index]->login->user_type);
+    const Cs__LoginJob *job = request->req->jobs [index]->login;
+    if (job->user_type == CKU_CONTEXT_SPECIFIC) {
+        CK_RV *rv = &request->slots [index].result.rv;
+        if (!request->ticket_ok)
+            *rv = fe_no_login_rv (request);     /* again the user's PIN, in a user login */
+        else
+        if (job->key_id.len == 0 || job->key_id.len > CONTEXT_AUTH_MAX_REF)
+            *rv = CKR_ARGUMENTS_BAD;
+        else
+            s_pin_job_go (self, request, index, SLOW_LOGIN, CKU_USER);
+        return;
+    }
+    s_pin_job_go (self, request, index, SLOW_LOGIN, job->user_type);
 }
 
 /*  The PIN check is back: a ticket bound to the client key, at the PIN
@@ -108,20 +122,28 @@ static CK_RV
 s_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *check)
 {
     const Cs__LoginJob *job = check->job->login;
+    CK_USER_TYPE role = job->user_type == CKU_CONTEXT_SPECIFIC ? CKU_USER : job->user_type;
     CK_RV rv = check->rv;
     //  CKR_DEVICE_ERROR wrote nothing (the database is unreachable, the row
     //  does not verify, the tenant is unknown): the cached row stays, so the
     //  tenant's sessions keep signing during a database outage.
     if (rv != CKR_DEVICE_ERROR)
-        s_tenant_touched (self, request->tenant, job->user_type, &check->pin);
+        s_tenant_touched (self, request->tenant, role, &check->pin);
     if (rv != CKR_OK) {
-        s_pin_refused (request, "login", job->user_type, rv, &check->pin);
+        s_pin_refused (request, "login", role, rv, &check->pin);
         return rv;
     }
-    if (s_ticket_make (self, request, job->user_type, check->pin.epoch, slot->ticket))
+    if (job->user_type == CKU_CONTEXT_SPECIFIC
+        ? context_auth_make (self->tickets, request->client_key, request->tenant, job->key_id.data,
+                             job->key_id.len, check->pin.epoch, (uint64_t) zclock_time (), slot->ticket)
+        : s_ticket_make (self, request, job->user_type, check->pin.epoch, slot->ticket))
         return CKR_DEVICE_ERROR;
-    zsys_info ("login: client %s (tenant %s) as %s", request->client_name, request->tenant,
-               job->user_type == CKU_USER ? "user" : "SO");
+    if (job->user_type == CKU_CONTEXT_SPECIFIC)
+        zsys_info ("login: client %s (tenant %s) context-specific for key %.*s", request->client_name,
+                   request->tenant, (int) job->key_id.len, (const char *) job->key_id.data);
+    else
+        zsys_info ("login: client %s (tenant %s) as %s", request->client_name, request->tenant,
+                   job->user_type == CKU_USER ? "user" : "SO");
     cs__login_result__init (&slot->login);
     slot->login.ticket.data = slot->ticket;
     slot->login.ticket.len = TICKET_LEN;

@@ -133,6 +133,7 @@ s_slot_free (fe_slot_t *slot)
     for (size_t i = 0; i < slot->n_listed; i++)
         cs__key_info__free_unpacked (slot->listed [i], NULL);
     free (slot->listed);
+    free (slot->next);
     free (slot->public_view);
     free (slot->keys.keys);
     objjobs_out_free (&slot->objects);
@@ -155,6 +156,8 @@ fe_request_destroy (fe_request_t **self_p)
     }
     if (self->load)
         client_load_release (self->load, self->load_key, self->charged);
+    if (self->on_free)
+        self->on_free (self);                   /* e.g. its tenant's room in flight (quota_link.c) */
     free (self->load_key);
     zframe_destroy (&self->identity);
     OPENSSL_cleanse (self->renewed_ticket, TICKET_LEN);

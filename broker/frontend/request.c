@@ -201,13 +201,17 @@ fe_request_backlog_run (frontend_t *self)
     fe_flow_depth (self);
 }
 
-/*  Acts on admission's verdict (FE_ADMIT or FE_QUEUE) of a prepared
- *  request: start it now, keep it in its client's backlog
- *  (fe_admission_hold; it counts in in_flight), or refuse it with
- *  CKR_HOST_MEMORY when it cannot be kept.  */
+/*  Admits a charged and prepared request (again, when its tenant's quota
+ *  hands it back: quota_link.c calls this as its `pass`): acts on
+ *  admission's verdict: its tenant's quota keeps it for now, start it now,
+ *  keep it in its client's backlog (fe_admission_hold; it counts in
+ *  in_flight), or refuse it with CKR_HOST_MEMORY when it cannot be kept.  */
 static void
-s_request_admit (frontend_t *self, fe_request_t *request, fe_verdict_t verdict)
+s_request_admit (frontend_t *self, fe_request_t *request)
 {
+    fe_verdict_t verdict = fe_admission_verdict (self, request, s_request_admit);
+    if (verdict == FE_QUOTA)
+        return;
     if (verdict == FE_ADMIT)
         fe_request_start (self, request, false);
     else
@@ -244,15 +248,14 @@ fe_request_handle (frontend_t *self, zframe_t **identity_p, zframe_t *body, bool
     }
     if (s_request_decode (self, body, request))
         goto done;
-    CK_RV rv = CKR_OK;
-    fe_verdict_t verdict = fe_admission_verdict (self, body, request, &rv, &why);
-    if (verdict == FE_REFUSE) {
+    CK_RV rv = fe_admission_charge (self, body, request, &why);
+    if (rv != CKR_OK) {                     /* admission refuses it */
         fe_send_error (self, request->identity, request->req->request_id, rv, why);
         goto done;
     }
     if (s_request_prepare (self, request))
         goto done;
-    s_request_admit (self, request, verdict);
+    s_request_admit (self, request);
     return;
 done:
     fe_request_destroy (&request);

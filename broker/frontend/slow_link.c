@@ -7,8 +7,12 @@
  *
  *  Owns: frontend_t.slow, .cache, .keystore_watch (fe_keystore_watch_t,
  *  private here), the audit log.
- *  May call: slow_pool.h, slow_jobs.h, ks_cache.h, ks_watch.h, audit.h.  */
+ *  May call: slow_pool.h, slow_jobs.h, ks_cache.h, ks_settle.h, ks_watch.h,
+ *  quota.h, metrics_quota.h, audit.h.  */
 #include "ks_watch.h"
+#include "ks_settle.h"
+#include "quota.h"
+#include "metrics_quota.h"
 #include "frontend_int.h"
 
 /*  Who else changes the keystore: the watch of its file, or for a
@@ -45,8 +49,15 @@ CK_RV
 fe_slow_go (frontend_t *self, slow_job_t *job)
 {
     fe_request_t *request = job->request;
-    if (request)        /* key jobs follow the tenant's usage rules (keyattrs_usage_set) */
+    quota_limits_t limits = { 0 };
+    const char *bad = NULL;
+    if (request) {      /* key jobs follow the tenant's usage rules (keyattrs_usage_set) and quotas */
         job->usage = broker_config_usage (self->config, request->tenant);
+        if (quota_limits_read (self->config->root, request->tenant, &limits, &bad) == 0) {
+            job->max_keys = limits.max_keys;
+            job->max_objects = limits.max_objects;
+        }
+    }
     if (request && job->kind != SLOW_TENANT) {
         request->pending++;
         request->slots [job->index].result.rv = FE_CKR_PENDING;
@@ -55,20 +66,23 @@ fe_slow_go (frontend_t *self, slow_job_t *job)
     return FE_CKR_PENDING;
 }
 
-/*  SLOW_SETTLE is back: the cache is used again, dropped first when
- *  someone else committed (or that is unknown).  */
+/*  SLOW_SETTLE is back (its completion): the tenants another writer
+ *  changed are dropped (ks_cache_settle) and the cache is used again.  */
 static void
 s_settled (void *arg, slow_job_t *job)
 {
     frontend_t *self = arg;
-    ks_cache_unhold (self->cache, job->rc != 0);
+    metrics_key_cache_dropped (self->args->metrics,
+                               ks_cache_settle (self->cache, job->rc, job->changes, job->n_changes,
+                                                job->foreign));
 }
 
-/*  The keystore file is being written (ks_watch.h): the cache is held
- *  (not used) until a slow-pool thread got the write lock once, the writer
- *  having committed (SLOW_SETTLE, s_settled); it is dropped then unless
- *  the only writer was this broker, whose own changes were dropped one by
- *  one.  Called before every request looks at the cache: a change made
+/*  The keystore file is being written (ks_watch.h), or another process
+ *  committed to the PostgreSQL keystore: the cache is held (not used)
+ *  until a slow-pool thread got the write lock once, the writer having
+ *  committed, and read the tenants' change epochs (SLOW_SETTLE,
+ *  s_settled); the tenants whose epoch moved are dropped then
+ *  (ks_cache_settle).  Called before every request looks at the cache: a change made
  *  before a request was sent is seen by it.  */
 void
 fe_keystore_check (frontend_t *self)
@@ -77,16 +91,18 @@ fe_keystore_check (frontend_t *self)
     if (!watch)
         return;
     if (watch->listener) {          /* PostgreSQL: notified after the commit */
-        uint64_t changes = keystore_listener_changes (watch->listener);
-        if (changes != watch->listener_seen)
-            ks_cache_drop_all (self->cache);
+        uint64_t changes = keystore_listener_changes (watch->listener), seen = watch->listener_seen;
         watch->listener_seen = changes;
-        return;
+        if (changes == seen)
+            return;
     }
+    else
     if (!watch->file || !ks_watch_changed (watch->file))
         return;
-    slow_job_t *settle = fe_slow_new (self, NULL, 0, SLOW_SETTLE, s_settled);
-    if (!settle) {
+    slow_job_t *settle = self->settle ? fe_slow_new (self, NULL, 0, SLOW_SETTLE, s_settled) : NULL;
+    if (settle)
+        settle->settle = self->settle;
+    else {
         ks_cache_drop_all (self->cache);
         return;
     }
@@ -94,12 +110,20 @@ fe_keystore_check (frontend_t *self)
     fe_slow_go (self, settle);
 }
 
-/*  A slow job is back (slow_pool.h): to the completion its room set.  */
+/*  A slow job is back (slow_pool.h): what its commits changed is counted
+ *  (this broker's own), a quota refusal counted for its tenant, then its
+ *  completion, set by its room.  */
 static void
 s_slow_back (slow_item_t *item, void *arg)
 {
-    (void) arg;
+    frontend_t *self = arg;
     slow_job_t *job = (slow_job_t *) item;
+    fe_request_t *request = job->request;
+    metrics_key_cache_dropped (self->args->metrics,         /* this broker's own commits */
+                               ks_cache_own_changes (self->cache, job->own, job->n_own));
+    if (job->quota_refused && request)      /* a key or object over its tenant's quota */
+        metrics_quota_count (metrics_quota_tenant (metrics_quota (self->args->metrics), request->tenant),
+                             (metrics_quota_limit_t) (job->quota_refused - 1), true, 1);
     job->done (job->done_arg, job);
     slow_job_destroy (&job);
 }
@@ -140,6 +164,15 @@ fe_keystore_start (frontend_t *self)
     }
     else
         watch->file = ks_watch_new (self->config->keystore_path);
+    keystore_change_t *changes = NULL;
+    size_t n = 0;
+    if ((watch->file || watch->listener) && (self->settle = ks_settle_new (self->ks, watch->listener, &changes, &n)))
+        ks_cache_epochs_baseline (self->cache, changes, n);
+    keystore_changes_free (&changes, n);
+    if (!self->settle) {
+        ks_watch_destroy (&watch->file);        /* nothing can tell what changed */
+        keystore_listener_destroy (&watch->listener);
+    }
     if (!watch->file && !watch->listener) {
         zsys_warning ("keystore %s: keys and tenant rows are not cached: every job reads its row",
                       self->config->keystore_name);

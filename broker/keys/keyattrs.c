@@ -311,7 +311,8 @@ s_set_name (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr)
         char *text = strndup ((const char *) attr->bytes.data, attr->bytes.len);
         if (!text)
             return CKR_HOST_MEMORY;
-        free (info->label);
+        if (info->label != protobuf_c_empty_string)     /* an unpacked row's absent label */
+            free (info->label);
         info->label = text;
     }
     else {

@@ -35,6 +35,7 @@ struct _ks_cache_t {
     ks_key_t *newest, *oldest;
     ks_key_t *limbo;                /* dropped keys still pinned (linked by `older`) */
     zhashx_t *tenants;              /* tenant -> keystore_tenant_t (owned) */
+    zhashx_t *epochs;               /* tenant -> uint64_t, its change epoch last seen (owned) */
     uint64_t generation;            /* moves at every drop; tokens compare with it */
     size_t holds;
     s_slab_t *slabs [S_CLASSES];
@@ -236,11 +237,13 @@ ks_cache_new (size_t max_keys)
     self->generation = 1;
     self->keys = zhashx_new ();
     self->tenants = zhashx_new ();
-    if (!self->keys || !self->tenants) {
+    self->epochs = zhashx_new ();
+    if (!self->keys || !self->tenants || !self->epochs) {
         ks_cache_destroy (&self);
         return NULL;
     }
     zhashx_set_destructor (self->tenants, s_free);
+    zhashx_set_destructor (self->epochs, s_free);
     return self;
 }
 
@@ -262,6 +265,7 @@ ks_cache_destroy (ks_cache_t **self_p)
     }
     zhashx_destroy (&self->keys);
     zhashx_destroy (&self->tenants);
+    zhashx_destroy (&self->epochs);
     free (self);
     *self_p = NULL;
 }
@@ -420,4 +424,126 @@ ks_cache_unhold (ks_cache_t *self, bool drop)
     if (drop)
         ks_cache_drop_all (self);
     self->holds--;
+}
+
+/* ------------------------------------------------------------------ */
+/*  Tenants' change epochs (keystore_tenant_changes, issue 19 item 8)  */
+
+/*  Drops every key of tenant and its row.  Returns the keys dropped.  */
+static size_t
+s_tenant_out (ks_cache_t *self, const char *tenant)
+{
+    char buf [256];
+    char *prefix = s_key_name (tenant, "", buf, sizeof buf);
+    size_t len = prefix ? strlen (prefix) : 0, dropped = 0;
+    ks_key_t *key = self->oldest;
+    while (key) {
+        ks_key_t *next = key->newer;
+        if (!prefix || strncmp (key->name, prefix, len) == 0) {     //  no memory: all of them
+            s_key_out (self, key);
+            dropped++;
+        }
+        key = next;
+    }
+    s_key_name_free (prefix, buf);
+    zhashx_delete (self->tenants, tenant);
+    self->generation++;
+    return dropped;
+}
+
+//  Records tenant's epoch as read by a look; true when it moved (or was
+//  not known).  Epochs only grow (state counter values): one below the
+//  known one was read before it and says nothing new (UINT64_MAX: a record
+//  that does not verify, always a move).
+static bool
+s_epoch_moved (ks_cache_t *self, const char *tenant, uint64_t epoch)
+{
+    uint64_t *known = zhashx_lookup (self->epochs, tenant);
+    if (known && (*known == epoch || (epoch < *known && *known != UINT64_MAX)))
+        return false;
+    if (!known && (known = malloc (sizeof *known)) && zhashx_insert (self->epochs, tenant, known) != 0) {
+        free (known);
+        known = NULL;
+    }
+    if (known)
+        *known = epoch;
+    return true;
+}
+
+//  True when tenant is in changes.
+static bool
+s_listed (const char *tenant, const keystore_change_t *changes, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp (changes [i].tenant, tenant) == 0)
+            return true;
+    return false;
+}
+
+void
+ks_cache_epochs_baseline (ks_cache_t *self, const keystore_change_t *changes, size_t n)
+{
+    for (size_t i = 0; changes && i < n; i++)
+        s_epoch_moved (self, changes [i].tenant, changes [i].epoch);
+}
+
+size_t
+ks_cache_settle (ks_cache_t *self, int rc, const keystore_change_t *changes, size_t n, bool foreign)
+{
+    size_t dropped = 0;
+    if (rc == 0) {
+        ks_cache_unhold (self, false);
+        return 0;
+    }
+    if (foreign && changes)
+        zsys_info ("keystore/key-cache: a commit that raised no state counter (made without the master "
+                   "key, or while change notifications were lost): every cached key and tenant row dropped");
+    if (rc < 0 || !changes || foreign) {        //  unknown: every tenant may have changed
+        dropped = zhashx_size (self->keys);
+        ks_cache_drop_all (self);
+        zhashx_purge (self->epochs);
+        ks_cache_epochs_baseline (self, changes, n);    //  what is read from now on is of these
+    }
+    else {
+        for (size_t i = 0; i < n; i++)
+            if (s_epoch_moved (self, changes [i].tenant, changes [i].epoch)) {
+                size_t out = s_tenant_out (self, changes [i].tenant);
+                if (out)
+                    zsys_info ("keystore/key-cache: tenant %s changed in the keystore: its %zu cached "
+                               "keys dropped", changes [i].tenant, out);
+                dropped += out;
+            }
+        //  Tenants gone from the keystore.
+        zlistx_t *known = zhashx_keys (self->epochs);
+        for (const char *tenant = known ? zlistx_first (known) : NULL; tenant; tenant = zlistx_next (known))
+            if (!s_listed (tenant, changes, n)) {
+                dropped += s_tenant_out (self, tenant);
+                zhashx_delete (self->epochs, tenant);
+            }
+        if (!known) {
+            dropped += zhashx_size (self->keys);
+            ks_cache_drop_all (self);
+        }
+        zlistx_destroy (&known);
+    }
+    ks_cache_unhold (self, false);
+    return dropped;
+}
+
+size_t
+ks_cache_own_changes (ks_cache_t *self, const keystore_change_t *changes, size_t n)
+{
+    size_t dropped = 0;
+    for (size_t i = 0; changes && i < n; i++) {
+        uint64_t *known = zhashx_lookup (self->epochs, changes [i].tenant);
+        if (known && *known != UINT64_MAX && *known >= changes [i].epoch)
+            continue;                           //  a look saw it, or later
+        if (known && *known == changes [i].prev && changes [i].prev != UINT64_MAX) {
+            *known = changes [i].epoch;         //  nobody else wrote between: follow it
+            continue;
+        }
+        dropped += s_tenant_out (self, changes [i].tenant);
+        s_epoch_moved (self, changes [i].tenant, changes [i].epoch);
+    }
+    return dropped;
 }

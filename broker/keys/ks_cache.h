@@ -16,13 +16,17 @@
  *
  *  Staleness is ruled out by dropping, not by expiry: this broker drops
  *  what its own keystore writes change (ks_cache_key_drop,
- *  ks_cache_tenant_drop), and any change of the file by anyone else
- *  (cryptoserver-admin, another broker, someone with sqlite3) drops
- *  everything.  The frontend learns of writes to the file from ks_watch.h
- *  as they start: it holds the cache (ks_cache_hold: every lookup misses,
- *  nothing is put) until a slow-pool thread got the write lock once and
- *  could tell whether someone else committed (then ks_cache_unhold drops
- *  everything) or only this broker did (the cache is kept).  A read made
+ *  ks_cache_tenant_drop), and a change by anyone else (cryptoserver-admin,
+ *  another broker) drops the keys and row of the tenants it changed: each
+ *  tenant has a change epoch in the keystore (keystore_tenant_changes) and
+ *  the cache keeps the one it last saw, so one tenant's write storm leaves
+ *  the others' keys cached (issue 19 item 8).  The frontend learns of
+ *  writes from ks_watch.h as they start (SQLite) or from the listener's
+ *  notifications after the commit (PostgreSQL): it holds the cache
+ *  (ks_cache_hold: every lookup misses, nothing is put) until a slow-pool
+ *  thread got the write lock once and could tell whether someone else
+ *  committed, and read the epochs then (ks_cache_settle drops the tenants
+ *  whose epoch moved, or everything when that is unknown).  A read made
  *  while a drop happened must not be cached: the caller takes a token
  *  before it reads (ks_cache_token) and puts with it; a put whose token is
  *  older than the last drop, or was taken on hold, is refused.  Another
@@ -104,5 +108,31 @@ void ks_cache_drop_all (ks_cache_t *self);
  *  with `drop` drops everything first (someone else did commit).  */
 void ks_cache_hold (ks_cache_t *self);
 void ks_cache_unhold (ks_cache_t *self, bool drop);
+
+/*  The tenants' change epochs (n of them; NULL: unknown) as the keystore
+ *  held them when the cache started (before anything is cached; after the
+ *  watch or listener started): later ones are compared with them.  When
+ *  they are unknown, the first settle drops every tenant once.  */
+void ks_cache_epochs_baseline (ks_cache_t *self, const keystore_change_t *changes, size_t n);
+
+/*  Ends one hold (ks_cache_hold) after a look (ks_settle_look) that said
+ *  `rc` (1: another connection committed, 0: none did, -1: failed) and, for
+ *  1, read `changes` (n tenants' epochs; NULL: could not be read) and
+ *  whether the commit was `foreign` (it raised no state counter: made
+ *  without the master key, e.g. with sqlite3 or psql, or unknown): drops
+ *  the keys and row of every tenant whose epoch moved (the broker's own
+ *  writes included) or that is gone; everything when rc is -1, the epochs
+ *  are unknown or the commit was foreign (the rows are read again, and
+ *  refused when they do not verify).  Returns the keys dropped (the
+ *  cryptoserver_key_cache_dropped_total metric).  */
+size_t ks_cache_settle (ks_cache_t *self, int rc, const keystore_change_t *changes, size_t n,
+                        bool foreign);
+
+/*  This broker's own commits are back (keystore_own_changes_take of the
+ *  slow-pool connection that made them): a tenant whose last seen epoch
+ *  is the one a commit replaced now has the commit's (its job already
+ *  dropped what it changed); otherwise someone else wrote between, and the
+ *  tenant's keys and row are dropped.  Returns the keys dropped.  */
+size_t ks_cache_own_changes (ks_cache_t *self, const keystore_change_t *changes, size_t n);
 
 #endif

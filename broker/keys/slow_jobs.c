@@ -6,6 +6,8 @@
 #include "keyjobs.h"
 #include "secretkeys.h"
 #include "slow_jobs.h"
+#include "quota.h"
+#include "metrics_quota.h"
 #include "keyattrs.h"
 #include "pool_store.h"
 
@@ -41,9 +43,12 @@ slow_job_destroy (slow_job_t **self_p)
     for (size_t i = 0; i < self->n_listed; i++)
         cs__key_info__free_unpacked (self->listed [i], NULL);
     free (self->listed);
+    free (self->next);
     free (self->resident_board);
     objjobs_out_free (&self->objects);
     broker_audit_done (NULL, self->audit);     //  not handed back: freed
+    keystore_changes_free (&self->changes, self->n_changes);
+    keystore_changes_free (&self->own, self->n_own);
     free (self);
     *self_p = NULL;
 }
@@ -68,6 +73,12 @@ s_key_job (slow_job_t *self, keystore_t *ks)
 {
     const Cs__Job *job = self->job;
     keyattrs_usage_set ((cs_usage_policy_t) self->usage);
+    if (job->kind_case == CS__JOB__KIND_IMPORT_KEY || job->kind_case == CS__JOB__KIND_GENERATE_KEY)
+        self->rv = quota_keys_check (ks, self->tenant, self->max_keys);
+    if (self->rv != CKR_OK) {
+        self->quota_refused = self->rv == CKR_DEVICE_MEMORY ? 1 + METRICS_QUOTA_KEYS : 0;
+        return;
+    }
     switch (job->kind_case) {
         case CS__JOB__KIND_IMPORT_KEY:
             self->rv = job->import_key->secret_value.len
@@ -121,6 +132,10 @@ s_generated (slow_job_t *self, keystore_t *ks)
     const Cs__GenerateKeyPairJob *job = self->job->generate_key_pair;
     bool resident = self->board_key != NULL;
     keyattrs_usage_set ((cs_usage_policy_t) self->usage);
+    if (job->token && (self->rv = quota_keys_check (ks, self->tenant, self->max_keys)) != CKR_OK) {
+        self->quota_refused = self->rv == CKR_DEVICE_MEMORY ? 1 + METRICS_QUOTA_KEYS : 0;
+        return;
+    }
     EVP_PKEY *pkey = resident ? keyjobs_pkey_from_board_key (self->board_key)
                               : key_info_pkey_from_pkcs8 (self->pkcs8, self->pkcs8_len);
     self->rv = pkey ? keyjobs_info_new (pkey, resident ? self->resident_ref : NULL,
@@ -255,7 +270,9 @@ slow_job_run (slow_item_t *item, keystore_t *ks)
                                          &self->pkcs8_len);
             break;
         case SLOW_LOGIN:
-            self->rv = keystore_pin_check (ks, self->tenant, self->job->login->user_type,
+            self->rv = keystore_pin_check (ks, self->tenant,        /* a context login: the user's PIN */
+                                           self->job->login->user_type == CKU_CONTEXT_SPECIFIC
+                                           ? CKU_USER : self->job->login->user_type,
                                            self->job->login->pin.data, self->job->login->pin.len,
                                            &self->pin);
             break;
@@ -280,13 +297,21 @@ slow_job_run (slow_item_t *item, keystore_t *ks)
             break;
         case SLOW_LIST_KEYS:
             self->keys_version = keystore_keys_version (ks, self->tenant);
-            self->rc = keystore_key_list (ks, self->tenant, &self->listed, &self->n_listed);
+            self->rc = self->page ? keystore_key_page (ks, self->tenant, self->job->list_keys->after, self->page,
+                                                       &self->listed, &self->n_listed, &self->next)
+                                  : keystore_key_list (ks, self->tenant, &self->listed, &self->n_listed);
             break;
         case SLOW_OBJECT_JOB:
-            self->rv = objjobs_run (ks, self->tenant, self->job, self->user, &self->objects);
+            self->rv = self->job->kind_case == CS__JOB__KIND_PUT_OBJECT && self->job->put_object->object
+                       && !(self->job->put_object->object->ref && *self->job->put_object->object->ref)
+                     ? quota_objects_check (ks, self->tenant, self->max_objects) : CKR_OK;
+            self->quota_refused = self->rv == CKR_DEVICE_MEMORY ? 1 + METRICS_QUOTA_OBJECTS : 0;
+            if (self->rv == CKR_OK)
+                self->rv = objjobs_run (ks, self->tenant, self->job, self->user, &self->objects);
             break;
         case SLOW_SETTLE:
-            self->rc = keystore_settle (ks);
+            self->rc = ks_settle_look (self->settle, &self->changes, &self->n_changes, &self->foreign);
             break;
     }
+    keystore_own_changes_take (ks, &self->own, &self->n_own);   //  the cache follows them (ks_cache.h)
 }

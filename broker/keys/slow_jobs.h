@@ -15,6 +15,7 @@
 #include "objjobs.h"
 #include "slow_pool.h"
 #include "audit.h"
+#include "ks_settle.h"
 
 typedef enum {
     SLOW_TENANT,        /* keystore_tenant_state -> rc, state */
@@ -31,12 +32,15 @@ typedef enum {
     SLOW_GENERATED,     /* a generated key (pkcs8 material, or board_key on a board):
                            its description, stored when it is a token key
                            -> rv, info, pkcs8 (kept only for a session key), limit */
-    SLOW_LIST_KEYS,     /* keystore_keys_version, then keystore_key_list -> rc, keys_version, listed */
+    SLOW_LIST_KEYS,     /* keystore_keys_version, then keystore_key_list (page 0) or
+                           keystore_key_page (job's after, page rows)
+                           -> rc, keys_version, listed, next */
     SLOW_OBJECT_JOB,    /* certificates and data objects (objjobs.h), for `user`
                            -> rv, objects */
     SLOW_AUDIT,         /* a batch of audit records appended to the chain (audit.h) -> audit */
-    SLOW_SETTLE         /* keystore_settle: returns once no writer holds the file (ks_watch.h)
-                           -> rc: 1 another connection committed, 0 only this one, -1 error */
+    SLOW_SETTLE         /* ks_settle_look: returns once no writer holds the file (ks_watch.h)
+                           -> rc: 1 another connection committed (changes, foreign),
+                           0 none did, -1 error */
 } slow_kind_t;
 
 typedef struct _slow_job_t slow_job_t;
@@ -74,6 +78,8 @@ struct _slow_job_t {
     size_t pkcs8_len;
     Cs__KeyInfo **listed;
     size_t n_listed;
+    size_t page;                    /* SLOW_LIST_KEYS input: rows in a page, 0 = the whole list */
+    char *next;                     /* SLOW_LIST_KEYS paged: the next page's cursor, or NULL */
     uint64_t keys_version;
     char *resident_board;           /* SLOW_KEY_JOB destroy: the board holding the private key;
                                        SLOW_GENERATED replayed: the board holding the
@@ -87,6 +93,16 @@ struct _slow_job_t {
     bool user;                      /* SLOW_OBJECT_JOB: the request has a CKU_USER ticket */
     objjobs_out_t objects;          /* SLOW_OBJECT_JOB: what it made */
     broker_audit_batch_t *audit;    /* SLOW_AUDIT: the batch (owned until broker_audit_done) */
+    uint32_t max_keys;              /* the tenant's quotas (quota.h, fe_slow_go): SLOW_KEY_JOB
+                                       imports and generations, token SLOW_GENERATED */
+    uint32_t max_objects;           /* ... SLOW_OBJECT_JOB puts of a new object */
+    int quota_refused;              /* 1 + metrics_quota_limit_t when a quota refused it, else 0 */
+    ks_settle_t *settle;            /* SLOW_SETTLE: the connection that looks (ks_settle.h), borrowed */
+    keystore_change_t *changes;     /* ... every tenant's change epoch */
+    size_t n_changes;
+    bool foreign;                   /* ... a commit that raised no state counter */
+    keystore_change_t *own;         /* every kind: what its commits changed (keystore_own_changes_take) */
+    size_t n_own;
 };
 
 /*  A job of `kind` for job `index` of a request (request, its job and its

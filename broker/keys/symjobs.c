@@ -34,6 +34,14 @@ symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
         return CKR_KEY_SIZE_RANGE;
     if (job->data.len > CS_MECH_SYM_MAX_DATA)
         return CKR_DATA_LEN_RANGE;
+    /*  A part of a stream: a block mode, a whole number of blocks, the
+     *  chaining state in the IV (docs/CONTRACTS.md "Multi-part streams").  */
+    if (job->partial
+    &&  (mac || job->key_wrap || (row->input != CS_MECH_IN_BLOCK && row->input != CS_MECH_IN_PAD
+                                  && row->param != CS_MECH_PARAM_CTR)))
+        return CKR_MECHANISM_INVALID;
+    if (job->partial && (job->data.len == 0 || job->data.len % cs_mech_block_bytes (row)))
+        return job->operation == CS_SYM_ENCRYPT ? CKR_DATA_LEN_RANGE : CKR_ENCRYPTED_DATA_LEN_RANGE;
     switch (row->param) {
         case CS_MECH_PARAM_IV:
         case CS_MECH_PARAM_CTR:         /* the counter block; ulCounterBits is checked in the module */
@@ -57,6 +65,7 @@ symjob_prepare (const Cs__SymJob *job, cs_sym_t *op)
     }
     op->mechanism = row->type;
     op->operation = (int) job->operation;
+    op->partial = job->partial;
     op->key = job->key_value.len ? job->key_value.data : NULL;     /* else symjob_key */
     op->key_len = job->key_value.len;
     op->iv = job->iv.len ? job->iv.data : NULL;

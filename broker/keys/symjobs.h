@@ -22,7 +22,10 @@ CK_RV symjob_key (const cs_mech_row_t *row, const uint8_t *value, size_t len, cs
  *  operation it does not do); CKR_KEY_SIZE_RANGE (a key outside the
  *  table's range, bytes); CKR_MECHANISM_PARAM_INVALID (IV, AAD or tag bits
  *  for the mechanism, PKCS#11 2.40 curr. mech. §2.10); CKR_DATA_LEN_RANGE
- *  (more than CS_MECH_SYM_MAX_DATA bytes).  Rules: common/cs_mech.h.  A
+ *  (more than CS_MECH_SYM_MAX_DATA bytes; a partial job: not a non-zero
+ *  multiple of the block; decryption: CKR_ENCRYPTED_DATA_LEN_RANGE), and
+ *  CKR_MECHANISM_INVALID for a partial job of a mode that is not ECB, CBC,
+ *  CBC-PAD or CTR.  Rules: common/cs_mech.h.  A
  *  job that names a token key (key_id) leaves op->key NULL: the router
  *  sets it with symjob_key once it has read the key.  */
 CK_RV symjob_prepare (const Cs__SymJob *job, cs_sym_t *op);

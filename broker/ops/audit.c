@@ -216,7 +216,8 @@ broker_audit_job (broker_audit_t *self, const char *client, const char *client_k
     switch (job->kind_case) {
         case CS__JOB__KIND_LOGIN:
             action = "login";
-            snprintf (object, sizeof object, "%s", job->login->user_type == CKU_SO ? "CKU_SO" : "CKU_USER");
+            snprintf (object, sizeof object, "%s", job->login->user_type == CKU_SO ? "CKU_SO"
+                      : job->login->user_type == CKU_CONTEXT_SPECIFIC ? "CKU_CONTEXT_SPECIFIC" : "CKU_USER");
             break;
         case CS__JOB__KIND_SET_PIN:
             action = "set-pin";

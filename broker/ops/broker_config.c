@@ -9,6 +9,7 @@
 #include "cs_secmem.h"
 #include "cs_util.h"
 #include "broker_config.h"
+#include "quota.h"
 #include "fair_queue.h"
 #include "keystore.h"
 #include "cs_usage.h"
@@ -262,6 +263,7 @@ s_broker (s_loader_t *self)
     ||  s_int (self, "broker/host-cores", s_online_cpus (), 0, 4096, &config->host_cores)
     ||  s_int (self, "broker/fast-lane-us", 100, 0, 10000, &config->fast_lane_us)
     ||  s_tenant_weights (self)
+    ||  s_int (self, "broker/max-list-page", 1000, 1, 100000, &config->max_list_page)
     ||  s_int (self, "broker/router-rcvhwm", 100, 1, 100000, &config->router_rcvhwm)
     ||  s_int (self, "broker/router-sndhwm", 1000, 1, 100000, &config->router_sndhwm)
     ||  s_int (self, "broker/stats-interval-ms", 10000, 0, 86400000, &config->stats_interval_ms)
@@ -399,13 +401,13 @@ s_cross_check (s_loader_t *self)
                        config->keys_home);
     if (config->master_key_board && !broker_config_board (config, config->master_key_board))
         return s_fail (self, "keystore/master-key", "no board named \"%s\"", config->master_key_board);
-    //  tenants/NAME/audit is the tenant's audit policy (broker/ops/audit.h);
-    //  anything else there (PINs of old configs) is ignored.
-    zconfig_t *tenants = zconfig_locate (config->root, "tenants");
-    bool other = tenants && !zconfig_child (tenants);
-    for (zconfig_t *t = tenants ? zconfig_child (tenants) : NULL; t && !other; t = zconfig_next (t))
-        for (zconfig_t *k = zconfig_child (t); k && !other; k = zconfig_next (k))
-            other = !streq (zconfig_name (k), "audit");
+    //  tenants/NAME/audit is the tenant's audit policy (broker/ops/audit.h),
+    //  tenants/NAME/max-* its quotas (quota.h); anything else there (PINs
+    //  of old configs) is ignored.
+    char path [300];
+    bool other = false;
+    if (quota_tenants_check (config->root, path, sizeof path, &other) != 0)
+        return s_fail (self, path, "must be a number in 0..4294967295 (0: none)");
     if (other)
         zsys_warning ("%s: the 'tenants' section is ignored: tenants and PINs live in the keystore "
                       "(cryptoserver-admin tenant add)", config->file);

@@ -69,6 +69,9 @@ typedef struct {
                                    (cross_check.h), 0..100, default 0 */
     zconfig_t *tenant_weights;  /* broker/tenant-weight: children NAME = weight 1..1000
                                    (fair_queue.h), or NULL; owned by root */
+    int max_list_page;          /* broker/max-list-page: keystore rows in one page of a paged
+                                   key list (ListKeysJob.page_size is capped at it),
+                                   1..100000, default 1000 */
     int router_rcvhwm;          /* ROUTER ZMQ_RCVHWM, messages per connection, 1..100000, default 100 */
     int router_sndhwm;          /* ROUTER ZMQ_SNDHWM, likewise, default 100 */
     int stats_interval_ms;      /* 0 (only at exit) .. 86400000, default 10000 */

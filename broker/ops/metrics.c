@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include "cs_wire.h"
 #include "metrics.h"
+#include "metrics_quota.h"
 #include "cryptoserver/pkcs11v.h"
 
 #define S_MAX_BOARDS 64
@@ -65,12 +66,13 @@ struct _metrics_t {
     metrics_client_t other;                 /* past METRICS_CLIENTS_MAX */
     _Atomic bool other_used;
     _Atomic uint64_t queue [2];             /* client, background */
-    _Atomic uint64_t cache [2];             /* hits, misses */
+    _Atomic uint64_t cache [3];             /* hits, misses, dropped */
     _Atomic uint64_t pool [METRICS_POOL_EVENTS];    /* metrics_pool_t */
     _Atomic uint64_t reruns;
     _Atomic uint64_t fast_lane;     /* items run on the reactor (fast_lane.c) */
     _Atomic uint64_t requests, request_jobs;    /* decoded requests, the jobs in them */
     _Atomic uint64_t cross_checks [METRICS_CROSS_RESULTS];  /* by metrics_cross_t */
+    metrics_quota_t *quota;         /* per-tenant quota counters (metrics_quota.h) */
 };
 
 metrics_t *
@@ -82,7 +84,8 @@ metrics_new (const char *const *names, size_t n_boards)
     self->boards = calloc (n_boards + 1, sizeof (s_board_t));
     self->other.client = strdup ("(other)");
     self->other.tenant = strdup ("(other)");
-    if (!self->boards || !self->other.client || !self->other.tenant) {
+    self->quota = metrics_quota_new ();
+    if (!self->boards || !self->other.client || !self->other.tenant || !self->quota) {
         metrics_destroy (&self);
         return NULL;
     }
@@ -117,6 +120,7 @@ metrics_destroy (metrics_t **self_p)
     free (self->boards);
     free (self->other.client);
     free (self->other.tenant);
+    metrics_quota_destroy (&self->quota);
     free (self);
     *self_p = NULL;
 }
@@ -262,6 +266,19 @@ metrics_key_cache (metrics_t *self, bool hit)
 {
     if (self)
         atomic_fetch_add_explicit (&self->cache [hit ? 0 : 1], 1, S_R);
+}
+
+metrics_quota_t *
+metrics_quota (metrics_t *self)
+{
+    return self ? self->quota : NULL;
+}
+
+void
+metrics_key_cache_dropped (metrics_t *self, size_t n)
+{
+    if (self && n)
+        atomic_fetch_add_explicit (&self->cache [2], n, S_R);
 }
 
 void
@@ -589,12 +606,16 @@ metrics_render_at (metrics_t *self, uint64_t cpu_us, metrics_view_t view, size_t
     fprintf (out, "cryptoserver_request_jobs_total %" PRIu64 "\n",
              atomic_load_explicit (&self->request_jobs, S_R));
     int rc = s_render_clients (self, view, out);
+    metrics_quota_render (self->quota, view, out);
     s_family (out, "cryptoserver_key_cache_hits_total", "counter",
               "Lookups of keystore keys found in the broker's key cache.");
     fprintf (out, "cryptoserver_key_cache_hits_total %" PRIu64 "\n", atomic_load_explicit (&self->cache [0], S_R));
     s_family (out, "cryptoserver_key_cache_misses_total", "counter",
               "Lookups of keystore keys not in the broker's key cache (read and unsealed).");
     fprintf (out, "cryptoserver_key_cache_misses_total %" PRIu64 "\n", atomic_load_explicit (&self->cache [1], S_R));
+    s_family (out, "cryptoserver_key_cache_dropped_total", "counter",
+              "Keys dropped from the key cache because another writer changed their tenant's rows.");
+    fprintf (out, "cryptoserver_key_cache_dropped_total %" PRIu64 "\n", atomic_load_explicit (&self->cache [2], S_R));
     static const char *const pool [METRICS_POOL_EVENTS][2] = {
         { "taken", "RSA key generations served from the pre-generated pool." },
         { "missed", "RSA key generations of a size the pool keeps that found it empty." },

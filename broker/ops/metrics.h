@@ -98,6 +98,11 @@ void metrics_inflight_add (metrics_client_t *client, long delta);
  *  keeps unsealed keystore keys; both stay 0 until it calls this.  Any thread.  */
 void metrics_key_cache (metrics_t *self, bool hit);
 
+/*  Counts n keys dropped from the key cache because another writer changed
+ *  their tenant's rows (cryptoserver_key_cache_dropped_total; ks_cache.h).
+ *  Any thread.  */
+void metrics_key_cache_dropped (metrics_t *self, size_t n);
+
 /*  Events of the pre-generated RSA key pool (pool.h, pool_store.h).  */
 typedef enum {
     METRICS_POOL_TAKEN = 0,         /* a generation served from the pool */

@@ -27,15 +27,15 @@ fail=0
 declare -A rank=(
     # foundations: no broker file below them
     [path_watch]=1 [fair_queue]=1 [health]=1 [ticket]=1 [client_load]=1 [ks_cache]=1
-    [modexp_job]=1 [objjobs]=1 [symjobs]=1
+    [modexp_job]=1 [objjobs]=1 [symjobs]=1 [host_limits]=1 [quota]=1
     # keys: attribute rules, key jobs, token secret keys
-    [keyattrs]=2 [keyjobs]=3 [secretkeys]=3
+    [keyattrs]=2 [keyjobs]=3 [secretkeys]=3 [context_auth]=3
     # operations: watches
-    [clients_watch]=2 [ks_watch]=2
+    [clients_watch]=2 [ks_watch]=2 [ks_settle]=2
     # scheduling and placement
     [scheduler_int]=3 [placement]=4 [scheduler]=5
     # operations: metrics, config
-    [metrics]=6 [metrics_http]=7 [broker_config]=8
+    [metrics_quota]=5 [metrics]=6 [metrics_http]=7 [broker_config]=8
     # boards and their health
     [board]=9 [verify]=10 [worker]=11 [board_watch]=11 [cross_check]=12
     # the keystore side: audit chain, slow pool, key pool, slow jobs
@@ -44,22 +44,23 @@ declare -A rank=(
     [frontend_int]=14
     [fast_lane]=15 [dispatch]=16 [slow_link]=16
     [reply]=17
-    [inventory]=18
-    [key_route]=19
-    [route]=20 [pool_jobs]=20 [login]=20
-    [keymgmt_jobs]=21
-    [job_kinds]=22
-    [admission]=23
-    [request]=24
-    [frontend]=25
+    [quota_link]=18
+    [inventory]=19
+    [key_route]=20
+    [route]=21 [pool_jobs]=21 [login]=21
+    [keymgmt_jobs]=22
+    [job_kinds]=23
+    [admission]=24
+    [request]=25
+    [frontend]=26
     # the daemon
-    [server]=26 [main]=27
+    [server]=27 [main]=28
 )
 # headers ranked below their unit's .c: types and prototypes that lower
 # files include
 declare -A hrank=(
     [broker_config.h]=1 [scheduler.h]=2 [keyjobs.h]=1 [secretkeys.h]=1 [slow_pool.h]=1
-    [pool.h]=1 [frontend.h]=12
+    [pool.h]=1 [frontend.h]=12 [metrics.h]=4
 )
 
 # the rank of file $1 (a basename), or "" when it has none

@@ -66,7 +66,7 @@ s_rv_name (CK_RV rv)
         { CKR_KEY_TYPE_INCONSISTENT, "CKR_KEY_TYPE_INCONSISTENT" }, { CKR_PIN_LEN_RANGE, "CKR_PIN_LEN_RANGE" },
         { CKR_KEY_SIZE_RANGE, "CKR_KEY_SIZE_RANGE" }, { CKR_GENERAL_ERROR, "CKR_GENERAL_ERROR" },
         { CKR_ATTRIBUTE_VALUE_INVALID, "CKR_ATTRIBUTE_VALUE_INVALID" },
-        { CKR_DATA_LEN_RANGE, "CKR_DATA_LEN_RANGE" },
+        { CKR_DATA_LEN_RANGE, "CKR_DATA_LEN_RANGE" }, { CKR_DEVICE_MEMORY, "CKR_DEVICE_MEMORY" },
     };
     for (size_t i = 0; i < sizeof names / sizeof names [0]; i++)
         if (names [i].rv == rv)

@@ -31,24 +31,11 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <p11-kit/pkcs11.h>
+#include "cs-test-client.h"
 #include "cs-test-slot.h"
 
 static CK_FUNCTION_LIST *p11;
 static CK_SESSION_HANDLE s;
-
-#define CHECK(call, what) do { CK_RV rv_ = (call); if (rv_ != CKR_OK) { \
-    fprintf (stderr, "cs-sym: %s: CK_RV 0x%lx\n", what, (unsigned long) rv_); \
-    exit (1); } } while (0)
-#define EXPECT(call, want, what) do { CK_RV rv_ = (call); if (rv_ != (want)) { \
-    fprintf (stderr, "cs-sym: %s: CK_RV 0x%lx, expected 0x%lx\n", what, (unsigned long) rv_, \
-             (unsigned long) (want)); exit (1); } } while (0)
-
-static void
-s_fail (const char *what)
-{
-    fprintf (stderr, "cs-sym: FAIL: %s\n", what);
-    exit (1);
-}
 
 static CK_SLOT_ID
 s_slot (const char *label)
@@ -56,7 +43,7 @@ s_slot (const char *label)
     CK_SLOT_ID slot = 0;
     CK_RV rv = cs_test_slot (p11, label, &slot);
     if (rv == CKR_TOKEN_NOT_PRESENT)
-        s_fail ("no token with that label");
+        cs_test_fail ("no token with that label");
     CHECK (rv, "C_GetSlotList");
     return slot;
 }
@@ -93,7 +80,7 @@ s_evp (CK_MECHANISM_TYPE mech, bool enc, const unsigned char *key, size_t key_le
     if (!EVP_CipherInit_ex (ctx, c, NULL, key, ecb ? NULL : iv, enc)
     ||  !EVP_CIPHER_CTX_set_padding (ctx, mech == CKM_AES_CBC_PAD)
     ||  !EVP_CipherUpdate (ctx, out, &len, in, in_len) || !EVP_CipherFinal_ex (ctx, out + len, &fin))
-        s_fail ("EVP");
+        cs_test_fail ("EVP");
     EVP_CIPHER_CTX_free (ctx);
     return len + fin;
 }
@@ -113,17 +100,17 @@ s_block_modes (const unsigned char *key, size_t key_len, unsigned char *iv)
         CHECK (p11->C_EncryptInit (s, &mech, k), "C_EncryptInit");
         CHECK (p11->C_Encrypt (s, plain, n, NULL, &len), "C_Encrypt (length)");
         if (len < (CK_ULONG) wlen)
-            s_fail ("C_Encrypt length query too small");
+            cs_test_fail ("C_Encrypt length query too small");
         len = sizeof ct;
         CHECK (p11->C_Encrypt (s, plain, n, ct, &len), "C_Encrypt");
         if (len != (CK_ULONG) wlen || memcmp (ct, want, len))
-            s_fail ("ciphertext differs from OpenSSL's");
+            cs_test_fail ("ciphertext differs from OpenSSL's");
         CK_ULONG blen = sizeof back;
         CHECK (p11->C_DecryptInit (s, &mech, k), "C_DecryptInit");
         CHECK (p11->C_Decrypt (s, ct, len, back, &blen), "C_Decrypt");
         if (blen != n || memcmp (back, plain, n))
-            s_fail ("decryption does not give the plaintext back");
-        /*  Multi-part: buffered, the whole result from Final.  */
+            cs_test_fail ("decryption does not give the plaintext back");
+        /*  Multi-part: the whole blocks come from the updates, the rest from Final.  */
         CHECK (p11->C_EncryptInit (s, &mech, k), "C_EncryptInit (multi-part)");
         part = sizeof ct;
         CHECK (p11->C_EncryptUpdate (s, plain, 40, ct, &part), "C_EncryptUpdate");
@@ -135,7 +122,7 @@ s_block_modes (const unsigned char *key, size_t key_len, unsigned char *iv)
         CHECK (p11->C_EncryptFinal (s, ct + len, &part), "C_EncryptFinal");
         len += part;
         if (len != (CK_ULONG) wlen || memcmp (ct, want, len))
-            s_fail ("multi-part ciphertext differs from OpenSSL's");
+            cs_test_fail ("multi-part ciphertext differs from OpenSSL's");
         /*  A single-part call after an update: the operation is refused and ended.  */
         CHECK (p11->C_EncryptInit (s, &mech, k), "C_EncryptInit (mixed)");
         part = sizeof ct;
@@ -178,21 +165,21 @@ s_gcm (void)
     ||  !EVP_EncryptUpdate (ctx, ct, &len, plain, sizeof plain)
     ||  !EVP_EncryptFinal_ex (ctx, ct + len, &fin)
     ||  !EVP_CIPHER_CTX_ctrl (ctx, EVP_CTRL_GCM_GET_TAG, 16, tag))
-        s_fail ("EVP GCM");
+        cs_test_fail ("EVP GCM");
     EVP_CIPHER_CTX_free (ctx);
     CK_ULONG olen = 10;         /* too small: the result is kept for the retry (PKCS#11 2.40 §5.2) */
     CHECK (p11->C_EncryptInit (s, &mech, k), "C_EncryptInit (GCM)");
     EXPECT (p11->C_Encrypt (s, plain, sizeof plain, out, &olen), CKR_BUFFER_TOO_SMALL, "C_Encrypt (GCM, short buffer)");
     if (olen != sizeof plain + 16)
-        s_fail ("C_Encrypt (GCM) does not name the size it needs");
+        cs_test_fail ("C_Encrypt (GCM) does not name the size it needs");
     CHECK (p11->C_Encrypt (s, plain, sizeof plain, out, &olen), "C_Encrypt (GCM)");
     if (olen != sizeof plain + 16 || memcmp (out, ct, sizeof plain) || memcmp (out + sizeof plain, tag, 16))
-        s_fail ("GCM ciphertext || tag differs from OpenSSL's");
+        cs_test_fail ("GCM ciphertext || tag differs from OpenSSL's");
     CK_ULONG blen = sizeof back;
     CHECK (p11->C_DecryptInit (s, &mech, k), "C_DecryptInit (GCM)");
     CHECK (p11->C_Decrypt (s, out, olen, back, &blen), "C_Decrypt (GCM)");
     if (blen != sizeof plain || memcmp (back, plain, blen))
-        s_fail ("GCM decryption does not give the plaintext back");
+        cs_test_fail ("GCM decryption does not give the plaintext back");
     out [olen - 1] ^= 1;
     blen = sizeof back;
     CHECK (p11->C_DecryptInit (s, &mech, k), "C_DecryptInit (GCM, bad tag)");
@@ -219,7 +206,7 @@ s_hmac (CK_OBJECT_HANDLE k, const unsigned char *key, size_t key_len)
     if (key) {
         HMAC (EVP_sha256 (), key, (int) key_len, msg, sizeof msg, want, &wlen);
         if (len != 32 || wlen != 32 || memcmp (mac, want, 32))
-            s_fail ("HMAC differs from OpenSSL's");
+            cs_test_fail ("HMAC differs from OpenSSL's");
         s_write (s_outdir, "hmac-key.bin", key, key_len);       /* for `openssl dgst -mac HMAC` */
         s_write (s_outdir, "hmac-msg.bin", msg, sizeof msg);
         s_write (s_outdir, "hmac.bin", mac, len);
@@ -250,7 +237,7 @@ s_write (const char *dir, const char *name, const unsigned char *data, size_t le
     snprintf (path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen (path, "wb");
     if (!f || fwrite (data, 1, len, f) != len || fclose (f))
-        s_fail ("cannot write an output file");
+        cs_test_fail ("cannot write an output file");
 }
 
 int
@@ -260,10 +247,7 @@ main (int argc, char **argv)
         fprintf (stderr, "usage: cs-sym MODULE.so TOKEN PIN OUTDIR\n");
         return 2;
     }
-    void *dl = dlopen (argv [1], RTLD_NOW | RTLD_LOCAL);
-    CK_C_GetFunctionList get = dl ? (CK_C_GetFunctionList) dlsym (dl, "C_GetFunctionList") : NULL;
-    if (!get || get (&p11) != CKR_OK)
-        s_fail ("cannot load the module");
+    p11 = cs_test_module (argv [1]);
     s_outdir = argv [4];
     CHECK (p11->C_Initialize (NULL), "C_Initialize");
     CK_SLOT_ID slot = s_slot (argv [2]);
@@ -273,10 +257,10 @@ main (int argc, char **argv)
     CK_MECHANISM_INFO info;
     CHECK (p11->C_GetMechanismInfo (slot, CKM_AES_KEY_GEN, &info), "C_GetMechanismInfo (AES_KEY_GEN)");
     if (!(info.flags & CKF_GENERATE) || info.ulMinKeySize != 16 || info.ulMaxKeySize != 32)
-        s_fail ("CKM_AES_KEY_GEN info");
+        cs_test_fail ("CKM_AES_KEY_GEN info");
     CHECK (p11->C_GetMechanismInfo (slot, CKM_AES_GCM, &info), "C_GetMechanismInfo (AES_GCM)");
     if (!(info.flags & CKF_ENCRYPT) || !(info.flags & CKF_DECRYPT) || info.ulMaxKeySize != 32)
-        s_fail ("CKM_AES_GCM info");
+        cs_test_fail ("CKM_AES_GCM info");
     CHECK (p11->C_GetMechanismInfo (slot, CKM_SHA256_HMAC, &info), "C_GetMechanismInfo (SHA256_HMAC)");
 
     /*  Without a login: a public session key works (the broker runs a job
@@ -291,7 +275,7 @@ main (int argc, char **argv)
     CHECK (p11->C_EncryptInit (s, &cbc, k), "C_EncryptInit (no login, public session key)");
     CHECK (p11->C_Encrypt (s, one, sizeof one, one_ct, &one_len), "C_Encrypt (no login, public session key)");
     if (one_len != 32)
-        s_fail ("CBC-PAD of 16 bytes without a login is not 32 bytes");
+        cs_test_fail ("CBC-PAD of 16 bytes without a login is not 32 bytes");
     CHECK (p11->C_DestroyObject (s, k), "C_DestroyObject");
     CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login");
 
@@ -329,7 +313,7 @@ main (int argc, char **argv)
     CK_ATTRIBUTE get_len = { CKA_VALUE_LEN, &vlen, sizeof vlen };
     CHECK (p11->C_GetAttributeValue (s, k, &get_len, 1), "CKA_VALUE_LEN");
     if (vlen != 32)
-        s_fail ("CKA_VALUE_LEN of a generated AES-256 key");
+        cs_test_fail ("CKA_VALUE_LEN of a generated AES-256 key");
     unsigned char back [1100];
     CK_ULONG blen = sizeof back;
     len = sizeof ct;
@@ -338,7 +322,7 @@ main (int argc, char **argv)
     CHECK (p11->C_DecryptInit (s, &cbc, k), "C_DecryptInit (generated)");
     CHECK (p11->C_Decrypt (s, ct, len, back, &blen), "C_Decrypt (generated)");
     if (blen != sizeof plain || memcmp (back, plain, blen) || (len == sizeof plain + 16 && !memcmp (ct, plain, 16)))
-        s_fail ("a generated AES key does not round-trip");
+        cs_test_fail ("a generated AES key does not round-trip");
     s_generate (CKM_AES_KEY_GEN, 20, CK_FALSE, CKR_ATTRIBUTE_VALUE_INVALID);
     s_generate (CKM_AES_KEY_GEN, 20, CK_TRUE, CKR_ATTRIBUTE_VALUE_INVALID);
     s_hmac (s_generate (CKM_GENERIC_SECRET_KEY_GEN, 32, CK_FALSE, CKR_OK), NULL, 0);

@@ -3,13 +3,17 @@
  *  broker is the policy point), and prints the job's result code.
  *
  *  cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN]
- *                 [--drop-ticket] JOB ARGS...
+ *                 [--drop-ticket] [--context LABEL] [--deadline-ms N] [--burst N] JOB ARGS...
  *
  *  With --pin it logs in as CKU_USER first (a LoginJob, as C_Login does)
  *  and sends the ticket with the job; with --drop-ticket too, the ticket
  *  only finds the key (the key list) and the job goes without it, as from
  *  a client that never logged in but knows a ref (docs/CONTRACTS.md "Login
- *  tickets": a job naming a server-held key needs the ticket).  A key is named by its CKA_LABEL: the
+ *  tickets": a job naming a server-held key needs the ticket).  With
+ *  --context LABEL (and --pin) it also makes a context-specific login
+ *  (CKU_CONTEXT_SPECIFIC, the same PIN) for the key labelled LABEL and sends
+ *  that context ticket with a sign or decrypt job (docs/CONTRACTS.md
+ *  "Context-specific login"), whichever key the job names.  A key is named by its CKA_LABEL: the
  *  client lists the tenant's keys (ListKeysJob) and uses the ref of the
  *  first with that label.  Jobs (HEX: bytes in hex; MECH: a CKM_ name of
  *  common/cs_mech.h or a number; ATTR: a CKA_ name of
@@ -24,6 +28,16 @@
  *    keywrap LABEL MECH OP HEX      SymJob with key_wrap (C_WrapKey / C_UnwrapKey)
  *    set LABEL OBJECT ATTR 0|1      SetKeyAttributesJob; OBJECT private, public, secret
  *    copy LABEL OBJECT ATTR 0|1     CopyKeyJob
+ *    list PAGE                      ListKeysJob pages of PAGE keys (0: the whole list in one
+ *                                   reply) until one says no more; prints "CKR_OK pages P
+ *                                   keys K largest L" (L: keys in the largest page) or the
+ *                                   first error (docs/CONTRACTS.md "Key lists in pages")
+ *    genkp-ec LABEL                 GenerateKeyPairJob of a token EC P-256 pair labelled
+ *                                   LABEL (C_GenerateKeyPair's job; tenant quotas)
+ *
+ *  --deadline-ms sets the job's Request.deadline_ms (default 10000); with
+ *  --burst N the job is sent N times before any reply is read (tenant
+ *  quotas: quota-tenants.sh) and a line is printed per reply.
  *
  *  Prints one line: the job's CKR_ name (cs_rv_name), or the request's when
  *  the whole request was refused; with a CKR_OK result of data also
@@ -49,20 +63,24 @@ typedef struct {
     uint8_t ticket [256];
     size_t ticket_len;
     bool drop_ticket;               /* the ticket goes with key lists only */
+    uint8_t context [256];          /* --context: a context ticket for sign and decrypt jobs */
+    size_t context_len;
     uint64_t next_id;
+    uint32_t deadline_ms;           /* Request.deadline_ms (--deadline-ms, default 10000) */
+    int burst;                      /* --burst: the job goes this many times at once */
 } s_client_t;
 
 static void
 s_usage (void)
 {
     fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] "
-             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy ARGS...\n");
+             "[--context LABEL] [--deadline-ms N] [--burst N] "
+             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list|genkp-ec ARGS...\n");
 }
 
-/*  Sends req and waits for the reply with its id; NULL on timeout.
- *  Caller frees with cs__reply__free_unpacked.  */
-static Cs__Reply *
-s_call (s_client_t *self, Cs__Job *job)
+/*  Sends a request of job; its id, or 0 when it could not be sent.  */
+static uint64_t
+s_send (s_client_t *self, Cs__Job *job)
 {
     Cs__Request req = CS__REQUEST__INIT;
     Cs__Job *jobs [1] = { job };
@@ -70,7 +88,7 @@ s_call (s_client_t *self, Cs__Job *job)
     req.version_min = CS_PROTOCOL_VERSION_MIN;
     req.version_max = CS_PROTOCOL_VERSION;
     req.request_id = ++self->next_id;
-    req.deadline_ms = 10000;
+    req.deadline_ms = self->deadline_ms;
     if (!self->drop_ticket || job->kind_case == CS__JOB__KIND_LIST_KEYS)
         req.ticket = (ProtobufCBinaryData) { self->ticket_len, self->ticket };
     req.n_jobs = 1;
@@ -80,20 +98,37 @@ s_call (s_client_t *self, Cs__Job *job)
     free (data);
     if (!frame || zframe_send (&frame, self->dealer, 0)) {
         zframe_destroy (&frame);
-        return NULL;
+        return 0;
     }
+    return req.request_id;
+}
+
+/*  Waits for the reply of request id (0: of any request); NULL on timeout.
+ *  Caller frees with cs__reply__free_unpacked.  */
+static Cs__Reply *
+s_wait (s_client_t *self, uint64_t id)
+{
     zpoller_t *poller = zpoller_new (self->dealer, NULL);
     int64_t end = zclock_mono () + S_WAIT_MS;
     Cs__Reply *reply = NULL;
     while (!reply && zclock_mono () < end && zpoller_wait (poller, (int) (end - zclock_mono ())) == self->dealer) {
         zframe_t *got = zframe_recv (self->dealer);
         reply = got ? cs_wire_reply_decode (zframe_data (got), zframe_size (got), NULL) : NULL;
-        if (reply && reply->request_id != req.request_id)
+        if (reply && id && reply->request_id != id)
             cs__reply__free_unpacked (reply, NULL), reply = NULL;
         zframe_destroy (&got);
     }
     zpoller_destroy (&poller);
     return reply;
+}
+
+/*  Sends a request of job and waits for its reply; NULL on timeout.
+ *  Caller frees with cs__reply__free_unpacked.  */
+static Cs__Reply *
+s_call (s_client_t *self, Cs__Job *job)
+{
+    uint64_t id = s_send (self, job);
+    return id ? s_wait (self, id) : NULL;
 }
 
 /*  The one result of a reply, or NULL (then the request's rv says why).  */
@@ -123,6 +158,41 @@ s_login (s_client_t *self, const char *pin)
     }
     else
         fprintf (stderr, "cs-wire-client: login failed: %s\n",
+                 result ? cs_rv_name (result->rv) : reply ? cs_rv_name (reply->rv) : "no reply");
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return ok;
+}
+
+static bool s_find (s_client_t *self, const char *label, char ref [129]);
+
+/*  A context-specific login with `pin` for the key labelled `label`; keeps
+ *  the context ticket.  False when the key or the login fails.  */
+static bool
+s_login_context (s_client_t *self, const char *pin, const char *label)
+{
+    char ref [129];
+    Cs__LoginJob login = CS__LOGIN_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    if (!s_find (self, label, ref)) {
+        fprintf (stderr, "cs-wire-client: no key %s for --context\n", label);
+        return false;
+    }
+    login.user_type = CKU_CONTEXT_SPECIFIC;
+    login.pin = (ProtobufCBinaryData) { strlen (pin), (uint8_t *) pin };
+    login.key_id = (ProtobufCBinaryData) { strlen (ref), (uint8_t *) ref };
+    job.kind_case = CS__JOB__KIND_LOGIN;
+    job.login = &login;
+    Cs__Reply *reply = s_call (self, &job);
+    const Cs__Result *result = s_result (reply);
+    bool ok = result && result->rv == CKR_OK && result->kind_case == CS__RESULT__KIND_LOGIN
+           && result->login->ticket.len <= sizeof self->context;
+    if (ok) {
+        memcpy (self->context, result->login->ticket.data, result->login->ticket.len);
+        self->context_len = result->login->ticket.len;
+    }
+    else
+        fprintf (stderr, "cs-wire-client: context login failed: %s\n",
                  result ? cs_rv_name (result->rv) : reply ? cs_rv_name (reply->rv) : "no reply");
     if (reply)
         cs__reply__free_unpacked (reply, NULL);
@@ -215,6 +285,74 @@ s_print (const Cs__Reply *reply)
     return 0;
 }
 
+/*  The list job: walks the key list in pages of `page` keys.  */
+static int
+s_list_walk (s_client_t *self, uint32_t page)
+{
+    Cs__ListKeysJob list = CS__LIST_KEYS_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    char *after = strdup ("");
+    size_t pages = 0, keys = 0, largest = 0;
+    job.kind_case = CS__JOB__KIND_LIST_KEYS;
+    job.list_keys = &list;
+    list.page_size = page;
+    bool more = true;
+    while (after && more) {
+        list.after = after;
+        Cs__Reply *reply = s_call (self, &job);
+        const Cs__Result *result = s_result (reply);
+        if (!result || result->rv != CKR_OK || result->kind_case != CS__RESULT__KIND_KEYS) {
+            int status = s_print (reply);
+            if (reply)
+                cs__reply__free_unpacked (reply, NULL);
+            free (after);
+            return status;
+        }
+        pages++;
+        keys += result->keys->n_keys;
+        largest = result->keys->n_keys > largest ? result->keys->n_keys : largest;
+        more = result->keys->more;
+        free (after);
+        after = strdup (result->keys->next);
+        cs__reply__free_unpacked (reply, NULL);
+    }
+    free (after);
+    printf ("CKR_OK pages %zu keys %zu largest %zu\n", pages, keys, largest);
+    return 0;
+}
+
+/*  Sends a GenerateKeyPairJob of a token EC P-256 pair labelled `label`
+ *  (CKA_SIGN on the private half), as C_GenerateKeyPair does.  */
+static int
+s_genkp_ec (s_client_t *self, const char *label)
+{
+    static uint8_t p256 [] = { 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07 };
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    Cs__Attribute name = CS__ATTRIBUTE__INIT, sign = CS__ATTRIBUTE__INIT;
+    Cs__Attribute *pub [1] = { &name }, *priv [2] = { &name, &sign };
+    Cs__Job job = CS__JOB__INIT;
+    name.type = CKA_LABEL;
+    name.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    name.bytes = (ProtobufCBinaryData) { strlen (label), (uint8_t *) label };
+    sign.type = CKA_SIGN;
+    sign.value_case = CS__ATTRIBUTE__VALUE_FLAG;
+    sign.flag = true;
+    gen.mechanism = CKM_EC_KEY_PAIR_GEN;
+    gen.ec_params = (ProtobufCBinaryData) { sizeof p256, p256 };
+    gen.token = true;
+    gen.public_template = pub;
+    gen.n_public_template = 1;
+    gen.private_template = priv;
+    gen.n_private_template = 2;
+    job.kind_case = CS__JOB__KIND_GENERATE_KEY_PAIR;
+    job.generate_key_pair = &gen;
+    Cs__Reply *reply = s_call (self, &job);
+    int status = s_print (reply);
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return status;
+}
+
 /*  Builds and sends the job of argv (after the options).  */
 static int
 s_job (s_client_t *self, int argc, char **argv)
@@ -227,7 +365,11 @@ s_job (s_client_t *self, int argc, char **argv)
     long len = 0;
     bool crypto = streq (kind, "sign") || streq (kind, "decrypt") || streq (kind, "unwrap");
     bool sym = streq (kind, "sym") || streq (kind, "keywrap"), change = streq (kind, "set") || streq (kind, "copy");
+    if (streq (kind, "genkp-ec") && argc == 2)
+        return s_genkp_ec (self, argv [1]);
     int need = crypto ? 4 : sym || change ? 5 : streq (kind, "derive") ? 3 : 0;
+    if (streq (kind, "list") && argc == 2)
+        return s_list_walk (self, (uint32_t) strtoul (argv [1], NULL, 10));
     if (!need || argc != need) {
         s_usage ();
         return 2;
@@ -261,6 +403,7 @@ s_job (s_client_t *self, int argc, char **argv)
         sign.key_id = key_id;
         sign.mechanism = &mech;
         sign.data = in;
+        sign.context_ticket = (ProtobufCBinaryData) { self->context_len, self->context };
         job.kind_case = CS__JOB__KIND_SIGN;
         job.sign = &sign;
     }
@@ -270,6 +413,7 @@ s_job (s_client_t *self, int argc, char **argv)
         decrypt.mechanism = &mech;
         decrypt.data = in;
         decrypt.unwrap = streq (kind, "unwrap");
+        decrypt.context_ticket = (ProtobufCBinaryData) { self->context_len, self->context };
         job.kind_case = CS__JOB__KIND_DECRYPT;
         job.decrypt = &decrypt;
     }
@@ -323,10 +467,16 @@ s_job (s_client_t *self, int argc, char **argv)
             job.copy_key = &copy;
         }
     }
-    Cs__Reply *reply = s_call (self, &job);
-    int status = s_print (reply);
-    if (reply)
-        cs__reply__free_unpacked (reply, NULL);
+    int status = 0;
+    for (int i = 0; i < self->burst; i++)       //  all sent before the first reply is read
+        if (!s_send (self, &job))
+            return 2;
+    for (int i = 0; i < self->burst && status == 0; i++) {
+        Cs__Reply *reply = s_wait (self, 0);
+        status = s_print (reply);
+        if (reply)
+            cs__reply__free_unpacked (reply, NULL);
+    }
     return status;
 }
 
@@ -356,11 +506,14 @@ main (int argc, char **argv)
     static const struct option options [] = {
         { "endpoint", required_argument, NULL, 'e' }, { "broker-cert", required_argument, NULL, 'b' },
         { "client-cert", required_argument, NULL, 'c' }, { "pin", required_argument, NULL, 'p' },
-        { "drop-ticket", no_argument, NULL, 'd' }, { NULL, 0, NULL, 0 }
+        { "drop-ticket", no_argument, NULL, 'd' }, { "context", required_argument, NULL, 'x' },
+        { "deadline-ms", required_argument, NULL, 'D' }, { "burst", required_argument, NULL, 'B' },
+        { NULL, 0, NULL, 0 }
     };
-    const char *endpoint = NULL, *broker_cert = NULL, *client_cert = NULL, *pin = NULL;
+    const char *endpoint = NULL, *broker_cert = NULL, *client_cert = NULL, *pin = NULL, *context = NULL;
     bool drop_ticket = false;
-    int opt;
+    uint32_t deadline_ms = 10000;
+    int burst = 1, opt;
     while ((opt = getopt_long (argc, argv, "+", options, NULL)) != -1)
         switch (opt) {
             case 'e': endpoint = optarg; break;
@@ -368,19 +521,26 @@ main (int argc, char **argv)
             case 'c': client_cert = optarg; break;
             case 'p': pin = optarg; break;
             case 'd': drop_ticket = true; break;
+            case 'x': context = optarg; break;
+            case 'D': deadline_ms = (uint32_t) strtoul (optarg, NULL, 10); break;
+            case 'B': burst = atoi (optarg); break;
             default: s_usage (); return 2;
         }
-    if (!endpoint || !broker_cert || !client_cert || optind >= argc) {
+    if (!endpoint || !broker_cert || !client_cert || optind >= argc || burst < 1 || burst > 1000) {
         s_usage ();
         return 2;
     }
     zsys_init ();
     zsys_set_logstream (stderr);
-    s_client_t self = { .next_id = (uint64_t) zclock_time () << 8, .drop_ticket = drop_ticket };
+    s_client_t self = { .next_id = (uint64_t) zclock_time () << 8, .drop_ticket = drop_ticket,
+                        .deadline_ms = 10000, .burst = 1 };
     self.dealer = s_dealer (endpoint, broker_cert, client_cert);
     if (!self.dealer)
         return 2;
-    int status = !pin || s_login (&self, pin) ? s_job (&self, argc - optind, argv + optind) : 2;
+    bool in = (!pin || s_login (&self, pin)) && (!context || (pin && s_login_context (&self, pin, context)));
+    self.deadline_ms = deadline_ms;             //  the logins and key list go with the default
+    self.burst = burst;
+    int status = in ? s_job (&self, argc - optind, argv + optind) : 2;
     zsock_destroy (&self.dealer);
     return status;
 }

@@ -310,6 +310,24 @@ cs_stop () {
     cs_broker_end || cs_fail "the broker did not stop cleanly"
 }
 
+# cs_wire EXPECTED [OPTIONS] JOB ARGS...: one job sent straight to the
+# broker by tests/integration/cs-wire-client as the demo client, logged in
+# with its PIN (a client that skips the module: the broker is the policy
+# point); the job's CKR_ name must be EXPECTED.  Its stderr goes to
+# $WORK/wire.err.
+cs_wire () {
+    local want=$1 got shown
+    shift
+    got=$("$top_builddir/tests/integration/cs-wire-client" --endpoint "$BROKER_ENDPOINT" \
+          --broker-cert "$WORK/broker.cert" --client-cert "$WORK/clients/demo/client.cert" \
+          --pin "$CRYPTOSERVER_PIN" "$@" 2> "$WORK/wire.err") \
+        || { cat "$WORK/wire.err"; cs_fail "cs-wire-client $* failed: $got"; }
+    got=${got%% *}
+    [ "$got" = "$want" ] || cs_fail "wire: $*: $got, expected $want"
+    shown=$*
+    cs_log "wire: ${shown:0:80} -> $got"
+}
+
 # cs_broker_alive: true while the broker process runs.
 cs_broker_alive () { cs_pid_alive "${CRYPTOSERVER_BROKER_PID:-}"; }
 

@@ -38,23 +38,11 @@ rows_after=$(cs_keystore_rows demo)
 [ "$rows_after" = "$rows_before" ] \
     || cs_fail "the keystore went from $rows_before to $rows_after rows: a public session key was stored"
 
-# wire EXPECTED [--drop-ticket] JOB ARGS...: one job as the demo client,
-# which logs in to find the key by its label.
-wire () {
-    local want=$1 got
-    shift
-    got=$("$WIRE" --endpoint "$BROKER_ENDPOINT" --broker-cert "$WORK/broker.cert" \
-          --client-cert "$WORK/clients/demo/client.cert" --pin "$CRYPTOSERVER_PIN" "$@" 2> "$T/wire.err") \
-        || { cat "$T/wire.err"; cs_fail "cs-wire-client $* failed: $got"; }
-    got=${got%% *}
-    [ "$got" = "$want" ] || cs_fail "wire: $*: $got, expected $want"
-    cs_log "wire: $* -> $got"
-}
 $P11 --login --pin "$CRYPTOSERVER_PIN" --keypair --key-type EC:prime256v1 --label pub-wire-ec \
     --usage-sign >"$T/keygen.log" 2>&1 || { cat "$T/keygen.log"; cs_fail "pkcs11-tool --keypair failed"; }
 DIGEST=$(printf 'public' | openssl dgst -sha256 -r | cut -d' ' -f1)
-wire CKR_USER_NOT_LOGGED_IN --drop-ticket sign pub-wire-ec CKM_ECDSA "$DIGEST"
-wire CKR_OK sign pub-wire-ec CKM_ECDSA "$DIGEST"
-wire CKR_USER_NOT_LOGGED_IN --drop-ticket sign p256 CKM_ECDSA "$DIGEST"
-wire CKR_OK sign p256 CKM_ECDSA "$DIGEST"
+cs_wire CKR_USER_NOT_LOGGED_IN --drop-ticket sign pub-wire-ec CKM_ECDSA "$DIGEST"
+cs_wire CKR_OK sign pub-wire-ec CKM_ECDSA "$DIGEST"
+cs_wire CKR_USER_NOT_LOGGED_IN --drop-ticket sign p256 CKM_ECDSA "$DIGEST"
+cs_wire CKR_OK sign p256 CKM_ECDSA "$DIGEST"
 cs_log "public session objects work without a login; server-held keys still need the ticket"

@@ -29,49 +29,36 @@ grep -q '^cs-attacks: every strict step answered as expected$' "$T/strict.log" |
 
 OAEP_HEX=$(od -An -tx1 -v "$T/oaep.bin" | tr -d ' \n')
 ZERO16=00000000000000000000000000000000
-# wire EXPECTED JOB ARGS...: one job straight to the broker as the demo
-# client; its result's CKR_ name must be EXPECTED.
-wire () {
-    local want=$1 got
-    shift
-    got=$("$WIRE" --endpoint "$BROKER_ENDPOINT" --broker-cert "$WORK/broker.cert" \
-          --client-cert "$WORK/clients/demo/client.cert" --pin "$CRYPTOSERVER_PIN" "$@" 2> "$T/wire.err") \
-        || { cat "$T/wire.err"; cs_fail "cs-wire-client $* failed: $got"; }
-    got=${got%% *}
-    [ "$got" = "$want" ] || cs_fail "wire: $*: $got, expected $want"
-    local shown=$*
-    cs_log "wire: ${shown:0:80} -> $got"
-}
 
 # The sign-raw attack and the role changes, as a client without the module.
-wire CKR_KEY_FUNCTION_NOT_PERMITTED sign cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
-wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-unwrap private CKA_SIGN 1
-wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-unwrap private CKA_SIGN_RECOVER 1
-wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-unwrap private CKA_DECRYPT 1
-wire CKR_ATTRIBUTE_READ_ONLY copy cs-attack-unwrap private CKA_SIGN 1
-wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-unwrap public CKA_WRAP 1
-wire CKR_KEY_FUNCTION_NOT_PERMITTED sign cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
-wire CKR_KEY_FUNCTION_NOT_PERMITTED decrypt cs-attack-unwrap CKM_RSA_PKCS_OAEP "$OAEP_HEX"
-wire CKR_KEY_FUNCTION_NOT_PERMITTED decrypt cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED sign cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
+cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-unwrap private CKA_SIGN 1
+cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-unwrap private CKA_SIGN_RECOVER 1
+cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-unwrap private CKA_DECRYPT 1
+cs_wire CKR_ATTRIBUTE_READ_ONLY copy cs-attack-unwrap private CKA_SIGN 1
+cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-unwrap public CKA_WRAP 1
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED sign cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED decrypt cs-attack-unwrap CKM_RSA_PKCS_OAEP "$OAEP_HEX"
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED decrypt cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
 # An unwrap job takes C_UnwrapKey's mechanism only: no raw RSA, no PKCS#1 v1.5
 # padding oracle.  (Its plaintext does return to the client: docs/CONTRACTS.md.)
-wire CKR_MECHANISM_INVALID unwrap cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
-wire CKR_MECHANISM_INVALID unwrap cs-attack-unwrap CKM_RSA_PKCS "$OAEP_HEX"
-wire CKR_OK unwrap cs-attack-unwrap CKM_RSA_PKCS_OAEP "$OAEP_HEX"
+cs_wire CKR_MECHANISM_INVALID unwrap cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
+cs_wire CKR_MECHANISM_INVALID unwrap cs-attack-unwrap CKM_RSA_PKCS "$OAEP_HEX"
+cs_wire CKR_OK unwrap cs-attack-unwrap CKM_RSA_PKCS_OAEP "$OAEP_HEX"
 # Item 4: a GCM-only token key answers no ECB (ECB of a zero block is GCM's hash key).
-wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_ECB encrypt "$ZERO16"
-wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_CBC decrypt "$ZERO16"
-wire CKR_OK sym cs-attack-gcm CKM_AES_GCM encrypt "$ZERO16"
-wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-gcm secret CKA_SENSITIVE 0
-wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-gcm secret CKA_EXTRACTABLE 1
-wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-gcm secret CKA_WRAP 1
+cs_wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_ECB encrypt "$ZERO16"
+cs_wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_CBC decrypt "$ZERO16"
+cs_wire CKR_OK sym cs-attack-gcm CKM_AES_GCM encrypt "$ZERO16"
+cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-gcm secret CKA_SENSITIVE 0
+cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-gcm secret CKA_EXTRACTABLE 1
+cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-gcm secret CKA_WRAP 1
 # The token KEK: wraps, never en/decrypts data, gains no data role, wraps no
 # stronger key (32 bytes under AES-128).
-wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
-wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB encrypt "$ZERO16"
-wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-kek secret CKA_DECRYPT 1
-wire CKR_WRAPPING_KEY_SIZE_RANGE keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16$ZERO16"
-wire CKR_OK keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16"
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB encrypt "$ZERO16"
+cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-kek secret CKA_DECRYPT 1
+cs_wire CKR_WRAPPING_KEY_SIZE_RANGE keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16$ZERO16"
+cs_wire CKR_OK keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16"
 cs_log "strict: every attack refused through the module and straight at the broker"
 
 # spec for tenant demo: PKCS#11's rules; the module follows the broker's Hello.
@@ -81,10 +68,10 @@ cs_start
 cs_run_bounded $((180 * CS_TIME_FACTOR)) "$T/spec.log" $CS_CLIENT_WRAPPER "$ATTACKS" "$CRYPTOSERVER_MODULE" \
     "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" spec "$T" || { cat "$T/spec.log"; cs_fail "cs-attacks spec failed"; }
 sed 's/^/    /' "$T/spec.log"
-wire CKR_OK set cs-attack-kek secret CKA_DECRYPT 1
-wire CKR_OK sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
-wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_ECB encrypt "$ZERO16"
-wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-gcm secret CKA_SENSITIVE 0
+cs_wire CKR_OK set cs-attack-kek secret CKA_DECRYPT 1
+cs_wire CKR_OK sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
+cs_wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_ECB encrypt "$ZERO16"
+cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-gcm secret CKA_SENSITIVE 0
 cs_log "spec: the combined-role keys of PKCS#11 work (open to the attacks); sensitivity and allowed mechanisms hold"
 
 # Back to strict: the KEK given CKA_DECRYPT under spec keeps both roles and
@@ -93,16 +80,16 @@ cs_stop
 "$CS_ADMIN" config set "$WORK/broker.conf" keys/usage-separation/demo strict || cs_fail "config set usage-separation"
 cs_start
 cs_expect_broker_log 'W: .* client demo \(tenant demo\): decrypt job on a key that both wraps or unwraps and works on data refused \(keys/usage-separation = strict\): answered with CKR_KEY_FUNCTION_NOT_PERMITTED'
-wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
 # Its key roles may go off while it stays combined, not the last one: it
 # would decrypt again.
-wire CKR_OK set cs-attack-kek secret CKA_UNWRAP 0
-wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-kek secret CKA_WRAP 0
-wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
+cs_wire CKR_OK set cs-attack-kek secret CKA_UNWRAP 0
+cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-kek secret CKA_WRAP 0
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB decrypt "$ZERO16"
 # Shedding its data roles makes it a wrapping key again.
-wire CKR_OK set cs-attack-kek secret CKA_DECRYPT 0
-wire CKR_OK set cs-attack-kek secret CKA_ENCRYPT 0
-wire CKR_OK keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16"
+cs_wire CKR_OK set cs-attack-kek secret CKA_DECRYPT 0
+cs_wire CKR_OK set cs-attack-kek secret CKA_ENCRYPT 0
+cs_wire CKR_OK keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16"
 cs_wait_until 5 grep -q 'client demo (tenant demo): decrypt job on a key that both wraps or unwraps' "$WORK/broker.log" \
     || cs_fail "no warning for the refused job on a combined key"
 cs_stop

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include "test_broker_fixture.h"
 #include "metrics.h"
+#include "metrics_quota.h"
 #include "metrics_http.h"
 #include "test_metrics_scrape.h"
 #include "test_run.h"
@@ -150,6 +151,22 @@ static const char *s_expected =
 "# TYPE cryptoserver_inflight_jobs gauge\n"
 "cryptoserver_inflight_jobs{client=\"alice\",tenant=\"demo\"} 2\n"
 "cryptoserver_inflight_jobs{client=\"b\\\"o\\\\b\\n\",tenant=\"other\"} 0\n"
+"# HELP cryptoserver_tenant_throttled_total Jobs that waited at admission for their tenant's quota "
+"(max-ops-per-s, max-inflight), by tenant and limit; without the bearer token one line per limit sums the "
+"tenants.\n"
+"# TYPE cryptoserver_tenant_throttled_total counter\n"
+"cryptoserver_tenant_throttled_total{tenant=\"demo\",limit=\"ops-per-s\"} 3\n"
+"cryptoserver_tenant_throttled_total{tenant=\"demo\",limit=\"inflight\"} 0\n"
+"cryptoserver_tenant_throttled_total{tenant=\"demo\",limit=\"keys\"} 0\n"
+"cryptoserver_tenant_throttled_total{tenant=\"demo\",limit=\"objects\"} 0\n"
+"# HELP cryptoserver_tenant_quota_refused_total Jobs answered with an error because of their tenant's "
+"quota: could not start within their deadline (ops-per-s, inflight) or a key or object over max-keys, "
+"max-objects.\n"
+"# TYPE cryptoserver_tenant_quota_refused_total counter\n"
+"cryptoserver_tenant_quota_refused_total{tenant=\"demo\",limit=\"ops-per-s\"} 0\n"
+"cryptoserver_tenant_quota_refused_total{tenant=\"demo\",limit=\"inflight\"} 0\n"
+"cryptoserver_tenant_quota_refused_total{tenant=\"demo\",limit=\"keys\"} 1\n"
+"cryptoserver_tenant_quota_refused_total{tenant=\"demo\",limit=\"objects\"} 0\n"
 "# HELP cryptoserver_key_cache_hits_total Lookups of keystore keys found in the broker's key cache.\n"
 "# TYPE cryptoserver_key_cache_hits_total counter\n"
 "cryptoserver_key_cache_hits_total 1\n"
@@ -157,6 +174,10 @@ static const char *s_expected =
 "(read and unsealed).\n"
 "# TYPE cryptoserver_key_cache_misses_total counter\n"
 "cryptoserver_key_cache_misses_total 2\n"
+"# HELP cryptoserver_key_cache_dropped_total Keys dropped from the key cache because another writer "
+"changed their tenant's rows.\n"
+"# TYPE cryptoserver_key_cache_dropped_total counter\n"
+"cryptoserver_key_cache_dropped_total 4\n"
 "# HELP cryptoserver_pool_keys_taken_total RSA key generations served from the pre-generated pool.\n"
 "# TYPE cryptoserver_pool_keys_taken_total counter\n"
 "cryptoserver_pool_keys_taken_total 2\n"
@@ -221,6 +242,13 @@ START_TEST (test_render_exact)
     metrics_request (metrics, 1);
     metrics_request (metrics, 32);                              /* a coalesced request */
     metrics_request (NULL, 1);                                  /* NULL-safe */
+    metrics_key_cache_dropped (metrics, 4);
+    metrics_key_cache_dropped (NULL, 1);                        /* NULL-safe */
+    metrics_tenant_t *demo = metrics_quota_tenant (metrics_quota (metrics), "demo");
+    ck_assert_ptr_eq (metrics_quota_tenant (metrics_quota (metrics), "demo"), demo);
+    metrics_quota_count (demo, METRICS_QUOTA_OPS, false, 3);
+    metrics_quota_count (demo, METRICS_QUOTA_KEYS, true, 1);
+    metrics_quota_count (NULL, METRICS_QUOTA_KEYS, true, 1);    /* NULL-safe */
     size_t len = 0;
     char *text = metrics_render_at (metrics, 1000042, METRICS_VIEW_NAMES, &len);
     ck_assert_ptr_nonnull (text);
@@ -235,9 +263,12 @@ START_TEST (test_render_exact)
     ck_assert_ptr_null (strstr (text, "tenant=\"demo\""));
     ck_assert_double_eq (tm_sample (text, "cryptoserver_inflight_jobs{client=\"(all)\",tenant=\"(all)\"}"), 2);
     const char *names_start = strstr (s_expected, "cryptoserver_inflight_jobs{client=\"alice\"");
-    const char *names_end = strstr (s_expected, "# HELP cryptoserver_key_cache_hits_total");
+    const char *names_end = strstr (s_expected, "# HELP cryptoserver_tenant_throttled_total");
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_tenant_throttled_total{tenant=\"(all)\",limit=\"ops-per-s\"}"), 3);
+    ck_assert_double_eq (tm_sample (text, "cryptoserver_tenant_quota_refused_total{tenant=\"(all)\",limit=\"keys\"}"), 1);
+    //  The tenant lines of the quota families say "(all)" instead of "demo": one byte more each.
     ck_assert_uint_eq (len, strlen (s_expected) - (size_t) (names_end - names_start)
-                            + strlen ("cryptoserver_inflight_jobs{client=\"(all)\",tenant=\"(all)\"} 2\n"));
+                            + strlen ("cryptoserver_inflight_jobs{client=\"(all)\",tenant=\"(all)\"} 2\n") + 8);
     free (text);
     metrics_destroy (&metrics);
     ck_assert_ptr_null (metrics);

@@ -2,7 +2,8 @@
  *  mechanism table (broker/keys/symjobs.h, issue #10): the IV sizes of the CBC
  *  rows by key type (AES 16, DES3 8 bytes), the CTR counter block, the
  *  key-wrap IV (none, 8 or 4 bytes), the key sizes of cs_mech_secret_len_ok,
- *  and a _GENERAL MAC row refused (the module sends its full MAC row).
+ *  a _GENERAL MAC row refused (the module sends its full MAC row), and the
+ *  parts of a stream (SymJob.partial: block modes, whole blocks only).
  */
 #include <check.h>
 #include <string.h>
@@ -13,10 +14,12 @@
 static unsigned char s_key [32], s_iv [16], s_data [48];
 
 static CK_RV
-s_prepare (CK_MECHANISM_TYPE mech, uint64_t operation, size_t key_len, size_t iv_len, size_t data_len)
+s_prepare_part (CK_MECHANISM_TYPE mech, uint64_t operation, size_t key_len, size_t iv_len, size_t data_len,
+                bool partial)
 {
     Cs__SymJob job = CS__SYM_JOB__INIT;
     cs_sym_t op;
+    job.partial = partial;
     job.mechanism = mech;
     job.operation = operation;
     job.key_value = (ProtobufCBinaryData) { key_len, s_key };
@@ -28,8 +31,15 @@ s_prepare (CK_MECHANISM_TYPE mech, uint64_t operation, size_t key_len, size_t iv
         ck_assert_uint_eq (op.key_len, key_len);
         ck_assert_uint_eq (op.iv_bytes, iv_len);
         ck_assert_ptr_eq (op.iv, iv_len ? s_iv : NULL);
+        ck_assert_int_eq (op.partial, partial);
     }
     return rv;
+}
+
+static CK_RV
+s_prepare (CK_MECHANISM_TYPE mech, uint64_t operation, size_t key_len, size_t iv_len, size_t data_len)
+{
+    return s_prepare_part (mech, operation, key_len, iv_len, data_len, false);
 }
 
 START_TEST (test_new_rows)
@@ -64,12 +74,32 @@ START_TEST (test_new_rows)
 }
 END_TEST
 
+/*  docs/CONTRACTS.md "Multi-part streams": a part is a non-zero number of
+ *  whole blocks of ECB, CBC, CBC-PAD or CTR; nothing else is ever partial.  */
+START_TEST (test_partial)
+{
+    ck_assert_uint_eq (s_prepare_part (CKM_AES_CBC_PAD, CS_SYM_ENCRYPT, 16, 16, 48, true), CKR_OK);
+    ck_assert_uint_eq (s_prepare_part (CKM_AES_CBC_PAD, CS_SYM_DECRYPT, 16, 16, 32, true), CKR_OK);
+    ck_assert_uint_eq (s_prepare_part (CKM_DES3_CBC_PAD, CS_SYM_DECRYPT, 24, 8, 8, true), CKR_OK);
+    ck_assert_uint_eq (s_prepare_part (CKM_AES_ECB, CS_SYM_ENCRYPT, 16, 0, 16, true), CKR_OK);
+    ck_assert_uint_eq (s_prepare_part (CKM_AES_CTR, CS_SYM_ENCRYPT, 16, 16, 32, true), CKR_OK);
+    ck_assert_uint_eq (s_prepare_part (CKM_AES_CBC_PAD, CS_SYM_ENCRYPT, 16, 16, 47, true), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (s_prepare_part (CKM_AES_CTR, CS_SYM_DECRYPT, 16, 16, 7, true),
+                       CKR_ENCRYPTED_DATA_LEN_RANGE);
+    ck_assert_uint_eq (s_prepare_part (CKM_AES_CBC, CS_SYM_ENCRYPT, 16, 16, 0, true), CKR_DATA_LEN_RANGE);
+    ck_assert_uint_eq (s_prepare_part (CKM_AES_GCM, CS_SYM_ENCRYPT, 16, 12, 32, true), CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (s_prepare_part (CKM_SHA256_HMAC, CS_SYM_SIGN, 32, 0, 32, true), CKR_MECHANISM_INVALID);
+    ck_assert_uint_eq (s_prepare_part (CKM_AES_KEY_WRAP, CS_SYM_ENCRYPT, 16, 0, 32, true), CKR_MECHANISM_INVALID);
+}
+END_TEST
+
 int
 main (void)
 {
     Suite *suite = suite_create ("broker_symjobs");
     TCase *tc = tcase_create ("prepare");
     tcase_add_test (tc, test_new_rows);
+    tcase_add_test (tc, test_partial);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
 }

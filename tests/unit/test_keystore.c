@@ -389,6 +389,65 @@ START_TEST (test_keys_version)
 }
 END_TEST
 
+/*  keystore_key_page (issue #25, docs/CONTRACTS.md "Key lists in pages"):
+ *  pages of 10 over 25 keys are 10, 10, 5 keys in ref order, each key once,
+ *  the same set as keystore_key_list; the cursor is the page's last ref;
+ *  another tenant's keys never appear; bad arguments are -1.  */
+START_TEST (test_key_page)
+{
+    keystore_t *ks = s_open_with_tenant ("alice");
+    ck_assert_int_eq (keystore_tenant_add (ks, "bob", "1234", 4, "123456", 6), 0);
+    EVP_PKEY *pkey = s_keygen ("EC", "P-256");
+    zhash_t *refs = zhash_new ();
+    for (int i = 0; i < 25; i++) {
+        char label [16];
+        snprintf (label, sizeof label, "k%d", i);
+        char *ref = s_put (ks, "alice", pkey, label);
+        zhash_insert (refs, ref, "alice");
+        free (ref);
+    }
+    free (s_put (ks, "bob", pkey, "bob's"));
+    char *after = strdup (""), *next = NULL;
+    size_t sizes [4] = { 0 }, pages = 0;
+    char last [129] = "";
+    do {
+        Cs__KeyInfo **infos = NULL;
+        size_t n = 0;
+        ck_assert_uint_lt (pages, 4);
+        ck_assert_int_eq (keystore_key_page (ks, "alice", after, 10, &infos, &n, &next), 0);
+        sizes [pages++] = n;
+        for (size_t i = 0; i < n; i++) {
+            ck_assert_str_gt (infos [i]->ref, last);                     //  ref order, no repeat
+            snprintf (last, sizeof last, "%s", infos [i]->ref);
+            ck_assert_ptr_nonnull (zhash_lookup (refs, infos [i]->ref));   //  alice's, listed once
+            zhash_delete (refs, infos [i]->ref);
+            cs__key_info__free_unpacked (infos [i], NULL);
+        }
+        free (infos);
+        if (next)
+            ck_assert_str_eq (next, last);
+        free (after);
+        after = next;
+    } while (after);
+    ck_assert_uint_eq (pages, 3);
+    ck_assert_uint_eq (sizes [0], 10);
+    ck_assert_uint_eq (sizes [1], 10);
+    ck_assert_uint_eq (sizes [2], 5);
+    ck_assert_uint_eq (zhash_size (refs), 0);
+    Cs__KeyInfo **infos = NULL;
+    size_t n = 9;
+    ck_assert_int_eq (keystore_key_page (ks, "alice", "", 0, &infos, &n, &next), -1);
+    ck_assert_int_eq (keystore_key_page (ks, "alice", NULL, 10, &infos, &n, &next), -1);
+    ck_assert_int_eq (keystore_key_page (ks, "nobody", "", 10, &infos, &n, &next), 0);
+    ck_assert_uint_eq (n, 0);
+    ck_assert_ptr_null (next);
+    free (infos);
+    zhash_destroy (&refs);
+    EVP_PKEY_free (pkey);
+    keystore_destroy (&ks);
+}
+END_TEST
+
 START_TEST (test_tenants)
 {
     keystore_t *ks = s_open_with_tenant ("bob");
@@ -1511,6 +1570,7 @@ s_suite (void)
     tcase_add_test (tc, test_moved_row_does_not_decrypt);
     tcase_add_test (tc, test_pin_counters_and_lock);
     tcase_add_test (tc, test_keys_version);
+    tcase_add_test (tc, test_key_page);
     tcase_add_test (tc, test_tenants);
     tcase_add_test (tc, test_pin_epochs);
     tcase_add_test (tc, test_tampered_tenant_row);
@@ -1541,6 +1601,7 @@ s_suite (void)
         tcase_add_test (tc, test_moved_row_does_not_decrypt);
         tcase_add_test (tc, test_pin_counters_and_lock);
         tcase_add_test (tc, test_keys_version);
+    tcase_add_test (tc, test_key_page);
         tcase_add_test (tc, test_tenants);
         tcase_add_test (tc, test_pin_epochs);
         tcase_add_test (tc, test_tampered_tenant_row);

@@ -8,6 +8,8 @@
  *      left once the keys are gone;
  *    - a read whose token is older than a drop, or taken on hold, is not
  *      cached;
+ *    - after another writer's commit only the tenants whose change epoch
+ *      moved are dropped; the broker's own commits are followed;
  *    - a write by another SQLite connection is seen by the watch;
  *    - the watch under it and under the allow-list's (broker/ops/path_watch.h):
  *      a renamed file stays watched, a renamed directory gives way to the
@@ -311,6 +313,80 @@ START_TEST (test_path_watch_follow)
 }
 END_TEST
 
+/*  Puts key `ref` of `tenant` (200 bytes) and releases it: cached, unpinned.  */
+static void
+s_cached (ks_cache_t *cache, const char *tenant, const char *ref)
+{
+    uint8_t der [200] = { 1 };
+    Cs__KeyInfo *info = s_info (ref);
+    ks_key_t *key = ks_cache_key_put (cache, ks_cache_token (cache), tenant, ref, &info, der, sizeof der);
+    ck_assert_ptr_nonnull (key);
+    ks_cache_key_release (cache, &key);
+}
+
+/*  True when (tenant, ref) is cached (the lookup's pin released).  */
+static bool
+s_has (ks_cache_t *cache, const char *tenant, const char *ref)
+{
+    ks_key_t *key = ks_cache_key_get (cache, tenant, ref);
+    bool has = key != NULL;
+    ks_cache_key_release (cache, &key);
+    return has;
+}
+
+/*  Tenants' change epochs (issue 19 item 8): a look drops only the
+ *  tenants whose epoch moved or that are gone; the broker's own commits
+ *  are followed without a drop unless someone wrote between; a foreign
+ *  commit or an unknown look drops everything.  */
+START_TEST (test_tenant_epochs)
+{
+    ks_cache_t *cache = ks_cache_new (16);
+    keystore_change_t start [] = { { "a", 10, 0 }, { "ab", 10, 0 }, { "b", 10, 0 } };
+    ks_cache_epochs_baseline (cache, start, 3);
+    s_cached (cache, "a", "ks:1");
+    s_cached (cache, "a", "ks:2");
+    s_cached (cache, "ab", "ks:1");             /* "a" is a prefix of "ab": not the same tenant */
+    s_cached (cache, "b", "ks:1");
+    /*  Nobody else committed: nothing dropped.  */
+    ks_cache_hold (cache);
+    ck_assert_uint_eq (ks_cache_settle (cache, 0, NULL, 0, false), 0);
+    ck_assert_uint_eq (ks_cache_keys (cache), 4);
+    /*  a moved: its two keys go, ab and b stay; the hold ends.  */
+    keystore_change_t look [] = { { "a", 12, 0 }, { "ab", 10, 0 }, { "b", 10, 0 } };
+    ks_cache_hold (cache);
+    ck_assert (!s_has (cache, "b", "ks:1"));    /* held: every lookup misses */
+    ck_assert_uint_eq (ks_cache_settle (cache, 1, look, 3, false), 2);
+    ck_assert (!s_has (cache, "a", "ks:1") && !s_has (cache, "a", "ks:2"));
+    ck_assert (s_has (cache, "ab", "ks:1") && s_has (cache, "b", "ks:1"));
+    /*  An older look coming back late says nothing new.  */
+    ks_cache_hold (cache);
+    ck_assert_uint_eq (ks_cache_settle (cache, 1, start, 3, false), 0);
+    /*  Our own commit on b after 10: followed; one after 11 (someone wrote
+     *  between): b dropped.  */
+    keystore_change_t own [] = { { "b", 13, 10 } };
+    ck_assert_uint_eq (ks_cache_own_changes (cache, own, 1), 0);
+    ck_assert (s_has (cache, "b", "ks:1"));
+    keystore_change_t own2 [] = { { "b", 15, 14 } };
+    ck_assert_uint_eq (ks_cache_own_changes (cache, own2, 1), 1);
+    ck_assert (!s_has (cache, "b", "ks:1"));
+    /*  ab gone from the keystore: dropped.  */
+    s_cached (cache, "b", "ks:1");
+    keystore_change_t gone [] = { { "a", 12, 0 }, { "b", 15, 0 } };
+    ks_cache_hold (cache);
+    ck_assert_uint_eq (ks_cache_settle (cache, 1, gone, 2, false), 1);
+    ck_assert (!s_has (cache, "ab", "ks:1") && s_has (cache, "b", "ks:1"));
+    /*  A commit that raised no state counter, or a failed look: everything.  */
+    ks_cache_hold (cache);
+    ck_assert_uint_eq (ks_cache_settle (cache, 1, gone, 2, true), 1);
+    ck_assert_uint_eq (ks_cache_keys (cache), 0);
+    s_cached (cache, "a", "ks:1");
+    ks_cache_hold (cache);
+    ck_assert_uint_eq (ks_cache_settle (cache, -1, NULL, 0, false), 1);
+    ck_assert_uint_eq (ks_cache_keys (cache), 0);
+    ks_cache_destroy (&cache);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -318,6 +394,7 @@ main (void)
     TCase *tc = tcase_create ("cache");
     tcase_add_test (tc, test_lru_bound_and_wipe);
     tcase_add_test (tc, test_tokens);
+    tcase_add_test (tc, test_tenant_epochs);
     tcase_add_test (tc, test_locked_and_bounded);
     tcase_add_test (tc, test_watch);
     tcase_add_test (tc, test_path_watch_follow);

@@ -179,7 +179,7 @@ END_TEST
 
 START_TEST (test_interfaces)
 {
-    CK_INTERFACE list [3], *iface = NULL;
+    CK_INTERFACE list [4], *iface = NULL;
     CK_ULONG count = 0;
     CK_VERSION v240 = { 2, 40 }, v30 = { 3, 0 }, v31 = { 3, 1 };
     CK_FUNCTION_LIST_3_0 *p3;
@@ -189,20 +189,22 @@ START_TEST (test_interfaces)
     /*  Before C_Initialize: the list, two calls.  */
     ck_assert_uint_eq (s_get_interface_list (NULL, NULL), CKR_ARGUMENTS_BAD);
     ck_assert_uint_eq (s_get_interface_list (NULL, &count), CKR_OK);
-    ck_assert_uint_eq (count, 2);
-    count = 1;
+    ck_assert_uint_eq (count, 3);
+    count = 2;
     ck_assert_uint_eq (s_get_interface_list (list, &count), CKR_BUFFER_TOO_SMALL);
-    ck_assert_uint_eq (count, 2);
-    count = 3;
+    ck_assert_uint_eq (count, 3);
+    count = 4;
     ck_assert_uint_eq (s_get_interface_list (list, &count), CKR_OK);
-    ck_assert_uint_eq (count, 2);
-    for (int i = 0; i < 2; i++) {
+    ck_assert_uint_eq (count, 3);
+    for (int i = 0; i < 3; i++) {
         ck_assert_str_eq ((char *) list [i].pInterfaceName, "PKCS 11");
         ck_assert_uint_eq (list [i].flags, 0);      /* not CKF_INTERFACE_FORK_SAFE */
     }
     ck_assert_uint_eq (((CK_VERSION *) list [0].pFunctionList)->major, 3);
-    ck_assert_uint_eq (((CK_VERSION *) list [0].pFunctionList)->minor, 0);
-    ck_assert_ptr_eq (list [1].pFunctionList, p);
+    ck_assert_uint_eq (((CK_VERSION *) list [0].pFunctionList)->minor, 2);
+    ck_assert_uint_eq (((CK_VERSION *) list [1].pFunctionList)->major, 3);
+    ck_assert_uint_eq (((CK_VERSION *) list [1].pFunctionList)->minor, 0);
+    ck_assert_ptr_eq (list [2].pFunctionList, p);
     ck_assert_uint_eq (p->version.major, 2);
     ck_assert_uint_eq (p->version.minor, 40);
     /*  C_GetInterface: default, by name and version, refusals.  */
@@ -261,6 +263,101 @@ START_TEST (test_interfaces)
 END_TEST
 
 /*  ---- slots, sessions, login (PKCS#11 2.40 §5.5, §5.6) ------------------ */
+
+/*  ---- PKCS#11 3.2 ------------------------------------------------------ */
+
+/*  The 3.2 list: cryptokiVersion 3.2, signature-first verification
+ *  (C_VerifySignature*: single and multi-part, a wrong signature, the two
+ *  kinds of verification kept apart, a signature of an ended operation never
+ *  reused), C_GetSessionValidationFlags, and the 3.2 refusals (asynchronous
+ *  sessions, KEM, authenticated wrapping).  */
+START_TEST (test_interface_3_2)
+{
+    CK_VERSION v32 = { 3, 2 };
+    CK_INTERFACE *iface = NULL;
+    CK_FUNCTION_LIST_3_2 *p32;
+    CK_INFO info;
+    CK_SESSION_HANDLE h, async = 0;
+    CK_MECHANISM sha256_rsa = { CKM_SHA256_RSA_PKCS, NULL, 0 };
+    CK_BYTE msg [] = "signature first", other [] = "signature fiRst", sig [256], wrong [256], ct [8];
+    CK_ULONG sig_len = sizeof sig, ct_len = sizeof ct;
+    CK_FLAGS flags = 99;
+    CK_OBJECT_HANDLE priv, pub, secret = 0;
+    ck_assert_uint_eq (s_get_interface (NULL, NULL, &iface, 0), CKR_OK);
+    ck_assert_uint_eq (((CK_VERSION *) iface->pFunctionList)->minor, 2);    /* the default */
+    ck_assert_uint_eq (s_get_interface ((CK_UTF8CHAR_PTR) "PKCS 11", &v32, &iface, 0), CKR_OK);
+    p32 = iface->pFunctionList;
+    ck_assert_uint_eq (p32->C_VerifySignature (1, msg, 1), CKR_CRYPTOKI_NOT_INITIALIZED);
+    ck_assert_uint_eq (p32->C_Initialize (NULL), CKR_OK);
+    ck_assert_uint_eq (p32->C_GetInfo (&info), CKR_OK);
+    ck_assert_uint_eq (info.cryptokiVersion.major, 3);
+    ck_assert_uint_eq (info.cryptokiVersion.minor, 2);
+    ck_assert_uint_eq (p32->C_OpenSession (0, CKF_SERIAL_SESSION | CKF_ASYNC_SESSION, NULL, NULL, &async),
+                       CKR_SESSION_ASYNC_NOT_SUPPORTED);
+    h = tm_open (p, 0);
+    ck_assert_uint_eq (p32->C_Login (h, CKU_USER, s_user_pin, 4), CKR_OK);
+    priv = s_find_key (h, s_id_fast);
+    pub = s_public_key (h, s_fast_key);
+    ck_assert_uint_eq (p32->C_SignInit (h, &sha256_rsa, priv), CKR_OK);
+    ck_assert_uint_eq (p32->C_Sign (h, msg, sizeof msg, sig, &sig_len), CKR_OK);
+    memcpy (wrong, sig, sizeof wrong);
+    wrong [100] ^= 1;
+    /*  Single part.  */
+    ck_assert_uint_eq (p32->C_VerifySignature (h, msg, sizeof msg), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p32->C_VerifySignatureInit (h, &sha256_rsa, pub, NULL, 4), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p32->C_VerifySignatureInit (h, &sha256_rsa, pub, sig, sig_len), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignatureInit (h, &sha256_rsa, pub, sig, sig_len), CKR_OPERATION_ACTIVE);
+    ck_assert_uint_eq (p32->C_VerifySignature (h, NULL, 4), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p32->C_VerifySignature (h, msg, sizeof msg), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignature (h, msg, sizeof msg), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p32->C_VerifySignatureInit (h, &sha256_rsa, pub, sig, sig_len), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignature (h, other, sizeof other), CKR_SIGNATURE_INVALID);
+    ck_assert_uint_eq (p32->C_VerifySignatureInit (h, &sha256_rsa, pub, wrong, sig_len), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignature (h, msg, sizeof msg), CKR_SIGNATURE_INVALID);
+    ck_assert_uint_eq (p32->C_VerifySignatureInit (h, &sha256_rsa, pub, sig, 128), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignature (h, msg, sizeof msg), CKR_SIGNATURE_LEN_RANGE);
+    /*  Multi-part.  */
+    ck_assert_uint_eq (p32->C_VerifySignatureUpdate (h, msg, 4), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p32->C_VerifySignatureFinal (h), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p32->C_VerifySignatureInit (h, &sha256_rsa, pub, sig, sig_len), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignatureUpdate (h, msg, 4), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignatureUpdate (h, msg + 4, sizeof msg - 4), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignatureFinal (h), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignatureFinal (h), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p32->C_VerifySignatureInit (h, &sha256_rsa, pub, sig, sig_len), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignatureUpdate (h, other, sizeof other), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignatureFinal (h), CKR_SIGNATURE_INVALID);
+    /*  An operation begun with C_VerifyInit has no signature to check: it
+     *  stays for C_Verify.  */
+    ck_assert_uint_eq (p32->C_VerifyInit (h, &sha256_rsa, pub), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignature (h, msg, sizeof msg), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p32->C_Verify (h, msg, sizeof msg, sig, sig_len), CKR_OK);
+    /*  The signature of a cancelled, or otherwise ended, signature-first
+     *  operation is never taken for a later C_VerifyInit's.  */
+    ck_assert_uint_eq (p32->C_VerifySignatureInit (h, &sha256_rsa, pub, sig, sig_len), CKR_OK);
+    ck_assert_uint_eq (p32->C_SessionCancel (h, CKF_VERIFY), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignature (h, msg, sizeof msg), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p32->C_VerifySignatureInit (h, &sha256_rsa, pub, sig, sig_len), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifyFinal (h, wrong, sig_len), CKR_SIGNATURE_INVALID);  /* ends it */
+    ck_assert_uint_eq (p32->C_VerifyInit (h, &sha256_rsa, pub), CKR_OK);
+    ck_assert_uint_eq (p32->C_VerifySignature (h, msg, sizeof msg), CKR_OPERATION_NOT_INITIALIZED);
+    ck_assert_uint_eq (p32->C_SessionCancel (h, CKF_VERIFY), CKR_OK);
+    /*  Validation flags: no validation object, so none.  */
+    ck_assert_uint_eq (p32->C_GetSessionValidationFlags (h, CKS_LAST_VALIDATION_OK, &flags), CKR_OK);
+    ck_assert_uint_eq (flags, 0);
+    ck_assert_uint_eq (p32->C_GetSessionValidationFlags (h, CKS_LAST_VALIDATION_OK, NULL), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p32->C_GetSessionValidationFlags (h, 7, &flags), CKR_ARGUMENTS_BAD);
+    ck_assert_uint_eq (p32->C_GetSessionValidationFlags (h + 100, CKS_LAST_VALIDATION_OK, &flags),
+                       CKR_SESSION_HANDLE_INVALID);
+    /*  What 3.2 adds that we do not provide.  */
+    ck_assert_uint_eq (p32->C_EncapsulateKey (h, &sha256_rsa, pub, NULL, 0, ct, &ct_len, &secret),
+                       CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p32->C_AsyncJoin (h, (CK_UTF8CHAR_PTR) "C_Sign", 1, NULL, 0), CKR_FUNCTION_NOT_SUPPORTED);
+    ck_assert_uint_eq (p32->C_Finalize (NULL), CKR_OK);
+    ck_assert_uint_eq (p32->C_GetSessionValidationFlags (h, CKS_LAST_VALIDATION_OK, &flags),
+                       CKR_CRYPTOKI_NOT_INITIALIZED);
+}
+END_TEST
 
 START_TEST (test_slots_and_sessions)
 {
@@ -896,6 +993,7 @@ main (void)
     TCase *tc = tr_tcase ("conformance", s_setup, s_teardown);
     tcase_add_test (tc, test_initialize);
     tcase_add_test (tc, test_interfaces);
+    tcase_add_test (tc, test_interface_3_2);
     tcase_add_test (tc, test_slots_and_sessions);
     tcase_add_test (tc, test_read_only);
     tcase_add_test (tc, test_operations);

@@ -1,6 +1,8 @@
-/*  local.c — the operations that need no secret and run in the module with
- *  OpenSSL 3 (docs/DESIGN.md §1): C_Verify*, C_EncryptInit/C_Encrypt.  C_Digest*,
- *  C_DigestKey and the random functions are digest.c.
+/*  verify.c — verification (PKCS#11 2.40 §5.11, verify.h): C_VerifyInit,
+ *  C_Verify, C_VerifyUpdate, C_VerifyFinal and the PKCS#11 3.2
+ *  signature-first C_VerifySignature*.  Public-key signatures are checked
+ *  here with OpenSSL 3, in the module: they need no secret (docs/DESIGN.md
+ *  §1); MACs go to the broker (secret.h).  C_VerifyRecover* is recover.c.
  *
  *  Public keys are rebuilt from CKA_MODULUS/CKA_PUBLIC_EXPONENT or
  *  CKA_EC_PARAMS/CKA_EC_POINT (keyder.h).  ECDSA signatures are raw r||s in
@@ -8,28 +10,18 @@
  *  message (RFC 8032 §5.1.7, no prehash).
  */
 #include <stdlib.h>
-#include <string.h>
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
-#include <openssl/objects.h>
-#include <openssl/param_build.h>
-#include <openssl/rand.h>
 #include <openssl/rsa.h>
-#include "secret.h"
+#include "guard.h"
 #include "keyder.h"
 #include "keyop.h"
 #include "log.h"
-#include "mechanism.h"
-#include "modexp.h"
-#include "guard.h"
-#include "login.h"
-#include "object.h"
+#include "secret.h"
 #include "session.h"
 #include "sign.h"
-
-/*  ---- verify -------------------------------------------------------- */
+#include "verify.h"
 
 /*  RSA PKCS#1 v1.5 (padding RSA_PKCS1_PADDING) or raw CKM_RSA_X_509
  *  (RSA_NO_PADDING, the k-byte message): recovers what the signature
@@ -143,9 +135,16 @@ out:
 CK_RV
 C_VerifyInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
 {
+    CK_RV rv;
     if (cs_secret_mech (mech))
-        return cs_secret_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle);
-    return cs_keyop_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle, cs_sigop_create, cs_sigop_free);
+        rv = cs_secret_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle);
+    else
+        rv = cs_keyop_init (handle, CS_OP_VERIFY, CKF_VERIFY, mech, key_handle, cs_sigop_create, cs_sigop_free);
+    /*  A new operation: a signature kept by an earlier, ended
+     *  C_VerifySignatureInit (below) must not be taken for this one's.  */
+    if (rv == CKR_OK)
+        rv = cs_session_verify_sig_put (handle, NULL, 0);
+    return rv;
 }
 
 /*  C_Verify (final false) and C_VerifyFinal (final true): both end the
@@ -160,13 +159,7 @@ s_verify_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
     cs_sigop_t *op;
     CK_RV rv;
     return_val_if_fail ((data || !len) && (sig || !sig_len), CKR_ARGUMENTS_BAD);
-    if ((rv = cs_guard_check ()) != CKR_OK)
-        return rv;
-    cs_lock ();
-    if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
+    CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (!(op = cs_session_op_take_inlock (session, CS_OP_VERIFY)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
@@ -174,7 +167,7 @@ s_verify_finish (CK_SESSION_HANDLE handle, const uint8_t *data, size_t len, bool
         rv = CKR_OPERATION_ACTIVE;
     else
         rv = cs_sigop_message (op, data, len, final, message, &message_len);
-    cs_unlock ();
+    CS_END_CALL ();
     if (rv == CKR_OK)
         rv = s_verify (op, message, message_len, sig, sig_len);
     cs_sigop_free (op);
@@ -205,143 +198,60 @@ C_VerifyFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR sig, CK_ULONG sig_len)
     return s_verify_finish (handle, NULL, 0, true, sig, sig_len);
 }
 
-/*  ---- encrypt -------------------------------------------------------- */
 
-typedef struct {
-    cs_key_t *key;
-    const cs_mech_t *mech;
-    cs_mech_params_t params;
-} cs_encrypt_op_t;
+/*  ---- signature first (PKCS#11 3.2) ------------------------------------ */
 
-static void
-s_encrypt_op_free (void *op)
-{
-    cs_encrypt_op_t *self = op;
-    if (!self)
-        return;
-    cs_key_unref (&self->key);
-    cs_mech_params_clear (&self->params);
-    free (self);
-}
-
-static CK_RV
-s_encrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
+CK_RV
+C_VerifySignatureInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key,
+                       CK_BYTE_PTR sig, CK_ULONG sig_len)
 {
     CK_RV rv;
-    const cs_mech_t *entry = cs_mech_lookup (mech->mechanism);
-    cs_encrypt_op_t *op;
-    if (!entry || !(entry->flags & want))
-        return CKR_MECHANISM_INVALID;
-    if (!(op = calloc (1, sizeof *op)))
-        return CKR_HOST_MEMORY;
-    op->key = cs_key_ref (key);
-    op->mech = entry;
-    if ((rv = cs_mech_check (entry, mech, key->key_type, key->modulus_len, &op->params)) == CKR_OK)
-        *op_p = op;
+    return_val_if_fail (sig || !sig_len, CKR_ARGUMENTS_BAD);
+    if ((rv = C_VerifyInit (handle, mech, key)) != CKR_OK)
+        return rv;
+    /*  An empty signature is kept as one: it fails as C_Verify would fail it.  */
+    static const CK_BYTE none [1];
+    if ((rv = cs_session_verify_sig_put (handle, sig ? sig : none, sig_len)) != CKR_OK)
+        cs_session_cancel (handle, CKF_VERIFY);
+    return rv;
+}
+
+/*  Takes the kept signature and ends the operation with `data` (single
+ *  part) or with the parts (final).  */
+static CK_RV
+s_verify_sig_finish (CK_SESSION_HANDLE handle, const CK_BYTE *data, CK_ULONG len, bool final)
+{
+    uint8_t *sig = NULL;
+    size_t sig_len = 0;
+    CK_RV rv = cs_session_verify_sig_take (handle, &sig, &sig_len);
+    if (rv != CKR_OK)
+        return rv;
+    if (final)
+        rv = C_VerifyFinal (handle, sig, sig_len);
     else
-        s_encrypt_op_free (op);
-    return rv;
-}
-
-/*  PKCS#11 2.40 §5.8.  */
-CK_RV
-C_EncryptInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key_handle)
-{
-    if (cs_secret_mech (mech))
-        return cs_secret_init (handle, CS_OP_ENCRYPT, CKF_ENCRYPT, mech, key_handle);
-    return cs_keyop_init (handle, CS_OP_ENCRYPT, CKF_ENCRYPT, mech, key_handle, s_encrypt_op_new,
-                          s_encrypt_op_free);
-}
-
-/*  The plaintext length against the row's input rule (cs_mech.h; RFC 8017
- *  §7.1.1, §7.2.1): CKR_OK or CKR_DATA_LEN_RANGE.  */
-static CK_RV
-s_encrypt_len_ok (const cs_encrypt_op_t *op, size_t len)
-{
-    const EVP_MD *md = op->params.hash ? cs_mech_md (op->params.hash) : NULL;
-    return cs_mech_input_check (op->mech, true, len, op->key->modulus_len,
-                                md ? (size_t) EVP_MD_get_size (md) : 0);
-}
-
-static CK_RV
-s_encrypt (const cs_encrypt_op_t *op, const uint8_t *data, size_t len, uint8_t *out, CK_ULONG_PTR out_len_p)
-{
-    CK_RV rv = CKR_FUNCTION_FAILED;
-    EVP_PKEY *pkey = cs_keyder_public_pkey (op->key);
-    EVP_PKEY_CTX *ctx = pkey ? EVP_PKEY_CTX_new_from_pkey (NULL, pkey, NULL) : NULL;
-    size_t out_len = op->key->modulus_len;
-    bool oaep = op->mech->wire == CKM_RSA_PKCS_OAEP, raw = op->mech->wire == CKM_RSA_X_509;
-    uint8_t block [CS_MAX_RSA_BYTES];
-    if (!ctx || EVP_PKEY_encrypt_init (ctx) <= 0
-    ||  EVP_PKEY_CTX_set_rsa_padding (ctx, oaep ? RSA_PKCS1_OAEP_PADDING
-                                      : raw ? RSA_NO_PADDING : RSA_PKCS1_PADDING) <= 0)
-        goto out;
-    if (raw) {                      /* a k-byte integer, left-padded (PKCS#11 2.40 §2.1.10) */
-        if (len > out_len || out_len > sizeof block)
-            goto out;
-        memset (block, 0, out_len - len);
-        if (len)
-            memcpy (block + out_len - len, data, len);
-        data = block;
-        len = out_len;
-    }
-    if (oaep && (EVP_PKEY_CTX_set_rsa_oaep_md (ctx, cs_mech_md (op->params.hash)) <= 0
-              || EVP_PKEY_CTX_set_rsa_mgf1_md (ctx, cs_mech_mgf_md (op->params.mgf)) <= 0))
-        goto out;
-    if (oaep && op->params.label_len) {
-        void *label = OPENSSL_memdup (op->params.label, op->params.label_len);
-        if (!label || EVP_PKEY_CTX_set0_rsa_oaep_label (ctx, label, (int) op->params.label_len) <= 0) {
-            OPENSSL_free (label);
-            goto out;
-        }
-    }
-    if (EVP_PKEY_encrypt (ctx, out, &out_len, data, len) <= 0) {
-        rv = raw ? CKR_DATA_INVALID : CKR_FUNCTION_FAILED;     /* raw: not below the modulus */
-        goto out;
-    }
-    *out_len_p = out_len;
-    rv = CKR_OK;
-out:
-    EVP_PKEY_CTX_free (ctx);
-    EVP_PKEY_free (pkey);
+        rv = C_Verify (handle, (CK_BYTE_PTR) data, len, sig, sig_len);
+    free (sig);
     return rv;
 }
 
 CK_RV
-cs_keyop_public_encrypt (cs_key_t *key, const cs_mech_t *mech, const cs_mech_params_t *params,
-                         const uint8_t *data, size_t len, uint8_t *out, CK_ULONG_PTR out_len_p)
+C_VerifySignature (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len)
 {
-    cs_encrypt_op_t op = { .key = key, .mech = mech, .params = *params };
-    CK_RV rv = s_encrypt_len_ok (&op, len);
-    return rv == CKR_OK ? s_encrypt (&op, data, len, out, out_len_p) : rv;
+    return_val_if_fail (data || !len, CKR_ARGUMENTS_BAD);
+    return s_verify_sig_finish (handle, data, len, false);
 }
 
 CK_RV
-C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+C_VerifySignatureUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR part, CK_ULONG len)
 {
-    if (cs_secret_active (handle, CS_OP_ENCRYPT))
-        return cs_secret_finish (handle, CS_OP_ENCRYPT, false, data, len, out, out_len_p);
-    cs_session_t *session;
-    cs_encrypt_op_t *op;
-    CK_RV rv;
-    if ((rv = cs_guard_check ()) != CKR_OK)
+    CK_RV rv = cs_session_verify_sig_take (handle, NULL, NULL);
+    if (rv != CKR_OK)
         return rv;
-    cs_lock ();
-    if ((rv = cs_session_op_get_inlock (handle, CS_OP_ENCRYPT, out_len_p != NULL && (data || !len),
-                                      &session, (void **) &op)) != CKR_OK) {
-        cs_unlock ();
-        return rv;
-    }
-    if (!out || *out_len_p < op->key->modulus_len) {
-        rv = out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
-        *out_len_p = op->key->modulus_len;
-        cs_unlock ();
-        return rv;
-    }
-    op = cs_session_op_take_inlock (session, CS_OP_ENCRYPT);
-    cs_unlock ();
-    if ((rv = s_encrypt_len_ok (op, len)) == CKR_OK)
-        rv = s_encrypt (op, data, len, out, out_len_p);
-    s_encrypt_op_free (op);
-    return rv;
+    return C_VerifyUpdate (handle, part, len);
+}
+
+CK_RV
+C_VerifySignatureFinal (CK_SESSION_HANDLE handle)
+{
+    return s_verify_sig_finish (handle, NULL, 0, true);
 }
