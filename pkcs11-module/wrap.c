@@ -54,7 +54,7 @@
  *      key): under strict an AES key with CKA_WRAP or CKA_UNWRAP neither
  *      encrypts nor decrypts data and never gains CKA_ENCRYPT/CKA_DECRYPT
  *      (CKR_KEY_FUNCTION_NOT_PERMITTED).  The broker checks the same of a
- *      token key (broker/secretkeys.h secretkeys_usable).
+ *      token key (broker/keys/secretkeys.h secretkeys_usable).
  *  Both need a CKU_USER login (CKR_USER_NOT_LOGGED_IN), as the secret-key
  *  operations do.  CKM_RSA_PKCS is not offered for wrapping: a PKCS#1 v1.5
  *  C_UnwrapKey is a padding oracle (Bardou et al., CRYPTO 2012).

@@ -84,7 +84,7 @@ int cs_admin_keystore (int argc, char **argv);
 /*  cs_admin_kstools.c: `keystore copy|backup|restore` (argv [1] the verb).  */
 int cs_admin_keystore_tools (int argc, char **argv);
 /*  After an accepted rollback (cs_admin_keystore.c): the pre-generated keys
- *  sealed in the older copy (tenant @pool, broker/pool_store.h) may have
+ *  sealed in the older copy (tenant @pool, broker/keys/pool_store.h) may have
  *  been handed out since it was made, and the copy's issued table does not
  *  know it: they go.  Returns how many, or -1 after printing why.  */
 long cs_admin_pool_discard (const char *location, const uint8_t key [KEYSTORE_MASTER_KEY_LEN],

@@ -1,6 +1,6 @@
-/*  test_broker_metrics.c — the metrics registry and its text (broker/metrics.h:
+/*  test_broker_metrics.c — the metrics registry and its text (broker/ops/metrics.h:
  *  exact Prometheus text for known counters, atomic updates from several
- *  threads, bounded label sets), the endpoint (broker/metrics_http.h: URL
+ *  threads, bounded label sets), the endpoint (broker/ops/metrics_http.h: URL
  *  rules, loopback only unless public, GET/HEAD/404/405 on a port chosen by
  *  the kernel), the config keys, and a whole broker in-process whose job
  *  counters and histograms must agree with the frontend's own STATS.

@@ -1,24 +1,21 @@
-/*  request.c — one request's life in the frontend: decode and checks
- *  (cs_wire_request_check, protocol version), per-job storage and deadline,
- *  the dispatch of each job to its room, the pending count and the one
- *  reply (in job order) when the last job is back — or, when the request
- *  asks for per_job_replies, one reply per job as it finishes — and their
- *  encoding and send.  It never blocks.
+/*  reply.c — the tail of a request's way through the frontend: its
+ *  pending count (one per job out, one while its jobs are routed), the
+ *  reply when the last count drops (in job order), or one reply per job
+ *  with Request.per_job_replies, their encoding and send, and the free
+ *  of the request with its secrets wiped.  The job rooms call down into it
+ *  from their completions (the `done` of their slow jobs and work items);
+ *  it calls no room (docs/FRONTEND.md).
  *
- *  Owns: fe_request_t and fe_slot_t (frontend_int.h), the reply frame
- *  (zero-copy, wiped: cs_wire_frame_free), the rate limit of log lines
- *  about a client (fe_log_due).
- *  May call: admission.c (identity, charge, admit), login.c (tickets, PIN
- *  jobs), inventory.c (Hello, ListKeys), route.c (sign/decrypt/derive,
- *  modexp), keymgmt_jobs.c (generate, import/destroy/set/copy),
- *  slow_link.c (tenant row reads), frontend.c (fe_drained_check).  */
+ *  Owns: fe_request_t and fe_slot_t storage (frontend_int.h), the reply
+ *  frame (zero-copy, wiped: cs_wire_frame_free), frontend_t.in_flight's
+ *  decrement and the DRAINED signal, the rate limit of log lines about a
+ *  client (fe_log_due).
+ *  May call: client_load.h, audit.h, metrics.h, the wire codec.  */
 #include <inttypes.h>
 #include "cs_wire.h"
 #include "frontend_int.h"
 #include "modexp_job.h"
 #include "symjobs.h"
-
-static uint64_t s_peek_request_id (zframe_t *body);
 
 /*  Sends reply to the client at identity (kept by the caller).  The frame
  *  is zero-copy with a cleansing free function (cs_wire_frame_free): it may
@@ -55,9 +52,10 @@ s_send_reply (frontend_t *self, zframe_t *identity, Cs__Reply *reply)
     return 0;
 }
 
-/*  A request-level error of protocol `version`: no results.  */
-static void
-s_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, uint32_t version, CK_RV rv,
+/*  A request-level error of protocol `version`: no results, rv and a
+ *  reason (no secrets).  */
+void
+fe_send_error_version (frontend_t *self, zframe_t *identity, uint64_t request_id, uint32_t version, CK_RV rv,
               const char *error)
 {
     Cs__Reply reply = CS__REPLY__INIT;
@@ -77,7 +75,7 @@ void
 fe_send_error (frontend_t *self, zframe_t *identity, uint64_t request_id, CK_RV rv,
               const char *error)
 {
-    s_send_error (self, identity, request_id, CS_PROTOCOL_VERSION_MIN, rv, error);
+    fe_send_error_version (self, identity, request_id, CS_PROTOCOL_VERSION_MIN, rv, error);
 }
 
 /*  Wipes the secrets a request carries (per-request keys, imported keys,
@@ -158,7 +156,8 @@ fe_request_destroy (fe_request_t **self_p)
     }
     if (self->load)
         client_load_release (self->load, self->load_key, self->charged);
-    fe_quota_release (self);                    /* its tenant's room in flight (quota_link.c) */
+    if (self->on_free)
+        self->on_free (self);                   /* e.g. its tenant's room in flight (quota_link.c) */
     free (self->load_key);
     zframe_destroy (&self->identity);
     OPENSSL_cleanse (self->renewed_ticket, TICKET_LEN);
@@ -286,209 +285,14 @@ fe_request_release (frontend_t *self, fe_request_t *request, bool counted)
     fe_drained_check (self);
 }
 
-static void
-s_job (frontend_t *self, fe_request_t *request, size_t index)
-{
-    fe_slot_t *slot = &request->slots [index];
-    const Cs__Job *job = request->req->jobs [index];
-    cs__result__init (&slot->result);
-    request->results [index] = &slot->result;
-    slot->item.index = index;
-    switch (job->kind_case) {
-        case CS__JOB__KIND_HELLO:
-            fe_job_hello (self, request, slot);
-            break;
-        case CS__JOB__KIND_LOGIN:
-            slot->result.rv = fe_login (self, request, job->login, slot);
-            break;
-        case CS__JOB__KIND_LIST_KEYS:
-            fe_job_list_keys (self, request, job->list_keys, slot);
-            break;
-        case CS__JOB__KIND_SIGN:
-        case CS__JOB__KIND_DECRYPT:
-        case CS__JOB__KIND_DERIVE:
-            fe_job_crypto (self, request, index);
-            break;
-        case CS__JOB__KIND_GENERATE_KEY_PAIR:
-            fe_job_generate (self, request, index);
-            break;
-        case CS__JOB__KIND_MODEXP:
-            fe_job_modexp (self, request, index);
-            break;
-        case CS__JOB__KIND_SYM:
-            fe_job_sym (self, request, index);
-            break;
-        case CS__JOB__KIND_IMPORT_KEY:
-        case CS__JOB__KIND_GENERATE_KEY:
-        case CS__JOB__KIND_DESTROY_KEY:
-        case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
-        case CS__JOB__KIND_COPY_KEY:
-            fe_job_key (self, request, job, slot);
-            break;
-        case CS__JOB__KIND_PUT_OBJECT:
-        case CS__JOB__KIND_LIST_OBJECTS:
-        case CS__JOB__KIND_DESTROY_OBJECT:
-            fe_job_object (self, request, job, slot);
-            break;
-        case CS__JOB__KIND_INIT_PIN:
-            slot->result.rv = fe_init_pin (self, request, index);
-            break;
-        case CS__JOB__KIND_SET_PIN:
-            slot->result.rv = fe_set_pin (self, request, index, job->set_pin);
-            break;
-        default:
-            slot->result.rv = CKR_FUNCTION_NOT_SUPPORTED;      /* cs_wire rejects these */
-    }
-}
-
-/*  Decodes and checks the request; on failure replies with the CK_RV of the
- *  broken limit (cs_wire_request_check) and the request's id, so that the
- *  client's waiter gets it; the log line is rate-limited (fe_log_due).  */
-static int
-s_request_decode (frontend_t *self, zframe_t *body, fe_request_t *request)
-{
-    const char *why = NULL;
-    unsigned long rv = CKR_DEVICE_ERROR;
-    request->req = cs_wire_request_check (zframe_data (body), zframe_size (body), &why, &rv);
-    if (!request->req) {
-        if (fe_log_due (self, request, why))
-            zsys_warning ("bad request from client %s: %s: answered with %s", request->client_name, why,
-                          cs_rv_name (rv));
-        fe_send_error (self, request->identity, s_peek_request_id (body), rv, why);
-        return -1;
-    }
-    Cs__Request *req = request->req;
-    request->version = cs_wire_version_choose (req->version_min, req->version_max);
-    if (request->version == 0) {
-        char error [160];
-        snprintf (error, sizeof error, "protocol version mismatch: client speaks %u..%u, "
-                  "broker speaks %u..%u", req->version_min, req->version_max,
-                  CS_PROTOCOL_VERSION_MIN, CS_PROTOCOL_VERSION);
-        if (fe_log_due (self, request, "protocol version"))
-            zsys_warning ("client %s: %s", request->client_name, error);
-        s_send_error (self, request->identity, req->request_id, CS_PROTOCOL_VERSION, CKR_DEVICE_ERROR, error);
-        return -1;
-    }
-    if (request->version < CS_PROTOCOL_PER_JOB)
-        req->per_job_replies = false;           /* a protocol 1 peer gets one reply */
-    metrics_request (self->args->metrics, req->n_jobs);
-    return 0;
-}
-
-/*  Prepares the per-job storage and deadline.  */
-static int
-s_request_prepare (frontend_t *self, fe_request_t *request)
-{
-    Cs__Request *req = request->req;
-    request->slots = calloc (req->n_jobs, sizeof (fe_slot_t));
-    request->results = calloc (req->n_jobs, sizeof (Cs__Result *));
-    if (!request->slots || !request->results) {
-        fe_send_error (self, request->identity, req->request_id, CKR_HOST_MEMORY, "out of memory");
-        return -1;
-    }
-    int64_t budget = req->deadline_ms ? (int64_t) req->deadline_ms : (int64_t) self->config->default_deadline_ms;
-    if (budget > self->config->max_deadline_ms) {
-        if (fe_log_due (self, request, "max-deadline-ms"))
-            zsys_warning ("client %s (tenant %s): deadline of %" PRId64 " ms capped at "
-                          "broker/max-deadline-ms %d", request->client_name, request->tenant, budget,
-                          self->config->max_deadline_ms);
-        budget = self->config->max_deadline_ms;
-    }
-    request->deadline = cs_clock_ms () + budget;
-    return 0;
-}
-
-/*  The request id of a frame we refuse, so the client can match the error
- *  reply, read from its top-level fields (the frame is decoded at most
- *  once, by cs_wire_request_check); 0 when it does not parse.  */
-static uint64_t
-s_peek_request_id (zframe_t *body)
-{
-    if (zframe_size (body) == 0 || zframe_size (body) > CS_WIRE_MAX_MESSAGE)
-        return 0;
-    return cs_wire_request_id (zframe_data (body), zframe_size (body));     /* no second decode */
-}
-
-/*  Runs the jobs of a request whose tenant row is known (or cannot be):
- *  the ticket check, then every job; answers at once unless jobs are out
- *  with workers or the slow pool.  `counted`: the request is in in_flight
- *  already (it waited for its tenant row).  */
+/*  While draining: DRAINED (once) when no request and no background item
+ *  is out.  A background item still with a worker when the workers stop
+ *  would never come back, and its key material would leak.  */
 void
-fe_request_run (frontend_t *self, fe_request_t *request, bool counted)
+fe_drained_check (frontend_t *self)
 {
-    fe_ticket_check (self, request);
-    for (size_t i = 0; i < request->req->n_jobs; i++)
-        s_job (self, request, i);
-    if (!counted && request->pending > 1) {
-        self->in_flight++;
-        counted = true;
+    if (self->draining && !self->drained && self->in_flight == 0 && self->background_out == 0) {
+        self->drained = true;
+        zstr_send (self->pipe, "DRAINED");
     }
-    fe_request_release (self, request, counted);
-}
-
-/*  True when the request needs its tenant's row before its jobs: the PIN
- *  epoch of its ticket, Hello's token flags, ListKeys' version.  */
-static bool
-s_needs_tenant (const Cs__Request *req)
-{
-    if (req->ticket.len)
-        return true;
-    for (size_t i = 0; i < req->n_jobs; i++)
-        if (req->jobs [i]->kind_case == CS__JOB__KIND_HELLO || req->jobs [i]->kind_case == CS__JOB__KIND_LIST_KEYS)
-            return true;
-    return false;
-}
-
-/*  Starts a decoded request: its tenant row from the cache, or read in the
- *  slow pool first (fe_slow_done runs it then), and its jobs.  `counted`:
- *  it is in in_flight already (it waited in its client's backlog).  */
-void
-fe_request_start (frontend_t *self, fe_request_t *request, bool counted)
-{
-    request->pending = 1;                   /* held while jobs are routed */
-    fe_keystore_check (self);
-    if (s_needs_tenant (request->req)) {
-        request->has_state = ks_cache_tenant_get (self->cache, request->tenant, &request->tenant_state);
-        slow_job_t *read = request->has_state ? NULL : fe_slow_new (request, 0, SLOW_TENANT);
-        if (read) {
-            read->token = ks_cache_token (self->cache);
-            fe_slow_go (self, read);
-            if (!counted)
-                self->in_flight++;
-            return;
-        }
-    }
-    fe_request_run (self, request, counted);
-}
-
-/*  Handles one request: identity, decode, then every job; answers at once
- *  unless items are out with workers.  */
-void
-fe_request_handle (frontend_t *self, zframe_t **identity_p, zframe_t *body, bool extra_frames)
-{
-    fe_request_t *request = calloc (1, sizeof *request);
-    if (!request)
-        return;
-    request->received_ns = metrics_now_ns ();
-    request->identity = *identity_p;
-    *identity_p = NULL;
-    const char *why = NULL;
-    if (fe_identify (self, body, request, &why)) {
-        fe_send_error (self, request->identity, s_peek_request_id (body), CKR_DEVICE_ERROR, why);
-        goto done;
-    }
-    if (extra_frames) {
-        if (fe_log_due (self, request, "more than one frame"))
-            zsys_warning ("bad request from client %s: more than one frame", request->client_name);
-        fe_send_error (self, request->identity, s_peek_request_id (body), CKR_DEVICE_ERROR,
-                      "request must be one frame");
-        goto done;
-    }
-    if (s_request_decode (self, body, request) || fe_request_charge (self, body, request)
-    ||  s_request_prepare (self, request))
-        goto done;
-    fe_request_admit (self, request);
-    return;
-done:
-    fe_request_destroy (&request);
 }

@@ -5,12 +5,14 @@
  *  answer stranded and expired items, and the board sweep (time limits,
  *  faults, probes: board_watch.h).
  *
+ *  An item that is back for good goes to its completion (`done`, set by
+ *  the room that made it): dispatch sits below the job rooms and calls
+ *  none of them.
+ *
  *  Owns: the backend protocol ("w<N>" + item pointer), background_out,
  *  the in-flight metrics of a request's jobs.
- *  May call: the scheduler, board_watch.h, cross_check.h, metrics.h; request.c
- *  (fe_request_release) and keymgmt_jobs.c (fe_generate_finish) for items
- *  that are back, pool_jobs.c (fe_background_done) for background items,
- *  admission.c (fe_flow_resume).  */
+ *  May call: the scheduler, board_watch.h, cross_check.h, metrics.h,
+ *  worker.h (the loopback core), fast_lane.c.  */
 #include <inttypes.h>
 #include "frontend_int.h"
 #include "worker.h"
@@ -46,10 +48,11 @@ fe_item_wipe_material (frontend_t *self, work_item_t *item)
 
 static void s_item_rerun (frontend_t *self, work_item_t *item);
 
-/*  Stores an item's result in its request's slot and releases it;
- *  background items (no request) go to fe_background_done.  A member of a
- *  cross-check pair goes through cross_check_back first: answered once the
- *  pair is decided, or re-run on a third board.  */
+/*  An item is back for good: counted out of its request's jobs (or of the
+ *  background items), its key material wiped or unpinned, then handed to
+ *  its completion (item->done), which stores the result and releases the
+ *  request.  A member of a cross-check pair goes through cross_check_back
+ *  first: answered once the pair is decided, or re-run on a third board.  */
 static void
 s_item_finish (frontend_t *self, work_item_t *item)
 {
@@ -62,26 +65,15 @@ s_item_finish (frontend_t *self, work_item_t *item)
     }
     fe_request_t *request = item->request;
     if (!request) {
-        fe_background_done (self, item);
-        return;
+        assert (self->background_out > 0);
+        self->background_out--;
     }
-    fe_slot_t *slot = &request->slots [item->index];
-    Cs__Result *result = &slot->result;
-    s_metrics_inflight (self, request, -1);
-    client_load_jobs_add (self->load, request->load_key, -1);
-    fe_item_wipe_material (self, item);
-    if (item->kind == WORK_GENERATE || item->kind == WORK_GENERATE_RESIDENT)
-        fe_generate_finish (self, request, slot);        /* goes on in the slow pool, or failed */
     else {
-        result->rv = item->rv;
-        if (item->rv == CKR_OK) {
-            result->kind_case = CS__RESULT__KIND_DATA;
-            result->data.data = item->out;
-            result->data.len = item->out_len;
-        }
-        fe_request_job_done (self, request, item->index);   /* per_job_replies: its reply now */
+        s_metrics_inflight (self, request, -1);
+        client_load_jobs_add (self->load, request->load_key, -1);
+        fe_item_wipe_material (self, item);
     }
-    fe_request_release (self, request, true);
+    item->done (item->done_arg, item);
 }
 
 /*  Answers an item that did not run (or whose result is dropped) with
@@ -268,18 +260,20 @@ fe_submit (frontend_t *self, work_item_t *item)
     return 0;
 }
 
-/*  A worker is ready ("ip" id, NULL) or returns an item ("ip" id, item).  */
-int
-fe_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
+/*  A worker is ready ("ip" id, NULL) or returns an item ("ip" id, item):
+ *  the item back, the worker given the next one, stranded items answered,
+ *  waiting items rebalanced.  Called by the reactor's backend reader,
+ *  which then lets held requests start (fe_request_backlog_run).  */
+void
+fe_dispatch_backend (frontend_t *self)
 {
-    frontend_t *self = arg;
     char *identity = NULL;
     int id = -1;
     work_item_t *item = NULL;
     if (zsock_recv (self->backend, "sip", &identity, &id, &item) || id < 0
     ||  (size_t) id >= self->n_workers) {
         zstr_free (&identity);
-        return 0;
+        return;
     }
     zstr_free (&identity);
     bool rerun = board_watch_back (self->watch_boards, (size_t) id, item);
@@ -289,21 +283,18 @@ fe_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
     if (rerun)
         s_fail_stranded (self);
     s_rebalance (self, 0);                  /* a board out of rotation, a service time grew */
-    fe_flow_resume (self);
-    return 0;
 }
 
 /*  The reactor's sweep (every BOARD_WATCH_TICK_MS): calls over their time
  *  limit or deadline are abandoned (re-run or answered), queued items whose
  *  deadline passed are answered at once, boards whose back-off passed are
  *  probed (issue #9), idle workers get items that have waited longer than
- *  their board's service time (scheduler_rebalance).  */
-int
-fe_on_watch_timer (zloop_t *loop, int timer_id, void *arg)
+ *  their board's service time (scheduler_rebalance).  Called by the
+ *  reactor's timer, which then lets held requests start
+ *  (fe_request_backlog_run).  */
+void
+fe_dispatch_sweep (frontend_t *self)
 {
-    (void) loop;
-    (void) timer_id;
-    frontend_t *self = arg;
     int64_t now = cs_clock_ms ();
     bool fault = false, stranded = false;
     for (work_item_t *item; (item = board_watch_overrun (self->watch_boards, now, &fault)); ) {
@@ -330,6 +321,4 @@ fe_on_watch_timer (zloop_t *loop, int timer_id, void *arg)
             s_give (self, worker, item);
     }
     s_rebalance (self, metrics_now_ns ());  /* items waiting longer than a slow board takes */
-    fe_flow_resume (self);
-    return 0;
 }

@@ -104,7 +104,7 @@ void metrics_key_cache (metrics_t *self, bool hit);
 void metrics_key_cache_dropped (metrics_t *self, size_t n);
 
 /*  Counts one change of this broker's audit chain by another writer, seen
- *  at an append (cryptoserver_audit_chain_breaks_total; broker/audit.c).
+ *  at an append (cryptoserver_audit_chain_breaks_total; broker/ops/audit.c).
  *  Any thread; NULL-safe.  */
 void metrics_audit_break (metrics_t *self);
 
@@ -156,7 +156,7 @@ void metrics_board_up (metrics_t *self, size_t board, bool up);
 void metrics_rerun (metrics_t *self);
 
 /*  Counts one work item run on the reactor thread by the fast lane
- *  (cryptoserver_fast_lane_jobs_total; broker/fast_lane.c).  Reactor.  */
+ *  (cryptoserver_fast_lane_jobs_total; broker/frontend/fast_lane.c).  Reactor.  */
 void metrics_fast_lane (metrics_t *self);
 
 /*  Counts one decoded request of n_jobs jobs (cryptoserver_requests_total,

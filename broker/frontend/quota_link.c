@@ -8,9 +8,12 @@
  *  CKR_DEVICE_ERROR and a W: line.  Counted per tenant in
  *  cryptoserver_tenant_throttled_total and _quota_refused_total.
  *
- *  Owns: frontend_t.quota.
- *  May call: admission.c (fe_request_admit), request.c (fe_send_error,
- *  fe_request_destroy, fe_log_due), frontend.c (fe_drained_check).  */
+ *  Owns: frontend_t.quota.  A request that waited goes back to the
+ *  request room through the `pass` function it gave (fe_quota_admit); the
+ *  room in flight a request holds is given back by its on_free hook when
+ *  reply.c frees it.
+ *  May call: reply.c (fe_send_error, fe_request_destroy, fe_log_due,
+ *  fe_drained_check), quota.h, metrics_quota.h.  */
 #include <inttypes.h>
 #include "quota.h"
 #include "metrics_quota.h"
@@ -34,6 +37,7 @@ typedef struct {
 
 struct _fe_quota_t {
     frontend_t *fe;
+    fe_quota_pass_fn *pass;         /* the request room's admission step (fe_quota_admit) */
     zhashx_t *tenants;              /* name -> fe_quota_tenant_t */
     zlistx_t *timed;                /* s_timed_t waiting for tokens */
     fe_request_t *passing;          /* being admitted again after its wait */
@@ -114,7 +118,7 @@ s_pass (fe_quota_t *self, fe_request_t *request)
 {
     self->fe->in_flight--;
     self->passing = request;
-    fe_request_admit (self->fe, request);
+    self->pass (self->fe, request);
     self->passing = NULL;
     fe_drained_check (self->fe);
 }
@@ -170,7 +174,10 @@ s_rate (fe_quota_t *self, fe_quota_tenant_t *tenant, fe_request_t *request, bool
     return 1;
 }
 
-//  Takes room in flight for the request (released by fe_quota_release).
+static void s_release (void *arg);
+
+//  Takes room in flight for the request (given back by s_release, its
+//  on_free hook, when the request is freed).
 static void
 s_hold (fe_quota_tenant_t *tenant, fe_request_t *request)
 {
@@ -179,14 +186,22 @@ s_hold (fe_quota_tenant_t *tenant, fe_request_t *request)
     request->quota_jobs = s_jobs (request);
     tenant->inflight += request->quota_jobs;
     request->quota_tenant = tenant;
+    request->on_free = s_release;
 }
 
+/*  The tenant's quota step of admission (docs/CONTRACTS.md "Tenant
+ *  quotas"): false when the request goes on now (no quota, room and tokens
+ *  are there: it holds them); true when it waits here (decoded, charged,
+ *  counted in in_flight) until `pass` gets it back, or could not start
+ *  within its deadline and was answered (request-level CKR_DEVICE_ERROR)
+ *  and freed.  */
 bool
-fe_quota_admit (frontend_t *fe, fe_request_t *request)
+fe_quota_admit (frontend_t *fe, fe_request_t *request, fe_quota_pass_fn *pass)
 {
     fe_quota_t *self = fe->quota;
     if (!self || request == self->passing || !request->tenant)
         return false;
+    self->pass = pass;
     fe_quota_tenant_t *tenant = s_tenant (self, request->tenant);
     if (!tenant || (!tenant->limits.max_ops_per_s && !tenant->limits.max_inflight))
         return false;
@@ -237,9 +252,12 @@ s_on_wake (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-void
-fe_quota_release (fe_request_t *request)
+//  A request that held room in flight is freed (its on_free hook, called
+//  by fe_request_destroy): the room goes back, waiters are woken.
+static void
+s_release (void *arg)
 {
+    fe_request_t *request = arg;
     fe_quota_tenant_t *tenant = request->quota_tenant;
     if (!tenant)
         return;

@@ -401,7 +401,7 @@ s_cross_check (s_loader_t *self)
                        config->keys_home);
     if (config->master_key_board && !broker_config_board (config, config->master_key_board))
         return s_fail (self, "keystore/master-key", "no board named \"%s\"", config->master_key_board);
-    //  tenants/NAME/audit is the tenant's audit policy (broker/audit.h),
+    //  tenants/NAME/audit is the tenant's audit policy (broker/ops/audit.h),
     //  tenants/NAME/max-* its quotas (quota.h); anything else there (PINs
     //  of old configs) is ignored.
     char path [300];

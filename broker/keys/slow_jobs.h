@@ -43,9 +43,16 @@ typedef enum {
                            0 none did, -1 error */
 } slow_kind_t;
 
-typedef struct {
+typedef struct _slow_job_t slow_job_t;
+
+struct _slow_job_t {
     slow_item_t base;               /* first: the slow pool's part */
     slow_kind_t kind;
+    /* completion, set by the room that made it: called with done_arg on the
+       frontend's thread when the job is back (docs/FRONTEND.md), which
+       frees the job after it returns */
+    void (*done) (void *done_arg, slow_job_t *self);
+    void *done_arg;
     /* inputs, borrowed from the parent request */
     void *request;                  /* the frontend's request, not owned; NULL for SLOW_SETTLE */
     size_t index;                   /* the job's index in it */
@@ -96,7 +103,7 @@ typedef struct {
     bool foreign;                   /* ... a commit that raised no state counter */
     keystore_change_t *own;         /* every kind: what its commits changed (keystore_own_changes_take) */
     size_t n_own;
-} slow_job_t;
+};
 
 /*  A job of `kind` for job `index` of a request (request, its job and its
  *  tenant are borrowed and must outlive it), ready for slow_pool_submit.

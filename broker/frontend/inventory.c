@@ -6,7 +6,12 @@
  *
  *  Owns: fe_inventory_t (private here), frontend_t.rsa_range, the
  *  scheduler's boards, keys and workers.
- *  May call: board.h, scheduler.h, slow_link.c (fe_slow_new, fe_slow_go).  */
+ *  It also answers which boards may run what for a tenant
+ *  (fe_open_boards, fe_generating_boards, fe_board_index), read by the job
+ *  rooms above it.
+ *
+ *  May call: board.h, scheduler.h, slow_link.c (fe_slow_new, fe_slow_go),
+ *  reply.c (the release when a key list is back).  */
 #include "cs_pin.h"
 #include "cs_util.h"
 #include "frontend_int.h"
@@ -47,8 +52,9 @@ fe_board_key_find (frontend_t *self, const char *tenant, const char *ref, unsign
 }
 
 void
-fe_job_hello (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
+fe_job_hello (frontend_t *self, fe_request_t *request, size_t index)
 {
+    fe_slot_t *slot = &request->slots [index];
     Cs__HelloResult *hello = &slot->hello;
     cs__hello_result__init (hello);
     hello->version = request->version;
@@ -127,6 +133,44 @@ s_list_public_view (fe_slot_t *slot, Cs__ListKeysResult *keys)
     return 0;
 }
 
+/* ---- which boards (read by the job rooms) ---------------------------- */
+
+uint64_t
+fe_open_boards (frontend_t *self, const char *tenant)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++) {
+        const char *owner = self->args->boards [b]->tenant;
+        if (!owner || (tenant && streq (owner, tenant)))
+            set |= UINT64_C (1) << b;
+    }
+    return set;
+}
+
+/*  Boards open to `tenant` (NULL: pool keys, for any tenant later) that
+ *  generate key_type as material.  */
+uint64_t
+fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_generates (self->args->boards [b], key_type, false))
+            set |= UINT64_C (1) << b;
+    return set & fe_open_boards (self, tenant);
+}
+
+/*  Index of the board called name, or -1.  */
+int
+fe_board_index (frontend_t *self, const char *name)
+{
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (streq (self->args->boards [b]->name, name))
+            return (int) b;
+    return -1;
+}
+
+/* ---- Hello and ListKeys ------------------------------------------------ */
+
 /*  ListKeys: the tenant's keystore rows and the resident keys of its
  *  boards, only their public objects without a login (s_list_public_view,
  *  a list of its own version: the top bit flipped); "unchanged" when the
@@ -139,25 +183,37 @@ s_list_version (frontend_t *self, fe_request_t *request, uint64_t keys_version)
     return request->ticket_ok ? version : version ^ (UINT64_C (1) << 63);
 }
 
+static void s_list_keys_result (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *list);
+
+/*  SLOW_LIST_KEYS is back (its completion): the list, then the request's
+ *  count of it (fe_slow_go).  */
+static void
+s_list_keys_back (void *arg, slow_job_t *list)
+{
+    frontend_t *self = arg;
+    fe_request_t *request = list->request;
+    s_list_keys_result (self, request, &request->slots [list->index], list);
+    fe_request_release (self, request, true);
+}
+
 /*  ListKeys (see s_list_version): answered here when the client's version
  *  is current (the tenant's keys_version from its row), else the rows are
- *  read in the slow pool (fe_list_keys_done).  A paged list
+ *  read in the slow pool (s_list_keys_back).  A paged list
  *  (ListKeysJob.page_size > 0, docs/CONTRACTS.md "Key lists in pages")
  *  reads at most min (page_size, broker/max-list-page) rows after the
  *  job's cursor; only its first page (no cursor) may be "unchanged".  */
 void
-fe_job_list_keys (frontend_t *self, fe_request_t *request, const Cs__ListKeysJob *job, fe_slot_t *slot)
+fe_job_list_keys (frontend_t *self, fe_request_t *request, size_t index)
 {
+    const Cs__ListKeysJob *job = request->req->jobs [index]->list_keys;
+    fe_slot_t *slot = &request->slots [index];
     Cs__ListKeysResult *keys = &slot->keys;
     uint64_t version = s_list_version (self, request, request->has_state ? request->tenant_state.keys_version
                                                                          : 0);
-    if (request->req->ticket.len && !request->ticket_ok && !request->so_ok) {
-        /*  A ticket that is no longer valid (expired, revoked, forged):
-            say that the login is gone, rather than answer with the public
-            view as if the client had never logged in (CONTRACTS.md).  */
-        slot->result.rv = fe_no_login_rv (request);
-        return;
-    }
+    /*  A ticket that is no longer valid (expired, revoked, forged) has
+        ended the login before this (FE_NEEDS_PUBLIC, job_kinds.c), rather
+        than answer with the public view as if the client had never logged
+        in (docs/CONTRACTS.md "Login tickets").  */
     cs__list_keys_result__init (keys);
     keys->version = version;
     slot->result.kind_case = CS__RESULT__KIND_KEYS;
@@ -167,7 +223,7 @@ fe_job_list_keys (frontend_t *self, fe_request_t *request, const Cs__ListKeysJob
         keys->unchanged = true;
         return;
     }
-    slow_job_t *list = fe_slow_new (request, slot->item.index, SLOW_LIST_KEYS);
+    slow_job_t *list = fe_slow_new (self, request, slot->item.index, SLOW_LIST_KEYS, s_list_keys_back);
     if (list)
         list->page = job->page_size < (uint32_t) self->config->max_list_page ? job->page_size
                    : (size_t) self->config->max_list_page;
@@ -177,8 +233,8 @@ fe_job_list_keys (frontend_t *self, fe_request_t *request, const Cs__ListKeysJob
 /*  The tenant's keystore rows are back (at the keys_version read just
  *  before them): the list is them and, on its first page, the resident
  *  keys of its boards; a paged list says whether more follow.  */
-void
-fe_list_keys_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *list)
+static void
+s_list_keys_result (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *list)
 {
     Cs__ListKeysResult *keys = &slot->keys;
     bool first = !list->page || !*list->job->list_keys->after;

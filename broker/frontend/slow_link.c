@@ -1,30 +1,48 @@
 /*  slow_link.c — the frontend's side of the slow pool (slow_pool.h,
  *  slow_jobs.h) and of the keystore cache (ks_cache.h): jobs handed off
- *  with a pending count on their request, and their results routed back to
- *  the room that asked; the cache held or dropped when another writer
- *  changed the keystore (file watch, or PostgreSQL LISTEN/NOTIFY).
+ *  with a pending count on their request, and their results handed back to
+ *  the completion (`done`) the room that made the job set; the cache held
+ *  or dropped when another writer changed the keystore (file watch, or
+ *  PostgreSQL LISTEN/NOTIFY).  It sits below the job rooms and calls none.
  *
- *  Owns: frontend_t.slow, .cache, .watch, .listener.
- *  May call: request.c (fe_request_run, fe_request_release), route.c
- *  (fe_key_read_done), inventory.c (fe_list_keys_done), keymgmt_jobs.c
- *  (fe_key_job_done, fe_generated_done), login.c (*_done).  */
+ *  Owns: frontend_t.slow, .cache, .keystore_watch (fe_keystore_watch_t,
+ *  private here), the audit log.
+ *  May call: slow_pool.h, slow_jobs.h, ks_cache.h, ks_settle.h, ks_watch.h,
+ *  quota.h, metrics_quota.h, audit.h.  */
 #include "ks_watch.h"
 #include "ks_settle.h"
 #include "quota.h"
 #include "metrics_quota.h"
 #include "frontend_int.h"
 
+/*  Who else changes the keystore: the watch of its file, or for a
+ *  PostgreSQL keystore the listener of other writers' commits; neither:
+ *  nothing is cached.  */
+struct _fe_keystore_watch_t {
+    ks_watch_t *file;               /* changes of the keystore file, or NULL */
+    keystore_listener_t *listener;  /* PostgreSQL keystore: other writers' commits (instead of file) */
+    uint64_t listener_seen;         /* keystore_listener_changes when the cache was last dropped */
+};
+
 /*  A slow job of `kind` for job `index` of request (NULL: a job of no
- *  request), or NULL when out of memory.  Fill its inputs, then fe_slow_go.  */
+ *  request) whose completion is `done` (called with the frontend when the
+ *  job is back), or NULL when out of memory.  Fill its inputs, then
+ *  fe_slow_go.  */
 slow_job_t *
-fe_slow_new (fe_request_t *request, size_t index, slow_kind_t kind)
+fe_slow_new (frontend_t *self, fe_request_t *request, size_t index, slow_kind_t kind,
+             fe_slow_done_fn *done)
 {
-    return slow_job_new (kind, request, index,
-                         request && index < request->req->n_jobs ? request->req->jobs [index] : NULL,
-                         request ? request->tenant : NULL);
+    slow_job_t *job = slow_job_new (kind, request, index,
+                                    request && index < request->req->n_jobs ? request->req->jobs [index] : NULL,
+                                    request ? request->tenant : NULL);
+    if (job) {
+        job->done = done;
+        job->done_arg = self;
+    }
+    return job;
 }
 
-/*  Hands a slow job to the pool; it comes back to fe_slow_done.  A job of a
+/*  Hands a slow job to the pool; it comes back to its `done`.  A job of a
  *  request job holds one more pending count of the request until then
  *  (its result waits as FE_CKR_PENDING).  */
 CK_RV
@@ -48,26 +66,40 @@ fe_slow_go (frontend_t *self, slow_job_t *job)
     return FE_CKR_PENDING;
 }
 
+/*  SLOW_SETTLE is back (its completion): the tenants another writer
+ *  changed are dropped (ks_cache_settle) and the cache is used again.  */
+static void
+s_settled (void *arg, slow_job_t *job)
+{
+    frontend_t *self = arg;
+    metrics_key_cache_dropped (self->args->metrics,
+                               ks_cache_settle (self->cache, job->rc, job->changes, job->n_changes,
+                                                job->foreign));
+}
+
 /*  The keystore file is being written (ks_watch.h), or another process
  *  committed to the PostgreSQL keystore: the cache is held (not used)
  *  until a slow-pool thread got the write lock once, the writer having
  *  committed, and read the tenants' change epochs (SLOW_SETTLE,
- *  fe_slow_done); the tenants whose epoch moved are dropped then
+ *  s_settled); the tenants whose epoch moved are dropped then
  *  (ks_cache_settle).  Called before every request looks at the cache: a change made
  *  before a request was sent is seen by it.  */
 void
 fe_keystore_check (frontend_t *self)
 {
-    if (self->listener) {           /* PostgreSQL: notified after the commit */
-        uint64_t changes = keystore_listener_changes (self->listener), seen = self->listener_seen;
-        self->listener_seen = changes;
+    fe_keystore_watch_t *watch = self->keystore_watch;
+    if (!watch)
+        return;
+    if (watch->listener) {          /* PostgreSQL: notified after the commit */
+        uint64_t changes = keystore_listener_changes (watch->listener), seen = watch->listener_seen;
+        watch->listener_seen = changes;
         if (changes == seen)
             return;
     }
     else
-    if (!self->watch || !ks_watch_changed (self->watch))
+    if (!watch->file || !ks_watch_changed (watch->file))
         return;
-    slow_job_t *settle = self->settle ? fe_slow_new (NULL, 0, SLOW_SETTLE) : NULL;
+    slow_job_t *settle = self->settle ? fe_slow_new (self, NULL, 0, SLOW_SETTLE, s_settled) : NULL;
     if (settle)
         settle->settle = self->settle;
     else {
@@ -78,68 +110,25 @@ fe_keystore_check (frontend_t *self)
     fe_slow_go (self, settle);
 }
 
-/*  A slow job is back (slow_pool.h): its result goes to its job, and the
- *  request is released (a keystore key read goes on to a worker).  */
-void
-fe_slow_done (slow_item_t *item, void *arg)
+/*  A slow job is back (slow_pool.h): what its commits changed is counted
+ *  (this broker's own), a quota refusal counted for its tenant, then its
+ *  completion, set by its room.  */
+static void
+s_slow_back (slow_item_t *item, void *arg)
 {
     frontend_t *self = arg;
     slow_job_t *job = (slow_job_t *) item;
     fe_request_t *request = job->request;
-    fe_slot_t *slot = request ? &request->slots [job->index] : NULL;
     metrics_key_cache_dropped (self->args->metrics,         /* this broker's own commits */
                                ks_cache_own_changes (self->cache, job->own, job->n_own));
     if (job->quota_refused && request)      /* a key or object over its tenant's quota */
         metrics_quota_count (metrics_quota_tenant (metrics_quota (self->args->metrics), request->tenant),
                              (metrics_quota_limit_t) (job->quota_refused - 1), true, 1);
-    switch (job->kind) {
-        case SLOW_AUDIT:
-            broker_audit_done (self->audit, job->audit);
-            job->audit = NULL;
-            break;
-        case SLOW_SETTLE:       /* the tenants another writer changed are dropped (ks_cache.h) */
-            metrics_key_cache_dropped (self->args->metrics,
-                                       ks_cache_settle (self->cache, job->rc, job->changes, job->n_changes,
-                                                        job->foreign));
-            break;
-        case SLOW_TENANT:
-            request->keystore_down = job->rc == KEYSTORE_UNAVAILABLE;
-            if (job->rc == 0) {
-                ks_cache_tenant_put (self->cache, job->token, request->tenant, &job->state);
-                request->tenant_state = job->state;
-                request->has_state = true;
-            }
-            fe_request_run (self, request, true);
-            break;
-        case SLOW_KEY:
-            fe_key_read_done (self, request, job);
-            break;
-        case SLOW_LIST_KEYS:
-            fe_list_keys_done (self, request, slot, job);
-            fe_request_release (self, request, true);
-            break;
-        case SLOW_KEY_JOB:
-            fe_key_job_done (self, request, slot, job);
-            fe_request_release (self, request, true);
-            break;
-        case SLOW_GENERATED:
-            fe_generated_done (self, request, slot, job);
-            fe_request_release (self, request, true);
-            break;
-        case SLOW_OBJECT_JOB:
-            objjobs_result (&slot->result, job->rv, &slot->objects, &job->objects);
-            fe_request_release (self, request, true);
-            break;
-        default:
-            slot->result.rv = job->kind == SLOW_LOGIN ? fe_login_done (self, request, slot, job)
-                            : job->kind == SLOW_INIT_PIN ? fe_init_pin_done (self, request, job)
-                            : fe_set_pin_done (self, request, job);
-            fe_request_release (self, request, true);
-    }
+    job->done (job->done_arg, job);
     slow_job_destroy (&job);
 }
 
-/*  A slow job that will not come back through fe_slow_done (the frontend is
+/*  A slow job that will not come back through s_slow_back (the frontend is
  *  ending): freed, wiping what it holds; its request is left unanswered.  */
 static void
 s_slow_discard (slow_item_t *item, void *arg)
@@ -163,26 +152,28 @@ fe_keystore_start (frontend_t *self)
 {
     self->cache = ks_cache_new ((size_t) self->config->key_cache);
     self->slow = self->cache ? slow_pool_new (self->ks, (size_t) self->config->slow_threads, self->loop,
-                                              fe_slow_done, s_slow_discard, self) : NULL;
-    if (!self->slow || fe_audit_start (self) != 0)
+                                              s_slow_back, s_slow_discard, self) : NULL;
+    if (!self->slow || !(self->keystore_watch = calloc (1, sizeof *self->keystore_watch))
+    ||  fe_audit_start (self) != 0)
         return -1;
+    fe_keystore_watch_t *watch = self->keystore_watch;
     if (keystore_is_url (self->config->keystore_path)) {
         //  A database other brokers share: LISTEN/NOTIFY, not inotify.
-        self->listener = keystore_listener_new (self->ks);
-        self->listener_seen = keystore_listener_changes (self->listener);
+        watch->listener = keystore_listener_new (self->ks);
+        watch->listener_seen = keystore_listener_changes (watch->listener);
     }
     else
-        self->watch = ks_watch_new (self->config->keystore_path);
+        watch->file = ks_watch_new (self->config->keystore_path);
     keystore_change_t *changes = NULL;
     size_t n = 0;
-    if ((self->watch || self->listener) && (self->settle = ks_settle_new (self->ks, self->listener, &changes, &n)))
+    if ((watch->file || watch->listener) && (self->settle = ks_settle_new (self->ks, watch->listener, &changes, &n)))
         ks_cache_epochs_baseline (self->cache, changes, n);
     keystore_changes_free (&changes, n);
     if (!self->settle) {
-        ks_watch_destroy (&self->watch);        /* nothing can tell what changed */
-        keystore_listener_destroy (&self->listener);
+        ks_watch_destroy (&watch->file);        /* nothing can tell what changed */
+        keystore_listener_destroy (&watch->listener);
     }
-    if (!self->watch && !self->listener) {
+    if (!watch->file && !watch->listener) {
         zsys_warning ("keystore %s: keys and tenant rows are not cached: every job reads its row",
                       self->config->keystore_name);
         ks_cache_hold (self->cache);            /* for good */
@@ -190,14 +181,36 @@ fe_keystore_start (frontend_t *self)
     return 0;
 }
 
+/*  Stops watching the keystore for other writers (the frontend is ending).  */
+void
+fe_keystore_stop (frontend_t *self)
+{
+    if (!self->keystore_watch)
+        return;
+    ks_watch_destroy (&self->keystore_watch->file);
+    keystore_listener_destroy (&self->keystore_watch->listener);
+    free (self->keystore_watch);
+    self->keystore_watch = NULL;
+}
+
 /* ---- the audit log (audit.h) ------------------------------------------- */
+
+/*  SLOW_AUDIT is back: the batch was appended (or is kept for the next
+ *  interval: audit.h).  */
+static void
+s_audit_back (void *arg, slow_job_t *job)
+{
+    frontend_t *self = arg;
+    broker_audit_done (self->audit, job->audit);
+    job->audit = NULL;
+}
 
 /*  Hands what the audit noted to the slow pool (at most one batch out).  */
 static void
 s_audit_flush (frontend_t *self)
 {
     broker_audit_batch_t *batch = broker_audit_take (self->audit, false);
-    slow_job_t *job = batch ? fe_slow_new (NULL, 0, SLOW_AUDIT) : NULL;
+    slow_job_t *job = batch ? fe_slow_new (self, NULL, 0, SLOW_AUDIT, s_audit_back) : NULL;
     if (batch && !job)
         broker_audit_done (self->audit, batch);         //  kept for the next interval
     if (job) {

@@ -3,8 +3,9 @@
  *  made, checked and renewed here (docs/CONTRACTS.md "Login tickets").
  *
  *  Owns: nothing of its own beyond the request's ticket fields.
- *  May call: ticket.h, context_auth.h, ks_cache.h (tenant rows), slow_link.c
- *  (fe_slow_new, fe_slow_go).  */
+ *  May call: ticket.h, context_auth.h, ks_cache.h (tenant rows), reply.c
+ *  (the release when a PIN job is back), slow_link.c (fe_slow_new,
+ *  fe_slow_go).  */
 #include "context_auth.h"
 #include "frontend_int.h"
 
@@ -60,30 +61,65 @@ s_tenant_touched (frontend_t *self, const char *tenant, CK_USER_TYPE user_type,
         ks_cache_tenant_drop (self->cache, tenant);
 }
 
+static CK_RV s_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *check);
+static CK_RV s_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set);
+static CK_RV s_set_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set);
+
+/*  A PIN job (SLOW_LOGIN, SLOW_INIT_PIN, SLOW_SET_PIN) is back from the
+ *  slow pool: its result, then the request's count of it (fe_slow_go).  */
+static void
+s_pin_job_back (void *arg, slow_job_t *job)
+{
+    frontend_t *self = arg;
+    fe_request_t *request = job->request;
+    fe_slot_t *slot = &request->slots [job->index];
+    slot->result.rv = job->kind == SLOW_LOGIN ? s_login_done (self, request, slot, job)
+                    : job->kind == SLOW_INIT_PIN ? s_init_pin_done (self, request, job)
+                    : s_set_pin_done (self, request, job);
+    fe_request_release (self, request, true);
+}
+
+/*  Hands PIN job `index` of `kind` for `user_type` to the slow pool
+ *  (s_pin_job_back): its result is FE_CKR_PENDING, CKR_USER_TYPE_INVALID
+ *  (neither CKU_USER nor CKU_SO) or CKR_HOST_MEMORY.  */
+static void
+s_pin_job_go (frontend_t *self, fe_request_t *request, size_t index, slow_kind_t kind, CK_USER_TYPE user_type)
+{
+    CK_RV *rv = &request->slots [index].result.rv;
+    slow_job_t *job = NULL;
+    if (user_type != CKU_USER && user_type != CKU_SO)
+        *rv = CKR_USER_TYPE_INVALID;
+    else
+        *rv = (job = fe_slow_new (self, request, index, kind, s_pin_job_back)) ? fe_slow_go (self, job)
+                                                                               : CKR_HOST_MEMORY;
+}
+
 /*  Checks the PIN of the client's tenant in the keystore (keyed scrypt,
  *  ~70 ms, in the slow pool; failures counted, CKR_PIN_LOCKED after too
- *  many): FE_CKR_PENDING, then fe_login_done.  */
-CK_RV
-fe_login (frontend_t *self, fe_request_t *request, const Cs__LoginJob *job, fe_slot_t *slot)
+ *  many): FE_CKR_PENDING, then s_login_done.  */
+void
+fe_job_login (frontend_t *self, fe_request_t *request, size_t index)
 {
+    const Cs__LoginJob *job = request->req->jobs [index]->login;
     if (job->user_type == CKU_CONTEXT_SPECIFIC) {
+        CK_RV *rv = &request->slots [index].result.rv;
         if (!request->ticket_ok)
-            return fe_no_login_rv (request);    /* again the user's PIN, in a user login */
+            *rv = fe_no_login_rv (request);     /* again the user's PIN, in a user login */
+        else
         if (job->key_id.len == 0 || job->key_id.len > CONTEXT_AUTH_MAX_REF)
-            return CKR_ARGUMENTS_BAD;
+            *rv = CKR_ARGUMENTS_BAD;
+        else
+            s_pin_job_go (self, request, index, SLOW_LOGIN, CKU_USER);
+        return;
     }
-    else
-    if (job->user_type != CKU_USER && job->user_type != CKU_SO)
-        return CKR_USER_TYPE_INVALID;
-    slow_job_t *check = fe_slow_new (request, slot->item.index, SLOW_LOGIN);
-    return check ? fe_slow_go (self, check) : CKR_HOST_MEMORY;
+    s_pin_job_go (self, request, index, SLOW_LOGIN, job->user_type);
 }
 
 /*  The PIN check is back: a ticket bound to the client key, at the PIN
  *  epoch the check saw, expiring after broker/ticket-lifetime-ms unless
  *  renewed.  */
-CK_RV
-fe_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *check)
+static CK_RV
+s_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *check)
 {
     const Cs__LoginJob *job = check->job->login;
     CK_USER_TYPE role = job->user_type == CKU_CONTEXT_SPECIFIC ? CKU_USER : job->user_type;
@@ -118,18 +154,16 @@ fe_login_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_jo
 
 /*  C_InitPIN: the SO sets the user PIN (PKCS#11 2.40 §5.6), which also
  *  clears its lock and ends every user login of the tenant (a new PIN
- *  epoch); the SO's own login goes on.  In the slow pool (fe_init_pin_done).  */
-CK_RV
-fe_init_pin (frontend_t *self, fe_request_t *request, size_t index)
+ *  epoch); the SO's own login goes on (a CKU_SO ticket: its row in
+ *  job_kinds.c).  In the slow pool (s_init_pin_done).  */
+void
+fe_job_init_pin (frontend_t *self, fe_request_t *request, size_t index)
 {
-    if (!request->so_ok)
-        return fe_no_login_rv (request);
-    slow_job_t *set = fe_slow_new (request, index, SLOW_INIT_PIN);
-    return set ? fe_slow_go (self, set) : CKR_HOST_MEMORY;
+    s_pin_job_go (self, request, index, SLOW_INIT_PIN, CKU_USER);
 }
 
-CK_RV
-fe_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
+static CK_RV
+s_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
 {
     s_tenant_touched (self, request->tenant, CKU_USER, NULL);
     zsys_info ("init-pin: tenant %s by client %s: %s", request->tenant, request->client_name,
@@ -141,18 +175,15 @@ fe_init_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
  *  moves the PIN epoch: logins made with the old PIN end, anywhere.  The
  *  caller's own login of that user type goes on (PKCS#11 2.40 §5.6: the
  *  session stays logged in): it gets a ticket at the new epoch in
- *  Reply.ticket.  In the slow pool (fe_set_pin_done).  */
-CK_RV
-fe_set_pin (frontend_t *self, fe_request_t *request, size_t index, const Cs__SetPinJob *job)
+ *  Reply.ticket.  In the slow pool (s_set_pin_done).  */
+void
+fe_job_set_pin (frontend_t *self, fe_request_t *request, size_t index)
 {
-    if (job->user_type != CKU_USER && job->user_type != CKU_SO)
-        return CKR_USER_TYPE_INVALID;
-    slow_job_t *set = fe_slow_new (request, index, SLOW_SET_PIN);
-    return set ? fe_slow_go (self, set) : CKR_HOST_MEMORY;
+    s_pin_job_go (self, request, index, SLOW_SET_PIN, request->req->jobs [index]->set_pin->user_type);
 }
 
-CK_RV
-fe_set_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
+static CK_RV
+s_set_pin_done (frontend_t *self, fe_request_t *request, slow_job_t *set)
 {
     const Cs__SetPinJob *job = set->job->set_pin;
     const char *role = job->user_type == CKU_USER ? "user" : "SO";

@@ -5,9 +5,14 @@
  *  slow_jobs.h); the results come back here.
  *
  *  Owns: frontend_t.home_board's use, the cache drops after a change.
- *  May call: route.c (fe_generating_boards, fe_board_index), inventory.c
- *  (fe_board_key_find), dispatch.c (fe_submit), pool_jobs.c (fe_pool_take),
- *  slow_link.c, request.c (fe_key_limit_log).  */
+ *  The completions of its slow jobs and work items are here too (the
+ *  s_*_back functions): slow_link.c and dispatch.c call them through the
+ *  job's or item's `done`.
+ *
+ *  May call: pool_jobs.c (fe_pool_take), inventory.c (fe_board_key_find,
+ *  fe_generating_boards, fe_board_index), dispatch.c (fe_submit),
+ *  slow_link.c, reply.c (fe_key_limit_log, fe_request_release,
+ *  fe_drained_check).  */
 #include "frontend_int.h"
 
 static void s_destroy_resident (frontend_t *self, const char *board_name, const char *ref);
@@ -25,8 +30,8 @@ s_template_flag (Cs__Attribute **attrs, size_t n, CK_ATTRIBUTE_TYPE type, bool f
 /*  A generated key's description is back from the slow pool (a token key
  *  stored durably first: keystore_key_put before the reply; a session key
  *  with its PKCS#8 for the reply, no ref).  */
-void
-fe_generated_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *described)
+static void
+s_generated_result (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *described)
 {
     const Cs__GenerateKeyPairJob *job = described->job->generate_key_pair;
     fe_key_limit_log (self, request, described->rv, described->limit);
@@ -57,14 +62,25 @@ fe_generated_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slo
                job->token ? info->ref : "-", request->tenant, job->token ? info->home : "returned");
 }
 
+/*  SLOW_GENERATED is back (its completion): the job's result, then the
+ *  request's count of it (fe_slow_go).  */
+static void
+s_generated_back (void *arg, slow_job_t *described)
+{
+    frontend_t *self = arg;
+    fe_request_t *request = described->request;
+    s_generated_result (self, request, &request->slots [described->index], described);
+    fe_request_release (self, request, true);
+}
+
 /*  Hands generated material (PKCS#8, owned: taken; `pooled`: from the key
- *  pool) to the slow pool for its description (fe_generated_done).  Returns true when it went, false when
+ *  pool) to the slow pool for its description (s_generated_back).  Returns true when it went, false when
  *  the job failed here (its result is set).  */
 static bool
 s_generated_material (frontend_t *self, fe_request_t *request, fe_slot_t *slot,
                       unsigned char *pkcs8, size_t len, bool pooled)
 {
-    slow_job_t *describe = fe_slow_new (request, slot->item.index, SLOW_GENERATED);
+    slow_job_t *describe = fe_slow_new (self, request, slot->item.index, SLOW_GENERATED, s_generated_back);
     if (!describe) {
         OPENSSL_cleanse (pkcs8, len);
         free (pkcs8);
@@ -79,12 +95,12 @@ s_generated_material (frontend_t *self, fe_request_t *request, fe_slot_t *slot,
 }
 
 /*  Hands a key generated on a board to the slow pool for its description
- *  and its row (fe_generated_done).  Returns as s_generated_material.  */
+ *  and its row (s_generated_back).  Returns as s_generated_material.  */
 static bool
 s_generated_resident (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
 {
     work_item_t *item = &slot->item;
-    slow_job_t *describe = fe_slow_new (request, item->index, SLOW_GENERATED);
+    slow_job_t *describe = fe_slow_new (self, request, item->index, SLOW_GENERATED, s_generated_back);
     if (!describe) {
         slot->result.rv = CKR_HOST_MEMORY;
         return false;
@@ -96,13 +112,16 @@ s_generated_resident (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
     return true;
 }
 
-/*  A generation item came back from a worker: the key goes to the slow
- *  pool for its description (that job holds the request), or the job
- *  failed.  */
-void
-fe_generate_finish (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
+/*  A generation item is back for good (its completion, called by
+ *  dispatch.c): the key goes to the slow pool for its description (that
+ *  job holds the request), or the job failed; then the request's count of
+ *  the item (fe_submit).  */
+static void
+s_generate_back (void *arg, work_item_t *item)
 {
-    work_item_t *item = &slot->item;
+    frontend_t *self = arg;
+    fe_request_t *request = item->request;
+    fe_slot_t *slot = &request->slots [item->index];
     if (item->rv != CKR_OK)
         slot->result.rv = item->rv;
     else
@@ -113,6 +132,7 @@ fe_generate_finish (frontend_t *self, fe_request_t *request, fe_slot_t *slot)
     }
     else
         s_generated_resident (self, request, slot);
+    fe_request_release (self, request, true);
 }
 
 /*  Token key on the board of keys/home: a fresh ref whose random bytes are
@@ -143,7 +163,8 @@ s_generate_on_board (frontend_t *self, fe_request_t *request, fe_slot_t *slot, C
 /*  C_GenerateKeyPair (issue #3): from the pool, on a worker as material, or
  *  resident on the keys/home board.  A token pair is stored: a USER ticket;
  *  a session pair (token FALSE) is only returned to the client: public
- *  (fe_public_job_rv), a pool key taken is charged to the tenant.  */
+ *  (both checked by its row in job_kinds.c), a pool key taken is charged to
+ *  the tenant.  */
 void
 fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
 {
@@ -152,10 +173,8 @@ fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
     const Cs__GenerateKeyPairJob *job = request->req->jobs [index]->generate_key_pair;
     CK_KEY_TYPE type = CKK_RSA;
     *item = (work_item_t) { .request = request, .index = index, .kind = WORK_GENERATE,
-                            .deadline = request->deadline };
-    CK_RV rv = !job->token ? fe_public_job_rv (request) : request->ticket_ok ? CKR_OK : fe_no_login_rv (request);
-    if (rv == CKR_OK)
-        rv = keyjobs_keygen (job, &self->rsa_range, &item->gen, &type);
+                            .deadline = request->deadline, .done = s_generate_back, .done_arg = self };
+    CK_RV rv = keyjobs_keygen (job, &self->rsa_range, &item->gen, &type);
     if (rv == CKR_OK && job->token && self->home_board >= 0)
         rv = s_generate_on_board (self, request, slot, type);
     else
@@ -169,7 +188,7 @@ fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
         item->boards = fe_generating_boards (self, type, request->tenant);
         rv = item->boards && fe_submit (self, item) == 0 ? CKR_OK : CKR_MECHANISM_INVALID;
     }
-    if (rv != CKR_OK)           /* else the item sets it (fe_generate_finish), maybe already */
+    if (rv != CKR_OK)           /* else the item sets it (s_generate_back), maybe already */
         slot->result.rv = rv;
 }
 
@@ -207,6 +226,22 @@ s_key_ref_check (frontend_t *self, fe_request_t *request, const char *ref)
                                                                    : CKR_OBJECT_HANDLE_INVALID;
 }
 
+/*  A background clean-up (WORK_DESTROY_RESIDENT) is back (its completion):
+ *  a failure is logged, the item freed; a worker is free again, so the key
+ *  pool's refills may go out (as after any background item).  */
+static void
+s_destroy_back (void *arg, work_item_t *item)
+{
+    frontend_t *self = arg;
+    if (item->rv != CKR_OK)
+        zsys_warning ("destroy: board %s could not remove a resident key: %s",
+                      self->args->boards [item->board]->name, cs_rv_name (item->rv));
+    free (item->out);           /* a clean-up has no result bytes */
+    free (item);
+    fe_pool_refill (self);
+    fe_drained_check (self);
+}
+
 /*  Destroys the resident copy of a keystore key on its board, in the
  *  background (the row is already gone; failures are logged).  */
 static void
@@ -222,6 +257,8 @@ s_destroy_resident (frontend_t *self, const char *board_name, const char *ref)
     }
     item->kind = WORK_DESTROY_RESIDENT;
     item->low = true;
+    item->done = s_destroy_back;
+    item->done_arg = self;
     item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
     item->boards = UINT64_C (1) << board;
     item->deadline = INT64_MAX;
@@ -238,26 +275,34 @@ s_key_job_ref (const Cs__Job *job)
          : job->kind_case == CS__JOB__KIND_COPY_KEY ? job->copy_key->ref : "ks:";
 }
 
-/*  Import, destroy, set attributes, copy: a USER ticket and a key ref of
- *  the tenant; the rows change in the slow pool (fe_key_job_done).  */
+static void s_key_job_back (void *arg, slow_job_t *change);
+
+/*  Import, destroy, set attributes, copy, token secret keys: a USER
+ *  ticket (job_kinds.c) and a key ref of the tenant; the rows change in
+ *  the slow pool (s_key_job_back).  */
 void
-fe_job_key (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot)
+fe_job_key (frontend_t *self, fe_request_t *request, size_t index)
 {
-    CK_RV rv = request->ticket_ok ? s_key_ref_check (self, request, s_key_job_ref (job))
-                                  : fe_no_login_rv (request);
-    slow_job_t *change = rv == CKR_OK ? fe_slow_new (request, slot->item.index, SLOW_KEY_JOB) : NULL;
+    const Cs__Job *job = request->req->jobs [index];
+    fe_slot_t *slot = &request->slots [index];
+    CK_RV rv = s_key_ref_check (self, request, s_key_job_ref (job));
+    slow_job_t *change = rv == CKR_OK ? fe_slow_new (self, request, index, SLOW_KEY_JOB, s_key_job_back) : NULL;
     if (rv == CKR_OK)
         rv = change ? fe_slow_go (self, change) : CKR_HOST_MEMORY;
     if (rv != FE_CKR_PENDING)
         s_key_result (slot, rv, NULL, false);
 }
 
-/*  A key job is back from the slow pool: what it changed leaves the cache
- *  (the key, and the tenant's keys_version), the resident copy of a
- *  destroyed key goes from its board.  */
-void
-fe_key_job_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_job_t *change)
+/*  A key job is back from the slow pool (SLOW_KEY_JOB's completion): what
+ *  it changed leaves the cache (the key, and the tenant's keys_version),
+ *  the resident copy of a destroyed key goes from its board; then the
+ *  request's count of it (fe_slow_go).  */
+static void
+s_key_job_back (void *arg, slow_job_t *change)
 {
+    frontend_t *self = arg;
+    fe_request_t *request = change->request;
+    fe_slot_t *slot = &request->slots [change->index];
     const Cs__Job *job = change->job;
     const char *ref = s_key_job_ref (job);
     CK_RV rv = change->rv;
@@ -272,16 +317,31 @@ fe_key_job_done (frontend_t *self, fe_request_t *request, fe_slot_t *slot, slow_
         zsys_info ("key job %d on %s (tenant %s): %s", (int) job->kind_case,
                    info ? info->ref : ref, request->tenant, cs_rv_name (rv));
     s_key_result (slot, rv, info, job->kind_case == CS__JOB__KIND_IMPORT_KEY);
+    fe_request_release (self, request, true);
+}
+
+/*  SLOW_OBJECT_JOB is back (its completion): the job's result, then the
+ *  request's count of it (fe_slow_go).  */
+static void
+s_object_back (void *arg, slow_job_t *run)
+{
+    fe_request_t *request = run->request;
+    fe_slot_t *slot = &request->slots [run->index];
+    objjobs_result (&slot->result, run->rv, &slot->objects, &run->objects);
+    fe_request_release (arg, request, true);
 }
 
 /*  Certificates and data objects (objjobs.h): run in the slow pool.  A
- *  ticket that no longer holds ends the login, as for key lists.  */
+ *  ticket that no longer holds has ended the login before (FE_NEEDS_PUBLIC,
+ *  job_kinds.c), as for key lists; which objects need the CKU_USER ticket
+ *  is objjobs_admit's.  */
 void
-fe_job_object (frontend_t *self, fe_request_t *request, const Cs__Job *job, fe_slot_t *slot)
+fe_job_object (frontend_t *self, fe_request_t *request, size_t index)
 {
-    bool stale = request->req->ticket.len && !request->ticket_ok && !request->so_ok;
-    CK_RV rv = stale ? fe_no_login_rv (request) : objjobs_admit (job, request->ticket_ok);
-    slow_job_t *run = rv == CKR_OK ? fe_slow_new (request, slot->item.index, SLOW_OBJECT_JOB) : NULL;
+    const Cs__Job *job = request->req->jobs [index];
+    fe_slot_t *slot = &request->slots [index];
+    CK_RV rv = objjobs_admit (job, request->ticket_ok);
+    slow_job_t *run = rv == CKR_OK ? fe_slow_new (self, request, index, SLOW_OBJECT_JOB, s_object_back) : NULL;
     if (rv == CKR_USER_NOT_LOGGED_IN)
         rv = fe_no_login_rv (request);
     if (run)

@@ -1,17 +1,14 @@
-/*  route.c — which boards may run a crypto job: the key of a sign,
- *  decrypt or derive job (per-request PKCS#8, "board:" ref of the tenant,
- *  "ks:" keystore ref from the cache or read by the slow pool, whose
- *  CKA_ALLOWED_MECHANISMS must allow the job's mechanism), the boards
- *  that take its material or hold it, narrowed to the boards that run its
- *  mechanism (docs/CONTRACTS.md "Routing"), raw modexp and secret-key
- *  (AES, HMAC) jobs with a session key's value or a token secret key's
- *  "ks:" ref (read like a keystore key pair's private key).
+/*  key_route.c — a crypto job's key and the boards it allows: the key of
+ *  a sign, decrypt or derive job (per-request PKCS#8, "board:" ref of the
+ *  tenant, "ks:" keystore ref from the cache, whose CKA_ALLOWED_MECHANISMS
+ *  and the tenant's usage policy must allow the job), the boards that take
+ *  its material or hold it, narrowed to the boards that run its mechanism
+ *  (docs/CONTRACTS.md "Routing"); a token secret key's rules for a
+ *  secret-key job (secretkeys.h).  route.c, the job room, asks and goes on.
  *
- *  Owns: the per-item key material and its pinning in the key cache.
- *  May call: board.h capabilities, ks_cache.h, inventory.c
- *  (fe_board_key_find), slow_link.c (fe_slow_new, fe_slow_go: a key read),
- *  dispatch.c (fe_submit, fe_item_wipe_material), request.c (fe_log_due,
- *  fe_request_release).  */
+ *  Owns: the pinning of a cached key by the item it routes.
+ *  May call: board.h capabilities, ks_cache.h, keyattrs.h, secretkeys.h,
+ *  inventory.c (fe_board_key_find, fe_open_boards), reply.c (fe_log_due).  */
 #include <openssl/objects.h>
 #include <openssl/x509.h>
 #include "cs_attr_rules.h"
@@ -21,7 +18,6 @@
  *  the wire header included next.  */
 #undef public_data
 #undef public_data_len
-#include "modexp_job.h"
 #include "secretkeys.h"
 #include "symjobs.h"
 #include "context_auth.h"
@@ -29,18 +25,6 @@
 #include "keyattrs.h"
 
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
-
-uint64_t
-fe_open_boards (frontend_t *self, const char *tenant)
-{
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++) {
-        const char *owner = self->args->boards [b]->tenant;
-        if (!owner || (tenant && streq (owner, tenant)))
-            set |= UINT64_C (1) << b;
-    }
-    return set;
-}
 
 /*  Boards open to `tenant` (fe_open_boards) that sign/decrypt with key
  *  material of key_type.  */
@@ -67,30 +51,6 @@ s_derive_boards (frontend_t *self, bool material, const char *tenant)
     return material ? set & fe_open_boards (self, tenant) : set;
 }
 
-/*  Boards open to `tenant` (NULL: pool keys, for any tenant later) that
- *  generate key_type as material.  */
-uint64_t
-fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant)
-{
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_generates (self->args->boards [b], key_type, false))
-            set |= UINT64_C (1) << b;
-    return set & fe_open_boards (self, tenant);
-}
-
-/*  Boards open to `tenant` that run raw modexp (CS_CAP_MODEXP): the
- *  operands are the tenant's data.  */
-static uint64_t
-s_modexp_boards (frontend_t *self, const char *tenant)
-{
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_modexps (self->args->boards [b]))
-            set |= UINT64_C (1) << b;
-    return set & fe_open_boards (self, tenant);
-}
-
 /*  The mechanism on the wire of a sign, decrypt or derive item.  */
 static CK_MECHANISM_TYPE
 s_item_mechanism (const work_item_t *item)
@@ -99,8 +59,8 @@ s_item_mechanism (const work_item_t *item)
 }
 
 /*  Boards that run the job mechanism of a crypto item (board_runs).  */
-static uint64_t
-s_mech_boards (frontend_t *self, const work_item_t *item)
+uint64_t
+fe_mech_boards (frontend_t *self, const work_item_t *item)
 {
     CK_MECHANISM_TYPE type = s_item_mechanism (item);
     CK_FLAGS flag = item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE;
@@ -109,16 +69,6 @@ s_mech_boards (frontend_t *self, const work_item_t *item)
         if (board_runs (self->args->boards [b], type, flag))
             set |= UINT64_C (1) << b;
     return set;
-}
-
-/*  Index of the board called name, or -1.  */
-int
-fe_board_index (frontend_t *self, const char *name)
-{
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (streq (self->args->boards [b]->name, name))
-            return (int) b;
-    return -1;
 }
 
 /*  The modulus bits of an RSAPrivateKey (RFC 8017 A.1.2: SEQUENCE {
@@ -352,9 +302,9 @@ s_context_auth (frontend_t *self, fe_request_t *request, const work_item_t *item
  *  bytes, borrowed from item->cached or item->material until the item is
  *  back): its material goes with the item (home keystore) or its resident
  *  copy is used (home board:NAME).  */
-static CK_RV
-s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref,
-                      const Cs__KeyInfo *info, const uint8_t *pkcs8, size_t len)
+CK_RV
+fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref,
+                       const Cs__KeyInfo *info, const uint8_t *pkcs8, size_t len)
 {
     CK_RV rv = CKR_OK;
     item->bits = info->bits;
@@ -408,8 +358,8 @@ s_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item
 }
 
 /*  "ks:...": the tenant's keystore row from the cache, pinned by the item
- *  (s_route_keystore_key); FE_CKR_PENDING with the ref in item->ref when
- *  it is not cached (the slow pool reads it: fe_key_read_done).  */
+ *  (fe_route_keystore_key); FE_CKR_PENDING with the ref in item->ref when
+ *  it is not cached (route.c has the slow pool read it).  */
 static CK_RV
 s_route_keystore_ref (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref)
 {
@@ -422,14 +372,14 @@ s_route_keystore_ref (frontend_t *self, fe_request_t *request, work_item_t *item
     }
     item->cached = key;
     const uint8_t *pkcs8 = ks_key_pkcs8 (key, &len);
-    return s_route_keystore_key (self, request, item, ref, ks_key_info (key), pkcs8, len);
+    return fe_route_keystore_key (self, request, item, ref, ks_key_info (key), pkcs8, len);
 }
 
 /*  Fills the item's mechanism and input from a sign/decrypt/derive job:
  *  past this point no room below routing sees the wire job (scheduler.h).
  *  The OAEP label and the input stay borrowed from the request.  */
-static void
-s_item_inputs (work_item_t *item, const Cs__Job *job)
+void
+fe_item_inputs (work_item_t *item, const Cs__Job *job)
 {
     if (item->kind == WORK_DERIVE) {
         item->in = job->derive->public_data.data;
@@ -452,8 +402,8 @@ s_item_inputs (work_item_t *item, const Cs__Job *job)
 
 /*  Routes a sign/decrypt/derive job by its key: per-request key, board ref
  *  or keystore ref (docs/CONTRACTS.md "Routing").  */
-static CK_RV
-s_route_crypto (frontend_t *self, fe_request_t *request, work_item_t *item, const Cs__Job *job)
+CK_RV
+fe_route_crypto (frontend_t *self, fe_request_t *request, work_item_t *item, const Cs__Job *job)
 {
     ProtobufCBinaryData key_id = item->kind == WORK_SIGN ? job->sign->key_id
                                : item->kind == WORK_DECRYPT ? job->decrypt->key_id : job->derive->key_id;
@@ -471,107 +421,13 @@ s_route_crypto (frontend_t *self, fe_request_t *request, work_item_t *item, cons
     return CKR_KEY_HANDLE_INVALID;
 }
 
-/*  Submits a routed crypto item (rv: its routing), or sets the job's
- *  result when it cannot run.  Only boards that run its mechanism may take
- *  it: CKR_MECHANISM_INVALID when none of the key's boards does (PKCS#11
- *  2.40 §5.11 C_SignInit).  Returns true when the item is out.  */
-static bool
-s_crypto_submit (frontend_t *self, fe_slot_t *slot, CK_RV rv)
-{
-    work_item_t *item = &slot->item;
-    if (rv == CKR_OK && !(item->boards &= s_mech_boards (self, item)))
-        rv = CKR_MECHANISM_INVALID;
-    int submitted = rv == CKR_OK ? fe_submit (self, item) : 0;
-    if (submitted)      /* no board holds the key, or every one is out of rotation */
-        rv = submitted == -2 ? CKR_DEVICE_ERROR : CKR_KEY_HANDLE_INVALID;
-    if (rv == CKR_OK)
-        return true;
-    fe_item_wipe_material (self, item);
-    slot->result.rv = rv;
-    return false;
-}
-
-/*  A keystore key that is not cached (*rv FE_CKR_PENDING, its ref in
- *  item->ref): the slow pool reads it and fe_key_read_done goes on; true
- *  then.  False, with *rv unchanged or CKR_HOST_MEMORY, when the job is to
- *  be finished here.  */
-static bool
-s_key_read (frontend_t *self, fe_request_t *request, size_t index, work_item_t *item, CK_RV *rv)
-{
-    if (*rv != FE_CKR_PENDING)
-        return false;
-    slow_job_t *read = fe_slow_new (request, index, SLOW_KEY);
-    if (!read) {
-        *rv = CKR_HOST_MEMORY;
-        return false;
-    }
-    snprintf (read->ref, sizeof read->ref, "%s", item->ref);
-    read->token = ks_cache_token (self->cache);
-    fe_slow_go (self, read);
-    return true;
-}
-
-/*  True when a sign, decrypt or derive job carries its key (key_pkcs8: a
- *  session key of the client's) rather than naming a server-held one.  */
-static bool
-s_carries_key (const Cs__Job *job)
-{
-    ProtobufCBinaryData der = job->kind_case == CS__JOB__KIND_SIGN ? job->sign->key_pkcs8
-                            : job->kind_case == CS__JOB__KIND_DECRYPT ? job->decrypt->key_pkcs8
-                            : job->derive->key_pkcs8;
-    return der.len > 0;
-}
-
-/*  Makes a work item of a sign or decrypt job and routes it; a keystore
- *  key that is not cached is read by the slow pool first.  A job naming a
- *  server-held key (ks:, board:) needs the CKU_USER ticket; one that
- *  carries its key is public (fe_public_job_rv).  */
-void
-fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index)
-{
-    fe_slot_t *slot = &request->slots [index];
-    work_item_t *item = &slot->item;
-    const Cs__Job *job = request->req->jobs [index];
-    *item = (work_item_t) { .request = request, .index = index, .deadline = request->deadline };
-    item->kind = job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
-               : job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE;
-    s_item_inputs (item, job);
-    CK_RV rv = s_carries_key (job) ? fe_public_job_rv (request)
-             : request->ticket_ok ? CKR_OK : fe_no_login_rv (request);
-    if (rv == CKR_OK)
-        rv = s_route_crypto (self, request, item, job);
-    if (s_key_read (self, request, index, item, &rv))
-        return;
-    s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (fe_submit) */
-}
-
-/*  A raw modexp job (issue #12): a USER ticket, then one work item on any
- *  board that runs modexp (modexp_job.h).  */
-void
-fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
-{
-    fe_slot_t *slot = &request->slots [index];
-    work_item_t *item = &slot->item;
-    *item = (work_item_t) { .request = request, .index = index, .kind = WORK_MODEXP,
-                            .deadline = request->deadline };
-    CK_RV rv = request->ticket_ok ? modexp_job_operands (request->req, index, &item->modexp)
-                                  : CKR_USER_NOT_LOGGED_IN;
-    item->boards = s_modexp_boards (self, request->tenant);
-    if (rv == CKR_OK && !item->boards)
-        rv = CKR_MECHANISM_INVALID;
-    if (rv == CKR_OK && fe_submit (self, item))
-        rv = CKR_MECHANISM_INVALID;
-    if (rv != CKR_OK)
-        slot->result.rv = rv;
-}
-
 /*  A token secret key for a SymJob (secretkeys.h): its type, the usage
  *  rules of the tenant's policy (of a wrap or unwrap when the job says
  *  key_wrap) and its CKA_ALLOWED_MECHANISMS, then its value (borrowed from
  *  item->cached or item->material until the item is back) becomes the
  *  job's key.  */
-static CK_RV
-s_sym_key (frontend_t *self, work_item_t *item, const Cs__KeyInfo *info, const uint8_t *value, size_t len)
+CK_RV
+fe_sym_key (frontend_t *self, work_item_t *item, const Cs__KeyInfo *info, const uint8_t *value, size_t len)
 {
     const cs_mech_row_t *row = cs_mech_row (item->sym.mechanism);
     fe_request_t *request = item->request;
@@ -595,9 +451,10 @@ s_sym_key (frontend_t *self, work_item_t *item, const Cs__KeyInfo *info, const u
 
 /*  The "ks:" ref of a SymJob: the key from the cache (pinned by the item),
  *  or FE_CKR_PENDING with the ref in item->ref (the slow pool reads it:
- *  fe_key_read_done).  Another ref form is CKR_KEY_HANDLE_INVALID.  */
-static CK_RV
-s_route_sym_ref (frontend_t *self, fe_request_t *request, work_item_t *item)
+ *  route.c has the slow pool read it).  Another ref form is
+ *  CKR_KEY_HANDLE_INVALID.  */
+CK_RV
+fe_route_sym_ref (frontend_t *self, fe_request_t *request, work_item_t *item)
 {
     char ref [S_REF_MAX + 1];
     size_t len = 0;
@@ -611,84 +468,5 @@ s_route_sym_ref (frontend_t *self, fe_request_t *request, work_item_t *item)
     }
     item->cached = key;
     const uint8_t *value = ks_key_pkcs8 (key, &len);
-    return s_sym_key (self, item, ks_key_info (key), value, len);
-}
-
-/*  Submits a prepared SymJob item (rv: its preparation), or sets the
- *  job's result (and drops the key it pinned) when it cannot run.  */
-static void
-s_sym_submit (frontend_t *self, fe_slot_t *slot, CK_RV rv)
-{
-    work_item_t *item = &slot->item;
-    if (rv == CKR_OK && (!item->boards || fe_submit (self, item)))
-        rv = CKR_MECHANISM_INVALID;
-    if (rv == CKR_OK)
-        return;
-    fe_item_wipe_material (self, item);
-    slot->result.rv = rv;
-}
-
-/*  A secret-key job (issue #10, symjobs.h): the key (its value in the
- *  job: public, fe_public_job_rv; or a token secret key of the tenant read
- *  through the key cache, the slow pool on a miss: a USER ticket), then one
- *  work item on any board that runs the mechanism.  */
-void
-fe_job_sym (frontend_t *self, fe_request_t *request, size_t index)
-{
-    fe_slot_t *slot = &request->slots [index];
-    work_item_t *item = &slot->item;
-    *item = (work_item_t) { .request = request, .index = index, .kind = WORK_SYM,
-                            .deadline = request->deadline };
-    const Cs__SymJob *sym = request->req->jobs [index]->sym;
-    CK_RV rv = !sym->key_id.len ? fe_public_job_rv (request)
-             : request->ticket_ok ? CKR_OK : fe_no_login_rv (request);
-    if (rv == CKR_OK)
-        rv = symjob_prepare (sym, &item->sym);
-    for (size_t b = 0; rv == CKR_OK && b < self->args->n_boards; b++)
-        if (board_runs_sym (self->args->boards [b], item->sym.mechanism))
-            item->boards |= UINT64_C (1) << b;
-    item->boards &= fe_open_boards (self, request->tenant);     /* the key and data are the tenant's */
-    if (rv == CKR_OK && !item->boards)
-        rv = CKR_MECHANISM_INVALID;
-    if (rv == CKR_OK && request->req->jobs [index]->sym->key_id.len)
-        rv = s_route_sym_ref (self, request, item);
-    if (s_key_read (self, request, index, item, &rv))
-        return;
-    s_sym_submit (self, slot, rv);
-}
-
-/*  The slow pool read a keystore key for a crypto or secret-key job: cached (unless a
- *  drop happened meanwhile: then the item owns the copy), routed and
- *  submitted; or the job fails.  */
-void
-fe_key_read_done (frontend_t *self, fe_request_t *request, slow_job_t *job)
-{
-    fe_slot_t *slot = &request->slots [job->index];
-    work_item_t *item = &slot->item;
-    CK_RV rv = job->rc == KEYSTORE_DAMAGED || job->rc == KEYSTORE_UNAVAILABLE ? CKR_DEVICE_ERROR
-                                                                              : CKR_KEY_HANDLE_INVALID;
-    if (job->rc == 0) {
-        ks_key_t *key = ks_cache_key_put (self->cache, job->token, request->tenant, job->ref, &job->info,
-                                          job->pkcs8, job->pkcs8_len);
-        const Cs__KeyInfo *info = job->info;
-        const uint8_t *pkcs8 = job->pkcs8;
-        size_t len = job->pkcs8_len;
-        if (key) {
-            item->cached = key;
-            info = ks_key_info (key);
-            pkcs8 = ks_key_pkcs8 (key, &len);
-        }
-        else {                      /* the item owns the read copy */
-            item->material = job->pkcs8;
-            item->material_len = job->pkcs8_len;
-            job->pkcs8 = NULL;
-        }
-        rv = item->kind == WORK_SYM ? s_sym_key (self, item, info, pkcs8, len)
-           : s_route_keystore_key (self, request, item, job->ref, info, pkcs8, len);
-    }
-    if (item->kind == WORK_SYM)
-        s_sym_submit (self, slot, rv);
-    else
-        s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (fe_submit) */
-    fe_request_release (self, request, true);      /* the slow read's count (fe_slow_go) */
+    return fe_sym_key (self, item, ks_key_info (key), value, len);
 }

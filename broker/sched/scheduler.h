@@ -13,7 +13,7 @@
  *  and otherwise by service time alone (they never wait for a busy board).
  *
  *  Where an item goes, or waits for, is the placement model's
- *  (broker/placement.h, internal): service-time estimates per (board,
+ *  (broker/sched/placement.h, internal): service-time estimates per (board,
  *  mechanism, bits) (scheduler_service, scheduler_expected_ns), the
  *  expected finish of an item on a board, and when waiting for a faster
  *  busy board pays (SCHEDULER_SPEED_SLACK, SCHEDULER_STALE_MS).  An idle
@@ -45,14 +45,18 @@ typedef enum {
 } work_kind_t;
 
 /*  One job on its way to a worker and back, in the driver ABI's types only
- *  (cs_driver.h): routing (broker/route.c and the other rooms) fills it from
+ *  (cs_driver.h): routing (broker/frontend/route.c and the other rooms) fills it from
  *  the wire job, and the scheduler, the workers, verification and the
  *  metrics never see a Cs__Job (issue #8 "wire types stop at routing").
  *  Ownership moves with the pointer (frontend -> worker -> frontend); the
  *  parent request, whose buffers the borrowed pointers below point into,
  *  stays with the frontend and outlives the item.  Background items (pool
- *  refills, clean-ups) have no request.  */
-typedef struct {
+ *  refills, clean-ups) have no request.  The room that makes an item sets
+ *  its completion (`done`, `done_arg`): the frontend calls it once the
+ *  item is back for good (docs/FRONTEND.md).  */
+typedef struct _work_item_t work_item_t;
+
+struct _work_item_t {
     void *request;                  /* parent request, or NULL; not owned */
     size_t index;                   /* the job's index in the parent */
     work_kind_t kind;
@@ -100,7 +104,9 @@ typedef struct {
     void *cross;                    /* its cross-check pair (cross_check.h), or NULL */
     uint64_t queued_on;             /* scheduler's own: while it waits, the boards it is
                                        counted as waiting for */
-} work_item_t;
+    void (*done) (void *done_arg, work_item_t *self);   /* completion, set by the room that made it */
+    void *done_arg;
+};
 
 /*  What scheduler_submit did with an item.  */
 typedef enum {
@@ -237,7 +243,7 @@ size_t scheduler_item_bytes (const work_item_t *item);
  *  kinds.  */
 unsigned scheduler_size_class (const work_item_t *item);
 
-/*  The fast lane's admission rule (broker/fast_lane.c, issue 19 item 6):
+/*  The fast lane's admission rule (broker/frontend/fast_lane.c, issue 19 item 6):
  *  true when item may run on board's session on the reactor thread at
  *  now_ns (metrics_now_ns): its input is at most SCHEDULER_LANE_MAX_BYTES;
  *  board has measured item's exact class (mechanism, bits, size class; no
@@ -256,10 +262,10 @@ void scheduler_lane_charge (scheduler_t *self, const char *tenant, int64_t ns, i
 /*  True when board's estimate for item's class (scheduler_expected_ns) is
  *  older than SCHEDULER_STALE_MS at item->submitted_ns (metrics_now_ns):
  *  placement measures such a board again (placement.h); the fast lane
- *  (broker/fast_lane.c) may too.  False when never measured.  */
+ *  (broker/frontend/fast_lane.c) may too.  False when never measured.  */
 bool scheduler_estimate_stale (scheduler_t *self, size_t board, const work_item_t *item);
 
-/*  Board health (issue #9; broker/health.h decides): a board out of
+/*  Board health (issue #9; broker/boards/health.h decides): a board out of
  *  rotation (up = false) gets no new item and its workers take none from the
  *  queue; boards start in rotation.  Putting it back does not hand it any
  *  item: call scheduler_board_kick.  Taking it out: call

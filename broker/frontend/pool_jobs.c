@@ -4,8 +4,8 @@
  *  clean-ups), and the pipe's POOL-WAIT.
  *
  *  Owns: fe_pool_t (private here: the pool, refills at once, POOL-WAIT).
- *  May call: route.c (fe_generating_boards, fe_board_index), dispatch.c
- *  (fe_submit), frontend.c (fe_drained_check), pool.h, pool_store.h.  */
+ *  May call: inventory.c (fe_generating_boards, fe_board_index), dispatch.c
+ *  (fe_submit), reply.c (fe_drained_check), pool.h, pool_store.h.  */
 #include "pool_store.h"
 #include "frontend_int.h"
 
@@ -28,6 +28,8 @@ s_pool_waiter (frontend_t *self)
     }
 }
 
+static void s_refill_back (void *arg, work_item_t *item);
+
 /*  Queues background refills while the pool lacks keys (workers take them
  *  only when no client item waits: scheduler.h).  */
 void
@@ -49,6 +51,8 @@ fe_pool_refill (frontend_t *self)
         item->gen = (cs_keygen_t) { .mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN, .modulus_bits = bits };
         item->boards = boards;
         item->deadline = INT64_MAX;
+        item->done = s_refill_back;
+        item->done_arg = self;
         if (fe_submit (self, item)) {
             pool_refill_failed (self->pool->keys, bits);
             free (item);
@@ -57,13 +61,14 @@ fe_pool_refill (frontend_t *self)
     }
 }
 
-/*  A background item came back.  */
-void
-fe_background_done (frontend_t *self, work_item_t *item)
+/*  A refill came back (its completion, called by dispatch.c): its key
+ *  goes to the pool, or the refill is counted failed; the item is freed
+ *  and the next refills go out.  */
+static void
+s_refill_back (void *arg, work_item_t *item)
 {
-    assert (self->background_out > 0);
-    self->background_out--;
-    if (item->kind == WORK_GENERATE && self->pool) {
+    frontend_t *self = arg;
+    if (self->pool) {
         if (item->rv == CKR_OK) {
             pool_put (self->pool->keys, item->bits, item->out, item->out_len);
             item->out = NULL;
@@ -74,10 +79,6 @@ fe_background_done (frontend_t *self, work_item_t *item)
         }
         s_pool_waiter (self);
     }
-    else
-    if (item->kind == WORK_DESTROY_RESIDENT && item->rv != CKR_OK)
-        zsys_warning ("destroy: board %s could not remove a resident key: %s",
-                      self->args->boards [item->board]->name, cs_rv_name (item->rv));
     if (item->out) {
         OPENSSL_cleanse (item->out, item->out_len);
         free (item->out);

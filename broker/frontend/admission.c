@@ -5,11 +5,17 @@
  *  (broker/max-client-jobs, broker/max-queue: docs/CONTRACTS.md "Fair
  *  shares").
  *
+ *  It charges (fe_admission_charge: a CK_RV that refuses) and decides
+ *  with a verdict (fe_admission_verdict: the tenant's quota takes it,
+ *  admit, queue); the request room (request.c) acts on it: admission
+ *  starts no request.
+ *
  *  Owns: fe_admission_t (private here: the allow-list, the default
  *  tenant, the watch of clients.d and their timers), frontend_t.load and
  *  the reading flag of the router (flow control).
- *  May call: request.c (fe_request_start, fe_send_error, fe_log_due,
- *  fe_request_destroy), the scheduler's queue depth, client_load.h.  */
+ *  May call: job_kinds.c (which jobs go to a worker), quota_link.c (the
+ *  tenant's quota), reply.c (fe_log_due), the scheduler's queue depth,
+ *  client_load.h.  */
 #include <dirent.h>
 #include <inttypes.h>
 #include "clients_watch.h"
@@ -179,10 +185,13 @@ s_request_weight (zframe_t *body, const Cs__Request *req)
          + req->n_jobs * (sizeof (fe_slot_t) + sizeof (Cs__Result *) + sizeof (Cs__Job));
 }
 
-/*  Charges the request to its client (broker/max-client-bytes); over the
- *  limit, answers CKR_DEVICE_MEMORY and logs (rate-limited) who it was.  */
-int
-fe_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request)
+/*  Charges the request to its client (broker/max-client-bytes): the first
+ *  part of admission, before its per-job storage is made.  CKR_OK;
+ *  CKR_HOST_MEMORY; or over the limit CKR_DEVICE_MEMORY, logged
+ *  (rate-limited) with who it was: the caller refuses the request with it
+ *  and *why_p (static), the reason for the client's error reply.  */
+CK_RV
+fe_admission_charge (frontend_t *self, zframe_t *body, fe_request_t *request, const char **why_p)
 {
     size_t weight = s_request_weight (body, request->req);
     char hex [2 * 256 + 1];
@@ -192,41 +201,21 @@ fe_request_charge (frontend_t *self, zframe_t *body, fe_request_t *request)
         cs_hex_encode (zframe_data (request->identity), len, hex);
         client = hex;
     }
-    if (!(request->load_key = strdup (client))) {
-        fe_send_error (self, request->identity, request->req->request_id, CKR_HOST_MEMORY, "out of memory");
-        return -1;
-    }
+    *why_p = "out of memory";
+    if (!(request->load_key = strdup (client)))
+        return CKR_HOST_MEMORY;
     if (client_load_charge (self->load, client, weight) == 0) {
         request->load = self->load;
         request->charged = weight;
-        return 0;
+        return CKR_OK;
     }
     if (fe_log_due (self, request, "max-client-bytes"))
         zsys_warning ("client %s (tenant %s): %zu bytes queued, request %" PRIu64 " of %zu bytes "
                       "over broker/max-client-bytes %d: answered with CKR_DEVICE_MEMORY",
                       request->client_name, request->tenant, client_load_bytes (self->load, client),
                       request->req->request_id, weight, self->config->max_client_bytes);
-    fe_send_error (self, request->identity, request->req->request_id, CKR_DEVICE_MEMORY,
-                  "client over its queued-bytes limit (broker/max-client-bytes)");
-    return -1;
-}
-
-/*  True when the request has a job that goes to a worker.  */
-static bool
-s_needs_worker (const Cs__Request *req)
-{
-    for (size_t i = 0; i < req->n_jobs; i++)
-        switch (req->jobs [i]->kind_case) {
-            case CS__JOB__KIND_SIGN:
-            case CS__JOB__KIND_DECRYPT:
-            case CS__JOB__KIND_DERIVE:
-            case CS__JOB__KIND_GENERATE_KEY_PAIR:
-            case CS__JOB__KIND_SYM:
-                return true;
-            default:
-                break;
-        }
-    return false;
+    *why_p = "client over its queued-bytes limit (broker/max-client-bytes)";
+    return CKR_DEVICE_MEMORY;
 }
 
 /*  True when the job queue is at broker/max-queue.  */
@@ -236,26 +225,34 @@ s_queue_full (frontend_t *self)
     return scheduler_queued (self->scheduler) >= (size_t) self->config->max_queue;
 }
 
-/*  Starts a charged request now, or keeps it in its client's backlog when
- *  the client has broker/max-client-jobs jobs out or older requests
- *  waiting, or when it needs a worker and the queue is at max-queue
- *  (docs/CONTRACTS.md "Fair shares").  A deferred request counts in
- *  in_flight (a drain waits for it).  */
-void
-fe_request_admit (frontend_t *self, fe_request_t *request)
+/*  Admission's verdict on a charged and prepared request: FE_QUOTA when
+ *  its tenant's quota took it (it waits for room in flight or tokens, and
+ *  `pass` gets it back when its turn comes; or it could not start within
+ *  its deadline and was answered and freed: quota_link.c), FE_ADMIT (start
+ *  it now), or FE_QUEUE when the client has broker/max-client-jobs jobs
+ *  out or older requests waiting, or when it needs a worker and the queue
+ *  is at max-queue (docs/CONTRACTS.md "Fair shares").  The caller acts on
+ *  FE_ADMIT and FE_QUEUE: starts or holds (fe_admission_hold) it.  */
+fe_verdict_t
+fe_admission_verdict (frontend_t *self, fe_request_t *request, fe_quota_pass_fn *pass)
 {
-    if (fe_quota_admit (self, request))     /* waits for its tenant's quota, or refused (quota_link.c) */
-        return;
+    if (fe_quota_admit (self, request, pass))
+        return FE_QUOTA;
     if (client_load_may_start (self->load, request->load_key)
-    &&  !(s_queue_full (self) && s_needs_worker (request->req))) {
-        fe_request_start (self, request, false);
-        return;
-    }
-    if (client_load_defer (self->load, request->load_key, request)) {
-        fe_send_error (self, request->identity, request->req->request_id, CKR_HOST_MEMORY, "out of memory");
-        fe_request_destroy (&request);
-        return;
-    }
+    &&  !(s_queue_full (self) && fe_jobs_any (request->req, FE_KIND_WORKER)))
+        return FE_ADMIT;
+    return FE_QUEUE;
+}
+
+/*  Keeps a request of verdict FE_QUEUE in its client's backlog (it counts
+ *  in in_flight: a drain waits for it) until fe_admission_next gives it
+ *  back.  0; -1 when out of memory (the request is not kept: the caller
+ *  refuses it).  */
+int
+fe_admission_hold (frontend_t *self, fe_request_t *request)
+{
+    if (client_load_defer (self->load, request->load_key, request))
+        return -1;
     self->in_flight++;
     if (fe_log_due (self, request, "max-client-jobs"))
         zsys_info ("client %s (tenant %s): %zu jobs out, %zu requests waiting: its requests wait "
@@ -263,40 +260,38 @@ fe_request_admit (frontend_t *self, fe_request_t *request)
                    client_load_jobs (self->load, request->load_key),
                    client_load_client_deferred (self->load, request->load_key),
                    self->config->max_client_jobs, self->config->max_queue);
+    return 0;
 }
 
-static void
-s_backlog_run (frontend_t *self)
+/*  The next held request that may start now (its client under its cap,
+ *  round robin across clients, while the queue has room), taken from the
+ *  backlog (it is still counted in in_flight); NULL when none.  */
+fe_request_t *
+fe_admission_next (frontend_t *self)
 {
-    while (client_load_deferred (self->load) > 0 && !s_queue_full (self)) {
-        fe_request_t *request = client_load_next (self->load);
-        if (!request)
-            break;
-        fe_request_start (self, request, true);
-    }
+    if (client_load_deferred (self->load) == 0 || s_queue_full (self))
+        return NULL;
+    return client_load_next (self->load);
 }
 
 /*  Stops reading requests when the broker drains.  A full queue
  *  (broker/max-queue) or a client at its caps does not stop the reading:
- *  such requests wait in their client's backlog (fe_request_admit), so only
- *  the flooding client is slowed (issue #9).  */
+ *  such requests wait in their client's backlog (fe_admission_hold), so
+ *  only the flooding client is slowed (issue #9).  */
 void
 fe_flow_control (frontend_t *self)
 {
-    metrics_queue_depth (self->args->metrics, scheduler_queued (self->scheduler),
-                         scheduler_queued_low (self->scheduler));
+    fe_flow_depth (self);
     if (self->reading && self->draining) {
         zloop_reader_end (self->loop, self->router);
         self->reading = false;
     }
 }
 
-/*  Jobs came back: deferred requests whose client is under its cap start,
- *  round robin across clients, while the queue has room.  */
+/*  The queue depth gauges (metrics.h), after jobs came back.  */
 void
-fe_flow_resume (frontend_t *self)
+fe_flow_depth (frontend_t *self)
 {
-    s_backlog_run (self);
     metrics_queue_depth (self->args->metrics, scheduler_queued (self->scheduler),
                          scheduler_queued_low (self->scheduler));
 }

@@ -8,10 +8,10 @@
  *
  *  Owns: the sockets, the loop, the timers, start-up and tear-down of the
  *  frontend state (frontend_int.h), the pipe commands (frontend.h).
- *  May call: every room's start/handler entry points (frontend_int.h).  */
+ *  May call: every room's start/handler entry points (frontend_int.h); it
+ *  is the top of the pipeline and nothing calls up into it.  */
 #include <inttypes.h>
 #include "cs_wire.h"
-#include "ks_watch.h"
 #include "ks_settle.h"
 #include "frontend_int.h"
 
@@ -143,6 +143,26 @@ s_on_router (zloop_t *loop, zsock_t *reader, void *arg)
     return 0;
 }
 
+/*  A worker is ready or hands an item back (dispatch.c), then requests
+ *  held in their clients' backlogs may start (request.c).  */
+static int
+s_on_backend (zloop_t *loop, zsock_t *reader, void *arg)
+{
+    fe_dispatch_backend (arg);
+    fe_request_backlog_run (arg);
+    return 0;
+}
+
+/*  The board sweep every BOARD_WATCH_TICK_MS (dispatch.c), then requests
+ *  held in their clients' backlogs may start (request.c).  */
+static int
+s_on_watch_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    fe_dispatch_sweep (arg);
+    fe_request_backlog_run (arg);
+    return 0;
+}
+
 /*  What the frontend needs to route and answer requests, without sockets:
  *  the queued-bytes ledger, the boards' mechanisms and keys, the pool, the
  *  board watch, the loop with the board sweep, the slow pool and keystore
@@ -172,7 +192,7 @@ s_core_start (frontend_t *self)
     zloop_set_nonstop (self->loop, true);    /* SIGINT means drain, not stop */
     if (fe_keystore_start (self) || fe_admission_start (self) || fe_quota_start (self))
         return -1;
-    zloop_timer (self->loop, BOARD_WATCH_TICK_MS, 0, fe_on_watch_timer, self);
+    zloop_timer (self->loop, BOARD_WATCH_TICK_MS, 0, s_on_watch_timer, self);
     return 0;
 }
 
@@ -189,7 +209,7 @@ s_start (frontend_t *self)
         return -1;
     }
     zloop_reader (self->loop, self->pipe, s_on_pipe, self);
-    zloop_reader (self->loop, self->backend, fe_on_backend, self);
+    zloop_reader (self->loop, self->backend, s_on_backend, self);
     zloop_reader (self->loop, self->router, s_on_router, self);
     self->reading = true;
     if (self->config->stats_interval_ms > 0)
@@ -228,8 +248,7 @@ s_frontend_free (frontend_t *self)
     fe_admission_free (self);
     fe_inventory_free (self);
     fe_pool_stop (self);
-    ks_watch_destroy (&self->watch);
-    keystore_listener_destroy (&self->listener);
+    fe_keystore_stop (self);
     ks_cache_destroy (&self->cache);
     client_load_destroy (&self->load);
     ticket_mac_destroy (&self->tickets);
@@ -250,18 +269,6 @@ frontend_actor (zsock_t *pipe, void *arg)
         zstr_free (&command);
     }
     s_frontend_free (&self);
-}
-
-/*  While draining: DRAINED (once) when no request and no background item
- *  is out.  A background item still with a worker when the workers stop
- *  would never come back, and its key material would leak.  */
-void
-fe_drained_check (frontend_t *self)
-{
-    if (self->draining && !self->drained && self->in_flight == 0 && self->background_out == 0) {
-        self->drained = true;
-        zstr_send (self->pipe, "DRAINED");
-    }
 }
 
 /* ------------------------------------------------------------------ */

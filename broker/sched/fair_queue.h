@@ -76,7 +76,7 @@ void *fair_queue_peek (fair_queue_t *self, fair_queue_match_fn *match, void *arg
 void *fair_queue_remove_if (fair_queue_t *self, fair_queue_match_fn *match, void *arg);
 
 /*  Reactor time (issue 19 item 6).  Items a flow runs on the frontend's
- *  own thread (broker/fast_lane.c) cost that thread's time, which every
+ *  own thread (broker/frontend/fast_lane.c) cost that thread's time, which every
  *  tenant's requests share; each flow may use at most its share of it per
  *  FAIR_QUEUE_LANE_PERIOD_NS: weight x period / FAIR_QUEUE_LANE_SHARE, at
  *  most half the period.  Periods are aligned on multiples of the period
