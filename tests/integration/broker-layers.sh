@@ -53,6 +53,8 @@ declare -A rank=(
     [admission]=24
     [request]=25
     [frontend]=26
+    # shared keys: the party service of a broker (its own thread, party/README.md)
+    [party_int]=9 [party_net]=10 [party_gen]=11 [party_sign]=11 [party]=12
     # the daemon
     [server]=27 [main]=28
 )
@@ -60,7 +62,7 @@ declare -A rank=(
 # files include
 declare -A hrank=(
     [broker_config.h]=1 [scheduler.h]=2 [keyjobs.h]=1 [secretkeys.h]=1 [slow_pool.h]=1
-    [pool.h]=1 [frontend.h]=12 [metrics.h]=4
+    [pool.h]=1 [frontend.h]=12 [metrics.h]=4 [party.h]=8
 )
 
 # the rank of file $1 (a basename), or "" when it has none
