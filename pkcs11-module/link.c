@@ -55,6 +55,9 @@ struct _cs_link_t {
     bool stopping;
     bool refused;               /* every broker refused our CURVE handshake */
     bool leader;                /* a thread owns the DEALER sockets (the token) */
+    bool leader_polling;        /* ... and is in (or entering) its poll: a new frame
+                                   must interrupt it; otherwise it looks at the
+                                   queue before it polls again */
 };
 
 static void
@@ -165,7 +168,7 @@ s_monitor_event (cs_link_t *self, size_t i)
     self->refused = refused;
     if (refused)
         cs_waitq_fail_all (&self->queue, CKR_DEVICE_ERROR, true);
-    if (self->leader)
+    if (self->leader_polling)
         s_signal_fd (self->leader_fd);
     pthread_mutex_unlock (&self->mutex);
 }
@@ -269,7 +272,7 @@ cs_link_stop (cs_link_t *self)
     pthread_mutex_lock (&self->mutex);
     self->stopping = true;
     cs_waitq_fail_all (&self->queue, CKR_CRYPTOKI_NOT_INITIALIZED, false);
-    if (self->leader)
+    if (self->leader_polling)
         s_signal_fd (self->leader_fd);          /* it leaves its poll and the sockets */
     pthread_mutex_unlock (&self->mutex);
 }
@@ -370,6 +373,7 @@ s_lead_turn (cs_link_t *self, int64_t left_ms)
     long timeout = cs_waitq_next_timeout (&self->queue, now);
     if (timeout < 0 || timeout > left_ms)
         timeout = (long) left_ms;
+    self->leader_polling = true;
     pthread_mutex_unlock (&self->mutex);
     if (zmq_poll (items, (int) (n + 1), timeout) < 0) {
         if (errno != EINTR)
@@ -377,6 +381,9 @@ s_lead_turn (cs_link_t *self, int64_t left_ms)
         for (size_t i = 0; i <= n; i++)
             items [i].revents = 0;
     }
+    pthread_mutex_lock (&self->mutex);
+    self->leader_polling = false;               /* from here on it sees new frames itself */
+    pthread_mutex_unlock (&self->mutex);
     if (items [n].revents & ZMQ_POLLIN)
         s_drain_fd (self->leader_fd);
     for (size_t i = 0; i < n; i++)
@@ -406,8 +413,9 @@ s_lead (cs_link_t *self, s_call_t *call, int64_t deadline_at, int64_t timeout_ms
 /*  Queues the call and blocks until it is done or its deadline passes:
  *  as the leader when nobody holds the token, else as a follower on its
  *  condition variable (woken by its reply, a failure, or to lead next).  A
- *  follower that adds a frame interrupts the leader's poll, unless it joins
- *  waiters held for company (cs_waitq_joins_hold).  Called with the mutex
+ *  follower that adds a frame interrupts the leader's poll, unless the
+ *  leader is out of it (it sends what is queued before it polls again) or
+ *  the frame joins waiters held for company (cs_waitq_joins_hold).  Called with the mutex
  *  held.  */
 static void
 s_wait (cs_link_t *self, s_call_t *call, int64_t timeout_ms)
@@ -417,7 +425,7 @@ s_wait (cs_link_t *self, s_call_t *call, int64_t timeout_ms)
     s_deadline (timeout_ms, &deadline);
     cs_waitq_add (&self->queue, &call->base, cs_assoc_now_ms ());
     self->callers++;
-    if (self->leader && !cs_waitq_joins_hold (&self->queue, &call->base))
+    if (self->leader_polling && !cs_waitq_joins_hold (&self->queue, &call->base))
         s_signal_fd (self->leader_fd);
     while (!call->base.done)
         if (!self->leader)
