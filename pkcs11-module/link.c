@@ -1,10 +1,18 @@
-/*  link.c — the I/O thread and the life cycle of the link (link.h).
+/*  link.c — the I/O thread, the leader/follower receive path and the life
+ *  cycle of the link (link.h).
  *
  *  Waiters live on the calling thread's stack and sit in the wait queue
- *  (waitq.h), guarded by the link's own mutex; the I/O thread polls the
- *  sockets and drives the queue's policy (what to send where, when to send
- *  again, which waiter a reply completes), and signals the waiter.  A
- *  waiter always removes itself, so the I/O thread never frees one.
+ *  (waitq.h), guarded by the link's own mutex.  The DEALER sockets belong
+ *  to whoever holds the token (`leader`, under the mutex): a waiting
+ *  application thread that finds it free takes it, drives the queue's
+ *  policy (what to send where, when to send again), polls the sockets
+ *  itself and hands each reply to its waiter; it gives the token back when
+ *  its own reply has come and wakes one waiter still undone to lead next
+ *  (leader/follower, docs/DESIGN.md §5).  A lone thread therefore never
+ *  wakes the I/O thread.  The I/O thread owns the monitor sockets only: it
+ *  marks brokers up and down, gives a dead broker's jobs back, and
+ *  interrupts the leader's poll so that it acts on that.  A waiter always
+ *  removes itself, so nobody else frees one.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,31 +39,44 @@ typedef struct {
 
 struct _cs_link_t {
     void *ctx;
-    cs_assoc_t *assocs;         /* one per endpoint; the I/O thread's alone (but for
-                                   the health fields the queue reads under the mutex) */
+    cs_assoc_t *assocs;         /* one per endpoint: the DEALERs are the leader's, the
+                                   monitors the I/O thread's; the health fields are
+                                   read and written under the mutex */
     size_t n_assocs;
-    int wake_fd;                /* eventfd: app threads -> I/O thread */
+    int wake_fd;                /* eventfd: -> I/O thread (destroy only) */
+    int leader_fd;              /* eventfd: -> the leader's poll */
     pthread_t thread;
     bool thread_started;
+    uint64_t io_wakeups;        /* I/O thread poll returns (atomic; for tests) */
     pthread_mutex_t mutex;      /* guards everything below */
     pthread_cond_t drained;
     cs_waitq_t queue;
     size_t callers;
     bool stopping;
     bool refused;               /* every broker refused our CURVE handshake */
-    bool io_busy;               /* the I/O thread is not in (or entering) its poll: it
-                                   looks at the queue before it polls again */
+    bool leader;                /* a thread owns the DEALER sockets (the token) */
+    bool leader_polling;        /* ... and is in (or entering) its poll: a new frame
+                                   must interrupt it; otherwise it looks at the
+                                   queue before it polls again */
 };
 
 static void
-s_wake (cs_link_t *self)
+s_signal_fd (int fd)
 {
     uint64_t one = 1;
-    if (write (self->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
-        cs_log_debug ("link: cannot wake the I/O thread: %s", strerror (errno));
+    if (write (fd, &one, sizeof one) < 0 && errno != EAGAIN)
+        cs_log_debug ("link: cannot wake a thread: %s", strerror (errno));
 }
 
-/*  The queue's hooks (waitq.h), called under the mutex.  */
+static void
+s_drain_fd (int fd)
+{
+    uint64_t count;
+    (void) !read (fd, &count, sizeof count);
+}
+
+/*  The queue's hooks (waitq.h), called under the mutex by the leader (send)
+ *  or by anyone (finish).  */
 static int
 s_send_hook (void *arg, size_t assoc, const uint8_t *frame, size_t size)
 {
@@ -70,21 +91,6 @@ s_finish_hook (void *arg, cs_waiter_t *waiter)
     pthread_cond_signal (&((s_call_t *) waiter)->cond);
 }
 
-/*  I/O thread: hands one decoded reply to its waiter, or drops it.  */
-static void
-s_deliver (cs_link_t *self, Cs__Reply *reply)
-{
-    pthread_mutex_lock (&self->mutex);
-    if (cs_waitq_deliver (&self->queue, &reply))
-        s_wake (self);                          /* send them on the next turn */
-    pthread_mutex_unlock (&self->mutex);
-    if (reply) {
-        cs_log_debug ("link: dropping late or unknown reply %llu",
-                      (unsigned long long) reply->request_id);
-        cs_wire_reply_free (&reply);        /* a late plaintext or private key */
-    }
-}
-
 /*  Wipes a received frame (a reply may carry a plaintext, an ECDH secret or
  *  a generated private key; its decoded copy is the caller's) and closes it.  */
 static void
@@ -95,11 +101,30 @@ s_msg_wipe_close (zmq_msg_t *msg)
     zmq_msg_close (msg);
 }
 
-/*  I/O thread: reads every reply waiting on association `assoc`.  A reply
- *  to a job re-sent elsewhere is taken from whichever broker answers first.  */
+/*  Leader, mutex not held: hands one decoded reply from association `i` to
+ *  its waiter, or drops it.  */
 static void
-s_receive_all (cs_link_t *self, cs_assoc_t *assoc)
+s_deliver (cs_link_t *self, size_t i, Cs__Reply *reply)
 {
+    pthread_mutex_lock (&self->mutex);
+    if (reply->rv == CKR_OK)                    /* errors say the lowest version */
+        self->assocs [i].peer_version = reply->version;
+    (void) cs_waitq_deliver (&self->queue, &reply);     /* re-queued ones go on our next turn */
+    pthread_mutex_unlock (&self->mutex);
+    if (reply) {
+        cs_log_debug ("link: dropping late or unknown reply %llu",
+                      (unsigned long long) reply->request_id);
+        cs_wire_reply_free (&reply);        /* a late plaintext or private key */
+    }
+}
+
+/*  Leader, mutex not held: reads every reply waiting on association `i`.
+ *  A reply to a job re-sent elsewhere is taken from whichever broker
+ *  answers first.  */
+static void
+s_receive_all (cs_link_t *self, size_t i)
+{
+    cs_assoc_t *assoc = &self->assocs [i];
     while (true) {
         zmq_msg_t msg;
         const char *why = NULL;
@@ -110,7 +135,7 @@ s_receive_all (cs_link_t *self, cs_assoc_t *assoc)
             return;
         }
         pthread_mutex_lock (&self->mutex);
-        cs_waitq_heard (&self->queue, (size_t) (assoc - self->assocs), cs_assoc_now_ms ());
+        cs_waitq_heard (&self->queue, i, cs_assoc_now_ms ());
         pthread_mutex_unlock (&self->mutex);
         if (zmq_msg_more (&msg)) {
             cs_log_warning ("link: dropping a multi-frame message from %s", assoc->endpoint);
@@ -121,17 +146,15 @@ s_receive_all (cs_link_t *self, cs_assoc_t *assoc)
         s_msg_wipe_close (&msg);
         if (!reply)
             cs_log_warning ("link: dropping a bad reply from %s: %s", assoc->endpoint, why);
-        else {
-            if (reply->rv == CKR_OK)                    /* errors say the lowest version */
-                assoc->peer_version = reply->version;   /* the I/O thread's alone */
-            s_deliver (self, reply);
-        }
+        else
+            s_deliver (self, i, reply);
     }
 }
 
 /*  I/O thread: one monitor event of association `i`.  A broker gone or
  *  refusing gives its jobs back; when every broker refuses us, queued
- *  calls fail at once (CKR_DEVICE_ERROR) rather than at their deadline.  */
+ *  calls fail at once (CKR_DEVICE_ERROR) rather than at their deadline.
+ *  The leader is interrupted: a broker up or down changes what it sends.  */
 static void
 s_monitor_event (cs_link_t *self, size_t i)
 {
@@ -145,55 +168,41 @@ s_monitor_event (cs_link_t *self, size_t i)
     self->refused = refused;
     if (refused)
         cs_waitq_fail_all (&self->queue, CKR_DEVICE_ERROR, true);
+    if (self->leader_polling)
+        s_signal_fd (self->leader_fd);
     pthread_mutex_unlock (&self->mutex);
 }
 
+/*  The I/O thread: the monitor sockets only, so it sleeps while calls come
+ *  and go (their threads poll the DEALERs themselves).  */
 static void *
 s_io_thread (void *arg)
 {
     cs_link_t *self = arg;
     size_t n = self->n_assocs;
-    zmq_pollitem_t items [2 * CS_CLIENT_MAX_ENDPOINTS + 1];
+    zmq_pollitem_t items [CS_CLIENT_MAX_ENDPOINTS + 1];
+    for (size_t i = 0; i < n; i++)
+        items [i] = (zmq_pollitem_t) { self->assocs [i].monitor, 0, ZMQ_POLLIN, 0 };
+    items [n] = (zmq_pollitem_t) { NULL, self->wake_fd, ZMQ_POLLIN, 0 };
     while (true) {
-        bool stopping, want_out;
-        uint64_t count;
-        long timeout;
+        bool stopping;
         pthread_mutex_lock (&self->mutex);
-        self->io_busy = false;                  /* from here on, new waiters wake us */
         stopping = self->stopping;
-        want_out = cs_waitq_want_send (&self->queue);
-        for (size_t i = 0; i < n; i++) {
-            bool out = want_out && cs_assoc_usable (&self->assocs [i], true);
-            items [2 * i] = (zmq_pollitem_t) { self->assocs [i].socket, 0,
-                                               (short) (ZMQ_POLLIN | (out ? ZMQ_POLLOUT : 0)), 0 };
-            items [2 * i + 1] = (zmq_pollitem_t) { self->assocs [i].monitor, 0, ZMQ_POLLIN, 0 };
-        }
-        timeout = cs_waitq_next_timeout (&self->queue, cs_assoc_now_ms ());
         pthread_mutex_unlock (&self->mutex);
         if (stopping)
             break;
-        items [2 * n] = (zmq_pollitem_t) { NULL, self->wake_fd, ZMQ_POLLIN, 0 };
-        if (zmq_poll (items, (int) (2 * n + 1), timeout) < 0) {
+        if (zmq_poll (items, (int) (n + 1), -1) < 0) {
             if (errno == EINTR)
                 continue;
             cs_log_error ("link: poll failed: %s", zmq_strerror (errno));
             break;
         }
-        pthread_mutex_lock (&self->mutex);
-        self->io_busy = true;                   /* the queue's turn below sees what comes now */
-        pthread_mutex_unlock (&self->mutex);
-        if (items [2 * n].revents & ZMQ_POLLIN)
-            (void) !read (self->wake_fd, &count, sizeof count);
-        for (size_t i = 0; i < n; i++)          /* replies before a disconnect first */
-            if (items [2 * i].revents & ZMQ_POLLIN)
-                s_receive_all (self, &self->assocs [i]);
+        __atomic_add_fetch (&self->io_wakeups, 1, __ATOMIC_RELAXED);
+        if (items [n].revents & ZMQ_POLLIN)
+            s_drain_fd (self->wake_fd);
         for (size_t i = 0; i < n; i++)
-            if (items [2 * i + 1].revents & ZMQ_POLLIN)
+            if (items [i].revents & ZMQ_POLLIN)
                 s_monitor_event (self, i);
-        pthread_mutex_lock (&self->mutex);
-        cs_waitq_check_attempts (&self->queue, cs_assoc_now_ms ());
-        cs_waitq_send_queued (&self->queue, cs_assoc_now_ms ());
-        pthread_mutex_unlock (&self->mutex);
     }
     return NULL;
 }
@@ -218,7 +227,8 @@ s_open (cs_link_t *self, const cs_client_config_t *config)
     for (size_t i = 0; i < config->n_endpoints; i++)
         if (cs_assoc_open (&self->assocs [i], self->ctx, config, i) != 0)
             return CKR_GENERAL_ERROR;
-    if ((self->wake_fd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+    if ((self->wake_fd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0
+    ||  (self->leader_fd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
         return CKR_GENERAL_ERROR;
     if (pthread_create (&self->thread, NULL, s_io_thread, self) != 0) {
         cs_log_error ("link: cannot start the I/O thread");
@@ -237,6 +247,7 @@ cs_link_new (const cs_client_config_t *config, CK_RV *rv_p)
     if (!self)
         goto out;
     self->wake_fd = -1;
+    self->leader_fd = -1;
     pthread_mutex_init (&self->mutex, NULL);
     pthread_cond_init (&self->drained, NULL);
     /*  Threads started here (ours and libzmq's) must not take the
@@ -261,6 +272,8 @@ cs_link_stop (cs_link_t *self)
     pthread_mutex_lock (&self->mutex);
     self->stopping = true;
     cs_waitq_fail_all (&self->queue, CKR_CRYPTOKI_NOT_INITIALIZED, false);
+    if (self->leader_polling)
+        s_signal_fd (self->leader_fd);          /* it leaves its poll and the sockets */
     pthread_mutex_unlock (&self->mutex);
 }
 
@@ -272,7 +285,7 @@ cs_link_destroy (cs_link_t **self_p)
         return;
     cs_link_stop (self);
     if (self->thread_started) {
-        s_wake (self);
+        s_signal_fd (self->wake_fd);
         pthread_join (self->thread, NULL);
     }
     pthread_mutex_lock (&self->mutex);
@@ -286,6 +299,8 @@ cs_link_destroy (cs_link_t **self_p)
         zmq_ctx_term (self->ctx);
     if (self->wake_fd >= 0)
         close (self->wake_fd);
+    if (self->leader_fd >= 0)
+        close (self->leader_fd);
     pthread_cond_destroy (&self->drained);
     pthread_mutex_destroy (&self->mutex);
     free (self);
@@ -322,31 +337,105 @@ s_deadline (int64_t timeout_ms, struct timespec *ts)
     }
 }
 
-/*  True when a new waiter need not wake the I/O thread (under the mutex):
- *  it is busy and looks at the queue before it polls again, or the waiter
- *  joins others held for company (cs_waitq_joins_hold).  */
-static bool
-s_wake_needless (cs_link_t *self, const cs_waiter_t *waiter)
+/*  Leader, mutex held: wakes one waiter still undone to take the token,
+ *  when nobody holds it (a leader gone with its reply, or a promoted
+ *  thread that found its call done).  */
+static void
+s_promote (cs_link_t *self)
 {
-    return self->io_busy || cs_waitq_joins_hold (&self->queue, waiter);
+    if (self->leader)
+        return;
+    for (cs_waiter_t *w = self->queue.waiters; w; w = w->next)
+        if (!w->done) {
+            pthread_cond_signal (&((s_call_t *) w)->cond);
+            return;
+        }
 }
 
-/*  Queues the call and blocks until it is done or its deadline passes.
- *  Called with the mutex held.  */
+/*  Leader, mutex held on entry and on return: one turn of the queue's
+ *  policy, then a poll of the DEALERs (mutex released) for at most the
+ *  queue's next timer or `left_ms`, and the replies that came.  */
+static void
+s_lead_turn (cs_link_t *self, int64_t left_ms)
+{
+    size_t n = self->n_assocs;
+    zmq_pollitem_t items [CS_CLIENT_MAX_ENDPOINTS + 1];
+    int64_t now = cs_assoc_now_ms ();
+    cs_waitq_check_attempts (&self->queue, now);
+    cs_waitq_send_queued (&self->queue, now);
+    bool want_out = cs_waitq_want_send (&self->queue);
+    for (size_t i = 0; i < n; i++) {
+        bool out = want_out && cs_assoc_usable (&self->assocs [i], true);
+        items [i] = (zmq_pollitem_t) { self->assocs [i].socket, 0,
+                                       (short) (ZMQ_POLLIN | (out ? ZMQ_POLLOUT : 0)), 0 };
+    }
+    items [n] = (zmq_pollitem_t) { NULL, self->leader_fd, ZMQ_POLLIN, 0 };
+    long timeout = cs_waitq_next_timeout (&self->queue, now);
+    if (timeout < 0 || timeout > left_ms)
+        timeout = (long) left_ms;
+    self->leader_polling = true;
+    pthread_mutex_unlock (&self->mutex);
+    if (zmq_poll (items, (int) (n + 1), timeout) < 0) {
+        if (errno != EINTR)
+            cs_log_error ("link: poll failed: %s", zmq_strerror (errno));
+        for (size_t i = 0; i <= n; i++)
+            items [i].revents = 0;
+    }
+    pthread_mutex_lock (&self->mutex);
+    self->leader_polling = false;               /* from here on it sees new frames itself */
+    pthread_mutex_unlock (&self->mutex);
+    if (items [n].revents & ZMQ_POLLIN)
+        s_drain_fd (self->leader_fd);
+    for (size_t i = 0; i < n; i++)
+        if (items [i].revents & ZMQ_POLLIN)
+            s_receive_all (self, i);
+    pthread_mutex_lock (&self->mutex);
+}
+
+/*  Mutex held: `call` takes the token and leads until it is done (its own
+ *  reply, a failure, or its deadline `deadline_at` in monotonic ms), then
+ *  gives the token back and wakes the next leader.  */
+static void
+s_lead (cs_link_t *self, s_call_t *call, int64_t deadline_at, int64_t timeout_ms)
+{
+    self->leader = true;
+    while (!call->base.done) {
+        int64_t left = deadline_at - cs_assoc_now_ms ();
+        if (left <= 0)
+            cs_waiter_expire (&call->base, timeout_ms);
+        else
+            s_lead_turn (self, left);
+    }
+    self->leader = false;
+    s_promote (self);
+}
+
+/*  Queues the call and blocks until it is done or its deadline passes:
+ *  as the leader when nobody holds the token, else as a follower on its
+ *  condition variable (woken by its reply, a failure, or to lead next).  A
+ *  follower that adds a frame interrupts the leader's poll, unless the
+ *  leader is out of it (it sends what is queued before it polls again) or
+ *  the frame joins waiters held for company (cs_waitq_joins_hold).  Called with the mutex
+ *  held.  */
 static void
 s_wait (cs_link_t *self, s_call_t *call, int64_t timeout_ms)
 {
     struct timespec deadline;
+    int64_t deadline_at = cs_assoc_now_ms () + timeout_ms;
     s_deadline (timeout_ms, &deadline);
     cs_waitq_add (&self->queue, &call->base, cs_assoc_now_ms ());
     self->callers++;
-    if (!s_wake_needless (self, &call->base))
-        s_wake (self);
+    if (self->leader_polling && !cs_waitq_joins_hold (&self->queue, &call->base))
+        s_signal_fd (self->leader_fd);
     while (!call->base.done)
+        if (!self->leader)
+            s_lead (self, call, deadline_at, timeout_ms);
+        else
         if (pthread_cond_timedwait (&call->cond, &self->mutex, &deadline) == ETIMEDOUT
         &&  !call->base.done)
             cs_waiter_expire (&call->base, timeout_ms);
     cs_waitq_remove (&self->queue, &call->base);
+    s_promote (self);
     if (--self->callers == 0 && self->stopping)
         pthread_cond_broadcast (&self->drained);
 }
@@ -453,4 +542,10 @@ cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply *
 out:
     cs_wire_reply_free (&call.base.reply);
     return rv;
+}
+
+uint64_t
+cs_link_io_wakeups (cs_link_t *self)
+{
+    return self ? __atomic_load_n (&self->io_wakeups, __ATOMIC_RELAXED) : 0;
 }

@@ -1,14 +1,17 @@
 /*  link.h — the module's associations with the broker(s).
  *
- *  One I/O thread per process owns one ZeroMQ context and one association
- *  per configured endpoint (association.h: a DEALER, CURVE client, with
- *  heartbeats and its own health).  Application threads never touch a
- *  socket: cs_link_call queues an encoded request, wakes the I/O thread
- *  through an eventfd, and waits on its own condition variable
- *  (CLOCK_MONOTONIC) for the reply with the same request id, or for its
- *  deadline.  The queue of waiting calls and the send, retry and failover
- *  policy below are waitq.h's; this unit is the I/O thread that drives it
- *  and the life cycle.  docs/DESIGN.md §1, §3, §5, §7.
+ *  One ZeroMQ context per process and one association per configured
+ *  endpoint (association.h: a DEALER, CURVE client, with heartbeats, a
+ *  monitor and its own health).  cs_link_call queues an encoded request and
+ *  waits for the reply with the same request id, or for its deadline, as
+ *  leader/follower: the one waiting thread that holds the token polls the
+ *  DEALERs itself, sends, and hands each reply to its waiter; the others
+ *  sleep on their own condition variable (CLOCK_MONOTONIC) until their
+ *  reply is handed over or they are woken to lead next.  An I/O thread
+ *  watches the monitors only (brokers up, down, refusing).  The queue of
+ *  waiting calls and the send, retry and failover policy below are
+ *  waitq.h's; this unit drives it and the life cycle.  docs/DESIGN.md §1,
+ *  §3, §5, §7.
  *
  *  Failover (docs/CONTRACTS.md "Failover"): each job goes to a healthy
  *  broker with the fewest jobs in flight.  When a broker's connection drops
@@ -86,5 +89,10 @@ CK_RV cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__R
  *  "Limits") as is; anything else, a version mismatch or a wrong result
  *  count, CKR_DEVICE_ERROR.  Logs every failure.  */
 CK_RV cs_link_reply_rv (const Cs__Request *req, const Cs__Reply *reply);
+
+/*  How often the I/O thread has woken since cs_link_new (monitor events,
+ *  destroy).  For tests: a call made while no other is waiting must not
+ *  add to it (docs/DESIGN.md §5, leader/follower).  0 for NULL.  */
+uint64_t cs_link_io_wakeups (cs_link_t *self);
 
 #endif

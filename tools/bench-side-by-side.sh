@@ -16,11 +16,12 @@ set -eu
 
 usage () {
     cat <<'EOT'
-usage: bench-side-by-side.sh DIR [--seconds S] [--repeat R]
+usage: bench-side-by-side.sh DIR [--seconds S] [--repeat R] [--latency]
 
 DIR          a new directory for the demo deployment (removed at the end)
 --seconds S  length of each cell (default 5)
 --repeat R   repetitions of each cell (default 1; report medians)
+--latency    only the 1-thread ECDSA row (the "added p50" of issue #25)
 Environment: CS_BUILD_DIR  the build tree (default SRC/_build)
 EOT
 }
@@ -28,11 +29,12 @@ EOT
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 case $1 in -h|--help) usage; exit 0;; esac
 D=$1; shift
-S=5; R=1
+S=5; R=1; LATENCY=
 while [ $# -gt 0 ]; do
     case $1 in
         --seconds) S=$2; shift 2;;
         --repeat) R=$2; shift 2;;
+        --latency) LATENCY=1; shift;;
         -h|--help) usage; exit 0;;
         *) echo "bench-side-by-side.sh: unknown option $1" >&2; usage >&2; exit 2;;
     esac
@@ -94,7 +96,8 @@ row () { # mechanism key pub threads
 }
 echo "setup,mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures,broker_cpu_us_per_op"
 for r in $(seq "$R"); do
-    for t in 1 32; do row ecdsa p256 p256 $t; done
+    for t in 1 32; do row ecdsa p256 p256 $t; [ -z "$LATENCY" ] || break; done
+    [ -z "$LATENCY" ] || continue
     for t in 8 32; do
         cell softhsm-direct "$SO" board0 "$CRYPTOSERVER_BOARD_PIN" rsa2048 sha256-rsa-pkcs $t rsa2048
         [ -z "$CLIENT" ] || cell p11kit-remote "$CLIENT" board0 "$CRYPTOSERVER_BOARD_PIN" rsa2048 sha256-rsa-pkcs $t rsa2048

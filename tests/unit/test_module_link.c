@@ -6,7 +6,10 @@
  *  hands libzmq are wiped when libzmq frees them.  Failover (docs/CONTRACTS.md
  *  "Failover") against two fake brokers: an idempotent job whose broker stays
  *  silent or drops the connection is re-sent to the other and succeeds long
- *  before its deadline; a login whose broker drops fails at once.  */
+ *  before its deadline; a login whose broker drops fails at once.
+ *  Leader/follower (docs/DESIGN.md §5): a lone caller never wakes the I/O
+ *  thread, concurrent callers each get their own reply, and cs_link_stop
+ *  releases a leader and its followers at once.  */
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -450,6 +453,137 @@ START_TEST (test_link_key_job_same_broker)
 }
 END_TEST
 
+/*  ---- leader/follower (docs/DESIGN.md §5) ------------------------------ */
+
+typedef struct {
+    cs_link_t *link;
+    int calls;
+    int ok;                     /* calls whose reply carried their own request id */
+    CK_RV last;
+} s_caller_t;
+
+static void *
+s_caller_run (void *arg)
+{
+    s_caller_t *c = arg;
+    Cs__HelloJob hello = CS__HELLO_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT, *jobs [] = { &job };
+    job.kind_case = CS__JOB__KIND_HELLO;
+    job.hello = &hello;
+    for (int i = 0; i < c->calls; i++) {
+        Cs__Request req = CS__REQUEST__INIT;
+        req.n_jobs = 1;
+        req.jobs = jobs;
+        Cs__Reply *reply = NULL;
+        c->last = cs_link_call (c->link, &req, 10000, &reply);
+        c->ok += c->last == CKR_OK && reply->request_id == req.request_id
+              && !memcmp (reply->results [0]->data.data, "signed", 6);
+        cs_wire_reply_free (&reply);
+    }
+    return NULL;
+}
+
+/*  One fake broker in `mode` and a link to it with calls of `timeout_ms`.  */
+typedef struct {
+    void *ctx;
+    s_broker_t broker;
+    cs_link_t *link;
+} s_one_t;
+
+static void
+s_one_up (s_one_t *f, s_mode_t mode, int64_t timeout_ms)
+{
+    f->ctx = zmq_ctx_new ();
+    s_broker_start (f->ctx, &f->broker, mode);
+    char *endpoints [] = { f->broker.endpoint };
+    cs_client_config_t config = { .endpoints = endpoints, .n_endpoints = 1, .curve = false,
+                                  .timeout_ms = timeout_ms };
+    CK_RV rv = CKR_OK;
+    f->link = cs_link_new (&config, &rv);
+    ck_assert_ptr_nonnull (f->link);
+}
+
+static void
+s_one_down (s_one_t *f)
+{
+    cs_link_destroy (&f->link);
+    s_broker_stop (&f->broker);
+    zmq_ctx_term (f->ctx);
+}
+
+/*  Starts `n` threads, each making `calls` calls on `link`.  */
+static void
+s_callers_start (cs_link_t *link, int calls, s_caller_t *callers, pthread_t *threads, int n)
+{
+    for (int i = 0; i < n; i++) {
+        callers [i] = (s_caller_t) { link, calls, 0, CKR_OK };
+        ck_assert_int_eq (pthread_create (&threads [i], NULL, s_caller_run, &callers [i]), 0);
+    }
+}
+
+/*  A lone thread receives its own reply: once the connection is up, its
+ *  calls never wake the I/O thread (it used to be woken once per call).  */
+START_TEST (test_link_lone_caller_no_io_wakeup)
+{
+    s_one_t f;
+    s_one_up (&f, S_ANSWER, 10000);
+    s_caller_t warm = { f.link, 1, 0, 0 };
+    s_caller_run (&warm);                       /* the connection comes up */
+    ck_assert_int_eq (warm.ok, 1);
+    usleep (100 * 1000);                        /* late monitor events (handshake) settle */
+    uint64_t before = cs_link_io_wakeups (f.link);
+    s_caller_t c = { f.link, 50, 0, 0 };
+    s_caller_run (&c);
+    ck_assert_int_eq (c.ok, 50);
+    ck_assert_uint_eq (cs_link_io_wakeups (f.link) - before, 0);
+    s_one_down (&f);
+}
+END_TEST
+
+/*  Several threads at once: whichever leads hands every other thread its
+ *  own reply (matched by request id), and leadership passes on as leaders
+ *  leave; no call is lost or answered twice.  */
+START_TEST (test_link_followers_get_their_replies)
+{
+    s_one_t f;
+    s_one_up (&f, S_ANSWER, 10000);
+    enum { THREADS = 6, CALLS = 40 };
+    s_caller_t callers [THREADS];
+    pthread_t threads [THREADS];
+    s_callers_start (f.link, CALLS, callers, threads, THREADS);
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join (threads [i], NULL);
+        ck_assert_int_eq (callers [i].ok, CALLS);
+    }
+    ck_assert_int_eq (__atomic_load_n (&f.broker.received, __ATOMIC_SEQ_CST), THREADS * CALLS);
+    s_one_down (&f);
+}
+END_TEST
+
+/*  C_Finalize racing blocked threads: cs_link_stop wakes the leader out of
+ *  its poll and every follower, all with CKR_CRYPTOKI_NOT_INITIALIZED, long
+ *  before their deadline.  */
+START_TEST (test_link_stop_wakes_leader_and_followers)
+{
+    s_one_t f;
+    s_one_up (&f, S_SILENT, 20000);
+    enum { THREADS = 3 };
+    s_caller_t callers [THREADS];
+    pthread_t threads [THREADS];
+    s_callers_start (f.link, 1, callers, threads, THREADS);
+    while (__atomic_load_n (&f.broker.received, __ATOMIC_SEQ_CST) < THREADS)
+        usleep (10 * 1000);
+    int64_t started = s_now_ms ();
+    cs_link_stop (f.link);
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join (threads [i], NULL);
+        ck_assert_uint_eq (callers [i].last, CKR_CRYPTOKI_NOT_INITIALIZED);
+    }
+    ck_assert_int_lt (s_now_ms () - started, 2000);
+    s_one_down (&f);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -462,6 +596,9 @@ main (void)
     tcase_add_test (tc, test_link_dropped_login);
     tcase_add_test (tc, test_link_key_job_resent);
     tcase_add_test (tc, test_link_key_job_same_broker);
+    tcase_add_test (tc, test_link_lone_caller_no_io_wakeup);
+    tcase_add_test (tc, test_link_followers_get_their_replies);
+    tcase_add_test (tc, test_link_stop_wakes_leader_and_followers);
     tcase_set_timeout (tc, 60);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
