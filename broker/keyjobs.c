@@ -43,7 +43,7 @@ keyjobs_keygen (const Cs__GenerateKeyPairJob *job, const keyjobs_rsa_range_t *rs
                 return CKR_TEMPLATE_INCOMPLETE;
             const char *curve = drv_curve_name (job->ec_params.data, job->ec_params.len);
             bool edwards = job->mechanism == CKM_EC_EDWARDS_KEY_PAIR_GEN;
-            if (!curve || edwards != streq (curve, "ED25519"))
+            if (!curve || edwards != (drv_raw_pkey_type (curve) != 0))
                 return CKR_DOMAIN_PARAMS_INVALID;
             gen->ec_params = job->ec_params.data;
             gen->ec_params_len = job->ec_params.len;
@@ -119,7 +119,9 @@ keyjobs_pkey_from_board_key (const cs_key_info_t *key)
     size_t point_len = 0;
     if (key->key_type == CKK_EC_EDWARDS)
         return s_octet_string (key->ec_point, key->ec_point_len, &point, &point_len) ? NULL
-             : EVP_PKEY_new_raw_public_key (EVP_PKEY_ED25519, NULL, point, point_len);
+             : EVP_PKEY_new_raw_public_key (drv_raw_pkey_type (drv_curve_name (key->ec_params,
+                                                                               key->ec_params_len)),
+                                            NULL, point, point_len);
     OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
     BIGNUM *n = NULL, *e = NULL;
     const char *curve = NULL;

@@ -163,7 +163,7 @@ s_pkcs8_key_type (const uint8_t *der, size_t len, unsigned *rsa_bits_p)
     bool rsa = nid == NID_rsaEncryption || nid == NID_rsassaPss;
     *rsa_bits_p = rsa ? s_rsa_modulus_bits (pk, pk_len) : 0;
     PKCS8_PRIV_KEY_INFO_free (p8);
-    return rsa ? CKK_RSA : nid == NID_X9_62_id_ecPublicKey ? CKK_EC : nid == NID_ED25519 ? CKK_EC_EDWARDS
+    return rsa ? CKK_RSA : nid == NID_X9_62_id_ecPublicKey ? CKK_EC : nid == NID_ED25519 || nid == NID_ED448 ? CKK_EC_EDWARDS
          : CKK_VENDOR_DEFINED;
 }
 

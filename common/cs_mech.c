@@ -17,7 +17,8 @@
 #define RSA_MAX   CS_WIRE_MAX_RSA_BITS
 #define EC_MIN    256                   /* P-256 .. P-521 (field bits) */
 #define EC_MAX    521
-#define ED_BITS   255                   /* Ed25519 */
+#define ED_MIN    255                   /* Ed25519 (RFC 8032 §5.1) .. */
+#define ED_MAX    448                   /* Ed448 (RFC 8032 §5.2) */
 
 #define ROW(T) CKM_ ## T, "CKM_" #T
 #define P_NONE    CS_MECH_PARAM_NONE
@@ -88,7 +89,7 @@ static const cs_mech_row_t s_rows [] = {
     SIGN_EC (ECDSA_SHA3_256, CKM_SHA3_256, CS_MECH_IN_ANY),
     SIGN_EC (ECDSA_SHA3_384, CKM_SHA3_384, CS_MECH_IN_ANY),
     SIGN_EC (ECDSA_SHA3_512, CKM_SHA3_512, CS_MECH_IN_ANY),
-    { ROW (EDDSA), CKM_EDDSA, CKK_EC_EDWARDS, 0, S_SIGN, ED_BITS, ED_BITS, P_NONE,
+    { ROW (EDDSA), CKM_EDDSA, CKK_EC_EDWARDS, 0, S_SIGN, ED_MIN, ED_MAX, P_NONE,
       CS_MECH_IN_MESSAGE, CS_MECH_OUT_EC },
     { ROW (ECDH1_DERIVE), CKM_ECDH1_DERIVE, CKK_EC, 0, CKF_HW | CKF_DERIVE, EC_MIN, EC_MAX,
       CS_MECH_PARAM_ECDH1, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
@@ -97,7 +98,7 @@ static const cs_mech_row_t s_rows [] = {
     { ROW (EC_KEY_PAIR_GEN), CKM_EC_KEY_PAIR_GEN, CKK_EC, 0, S_GEN, EC_MIN, EC_MAX, P_NONE,
       CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     { ROW (EC_EDWARDS_KEY_PAIR_GEN), CKM_EC_EDWARDS_KEY_PAIR_GEN, CKK_EC_EDWARDS, 0, S_GEN,
-      ED_BITS, ED_BITS, P_NONE, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
+      ED_MIN, ED_MAX, P_NONE, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     AES (AES_ECB,     P_NONE,             CS_MECH_IN_BLOCK),
     AES (AES_CBC,     CS_MECH_PARAM_IV,   CS_MECH_IN_BLOCK),
     AES (AES_CBC_PAD, CS_MECH_PARAM_IV,   CS_MECH_IN_PAD),

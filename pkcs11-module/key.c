@@ -20,12 +20,12 @@ cs_key_ec_point_raw (const cs_key_t *key, const uint8_t **raw_p, size_t *len_p)
         header = 3;
     }
     if (der [0] == 0x04 && header + content == len
-    && (edwards ? content == 32 : content % 2 == 1 && der [header] == 0x04)) {
+    && (edwards ? content == 32 || content == 57 : content % 2 == 1 && der [header] == 0x04)) {
         *raw_p = der + header;
         *len_p = content;
         return true;
     }
-    if (edwards ? len == 32 : der [0] == 0x04 && len % 2 == 1) {
+    if (edwards ? len == 32 || len == 57 : der [0] == 0x04 && len % 2 == 1) {
         *raw_p = der;
         *len_p = len;
         return true;
@@ -129,9 +129,11 @@ s_key_complete (cs_key_t *key)
     }
     if (!key->ec_params_len || !cs_key_ec_point_raw (key, &raw, &raw_len))
         return false;
-    key->field_len = key->key_type == CKK_EC_EDWARDS ? 32 : (raw_len - 1) / 2;
+    /*  Edwards points are the raw encoding (RFC 8032 §5.1.2: 32 bytes for
+        Ed25519, §5.2.2: 57 for Ed448); signatures are twice that.  */
+    key->field_len = key->key_type == CKK_EC_EDWARDS ? raw_len : (raw_len - 1) / 2;
     if (!key->bits)
-        key->bits = key->key_type == CKK_EC_EDWARDS ? 256 : key->field_len * 8;
+        key->bits = key->key_type == CKK_EC_EDWARDS ? (raw_len == 57 ? 448 : 256) : key->field_len * 8;
     return true;
 }
 

@@ -93,11 +93,17 @@ EVP_PKEY *drv_pkey_from_pkcs8 (const unsigned char *der, size_t len);
 
 /*  Maps a DER CKA_EC_PARAMS (named-curve OID, or the PrintableString
  *  "edwards25519" of PKCS#11 3.0 §2.3.10) to an OpenSSL group name
- *  ("P-256", "P-384", "P-521", "ED25519"); NULL when unsupported.  */
+ *  ("P-256", "P-384", "P-521", "ED25519", "ED448"; Ed448: OID 1.3.101.113 of
+ *  RFC 8410 or "edwards448"); NULL when unsupported.  */
 const char *drv_curve_name (const unsigned char *ec_params, size_t len);
 
+/*  The OpenSSL key type (EVP_PKEY_ED25519, EVP_PKEY_ED448) of a curve name of
+ *  drv_curve_name whose keys are raw byte strings (RFC 8410); 0 for the
+ *  others and for NULL.  */
+int drv_raw_pkey_type (const char *curve);
+
 /*  Generates the key pair of gen with OpenSSL (RSA 1024..8192 with an odd
- *  exponent >= 3 of at most 8 bytes; P-256/384/521; Ed25519) and returns its
+ *  exponent >= 3 of at most 8 bytes; P-256/384/521; Ed25519, Ed448) and returns its
  *  PKCS#8 DER in *der_p (malloc'd, *len_p bytes; caller wipes and frees).
  *  Returns CKR_OK, CKR_MECHANISM_INVALID, CKR_KEY_SIZE_RANGE,
  *  CKR_ATTRIBUTE_VALUE_INVALID, CKR_DOMAIN_PARAMS_INVALID or CKR_DEVICE_ERROR.  */

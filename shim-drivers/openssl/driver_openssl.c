@@ -149,11 +149,11 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
         { CKM_RSA_X_509, 1024, 8192, CKF_SIGN | CKF_DECRYPT },
         { CKM_RSA_PKCS_OAEP, 1024, 8192, CKF_DECRYPT },
         { CKM_ECDSA, 256, 521, CKF_SIGN },
-        { CKM_EDDSA, 255, 255, CKF_SIGN },
+        { CKM_EDDSA, 255, 448, CKF_SIGN },
         { CKM_ECDH1_DERIVE, 256, 521, CKF_DERIVE },
         { CKM_RSA_PKCS_KEY_PAIR_GEN, 1024, 8192, CKF_GENERATE_KEY_PAIR },
         { CKM_EC_KEY_PAIR_GEN, 256, 521, CKF_GENERATE_KEY_PAIR },
-        { CKM_EC_EDWARDS_KEY_PAIR_GEN, 255, 255, CKF_GENERATE_KEY_PAIR },
+        { CKM_EC_EDWARDS_KEY_PAIR_GEN, 255, 448, CKF_GENERATE_KEY_PAIR },
     };
     *mechs_p = malloc (sizeof mechs);
     if (!*mechs_p)

@@ -1,0 +1,194 @@
+/*  cs-curves.c — the curves beyond P-256 and Ed25519 through the module, for
+ *  tests/integration/curves.sh (issue #21).
+ *
+ *  usage: cs-curves MODULE.so TOKEN PIN
+ *
+ *  Ed448 (RFC 8032 §5.2): the "1 octet" vector of RFC 8032 §7.4 imported
+ *  with C_CreateObject (CKA_EC_PARAMS the OID 1.3.101.113 on the private
+ *  key, the printable "edwards448" on the public one) signs to the
+ *  published bytes and C_Verify accepts them and refuses a flipped bit; a
+ *  generated Ed448 pair signs and OpenSSL verifies with the CKA_EC_POINT
+ *  read back.  A curve the token does not list (secp256k1) is
+ *  CKR_CURVE_NOT_SUPPORTED (PKCS#11 3.0 §5.14).  Links OpenSSL; the module
+ *  is dlopen'ed.  Exit 0 when all pass.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/evp.h>
+#include <p11-kit/pkcs11.h>
+#include "cs-test-client.h"
+#include "cs-test-slot.h"
+
+static CK_FUNCTION_LIST *p11;
+static CK_SESSION_HANDLE s;
+static CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+
+static const CK_BYTE s_oid_ed448 [] = { 0x06, 0x03, 0x2b, 0x65, 0x71 };        /* RFC 8410 */
+static const CK_BYTE s_name_ed448 [] = "\x13\x0a" "edwards448";                /* PrintableString */
+static const CK_BYTE s_oid_secp256k1 [] = { 0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x0a };
+
+/*  RFC 8032 §7.4, "1 octet".  */
+static const char s_ed448_sk [] =
+    "c4eab05d357007c632f3dbb48489924d552b08fe0c353a0d4a1f00acda2c463a"
+    "fbea67c5e8d2877c5e3bc397a659949ef8021e954e0a12274e";
+static const char s_ed448_pk [] =
+    "43ba28f430cdff456ae531545f7ecd0ac834a55d9358c0372bfa0c6c6798c086"
+    "6aea01eb00742802b8438ea4cb82169c235160627b4c3a9480";
+static const char s_ed448_sig [] =
+    "26b8f91727bd62897af15e41eb43c377efb9c610d48f2335cb0bd0087810f435"
+    "2541b143c4b981b7e18f62de8ccdf633fc1bf037ab7cd779805e0dbcc0aae1cb"
+    "cee1afb2e027df36bc04dcecbf154336c19f0af7e0a6472905e799f1953d2a0f"
+    "f3348ab21aa4adafd1d234441cf807c03a00";
+
+/*  Hex into bytes; returns the byte count.  */
+static size_t
+s_hex (const char *hex, CK_BYTE *out)
+{
+    size_t n = strlen (hex) / 2;
+    for (size_t i = 0; i < n; i++)
+        sscanf (hex + 2 * i, "%2hhx", &out [i]);
+    return n;
+}
+
+/*  A DER OCTET STRING around raw (CKA_EC_POINT); raw is under 128 bytes.  */
+static CK_ULONG
+s_octet_string (const CK_BYTE *raw, size_t len, CK_BYTE *out)
+{
+    out [0] = 0x04;
+    out [1] = (CK_BYTE) len;
+    memcpy (out + 2, raw, len);
+    return (CK_ULONG) len + 2;
+}
+
+/*  C_CreateObject of a session key of class `klass`, type `kt`, curve
+ *  `params`; `value` is CKA_VALUE (private) or CKA_EC_POINT (public).  */
+static CK_OBJECT_HANDLE
+s_create (CK_OBJECT_CLASS klass, CK_KEY_TYPE kt, const CK_BYTE *params, size_t params_len,
+          CK_BYTE *value, CK_ULONG value_len, CK_ATTRIBUTE_TYPE usage)
+{
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &kt, sizeof kt },
+        { CKA_TOKEN, &no, sizeof no }, { CKA_EC_PARAMS, (void *) params, params_len },
+        { klass == CKO_PRIVATE_KEY ? CKA_VALUE : CKA_EC_POINT, value, value_len },
+        { usage, &yes, sizeof yes },
+    };
+    CK_OBJECT_HANDLE key = 0;
+    CHECK (p11->C_CreateObject (s, tmpl, sizeof tmpl / sizeof tmpl [0], &key), "C_CreateObject");
+    return key;
+}
+
+/*  CKM_EDDSA over msg; checks the length query first.  Returns the length.  */
+static CK_ULONG
+s_eddsa_sign (CK_OBJECT_HANDLE key, const CK_BYTE *msg, CK_ULONG len, CK_BYTE *sig, CK_ULONG want)
+{
+    CK_MECHANISM mech = { CKM_EDDSA, NULL, 0 };
+    CK_ULONG sig_len = 0;
+    CHECK (p11->C_SignInit (s, &mech, key), "C_SignInit (CKM_EDDSA)");
+    CHECK (p11->C_Sign (s, (CK_BYTE_PTR) msg, len, NULL, &sig_len), "C_Sign (length)");
+    if (sig_len != want)
+        cs_test_fail ("the signature length query is not 2 * 57 bytes");
+    CHECK (p11->C_Sign (s, (CK_BYTE_PTR) msg, len, sig, &sig_len), "C_Sign (CKM_EDDSA)");
+    return sig_len;
+}
+
+static CK_RV
+s_eddsa_verify (CK_OBJECT_HANDLE key, const CK_BYTE *msg, CK_ULONG len, CK_BYTE *sig, CK_ULONG sig_len)
+{
+    CK_MECHANISM mech = { CKM_EDDSA, NULL, 0 };
+    CHECK (p11->C_VerifyInit (s, &mech, key), "C_VerifyInit (CKM_EDDSA)");
+    return p11->C_Verify (s, (CK_BYTE_PTR) msg, len, sig, sig_len);
+}
+
+/*  RFC 8032 §7.4 through C_CreateObject, C_Sign and C_Verify.  */
+static void
+s_ed448_vector (void)
+{
+    CK_BYTE sk [57], pk [57], want [114], sig [114], point [64], msg [1] = { 0x03 };
+    s_hex (s_ed448_sk, sk);
+    s_hex (s_ed448_pk, pk);
+    s_hex (s_ed448_sig, want);
+    CK_OBJECT_HANDLE priv = s_create (CKO_PRIVATE_KEY, CKK_EC_EDWARDS, s_oid_ed448, sizeof s_oid_ed448,
+                                      sk, sizeof sk, CKA_SIGN);
+    CK_OBJECT_HANDLE pub = s_create (CKO_PUBLIC_KEY, CKK_EC_EDWARDS, s_name_ed448, sizeof s_name_ed448 - 1,
+                                     point, s_octet_string (pk, sizeof pk, point), CKA_VERIFY);
+    CK_ULONG len = s_eddsa_sign (priv, msg, sizeof msg, sig, sizeof want);
+    if (len != sizeof want || memcmp (sig, want, sizeof want))
+        cs_test_fail ("the Ed448 signature differs from RFC 8032 §7.4");
+    CHECK (s_eddsa_verify (pub, msg, sizeof msg, sig, len), "C_Verify (RFC 8032 §7.4)");
+    sig [10] ^= 0x01;
+    EXPECT (s_eddsa_verify (pub, msg, sizeof msg, sig, len), CKR_SIGNATURE_INVALID, "C_Verify (a flipped bit)");
+    printf ("Ed448: RFC 8032 §7.4 signature equal, C_Verify accepts it and refuses a flipped bit\n");
+}
+
+/*  C_GenerateKeyPair of session keys on the curve `params`.  */
+static CK_RV
+s_generate (CK_MECHANISM_TYPE type, const CK_BYTE *params, size_t params_len, CK_ATTRIBUTE_TYPE use_pub,
+            CK_ATTRIBUTE_TYPE use_priv, CK_OBJECT_HANDLE *pub_p, CK_OBJECT_HANDLE *priv_p)
+{
+    CK_MECHANISM mech = { type, NULL, 0 };
+    CK_ATTRIBUTE pub [] = {
+        { CKA_TOKEN, &no, sizeof no }, { CKA_EC_PARAMS, (void *) params, params_len },
+        { use_pub, &yes, sizeof yes },
+    };
+    CK_ATTRIBUTE priv [] = { { CKA_TOKEN, &no, sizeof no }, { use_priv, &yes, sizeof yes } };
+    return p11->C_GenerateKeyPair (s, &mech, pub, 3, priv, 2, pub_p, priv_p);
+}
+
+/*  A generated Ed448 pair: signs; OpenSSL verifies with CKA_EC_POINT.  */
+static void
+s_ed448_generated (void)
+{
+    CK_OBJECT_HANDLE pub = 0, priv = 0;
+    CK_BYTE point [80], sig [114];
+    const CK_BYTE msg [] = "a message for Ed448";
+    CHECK (s_generate (CKM_EC_EDWARDS_KEY_PAIR_GEN, s_name_ed448, sizeof s_name_ed448 - 1, CKA_VERIFY, CKA_SIGN,
+                       &pub, &priv), "C_GenerateKeyPair (Ed448)");
+    CK_ULONG len = s_eddsa_sign (priv, msg, sizeof msg - 1, sig, sizeof sig);
+    CHECK (s_eddsa_verify (pub, msg, sizeof msg - 1, sig, len), "C_Verify (generated Ed448)");
+    CK_ATTRIBUTE read [] = { { CKA_EC_POINT, point, sizeof point } };
+    CHECK (p11->C_GetAttributeValue (s, pub, read, 1), "C_GetAttributeValue (CKA_EC_POINT)");
+    if (read [0].ulValueLen != 59 || point [0] != 0x04 || point [1] != 57)
+        cs_test_fail ("CKA_EC_POINT of an Ed448 key is not a 57-byte OCTET STRING");
+    EVP_PKEY *pkey = EVP_PKEY_new_raw_public_key (EVP_PKEY_ED448, NULL, point + 2, 57);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
+    int ok = pkey && ctx && EVP_DigestVerifyInit (ctx, NULL, NULL, NULL, pkey) == 1
+          && EVP_DigestVerify (ctx, sig, len, msg, sizeof msg - 1) == 1;
+    EVP_MD_CTX_free (ctx);
+    EVP_PKEY_free (pkey);
+    if (!ok)
+        cs_test_fail ("OpenSSL does not verify the generated Ed448 key's signature");
+    printf ("Ed448: a generated pair signs, C_Verify and OpenSSL verify\n");
+}
+
+/*  A curve the token does not list.  */
+static void
+s_unlisted (void)
+{
+    CK_OBJECT_HANDLE pub = 0, priv = 0;
+    EXPECT (s_generate (CKM_EC_KEY_PAIR_GEN, s_oid_secp256k1, sizeof s_oid_secp256k1, CKA_VERIFY, CKA_SIGN,
+                        &pub, &priv), CKR_CURVE_NOT_SUPPORTED, "C_GenerateKeyPair (secp256k1)");
+    printf ("secp256k1: CKR_CURVE_NOT_SUPPORTED\n");
+}
+
+int
+main (int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf (stderr, "usage: cs-curves MODULE.so TOKEN PIN\n");
+        return 2;
+    }
+    CK_SLOT_ID slot = 0;
+    p11 = cs_test_module (argv [1]);
+    CHECK (p11->C_Initialize (NULL), "C_Initialize");
+    CHECK (cs_test_slot (p11, argv [2], &slot), "the token");
+    CHECK (p11->C_OpenSession (slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &s), "C_OpenSession");
+    CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login");
+    s_ed448_vector ();
+    s_ed448_generated ();
+    s_unlisted ();
+    CHECK (p11->C_Logout (s), "C_Logout");
+    CHECK (p11->C_Finalize (NULL), "C_Finalize");
+    return 0;
+}
