@@ -19,6 +19,8 @@
 #define EC_MAX    521
 #define ED_MIN    255                   /* Ed25519 (RFC 8032 §5.1) .. */
 #define ED_MAX    448                   /* Ed448 (RFC 8032 §5.2) */
+#define X_MIN     255                   /* X25519 (RFC 7748 §5) .. */
+#define X_MAX     448                   /* X448 */
 
 #define ROW(T) CKM_ ## T, "CKM_" #T
 #define P_NONE    CS_MECH_PARAM_NONE
@@ -91,7 +93,9 @@ static const cs_mech_row_t s_rows [] = {
     SIGN_EC (ECDSA_SHA3_512, CKM_SHA3_512, CS_MECH_IN_ANY),
     { ROW (EDDSA), CKM_EDDSA, CKK_EC_EDWARDS, 0, S_SIGN, ED_MIN, ED_MAX, P_NONE,
       CS_MECH_IN_MESSAGE, CS_MECH_OUT_EC },
-    { ROW (ECDH1_DERIVE), CKM_ECDH1_DERIVE, CKK_EC, 0, CKF_HW | CKF_DERIVE, EC_MIN, EC_MAX,
+    /*  CKK_EC keys, and CKK_EC_MONTGOMERY keys (PKCS#11 3.0 §2.3.7; X25519
+        from 255 bits): pkcs11-module/derive.c checks the key type.  */
+    { ROW (ECDH1_DERIVE), CKM_ECDH1_DERIVE, CKK_EC, 0, CKF_HW | CKF_DERIVE, X_MIN, EC_MAX,
       CS_MECH_PARAM_ECDH1, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     { ROW (RSA_PKCS_KEY_PAIR_GEN), CKM_RSA_PKCS_KEY_PAIR_GEN, CKK_RSA, 0, S_GEN,
       CS_MECH_RSA_GEN_FLOOR, CS_MECH_RSA_GEN_MAX, P_NONE, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
@@ -99,6 +103,8 @@ static const cs_mech_row_t s_rows [] = {
       CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     { ROW (EC_EDWARDS_KEY_PAIR_GEN), CKM_EC_EDWARDS_KEY_PAIR_GEN, CKK_EC_EDWARDS, 0, S_GEN,
       ED_MIN, ED_MAX, P_NONE, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
+    { ROW (EC_MONTGOMERY_KEY_PAIR_GEN), CKM_EC_MONTGOMERY_KEY_PAIR_GEN, CKK_EC_MONTGOMERY, 0, S_GEN,
+      X_MIN, X_MAX, P_NONE, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     AES (AES_ECB,     P_NONE,             CS_MECH_IN_BLOCK),
     AES (AES_CBC,     CS_MECH_PARAM_IV,   CS_MECH_IN_BLOCK),
     AES (AES_CBC_PAD, CS_MECH_PARAM_IV,   CS_MECH_IN_PAD),

@@ -22,6 +22,8 @@ static const uint8_t s_oid_p384 [] = { 0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22 
 static const uint8_t s_oid_p521 [] = { 0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23 };
 static const uint8_t s_oid_ed25519 [] = { 0x06, 0x03, 0x2b, 0x65, 0x70 };       /* RFC 8410 */
 static const uint8_t s_oid_ed448 [] = { 0x06, 0x03, 0x2b, 0x65, 0x71 };         /* RFC 8410 */
+static const uint8_t s_oid_x25519 [] = { 0x06, 0x03, 0x2b, 0x65, 0x6e };        /* RFC 8410 */
+static const uint8_t s_oid_x448 [] = { 0x06, 0x03, 0x2b, 0x65, 0x6f };          /* RFC 8410 */
 static const uint8_t s_oid_ed25519_gnupg [] =                                   /* 1.3.6.1.4.1.11591.15.1 */
     { 0x06, 0x09, 0x2b, 0x06, 0x01, 0x04, 0x01, 0xda, 0x47, 0x0f, 0x01 };
 
@@ -31,6 +33,8 @@ static const cs_curve_t s_curves [] = {
     { "secp521r1", CKK_EC, s_oid_p521, sizeof s_oid_p521, 66, 521 },
     { "ED25519", CKK_EC_EDWARDS, s_oid_ed25519, sizeof s_oid_ed25519, 32, 256 },
     { "ED448", CKK_EC_EDWARDS, s_oid_ed448, sizeof s_oid_ed448, 57, 448 },  /* RFC 8032 §5.2 */
+    { "X25519", CKK_EC_MONTGOMERY, s_oid_x25519, sizeof s_oid_x25519, 32, 255 },   /* RFC 7748 §5 */
+    { "X448", CKK_EC_MONTGOMERY, s_oid_x448, sizeof s_oid_x448, 56, 448 },
 };
 
 /*  Printable names (PKCS#11 3.0 §2.3.3 allows them in CKA_EC_PARAMS).  */
@@ -39,13 +43,15 @@ static const struct { const char *name; size_t curve; } s_names [] = {
     { "secp384r1", 1 }, { "P-384", 1 }, { "nistp384", 1 },
     { "secp521r1", 2 }, { "P-521", 2 }, { "nistp521", 2 },
     { "edwards25519", 3 }, { "ed25519", 3 }, { "edwards448", 4 }, { "ed448", 4 },
+    { "curve25519", 5 }, { "x25519", 5 }, { "curve448", 6 }, { "x448", 6 },
 };
 
 /*  The OpenSSL type of a curve whose keys are raw bytes (RFC 8410).  */
 static int
 s_raw_type (const cs_curve_t *curve)
 {
-    return strcmp (curve->group, "ED448") == 0 ? EVP_PKEY_ED448 : EVP_PKEY_ED25519;
+    return strcmp (curve->group, "ED448") == 0 ? EVP_PKEY_ED448 : strcmp (curve->group, "X25519") == 0
+         ? EVP_PKEY_X25519 : strcmp (curve->group, "X448") == 0 ? EVP_PKEY_X448 : EVP_PKEY_ED25519;
 }
 
 static const cs_curve_t *
@@ -142,7 +148,7 @@ s_public_ec (const cs_key_t *key, const cs_curve_t *curve)
     OSSL_PARAM_BLD *bld;
     if (!cs_key_ec_point_raw (key, &point, &point_len))
         return NULL;
-    if (curve->key_type == CKK_EC_EDWARDS)
+    if (curve->key_type == CKK_EC_EDWARDS || curve->key_type == CKK_EC_MONTGOMERY)
         return EVP_PKEY_new_raw_public_key (s_raw_type (curve), NULL, point, point_len);
     if (!(bld = OSSL_PARAM_BLD_new ()))
         return NULL;
@@ -210,9 +216,9 @@ s_describe_ec (const EVP_PKEY *pkey, Cs__KeyInfo *info)
     size_t raw_len = sizeof raw;
     const cs_curve_t *curve;
     int id = EVP_PKEY_get_base_id (pkey);
-    bool edwards = id == EVP_PKEY_ED25519 || id == EVP_PKEY_ED448;
-    if (id == EVP_PKEY_ED448)
-        strcpy (group, "ED448");
+    bool edwards = id == EVP_PKEY_ED25519 || id == EVP_PKEY_ED448 || id == EVP_PKEY_X25519 || id == EVP_PKEY_X448;
+    if (id == EVP_PKEY_ED448 || id == EVP_PKEY_X25519 || id == EVP_PKEY_X448)
+        strcpy (group, id == EVP_PKEY_ED448 ? "ED448" : id == EVP_PKEY_X25519 ? "X25519" : "X448");
     if (!edwards && !EVP_PKEY_get_utf8_string_param (pkey, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group, NULL))
         return -1;
     if (!(curve = s_curve_by_group (group)))
@@ -430,7 +436,7 @@ cs_keyder_private_from_template (CK_KEY_TYPE key_type, const CK_ATTRIBUTE *tmpl,
     if (key_type == CKK_RSA)
         rv = s_private_rsa (tmpl, count, &pkey);
     else
-    if (key_type != CKK_EC && key_type != CKK_EC_EDWARDS)
+    if (key_type != CKK_EC && key_type != CKK_EC_EDWARDS && key_type != CKK_EC_MONTGOMERY)
         rv = CKR_ATTRIBUTE_VALUE_INVALID;
     else
     if ((rv = s_template_curve (key_type, tmpl, count, &curve)) != CKR_OK)
@@ -467,7 +473,7 @@ cs_keyder_public_from_template (CK_KEY_TYPE key_type, const CK_ATTRIBUTE *tmpl, 
     EVP_PKEY *pkey;
     CK_RV rv = CKR_OK;
     bool rsa = key_type == CKK_RSA;
-    if (!rsa && key_type != CKK_EC && key_type != CKK_EC_EDWARDS)
+    if (!rsa && key_type != CKK_EC && key_type != CKK_EC_EDWARDS && key_type != CKK_EC_MONTGOMERY)
         return CKR_ATTRIBUTE_VALUE_INVALID;
     if (!rsa && (rv = s_template_curve (key_type, tmpl, count, &curve)) != CKR_OK)
         return rv;
@@ -522,7 +528,7 @@ cs_keyder_component (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, uint8_t *out, 
                       : type == CKA_VALUE && key->key_type == CKK_EC ? OSSL_PKEY_PARAM_PRIV_KEY : NULL;
     BIGNUM *bn = NULL;
     size_t len = 0;
-    if (pkey && key->key_type == CKK_EC_EDWARDS && type == CKA_VALUE) {
+    if (pkey && (key->key_type == CKK_EC_EDWARDS || key->key_type == CKK_EC_MONTGOMERY) && type == CKA_VALUE) {
         len = max;
         if (!EVP_PKEY_get_raw_private_key (pkey, out, &len))
             len = 0;

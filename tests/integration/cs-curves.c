@@ -8,7 +8,12 @@
  *  key, the printable "edwards448" on the public one) signs to the
  *  published bytes and C_Verify accepts them and refuses a flipped bit; a
  *  generated Ed448 pair signs and OpenSSL verifies with the CKA_EC_POINT
- *  read back.  A curve the token does not list (secp256k1) is
+ *  read back.  X25519 and X448 (RFC 7748): Alice's private key of §6.1 and
+ *  §6.2 imported (CKK_EC_MONTGOMERY) and C_DeriveKey (CKM_ECDH1_DERIVE,
+ *  CKD_NULL) with Bob's public key gives the published shared secret as
+ *  CKA_VALUE; a generated pair of each curve derives with an OpenSSL peer
+ *  the secret OpenSSL derives from CKA_EC_POINT.  A curve the token does not
+ *  list (secp256k1) is
  *  CKR_CURVE_NOT_SUPPORTED (PKCS#11 3.0 §5.14).  Links OpenSSL; the module
  *  is dlopen'ed.  Exit 0 when all pass.
  */
@@ -18,6 +23,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 #include <p11-kit/pkcs11.h>
+#include "cryptoserver/pkcs11v.h"
 #include "cs-test-client.h"
 #include "cs-test-slot.h"
 
@@ -41,6 +47,26 @@ static const char s_ed448_sig [] =
     "2541b143c4b981b7e18f62de8ccdf633fc1bf037ab7cd779805e0dbcc0aae1cb"
     "cee1afb2e027df36bc04dcecbf154336c19f0af7e0a6472905e799f1953d2a0f"
     "f3348ab21aa4adafd1d234441cf807c03a00";
+
+static const CK_BYTE s_oid_x448 [] = { 0x06, 0x03, 0x2b, 0x65, 0x6f };         /* RFC 8410 */
+static const CK_BYTE s_name_x25519 [] = "\x13\x0a" "curve25519";
+
+/*  RFC 7748 §6.1 and §6.2: Alice's private key, Bob's public key, K.  */
+static const struct {
+    const char *name;
+    const CK_BYTE *params;
+    size_t params_len;
+    const char *alice, *bob, *k;
+} s_x_vectors [] = {
+    { "X25519", s_name_x25519, sizeof s_name_x25519 - 1,
+      "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a",
+      "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f",
+      "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742" },
+    { "X448", s_oid_x448, sizeof s_oid_x448,
+      "9a8f4925d1519f5775cf46b04b5800d4ee9ee8bae8bc5565d498c28dd9c9baf574a9419744897391006382a6f127ab1d9ac2d8c0a598726b",
+      "3eb7a829b0cd20f5bcfc0b599b6feccf6da4627107bdb0d4f345b43027d8b972fc3e34fb4232a13ca706dcb57aec3dae07bdc1c67bf33609",
+      "07fff4181ac6cc95ec1c16a94a0f74d12da232ce40a77552281d282bb60c0b56fd2464c335543936521c24403085d59a449a5037514a879d" },
+};
 
 /*  Hex into bytes; returns the byte count.  */
 static size_t
@@ -162,6 +188,71 @@ s_ed448_generated (void)
     printf ("Ed448: a generated pair signs, C_Verify and OpenSSL verify\n");
 }
 
+/*  C_DeriveKey (CKM_ECDH1_DERIVE, CKD_NULL) of `base` with the raw peer
+ *  point into an extractable session generic secret; its CKA_VALUE into
+ *  out (room for 64 bytes).  Returns the value's length.  */
+static CK_ULONG
+s_derive (CK_OBJECT_HANDLE base, CK_BYTE *peer, CK_ULONG peer_len, CK_BYTE *out)
+{
+    CK_ECDH1_DERIVE_PARAMS params = { CKD_NULL, 0, NULL, peer_len, peer };
+    CK_MECHANISM mech = { CKM_ECDH1_DERIVE, &params, sizeof params };
+    CK_OBJECT_CLASS klass = CKO_SECRET_KEY;
+    CK_KEY_TYPE kt = CKK_GENERIC_SECRET;
+    CK_ATTRIBUTE tmpl [] = {
+        { CKA_CLASS, &klass, sizeof klass }, { CKA_KEY_TYPE, &kt, sizeof kt },
+        { CKA_TOKEN, &no, sizeof no }, { CKA_SENSITIVE, &no, sizeof no },
+        { CKA_EXTRACTABLE, &yes, sizeof yes },
+    };
+    CK_OBJECT_HANDLE key = 0;
+    CHECK (p11->C_DeriveKey (s, &mech, base, tmpl, sizeof tmpl / sizeof tmpl [0], &key),
+           "C_DeriveKey (CKM_ECDH1_DERIVE)");
+    CK_ATTRIBUTE read [] = { { CKA_VALUE, out, 64 } };
+    CHECK (p11->C_GetAttributeValue (s, key, read, 1), "C_GetAttributeValue (the derived CKA_VALUE)");
+    return read [0].ulValueLen;
+}
+
+/*  RFC 7748 §6.1, §6.2 through C_CreateObject and C_DeriveKey.  */
+static void
+s_x_vector (size_t i)
+{
+    CK_BYTE alice [56], bob [56], k [56], got [64];
+    size_t len = s_hex (s_x_vectors [i].alice, alice);
+    s_hex (s_x_vectors [i].bob, bob);
+    s_hex (s_x_vectors [i].k, k);
+    CK_OBJECT_HANDLE priv = s_create (CKO_PRIVATE_KEY, CKK_EC_MONTGOMERY, s_x_vectors [i].params,
+                                      s_x_vectors [i].params_len, alice, len, CKA_DERIVE);
+    if (s_derive (priv, bob, len, got) != len || memcmp (got, k, len))
+        cs_test_fail ("the shared secret differs from RFC 7748 §6");
+    printf ("%s: RFC 7748 §6 shared secret equal\n", s_x_vectors [i].name);
+}
+
+/*  A generated pair of curve i derives with an OpenSSL key the secret
+ *  OpenSSL derives with CKA_EC_POINT.  */
+static void
+s_x_generated (size_t i)
+{
+    CK_OBJECT_HANDLE pub = 0, priv = 0;
+    CK_BYTE point [80], peer [56], got [64], want [64];
+    size_t peer_len = sizeof peer, want_len = sizeof want;
+    CHECK (s_generate (CKM_EC_MONTGOMERY_KEY_PAIR_GEN, s_x_vectors [i].params, s_x_vectors [i].params_len,
+                       CKA_DERIVE, CKA_DERIVE, &pub, &priv), "C_GenerateKeyPair (CKM_EC_MONTGOMERY_KEY_PAIR_GEN)");
+    CK_ATTRIBUTE read [] = { { CKA_EC_POINT, point, sizeof point } };
+    CHECK (p11->C_GetAttributeValue (s, pub, read, 1), "C_GetAttributeValue (CKA_EC_POINT)");
+    EVP_PKEY *mine = EVP_PKEY_Q_keygen (NULL, NULL, s_x_vectors [i].name);
+    EVP_PKEY *token = read [0].ulValueLen > 2 && point [0] == 0x04 && point [1] == read [0].ulValueLen - 2
+                    ? EVP_PKEY_new_raw_public_key (EVP_PKEY_get_base_id (mine), NULL, point + 2, point [1]) : NULL;
+    EVP_PKEY_CTX *ctx = token ? EVP_PKEY_CTX_new (mine, NULL) : NULL;
+    if (!ctx || EVP_PKEY_derive_init (ctx) != 1 || EVP_PKEY_derive_set_peer (ctx, token) != 1
+    ||  EVP_PKEY_derive (ctx, want, &want_len) != 1 || !EVP_PKEY_get_raw_public_key (mine, peer, &peer_len))
+        cs_test_fail ("OpenSSL cannot derive with the token's CKA_EC_POINT");
+    EVP_PKEY_CTX_free (ctx);
+    EVP_PKEY_free (token);
+    EVP_PKEY_free (mine);
+    if (s_derive (priv, peer, peer_len, got) != want_len || memcmp (got, want, want_len))
+        cs_test_fail ("the derived secret differs from OpenSSL's");
+    printf ("%s: a generated pair derives the secret OpenSSL derives\n", s_x_vectors [i].name);
+}
+
 /*  A curve the token does not list.  */
 static void
 s_unlisted (void)
@@ -187,6 +278,10 @@ main (int argc, char **argv)
     CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login");
     s_ed448_vector ();
     s_ed448_generated ();
+    for (size_t i = 0; i < sizeof s_x_vectors / sizeof s_x_vectors [0]; i++) {
+        s_x_vector (i);
+        s_x_generated (i);
+    }
     s_unlisted ();
     CHECK (p11->C_Logout (s), "C_Logout");
     CHECK (p11->C_Finalize (NULL), "C_Finalize");
