@@ -12,7 +12,8 @@
  *  §6.2 imported (CKK_EC_MONTGOMERY) and C_DeriveKey (CKM_ECDH1_DERIVE,
  *  CKD_NULL) with Bob's public key gives the published shared secret as
  *  CKA_VALUE; a generated pair of each curve derives with an OpenSSL peer
- *  the secret OpenSSL derives from CKA_EC_POINT.  A curve the token does not
+ *  the secret OpenSSL derives from CKA_EC_POINT, and so do generated P-256,
+ *  P-384 and P-521 pairs (ECDH on every listed curve).  A curve the token does not
  *  list (secp256k1) is
  *  CKR_CURVE_NOT_SUPPORTED (PKCS#11 3.0 §5.14).  Links OpenSSL; the module
  *  is dlopen'ed.  Exit 0 when all pass.
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <p11-kit/pkcs11.h>
 #include "cryptoserver/pkcs11v.h"
@@ -190,7 +192,7 @@ s_ed448_generated (void)
 
 /*  C_DeriveKey (CKM_ECDH1_DERIVE, CKD_NULL) of `base` with the raw peer
  *  point into an extractable session generic secret; its CKA_VALUE into
- *  out (room for 64 bytes).  Returns the value's length.  */
+ *  out (room for 80 bytes).  Returns the value's length.  */
 static CK_ULONG
 s_derive (CK_OBJECT_HANDLE base, CK_BYTE *peer, CK_ULONG peer_len, CK_BYTE *out)
 {
@@ -206,7 +208,7 @@ s_derive (CK_OBJECT_HANDLE base, CK_BYTE *peer, CK_ULONG peer_len, CK_BYTE *out)
     CK_OBJECT_HANDLE key = 0;
     CHECK (p11->C_DeriveKey (s, &mech, base, tmpl, sizeof tmpl / sizeof tmpl [0], &key),
            "C_DeriveKey (CKM_ECDH1_DERIVE)");
-    CK_ATTRIBUTE read [] = { { CKA_VALUE, out, 64 } };
+    CK_ATTRIBUTE read [] = { { CKA_VALUE, out, 80 } };
     CHECK (p11->C_GetAttributeValue (s, key, read, 1), "C_GetAttributeValue (the derived CKA_VALUE)");
     return read [0].ulValueLen;
 }
@@ -215,7 +217,7 @@ s_derive (CK_OBJECT_HANDLE base, CK_BYTE *peer, CK_ULONG peer_len, CK_BYTE *out)
 static void
 s_x_vector (size_t i)
 {
-    CK_BYTE alice [56], bob [56], k [56], got [64];
+    CK_BYTE alice [56], bob [56], k [56], got [80];
     size_t len = s_hex (s_x_vectors [i].alice, alice);
     s_hex (s_x_vectors [i].bob, bob);
     s_hex (s_x_vectors [i].k, k);
@@ -232,7 +234,7 @@ static void
 s_x_generated (size_t i)
 {
     CK_OBJECT_HANDLE pub = 0, priv = 0;
-    CK_BYTE point [80], peer [56], got [64], want [64];
+    CK_BYTE point [80], peer [56], got [80], want [80];
     size_t peer_len = sizeof peer, want_len = sizeof want;
     CHECK (s_generate (CKM_EC_MONTGOMERY_KEY_PAIR_GEN, s_x_vectors [i].params, s_x_vectors [i].params_len,
                        CKA_DERIVE, CKA_DERIVE, &pub, &priv), "C_GenerateKeyPair (CKM_EC_MONTGOMERY_KEY_PAIR_GEN)");
@@ -251,6 +253,50 @@ s_x_generated (size_t i)
     if (s_derive (priv, peer, peer_len, got) != want_len || memcmp (got, want, want_len))
         cs_test_fail ("the derived secret differs from OpenSSL's");
     printf ("%s: a generated pair derives the secret OpenSSL derives\n", s_x_vectors [i].name);
+}
+
+/*  The uncompressed point inside a DER OCTET STRING (short or 0x81 form).  */
+static const CK_BYTE *
+s_ec_point_raw (const CK_BYTE *der, CK_ULONG len, size_t *raw_len)
+{
+    size_t header = len > 2 && der [1] == 0x81 ? 3 : 2;
+    *raw_len = len > header ? len - header : 0;
+    return der [0] == 0x04 && *raw_len == der [header - 1] ? der + header : NULL;
+}
+
+/*  ECDH of a generated EC pair on `group` with an OpenSSL peer: the derived
+ *  CKA_VALUE equals OpenSSL's Z (SEC 1 §3.3.1).  */
+static void
+s_ec_generated (const char *group, const CK_BYTE *oid, size_t oid_len)
+{
+    CK_OBJECT_HANDLE pub = 0, priv = 0;
+    CK_BYTE der [160], peer [140], got [80], want [80];
+    size_t peer_len = sizeof peer, want_len = sizeof want, raw_len = 0;
+    CHECK (s_generate (CKM_EC_KEY_PAIR_GEN, oid, oid_len, CKA_DERIVE, CKA_DERIVE, &pub, &priv),
+           "C_GenerateKeyPair (CKM_EC_KEY_PAIR_GEN)");
+    CK_ATTRIBUTE read [] = { { CKA_EC_POINT, der, sizeof der } };
+    CHECK (p11->C_GetAttributeValue (s, pub, read, 1), "C_GetAttributeValue (CKA_EC_POINT)");
+    const CK_BYTE *raw = s_ec_point_raw (der, read [0].ulValueLen, &raw_len);
+    EVP_PKEY *mine = EVP_PKEY_Q_keygen (NULL, NULL, "EC", group), *token = NULL;
+    OSSL_PARAM params [] = {
+        OSSL_PARAM_utf8_string (OSSL_PKEY_PARAM_GROUP_NAME, (char *) group, 0),
+        OSSL_PARAM_octet_string (OSSL_PKEY_PARAM_PUB_KEY, (void *) raw, raw_len), OSSL_PARAM_END };
+    EVP_PKEY_CTX *from = EVP_PKEY_CTX_new_from_name (NULL, "EC", NULL);
+    if (!raw || !from || EVP_PKEY_fromdata_init (from) != 1
+    ||  EVP_PKEY_fromdata (from, &token, EVP_PKEY_PUBLIC_KEY, params) != 1)
+        cs_test_fail ("OpenSSL cannot read the token's CKA_EC_POINT");
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (mine, NULL);
+    if (!ctx || EVP_PKEY_derive_init (ctx) != 1 || EVP_PKEY_derive_set_peer (ctx, token) != 1
+    ||  EVP_PKEY_derive (ctx, want, &want_len) != 1
+    ||  !EVP_PKEY_get_octet_string_param (mine, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, peer, sizeof peer, &peer_len))
+        cs_test_fail ("OpenSSL cannot derive with the token's CKA_EC_POINT");
+    EVP_PKEY_CTX_free (ctx);
+    EVP_PKEY_CTX_free (from);
+    EVP_PKEY_free (token);
+    EVP_PKEY_free (mine);
+    if (s_derive (priv, peer, peer_len, got) != want_len || memcmp (got, want, want_len))
+        cs_test_fail ("the derived secret differs from OpenSSL's");
+    printf ("%s: a generated pair derives the secret OpenSSL derives\n", group);
 }
 
 /*  A curve the token does not list.  */
@@ -282,6 +328,12 @@ main (int argc, char **argv)
         s_x_vector (i);
         s_x_generated (i);
     }
+    static const CK_BYTE p256 [] = { 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07 };
+    static const CK_BYTE p384 [] = { 0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22 };
+    static const CK_BYTE p521 [] = { 0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23 };
+    s_ec_generated ("P-256", p256, sizeof p256);
+    s_ec_generated ("P-384", p384, sizeof p384);
+    s_ec_generated ("P-521", p521, sizeof p521);
     s_unlisted ();
     CHECK (p11->C_Logout (s), "C_Logout");
     CHECK (p11->C_Finalize (NULL), "C_Finalize");
