@@ -8,6 +8,7 @@
 #include "health.h"
 #include "keystore.h"
 #include "metrics_http.h"
+#include "party.h"
 #include "server.h"
 #include "worker.h"
 
@@ -17,6 +18,7 @@ size_t server_stuck_workers;
 
 struct _server_t {
     const broker_config_t *config;
+    party_t *party;             /* party.h, or NULL without a party section */
     board_t **boards;
     size_t n_boards;
     zactor_t *auth;
@@ -346,7 +348,8 @@ server_new (const broker_config_t *config, bool verbose)
     if (cs_secmem_protect_process ())
         zsys_warning ("cannot make the broker process non-dumpable: %s", strerror (errno));
     if (s_boards_open (self) || s_keystore_open (self) || s_auth_start (self, verbose)
-    ||  s_metrics_start (self) || s_frontend_start (self) || s_workers_start (self))
+    ||  s_metrics_start (self) || s_frontend_start (self) || s_workers_start (self)
+    ||  (party_configured (config) && !(self->party = party_new (config, self->keystore))))
         server_destroy (&self);
     else {
         if (cs_secmem_lock_failures ())
@@ -455,6 +458,7 @@ server_destroy (server_t **self_p)
     s_workers_stop (self, stuck_board);
     zactor_destroy (&self->frontend);
     zactor_destroy (&self->auth);
+    party_destroy (&self->party);           /* issue #24: the shared-key party service */
     keystore_destroy (&self->keystore);
     for (size_t i = 0; i < self->n_boards; i++)
         if (!stuck_board || !stuck_board [i])

@@ -1,6 +1,6 @@
 /*  cs_attr_rules.h — the attribute rules of key objects: one table, read
  *  by the module (pkcs11-module/object.c, keymgmt.c: session keys and the
- *  first check of every change) and by the broker (broker/keyattrs.c:
+ *  first check of every change) and by the broker (broker/keys/keyattrs.c:
  *  server-held keys, so that a modified module cannot get around them).
  *
  *  One row per attribute type: the key classes that have it and how it may

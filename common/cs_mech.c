@@ -44,6 +44,7 @@
 #define GS_MIN    16
 #define GS_MAX    256
 #define DES3_LEN  CS_MECH_DES3_KEY
+#define DES_LEN   CS_MECH_DES_KEY
 #define AES(T, PARAM, IN) \
     { ROW (T), CKM_ ## T, CKK_AES, 0, S_CRYPT, AES_MIN, AES_MAX, PARAM, IN, CS_MECH_OUT_SYM }
 #define AES_KW(T, IN) \
@@ -51,6 +52,15 @@
       CS_MECH_OUT_SYM }
 #define DES3(T, PARAM, IN) \
     { ROW (T), CKM_ ## T, CKK_DES3, 0, S_CRYPT, DES3_LEN, DES3_LEN, PARAM, IN, CS_MECH_OUT_SYM }
+/*  CBC-PAD also wraps (PKCS#11 2.40 curr. mech. §2.10.4, §2.13: the padded
+    CKA_VALUE of a secret key, or the PKCS#8 of a private key).  */
+#define CBC_PAD_WRAP(T, KT, MIN, MAX) \
+    { ROW (T), CKM_ ## T, KT, 0, S_CRYPT | S_WRAP, MIN, MAX, CS_MECH_PARAM_IV, CS_MECH_IN_PAD, CS_MECH_OUT_SYM }
+/*  Single DES (FIPS 46-3, withdrawn 2005: legacy, docs/CONTRACTS.md "Legacy
+    DES"): OpenSSL 3 keeps it in its legacy provider, which the openssl
+    driver loads unless a board says legacy-des = false.  */
+#define DES(T, PARAM, IN) \
+    { ROW (T), CKM_ ## T, CKK_DES, 0, S_CRYPT, DES_LEN, DES_LEN, PARAM, IN, CS_MECH_OUT_SYM }
 /*  MACs: a _GENERAL row (CK_MAC_GENERAL_PARAMS) travels as its full-length
     row; the module cuts the MAC to the length asked for.  */
 #define MAC(T, WIRE, KT, MIN, MAX, PARAM) \
@@ -107,7 +117,7 @@ static const cs_mech_row_t s_rows [] = {
       X_MIN, X_MAX, P_NONE, CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     AES (AES_ECB,     P_NONE,             CS_MECH_IN_BLOCK),
     AES (AES_CBC,     CS_MECH_PARAM_IV,   CS_MECH_IN_BLOCK),
-    AES (AES_CBC_PAD, CS_MECH_PARAM_IV,   CS_MECH_IN_PAD),
+    CBC_PAD_WRAP (AES_CBC_PAD, CKK_AES, AES_MIN, AES_MAX),
     AES (AES_GCM,     CS_MECH_PARAM_GCM,  CS_MECH_IN_SYM),
     AES (AES_CTR,     CS_MECH_PARAM_CTR,  CS_MECH_IN_SYM),
     /*  Key wrap: data (C_Encrypt/C_Decrypt) and C_WrapKey/C_UnwrapKey
@@ -118,7 +128,10 @@ static const cs_mech_row_t s_rows [] = {
     MAC (AES_CMAC_GENERAL, CKM_AES_CMAC, CKK_AES, AES_MIN, AES_MAX, CS_MECH_PARAM_MAC_LEN),
     DES3 (DES3_ECB,     P_NONE,           CS_MECH_IN_BLOCK),
     DES3 (DES3_CBC,     CS_MECH_PARAM_IV, CS_MECH_IN_BLOCK),
-    DES3 (DES3_CBC_PAD, CS_MECH_PARAM_IV, CS_MECH_IN_PAD),
+    CBC_PAD_WRAP (DES3_CBC_PAD, CKK_DES3, DES3_LEN, DES3_LEN),
+    DES (DES_ECB,       P_NONE,           CS_MECH_IN_BLOCK),
+    DES (DES_CBC,       CS_MECH_PARAM_IV, CS_MECH_IN_BLOCK),
+    DES (DES_CBC_PAD,   CS_MECH_PARAM_IV, CS_MECH_IN_PAD),
     HMAC_ROWS (SHA_1),
     HMAC_ROWS (SHA224),
     HMAC_ROWS (SHA256),
@@ -127,6 +140,8 @@ static const cs_mech_row_t s_rows [] = {
     { ROW (AES_KEY_GEN), 0, CKK_AES, 0, CKF_GENERATE, AES_MIN, AES_MAX, P_NONE, CS_MECH_IN_NONE,
       CS_MECH_OUT_NONE },
     { ROW (DES3_KEY_GEN), 0, CKK_DES3, 0, CKF_GENERATE, DES3_LEN, DES3_LEN, P_NONE, CS_MECH_IN_NONE,
+      CS_MECH_OUT_NONE },
+    { ROW (DES_KEY_GEN), 0, CKK_DES, 0, CKF_GENERATE, DES_LEN, DES_LEN, P_NONE, CS_MECH_IN_NONE,
       CS_MECH_OUT_NONE },
     { ROW (GENERIC_SECRET_KEY_GEN), 0, CKK_GENERIC_SECRET, 0, CKF_GENERATE, GS_MIN, GS_MAX, P_NONE,
       CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
@@ -235,7 +250,7 @@ cs_mech_sym_output_len (const cs_mech_row_t *row, bool encrypt, size_t len, size
 bool
 cs_mech_secret_key_type (CK_KEY_TYPE type)
 {
-    return type == CKK_AES || type == CKK_DES3 || type == CKK_GENERIC_SECRET;
+    return type == CKK_AES || type == CKK_DES3 || type == CKK_DES || type == CKK_GENERIC_SECRET;
 }
 
 bool
@@ -244,6 +259,7 @@ cs_mech_secret_len_ok (CK_KEY_TYPE type, size_t len)
     switch (type) {
         case CKK_AES:            return len == 16 || len == 24 || len == 32;
         case CKK_DES3:           return len == DES3_LEN;
+        case CKK_DES:            return len == DES_LEN;
         case CKK_GENERIC_SECRET: return len >= GS_MIN && len <= GS_MAX;
         default:                 return false;
     }
@@ -252,7 +268,7 @@ cs_mech_secret_len_ok (CK_KEY_TYPE type, size_t len)
 size_t
 cs_mech_block_bytes (const cs_mech_row_t *row)
 {
-    if (row->key_type == CKK_DES3 || row->input == CS_MECH_IN_KW || row->input == CS_MECH_IN_KWP)
+    if (row->key_type == CKK_DES3 || row->key_type == CKK_DES || row->input == CS_MECH_IN_KW || row->input == CS_MECH_IN_KWP)
         return CS_MECH_DES3_BLOCK;
     return row->key_type == CKK_AES ? CS_MECH_AES_BLOCK : 0;
 }

@@ -102,6 +102,8 @@ typedef enum {
 #define CS_MECH_AES_BLOCK       16      /* bytes */
 #define CS_MECH_DES3_BLOCK      8       /* bytes */
 #define CS_MECH_DES3_KEY        24      /* bytes: three DES keys with parity (CKK_DES3) */
+#define CS_MECH_DES_KEY         8       /* bytes: one DES key with parity (CKK_DES; legacy,
+                                           docs/CONTRACTS.md "Legacy DES") */
 /*  The most a secret-key job's result exceeds its input by (bytes): a
  *  padding block, a GCM tag, a key-wrap block, or a whole MAC (HMAC-SHA512:
  *  64).  The module and the broker size their result buffers with it.  */
@@ -160,17 +162,17 @@ size_t cs_mech_output_len (const cs_mech_row_t *row, size_t k, size_t field, siz
 size_t cs_mech_sym_output_len (const cs_mech_row_t *row, bool encrypt, size_t len, size_t tag_bytes);
 
 /*  True when `type` is a secret-key type of the table: CKK_AES,
- *  CKK_DES3, CKK_GENERIC_SECRET.  */
+ *  CKK_DES3, CKK_DES (legacy), CKK_GENERIC_SECRET.  */
 bool cs_mech_secret_key_type (CK_KEY_TYPE type);
 
 /*  True when a CKA_VALUE of `len` bytes is a key of secret-key type `type`
- *  (AES: 16, 24 or 32; DES3: 24; generic secret: the range of
+ *  (AES: 16, 24 or 32; DES3: 24; DES: 8; generic secret: the range of
  *  CKM_GENERIC_SECRET_KEY_GEN, 16..256).  The one rule for C_CreateObject,
  *  C_GenerateKey and the broker's job check; the generators' rows report
  *  the same range (PKCS#11 2.40 curr. mech.: AES, Triple-DES, generic secret).  */
 bool cs_mech_secret_len_ok (CK_KEY_TYPE type, size_t len);
 
-/*  The block size in bytes of a secret-key cipher row: 8 for CKK_DES3 and
+/*  The block size in bytes of a secret-key cipher row: 8 for CKK_DES3, CKK_DES and
  *  for the AES key-wrap rows (semiblocks, RFC 3394 §2), 16 for the other
  *  AES rows, 0 for the rest.  */
 size_t cs_mech_block_bytes (const cs_mech_row_t *row);

@@ -1,7 +1,7 @@
 /*  cs_usage.h — the usage rules of keys: which job a key may run, which
  *  role combinations a key may have, which role changes are allowed.  One
- *  table, read by the broker (broker/route.c, broker/secretkeys.c,
- *  broker/keyjobs.c: every job on a server-held key, whatever the client
+ *  table, read by the broker (broker/frontend/route.c, broker/keys/secretkeys.c,
+ *  broker/keys/keyjobs.c: every job on a server-held key, whatever the client
  *  sends) and by the module (pkcs11-module/object.c, wrap.c: the same
  *  answers early, for session keys too).  docs/CONTRACTS.md "Usage
  *  separation".

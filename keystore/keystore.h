@@ -15,7 +15,7 @@
  *  decrypt.  Keys resident on a board have a row without private material
  *  (home "board:NAME").  Tenants hold keyed scrypt hashes of their user and
  *  SO PINs (common/cs_pin.h), failure counters (PKCS#11 2.40 §5.4 token
- *  flags) and PIN epochs (login tickets carry them: broker/ticket.h).
+ *  flags) and PIN epochs (login tickets carry them: broker/keys/ticket.h).
  *
  *  Integrity (schema 2): every tenant row (PIN hashes, failure counters,
  *  epochs) and every key row (description, private blob) carries an
@@ -228,7 +228,7 @@ void keystore_changes_free (keystore_change_t **changes_p, size_t count);
  *  writing process's origin as payload).  It owns a connection of its own
  *  and a thread that waits on it; when the connection drops it reconnects
  *  once a second.  NULL for a SQLite keystore (watch the file:
- *  broker/ks_watch.h) or after a log line on failure.  Caller destroys.  */
+ *  broker/ops/ks_watch.h) or after a log line on failure.  Caller destroys.  */
 typedef struct _keystore_listener_t keystore_listener_t;
 keystore_listener_t *keystore_listener_new (keystore_t *self);
 

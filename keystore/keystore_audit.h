@@ -44,6 +44,17 @@ typedef struct {
     size_t sig_len;
 } keystore_audit_row_t;
 
+/*  A chain's head as its one writer left it: the seq and hash of its last
+ *  row (known false before the writer's first append).  keystore_audit_append
+ *  sets moved when the database's head is not the one given: another
+ *  writer deleted, edited or added rows of this chain since.  */
+typedef struct {
+    bool known;
+    int64_t seq;
+    uint8_t hash [KEYSTORE_AUDIT_HASH_LEN];
+    bool moved;
+} keystore_audit_head_t;
+
 /*  Called with each record appended, after the commit (the JSON line for
  *  syslog).  */
 typedef void (keystore_audit_emit_fn) (const char *record, void *arg);
@@ -53,10 +64,15 @@ typedef void (keystore_audit_emit_fn) (const char *record, void *arg);
  *  checkpoint record.  bodies [i] is the inside of a JSON object without
  *  its braces ("\"time\":\"...\",\"action\":\"login\",..."): the caller
  *  escapes it; it must not hold key material or PINs.  emit (NULL: none)
- *  gets every record once committed.  Returns 0, or -1 after a log line
+ *  gets every record once committed.  head (NULL: not checked) is the
+ *  chain's head as this writer left it: moved is set when the database's
+ *  head differs (the new rows still follow the database's head, so the
+ *  chain stays verifiable from there; the caller reports the break), and
+ *  on 0 it becomes the new head.  Returns 0, or -1 after a log line
  *  (nothing appended).  */
 int keystore_audit_append (keystore_t *self, const char *broker, char *const *bodies, size_t count,
-                           EVP_PKEY *key, bool checkpoint, keystore_audit_emit_fn *emit, void *arg);
+                           EVP_PKEY *key, bool checkpoint, keystore_audit_head_t *head,
+                           keystore_audit_emit_fn *emit, void *arg);
 
 /*  Every audit row of the database at `location` (a path or a
  *  postgresql:// URL), ordered by broker then seq, without the master key:

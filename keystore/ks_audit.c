@@ -134,7 +134,8 @@ s_row_make (keystore_audit_row_t *row, const char *broker, int64_t seq,
 
 int
 keystore_audit_append (keystore_t *self, const char *broker, char *const *bodies, size_t count,
-                       EVP_PKEY *key, bool checkpoint, keystore_audit_emit_fn *emit, void *arg)
+                       EVP_PKEY *key, bool checkpoint, keystore_audit_head_t *head,
+                       keystore_audit_emit_fn *emit, void *arg)
 {
     size_t total = count + (key && checkpoint ? 1 : 0), made = 0;
     if (total == 0)
@@ -146,6 +147,9 @@ keystore_audit_append (keystore_t *self, const char *broker, char *const *bodies
     int rc = rows ? self->be->begin (self->store) : -1;
     if (rc == 0 && self->be->audit_head (self->store, broker, &seq, prev) < 0)
         rc = -1;
+    if (rc == 0 && head && head->known
+    &&  (seq != head->seq || memcmp (prev, head->hash, KEYSTORE_AUDIT_HASH_LEN) != 0))
+        head->moved = true;                     /* another writer changed this chain */
     for (size_t i = 0; rc == 0 && i < total; i++, made++) {
         char *ckpt = NULL;
         const char *body = i < count ? bodies [i] : NULL;
@@ -180,6 +184,11 @@ keystore_audit_append (keystore_t *self, const char *broker, char *const *bodies
     //  takes it (ks_end); without one the rows alone.
     if (rows && (total > count ? ks_end (self, rc == 0) : self->be->end (self->store, rc == 0)) != 0)
         rc = -1;
+    if (rc == 0 && head) {
+        head->known = true;
+        head->seq = seq + (int64_t) total;
+        memcpy (head->hash, prev, KEYSTORE_AUDIT_HASH_LEN);
+    }
     for (size_t i = 0; i < made; i++) {
         if (rc == 0 && emit)
             emit (rows [i].record, arg);

@@ -79,6 +79,12 @@ typedef struct {
      *  until its end.  end commits (commit) or rolls back.  */
     int (*begin) (ks_store_t *store);
     int (*end) (ks_store_t *store, bool commit);
+    /*  A read-only transaction that sees one snapshot of the whole
+     *  database until end (the operator's copy and backup,
+     *  keystore_dump.h): SQLite BEGIN (its reads see one snapshot; WAL
+     *  writers go on), PostgreSQL BEGIN ISOLATION LEVEL REPEATABLE READ
+     *  READ ONLY.  */
+    int (*snapshot) (ks_store_t *store);
     /*  Inside the opening transaction, only for a new database or an
      *  operator's upgrade (keystore_upgrade): creates what is missing and
      *  brings the tables to the current schema's columns; *found_p gets 0
@@ -160,8 +166,9 @@ typedef struct {
                         int64_t *created_p, uint8_t **mac_p, size_t *mac_len_p);
     /*  The MACs of every issued row (the row digest, ks_state.c): a
      *  malloc'd array of *count_p ROW_MAC_LEN-byte entries (a missing or
-     *  short MAC reads as zeros), NULL when there are none.  */
-    int (*issued_macs) (ks_store_t *store, uint8_t **macs_p, size_t *count_p);
+     *  short MAC reads as zeros), NULL when there are none; with fps_p
+     *  non-NULL, their fingerprints too (32 bytes each, the same order).  */
+    int (*issued_macs) (ks_store_t *store, uint8_t **macs_p, uint8_t **fps_p, size_t *count_p);
     /*  The audit chain (schema 6, table audit; keystore_audit.h).  head:
      *  1 and broker's last row's seq and hash, 0 no row.  insert: 0 or -1
      *  (a duplicate (broker, seq) too).  list: every row ordered by broker

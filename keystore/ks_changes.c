@@ -4,7 +4,7 @@
  *  objects sets to the new state counter (ks_state.c), in the same
  *  transaction.  A broker that caches keys compares them after another
  *  writer committed and drops only the tenants whose epoch moved
- *  (broker/ks_cache.h), instead of every tenant's keys; its own commits
+ *  (broker/keys/ks_cache.h), instead of every tenant's keys; its own commits
  *  come back to it with the epoch they replaced (keystore_own_changes_take),
  *  so that it follows them without dropping.  The MAC is row_mac_changes
  *  under the state key (docs/CONTRACTS.md "Keystore state").

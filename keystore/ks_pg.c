@@ -45,6 +45,7 @@ struct _ks_store_t {
     char *url;
     char *where;                /* url without its password */
     bool in_tx;                 /* inside BEGIN .. COMMIT/ROLLBACK */
+    bool snapshot;              /* ... a read-only one (s_snapshot): no FOR UPDATE */
     bool lost;                  /* the last connection attempt failed */
 };
 
@@ -379,7 +380,17 @@ s_end (ks_store_t *self, bool commit)
         zsys_error ("keystore %s: the transaction was rolled back", self->where);
     PQclear (res);
     self->in_tx = false;
+    self->snapshot = false;
     return ok ? 0 : -1;
+}
+
+static int
+s_snapshot (ks_store_t *self)
+{
+    PGresult *res = s_run (self, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL);
+    PQclear (res);
+    self->in_tx = self->snapshot = res != NULL;
+    return res ? 0 : -1;
 }
 
 /* ---- schema ------------------------------------------------------------- */
@@ -477,7 +488,7 @@ s_meta_get (ks_store_t *self, const char *name, uint8_t **value_p, size_t *len_p
     //  In a write transaction the row stays locked until its end: the
     //  state record (ks_state.c) is read, raised and written by one
     //  broker at a time.
-    PGresult *res = s_run (self, self->in_tx ? "SELECT value FROM meta WHERE name = $1 FOR UPDATE"
+    PGresult *res = s_run (self, self->in_tx && !self->snapshot ? "SELECT value FROM meta WHERE name = $1 FOR UPDATE"
                                              : "SELECT value FROM meta WHERE name = $1", &p);
     bool ok = true;
     int rc = !res ? -1 : PQntuples (res) == 0 ? 0 : 1;
@@ -876,20 +887,30 @@ s_audit_list (ks_store_t *self, keystore_audit_row_t **rows_p, size_t *count_p)
 }
 
 static int
-s_issued_macs (ks_store_t *self, uint8_t **macs_p, size_t *count_p)
+s_issued_macs (ks_store_t *self, uint8_t **macs_p, uint8_t **fps_p, size_t *count_p)
 {
-    PGresult *res = s_run (self, "SELECT mac FROM issued", NULL);
+    PGresult *res = s_run (self, "SELECT mac, fingerprint FROM issued", NULL);
     if (!res)
         return -1;
     size_t count = (size_t) PQntuples (res);
-    uint8_t *macs = count ? calloc (count, ROW_MAC_LEN) : NULL;
-    for (size_t i = 0; macs && i < count; i++)
+    uint8_t *macs = count ? calloc (count, ROW_MAC_LEN) : NULL, *fps = count ? calloc (count, 32) : NULL;
+    for (size_t i = 0; macs && fps && i < count; i++) {
         if (PQgetlength (res, (int) i, 0) == ROW_MAC_LEN)
             memcpy (macs + i * ROW_MAC_LEN, PQgetvalue (res, (int) i, 0), ROW_MAC_LEN);
+        if (PQgetlength (res, (int) i, 1) == 32)
+            memcpy (fps + i * 32, PQgetvalue (res, (int) i, 1), 32);
+    }
     PQclear (res);
-    if (count && !macs)
+    if (count && (!macs || !fps)) {
+        free (macs);
+        free (fps);
         return -1;
+    }
     *macs_p = macs;
+    if (fps_p)
+        *fps_p = fps;
+    else
+        free (fps);
     *count_p = count;
     return 0;
 }
@@ -969,7 +990,7 @@ s_object_read (ks_store_t *self, const char *tenant, const char *ref, ks_key_rec
     memset (rec, 0, sizeof *rec);
     //  In a write transaction the row stays locked: the row digest
     //  (ks_state.c) takes out the MAC that is replaced, not a stale one.
-    PGresult *res = s_run (self, self->in_tx ? "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
+    PGresult *res = s_run (self, self->in_tx && !self->snapshot ? "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
                                                "AND ref = $2 FOR UPDATE"
                                              : "SELECT ref, info, private, mac FROM objects WHERE tenant = $1 "
                                                "AND ref = $2", &p);
@@ -1025,6 +1046,7 @@ const ks_backend_t ks_pg_backend = {
     .where = s_where,
     .begin = s_begin,
     .end = s_end,
+    .snapshot = s_snapshot,
     .migrate = s_migrate,
     .has = s_has,
     .version_get = s_version_get,

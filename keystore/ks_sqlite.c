@@ -300,6 +300,12 @@ s_end (ks_store_t *self, bool commit)
     return s_exec (self, commit ? "COMMIT" : "ROLLBACK");
 }
 
+static int
+s_snapshot (ks_store_t *self)
+{
+    return s_exec (self, "BEGIN");
+}
+
 /* ---- meta rows -------------------------------------------------------- */
 
 static int
@@ -835,30 +841,42 @@ s_issued_read (ks_store_t *self, const uint8_t fingerprint [32], char **tenant_p
 }
 
 static int
-s_issued_macs (ks_store_t *self, uint8_t **macs_p, size_t *count_p)
+s_issued_macs (ks_store_t *self, uint8_t **macs_p, uint8_t **fps_p, size_t *count_p)
 {
-    sqlite3_stmt *stmt = s_prepare (self, "SELECT mac FROM issued");
+    sqlite3_stmt *stmt = s_prepare (self, "SELECT mac, fingerprint FROM issued");
     size_t count = 0, room = 0;
-    uint8_t *macs = NULL;
+    uint8_t *macs = NULL, *fps = NULL;
     int step = SQLITE_ERROR;
     while (stmt && (step = sqlite3_step (stmt)) == SQLITE_ROW) {
         if (count == room) {
-            uint8_t *grown = realloc (macs, (room = 2 * room + 16) * ROW_MAC_LEN);
-            if (!grown)
+            room = 2 * room + 16;
+            uint8_t *grown = realloc (macs, room * ROW_MAC_LEN), *fgrown = grown ? realloc (fps, room * 32) : NULL;
+            macs = grown ? grown : macs;
+            fps = fgrown ? fgrown : fps;
+            if (!fgrown) {
+                step = SQLITE_NOMEM;
                 break;
-            macs = grown;
+            }
         }
         memset (macs + count * ROW_MAC_LEN, 0, ROW_MAC_LEN);
+        memset (fps + count * 32, 0, 32);
         if (sqlite3_column_bytes (stmt, 0) == ROW_MAC_LEN)
             memcpy (macs + count * ROW_MAC_LEN, sqlite3_column_blob (stmt, 0), ROW_MAC_LEN);
+        if (sqlite3_column_bytes (stmt, 1) == 32)
+            memcpy (fps + count * 32, sqlite3_column_blob (stmt, 1), 32);
         count++;
     }
     sqlite3_finalize (stmt);
     if (step != SQLITE_DONE) {
         free (macs);
+        free (fps);
         return -1;
     }
     *macs_p = macs;
+    if (fps_p)
+        *fps_p = fps;
+    else
+        free (fps);
     *count_p = count;
     return 0;
 }
@@ -1047,6 +1065,7 @@ const ks_backend_t ks_sqlite_backend = {
     .where = s_where,
     .begin = s_begin,
     .end = s_end,
+    .snapshot = s_snapshot,
     .migrate = s_migrate,
     .has = s_has,
     .version_get = s_version_get,

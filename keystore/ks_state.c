@@ -193,7 +193,7 @@ ks_digest_compute (keystore_t *self, uint8_t digest [32])
         free (names [i]);
     }
     free (names);
-    if (rc == 0 && self->be->issued_macs (self->store, &macs, &count) == 0)
+    if (rc == 0 && self->be->issued_macs (self->store, &macs, NULL, &count) == 0)
         for (size_t i = 0; i < count; i++)
             s_digest_add (digest, "issued", macs + i * ROW_MAC_LEN, ROW_MAC_LEN);
     else

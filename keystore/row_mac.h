@@ -28,7 +28,7 @@ int row_mac_derive (const uint8_t master [32], const char *info, uint8_t out [32
 typedef struct {
     char *pin [2];              /* stored PIN forms (common/cs_pin.h) */
     int64_t failures [2];       /* wrong PINs in a row */
-    int64_t epoch [2];          /* PIN epochs: tickets carry them (broker/ticket.h) */
+    int64_t epoch [2];          /* PIN epochs: tickets carry them (broker/keys/ticket.h) */
 } row_mac_tenant_t;
 
 /*  MAC of tenant row `name`: "cs-tenant-v1" || lp (name) || lp (user PIN) ||

@@ -383,8 +383,8 @@ cs_secret_wrap_job (cs_key_t *key, const CK_MECHANISM *mech, bool wrap, const ui
 {
     cs_secret_op_t *op = NULL;
     CK_RV rv = s_op_make (mech, key, wrap ? CKF_ENCRYPT : CKF_DECRYPT, &op);
-    if (rv == CKR_OK && op->row->input != CS_MECH_IN_KW && op->row->input != CS_MECH_IN_KWP)
-        rv = CKR_MECHANISM_INVALID;
+    if (rv == CKR_OK && !(op->row->flags & CKF_WRAP))
+        rv = CKR_MECHANISM_INVALID;         /* key wrap, CBC-PAD (cs_mech.c) */
     if (rv == CKR_OK && (cs_secret_op_buffer (op, data, len) != CKR_OK || s_input_check (op) != CKR_OK))
         rv = wrap ? CKR_KEY_SIZE_RANGE : CKR_WRAPPED_KEY_LEN_RANGE;
     if (rv == CKR_OK) {

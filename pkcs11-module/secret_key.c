@@ -48,8 +48,8 @@ s_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE dflt, size_t len,
         return CKR_TEMPLATE_INCONSISTENT;
     if (!cs_mech_secret_key_type (type))
         return CKR_ATTRIBUTE_VALUE_INVALID;
-    if (type == CKK_DES3 && cs_template_bool (tmpl, count, CKA_TOKEN, false))
-        return CKR_ATTRIBUTE_VALUE_INVALID;     /* token DES3 keys: not yet (the broker holds AES
+    if ((type == CKK_DES3 || type == CKK_DES) && cs_template_bool (tmpl, count, CKA_TOKEN, false))
+        return CKR_ATTRIBUTE_VALUE_INVALID;     /* token DES/DES3 keys: not yet (the broker holds AES
                                                    and generic secrets: secret_token.h) */
     if (!cs_mech_secret_len_ok (type, len))
         return CKR_ATTRIBUTE_VALUE_INVALID;
@@ -67,7 +67,7 @@ s_add (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KE
     CK_RV rv = CKR_HOST_MEMORY;
     cs_attrs_t attrs = { 0 };
     cs_key_t *key = cs_key_new_secret (type, value, len);
-    bool cipher = type != CKK_GENERIC_SECRET, mac = type != CKK_DES3;     /* what the type does */
+    bool cipher = type != CKK_GENERIC_SECRET, mac = type != CKK_DES3 && type != CKK_DES;    /* what it does */
     bool local = gen_mech != CK_UNAVAILABLE_INFORMATION;
     bool sensitive = cs_template_bool (tmpl, count, CKA_SENSITIVE, local);
     bool extractable = cs_template_bool (tmpl, count, CKA_EXTRACTABLE, !local);
@@ -159,7 +159,7 @@ C_GenerateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_ATTRIBUTE_PTR
     if (RAND_priv_bytes (value, (int) len) != 1)
         rv = CKR_FUNCTION_FAILED;
     else {
-        if (type == CKK_DES3)
+        if (type == CKK_DES3 || type == CKK_DES)
             s_des_odd_parity (value, len);
         rv = s_add (handle, tmpl, count, type, value, len, mech->mechanism, key_p);
     }

@@ -1,7 +1,7 @@
 /*  secret_token.h — token secret keys (issue #10): C_GenerateKey and
  *  C_CreateObject of a CKO_SECRET_KEY with CKA_TOKEN TRUE.
  *
- *  The broker holds these keys (broker/secretkeys.h): it draws a generated
+ *  The broker holds these keys (broker/keys/secretkeys.h): it draws a generated
  *  value itself, seals it in the tenant's keystore and never returns it;
  *  an imported value (C_CreateObject with CKA_VALUE) crosses the link once,
  *  in the ImportKeyJob.  The module keeps the key's ref and attributes as a
@@ -19,7 +19,7 @@
  *  the caller) and the application's template.  Without the mutex.
  *  CKR_OK with *key_p the new object's handle; CKR_SESSION_HANDLE_INVALID,
  *  CKR_SESSION_READ_ONLY, CKR_USER_NOT_LOGGED_IN, CKR_HOST_MEMORY, or the
- *  broker's CK_RV (the template's rules: broker/keyjobs.h).  */
+ *  broker's CK_RV (the template's rules: broker/keys/keyjobs.h).  */
 CK_RV cs_secret_token_generate (CK_SESSION_HANDLE handle, CK_MECHANISM_TYPE mech, CK_ULONG len,
                                 const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_HANDLE_PTR key_p);
 

@@ -1,6 +1,7 @@
 /*  wrap.c — C_WrapKey and C_UnwrapKey (PKCS#11 2.40 §5.18) for secret keys
- *  (CKK_AES, CKK_GENERIC_SECRET) with CKM_RSA_PKCS_OAEP or AES key wrap
- *  (CKM_AES_KEY_WRAP, RFC 3394; CKM_AES_KEY_WRAP_PAD, RFC 5649), and the attribute
+ *  (CKK_AES, CKK_DES3, CKK_DES, CKK_GENERIC_SECRET) with CKM_RSA_PKCS_OAEP, AES
+ *  key wrap (CKM_AES_KEY_WRAP, RFC 3394; CKM_AES_KEY_WRAP_PAD, RFC 5649) or
+ *  CBC-PAD (CKM_AES_CBC_PAD, CKM_DES3_CBC_PAD: every row with CKF_WRAP), and the attribute
  *  rules that stop the known wrapping attacks (Bortolozzo, Centenaro,
  *  Focardi, Steel, "Attacking and fixing PKCS#11 security tokens", CCS
  *  2010: the Tookan attacks).  docs/CONTRACTS.md "Wrapping" is the contract.
@@ -13,7 +14,7 @@
  *  OAEP; the plaintext goes to locked memory (cs_secmem.h) and becomes a
  *  session secret key object (secret.c), or with CKA_TOKEN TRUE is imported
  *  once into a token secret key sealed by the broker (secret_token.h).
- *  With an AES wrapping (unwrapping) key, session or token, each is one
+ *  With an AES or DES3 wrapping (unwrapping) key, session or token, each is one
  *  SymJob with key_wrap set (cs_secret_wrap_job, secret.h): the wrapped
  *  value of a session secret key (a token secret key's value stays on the
  *  broker: CKR_KEY_NOT_WRAPPABLE), or the plaintext that becomes the key
@@ -53,7 +54,7 @@
  *      key): under strict an AES key with CKA_WRAP or CKA_UNWRAP neither
  *      encrypts nor decrypts data and never gains CKA_ENCRYPT/CKA_DECRYPT
  *      (CKR_KEY_FUNCTION_NOT_PERMITTED).  The broker checks the same of a
- *      token key (broker/secretkeys.h secretkeys_usable).
+ *      token key (broker/keys/secretkeys.h secretkeys_usable).
  *  Both need a CKU_USER login (CKR_USER_NOT_LOGGED_IN), as the secret-key
  *  operations do.  CKM_RSA_PKCS is not offered for wrapping: a PKCS#1 v1.5
  *  C_UnwrapKey is a padding oracle (Bardou et al., CRYPTO 2012).
@@ -62,6 +63,8 @@
 #include <string.h>
 #include <openssl/crypto.h>
 #include "cs_secmem.h"
+#include "keyder.h"
+#include "keymgmt.h"
 #include "keyop.h"
 #include "log.h"
 #include "mechanism.h"
@@ -113,12 +116,17 @@ s_private_half_decrypts_inlock (const cs_key_t *key)
 }
 
 /*  The security strength in bits of a key (NIST SP 800-57 Part 1 Rev. 5
- *  §5.6.1.1 table 2): a secret key's bits (8 per byte, at most 256), RSA's
+ *  §5.6.1.1 table 2): a secret key's bits (8 per byte, at most 256; three-key
+ *  DES3 112, DES 56), an EC key's half its field bits, RSA's
  *  by its modulus (under 2048 bits: 80; 2048: 112; 3072: 128; 7680: 192;
  *  15360: 256).  */
 static unsigned
 s_strength (const cs_key_t *key)
 {
+    if (key->key_type == CKK_EC || key->key_type == CKK_EC_EDWARDS)
+        return (unsigned) (key->field_len * 4);         /* half the field bits */
+    if (key->key_type == CKK_DES3 || key->key_type == CKK_DES)
+        return key->key_type == CKK_DES3 ? 112 : 56;    /* three-key TDEA: 112 (SP 800-57 table 2) */
     if (key->key_type != CKK_RSA)
         return key->secret_len * 8 > 256 ? 256 : (unsigned) key->secret_len * 8;
     size_t bits = key->modulus_len * 8;
@@ -139,12 +147,14 @@ s_weaker (const cs_key_t *wkey, const cs_key_t *key)
     return s_strength (wkey) < s_strength (key);
 }
 
-/*  True for a wrapping or unwrapping key that is an AES secret key (key
- *  wrap, RFC 3394/5649: one SymJob) rather than an RSA key (OAEP).  */
+/*  True for a wrapping or unwrapping key that is an AES or DES3 secret key
+ *  (AES key wrap, RFC 3394/5649, or AES/DES3 CBC-PAD: one SymJob) rather
+ *  than an RSA key (OAEP).  */
 static bool
 s_aes (CK_OBJECT_CLASS klass, const cs_key_t *key)
 {
-    return klass == CKO_SECRET_KEY && key->key_type == CKK_AES && (key->secret || key->ref);
+    return klass == CKO_SECRET_KEY && (key->key_type == CKK_AES || key->key_type == CKK_DES3)
+        && (key->secret || key->ref);
 }
 
 /*  Under the mutex: the rules of C_WrapKey on the two objects (file head).
@@ -174,8 +184,9 @@ s_wrap_check_inlock (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_
     if (!(key = cs_object_key_inlock (handle, &key_class)))
         rv = CKR_KEY_HANDLE_INVALID;
     else
-    if (key_class != CKO_SECRET_KEY || !key->secret)
-        rv = CKR_KEY_NOT_WRAPPABLE;     /* a token secret key's value stays on the broker */
+    if (!(key_class == CKO_SECRET_KEY && key->secret) && !(aes && key_class == CKO_PRIVATE_KEY && key->pkcs8))
+        rv = CKR_KEY_NOT_WRAPPABLE;     /* a token key's value stays on the broker; PKCS#8 only
+                                           under a secret key (too long for OAEP) */
     else
     if (!cs_object_flag_inlock (handle, CKA_EXTRACTABLE, false))
         rv = CKR_KEY_UNEXTRACTABLE;
@@ -199,37 +210,50 @@ s_wrap_check_inlock (CK_OBJECT_HANDLE wrapping, CK_OBJECT_HANDLE handle, cs_key_
     return rv;
 }
 
-/*  The table's row of an AES key-wrap C_WrapKey (want CKF_WRAP) or
- *  C_UnwrapKey (CKF_UNWRAP): CKR_MECHANISM_INVALID, or `type_rv` for a
- *  mechanism that does not take an AES key (RSA-OAEP).  */
+/*  The table's row of a secret-key C_WrapKey (want CKF_WRAP) or
+ *  C_UnwrapKey (CKF_UNWRAP) with `key`: CKR_MECHANISM_INVALID, or `type_rv`
+ *  for a mechanism that does not take the key's type (RSA-OAEP; DES3-CBC-PAD
+ *  with an AES key ...).  */
 static CK_RV
-s_aes_mechanism (const CK_MECHANISM *mech, CK_FLAGS want, CK_RV type_rv)
+s_aes_mechanism (const CK_MECHANISM *mech, CK_FLAGS want, const cs_key_t *key, CK_RV type_rv)
 {
     const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
     if (!row || !(row->flags & want))
         return CKR_MECHANISM_INVALID;
-    return row->key_type == CKK_AES ? CKR_OK : type_rv;
+    return row->key_type == key->key_type ? CKR_OK : type_rv;
 }
 
-/*  C_WrapKey with an AES wrapping key: the length rules of §5.2 (the
- *  table's output size), then one SymJob encrypting the key's value.  */
+/*  What C_WrapKey wraps of `key`: a secret key's CKA_VALUE, or a session
+ *  private key's PKCS#8 PrivateKeyInfo DER (RFC 5208; PKCS#11 2.40
+ *  §5.18: private keys are wrapped as PKCS#8); *len_p its bytes.  */
+static const uint8_t *
+s_wrapped_value (const cs_key_t *key, size_t *len_p)
+{
+    *len_p = key->secret ? key->secret_len : key->pkcs8_len;
+    return key->secret ? key->secret : key->pkcs8;
+}
+
+/*  C_WrapKey with an AES or DES3 wrapping key: the length rules of §5.2
+ *  (the table's output size), then one SymJob encrypting the key's value
+ *  (s_wrapped_value).  */
 static CK_RV
 s_aes_wrap (cs_key_t *wkey, const CK_MECHANISM *mech, const cs_key_t *key, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 {
     const cs_mech_row_t *row = cs_mech_row (mech->mechanism);
     uint8_t *wrapped = NULL;
-    size_t len = 0, cap = 0, want;
-    CK_RV rv = s_aes_mechanism (mech, CKF_WRAP, CKR_WRAPPING_KEY_TYPE_INCONSISTENT);
+    size_t len = 0, cap = 0, want, value_len;
+    const uint8_t *value = s_wrapped_value (key, &value_len);
+    CK_RV rv = s_aes_mechanism (mech, CKF_WRAP, wkey, CKR_WRAPPING_KEY_TYPE_INCONSISTENT);
     if (rv != CKR_OK)
         return rv;
-    if (cs_mech_input_check (row, true, key->secret_len, 0, 0) != CKR_OK)
+    if (cs_mech_input_check (row, true, value_len, 0, 0) != CKR_OK)
         return CKR_KEY_SIZE_RANGE;      /* RFC 3394: a multiple of 8 bytes */
-    want = cs_mech_sym_output_len (row, true, key->secret_len, 0);
+    want = cs_mech_sym_output_len (row, true, value_len, 0);
     if (!out || *out_len_p < want) {
         *out_len_p = want;
         return out ? CKR_BUFFER_TOO_SMALL : CKR_OK;
     }
-    rv = cs_secret_wrap_job (wkey, mech, true, key->secret, key->secret_len, &wrapped, &len, &cap);
+    rv = cs_secret_wrap_job (wkey, mech, true, value, value_len, &wrapped, &len, &cap);
     if (rv == CKR_OK && len > *out_len_p) {
         cs_log_error ("the broker returned a malformed key-wrap result");
         rv = CKR_DEVICE_ERROR;
@@ -293,12 +317,13 @@ out:
 /*  ---- C_UnwrapKey ---------------------------------------------------------- */
 
 /*  The new key's template (before the job): CKA_KEY_TYPE given
- *  (CKR_TEMPLATE_INCOMPLETE), a secret-key class (CKR_TEMPLATE_INCONSISTENT),
+ *  (CKR_TEMPLATE_INCOMPLETE), a secret-key class or a private key of
+ *  CKK_RSA, CKK_EC, CKK_EC_EDWARDS (*class_p; CKR_TEMPLATE_INCONSISTENT),
  *  no value and not CKA_SENSITIVE FALSE (CKR_TEMPLATE_INCONSISTENT), none
  *  of the attributes only the token sets nor CKA_TRUSTED TRUE
  *  (CKR_ATTRIBUTE_READ_ONLY).  */
 static CK_RV
-s_template_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE *type_p)
+s_template_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLASS *class_p, CK_KEY_TYPE *type_p)
 {
     CK_ULONG klass = CKO_SECRET_KEY;
     for (CK_ULONG i = 0; i < count; i++)
@@ -312,9 +337,13 @@ s_template_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE *type_p)
     if (cs_template_find (tmpl, count, CKA_VALUE)
     ||  (cs_object_usage () == CS_USAGE_STRICT && !cs_template_bool (tmpl, count, CKA_SENSITIVE, true))
     ||  (cs_template_find (tmpl, count, CKA_CLASS) && (!cs_template_ulong (tmpl, count, CKA_CLASS, &klass)
-                                                      || klass != CKO_SECRET_KEY)))
+                                                      || (klass != CKO_SECRET_KEY && klass != CKO_PRIVATE_KEY))))
         return CKR_TEMPLATE_INCONSISTENT;
-    if (*type_p != CKK_AES && *type_p != CKK_GENERIC_SECRET)
+    *class_p = klass;
+    if (klass == CKO_PRIVATE_KEY)
+        return *type_p == CKK_RSA || *type_p == CKK_EC || *type_p == CKK_EC_EDWARDS ? CKR_OK
+                                                                                   : CKR_TEMPLATE_INCONSISTENT;
+    if (!cs_mech_secret_key_type (*type_p))
         return CKR_TEMPLATE_INCONSISTENT;
     return CKR_OK;
 }
@@ -392,7 +421,8 @@ out:
 
 /*  The unwrapped value against the template: CKA_VALUE_LEN, when given,
  *  equal to its length (CKR_TEMPLATE_INCONSISTENT); a length the key type
- *  takes (AES 16, 24 or 32 bytes; generic secret 16..256), else
+ *  takes (cs_mech_secret_len_ok: AES 16, 24 or 32 bytes; DES3 24; DES 8;
+ *  generic secret 16..256), else
  *  CKR_WRAPPED_KEY_INVALID.  */
 static CK_RV
 s_value_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE type, size_t len)
@@ -401,9 +431,54 @@ s_value_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE type, size_
     if (cs_template_find (tmpl, count, CKA_VALUE_LEN)
     &&  (!cs_template_ulong (tmpl, count, CKA_VALUE_LEN, &want) || want != len))
         return CKR_TEMPLATE_INCONSISTENT;
-    if (type == CKK_AES ? len != 16 && len != 24 && len != 32 : len < 16 || len > 256)
+    if (!cs_mech_secret_len_ok (type, len))
         return CKR_WRAPPED_KEY_INVALID;
     return CKR_OK;
+}
+
+/*  C_UnwrapKey of a private key: `der` (the unwrapped PKCS#8
+ *  PrivateKeyInfo, RFC 5208) becomes a session private key object as
+ *  C_CreateObject makes one (keymgmt.h) with the template's attributes
+ *  and CKA_SENSITIVE TRUE unless the template says (spec) FALSE.  DER that
+ *  is no key of a supported type, or of another type than CKA_KEY_TYPE:
+ *  CKR_WRAPPED_KEY_INVALID; CKA_TOKEN TRUE: CKR_TEMPLATE_INCONSISTENT
+ *  (token private keys come from C_CreateObject or the keystore); the
+ *  attribute rules (cs_object_check_create); CKR_SESSION_HANDLE_INVALID,
+ *  CKR_HOST_MEMORY.  */
+static CK_RV
+s_private_create (CK_SESSION_HANDLE handle, const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_KEY_TYPE type,
+                  const uint8_t *der, size_t len, CK_OBJECT_HANDLE_PTR key_p)
+{
+    static const CK_BBOOL yes = CK_TRUE;
+    cs_key_t *key = NULL;
+    cs_attrs_t attrs = { 0 };
+    CK_ATTRIBUTE *full = calloc (count + 1, sizeof *full);
+    CK_ULONG n = count;
+    CK_RV rv = full ? CKR_OK : CKR_HOST_MEMORY;
+    if (rv == CKR_OK && cs_template_bool (tmpl, count, CKA_TOKEN, false))
+        rv = CKR_TEMPLATE_INCONSISTENT;
+    if (rv == CKR_OK) {
+        if (count)
+            memcpy (full, tmpl, count * sizeof *full);
+        if (!cs_template_find (tmpl, count, CKA_SENSITIVE))
+            full [n++] = (CK_ATTRIBUTE) { CKA_SENSITIVE, (void *) &yes, sizeof yes };
+        rv = cs_object_check_create (CKO_PRIVATE_KEY, full, n, false);
+    }
+    if (rv == CKR_OK && (!(key = cs_keyder_key_from_pkcs8 (der, len)) || key->key_type != type))
+        rv = CKR_WRAPPED_KEY_INVALID;
+    if (rv == CKR_OK && cs_keymgmt_session_attrs (CKO_PRIVATE_KEY, full, n, CK_UNAVAILABLE_INFORMATION, &attrs))
+        rv = CKR_HOST_MEMORY;
+    if (rv == CKR_OK) {
+        cs_lock ();
+        rv = cs_session_lookup_inlock (handle) ? cs_object_add_session_inlock (handle, CKO_PRIVATE_KEY, key, &attrs,
+                                                                               key_p)
+                                               : CKR_SESSION_HANDLE_INVALID;
+        cs_unlock ();
+    }
+    cs_attrs_clear (&attrs);
+    cs_key_unref (&key);
+    free (full);
+    return rv;
 }
 
 /*  PKCS#11 2.40 §5.18 C_UnwrapKey: a secret key object made as
@@ -429,6 +504,7 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
     const cs_mech_t *entry = NULL;
     CK_ATTRIBUTE *full = NULL;
     CK_KEY_TYPE type = 0;
+    CK_OBJECT_CLASS klass = CKO_SECRET_KEY;
     uint8_t *plain = NULL;
     size_t plain_len = 0, cap = 0;
     CK_RV rv;
@@ -437,12 +513,12 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
     rv = s_unwrap_check_inlock (unwrapping, &ukey);
     CS_END_CALL ();
     if (rv == CKR_OK && !ukey->modulus_len)    /* an AES unwrapping key */
-        rv = s_aes_mechanism (mech, CKF_UNWRAP, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
+        rv = s_aes_mechanism (mech, CKF_UNWRAP, ukey, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
     else
     if (rv == CKR_OK)
         rv = s_mechanism (mech, CKF_UNWRAP, ukey, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT, &entry, &params);
     if (rv == CKR_OK)
-        rv = s_template_check (tmpl, count, &type);
+        rv = s_template_check (tmpl, count, &klass, &type);
     if (rv == CKR_OK && !ukey->modulus_len)
         rv = cs_secret_wrap_job (ukey, mech, false, wrapped, wrapped_len, &plain, &plain_len, &cap);
     else
@@ -451,6 +527,10 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
     else
     if (rv == CKR_OK)
         rv = s_unwrap_job (ukey, entry, &params, wrapped, wrapped_len, &plain, &plain_len, &cap);
+    if (rv == CKR_OK && klass == CKO_PRIVATE_KEY) {
+        rv = s_private_create (handle, tmpl, count, type, plain, plain_len, key_p);
+        goto out;
+    }
     if (rv == CKR_OK)
         rv = s_value_check (tmpl, count, type, plain_len);
     if (rv == CKR_OK && !(full = calloc (count + 2, sizeof *full)))
@@ -468,6 +548,7 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
             full [n++] = (CK_ATTRIBUTE) { CKA_SENSITIVE, (void *) &yes, sizeof yes };
         rv = cs_secret_create (handle, full, n, key_p);
     }
+out:
     free (full);
     cs_secmem_free (plain, cap);
     cs_mech_params_clear (&params);

@@ -227,7 +227,7 @@ enum {
 /*  The capacity of a CS_DRV_SYMMETRIC output beyond the input (bytes): a
  *  padding block, a GCM tag, a key-wrap block, or a whole MAC (HMAC-SHA512
  *  64).  Equals CS_MECH_SYM_OUT_EXTRA (common/cs_mech.h, checked in
- *  broker/symjobs.c).  */
+ *  broker/keys/symjobs.c).  */
 #define CS_SYM_OUT_EXTRA 64
 
 /*  One secret-key operation with the key's value (issue #10), all of the

@@ -6,11 +6,30 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/provider.h>
 #include "drv_sym.h"
 
 #define S_AES_BLOCK  16
 #define S_DES3_BLOCK 8
 #define S_DES3_KEY   24
+#define S_DES_KEY    8
+
+static bool
+s_des (CK_MECHANISM_TYPE mech)
+{
+    return mech == CKM_DES_ECB || mech == CKM_DES_CBC || mech == CKM_DES_CBC_PAD;
+}
+
+bool
+drv_sym_legacy_des (void)
+{
+    /*  Loaded once into the default library context, the default provider
+        kept as a fallback (retain_fallbacks = 1); never unloaded.  */
+    static OSSL_PROVIDER *legacy;
+    if (!legacy)
+        legacy = OSSL_PROVIDER_try_load (NULL, "legacy", 1);
+    return legacy != NULL;
+}
 
 /*  The EVP cipher (fetched from the default provider; the caller frees it)
  *  that runs `mech` with a key of key_len bytes, or NULL (a key size the
@@ -26,6 +45,9 @@ s_cipher (CK_MECHANISM_TYPE mech, size_t key_len)
         { CKM_AES_CTR, "CTR" }, { CKM_AES_KEY_WRAP, "WRAP" }, { CKM_AES_KEY_WRAP_PAD, "WRAP-PAD" },
     };
     char name [32];
+    if (s_des (mech))
+        return key_len == S_DES_KEY && drv_sym_legacy_des ()
+             ? EVP_CIPHER_fetch (NULL, mech == CKM_DES_ECB ? "DES-ECB" : "DES-CBC", NULL) : NULL;
     if (mech == CKM_DES3_ECB || mech == CKM_DES3_CBC || mech == CKM_DES3_CBC_PAD)
         return key_len == S_DES3_KEY ? EVP_CIPHER_fetch (NULL, mech == CKM_DES3_ECB ? "DES-EDE3-ECB" : "DES-EDE3-CBC",
                                                          NULL) : NULL;
@@ -75,18 +97,19 @@ s_gcm (EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const cs_sym_t *op, unsign
     return CKR_OK;
 }
 
-/*  ECB, CBC (no padding) and CBC-PAD (PKCS#7 padding) of AES and DES3, and
+/*  ECB, CBC (no padding) and CBC-PAD (PKCS#7 padding) of AES, DES3 and DES, and
  *  AES-CTR (NIST SP 800-38A; the whole 16-byte counter block is
  *  incremented, the module keeps the counter inside ulCounterBits).  */
 static CK_RV
 s_block (EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const cs_sym_t *op, unsigned char *out, size_t *out_len)
 {
     bool enc = op->operation == CS_SYM_ENCRYPT;
-    bool pad = (op->mechanism == CKM_AES_CBC_PAD || op->mechanism == CKM_DES3_CBC_PAD) && !op->partial;
-    bool ecb = op->mechanism == CKM_AES_ECB || op->mechanism == CKM_DES3_ECB;
+    bool pad = (op->mechanism == CKM_AES_CBC_PAD || op->mechanism == CKM_DES3_CBC_PAD
+                || op->mechanism == CKM_DES_CBC_PAD) && !op->partial;
+    bool ecb = op->mechanism == CKM_AES_ECB || op->mechanism == CKM_DES3_ECB || op->mechanism == CKM_DES_ECB;
     bool ctr = op->mechanism == CKM_AES_CTR;
     bool des3 = op->mechanism == CKM_DES3_ECB || op->mechanism == CKM_DES3_CBC || op->mechanism == CKM_DES3_CBC_PAD;
-    size_t block = des3 ? S_DES3_BLOCK : S_AES_BLOCK;
+    size_t block = des3 || s_des (op->mechanism) ? S_DES3_BLOCK : S_AES_BLOCK;
     int len = 0, fin = 0;
     if (ecb ? op->iv_bytes != 0 : op->iv_bytes != block)
         return CKR_MECHANISM_PARAM_INVALID;
@@ -196,7 +219,7 @@ drv_sym_run (const cs_sym_t *op, unsigned char *out, size_t *out_len)
             return s_mac (op, out, out_len);
         case CKM_AES_ECB: case CKM_AES_CBC: case CKM_AES_CBC_PAD: case CKM_AES_GCM: case CKM_AES_CTR:
         case CKM_AES_KEY_WRAP: case CKM_AES_KEY_WRAP_PAD: case CKM_DES3_ECB: case CKM_DES3_CBC:
-        case CKM_DES3_CBC_PAD:
+        case CKM_DES3_CBC_PAD: case CKM_DES_ECB: case CKM_DES_CBC: case CKM_DES_CBC_PAD:
             break;
         default:
             return CKR_MECHANISM_INVALID;
@@ -222,8 +245,13 @@ drv_sym_run (const cs_sym_t *op, unsigned char *out, size_t *out_len)
 }
 
 int
-drv_sym_mechs_add (cs_mech_info_t **mechs_p, size_t *count_p)
+drv_sym_mechs_add (cs_mech_info_t **mechs_p, size_t *count_p, bool des)
 {
+    static const cs_mech_info_t legacy [] = {
+        { CKM_DES_ECB, S_DES_KEY, S_DES_KEY, CKF_ENCRYPT | CKF_DECRYPT },
+        { CKM_DES_CBC, S_DES_KEY, S_DES_KEY, CKF_ENCRYPT | CKF_DECRYPT },
+        { CKM_DES_CBC_PAD, S_DES_KEY, S_DES_KEY, CKF_ENCRYPT | CKF_DECRYPT },
+    };
     static const cs_mech_info_t sym [] = {
         { CKM_AES_ECB, 16, 32, CKF_ENCRYPT | CKF_DECRYPT },
         { CKM_AES_CBC, 16, 32, CKF_ENCRYPT | CKF_DECRYPT },
@@ -242,12 +270,13 @@ drv_sym_mechs_add (cs_mech_info_t **mechs_p, size_t *count_p)
         { CKM_SHA384_HMAC, 16, 256, CKF_SIGN | CKF_VERIFY },
         { CKM_SHA512_HMAC, 16, 256, CKF_SIGN | CKF_VERIFY },
     };
-    size_t n = sizeof sym / sizeof sym [0];
-    cs_mech_info_t *grown = realloc (*mechs_p, (*count_p + n) * sizeof *grown);
+    size_t n = sizeof sym / sizeof sym [0], m = des ? sizeof legacy / sizeof legacy [0] : 0;
+    cs_mech_info_t *grown = realloc (*mechs_p, (*count_p + n + m) * sizeof *grown);
     if (!grown)
         return -1;
     memcpy (grown + *count_p, sym, sizeof sym);
+    memcpy (grown + *count_p + n, legacy, m * sizeof *legacy);
     *mechs_p = grown;
-    *count_p += n;
+    *count_p += n + m;
     return 0;
 }

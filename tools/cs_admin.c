@@ -44,6 +44,11 @@ s_usage (FILE *out)
         "  keystore accept-rollback [DIR] [--master-key FILE] [--keystore-url URL]\n"
         "      the operator's explicit upgrade of an older keystore, or acceptance of\n"
         "      an older copy put back (the broker refuses both at start)\n"
+        "  keystore copy --from DIR|URL --to DIR|URL [--dir DIR]\n"
+        "  keystore backup [--dir DIR] FILE\n"
+        "  keystore restore [--dir DIR] [--accept-rollback] FILE\n"
+        "      copy a keystore (SQLite <-> PostgreSQL), back it up to one sealed file,\n"
+        "      put a backup back (an older one only with --accept-rollback)\n"
         "  client add NAME [--dir DIR] [--tenant T] [--endpoint E]\n"
         "  client list [--dir DIR]\n"
         "  client remove NAME [--dir DIR]\n"
@@ -51,6 +56,8 @@ s_usage (FILE *out)
         "  audit verify [--dir DIR] [--keystore-url URL] [--public-key FILE]\n"
         "  audit show [--dir DIR] [--keystore-url URL] [--tenant T] [--since TIME] [--json]\n"
         "      check every audit chain and checkpoint signature; print the records\n"
+        "  shared generate|public|sign|partial --tenant T --label L [--dir DIR] ...\n"
+        "      a shared RSA key of three party brokers (docs/SHARED-KEYS.md)\n"
         "  status [--metrics URL]... [--dir DIR]\n"
         "      each running broker's boards (health, jobs), queue depth and clients,\n"
         "      from its metrics endpoint\n"
@@ -90,6 +97,8 @@ main (int argc, char **argv)
         status = cs_admin_tenant (argc - 1, argv + 1);
     if (streq (verb, "key"))
         status = cs_admin_key (argc - 1, argv + 1);
+    if (streq (verb, "shared"))
+        status = cs_admin_shared (argc - 1, argv + 1);
     if (status >= 0) {                  //  a change: recorded in the audit log
         cs_admin_audit_note (argc, argv, status);
         return status;

@@ -30,6 +30,7 @@ int cs_admin_tenant_quota (int argc, char **argv);
 int cs_admin_key (int argc, char **argv);           /* cs_admin_key.c */
 int cs_admin_master_key (int argc, char **argv);    /* cs_admin_key.c */
 int cs_admin_status (int argc, char **argv);        /* cs_admin_status.c */
+int cs_admin_shared (int argc, char **argv);        /* cs_admin_shared.c: shared RSA keys (issue #24) */
 
 /*  Options shared by the keystore verbs (tenant, key, master-key); every
  *  string is borrowed from argv except the PINs (owned, wiped by
@@ -80,6 +81,14 @@ void cs_admin_audit_note (int argc, char **argv, int status);
 
 /*  `keystore upgrade|accept-rollback` (cs_admin_keystore.c).  */
 int cs_admin_keystore (int argc, char **argv);
+/*  cs_admin_kstools.c: `keystore copy|backup|restore` (argv [1] the verb).  */
+int cs_admin_keystore_tools (int argc, char **argv);
+/*  After an accepted rollback (cs_admin_keystore.c): the pre-generated keys
+ *  sealed in the older copy (tenant @pool, broker/keys/pool_store.h) may have
+ *  been handed out since it was made, and the copy's issued table does not
+ *  know it: they go.  Returns how many, or -1 after printing why.  */
+long cs_admin_pool_discard (const char *location, const uint8_t key [KEYSTORE_MASTER_KEY_LEN],
+                            const char *counter);
 
 /*  Prints "cryptoserver-admin: MESSAGE" on stderr.  */
 void cs_admin_error (const char *format, ...) CHECK_PRINTF (1);

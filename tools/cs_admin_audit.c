@@ -323,7 +323,7 @@ cs_admin_audit_note (int argc, char **argv, int status)
     if (!key)
         cs_admin_error ("audit: %s: the change is not recorded", why [0] ? why : key_file);
     else
-    if (!keystore || keystore_audit_append (keystore, broker, &body, 1, key, true, s_emit, NULL) != 0)
+    if (!keystore || keystore_audit_append (keystore, broker, &body, 1, key, true, NULL, s_emit, NULL) != 0)
         cs_admin_error ("audit: the change could not be recorded in the keystore");
     zchunk_destroy (&buf);
     keystore_destroy (&keystore);

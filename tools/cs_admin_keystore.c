@@ -41,16 +41,14 @@ s_usage (FILE *out, int status)
         "DIR (or --dir DIR) is the deployment (default '.'): keystore/path or\n"
         "keystore/url and keystore/master-key of DIR/broker.conf.  --keystore-url\n"
         "names a PostgreSQL keystore instead of DIR's; --master-key another copy\n"
-        "of the master key.  Stop every broker of the keystore first.\n");
+        "of the master key.  Stop every broker of the keystore first.\n"
+        "\n"
+        "keystore copy|backup|restore: see 'cryptoserver-admin keystore copy --help'.\n");
     return status;
 }
 
-//  After an accepted rollback: the pre-generated keys sealed in the older
-//  copy (tenant @pool, broker/pool_store.h) may have been handed out since
-//  it was made, and the copy's issued table does not know it: they go.
-//  Returns how many, or -1 after printing why.
-static long
-s_pool_discard (const char *location, const uint8_t key [KEYSTORE_MASTER_KEY_LEN], const char *counter)
+long
+cs_admin_pool_discard (const char *location, const uint8_t key [KEYSTORE_MASTER_KEY_LEN], const char *counter)
 {
     keystore_t *keystore = keystore_open_counted (location, key, counter);
     Cs__KeyInfo **infos = NULL;
@@ -85,6 +83,8 @@ cs_admin_keystore (int argc, char **argv)
     const char *verb = argv [1], *dir = NULL, *master = NULL, *url = NULL;
     if (streq (verb, "--help") || streq (verb, "-h"))
         return s_usage (stdout, CS_ADMIN_OK);
+    if (streq (verb, "copy") || streq (verb, "backup") || streq (verb, "restore"))
+        return cs_admin_keystore_tools (argc, argv);
     if (!streq (verb, "upgrade") && !streq (verb, "accept-rollback")) {
         cs_admin_error ("keystore: unknown verb '%s' (try --help)", verb);
         return CS_ADMIN_USAGE;
@@ -136,7 +136,7 @@ cs_admin_keystore (int argc, char **argv)
         uint64_t value = 0;
         long gone = -1;
         if (location && keystore_accept_rollback (location, key, counter, &value) == 0
-        &&  (gone = s_pool_discard (location, key, counter)) >= 0) {
+        &&  (gone = cs_admin_pool_discard (location, key, counter)) >= 0) {
             printf ("keystore %s: rollback accepted: its counter and %s are %" PRIu64 " now; "
                     "%ld sealed pool keys discarded (they may have been issued since)\n",
                     name, counter, value, gone);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include "cs_admin.h"
 #include "cs_util.h"
-#include "../broker/quota.h"
+#include "../broker/ops/quota.h"
 
 //  `tenant set`: writes each limit given.
 static int

@@ -52,6 +52,13 @@ extern "C" {
 #define CKM_CS_RSA_CRT_ARRAY        (CKM_CS_VENDOR_BASE + 4)     /* RPCRSACRTARRAY */
 #define CKM_CS_MULTI_MODEXP_ARRAY   (CKM_CS_VENDOR_BASE + 5)     /* RPCMULTIMODEXPARRAY */
 
+/*  A vendor attribute (CKA_VENDOR_DEFINED + 'C' 'S' 0 0 + 1), CK_BBOOL, read
+ *  only: TRUE on the private key of a shared RSA key, whose private exponent
+ *  exists only as three additive shares held by three brokers (issue #24,
+ *  docs/SHARED-KEYS.md); FALSE or absent on every other key.  */
+#define CKA_CS_VENDOR_BASE          (CKA_VENDOR_DEFINED + 0x43530000UL)
+#define CKA_CS_SHARED               (CKA_CS_VENDOR_BASE + 1)
+
 #define CS_MODEXP_MAX_ITEMS         100000UL    /* items in one array call */
 #define CS_MODEXP_MAX_BYTES         1024UL      /* bytes of a modulus, prime or exponent */
 

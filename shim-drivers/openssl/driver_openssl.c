@@ -61,6 +61,8 @@ struct cs_board_s {
     char *name;
     size_t cache_size;              /* entries per session */
     bool material;                  /* key-material: sign/decrypt/derive with key material */
+    bool legacy_des;                /* legacy-des: single DES listed and run (default true; needs
+                                       OpenSSL's legacy provider, docs/CONTRACTS.md "Legacy DES") */
     long delay_ms;                  /* delay-ms: least time of one operation */
     long jitter_pct;                /* delay-jitter-pct */
 };
@@ -104,6 +106,17 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         zsys_error ("openssl %s: key-material: must be true or false", name);
         s_board_close (&self);
         return -1;
+    }
+    const char *des = drv_config_get (config, "legacy-des", "true");
+    self->legacy_des = streq (des, "true") || streq (des, "yes") || streq (des, "1");
+    if (!self->legacy_des && !streq (des, "false") && !streq (des, "no") && !streq (des, "0")) {
+        zsys_error ("openssl %s: legacy-des: must be true or false", name);
+        s_board_close (&self);
+        return -1;
+    }
+    if (self->legacy_des && self->material && !drv_sym_legacy_des ()) {
+        zsys_warning ("openssl %s: OpenSSL's legacy provider is missing: single DES is not offered", name);
+        self->legacy_des = false;
     }
     self->cache_size = (size_t) value;
     const char *delay = drv_config_get (config, "delay-ms", "0");
@@ -162,7 +175,7 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
     memcpy (*mechs_p, mechs, sizeof mechs);
     *count_p = sizeof mechs / sizeof mechs [0];
     if (self->material && (drv_modexp_mechs_add (mechs_p, count_p, DRV_MODEXP_MAX_BITS)
-                           || drv_sym_mechs_add (mechs_p, count_p))) {
+                           || drv_sym_mechs_add (mechs_p, count_p, self->legacy_des))) {
         free (*mechs_p);
         return -1;
     }
@@ -349,6 +362,9 @@ s_symmetric (cs_session_t *session, const cs_sym_t *op, unsigned char *out, size
 {
     if (!session->board->material)
         return CKR_FUNCTION_NOT_SUPPORTED;
+    if (!session->board->legacy_des
+    &&  (op->mechanism == CKM_DES_ECB || op->mechanism == CKM_DES_CBC || op->mechanism == CKM_DES_CBC_PAD))
+        return CKR_MECHANISM_INVALID;           /* legacy-des = false */
     return drv_sym_run (op, out, out_len);
 }
 

@@ -1,5 +1,5 @@
 /*  fuzz_frontend.c — libFuzzer target over the broker's request path
- *  without sockets (frontend_core_new, broker/frontend.h): a real keystore
+ *  without sockets (frontend_core_new, broker/frontend/frontend.h): a real keystore
  *  (tenant demo), one sim board with no latency holding board:01, and
  *  whole request frames in, replies out (docs/FUZZING.md).
  *

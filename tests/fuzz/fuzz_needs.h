@@ -11,7 +11,7 @@
 typedef enum { S_NEEDS_NOTHING, S_NEEDS_PUBLIC, S_NEEDS_USER, S_NEEDS_SO, S_NEEDS_PIN } s_needs_t;
 
 /*  What job needs before CKR_OK (docs/CONTRACTS.md "Login tickets";
- *  broker/request.c s_job): jobs naming a server-held key or storing
+ *  broker/frontend/job_kinds.c, the table the broker reads): jobs naming a server-held key or storing
  *  something the CKU_USER ticket; jobs carrying their key material (key_pkcs8,
  *  a SymJob without key_id) and session key-pair generation (token FALSE)
  *  no ticket, or the real one.  */

@@ -5,7 +5,7 @@
 # request (no sleep, no retry) through each broker, three times in a row;
 # and once removed with `client remove`, a connected client's next request
 # is refused with CKR_DEVICE_ERROR by each broker within 1 s (scaled).  The
-# brokers watch clients.d with inotify (broker/clients_watch.h); re-reading
+# brokers watch clients.d with inotify (broker/ops/clients_watch.h); re-reading
 # it on a 2 s timer, as before, refused most first requests.
 . "$(dirname "$0")/lib.sh"
 

@@ -32,6 +32,7 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <p11-kit/pkcs11.h>
+#include "cs-test-files.h"
 #include "cs-test-slot.h"
 
 static CK_FUNCTION_LIST *p11;
@@ -56,24 +57,17 @@ s_fail (const char *what)
 static size_t
 s_read (const char *name, unsigned char *buf, size_t max)
 {
-    char path [4096];
-    snprintf (path, sizeof path, "%s/%s", s_dir, name);
-    FILE *file = fopen (path, "rb");
-    if (!file)
-        s_fail (path);
-    size_t len = fread (buf, 1, max, file);
-    fclose (file);
-    return len;
+    long len = cs_test_read (s_dir, name, buf, max);
+    if (len < 0)
+        s_fail (name);
+    return (size_t) len;
 }
 
 static void
 s_write (const char *name, const unsigned char *data, size_t len)
 {
-    char path [4096];
-    snprintf (path, sizeof path, "%s/%s", s_dir, name);
-    FILE *file = fopen (path, "wb");
-    if (!file || fwrite (data, 1, len, file) != len || fclose (file) != 0)
-        s_fail (path);
+    if (!cs_test_write (s_dir, name, data, len))
+        s_fail (name);
 }
 
 /*  An RSA key pair's components (big-endian), from a PEM the shell made.  */

@@ -1,6 +1,6 @@
 #!/bin/bash
 # pool-issued-once.sh — issue 19 item 7: a pre-generated key is issued once,
-# ever (broker/pool_store.h).  The pool (keys/pool-rsa-2048 = 1) fills and
+# ever (broker/keys/pool_store.h).  The pool (keys/pool-rsa-2048 = 1) fills and
 # a stop seals its key K in the keystore (tenant @pool); an attacker with
 # write access to keystore.db keeps K's row (sqlite3 .mode insert).  The
 # next start restores K and gives it to tenant demo (a token key); the

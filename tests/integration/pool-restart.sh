@@ -1,6 +1,6 @@
 #!/bin/bash
 # pool-restart.sh — the pre-generated RSA key pool survives a restart
-# (issue #12, seed 002; broker/pool_store.h): the broker fills the pool
+# (issue #12, seed 002; broker/keys/pool_store.h): the broker fills the pool
 # (keys/pool-rsa-2048 = 3), a clean stop seals the 3 keys in the keystore
 # (reserved tenant @pool, listed by cryptoserver-admin), the next start
 # restores them (cryptoserver_pool_keys_restored_total 3, the rows gone from

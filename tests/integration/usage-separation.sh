@@ -59,6 +59,19 @@ cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB encrypt "$Z
 cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-kek secret CKA_DECRYPT 1
 cs_wire CKR_WRAPPING_KEY_SIZE_RANGE keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16$ZERO16"
 cs_wire CKR_OK keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16"
+# ... and with CBC-PAD (issue 21): the same rules at the broker, a round trip.
+cs_wire CKR_WRAPPING_KEY_SIZE_RANGE keywrap cs-attack-kek CKM_AES_CBC_PAD encrypt "$ZERO16$ZERO16"
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED keywrap cs-attack-gcm CKM_AES_CBC_PAD encrypt "$ZERO16"   # a data key
+cs_wire CKR_MECHANISM_INVALID keywrap cs-attack-kek CKM_AES_CBC encrypt "$ZERO16"
+wrapped=$("$WIRE" --endpoint "$BROKER_ENDPOINT" --broker-cert "$WORK/broker.cert" \
+          --client-cert "$WORK/clients/demo/client.cert" --pin "$CRYPTOSERVER_PIN" \
+          keywrap cs-attack-kek CKM_AES_CBC_PAD encrypt "$ZERO16" 2> "$T/wire.err")
+[ "${wrapped%% *}" = CKR_OK ] && [ ${#wrapped} -eq $((7 + 64)) ] || cs_fail "keywrap CKM_AES_CBC_PAD: $wrapped"
+got=$("$WIRE" --endpoint "$BROKER_ENDPOINT" --broker-cert "$WORK/broker.cert" \
+      --client-cert "$WORK/clients/demo/client.cert" --pin "$CRYPTOSERVER_PIN" \
+      keywrap cs-attack-kek CKM_AES_CBC_PAD decrypt "${wrapped#* }" 2> "$T/wire.err")
+[ "$got" = "CKR_OK $ZERO16" ] || cs_fail "keywrap CKM_AES_CBC_PAD decrypt: $got"
+cs_log "wire: keywrap CKM_AES_CBC_PAD round trip with the token KEK"
 cs_log "strict: every attack refused through the module and straight at the broker"
 
 # spec for tenant demo: PKCS#11's rules; the module follows the broker's Hello.

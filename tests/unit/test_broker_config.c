@@ -1,5 +1,5 @@
 /*  test_broker_config.c — broker.conf loading and validation
- *  (broker/broker_config.h): a good config, defaults, and one bad value at
+ *  (broker/ops/broker_config.h): a good config, defaults, and one bad value at
  *  a time, each reported as "FILE: PATH: problem".
  */
 #include "test_broker_helpers.h"

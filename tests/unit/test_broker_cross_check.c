@@ -1,4 +1,4 @@
-/*  test_broker_cross_check.c — the cross-check (broker/cross_check.h): the
+/*  test_broker_cross_check.c — the cross-check (broker/boards/cross_check.h): the
  *  comparison rule for every combination, and pairs run through the module
  *  as the frontend runs them: a match releases the primary's result; a
  *  flipped signature on either side releases the right one and takes the

@@ -1,9 +1,9 @@
 /*  test_broker_fair.c — fair shares (issue #9): deficit round robin across
- *  tenants (broker/fair_queue.h, broker/scheduler.h), speed-aware placement
+ *  tenants (broker/sched/fair_queue.h, broker/sched/scheduler.h), speed-aware placement
  *  (scheduler_service, scheduler_expected_ns), and the per-client caps of
- *  broker/client_load.h (jobs in flight, backlog of deferred requests), and
+ *  broker/sched/client_load.h (jobs in flight, backlog of deferred requests), and
  *  the slow pool's round robin of PIN checks across tenants
- *  (broker/slow_pool.h, one pool thread).
+ *  (broker/keys/slow_pool.h, one pool thread).
  */
 #include "test_broker_helpers.h"
 #include "client_load.h"

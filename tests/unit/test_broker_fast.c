@@ -12,7 +12,7 @@
  *      connection (cryptoserver-admin) is seen by the next job;
  *    - keystore/key-cache = 2 keeps two keys: the least recently used one is
  *      read again;
- *    - the fast lane (broker/fast_lane.c): ECDSA jobs of a keystore key on
+ *    - the fast lane (broker/frontend/fast_lane.c): ECDSA jobs of a keystore key on
  *      an openssl board run on the reactor once the board's service time
  *      is known (cryptoserver_fast_lane_jobs_total), every signature
  *      verified with OpenSSL; never with broker/fast-lane-us = 0 nor on a

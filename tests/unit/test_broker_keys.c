@@ -1126,7 +1126,7 @@ START_TEST (test_deadline_passed_when_routed)
 }
 END_TEST
 
-/*  Certificates and data objects (issue #10, broker/objjobs.c): writing
+/*  Certificates and data objects (issue #10, broker/keys/objjobs.c): writing
  *  and destroying need a user ticket; a list without one leaves out the
  *  private objects (the broker filters, not only the module); another
  *  tenant sees none and cannot destroy or replace them; a replace keeps

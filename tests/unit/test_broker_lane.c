@@ -1,5 +1,5 @@
 /*  test_broker_lane.c — the fast lane's admission rule
- *  (scheduler_lane_fits, scheduler.h; broker/fast_lane.c) and the reactor
+ *  (scheduler_lane_fits, scheduler.h; broker/frontend/fast_lane.c) and the reactor
  *  share of each tenant (fair_queue_lane_charge / _spent, fair_queue.h):
  *  issue 19 item 6, "no tenant gets the reactor to itself".  Without
  *  threads, sockets or clocks: service times and times are given.

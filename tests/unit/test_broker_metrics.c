@@ -1,6 +1,6 @@
-/*  test_broker_metrics.c — the metrics registry and its text (broker/metrics.h:
+/*  test_broker_metrics.c — the metrics registry and its text (broker/ops/metrics.h:
  *  exact Prometheus text for known counters, atomic updates from several
- *  threads, bounded label sets), the endpoint (broker/metrics_http.h: URL
+ *  threads, bounded label sets), the endpoint (broker/ops/metrics_http.h: URL
  *  rules, loopback only unless public, GET/HEAD/404/405 on a port chosen by
  *  the kernel), the config keys, and a whole broker in-process whose job
  *  counters and histograms must agree with the frontend's own STATS.
@@ -178,6 +178,10 @@ static const char *s_expected =
 "changed their tenant's rows.\n"
 "# TYPE cryptoserver_key_cache_dropped_total counter\n"
 "cryptoserver_key_cache_dropped_total 4\n"
+"# HELP cryptoserver_audit_chain_breaks_total Changes of this broker's audit chain by another writer, seen "
+"when it appended (audit verify).\n"
+"# TYPE cryptoserver_audit_chain_breaks_total counter\n"
+"cryptoserver_audit_chain_breaks_total 1\n"
 "# HELP cryptoserver_pool_keys_taken_total RSA key generations served from the pre-generated pool.\n"
 "# TYPE cryptoserver_pool_keys_taken_total counter\n"
 "cryptoserver_pool_keys_taken_total 2\n"
@@ -244,6 +248,8 @@ START_TEST (test_render_exact)
     metrics_request (NULL, 1);                                  /* NULL-safe */
     metrics_key_cache_dropped (metrics, 4);
     metrics_key_cache_dropped (NULL, 1);                        /* NULL-safe */
+    metrics_audit_break (metrics);
+    metrics_audit_break (NULL);                                 /* NULL-safe */
     metrics_tenant_t *demo = metrics_quota_tenant (metrics_quota (metrics), "demo");
     ck_assert_ptr_eq (metrics_quota_tenant (metrics_quota (metrics), "demo"), demo);
     metrics_quota_count (demo, METRICS_QUOTA_OPS, false, 3);

@@ -1,4 +1,4 @@
-/*  test_broker_pool.c — the pool of pre-generated RSA keys (broker/pool.h):
+/*  test_broker_pool.c — the pool of pre-generated RSA keys (broker/keys/pool.h):
  *  keys in and out, refill bookkeeping, and where the keys live: locked,
  *  non-dumpable pages of their own, never an mlock of heap pages (issue #7
  *  item 7).  */

@@ -1,5 +1,5 @@
 /*  test_broker_scheduler.c — routing and queueing of work items
- *  (broker/scheduler.h), without threads or sockets.
+ *  (broker/sched/scheduler.h), without threads or sockets.
  */
 #include <check.h>
 #include <czmq.h>

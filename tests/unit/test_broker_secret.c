@@ -1,5 +1,5 @@
 /*  test_broker_secret.c — token secret keys at the broker (issue #10;
- *  broker/secretkeys.h), whole broker in-process with one openssl board:
+ *  broker/keys/secretkeys.h), whole broker in-process with one openssl board:
  *  GenerateKeyJob and ImportKeyJob with secret_value make keystore rows
  *  with the defaults and the template's rules; a SymJob naming the key's
  *  ref runs with the sealed value (AES-ECB checked with OpenSSL's EVP);

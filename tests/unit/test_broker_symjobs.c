@@ -1,5 +1,5 @@
 /*  test_broker_symjobs.c — the broker's check of a SymJob against the
- *  mechanism table (broker/symjobs.h, issue #10): the IV sizes of the CBC
+ *  mechanism table (broker/keys/symjobs.h, issue #10): the IV sizes of the CBC
  *  rows by key type (AES 16, DES3 8 bytes), the CTR counter block, the
  *  key-wrap IV (none, 8 or 4 bytes), the key sizes of cs_mech_secret_len_ok,
  *  a _GENERAL MAC row refused (the module sends its full MAC row), and the

@@ -1,4 +1,4 @@
-/*  test_broker_ticket.c — stateless login tickets (broker/ticket.c): known
+/*  test_broker_ticket.c — stateless login tickets (broker/keys/ticket.c): known
  *  answers for the construction of docs/CONTRACTS.md "Login tickets", that
  *  a ticket checks only for the (ticket key, client key, tenant) it was made
  *  for with the claims (user type, epoch, expiry) it was made with, and

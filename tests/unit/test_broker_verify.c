@@ -1,4 +1,4 @@
-/*  test_broker_verify.c — verify before release (broker/verify.h): right
+/*  test_broker_verify.c — verify before release (broker/boards/verify.h): right
  *  results of every checked mechanism pass, a result with one bit flipped is
  *  VERIFY_WRONG, unchecked mechanisms and policies are VERIFY_SKIPPED, and
  *  resident keys are checked with the public half the board listed.

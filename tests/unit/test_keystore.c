@@ -560,7 +560,7 @@ s_epoch (keystore_t *ks, const char *tenant, CK_USER_TYPE user_type)
     return epoch;
 }
 
-/*  PIN epochs (login tickets carry them, broker/ticket.h): distinct per
+/*  PIN epochs (login tickets carry them, broker/keys/ticket.h): distinct per
  *  tenant and user type, moved by a set PIN and by a lock, not by a wrong
  *  PIN that does not lock nor by a right one, never repeated by a tenant
  *  removed and added again.  */

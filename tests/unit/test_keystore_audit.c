@@ -72,7 +72,7 @@ s_append (keystore_t *ks, const char *broker, int n, bool checkpoint)
         ck_assert_int_ge (asprintf (&bodies [i], "\"time\":\"2026-11-28T04:00:00.000Z\",\"broker\":\"%s\","
                                     "\"tenant\":\"t\",\"action\":\"login\",\"object\":\"o%d\","
                                     "\"result\":\"CKR_OK\"", broker, i), 0);
-    ck_assert_int_eq (keystore_audit_append (ks, broker, bodies, (size_t) n, s_key, checkpoint, NULL, NULL), 0);
+    ck_assert_int_eq (keystore_audit_append (ks, broker, bodies, (size_t) n, s_key, checkpoint, NULL, NULL, NULL), 0);
     for (int i = 0; i < n; i++)
         free (bodies [i]);
 }

@@ -1,6 +1,6 @@
 /*  test_ks_cache.c — the frontend's cache of keystore keys and tenant rows
- *  (broker/ks_cache.h) and the watch of the keystore file
- *  (broker/ks_watch.h), without a broker:
+ *  (broker/keys/ks_cache.h) and the watch of the keystore file
+ *  (broker/ops/ks_watch.h), without a broker:
  *    - at most max_keys keys, the least recently used unpinned one out
  *      first, its slot wiped; a pinned key stays readable until released;
  *    - private keys in locked, non-dumpable slabs (/proc/self/smaps), as
@@ -11,7 +11,7 @@
  *    - after another writer's commit only the tenants whose change epoch
  *      moved are dropped; the broker's own commits are followed;
  *    - a write by another SQLite connection is seen by the watch;
- *    - the watch under it and under the allow-list's (broker/path_watch.h):
+ *    - the watch under it and under the allow-list's (broker/ops/path_watch.h):
  *      a renamed file stays watched, a renamed directory gives way to the
  *      one made at its path.
  */

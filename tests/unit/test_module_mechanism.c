@@ -141,7 +141,8 @@ START_TEST (test_table)
     ck_assert (m->flags & CKF_DECRYPT);
     ck_assert (!(m->flags & CKF_SIGN));
     ck_assert_ptr_null (cs_mech_lookup (CKM_MD5_RSA_PKCS));
-    ck_assert_ptr_null (cs_mech_lookup (CKM_DES_ECB));     /* single DES: not offered */
+    ck_assert_ptr_null (cs_mech_lookup (CKM_DES_MAC));     /* single DES: ciphers only (legacy) */
+    ck_assert_uint_eq (cs_mech_lookup (CKM_DES_ECB)->key_type, CKK_DES);
     ck_assert_uint_eq (cs_mech_lookup (CKM_AES_CTR)->param, CS_MECH_PARAM_CTR);
     ck_assert_uint_eq (cs_mech_lookup (CKM_AES_CBC)->key_type, CKK_AES);
 }

@@ -1,4 +1,4 @@
-/*  test_quota.c — per-tenant quotas (broker/quota.h), without a broker:
+/*  test_quota.c — per-tenant quotas (broker/ops/quota.h), without a broker:
  *    - the token bucket admits `burst` at once, then `rate` per second,
  *      tells each caller the exact wait for its reserved token (first come,
  *      first served), gives back a refund, never exceeds its burst after

@@ -1,0 +1,376 @@
+/*  party.c — the party service's thread: config, the CurveZMQ sockets to
+ *  the two peers with a ZAP handler that admits only their pinned keys, the
+ *  admin control socket, and the loop that hands frames to party_gen.c and
+ *  party_sign.c (docs/SHARED-KEYS.md "Over the network").
+ *
+ *  The service has its own ZeroMQ context: a context has one ZAP handler,
+ *  and the broker's (zauth) admits the clients of broker/curve/clients,
+ *  which must never reach the party socket, while the peers must never reach
+ *  the client socket.
+ */
+#include <stdarg.h>
+#include <pthread.h>
+#include <czmq.h>
+#include <openssl/crypto.h>
+#include "party_int.h"
+
+#define S_DEFAULT_ROUND_TIMEOUT_MS 10000
+#define S_POLL_MS 100
+#define S_SEND_WAIT_MS 1000         /* a peer not connected: wait this long (it may be
+                                       reconnecting) before it counts as unreachable */
+
+bool
+party_configured (const broker_config_t *config)
+{
+    return config && zconfig_locate (config->root, "party") != NULL;
+}
+
+/*  path resolved against the config's directory; malloc'd.  */
+static char *
+s_resolve (const broker_config_t *config, const char *path)
+{
+    if (path [0] == '/')
+        return strdup (path);
+    char *out = NULL;
+    return asprintf (&out, "%s/%s", config->dir, path) < 0 ? NULL : out;
+}
+
+static int
+s_config (party_t *self)
+{
+    zconfig_t *root = self->config->root;
+    self->index = (unsigned) atoi (zconfig_get (root, "party/index", "0"));
+    if (self->index < 1 || self->index > CS_SK_PARTIES) {
+        zsys_error ("party/index: must be 1, 2 or 3");
+        return -1;
+    }
+    const char *endpoint = zconfig_get (root, "party/endpoint", NULL);
+    const char *secret = zconfig_get (root, "party/secret-key", NULL);
+    if (!endpoint || !secret) {
+        zsys_error ("party: endpoint and secret-key are required");
+        return -1;
+    }
+    self->endpoint = strdup (endpoint);
+    char *control_default = s_resolve (self->config, "party.ipc");
+    char *control = NULL;
+    const char *given = zconfig_get (root, "party/control", NULL);
+    if (given || (control_default && asprintf (&control, "ipc://%s", control_default) >= 0))
+        self->control_endpoint = given ? strdup (given) : control;
+    free (control_default);
+    char *secret_path = s_resolve (self->config, secret);
+    self->cert = secret_path ? zcert_load (secret_path) : NULL;
+    if (!self->cert)
+        zsys_error ("party/secret-key: cannot read the certificate %s", secret_path ? secret_path : secret);
+    free (secret_path);
+    self->round_timeout_ms = atoi (zconfig_get (root, "party/round-timeout-ms", "10000"));
+    if (self->round_timeout_ms < 100 || self->round_timeout_ms > 3600000) {
+        zsys_error ("party/round-timeout-ms: must be 100..3600000");
+        return -1;
+    }
+    self->fault_partial = streq (zconfig_get (root, "party/test-fault", ""), "wrong-partial");
+    for (unsigned i = 1; i <= CS_SK_PARTIES; i++) {
+        if (i == self->index)
+            continue;
+        char path [64];
+        snprintf (path, sizeof path, "party/peers/%u/endpoint", i);
+        const char *ep = zconfig_get (root, path, NULL);
+        snprintf (path, sizeof path, "party/peers/%u/public-key", i);
+        const char *key = zconfig_get (root, path, NULL);
+        if (!ep || !key || strlen (key) != 40) {
+            zsys_error ("party/peers/%u: endpoint and public-key (40 Z85 characters) are required", i);
+            return -1;
+        }
+        self->peer [i].endpoint = strdup (ep);
+        memcpy (self->peer [i].public_key, key, 41);
+    }
+    return self->cert && self->endpoint && self->control_endpoint ? 0 : -1;
+}
+
+bool
+party_tenant_allowed (party_t *self, const char *tenant)
+{
+    char path [300];
+    snprintf (path, sizeof path, "keys/shared/%s", tenant);
+    zconfig_t *node = zconfig_locate (self->config->root, path);
+    const char *value = node ? zconfig_value (node) : zconfig_get (self->config->root, "keys/shared", "");
+    return value && streq (value, "3");
+}
+
+bool
+party_session_seen (party_t *self, const unsigned char *session)
+{
+    size_t n = self->n_seen < PARTY_SEEN ? self->n_seen : PARTY_SEEN;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp (self->seen [i], session, CS_SK_SESSION_LEN) == 0)
+            return true;
+    return false;
+}
+
+bool
+party_session_fresh (party_t *self, const unsigned char *session)
+{
+    if (party_session_seen (self, session))
+        return false;
+    memcpy (self->seen [self->n_seen++ % PARTY_SEEN], session, CS_SK_SESSION_LEN);
+    return true;
+}
+
+/*  ZAP (RFC 27): CURVE clients whose key is a pinned peer's get that peer's
+ *  index as User-Id; anything else is refused.  */
+static void
+s_zap (party_t *self)
+{
+    zmq_msg_t part [7];
+    int n = 0;
+    for (int more = 1; more && n < 7; n++) {
+        zmq_msg_init (&part [n]);
+        if (zmq_msg_recv (&part [n], self->zap, 0) < 0) {
+            zmq_msg_close (&part [n]);
+            break;
+        }
+        more = zmq_msg_more (&part [n]);
+    }
+    char user [4] = "";
+    if (n == 7 && zmq_msg_size (&part [5]) == 5 && memcmp (zmq_msg_data (&part [5]), "CURVE", 5) == 0
+    &&  zmq_msg_size (&part [6]) == 32) {
+        char z85 [41];
+        zmq_z85_encode (z85, zmq_msg_data (&part [6]), 32);
+        for (unsigned i = 1; i <= CS_SK_PARTIES; i++)
+            if (i != self->index && streq (z85, self->peer [i].public_key))
+                snprintf (user, sizeof user, "%u", i);
+        if (!*user)
+            zsys_warning ("party: refused a connection with CURVE key %s (not a pinned peer)", z85);
+    }
+    const char *status = *user ? "200" : "400";
+    zmq_send (self->zap, "1.0", 3, ZMQ_SNDMORE);
+    zmq_send (self->zap, n > 1 ? zmq_msg_data (&part [1]) : "", n > 1 ? zmq_msg_size (&part [1]) : 0,
+              ZMQ_SNDMORE);
+    zmq_send (self->zap, status, 3, ZMQ_SNDMORE);
+    zmq_send (self->zap, *user ? "OK" : "not a peer", *user ? 2 : 10, ZMQ_SNDMORE);
+    zmq_send (self->zap, user, strlen (user), ZMQ_SNDMORE);
+    zmq_send (self->zap, "", 0, 0);
+    for (int i = 0; i < n; i++)
+        zmq_msg_close (&part [i]);
+}
+
+static int
+s_sockets (party_t *self)
+{
+    int zero = 0, one = 1, server = 1, ivl = 1000, ttl = 3000, send_wait = S_SEND_WAIT_MS;
+    if (!(self->ctx = zmq_ctx_new ()) || !(self->zap = zmq_socket (self->ctx, ZMQ_REP))
+    ||  zmq_bind (self->zap, "inproc://zeromq.zap.01"))
+        return -1;
+    self->router = zmq_socket (self->ctx, ZMQ_ROUTER);
+    zmq_setsockopt (self->router, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt (self->router, ZMQ_CURVE_SERVER, &server, sizeof server);
+    zmq_setsockopt (self->router, ZMQ_CURVE_SECRETKEY, zcert_secret_key (self->cert), 32);
+    zmq_setsockopt (self->router, ZMQ_ZAP_DOMAIN, "party", 5);
+    if (zmq_bind (self->router, self->endpoint)) {
+        zsys_error ("party/endpoint: cannot bind %s: %s", self->endpoint, zmq_strerror (errno));
+        return -1;
+    }
+    self->control = zmq_socket (self->ctx, ZMQ_ROUTER);
+    zmq_setsockopt (self->control, ZMQ_LINGER, &zero, sizeof zero);
+    if (zmq_bind (self->control, self->control_endpoint)) {
+        zsys_error ("party/control: cannot bind %s: %s", self->control_endpoint, zmq_strerror (errno));
+        return -1;
+    }
+    for (unsigned i = 1; i <= CS_SK_PARTIES; i++) {
+        if (i == self->index)
+            continue;
+        uint8_t peer_key [32];
+        zmq_z85_decode (peer_key, self->peer [i].public_key);
+        void *dealer = self->peer [i].dealer = zmq_socket (self->ctx, ZMQ_DEALER);
+        zmq_setsockopt (dealer, ZMQ_LINGER, &zero, sizeof zero);
+        zmq_setsockopt (dealer, ZMQ_IMMEDIATE, &one, sizeof one);
+        zmq_setsockopt (dealer, ZMQ_SNDTIMEO, &send_wait, sizeof send_wait);
+        zmq_setsockopt (dealer, ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
+        zmq_setsockopt (dealer, ZMQ_HEARTBEAT_TIMEOUT, &ttl, sizeof ttl);
+        zmq_setsockopt (dealer, ZMQ_CURVE_SERVERKEY, peer_key, 32);
+        zmq_setsockopt (dealer, ZMQ_CURVE_PUBLICKEY, zcert_public_key (self->cert), 32);
+        zmq_setsockopt (dealer, ZMQ_CURVE_SECRETKEY, zcert_secret_key (self->cert), 32);
+        if (zmq_connect (dealer, self->peer [i].endpoint)) {
+            zsys_error ("party/peers/%u/endpoint: cannot connect %s", i, self->peer [i].endpoint);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int
+party_send (party_t *self, unsigned to, const Cs__Sk__Frame *frame)
+{
+    if (to < 1 || to > CS_SK_PARTIES || to == self->index)
+        return -1;
+    size_t len = cs__sk__frame__get_packed_size (frame);
+    unsigned char *buf = malloc (len ? len : 1);
+    if (!buf)
+        return -1;
+    cs__sk__frame__pack (frame, buf);
+    int rc = zmq_send (self->peer [to].dealer, buf, len, 0) < 0 ? -1 : 0;
+    OPENSSL_cleanse (buf, len);
+    free (buf);
+    return rc;
+}
+
+void
+party_reply (party_t *self, const void *id, size_t id_len, const char *first, ...)
+{
+    va_list args;
+    va_start (args, first);
+    zmq_send (self->control, id, id_len, ZMQ_SNDMORE);
+    zmq_send (self->control, "", 0, ZMQ_SNDMORE);
+    for (const char *s = first; s; ) {
+        const char *next = va_arg (args, const char *);
+        zmq_send (self->control, s, strlen (s), next ? ZMQ_SNDMORE : 0);
+        s = next;
+    }
+    va_end (args);
+}
+
+/*  One frame from a peer: the ROUTER gives [routing id, payload]; the
+ *  sender is the User-Id our ZAP handler gave its key.  */
+static void
+s_peer_frame (party_t *self)
+{
+    zmq_msg_t id, body;
+    zmq_msg_init (&id);
+    zmq_msg_init (&body);
+    if (zmq_msg_recv (&id, self->router, 0) < 0 || !zmq_msg_more (&id)
+    ||  zmq_msg_recv (&body, self->router, 0) < 0) {
+        zmq_msg_close (&id);
+        zmq_msg_close (&body);
+        return;
+    }
+    bool multi = zmq_msg_more (&body);     /* a frame in more than one part is malformed */
+    for (int more = multi; more; ) {
+        zmq_msg_t rest;
+        zmq_msg_init (&rest);
+        more = zmq_msg_recv (&rest, self->router, 0) >= 0 && zmq_msg_more (&rest);
+        zmq_msg_close (&rest);
+    }
+    const char *user = zmq_msg_gets (&body, "User-Id");
+    unsigned from = user ? (unsigned) atoi (user) : 0;
+    Cs__Sk__Frame *frame = from && !multi ? cs__sk__frame__unpack (NULL, zmq_msg_size (&body), zmq_msg_data (&body)) : NULL;
+    if (!frame || frame->version != CS_SK_PROTOCOL_VERSION || frame->session.len != CS_SK_SESSION_LEN)
+        zsys_warning ("party: refused a malformed frame from party %u (%zu bytes)", from, zmq_msg_size (&body));
+    else
+    if (frame->kind == CS__SK__FRAME_KIND__SIGN || frame->kind == CS__SK__FRAME_KIND__PARTIAL)
+        party_sign_frame (self, from, frame);
+    else
+        party_gen_frame (self, from, frame);
+    if (frame)
+        cs__sk__frame__free_unpacked (frame, NULL);
+    OPENSSL_cleanse (zmq_msg_data (&body), zmq_msg_size (&body));
+    zmq_msg_close (&id);
+    zmq_msg_close (&body);
+}
+
+/*  One admin request: [id, empty, verb, args...] from a REQ socket.  */
+static void
+s_control (party_t *self)
+{
+    char *args [8] = { NULL };
+    size_t n = 0;
+    zmq_msg_t id;
+    zmq_msg_init (&id);
+    zmq_msg_recv (&id, self->control, 0);
+    int more = zmq_msg_more (&id);
+    while (more) {
+        zmq_msg_t part;
+        zmq_msg_init (&part);
+        if (zmq_msg_recv (&part, self->control, 0) < 0)
+            break;
+        more = zmq_msg_more (&part);
+        if (n < 8 && (n > 0 || zmq_msg_size (&part) > 0 || args [0]))
+            args [n++] = strndup (zmq_msg_data (&part), zmq_msg_size (&part));
+        zmq_msg_close (&part);
+    }
+    if (n == 0)
+        party_reply (self, zmq_msg_data (&id), zmq_msg_size (&id), "ERR", "CKR_ARGUMENTS_BAD", "empty request", NULL);
+    else
+    if (streq (args [0], "GENERATE"))
+        party_gen_control (self, zmq_msg_data (&id), zmq_msg_size (&id), args, n);
+    else
+        party_sign_control (self, zmq_msg_data (&id), zmq_msg_size (&id), args, n);
+    for (size_t i = 0; i < n; i++) {
+        OPENSSL_cleanse (args [i], strlen (args [i]));
+        free (args [i]);
+    }
+    zmq_msg_close (&id);
+}
+
+static void *
+s_thread (void *arg)
+{
+    party_t *self = arg;
+    zmq_pollitem_t items [] = {
+        { self->zap, 0, ZMQ_POLLIN, 0 }, { self->router, 0, ZMQ_POLLIN, 0 },
+        { self->control, 0, ZMQ_POLLIN, 0 }
+    };
+    while (!self->stop) {
+        if (zmq_poll (items, 3, S_POLL_MS) < 0 && errno != EINTR)
+            break;
+        if (items [0].revents & ZMQ_POLLIN)
+            s_zap (self);
+        if (items [1].revents & ZMQ_POLLIN)
+            s_peer_frame (self);
+        if (items [2].revents & ZMQ_POLLIN)
+            s_control (self);
+        party_gen_tick (self);
+        party_sign_tick (self);
+    }
+    party_gen_drop (self, "the broker stops", true);
+    party_sign_drop (self, "the broker stops");
+    return NULL;
+}
+
+party_t *
+party_new (const broker_config_t *config, keystore_t *ks)
+{
+    party_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->config = config;
+    if (s_config (self) || !(self->ks = keystore_open_again (ks)) || s_sockets (self)
+    ||  pthread_create (&self->thread, NULL, s_thread, self)) {
+        self->thread = 0;
+        party_destroy (&self);
+        return NULL;
+    }
+    zsys_info ("party %u of 3 on %s (control %s)", self->index, self->endpoint, self->control_endpoint);
+    return self;
+}
+
+void
+party_destroy (party_t **self_p)
+{
+    party_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    if (self->thread) {
+        self->stop = 1;
+        pthread_join (self->thread, NULL);
+    }
+    void *sockets [] = { self->router, self->control, self->zap, self->peer [1].dealer,
+                         self->peer [2].dealer, self->peer [3].dealer };
+    for (size_t i = 0; i < sizeof sockets / sizeof sockets [0]; i++)
+        if (sockets [i])
+            zmq_close (sockets [i]);
+    if (self->ctx)
+        zmq_ctx_term (self->ctx);
+    for (size_t i = 0; i < self->n_pending; i++) {
+        OPENSSL_cleanse (self->pending [i].data, self->pending [i].len);
+        free (self->pending [i].data);
+    }
+    for (unsigned i = 1; i <= CS_SK_PARTIES; i++)
+        free (self->peer [i].endpoint);
+    if (self->control_endpoint && strncmp (self->control_endpoint, "ipc://", 6) == 0)
+        unlink (self->control_endpoint + 6);
+    free (self->endpoint);
+    free (self->control_endpoint);
+    zcert_destroy (&self->cert);
+    keystore_destroy (&self->ks);
+    free (self);
+    *self_p = NULL;
+}

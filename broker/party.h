@@ -1,0 +1,32 @@
+/*  party.h — this broker as one of the three parties of shared RSA keys
+ *  (issue #24, docs/SHARED-KEYS.md "Over the network").
+ *
+ *  With a `party` section in broker.conf, the broker runs a party service on
+ *  its own thread: a ROUTER that only the two peers' pinned CURVE keys may
+ *  reach, a DEALER to each peer, and a control socket for
+ *  cryptoserver-admin(8) `shared`.  The reactor never waits for it.
+ */
+#ifndef PARTY_H_INCLUDED
+#define PARTY_H_INCLUDED
+
+#include <stdbool.h>
+#include "broker_config.h"
+#include "keystore.h"
+
+typedef struct _party_t party_t;
+
+/*  True when config has a `party` section.  */
+bool party_configured (const broker_config_t *config);
+
+/*  Starts the party service of config (cryptoserver-broker.conf(5),
+ *  "party"), on its own thread with its own connection to ks's keystore
+ *  (keystore_open_again).  Returns the service (caller destroys), or NULL
+ *  after an error log line naming the bad key or endpoint.  config must
+ *  outlive the service.  */
+party_t *party_new (const broker_config_t *config, keystore_t *ks);
+
+/*  Stops the service: sessions in flight are dropped (nothing half made is
+ *  stored), their secrets wiped.  NULL-safe; nulls *self_p.  */
+void party_destroy (party_t **self_p);
+
+#endif

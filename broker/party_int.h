@@ -1,0 +1,135 @@
+/*  party_int.h — the party service's state, shared by party.c (sockets,
+ *  ZAP, the loop), party_gen.c (generation) and party_sign.c (signing).
+ *  Everything here lives on the service's one thread.
+ */
+#ifndef PARTY_INT_H_INCLUDED
+#define PARTY_INT_H_INCLUDED
+
+#include <zmq.h>
+#include "party.h"
+#include "cs_sharedkeys.h"
+#include "sharedkeys/sharedkeys.pb-c.h"
+
+#define PARTY_SEEN 256              /* session ids remembered against replays */
+#define PARTY_PENDING 64            /* round frames held for a session not opened yet */
+#define PARTY_ERR_LEN 256
+/*  Declares Frame f of kind_ for session_ (CS_SK_SESSION_LEN bytes, borrowed).  */
+#define PARTY_FRAME_INIT(f, kind_, session_) \
+    Cs__Sk__Frame f = CS__SK__FRAME__INIT; \
+    f.version = CS_SK_PROTOCOL_VERSION; f.kind = (kind_); \
+    f.session.data = (uint8_t *) (session_); f.session.len = CS_SK_SESSION_LEN
+#define PARTY_MAX_N 513              /* bytes of the largest modulus (4096 bits) + 1 */
+
+typedef struct {
+    char *endpoint;                 /* party/peers/N/endpoint */
+    char public_key [41];           /* Z85 of its CURVE public key, pinned */
+    void *dealer;                   /* this party -> that peer */
+    int64_t last_heard;             /* zclock_mono of its last frame in the session */
+} party_peer_t;
+
+typedef enum { GEN_ROUNDS, GEN_READY, GEN_COMMITTING, GEN_STORED } party_gen_state_t;
+
+/*  The one generation session in flight.  */
+typedef struct {
+    unsigned char session [CS_SK_SESSION_LEN];
+    unsigned coordinator;           /* the party that the admin asked */
+    char *tenant, *label, *ref;
+    unsigned bits;
+    cs_sk_party_t *party;
+    cs_sk_share_t *share;           /* once the rounds are done */
+    party_gen_state_t state;
+    bool ready [CS_SK_PARTIES + 1], stored [CS_SK_PARTIES + 1];
+    void *control_id; size_t control_id_len;   /* coordinator: the admin to answer */
+    int64_t started;
+} party_gen_t;
+
+/*  The one signing session in flight (coordinator side).  */
+typedef struct {
+    unsigned char session [CS_SK_SESSION_LEN];
+    cs_sk_share_t *share;           /* this party's */
+    unsigned char *m;               /* the padded block, k bytes */
+    unsigned char *partial [CS_SK_PARTIES + 1];
+    size_t k;
+    char *label;
+    unsigned only;                  /* PARTIAL request: the one party whose result to return */
+    void *control_id; size_t control_id_len;
+    int64_t started;
+} party_sign_t;
+
+typedef struct {
+    unsigned char session [CS_SK_SESSION_LEN];
+    unsigned from;
+    unsigned char *data; size_t len;
+} party_pending_t;
+
+#define PARTY_COMMITTED 16          /* recent sealed shares a coordinator's ABORT may undo */
+
+/*  A share this party sealed on a coordinator's COMMIT: an ABORT of the
+ *  same session (the coordinator could not seal its own) deletes it.  */
+typedef struct {
+    unsigned char session [CS_SK_SESSION_LEN];
+    unsigned coordinator;
+    char tenant [256];
+    char ref [40];
+} party_committed_t;
+
+struct _party_t {
+    const broker_config_t *config;
+    keystore_t *ks;                 /* this thread's connection */
+    unsigned index;                 /* party/index, 1..3 */
+    char *endpoint, *control_endpoint;
+    zcert_t *cert;                  /* party/secret-key */
+    int round_timeout_ms;           /* party/round-timeout-ms */
+    party_peer_t peer [CS_SK_PARTIES + 1];      /* [index] unused */
+    void *ctx, *router, *control, *zap;
+    pthread_t thread;
+    volatile int stop;
+    party_gen_t *gen;
+    party_sign_t *sign;
+    unsigned char seen [PARTY_SEEN][CS_SK_SESSION_LEN];
+    size_t n_seen;
+    party_pending_t pending [PARTY_PENDING];
+    size_t n_pending;
+    party_committed_t committed [PARTY_COMMITTED];
+    size_t n_committed;
+    bool fault_partial;             /* party/test-fault = wrong-partial: tests only */
+};
+
+/*  party.c: sends frame to peer `to`; 0, or -1 when the peer is not
+ *  connected within a second (ZMQ_IMMEDIATE, ZMQ_SNDTIMEO: it may be
+ *  reconnecting) or the send fails.  Blocks only the party thread.  */
+int party_send (party_t *self, unsigned to, const Cs__Sk__Frame *frame);
+
+/*  Answers the admin request of control id `id` with the strings of the
+ *  NULL-terminated list (frees nothing).  */
+void party_reply (party_t *self, const void *id, size_t id_len, const char *first, ...);
+
+/*  True when tenant may hold shared keys here (keys/shared[/TENANT] = 3).  */
+bool party_tenant_allowed (party_t *self, const char *tenant);
+
+/*  Remembers session; false when it was seen before (a replay).  */
+bool party_session_fresh (party_t *self, const unsigned char *session);
+
+/*  True when session was opened here before (without remembering it).  */
+bool party_session_seen (party_t *self, const unsigned char *session);
+
+/*  The key of tenant labelled `label` (or with ref `ref` when label is
+ *  NULL) that is a shared key of this party: its row (*info_p, caller frees)
+ *  and share (caller destroys).  Returns 0, or -1 with why in err.  */
+int party_share_load (party_t *self, const char *tenant, const char *label, const char *ref,
+                      Cs__KeyInfo **info_p, cs_sk_share_t **share_p, char err [PARTY_ERR_LEN]);
+
+/*  party_gen.c */
+void party_gen_control (party_t *self, const void *id, size_t id_len, char **args, size_t n);
+void party_gen_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame);
+void party_gen_tick (party_t *self);
+void party_gen_drop (party_t *self, const char *why, bool tell_peers);
+
+/*  party_sign.c */
+void party_sign_control (party_t *self, const void *id, size_t id_len, char **args, size_t n);
+void party_sign_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame);
+void party_sign_tick (party_t *self);
+/*  Fails the signature in flight, if any, with why (the broker stops).  */
+void party_sign_drop (party_t *self, const char *why);
+
+#endif

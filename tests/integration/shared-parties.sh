@@ -1,0 +1,238 @@
+#!/bin/bash
+# shared-parties.sh — issue #24: three real brokers are the three parties of a
+# shared RSA key (docs/SHARED-KEYS.md "Over the network"), each with its own
+# keystore and master key.  A 1024-bit key generated without a dealer signs
+# (PKCS#1 v1.5 and PSS) and OpenSSL verifies against the exported (N, e); no
+# party's result alone is a signature; a wrong partial result is caught
+# (CKR_DEVICE_ERROR, E: line, no signature); a party down fails the job
+# naming it, and it works again once the party is back; a party killed
+# mid-generation leaves no row anywhere and a retry succeeds; malformed,
+# replayed and out-of-order party frames and unknown keys are refused.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+cs_require openssl python3
+trap cs_cleanup EXIT
+rm -rf "$WORK"
+mkdir -p "$WORK/valgrind" "$WORK/sanitizer"
+PROBE=$top_builddir/tests/integration/cs-party-probe
+[ -x "$PROBE" ] || cs_fail "$PROBE is not built"
+
+# A free loopback port below the ephemeral range (see CS_TEST_ENDPOINT).
+free_port () {
+    python3 -c 'import random, socket
+while True:
+    p = random.randint(20000, 32767)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass
+    finally:
+        s.close()'
+}
+
+declare -A PORT
+for i in 1 2 3; do
+    PORT[$i]=$(free_port)
+    "$CS_ADMIN" init "$WORK/p$i" --tenant demo --pin 1234 --so-pin 123456 \
+        --endpoint "$CS_TEST_ENDPOINT" > /dev/null || cs_fail "init p$i"
+    "$CS_ADMIN" board add cpu --type openssl --dir "$WORK/p$i" > /dev/null || cs_fail "board p$i"
+done
+for i in 1 2 3; do
+    conf=$WORK/p$i/broker.conf
+    set_conf () { "$CS_ADMIN" config set "$conf" "$1" "$2" || cs_fail "config set $1"; }
+    for b in 2048 3072; do set_conf keys/pool-rsa-$b 0; done
+    set_conf broker/endpoint-file broker.endpoint
+    set_conf keys/shared/demo 3
+    set_conf party/index "$i"
+    set_conf party/endpoint "tcp://127.0.0.1:${PORT[$i]}"
+    set_conf party/secret-key broker.cert_secret
+    set_conf party/round-timeout-ms 3000
+    for j in 1 2 3; do
+        [ "$j" = "$i" ] && continue
+        set_conf "party/peers/$j/endpoint" "tcp://127.0.0.1:${PORT[$j]}"
+        set_conf "party/peers/$j/public-key" "$(sed -n 's/.*public-key = "\(.*\)"/\1/p' "$WORK/p$j/broker.cert")"
+    done
+done
+# A party down, killed or faulty makes the others log why (E:/W: lines).
+cs_expect_broker_log 'party: (generation of|shared-key signature failed|refused)'
+cs_expect_broker_log 'did not answer|not reachable|stops'
+
+# party_start I [config-file]: broker of party I, registered with lib.sh's
+# peers (stopped and log-checked at exit).
+party_start () {
+    local i=$1 conf=${2:-$WORK/p$1/broker.conf} waited=0
+    rm -f "$WORK/p$i/broker.endpoint"
+    echo "---- start $(date +%s.%N)" >> "$WORK/p$i.log"
+    # shellcheck disable=SC2086
+    CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs ${CS_BROKER_WRAPPER:-} "$CS_BROKER" -c "$conf" -f >> "$WORK/p$i.log" 2>&1 < /dev/null &
+    CS_PEER_PID[p$i]=$!
+    CS_PEER_ENDPOINT[p$i]=party
+    until [ -s "$WORK/p$i/broker.endpoint" ] && grep -q "party $i of 3" "$WORK/p$i.log"; do
+        cs_pid_alive "${CS_PEER_PID[p$i]}" || { tail -n 20 "$WORK/p$i.log"; cs_fail "party $i exited"; }
+        [ $waited -lt $(( 30 * 10 * CS_TIME_FACTOR )) ] || cs_fail "party $i did not start"
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+}
+admin () { "$CS_ADMIN" shared "$@" --tenant demo --timeout $((60 * CS_TIME_FACTOR)); }
+# rows LABEL I: rows labelled LABEL in party I's keystore (read offline).
+rows () { "$CS_ADMIN" key list --dir "$WORK/p$2" --tenant demo | grep -c -- "$1" || true; }
+
+# A bad party section stops the broker at start (exit 1, an E: line).
+cp "$WORK/p1/broker.conf" "$WORK/p1/bad.conf"
+"$CS_ADMIN" config set "$WORK/p1/bad.conf" party/index 4
+status=0
+CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs timeout 30 "$CS_BROKER" -c "$WORK/p1/bad.conf" -f \
+    > "$WORK/bad.log" 2>&1 < /dev/null || status=$?
+[ "$status" = 1 ] || cs_fail "a broker with party/index 4 exited with status $status"
+grep -q '^E: .*party/index: must be 1, 2 or 3' "$WORK/bad.log" || cs_fail "no E: line for party/index 4"
+
+for i in 1 2 3; do party_start "$i"; done
+cs_log "three parties on ports ${PORT[1]} ${PORT[2]} ${PORT[3]}"
+
+# ---- generation --------------------------------------------------------------
+start=$(date +%s.%N)
+admin generate --dir "$WORK/p1" --label shared1 --bits 1024 > "$WORK/gen.out" 2>&1 \
+    || { cat "$WORK/gen.out"; cs_fail "shared generate failed"; }
+cs_log "1024-bit shared key in $(echo "$(date +%s.%N) - $start" | bc) s: $(cat "$WORK/gen.out")"
+REF=$(sed -n 's/.*(\(ks:[0-9a-f]*\)).*/\1/p' "$WORK/gen.out")
+[ -n "$REF" ] || cs_fail "no key ref in: $(cat "$WORK/gen.out")"
+for i in 1 2 3; do
+    [ "$(rows shared1 "$i")" = 1 ] || cs_fail "party $i has no row of the shared key"
+done
+admin public --dir "$WORK/p2" --label shared1 --out "$WORK/pub.pem" || cs_fail "public"
+openssl pkey -pubin -in "$WORK/pub.pem" -text -noout | grep -q "Public-Key: (1024 bit)" \
+    || cs_fail "the public key is not 1024-bit RSA"
+for i in 1 3; do
+    admin public --dir "$WORK/p$i" --label shared1 --out "$WORK/pub$i.pem" || cs_fail "public $i"
+    cmp -s "$WORK/pub.pem" "$WORK/pub$i.pem" || cs_fail "party $i has another public key"
+done
+# Each party's keystore is sealed under its own master key: party 2's
+# cannot open party 1's database.
+"$CS_ADMIN" key list --dir "$WORK/p1" --tenant demo --master-key "$WORK/p2/master.key" > /dev/null 2>&1 \
+    && cs_fail "party 1's keystore opens with party 2's master key"
+
+# ---- signing -----------------------------------------------------------------
+head -c 1000 /dev/urandom > "$WORK/msg"
+verify_pkcs1 () { openssl dgst -sha256 -verify "$WORK/pub.pem" -signature "$1" "$WORK/msg" > /dev/null 2>&1; }
+admin sign --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 --in "$WORK/msg" --out "$WORK/sig1" \
+    || cs_fail "sign (PKCS#1 v1.5) failed"
+verify_pkcs1 "$WORK/sig1" || cs_fail "OpenSSL does not verify the PKCS#1 v1.5 signature"
+admin sign --dir "$WORK/p3" --label shared1 --mech sha256-pss --in "$WORK/msg" --out "$WORK/sig2" \
+    || cs_fail "sign (PSS, party 3 coordinating) failed"
+openssl dgst -sha256 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:32 -verify "$WORK/pub.pem" \
+    -signature "$WORK/sig2" "$WORK/msg" > /dev/null 2>&1 || cs_fail "OpenSSL does not verify the PSS signature"
+cs_log "PKCS#1 v1.5 and PSS signatures verified by OpenSSL"
+for i in 1 2 3; do
+    admin partial --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 --party "$i" --in "$WORK/msg" \
+        --out "$WORK/partial$i" || cs_fail "partial $i"
+    [ "$(stat -c %s "$WORK/partial$i")" = 128 ] || cs_fail "partial $i is not 128 bytes"
+    verify_pkcs1 "$WORK/partial$i" && cs_fail "party $i's result alone verifies as a signature"
+done
+cs_log "no party's result alone is a signature"
+
+# ---- a wrong partial result --------------------------------------------------
+cs_peer_stop p3
+cp "$WORK/p3/broker.conf" "$WORK/p3/faulty.conf"
+"$CS_ADMIN" config set "$WORK/p3/faulty.conf" party/test-fault wrong-partial
+party_start 3 "$WORK/p3/faulty.conf"
+rm -f "$WORK/sig3"
+admin sign --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 --in "$WORK/msg" --out "$WORK/sig3" \
+    > "$WORK/wrong.out" 2>&1 && cs_fail "a signature with a wrong partial result was released"
+grep -q CKR_DEVICE_ERROR "$WORK/wrong.out" || cs_fail "no CKR_DEVICE_ERROR: $(cat "$WORK/wrong.out")"
+[ ! -e "$WORK/sig3" ] || cs_fail "a signature file was written"
+grep -q '^E: .*does not verify with (N, e)' "$WORK/p1.log" || cs_fail "no E: line for the wrong result"
+cs_log "wrong partial result: $(cat "$WORK/wrong.out")"
+cs_peer_stop p3
+party_start 3
+
+# ---- a party down ------------------------------------------------------------
+cs_peer_stop p2
+start=$(date +%s)
+admin sign --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 --in "$WORK/msg" --out "$WORK/sig4" \
+    > "$WORK/down.out" 2>&1 && cs_fail "signed with party 2 down"
+[ $(( $(date +%s) - start )) -le $(( 10 * CS_TIME_FACTOR )) ] || cs_fail "the failure took longer than its deadline"
+grep -q "CKR_DEVICE_ERROR.*party 2 (tcp://127.0.0.1:${PORT[2]})" "$WORK/down.out" \
+    || cs_fail "the error does not name party 2: $(cat "$WORK/down.out")"
+cs_log "party 2 down: $(cat "$WORK/down.out")"
+party_start 2
+cs_wait_until $((10 * CS_TIME_FACTOR)) admin sign --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 \
+    --in "$WORK/msg" --out "$WORK/sig5" 2> /dev/null || cs_fail "no signature once party 2 is back"
+verify_pkcs1 "$WORK/sig5" || cs_fail "the signature after party 2's return does not verify"
+
+# ---- malformed, replayed, out-of-order frames ----------------------------------
+cs_peer_stop p3
+"$PROBE" "tcp://127.0.0.1:${PORT[1]}" "$(sed -n 's/.*public-key = "\(.*\)"/\1/p' "$WORK/p1/broker.cert")" \
+    "tcp://127.0.0.1:${PORT[3]}" "$WORK/p3/broker.cert_secret" demo "$REF" 128 > "$WORK/probe.out" 2>&1 \
+    || { cat "$WORK/probe.out"; cs_fail "the probe's first SIGN was not answered, or its replay was"; }
+cat "$WORK/probe.out"
+cs_wait_until 5 grep -q "refused a round message of a closed session from party 3" "$WORK/p1.log" \
+    || cs_fail "the out-of-order round frame was not refused"
+[ "$(grep -c "refused a malformed frame from party 3" "$WORK/p1.log")" = 2 ] \
+    || cs_fail "the malformed frames (garbage, other version) were not both refused"
+grep -q "refused a signature for party 3: replayed session id" "$WORK/p1.log" || cs_fail "no replay refusal"
+"$PROBE" --stranger "tcp://127.0.0.1:${PORT[1]}" "$(sed -n 's/.*public-key = "\(.*\)"/\1/p' "$WORK/p1/broker.cert")" \
+    > "$WORK/stranger.out" 2>&1 || cs_fail "a key no party pinned got through: $(cat "$WORK/stranger.out")"
+grep -qF "refused a connection with CURVE key $(sed -n 's/stranger key: //p' "$WORK/stranger.out")" "$WORK/p1.log" \
+    || cs_fail "party 1 did not log the refused key"
+party_start 3
+
+# ---- a party that stops answering (SIGSTOP: connected, silent) ---------------
+kill -STOP "${CS_PEER_PID[p2]}"
+start=$(date +%s)
+admin sign --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 --in "$WORK/msg" --out "$WORK/sig7" \
+    > "$WORK/silent.out" 2>&1 && cs_fail "signed with party 2 silent"
+kill -CONT "${CS_PEER_PID[p2]}"
+[ $(( $(date +%s) - start )) -le $(( 10 * CS_TIME_FACTOR )) ] || cs_fail "the failure took longer than its deadline"
+grep -q "CKR_DEVICE_ERROR.*party 2 (tcp://127.0.0.1:${PORT[2]}) did not answer within 3000 ms" "$WORK/silent.out" \
+    || cs_fail "the error does not name the silent party 2: $(cat "$WORK/silent.out")"
+cs_log "party 2 silent: $(cat "$WORK/silent.out")"
+
+# ---- a party killed mid-generation -------------------------------------------
+# 2048 bits: the rounds last seconds, so the kill lands inside them.
+admin generate --dir "$WORK/p1" --label shared2 --bits 2048 > "$WORK/gen2.out" 2>&1 &
+gen=$!
+cs_wait_until $((20 * CS_TIME_FACTOR)) grep -q 'generating 2048-bit shared key "shared2"' "$WORK/p3.log" \
+    || cs_fail "party 3 never joined the generation"
+cs_peer_kill9 p3
+wait "$gen" && cs_fail "the generation succeeded with party 3 killed: $(cat "$WORK/gen2.out")"
+grep -q "party 3" "$WORK/gen2.out" || cs_fail "the failure does not name party 3: $(cat "$WORK/gen2.out")"
+cs_log "killed mid-generation: $(cat "$WORK/gen2.out")"
+for i in 1 2 3; do
+    [ "$(rows shared2 "$i")" = 0 ] || cs_fail "party $i kept a row of the failed generation"
+done
+party_start 3
+
+# ---- a party silent mid-generation (SIGSTOP) ----------------------------------
+admin generate --dir "$WORK/p1" --label shared3 --bits 2048 > "$WORK/gen4.out" 2>&1 &
+gen=$!
+cs_wait_until $((20 * CS_TIME_FACTOR)) grep -q 'generating 2048-bit shared key "shared3"' "$WORK/p3.log" \
+    || cs_fail "party 3 never joined the generation of shared3"
+kill -STOP "${CS_PEER_PID[p3]}"
+wait "$gen" && { kill -CONT "${CS_PEER_PID[p3]}"; cs_fail "the generation succeeded with party 3 silent"; }
+kill -CONT "${CS_PEER_PID[p3]}"
+# The coordinator or party 2 notices first: silent, or cut off by the
+# heartbeat (ZMQ_HEARTBEAT_TIMEOUT); either way party 3 is named.
+grep -Eq "party 3 \(tcp://127.0.0.1:${PORT[3]}\) (did not answer within 3000 ms|is not reachable)" "$WORK/gen4.out" \
+    || cs_fail "the failure does not name the silent party 3: $(cat "$WORK/gen4.out")"
+cs_wait_until $((10 * CS_TIME_FACTOR)) grep -q 'generation of "shared3" for tenant demo dropped' "$WORK/p3.log" \
+    || cs_fail "party 3 did not drop the session once it ran again"
+for i in 1 2 3; do
+    [ "$(rows shared3 "$i")" = 0 ] || cs_fail "party $i kept a row of the generation with a silent party"
+done
+cs_log "silent mid-generation: $(cat "$WORK/gen4.out"); no rows"
+
+admin generate --dir "$WORK/p2" --label shared2 --bits 1024 > "$WORK/gen3.out" 2>&1 \
+    || cs_fail "the retry failed: $(cat "$WORK/gen3.out")"
+for i in 1 2 3; do
+    [ "$(rows shared2 "$i")" = 1 ] || cs_fail "party $i has no row after the retry"
+done
+admin public --dir "$WORK/p1" --label shared2 --out "$WORK/pub2.pem" || cs_fail "public shared2"
+admin sign --dir "$WORK/p2" --label shared2 --mech sha256-pkcs1 --in "$WORK/msg" --out "$WORK/sig6" \
+    || cs_fail "sign with the retried key"
+openssl dgst -sha256 -verify "$WORK/pub2.pem" -signature "$WORK/sig6" "$WORK/msg" > /dev/null 2>&1 \
+    || cs_fail "the retried key's signature does not verify"
+cs_log "killed mid-generation: no rows; the retry made a key that signs"
+exit 0
