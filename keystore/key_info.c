@@ -17,11 +17,15 @@
 #include <openssl/x509.h>
 #include "key_info.h"
 #include "keystore.h"
+#include "cryptoserver/pkcs11v.h"
 
 #define MAX_POINT 256                   /* bytes: P-521 uncompressed is 133 */
 
 //  DER of OID 1.3.101.112 (id-Ed25519, RFC 8410 §3).
 static const uint8_t s_ed25519_oid [] = { 0x06, 0x03, 0x2b, 0x65, 0x70 };
+static const uint8_t s_ed448_oid [] = { 0x06, 0x03, 0x2b, 0x65, 0x71 };     /* RFC 8410 */
+static const uint8_t s_x25519_oid [] = { 0x06, 0x03, 0x2b, 0x65, 0x6e };
+static const uint8_t s_x448_oid [] = { 0x06, 0x03, 0x2b, 0x65, 0x6f };
 
 //  Copies len bytes into a malloc'd ProtobufCBinaryData.  Returns 0 or -1.
 static int
@@ -144,11 +148,20 @@ s_public_fields (EVP_PKEY *pkey, Cs__KeyInfo *info, CK_MECHANISM_TYPE *mechanism
         return s_ec_params (pkey, &info->ec_params) == 0
             && s_ec_point (pkey, &info->ec_point) == 0 ? 0 : -1;
     }
-    if (EVP_PKEY_is_a (pkey, "ED25519")) {
+    if (EVP_PKEY_is_a (pkey, "ED25519") || EVP_PKEY_is_a (pkey, "ED448")) {
+        bool ed448 = EVP_PKEY_is_a (pkey, "ED448");
         info->key_type = CKK_EC_EDWARDS;
-        info->bits = 256;
+        info->bits = ed448 ? 448 : 256;
         *mechanism_p = CKM_EC_EDWARDS_KEY_PAIR_GEN;
-        return s_bytes_set (&info->ec_params, s_ed25519_oid, sizeof s_ed25519_oid) == 0
+        return s_bytes_set (&info->ec_params, ed448 ? s_ed448_oid : s_ed25519_oid, sizeof s_ed25519_oid) == 0
+            && s_ec_point (pkey, &info->ec_point) == 0 ? 0 : -1;
+    }
+    if (EVP_PKEY_is_a (pkey, "X25519") || EVP_PKEY_is_a (pkey, "X448")) {
+        bool x448 = EVP_PKEY_is_a (pkey, "X448");
+        info->key_type = CKK_EC_MONTGOMERY;        /* PKCS#11 3.0 §2.3.7 */
+        info->bits = x448 ? 448 : 255;
+        *mechanism_p = CKM_EC_MONTGOMERY_KEY_PAIR_GEN;
+        return s_bytes_set (&info->ec_params, x448 ? s_x448_oid : s_x25519_oid, sizeof s_x25519_oid) == 0
             && s_ec_point (pkey, &info->ec_point) == 0 ? 0 : -1;
     }
     return -1;

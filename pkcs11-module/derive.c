@@ -48,11 +48,15 @@ s_kdf_md (CK_ULONG kdf)
  *  STRING (short or one-byte long form).  PKCS#11 2.40 §2.3.14 lets a token
  *  take either; pkcs11-tool sends raw (DER with --derive-pass-der).  */
 static bool
-s_point (const uint8_t *data, size_t len, size_t field_len, const uint8_t **point_p)
+s_point (const uint8_t *data, size_t len, size_t field_len, bool montgomery, const uint8_t **point_p)
 {
-    size_t want = 2 * field_len + 1, header = 0;
+    size_t want = montgomery ? field_len : 2 * field_len + 1, header = 0;
     if (!data || !field_len)
         return false;
+    if (montgomery && len == want) {            /* PKCS#11 3.0 §2.3.7: the raw u (RFC 7748 §5) */
+        *point_p = data;
+        return true;
+    }
     if (len == want && data [0] == 0x04) {
         *point_p = data;
         return true;
@@ -62,14 +66,14 @@ s_point (const uint8_t *data, size_t len, size_t field_len, const uint8_t **poin
     else
     if (len >= 3 && data [0] == 0x04 && data [1] == 0x81 && data [2] == want && len == want + 3)
         header = 3;
-    if (!header || data [header] != 0x04)
+    if (!header || (!montgomery && data [header] != 0x04))
         return false;
     *point_p = data + header;
     return true;
 }
 
 CK_RV
-cs_derive_check_params (const CK_MECHANISM *mech, size_t field_len, cs_derive_params_t *params)
+cs_derive_check_params (const CK_MECHANISM *mech, size_t field_len, bool montgomery, cs_derive_params_t *params)
 {
     const CK_ECDH1_DERIVE_PARAMS *p = mech->pParameter;
     memset (params, 0, sizeof *params);
@@ -82,12 +86,12 @@ cs_derive_check_params (const CK_MECHANISM *mech, size_t field_len, cs_derive_pa
     if ((p->ulSharedDataLen && !p->pSharedData) || p->ulSharedDataLen > CS_DERIVE_MAX_SHARED
     ||  (p->kdf == CKD_NULL && (p->ulSharedDataLen || p->pSharedData)))
         return CKR_MECHANISM_PARAM_INVALID;     /* §2.3.14: CKD_NULL takes no shared data */
-    if (!s_point (p->pPublicData, p->ulPublicDataLen, field_len, &params->point))
+    if (!s_point (p->pPublicData, p->ulPublicDataLen, field_len, montgomery, &params->point))
         return CKR_MECHANISM_PARAM_INVALID;
     params->kdf = p->kdf;
     params->shared = p->ulSharedDataLen ? p->pSharedData : NULL;
     params->shared_len = p->ulSharedDataLen;
-    params->point_len = 2 * field_len + 1;
+    params->point_len = montgomery ? field_len : 2 * field_len + 1;
     return CKR_OK;
 }
 
@@ -284,9 +288,10 @@ s_prepare_inlock (const CK_MECHANISM *mech, CK_OBJECT_HANDLE base, const CK_ATTR
         return rv;
     if (!cs_object_mech_allowed_inlock (base, mech->mechanism))
         return CKR_MECHANISM_INVALID;       /* CKA_ALLOWED_MECHANISMS (PKCS#11 2.40 §4.4) */
-    if (req->base->key_type != CKK_EC)
+    if (req->base->key_type != CKK_EC && req->base->key_type != CKK_EC_MONTGOMERY)
         return CKR_KEY_TYPE_INCONSISTENT;
-    if ((rv = cs_derive_check_params (mech, req->base->field_len, &req->params)) != CKR_OK
+    if ((rv = cs_derive_check_params (mech, req->base->field_len, req->base->key_type == CKK_EC_MONTGOMERY,
+                                      &req->params)) != CKR_OK
     ||  (rv = cs_derive_check_template_inlock (tmpl, count, req->params.kdf, req->base->field_len, &req->key)) != CKR_OK)
         return rv;
     if (cs_derive_attrs (tmpl, count, &req->key, cs_object_flag_inlock (base, CKA_ALWAYS_SENSITIVE, false),

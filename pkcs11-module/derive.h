@@ -41,14 +41,18 @@ typedef struct {
 } cs_derive_key_t;
 
 /*  Checks a CKM_ECDH1_DERIVE mechanism for a base key whose field is
- *  `field_len` bytes (32, 48, 66).  CKR_MECHANISM_INVALID for another
+ *  `field_len` bytes (32, 48, 66; X25519 32, X448 56 when `montgomery`, a
+ *  CKK_EC_MONTGOMERY key).  CKR_MECHANISM_INVALID for another
  *  mechanism; CKR_MECHANISM_PARAM_INVALID for: no or a wrong-sized
  *  CK_ECDH1_DERIVE_PARAMS; a kdf other than CKD_NULL and CKD_SHA*_KDF;
  *  shared data with CKD_NULL, a NULL pointer with a length, or more than
  *  CS_DERIVE_MAX_SHARED bytes; a public point that is neither the raw
  *  uncompressed point of the key's curve nor a DER OCTET STRING holding one
- *  (compressed points are not supported).  Fills *params on CKR_OK.  */
-CK_RV cs_derive_check_params (const CK_MECHANISM *mech, size_t field_len, cs_derive_params_t *params);
+ *  (compressed points are not supported); for `montgomery`, the raw
+ *  u-coordinate of field_len bytes (PKCS#11 3.0 §2.3.7, RFC 7748 §5) or an
+ *  OCTET STRING of it.  Fills *params on CKR_OK.  */
+CK_RV cs_derive_check_params (const CK_MECHANISM *mech, size_t field_len, bool montgomery,
+                              cs_derive_params_t *params);
 
 /*  Checks the template of the derived key (PKCS#11 2.40 §5.14 C_DeriveKey,
  *  §4.10) for `kdf` with a Z of z_len bytes: the template's own errors

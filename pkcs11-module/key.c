@@ -11,7 +11,9 @@ cs_key_ec_point_raw (const cs_key_t *key, const uint8_t **raw_p, size_t *len_p)
 {
     const uint8_t *der = key->ec_point;
     size_t len = key->ec_point_len, header = 2, content;
-    bool edwards = key->key_type == CKK_EC_EDWARDS;
+    /*  Edwards and Montgomery points are raw strings (RFC 8032, RFC 7748 §5:
+        X25519 32 bytes, X448 56).  */
+    bool edwards = key->key_type == CKK_EC_EDWARDS, montgomery = key->key_type == CKK_EC_MONTGOMERY;
     if (!der || len < 3)
         return false;
     content = der [1];
@@ -20,12 +22,13 @@ cs_key_ec_point_raw (const cs_key_t *key, const uint8_t **raw_p, size_t *len_p)
         header = 3;
     }
     if (der [0] == 0x04 && header + content == len
-    && (edwards ? content == 32 : content % 2 == 1 && der [header] == 0x04)) {
+    && (edwards ? content == 32 || content == 57 : montgomery ? content == 32 || content == 56
+        : content % 2 == 1 && der [header] == 0x04)) {
         *raw_p = der + header;
         *len_p = content;
         return true;
     }
-    if (edwards ? len == 32 : der [0] == 0x04 && len % 2 == 1) {
+    if (edwards ? len == 32 || len == 57 : montgomery ? len == 32 || len == 56 : der [0] == 0x04 && len % 2 == 1) {
         *raw_p = der;
         *len_p = len;
         return true;
@@ -129,9 +132,16 @@ s_key_complete (cs_key_t *key)
     }
     if (!key->ec_params_len || !cs_key_ec_point_raw (key, &raw, &raw_len))
         return false;
-    key->field_len = key->key_type == CKK_EC_EDWARDS ? 32 : (raw_len - 1) / 2;
+    /*  Edwards points are the raw encoding (RFC 8032 §5.1.2: 32 bytes for
+        Ed25519, §5.2.2: 57 for Ed448); signatures are twice that.  */
+    if (key->key_type == CKK_EC_MONTGOMERY) {
+        key->field_len = raw_len;               /* the shared secret is as long (RFC 7748 §6) */
+        key->bits = raw_len == 56 ? 448 : 255;
+        return true;
+    }
+    key->field_len = key->key_type == CKK_EC_EDWARDS ? raw_len : (raw_len - 1) / 2;
     if (!key->bits)
-        key->bits = key->key_type == CKK_EC_EDWARDS ? 256 : key->field_len * 8;
+        key->bits = key->key_type == CKK_EC_EDWARDS ? (raw_len == 57 ? 448 : 256) : key->field_len * 8;
     return true;
 }
 
@@ -141,6 +151,7 @@ cs_key_new (const Cs__KeyInfo *info)
     cs_key_t *key = NULL;
     if (info->id.len > CS_WIRE_MAX_KEY_ID
     || (info->key_type != CKK_RSA && info->key_type != CKK_EC && info->key_type != CKK_EC_EDWARDS
+        && info->key_type != CKK_EC_MONTGOMERY
         && info->key_type != CKK_AES && info->key_type != CKK_GENERIC_SECRET))
         return NULL;
     if (!(key = calloc (1, sizeof *key)))

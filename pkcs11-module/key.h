@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include "cs_p11.h"
 #include "cs_wire.h"
+#include "cryptoserver/pkcs11v.h"
 
 /*  One key's public facts and, for a per-request key, its private DER
  *  (for a secret key, its value).

@@ -21,6 +21,9 @@ static const uint8_t s_oid_p256 [] = { 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d,
 static const uint8_t s_oid_p384 [] = { 0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22 };
 static const uint8_t s_oid_p521 [] = { 0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23 };
 static const uint8_t s_oid_ed25519 [] = { 0x06, 0x03, 0x2b, 0x65, 0x70 };       /* RFC 8410 */
+static const uint8_t s_oid_ed448 [] = { 0x06, 0x03, 0x2b, 0x65, 0x71 };         /* RFC 8410 */
+static const uint8_t s_oid_x25519 [] = { 0x06, 0x03, 0x2b, 0x65, 0x6e };        /* RFC 8410 */
+static const uint8_t s_oid_x448 [] = { 0x06, 0x03, 0x2b, 0x65, 0x6f };          /* RFC 8410 */
 static const uint8_t s_oid_ed25519_gnupg [] =                                   /* 1.3.6.1.4.1.11591.15.1 */
     { 0x06, 0x09, 0x2b, 0x06, 0x01, 0x04, 0x01, 0xda, 0x47, 0x0f, 0x01 };
 
@@ -29,6 +32,9 @@ static const cs_curve_t s_curves [] = {
     { "secp384r1", CKK_EC, s_oid_p384, sizeof s_oid_p384, 48, 384 },
     { "secp521r1", CKK_EC, s_oid_p521, sizeof s_oid_p521, 66, 521 },
     { "ED25519", CKK_EC_EDWARDS, s_oid_ed25519, sizeof s_oid_ed25519, 32, 256 },
+    { "ED448", CKK_EC_EDWARDS, s_oid_ed448, sizeof s_oid_ed448, 57, 448 },  /* RFC 8032 §5.2 */
+    { "X25519", CKK_EC_MONTGOMERY, s_oid_x25519, sizeof s_oid_x25519, 32, 255 },   /* RFC 7748 §5 */
+    { "X448", CKK_EC_MONTGOMERY, s_oid_x448, sizeof s_oid_x448, 56, 448 },
 };
 
 /*  Printable names (PKCS#11 3.0 §2.3.3 allows them in CKA_EC_PARAMS).  */
@@ -36,8 +42,17 @@ static const struct { const char *name; size_t curve; } s_names [] = {
     { "prime256v1", 0 }, { "secp256r1", 0 }, { "P-256", 0 }, { "nistp256", 0 },
     { "secp384r1", 1 }, { "P-384", 1 }, { "nistp384", 1 },
     { "secp521r1", 2 }, { "P-521", 2 }, { "nistp521", 2 },
-    { "edwards25519", 3 }, { "ed25519", 3 },
+    { "edwards25519", 3 }, { "ed25519", 3 }, { "edwards448", 4 }, { "ed448", 4 },
+    { "curve25519", 5 }, { "x25519", 5 }, { "curve448", 6 }, { "x448", 6 },
 };
+
+/*  The OpenSSL type of a curve whose keys are raw bytes (RFC 8410).  */
+static int
+s_raw_type (const cs_curve_t *curve)
+{
+    return strcmp (curve->group, "ED448") == 0 ? EVP_PKEY_ED448 : strcmp (curve->group, "X25519") == 0
+         ? EVP_PKEY_X25519 : strcmp (curve->group, "X448") == 0 ? EVP_PKEY_X448 : EVP_PKEY_ED25519;
+}
 
 static const cs_curve_t *
 s_curve_by_group (const char *group)
@@ -133,8 +148,8 @@ s_public_ec (const cs_key_t *key, const cs_curve_t *curve)
     OSSL_PARAM_BLD *bld;
     if (!cs_key_ec_point_raw (key, &point, &point_len))
         return NULL;
-    if (curve->key_type == CKK_EC_EDWARDS)
-        return EVP_PKEY_new_raw_public_key (EVP_PKEY_ED25519, NULL, point, point_len);
+    if (curve->key_type == CKK_EC_EDWARDS || curve->key_type == CKK_EC_MONTGOMERY)
+        return EVP_PKEY_new_raw_public_key (s_raw_type (curve), NULL, point, point_len);
     if (!(bld = OSSL_PARAM_BLD_new ()))
         return NULL;
     if (OSSL_PARAM_BLD_push_utf8_string (bld, OSSL_PKEY_PARAM_GROUP_NAME, curve->group, 0)
@@ -200,7 +215,10 @@ s_describe_ec (const EVP_PKEY *pkey, Cs__KeyInfo *info)
     uint8_t raw [160];
     size_t raw_len = sizeof raw;
     const cs_curve_t *curve;
-    bool edwards = EVP_PKEY_get_base_id (pkey) == EVP_PKEY_ED25519;
+    int id = EVP_PKEY_get_base_id (pkey);
+    bool edwards = id == EVP_PKEY_ED25519 || id == EVP_PKEY_ED448 || id == EVP_PKEY_X25519 || id == EVP_PKEY_X448;
+    if (id == EVP_PKEY_ED448 || id == EVP_PKEY_X25519 || id == EVP_PKEY_X448)
+        strcpy (group, id == EVP_PKEY_ED448 ? "ED448" : id == EVP_PKEY_X25519 ? "X25519" : "X448");
     if (!edwards && !EVP_PKEY_get_utf8_string_param (pkey, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group, NULL))
         return -1;
     if (!(curve = s_curve_by_group (group)))
@@ -418,7 +436,7 @@ cs_keyder_private_from_template (CK_KEY_TYPE key_type, const CK_ATTRIBUTE *tmpl,
     if (key_type == CKK_RSA)
         rv = s_private_rsa (tmpl, count, &pkey);
     else
-    if (key_type != CKK_EC && key_type != CKK_EC_EDWARDS)
+    if (key_type != CKK_EC && key_type != CKK_EC_EDWARDS && key_type != CKK_EC_MONTGOMERY)
         rv = CKR_ATTRIBUTE_VALUE_INVALID;
     else
     if ((rv = s_template_curve (key_type, tmpl, count, &curve)) != CKR_OK)
@@ -433,10 +451,10 @@ cs_keyder_private_from_template (CK_KEY_TYPE key_type, const CK_ATTRIBUTE *tmpl,
     if (key_type == CKK_EC)
         rv = s_private_ec (curve, value, &pkey);
     else
-    if (value->ulValueLen != 32)
+    if (value->ulValueLen != curve->field_len)
         rv = CKR_ATTRIBUTE_VALUE_INVALID;
     else
-    if (!(pkey = EVP_PKEY_new_raw_private_key (EVP_PKEY_ED25519, NULL, value->pValue, 32)))
+    if (!(pkey = EVP_PKEY_new_raw_private_key (s_raw_type (curve), NULL, value->pValue, curve->field_len)))
         rv = CKR_ATTRIBUTE_VALUE_INVALID;
     if (rv == CKR_OK)
         rv = s_private_key (pkey, key_p);
@@ -455,7 +473,7 @@ cs_keyder_public_from_template (CK_KEY_TYPE key_type, const CK_ATTRIBUTE *tmpl, 
     EVP_PKEY *pkey;
     CK_RV rv = CKR_OK;
     bool rsa = key_type == CKK_RSA;
-    if (!rsa && key_type != CKK_EC && key_type != CKK_EC_EDWARDS)
+    if (!rsa && key_type != CKK_EC && key_type != CKK_EC_EDWARDS && key_type != CKK_EC_MONTGOMERY)
         return CKR_ATTRIBUTE_VALUE_INVALID;
     if (!rsa && (rv = s_template_curve (key_type, tmpl, count, &curve)) != CKR_OK)
         return rv;
@@ -510,7 +528,7 @@ cs_keyder_component (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, uint8_t *out, 
                       : type == CKA_VALUE && key->key_type == CKK_EC ? OSSL_PKEY_PARAM_PRIV_KEY : NULL;
     BIGNUM *bn = NULL;
     size_t len = 0;
-    if (pkey && key->key_type == CKK_EC_EDWARDS && type == CKA_VALUE) {
+    if (pkey && (key->key_type == CKK_EC_EDWARDS || key->key_type == CKK_EC_MONTGOMERY) && type == CKA_VALUE) {
         len = max;
         if (!EVP_PKEY_get_raw_private_key (pkey, out, &len))
             len = 0;

@@ -109,6 +109,7 @@ cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_p
         case CKM_RSA_PKCS_KEY_PAIR_GEN:   gen->key_type = CKK_RSA; break;
         case CKM_EC_KEY_PAIR_GEN:         gen->key_type = CKK_EC; break;
         case CKM_EC_EDWARDS_KEY_PAIR_GEN: gen->key_type = CKK_EC_EDWARDS; break;
+        case CKM_EC_MONTGOMERY_KEY_PAIR_GEN: gen->key_type = CKK_EC_MONTGOMERY; break;
         default:                          return CKR_MECHANISM_INVALID;
     }
     if (mech->ulParameterLen)
@@ -139,7 +140,8 @@ cs_keymgmt_create_check (const CK_ATTRIBUTE *tmpl, CK_ULONG count, CK_OBJECT_CLA
     if ((rv = cs_object_check_create (*class_p, tmpl, count, so)) != CKR_OK)
         return rv;
     if ((*class_p != CKO_PUBLIC_KEY && *class_p != CKO_PRIVATE_KEY)
-    ||  (*key_type_p != CKK_RSA && *key_type_p != CKK_EC && *key_type_p != CKK_EC_EDWARDS))
+    ||  (*key_type_p != CKK_RSA && *key_type_p != CKK_EC && *key_type_p != CKK_EC_EDWARDS
+         && *key_type_p != CKK_EC_MONTGOMERY))
         return CKR_ATTRIBUTE_VALUE_INVALID;
     *token_p = cs_template_bool (tmpl, count, CKA_TOKEN, false);
     return CKR_OK;

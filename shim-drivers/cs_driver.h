@@ -142,6 +142,7 @@ typedef struct {
 #define CS_KT_EC_EDWARDS   0x4u         /* CKK_EC_EDWARDS: Ed25519 */
 #define CS_KT_ML_DSA       0x8u         /* CKK_ML_DSA: ML-DSA-44/65/87 (FIPS 204) */
 #define CS_KT_ML_KEM      0x10u         /* CKK_ML_KEM: ML-KEM-512/768/1024 (FIPS 203) */
+#define CS_KT_EC_MONTGOMERY 0x20u       /* CKK_EC_MONTGOMERY: X25519, X448 (RFC 7748) */
 
 /*  Capability flags of cs_caps_t.flags.  */
 #define CS_CAP_KEY_MATERIAL      0x1u   /* sign/decrypt with cs_key_t material */
@@ -166,7 +167,7 @@ static inline unsigned
 cs_kt_bit (CK_KEY_TYPE key_type)
 {
     return key_type == CKK_RSA ? CS_KT_RSA : key_type == CKK_EC ? CS_KT_EC
-         : key_type == CKK_EC_EDWARDS ? CS_KT_EC_EDWARDS
+         : key_type == CKK_EC_EDWARDS ? CS_KT_EC_EDWARDS : key_type == CKK_EC_MONTGOMERY ? CS_KT_EC_MONTGOMERY
          : key_type == CKK_ML_DSA ? CS_KT_ML_DSA : key_type == CKK_ML_KEM ? CS_KT_ML_KEM : 0;
 }
 

@@ -103,8 +103,10 @@ drv_evp_key_type (const EVP_PKEY *pkey)
         return CKK_RSA;
     if (EVP_PKEY_is_a (pkey, "EC"))
         return CKK_EC;
-    if (EVP_PKEY_is_a (pkey, "ED25519"))
+    if (EVP_PKEY_is_a (pkey, "ED25519") || EVP_PKEY_is_a (pkey, "ED448"))
         return CKK_EC_EDWARDS;
+    if (EVP_PKEY_is_a (pkey, "X25519") || EVP_PKEY_is_a (pkey, "X448"))
+        return CKK_EC_MONTGOMERY;
     return CKK_VENDOR_DEFINED;
 }
 
@@ -202,12 +204,13 @@ s_ecdsa_sign (EVP_PKEY *pkey, const unsigned char *in, size_t in_len,
     return rv;
 }
 
-/*  Pure Ed25519 over the whole message (RFC 8032 §5.1.6).  */
+/*  Pure Ed25519 or Ed448 over the whole message (RFC 8032 §5.1.6, §5.2.6:
+ *  64 or 114 bytes), no context.  */
 static CK_RV
 s_eddsa_sign (EVP_PKEY *pkey, const unsigned char *in, size_t in_len,
               unsigned char *out, size_t *out_len)
 {
-    if (*out_len < 64)
+    if (*out_len < (size_t) EVP_PKEY_get_size (pkey))
         return CKR_BUFFER_TOO_SMALL;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
     CK_RV rv = ctx && EVP_DigestSignInit (ctx, NULL, NULL, NULL, pkey) > 0
@@ -309,14 +312,18 @@ CK_RV
 drv_evp_derive (EVP_PKEY *pkey, const unsigned char *point, size_t point_len,
                 unsigned char *out, size_t *out_len)
 {
-    if (drv_evp_key_type (pkey) != CKK_EC)
+    CK_KEY_TYPE type = drv_evp_key_type (pkey);
+    if (type != CKK_EC && type != CKK_EC_MONTGOMERY)
         return CKR_KEY_TYPE_INCONSISTENT;
-    size_t field = ((size_t) EVP_PKEY_get_bits (pkey) + 7) / 8;
-    if (!point || point_len != 2 * field + 1 || point [0] != 0x04)
+    bool montgomery = type == CKK_EC_MONTGOMERY;
+    /*  X25519 and X448: the raw u-coordinate, and a secret as long (RFC 7748 §5, §6).  */
+    size_t field = montgomery ? (size_t) EVP_PKEY_get_size (pkey) : ((size_t) EVP_PKEY_get_bits (pkey) + 7) / 8;
+    if (!point || (montgomery ? point_len != field : point_len != 2 * field + 1 || point [0] != 0x04))
         return CKR_MECHANISM_PARAM_INVALID;
     if (*out_len < field)
         return CKR_BUFFER_TOO_SMALL;
-    EVP_PKEY *peer = s_ec_peer (pkey, point, point_len);
+    EVP_PKEY *peer = montgomery ? EVP_PKEY_new_raw_public_key (EVP_PKEY_get_base_id (pkey), NULL, point, point_len)
+                                : s_ec_peer (pkey, point, point_len);
     EVP_PKEY_CTX *ctx = peer ? EVP_PKEY_CTX_new (pkey, NULL) : NULL;
     size_t len = *out_len;
     CK_RV rv = CKR_OK;
@@ -444,16 +451,19 @@ s_ec_info (EVP_PKEY *pkey, cs_key_info_t *key)
     return key->ec_params && key->ec_point ? 0 : -1;
 }
 
+/*  Ed25519, Ed448, X25519 or X448: the RFC 8410 OID and the raw point
+ *  (RFC 8032, RFC 7748 §5).  */
 static int
-s_ed25519_info (EVP_PKEY *pkey, cs_key_info_t *key)
+s_raw_info (EVP_PKEY *pkey, cs_key_info_t *key)
 {
-    unsigned char point [32];
+    unsigned char point [57];
     size_t point_len = sizeof point;
+    int id = EVP_PKEY_get_base_id (pkey);       /* EVP_PKEY_X25519 == NID_X25519 ... */
     if (!EVP_PKEY_get_raw_public_key (pkey, point, &point_len))
         return -1;
-    key->ec_params = s_oid_der (NID_ED25519, &key->ec_params_len);
+    key->ec_params = s_oid_der (id, &key->ec_params_len);
     key->ec_point = drv_der_octet_string (point, point_len, &key->ec_point_len);
-    key->bits = 256;
+    key->bits = id == EVP_PKEY_ED448 || id == EVP_PKEY_X448 ? 448 : id == EVP_PKEY_X25519 ? 255 : 256;
     return key->ec_params && key->ec_point ? 0 : -1;
 }
 
@@ -470,7 +480,8 @@ drv_key_info_from_pkey (EVP_PKEY *pkey, cs_key_info_t *key)
         case CKK_EC:
             return s_ec_info (pkey, key);
         case CKK_EC_EDWARDS:
-            return s_ed25519_info (pkey, key);
+        case CKK_EC_MONTGOMERY:
+            return s_raw_info (pkey, key);
         default:
             return -1;
     }
@@ -508,7 +519,8 @@ drv_curve_name (const unsigned char *ec_params, size_t len)
         ASN1_OBJECT_free (oid);
         ERR_clear_error ();
         return nid == NID_X9_62_prime256v1 ? "P-256" : nid == NID_secp384r1 ? "P-384"
-             : nid == NID_secp521r1 ? "P-521" : nid == NID_ED25519 ? "ED25519" : NULL;
+             : nid == NID_secp521r1 ? "P-521" : nid == NID_ED25519 ? "ED25519"
+             : nid == NID_ED448 ? "ED448" : nid == NID_X25519 ? "X25519" : nid == NID_X448 ? "X448" : NULL;
     }
     if (ec_params [0] == 0x13 && ec_params [1] == len - 2 && len - 2 < sizeof text)
         memcpy (text, ec_params + 2, len - 2);          /* DER PrintableString */
@@ -517,6 +529,12 @@ drv_curve_name (const unsigned char *ec_params, size_t len)
         memcpy (text, ec_params, len);                  /* the bare name */
     if (!strcmp (text, "edwards25519") || !strcmp (text, "Ed25519") || !strcmp (text, "ED25519"))
         return "ED25519";
+    if (!strcmp (text, "edwards448") || !strcmp (text, "Ed448") || !strcmp (text, "ED448"))
+        return "ED448";
+    if (!strcmp (text, "curve25519") || !strcmp (text, "X25519"))
+        return "X25519";
+    if (!strcmp (text, "curve448") || !strcmp (text, "X448"))
+        return "X448";
     if (!strcmp (text, "prime256v1") || !strcmp (text, "secp256r1") || !strcmp (text, "P-256"))
         return "P-256";
     if (!strcmp (text, "secp384r1") || !strcmp (text, "P-384"))
@@ -555,15 +573,30 @@ s_generate_rsa (const cs_keygen_t *gen, EVP_PKEY **pkey_p)
     return rv;
 }
 
-/*  EC (NIST curves) or Ed25519 key generation.  */
+int
+drv_raw_pkey_type (const char *curve)
+{
+    return !curve ? 0 : !strcmp (curve, "ED25519") ? EVP_PKEY_ED25519
+         : !strcmp (curve, "ED448") ? EVP_PKEY_ED448 : !strcmp (curve, "X25519") ? EVP_PKEY_X25519
+         : !strcmp (curve, "X448") ? EVP_PKEY_X448 : 0;
+}
+
+CK_MECHANISM_TYPE
+drv_curve_gen_mechanism (const char *curve)
+{
+    int type = drv_raw_pkey_type (curve);
+    return type == EVP_PKEY_ED25519 || type == EVP_PKEY_ED448 ? CKM_EC_EDWARDS_KEY_PAIR_GEN
+         : type ? CKM_EC_MONTGOMERY_KEY_PAIR_GEN : CKM_EC_KEY_PAIR_GEN;
+}
+
+/*  EC (NIST curves), Ed25519/Ed448 or X25519/X448 key generation.  */
 static CK_RV
 s_generate_curve (const cs_keygen_t *gen, EVP_PKEY **pkey_p)
 {
     const char *curve = drv_curve_name (gen->ec_params, gen->ec_params_len);
-    bool edwards = gen->mechanism == CKM_EC_EDWARDS_KEY_PAIR_GEN;
-    if (!curve || edwards != !strcmp (curve, "ED25519"))
+    if (!curve || drv_curve_gen_mechanism (curve) != gen->mechanism)
         return CKR_DOMAIN_PARAMS_INVALID;
-    *pkey_p = edwards ? EVP_PKEY_Q_keygen (NULL, NULL, "ED25519")
+    *pkey_p = drv_raw_pkey_type (curve) ? EVP_PKEY_Q_keygen (NULL, NULL, curve)
                       : EVP_PKEY_Q_keygen (NULL, NULL, "EC", curve);
     return *pkey_p ? CKR_OK : CKR_DEVICE_ERROR;
 }
@@ -574,6 +607,7 @@ drv_evp_generate (const cs_keygen_t *gen, unsigned char **der_p, size_t *len_p)
     EVP_PKEY *pkey = NULL;
     CK_RV rv = gen->mechanism == CKM_RSA_PKCS_KEY_PAIR_GEN ? s_generate_rsa (gen, &pkey)
              : gen->mechanism == CKM_EC_KEY_PAIR_GEN || gen->mechanism == CKM_EC_EDWARDS_KEY_PAIR_GEN
+               || gen->mechanism == CKM_EC_MONTGOMERY_KEY_PAIR_GEN
              ? s_generate_curve (gen, &pkey) : CKR_MECHANISM_INVALID;
     PKCS8_PRIV_KEY_INFO *p8 = rv == CKR_OK ? EVP_PKEY2PKCS8 (pkey) : NULL;
     unsigned char *der = NULL;

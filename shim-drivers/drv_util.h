@@ -60,7 +60,9 @@ CK_RV drv_evp_decrypt (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned cha
  *  bytes written out; the caller wipes out.  Returns CKR_OK,
  *  CKR_KEY_TYPE_INCONSISTENT, CKR_MECHANISM_PARAM_INVALID (bad or off-curve
  *  point), CKR_BUFFER_TOO_SMALL or CKR_DEVICE_ERROR.  PKCS#11 2.40 curr.
- *  mech. §2.3.14.  */
+ *  mech. §2.3.14.  An X25519 or X448 pkey takes the peer's raw u-coordinate
+ *  (32 or 56 bytes) and gives a secret as long (RFC 7748 §6; OpenSSL
+ *  refuses the all-zero secret of a small-order point).  */
 CK_RV drv_evp_derive (EVP_PKEY *pkey, const unsigned char *point, size_t point_len,
                       unsigned char *out, size_t *out_len);
 
@@ -93,11 +95,23 @@ EVP_PKEY *drv_pkey_from_pkcs8 (const unsigned char *der, size_t len);
 
 /*  Maps a DER CKA_EC_PARAMS (named-curve OID, or the PrintableString
  *  "edwards25519" of PKCS#11 3.0 §2.3.10) to an OpenSSL group name
- *  ("P-256", "P-384", "P-521", "ED25519"); NULL when unsupported.  */
+ *  ("P-256", "P-384", "P-521", "ED25519", "ED448", "X25519", "X448"; the RFC
+ *  8410 OIDs 1.3.101.110/111/113 or "curve25519", "curve448", "edwards448");
+ *  NULL when unsupported.  */
 const char *drv_curve_name (const unsigned char *ec_params, size_t len);
 
+/*  The OpenSSL key type (EVP_PKEY_ED25519, EVP_PKEY_ED448) of a curve name of
+ *  drv_curve_name whose keys are raw byte strings (RFC 8410); 0 for the
+ *  others and for NULL.  */
+int drv_raw_pkey_type (const char *curve);
+
+/*  The key-pair generation mechanism of a curve name of drv_curve_name:
+ *  CKM_EC_EDWARDS_KEY_PAIR_GEN (Ed25519, Ed448), CKM_EC_MONTGOMERY_KEY_PAIR_GEN
+ *  (X25519, X448; PKCS#11 3.0 §2.3.7) or CKM_EC_KEY_PAIR_GEN (the others).  */
+CK_MECHANISM_TYPE drv_curve_gen_mechanism (const char *curve);
+
 /*  Generates the key pair of gen with OpenSSL (RSA 1024..8192 with an odd
- *  exponent >= 3 of at most 8 bytes; P-256/384/521; Ed25519) and returns its
+ *  exponent >= 3 of at most 8 bytes; P-256/384/521; Ed25519, Ed448; X25519, X448) and returns its
  *  PKCS#8 DER in *der_p (malloc'd, *len_p bytes; caller wipes and frees).
  *  Returns CKR_OK, CKR_MECHANISM_INVALID, CKR_KEY_SIZE_RANGE,
  *  CKR_ATTRIBUTE_VALUE_INVALID, CKR_DOMAIN_PARAMS_INVALID or CKR_DEVICE_ERROR.  */

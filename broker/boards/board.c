@@ -256,11 +256,11 @@ board_takes_material (const board_t *self, CK_KEY_TYPE key_type)
 }
 
 bool
-board_derives (const board_t *self, bool material)
+board_derives (const board_t *self, bool material, CK_KEY_TYPE key_type)
 {
     if (!self->derive || !(self->caps.flags & CS_CAP_DERIVE))
         return false;
-    return !material || ((self->caps.flags & CS_CAP_KEY_MATERIAL) && (self->caps.material_types & CS_KT_EC));
+    return !material || ((self->caps.flags & CS_CAP_KEY_MATERIAL) && (self->caps.material_types & cs_kt_bit (key_type)));
 }
 
 bool

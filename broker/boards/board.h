@@ -71,9 +71,10 @@ void board_destroy (board_t **self_p);
 bool board_takes_material (const board_t *self, CK_KEY_TYPE key_type);
 
 /*  True when the board runs ECDH (CS_DRV_DERIVE_KEY, CS_CAP_DERIVE): with
- *  its resident EC keys (material false) or with EC key material (material
- *  true, which also needs CS_CAP_KEY_MATERIAL for CKK_EC).  */
-bool board_derives (const board_t *self, bool material);
+ *  its resident keys (material false) or with key material of key_type
+ *  (material true, which also needs CS_CAP_KEY_MATERIAL for that type:
+ *  CKK_EC, or CKK_EC_MONTGOMERY for X25519/X448).  */
+bool board_derives (const board_t *self, bool material, CK_KEY_TYPE key_type);
 
 /*  True when the board can generate a key pair of key_type as material
  *  (resident = false) or as a resident key (resident = true).  */

@@ -80,8 +80,8 @@ s_ec_public (const cs_key_info_t *info)
     EVP_PKEY *pkey = NULL;
     if (!curve || !point)
         goto out;
-    if (streq (curve, "ED25519")) {
-        pkey = EVP_PKEY_new_raw_public_key (EVP_PKEY_ED25519, NULL, ASN1_STRING_get0_data (point),
+    if (drv_raw_pkey_type (curve)) {
+        pkey = EVP_PKEY_new_raw_public_key (drv_raw_pkey_type (curve), NULL, ASN1_STRING_get0_data (point),
                                             (size_t) ASN1_STRING_length (point));
         goto out;
     }
@@ -306,7 +306,8 @@ verify_always (verify_t *self, const board_t *board, bool sign, const cs_key_t *
         return s_rsa_sign (pkey, mech, in, in_len, out, out_len);
     if (mech->type == CKM_ECDSA && EVP_PKEY_get_base_id (pkey) == EVP_PKEY_EC)
         return s_ecdsa (pkey, in, in_len, out, out_len);
-    if (mech->type == CKM_EDDSA && EVP_PKEY_get_base_id (pkey) == EVP_PKEY_ED25519)
+    if (mech->type == CKM_EDDSA && (EVP_PKEY_get_base_id (pkey) == EVP_PKEY_ED25519
+                                    || EVP_PKEY_get_base_id (pkey) == EVP_PKEY_ED448))
         return s_eddsa (pkey, in, in_len, out, out_len);
     return VERIFY_SKIPPED;
 }

@@ -359,7 +359,7 @@ s_key_merge (frontend_t *self, size_t b, size_t k)
     if (asprintf (&out->home, "board:%s", board->name) < 0)
         out->home = NULL;
     out->n_private_attributes = self->inventory->n_resident_attrs
-                              - (key->can_derive && board_derives (board, false) ? 0 : 1);
+                              - (key->can_derive && board_derives (board, false, CKK_EC) ? 0 : 1);
     out->private_attributes = self->inventory->resident_attr_ptrs;
     if (!out->ref || !out->home) {
         free (out->ref);

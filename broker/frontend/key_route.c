@@ -42,11 +42,11 @@ s_material_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant)
  *  decides) or with EC key material of `tenant` (material true: the boards
  *  open to it).  */
 static uint64_t
-s_derive_boards (frontend_t *self, bool material, const char *tenant)
+s_derive_boards (frontend_t *self, bool material, CK_KEY_TYPE key_type, const char *tenant)
 {
     uint64_t set = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_derives (self->args->boards [b], material))
+        if (board_derives (self->args->boards [b], material, key_type))
             set |= UINT64_C (1) << b;
     return material ? set & fe_open_boards (self, tenant) : set;
 }
@@ -113,7 +113,8 @@ s_pkcs8_key_type (const uint8_t *der, size_t len, unsigned *rsa_bits_p)
     bool rsa = nid == NID_rsaEncryption || nid == NID_rsassaPss;
     *rsa_bits_p = rsa ? s_rsa_modulus_bits (pk, pk_len) : 0;
     PKCS8_PRIV_KEY_INFO_free (p8);
-    return rsa ? CKK_RSA : nid == NID_X9_62_id_ecPublicKey ? CKK_EC : nid == NID_ED25519 ? CKK_EC_EDWARDS
+    return rsa ? CKK_RSA : nid == NID_X9_62_id_ecPublicKey ? CKK_EC : nid == NID_ED25519 || nid == NID_ED448 ? CKK_EC_EDWARDS
+         : nid == NID_X25519 || nid == NID_X448 ? CKK_EC_MONTGOMERY
          : CKK_VENDOR_DEFINED;
 }
 
@@ -146,11 +147,11 @@ s_route_per_request (frontend_t *self, fe_request_t *request, work_item_t *item,
                           CS_WIRE_MAX_RSA_BITS);
         return CKR_KEY_SIZE_RANGE;
     }
-    if (item->kind == WORK_DERIVE && type != CKK_EC)
+    if (item->kind == WORK_DERIVE && type != CKK_EC && type != CKK_EC_MONTGOMERY)
         return CKR_KEY_TYPE_INCONSISTENT;
     item->key = (cs_key_t) { NULL, 0, der.data, der.len, NULL };
     item->bits = bits;
-    item->boards = item->kind == WORK_DERIVE ? s_derive_boards (self, true, request->tenant)
+    item->boards = item->kind == WORK_DERIVE ? s_derive_boards (self, true, type, request->tenant)
                                              : s_material_boards (self, type, request->tenant);
     return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
 }
@@ -233,7 +234,7 @@ s_route_board_ref (frontend_t *self, fe_request_t *request, work_item_t *item, c
     item->bits = key->info.bits;
     item->boards = key->boards;
     if (item->boards && item->kind == WORK_DERIVE) {
-        item->boards &= s_derive_boards (self, false, NULL);
+        item->boards &= s_derive_boards (self, false, key->info.key_type, NULL);
         return item->boards ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;    /* no board derives */
     }
     return item->boards ? CKR_OK : CKR_KEY_HANDLE_INVALID;
@@ -314,8 +315,8 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
     if (!info->has_private)
         rv = CKR_KEY_HANDLE_INVALID;
     else
-    if (item->kind == WORK_DERIVE && info->key_type != CKK_EC)
-        rv = CKR_KEY_TYPE_INCONSISTENT;         /* ECDH with an EC key only */
+    if (item->kind == WORK_DERIVE && info->key_type != CKK_EC && info->key_type != CKK_EC_MONTGOMERY)
+        rv = CKR_KEY_TYPE_INCONSISTENT;         /* ECDH with an EC, X25519 or X448 key only */
     else
     if (s_unwrap_job (request, item) && !s_unwrap_mechanism (item->mech.type))
         rv = CKR_MECHANISM_INVALID;             /* C_UnwrapKey's mechanisms only (CKF_UNWRAP rows) */
@@ -337,7 +338,7 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
         item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
         item->boards = board >= 0 ? UINT64_C (1) << board : 0;
         if (item->kind == WORK_DERIVE)
-            item->boards &= s_derive_boards (self, false, NULL);
+            item->boards &= s_derive_boards (self, false, info->key_type, NULL);
         if (rv == CKR_OK && !item->boards)
             rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
         if (rv == CKR_OK)
@@ -346,7 +347,7 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
     else {
         snprintf (item->ref, sizeof item->ref, "%s", ref);
         item->key = (cs_key_t) { NULL, 0, pkcs8, len, item->ref };
-        item->boards = !pkcs8 ? 0 : item->kind == WORK_DERIVE ? s_derive_boards (self, true, request->tenant)
+        item->boards = !pkcs8 ? 0 : item->kind == WORK_DERIVE ? s_derive_boards (self, true, info->key_type, request->tenant)
                      : s_material_boards (self, info->key_type, request->tenant);
         if (rv == CKR_OK && !item->boards) {
             zsys_warning ("key %s of tenant %s: no board open to the tenant takes keys of its type",

@@ -38,16 +38,17 @@ keyjobs_keygen (const Cs__GenerateKeyPairJob *job, const keyjobs_rsa_range_t *rs
             *key_type_p = CKK_RSA;
             return CKR_OK;
         case CKM_EC_KEY_PAIR_GEN:
-        case CKM_EC_EDWARDS_KEY_PAIR_GEN: {
+        case CKM_EC_EDWARDS_KEY_PAIR_GEN:
+        case CKM_EC_MONTGOMERY_KEY_PAIR_GEN: {
             if (job->ec_params.len == 0)
                 return CKR_TEMPLATE_INCOMPLETE;
             const char *curve = drv_curve_name (job->ec_params.data, job->ec_params.len);
-            bool edwards = job->mechanism == CKM_EC_EDWARDS_KEY_PAIR_GEN;
-            if (!curve || edwards != streq (curve, "ED25519"))
+            if (!curve || drv_curve_gen_mechanism (curve) != job->mechanism)
                 return CKR_DOMAIN_PARAMS_INVALID;
             gen->ec_params = job->ec_params.data;
             gen->ec_params_len = job->ec_params.len;
-            *key_type_p = edwards ? CKK_EC_EDWARDS : CKK_EC;
+            *key_type_p = job->mechanism == CKM_EC_EDWARDS_KEY_PAIR_GEN ? CKK_EC_EDWARDS
+                        : job->mechanism == CKM_EC_MONTGOMERY_KEY_PAIR_GEN ? CKK_EC_MONTGOMERY : CKK_EC;
             return CKR_OK;
         }
         default:
@@ -117,9 +118,11 @@ keyjobs_pkey_from_board_key (const cs_key_info_t *key)
     EVP_PKEY *pkey = NULL;
     const unsigned char *point = NULL;
     size_t point_len = 0;
-    if (key->key_type == CKK_EC_EDWARDS)
+    if (key->key_type == CKK_EC_EDWARDS || key->key_type == CKK_EC_MONTGOMERY)
         return s_octet_string (key->ec_point, key->ec_point_len, &point, &point_len) ? NULL
-             : EVP_PKEY_new_raw_public_key (EVP_PKEY_ED25519, NULL, point, point_len);
+             : EVP_PKEY_new_raw_public_key (drv_raw_pkey_type (drv_curve_name (key->ec_params,
+                                                                               key->ec_params_len)),
+                                            NULL, point, point_len);
     OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
     BIGNUM *n = NULL, *e = NULL;
     const char *curve = NULL;

@@ -112,6 +112,14 @@ typedef CK_CS_MULTI_MODEXP_PARAMS *CK_CS_MULTI_MODEXP_PARAMS_PTR;
 #ifndef CKK_ML_KEM
 #define CKK_ML_KEM                  0x00000049UL
 #endif
+/*  PKCS#11 3.0 §2.3.7: X25519 and X448 keys (RFC 7748), which p11-kit 0.24's
+ *  header does not have yet.  */
+#ifndef CKK_EC_MONTGOMERY
+#define CKK_EC_MONTGOMERY           0x00000041UL
+#endif
+#ifndef CKM_EC_MONTGOMERY_KEY_PAIR_GEN
+#define CKM_EC_MONTGOMERY_KEY_PAIR_GEN 0x00001056UL
+#endif
 #ifndef CKK_ML_DSA
 #define CKK_ML_DSA                  0x0000004aUL
 #endif

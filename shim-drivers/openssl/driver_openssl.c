@@ -162,11 +162,12 @@ s_board_mechanisms (cs_board_t *self, cs_mech_info_t **mechs_p, size_t *count_p)
         { CKM_RSA_X_509, 1024, 8192, CKF_SIGN | CKF_DECRYPT },
         { CKM_RSA_PKCS_OAEP, 1024, 8192, CKF_DECRYPT },
         { CKM_ECDSA, 256, 521, CKF_SIGN },
-        { CKM_EDDSA, 255, 255, CKF_SIGN },
-        { CKM_ECDH1_DERIVE, 256, 521, CKF_DERIVE },
+        { CKM_EDDSA, 255, 448, CKF_SIGN },
+        { CKM_ECDH1_DERIVE, 255, 521, CKF_DERIVE },
         { CKM_RSA_PKCS_KEY_PAIR_GEN, 1024, 8192, CKF_GENERATE_KEY_PAIR },
         { CKM_EC_KEY_PAIR_GEN, 256, 521, CKF_GENERATE_KEY_PAIR },
-        { CKM_EC_EDWARDS_KEY_PAIR_GEN, 255, 255, CKF_GENERATE_KEY_PAIR },
+        { CKM_EC_EDWARDS_KEY_PAIR_GEN, 255, 448, CKF_GENERATE_KEY_PAIR },
+        { CKM_EC_MONTGOMERY_KEY_PAIR_GEN, 255, 448, CKF_GENERATE_KEY_PAIR },
     };
     *mechs_p = malloc (sizeof mechs);
     if (!*mechs_p)
@@ -199,8 +200,8 @@ s_capabilities (cs_board_t *self, cs_caps_t *caps)
     caps->flags = self->material ? CS_CAP_KEY_MATERIAL | CS_CAP_GENERATE_MATERIAL | CS_CAP_DERIVE
                                    | CS_CAP_MODEXP
                                  : CS_CAP_GENERATE_MATERIAL;
-    caps->material_types = self->material ? CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS : 0;
-    caps->generate_types = CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS;
+    caps->material_types = self->material ? CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS | CS_KT_EC_MONTGOMERY : 0;
+    caps->generate_types = CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS | CS_KT_EC_MONTGOMERY;
     return 0;
 }
 

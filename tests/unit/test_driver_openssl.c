@@ -36,7 +36,7 @@ START_TEST (test_capabilities_and_mechanisms)
     ck_assert (caps.flags & CS_CAP_GENERATE_MATERIAL);
     ck_assert (caps.flags & CS_CAP_DERIVE);
     ck_assert (!(caps.flags & CS_CAP_GENERATE_RESIDENT));
-    ck_assert_uint_eq (caps.material_types, CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS);
+    ck_assert_uint_eq (caps.material_types, CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS | CS_KT_EC_MONTGOMERY);
     cs_drv_board_keys_fn *keys = (cs_drv_board_keys_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_BOARD_KEYS);
     cs_key_info_t *list = NULL;
     size_t count = 9;
@@ -63,7 +63,7 @@ START_TEST (test_key_material_off)
     ck_assert_int_eq (caps_fn (board, &caps), 0);
     ck_assert_uint_eq (caps.flags, CS_CAP_GENERATE_MATERIAL);
     ck_assert_uint_eq (caps.material_types, 0);
-    ck_assert_uint_eq (caps.generate_types, CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS);
+    ck_assert_uint_eq (caps.generate_types, CS_KT_RSA | CS_KT_EC | CS_KT_EC_EDWARDS | CS_KT_EC_MONTGOMERY);
     close_board (&board);
     zconfig_put (config, "key-material", "maybe");
     ck_assert_int_eq (open ("keygen", config, "/tmp", &board), -1);

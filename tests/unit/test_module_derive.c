@@ -19,7 +19,7 @@ s_check (CK_MECHANISM_TYPE type, CK_ULONG kdf, void *shared, CK_ULONG shared_len
 {
     CK_ECDH1_DERIVE_PARAMS p = { kdf, shared_len, shared, pub_len, pub };
     CK_MECHANISM mech = { type, &p, sizeof p };
-    return cs_derive_check_params (&mech, field_len, params);
+    return cs_derive_check_params (&mech, field_len, false, params);
 }
 
 START_TEST (test_params)
@@ -40,10 +40,10 @@ START_TEST (test_params)
     /*  the wrong mechanism, a missing or short block.  */
     ck_assert_uint_eq (s_check (CKM_ECDSA, CKD_NULL, NULL, 0, s_point, 65, 32, &params), CKR_MECHANISM_INVALID);
     CK_MECHANISM bare = { CKM_ECDH1_DERIVE, NULL, 0 };
-    ck_assert_uint_eq (cs_derive_check_params (&bare, 32, &params), CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (cs_derive_check_params (&bare, 32, false, &params), CKR_MECHANISM_PARAM_INVALID);
     CK_ECDH1_DERIVE_PARAMS p = { CKD_NULL, 0, NULL, 65, s_point };
     CK_MECHANISM shorter = { CKM_ECDH1_DERIVE, &p, sizeof p - 1 };
-    ck_assert_uint_eq (cs_derive_check_params (&shorter, 32, &params), CKR_MECHANISM_PARAM_INVALID);
+    ck_assert_uint_eq (cs_derive_check_params (&shorter, 32, false, &params), CKR_MECHANISM_PARAM_INVALID);
     /*  KDFs: unknown, the ASN.1/concatenate ones, shared data with CKD_NULL.  */
     ck_assert_uint_eq (s_check (CKM_ECDH1_DERIVE, 0x77, NULL, 0, s_point, 65, 32, &params),
                        CKR_MECHANISM_PARAM_INVALID);
