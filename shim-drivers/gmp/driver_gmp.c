@@ -32,7 +32,9 @@
 #include <openssl/rsa.h>
 #include <openssl/sha.h>
 #include "drv_key_cache.h"
-#include "drv_util.h"
+#include "cs_mech.h"
+#include "cs_keyfacts.h"
+#include "drv_pad.h"
 #include "gmp_modexp.h"
 #include "gmp_rsa.h"
 #include "drv_modexp.h"
@@ -79,7 +81,7 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
 {
     (void) base_dir;
     cs_board_t *self = calloc (1, sizeof *self);
-    const char *size = drv_config_get (config, "cache-size", NULL);
+    const char *size = zconfig_get (config, "cache-size", NULL);
     char *end = NULL;
     long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
     double us = 0;
@@ -194,13 +196,13 @@ s_session_close (cs_session_t **session_p)
 static gmp_rsa_key_t *
 s_key_parse (const cs_key_t *key, CK_RV *rv_p)
 {
-    EVP_PKEY *pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
+    EVP_PKEY *pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
     gmp_rsa_key_t *parsed = NULL;
     int bits = pkey ? EVP_PKEY_get_bits (pkey) : 0;
     if (!pkey)
         *rv_p = CKR_KEY_HANDLE_INVALID;
     else
-    if (drv_evp_key_type (pkey) != CKK_RSA)
+    if (cs_pkey_key_type (pkey) != CKK_RSA)
         *rv_p = CKR_KEY_TYPE_INCONSISTENT;
     else
     if (bits < GMP_RSA_MIN_BITS || bits > GMP_RSA_MAX_BITS)
@@ -319,7 +321,7 @@ s_decrypt_mech (const cs_mech_t *mech)
         case CKM_RSA_X_509:
             return CKR_OK;
         case CKM_RSA_PKCS_OAEP:
-            return drv_md_from_ckm (mech->hash) && drv_md_from_mgf (mech->mgf)
+            return cs_mech_md (mech->hash) && cs_mech_mgf_md (mech->mgf)
                    ? CKR_OK : CKR_MECHANISM_PARAM_INVALID;
         case CKM_ECDSA:
         case CKM_EDDSA:

@@ -34,7 +34,9 @@
 #include "drv_key_cache.h"
 #include "drv_modexp.h"
 #include "drv_sym.h"
-#include "drv_util.h"
+#include "cs_keyfacts.h"
+#include "drv_evp.h"
+#include "drv_keys.h"
 
 /*  The dispatch table's functions, declared with the ABI's types (cs_driver.h):
  *  a definition that does not match its type does not compile.  */
@@ -86,8 +88,8 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
 {
     (void) base_dir;
     cs_board_t *self = calloc (1, sizeof *self);
-    const char *size = drv_config_get (config, "cache-size", NULL);
-    const char *material = drv_config_get (config, "key-material", "true");
+    const char *size = zconfig_get (config, "cache-size", NULL);
+    const char *material = zconfig_get (config, "key-material", "true");
     char *end = NULL;
     long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
     if (!self || !(self->name = strdup (name))) {
@@ -106,14 +108,14 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         return -1;
     }
     self->cache_size = (size_t) value;
-    const char *delay = drv_config_get (config, "delay-ms", "0");
+    const char *delay = zconfig_get (config, "delay-ms", "0");
     self->delay_ms = strtol (delay, &end, 10);
     if (end == delay || *end || self->delay_ms < 0 || self->delay_ms > S_DELAY_MAX_MS) {
         zsys_error ("openssl %s: delay-ms: must be 0..%d", name, S_DELAY_MAX_MS);
         s_board_close (&self);
         return -1;
     }
-    const char *jitter = drv_config_get (config, "delay-jitter-pct", "0");
+    const char *jitter = zconfig_get (config, "delay-jitter-pct", "0");
     self->jitter_pct = strtol (jitter, &end, 10);
     if (end == jitter || *end || self->jitter_pct < 0 || self->jitter_pct > 100) {
         zsys_error ("openssl %s: delay-jitter-pct: must be 0..100", name);
@@ -229,7 +231,7 @@ s_pkey (cs_session_t *self, const cs_key_t *key, bool *owned_p)
     *owned_p = pkey == NULL;
     if (pkey)
         return pkey;
-    pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
+    pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
     if (pkey && drv_key_cache_put (self->cache, key, digest, pkey))
         *owned_p = false;
     return pkey;

@@ -24,7 +24,6 @@
 #include <openssl/crypto.h>
 #include "cs_util.h"
 #include "cs_wire.h"          /* cs_rv_name */
-#include "drv_util.h"
 #include "p11_int.h"
 
 /*  The dispatch table's functions, declared with the ABI's types (cs_driver.h):
@@ -219,8 +218,8 @@ s_probe_mechanisms (cs_board_t *self)
 static int
 s_options (cs_board_t *self, zconfig_t *config)
 {
-    const char *material = drv_config_get (config, "key-material", "true");
-    const char *size = drv_config_get (config, "cache-size", NULL);
+    const char *material = zconfig_get (config, "key-material", "true");
+    const char *size = zconfig_get (config, "cache-size", NULL);
     char *end = NULL;
     long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
     self->material = streq (material, "true") || streq (material, "yes") || streq (material, "1");
@@ -242,9 +241,9 @@ static void s_board_close (cs_board_t **board_p);
 static int
 s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_board_t **board_p)
 {
-    const char *module = drv_config_get (config, "module", NULL);
-    const char *token = drv_config_get (config, "token", NULL);
-    char *pin_path = cs_path_resolve (base_dir, drv_config_get (config, "pin-file", NULL));
+    const char *module = zconfig_get (config, "module", NULL);
+    const char *token = zconfig_get (config, "token", NULL);
+    char *pin_path = cs_path_resolve (base_dir, zconfig_get (config, "pin-file", NULL));
     cs_board_t *self = calloc (1, sizeof *self);
     int rc = -1;
     if (!self || !(self->name = strdup (name)))
