@@ -63,8 +63,7 @@ struct cs_board_s {
 };
 
 struct cs_session_s {
-    cs_board_t *board;
-    drv_key_cache_t *cache;         /* parsed keys by ref (drv_key_cache.h) */
+    drv_session_head_t head;        /* board, parsed keys by ref (drv_key_cache.h) */
 };
 
 /*  Destroys a cached GMP key (its limbs are wiped).  */
@@ -165,15 +164,7 @@ s_capabilities (cs_board_t *self, cs_caps_t *caps)
 static cs_session_t *
 s_session_open (cs_board_t *board)
 {
-    cs_session_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
-    self->board = board;
-    self->cache = drv_key_cache_new (board->cache_size, s_cached_free);
-    if (!self->cache) {
-        free (self);
-        return NULL;
-    }
+    cs_session_t *self = drv_session_new (sizeof *self, board, board->cache_size, s_cached_free);
     return self;
 }
 
@@ -181,19 +172,14 @@ s_session_open (cs_board_t *board)
 static void
 s_session_close (cs_session_t **session_p)
 {
-    cs_session_t *self = session_p ? *session_p : NULL;
-    if (!self)
-        return;
-    drv_key_cache_destroy (&self->cache);
-    free (self);
-    *session_p = NULL;
+    drv_session_destroy (session_p);
 }
 
 /*  A GMP key made from PKCS#8 DER.  *rv_p: CKR_KEY_HANDLE_INVALID when the
  *  DER does not parse or the RSA key is unusable (multi-prime,
  *  inconsistent), CKR_KEY_TYPE_INCONSISTENT when it is not RSA,
  *  CKR_KEY_SIZE_RANGE outside the board's sizes.  */
-static gmp_rsa_key_t *
+static void *
 s_key_parse (const cs_key_t *key, CK_RV *rv_p)
 {
     EVP_PKEY *pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
@@ -220,22 +206,12 @@ s_key_parse (const cs_key_t *key, CK_RV *rv_p)
 static gmp_rsa_key_t *
 s_key (cs_session_t *self, const cs_key_t *key, bool *owned_p, CK_RV *rv_p)
 {
-    unsigned char digest [SHA256_DIGEST_LENGTH];
     *owned_p = true;
-    *rv_p = CKR_OK;
     if (!key->pkcs8 || key->pkcs8_len == 0) {
         *rv_p = CKR_KEY_HANDLE_INVALID;     /* no resident keys here */
         return NULL;
     }
-    gmp_rsa_key_t *parsed = drv_key_cache_get (self->cache, key, digest);
-    if (parsed) {
-        *owned_p = false;
-        return parsed;
-    }
-    parsed = s_key_parse (key, rv_p);
-    if (parsed && drv_key_cache_put (self->cache, key, digest, parsed))
-        *owned_p = false;
-    return parsed;
+    return drv_key_cache_fetch (self->head.cache, key, s_key_parse, owned_p, rv_p);
 }
 
 /*  Encodes the k-byte block to sign: EMSA-PKCS1-v1_5 type 1 around the
@@ -395,14 +371,14 @@ s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
 static size_t
 s_session_cached (cs_session_t *self)
 {
-    return drv_key_cache_count (self->cache);
+    return drv_key_cache_count (self->head.cache);
 }
 
 /*  CS_DRV_MODEXP (cs_driver.h): raw modexp in GMP (gmp_modexp.h).  */
 static CK_RV
 s_modexp (cs_session_t *self, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
 {
-    return gmp_modexp (op, self->board->name, out, out_len);
+    return gmp_modexp (op, self->head.board->name, out, out_len);
 }
 
 static const cs_driver_dispatch_t s_dispatch [] = {

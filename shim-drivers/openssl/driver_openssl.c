@@ -68,8 +68,7 @@ struct cs_board_s {
 };
 
 struct cs_session_s {
-    cs_board_t *board;
-    drv_key_cache_t *cache;         /* parsed keys by ref (drv_key_cache.h) */
+    drv_session_head_t head;        /* board, parsed keys by ref (drv_key_cache.h) */
     uint64_t random;                /* xorshift64 state of the delay's jitter */
 };
 
@@ -196,28 +195,26 @@ s_capabilities (cs_board_t *self, cs_caps_t *caps)
 static cs_session_t *
 s_session_open (cs_board_t *board)
 {
-    cs_session_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
-    self->board = board;
+    cs_session_t *self = drv_session_new (sizeof *self, board, board->cache_size, s_cached_free);
+    if (self)
     self->random = (uint64_t) (uintptr_t) self ^ (uint64_t) time (NULL) ^ UINT64_C (0x9e3779b97f4a7c15);
-    self->cache = drv_key_cache_new (board->cache_size, s_cached_free);
-    if (!self->cache) {
-        free (self);
-        return NULL;
-    }
     return self;
 }
 
 static void
 s_session_close (cs_session_t **session_p)
 {
-    cs_session_t *self = session_p ? *session_p : NULL;
-    if (!self)
-        return;
-    drv_key_cache_destroy (&self->cache);
-    free (self);
-    *session_p = NULL;
+    drv_session_destroy (session_p);
+}
+
+/*  The EVP_PKEY of key's PKCS#8 DER (drv_key_parse_fn); NULL with
+ *  CKR_KEY_HANDLE_INVALID when it does not parse.  */
+static void *
+s_pkey_parse (const cs_key_t *key, CK_RV *rv_p)
+{
+    EVP_PKEY *pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
+    *rv_p = pkey ? CKR_OK : CKR_KEY_HANDLE_INVALID;
+    return pkey;
 }
 
 /*  Returns the parsed key of `key` (cached by ref when the session caches;
@@ -226,15 +223,8 @@ s_session_close (cs_session_t **session_p)
 static EVP_PKEY *
 s_pkey (cs_session_t *self, const cs_key_t *key, bool *owned_p)
 {
-    unsigned char digest [SHA256_DIGEST_LENGTH];
-    EVP_PKEY *pkey = drv_key_cache_get (self->cache, key, digest);
-    *owned_p = pkey == NULL;
-    if (pkey)
-        return pkey;
-    pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
-    if (pkey && drv_key_cache_put (self->cache, key, digest, pkey))
-        *owned_p = false;
-    return pkey;
+    CK_RV rv;
+    return drv_key_cache_fetch (self->head.cache, key, s_pkey_parse, owned_p, &rv);
 }
 
 /*  The CLOCK_MONOTONIC time in ns.  */
@@ -250,7 +240,7 @@ s_now_ns (void)
 static void
 s_delay (cs_session_t *self, int64_t started_ns)
 {
-    const cs_board_t *board = self->board;
+    const cs_board_t *board = self->head.board;
     if (board->delay_ms == 0)
         return;
     double factor = 1;
@@ -330,7 +320,7 @@ s_generate (cs_session_t *self, const cs_keygen_t *gen, unsigned char **pkcs8_p,
 static size_t
 s_session_cached (cs_session_t *self)
 {
-    return drv_key_cache_count (self->cache);
+    return drv_key_cache_count (self->head.cache);
 }
 
 /*  CS_DRV_MODEXP (cs_driver.h): raw modexp with BIGNUM, on a board that
@@ -338,9 +328,9 @@ s_session_cached (cs_session_t *self)
 static CK_RV
 s_modexp (cs_session_t *session, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
 {
-    if (!session->board->material)
+    if (!session->head.board->material)
         return CKR_FUNCTION_NOT_SUPPORTED;
-    return drv_modexp_bn (op, session->board->name, out, out_len);
+    return drv_modexp_bn (op, session->head.board->name, out, out_len);
 }
 
 /*  CS_DRV_SYMMETRIC (cs_driver.h): secret-key operations with the key's
@@ -348,7 +338,7 @@ s_modexp (cs_session_t *session, const cs_modexp_t *op, unsigned char *out, size
 static CK_RV
 s_symmetric (cs_session_t *session, const cs_sym_t *op, unsigned char *out, size_t *out_len)
 {
-    if (!session->board->material)
+    if (!session->head.board->material)
         return CKR_FUNCTION_NOT_SUPPORTED;
     return drv_sym_run (op, out, out_len);
 }
