@@ -157,6 +157,21 @@ drv_session_destroy (void *session_p)
     *self_p = NULL;
 }
 
+int
+drv_key_cache_size (zconfig_t *config, const char *driver, const char *board, long min,
+                    size_t *size_p)
+{
+    const char *size = zconfig_get (config, "cache-size", NULL);
+    char *end = NULL;
+    long value = size ? strtol (size, &end, 10) : DRV_KEY_CACHE_DEFAULT;
+    if ((size && (end == size || *end)) || value < min || value > DRV_KEY_CACHE_MAX) {
+        zsys_error ("%s %s: cache-size: must be %ld..%d", driver, board, min, DRV_KEY_CACHE_MAX);
+        return -1;
+    }
+    *size_p = (size_t) value;
+    return 0;
+}
+
 size_t
 drv_key_cache_count (drv_key_cache_t *self)
 {

@@ -14,6 +14,17 @@
 
 typedef struct drv_key_cache drv_key_cache_t;
 
+#define DRV_KEY_CACHE_DEFAULT 256       /* keys per session when cache-size is absent */
+#define DRV_KEY_CACHE_MAX 100000        /* the largest cache-size a board accepts */
+
+/*  Reads a board's cache-size option (keys per session, min ..
+ *  DRV_KEY_CACHE_MAX; DRV_KEY_CACHE_DEFAULT when absent) from its config
+ *  section into *size_p.  Returns 0, or -1 after logging "<driver> <board>:
+ *  cache-size: must be min..max" for a value that is not a whole number in
+ *  range.  See the driver man pages (man/cryptoserver-broker.conf.5).  */
+int drv_key_cache_size (zconfig_t *config, const char *driver, const char *board, long min,
+                        size_t *size_p);
+
 /*  Frees (and wipes, as the driver's key type does) a cached value and
  *  nulls *value_p.  */
 typedef void (drv_key_free_fn) (void **value_p);

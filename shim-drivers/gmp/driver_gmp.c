@@ -53,8 +53,6 @@ static cs_drv_decrypt_key_fn s_decrypt;
 static cs_drv_session_cached_fn s_session_cached;
 static cs_drv_modexp_fn s_modexp;
 
-#define S_CACHE_DEFAULT 256
-#define S_CACHE_MAX 100000
 #define S_BLOCK_MAX (GMP_RSA_MAX_BITS / 8)
 
 struct cs_board_s {
@@ -80,20 +78,15 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
 {
     (void) base_dir;
     cs_board_t *self = calloc (1, sizeof *self);
-    const char *size = zconfig_get (config, "cache-size", NULL);
-    char *end = NULL;
-    long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
     double us = 0;
     if (!self || !(self->name = strdup (name))) {
         s_board_close (&self);
         return -1;
     }
-    if ((size && (end == size || *end)) || value < 0 || value > S_CACHE_MAX) {
-        zsys_error ("gmp %s: cache-size: must be 0..%d", name, S_CACHE_MAX);
+    if (drv_key_cache_size (config, "gmp", name, 0, &self->cache_size) != 0) {
         s_board_close (&self);
         return -1;
     }
-    self->cache_size = (size_t) value;
     if (gmp_rsa_self_test (&us) != 0) {
         zsys_error ("gmp %s: self-test failed: board not opened", name);
         s_board_close (&self);

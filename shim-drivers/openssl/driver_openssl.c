@@ -55,8 +55,6 @@ static cs_drv_derive_key_fn s_derive;
 static cs_drv_modexp_fn s_modexp;
 static cs_drv_symmetric_fn s_symmetric;
 
-#define S_CACHE_DEFAULT 256
-#define S_CACHE_MAX 100000
 #define S_DELAY_MAX_MS 60000
 
 struct cs_board_s {
@@ -87,16 +85,13 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
 {
     (void) base_dir;
     cs_board_t *self = calloc (1, sizeof *self);
-    const char *size = zconfig_get (config, "cache-size", NULL);
     const char *material = zconfig_get (config, "key-material", "true");
     char *end = NULL;
-    long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
     if (!self || !(self->name = strdup (name))) {
         s_board_close (&self);
         return -1;
     }
-    if ((size && (end == size || *end)) || value < 0 || value > S_CACHE_MAX) {
-        zsys_error ("openssl %s: cache-size: must be 0..%d", name, S_CACHE_MAX);
+    if (drv_key_cache_size (config, "openssl", name, 0, &self->cache_size) != 0) {
         s_board_close (&self);
         return -1;
     }
@@ -106,7 +101,6 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         s_board_close (&self);
         return -1;
     }
-    self->cache_size = (size_t) value;
     const char *delay = zconfig_get (config, "delay-ms", "0");
     self->delay_ms = strtol (delay, &end, 10);
     if (end == delay || *end || self->delay_ms < 0 || self->delay_ms > S_DELAY_MAX_MS) {
