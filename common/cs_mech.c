@@ -1,5 +1,6 @@
 /*  cs_mech.c — the mechanism table (cs_mech.h) and its length rules.  */
 #include <stdio.h>
+#include <openssl/evp.h>
 #include "cs_mech.h"
 #include "cs_wire.h"
 #include "cryptoserver/pkcs11v.h"
@@ -331,4 +332,36 @@ cs_mech_rsa_gen_ok (CK_ULONG bits, CK_ULONG policy_min, CK_ULONG board_min, CK_U
     CK_ULONG min, max;
     cs_mech_rsa_gen_range (policy_min, board_min, board_max, &min, &max);
     return bits >= min && bits <= max && bits % 8 == 0;
+}
+
+/* ---- hash mechanisms to OpenSSL digests ----------------------------- */
+
+const EVP_MD *
+cs_mech_md (CK_MECHANISM_TYPE hash)
+{
+    switch (hash) {
+        case CKM_SHA_1:  return EVP_sha1 ();
+        case CKM_SHA224: return EVP_sha224 ();
+        case CKM_SHA256: return EVP_sha256 ();
+        case CKM_SHA384: return EVP_sha384 ();
+        case CKM_SHA512: return EVP_sha512 ();
+        case CKM_SHA3_224: return EVP_sha3_224 ();
+        case CKM_SHA3_256: return EVP_sha3_256 ();
+        case CKM_SHA3_384: return EVP_sha3_384 ();
+        case CKM_SHA3_512: return EVP_sha3_512 ();
+        default:         return NULL;
+    }
+}
+
+const EVP_MD *
+cs_mech_mgf_md (CK_RSA_PKCS_MGF_TYPE mgf)
+{
+    switch (mgf) {
+        case CKG_MGF1_SHA1:   return EVP_sha1 ();
+        case CKG_MGF1_SHA224: return EVP_sha224 ();
+        case CKG_MGF1_SHA256: return EVP_sha256 ();
+        case CKG_MGF1_SHA384: return EVP_sha384 ();
+        case CKG_MGF1_SHA512: return EVP_sha512 ();
+        default:              return NULL;
+    }
 }

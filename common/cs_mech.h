@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <p11-kit/pkcs11.h>
+#include <openssl/evp.h>
 
 /*  PKCS#11 3.0 numbers the 2.40 header of p11-kit lacks (3.0 §6.1 table 13).  */
 #ifndef CKM_SHA3_256_RSA_PKCS
@@ -139,6 +140,17 @@ const cs_mech_row_t *cs_mech_rows (size_t *count_p);
 const cs_mech_row_t *cs_mech_row (CK_MECHANISM_TYPE type);
 
 /*  cs_mech_name (cs_wire.h) names a mechanism from this table.  */
+
+/*  The OpenSSL digest (static, never freed) of a PKCS#11 hash mechanism:
+ *  CKM_SHA_1, CKM_SHA224 .. CKM_SHA512, CKM_SHA3_224 .. CKM_SHA3_512; NULL for
+ *  any other type (callers answer CKR_MECHANISM_PARAM_INVALID).  PKCS#11 3.0
+ *  curr. mech. §2.16 (SHA-2), §2.25 (SHA-3).  */
+const EVP_MD *cs_mech_md (CK_MECHANISM_TYPE hash);
+
+/*  The OpenSSL digest (static) of an MGF1 type, CKG_MGF1_SHA1 ..
+ *  CKG_MGF1_SHA512 (PKCS#11 2.40 curr. mech. §2.1.7), or NULL.  */
+const EVP_MD *cs_mech_mgf_md (CK_RSA_PKCS_MGF_TYPE mgf);
+
 
 /*  Checks the length of the data given to a one-shot operation of `row`
  *  (`encrypt`: C_Encrypt, else C_Sign/C_Decrypt) with a key of modulus

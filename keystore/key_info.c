@@ -15,17 +15,12 @@
 #include <openssl/objects.h>
 #include <openssl/sha.h>
 #include <openssl/x509.h>
+#include "cs_keyfacts.h"
 #include "key_info.h"
 #include "keystore.h"
 #include "cryptoserver/pkcs11v.h"
 
-#define MAX_POINT 256                   /* bytes: P-521 uncompressed is 133 */
 
-//  DER of OID 1.3.101.112 (id-Ed25519, RFC 8410 §3).
-static const uint8_t s_ed25519_oid [] = { 0x06, 0x03, 0x2b, 0x65, 0x70 };
-static const uint8_t s_ed448_oid [] = { 0x06, 0x03, 0x2b, 0x65, 0x71 };     /* RFC 8410 */
-static const uint8_t s_x25519_oid [] = { 0x06, 0x03, 0x2b, 0x65, 0x6e };
-static const uint8_t s_x448_oid [] = { 0x06, 0x03, 0x2b, 0x65, 0x6f };
 
 //  Copies len bytes into a malloc'd ProtobufCBinaryData.  Returns 0 or -1.
 static int
@@ -62,70 +57,14 @@ s_attr_add (size_t *count, Cs__Attribute ***list, CK_ATTRIBUTE_TYPE type,
     return 0;
 }
 
-//  Big-endian bytes of a BIGNUM parameter of pkey into field.
+//  ec_params (the curve OID) and ec_point (DER OCTET STRING around the
+//  public point) of an EC or Ed25519 key (cs_keyfacts.h).
 static int
-s_bn_param (EVP_PKEY *pkey, const char *name, ProtobufCBinaryData *field)
+s_ec_fields (EVP_PKEY *pkey, Cs__KeyInfo *info)
 {
-    BIGNUM *bn = NULL;
-    if (EVP_PKEY_get_bn_param (pkey, name, &bn) != 1)
-        return -1;
-    int len = BN_num_bytes (bn);
-    field->data = malloc (len > 0 ? (size_t) len : 1);
-    int rc = -1;
-    if (field->data) {
-        field->len = (size_t) BN_bn2bin (bn, field->data);
-        rc = 0;
-    }
-    BN_free (bn);
-    return rc;
-}
-
-//  ec_point = DER OCTET STRING (X.690 §8.7) around the raw encoded public
-//  key (an X9.62 uncompressed point, or the 32 Ed25519 bytes).
-static int
-s_ec_point (EVP_PKEY *pkey, ProtobufCBinaryData *field)
-{
-    uint8_t raw [MAX_POINT];
-    size_t len = 0;
-    //  EC keys export the X9.62 encoding; Ed25519 only the raw public key.
-    if ((EVP_PKEY_get_octet_string_param (pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY,
-                                          raw, sizeof raw, &len) != 1 || len == 0)
-    &&  (EVP_PKEY_get_octet_string_param (pkey, OSSL_PKEY_PARAM_PUB_KEY,
-                                          raw, sizeof raw, &len) != 1 || len == 0))
-        return -1;
-    size_t header = len < 128 ? 2 : 3;          //  len < 256 by MAX_POINT
-    field->data = malloc (header + len);
-    if (!field->data)
-        return -1;
-    field->data [0] = 0x04;
-    if (header == 2)
-        field->data [1] = (uint8_t) len;
-    else {
-        field->data [1] = 0x81;
-        field->data [2] = (uint8_t) len;
-    }
-    memcpy (field->data + header, raw, len);
-    field->len = header + len;
-    return 0;
-}
-
-//  ec_params = DER OID of the named curve of an EC key.
-static int
-s_ec_params (EVP_PKEY *pkey, ProtobufCBinaryData *field)
-{
-    char name [80];
-    size_t len = 0;
-    if (EVP_PKEY_get_utf8_string_param (pkey, OSSL_PKEY_PARAM_GROUP_NAME, name, sizeof name, &len) != 1)
-        return -1;
-    int nid = OBJ_txt2nid (name);
-    if (nid == NID_undef)
-        nid = EC_curve_nist2nid (name);
-    const ASN1_OBJECT *oid = nid != NID_undef ? OBJ_nid2obj (nid) : NULL;
-    unsigned char *der = NULL;
-    int der_len = oid ? i2d_ASN1_OBJECT (oid, &der) : -1;
-    int rc = der_len > 0 ? s_bytes_set (field, der, (size_t) der_len) : -1;
-    OPENSSL_free (der);
-    return rc;
+    info->ec_params.data = cs_pkey_ec_params (pkey, &info->ec_params.len);
+    info->ec_point.data = cs_pkey_ec_point (pkey, &info->ec_point.len);
+    return info->ec_params.data && info->ec_point.data ? 0 : -1;
 }
 
 //  Fills the type-specific public fields; *mechanism_p gets the key pair
@@ -138,31 +77,29 @@ s_public_fields (EVP_PKEY *pkey, Cs__KeyInfo *info, CK_MECHANISM_TYPE *mechanism
         info->bits = (uint32_t) EVP_PKEY_get_bits (pkey);
         info->can_decrypt = true;
         *mechanism_p = CKM_RSA_PKCS_KEY_PAIR_GEN;
-        return s_bn_param (pkey, OSSL_PKEY_PARAM_RSA_N, &info->modulus) == 0
-            && s_bn_param (pkey, OSSL_PKEY_PARAM_RSA_E, &info->public_exponent) == 0 ? 0 : -1;
+        return cs_pkey_bn (pkey, OSSL_PKEY_PARAM_RSA_N, &info->modulus.data, &info->modulus.len) == 0
+            && cs_pkey_bn (pkey, OSSL_PKEY_PARAM_RSA_E, &info->public_exponent.data,
+                           &info->public_exponent.len) == 0 ? 0 : -1;
     }
     if (EVP_PKEY_is_a (pkey, "EC")) {
         info->key_type = CKK_EC;
         info->bits = (uint32_t) EVP_PKEY_get_bits (pkey);
         *mechanism_p = CKM_EC_KEY_PAIR_GEN;
-        return s_ec_params (pkey, &info->ec_params) == 0
-            && s_ec_point (pkey, &info->ec_point) == 0 ? 0 : -1;
+        return s_ec_fields (pkey, info);
     }
     if (EVP_PKEY_is_a (pkey, "ED25519") || EVP_PKEY_is_a (pkey, "ED448")) {
         bool ed448 = EVP_PKEY_is_a (pkey, "ED448");
         info->key_type = CKK_EC_EDWARDS;
         info->bits = ed448 ? 448 : 256;
         *mechanism_p = CKM_EC_EDWARDS_KEY_PAIR_GEN;
-        return s_bytes_set (&info->ec_params, ed448 ? s_ed448_oid : s_ed25519_oid, sizeof s_ed25519_oid) == 0
-            && s_ec_point (pkey, &info->ec_point) == 0 ? 0 : -1;
+        return s_ec_fields (pkey, info);
     }
     if (EVP_PKEY_is_a (pkey, "X25519") || EVP_PKEY_is_a (pkey, "X448")) {
         bool x448 = EVP_PKEY_is_a (pkey, "X448");
         info->key_type = CKK_EC_MONTGOMERY;        /* PKCS#11 3.0 §2.3.7 */
         info->bits = x448 ? 448 : 255;
         *mechanism_p = CKM_EC_MONTGOMERY_KEY_PAIR_GEN;
-        return s_bytes_set (&info->ec_params, x448 ? s_x448_oid : s_x25519_oid, sizeof s_x25519_oid) == 0
-            && s_ec_point (pkey, &info->ec_point) == 0 ? 0 : -1;
+        return s_ec_fields (pkey, info);
     }
     return -1;
 }
@@ -261,33 +198,13 @@ key_info_derive_id (EVP_PKEY *pkey, uint8_t id [KEY_INFO_ID_LEN])
 uint8_t *
 key_info_pkcs8 (EVP_PKEY *pkey, size_t *len_p)
 {
-    PKCS8_PRIV_KEY_INFO *p8 = pkey ? EVP_PKEY2PKCS8 (pkey) : NULL;
-    int len = p8 ? i2d_PKCS8_PRIV_KEY_INFO (p8, NULL) : -1;
-    uint8_t *der = len > 0 ? malloc ((size_t) len) : NULL;
-    if (der) {
-        unsigned char *cursor = der;
-        if (i2d_PKCS8_PRIV_KEY_INFO (p8, &cursor) == len)
-            *len_p = (size_t) len;
-        else {
-            OPENSSL_cleanse (der, (size_t) len);
-            free (der);
-            der = NULL;
-        }
-    }
-    PKCS8_PRIV_KEY_INFO_free (p8);      //  OpenSSL wipes its private copy
-    return der;
+    return cs_pkey_to_pkcs8 (pkey, len_p);
 }
 
 EVP_PKEY *
 key_info_pkey_from_pkcs8 (const uint8_t *der, size_t len)
 {
-    const unsigned char *cursor = der;
-    if (!der || len == 0 || len > LONG_MAX)
-        return NULL;
-    PKCS8_PRIV_KEY_INFO *p8 = d2i_PKCS8_PRIV_KEY_INFO (NULL, &cursor, (long) len);
-    EVP_PKEY *pkey = p8 ? EVP_PKCS82PKEY (p8) : NULL;
-    PKCS8_PRIV_KEY_INFO_free (p8);
-    return pkey;
+    return cs_pkey_from_pkcs8 (der, len);
 }
 
 int

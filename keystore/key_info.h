@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 #include <p11-kit/pkcs11.h>
 #include "cryptoserver.pb-c.h"
+#include "cs_keyfacts.h"       /* cs_pkey_to_pkcs8, cs_pkey_from_pkcs8 */
 
 #define KEY_INFO_ID_LEN 20              /* bytes of a derived CKA_ID (SHA-1) */
 

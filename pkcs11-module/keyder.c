@@ -12,6 +12,7 @@
 #include <openssl/x509.h>
 #include "attrs.h"
 #include "log.h"
+#include "cs_keyfacts.h"
 #include "cs_secmem.h"
 #include "keyder.h"
 
@@ -177,43 +178,12 @@ cs_keyder_public_pkey (const cs_key_t *key)
 
 /*  ---- facts from OpenSSL keys -------------------------------------- */
 
-/*  Big-endian bytes of a BIGNUM parameter into a malloc'd buffer.  */
-static int
-s_bn_param (const EVP_PKEY *pkey, const char *name, ProtobufCBinaryData *out)
-{
-    BIGNUM *bn = NULL;
-    int rc = -1;
-    if (!EVP_PKEY_get_bn_param (pkey, name, &bn))
-        return -1;
-    out->len = (size_t) BN_num_bytes (bn);
-    if ((out->data = malloc (out->len + 1)) && BN_bn2bin (bn, out->data) >= 0)
-        rc = 0;
-    BN_free (bn);
-    return rc;
-}
-
-/*  DER OCTET STRING around a raw point (CKA_EC_POINT, PKCS#11 2.40 §2.3.3).  */
-static int
-s_octet_string (const uint8_t *raw, size_t len, ProtobufCBinaryData *out)
-{
-    size_t header = len < 0x80 ? 2 : 3;
-    if (len > 0xff || !(out->data = malloc (header + len)))
-        return -1;
-    out->data [0] = 0x04;
-    if (header == 3)
-        out->data [1] = 0x81;
-    out->data [header - 1] = (uint8_t) len;
-    memcpy (out->data + header, raw, len);
-    out->len = header + len;
-    return 0;
-}
-
+/*  The curve facts of an EC or Ed25519 pkey: type and size from the curve
+ *  table (which also limits the curves), CKA_EC_POINT from cs_keyfacts.h.  */
 static int
 s_describe_ec (const EVP_PKEY *pkey, Cs__KeyInfo *info)
 {
     char group [64] = "ED25519";
-    uint8_t raw [160];
-    size_t raw_len = sizeof raw;
     const cs_curve_t *curve;
     int id = EVP_PKEY_get_base_id (pkey);
     bool edwards = id == EVP_PKEY_ED25519 || id == EVP_PKEY_ED448 || id == EVP_PKEY_X25519 || id == EVP_PKEY_X448;
@@ -223,15 +193,12 @@ s_describe_ec (const EVP_PKEY *pkey, Cs__KeyInfo *info)
         return -1;
     if (!(curve = s_curve_by_group (group)))
         return -1;
-    if (edwards ? !EVP_PKEY_get_raw_public_key (pkey, raw, &raw_len)
-                : !EVP_PKEY_get_octet_string_param (pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY,
-                                                    raw, sizeof raw, &raw_len))
-        return -1;
     info->key_type = curve->key_type;
     info->bits = (uint32_t) curve->bits;
     info->ec_params.data = (uint8_t *) curve->oid;  /* static: not freed */
     info->ec_params.len = curve->oid_len;
-    return s_octet_string (raw, raw_len, &info->ec_point);
+    info->ec_point.data = cs_pkey_ec_point (pkey, &info->ec_point.len);
+    return info->ec_point.data ? 0 : -1;
 }
 
 /*  The public facts of `pkey` as a KeyInfo, then a key (caller unrefs).  */
@@ -244,8 +211,9 @@ s_key_from_pkey (const EVP_PKEY *pkey)
     if (EVP_PKEY_get_base_id (pkey) == EVP_PKEY_RSA) {
         info.key_type = CKK_RSA;
         info.bits = (uint32_t) EVP_PKEY_get_bits (pkey);
-        rc = s_bn_param (pkey, OSSL_PKEY_PARAM_RSA_N, &info.modulus)
-           | s_bn_param (pkey, OSSL_PKEY_PARAM_RSA_E, &info.public_exponent);
+        rc = cs_pkey_bn (pkey, OSSL_PKEY_PARAM_RSA_N, &info.modulus.data, &info.modulus.len)
+           | cs_pkey_bn (pkey, OSSL_PKEY_PARAM_RSA_E, &info.public_exponent.data,
+                         &info.public_exponent.len);
         info.can_decrypt = true;
     }
     else

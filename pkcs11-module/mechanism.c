@@ -16,36 +16,6 @@ cs_mech_lookup (CK_MECHANISM_TYPE type)
     return cs_mech_row (type);
 }
 
-const EVP_MD *
-cs_mech_md (CK_MECHANISM_TYPE hash)
-{
-    switch (hash) {
-        case CKM_SHA_1:  return EVP_sha1 ();
-        case CKM_SHA224: return EVP_sha224 ();
-        case CKM_SHA256: return EVP_sha256 ();
-        case CKM_SHA384: return EVP_sha384 ();
-        case CKM_SHA512: return EVP_sha512 ();
-        case CKM_SHA3_224: return EVP_sha3_224 ();
-        case CKM_SHA3_256: return EVP_sha3_256 ();
-        case CKM_SHA3_384: return EVP_sha3_384 ();
-        case CKM_SHA3_512: return EVP_sha3_512 ();
-        default:         return NULL;
-    }
-}
-
-const EVP_MD *
-cs_mech_mgf_md (CK_RSA_PKCS_MGF_TYPE mgf)
-{
-    switch (mgf) {
-        case CKG_MGF1_SHA1:   return EVP_sha1 ();
-        case CKG_MGF1_SHA224: return EVP_sha224 ();
-        case CKG_MGF1_SHA256: return EVP_sha256 ();
-        case CKG_MGF1_SHA384: return EVP_sha384 ();
-        case CKG_MGF1_SHA512: return EVP_sha512 ();
-        default:              return NULL;
-    }
-}
-
 const uint8_t *
 cs_mech_digest_info_prefix (CK_MECHANISM_TYPE hash, size_t *len_p)
 {

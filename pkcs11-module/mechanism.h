@@ -43,13 +43,6 @@ const cs_mech_t *cs_mech_table (size_t *count_p);
 /*  The entry for an application mechanism, or NULL (→ CKR_MECHANISM_INVALID).  */
 const cs_mech_t *cs_mech_lookup (CK_MECHANISM_TYPE type);
 
-/*  OpenSSL digest for CKM_SHA_1, CKM_SHA224, CKM_SHA256, CKM_SHA384,
- *  CKM_SHA512, CKM_SHA3_224 .. CKM_SHA3_512; NULL for anything else.  */
-const EVP_MD *cs_mech_md (CK_MECHANISM_TYPE hash);
-
-/*  OpenSSL digest of an MGF1 type (CKG_MGF1_SHA1 ... CKG_MGF1_SHA512), or NULL.  */
-const EVP_MD *cs_mech_mgf_md (CK_RSA_PKCS_MGF_TYPE mgf);
-
 /*  The DER DigestInfo prefix of RFC 8017 §9.2 note 1 for `hash` (static
  *  bytes, *len_p bytes), or NULL for an unknown hash.  */
 const uint8_t *cs_mech_digest_info_prefix (CK_MECHANISM_TYPE hash, size_t *len_p);

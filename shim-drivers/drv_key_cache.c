@@ -116,6 +116,62 @@ drv_key_cache_put (drv_key_cache_t *self, const cs_key_t *key,
     return false;
 }
 
+void *
+drv_key_cache_fetch (drv_key_cache_t *self, const cs_key_t *key, drv_key_parse_fn *parse,
+                     bool *owned_p, CK_RV *rv_p)
+{
+    unsigned char digest [SHA256_DIGEST_LENGTH];
+    void *value = drv_key_cache_get (self, key, digest);
+    *rv_p = CKR_OK;
+    *owned_p = value == NULL;
+    if (value)
+        return value;
+    value = parse (key, rv_p);
+    if (value && drv_key_cache_put (self, key, digest, value))
+        *owned_p = false;
+    return value;
+}
+
+void *
+drv_session_new (size_t size, cs_board_t *board, size_t cache_size, drv_key_free_fn *free_fn)
+{
+    drv_session_head_t *self = size >= sizeof *self ? calloc (1, size) : NULL;
+    if (!self)
+        return NULL;
+    self->board = board;
+    if (!(self->cache = drv_key_cache_new (cache_size, free_fn))) {
+        free (self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+drv_session_destroy (void *session_p)
+{
+    drv_session_head_t **self_p = session_p;
+    if (!self_p || !*self_p)
+        return;
+    drv_key_cache_destroy (&(*self_p)->cache);
+    free (*self_p);
+    *self_p = NULL;
+}
+
+int
+drv_key_cache_size (zconfig_t *config, const char *driver, const char *board, long min,
+                    size_t *size_p)
+{
+    const char *size = zconfig_get (config, "cache-size", NULL);
+    char *end = NULL;
+    long value = size ? strtol (size, &end, 10) : DRV_KEY_CACHE_DEFAULT;
+    if ((size && (end == size || *end)) || value < min || value > DRV_KEY_CACHE_MAX) {
+        zsys_error ("%s %s: cache-size: must be %ld..%d", driver, board, min, DRV_KEY_CACHE_MAX);
+        return -1;
+    }
+    *size_p = (size_t) value;
+    return 0;
+}
+
 size_t
 drv_key_cache_count (drv_key_cache_t *self)
 {

@@ -7,7 +7,9 @@
 #include <openssl/sha.h>
 #include <openssl/x509.h>
 #include "cs_util.h"
-#include "drv_util.h"
+#include "cs_mech.h"
+#include "cs_keyfacts.h"
+#include "drv_keys.h"
 #include "verify.h"
 
 #define S_CACHE_MAX 1024            /* public keys kept per worker; then the cache restarts */
@@ -104,7 +106,7 @@ out:
 static EVP_PKEY *
 s_material_public (const unsigned char *der, size_t len)
 {
-    EVP_PKEY *private = drv_pkey_from_pkcs8 (der, len);
+    EVP_PKEY *private = cs_pkey_from_pkcs8 (der, len);
     unsigned char *spki = NULL;
     int spki_len = private ? i2d_PUBKEY (private, &spki) : -1;
     EVP_PKEY_free (private);
@@ -212,8 +214,8 @@ s_rsa_sign (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in, size
 {
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (pkey, NULL);
     bool pss = mech->type == CKM_RSA_PKCS_PSS;
-    const EVP_MD *md = pss ? drv_md_from_ckm (mech->hash) : NULL;
-    const EVP_MD *mgf = pss ? drv_md_from_mgf (mech->mgf) : NULL;
+    const EVP_MD *md = pss ? cs_mech_md (mech->hash) : NULL;
+    const EVP_MD *mgf = pss ? cs_mech_mgf_md (mech->mgf) : NULL;
     verify_outcome_t outcome = VERIFY_SKIPPED;
     if (!ctx || EVP_PKEY_verify_init (ctx) <= 0 || (pss && (!md || !mgf)))
         goto out;

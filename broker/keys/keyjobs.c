@@ -10,7 +10,7 @@
 #include <openssl/x509.h>
 #include <czmq.h>
 #include "cs_util.h"
-#include "drv_util.h"
+#include "drv_keys.h"
 #include "key_info.h"
 #include "keyattrs.h"
 #include "keyjobs.h"

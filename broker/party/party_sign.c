@@ -11,7 +11,7 @@
 #include "party_int.h"
 #include "cs_util.h"
 #include "cs_driver.h"
-#include "drv_util.h"
+#include "drv_pad.h"
 
 int
 party_share_load (party_t *self, const char *tenant, const char *label, const char *ref,

@@ -52,7 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cs_util.h"
-#include "drv_util.h"
+#include "cs_driver.h"
 
 struct cs_board_s {
     char *name;
@@ -145,7 +145,7 @@ static int
 s_inner_open (cs_board_t *self, zconfig_t *config, const char *base_dir)
 {
     zconfig_t *inner = zconfig_locate (config, "inner");
-    const char *type = inner ? drv_config_get (inner, "type", NULL) : NULL;
+    const char *type = inner ? zconfig_get (inner, "type", NULL) : NULL;
     char dir [4096], path [4200];
     if (!type || !*type || streq (type, "fault") || strchr (type, '/')) {
         zsys_error ("fault %s: needs an 'inner' section with the type of another driver", self->name);
@@ -184,20 +184,20 @@ s_number (const char *value)
 static int
 s_settings (cs_board_t *self, zconfig_t *config)
 {
-    const char *fail = drv_config_get (config, "fail", "false");
-    const char *hang = drv_config_get (config, "hang", "false");
-    const char *die = drv_config_get (config, "die", "false");
-    long die_after = s_number (drv_config_get (config, "die-after", "-"));
-    long flip = s_number (drv_config_get (config, "flip-every", "0"));
-    long after = s_number (drv_config_get (config, "hang-after", "-"));
-    long delay = s_number (drv_config_get (config, "delay-ms", "0"));
-    long stuck = s_number (drv_config_get (config, "stuck-every", "0"));
+    const char *fail = zconfig_get (config, "fail", "false");
+    const char *hang = zconfig_get (config, "hang", "false");
+    const char *die = zconfig_get (config, "die", "false");
+    long die_after = s_number (zconfig_get (config, "die-after", "-"));
+    long flip = s_number (zconfig_get (config, "flip-every", "0"));
+    long after = s_number (zconfig_get (config, "hang-after", "-"));
+    long delay = s_number (zconfig_get (config, "delay-ms", "0"));
+    long stuck = s_number (zconfig_get (config, "stuck-every", "0"));
     bool bools_ok = (streq (fail, "true") || streq (fail, "false"))
                  && (streq (hang, "true") || streq (hang, "false"))
                  && (streq (die, "true") || streq (die, "false"));
     if (!bools_ok || flip < 0 || delay < 0 || stuck < 0
-    ||  (after < 0 && !streq (drv_config_get (config, "hang-after", "-"), "-"))
-    ||  (die_after < 0 && !streq (drv_config_get (config, "die-after", "-"), "-"))) {
+    ||  (after < 0 && !streq (zconfig_get (config, "hang-after", "-"), "-"))
+    ||  (die_after < 0 && !streq (zconfig_get (config, "die-after", "-"), "-"))) {
         zsys_error ("fault %s: flip-every, stuck-every, hang-after, die-after and delay-ms take a number >= 0, "
                     "fail, hang and die take true or false", self->name);
         return -1;
@@ -208,7 +208,7 @@ s_settings (cs_board_t *self, zconfig_t *config)
     self->hang_after = streq (hang, "true") ? 0 : after >= 0 ? (unsigned long) after : ULONG_MAX;
     self->delay_ms = delay;
     self->die_after = streq (die, "true") ? 0 : die_after >= 0 ? (unsigned long) die_after : ULONG_MAX;
-    const char *fail_file = drv_config_get (config, "fail-file", NULL);
+    const char *fail_file = zconfig_get (config, "fail-file", NULL);
     if (fail_file && !(self->fail_file = strdup (fail_file)))
         return -1;
     return 0;

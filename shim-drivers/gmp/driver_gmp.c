@@ -32,7 +32,9 @@
 #include <openssl/rsa.h>
 #include <openssl/sha.h>
 #include "drv_key_cache.h"
-#include "drv_util.h"
+#include "cs_mech.h"
+#include "cs_keyfacts.h"
+#include "drv_pad.h"
 #include "gmp_modexp.h"
 #include "gmp_rsa.h"
 #include "drv_modexp.h"
@@ -51,8 +53,6 @@ static cs_drv_decrypt_key_fn s_decrypt;
 static cs_drv_session_cached_fn s_session_cached;
 static cs_drv_modexp_fn s_modexp;
 
-#define S_CACHE_DEFAULT 256
-#define S_CACHE_MAX 100000
 #define S_BLOCK_MAX (GMP_RSA_MAX_BITS / 8)
 
 struct cs_board_s {
@@ -61,8 +61,7 @@ struct cs_board_s {
 };
 
 struct cs_session_s {
-    cs_board_t *board;
-    drv_key_cache_t *cache;         /* parsed keys by ref (drv_key_cache.h) */
+    drv_session_head_t head;        /* board, parsed keys by ref (drv_key_cache.h) */
 };
 
 /*  Destroys a cached GMP key (its limbs are wiped).  */
@@ -79,20 +78,15 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
 {
     (void) base_dir;
     cs_board_t *self = calloc (1, sizeof *self);
-    const char *size = drv_config_get (config, "cache-size", NULL);
-    char *end = NULL;
-    long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
     double us = 0;
     if (!self || !(self->name = strdup (name))) {
         s_board_close (&self);
         return -1;
     }
-    if ((size && (end == size || *end)) || value < 0 || value > S_CACHE_MAX) {
-        zsys_error ("gmp %s: cache-size: must be 0..%d", name, S_CACHE_MAX);
+    if (drv_key_cache_size (config, "gmp", name, 0, &self->cache_size) != 0) {
         s_board_close (&self);
         return -1;
     }
-    self->cache_size = (size_t) value;
     if (gmp_rsa_self_test (&us) != 0) {
         zsys_error ("gmp %s: self-test failed: board not opened", name);
         s_board_close (&self);
@@ -163,15 +157,7 @@ s_capabilities (cs_board_t *self, cs_caps_t *caps)
 static cs_session_t *
 s_session_open (cs_board_t *board)
 {
-    cs_session_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
-    self->board = board;
-    self->cache = drv_key_cache_new (board->cache_size, s_cached_free);
-    if (!self->cache) {
-        free (self);
-        return NULL;
-    }
+    cs_session_t *self = drv_session_new (sizeof *self, board, board->cache_size, s_cached_free);
     return self;
 }
 
@@ -179,28 +165,23 @@ s_session_open (cs_board_t *board)
 static void
 s_session_close (cs_session_t **session_p)
 {
-    cs_session_t *self = session_p ? *session_p : NULL;
-    if (!self)
-        return;
-    drv_key_cache_destroy (&self->cache);
-    free (self);
-    *session_p = NULL;
+    drv_session_destroy (session_p);
 }
 
 /*  A GMP key made from PKCS#8 DER.  *rv_p: CKR_KEY_HANDLE_INVALID when the
  *  DER does not parse or the RSA key is unusable (multi-prime,
  *  inconsistent), CKR_KEY_TYPE_INCONSISTENT when it is not RSA,
  *  CKR_KEY_SIZE_RANGE outside the board's sizes.  */
-static gmp_rsa_key_t *
+static void *
 s_key_parse (const cs_key_t *key, CK_RV *rv_p)
 {
-    EVP_PKEY *pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
+    EVP_PKEY *pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
     gmp_rsa_key_t *parsed = NULL;
     int bits = pkey ? EVP_PKEY_get_bits (pkey) : 0;
     if (!pkey)
         *rv_p = CKR_KEY_HANDLE_INVALID;
     else
-    if (drv_evp_key_type (pkey) != CKK_RSA)
+    if (cs_pkey_key_type (pkey) != CKK_RSA)
         *rv_p = CKR_KEY_TYPE_INCONSISTENT;
     else
     if (bits < GMP_RSA_MIN_BITS || bits > GMP_RSA_MAX_BITS)
@@ -218,22 +199,12 @@ s_key_parse (const cs_key_t *key, CK_RV *rv_p)
 static gmp_rsa_key_t *
 s_key (cs_session_t *self, const cs_key_t *key, bool *owned_p, CK_RV *rv_p)
 {
-    unsigned char digest [SHA256_DIGEST_LENGTH];
     *owned_p = true;
-    *rv_p = CKR_OK;
     if (!key->pkcs8 || key->pkcs8_len == 0) {
         *rv_p = CKR_KEY_HANDLE_INVALID;     /* no resident keys here */
         return NULL;
     }
-    gmp_rsa_key_t *parsed = drv_key_cache_get (self->cache, key, digest);
-    if (parsed) {
-        *owned_p = false;
-        return parsed;
-    }
-    parsed = s_key_parse (key, rv_p);
-    if (parsed && drv_key_cache_put (self->cache, key, digest, parsed))
-        *owned_p = false;
-    return parsed;
+    return drv_key_cache_fetch (self->head.cache, key, s_key_parse, owned_p, rv_p);
 }
 
 /*  Encodes the k-byte block to sign: EMSA-PKCS1-v1_5 type 1 around the
@@ -319,7 +290,7 @@ s_decrypt_mech (const cs_mech_t *mech)
         case CKM_RSA_X_509:
             return CKR_OK;
         case CKM_RSA_PKCS_OAEP:
-            return drv_md_from_ckm (mech->hash) && drv_md_from_mgf (mech->mgf)
+            return cs_mech_md (mech->hash) && cs_mech_mgf_md (mech->mgf)
                    ? CKR_OK : CKR_MECHANISM_PARAM_INVALID;
         case CKM_ECDSA:
         case CKM_EDDSA:
@@ -393,14 +364,14 @@ s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
 static size_t
 s_session_cached (cs_session_t *self)
 {
-    return drv_key_cache_count (self->cache);
+    return drv_key_cache_count (self->head.cache);
 }
 
 /*  CS_DRV_MODEXP (cs_driver.h): raw modexp in GMP (gmp_modexp.h).  */
 static CK_RV
 s_modexp (cs_session_t *self, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
 {
-    return gmp_modexp (op, self->board->name, out, out_len);
+    return gmp_modexp (op, self->head.board->name, out, out_len);
 }
 
 static const cs_driver_dispatch_t s_dispatch [] = {

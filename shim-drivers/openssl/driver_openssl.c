@@ -34,7 +34,9 @@
 #include "drv_key_cache.h"
 #include "drv_modexp.h"
 #include "drv_sym.h"
-#include "drv_util.h"
+#include "cs_keyfacts.h"
+#include "drv_evp.h"
+#include "drv_keys.h"
 
 /*  The dispatch table's functions, declared with the ABI's types (cs_driver.h):
  *  a definition that does not match its type does not compile.  */
@@ -53,8 +55,6 @@ static cs_drv_derive_key_fn s_derive;
 static cs_drv_modexp_fn s_modexp;
 static cs_drv_symmetric_fn s_symmetric;
 
-#define S_CACHE_DEFAULT 256
-#define S_CACHE_MAX 100000
 #define S_DELAY_MAX_MS 60000
 
 struct cs_board_s {
@@ -68,8 +68,7 @@ struct cs_board_s {
 };
 
 struct cs_session_s {
-    cs_board_t *board;
-    drv_key_cache_t *cache;         /* parsed keys by ref (drv_key_cache.h) */
+    drv_session_head_t head;        /* board, parsed keys by ref (drv_key_cache.h) */
     uint64_t random;                /* xorshift64 state of the delay's jitter */
 };
 
@@ -88,16 +87,13 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
 {
     (void) base_dir;
     cs_board_t *self = calloc (1, sizeof *self);
-    const char *size = drv_config_get (config, "cache-size", NULL);
-    const char *material = drv_config_get (config, "key-material", "true");
+    const char *material = zconfig_get (config, "key-material", "true");
     char *end = NULL;
-    long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
     if (!self || !(self->name = strdup (name))) {
         s_board_close (&self);
         return -1;
     }
-    if ((size && (end == size || *end)) || value < 0 || value > S_CACHE_MAX) {
-        zsys_error ("openssl %s: cache-size: must be 0..%d", name, S_CACHE_MAX);
+    if (drv_key_cache_size (config, "openssl", name, 0, &self->cache_size) != 0) {
         s_board_close (&self);
         return -1;
     }
@@ -107,7 +103,7 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         s_board_close (&self);
         return -1;
     }
-    const char *des = drv_config_get (config, "legacy-des", "true");
+    const char *des = zconfig_get (config, "legacy-des", "true");
     self->legacy_des = streq (des, "true") || streq (des, "yes") || streq (des, "1");
     if (!self->legacy_des && !streq (des, "false") && !streq (des, "no") && !streq (des, "0")) {
         zsys_error ("openssl %s: legacy-des: must be true or false", name);
@@ -118,15 +114,14 @@ s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_boar
         zsys_warning ("openssl %s: OpenSSL's legacy provider is missing: single DES is not offered", name);
         self->legacy_des = false;
     }
-    self->cache_size = (size_t) value;
-    const char *delay = drv_config_get (config, "delay-ms", "0");
+    const char *delay = zconfig_get (config, "delay-ms", "0");
     self->delay_ms = strtol (delay, &end, 10);
     if (end == delay || *end || self->delay_ms < 0 || self->delay_ms > S_DELAY_MAX_MS) {
         zsys_error ("openssl %s: delay-ms: must be 0..%d", name, S_DELAY_MAX_MS);
         s_board_close (&self);
         return -1;
     }
-    const char *jitter = drv_config_get (config, "delay-jitter-pct", "0");
+    const char *jitter = zconfig_get (config, "delay-jitter-pct", "0");
     self->jitter_pct = strtol (jitter, &end, 10);
     if (end == jitter || *end || self->jitter_pct < 0 || self->jitter_pct > 100) {
         zsys_error ("openssl %s: delay-jitter-pct: must be 0..100", name);
@@ -208,28 +203,26 @@ s_capabilities (cs_board_t *self, cs_caps_t *caps)
 static cs_session_t *
 s_session_open (cs_board_t *board)
 {
-    cs_session_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
-    self->board = board;
+    cs_session_t *self = drv_session_new (sizeof *self, board, board->cache_size, s_cached_free);
+    if (self)
     self->random = (uint64_t) (uintptr_t) self ^ (uint64_t) time (NULL) ^ UINT64_C (0x9e3779b97f4a7c15);
-    self->cache = drv_key_cache_new (board->cache_size, s_cached_free);
-    if (!self->cache) {
-        free (self);
-        return NULL;
-    }
     return self;
 }
 
 static void
 s_session_close (cs_session_t **session_p)
 {
-    cs_session_t *self = session_p ? *session_p : NULL;
-    if (!self)
-        return;
-    drv_key_cache_destroy (&self->cache);
-    free (self);
-    *session_p = NULL;
+    drv_session_destroy (session_p);
+}
+
+/*  The EVP_PKEY of key's PKCS#8 DER (drv_key_parse_fn); NULL with
+ *  CKR_KEY_HANDLE_INVALID when it does not parse.  */
+static void *
+s_pkey_parse (const cs_key_t *key, CK_RV *rv_p)
+{
+    EVP_PKEY *pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
+    *rv_p = pkey ? CKR_OK : CKR_KEY_HANDLE_INVALID;
+    return pkey;
 }
 
 /*  Returns the parsed key of `key` (cached by ref when the session caches;
@@ -238,15 +231,8 @@ s_session_close (cs_session_t **session_p)
 static EVP_PKEY *
 s_pkey (cs_session_t *self, const cs_key_t *key, bool *owned_p)
 {
-    unsigned char digest [SHA256_DIGEST_LENGTH];
-    EVP_PKEY *pkey = drv_key_cache_get (self->cache, key, digest);
-    *owned_p = pkey == NULL;
-    if (pkey)
-        return pkey;
-    pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
-    if (pkey && drv_key_cache_put (self->cache, key, digest, pkey))
-        *owned_p = false;
-    return pkey;
+    CK_RV rv;
+    return drv_key_cache_fetch (self->head.cache, key, s_pkey_parse, owned_p, &rv);
 }
 
 /*  The CLOCK_MONOTONIC time in ns.  */
@@ -262,7 +248,7 @@ s_now_ns (void)
 static void
 s_delay (cs_session_t *self, int64_t started_ns)
 {
-    const cs_board_t *board = self->board;
+    const cs_board_t *board = self->head.board;
     if (board->delay_ms == 0)
         return;
     double factor = 1;
@@ -342,7 +328,7 @@ s_generate (cs_session_t *self, const cs_keygen_t *gen, unsigned char **pkcs8_p,
 static size_t
 s_session_cached (cs_session_t *self)
 {
-    return drv_key_cache_count (self->cache);
+    return drv_key_cache_count (self->head.cache);
 }
 
 /*  CS_DRV_MODEXP (cs_driver.h): raw modexp with BIGNUM, on a board that
@@ -350,9 +336,9 @@ s_session_cached (cs_session_t *self)
 static CK_RV
 s_modexp (cs_session_t *session, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
 {
-    if (!session->board->material)
+    if (!session->head.board->material)
         return CKR_FUNCTION_NOT_SUPPORTED;
-    return drv_modexp_bn (op, session->board->name, out, out_len);
+    return drv_modexp_bn (op, session->head.board->name, out, out_len);
 }
 
 /*  CS_DRV_SYMMETRIC (cs_driver.h): secret-key operations with the key's
@@ -360,9 +346,9 @@ s_modexp (cs_session_t *session, const cs_modexp_t *op, unsigned char *out, size
 static CK_RV
 s_symmetric (cs_session_t *session, const cs_sym_t *op, unsigned char *out, size_t *out_len)
 {
-    if (!session->board->material)
+    if (!session->head.board->material)
         return CKR_FUNCTION_NOT_SUPPORTED;
-    if (!session->board->legacy_des
+    if (!session->head.board->legacy_des
     &&  (op->mechanism == CKM_DES_ECB || op->mechanism == CKM_DES_CBC || op->mechanism == CKM_DES_CBC_PAD))
         return CKR_MECHANISM_INVALID;           /* legacy-des = false */
     return drv_sym_run (op, out, out_len);

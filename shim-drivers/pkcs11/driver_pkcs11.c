@@ -24,7 +24,7 @@
 #include <openssl/crypto.h>
 #include "cs_util.h"
 #include "cs_wire.h"          /* cs_rv_name */
-#include "drv_util.h"
+#include "drv_key_cache.h"
 #include "p11_int.h"
 
 /*  The dispatch table's functions, declared with the ABI's types (cs_driver.h):
@@ -39,8 +39,6 @@ static cs_drv_capabilities_fn s_capabilities;
 static cs_drv_session_cached_fn s_session_cached;
 
 #define S_PIN_MAX 256
-#define S_CACHE_DEFAULT 256
-#define S_CACHE_MAX 100000
 
 /*  One loaded PKCS#11 library, shared by all boards that name its path.  */
 typedef struct p11_module_s {
@@ -219,22 +217,14 @@ s_probe_mechanisms (cs_board_t *self)
 static int
 s_options (cs_board_t *self, zconfig_t *config)
 {
-    const char *material = drv_config_get (config, "key-material", "true");
-    const char *size = drv_config_get (config, "cache-size", NULL);
-    char *end = NULL;
-    long value = size ? strtol (size, &end, 10) : S_CACHE_DEFAULT;
+    const char *material = zconfig_get (config, "key-material", "true");
     self->material = streq (material, "true") || streq (material, "yes") || streq (material, "1");
     if (!self->material && !streq (material, "false") && !streq (material, "no")
     &&  !streq (material, "0")) {
         zsys_error ("pkcs11 %s: key-material: must be true or false", self->name);
         return -1;
     }
-    if ((size && (end == size || *end)) || value < 1 || value > S_CACHE_MAX) {
-        zsys_error ("pkcs11 %s: cache-size: must be 1..%d", self->name, S_CACHE_MAX);
-        return -1;
-    }
-    self->cache_size = (size_t) value;
-    return 0;
+    return drv_key_cache_size (config, "pkcs11", self->name, 1, &self->cache_size);
 }
 
 static void s_board_close (cs_board_t **board_p);
@@ -242,9 +232,9 @@ static void s_board_close (cs_board_t **board_p);
 static int
 s_board_open (const char *name, zconfig_t *config, const char *base_dir, cs_board_t **board_p)
 {
-    const char *module = drv_config_get (config, "module", NULL);
-    const char *token = drv_config_get (config, "token", NULL);
-    char *pin_path = cs_path_resolve (base_dir, drv_config_get (config, "pin-file", NULL));
+    const char *module = zconfig_get (config, "module", NULL);
+    const char *token = zconfig_get (config, "token", NULL);
+    char *pin_path = cs_path_resolve (base_dir, zconfig_get (config, "pin-file", NULL));
     cs_board_t *self = calloc (1, sizeof *self);
     int rc = -1;
     if (!self || !(self->name = strdup (name)))

@@ -17,7 +17,10 @@
 
 #include <pthread.h>
 #include <openssl/sha.h>
-#include "drv_util.h"
+#include "cs_mech.h"
+#include "cs_keyfacts.h"
+#include "drv_keys.h"
+#include "drv_pad.h"
 
 struct p11_module_s;
 

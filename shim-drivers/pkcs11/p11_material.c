@@ -106,8 +106,8 @@ CK_RV
 p11_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p,
           CK_KEY_TYPE *type_p)
 {
-    EVP_PKEY *pkey = drv_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
-    CK_KEY_TYPE type = pkey ? drv_evp_key_type (pkey) : CKK_VENDOR_DEFINED;
+    EVP_PKEY *pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
+    CK_KEY_TYPE type = pkey ? cs_pkey_key_type (pkey) : CKK_VENDOR_DEFINED;
     if (!pkey || !(cs_kt_bit (type) & self->board->caps.material_types)) {
         EVP_PKEY_free (pkey);
         return CKR_KEY_HANDLE_INVALID;

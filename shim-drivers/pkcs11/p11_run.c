@@ -139,7 +139,7 @@ static CK_RV
 s_run_derive (cs_session_t *self, CK_OBJECT_HANDLE obj, const s_op_t *op)
 {
     size_t der_len = 0;
-    unsigned char *der = drv_der_octet_string (op->in, op->in_len, &der_len);
+    unsigned char *der = cs_der_octet_string (op->in, op->in_len, &der_len);
     CK_ECDH1_DERIVE_PARAMS params = { CKD_NULL, 0, NULL, der_len, der };
     CK_MECHANISM mech = { CKM_ECDH1_DERIVE, &params, sizeof params };
     CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
@@ -171,7 +171,7 @@ s_run_derive (cs_session_t *self, CK_OBJECT_HANDLE obj, const s_op_t *op)
  *  (PKCS#11 2.40 §5.11 C_SignInit, §5.9 C_DecryptInit:
  *  CKR_KEY_TYPE_INCONSISTENT), and PSS input that is not one hash long
  *  (PKCS#11 2.40 curr. mech. "PKCS #1 RSA PSS": the input is the hash;
- *  C_Sign: CKR_DATA_LEN_RANGE), as the openssl driver does (drv_util.c).
+ *  C_Sign: CKR_DATA_LEN_RANGE), as the openssl driver does (drv_evp.c).
  *  SoftHSM 2.6 takes both and fails in C_Sign with
  *  CKR_GENERAL_ERROR.  `type` CKK_VENDOR_DEFINED (unknown) leaves the type
  *  to the board.  */
@@ -193,7 +193,7 @@ s_op_check (const s_op_t *op, CK_KEY_TYPE type)
     if (type != CKK_VENDOR_DEFINED && want != CKK_VENDOR_DEFINED && type != want)
         return CKR_KEY_TYPE_INCONSISTENT;
     if (op->sign && op->mech.mechanism == CKM_RSA_PKCS_PSS
-    &&  op->in_len != (size_t) EVP_MD_get_size (drv_md_from_ckm (op->params->hash)))
+    &&  op->in_len != (size_t) EVP_MD_get_size (cs_mech_md (op->params->hash)))
         return CKR_DATA_LEN_RANGE;
     return CKR_OK;
 }
@@ -331,7 +331,7 @@ p11_sign (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
     CK_RSA_PKCS_PSS_PARAMS pss = { mech->hash, mech->mgf, mech->salt_len };
     s_op_t op = { { mech->type, NULL, 0 }, true, S_NATIVE, mech, in, in_len, out, out_len };
     if (mech->type == CKM_RSA_PKCS_PSS) {
-        if (!drv_md_from_ckm (mech->hash) || !drv_md_from_mgf (mech->mgf))
+        if (!cs_mech_md (mech->hash) || !cs_mech_mgf_md (mech->mgf))
             return CKR_MECHANISM_PARAM_INVALID;
         bool native = self->board->native_pss && s_mgf_of (mech->hash) == mech->mgf;
         if (!native && self->board->raw_sign)
@@ -356,7 +356,7 @@ p11_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
         return s_run_key (self, key, &op);
     if (mech->type != CKM_RSA_PKCS_OAEP)
         return CKR_MECHANISM_INVALID;
-    if (!drv_md_from_ckm (mech->hash) || !drv_md_from_mgf (mech->mgf))
+    if (!cs_mech_md (mech->hash) || !cs_mech_mgf_md (mech->mgf))
         return CKR_MECHANISM_PARAM_INVALID;
     bool sha1_plain = mech->hash == CKM_SHA_1 && mech->mgf == CKG_MGF1_SHA1 && mech->label_len == 0;
     if (sha1_plain && self->board->native_oaep) {

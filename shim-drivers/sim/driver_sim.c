@@ -30,7 +30,8 @@
 #include "cs_mech.h"
 #include "cs_util.h"
 #include "drv_modexp.h"
-#include "drv_util.h"
+#include "drv_evp.h"
+#include "drv_keys.h"
 #include "sim_card.h"
 
 /*  The dispatch table's functions, declared with the ABI's types (cs_driver.h):
@@ -67,8 +68,8 @@ struct cs_session_s {
 static int
 s_load_key (cs_board_t *self, zconfig_t *config, const char *base_dir)
 {
-    char *path = cs_path_resolve (base_dir, drv_config_get (config, "key-file", NULL));
-    const char *id = drv_config_get (config, "key-id", "");
+    char *path = cs_path_resolve (base_dir, zconfig_get (config, "key-file", NULL));
+    const char *id = zconfig_get (config, "key-id", "");
     FILE *file = path ? fopen (path, "re") : NULL;
     int rc = -1;
     if (!file) {
@@ -83,7 +84,7 @@ s_load_key (cs_board_t *self, zconfig_t *config, const char *base_dir)
         goto out;
     }
     self->key.id_len = (size_t) id_len;
-    self->key.label = strdup (drv_config_get (config, "label", self->name));
+    self->key.label = strdup (zconfig_get (config, "label", self->name));
     rc = drv_key_info_from_pkey (self->pkey, &self->key);
     self->key.can_sign = true;
     self->key.can_decrypt = self->key.key_type == CKK_RSA;
@@ -104,7 +105,7 @@ static cs_drv_board_close_fn s_board_close;
 static int
 s_read_mechanisms (cs_board_t *self, zconfig_t *config)
 {
-    const char *value = drv_config_get (config, "mechanisms", NULL);
+    const char *value = zconfig_get (config, "mechanisms", NULL);
     char *copy = value ? strdup (value) : NULL, *save = NULL;
     int rc = 0;
     for (char *name = copy ? strtok_r (copy, " ,", &save) : NULL; name && rc == 0;
@@ -150,7 +151,7 @@ s_make_card (cs_board_t *self, zconfig_t *config)
     self->card = sim_card_new (&self->params);
     if (!self->card)
         return -1;
-    long threads = atol (drv_config_get (config, "threads", "1"));
+    long threads = atol (zconfig_get (config, "threads", "1"));
     if (threads < self->params.coprocessors)
         zsys_warning ("sim %s: threads (%ld) < coprocessors (%ld): at most %ld operations run at "
                       "once; give the board threads >= coprocessors to load the card",

@@ -7,7 +7,7 @@
 #include <openssl/core_names.h>
 #include <openssl/rsa.h>
 #include "test_broker_helpers.h"
-#include "drv_util.h"
+#include "drv_keys.h"
 #include "verify.h"
 #include "test_run.h"
 

@@ -513,6 +513,26 @@ START_TEST (test_symmetric)
 }
 END_TEST
 
+/*  cache-size (drv_key_cache_size): a whole number 0..100000 opens the
+ *  board, anything else refuses it (man/cryptoserver-broker.conf.5).  */
+START_TEST (test_cache_size_option)
+{
+    const char *bad [] = { "-1", "100001", "abc", "4x", "" };
+    const char *good [] = { "0", "100000" };
+    cs_drv_board_open_fn *open = (cs_drv_board_open_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_BOARD_OPEN);
+    cs_drv_board_close_fn *close = (cs_drv_board_close_fn *) cs_driver_lookup (s_drv.driver, CS_DRV_BOARD_CLOSE);
+    for (size_t i = 0; i < sizeof bad / sizeof bad [0] + sizeof good / sizeof good [0]; i++) {
+        bool ok = i >= sizeof bad / sizeof bad [0];
+        zconfig_t *config = zconfig_new ("root", NULL);
+        zconfig_put (config, "cache-size", ok ? good [i - sizeof bad / sizeof bad [0]] : bad [i]);
+        cs_board_t *board = NULL;
+        ck_assert_int_eq (open ("sized", config, "/tmp", &board), ok ? 0 : -1);
+        close (&board);
+        zconfig_destroy (&config);
+    }
+}
+END_TEST
+
 int
 main (void)
 {
@@ -530,6 +550,7 @@ main (void)
     tcase_add_test (tc, test_per_request_keys_not_cached);
     tcase_add_test (tc, test_generate);
     tcase_add_test (tc, test_symmetric);
+    tcase_add_test (tc, test_cache_size_option);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
 }
