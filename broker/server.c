@@ -107,9 +107,9 @@ s_unwrap_master_key (server_t *self, uint8_t key [KEYSTORE_MASTER_KEY_LEN])
         zsys_error ("keystore: master-key-wrapped: cannot read %s", config->master_key_wrapped);
         return -1;
     }
-    cs_session_t *session = board->session_open (board->handle);
-    cs_key_t wrap_key = { wrap->id, wrap->id_len, NULL, 0, NULL };
-    cs_mech_t mech = { CKM_RSA_PKCS_OAEP, CKM_SHA256, CKG_MGF1_SHA256, 0, NULL, 0 };
+    cs_drv_session_t *session = board->session_open (board->handle);
+    cs_drv_key_t wrap_key = { wrap->id, wrap->id_len, NULL, 0, NULL };
+    cs_drv_mech_t mech = { CKM_RSA_PKCS_OAEP, CKM_SHA256, CKG_MGF1_SHA256, 0, NULL, 0 };
     CK_RV rv = session ? board->decrypt (session, &wrap_key, &mech, wrapped, (size_t) len, plain,
                                          &plain_len) : CKR_DEVICE_ERROR;
     board->session_close (&session);

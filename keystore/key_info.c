@@ -195,18 +195,6 @@ key_info_derive_id (EVP_PKEY *pkey, uint8_t id [KEY_INFO_ID_LEN])
     return rc;
 }
 
-uint8_t *
-key_info_pkcs8 (EVP_PKEY *pkey, size_t *len_p)
-{
-    return cs_pkey_to_pkcs8 (pkey, len_p);
-}
-
-EVP_PKEY *
-key_info_pkey_from_pkcs8 (const uint8_t *der, size_t len)
-{
-    return cs_pkey_from_pkcs8 (der, len);
-}
-
 int
 key_info_fingerprint (EVP_PKEY *pkey, uint8_t out [32], char *hex)
 {

@@ -60,15 +60,6 @@ Cs__KeyInfo *key_info_from_pkey (EVP_PKEY *pkey, const key_info_params_t *params
  *  CKA_ID.  Returns 0 or -1.  */
 int key_info_derive_id (EVP_PKEY *pkey, uint8_t id [KEY_INFO_ID_LEN]);
 
-/*  Encodes the private key of pkey as PKCS#8 PrivateKeyInfo DER (RFC 5208)
- *  into a malloc'd buffer of *len_p bytes (caller wipes with
- *  OPENSSL_cleanse and frees).  Returns NULL for a public key or on failure.  */
-uint8_t *key_info_pkcs8 (EVP_PKEY *pkey, size_t *len_p);
-
-/*  Decodes PKCS#8 DER (len bytes).  Returns the key (caller frees with
- *  EVP_PKEY_free) or NULL.  */
-EVP_PKEY *key_info_pkey_from_pkcs8 (const uint8_t *der, size_t len);
-
 /*  The fingerprint of pkey's public key: SHA-256 of its DER
  *  SubjectPublicKeyInfo (RFC 5280 §4.1.2.7), 32 bytes into out, and its
  *  first 8 bytes as 16 hex digits into hex (17 bytes with the NUL; NULL:

@@ -24,7 +24,7 @@
 
 typedef struct {
     cs_key_t *key;
-    const cs_mech_t *mech;
+    const cs_mech_row_t *mech;
     cs_mech_params_t params;    /* OAEP */
     uint8_t *plain;             /* result kept after CKR_BUFFER_TOO_SMALL */
     size_t plain_len;
@@ -48,7 +48,7 @@ static CK_RV
 s_decrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
 {
     CK_RV rv;
-    const cs_mech_t *entry = cs_mech_lookup (mech->mechanism);
+    const cs_mech_row_t *entry = cs_mech_row (mech->mechanism);
     cs_decrypt_op_t *self;
     if (!entry || !(entry->flags & want))
         return CKR_MECHANISM_INVALID;

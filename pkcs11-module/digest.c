@@ -86,10 +86,10 @@ C_DigestInit (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech)
 {
     cs_session_t *session;
     cs_digest_op_t *op = NULL;
-    const cs_mech_t *entry;
+    const cs_mech_row_t *entry;
     CK_RV rv;
     return_val_if_fail (mech != NULL, CKR_ARGUMENTS_BAD);
-    entry = cs_mech_lookup (mech->mechanism);
+    entry = cs_mech_row (mech->mechanism);
     CS_BEGIN_SESSION_CALL (rv, handle, &session);
     if (cs_session_op_inlock (session, CS_OP_DIGEST))
         rv = CKR_OPERATION_ACTIVE;

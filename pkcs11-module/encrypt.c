@@ -18,7 +18,7 @@
 
 typedef struct {
     cs_key_t *key;
-    const cs_mech_t *mech;
+    const cs_mech_row_t *mech;
     cs_mech_params_t params;
 } cs_encrypt_op_t;
 
@@ -37,7 +37,7 @@ static CK_RV
 s_encrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void **op_p)
 {
     CK_RV rv;
-    const cs_mech_t *entry = cs_mech_lookup (mech->mechanism);
+    const cs_mech_row_t *entry = cs_mech_row (mech->mechanism);
     cs_encrypt_op_t *op;
     if (!entry || !(entry->flags & want))
         return CKR_MECHANISM_INVALID;
@@ -117,7 +117,7 @@ out:
 }
 
 CK_RV
-cs_keyop_public_encrypt (cs_key_t *key, const cs_mech_t *mech, const cs_mech_params_t *params,
+cs_keyop_public_encrypt (cs_key_t *key, const cs_mech_row_t *mech, const cs_mech_params_t *params,
                          const uint8_t *data, size_t len, uint8_t *out, CK_ULONG_PTR out_len_p)
 {
     cs_encrypt_op_t op = { .key = key, .mech = mech, .params = *params };

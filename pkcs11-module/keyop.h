@@ -42,7 +42,7 @@ void cs_keyop_job_mechanism (CK_MECHANISM_TYPE wire, const cs_mech_params_t *par
  *  CKR_OK, CKR_DATA_LEN_RANGE (RFC 8017 §7.1.1, §7.2.1), CKR_DATA_INVALID
  *  (raw), CKR_FUNCTION_FAILED.  Without the mutex (the key is immutable).
  *  C_WrapKey (wrap.c) uses it.  */
-CK_RV cs_keyop_public_encrypt (cs_key_t *key, const cs_mech_t *mech, const cs_mech_params_t *params,
+CK_RV cs_keyop_public_encrypt (cs_key_t *key, const cs_mech_row_t *mech, const cs_mech_params_t *params,
                                const uint8_t *data, size_t len, uint8_t *out, CK_ULONG_PTR out_len_p);
 
 #endif

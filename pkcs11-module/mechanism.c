@@ -4,18 +4,6 @@
 #include "cs_wire.h"
 #include "mechanism.h"
 
-const cs_mech_t *
-cs_mech_table (size_t *count_p)
-{
-    return cs_mech_rows (count_p);
-}
-
-const cs_mech_t *
-cs_mech_lookup (CK_MECHANISM_TYPE type)
-{
-    return cs_mech_row (type);
-}
-
 const uint8_t *
 cs_mech_digest_info_prefix (CK_MECHANISM_TYPE hash, size_t *len_p)
 {
@@ -69,7 +57,7 @@ cs_mech_digest_info (CK_MECHANISM_TYPE hash, const uint8_t *digest, size_t diges
 }
 
 static CK_RV
-s_check_pss (const cs_mech_t *entry, const CK_MECHANISM *mech, size_t modulus_bytes,
+s_check_pss (const cs_mech_row_t *entry, const CK_MECHANISM *mech, size_t modulus_bytes,
              cs_mech_params_t *params)
 {
     const CK_RSA_PKCS_PSS_PARAMS *pss = mech->pParameter;
@@ -114,7 +102,7 @@ s_check_oaep (const CK_MECHANISM *mech, cs_mech_params_t *params)
 }
 
 CK_RV
-cs_mech_check (const cs_mech_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE key_type,
+cs_mech_check (const cs_mech_row_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE key_type,
                size_t modulus_bytes, cs_mech_params_t *params)
 {
     memset (params, 0, sizeof *params);

@@ -22,12 +22,6 @@
 #include "cs_p11.h"
 #include "cs_mech.h"
 
-#define CS_KEY_NONE CS_MECH_KEY_NONE     /* digest mechanisms take no key */
-
-/*  One row of the mechanism table (common/cs_mech.h): type, wire, key_type,
- *  hash, flags, key-size range, parameter kind, input and output rules.  */
-typedef cs_mech_row_t cs_mech_t;
-
 /*  Parameters of a PSS or OAEP operation, validated.  */
 typedef struct {
     CK_MECHANISM_TYPE hash;     /* hashAlg */
@@ -36,12 +30,6 @@ typedef struct {
     uint8_t *label;             /* OAEP label (owned, may be NULL) */
     size_t label_len;
 } cs_mech_params_t;
-
-/*  The whole table (static), *count_p entries.  */
-const cs_mech_t *cs_mech_table (size_t *count_p);
-
-/*  The entry for an application mechanism, or NULL (→ CKR_MECHANISM_INVALID).  */
-const cs_mech_t *cs_mech_lookup (CK_MECHANISM_TYPE type);
 
 /*  The DER DigestInfo prefix of RFC 8017 §9.2 note 1 for `hash` (static
  *  bytes, *len_p bytes), or NULL for an unknown hash.  */
@@ -59,7 +47,7 @@ size_t cs_mech_digest_info (CK_MECHANISM_TYPE hash, const uint8_t *digest, size_
  *  parameter block: wrong size; unknown hashAlg (for CKM_SHAx_RSA_PKCS_PSS it
  *  must be that hash); unknown MGF; sLen > k - hLen - 2; OAEP source other
  *  than CKZ_DATA_SPECIFIED; a label over CS_WIRE_MAX_LABEL bytes.  */
-CK_RV cs_mech_check (const cs_mech_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE key_type,
+CK_RV cs_mech_check (const cs_mech_row_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE key_type,
                      size_t modulus_bytes, cs_mech_params_t *params);
 
 /*  Frees the label and zeroes *params.  NULL-safe.  */

@@ -40,7 +40,7 @@ CK_RV
 cs_sigop_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, cs_sigop_t **op_p)
 {
     CK_RV rv;
-    const cs_mech_t *entry = cs_mech_lookup (mech->mechanism);
+    const cs_mech_row_t *entry = cs_mech_row (mech->mechanism);
     cs_sigop_t *self = NULL;
     if (!entry || !(entry->flags & want))
         return CKR_MECHANISM_INVALID;

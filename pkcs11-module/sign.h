@@ -21,7 +21,7 @@
 
 typedef struct {
     cs_key_t *key;              /* reference */
-    const cs_mech_t *mech;      /* application mechanism */
+    const cs_mech_row_t *mech;      /* application mechanism */
     cs_mech_params_t params;    /* PSS parameters */
     EVP_MD_CTX *md_ctx;         /* hash-and-sign mechanisms */
     uint8_t *buf;               /* raw mechanisms, multi-part input */

@@ -143,7 +143,7 @@ s_raw_mech_inlock (CK_MECHANISM_TYPE type)
  *  decides with the broker's keys/rsa-min-bits (the broker checks jobs with
  *  the same function and figures).  */
 static bool
-s_offer_inlock (const cs_mech_t *entry, CK_MECHANISM_INFO *info)
+s_offer_inlock (const cs_mech_row_t *entry, CK_MECHANISM_INFO *info)
 {
     const s_raw_mech_t *raw = NULL;
     memset (info, 0, sizeof *info);
@@ -258,7 +258,7 @@ CK_RV
 C_GetMechanismList (CK_SLOT_ID slot, CK_MECHANISM_TYPE_PTR list, CK_ULONG_PTR count_p)
 {
     size_t n_table, count = 0;
-    const cs_mech_t *table = cs_mech_table (&n_table);
+    const cs_mech_row_t *table = cs_mech_rows (&n_table);
     CK_MECHANISM_INFO info;
     CK_RV rv = s_slot_enter (slot, count_p);
     if (rv != CKR_OK)
@@ -280,7 +280,7 @@ C_GetMechanismList (CK_SLOT_ID slot, CK_MECHANISM_TYPE_PTR list, CK_ULONG_PTR co
 CK_RV
 cs_token_mechanism (CK_MECHANISM_TYPE type, CK_MECHANISM_INFO *info)
 {
-    const cs_mech_t *entry = cs_mech_lookup (type);
+    const cs_mech_row_t *entry = cs_mech_row (type);
     CK_MECHANISM_INFO scratch;
     CK_RV rv = s_hello_ensure ();
     if (rv != CKR_OK)

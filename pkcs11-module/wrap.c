@@ -81,9 +81,9 @@
  *  take.  */
 static CK_RV
 s_mechanism (const CK_MECHANISM *mech, CK_FLAGS want, const cs_key_t *key, CK_RV type_rv,
-             const cs_mech_t **entry_p, cs_mech_params_t *params)
+             const cs_mech_row_t **entry_p, cs_mech_params_t *params)
 {
-    const cs_mech_t *entry = cs_mech_lookup (mech->mechanism);
+    const cs_mech_row_t *entry = cs_mech_row (mech->mechanism);
     CK_RV rv;
     if (!entry || !(entry->flags & want))
         return CKR_MECHANISM_INVALID;
@@ -282,7 +282,7 @@ C_WrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE wra
     cs_session_t *session;
     cs_key_t *wkey = NULL, *key = NULL;
     cs_mech_params_t params = { 0 };
-    const cs_mech_t *entry = NULL;
+    const cs_mech_row_t *entry = NULL;
     CK_RV rv;
     return_val_if_fail (mech && out_len_p, CKR_ARGUMENTS_BAD);
     CS_BEGIN_SESSION_CALL (rv, handle, &session);
@@ -377,7 +377,7 @@ s_unwrap_check_inlock (CK_OBJECT_HANDLE unwrapping, cs_key_t **key_p)
  *  *plain_len_p bytes.  A ciphertext the board refuses (bad OAEP padding):
  *  CKR_WRAPPED_KEY_INVALID.  Without the mutex.  */
 static CK_RV
-s_unwrap_job (cs_key_t *key, const cs_mech_t *entry, const cs_mech_params_t *params, const uint8_t *data,
+s_unwrap_job (cs_key_t *key, const cs_mech_row_t *entry, const cs_mech_params_t *params, const uint8_t *data,
               size_t len, uint8_t **plain_p, size_t *plain_len_p, size_t *cap_p)
 {
     CK_RV rv;
@@ -501,7 +501,7 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
     cs_session_t *session;
     cs_key_t *ukey = NULL;
     cs_mech_params_t params = { 0 };
-    const cs_mech_t *entry = NULL;
+    const cs_mech_row_t *entry = NULL;
     CK_ATTRIBUTE *full = NULL;
     CK_KEY_TYPE type = 0;
     CK_OBJECT_CLASS klass = CKO_SECRET_KEY;

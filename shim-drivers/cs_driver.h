@@ -10,7 +10,7 @@
  *    - cs_board_t   one configured board (one "drivers" entry of the broker
  *                   config).  Opened once at broker start from the main thread;
  *                   read-only afterwards except for what the driver guards.
- *    - cs_session_t one worker thread's context on a board (e.g. its own
+ *    - cs_drv_session_t one worker thread's context on a board (e.g. its own
  *                   PKCS#11 session).  Used only by the thread that opened it.
  *
  *  Error regime (docs/DESIGN.md §6): life-cycle functions return 0 on success
@@ -33,12 +33,12 @@
 extern "C" {
 #endif
 
-#define CS_DRIVER_ABI_VERSION 2       /* 2: keys as cs_key_t, capabilities, generation */
+#define CS_DRIVER_ABI_VERSION 2       /* 2: keys as cs_drv_key_t, capabilities, generation */
 #define CS_DRIVER_ENTRY_SYMBOL "cs_driver_entry"
 #define CS_KEY_ID_MAX 64        /* bytes of CKA_ID we accept */
 
 typedef struct cs_board_s cs_board_t;
-typedef struct cs_session_s cs_session_t;
+typedef struct cs_drv_session_s cs_drv_session_t;
 
 /*  A raw mechanism with its parameters (mirrors cs.Mechanism on the wire).  */
 typedef struct {
@@ -57,7 +57,7 @@ typedef struct {
                                         CKH_DETERMINISTIC_REQUIRED */
     const unsigned char *context;    /* ctx, 0..255 bytes; may be NULL when context_len is 0 */
     size_t context_len;              /* bytes */
-} cs_mech_t;
+} cs_drv_mech_t;
 
 /*  One mechanism a board supports, as PKCS#11 CK_MECHANISM_INFO reports it.  */
 typedef struct {
@@ -134,7 +134,7 @@ typedef struct {
     const unsigned char *pkcs8;         /* material: PKCS#8 DER, else NULL */
     size_t pkcs8_len;
     const char *ref;                    /* material: cache name, NULL = do not cache */
-} cs_key_t;
+} cs_drv_key_t;
 
 /*  Key-type bits of cs_caps_t.material_types.  */
 #define CS_KT_RSA          0x1u         /* CKK_RSA */
@@ -145,7 +145,7 @@ typedef struct {
 #define CS_KT_EC_MONTGOMERY 0x20u       /* CKK_EC_MONTGOMERY: X25519, X448 (RFC 7748) */
 
 /*  Capability flags of cs_caps_t.flags.  */
-#define CS_CAP_KEY_MATERIAL      0x1u   /* sign/decrypt with cs_key_t material */
+#define CS_CAP_KEY_MATERIAL      0x1u   /* sign/decrypt with cs_drv_key_t material */
 #define CS_CAP_GENERATE_RESIDENT 0x2u   /* CS_DRV_GENERATE_RESIDENT */
 #define CS_CAP_GENERATE_MATERIAL 0x4u   /* CS_DRV_GENERATE_MATERIAL */
 #define CS_CAP_DERIVE            0x8u   /* CS_DRV_DERIVE_KEY: ECDH with CKK_EC keys (resident,
@@ -265,7 +265,7 @@ typedef struct {
  *  CKR_ENCRYPTED_DATA_INVALID (bad padding, GCM tag or key-wrap integrity
  *  check failed);
  *  CKR_BUFFER_TOO_SMALL; CKR_DEVICE_ERROR.  */
-typedef CK_RV (cs_drv_symmetric_fn) (cs_session_t *session, const cs_sym_t *op,
+typedef CK_RV (cs_drv_symmetric_fn) (cs_drv_session_t *session, const cs_sym_t *op,
                                      unsigned char *out, size_t *out_len);
 
 /*  One raw modular exponentiation (the paper's RPCMODEXP and RPCRSAPCRTEXP,
@@ -301,7 +301,7 @@ typedef struct {
  *  modulus over the board's maximum, mechanism info); CKR_BUFFER_TOO_SMALL;
  *  CKR_HOST_MEMORY; CKR_DEVICE_ERROR (a result that failed its check,
  *  logged).  */
-typedef CK_RV (cs_drv_modexp_fn) (cs_session_t *session, const cs_modexp_t *op,
+typedef CK_RV (cs_drv_modexp_fn) (cs_drv_session_t *session, const cs_modexp_t *op,
                                   unsigned char *out, size_t *out_len);
 
 /*  CS_DRV_BOARD_OPEN: opens the board named `name` from its config section
@@ -329,16 +329,16 @@ typedef int (cs_drv_board_keys_fn) (cs_board_t *board,
 
 /*  CS_DRV_SESSION_OPEN: opens a worker context on the board, to be used by
  *  the calling thread only.  Returns NULL on failure.  Caller closes it.  */
-typedef cs_session_t *(cs_drv_session_open_fn) (cs_board_t *board);
+typedef cs_drv_session_t *(cs_drv_session_open_fn) (cs_board_t *board);
 
 /*  CS_DRV_SESSION_CLOSE: closes a worker context; NULL-safe; nulls *session_p.  */
-typedef void (cs_drv_session_close_fn) (cs_session_t **session_p);
+typedef void (cs_drv_session_close_fn) (cs_drv_session_t **session_p);
 
 /*  CS_DRV_CAPABILITIES: fills *caps.  Returns 0, or -1.  */
 typedef int (cs_drv_capabilities_fn) (cs_board_t *board, cs_caps_t *caps);
 
 /*  CS_DRV_SIGN_KEY / CS_DRV_DECRYPT_KEY: runs one raw private-key operation
- *  with `key` (resident or material, see cs_key_t).  `in` is the digest,
+ *  with `key` (resident or material, see cs_drv_key_t).  `in` is the digest,
  *  DigestInfo, raw block or (CKM_EDDSA, CKM_ML_DSA) whole message to sign, or the
  *  ciphertext to decrypt.  On entry *out_len is the capacity of `out` in
  *  bytes; on CKR_OK it is the length written.  Returns CKR_OK or a CK_RV
@@ -346,8 +346,8 @@ typedef int (cs_drv_capabilities_fn) (cs_board_t *board, cs_caps_t *caps);
  *  the material, CKR_KEY_TYPE_INCONSISTENT, CKR_BUFFER_TOO_SMALL,
  *  CKR_DATA_LEN_RANGE, CKR_ENCRYPTED_DATA_INVALID, CKR_MECHANISM_INVALID,
  *  CKR_MECHANISM_PARAM_INVALID, CKR_DEVICE_ERROR ...).  */
-typedef CK_RV (cs_drv_sign_key_fn) (cs_session_t *session, const cs_key_t *key,
-                                    const cs_mech_t *mech,
+typedef CK_RV (cs_drv_sign_key_fn) (cs_drv_session_t *session, const cs_drv_key_t *key,
+                                    const cs_drv_mech_t *mech,
                                     const unsigned char *in, size_t in_len,
                                     unsigned char *out, size_t *out_len);
 typedef cs_drv_sign_key_fn cs_drv_decrypt_key_fn;
@@ -364,7 +364,7 @@ typedef cs_drv_sign_key_fn cs_drv_decrypt_key_fn;
  *  key), CKR_KEY_FUNCTION_NOT_PERMITTED (the board key has CKA_DERIVE false),
  *  CKR_MECHANISM_PARAM_INVALID (a point that is malformed or not on the
  *  curve), CKR_BUFFER_TOO_SMALL or CKR_DEVICE_ERROR.  */
-typedef CK_RV (cs_drv_derive_key_fn) (cs_session_t *session, const cs_key_t *key,
+typedef CK_RV (cs_drv_derive_key_fn) (cs_drv_session_t *session, const cs_drv_key_t *key,
                                       const unsigned char *point, size_t point_len,
                                       unsigned char *out, size_t *out_len);
 
@@ -377,7 +377,7 @@ typedef CK_RV (cs_drv_derive_key_fn) (cs_session_t *session, const cs_key_t *key
  *  entry *out_len is the capacity of `out`, on CKR_OK the length written.
  *  Returns CKR_OK, CKR_KEY_HANDLE_INVALID (material it cannot parse, or a
  *  resident key), CKR_BUFFER_TOO_SMALL or CKR_DEVICE_ERROR.  */
-typedef CK_RV (cs_drv_public_key_fn) (cs_session_t *session, const cs_key_t *key,
+typedef CK_RV (cs_drv_public_key_fn) (cs_drv_session_t *session, const cs_drv_key_t *key,
                                       CK_KEY_TYPE *key_type, CK_ULONG *parameter_set,
                                       unsigned char *out, size_t *out_len);
 
@@ -390,7 +390,7 @@ typedef CK_RV (cs_drv_public_key_fn) (cs_session_t *session, const cs_key_t *key
  *  CKR_MECHANISM_PARAM_INVALID (context over 255 bytes),
  *  CKR_DOMAIN_PARAMS_INVALID (unknown parameter set), CKR_PUBLIC_KEY_INVALID
  *  (a key of the wrong size or encoding) or CKR_DEVICE_ERROR.  */
-typedef CK_RV (cs_drv_verify_fn) (cs_session_t *session, const cs_mech_t *mech,
+typedef CK_RV (cs_drv_verify_fn) (cs_drv_session_t *session, const cs_drv_mech_t *mech,
                                   CK_ULONG parameter_set,
                                   const unsigned char *pub, size_t pub_len,
                                   const unsigned char *in, size_t in_len,
@@ -405,7 +405,7 @@ typedef CK_RV (cs_drv_verify_fn) (cs_session_t *session, const cs_mech_t *mech,
  *  CKR_MECHANISM_INVALID (not CKM_ML_KEM), CKR_DOMAIN_PARAMS_INVALID,
  *  CKR_PUBLIC_KEY_INVALID (wrong size, or coefficients not reduced),
  *  CKR_BUFFER_TOO_SMALL or CKR_DEVICE_ERROR (no randomness).  */
-typedef CK_RV (cs_drv_encapsulate_fn) (cs_session_t *session, const cs_mech_t *mech,
+typedef CK_RV (cs_drv_encapsulate_fn) (cs_drv_session_t *session, const cs_drv_mech_t *mech,
                                        CK_ULONG parameter_set,
                                        const unsigned char *pub, size_t pub_len,
                                        unsigned char *ct, size_t *ct_len,
@@ -420,8 +420,8 @@ typedef CK_RV (cs_drv_encapsulate_fn) (cs_session_t *session, const cs_mech_t *m
  *  CKR_KEY_TYPE_INCONSISTENT (not an ML-KEM key), CKR_MECHANISM_INVALID,
  *  CKR_ENCRYPTED_DATA_LEN_RANGE (not the parameter set's ciphertext size),
  *  CKR_BUFFER_TOO_SMALL or CKR_DEVICE_ERROR.  */
-typedef CK_RV (cs_drv_decapsulate_fn) (cs_session_t *session, const cs_key_t *key,
-                                       const cs_mech_t *mech,
+typedef CK_RV (cs_drv_decapsulate_fn) (cs_drv_session_t *session, const cs_drv_key_t *key,
+                                       const cs_drv_mech_t *mech,
                                        const unsigned char *ct, size_t ct_len,
                                        unsigned char *secret, size_t *secret_len);
 
@@ -432,25 +432,25 @@ typedef CK_RV (cs_drv_decapsulate_fn) (cs_session_t *session, const cs_key_t *ke
  *  (unknown curve), CKR_ATTRIBUTE_VALUE_INVALID (bad exponent, or a
  *  parameter_set that is not a CKP_* of the mechanism), CKR_HOST_MEMORY
  *  or CKR_DEVICE_ERROR.  */
-typedef CK_RV (cs_drv_generate_material_fn) (cs_session_t *session, const cs_keygen_t *gen,
+typedef CK_RV (cs_drv_generate_material_fn) (cs_drv_session_t *session, const cs_keygen_t *gen,
                                              unsigned char **pkcs8_p, size_t *pkcs8_len_p);
 
 /*  CS_DRV_GENERATE_RESIDENT: generates a token key pair on the board
  *  (CKA_TOKEN, sensitive, not extractable) with CKA_ID gen->id and fills
  *  *info with its public description (caller frees the members with
  *  cs_key_info_free_members).  Returns the CK_RV of the board.  */
-typedef CK_RV (cs_drv_generate_resident_fn) (cs_session_t *session, const cs_keygen_t *gen,
+typedef CK_RV (cs_drv_generate_resident_fn) (cs_drv_session_t *session, const cs_keygen_t *gen,
                                              cs_key_info_t *info);
 
 /*  CS_DRV_DESTROY_RESIDENT: destroys the private and public key objects
  *  with CKA_ID id (id_len bytes) on the board.  Returns CKR_OK (also when
  *  none exists) or the board's CK_RV.  */
-typedef CK_RV (cs_drv_destroy_resident_fn) (cs_session_t *session,
+typedef CK_RV (cs_drv_destroy_resident_fn) (cs_drv_session_t *session,
                                             const unsigned char *id, size_t id_len);
 
 /*  CS_DRV_SESSION_CACHED: how many keys the session holds in its cache of
  *  material keys (parsed keys, imported session objects).  */
-typedef size_t (cs_drv_session_cached_fn) (cs_session_t *session);
+typedef size_t (cs_drv_session_cached_fn) (cs_drv_session_t *session);
 
 typedef void (*cs_driver_fn_t) (void);
 

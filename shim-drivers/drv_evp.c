@@ -17,7 +17,7 @@
 
 /*  Sets PSS parameters: the hash of the digest, MGF1 hash and salt length.  */
 static CK_RV
-s_set_pss (EVP_PKEY_CTX *ctx, const cs_mech_t *mech, size_t in_len)
+s_set_pss (EVP_PKEY_CTX *ctx, const cs_drv_mech_t *mech, size_t in_len)
 {
     const EVP_MD *md = cs_mech_md (mech->hash);
     const EVP_MD *mgf1 = cs_mech_mgf_md (mech->mgf);
@@ -34,7 +34,7 @@ s_set_pss (EVP_PKEY_CTX *ctx, const cs_mech_t *mech, size_t in_len)
 
 /*  Sets OAEP parameters: hash, MGF1 hash and label (copied into ctx).  */
 static CK_RV
-s_set_oaep (EVP_PKEY_CTX *ctx, const cs_mech_t *mech)
+s_set_oaep (EVP_PKEY_CTX *ctx, const cs_drv_mech_t *mech)
 {
     const EVP_MD *md = cs_mech_md (mech->hash);
     const EVP_MD *mgf1 = cs_mech_mgf_md (mech->mgf);
@@ -53,7 +53,7 @@ s_set_oaep (EVP_PKEY_CTX *ctx, const cs_mech_t *mech)
 
 /*  RSA signatures: PKCS#1 v1.5 over the given DigestInfo, PSS, raw.  */
 static CK_RV
-s_rsa_sign (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+s_rsa_sign (EVP_PKEY *pkey, const cs_drv_mech_t *mech, const unsigned char *in, size_t in_len,
             unsigned char *out, size_t *out_len)
 {
     size_t k = (size_t) EVP_PKEY_get_size (pkey);
@@ -125,7 +125,7 @@ s_eddsa_sign (EVP_PKEY *pkey, const unsigned char *in, size_t in_len,
 }
 
 CK_RV
-drv_evp_sign (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+drv_evp_sign (EVP_PKEY *pkey, const cs_drv_mech_t *mech, const unsigned char *in, size_t in_len,
               unsigned char *out, size_t *out_len)
 {
     CK_KEY_TYPE type = cs_pkey_key_type (pkey);
@@ -153,7 +153,7 @@ drv_evp_sign (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in, si
 }
 
 CK_RV
-drv_evp_decrypt (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in,
+drv_evp_decrypt (EVP_PKEY *pkey, const cs_drv_mech_t *mech, const unsigned char *in,
                  size_t in_len, unsigned char *out, size_t *out_len)
 {
     if (mech->type != CKM_RSA_PKCS && mech->type != CKM_RSA_PKCS_OAEP && mech->type != CKM_RSA_X_509)

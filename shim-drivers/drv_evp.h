@@ -19,7 +19,7 @@
  *  CKR_KEY_TYPE_INCONSISTENT, CKR_MECHANISM_INVALID, CKR_MECHANISM_PARAM_INVALID,
  *  CKR_DATA_LEN_RANGE, CKR_BUFFER_TOO_SMALL or CKR_FUNCTION_FAILED.
  *  Thread-safe: pkey is only read.  */
-CK_RV drv_evp_sign (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+CK_RV drv_evp_sign (EVP_PKEY *pkey, const cs_drv_mech_t *mech, const unsigned char *in, size_t in_len,
                     unsigned char *out, size_t *out_len);
 
 /*  Decrypts with an RSA pkey: CKM_RSA_PKCS, CKM_RSA_PKCS_OAEP (any SHA-1/SHA-2
@@ -27,7 +27,7 @@ CK_RV drv_evp_sign (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *
  *  Returns CKR_OK, CKR_KEY_TYPE_INCONSISTENT, CKR_MECHANISM_INVALID,
  *  CKR_MECHANISM_PARAM_INVALID, CKR_ENCRYPTED_DATA_LEN_RANGE,
  *  CKR_ENCRYPTED_DATA_INVALID or CKR_BUFFER_TOO_SMALL.  */
-CK_RV drv_evp_decrypt (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in,
+CK_RV drv_evp_decrypt (EVP_PKEY *pkey, const cs_drv_mech_t *mech, const unsigned char *in,
                        size_t in_len, unsigned char *out, size_t *out_len);
 
 /*  The raw ECDH shared secret Z (SEC 1 §3.3.1, the X coordinate, field-size

@@ -57,13 +57,13 @@ drv_key_cache_destroy (drv_key_cache_t **self_p)
 }
 
 static bool
-s_cacheable (const drv_key_cache_t *self, const cs_key_t *key)
+s_cacheable (const drv_key_cache_t *self, const cs_drv_key_t *key)
 {
     return key->ref && *key->ref && self->size > 0;
 }
 
 void *
-drv_key_cache_get (drv_key_cache_t *self, const cs_key_t *key, unsigned char digest [SHA256_DIGEST_LENGTH])
+drv_key_cache_get (drv_key_cache_t *self, const cs_drv_key_t *key, unsigned char digest [SHA256_DIGEST_LENGTH])
 {
     if (!s_cacheable (self, key))
         return NULL;
@@ -98,7 +98,7 @@ s_evict (drv_key_cache_t *self)
 }
 
 bool
-drv_key_cache_put (drv_key_cache_t *self, const cs_key_t *key,
+drv_key_cache_put (drv_key_cache_t *self, const cs_drv_key_t *key,
                    const unsigned char digest [SHA256_DIGEST_LENGTH], void *value)
 {
     s_entry_t *entry = s_cacheable (self, key) && value ? calloc (1, sizeof *entry) : NULL;
@@ -117,7 +117,7 @@ drv_key_cache_put (drv_key_cache_t *self, const cs_key_t *key,
 }
 
 void *
-drv_key_cache_fetch (drv_key_cache_t *self, const cs_key_t *key, drv_key_parse_fn *parse,
+drv_key_cache_fetch (drv_key_cache_t *self, const cs_drv_key_t *key, drv_key_parse_fn *parse,
                      bool *owned_p, CK_RV *rv_p)
 {
     unsigned char digest [SHA256_DIGEST_LENGTH];

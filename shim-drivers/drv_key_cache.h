@@ -41,27 +41,27 @@ void drv_key_cache_destroy (drv_key_cache_t **self_p);
  *  digest, matches), or NULL: not cacheable (no ref, size 0), not cached,
  *  or cached from other DER (that entry is freed).  The cache keeps
  *  ownership.  */
-void *drv_key_cache_get (drv_key_cache_t *self, const cs_key_t *key,
+void *drv_key_cache_get (drv_key_cache_t *self, const cs_drv_key_t *key,
                          unsigned char digest [SHA256_DIGEST_LENGTH]);
 
 /*  Caches value for key (digest from drv_key_cache_get), evicting the least
  *  recently used keys to stay within the size.  Returns true when the cache
  *  took ownership of value; false (the caller keeps it) when key is not
  *  cacheable or out of memory.  */
-bool drv_key_cache_put (drv_key_cache_t *self, const cs_key_t *key,
+bool drv_key_cache_put (drv_key_cache_t *self, const cs_drv_key_t *key,
                         const unsigned char digest [SHA256_DIGEST_LENGTH], void *value);
 
 /*  Makes a driver's parsed form of key (an EVP_PKEY, a GMP key ...) from its
  *  PKCS#8 DER; the caller owns the result and frees it with the cache's
  *  free_fn.  NULL with *rv_p set to the driver's error (CKR_KEY_HANDLE_INVALID
  *  when the DER does not parse, ...).  */
-typedef void *(drv_key_parse_fn) (const cs_key_t *key, CK_RV *rv_p);
+typedef void *(drv_key_parse_fn) (const cs_drv_key_t *key, CK_RV *rv_p);
 
 /*  The parsed form of key: the cached one (*owned_p false; the cache keeps
  *  it), else a fresh one from parse, which the cache takes when it can
  *  (*owned_p false) or the caller frees with free_fn (*owned_p true).  NULL
  *  with *rv_p from parse when parsing fails; *rv_p is CKR_OK otherwise.  */
-void *drv_key_cache_fetch (drv_key_cache_t *self, const cs_key_t *key, drv_key_parse_fn *parse,
+void *drv_key_cache_fetch (drv_key_cache_t *self, const cs_drv_key_t *key, drv_key_parse_fn *parse,
                            bool *owned_p, CK_RV *rv_p);
 
 /*  The first member of the session of a driver that caches parsed keys

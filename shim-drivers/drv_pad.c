@@ -38,7 +38,7 @@ out:
 }
 
 CK_RV
-drv_oaep_unpad (const unsigned char *em, size_t k, const cs_mech_t *mech,
+drv_oaep_unpad (const unsigned char *em, size_t k, const cs_drv_mech_t *mech,
                 unsigned char *out, size_t *out_len)
 {
     const EVP_MD *md = cs_mech_md (mech->hash);
@@ -67,7 +67,7 @@ drv_oaep_unpad (const unsigned char *em, size_t k, const cs_mech_t *mech,
 }
 
 CK_RV
-drv_pss_encode (const cs_mech_t *mech, const unsigned char *digest, size_t digest_len,
+drv_pss_encode (const cs_drv_mech_t *mech, const unsigned char *digest, size_t digest_len,
                 size_t modulus_bits, unsigned char *em, size_t k)
 {
     const EVP_MD *md = cs_mech_md (mech->hash);

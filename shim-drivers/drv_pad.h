@@ -21,7 +21,7 @@ CK_RV drv_ecdsa_der_to_raw (const unsigned char *der, size_t der_len, size_t hal
  *  of mech.  Constant time in the padding check (OpenSSL).  *out_len:
  *  capacity in, bytes written out.  Returns CKR_OK, CKR_MECHANISM_PARAM_INVALID
  *  (unknown hash) or CKR_ENCRYPTED_DATA_INVALID on any padding failure.  */
-CK_RV drv_oaep_unpad (const unsigned char *em, size_t k, const cs_mech_t *mech,
+CK_RV drv_oaep_unpad (const unsigned char *em, size_t k, const cs_drv_mech_t *mech,
                       unsigned char *out, size_t *out_len);
 
 /*  EMSA-PSS encoding (RFC 8017 §9.1.1) of `digest` (the hash of mech->hash)
@@ -32,7 +32,7 @@ CK_RV drv_oaep_unpad (const unsigned char *em, size_t k, const cs_mech_t *mech,
  *  CKR_MECHANISM_PARAM_INVALID (unknown hash or MGF, salt too long),
  *  CKR_DATA_LEN_RANGE (digest length is not the hash's) or
  *  CKR_FUNCTION_FAILED.  */
-CK_RV drv_pss_encode (const cs_mech_t *mech, const unsigned char *digest, size_t digest_len,
+CK_RV drv_pss_encode (const cs_drv_mech_t *mech, const unsigned char *digest, size_t digest_len,
                       size_t modulus_bits, unsigned char *em, size_t k);
 
 #endif

@@ -104,7 +104,7 @@ s_store (keystore_t *keystore, cs_admin_ks_args_t *args, EVP_PKEY *pkey, bool ge
                                  .id = args->id ? id : NULL, .id_len = (size_t) id_len };
     Cs__KeyInfo *info = key_info_from_pkey (pkey, &params);
     size_t der_len = 0;
-    uint8_t *der = info ? key_info_pkcs8 (pkey, &der_len) : NULL;
+    uint8_t *der = info ? cs_pkey_to_pkcs8 (pkey, &der_len) : NULL;
     int status = CS_ADMIN_FAIL;
     if (!der)
         cs_admin_error ("cannot describe or encode the key (unsupported curve?)");

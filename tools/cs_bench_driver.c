@@ -29,7 +29,7 @@ struct cs_bench_driver {
     cs_drv_sign_key_fn *sign;
     cs_key_info_t *keys;            /* the board's resident keys */
     size_t n_keys;
-    cs_key_t key;                   /* what each signature uses */
+    cs_drv_key_t key;                   /* what each signature uses */
     unsigned char *pkcs8;           /* material (--key-file): PKCS#8 DER, wiped at close */
     size_t pkcs8_len;
     EVP_PKEY *pkey;                 /* material: the key, for its public half */
@@ -105,7 +105,7 @@ s_material (cs_bench_driver_t *self, const char *path, char *err, size_t err_siz
     SHA256 (der, (size_t) len, digest);
     memcpy (self->ref, "bench:", 6);
     cs_hex_encode (digest, 16, self->ref + 6);
-    self->key = (cs_key_t) { NULL, 0, self->pkcs8, self->pkcs8_len, self->ref };
+    self->key = (cs_drv_key_t) { NULL, 0, self->pkcs8, self->pkcs8_len, self->ref };
     return 0;
 }
 
@@ -120,7 +120,7 @@ s_resident (cs_bench_driver_t *self, const char *label, char *err, size_t err_si
     }
     for (size_t i = 0; i < self->n_keys; i++)
         if (self->keys [i].label && strcmp (self->keys [i].label, label) == 0) {
-            self->key = (cs_key_t) { self->keys [i].id, self->keys [i].id_len, NULL, 0, NULL };
+            self->key = (cs_drv_key_t) { self->keys [i].id, self->keys [i].id_len, NULL, 0, NULL };
             return 0;
         }
     snprintf (err, err_size, "the board has no key labelled '%s'", label);
@@ -254,7 +254,7 @@ cs_bench_driver_session_open (cs_bench_driver_t *self)
 void
 cs_bench_driver_session_close (cs_bench_driver_t *self, void **session_p)
 {
-    cs_session_t *session = *session_p;
+    cs_drv_session_t *session = *session_p;
     if (session)
         self->session_close (&session);
     *session_p = NULL;
@@ -270,7 +270,7 @@ cs_bench_driver_sign (cs_bench_driver_t *self, void *session, cs_bench_mech_t me
         0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04, 0x20 };
     unsigned char in [19 + SHA256_DIGEST_LENGTH];
     size_t in_len = SHA256_DIGEST_LENGTH;
-    cs_mech_t raw = { .type = CKM_RSA_PKCS };
+    cs_drv_mech_t raw = { .type = CKM_RSA_PKCS };
     switch (mech) {
         case CS_BENCH_SHA256_RSA_PKCS:
             memcpy (in, prefix, sizeof prefix);
@@ -278,7 +278,7 @@ cs_bench_driver_sign (cs_bench_driver_t *self, void *session, cs_bench_mech_t me
             in_len = sizeof in;
             break;
         case CS_BENCH_RSA_PSS_SHA256:
-            raw = (cs_mech_t) { .type = CKM_RSA_PKCS_PSS, .hash = CKM_SHA256, .mgf = CKG_MGF1_SHA256,
+            raw = (cs_drv_mech_t) { .type = CKM_RSA_PKCS_PSS, .hash = CKM_SHA256, .mgf = CKG_MGF1_SHA256,
                                 .salt_len = 32 };
             SHA256 (data, data_len, in);
             break;

@@ -105,7 +105,7 @@ s_result_take (s_result_t *result, work_item_t *item)
 /*  The item's mechanism as drivers see it (no OAEP label: not needed to
  *  verify), or false for other kinds.  */
 static bool
-s_mech (const work_item_t *item, cs_mech_t *mech)
+s_mech (const work_item_t *item, cs_drv_mech_t *mech)
 {
     memset (mech, 0, sizeof *mech);
     if (item->kind == WORK_DERIVE) {
@@ -124,7 +124,7 @@ s_mech (const work_item_t *item, cs_mech_t *mech)
 static bool
 s_comparable (const work_item_t *item)
 {
-    cs_mech_t mech;
+    cs_drv_mech_t mech;
     if (!s_mech (item, &mech))
         return false;
     if (item->kind != WORK_SIGN)
@@ -204,7 +204,7 @@ cross_check_unrun (cross_check_t *self, work_item_t *twin)
 static verify_outcome_t
 s_verify (cross_check_t *self, const work_item_t *primary, const s_result_t *result)
 {
-    cs_mech_t mech;
+    cs_drv_mech_t mech;
     if (!result->set || result->rv != CKR_OK || !s_mech (primary, &mech) || primary->kind == WORK_DERIVE
     ||  result->board >= self->n_boards)
         return VERIFY_SKIPPED;

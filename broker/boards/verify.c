@@ -120,7 +120,7 @@ s_material_public (const unsigned char *der, size_t len)
 
 /*  The cached public key of `key` (made on first use), or NULL.  */
 static EVP_PKEY *
-s_public (verify_t *self, const board_t *board, const cs_key_t *key)
+s_public (verify_t *self, const board_t *board, const cs_drv_key_t *key)
 {
     char name [2 * SHA256_DIGEST_LENGTH + 2 * CS_KEY_ID_MAX + 256];
     unsigned char hash [SHA256_DIGEST_LENGTH];
@@ -209,7 +209,7 @@ s_rsa_pkcs1 (EVP_PKEY *pkey, const unsigned char *in, size_t in_len, const unsig
 
 /*  RSASSA-PSS.  */
 static verify_outcome_t
-s_rsa_sign (EVP_PKEY *pkey, const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+s_rsa_sign (EVP_PKEY *pkey, const cs_drv_mech_t *mech, const unsigned char *in, size_t in_len,
             const unsigned char *sig, size_t sig_len)
 {
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (pkey, NULL);
@@ -276,8 +276,8 @@ s_sampled (verify_t *self, int pct)
 }
 
 verify_outcome_t
-verify_result (verify_t *self, const board_t *board, bool sign, const cs_key_t *key,
-               const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+verify_result (verify_t *self, const board_t *board, bool sign, const cs_drv_key_t *key,
+               const cs_drv_mech_t *mech, const unsigned char *in, size_t in_len,
                const unsigned char *out, size_t out_len)
 {
     bool rsa = mech->type == CKM_RSA_PKCS || mech->type == CKM_RSA_PKCS_PSS || mech->type == CKM_RSA_X_509;
@@ -287,8 +287,8 @@ verify_result (verify_t *self, const board_t *board, bool sign, const cs_key_t *
 }
 
 verify_outcome_t
-verify_always (verify_t *self, const board_t *board, bool sign, const cs_key_t *key,
-               const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+verify_always (verify_t *self, const board_t *board, bool sign, const cs_drv_key_t *key,
+               const cs_drv_mech_t *mech, const unsigned char *in, size_t in_len,
                const unsigned char *out, size_t out_len)
 {
     bool rsa = mech->type == CKM_RSA_PKCS || mech->type == CKM_RSA_PKCS_PSS || mech->type == CKM_RSA_X_509;

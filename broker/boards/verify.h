@@ -46,16 +46,16 @@ void verify_destroy (verify_t **self_p);
  *  input `in` (in_len bytes), as the board's policy says (board->verify_rsa
  *  and board->verify_ec: percent of results checked, 0..100).  A public key
  *  that cannot be made (unknown key type or curve) is VERIFY_SKIPPED.  */
-verify_outcome_t verify_result (verify_t *self, const board_t *board, bool sign, const cs_key_t *key,
-                                const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+verify_outcome_t verify_result (verify_t *self, const board_t *board, bool sign, const cs_drv_key_t *key,
+                                const cs_drv_mech_t *mech, const unsigned char *in, size_t in_len,
                                 const unsigned char *out, size_t out_len);
 
 /*  The same check whatever the board's policy says (the cross-check,
  *  cross_check.h, must know which of two results is right): VERIFY_SKIPPED
  *  only when the mechanism cannot be checked (see the table above) or the
  *  public key cannot be made.  */
-verify_outcome_t verify_always (verify_t *self, const board_t *board, bool sign, const cs_key_t *key,
-                                const cs_mech_t *mech, const unsigned char *in, size_t in_len,
+verify_outcome_t verify_always (verify_t *self, const board_t *board, bool sign, const cs_drv_key_t *key,
+                                const cs_drv_mech_t *mech, const unsigned char *in, size_t in_len,
                                 const unsigned char *out, size_t out_len);
 
 #endif

@@ -23,12 +23,12 @@ typedef struct {
  *  the call must not read or write memory the reactor frees.  */
 typedef struct {
     work_kind_t kind;
-    cs_key_t key;                   /* points into id/ref/material below */
+    cs_drv_key_t key;                   /* points into id/ref/material below */
     unsigned char id [CS_KEY_ID_MAX];
     char ref [129];
     unsigned char *material;        /* copy of the PKCS#8, wiped */
     size_t material_len;
-    cs_mech_t mech;                 /* label points into label */
+    cs_drv_mech_t mech;                 /* label points into label */
     unsigned char *label;
     unsigned char *in;              /* data to sign or decrypt, or the ECDH point */
     size_t in_len;
@@ -223,7 +223,7 @@ s_call_clear (s_call_t *call)
 
 /*  Sign, decrypt or derive into a fresh buffer.  */
 static void
-s_run_crypto (board_t *board, cs_session_t *session, s_call_t *call)
+s_run_crypto (board_t *board, cs_drv_session_t *session, s_call_t *call)
 {
     size_t cap = call->kind == WORK_DERIVE ? 256 : S_OUT_MAX;
     size_t out_len = cap;
@@ -248,7 +248,7 @@ s_run_crypto (board_t *board, cs_session_t *session, s_call_t *call)
 
 /*  Raw modexp (cs_driver.h CS_DRV_MODEXP) into a fresh buffer.  */
 static void
-s_run_modexp (board_t *board, cs_session_t *session, s_call_t *call)
+s_run_modexp (board_t *board, cs_drv_session_t *session, s_call_t *call)
 {
     size_t cap = 2 * CS_WIRE_MAX_MODEXP_BYTES, out_len = cap;
     if (!board->modexp) {
@@ -270,7 +270,7 @@ s_run_modexp (board_t *board, cs_session_t *session, s_call_t *call)
  *  of the input's size and CS_SYM_OUT_EXTRA bytes more (a padding
  *  block, a GCM tag, a key-wrap block; a MAC up to HMAC-SHA512).  */
 static void
-s_run_sym (board_t *board, cs_session_t *session, s_call_t *call)
+s_run_sym (board_t *board, cs_drv_session_t *session, s_call_t *call)
 {
     size_t cap = call->sym.in_len + CS_SYM_OUT_EXTRA, out_len = cap;
     if (!board->symmetric) {
@@ -290,7 +290,7 @@ s_run_sym (board_t *board, cs_session_t *session, s_call_t *call)
 
 /*  Runs the driver call of `call`.  */
 static void
-s_call_run (board_t *board, cs_session_t *session, s_call_t *call)
+s_call_run (board_t *board, cs_drv_session_t *session, s_call_t *call)
 {
     switch (call->kind) {
         case WORK_SIGN:
@@ -363,7 +363,7 @@ s_call_finish (s_call_t *call, work_item_t *item)
  *  once its inputs are copied, tells `health` (NULL: nobody) that worker
  *  `id` reads the item no more (health_call_running).  */
 static void
-s_run_item (board_t *board, cs_session_t **session_p, verify_t *verify, work_item_t *item, s_call_t *call,
+s_run_item (board_t *board, cs_drv_session_t **session_p, verify_t *verify, work_item_t *item, s_call_t *call,
             health_t *health, size_t id)
 {
     item->out = NULL;
@@ -388,10 +388,10 @@ s_run_item (board_t *board, cs_session_t **session_p, verify_t *verify, work_ite
 }
 
 void
-worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
+worker_run_item (board_t *board, cs_drv_session_t *session, work_item_t *item)
 {
     s_call_t call;
-    cs_session_t *used = session;
+    cs_drv_session_t *used = session;
     s_run_item (board, &used, NULL, item, &call, NULL, 0);
     if (used != session)
         board->session_close (&used);       /* opened for this call only */
@@ -401,8 +401,8 @@ worker_run_item (board_t *board, cs_session_t *session, work_item_t *item)
 /*  Reopens the worker's driver session (after a session-class error):
  *  a pkcs11 board opens a new PKCS#11 session (and logs in again when the
  *  token lost its login, driver_pkcs11.c).  NULL when it cannot.  */
-static cs_session_t *
-s_session_reopen (s_args_t *args, cs_session_t *session)
+static cs_drv_session_t *
+s_session_reopen (s_args_t *args, cs_drv_session_t *session)
 {
     board_t *board = args->board;
     board->session_close (&session);
@@ -416,7 +416,7 @@ s_session_reopen (s_args_t *args, cs_session_t *session)
  *  abandoned it meanwhile (health.h): then the results are dropped and the
  *  worker reports back with no item.  */
 static void
-s_serve_item (zsock_t *dealer, s_args_t *args, cs_session_t **session_p, verify_t *verify, work_item_t *item)
+s_serve_item (zsock_t *dealer, s_args_t *args, cs_drv_session_t **session_p, verify_t *verify, work_item_t *item)
 {
     size_t board_index = item->board;
     s_call_t call;
@@ -440,7 +440,7 @@ s_serve_item (zsock_t *dealer, s_args_t *args, cs_session_t **session_p, verify_
 
 /*  The worker loop: announce readiness, then run items until $TERM.  */
 static void
-s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_session_t **session_p)
+s_serve (zsock_t *pipe, zsock_t *dealer, s_args_t *args, cs_drv_session_t **session_p)
 {
     zpoller_t *poller = zpoller_new (pipe, dealer, NULL);
     /*  SIGINT/SIGTERM mean drain (main.c): the worker keeps serving the
@@ -473,7 +473,7 @@ s_worker_actor (zsock_t *pipe, void *arg)
 {
     s_args_t *args = arg;
     board_t *board = args->board;
-    cs_session_t *session = board->session_open (board->handle);
+    cs_drv_session_t *session = board->session_open (board->handle);
     zsock_signal (pipe, 0);
     zstr_send (pipe, session ? "OK" : "FAIL");
     if (session) {

@@ -53,6 +53,6 @@ void worker_abandon (worker_t **self_p);
  *  result check: sets item->rv and, on CKR_OK, item->out/out_len
  *  (signature, plaintext or generated PKCS#8; malloc'd, owned by the item)
  *  or item->generated.  Exposed for tests.  */
-void worker_run_item (board_t *board, cs_session_t *session, work_item_t *item);
+void worker_run_item (board_t *board, cs_drv_session_t *session, work_item_t *item);
 
 #endif

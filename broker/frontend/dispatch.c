@@ -150,7 +150,7 @@ s_loop_run (frontend_t *self, size_t worker, work_item_t *item)
         }
         else {
             board_t *board = self->args->boards [item->board];
-            cs_session_t **session = self->loop_sessions ? &self->loop_sessions [item->board] : NULL;
+            cs_drv_session_t **session = self->loop_sessions ? &self->loop_sessions [item->board] : NULL;
             if (session && !*session)
                 *session = board->session_open (board->handle);
             item->given_ns = metrics_now_ns ();

@@ -42,7 +42,7 @@
 struct _fe_fast_lane_t {
     int64_t limit_ns;               /* broker/fast-lane-us in ns; 0 = off */
     uint64_t boards;                /* boards that may take part (bit per board) */
-    cs_session_t **sessions;        /* per board, opened when first used */
+    cs_drv_session_t **sessions;        /* per board, opened when first used */
     size_t n_boards;
 };
 

@@ -287,7 +287,7 @@ frontend_core_new (const frontend_args_t *args, frontend_reply_fn *reply, void *
         return NULL;
     self->fe = (frontend_t) { .args = args, .config = args->config, .reply_fn = reply, .reply_arg = arg };
     snprintf (self->fe.serial, sizeof self->fe.serial, "loopback");
-    if (!(self->fe.loop_sessions = calloc (args->n_boards ? args->n_boards : 1, sizeof (cs_session_t *)))
+    if (!(self->fe.loop_sessions = calloc (args->n_boards ? args->n_boards : 1, sizeof (cs_drv_session_t *)))
     ||  s_core_start (&self->fe)) {
         frontend_core_destroy (&self);
         return NULL;

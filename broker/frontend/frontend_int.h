@@ -161,7 +161,7 @@ typedef struct {
     frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
     void *reply_arg;
     struct _fe_quota_t *quota;      /* per-tenant quotas (quota_link.c) */
-    cs_session_t **loop_sessions;   /* the loopback core: a driver session per board, opened when first used
+    cs_drv_session_t **loop_sessions;   /* the loopback core: a driver session per board, opened when first used
                                        (dispatch.c runs items in line); NULL in the actor */
 } frontend_t;
 

@@ -149,7 +149,7 @@ s_route_per_request (frontend_t *self, fe_request_t *request, work_item_t *item,
     }
     if (item->kind == WORK_DERIVE && type != CKK_EC && type != CKK_EC_MONTGOMERY)
         return CKR_KEY_TYPE_INCONSISTENT;
-    item->key = (cs_key_t) { NULL, 0, der.data, der.len, NULL };
+    item->key = (cs_drv_key_t) { NULL, 0, der.data, der.len, NULL };
     item->bits = bits;
     item->boards = item->kind == WORK_DERIVE ? s_derive_boards (self, true, type, request->tenant)
                                              : s_material_boards (self, type, request->tenant);
@@ -230,7 +230,7 @@ s_route_board_ref (frontend_t *self, fe_request_t *request, work_item_t *item, c
         return CKR_KEY_HANDLE_INVALID;
     if (s_usage_check (self, request, item, keyattrs_roles (&key->info)) != CKR_OK)
         return CKR_KEY_FUNCTION_NOT_PERMITTED;
-    item->key = (cs_key_t) { item->id, len, NULL, 0, NULL };
+    item->key = (cs_drv_key_t) { item->id, len, NULL, 0, NULL };
     item->bits = key->info.bits;
     item->boards = key->boards;
     if (item->boards && item->kind == WORK_DERIVE) {
@@ -335,7 +335,7 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
         if (board < 0 || keyjobs_resident_id (ref, item->id)
         ||  board_id_reserved (self->args->boards [board], item->id, 16))
             rv = CKR_KEY_HANDLE_INVALID;
-        item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
+        item->key = (cs_drv_key_t) { item->id, 16, NULL, 0, NULL };
         item->boards = board >= 0 ? UINT64_C (1) << board : 0;
         if (item->kind == WORK_DERIVE)
             item->boards &= s_derive_boards (self, false, info->key_type, NULL);
@@ -346,7 +346,7 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
     }
     else {
         snprintf (item->ref, sizeof item->ref, "%s", ref);
-        item->key = (cs_key_t) { NULL, 0, pkcs8, len, item->ref };
+        item->key = (cs_drv_key_t) { NULL, 0, pkcs8, len, item->ref };
         item->boards = !pkcs8 ? 0 : item->kind == WORK_DERIVE ? s_derive_boards (self, true, info->key_type, request->tenant)
                      : s_material_boards (self, info->key_type, request->tenant);
         if (rv == CKR_OK && !item->boards) {
@@ -393,7 +393,7 @@ fe_item_inputs (work_item_t *item, const Cs__Job *job)
     item->in_len = in.len;
     if (!wire)
         return;                     /* type 0: no board runs it (CKR_MECHANISM_INVALID) */
-    item->mech = (cs_mech_t) { .type = wire->type, .hash = wire->hash, .mgf = wire->mgf,
+    item->mech = (cs_drv_mech_t) { .type = wire->type, .hash = wire->hash, .mgf = wire->mgf,
                                .salt_len = wire->salt_len };
     if (wire->oaep_label.len) {
         item->mech.label = wire->oaep_label.data;

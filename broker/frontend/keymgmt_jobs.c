@@ -259,7 +259,7 @@ s_destroy_resident (frontend_t *self, const char *board_name, const char *ref)
     item->low = true;
     item->done = s_destroy_back;
     item->done_arg = self;
-    item->key = (cs_key_t) { item->id, 16, NULL, 0, NULL };
+    item->key = (cs_drv_key_t) { item->id, 16, NULL, 0, NULL };
     item->boards = UINT64_C (1) << board;
     item->deadline = INT64_MAX;
     if (fe_submit (self, item))

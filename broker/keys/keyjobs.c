@@ -173,7 +173,7 @@ keyjobs_import (keystore_t *ks, const char *tenant, const Cs__ImportKeyJob *job,
 {
     bool priv = job->private_pkcs8.len > 0;
     const unsigned char *p = job->public_spki.data;
-    EVP_PKEY *pkey = priv ? key_info_pkey_from_pkcs8 (job->private_pkcs8.data, job->private_pkcs8.len)
+    EVP_PKEY *pkey = priv ? cs_pkey_from_pkcs8 (job->private_pkcs8.data, job->private_pkcs8.len)
                           : d2i_PUBKEY (NULL, &p, (long) job->public_spki.len);
     Cs__KeyInfo *info = NULL;
     CK_RV rv = CKR_OK;

@@ -24,7 +24,7 @@ pool_store_reserved (const char *tenant)
 int
 pool_store_fingerprint (const uint8_t *der, size_t len, uint8_t fp [32], char hex [17])
 {
-    EVP_PKEY *pkey = key_info_pkey_from_pkcs8 (der, len);
+    EVP_PKEY *pkey = cs_pkey_from_pkcs8 (der, len);
     int rc = pkey ? key_info_fingerprint (pkey, fp, hex) : -1;
     EVP_PKEY_free (pkey);
     if (pkey)

@@ -137,7 +137,7 @@ s_generated (slow_job_t *self, keystore_t *ks)
         return;
     }
     EVP_PKEY *pkey = resident ? keyjobs_pkey_from_board_key (self->board_key)
-                              : key_info_pkey_from_pkcs8 (self->pkcs8, self->pkcs8_len);
+                              : cs_pkey_from_pkcs8 (self->pkcs8, self->pkcs8_len);
     self->rv = pkey ? keyjobs_info_new (pkey, resident ? self->resident_ref : NULL,
                                         resident ? self->home : job->token ? "keystore" : "", true,
                                         resident || job->token, false, job->public_template,

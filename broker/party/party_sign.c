@@ -125,7 +125,7 @@ s_pad (const char *mech, const unsigned char *in, size_t in_len, size_t bits, un
         return 0;
     }
     if (streq (mech, "pss-sha256")) {
-        cs_mech_t pss = { 0 };
+        cs_drv_mech_t pss = { 0 };
         pss.type = CKM_RSA_PKCS_PSS;
         pss.hash = CKM_SHA256;
         pss.mgf = CKG_MGF1_SHA256;

@@ -60,7 +60,7 @@ struct _work_item_t {
     void *request;                  /* parent request, or NULL; not owned */
     size_t index;                   /* the job's index in the parent */
     work_kind_t kind;
-    cs_mech_t mech;                 /* sign/decrypt: the mechanism and its parameters (the OAEP
+    cs_drv_mech_t mech;                 /* sign/decrypt: the mechanism and its parameters (the OAEP
                                        label borrowed from the request) */
     const unsigned char *in;        /* sign/decrypt: the input; derive: the peer's public
                                        point; borrowed from the request */
@@ -71,7 +71,7 @@ struct _work_item_t {
     bool low;                       /* background: runs only when no client item waits */
     const char *tenant;             /* client items: the tenant whose queue it waits in
                                        (fair_queue.h); borrowed from the request */
-    cs_key_t key;                   /* sign/decrypt/destroy: the key as drivers see it */
+    cs_drv_key_t key;                   /* sign/decrypt/destroy: the key as drivers see it */
     unsigned char id [CS_KEY_ID_MAX];   /* storage for key.id */
     unsigned char *material;        /* storage for key.pkcs8 when owned (a keystore key read
                                        but not cached): malloc'd, wiped and freed by the frontend */

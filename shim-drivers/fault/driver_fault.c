@@ -75,9 +75,9 @@ struct cs_board_s {
     unsigned users;                     /* under lock: 1 (open) + sessions */
 };
 
-struct cs_session_s {
+struct cs_drv_session_s {
     cs_board_t *board;
-    cs_session_t *inner;
+    cs_drv_session_t *inner;
     bool stuck;                         /* an operation was left open (stuck-every) */
 };
 
@@ -276,12 +276,12 @@ s_capabilities (cs_board_t *self, cs_caps_t *caps)
     return fn (self->handle, caps);
 }
 
-static cs_session_t *
+static cs_drv_session_t *
 s_session_open (cs_board_t *board)
 {
     if (atomic_load (&board->dead))
         return NULL;                    /* the device is gone */
-    cs_session_t *self = calloc (1, sizeof *self);
+    cs_drv_session_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
     self->board = board;
@@ -297,9 +297,9 @@ s_session_open (cs_board_t *board)
 }
 
 static void
-s_session_close (cs_session_t **session_p)
+s_session_close (cs_drv_session_t **session_p)
 {
-    cs_session_t *self = session_p ? *session_p : NULL;
+    cs_drv_session_t *self = session_p ? *session_p : NULL;
     if (!self)
         return;
     cs_board_t *board = self->board;
@@ -322,7 +322,7 @@ s_block (cs_board_t *self)
 /*  The faults before an operation on `session`: CKR_OK to run it, else
  *  its result.  */
 static CK_RV
-s_before (cs_board_t *self, cs_session_t *session)
+s_before (cs_board_t *self, cs_drv_session_t *session)
 {
     if (session->stuck)
         return CKR_OPERATION_ACTIVE;    /* the operation left open is still there */
@@ -365,7 +365,7 @@ s_after (cs_board_t *self, unsigned char *out, size_t len)
 
 /*  Sign or decrypt (id: the inner function).  */
 static CK_RV
-s_crypto (int id, cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
+s_crypto (int id, cs_drv_session_t *session, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
           const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     cs_board_t *self = session->board;
@@ -379,21 +379,21 @@ s_crypto (int id, cs_session_t *session, const cs_key_t *key, const cs_mech_t *m
 }
 
 static CK_RV
-s_sign_key (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
+s_sign_key (cs_drv_session_t *session, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
             const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     return s_crypto (CS_DRV_SIGN_KEY, session, key, mech, in, in_len, out, out_len);
 }
 
 static CK_RV
-s_decrypt_key (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
+s_decrypt_key (cs_drv_session_t *session, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
                const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     return s_crypto (CS_DRV_DECRYPT_KEY, session, key, mech, in, in_len, out, out_len);
 }
 
 static CK_RV
-s_derive_key (cs_session_t *session, const cs_key_t *key, const unsigned char *point,
+s_derive_key (cs_drv_session_t *session, const cs_drv_key_t *key, const unsigned char *point,
               size_t point_len, unsigned char *out, size_t *out_len)
 {
     cs_board_t *self = session->board;
@@ -407,7 +407,7 @@ s_derive_key (cs_session_t *session, const cs_key_t *key, const unsigned char *p
 }
 
 static CK_RV
-s_generate_material (cs_session_t *session, const cs_keygen_t *gen, unsigned char **pkcs8_p, size_t *len_p)
+s_generate_material (cs_drv_session_t *session, const cs_keygen_t *gen, unsigned char **pkcs8_p, size_t *len_p)
 {
     cs_board_t *self = session->board;
     cs_drv_generate_material_fn *fn = (cs_drv_generate_material_fn *) s_fn (self, CS_DRV_GENERATE_MATERIAL);
@@ -416,7 +416,7 @@ s_generate_material (cs_session_t *session, const cs_keygen_t *gen, unsigned cha
 }
 
 static CK_RV
-s_generate_resident (cs_session_t *session, const cs_keygen_t *gen, cs_key_info_t *info)
+s_generate_resident (cs_drv_session_t *session, const cs_keygen_t *gen, cs_key_info_t *info)
 {
     cs_board_t *self = session->board;
     cs_drv_generate_resident_fn *fn = (cs_drv_generate_resident_fn *) s_fn (self, CS_DRV_GENERATE_RESIDENT);
@@ -425,7 +425,7 @@ s_generate_resident (cs_session_t *session, const cs_keygen_t *gen, cs_key_info_
 }
 
 static CK_RV
-s_destroy_resident (cs_session_t *session, const unsigned char *id, size_t id_len)
+s_destroy_resident (cs_drv_session_t *session, const unsigned char *id, size_t id_len)
 {
     cs_board_t *self = session->board;
     cs_drv_destroy_resident_fn *fn = (cs_drv_destroy_resident_fn *) s_fn (self, CS_DRV_DESTROY_RESIDENT);
@@ -434,7 +434,7 @@ s_destroy_resident (cs_session_t *session, const unsigned char *id, size_t id_le
 }
 
 static size_t
-s_session_cached (cs_session_t *session)
+s_session_cached (cs_drv_session_t *session)
 {
     cs_drv_session_cached_fn *fn = (cs_drv_session_cached_fn *) s_fn (session->board, CS_DRV_SESSION_CACHED);
     return fn ? fn (session->inner) : 0;

@@ -60,7 +60,7 @@ struct cs_board_s {
     size_t cache_size;              /* entries per session */
 };
 
-struct cs_session_s {
+struct cs_drv_session_s {
     drv_session_head_t head;        /* board, parsed keys by ref (drv_key_cache.h) */
 };
 
@@ -154,16 +154,16 @@ s_capabilities (cs_board_t *self, cs_caps_t *caps)
     return 0;
 }
 
-static cs_session_t *
+static cs_drv_session_t *
 s_session_open (cs_board_t *board)
 {
-    cs_session_t *self = drv_session_new (sizeof *self, board, board->cache_size, s_cached_free);
+    cs_drv_session_t *self = drv_session_new (sizeof *self, board, board->cache_size, s_cached_free);
     return self;
 }
 
 /*  Wipes and frees every cached key.  */
 static void
-s_session_close (cs_session_t **session_p)
+s_session_close (cs_drv_session_t **session_p)
 {
     drv_session_destroy (session_p);
 }
@@ -173,7 +173,7 @@ s_session_close (cs_session_t **session_p)
  *  inconsistent), CKR_KEY_TYPE_INCONSISTENT when it is not RSA,
  *  CKR_KEY_SIZE_RANGE outside the board's sizes.  */
 static void *
-s_key_parse (const cs_key_t *key, CK_RV *rv_p)
+s_key_parse (const cs_drv_key_t *key, CK_RV *rv_p)
 {
     EVP_PKEY *pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
     gmp_rsa_key_t *parsed = NULL;
@@ -197,7 +197,7 @@ s_key_parse (const cs_key_t *key, CK_RV *rv_p)
  *  (then *owned_p is false), else a fresh one the caller destroys (*owned_p
  *  true).  NULL with *rv_p set as s_key_parse does.  */
 static gmp_rsa_key_t *
-s_key (cs_session_t *self, const cs_key_t *key, bool *owned_p, CK_RV *rv_p)
+s_key (cs_drv_session_t *self, const cs_drv_key_t *key, bool *owned_p, CK_RV *rv_p)
 {
     *owned_p = true;
     if (!key->pkcs8 || key->pkcs8_len == 0) {
@@ -211,7 +211,7 @@ s_key (cs_session_t *self, const cs_key_t *key, bool *owned_p, CK_RV *rv_p)
  *  given DigestInfo (RFC 8017 §9.2 step 5), EMSA-PSS (§9.1.1), or raw
  *  input left-padded with zeros.  */
 static CK_RV
-s_sign_block (const gmp_rsa_key_t *key, const cs_mech_t *mech, const unsigned char *in,
+s_sign_block (const gmp_rsa_key_t *key, const cs_drv_mech_t *mech, const unsigned char *in,
               size_t in_len, unsigned char *em)
 {
     size_t k = gmp_rsa_key_bytes (key);
@@ -237,7 +237,7 @@ s_sign_block (const gmp_rsa_key_t *key, const cs_mech_t *mech, const unsigned ch
 /*  Checks a signature's mechanism before the buffer: an EC mechanism with
  *  this RSA key is CKR_KEY_TYPE_INCONSISTENT, as on the openssl board.  */
 static CK_RV
-s_sign_mech (const cs_mech_t *mech)
+s_sign_mech (const cs_drv_mech_t *mech)
 {
     switch (mech->type) {
         case CKM_RSA_PKCS:
@@ -255,7 +255,7 @@ s_sign_mech (const cs_mech_t *mech)
 /*  CS_DRV_SIGN_KEY (cs_driver.h): CKM_RSA_PKCS over a DigestInfo,
  *  CKM_RSA_PKCS_PSS over a digest, CKM_RSA_X_509 raw.  */
 static CK_RV
-s_sign (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
+s_sign (cs_drv_session_t *self, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
         const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     unsigned char em [S_BLOCK_MAX];
@@ -283,7 +283,7 @@ s_sign (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
 
 /*  Checks a decryption's mechanism and parameters before any arithmetic.  */
 static CK_RV
-s_decrypt_mech (const cs_mech_t *mech)
+s_decrypt_mech (const cs_drv_mech_t *mech)
 {
     switch (mech->type) {
         case CKM_RSA_PKCS:
@@ -306,7 +306,7 @@ s_decrypt_mech (const cs_mech_t *mech)
  *  (no other path tells a good padding from a bad one); only a message that
  *  decoded and does not fit gives CKR_BUFFER_TOO_SMALL, as PKCS#11 wants.  */
 static CK_RV
-s_unpad (const cs_mech_t *mech, const unsigned char *em, size_t k,
+s_unpad (const cs_drv_mech_t *mech, const unsigned char *em, size_t k,
          unsigned char *out, size_t *out_len)
 {
     if (mech->type == CKM_RSA_PKCS_OAEP)
@@ -335,7 +335,7 @@ s_unpad (const cs_mech_t *mech, const unsigned char *em, size_t k,
  *  SHA-1/SHA-2 hash and MGF1, optional label), CKM_RSA_X_509 (k bytes out).
  *  The ciphertext must be exactly k bytes (CKR_ENCRYPTED_DATA_LEN_RANGE).  */
 static CK_RV
-s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
+s_decrypt (cs_drv_session_t *self, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
            const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     unsigned char em [S_BLOCK_MAX];
@@ -362,14 +362,14 @@ s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
 }
 
 static size_t
-s_session_cached (cs_session_t *self)
+s_session_cached (cs_drv_session_t *self)
 {
     return drv_key_cache_count (self->head.cache);
 }
 
 /*  CS_DRV_MODEXP (cs_driver.h): raw modexp in GMP (gmp_modexp.h).  */
 static CK_RV
-s_modexp (cs_session_t *self, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
+s_modexp (cs_drv_session_t *self, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
 {
     return gmp_modexp (op, self->head.board->name, out, out_len);
 }

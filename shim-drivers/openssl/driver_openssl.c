@@ -67,7 +67,7 @@ struct cs_board_s {
     long jitter_pct;                /* delay-jitter-pct */
 };
 
-struct cs_session_s {
+struct cs_drv_session_s {
     drv_session_head_t head;        /* board, parsed keys by ref (drv_key_cache.h) */
     uint64_t random;                /* xorshift64 state of the delay's jitter */
 };
@@ -200,17 +200,17 @@ s_capabilities (cs_board_t *self, cs_caps_t *caps)
     return 0;
 }
 
-static cs_session_t *
+static cs_drv_session_t *
 s_session_open (cs_board_t *board)
 {
-    cs_session_t *self = drv_session_new (sizeof *self, board, board->cache_size, s_cached_free);
+    cs_drv_session_t *self = drv_session_new (sizeof *self, board, board->cache_size, s_cached_free);
     if (self)
     self->random = (uint64_t) (uintptr_t) self ^ (uint64_t) time (NULL) ^ UINT64_C (0x9e3779b97f4a7c15);
     return self;
 }
 
 static void
-s_session_close (cs_session_t **session_p)
+s_session_close (cs_drv_session_t **session_p)
 {
     drv_session_destroy (session_p);
 }
@@ -218,7 +218,7 @@ s_session_close (cs_session_t **session_p)
 /*  The EVP_PKEY of key's PKCS#8 DER (drv_key_parse_fn); NULL with
  *  CKR_KEY_HANDLE_INVALID when it does not parse.  */
 static void *
-s_pkey_parse (const cs_key_t *key, CK_RV *rv_p)
+s_pkey_parse (const cs_drv_key_t *key, CK_RV *rv_p)
 {
     EVP_PKEY *pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
     *rv_p = pkey ? CKR_OK : CKR_KEY_HANDLE_INVALID;
@@ -229,7 +229,7 @@ s_pkey_parse (const cs_key_t *key, CK_RV *rv_p)
  *  then *owned_p is false) or a fresh EVP_PKEY the caller frees (*owned_p
  *  true).  NULL when the DER does not parse.  */
 static EVP_PKEY *
-s_pkey (cs_session_t *self, const cs_key_t *key, bool *owned_p)
+s_pkey (cs_drv_session_t *self, const cs_drv_key_t *key, bool *owned_p)
 {
     CK_RV rv;
     return drv_key_cache_fetch (self->head.cache, key, s_pkey_parse, owned_p, &rv);
@@ -246,7 +246,7 @@ s_now_ns (void)
 
 /*  delay-ms: sleeps until started_ns + the board's delay.  */
 static void
-s_delay (cs_session_t *self, int64_t started_ns)
+s_delay (cs_drv_session_t *self, int64_t started_ns)
 {
     const cs_board_t *board = self->head.board;
     if (board->delay_ms == 0)
@@ -267,7 +267,7 @@ s_delay (cs_session_t *self, int64_t started_ns)
 
 /*  Runs a sign (sign = true) or decrypt with the key's material.  */
 static CK_RV
-s_run (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech, bool sign,
+s_run (cs_drv_session_t *self, const cs_drv_key_t *key, const cs_drv_mech_t *mech, bool sign,
        const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     if (!key->pkcs8 || key->pkcs8_len == 0)
@@ -286,14 +286,14 @@ s_run (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech, bool sign
 }
 
 static CK_RV
-s_sign (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
+s_sign (cs_drv_session_t *self, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
         const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     return s_run (self, key, mech, true, in, in_len, out, out_len);
 }
 
 static CK_RV
-s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
+s_decrypt (cs_drv_session_t *self, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
            const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     return s_run (self, key, mech, false, in, in_len, out, out_len);
@@ -301,7 +301,7 @@ s_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
 
 /*  CS_DRV_DERIVE_KEY: ECDH with the key's material (cs_driver.h).  */
 static CK_RV
-s_derive (cs_session_t *self, const cs_key_t *key, const unsigned char *point, size_t point_len,
+s_derive (cs_drv_session_t *self, const cs_drv_key_t *key, const unsigned char *point, size_t point_len,
           unsigned char *out, size_t *out_len)
 {
     if (!key->pkcs8 || key->pkcs8_len == 0)
@@ -319,14 +319,14 @@ s_derive (cs_session_t *self, const cs_key_t *key, const unsigned char *point, s
 }
 
 static CK_RV
-s_generate (cs_session_t *self, const cs_keygen_t *gen, unsigned char **pkcs8_p, size_t *len_p)
+s_generate (cs_drv_session_t *self, const cs_keygen_t *gen, unsigned char **pkcs8_p, size_t *len_p)
 {
     (void) self;
     return drv_evp_generate (gen, pkcs8_p, len_p);
 }
 
 static size_t
-s_session_cached (cs_session_t *self)
+s_session_cached (cs_drv_session_t *self)
 {
     return drv_key_cache_count (self->head.cache);
 }
@@ -334,7 +334,7 @@ s_session_cached (cs_session_t *self)
 /*  CS_DRV_MODEXP (cs_driver.h): raw modexp with BIGNUM, on a board that
  *  takes key material (raw RSA with the operands as the key).  */
 static CK_RV
-s_modexp (cs_session_t *session, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
+s_modexp (cs_drv_session_t *session, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
 {
     if (!session->head.board->material)
         return CKR_FUNCTION_NOT_SUPPORTED;
@@ -344,7 +344,7 @@ s_modexp (cs_session_t *session, const cs_modexp_t *op, unsigned char *out, size
 /*  CS_DRV_SYMMETRIC (cs_driver.h): secret-key operations with the key's
  *  value (drv_sym.h), on a board that takes key material.  */
 static CK_RV
-s_symmetric (cs_session_t *session, const cs_sym_t *op, unsigned char *out, size_t *out_len)
+s_symmetric (cs_drv_session_t *session, const cs_sym_t *op, unsigned char *out, size_t *out_len)
 {
     if (!session->head.board->material)
         return CKR_FUNCTION_NOT_SUPPORTED;

@@ -434,10 +434,10 @@ s_login_again (cs_board_t *board, CK_SESSION_HANDLE worker)
     return rv;
 }
 
-static cs_session_t *
+static cs_drv_session_t *
 s_session_open (cs_board_t *board)
 {
-    cs_session_t *self = calloc (1, sizeof *self);
+    cs_drv_session_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
     self->board = board;
@@ -461,9 +461,9 @@ s_session_open (cs_board_t *board)
 }
 
 static void
-s_session_close (cs_session_t **session_p)
+s_session_close (cs_drv_session_t **session_p)
 {
-    cs_session_t *self = session_p ? *session_p : NULL;
+    cs_drv_session_t *self = session_p ? *session_p : NULL;
     if (!self)
         return;
     self->board->fl->C_CloseSession (self->handle);     /* destroys the session objects */
@@ -474,7 +474,7 @@ s_session_close (cs_session_t **session_p)
 }
 
 static size_t
-s_session_cached (cs_session_t *self)
+s_session_cached (cs_drv_session_t *self)
 {
     return zhashx_size (self->imports);
 }

@@ -53,7 +53,7 @@ typedef struct {
     uint64_t used;                  /* session tick of the last use */
 } p11_import_t;
 
-struct cs_session_s {
+struct cs_drv_session_s {
     cs_board_t *board;
     CK_SESSION_HANDLE handle;
     zhashx_t *objects;              /* hex CKA_ID -> CK_OBJECT_HANDLE + 1 */
@@ -92,20 +92,20 @@ const cs_key_info_t *p11_key_info (cs_board_t *board, const unsigned char *key_i
 
 /*  The private key handle for key_id in this session (cached per session),
  *  or CK_INVALID_HANDLE.  `fresh` drops the cached handle first.  */
-CK_OBJECT_HANDLE p11_object (cs_session_t *self, const unsigned char *key_id, size_t key_id_len, bool fresh);
+CK_OBJECT_HANDLE p11_object (cs_drv_session_t *self, const unsigned char *key_id, size_t key_id_len, bool fresh);
 
 /*  p11_material.c.  Imports key->pkcs8 as a session object: sensitive, not
  *  extractable, never on the token; EC keys with CKA_DERIVE.  *obj_p the
  *  object (caller destroys it), *bits_p the RSA modulus bits (0 for
  *  curves), *type_p the key type.  CKR_OK, CKR_KEY_HANDLE_INVALID (DER the
  *  board cannot take) or the board's rv.  */
-CK_RV p11_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p,
+CK_RV p11_import (cs_drv_session_t *self, const cs_drv_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p,
                   CK_KEY_TYPE *type_p);
 
 /*  p11_import for a keystore key (key->ref set): the session keeps the
  *  object, by ref and a SHA-256 of the DER, up to board->cache_size per
  *  session (least recently used evicted); the caller must not destroy it.  */
-CK_RV p11_import_cached (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p,
+CK_RV p11_import_cached (cs_drv_session_t *self, const cs_drv_key_t *key, CK_OBJECT_HANDLE *obj_p,
                          size_t *bits_p, CK_KEY_TYPE *type_p);
 
 /*  p11_run.c and p11_resident.c: the driver ABI's functions (cs_driver.h).  */

@@ -168,7 +168,7 @@ p11_key_info (cs_board_t *board, const unsigned char *key_id, size_t key_id_len)
 /*  Returns the private key handle for key_id in this session (cached), or
  *  CK_INVALID_HANDLE.  `fresh` drops the cached handle first.  */
 CK_OBJECT_HANDLE
-p11_object (cs_session_t *self, const unsigned char *key_id, size_t key_id_len, bool fresh)
+p11_object (cs_drv_session_t *self, const unsigned char *key_id, size_t key_id_len, bool fresh)
 {
     char hex [2 * CS_KEY_ID_MAX + 1];
     if (!key_id || key_id_len == 0 || key_id_len > CS_KEY_ID_MAX)

@@ -103,7 +103,7 @@ s_parts_free (s_part_t *parts, size_t n)
  *  RSA modulus bits (0 for curves) and *type_p to the key type.
  *  Returns CKR_OK, CKR_KEY_HANDLE_INVALID (unparsable DER) or the board's rv.  */
 CK_RV
-p11_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p,
+p11_import (cs_drv_session_t *self, const cs_drv_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p,
           CK_KEY_TYPE *type_p)
 {
     EVP_PKEY *pkey = cs_pkey_from_pkcs8 (key->pkcs8, key->pkcs8_len);
@@ -141,7 +141,7 @@ p11_import (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, si
 
 /*  Evicts the least recently used imported key, destroying its object.  */
 static void
-s_import_evict (cs_session_t *self)
+s_import_evict (cs_drv_session_t *self)
 {
     const char *oldest = NULL;
     p11_import_t *victim = NULL;
@@ -161,7 +161,7 @@ s_import_evict (cs_session_t *self)
 
 /*  Returns the session object of a keystore key, importing it on a miss.  */
 CK_RV
-p11_import_cached (cs_session_t *self, const cs_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p,
+p11_import_cached (cs_drv_session_t *self, const cs_drv_key_t *key, CK_OBJECT_HANDLE *obj_p, size_t *bits_p,
                  CK_KEY_TYPE *type_p)
 {
     unsigned char digest [SHA256_DIGEST_LENGTH];

@@ -57,7 +57,7 @@ s_gen_private (const cs_keygen_t *gen, CK_ATTRIBUTE *t, CK_BBOOL *yes, CK_BBOOL 
 }
 
 CK_RV
-p11_generate_resident (cs_session_t *self, const cs_keygen_t *gen, cs_key_info_t *info)
+p11_generate_resident (cs_drv_session_t *self, const cs_keygen_t *gen, cs_key_info_t *info)
 {
     CK_BBOOL yes = CK_TRUE, no = CK_FALSE, sign, decrypt;
     CK_ULONG bits = 0;
@@ -87,7 +87,7 @@ p11_generate_resident (cs_session_t *self, const cs_keygen_t *gen, cs_key_info_t
 }
 
 CK_RV
-p11_destroy_resident (cs_session_t *self, const unsigned char *id, size_t id_len)
+p11_destroy_resident (cs_drv_session_t *self, const unsigned char *id, size_t id_len)
 {
     CK_ATTRIBUTE tmpl [] = { { CKA_ID, (void *) id, id_len } };
     CK_OBJECT_HANDLE objs [16];

@@ -20,7 +20,7 @@
  *  this worker's session failed with CKR_OPERATION_ACTIVE (found by
  *  tests/fuzz/cs-fuzz-frames).  */
 static CK_RV
-s_run (cs_session_t *self, CK_OBJECT_HANDLE obj, CK_MECHANISM *mech, bool sign,
+s_run (cs_drv_session_t *self, CK_OBJECT_HANDLE obj, CK_MECHANISM *mech, bool sign,
        const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     static const unsigned char empty [1];
@@ -60,7 +60,7 @@ typedef struct {
     CK_MECHANISM mech;
     bool sign;
     s_path_t path;
-    const cs_mech_t *params;        /* S_OAEP_RAW, S_PSS_RAW: hash, MGF, salt, label */
+    const cs_drv_mech_t *params;        /* S_OAEP_RAW, S_PSS_RAW: hash, MGF, salt, label */
     const unsigned char *in;        /* S_DERIVE: the peer point 04||X||Y */
     size_t in_len;
     unsigned char *out;
@@ -70,7 +70,7 @@ typedef struct {
 /*  OAEP that the board cannot do natively: raw RSA on the board, then
  *  OpenSSL removes the padding.  The raw block is left-padded to k bytes.  */
 static CK_RV
-s_run_oaep_raw (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t k, const s_op_t *op)
+s_run_oaep_raw (cs_drv_session_t *self, CK_OBJECT_HANDLE obj, size_t k, const s_op_t *op)
 {
     if (op->in_len != k || k == 0 || k > 1024)
         return CKR_ENCRYPTED_DATA_LEN_RANGE;
@@ -94,7 +94,7 @@ s_run_oaep_raw (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t k, const s_op_t
  *  equal to the hash): OpenSSL makes EM (RFC 8017 §9.1.1) and the board
  *  runs the RSA private-key primitive on it (CKM_RSA_X_509).  */
 static CK_RV
-s_run_pss_raw (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t bits, const s_op_t *op)
+s_run_pss_raw (cs_drv_session_t *self, CK_OBJECT_HANDLE obj, size_t bits, const s_op_t *op)
 {
     size_t k = (bits + 7) / 8;
     unsigned char em [1024];
@@ -110,7 +110,7 @@ s_run_pss_raw (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t bits, const s_op
 
 /*  Reads CKA_VALUE of a derived secret into op->out and destroys it.  */
 static CK_RV
-s_take_secret (cs_session_t *self, CK_OBJECT_HANDLE secret, const s_op_t *op)
+s_take_secret (cs_drv_session_t *self, CK_OBJECT_HANDLE secret, const s_op_t *op)
 {
     CK_FUNCTION_LIST_PTR fl = self->board->fl;
     unsigned char value [256];
@@ -136,7 +136,7 @@ s_take_secret (cs_session_t *self, CK_OBJECT_HANDLE secret, const s_op_t *op)
  *  (PKCS#11 2.40 §2.3.14 allows either form; SoftHSM takes both); a token
  *  that refuses it gets the raw point.  */
 static CK_RV
-s_run_derive (cs_session_t *self, CK_OBJECT_HANDLE obj, const s_op_t *op)
+s_run_derive (cs_drv_session_t *self, CK_OBJECT_HANDLE obj, const s_op_t *op)
 {
     size_t der_len = 0;
     unsigned char *der = cs_der_octet_string (op->in, op->in_len, &der_len);
@@ -199,7 +199,7 @@ s_op_check (const s_op_t *op, CK_KEY_TYPE type)
 }
 
 static CK_RV
-s_run_op (cs_session_t *self, CK_OBJECT_HANDLE obj, size_t bits, s_op_t *op)
+s_run_op (cs_drv_session_t *self, CK_OBJECT_HANDLE obj, size_t bits, s_op_t *op)
 {
     switch (op->path) {
         case S_OAEP_RAW: return s_run_oaep_raw (self, obj, (bits + 7) / 8, op);
@@ -235,7 +235,7 @@ s_needs_bits (const s_op_t *op)
  *  its login (private objects are invisible then; the worker reopens its
  *  session and s_login_again logs in, issue #9), else CKR_KEY_HANDLE_INVALID.  */
 static CK_RV
-s_not_found (cs_session_t *self)
+s_not_found (cs_drv_session_t *self)
 {
     CK_SESSION_INFO info;
     CK_RV rv = self->board->fl->C_GetSessionInfo (self->handle, &info);
@@ -248,7 +248,7 @@ s_not_found (cs_session_t *self)
 /*  Runs op on a resident key, re-finding the key once if its cached handle
  *  went stale (a token re-imported the key).  */
 static CK_RV
-s_run_resident (cs_session_t *self, const cs_key_t *key, s_op_t *op)
+s_run_resident (cs_drv_session_t *self, const cs_drv_key_t *key, s_op_t *op)
 {
     const cs_key_info_t *info = p11_key_info (self->board, key->id, key->id_len);
     CK_RV rv = CKR_KEY_HANDLE_INVALID;
@@ -280,7 +280,7 @@ s_run_resident (cs_session_t *self, const cs_key_t *key, s_op_t *op)
 /*  Runs op on key material: a cached session object for a keystore key, a
  *  throw-away one for a per-request key.  */
 static CK_RV
-s_run_material (cs_session_t *self, const cs_key_t *key, s_op_t *op)
+s_run_material (cs_drv_session_t *self, const cs_drv_key_t *key, s_op_t *op)
 {
     CK_OBJECT_HANDLE obj = CK_INVALID_HANDLE;
     size_t bits = 0;
@@ -300,7 +300,7 @@ s_run_material (cs_session_t *self, const cs_key_t *key, s_op_t *op)
 }
 
 static CK_RV
-s_run_key (cs_session_t *self, const cs_key_t *key, s_op_t *op)
+s_run_key (cs_drv_session_t *self, const cs_drv_key_t *key, s_op_t *op)
 {
     if (key->pkcs8 && key->pkcs8_len)
         return s_run_material (self, key, op);
@@ -325,7 +325,7 @@ s_mgf_of (CK_MECHANISM_TYPE hash)
  *  is the hash; otherwise EMSA-PSS is encoded here and the board runs raw
  *  RSA (when it has CKM_RSA_X_509 signing).  */
 CK_RV
-p11_sign (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
+p11_sign (cs_drv_session_t *self, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
         const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     CK_RSA_PKCS_PSS_PARAMS pss = { mech->hash, mech->mgf, mech->salt_len };
@@ -347,7 +347,7 @@ p11_sign (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
 }
 
 CK_RV
-p11_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
+p11_decrypt (cs_drv_session_t *self, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
            const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     CK_RSA_PKCS_OAEP_PARAMS oaep = { CKM_SHA_1, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED, NULL, 0 };
@@ -372,7 +372,7 @@ p11_decrypt (cs_session_t *self, const cs_key_t *key, const cs_mech_t *mech,
 
 /*  CS_DRV_DERIVE_KEY (cs_driver.h): ECDH on the board, resident or material.  */
 CK_RV
-p11_derive (cs_session_t *self, const cs_key_t *key, const unsigned char *point, size_t point_len,
+p11_derive (cs_drv_session_t *self, const cs_drv_key_t *key, const unsigned char *point, size_t point_len,
           unsigned char *out, size_t *out_len)
 {
     s_op_t op = { { CKM_ECDH1_DERIVE, NULL, 0 }, false, S_DERIVE, NULL, point, point_len, out, out_len };

@@ -59,7 +59,7 @@ struct cs_board_s {
     size_t n_only;
 };
 
-struct cs_session_s {
+struct cs_drv_session_s {
     cs_board_t *board;
     uint64_t random;            /* xorshift64 state for the jitter */
 };
@@ -261,10 +261,10 @@ s_board_keys (cs_board_t *self, cs_key_info_t **keys_p, size_t *count_p)
     return 0;
 }
 
-static cs_session_t *
+static cs_drv_session_t *
 s_session_open (cs_board_t *board)
 {
-    cs_session_t *self = calloc (1, sizeof *self);
+    cs_drv_session_t *self = calloc (1, sizeof *self);
     if (self) {
         self->board = board;
         //  Any non-zero seed; distinct per session so jitters differ.
@@ -277,7 +277,7 @@ s_session_open (cs_board_t *board)
 }
 
 static void
-s_session_close (cs_session_t **session_p)
+s_session_close (cs_drv_session_t **session_p)
 {
     if (session_p && *session_p) {
         free (*session_p);
@@ -287,7 +287,7 @@ s_session_close (cs_session_t **session_p)
 
 /*  A uniform number in [-1, 1] from the session's xorshift64.  */
 static double
-s_uniform (cs_session_t *session)
+s_uniform (cs_drv_session_t *session)
 {
     uint64_t x = session->random;
     x ^= x << 13;
@@ -301,7 +301,7 @@ s_uniform (cs_session_t *session)
  *  (nanoseconds on CLOCK_MONOTONIC).  Call before computing the result, so
  *  the host's work overlaps the card's latency.  */
 static int64_t
-s_card_begin (cs_session_t *session)
+s_card_begin (cs_drv_session_t *session)
 {
     struct timespec now;
     clock_gettime (CLOCK_MONOTONIC, &now);
@@ -320,7 +320,7 @@ s_card_wait (int64_t done)
 
 /*  Checks that the key is the board's resident key.  */
 static CK_RV
-s_check_key (cs_board_t *board, const cs_key_t *key)
+s_check_key (cs_board_t *board, const cs_drv_key_t *key)
 {
     if (!key->id || key->id_len != board->key.id_len || memcmp (key->id, board->key.id, key->id_len))
         return CKR_KEY_HANDLE_INVALID;
@@ -328,7 +328,7 @@ s_check_key (cs_board_t *board, const cs_key_t *key)
 }
 
 static CK_RV
-s_sign (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
+s_sign (cs_drv_session_t *session, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
         const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     cs_board_t *board = session->board;
@@ -344,7 +344,7 @@ s_sign (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
 }
 
 static CK_RV
-s_decrypt (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
+s_decrypt (cs_drv_session_t *session, const cs_drv_key_t *key, const cs_drv_mech_t *mech,
            const unsigned char *in, size_t in_len, unsigned char *out, size_t *out_len)
 {
     cs_board_t *board = session->board;
@@ -361,7 +361,7 @@ s_decrypt (cs_session_t *session, const cs_key_t *key, const cs_mech_t *mech,
 
 /*  CS_DRV_DERIVE_KEY: ECDH with the board's EC key (cs_driver.h).  */
 static CK_RV
-s_derive (cs_session_t *session, const cs_key_t *key, const unsigned char *point, size_t point_len,
+s_derive (cs_drv_session_t *session, const cs_drv_key_t *key, const unsigned char *point, size_t point_len,
           unsigned char *out, size_t *out_len)
 {
     cs_board_t *board = session->board;
@@ -387,7 +387,7 @@ s_capabilities (cs_board_t *self, cs_caps_t *caps)
  *  time of one card operation (the card's model for its key: kind and
  *  size), as for a signature.  */
 static CK_RV
-s_modexp (cs_session_t *session, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
+s_modexp (cs_drv_session_t *session, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
 {
     int64_t done = s_card_begin (session);
     CK_RV rv = drv_modexp_bn (op, session->board->name, out, out_len);

@@ -114,7 +114,7 @@ s_seed_key (void)
     key_info_params_t params = { .ref = S_SEED_REF, .label = "seed", .generated = true };
     Cs__KeyInfo *info = key_info_from_pkey (pkey, &params);
     size_t len = 0;
-    uint8_t *pkcs8 = key_info_pkcs8 (pkey, &len);
+    uint8_t *pkcs8 = cs_pkey_to_pkcs8 (pkey, &len);
     fz_setup_check (info && pkcs8 && keystore_key_put (s_fz.ks, "demo", info, pkcs8, len) == 0, "seed key");
     cs__key_info__free_unpacked (info, NULL);
     OPENSSL_cleanse (pkcs8, len);
@@ -254,7 +254,7 @@ s_key_or_object (unsigned mode, const uint8_t *data, size_t size)
                                         && memcmp (pkcs8, private_f.data, pkcs8_len) == 0))
                 fz_fail ("key row %s: a private blob that was not sealed for it was opened", ref);
             if (pkcs8) {
-                EVP_PKEY_free (key_info_pkey_from_pkcs8 (pkcs8, pkcs8_len));    /* as the broker loads it */
+                EVP_PKEY_free (cs_pkey_from_pkcs8 (pkcs8, pkcs8_len));    /* as the broker loads it */
                 OPENSSL_cleanse (pkcs8, pkcs8_len);
                 free (pkcs8);
             }

@@ -28,13 +28,13 @@ CKH_HEDGE_REQUIRED, CKH_DETERMINISTIC_REQUIRED = 1, 2
 ULONG, SIZE, PTR = C.c_ulong, C.c_size_t, C.c_void_p
 
 
-class Mech(C.Structure):       # cs_mech_t
+class Mech(C.Structure):       # cs_drv_mech_t
     _fields_ = [("type", ULONG), ("hash", ULONG), ("mgf", ULONG), ("salt_len", ULONG),
                 ("label", PTR), ("label_len", SIZE), ("hedge", ULONG),
                 ("context", C.c_char_p), ("context_len", SIZE)]
 
 
-class Key(C.Structure):        # cs_key_t
+class Key(C.Structure):        # cs_drv_key_t
     _fields_ = [("id", PTR), ("id_len", SIZE), ("pkcs8", C.c_char_p), ("pkcs8_len", SIZE), ("ref", PTR)]
 
 

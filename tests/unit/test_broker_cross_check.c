@@ -128,7 +128,7 @@ s_job_init (s_job_t *j, bool sign, const uint8_t *data, size_t len)
     j->item.mech.type = CKM_RSA_PKCS;
     j->item.in = data;
     j->item.in_len = len;
-    j->item.key = (cs_key_t) { NULL, 0, s_der, s_der_len, NULL };
+    j->item.key = (cs_drv_key_t) { NULL, 0, s_der, s_der_len, NULL };
     j->item.board = 0;
 }
 

@@ -40,12 +40,12 @@ s_teardown (void)
 
 /*  Checks a right result, then the same with one bit flipped.  */
 static void
-s_check (EVP_PKEY *pkey, bool sign, const cs_mech_t *mech, const uint8_t *in, size_t in_len,
+s_check (EVP_PKEY *pkey, bool sign, const cs_drv_mech_t *mech, const uint8_t *in, size_t in_len,
          uint8_t *out, size_t out_len)
 {
     size_t der_len = 0;
     uint8_t *der = th_pkcs8 (pkey, &der_len);
-    cs_key_t key = { NULL, 0, der, der_len, "ks:t" };
+    cs_drv_key_t key = { NULL, 0, der, der_len, "ks:t" };
     ck_assert_msg (verify_result (s_verify, &s_board, sign, &key, mech, in, in_len, out, out_len) == VERIFY_OK,
                    "mechanism 0x%lx (sign %d, %zu bytes in): not verified", mech->type, sign, in_len);
     out [out_len / 2] ^= 0x10;
@@ -75,16 +75,16 @@ START_TEST (test_rsa)
 {
     uint8_t di [51], sig [512], digest [32] = { 7 }, block [256] = { 0 }, empty [1];
     size_t di_len = th_digest_info ("verify", di);
-    cs_mech_t pkcs = { .type = CKM_RSA_PKCS };
+    cs_drv_mech_t pkcs = { .type = CKM_RSA_PKCS };
     size_t len = s_rsa_op (RSA_PKCS1_PADDING, NULL, 0, di, di_len, sig);
     s_check (s_rsa, true, &pkcs, di, di_len, sig, len);
     len = s_rsa_op (RSA_PKCS1_PADDING, NULL, 0, empty, 0, sig);       /* CKM_RSA_PKCS of no data */
     s_check (s_rsa, true, &pkcs, empty, 0, sig, len);
-    cs_mech_t pss = { .type = CKM_RSA_PKCS_PSS, .hash = CKM_SHA256, .mgf = CKG_MGF1_SHA256, .salt_len = 32 };
+    cs_drv_mech_t pss = { .type = CKM_RSA_PKCS_PSS, .hash = CKM_SHA256, .mgf = CKG_MGF1_SHA256, .salt_len = 32 };
     len = s_rsa_op (RSA_PKCS1_PSS_PADDING, EVP_sha256 (), 32, digest, 32, sig);
     s_check (s_rsa, true, &pss, digest, 32, sig, len);
     /*  CKM_RSA_X_509 both ways: s = m^d, checked by s^e = m (a shorter m too).  */
-    cs_mech_t raw = { .type = CKM_RSA_X_509 };
+    cs_drv_mech_t raw = { .type = CKM_RSA_X_509 };
     block [1] = 0x01;                                                  /* block [0] = 0: m < n */
     block [255] = 0x42;
     len = s_rsa_op (RSA_NO_PADDING, NULL, 0, block, 256, sig);
@@ -93,9 +93,9 @@ START_TEST (test_rsa)
     /*  Not checked: PKCS#1 v1.5 and OAEP decryption.  */
     size_t der_len = 0;
     uint8_t *der = th_pkcs8 (s_rsa, &der_len);
-    cs_key_t key = { NULL, 0, der, der_len, NULL };
+    cs_drv_key_t key = { NULL, 0, der, der_len, NULL };
     ck_assert_int_eq (verify_result (s_verify, &s_board, false, &key, &pkcs, sig, len, di, di_len), VERIFY_SKIPPED);
-    cs_mech_t oaep = { .type = CKM_RSA_PKCS_OAEP, .hash = CKM_SHA256, .mgf = CKG_MGF1_SHA256 };
+    cs_drv_mech_t oaep = { .type = CKM_RSA_PKCS_OAEP, .hash = CKM_SHA256, .mgf = CKG_MGF1_SHA256 };
     ck_assert_int_eq (verify_result (s_verify, &s_board, false, &key, &oaep, sig, len, di, di_len), VERIFY_SKIPPED);
     OPENSSL_free (der);
 }
@@ -114,19 +114,19 @@ START_TEST (test_ec)
     BN_bn2binpad (ECDSA_SIG_get0_r (ecdsa), sig, 32);
     BN_bn2binpad (ECDSA_SIG_get0_s (ecdsa), sig + 32, 32);
     ECDSA_SIG_free (ecdsa);
-    cs_mech_t mech = { .type = CKM_ECDSA };
+    cs_drv_mech_t mech = { .type = CKM_ECDSA };
     s_check (s_ec, true, &mech, digest, 32, sig, 64);
     EVP_MD_CTX *md = EVP_MD_CTX_new ();
     ck_assert (md && EVP_DigestSignInit (md, NULL, NULL, NULL, s_ed) > 0
                && EVP_DigestSign (md, sig, &sig_len, msg, sizeof msg) > 0);
     EVP_MD_CTX_free (md);
-    cs_mech_t ed = { .type = CKM_EDDSA };
+    cs_drv_mech_t ed = { .type = CKM_EDDSA };
     s_check (s_ed, true, &ed, msg, sizeof msg, sig, sig_len);
     /*  verify = never for EC (a trusted board's default): not checked.  */
     s_board.verify_ec = 0;
     size_t key_len = 0;
     uint8_t *key_der = th_pkcs8 (s_ed, &key_len);
-    cs_key_t key = { NULL, 0, key_der, key_len, NULL };
+    cs_drv_key_t key = { NULL, 0, key_der, key_len, NULL };
     sig [3] ^= 1;
     ck_assert_int_eq (verify_result (s_verify, &s_board, true, &key, &ed, msg, sizeof msg, sig, sig_len),
                       VERIFY_SKIPPED);
@@ -145,8 +145,8 @@ START_TEST (test_resident_and_sampling)
     uint8_t di [51], sig [512];
     size_t di_len = th_digest_info ("resident", di);
     size_t len = s_rsa_op (RSA_PKCS1_PADDING, NULL, 0, di, di_len, sig);
-    cs_key_t key = { s_board.keys [0].id, 1, NULL, 0, NULL };
-    cs_mech_t pkcs = { .type = CKM_RSA_PKCS };
+    cs_drv_key_t key = { s_board.keys [0].id, 1, NULL, 0, NULL };
+    cs_drv_mech_t pkcs = { .type = CKM_RSA_PKCS };
     ck_assert_int_eq (verify_result (s_verify, &s_board, true, &key, &pkcs, di, di_len, sig, len), VERIFY_OK);
     sig [10] ^= 4;
     ck_assert_int_eq (verify_result (s_verify, &s_board, true, &key, &pkcs, di, di_len, sig, len), VERIFY_WRONG);
@@ -159,7 +159,7 @@ START_TEST (test_resident_and_sampling)
     /*  An unknown CKA_ID: nothing to check with.  */
     s_board.verify_rsa = 100;
     uint8_t other = 0x77;
-    cs_key_t unknown = { &other, 1, NULL, 0, NULL };
+    cs_drv_key_t unknown = { &other, 1, NULL, 0, NULL };
     ck_assert_int_eq (verify_result (s_verify, &s_board, true, &unknown, &pkcs, di, di_len, sig, len), VERIFY_SKIPPED);
 }
 END_TEST

@@ -60,16 +60,16 @@ s_open (const char *first, ...)
     return board;
 }
 
-static cs_session_t *
+static cs_drv_session_t *
 s_session (cs_board_t *board)
 {
-    cs_session_t *session = ((cs_drv_session_open_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_OPEN)) (board);
+    cs_drv_session_t *session = ((cs_drv_session_open_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_OPEN)) (board);
     ck_assert_ptr_nonnull (session);
     return session;
 }
 
 static void
-s_close (cs_board_t **board, cs_session_t **session)
+s_close (cs_board_t **board, cs_drv_session_t **session)
 {
     ((cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE)) (session);
     ((cs_drv_board_close_fn *) cs_driver_lookup (s_driver, CS_DRV_BOARD_CLOSE)) (board);
@@ -78,11 +78,11 @@ s_close (cs_board_t **board, cs_session_t **session)
 
 /*  Signs a DigestInfo with CKM_RSA_PKCS; sets *ok when OpenSSL verifies.  */
 static CK_RV
-s_sign (cs_session_t *session, bool *ok)
+s_sign (cs_drv_session_t *session, bool *ok)
 {
     cs_drv_sign_key_fn *sign = (cs_drv_sign_key_fn *) cs_driver_lookup (s_driver, CS_DRV_SIGN_KEY);
-    cs_key_t key = { NULL, 0, s_der, s_der_len, "ks:t" };
-    cs_mech_t mech = { .type = CKM_RSA_PKCS };
+    cs_drv_key_t key = { NULL, 0, s_der, s_der_len, "ks:t" };
+    cs_drv_mech_t mech = { .type = CKM_RSA_PKCS };
     uint8_t di [51], sig [512];
     size_t di_len = th_digest_info ("fault", di), sig_len = sizeof sig;
     CK_RV rv = sign (session, &key, &mech, di, di_len, sig, &sig_len);
@@ -93,7 +93,7 @@ s_sign (cs_session_t *session, bool *ok)
 START_TEST (test_pass_through)
 {
     cs_board_t *board = s_open (NULL);
-    cs_session_t *session = s_session (board);
+    cs_drv_session_t *session = s_session (board);
     cs_caps_t caps;
     ck_assert_int_eq (((cs_drv_capabilities_fn *) cs_driver_lookup (s_driver, CS_DRV_CAPABILITIES)) (board, &caps), 0);
     ck_assert (caps.flags & CS_CAP_KEY_MATERIAL);
@@ -109,7 +109,7 @@ END_TEST
 START_TEST (test_flip_every)
 {
     cs_board_t *board = s_open ("flip-every=3", NULL);
-    cs_session_t *session = s_session (board);
+    cs_drv_session_t *session = s_session (board);
     for (int i = 1; i <= 9; i++) {
         bool ok = false;
         ck_assert_uint_eq (s_sign (session, &ok), CKR_OK);
@@ -125,7 +125,7 @@ END_TEST
 START_TEST (test_stuck_every)
 {
     cs_board_t *board = s_open ("stuck-every=3", NULL);
-    cs_session_t *session = s_session (board), *other = s_session (board);
+    cs_drv_session_t *session = s_session (board), *other = s_session (board);
     bool ok = false;
     ck_assert_uint_eq (s_sign (session, &ok), CKR_OK);
     ck_assert (ok);
@@ -149,7 +149,7 @@ START_TEST (test_fail_and_fail_file)
 {
     bool ok = true;
     cs_board_t *board = s_open ("fail=true", NULL);
-    cs_session_t *session = s_session (board);
+    cs_drv_session_t *session = s_session (board);
     ck_assert_uint_eq (s_sign (session, &ok), CKR_DEVICE_ERROR);
     s_close (&board, &session);
 
@@ -173,7 +173,7 @@ START_TEST (test_fail_and_fail_file)
 END_TEST
 
 typedef struct {
-    cs_session_t *session;
+    cs_drv_session_t *session;
     CK_RV rv;
     volatile bool done;
 } s_call_t;
@@ -192,7 +192,7 @@ START_TEST (test_hang_after)
 {
     bool ok = false;
     cs_board_t *board = s_open ("hang-after=1", NULL);
-    cs_session_t *session = s_session (board);
+    cs_drv_session_t *session = s_session (board);
     ck_assert_uint_eq (s_sign (session, &ok), CKR_OK);
     ck_assert (ok);
     s_call_t call = { session, CKR_OK, false };
@@ -213,7 +213,7 @@ START_TEST (test_die_after)
 {
     bool ok = false;
     cs_board_t *board = s_open ("die-after=1", NULL);
-    cs_session_t *session = s_session (board), *other = s_session (board);
+    cs_drv_session_t *session = s_session (board), *other = s_session (board);
     ck_assert_uint_eq (s_sign (session, &ok), CKR_OK);
     ck_assert (ok);
     s_call_t call = { session, CKR_OK, false };
@@ -248,7 +248,7 @@ START_TEST (test_delay)
 {
     bool ok = false;
     cs_board_t *board = s_open ("delay-ms=120", NULL);
-    cs_session_t *session = s_session (board);
+    cs_drv_session_t *session = s_session (board);
     int64_t start = zclock_mono ();
     ck_assert_uint_eq (s_sign (session, &ok), CKR_OK);
     ck_assert (ok);

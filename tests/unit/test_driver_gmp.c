@@ -159,9 +159,9 @@ START_TEST (test_sizes_and_exponents)
     unsigned char *der = NULL, di [51], digest [32], sig [512], ref [512], ct [512], out [512];
     char name [32];
     snprintf (name, sizeof name, "ks:%u-%u", s_bits [_i], s_exps [_i]);
-    cs_key_t key = td_key (pkey, _i % 2 ? name : NULL, &der);
+    cs_drv_key_t key = td_key (pkey, _i % 2 ? name : NULL, &der);
     th_digest_info (name, di);
-    cs_mech_t mech = { CKM_RSA_PKCS };
+    cs_drv_mech_t mech = { CKM_RSA_PKCS };
     size_t len = sizeof sig;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert_uint_eq (len, k);
@@ -172,12 +172,12 @@ START_TEST (test_sizes_and_exponents)
     ck_assert (!th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
     /*  PSS, SHA-256 / MGF1-SHA256 / 32-byte salt.  */
     SHA256 ((const unsigned char *) name, strlen (name), digest);
-    mech = (cs_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 32 };
+    mech = (cs_drv_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 32 };
     len = sizeof sig;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, digest, 32, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pss (pkey, digest, sig, len));
     /*  Raw: a 20-byte input comes back left-padded with zeros.  */
-    mech = (cs_mech_t) { CKM_RSA_X_509 };
+    mech = (cs_drv_mech_t) { CKM_RSA_X_509 };
     len = sizeof sig;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, digest, 20, sig, &len), CKR_OK);
     ck_assert_uint_eq (len, k);
@@ -189,14 +189,14 @@ START_TEST (test_sizes_and_exponents)
     for (size_t i = 0; i < 3; i++) {
         const char *label = i == 1 ? "label" : NULL;
         size_t ct_len = th_rsa_encrypt (pkey, mds [i], label, "gmp secret", ct, sizeof ct);
-        mech = (cs_mech_t) { CKM_RSA_PKCS_OAEP, hashes [i], mgfs [i], 0, (const unsigned char *) label,
+        mech = (cs_drv_mech_t) { CKM_RSA_PKCS_OAEP, hashes [i], mgfs [i], 0, (const unsigned char *) label,
                              label ? strlen (label) : 0 };
         len = sizeof out;
         ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
         ck_assert (len == 10 && memcmp (out, "gmp secret", 10) == 0);
     }
     size_t ct_len = th_rsa_encrypt (pkey, NULL, NULL, "pkcs1 v1.5", ct, sizeof ct);
-    mech = (cs_mech_t) { CKM_RSA_PKCS };
+    mech = (cs_drv_mech_t) { CKM_RSA_PKCS };
     len = sizeof out;
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
     ck_assert (len == 10 && memcmp (out, "pkcs1 v1.5", 10) == 0);
@@ -209,11 +209,11 @@ START_TEST (test_sign_refusals)
 {
     EVP_PKEY *pkey = s_keys [S_KEY_2048];
     unsigned char *der = NULL, di [51], digest [64], sig [512];
-    cs_key_t key = td_key (pkey, "ks:refusals", &der);
+    cs_drv_key_t key = td_key (pkey, "ks:refusals", &der);
     th_digest_info ("x", di);
     /*  PSS: SHA-384 with MGF1-SHA1 and no salt (any pairing) verifies.  */
     SHA384 ((const uint8_t *) "pss", 3, digest);
-    cs_mech_t mech = { CKM_RSA_PKCS_PSS, CKM_SHA384, CKG_MGF1_SHA1, 0 };
+    cs_drv_mech_t mech = { CKM_RSA_PKCS_PSS, CKM_SHA384, CKG_MGF1_SHA1, 0 };
     size_t len = sizeof sig;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, digest, 48, sig, &len), CKR_OK);
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (pkey, NULL);
@@ -232,22 +232,22 @@ START_TEST (test_sign_refusals)
                        CKR_MECHANISM_PARAM_INVALID);
     /*  PKCS#1 input over k - 11 bytes; raw input over k bytes.  */
     unsigned char big [300] = { 0 };
-    mech = (cs_mech_t) { CKM_RSA_PKCS };
+    mech = (cs_drv_mech_t) { CKM_RSA_PKCS };
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, big, 246, sig, &len), CKR_DATA_LEN_RANGE);
     len = sizeof sig;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, big, 245, sig, &len), CKR_OK);
-    mech = (cs_mech_t) { CKM_RSA_X_509 };
+    mech = (cs_drv_mech_t) { CKM_RSA_X_509 };
     len = sizeof sig;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, big, 257, sig, &len), CKR_DATA_LEN_RANGE);
     /*  EC mechanisms with an RSA key; an unknown one; a short buffer.  */
-    mech = (cs_mech_t) { CKM_ECDSA };
+    mech = (cs_drv_mech_t) { CKM_ECDSA };
     len = 10;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, digest, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
-    mech = (cs_mech_t) { CKM_EDDSA };
+    mech = (cs_drv_mech_t) { CKM_EDDSA };
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, digest, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
-    mech = (cs_mech_t) { CKM_SHA256_RSA_PKCS };
+    mech = (cs_drv_mech_t) { CKM_SHA256_RSA_PKCS };
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, digest, 32, sig, &len), CKR_MECHANISM_INVALID);
-    mech = (cs_mech_t) { CKM_RSA_PKCS };
+    mech = (cs_drv_mech_t) { CKM_RSA_PKCS };
     len = 255;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, di, 51, sig, &len), CKR_BUFFER_TOO_SMALL);
     OPENSSL_free (der);
@@ -258,7 +258,7 @@ START_TEST (test_decrypt_refusals)
 {
     EVP_PKEY *pkey = s_keys [S_KEY_2048];
     unsigned char *der = NULL, ct [256], out [512];
-    cs_key_t key = td_key (pkey, NULL, &der);
+    cs_drv_key_t key = td_key (pkey, NULL, &der);
     static const struct { CK_MECHANISM_TYPE hash; CK_RSA_PKCS_MGF_TYPE mgf; const char *label; } oaep [] = {
         { CKM_SHA_1, CKG_MGF1_SHA1, NULL }, { CKM_SHA224, CKG_MGF1_SHA224, "l" },
         { CKM_SHA256, CKG_MGF1_SHA256, "label" }, { CKM_SHA384, CKG_MGF1_SHA384, NULL },
@@ -267,7 +267,7 @@ START_TEST (test_decrypt_refusals)
     const EVP_MD *mds [] = { EVP_sha1 (), EVP_sha224 (), EVP_sha256 (), EVP_sha384 (), EVP_sha512 () };
     for (size_t i = 0; i < 5; i++) {
         size_t ct_len = th_rsa_encrypt (pkey, mds [i], oaep [i].label, "oaep secret", ct, sizeof ct);
-        cs_mech_t mech = { CKM_RSA_PKCS_OAEP, oaep [i].hash, oaep [i].mgf, 0,
+        cs_drv_mech_t mech = { CKM_RSA_PKCS_OAEP, oaep [i].hash, oaep [i].mgf, 0,
                            (const unsigned char *) oaep [i].label, oaep [i].label ? strlen (oaep [i].label) : 0 };
         size_t len = sizeof out;
         ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
@@ -289,12 +289,12 @@ START_TEST (test_decrypt_refusals)
     }
     /*  PKCS#1 v1.5: good, tampered, and an OAEP ciphertext (wrong padding).  */
     size_t ct_len = th_rsa_encrypt (pkey, NULL, NULL, "pkcs1", ct, sizeof ct);
-    cs_mech_t mech = { CKM_RSA_PKCS };
+    cs_drv_mech_t mech = { CKM_RSA_PKCS };
     size_t len = sizeof out;
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
     ck_assert (len == 5 && memcmp (out, "pkcs1", 5) == 0);
     /*  Raw: the whole padded block (00 02 ... 00 "pkcs1").  */
-    mech = (cs_mech_t) { CKM_RSA_X_509 };
+    mech = (cs_drv_mech_t) { CKM_RSA_X_509 };
     len = sizeof out;
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
     ck_assert_uint_eq (len, 256);
@@ -302,7 +302,7 @@ START_TEST (test_decrypt_refusals)
     len = 255;
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len), CKR_BUFFER_TOO_SMALL);
     ct_len = th_rsa_encrypt (pkey, EVP_sha256 (), NULL, "oaep", ct, sizeof ct);
-    mech = (cs_mech_t) { CKM_RSA_PKCS };
+    mech = (cs_drv_mech_t) { CKM_RSA_PKCS };
     len = sizeof out;
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len),
                        CKR_ENCRYPTED_DATA_INVALID);
@@ -310,16 +310,16 @@ START_TEST (test_decrypt_refusals)
     len = sizeof out;
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, 255, out, &len),
                        CKR_ENCRYPTED_DATA_LEN_RANGE);
-    mech = (cs_mech_t) { CKM_RSA_PKCS_OAEP, CKM_MD5, CKG_MGF1_SHA1 };
+    mech = (cs_drv_mech_t) { CKM_RSA_PKCS_OAEP, CKM_MD5, CKG_MGF1_SHA1 };
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len),
                        CKR_MECHANISM_PARAM_INVALID);
-    mech = (cs_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 32 };
+    mech = (cs_drv_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 32 };
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len),
                        CKR_KEY_FUNCTION_NOT_PERMITTED);
-    mech = (cs_mech_t) { CKM_ECDSA };
+    mech = (cs_drv_mech_t) { CKM_ECDSA };
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len),
                        CKR_KEY_FUNCTION_NOT_PERMITTED);
-    mech = (cs_mech_t) { CKM_AES_CBC };
+    mech = (cs_drv_mech_t) { CKM_AES_CBC };
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &key, &mech, ct, ct_len, out, &len),
                        CKR_MECHANISM_INVALID);
     OPENSSL_free (der);
@@ -336,10 +336,10 @@ START_TEST (test_input_not_below_modulus)
     td_open_cached (&ossl, "openssl");
     EVP_PKEY *pkey = s_keys [S_KEY_2048];
     unsigned char *der = NULL, n [256], in [256], sig [256], back [256], ones [256];
-    cs_key_t key = td_key (pkey, "ks:range", &der);
+    cs_drv_key_t key = td_key (pkey, "ks:range", &der);
     s_modulus (pkey, n, sizeof n);
     memset (ones, 0xff, sizeof ones);
-    cs_mech_t raw = { CKM_RSA_X_509 };
+    cs_drv_mech_t raw = { CKM_RSA_X_509 };
     const unsigned char *bad [3] = { n, in, ones };
     memcpy (in, n, sizeof in);
     memset (in + 128, 0xff, 128);               /* above n: its low half all ones */
@@ -422,8 +422,8 @@ START_TEST (test_cache)
 {
     EVP_PKEY *pkey = s_keys [2], *other = s_keys [S_KEY_2048];
     unsigned char *der = NULL, *der2 = NULL, di [51], sig [256], sig2 [256];
-    cs_key_t key = td_key (pkey, "ks:cached", &der);
-    cs_mech_t mech = { CKM_RSA_PKCS };
+    cs_drv_key_t key = td_key (pkey, "ks:cached", &der);
+    cs_drv_mech_t mech = { CKM_RSA_PKCS };
     th_digest_info ("cache", di);
     for (int i = 0; i < 3; i++) {
         size_t len = sizeof sig;
@@ -442,7 +442,7 @@ START_TEST (test_cache)
     }
     ck_assert_uint_eq (s_gmp.cached (s_gmp.session), 1);
     /*  Same ref, another key's DER: signed with the new key.  */
-    cs_key_t swapped = td_key (other, "ks:cached", &der2);
+    cs_drv_key_t swapped = td_key (other, "ks:cached", &der2);
     size_t len = sizeof sig;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &swapped, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pkcs1 (other, di, 51, sig, len));
@@ -527,17 +527,17 @@ s_bad_crt (EVP_PKEY *pkey)
 START_TEST (test_unusable_keys)
 {
     unsigned char di [51], sig [512], *der = NULL;
-    cs_mech_t mech = { CKM_RSA_PKCS };
+    cs_drv_mech_t mech = { CKM_RSA_PKCS };
     th_digest_info ("x", di);
     unsigned char junk [] = { 0x30, 0x03, 0x02, 0x01, 0x00 };
-    cs_key_t bad = { NULL, 0, junk, sizeof junk, NULL };
+    cs_drv_key_t bad = { NULL, 0, junk, sizeof junk, NULL };
     size_t len = sizeof sig;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &bad, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
-    cs_key_t resident = { (const unsigned char *) "\x01", 1, NULL, 0, NULL };
+    cs_drv_key_t resident = { (const unsigned char *) "\x01", 1, NULL, 0, NULL };
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &resident, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     ck_assert_uint_eq (s_gmp.decrypt (s_gmp.session, &resident, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     EVP_PKEY *ec = EVP_EC_gen ("P-256");
-    cs_key_t key = td_key (ec, "ks:ec", &der);
+    cs_drv_key_t key = td_key (ec, "ks:ec", &der);
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, di, 51, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
     mech.type = CKM_ECDSA;
     ck_assert_uint_eq (s_gmp.sign (s_gmp.session, &key, &mech, di, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);

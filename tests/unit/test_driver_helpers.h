@@ -41,7 +41,7 @@ typedef struct {
     void *dl;
     const cs_driver_t *driver;
     cs_board_t *board;
-    cs_session_t *session;
+    cs_drv_session_t *session;
     cs_drv_sign_key_fn *sign;
     cs_drv_decrypt_key_fn *decrypt;
     cs_drv_session_cached_fn *cached;
@@ -50,12 +50,12 @@ typedef struct {
 
 /*  A key-material description of pkey for a board (ref may be NULL): its
  *  PKCS#8 DER goes to *der_p, for the caller to free (OPENSSL_free).  */
-static inline cs_key_t
+static inline cs_drv_key_t
 td_key (EVP_PKEY *pkey, const char *ref, unsigned char **der_p)
 {
     size_t len = 0;
     *der_p = th_pkcs8 (pkey, &len);
-    return (cs_key_t) { NULL, 0, *der_p, len, ref };
+    return (cs_drv_key_t) { NULL, 0, *der_p, len, ref };
 }
 
 /*  td_load (type), then board `name` with config (borrowed) and dir (the

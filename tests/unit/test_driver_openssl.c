@@ -76,11 +76,11 @@ START_TEST (test_rsa_sign)
 {
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     unsigned char *der = NULL, sig [512], sig2 [512], di [51], digest [64];
-    cs_key_t key = td_key (pkey, "ks:rsa", &der);
+    cs_drv_key_t key = td_key (pkey, "ks:rsa", &der);
     size_t len = sizeof sig, len2 = sizeof sig2;
     th_digest_info ("hello", di);
     /*  PKCS#1 v1.5 over a DigestInfo, twice: the cached key gives the same bytes.  */
-    cs_mech_t mech = { CKM_RSA_PKCS };
+    cs_drv_mech_t mech = { CKM_RSA_PKCS };
     ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert_uint_eq (len, 256);
     ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
@@ -90,12 +90,12 @@ START_TEST (test_rsa_sign)
     ck_assert_uint_eq (s_drv.cached (s_drv.session), 1);
     /*  PSS: SHA-256/MGF1-SHA256/32, then SHA-384/MGF1-SHA1/0 (any combination).  */
     SHA256 ((const uint8_t *) "pss", 3, digest);
-    mech = (cs_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 32 };
+    mech = (cs_drv_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA256, CKG_MGF1_SHA256, 32 };
     len = sizeof sig;
     ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_OK);
     ck_assert (th_verify_rsa_pss (pkey, digest, sig, len));
     SHA384 ((const uint8_t *) "pss", 3, digest);
-    mech = (cs_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA384, CKG_MGF1_SHA1, 0 };
+    mech = (cs_drv_mech_t) { CKM_RSA_PKCS_PSS, CKM_SHA384, CKG_MGF1_SHA1, 0 };
     len = sizeof sig;
     ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 48, sig, &len), CKR_OK);
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new (pkey, NULL);
@@ -110,7 +110,7 @@ START_TEST (test_rsa_sign)
     len = sizeof sig;
     ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_DATA_LEN_RANGE);
     /*  Raw X.509: the public operation gives back the left-padded input.  */
-    mech = (cs_mech_t) { CKM_RSA_X_509 };
+    mech = (cs_drv_mech_t) { CKM_RSA_X_509 };
     len = sizeof sig;
     ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_OK);
     ck_assert_uint_eq (len, 256);
@@ -124,10 +124,10 @@ START_TEST (test_rsa_sign)
     ck_assert_uint_eq (back_len, 256);
     ck_assert (memcmp (back + 256 - 51, di, 51) == 0);
     /*  ECDSA with an RSA key; too small a buffer.  */
-    mech = (cs_mech_t) { CKM_ECDSA };
+    mech = (cs_drv_mech_t) { CKM_ECDSA };
     len = sizeof sig;
     ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 32, sig, &len), CKR_KEY_TYPE_INCONSISTENT);
-    mech = (cs_mech_t) { CKM_RSA_PKCS };
+    mech = (cs_drv_mech_t) { CKM_RSA_PKCS };
     len = 100;
     ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, di, 51, sig, &len), CKR_BUFFER_TOO_SMALL);
     OPENSSL_free (der);
@@ -139,7 +139,7 @@ START_TEST (test_rsa_decrypt)
 {
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     unsigned char *der = NULL, ct [256], out [512];
-    cs_key_t key = td_key (pkey, "ks:dec", &der);
+    cs_drv_key_t key = td_key (pkey, "ks:dec", &der);
     static const struct { CK_MECHANISM_TYPE hash; CK_RSA_PKCS_MGF_TYPE mgf; const char *label; } oaep [] = {
         { CKM_SHA_1, CKG_MGF1_SHA1, NULL }, { CKM_SHA224, CKG_MGF1_SHA224, "l" },
         { CKM_SHA256, CKG_MGF1_SHA256, "label" }, { CKM_SHA384, CKG_MGF1_SHA384, NULL },
@@ -148,7 +148,7 @@ START_TEST (test_rsa_decrypt)
     const EVP_MD *mds [] = { EVP_sha1 (), EVP_sha224 (), EVP_sha256 (), EVP_sha384 (), EVP_sha512 () };
     for (size_t i = 0; i < 5; i++) {
         size_t ct_len = th_rsa_encrypt (pkey, mds [i], oaep [i].label, "oaep secret", ct, sizeof ct);
-        cs_mech_t mech = { CKM_RSA_PKCS_OAEP, oaep [i].hash, oaep [i].mgf, 0,
+        cs_drv_mech_t mech = { CKM_RSA_PKCS_OAEP, oaep [i].hash, oaep [i].mgf, 0,
                            (const unsigned char *) oaep [i].label, oaep [i].label ? strlen (oaep [i].label) : 0 };
         size_t len = sizeof out;
         ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
@@ -159,12 +159,12 @@ START_TEST (test_rsa_decrypt)
                            CKR_ENCRYPTED_DATA_INVALID);
     }
     size_t ct_len = th_rsa_encrypt (pkey, NULL, NULL, "pkcs1", ct, sizeof ct);
-    cs_mech_t mech = { CKM_RSA_PKCS };
+    cs_drv_mech_t mech = { CKM_RSA_PKCS };
     size_t len = sizeof out;
     ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
     ck_assert (len == 5 && memcmp (out, "pkcs1", 5) == 0);
     /*  Raw decryption gives the whole padded block.  */
-    mech = (cs_mech_t) { CKM_RSA_X_509 };
+    mech = (cs_drv_mech_t) { CKM_RSA_X_509 };
     len = sizeof out;
     ck_assert_uint_eq (s_drv.decrypt (s_drv.session, &key, &mech, ct, ct_len, out, &len), CKR_OK);
     ck_assert_uint_eq (len, 256);
@@ -185,8 +185,8 @@ START_TEST (test_ecdsa)
     for (size_t i = 0; i < 3; i++) {
         EVP_PKEY *pkey = EVP_EC_gen (curves [i]);
         unsigned char *der = NULL;
-        cs_key_t key = td_key (pkey, curves [i], &der);
-        cs_mech_t mech = { CKM_ECDSA };
+        cs_drv_key_t key = td_key (pkey, curves [i], &der);
+        cs_drv_mech_t mech = { CKM_ECDSA };
         size_t len = sizeof sig;
         ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, digest, 48, sig, &len), CKR_OK);
         ck_assert_uint_eq (len, 2 * halves [i]);
@@ -224,7 +224,7 @@ START_TEST (test_ecdh)
     for (size_t i = 0; i < 3; i++) {
         EVP_PKEY *own = EVP_EC_gen (curves [i]), *peer = EVP_EC_gen (curves [i]);
         unsigned char *der = NULL, point [200], z [128], ref [128];
-        cs_key_t key = td_key (own, i == 1 ? NULL : curves [i], &der);
+        cs_drv_key_t key = td_key (own, i == 1 ? NULL : curves [i], &der);
         size_t point_len = s_point (peer, point, sizeof point), len = sizeof z, ref_len = sizeof ref;
         ck_assert_uint_eq (derive (s_drv.session, &key, point, point_len, z, &len), CKR_OK);
         ck_assert_uint_eq (len, fields [i]);
@@ -247,10 +247,10 @@ START_TEST (test_ecdh)
     }
     EVP_PKEY *rsa = EVP_RSA_gen (2048);
     unsigned char *der = NULL, point [65] = { 0x04 }, z [64];
-    cs_key_t key = td_key (rsa, NULL, &der);
+    cs_drv_key_t key = td_key (rsa, NULL, &der);
     size_t len = sizeof z;
     ck_assert_uint_eq (derive (s_drv.session, &key, point, sizeof point, z, &len), CKR_KEY_TYPE_INCONSISTENT);
-    cs_key_t none = { NULL, 0, NULL, 0, NULL };
+    cs_drv_key_t none = { NULL, 0, NULL, 0, NULL };
     ck_assert_uint_eq (derive (s_drv.session, &none, point, sizeof point, z, &len), CKR_KEY_HANDLE_INVALID);
     OPENSSL_free (der);
     EVP_PKEY_free (rsa);
@@ -261,9 +261,9 @@ START_TEST (test_eddsa)
 {
     EVP_PKEY *pkey = EVP_PKEY_Q_keygen (NULL, NULL, "ED25519");
     unsigned char *der = NULL, sig [64];
-    cs_key_t key = td_key (pkey, NULL, &der);
+    cs_drv_key_t key = td_key (pkey, NULL, &der);
     static const char msg [] = "the whole message, not a digest";
-    cs_mech_t mech = { CKM_EDDSA };
+    cs_drv_mech_t mech = { CKM_EDDSA };
     size_t len = sizeof sig;
     ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, (const unsigned char *) msg, sizeof msg, sig, &len),
                        CKR_OK);
@@ -284,10 +284,10 @@ START_TEST (test_per_request_keys_not_cached)
 {
     unsigned char di [51], sig [256];
     th_digest_info ("x", di);
-    cs_mech_t mech = { CKM_RSA_PKCS };
+    cs_drv_mech_t mech = { CKM_RSA_PKCS };
     EVP_PKEY *pkey = EVP_RSA_gen (2048);
     unsigned char *der = NULL;
-    cs_key_t key = td_key (pkey, NULL, &der);
+    cs_drv_key_t key = td_key (pkey, NULL, &der);
     ck_assert_uint_eq (s_drv.cached (s_drv.session), 0);
     for (int i = 0; i < 3; i++) {
         size_t len = sizeof sig;
@@ -311,10 +311,10 @@ START_TEST (test_per_request_keys_not_cached)
     ck_assert (th_verify_rsa_pkcs1 (pkey, di, 51, sig, len));
     /*  Garbage material, and a resident id the board does not have.  */
     unsigned char junk [] = { 0x30, 0x03, 0x02, 0x01, 0x00 };
-    cs_key_t bad = { NULL, 0, junk, sizeof junk, NULL };
+    cs_drv_key_t bad = { NULL, 0, junk, sizeof junk, NULL };
     len = sizeof sig;
     ck_assert_uint_eq (s_drv.sign (s_drv.session, &bad, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
-    cs_key_t resident = { (const unsigned char *) "\x01", 1, NULL, 0, NULL };
+    cs_drv_key_t resident = { (const unsigned char *) "\x01", 1, NULL, 0, NULL };
     len = sizeof sig;
     ck_assert_uint_eq (s_drv.sign (s_drv.session, &resident, &mech, di, 51, sig, &len), CKR_KEY_HANDLE_INVALID);
     OPENSSL_free (der);
@@ -332,8 +332,8 @@ s_sign_verify (const unsigned char *der, size_t der_len, EVP_PKEY *pub)
     static const char msg [] = "a freshly generated key";
     unsigned char di [51], digest [32], sig [1024];
     size_t len = sizeof sig;
-    cs_key_t key = { NULL, 0, der, der_len, NULL };
-    cs_mech_t mech = { CKM_RSA_PKCS };
+    cs_drv_key_t key = { NULL, 0, der, der_len, NULL };
+    cs_drv_mech_t mech = { CKM_RSA_PKCS };
     th_digest_info (msg, di);
     SHA256 ((const unsigned char *) msg, strlen (msg), digest);
     if (EVP_PKEY_is_a (pub, "RSA")) {

@@ -47,13 +47,13 @@ static const size_t s_kem_ct [3] = { 768, 1088, 1568 };
 
 /*  A fresh key of `mechanism` and `set`: its PKCS#8 (caller frees) and
  *  its public key in pub (capacity 2592).  */
-static cs_key_t
+static cs_drv_key_t
 s_keygen (CK_MECHANISM_TYPE mechanism, CK_ULONG set, unsigned char **der_p, unsigned char *pub, size_t *pub_len)
 {
     cs_keygen_t gen = { .mechanism = mechanism, .parameter_set = set };
     size_t der_len = 0;
     ck_assert_uint_eq (s_generate (s_drv.session, &gen, der_p, &der_len), CKR_OK);
-    cs_key_t key = { NULL, 0, *der_p, der_len, NULL };
+    cs_drv_key_t key = { NULL, 0, *der_p, der_len, NULL };
     CK_KEY_TYPE type = 0;
     CK_ULONG got_set = 0;
     *pub_len = 2592;
@@ -119,13 +119,13 @@ END_TEST
  *  test layouts_match_cs_driver_h asserts the same numbers).  LP64.  */
 START_TEST (test_layout)
 {
-    ck_assert_uint_eq (sizeof (cs_mech_t), 72);
-    ck_assert_uint_eq (offsetof (cs_mech_t, hedge), 48);
-    ck_assert_uint_eq (offsetof (cs_mech_t, context), 56);
-    ck_assert_uint_eq (offsetof (cs_mech_t, context_len), 64);
+    ck_assert_uint_eq (sizeof (cs_drv_mech_t), 72);
+    ck_assert_uint_eq (offsetof (cs_drv_mech_t, hedge), 48);
+    ck_assert_uint_eq (offsetof (cs_drv_mech_t, context), 56);
+    ck_assert_uint_eq (offsetof (cs_drv_mech_t, context_len), 64);
     ck_assert_uint_eq (sizeof (cs_mech_info_t), 32);
-    ck_assert_uint_eq (sizeof (cs_key_t), 40);
-    ck_assert_uint_eq (offsetof (cs_key_t, ref), 32);
+    ck_assert_uint_eq (sizeof (cs_drv_key_t), 40);
+    ck_assert_uint_eq (offsetof (cs_drv_key_t, ref), 32);
     ck_assert_uint_eq (sizeof (cs_caps_t), 12);
     ck_assert_uint_eq (sizeof (cs_keygen_t), 88);
     ck_assert_uint_eq (offsetof (cs_keygen_t, can_sign), 72);
@@ -144,9 +144,9 @@ START_TEST (test_ml_dsa)
     for (CK_ULONG set = CKP_ML_DSA_44; set <= CKP_ML_DSA_87; set++) {
         unsigned char *der = NULL, pub [2592], sig [4700], sig2 [4700];
         size_t pub_len = 0;
-        cs_key_t key = s_keygen (CKM_ML_DSA_KEY_PAIR_GEN, set, &der, pub, &pub_len);
+        cs_drv_key_t key = s_keygen (CKM_ML_DSA_KEY_PAIR_GEN, set, &der, pub, &pub_len);
         ck_assert_uint_eq (pub_len, s_dsa_pk [set - 1]);
-        cs_mech_t mech = { .type = CKM_ML_DSA, .context = ctx, .context_len = 255 };
+        cs_drv_mech_t mech = { .type = CKM_ML_DSA, .context = ctx, .context_len = 255 };
         size_t len = 10;
         ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, msg, sizeof msg, sig, &len),
                            CKR_BUFFER_TOO_SMALL);
@@ -156,7 +156,7 @@ START_TEST (test_ml_dsa)
         ck_assert_uint_eq (len, s_dsa_sig [set - 1]);
         ck_assert_uint_eq (s_verify (s_drv.session, &mech, set, pub, pub_len, msg, sizeof msg, sig, len), CKR_OK);
         /* Another context, message or signature byte, or parameter set. */
-        cs_mech_t other = mech;
+        cs_drv_mech_t other = mech;
         other.context_len = 254;
         ck_assert_uint_eq (s_verify (s_drv.session, &other, set, pub, pub_len, msg, sizeof msg, sig, len),
                            CKR_SIGNATURE_INVALID);
@@ -194,15 +194,15 @@ START_TEST (test_ml_dsa)
         mech.type = CKM_EDDSA;
         ck_assert_uint_eq (s_drv.sign (s_drv.session, &key, &mech, msg, sizeof msg, sig, &len), CKR_MECHANISM_INVALID);
         mech.type = CKM_ML_DSA;
-        cs_key_t resident = { (const unsigned char *) "id", 2, NULL, 0, NULL };
+        cs_drv_key_t resident = { (const unsigned char *) "id", 2, NULL, 0, NULL };
         ck_assert_uint_eq (s_drv.sign (s_drv.session, &resident, &mech, msg, sizeof msg, sig, &len),
                            CKR_KEY_HANDLE_INVALID);
-        cs_key_t junk = { NULL, 0, msg, sizeof msg, NULL };
+        cs_drv_key_t junk = { NULL, 0, msg, sizeof msg, NULL };
         ck_assert_uint_eq (s_drv.sign (s_drv.session, &junk, &mech, msg, sizeof msg, sig, &len),
                            CKR_KEY_HANDLE_INVALID);
         unsigned char secret [32];
         size_t secret_len = sizeof secret;
-        cs_mech_t kem = { .type = CKM_ML_KEM };
+        cs_drv_mech_t kem = { .type = CKM_ML_KEM };
         ck_assert_uint_eq (s_decaps (s_drv.session, &key, &kem, sig, s_kem_ct [0], secret, &secret_len),
                            CKR_KEY_TYPE_INCONSISTENT);
         free (der);
@@ -222,9 +222,9 @@ START_TEST (test_ml_kem)
     for (CK_ULONG set = CKP_ML_KEM_512; set <= CKP_ML_KEM_1024; set++) {
         unsigned char *der = NULL, pub [2592], ct [1600], k1 [32], k2 [32], k3 [32];
         size_t pub_len = 0;
-        cs_key_t key = s_keygen (CKM_ML_KEM_KEY_PAIR_GEN, set, &der, pub, &pub_len);
+        cs_drv_key_t key = s_keygen (CKM_ML_KEM_KEY_PAIR_GEN, set, &der, pub, &pub_len);
         ck_assert_uint_eq (pub_len, s_kem_ek [set - 1]);
-        cs_mech_t mech = { .type = CKM_ML_KEM };
+        cs_drv_mech_t mech = { .type = CKM_ML_KEM };
         size_t ct_len = 16, k_len = sizeof k1;
         ck_assert_uint_eq (s_encaps (s_drv.session, &mech, set, pub, pub_len, ct, &ct_len, k1, &k_len),
                            CKR_BUFFER_TOO_SMALL);
@@ -322,7 +322,7 @@ s_der (unsigned char *buf, size_t *at, unsigned char tag, const unsigned char *c
 /*  PKCS#8 of a key whose OID ends in oid7.oid8 (2.16.840.1.101.3.4.oid7.oid8)
  *  and whose private key CHOICE has tag `tag` (0x80 seed, 0x04 expanded):
  *  the shapes of docs/PQ-DRIVER.md, built here independently of the driver.  */
-static cs_key_t
+static cs_drv_key_t
 s_pkcs8 (unsigned char *out, int oid7, int oid8, unsigned char tag, const unsigned char *key, size_t key_len)
 {
     unsigned char oid [] = { 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04,
@@ -334,7 +334,7 @@ s_pkcs8 (unsigned char *out, int oid7, int oid8, unsigned char tag, const unsign
     s_der (body, &body_len, 0x30, oid, sizeof oid);
     s_der (body, &body_len, 0x04, inner, inner_len);
     s_der (out, &len, 0x30, body, body_len);
-    return (cs_key_t) { NULL, 0, out, len, NULL };
+    return (cs_drv_key_t) { NULL, 0, out, len, NULL };
 }
 
 START_TEST (test_acvp_keygen)
@@ -350,7 +350,7 @@ START_TEST (test_acvp_keygen)
             unsigned char *xi = s_kat (dsa [i], "keyGen", nth, "seed", &seed_len);
             unsigned char *pk = s_kat (dsa [i], "keyGen", nth, "pk", &pk_len);
             ck_assert (xi && pk && seed_len == 32);
-            cs_key_t key = s_pkcs8 (der, 3, 0x11 + i, 0x80, xi, seed_len);
+            cs_drv_key_t key = s_pkcs8 (der, 3, 0x11 + i, 0x80, xi, seed_len);
             ck_assert_uint_eq (s_public (s_drv.session, &key, &type, &set, pub, &pub_len), CKR_OK);
             ck_assert_uint_eq (type, CKK_ML_DSA);
             ck_assert_uint_eq (set, (CK_ULONG) i + 1);
@@ -382,7 +382,7 @@ END_TEST
 START_TEST (test_acvp_decapsulation)
 {
     static const char *kem [] = { "ML-KEM-512", "ML-KEM-768", "ML-KEM-1024" };
-    cs_mech_t mech = { .type = CKM_ML_KEM };
+    cs_drv_mech_t mech = { .type = CKM_ML_KEM };
     for (int i = 0; i < 3; i++) {
         /* Case 0 is unmodified, case 1 a modified ciphertext (implicit rejection). */
         for (int nth = 0; nth < 2; nth++) {
@@ -392,7 +392,7 @@ START_TEST (test_acvp_decapsulation)
             unsigned char *c = s_kat (kem [i], "decap", nth, "c", &c_len);
             unsigned char *k = s_kat (kem [i], "decap", nth, "k", &k_len);
             ck_assert (dk && c && k && k_len == 32);
-            cs_key_t key = s_pkcs8 (der, 4, 1 + i, 0x04, dk, dk_len);
+            cs_drv_key_t key = s_pkcs8 (der, 4, 1 + i, 0x04, dk, dk_len);
             ck_assert_uint_eq (s_decaps (s_drv.session, &key, &mech, c, c_len, out, &out_len), CKR_OK);
             ck_assert_mem_eq (out, k, 32);
             /* The expanded key with one byte of H(ek) changed fails FIPS 203 §7.3. */

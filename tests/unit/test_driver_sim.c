@@ -76,13 +76,13 @@ s_now_ms (void)
 /*  Signs a SHA-256 DigestInfo of `message` with CKM_RSA_PKCS in `session`;
  *  true when OpenSSL verifies the signature with the key's public half.  */
 static bool
-s_sign_verified (cs_session_t *session, const char *message)
+s_sign_verified (cs_drv_session_t *session, const char *message)
 {
     cs_drv_sign_key_fn *sign = (cs_drv_sign_key_fn *) cs_driver_lookup (s_driver, CS_DRV_SIGN_KEY);
     uint8_t di [51], sig [512];
     size_t di_len = th_digest_info (message, di), sig_len = sizeof sig;
-    cs_key_t key = { s_id, sizeof s_id, NULL, 0, NULL };
-    cs_mech_t mech = { .type = CKM_RSA_PKCS };
+    cs_drv_key_t key = { s_id, sizeof s_id, NULL, 0, NULL };
+    cs_drv_mech_t mech = { .type = CKM_RSA_PKCS };
     return sign (session, &key, &mech, di, di_len, sig, &sig_len) == CKR_OK
         && th_verify_rsa_pkcs1 (s_key, di, di_len, sig, sig_len);
 }
@@ -103,7 +103,7 @@ s_caller (void *arg)
         = (cs_drv_session_open_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_OPEN);
     cs_drv_session_close_fn *session_close
         = (cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE);
-    cs_session_t *session = session_open (caller->board);
+    cs_drv_session_t *session = session_open (caller->board);
     pthread_barrier_wait (caller->start);
     char message [64];
     snprintf (message, sizeof message, "sim caller %d", caller->index);
@@ -190,7 +190,7 @@ START_TEST (test_preset_crt_latency)
         = (cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE);
     cs_drv_decrypt_key_fn *decrypt
         = (cs_drv_decrypt_key_fn *) cs_driver_lookup (s_driver, CS_DRV_DECRYPT_KEY);
-    cs_session_t *session = session_open (board);
+    cs_drv_session_t *session = session_open (board);
     ck_assert_ptr_nonnull (session);
     double began = s_now_ms ();
     ck_assert (s_sign_verified (session, "nfast300 crt"));
@@ -200,8 +200,8 @@ START_TEST (test_preset_crt_latency)
     uint8_t cipher [256], plain [256];
     size_t cipher_len = th_rsa_encrypt (s_key, NULL, NULL, "a secret", cipher, sizeof cipher);
     size_t plain_len = sizeof plain;
-    cs_key_t key = { s_id, sizeof s_id, NULL, 0, NULL };
-    cs_mech_t mech = { .type = CKM_RSA_PKCS };
+    cs_drv_key_t key = { s_id, sizeof s_id, NULL, 0, NULL };
+    cs_drv_mech_t mech = { .type = CKM_RSA_PKCS };
     began = s_now_ms ();
     ck_assert_int_eq (decrypt (session, &key, &mech, cipher, cipher_len, plain, &plain_len), CKR_OK);
     ms = s_now_ms () - began;
@@ -224,7 +224,7 @@ START_TEST (test_jitter)
         = (cs_drv_session_open_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_OPEN);
     cs_drv_session_close_fn *session_close
         = (cs_drv_session_close_fn *) cs_driver_lookup (s_driver, CS_DRV_SESSION_CLOSE);
-    cs_session_t *session = session_open (board);
+    cs_drv_session_t *session = session_open (board);
     double least = 1e9, most = 0;
     for (int i = 0; i < 8; i++) {
         double began = s_now_ms ();

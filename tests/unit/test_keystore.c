@@ -111,7 +111,7 @@ s_put (keystore_t *ks, const char *tenant, EVP_PKEY *pkey, const char *label)
     Cs__KeyInfo *info = key_info_from_pkey (pkey, &params);
     ck_assert_ptr_nonnull (info);
     size_t len = 0;
-    uint8_t *der = key_info_pkcs8 (pkey, &len);
+    uint8_t *der = cs_pkey_to_pkcs8 (pkey, &len);
     ck_assert_ptr_nonnull (der);
     ck_assert_int_eq (keystore_key_put (ks, tenant, info, der, len), 0);
     char *ref = strdup (info->ref);
@@ -151,7 +151,7 @@ START_TEST (test_key_round_trip)
     ck_assert_str_eq (info->label, "my key");
     ck_assert_str_eq (info->ref, ref);
     ck_assert_str_eq (info->home, "keystore");
-    EVP_PKEY *back = key_info_pkey_from_pkcs8 (der, len);
+    EVP_PKEY *back = cs_pkey_from_pkcs8 (der, len);
     ck_assert_ptr_nonnull (back);
     ck_assert_int_eq (EVP_PKEY_eq (back, pkey), 1);
     //  Unknown refs and tenants give -1.
@@ -215,7 +215,7 @@ START_TEST (test_no_plaintext_on_disk)
     EVP_PKEY *pkey = s_keygen ("RSA", "2048");
     size_t len = 0, der_len = 0;
     uint8_t *secret = s_rsa_private_numbers (pkey, &len);
-    uint8_t *der = key_info_pkcs8 (pkey, &der_len);
+    uint8_t *der = cs_pkey_to_pkcs8 (pkey, &der_len);
     ck_assert_uint_gt (len, 5 * 128);
     char *ref = s_put (ks, "alice", pkey, "rsa");
     char wal [sizeof s_path + 8];
@@ -740,7 +740,7 @@ START_TEST (test_tampered_key_row)
     ck_assert_ptr_nonnull (info);
     info->can_decrypt = false;
     size_t len = 0;
-    uint8_t *der = key_info_pkcs8 (pkey, &len);
+    uint8_t *der = cs_pkey_to_pkcs8 (pkey, &len);
     ck_assert_int_eq (keystore_key_put (ks, "alice", info, der, len), 0);
     char *ref = strdup (info->ref), *other = s_put (ks, "alice", pkey, "other");
     Cs__KeyInfo *got = NULL, **infos = NULL;
@@ -1185,7 +1185,7 @@ START_TEST (test_key_info_types)
     ck_assert_int_eq (key_info_derive_id (pub, b), 0);
     ck_assert_mem_eq (a, b, sizeof a);
     ck_assert_mem_eq (info->id.data, a, sizeof a);
-    ck_assert_ptr_null (key_info_pkcs8 (pub, &(size_t) { 0 }));
+    ck_assert_ptr_null (cs_pkey_to_pkcs8 (pub, &(size_t) { 0 }));
     cs__key_info__free_unpacked (info, NULL);
     OPENSSL_free (spki);
     EVP_PKEY_free (pub);
@@ -1245,7 +1245,7 @@ START_TEST (test_pg_no_plaintext_on_disk)
     EVP_PKEY *pkey = s_keygen ("RSA", "2048");
     size_t len = 0, der_len = 0;
     uint8_t *secret = s_rsa_private_numbers (pkey, &len);
-    uint8_t *der = key_info_pkcs8 (pkey, &der_len);
+    uint8_t *der = cs_pkey_to_pkcs8 (pkey, &der_len);
     char *ref = s_put (ks, "alice", pkey, "rsa");
     s_sql ("CHECKPOINT", -1);
     ck_assert (!s_tree_has_window (data, secret, len));

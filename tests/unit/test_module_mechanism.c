@@ -113,7 +113,7 @@ START_TEST (test_digest_info_kat)
     }
     /*  Every hash-and-sign RSA PKCS#1 v1.5 mechanism of the table has a vector.  */
     size_t count = 0, covered = 0;
-    const cs_mech_t *table = cs_mech_table (&count);
+    const cs_mech_row_t *table = cs_mech_rows (&count);
     for (size_t m = 0; m < count; m++) {
         if (table [m].wire != CKM_RSA_PKCS || !table [m].hash)
             continue;
@@ -130,21 +130,21 @@ END_TEST
 
 START_TEST (test_table)
 {
-    const cs_mech_t *m = cs_mech_lookup (CKM_SHA384_RSA_PKCS);
+    const cs_mech_row_t *m = cs_mech_row (CKM_SHA384_RSA_PKCS);
     ck_assert_ptr_nonnull (m);
     ck_assert_uint_eq (m->wire, CKM_RSA_PKCS);
     ck_assert_uint_eq (m->hash, CKM_SHA384);
-    m = cs_mech_lookup (CKM_ECDSA_SHA256);
+    m = cs_mech_row (CKM_ECDSA_SHA256);
     ck_assert_uint_eq (m->wire, CKM_ECDSA);
     ck_assert_uint_eq (m->key_type, CKK_EC);
-    m = cs_mech_lookup (CKM_RSA_PKCS_OAEP);
+    m = cs_mech_row (CKM_RSA_PKCS_OAEP);
     ck_assert (m->flags & CKF_DECRYPT);
     ck_assert (!(m->flags & CKF_SIGN));
-    ck_assert_ptr_null (cs_mech_lookup (CKM_MD5_RSA_PKCS));
-    ck_assert_ptr_null (cs_mech_lookup (CKM_DES_MAC));     /* single DES: ciphers only (legacy) */
-    ck_assert_uint_eq (cs_mech_lookup (CKM_DES_ECB)->key_type, CKK_DES);
-    ck_assert_uint_eq (cs_mech_lookup (CKM_AES_CTR)->param, CS_MECH_PARAM_CTR);
-    ck_assert_uint_eq (cs_mech_lookup (CKM_AES_CBC)->key_type, CKK_AES);
+    ck_assert_ptr_null (cs_mech_row (CKM_MD5_RSA_PKCS));
+    ck_assert_ptr_null (cs_mech_row (CKM_DES_MAC));     /* single DES: ciphers only (legacy) */
+    ck_assert_uint_eq (cs_mech_row (CKM_DES_ECB)->key_type, CKK_DES);
+    ck_assert_uint_eq (cs_mech_row (CKM_AES_CTR)->param, CS_MECH_PARAM_CTR);
+    ck_assert_uint_eq (cs_mech_row (CKM_AES_CBC)->key_type, CKK_AES);
 }
 END_TEST
 
@@ -154,7 +154,7 @@ s_pss (CK_MECHANISM_TYPE type, CK_MECHANISM_TYPE hash, CK_ULONG mgf, CK_ULONG sa
     CK_RSA_PKCS_PSS_PARAMS pss = { hash, mgf, salt };
     CK_MECHANISM mech = { type, &pss, sizeof pss };
     cs_mech_params_t params;
-    CK_RV rv = cs_mech_check (cs_mech_lookup (type), &mech, CKK_RSA, k, &params);
+    CK_RV rv = cs_mech_check (cs_mech_row (type), &mech, CKK_RSA, k, &params);
     if (rv == CKR_OK)
         ck_assert_uint_eq (params.salt_len, salt);
     cs_mech_params_clear (&params);
@@ -182,7 +182,7 @@ START_TEST (test_pss_block)
     CK_RSA_PKCS_PSS_PARAMS pss = { CKM_SHA256, CKG_MGF1_SHA256, 32 };
     CK_MECHANISM mech = { CKM_SHA256_RSA_PKCS_PSS, &pss, sizeof pss - 1 };
     cs_mech_params_t params;
-    const cs_mech_t *entry = cs_mech_lookup (CKM_SHA256_RSA_PKCS_PSS);
+    const cs_mech_row_t *entry = cs_mech_row (CKM_SHA256_RSA_PKCS_PSS);
     ck_assert_uint_eq (cs_mech_check (entry, &mech, CKK_RSA, 256, &params), CKR_MECHANISM_PARAM_INVALID);
     mech.pParameter = NULL;
     mech.ulParameterLen = 0;
@@ -199,7 +199,7 @@ s_oaep (CK_MECHANISM_TYPE hash, CK_ULONG mgf, CK_ULONG source, void *label, CK_U
 {
     CK_RSA_PKCS_OAEP_PARAMS oaep = { hash, mgf, source, label, label_len };
     CK_MECHANISM mech = { CKM_RSA_PKCS_OAEP, &oaep, sizeof oaep };
-    return cs_mech_check (cs_mech_lookup (CKM_RSA_PKCS_OAEP), &mech, CKK_RSA, 256, params);
+    return cs_mech_check (cs_mech_row (CKM_RSA_PKCS_OAEP), &mech, CKK_RSA, 256, params);
 }
 
 START_TEST (test_oaep)
@@ -230,13 +230,13 @@ START_TEST (test_no_params)
     cs_mech_params_t params;
     CK_ULONG junk = 1;
     CK_MECHANISM mech = { CKM_SHA256_RSA_PKCS, NULL, 0 };
-    const cs_mech_t *entry = cs_mech_lookup (CKM_SHA256_RSA_PKCS);
+    const cs_mech_row_t *entry = cs_mech_row (CKM_SHA256_RSA_PKCS);
     ck_assert_uint_eq (cs_mech_check (entry, &mech, CKK_RSA, 256, &params), CKR_OK);
     mech.pParameter = &junk;
     mech.ulParameterLen = sizeof junk;
     ck_assert_uint_eq (cs_mech_check (entry, &mech, CKK_RSA, 256, &params), CKR_MECHANISM_PARAM_INVALID);
     mech = (CK_MECHANISM) { CKM_ECDSA, NULL, 0 };
-    ck_assert_uint_eq (cs_mech_check (cs_mech_lookup (CKM_ECDSA), &mech, CKK_RSA, 256, &params),
+    ck_assert_uint_eq (cs_mech_check (cs_mech_row (CKM_ECDSA), &mech, CKK_RSA, 256, &params),
                        CKR_KEY_TYPE_INCONSISTENT);
 }
 END_TEST
@@ -255,12 +255,12 @@ START_TEST (test_table_issue4)
     };
     cs_mech_params_t params;
     for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
-        const cs_mech_t *m = cs_mech_lookup (cases [i].type);
+        const cs_mech_row_t *m = cs_mech_row (cases [i].type);
         ck_assert_ptr_nonnull (m);
         ck_assert_uint_eq (m->wire, cases [i].wire);
         ck_assert_uint_eq (m->hash, cases [i].hash);
     }
-    const cs_mech_t *x509 = cs_mech_lookup (CKM_RSA_X_509);
+    const cs_mech_row_t *x509 = cs_mech_row (CKM_RSA_X_509);
     ck_assert ((x509->flags & (CKF_SIGN | CKF_VERIFY | CKF_ENCRYPT | CKF_DECRYPT | CKF_HW))
                == (CKF_SIGN | CKF_VERIFY | CKF_ENCRYPT | CKF_DECRYPT | CKF_HW));
     CK_ULONG junk = 0;
@@ -269,7 +269,7 @@ START_TEST (test_table_issue4)
     mech = (CK_MECHANISM) { CKM_RSA_X_509, NULL, 0 };
     ck_assert_uint_eq (cs_mech_check (x509, &mech, CKK_EC, 0, &params), CKR_KEY_TYPE_INCONSISTENT);
     ck_assert_uint_eq (cs_mech_check (x509, &mech, CKK_RSA, 256, &params), CKR_OK);
-    const cs_mech_t *ecdh = cs_mech_lookup (CKM_ECDH1_DERIVE);
+    const cs_mech_row_t *ecdh = cs_mech_row (CKM_ECDH1_DERIVE);
     ck_assert_uint_eq (ecdh->flags, CKF_HW | CKF_DERIVE);
     mech = (CK_MECHANISM) { CKM_ECDH1_DERIVE, NULL, 0 };
     ck_assert_uint_eq (cs_mech_check (ecdh, &mech, CKK_EC, 0, &params), CKR_MECHANISM_INVALID);

@@ -69,9 +69,9 @@ pub const CKF_GENERATE_KEY_PAIR: CkUlong = 0x10000;
 pub const CKF_ENCAPSULATE: CkUlong = 0x1000_0000;
 pub const CKF_DECAPSULATE: CkUlong = 0x2000_0000;
 
-/// cs_mech_t: a raw mechanism with its parameters.
+/// cs_drv_mech_t: a raw mechanism with its parameters.
 #[repr(C)]
-pub struct CsMech {
+pub struct CsDrvMech {
     pub type_: CkUlong,
     pub hash: CkUlong,
     pub mgf: CkUlong,
@@ -92,9 +92,9 @@ pub struct CsMechInfo {
     pub flags: CkUlong,
 }
 
-/// cs_key_t: the key of one operation (resident id, or PKCS#8 material).
+/// cs_drv_key_t: the key of one operation (resident id, or PKCS#8 material).
 #[repr(C)]
-pub struct CsKey {
+pub struct CsDrvKey {
     pub id: *const u8,
     pub id_len: usize,
     pub pkcs8: *const u8,
@@ -171,13 +171,13 @@ mod tests {
     // (tests/unit/test_driver_pq.c, test "layout"), LP64.
     #[test]
     fn layouts_match_cs_driver_h() {
-        assert_eq!(size_of::<CsMech>(), 72);
-        assert_eq!(offset_of!(CsMech, hedge), 48);
-        assert_eq!(offset_of!(CsMech, context), 56);
-        assert_eq!(offset_of!(CsMech, context_len), 64);
+        assert_eq!(size_of::<CsDrvMech>(), 72);
+        assert_eq!(offset_of!(CsDrvMech, hedge), 48);
+        assert_eq!(offset_of!(CsDrvMech, context), 56);
+        assert_eq!(offset_of!(CsDrvMech, context_len), 64);
         assert_eq!(size_of::<CsMechInfo>(), 32);
-        assert_eq!(size_of::<CsKey>(), 40);
-        assert_eq!(offset_of!(CsKey, ref_), 32);
+        assert_eq!(size_of::<CsDrvKey>(), 40);
+        assert_eq!(offset_of!(CsDrvKey, ref_), 32);
         assert_eq!(size_of::<CsCaps>(), 12);
         assert_eq!(size_of::<CsKeygen>(), 88);
         assert_eq!(offset_of!(CsKeygen, can_sign), 72);

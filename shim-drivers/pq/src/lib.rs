@@ -23,7 +23,7 @@ pub struct Board {
     _name: String, // for debuggers and future log lines
 }
 
-/// cs_session_t of this driver: stateless (no key cache).
+/// cs_drv_session_t of this driver: stateless (no key cache).
 pub struct Session {
     _board: *const Board,
 }
@@ -70,7 +70,7 @@ unsafe fn copy_out(src: &[u8], out: *mut u8, out_len: *mut usize) -> CkRv {
 
 /// The material of `key`: resident keys and unparsable DER are
 /// CKR_KEY_HANDLE_INVALID.
-unsafe fn key_material(key: *const CsKey) -> algs::Result<Material> {
+unsafe fn key_material(key: *const CsDrvKey) -> algs::Result<Material> {
     let key = key.as_ref().ok_or(CKR_KEY_HANDLE_INVALID)?;
     if !key.id.is_null() || key.pkcs8.is_null() {
         return Err(CKR_KEY_HANDLE_INVALID); // this board has no resident keys
@@ -80,7 +80,7 @@ unsafe fn key_material(key: *const CsKey) -> algs::Result<Material> {
 }
 
 /// The context string and hedge choice of a CKM_ML_DSA mechanism.
-unsafe fn dsa_params<'a>(mech: *const CsMech) -> algs::Result<(&'a [u8], CkUlong)> {
+unsafe fn dsa_params<'a>(mech: *const CsDrvMech) -> algs::Result<(&'a [u8], CkUlong)> {
     let mech = mech.as_ref().ok_or(CKR_MECHANISM_INVALID)?;
     if mech.type_ != CKM_ML_DSA {
         return Err(CKR_MECHANISM_INVALID);
@@ -187,7 +187,7 @@ unsafe extern "C" fn capabilities(_board: *mut Board, caps: *mut CsCaps) -> c_in
     })
 }
 
-unsafe extern "C" fn sign_key(_session: *mut Session, key: *const CsKey, mech: *const CsMech,
+unsafe extern "C" fn sign_key(_session: *mut Session, key: *const CsDrvKey, mech: *const CsDrvMech,
                               input: *const u8, in_len: usize, out: *mut u8, out_len: *mut usize) -> CkRv {
     guard(CKR_DEVICE_ERROR, || rv((|| {
         let (ctx, hedge) = dsa_params(mech)?;
@@ -239,7 +239,7 @@ unsafe extern "C" fn generate_material(_session: *mut Session, gen: *const CsKey
     })()))
 }
 
-unsafe extern "C" fn public_key(_session: *mut Session, key: *const CsKey, key_type: *mut CkUlong,
+unsafe extern "C" fn public_key(_session: *mut Session, key: *const CsDrvKey, key_type: *mut CkUlong,
                                 parameter_set: *mut CkUlong, out: *mut u8, out_len: *mut usize) -> CkRv {
     guard(CKR_DEVICE_ERROR, || rv((|| {
         if key_type.is_null() || parameter_set.is_null() {
@@ -253,7 +253,7 @@ unsafe extern "C" fn public_key(_session: *mut Session, key: *const CsKey, key_t
     })()))
 }
 
-unsafe extern "C" fn verify(_session: *mut Session, mech: *const CsMech, parameter_set: CkUlong,
+unsafe extern "C" fn verify(_session: *mut Session, mech: *const CsDrvMech, parameter_set: CkUlong,
                             public: *const u8, public_len: usize, input: *const u8, in_len: usize,
                             sig: *const u8, sig_len: usize) -> CkRv {
     guard(CKR_DEVICE_ERROR, || rv((|| {
@@ -266,14 +266,14 @@ unsafe extern "C" fn verify(_session: *mut Session, mech: *const CsMech, paramet
     })()))
 }
 
-unsafe fn kem_mech(mech: *const CsMech) -> algs::Result<()> {
+unsafe fn kem_mech(mech: *const CsDrvMech) -> algs::Result<()> {
     match mech.as_ref() {
         Some(m) if m.type_ == CKM_ML_KEM => Ok(()),
         _ => Err(CKR_MECHANISM_INVALID),
     }
 }
 
-unsafe extern "C" fn encapsulate(_session: *mut Session, mech: *const CsMech, parameter_set: CkUlong,
+unsafe extern "C" fn encapsulate(_session: *mut Session, mech: *const CsDrvMech, parameter_set: CkUlong,
                                  public: *const u8, public_len: usize, ct: *mut u8, ct_len: *mut usize,
                                  secret: *mut u8, secret_len: *mut usize) -> CkRv {
     guard(CKR_DEVICE_ERROR, || rv((|| {
@@ -294,7 +294,7 @@ unsafe extern "C" fn encapsulate(_session: *mut Session, mech: *const CsMech, pa
     })()))
 }
 
-unsafe extern "C" fn decapsulate(_session: *mut Session, key: *const CsKey, mech: *const CsMech,
+unsafe extern "C" fn decapsulate(_session: *mut Session, key: *const CsDrvKey, mech: *const CsDrvMech,
                                  ct: *const u8, ct_len: usize, secret: *mut u8, secret_len: *mut usize) -> CkRv {
     guard(CKR_DEVICE_ERROR, || rv((|| {
         kem_mech(mech)?;
@@ -333,16 +333,16 @@ type FnBoardKeys = unsafe extern "C" fn(*mut Board, *mut *mut c_void, *mut usize
 type FnSessionOpen = unsafe extern "C" fn(*mut Board) -> *mut Session;
 type FnSessionClose = unsafe extern "C" fn(*mut *mut Session);
 type FnCaps = unsafe extern "C" fn(*mut Board, *mut CsCaps) -> c_int;
-type FnSign = unsafe extern "C" fn(*mut Session, *const CsKey, *const CsMech, *const u8, usize, *mut u8,
+type FnSign = unsafe extern "C" fn(*mut Session, *const CsDrvKey, *const CsDrvMech, *const u8, usize, *mut u8,
                                    *mut usize) -> CkRv;
 type FnGenerate = unsafe extern "C" fn(*mut Session, *const CsKeygen, *mut *mut u8, *mut usize) -> CkRv;
-type FnPublic = unsafe extern "C" fn(*mut Session, *const CsKey, *mut CkUlong, *mut CkUlong, *mut u8,
+type FnPublic = unsafe extern "C" fn(*mut Session, *const CsDrvKey, *mut CkUlong, *mut CkUlong, *mut u8,
                                      *mut usize) -> CkRv;
-type FnVerify = unsafe extern "C" fn(*mut Session, *const CsMech, CkUlong, *const u8, usize, *const u8, usize,
+type FnVerify = unsafe extern "C" fn(*mut Session, *const CsDrvMech, CkUlong, *const u8, usize, *const u8, usize,
                                      *const u8, usize) -> CkRv;
-type FnEncaps = unsafe extern "C" fn(*mut Session, *const CsMech, CkUlong, *const u8, usize, *mut u8, *mut usize,
+type FnEncaps = unsafe extern "C" fn(*mut Session, *const CsDrvMech, CkUlong, *const u8, usize, *mut u8, *mut usize,
                                      *mut u8, *mut usize) -> CkRv;
-type FnDecaps = unsafe extern "C" fn(*mut Session, *const CsKey, *const CsMech, *const u8, usize, *mut u8,
+type FnDecaps = unsafe extern "C" fn(*mut Session, *const CsDrvKey, *const CsDrvMech, *const u8, usize, *mut u8,
                                      *mut usize) -> CkRv;
 
 static DISPATCH: [CsDispatch; 14] = [

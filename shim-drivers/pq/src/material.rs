@@ -1,5 +1,5 @@
 //! material.rs — the PKCS#8 form of ML-DSA and ML-KEM private keys, as the
-//! broker's "key material" path carries them (cs_key_t.pkcs8; format in
+//! broker's "key material" path carries them (cs_drv_key_t.pkcs8; format in
 //! docs/PQ-DRIVER.md).
 //!
 //! OneAsymmetricKey (RFC 5958) with the algorithm's OID and no parameters,
