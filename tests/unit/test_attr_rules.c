@@ -290,11 +290,11 @@ START_TEST (test_usage_spec)
 }
 END_TEST
 
-/*  The man page's "Attribute rules" section and docs/CONTRACTS.md name
+/*  The man page's "Attribute rules" section and docs/contracts/keys.md name
  *  every attribute of the table.  Needs top_srcdir (set by make check).  */
 START_TEST (test_documented)
 {
-    static const char *files [] = { "man/cryptoserver-pkcs11.7", "docs/CONTRACTS.md" };
+    static const char *files [] = { "man/cryptoserver-pkcs11.7", "docs/contracts/keys.md" };
     static const char *starts [] = { ".SS Attribute rules", "## Attribute rules" };
     static const char *ends [] = { "\n.SS ", "\n## " };
     const char *top = getenv ("top_srcdir");
