@@ -308,12 +308,8 @@ s_set_name (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr)
             return CKR_HOST_MEMORY;
     }
     if (label) {
-        char *text = strndup ((const char *) attr->bytes.data, attr->bytes.len);
-        if (!text)
+        if (keyattrs_string_take (&info->label, strndup ((const char *) attr->bytes.data, attr->bytes.len)))
             return CKR_HOST_MEMORY;
-        if (info->label != protobuf_c_empty_string)     /* an unpacked row's absent label */
-            free (info->label);
-        info->label = text;
     }
     else {
         uint8_t *id = malloc (attr->bytes.len ? attr->bytes.len : 1);
@@ -438,6 +434,17 @@ s_apply (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, keyattrs_mode_
         default:
             return s_attr_put (info, priv, attr);
     }
+}
+
+CK_RV
+keyattrs_string_take (char **field, char *text)
+{
+    if (!text)
+        return CKR_HOST_MEMORY;
+    if (*field && *field != protobuf_c_empty_string)
+        free (*field);
+    *field = text;
+    return CKR_OK;
 }
 
 /*  Keeps CKA_ALWAYS_SENSITIVE / CKA_NEVER_EXTRACTABLE of the private side

@@ -24,6 +24,13 @@ CK_RV keyattrs_apply_all (Cs__KeyInfo *info, bool priv, Cs__Attribute **attrs, s
  *  right after a set or copy (cs_attr_follow).  */
 CK_RV keyattrs_follow (Cs__KeyInfo *info);
 
+/*  Puts `text` (malloc'd; ownership moves to the field) in a string field of
+ *  an unpacked KeyInfo, freeing the old value unless it is protobuf-c's
+ *  static default of an absent field (protobuf_c_empty_string, which must
+ *  never be freed: a row without CKA_LABEL has it).  CKR_HOST_MEMORY when
+ *  text is NULL (the field is left as it was), else CKR_OK.  */
+CK_RV keyattrs_string_take (char **field, char *text);
+
 /*  Checks the bounds of a key about to be stored (keyjobs.h); records why
  *  for keyjobs_limit_problem.  */
 CK_RV keyattrs_limits (Cs__KeyInfo *info);

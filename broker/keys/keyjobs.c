@@ -261,19 +261,6 @@ keyjobs_set (keystore_t *ks, const char *tenant, const Cs__SetKeyAttributesJob *
     return rv;
 }
 
-/*  Replaces a string field with a copy of text.  */
-static CK_RV
-s_string_set (char **field, const char *text)
-{
-    char *copy = strdup (text);
-    if (!copy)
-        return CKR_HOST_MEMORY;
-    if (*field && *field != protobuf_c_empty_string)
-        free (*field);
-    *field = copy;
-    return CKR_OK;
-}
-
 CK_RV
 keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *job, Cs__KeyInfo **info_p)
 {
@@ -298,7 +285,7 @@ keyjobs_copy (keystore_t *ks, const char *tenant, const Cs__CopyKeyJob *job, Cs_
     }
     keystore_ref_new (ref);
     if (rv == CKR_OK)
-        rv = s_string_set (&info->ref, ref);
+        rv = keyattrs_string_take (&info->ref, strdup (ref));
     unsigned roles = keyattrs_roles (info);
     if (rv == CKR_OK)
         rv = keyattrs_apply_all (info, priv, job->attributes, job->n_attributes, KEYATTRS_COPY, true, false);
