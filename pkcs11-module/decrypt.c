@@ -173,15 +173,11 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
 CK_RV
 C_DecryptUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 {
-    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
-    return cs_secret_active (handle, CS_OP_DECRYPT) ? cs_secret_stream_update (handle, CS_OP_DECRYPT, data, len, out, out_len_p)
-                                                    : cs_secret_multipart_refused (handle, CS_OP_DECRYPT);
+    return cs_secret_multipart_update (handle, CS_OP_DECRYPT, data, len, out, out_len_p);
 }
 
 CK_RV
 C_DecryptFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 {
-    return cs_secret_active (handle, CS_OP_DECRYPT)
-         ? cs_secret_finish (handle, CS_OP_DECRYPT, true, NULL, 0, out, out_len_p)
-         : cs_secret_multipart_refused (handle, CS_OP_DECRYPT);
+    return cs_secret_multipart_final (handle, CS_OP_DECRYPT, out, out_len_p);
 }

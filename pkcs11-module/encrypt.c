@@ -152,15 +152,11 @@ C_Encrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR
 CK_RV
 C_EncryptUpdate (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 {
-    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
-    return cs_secret_active (handle, CS_OP_ENCRYPT) ? cs_secret_stream_update (handle, CS_OP_ENCRYPT, data, len, out, out_len_p)
-                                                    : cs_secret_multipart_refused (handle, CS_OP_ENCRYPT);
+    return cs_secret_multipart_update (handle, CS_OP_ENCRYPT, data, len, out, out_len_p);
 }
 
 CK_RV
 C_EncryptFinal (CK_SESSION_HANDLE handle, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
 {
-    return cs_secret_active (handle, CS_OP_ENCRYPT)
-         ? cs_secret_finish (handle, CS_OP_ENCRYPT, true, NULL, 0, out, out_len_p)
-         : cs_secret_multipart_refused (handle, CS_OP_ENCRYPT);
+    return cs_secret_multipart_final (handle, CS_OP_ENCRYPT, out, out_len_p);
 }

@@ -63,12 +63,17 @@ CK_RV cs_secret_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BY
 CK_RV cs_secret_stream_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *data, CK_ULONG len,
                                CK_BYTE_PTR out, CK_ULONG_PTR out_len_p);
 
-/*  Why C_EncryptUpdate, C_EncryptFinal, C_DecryptUpdate or C_DecryptFinal
- *  fails when the session's operation of `kind` is no secret-key one:
- *  CKR_FUNCTION_NOT_SUPPORTED when one (RSA: single-part only, curr. mech.
- *  §2.1) is active, CKR_OPERATION_NOT_INITIALIZED when none is; also
- *  CKR_CRYPTOKI_NOT_INITIALIZED, CKR_SESSION_HANDLE_INVALID.  */
-CK_RV cs_secret_multipart_refused (CK_SESSION_HANDLE handle, cs_op_kind_t kind);
+/*  C_EncryptUpdate / C_DecryptUpdate (kind CS_OP_ENCRYPT / CS_OP_DECRYPT):
+ *  cs_secret_stream_update on the session's secret-key operation;
+ *  CKR_ARGUMENTS_BAD without out_len_p.  C_EncryptFinal / C_DecryptFinal:
+ *  cs_secret_finish (final) of it.  Without a secret-key operation of
+ *  `kind` both answer CKR_FUNCTION_NOT_SUPPORTED when another one (RSA:
+ *  single-part only, curr. mech. §2.1) is active, CKR_OPERATION_NOT_INITIALIZED
+ *  when none is; also CKR_CRYPTOKI_NOT_INITIALIZED, CKR_SESSION_HANDLE_INVALID.  */
+CK_RV cs_secret_multipart_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *data, CK_ULONG len,
+                                  CK_BYTE_PTR out, CK_ULONG_PTR out_len_p);
+CK_RV cs_secret_multipart_final (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_BYTE_PTR out,
+                                 CK_ULONG_PTR out_len_p);
 
 /*  C_Encrypt, C_Decrypt, C_Sign (final = false: `data` is the whole input)
  *  and C_EncryptFinal, C_DecryptFinal, C_SignFinal (final = true: the

@@ -163,8 +163,10 @@ cs_secret_stream_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_B
     return CKR_OK;
 }
 
-CK_RV
-cs_secret_multipart_refused (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
+/*  Why an Update or Final fails without a secret-key operation of `kind`:
+ *  one (RSA) with no multi-part form, or none.  */
+static CK_RV
+s_refused (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
 {
     cs_session_t *session;
     CK_RV rv;
@@ -172,4 +174,20 @@ cs_secret_multipart_refused (CK_SESSION_HANDLE handle, cs_op_kind_t kind)
     rv = cs_session_op_inlock (session, kind) ? CKR_FUNCTION_NOT_SUPPORTED : CKR_OPERATION_NOT_INITIALIZED;
     CS_END_CALL ();
     return rv;
+}
+
+CK_RV
+cs_secret_multipart_update (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const CK_BYTE *data, CK_ULONG len,
+                            CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    return_val_if_fail (out_len_p != NULL, CKR_ARGUMENTS_BAD);
+    return cs_secret_active (handle, kind) ? cs_secret_stream_update (handle, kind, data, len, out, out_len_p)
+                                           : s_refused (handle, kind);
+}
+
+CK_RV
+cs_secret_multipart_final (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_BYTE_PTR out, CK_ULONG_PTR out_len_p)
+{
+    return cs_secret_active (handle, kind) ? cs_secret_finish (handle, kind, true, NULL, 0, out, out_len_p)
+                                           : s_refused (handle, kind);
 }
