@@ -12,7 +12,7 @@
 cs_require curl
 cs_setup
 cs_start
-cs_peer_start b2
+cs_peer_start b2 "$CS_RESTART_ENDPOINT"    # a port no other test's broker picks
 B2=${CS_PEER_ENDPOINT[b2]}
 "$CS_ADMIN" config set "$CRYPTOSERVER_CONF" client/endpoints "$BROKER_ENDPOINT,$B2"
 "$CS_ADMIN" config set "$CRYPTOSERVER_CONF" client/log-level info     # logs each re-send

@@ -24,7 +24,13 @@ WORK=$top_builddir/tests/integration/work/$CS_TEST_NAME
 # /proc/sys/net/ipv4/ip_local_port_range; CZMQ's "!" alone picks from 49152
 # up, inside it): a broker restarted on its old port (failover.sh) found it
 # taken by some client's outgoing connection ("Address already in use").
-CS_TEST_ENDPOINT='tcp://127.0.0.1:![20000-32767]'
+# The top of that range (32000-32767) is kept for brokers that a test
+# restarts on their old port (CS_RESTART_ENDPOINT, failover.sh): under
+# make -j2 another test's broker picking the port in the moment between the
+# kill and the restart would take it otherwise.
+CS_PORT_LOW=20000 CS_PORT_HIGH=31999
+CS_TEST_ENDPOINT="tcp://127.0.0.1:![$CS_PORT_LOW-$CS_PORT_HIGH]"
+CS_RESTART_ENDPOINT='tcp://127.0.0.1:![32000-32767]'
 
 # CS_VALGRIND=1 (make memcheck-integration, tests/memcheck.am): the broker
 # (demo-deploy.sh runs it after $CS_BROKER_WRAPPER) and our own clients that

@@ -20,16 +20,16 @@ PROBE=$top_builddir/tests/integration/cs-party-probe
 
 # A free loopback port below the ephemeral range (see CS_TEST_ENDPOINT).
 free_port () {
-    python3 -c 'import random, socket
+    python3 -c 'import random, socket, sys
 while True:
-    p = random.randint(20000, 32767)
+    p = random.randint(int(sys.argv[1]), int(sys.argv[2]))
     s = socket.socket()
     try:
         s.bind(("127.0.0.1", p)); print(p); break
     except OSError:
         pass
     finally:
-        s.close()'
+        s.close()' "$CS_PORT_LOW" "$CS_PORT_HIGH"
 }
 
 declare -A PORT
