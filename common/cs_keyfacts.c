@@ -39,6 +39,28 @@ cs_pkey_key_type (const EVP_PKEY *pkey)
     return CKK_VENDOR_DEFINED;
 }
 
+unsigned
+cs_key_strength (CK_KEY_TYPE type, size_t bits)
+{
+    if (type == CKK_DES3 || type == CKK_DES)
+        return type == CKK_DES3 ? 112 : 56;             /* three-key TDEA: 112 */
+    if (type == CKK_RSA)
+        return bits >= 15360 ? 256 : bits >= 7680 ? 192 : bits >= 3072 ? 128 : bits >= 2048 ? 112 : 80;
+    if (type == CKK_EC || type == CKK_EC_EDWARDS || type == CKK_EC_MONTGOMERY)
+        bits /= 2;                                      /* half the field bits */
+    return bits > 256 ? 256 : (unsigned) bits;
+}
+
+unsigned
+cs_pkey_strength (const EVP_PKEY *pkey)
+{
+    CK_KEY_TYPE type = cs_pkey_key_type (pkey);
+    if (type == CKK_RSA || type == CKK_EC)
+        return cs_key_strength (type, (size_t) EVP_PKEY_get_bits (pkey));
+    int bits = EVP_PKEY_get_security_bits (pkey);
+    return bits > 0 ? (unsigned) bits : 0;
+}
+
 uint8_t *
 cs_der_octet_string (const uint8_t *data, size_t len, size_t *out_len)
 {

@@ -18,6 +18,22 @@
  *  or CKK_VENDOR_DEFINED for any other kind.  */
 CK_KEY_TYPE cs_pkey_key_type (const EVP_PKEY *pkey);
 
+/*  The security strength in bits of a key (NIST SP 800-57 Part 1 Rev. 5
+ *  §5.6.1.1 table 2) of PKCS#11 type `type` and size `bits`: the modulus
+ *  bits of CKK_RSA (under 2048: 80; 2048: 112; 3072: 128; 7680: 192;
+ *  15360: 256), the field bits of CKK_EC, CKK_EC_EDWARDS and
+ *  CKK_EC_MONTGOMERY (half of them, at most 256), 112 for three-key CKK_DES3
+ *  and 56 for CKK_DES whatever `bits` says, and the value bits of any other
+ *  (secret) key, at most 256.  The one rule the module and the broker judge
+ *  "a key under a weaker key" by (docs/contracts/keys.md).  */
+unsigned cs_key_strength (CK_KEY_TYPE type, size_t bits);
+
+/*  cs_key_strength of an OpenSSL key: RSA by its modulus bits, EC by its
+ *  curve's bits, Edwards and Montgomery keys by OpenSSL's own figure
+ *  (EVP_PKEY_get_security_bits: 128 for the 25519 curves, 224 for the
+ *  448 ones).  0 for a key OpenSSL gives no figure for.  */
+unsigned cs_pkey_strength (const EVP_PKEY *pkey);
+
 /*  Wraps len bytes of data in a DER OCTET STRING (X.690 §8.7; the form of
  *  CKA_EC_POINT, PKCS#11 2.40 curr. mech. §2.3.3).  Returns the encoding
  *  (*out_len bytes, caller frees), or NULL when out of memory or len is

@@ -62,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include "cs_keyfacts.h"
 #include "cs_secmem.h"
 #include "keyder.h"
 #include "keymgmt.h"
@@ -115,22 +116,16 @@ s_private_half_decrypts_inlock (const cs_key_t *key)
     return decrypts;
 }
 
-/*  The security strength in bits of a key (NIST SP 800-57 Part 1 Rev. 5
- *  §5.6.1.1 table 2): a secret key's bits (8 per byte, at most 256; three-key
- *  DES3 112, DES 56), an EC key's half its field bits, RSA's
- *  by its modulus (under 2048 bits: 80; 2048: 112; 3072: 128; 7680: 192;
- *  15360: 256).  */
+/*  The security strength in bits of a key (cs_key_strength, NIST SP 800-57
+ *  Part 1 Rev. 5 §5.6.1.1 table 2).  */
 static unsigned
 s_strength (const cs_key_t *key)
 {
-    if (key->key_type == CKK_EC || key->key_type == CKK_EC_EDWARDS)
-        return (unsigned) (key->field_len * 4);         /* half the field bits */
-    if (key->key_type == CKK_DES3 || key->key_type == CKK_DES)
-        return key->key_type == CKK_DES3 ? 112 : 56;    /* three-key TDEA: 112 (SP 800-57 table 2) */
-    if (key->key_type != CKK_RSA)
-        return key->secret_len * 8 > 256 ? 256 : (unsigned) key->secret_len * 8;
-    size_t bits = key->modulus_len * 8;
-    return bits >= 15360 ? 256 : bits >= 7680 ? 192 : bits >= 3072 ? 128 : bits >= 2048 ? 112 : 80;
+    size_t bits = key->key_type == CKK_RSA ? key->modulus_len * 8
+                : key->key_type == CKK_EC || key->key_type == CKK_EC_EDWARDS
+                  || key->key_type == CKK_EC_MONTGOMERY ? key->field_len * 8
+                : key->secret_len * 8;
+    return cs_key_strength (key->key_type, bits);
 }
 
 /*  Strict: true when `wkey` would wrap `key` under a weaker key (the

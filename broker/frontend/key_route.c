@@ -12,6 +12,7 @@
 #include <openssl/objects.h>
 #include <openssl/x509.h>
 #include "cs_attr_rules.h"
+#include "cs_keyfacts.h"
 #include "cs_usage.h"
 /*  p11-kit's compatibility names: its header (just included) maps
  *  public_data to pPublicData, which would rename DeriveJob.public_data in
@@ -422,6 +423,19 @@ fe_route_crypto (frontend_t *self, fe_request_t *request, work_item_t *item, con
     return CKR_KEY_HANDLE_INVALID;
 }
 
+/*  The security strength in bits (cs_key_strength) of the `len` bytes a
+ *  key_wrap SymJob wraps: a private key's when they are PKCS#8 (C_WrapKey
+ *  of a session private key: an RSA-2048 key is 112 bits, so an AES-128
+ *  KEK may wrap it), else a secret key's value of that many bytes.  */
+static unsigned
+s_wrapped_strength (const unsigned char *data, size_t len)
+{
+    EVP_PKEY *pkey = len > 32 ? cs_pkey_from_pkcs8 (data, len) : NULL;
+    unsigned bits = pkey ? cs_pkey_strength (pkey) : 0;
+    EVP_PKEY_free (pkey);
+    return bits ? bits : cs_key_strength (CKK_GENERIC_SECRET, len * 8);
+}
+
 /*  A token secret key for a SymJob (secretkeys.h): its type, the usage
  *  rules of the tenant's policy (of a wrap or unwrap when the job says
  *  key_wrap) and its CKA_ALLOWED_MECHANISMS, then its value (borrowed from
@@ -441,10 +455,9 @@ fe_sym_key (frontend_t *self, work_item_t *item, const Cs__KeyInfo *info, const 
                      key_wrap ? (item->sym.operation == CS_SYM_ENCRYPT ? CS_USE_WRAP : CS_USE_UNWRAP)
                      : item->sym.operation == CS_SYM_ENCRYPT ? CS_USE_ENCRYPT
                      : item->sym.operation == CS_SYM_DECRYPT ? CS_USE_DECRYPT : CS_USE_SIGN);
-    size_t strength = len > 32 ? 32 : len, wrapped = item->sym.in_len > 32 ? 32 : item->sym.in_len;
     if (rv == CKR_OK && value && policy == CS_USAGE_STRICT && key_wrap && item->sym.operation == CS_SYM_ENCRYPT
-    &&  wrapped > strength)
-        rv = CKR_WRAPPING_KEY_SIZE_RANGE;       /* a key under a weaker key (docs/CONTRACTS.md) */
+    &&  s_wrapped_strength (item->sym.in, item->sym.in_len) > cs_key_strength (CKK_AES, len * 8))
+        rv = CKR_WRAPPING_KEY_SIZE_RANGE;       /* a key under a weaker key (docs/contracts/keys.md) */
     if (rv == CKR_OK && !value)
         rv = CKR_KEY_HANDLE_INVALID;
     return rv == CKR_OK ? symjob_key (row, value, len, &item->sym) : rv;

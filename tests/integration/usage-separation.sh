@@ -59,6 +59,14 @@ cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED sym cs-attack-kek CKM_AES_ECB encrypt "$Z
 cs_wire CKR_ATTRIBUTE_READ_ONLY set cs-attack-kek secret CKA_DECRYPT 1
 cs_wire CKR_WRAPPING_KEY_SIZE_RANGE keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16$ZERO16"
 cs_wire CKR_OK keywrap cs-attack-kek CKM_AES_KEY_WRAP encrypt "$ZERO16"
+# A private key (PKCS#8, C_WrapKey of a session key) is judged by its own
+# strength (NIST SP 800-57 table 2), not its length: RSA-2048 (112 bits)
+# goes under the AES-128 KEK, P-384 (192 bits) does not.
+pkcs8_hex () { openssl genpkey "$@" 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -outform DER | od -An -tx1 -v | tr -d ' \n'; }
+cs_wire CKR_OK keywrap cs-attack-kek CKM_AES_KEY_WRAP_PAD encrypt "$(pkcs8_hex -algorithm RSA -pkeyopt rsa_keygen_bits:2048)"
+cs_wire CKR_WRAPPING_KEY_SIZE_RANGE keywrap cs-attack-kek CKM_AES_KEY_WRAP_PAD encrypt \
+    "$(pkcs8_hex -algorithm EC -pkeyopt ec_paramgen_curve:P-384)"
+cs_wire CKR_OK keywrap cs-attack-kek CKM_AES_KEY_WRAP_PAD encrypt "$(pkcs8_hex -algorithm ED25519)"
 # ... and with CBC-PAD (issue 21): the same rules at the broker, a round trip.
 cs_wire CKR_WRAPPING_KEY_SIZE_RANGE keywrap cs-attack-kek CKM_AES_CBC_PAD encrypt "$ZERO16$ZERO16"
 cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED keywrap cs-attack-gcm CKM_AES_CBC_PAD encrypt "$ZERO16"   # a data key
