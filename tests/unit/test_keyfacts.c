@@ -83,6 +83,35 @@ START_TEST (test_rsa_facts_and_pkcs8)
 }
 END_TEST
 
+/*  NIST SP 800-57 Part 1 Rev. 5 §5.6.1.1 table 2, by PKCS#11 type and size
+ *  and by OpenSSL key.  */
+START_TEST (test_security_strength)
+{
+    ck_assert_uint_eq (cs_key_strength (CKK_RSA, 1024), 80);
+    ck_assert_uint_eq (cs_key_strength (CKK_RSA, 2048), 112);
+    ck_assert_uint_eq (cs_key_strength (CKK_RSA, 4096), 128);
+    ck_assert_uint_eq (cs_key_strength (CKK_RSA, 15360), 256);
+    ck_assert_uint_eq (cs_key_strength (CKK_EC, 256), 128);
+    ck_assert_uint_eq (cs_key_strength (CKK_EC, 528), 256);     /* P-521: 66 field bytes */
+    ck_assert_uint_eq (cs_key_strength (CKK_DES3, 192), 112);
+    ck_assert_uint_eq (cs_key_strength (CKK_DES, 64), 56);
+    ck_assert_uint_eq (cs_key_strength (CKK_AES, 128), 128);
+    ck_assert_uint_eq (cs_key_strength (CKK_GENERIC_SECRET, 512), 256);
+    static const struct { const char *type; const char *param; unsigned bits; } keys [] = {
+        { "RSA", NULL, 112 }, { "EC", "P-384", 192 }, { "EC", "P-521", 256 },
+        { "ED25519", NULL, 128 }, { "X448", NULL, 224 },
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys [0]; i++) {
+        EVP_PKEY *pkey = keys [i].param ? EVP_PKEY_Q_keygen (NULL, NULL, keys [i].type, keys [i].param)
+                       : strcmp (keys [i].type, "RSA") == 0 ? EVP_PKEY_Q_keygen (NULL, NULL, "RSA", (size_t) 2048)
+                       : EVP_PKEY_Q_keygen (NULL, NULL, keys [i].type);
+        ck_assert_ptr_nonnull (pkey);
+        ck_assert_uint_eq (cs_pkey_strength (pkey), keys [i].bits);
+        EVP_PKEY_free (pkey);
+    }
+}
+END_TEST
+
 START_TEST (test_hash_lookup)
 {
     ck_assert_ptr_eq (cs_mech_md (CKM_SHA256), EVP_sha256 ());
@@ -103,6 +132,7 @@ main (void)
     tcase_add_test (tc, test_ec_facts);
     tcase_add_test (tc, test_rsa_facts_and_pkcs8);
     tcase_add_test (tc, test_hash_lookup);
+    tcase_add_test (tc, test_security_strength);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
 }
