@@ -49,6 +49,13 @@ cs_usage_combined (unsigned roles)
     return (roles & CS_ROLE_KEYS) && (roles & CS_ROLE_DATA);
 }
 
+bool
+cs_usage_unwrap_oracle (cs_usage_policy_t policy, CK_MECHANISM_TYPE mechanism)
+{
+    return policy == CS_USAGE_STRICT
+        && (mechanism == CKM_AES_CBC_PAD || mechanism == CKM_DES3_CBC_PAD || mechanism == CKM_DES_CBC_PAD);
+}
+
 CK_RV
 cs_usage_job_check (cs_usage_policy_t policy, unsigned roles, cs_usage_use_t use)
 {

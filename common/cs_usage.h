@@ -86,6 +86,18 @@ const char *cs_usage_use_name (cs_usage_use_t use);
 /*  True when `roles` hold a key role and a data role together.  */
 bool cs_usage_combined (unsigned roles);
 
+/*  Strict: true when C_UnwrapKey with `mechanism` would be a padding oracle
+ *  (CKM_AES_CBC_PAD, CKM_DES3_CBC_PAD, CKM_DES_CBC_PAD): CBC-PAD checks no
+ *  integrity, so whether an unwrap of a doctored ciphertext answers
+ *  CKR_WRAPPED_KEY_INVALID tells whether its padding was good, and that
+ *  recovers the plaintext of any key wrapped under the same KEK block by
+ *  block without the KEK (Vaudenay, EUROCRYPT 2002; on tokens: Clulow,
+ *  CHES 2003; Bardou et al., CRYPTO 2012).  The caller answers
+ *  CKR_MECHANISM_INVALID.  Wrapping with CBC-PAD stays, and the RFC 3394 /
+ *  RFC 5649 key wraps (CKM_AES_KEY_WRAP, _PAD), which check integrity,
+ *  unwrap under both policies.  Under CS_USAGE_SPEC: false.  */
+bool cs_usage_unwrap_oracle (cs_usage_policy_t policy, CK_MECHANISM_TYPE mechanism);
+
 /*  May a key with `roles` run `use` under `policy`?  CKR_OK, or
  *  CKR_KEY_FUNCTION_NOT_PERMITTED: the key lacks the role the use needs
  *  (both policies), or (strict) the key holds a role of the other class

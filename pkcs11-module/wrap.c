@@ -42,7 +42,9 @@
  *    unwrapping: the unwrapping key is a visible RSA private key
  *      (CKR_UNWRAPPING_KEY_HANDLE_INVALID,
  *      CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT) with CKA_UNWRAP TRUE and —
- *      strict — no data role (CKR_KEY_FUNCTION_NOT_PERMITTED).
+ *      strict — no data role (CKR_KEY_FUNCTION_NOT_PERMITTED).  Strict, a
+ *      secret unwrapping key takes no CBC-PAD mechanism
+ *      (CKR_MECHANISM_INVALID: a padding oracle, cs_usage_unwrap_oracle).
  *      Strict, against the wrap/unwrap attack (a sensitive key wrapped,
  *      then unwrapped as a readable one): the new key is always
  *      CKA_SENSITIVE TRUE (FALSE in the template: CKR_TEMPLATE_INCONSISTENT)
@@ -507,8 +509,9 @@ C_UnwrapKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE u
     CS_BEGIN_SESSION_CALL (rv, handle, &session);
     rv = s_unwrap_check_inlock (unwrapping, &ukey);
     CS_END_CALL ();
-    if (rv == CKR_OK && !ukey->modulus_len)    /* an AES unwrapping key */
-        rv = s_aes_mechanism (mech, CKF_UNWRAP, ukey, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
+    if (rv == CKR_OK && !ukey->modulus_len)    /* an AES unwrapping key; strict: no CBC-PAD (a padding oracle) */
+        rv = cs_usage_unwrap_oracle (cs_object_usage (), mech->mechanism) ? CKR_MECHANISM_INVALID
+           : s_aes_mechanism (mech, CKF_UNWRAP, ukey, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT);
     else
     if (rv == CKR_OK)
         rv = s_mechanism (mech, CKF_UNWRAP, ukey, CKR_UNWRAPPING_KEY_TYPE_INCONSISTENT, &entry, &params);

@@ -149,6 +149,8 @@ secretkeys_usable (const Cs__KeyInfo *info, cs_usage_policy_t policy, const cs_m
     CK_RV rv = cs_usage_job_check (policy, keyattrs_roles (info), use);
     if (rv != CKR_OK)
         return rv;
+    if (use == CS_USE_UNWRAP && cs_usage_unwrap_oracle (policy, row->type))
+        return CKR_MECHANISM_INVALID;       /* CBC-PAD unwrap: a padding oracle (cs_usage.h) */
     const Cs__Attribute *mechs = key_info_attribute (info, true, CKA_ALLOWED_MECHANISMS);
     if (mechs && (mechs->value_case != CS__ATTRIBUTE__VALUE_BYTES
                   || !cs_attr_wire_mech_allowed (mechs->bytes.data, mechs->bytes.len, row->type, flag)))

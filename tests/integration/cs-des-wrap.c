@@ -1,18 +1,23 @@
 /*  cs-des-wrap.c — test client of des-wrap.sh (issue #21): single DES
  *  (legacy) and secret-key wrapping with CBC-PAD, through the module.
  *
- *    cs-des-wrap MODULE.so TOKEN PIN SOPIN OUTDIR [off]
+ *    cs-des-wrap MODULE.so TOKEN PIN SOPIN OUTDIR [off|spec]
  *
  *  With `off` (the boards say legacy-des = false) it checks only that
- *  CKM_DES_ECB is refused with CKR_MECHANISM_INVALID.
+ *  CKM_DES_ECB is refused with CKR_MECHANISM_INVALID.  With `spec` (the
+ *  tenant's keys/usage-separation = spec) it runs only the CBC-PAD wrap
+ *  round trips, which unwrap there; under the default strict policy a
+ *  CBC-PAD C_UnwrapKey is CKR_MECHANISM_INVALID (a padding oracle,
+ *  common/cs_usage.h cs_usage_unwrap_oracle).
  *  Single DES: CKM_DES_KEY_GEN sets odd parity; CKM_DES_ECB and CKM_DES_CBC
  *  give FIPS 81's published answers (appendix B, table B1 and C1: key
  *  0123456789abcdef, "Now is the time for all "); CKM_DES_CBC_PAD's
  *  ciphertext is written for `openssl enc -des-cbc` to recompute.
  *  Wrapping: a DES3 key wraps a DES3 key with CKM_DES3_CBC_PAD and an
  *  AES-256 key wraps an AES-128 key with CKM_AES_CBC_PAD (the wrapped
- *  bytes are written for `openssl enc`), each unwraps back into a key that
- *  encrypts as the original and is CKA_SENSITIVE; the strict
+ *  bytes are written for `openssl enc`); under `spec` each unwraps back
+ *  into a key that encrypts as the original and is CKA_SENSITIVE, and a
+ *  damaged block is CKR_WRAPPED_KEY_INVALID; the strict
  *  usage-separation refusals (docs/CONTRACTS.md "Usage separation") with
  *  their exact CKR_ codes: AES-128 under DES3 (112 bits) is a key under a
  *  weaker one, a DES3 wrapping key does not encrypt, an AES key cannot
@@ -185,11 +190,13 @@ s_des (void)
 
 /*  Makes a `type` KEK of value `k` and a `type` data key of value `v`
  *  (*kek_p, *key_p), wraps the key under the KEK with `mech`, writes
- *  PREFIX-{key,iv,value,wrapped}.bin, unwraps it and checks the new key is
+ *  PREFIX-{key,iv,value,wrapped}.bin; `strict`: the unwrap is refused
+ *  (CKR_MECHANISM_INVALID), else it unwraps and checks the new key is
  *  sensitive and encrypts (ECB `ecb`) as the original.  */
 static void
 s_round_trip (CK_MECHANISM *mech, CK_KEY_TYPE type, const unsigned char *k, CK_ULONG k_len, const unsigned char *v,
-              CK_ULONG v_len, CK_MECHANISM *ecb, const char *prefix, CK_OBJECT_HANDLE *kek_p, CK_OBJECT_HANDLE *key_p)
+              CK_ULONG v_len, CK_MECHANISM *ecb, const char *prefix, CK_OBJECT_HANDLE *kek_p, CK_OBJECT_HANDLE *key_p,
+              bool strict)
 {
     unsigned char wrapped [128], a [32], b [32], block [16] = "0123456789abcdef";
     CK_ULONG len = 0, a_len = sizeof a, b_len = sizeof b;
@@ -212,6 +219,11 @@ s_round_trip (CK_MECHANISM *mech, CK_KEY_TYPE type, const unsigned char *k, CK_U
         { CKA_ENCRYPT, &yes, 1 },
     };
     CK_OBJECT_HANDLE back;
+    if (strict) {
+        EXPECT (p11->C_UnwrapKey (s, mech, kek, wrapped, len, tmpl, 4, &back), CKR_MECHANISM_INVALID,
+                "C_UnwrapKey with CBC-PAD (a padding oracle) under the strict policy");
+        return;
+    }
     CHECK (p11->C_UnwrapKey (s, mech, kek, wrapped, len, tmpl, 4, &back), "C_UnwrapKey (CBC-PAD)");
     CK_BBOOL sensitive = 0;
     CK_ATTRIBUTE attr = { CKA_SENSITIVE, &sensitive, 1 };
@@ -227,7 +239,7 @@ s_round_trip (CK_MECHANISM *mech, CK_KEY_TYPE type, const unsigned char *k, CK_U
 }
 
 static void
-s_wraps (void)
+s_wraps (bool strict)
 {
     unsigned char k3 [24], v3 [24], iv3 [8], ka [32], va [16], iva [16], out [128];
     CK_ULONG len = sizeof out;
@@ -247,9 +259,11 @@ s_wraps (void)
         wraps AES-128 with CKM_AES_CBC_PAD.  */
     CK_OBJECT_HANDLE kek3, key3, keka, keya;
     CK_MECHANISM des3_pad = { CKM_DES3_CBC_PAD, iv3, 8 }, des3_ecb = { CKM_DES3_ECB, NULL, 0 };
-    s_round_trip (&des3_pad, CKK_DES3, k3, 24, v3, 24, &des3_ecb, "w3", &kek3, &key3);
+    s_round_trip (&des3_pad, CKK_DES3, k3, 24, v3, 24, &des3_ecb, "w3", &kek3, &key3, strict);
     CK_MECHANISM aes_pad = { CKM_AES_CBC_PAD, iva, 16 }, aes_ecb = { CKM_AES_ECB, NULL, 0 };
-    s_round_trip (&aes_pad, CKK_AES, ka, 32, va, 16, &aes_ecb, "wa", &keka, &keya);
+    s_round_trip (&aes_pad, CKK_AES, ka, 32, va, 16, &aes_ecb, "wa", &keka, &keya, strict);
+    if (!strict)
+        return;
 
     /*  Strict usage separation (docs/CONTRACTS.md "Usage separation").  */
     EXPECT (p11->C_WrapKey (s, &des3_pad, kek3, keya, out, &len), CKR_WRAPPING_KEY_SIZE_RANGE,
@@ -375,8 +389,8 @@ s_private (const char *pin, const char *so_pin)
 int
 main (int argc, char **argv)
 {
-    if (argc != 6 && (argc != 7 || strcmp (argv [6], "off"))) {
-        fprintf (stderr, "usage: cs-des-wrap MODULE.so TOKEN PIN SOPIN OUTDIR [off]\n");
+    if (argc != 6 && (argc != 7 || (strcmp (argv [6], "off") && strcmp (argv [6], "spec")))) {
+        fprintf (stderr, "usage: cs-des-wrap MODULE.so TOKEN PIN SOPIN OUTDIR [off|spec]\n");
         return 2;
     }
     void *dl = dlopen (argv [1], RTLD_NOW);
@@ -389,6 +403,11 @@ main (int argc, char **argv)
     CHECK (cs_test_slot (p11, argv [2], &slot), "the token's slot");
     CHECK (p11->C_OpenSession (slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &s), "C_OpenSession");
     CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login");
+    if (argc == 7 && strcmp (argv [6], "spec") == 0) {
+        s_wraps (false);
+        CHECK (p11->C_Finalize (NULL), "C_Finalize");
+        return 0;
+    }
     if (argc == 7) {
         unsigned char key [8] = "\x01\x23\x45\x67\x89\xab\xcd\xef", out [16];
         CK_ULONG len = sizeof out;
@@ -403,7 +422,7 @@ main (int argc, char **argv)
     if (!(info.flags & CKF_WRAP) || !(info.flags & CKF_UNWRAP))
         s_fail ("CKM_DES3_CBC_PAD does not advertise CKF_WRAP and CKF_UNWRAP");
     s_des ();
-    s_wraps ();
+    s_wraps (true);
     s_vectors ();
     s_private (argv [3], argv [4]);
     CHECK (p11->C_Logout (s), "C_Logout");

@@ -56,6 +56,17 @@ cmp -s "$T/rsa-back.der" "$T/rsa.p8.der" || cs_fail "the module wrapped other PK
 cs_log "an RSA key unwrapped from OpenSSL's RFC 5649 bytes signs (openssl dgst verifies) and wraps back"
 
 # The policy switch: a board with legacy-des = false neither lists nor runs DES.
+# Under keys/usage-separation = spec (PKCS#11's own rules) a CBC-PAD
+# C_UnwrapKey runs: the round trips unwrap into keys that encrypt as the
+# originals.  (Strict, above: CKR_MECHANISM_INVALID, a padding oracle.)
+cs_stop
+"$CS_ADMIN" config set "$WORK/broker.conf" keys/usage-separation/demo spec || cs_fail "config set usage-separation"
+cs_start
+cs_run_bounded $((60 * CS_TIME_FACTOR)) "$T/spec.log" $CS_CLIENT_WRAPPER "$CLIENT" "$CRYPTOSERVER_MODULE" \
+    "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" "$SO_PIN" "$T" spec || { cat "$T/spec.log"; cs_fail "spec: a CBC-PAD round trip failed"; }
+cs_log "spec: CKM_DES3_CBC_PAD and CKM_AES_CBC_PAD unwrap back into keys that encrypt as the originals"
+"$CS_ADMIN" config set "$WORK/broker.conf" keys/usage-separation/demo strict || cs_fail "config set usage-separation"
+
 cs_stop
 "$CS_ADMIN" config set "$WORK/broker.conf" drivers/cpu/legacy-des false
 cs_start
