@@ -20,6 +20,7 @@
 #include <string.h>
 #include <openssl/crypto.h>
 #include "cs_pin.h"
+#include "cs_usage.h"
 #include "log.h"
 #include "attrs.h"
 #include "mechanism.h"
@@ -148,6 +149,8 @@ s_offer_inlock (const cs_mech_row_t *entry, CK_MECHANISM_INFO *info)
     const s_raw_mech_t *raw = NULL;
     memset (info, 0, sizeof *info);
     info->flags = entry->flags;
+    if (cs_usage_unwrap_oracle (cs_object_usage (), entry->type))
+        info->flags &= ~(CK_FLAGS) CKF_UNWRAP;  /* strict: no CBC-PAD unwrap (cs_usage.h) */
     info->ulMinKeySize = entry->min_bits;       /* local rows: the table's (0 for digests; */
     info->ulMaxKeySize = entry->max_bits;       /* secret-key generation: bytes) */
     if (!(entry->flags & CKF_HW))
