@@ -57,6 +57,15 @@ cs_usage_unwrap_oracle (cs_usage_policy_t policy, CK_MECHANISM_TYPE mechanism)
 }
 
 CK_RV
+cs_usage_mech_check (cs_usage_policy_t policy, unsigned roles, CK_MECHANISM_TYPE mechanism)
+{
+    if (policy != CS_USAGE_STRICT || mechanism != CKM_RSA_X_509)
+        return CKR_OK;
+    return (roles & CS_ROLE_DECRYPT) && (roles & (CS_ROLE_SIGN | CS_ROLE_SIGN_RECOVER))
+         ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;
+}
+
+CK_RV
 cs_usage_job_check (cs_usage_policy_t policy, unsigned roles, cs_usage_use_t use)
 {
     unsigned needs = cs_usage_needs (use);

@@ -98,6 +98,16 @@ bool cs_usage_combined (unsigned roles);
  *  unwrap under both policies.  Under CS_USAGE_SPEC: false.  */
 bool cs_usage_unwrap_oracle (cs_usage_policy_t policy, CK_MECHANISM_TYPE mechanism);
 
+/*  Strict: may a key with `roles` run `mechanism` for a sign, sign-recover
+ *  or decrypt job?  Raw RSA (CKM_RSA_X_509: m^d mod n, no padding) is both
+ *  operations at once: "decrypting" chosen data yields a signature on it,
+ *  and "signing" a ciphertext decrypts it.  So a raw job needs CKA_DECRYPT
+ *  and CKA_SIGN (or CKA_SIGN_RECOVER) both, else a decrypt-only key would
+ *  sign and a sign-only key would decrypt.  CKR_OK, or
+ *  CKR_KEY_FUNCTION_NOT_PERMITTED; CKR_OK for every other mechanism and
+ *  under CS_USAGE_SPEC.  */
+CK_RV cs_usage_mech_check (cs_usage_policy_t policy, unsigned roles, CK_MECHANISM_TYPE mechanism);
+
 /*  May a key with `roles` run `use` under `policy`?  CKR_OK, or
  *  CKR_KEY_FUNCTION_NOT_PERMITTED: the key lacks the role the use needs
  *  (both policies), or (strict) the key holds a role of the other class

@@ -27,6 +27,17 @@ s_context_start_inlock (cs_session_t *session, cs_op_kind_t kind, CK_OBJECT_HAND
     cs_session_context_start_inlock (session, kind, ref, len);
 }
 
+/*  Under the mutex: a raw RSA sign, sign-recover or decrypt needs both
+ *  roles under the strict policy (cs_usage_mech_check); public operations
+ *  pass.  */
+static CK_RV
+s_raw_check_inlock (CK_OBJECT_HANDLE key_handle, CK_FLAGS want, CK_MECHANISM_TYPE mechanism)
+{
+    if (!(want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT)))
+        return CKR_OK;
+    return cs_usage_mech_check (cs_object_usage (), cs_object_roles_inlock (key_handle), mechanism);
+}
+
 CK_RV
 cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const CK_MECHANISM *mech,
                CK_OBJECT_HANDLE key_handle, cs_keyop_new_fn *new_fn, cs_op_free_fn *free_fn)
@@ -42,6 +53,7 @@ cs_keyop_init (CK_SESSION_HANDLE handle, cs_op_kind_t kind, CK_FLAGS want, const
     else
     if ((rv = cs_object_login_check_inlock (key_handle, want)) == CKR_OK     /* private, or held by the broker */
     &&  (rv = cs_object_use_inlock (key_handle, want, &key)) == CKR_OK
+    &&  (rv = s_raw_check_inlock (key_handle, want, mech->mechanism)) == CKR_OK
     &&  (rv = cs_object_mech_allowed_inlock (key_handle, mech->mechanism) ? CKR_OK : CKR_MECHANISM_INVALID) == CKR_OK
     &&  (rv = new_fn (mech, key, want, &op)) == CKR_OK
     &&  (rv = cs_session_op_start_inlock (session, kind, op, free_fn)) == CKR_OK) {

@@ -207,15 +207,18 @@ s_usage_log (frontend_t *self, fe_request_t *request, unsigned roles, cs_usage_u
 }
 
 /*  The usage rules of the tenant's policy for an item on a key with
- *  `roles` (cs_usage_job_check): CKR_OK or CKR_KEY_FUNCTION_NOT_PERMITTED.  */
+ *  `roles` (cs_usage_job_check; a raw RSA sign or decrypt needs both roles,
+ *  cs_usage_mech_check): CKR_OK or CKR_KEY_FUNCTION_NOT_PERMITTED.  */
 static CK_RV
 s_usage_check (frontend_t *self, fe_request_t *request, const work_item_t *item, unsigned roles)
 {
     cs_usage_use_t use = s_item_use (request, item);
-    CK_RV rv = cs_usage_job_check ((cs_usage_policy_t) broker_config_usage (self->config, request->tenant), roles,
-                                   use);
+    cs_usage_policy_t policy = (cs_usage_policy_t) broker_config_usage (self->config, request->tenant);
+    CK_RV rv = cs_usage_job_check (policy, roles, use);
     if (rv != CKR_OK)
         s_usage_log (self, request, roles, use);
+    if (rv == CKR_OK && use != CS_USE_DERIVE && use != CS_USE_UNWRAP)
+        rv = cs_usage_mech_check (policy, roles, item->mech.type);      /* raw RSA is sign and decrypt */
     return rv;
 }
 

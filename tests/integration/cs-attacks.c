@@ -3,7 +3,9 @@
  *  security of PKCS#11", CHES 2003; Bortolozzo, Centenaro, Focardi, Steel,
  *  "Attacking and fixing PKCS#11 security tokens", CCS 2010 (Tookan); and
  *  the sign-raw attack of issue 19 (an unwrapping RSA key given CKA_SIGN,
- *  whose CKM_RSA_X_509 "signature" of a wrapped key is the key).
+ *  whose CKM_RSA_X_509 "signature" of a wrapped key is the key), and raw
+ *  RSA on a key with one of its two roles (a decrypt-only key "decrypting"
+ *  chosen data signs it).
  *
  *  usage: cs-attacks MODULE.so TOKEN PIN strict|spec DIR
  *
@@ -16,7 +18,8 @@
  *  left as token keys labelled cs-attack-*: cs-attack-unwrap (an RSA
  *  unwrapping key; DIR/oaep.bin is an OAEP (SHA-256) encryption of
  *  DIR/secret.bin under it), cs-attack-gcm (an AES key limited to
- *  CKM_AES_GCM), cs-attack-kek (an AES wrapping key).  Prints one line per
+ *  CKM_AES_GCM), cs-attack-kek (an AES wrapping key), cs-attack-dec and
+ *  cs-attack-sig (RSA keys that only decrypt, only sign).  Prints one line per
  *  step; exit 0 when all pass.
  */
 #include <dlfcn.h>
@@ -159,6 +162,50 @@ s_oaep_encrypt (CK_OBJECT_HANDLE pub, const unsigned char *value, size_t len, un
     OSSL_PARAM_BLD_free (bld);
     BN_free (bn);
     BN_free (be);
+}
+
+/*  Raw RSA is both a signature and a decryption (cs_usage_mech_check):
+ *  under strict a decrypt-only key (cs-attack-dec) refuses a CKM_RSA_X_509
+ *  decryption, which would sign chosen data, and a sign-only key
+ *  (cs-attack-sig) a CKM_RSA_X_509 signature, which would decrypt a
+ *  ciphertext; their padded mechanisms run.  Under spec the raw jobs
+ *  start.  */
+static void
+s_raw_attacks (void)
+{
+    CK_OBJECT_HANDLE dec_pub, dec, sig_pub, sig;
+    CK_ATTRIBUTE decrypt_only [] = { { CKA_DECRYPT, &yes, 1 }, { CKA_SIGN, &no, 1 }, { CKA_SIGN_RECOVER, &no, 1 } };
+    CK_ATTRIBUTE sign_only [] = { { CKA_SIGN, &yes, 1 }, { CKA_DECRYPT, &no, 1 } };
+    CHECK (s_pair ("cs-attack-dec", CK_FALSE, decrypt_only, 3, &dec_pub, &dec), "C_GenerateKeyPair (decrypt-only key)");
+    CHECK (s_pair ("cs-attack-sig", CK_FALSE, sign_only, 2, &sig_pub, &sig), "C_GenerateKeyPair (sign-only key)");
+    STRICT (p11->C_DecryptInit (s, &s_raw, dec), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "raw RSA: C_DecryptInit (CKM_RSA_X_509) with a decrypt-only key (it would sign)");
+    STRICT (p11->C_SignInit (s, &s_raw, sig), CKR_KEY_FUNCTION_NOT_PERMITTED,
+            "raw RSA: C_SignInit (CKM_RSA_X_509) with a sign-only key (it would decrypt)");
+    if (!s_strict) {        /* spec: both operations started above */
+        unsigned char block [256] = { 0 }, out [256];
+        CK_ULONG len = sizeof out;
+        block [255] = 2;
+        CHECK (p11->C_Decrypt (s, block, sizeof block, out, &len), "spec: C_Decrypt (CKM_RSA_X_509)");
+        len = sizeof out;
+        CHECK (p11->C_Sign (s, block, sizeof block, out, &len), "spec: C_Sign (CKM_RSA_X_509)");
+        printf ("spec: raw RSA runs on a decrypt-only and a sign-only key\n");
+        return;
+    }
+    unsigned char secret [32], wrapped [256], out [256];
+    CK_ULONG out_len = sizeof out;
+    RAND_bytes (secret, sizeof secret);
+    s_oaep_encrypt (dec_pub, secret, sizeof secret, wrapped);
+    s_write ("dec-oaep.bin", wrapped, sizeof wrapped);
+    CHECK (p11->C_DecryptInit (s, &s_oaep, dec), "C_DecryptInit (OAEP, decrypt-only key)");
+    CHECK (p11->C_Decrypt (s, wrapped, sizeof wrapped, out, &out_len), "C_Decrypt (OAEP, decrypt-only key)");
+    if (out_len != sizeof secret || memcmp (out, secret, sizeof secret))
+        s_fail ("the decrypt-only key's OAEP decryption is wrong");
+    CK_MECHANISM sha256 = { CKM_SHA256_RSA_PKCS, NULL, 0 };
+    out_len = sizeof out;
+    CHECK (p11->C_SignInit (s, &sha256, sig), "C_SignInit (CKM_SHA256_RSA_PKCS, sign-only key)");
+    CHECK (p11->C_Sign (s, secret, sizeof secret, out, &out_len), "C_Sign (CKM_SHA256_RSA_PKCS, sign-only key)");
+    printf ("allowed: the decrypt-only key decrypts OAEP and the sign-only key signs PKCS#1 v1.5\n");
 }
 
 /*  The sign-raw attack of issue 19 and the attribute changes on an RSA
@@ -305,6 +352,7 @@ main (int argc, char **argv)
     CHECK (p11->C_OpenSession (slot, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &s), "C_OpenSession");
     CHECK (p11->C_Login (s, CKU_USER, (CK_UTF8CHAR_PTR) argv [3], strlen (argv [3])), "C_Login");
     s_rsa_attacks ();
+    s_raw_attacks ();
     s_aes_attacks ();
     CHECK (p11->C_Logout (s), "C_Logout");
     CHECK (p11->C_Finalize (NULL), "C_Finalize");

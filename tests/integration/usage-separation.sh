@@ -45,6 +45,10 @@ cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED decrypt cs-attack-unwrap CKM_RSA_X_509 "$
 cs_wire CKR_MECHANISM_INVALID unwrap cs-attack-unwrap CKM_RSA_X_509 "$OAEP_HEX"
 cs_wire CKR_MECHANISM_INVALID unwrap cs-attack-unwrap CKM_RSA_PKCS "$OAEP_HEX"
 cs_wire CKR_OK unwrap cs-attack-unwrap CKM_RSA_PKCS_OAEP "$OAEP_HEX"
+# Raw RSA is sign and decrypt at once: a one-role key runs neither raw.
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED decrypt cs-attack-dec CKM_RSA_X_509 "$OAEP_HEX"
+cs_wire CKR_KEY_FUNCTION_NOT_PERMITTED sign cs-attack-sig CKM_RSA_X_509 "$OAEP_HEX"
+cs_wire CKR_OK decrypt cs-attack-dec CKM_RSA_PKCS_OAEP "$(od -An -tx1 -v "$T/dec-oaep.bin" | tr -d ' \n')"
 # Item 4: a GCM-only token key answers no ECB (ECB of a zero block is GCM's hash key).
 cs_wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_ECB encrypt "$ZERO16"
 cs_wire CKR_MECHANISM_INVALID sym cs-attack-gcm CKM_AES_CBC decrypt "$ZERO16"
