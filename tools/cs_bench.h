@@ -269,4 +269,9 @@ int cs_bench_idle_main (int argc, char **argv);
  *  find over every private key of a token.  Returns the exit status.  */
 int cs_bench_find_main (int argc, char **argv);
 
+/*  `cryptoserver-bench transport-floor ...` (cs_bench_floor.c): round trips
+ *  of a UNIX socket pair and of ZeroMQ (TCP, CURVE, ipc) alone, the floor
+ *  of the client's latency.  Returns the exit status.  */
+int cs_bench_floor_main (int argc, char **argv);
+
 #endif
