@@ -9,7 +9,9 @@
 # the broker's CPU per operation for our rows; then the RSA keystore rows
 # again with the host-core budget off (broker/host-cores = 0: the SoftHSM
 # boards take keystore jobs as if they had cores of their own, as before
-# issue #25), the broker restarted for it.  A benchmark, not a test: no
+# issue #25), the broker restarted for it.  The ECDSA rows also run over the
+# broker's UNIX socket (ours-keystore-ipc: broker/local-endpoint, a client
+# config naming ipc://).  A benchmark, not a test: no
 # speed is asserted.  Run it on a quiet machine: client, broker and boards
 # share the cores.  man cryptoserver-bench(1).
 set -eu
@@ -49,7 +51,7 @@ CLIENT=$(ls /usr/lib/*/pkcs11/p11-kit-client.so 2>/dev/null | head -1)
 [ -x "$B" ] && [ -x "$A" ] || { echo "bench-side-by-side.sh: build first (no $B)" >&2; exit 2; }
 
 "$SRC/tools/demo-deploy.sh" "$D" --endpoint 'tcp://127.0.0.1:!' --metrics-port 0 >/dev/null
-trap '"$SRC/tools/demo-deploy.sh" --stop "$D" >/dev/null 2>&1 || true; [ -n "${P11_KIT_SERVER_PID:-}" ] && kill "$P11_KIT_SERVER_PID" 2>/dev/null; rm -rf "$D"' EXIT
+trap '"$SRC/tools/demo-deploy.sh" --stop "$D" >/dev/null 2>&1 || true; [ -n "${P11_KIT_SERVER_PID:-}" ] && kill "$P11_KIT_SERVER_PID" 2>/dev/null; rm -rf "$D" "${IPC_DIR:-}"' EXIT
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$D/ksp256.pem" 2>/dev/null
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$D/ksrsa.pem" 2>/dev/null
 for k in ksp256 ksrsa; do
@@ -57,8 +59,15 @@ for k in ksp256 ksrsa; do
     "$A" key import --tenant demo --file "$D/$k.pem" --label $k --dir "$D" >/dev/null
     shred -u "$D/$k.pem" 2>/dev/null || rm -f "$D/$k.pem"
 done
+# The same broker also listens on a UNIX socket (broker/local-endpoint), for
+# the ours-keystore-ipc row: a client config whose endpoint is that socket.
+IPC_DIR=$(mktemp -d /tmp/cs-bench-ipc.XXXXXX)
+"$A" config set "$D/broker.conf" broker/local-endpoint "ipc://$IPC_DIR/broker.ipc"
 "$SRC/tools/demo-deploy.sh" --start "$D" >/dev/null
 . "$D/env.sh"
+IPC_CONF=$(dirname "$CRYPTOSERVER_CONF")/client-ipc.conf     # its key paths are relative
+cp "$CRYPTOSERVER_CONF" "$IPC_CONF"
+"$A" config set "$IPC_CONF" client/endpoints "ipc://$IPC_DIR/broker.ipc"
 cpu () { curl -s "$CRYPTOSERVER_METRICS_URL" | awk '/^process_cpu_seconds_total/ { print $2 }'; }
 idle () {
     echo "bench-side-by-side.sh: waiting until the broker is idle (key pool filled)" >&2
@@ -93,6 +102,8 @@ row () { # mechanism key pub threads
          "$CRYPTOSERVER_METRICS_URL"
     cell ours-keystore "$CRYPTOSERVER_MODULE" "$CRYPTOSERVER_TOKEN" "$CRYPTOSERVER_PIN" "ks$2" "$1" "$4" \
          "ks$3" "$CRYPTOSERVER_METRICS_URL"
+    CRYPTOSERVER_CONF=$IPC_CONF cell ours-keystore-ipc "$CRYPTOSERVER_MODULE" "$CRYPTOSERVER_TOKEN" \
+         "$CRYPTOSERVER_PIN" "ks$2" "$1" "$4" "ks$3" "$CRYPTOSERVER_METRICS_URL"
 }
 echo "setup,mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures,broker_cpu_us_per_op"
 for r in $(seq "$R"); do

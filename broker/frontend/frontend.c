@@ -120,6 +120,14 @@ s_router_bind (frontend_t *self)
     }
     const char *bound = zsock_endpoint (self->router);
     self->endpoint = strdup (bound ? bound : config->endpoint);
+    /*  Same-host clients: the same ROUTER on a UNIX socket, which skips
+        the TCP stack (docs/DESIGN.md "Where one operation's time goes").  */
+    if (self->endpoint && config->local_endpoint && zsock_bind (self->router, "%s", config->local_endpoint) < 0) {
+        zsys_error ("broker/local-endpoint: cannot bind %s: %s", config->local_endpoint, zmq_strerror (zmq_errno ()));
+        return -1;
+    }
+    if (config->local_endpoint)
+        zsys_info ("listening for clients on this host on %s", config->local_endpoint);
     return self->endpoint ? 0 : -1;
 }
 

@@ -251,6 +251,10 @@ s_broker (s_loader_t *self)
         return s_fail (self, "broker/endpoint", "must start with tcp://, ipc:// or inproc:// (got \"%s\")",
                        config->endpoint);
     config->endpoint_file = s_path (self, "broker/endpoint-file");
+    const char *local = zconfig_get (config->root, "broker/local-endpoint", NULL);
+    if (local && *local && strncmp (local, "ipc:///", 7))
+        return s_fail (self, "broker/local-endpoint", "must be ipc:// with an absolute path (got \"%s\")", local);
+    config->local_endpoint = local && *local ? strdup (local) : NULL;
     config->driver_dir = s_path (self, "broker/driver-dir");
     if (s_int (self, "broker/default-deadline-ms", 10000, 1, 3600000, &config->default_deadline_ms)
     ||  s_int (self, "broker/max-deadline-ms", config->default_deadline_ms > 60000
@@ -574,6 +578,7 @@ broker_config_destroy (broker_config_t **self_p)
     free (self->file);
     free (self->dir);
     free (self->endpoint);
+    free (self->local_endpoint);
     free (self->endpoint_file);
     free (self->metrics_url);
     free (self->metrics_file);

@@ -47,6 +47,8 @@ typedef struct {
     zconfig_t *root;
     char *endpoint;             /* broker/endpoint, default tcp://127.0.0.1:5555 */
     char *endpoint_file;        /* resolved broker/endpoint-file, or NULL */
+    char *local_endpoint;       /* broker/local-endpoint: a second listener for clients on
+                                   this host (ipc://PATH), or NULL */
     unsigned char *ticket_key;  /* BROKER_TICKET_KEY_LEN bytes in locked memory (cs_secmem.h) */
     bool ticket_key_random;     /* no broker/ticket-key: random per start */
     int ticket_lifetime_ms;     /* 1000..604800000, default 14400000 (4 h) */
