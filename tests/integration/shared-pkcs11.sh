@@ -13,6 +13,8 @@
 #   - the broker enforces the key's usage: a shared key made with
 #     CKA_DECRYPT FALSE signs but refuses a decryption sent straight to the
 #     broker (cs-wire-client: CKR_KEY_FUNCTION_NOT_PERMITTED);
+#   - cryptoserver-bench --key shared1 --beside plain: one run times the
+#     shared key and an ordinary keystore key, every signature verified;
 #   - with party 2 down, C_Sign fails with CKR_DEVICE_ERROR within the
 #     party deadline and broker 1 logs an E: line naming party 2; once it
 #     is back, signing works again.
@@ -117,6 +119,19 @@ got=$(wire decrypt signer CKM_RSA_X_509 "00$(openssl rand -hex 255)")
 [ "$got" = CKR_KEY_FUNCTION_NOT_PERMITTED ] \
     || cs_fail "a decryption with a CKA_DECRYPT FALSE shared key, straight to the broker, gave: $got"
 cs_log "the broker refuses a decryption with the signer key (CKR_KEY_FUNCTION_NOT_PERMITTED)"
+
+# ---- cryptoserver-bench: the shared key beside an ordinary keystore key ---------------
+"$CS_ADMIN" key generate --tenant demo --type rsa:2048 --label plain --dir "$WORK/p1" > /dev/null \
+    || cs_fail "an ordinary keystore key"
+timeout $((300 * CS_TIME_FACTOR)) "$CS_BENCH" --module "$MODULE" --token demo --pin 1234 --key shared1 \
+    --beside plain --count 20 --verify --csv > "$WORK/bench.csv" 2> "$WORK/bench.err" \
+    || { cat "$WORK/bench.csv" "$WORK/bench.err"; cs_fail "cryptoserver-bench --beside failed"; }
+[ "$(grep -c '^mechanism,' "$WORK/bench.csv")" = 1 ] || cs_fail "not one CSV header: $(cat "$WORK/bench.csv")"
+for key in shared1 plain; do
+    grep -Eq "^sha256-rsa-pkcs,$key,2048,1,20,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,20,0\$" "$WORK/bench.csv" \
+        || cs_fail "no row of 20 verified signatures with $key: $(cat "$WORK/bench.csv")"
+done
+cs_log "bench: $(tr '\n' ' ' < "$WORK/bench.csv")"
 
 # ---- a party down ----------------------------------------------------------------
 cs_peer_stop p2
