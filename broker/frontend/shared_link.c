@@ -16,7 +16,7 @@
  *  Owns: the lanes and their queues of items (borrowed from their slots;
  *  each counted in its request's `pending` until its completion).
  *  May call: party.h (the endpoint, the tenant's opt-in), drv_pad.h,
- *  dispatch.c (fe_item_wipe_material).  What comes back goes up through
+ *  dispatch.c (fe_item_wipe_material), reply.c (fe_log_due).  What comes back goes up through
  *  the item's `done`, set by the room that made it (route.c, keymgmt_jobs.c).  */
 #include <stdarg.h>
 #include <openssl/rand.h>
@@ -312,7 +312,9 @@ s_on_lane (zloop_t *loop, zsock_t *reader, void *arg)
     else {
         fe_request_t *request = item->request;
         item->rv = s_rv_of (a);
-        zsys_error ("client %s (tenant %s): shared key %s: %s: %s", request->client_name, request->tenant, lane == S_GEN ? "generation" : item->ref, a ? a : "?", b ? b : "?");
+        if (fe_log_due (self, request, "shared-key"))      /* once a minute per client */
+            zsys_error ("client %s (tenant %s): shared key %s: %s: %s", request->client_name, request->tenant,
+                        lane == S_GEN ? "generation" : item->ref, a ? a : "?", b ? b : "?");
     }
     if (a)
         OPENSSL_cleanse (a, strlen (a));

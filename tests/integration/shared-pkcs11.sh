@@ -16,8 +16,9 @@
 #   - cryptoserver-bench --key shared1 --beside plain: one run times the
 #     shared key and an ordinary keystore key, every signature verified;
 #   - with party 2 down, C_Sign fails with CKR_DEVICE_ERROR within the
-#     party deadline and broker 1 logs an E: line naming party 2; once it
-#     is back, signing works again.
+#     party deadline and broker 1 logs an E: line naming party 2, and
+#     C_GenerateKeyPair fails leaving no row; once it is back, signing
+#     works again.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -41,6 +42,7 @@ CONF=$WORK/p1/clients/app/client.conf
 "$CS_ADMIN" config set "$WORK/p1/broker.conf" broker/max-deadline-ms $((300000 * CS_TIME_FACTOR))
 # Party 2 down: party 1 and its frontend log why (E: lines).
 cs_expect_broker_log 'party: shared-key signature failed: party 2|shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR: party 2'
+cs_expect_broker_log 'party: generation of "down1" for tenant demo: party 2'
 
 for i in 1 2 3; do party_start "$i"; done
 "$CS_ADMIN" config set "$CONF" client/endpoints "$(cat "$WORK/p1/broker.endpoint")"
@@ -144,6 +146,13 @@ grep -q CKR_DEVICE_ERROR "$WORK/down.out" || cs_fail "not CKR_DEVICE_ERROR: $(ca
 grep -q "^E: .*shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR: party 2 (tcp://127.0.0.1:${PORT[2]})" "$WORK/p1.log" \
     || cs_fail "broker 1 has no E: line naming party 2"
 cs_log "party 2 down: CKR_DEVICE_ERROR in $took s; $(grep -m1 "^E: .*shared key ks:" "$WORK/p1.log")"
+timeout $((60 * CS_TIME_FACTOR)) $P11 --keypairgen --key-type rsa:2048 --label down1 --id 54 > "$WORK/down-gen.out" 2>&1 \
+    && cs_fail "generated a shared key with party 2 down"
+grep -q CKR_DEVICE_ERROR "$WORK/down-gen.out" || cs_fail "generation: not CKR_DEVICE_ERROR: $(cat "$WORK/down-gen.out")"
+for i in 1 3; do
+    [ "$(rows down1 "$i")" = 0 ] || cs_fail "party $i kept a row of the generation with party 2 down"
+done
+cs_log "party 2 down: C_GenerateKeyPair fails with CKR_DEVICE_ERROR, no row anywhere"
 party_start 2
 cs_wait_until $((10 * CS_TIME_FACTOR)) $P11 --sign --id 51 --mechanism SHA256-RSA-PKCS -i "$WORK/msg" \
     -o "$WORK/sig4" > /dev/null 2>&1 || cs_fail "no signature once party 2 is back"
