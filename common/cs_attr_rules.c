@@ -2,6 +2,7 @@
 #include <string.h>
 #include "cs_mech.h"
 #include "cs_attr_rules.h"
+#include "cryptoserver/pkcs11v.h"
 
 #define P  CS_ATTR_PUB
 #define V  CS_ATTR_PRIV
@@ -34,6 +35,8 @@ static const cs_attr_rule_t s_rules [] = {
     { CKA_LOCAL,              "CKA_LOCAL",              CS_ATTR_V_BOOL,  K, CO, 0 },
     { CKA_KEY_GEN_MECHANISM,  "CKA_KEY_GEN_MECHANISM",  CS_ATTR_V_ULONG, K, CO, -1 },
     { CKA_ALLOWED_MECHANISMS, "CKA_ALLOWED_MECHANISMS", CS_ATTR_V_MECHS, K, CR, -1 },
+    /* vendor (cryptoserver/pkcs11v.h): set by the broker on a shared key's private object */
+    { CKA_CS_SHARED,          "CKA_CS_SHARED",          CS_ATTR_V_BOOL,  K, CO, 0 },
     /* public keys (table 28) */
     { CKA_SUBJECT,            "CKA_SUBJECT",            CS_ATTR_V_BYTES, P | V, ST, -1 },
     { CKA_ENCRYPT,            "CKA_ENCRYPT",            CS_ATTR_V_BOOL,  P | S, ST, -1 },

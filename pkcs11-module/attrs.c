@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cs_attr_rules.h"
+#include "cryptoserver/pkcs11v.h"
 #include "attrs.h"
 
 cs_attr_kind_t
@@ -13,7 +14,7 @@ cs_attr_kind (CK_ATTRIBUTE_TYPE type)
         case CKA_VERIFY: case CKA_ENCRYPT: case CKA_DECRYPT: case CKA_WRAP: case CKA_UNWRAP:
         case CKA_DERIVE: case CKA_SIGN_RECOVER: case CKA_VERIFY_RECOVER: case CKA_LOCAL:
         case CKA_ALWAYS_SENSITIVE: case CKA_NEVER_EXTRACTABLE: case CKA_ALWAYS_AUTHENTICATE:
-        case CKA_WRAP_WITH_TRUSTED: case CKA_TRUSTED:
+        case CKA_WRAP_WITH_TRUSTED: case CKA_TRUSTED: case CKA_CS_SHARED:
             return CS_ATTR_BOOL;
         case CKA_CLASS: case CKA_KEY_TYPE: case CKA_MODULUS_BITS: case CKA_KEY_GEN_MECHANISM:
         case CKA_VALUE_LEN:

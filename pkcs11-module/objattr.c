@@ -7,6 +7,7 @@
 #include <string.h>
 #include <openssl/crypto.h>
 #include "cs_attr_rules.h"
+#include "cryptoserver/pkcs11v.h"
 #include "keyder.h"
 #include "object_int.h"
 
@@ -88,7 +89,8 @@ s_attr_common (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, cs_objattr_val
         case CKA_COPYABLE:
         case CKA_DESTROYABLE:    return s_bool (value, managed);
         case CKA_LOCAL:
-        case CKA_DERIVE:         return s_bool (value, false);
+        case CKA_DERIVE:
+        case CKA_CS_SHARED:      return s_bool (value, false);     /* TRUE only when stored: a shared key */
         case CKA_KEY_GEN_MECHANISM: return s_ulong (value, CK_UNAVAILABLE_INFORMATION);
         case CKA_ALLOWED_MECHANISMS:        /* empty: every mechanism (§4.4 table 25) */
         case CKA_START_DATE:

@@ -97,3 +97,52 @@ drv_pss_encode (const cs_drv_mech_t *mech, const unsigned char *digest, size_t d
     ERR_clear_error ();
     return rv;
 }
+
+CK_RV
+drv_rsa_sign_block (const cs_drv_mech_t *mech, const unsigned char *in, size_t in_len,
+                    size_t modulus_bits, unsigned char *em, size_t k)
+{
+    switch (mech->type) {
+        case CKM_RSA_PKCS:
+            if (in_len + 11 > k)
+                return CKR_DATA_LEN_RANGE;
+            return RSA_padding_add_PKCS1_type_1 (em, (int) k, in, (int) in_len) == 1
+                   ? CKR_OK : CKR_FUNCTION_FAILED;
+        case CKM_RSA_PKCS_PSS:
+            return drv_pss_encode (mech, in, in_len, modulus_bits, em, k);
+        case CKM_RSA_X_509:
+            if (in_len > k)
+                return CKR_DATA_LEN_RANGE;
+            memset (em, 0, k - in_len);
+            memcpy (em + k - in_len, in, in_len);
+            return CKR_OK;
+        default:
+            return CKR_MECHANISM_INVALID;
+    }
+}
+
+CK_RV
+drv_rsa_unpad (const cs_drv_mech_t *mech, const unsigned char *em, size_t k,
+               unsigned char *out, size_t *out_len)
+{
+    if (mech->type == CKM_RSA_PKCS_OAEP)
+        return drv_oaep_unpad (em, k, mech, out, out_len);
+    if (mech->type == CKM_RSA_X_509) {
+        if (*out_len < k)
+            return CKR_BUFFER_TOO_SMALL;
+        memcpy (out, em, k);
+        *out_len = k;
+        return CKR_OK;
+    }
+    unsigned char buf [S_BLOCK_MAX];
+    int len = k <= sizeof buf ? RSA_padding_check_PKCS1_type_2 (buf, (int) sizeof buf, em, (int) k, (int) k) : -1;
+    ERR_clear_error ();
+    CK_RV rv = len < 0 ? CKR_ENCRYPTED_DATA_INVALID
+             : (size_t) len > *out_len ? CKR_BUFFER_TOO_SMALL : CKR_OK;
+    if (rv == CKR_OK) {
+        memcpy (out, buf, (size_t) len);
+        *out_len = (size_t) len;
+    }
+    OPENSSL_cleanse (buf, sizeof buf);
+    return rv;
+}

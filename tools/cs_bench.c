@@ -69,6 +69,8 @@ s_usage (FILE *out, int status)
         "  --metrics URL    read the broker's process_cpu_seconds_total at URL (http:// only,\n"
         "                   e.g. $CRYPTOSERVER_METRICS_URL) before and after the run and\n"
         "                   print the broker's CPU time per operation\n"
+        "  --beside LABEL   then the same run again with the key LABEL, reported after the\n"
+        "                   first (e.g. a shared key beside an ordinary keystore key)\n"
         "\n"
         "\n"
         "       cryptoserver-bench --module SO --token LABEL --pin PIN\n"
@@ -102,7 +104,7 @@ s_parse (int argc, char **argv, cs_bench_options_t *options)
         { "session-keys", no_argument, NULL, 'T' }, { "verify-key", required_argument, NULL, 'K' },
         { "blocks", required_argument, NULL, 'B' }, { "driver-board", required_argument, NULL, 'D' },
         { "key-file", required_argument, NULL, 'F' }, { "share", no_argument, NULL, 'H' },
-        { "metrics", required_argument, NULL, 'u' },
+        { "metrics", required_argument, NULL, 'u' }, { "beside", required_argument, NULL, 'b' },
         { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 }
     };
     int opt;
@@ -129,6 +131,7 @@ s_parse (int argc, char **argv, cs_bench_options_t *options)
             case 'v': options->verify = true; break;
             case 'K': options->verify = true; options->verify_key = optarg; break;
             case 'u': options->metrics = optarg; break;
+            case 'b': options->beside = optarg; break;
             case 'C': options->csv = true; break;
             case 'P': options->progress = true; break;
             case 'S': options->stop_on_error = true; break;
@@ -171,6 +174,10 @@ s_parse (int argc, char **argv, cs_bench_options_t *options)
     }
     if (options->count == 0 && options->seconds == 0)
         options->count = 100;
+    if (options->beside && (driver || options->keygen)) {
+        fprintf (stderr, "cryptoserver-bench: --beside compares two keys of a module's token\n");
+        return 2;
+    }
     if (options->metrics && options->driver_board) {
         fprintf (stderr, "cryptoserver-bench: --metrics measures runs through a broker, "
                  "not --driver-board\n");
@@ -212,6 +219,31 @@ out:
     return status;
 }
 
+/*  One signing run of options (its key `label`) through the module's token:
+ *  reads the key's public half for the verifier, runs, reports.  Returns the
+ *  exit status; why it could not run in err.  */
+static int
+s_key_run (const cs_bench_options_t *options, cs_bench_module_t *module, CK_SESSION_HANDLE session,
+           const char *label, char *err, size_t err_len)
+{
+    cs_bench_pubkey_t pubkey = { 0 };
+    cs_bench_verifier_t *verifier = NULL;
+    int status = 1;
+    CK_RV rv = cs_bench_pubkey_read (module, session, label, &pubkey);
+    if (rv != CKR_OK)
+        snprintf (err, err_len, "key '%s': cannot read its public key: %s", label, cs_rv_name (rv));
+    else
+        verifier = options->verify_key
+                 ? cs_bench_verifier_from_pem (options->verify_key, &pubkey, options->mech, err, err_len)
+                 : cs_bench_verifier_new (&pubkey, options->mech, err, err_len);
+    if (verifier)
+        status = cs_bench_sign_run (options, module, NULL, options->verify ? verifier : NULL,
+                                    cs_bench_verifier_bits (verifier));
+    cs_bench_verifier_destroy (&verifier);
+    cs_bench_pubkey_clear (&pubkey);
+    return status;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -236,8 +268,6 @@ main (int argc, char **argv)
         return s_main_driver (&options);
     char err [256] = "";
     cs_bench_module_t module;
-    cs_bench_pubkey_t pubkey = { 0 };
-    cs_bench_verifier_t *verifier = NULL;
     CK_SESSION_HANDLE session = CK_INVALID_HANDLE;
     status = 1;
     if (cs_bench_module_open (&module, options.module_path, options.token, err, sizeof err) != 0)
@@ -255,24 +285,18 @@ main (int argc, char **argv)
         status = cs_bench_keygen_run (&module, session, &options.gen);
         goto out;
     }
-    rv = cs_bench_pubkey_read (&module, session, options.key, &pubkey);
-    if (rv != CKR_OK) {
-        snprintf (err, sizeof err, "key '%s': cannot read its public key: %s",
-                  options.key, cs_rv_name (rv));
-        goto out;
+    status = s_key_run (&options, &module, session, options.key, err, sizeof err);
+    if (options.beside && !*err) {
+        cs_bench_options_t beside = options;
+        beside.key = options.beside;
+        beside.verify_key = NULL;           /* --verify-key is the first key's */
+        beside.csv_no_header = true;
+        int second = s_key_run (&beside, &module, session, options.beside, err, sizeof err);
+        status = status ? status : second;
     }
-    verifier = options.verify_key
-             ? cs_bench_verifier_from_pem (options.verify_key, &pubkey, options.mech, err, sizeof err)
-             : cs_bench_verifier_new (&pubkey, options.mech, err, sizeof err);
-    if (!verifier)
-        goto out;
-    status = cs_bench_sign_run (&options, &module, NULL, options.verify ? verifier : NULL,
-                    cs_bench_verifier_bits (verifier));
 out:
     if (*err)
         fprintf (stderr, "cryptoserver-bench: %s\n", err);
-    cs_bench_verifier_destroy (&verifier);
-    cs_bench_pubkey_clear (&pubkey);
     if (session != CK_INVALID_HANDLE)
         module.p11->C_CloseSession (session);
     cs_bench_module_close (&module);

@@ -235,6 +235,9 @@ typedef struct {
                                        come from one counter */
     bool keygen;                    /* --keygen: time C_GenerateKeyPair instead */
     cs_bench_keygen_options_t gen;
+    const char *beside;             /* --beside LABEL: the same run with this key after
+                                       the first (a shared key beside an ordinary one) */
+    bool csv_no_header;             /* set for the run of --beside: one CSV header */
 } cs_bench_options_t;
 
 /*  Runs options->threads threads signing through module (or driver, with

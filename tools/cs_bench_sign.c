@@ -295,8 +295,9 @@ s_report (const cs_bench_options_t *options, s_totals_t *totals, double seconds,
         snprintf (cpu, sizeof cpu, "%.1f", cpu_us);
     if (options->csv) {
         //  --metrics adds one column at the end: scripts read the others by position.
-        printf ("mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures%s\n",
-                options->metrics ? ",broker_cpu_us_per_op" : "");
+        if (!options->csv_no_header)
+            printf ("mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures%s\n",
+                    options->metrics ? ",broker_cpu_us_per_op" : "");
         printf ("%s,%s,%d,%d,%ld,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%s,%ld%s%s\n",
                 cs_bench_mech_name (options->mech), options->key ? options->key : "file", bits,
                 options->threads,

@@ -4,16 +4,22 @@
 # (tools/demo-deploy.sh), starts the broker on 127.0.0.1, then signs and
 # decrypts through cryptoserver-pkcs11.so with pkcs11-tool and checks the
 # results with openssl.  With --ha: two brokers on a local PostgreSQL
-# keystore, and a failover shown (one broker killed, signing goes on).
+# keystore, and a failover shown (one broker killed, signing goes on).  With
+# --shared: three brokers as the parties of a shared RSA key
+# (tools/demo-shared.sh).
 set -eu
 
 usage () {
     cat <<'EOT'
 usage: tools/quickstart.sh [DIR]          build, deploy into DIR (default ./demo), start, try it
        tools/quickstart.sh --ha [DIR]     the same with two brokers on one PostgreSQL keystore
-       tools/quickstart.sh [--ha] --stop [DIR]
+       tools/quickstart.sh --shared [DIR] three brokers holding a shared RSA key (default
+                                          ./demo-shared): generate it, sign, verify
+       tools/quickstart.sh [--ha|--shared] --stop [DIR]
                                           stop DIR's broker (an --ha DIR: both brokers and
-                                          PostgreSQL; with --ha DIR defaults to ./demo-ha)
+                                          PostgreSQL; a --shared DIR: the three brokers;
+                                          with --ha DIR defaults to ./demo-ha, with
+                                          --shared to ./demo-shared)
        tools/quickstart.sh --help
 
 Run again on an existing DIR: keys and state are kept and the broker is
@@ -39,6 +45,17 @@ pids, space-separated) and CRYPTOSERVER_PG_PID (PostgreSQL's).  The try-it
 part then signs with both brokers up, kills broker 1 with SIGKILL, signs
 again (broker 2 serves it) and starts broker 1 again.  Needs the packages
 postgresql and postgresql-client (installed with the others).
+--shared (default DIR ./demo-shared): three demo deployments on
+127.0.0.1 whose brokers are the three parties of shared RSA keys
+(docs/SHARED-KEYS.md): DIR (party 1), DIR/party2, DIR/party3, each with
+its own master key and keystore; brokers on ports 5565, 5566, 5567, party
+endpoints 5575, 5576, 5577, party 1's metrics on 9474.  The try-it part
+generates a shared RSA-2048 key through the module (pkcs11-tool
+--keypairgen: the three brokers make it together, no dealer, about a
+minute), signs with it and verifies with openssl.  DIR/env.sh exports
+the one-broker demo's variables (for party 1) and CRYPTOSERVER_PARTY_PIDS
+(the three brokers' pids, space-separated).  tools/demo-shared.sh --help
+tells the rest.
 Environment: CS_BUILD_DIR     build directory (default SRC/_build, where tools/check.sh builds)
              CS_PORT          the broker's port on 127.0.0.1 (default 5555; --ha:
                               broker 2 on CS_PORT + 1)
@@ -55,19 +72,24 @@ die () { echo "quickstart: error: $*" >&2; exit 1; }
 
 STOP=
 HA=
+SHARED=
 DIR=
 while [ $# -gt 0 ]; do
     case $1 in
         -h|--help) usage; exit 0 ;;
         --stop) STOP=1 ;;
         --ha) HA=1 ;;
+        --shared) SHARED=1 ;;
         -*) echo "quickstart: unknown option $1" >&2; usage >&2; exit 2 ;;
         *) [ -z "$DIR" ] || { usage >&2; exit 2; }; DIR=$1 ;;
     esac
     shift
 done
+[ -z "$HA" ] || [ -z "$SHARED" ] || { echo "quickstart: --ha and --shared do not go together" >&2; exit 2; }
 if [ -n "$HA" ]; then
     DIR=${DIR:-demo-ha}
+elif [ -n "$SHARED" ]; then
+    DIR=${DIR:-demo-shared}
 else
     DIR=${DIR:-demo}
 fi
@@ -80,6 +102,9 @@ fi
 export CS_BUILD_DIR=${CS_BUILD_DIR:-$SRC_DIR/_build}
 
 if [ -n "$STOP" ]; then
+    if [ -n "$SHARED" ] || [ -f "$DIR/party2/broker.conf" ]; then
+        exec "$SRC_DIR/tools/demo-shared.sh" --stop "$DIR"
+    fi
     exec "$SRC_DIR/tools/demo-deploy.sh" --stop "$DIR"
 fi
 
@@ -203,6 +228,20 @@ step "Packages"
 cs_deps_install
 cs_deps_rust
 build
+
+if [ -n "$SHARED" ]; then
+    step "Three parties in $DIR, $DIR/party2, $DIR/party3"
+    "$SRC_DIR/tools/demo-shared.sh" "$DIR"
+    DIR=$(cd "$DIR" && pwd)
+    step "Brokers"
+    "$SRC_DIR/tools/demo-shared.sh" --start "$DIR"
+    step "A shared RSA-2048 key through the module, a signature verified by openssl"
+    "$SRC_DIR/tools/demo-shared.sh" --try "$DIR"
+    step "Done"
+    echo "    . $DIR/env.sh          # then use \$CRYPTOSERVER_MODULE: RSA token keys you generate are shared"
+    echo "    tools/quickstart.sh --stop $DIR    # stops the three brokers"
+    exit 0
+fi
 
 step "Deployment in $DIR"
 # The demo's documented fixed ports (the README, env.sh users script against

@@ -219,6 +219,8 @@ s_start (frontend_t *self)
     zloop_reader (self->loop, self->pipe, s_on_pipe, self);
     zloop_reader (self->loop, self->backend, s_on_backend, self);
     zloop_reader (self->loop, self->router, s_on_router, self);
+    if (fe_shared_start (self))
+        return -1;
     self->reading = true;
     if (self->config->stats_interval_ms > 0)
         zloop_timer (self->loop, (size_t) self->config->stats_interval_ms, 0, s_on_stats_timer, self);
@@ -229,6 +231,7 @@ s_start (frontend_t *self)
 static void
 s_frontend_free (frontend_t *self)
 {
+    fe_shared_stop (self);                      /* its items' requests answered while the router is up */
     slow_pool_destroy (&self->slow);            /* before the loop it reads in */
     ks_settle_destroy (&self->settle);          /* after the threads that use it */
     fe_audit_stop (self);                       /* with this thread's keystore */

@@ -14,6 +14,7 @@
  *    keymgmt_jobs.c  key generation, import, destroy, attributes, copy; objects
  *    route.c         crypto, modexp and secret-key jobs: items, key reads, completions
  *    key_route.c     a crypto job's key -> its boards; a token secret key's rules
+ *    shared_link.c   shared keys: generation and sign/decrypt through the party service
  *    login.c         login, PINs, tickets
  *    pool_jobs.c     pre-generated RSA keys: refills, restore, seal
  *    inventory.c     mechanisms, resident keys and open boards; Hello, ListKeys
@@ -47,6 +48,11 @@
 /*  A job's result while it waits for the slow pool: never sent (the request
  *  is answered only when no job is pending), never a PKCS#11 value.  */
 #define FE_CKR_PENDING (CKR_VENDOR_DEFINED | 0x5105u)
+
+/*  What key_route.c answers for a key whose home is "shared" (issue #24),
+ *  once its rules allow the job: route.c hands the item to shared_link.c
+ *  instead of a board.  Never sent.  */
+#define FE_CKR_SHARED (CKR_VENDOR_DEFINED | 0x5106u)
 
 /*  The per-job storage of a request: its result and what the result points to.  */
 typedef struct {
@@ -118,6 +124,7 @@ typedef struct _fe_pool_t fe_pool_t;
 typedef struct _fe_admission_t fe_admission_t;
 typedef struct _fe_fast_lane_t fe_fast_lane_t;
 typedef struct _fe_keystore_watch_t fe_keystore_watch_t;
+typedef struct _fe_shared_t fe_shared_t;
 
 /*  The frontend's state.  Each room keeps its own state behind one pointer
  *  (fe_admission_t, fe_inventory_t, fe_pool_t: private to their file);
@@ -158,6 +165,7 @@ typedef struct {
     fe_keystore_watch_t *keystore_watch;    /* other writers' changes of the keystore (slow_link.c) */
     struct _ks_settle_t *settle;    /* the connection that looks for others' commits (ks_settle.h) */
     fe_fast_lane_t *fast;           /* the fast lane (fast_lane.c), or NULL: off */
+    fe_shared_t *shared;            /* the link to the party service (shared_link.c), or NULL */
     frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
     void *reply_arg;
     struct _fe_quota_t *quota;      /* per-tenant quotas (quota_link.c) */
@@ -276,6 +284,30 @@ void fe_pipe_pool_wait (frontend_t *self);
 void fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index);
 void fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index);
 void fe_job_sym (frontend_t *self, fe_request_t *request, size_t index);
+
+/* ---- shared_link.c: shared keys through the party service (issue #24) ---- */
+/*  fe_shared_start connects the two lanes to party/control when broker.conf
+ *  has a party section (0, or -1 after an E: line); fe_shared_stop fails
+ *  what is queued with CKR_DEVICE_ERROR (through the items' completions).
+ *  fe_shared_tenant: the tenant's C_GenerateKeyPair of a token RSA pair
+ *  makes a shared key (keys/shared = 3 and a party section).
+ *  fe_shared_generate queues a GenerateKeyPair item (its `done` set):
+ *  CKR_OK, counted in the request's pending, the new key's ref in item->out
+ *  when it is back; or CKR_TEMPLATE_INCONSISTENT (an exponent other than
+ *  65537), CKR_DEVICE_ERROR without a party service.  fe_shared_crypto
+ *  queues a sign or decrypt item that key_route.c answered FE_CKR_SHARED
+ *  (item->ref, ->bits, ->mech, ->in set): CKR_OK, counted; or
+ *  CKR_MECHANISM_INVALID (sign: CKM_RSA_PKCS, _PSS, _X_509; decrypt:
+ *  CKM_RSA_PKCS, _OAEP, _X_509), CKR_ENCRYPTED_DATA_LEN_RANGE (a
+ *  ciphertext that is not k bytes).  Its completion gets the signature or
+ *  plaintext in item->out, or item->rv: CKR_DEVICE_ERROR when a party is
+ *  down or a result does not verify with (N, e) (an E: line names why),
+ *  the padding's errors (drv_pad.h).  */
+int fe_shared_start (frontend_t *self);
+void fe_shared_stop (frontend_t *self);
+bool fe_shared_tenant (frontend_t *self, const char *tenant);
+CK_RV fe_shared_generate (frontend_t *self, work_item_t *item);
+CK_RV fe_shared_crypto (frontend_t *self, work_item_t *item);
 
 /* ---- key_route.c ---- */
 void fe_item_inputs (work_item_t *item, const Cs__Job *job);

@@ -306,7 +306,9 @@ s_context_auth (frontend_t *self, fe_request_t *request, const work_item_t *item
 /*  A keystore row of the tenant (info, and its private key: pkcs8, len
  *  bytes, borrowed from item->cached or item->material until the item is
  *  back): its material goes with the item (home keystore) or its resident
- *  copy is used (home board:NAME).  */
+ *  copy is used (home board:NAME); a shared key (home "shared") is
+ *  FE_CKR_SHARED with its ref in item->ref, for the party service
+ *  (shared_link.c).  The key's rules apply first to all of them.  */
 CK_RV
 fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *item, const char *ref,
                        const Cs__KeyInfo *info, const uint8_t *pkcs8, size_t len)
@@ -333,6 +335,11 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
     else
     if ((rv = s_context_auth (self, request, item, ref, info)) != CKR_OK)
         ;                                       /* CKA_ALWAYS_AUTHENTICATE: context_auth.h */
+    else
+    if (streq (info->home, "shared")) {         /* issue #24: the party service, not a board */
+        snprintf (item->ref, sizeof item->ref, "%s", ref);
+        rv = info->key_type == CKK_RSA ? FE_CKR_SHARED : CKR_KEY_HANDLE_INVALID;
+    }
     else
     if (strncmp (info->home, "board:", 6) == 0) {
         int board = fe_board_index (self, info->home + 6);

@@ -27,6 +27,21 @@ s_template_flag (Cs__Attribute **attrs, size_t n, CK_ATTRIBUTE_TYPE type, bool f
     return fallback;
 }
 
+/*  The result of a generation whose key is slot->info (and, for a session
+ *  key, slot->private_pkcs8).  */
+static void
+s_generated_answer (fe_request_t *request, fe_slot_t *slot, const Cs__GenerateKeyPairJob *job)
+{
+    Cs__KeyInfo *info = slot->info;
+    cs__generate_key_pair_result__init (&slot->generated);
+    slot->generated.key = info;
+    slot->generated.private_pkcs8 = (ProtobufCBinaryData) { slot->private_pkcs8_len, slot->private_pkcs8 };
+    slot->result.kind_case = CS__RESULT__KIND_GENERATED;
+    slot->result.generated = &slot->generated;
+    zsys_info ("generate: %s key %s for tenant %s (%s)", job->token ? "token" : "session",
+               job->token ? info->ref : "-", request->tenant, job->token ? info->home : "returned");
+}
+
 /*  A generated key's description is back from the slow pool (a token key
  *  stored durably first: keystore_key_put before the reply; a session key
  *  with its PKCS#8 for the reply, no ref).  */
@@ -52,14 +67,7 @@ s_generated_result (frontend_t *self, fe_request_t *request, fe_slot_t *slot, sl
         slot->private_pkcs8_len = described->pkcs8_len;
         described->pkcs8 = NULL;
     }
-    Cs__KeyInfo *info = slot->info;
-    cs__generate_key_pair_result__init (&slot->generated);
-    slot->generated.key = info;
-    slot->generated.private_pkcs8 = (ProtobufCBinaryData) { slot->private_pkcs8_len, slot->private_pkcs8 };
-    slot->result.kind_case = CS__RESULT__KIND_GENERATED;
-    slot->result.generated = &slot->generated;
-    zsys_info ("generate: %s key %s for tenant %s (%s)", job->token ? "token" : "session",
-               job->token ? info->ref : "-", request->tenant, job->token ? info->home : "returned");
+    s_generated_answer (request, slot, job);
 }
 
 /*  SLOW_GENERATED is back (its completion): the job's result, then the
@@ -135,6 +143,46 @@ s_generate_back (void *arg, work_item_t *item)
     fe_request_release (self, request, true);
 }
 
+/*  The row of a new shared key is read (SLOW_KEY's completion): its
+ *  KeyInfo is the reply; the tenant's cached row goes (keys_version).  */
+static void
+s_shared_read_back (void *arg, slow_job_t *read)
+{
+    frontend_t *self = arg;
+    fe_request_t *request = read->request;
+    fe_slot_t *slot = &request->slots [read->index];
+    slot->result.rv = read->rc == 0 && read->info ? CKR_OK : CKR_DEVICE_ERROR;
+    ks_cache_tenant_drop (self->cache, request->tenant);
+    if (slot->result.rv == CKR_OK) {
+        slot->info = read->info;
+        read->info = NULL;
+        s_generated_answer (request, slot, request->req->jobs [read->index]->generate_key_pair);
+    }
+    fe_request_release (self, request, true);
+}
+
+/*  A shared key's generation is back from the party service (its
+ *  completion, called by shared_link.c): the three parties stored their
+ *  rows; this broker's row (ref in item->out) is read for the reply.  */
+static void
+s_shared_back (void *arg, work_item_t *item)
+{
+    frontend_t *self = arg;
+    fe_request_t *request = item->request;
+    fe_slot_t *slot = &request->slots [item->index];
+    slow_job_t *read = item->rv == CKR_OK ? fe_slow_new (self, request, item->index, SLOW_KEY, s_shared_read_back)
+                                          : NULL;
+    slot->result.rv = item->rv == CKR_OK && !read ? CKR_HOST_MEMORY : item->rv;
+    if (read) {
+        snprintf (read->ref, sizeof read->ref, "%.*s", (int) item->out_len, (const char *) item->out);
+        read->token = ks_cache_token (self->cache);
+        fe_slow_go (self, read);
+    }
+    free (item->out);
+    item->out = NULL;
+    fe_request_release (self, request, true);
+}
+
 /*  Token key on the board of keys/home: a fresh ref whose random bytes are
  *  the key's CKA_ID there (its user-visible CKA_ID/label live in the row).  */
 static CK_RV
@@ -161,7 +209,9 @@ s_generate_on_board (frontend_t *self, fe_request_t *request, fe_slot_t *slot, C
 }
 
 /*  C_GenerateKeyPair (issue #3): from the pool, on a worker as material, or
- *  resident on the keys/home board.  A token pair is stored: a USER ticket;
+ *  resident on the keys/home board; a token RSA pair of a tenant with
+ *  keys/shared = 3 is a shared key, made by the three parties (issue #24,
+ *  shared_link.c).  A token pair is stored: a USER ticket;
  *  a session pair (token FALSE) is only returned to the client: public
  *  (both checked by its row in job_kinds.c), a pool key taken is charged to
  *  the tenant.  */
@@ -175,6 +225,11 @@ fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
     *item = (work_item_t) { .request = request, .index = index, .kind = WORK_GENERATE,
                             .deadline = request->deadline, .done = s_generate_back, .done_arg = self };
     CK_RV rv = keyjobs_keygen (job, &self->rsa_range, &item->gen, &type);
+    if (rv == CKR_OK && job->token && type == CKK_RSA && fe_shared_tenant (self, request->tenant)) {
+        item->done = s_shared_back;         /* issue #24: the three parties make it */
+        rv = fe_shared_generate (self, item);
+    }
+    else
     if (rv == CKR_OK && job->token && self->home_board >= 0)
         rv = s_generate_on_board (self, request, slot, type);
     else

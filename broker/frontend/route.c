@@ -10,7 +10,7 @@
  *  s_key_read_done): dispatch.c and slow_link.c call them through the
  *  item's or job's `done`.
  *
- *  May call: key_route.c, board.h capabilities, ks_cache.h, inventory.c
+ *  May call: key_route.c, shared_link.c (fe_shared_crypto), board.h capabilities, ks_cache.h, inventory.c
  *  (fe_open_boards), slow_link.c (fe_slow_new,
  *  fe_slow_go: a key read), dispatch.c (fe_submit, fe_item_wipe_material),
  *  reply.c (fe_log_due, fe_request_job_done, fe_request_release).  */
@@ -18,14 +18,16 @@
 #include "symjobs.h"
 #include "frontend_int.h"
 
-/*  Submits a routed crypto item (rv: its routing), or sets the job's
- *  result when it cannot run.  Only boards that run its mechanism may take
+/*  Submits a routed crypto item (rv: its routing; FE_CKR_SHARED: to the
+ *  party service), or sets the job's result when it cannot run.  Only boards that run its mechanism may take
  *  it: CKR_MECHANISM_INVALID when none of the key's boards does (PKCS#11
  *  2.40 §5.11 C_SignInit).  Returns true when the item is out.  */
 static bool
 s_crypto_submit (frontend_t *self, fe_slot_t *slot, CK_RV rv)
 {
     work_item_t *item = &slot->item;
+    if (rv == FE_CKR_SHARED && (rv = fe_shared_crypto (self, item)) == CKR_OK)
+        return true;                        /* a shared key: out to the party service, counted */
     if (rv == CKR_OK && !(item->boards &= fe_mech_boards (self, item)))
         rv = CKR_MECHANISM_INVALID;
     int submitted = rv == CKR_OK ? fe_submit (self, item) : 0;

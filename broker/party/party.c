@@ -36,6 +36,19 @@ s_resolve (const broker_config_t *config, const char *path)
     return asprintf (&out, "%s/%s", config->dir, path) < 0 ? NULL : out;
 }
 
+char *
+party_control_endpoint (const broker_config_t *config)
+{
+    const char *given = zconfig_get (config->root, "party/control", NULL);
+    if (given)
+        return strdup (given);
+    char *path = s_resolve (config, "party.ipc"), *endpoint = NULL;
+    if (path && asprintf (&endpoint, "ipc://%s", path) < 0)
+        endpoint = NULL;
+    free (path);
+    return endpoint;
+}
+
 static int
 s_config (party_t *self)
 {
@@ -52,12 +65,7 @@ s_config (party_t *self)
         return -1;
     }
     self->endpoint = strdup (endpoint);
-    char *control_default = s_resolve (self->config, "party.ipc");
-    char *control = NULL;
-    const char *given = zconfig_get (root, "party/control", NULL);
-    if (given || (control_default && asprintf (&control, "ipc://%s", control_default) >= 0))
-        self->control_endpoint = given ? strdup (given) : control;
-    free (control_default);
+    self->control_endpoint = party_control_endpoint (self->config);
     char *secret_path = s_resolve (self->config, secret);
     self->cert = secret_path ? zcert_load (secret_path) : NULL;
     if (!self->cert)

@@ -18,6 +18,16 @@ typedef struct _party_t party_t;
 /*  True when config has a `party` section.  */
 bool party_configured (const broker_config_t *config);
 
+/*  True when tenant opted in to shared keys in config: keys/shared/TENANT,
+ *  or else keys/shared, is 3 (cryptoserver-broker.conf(5) "SHARED KEYS").  */
+bool party_shared_tenant (const broker_config_t *config, const char *tenant);
+
+/*  The endpoint of the party service's control socket (party/control,
+ *  default ipc://DIR/party.ipc): malloc'd, caller frees; NULL when out of
+ *  memory.  The frontend sends C_GenerateKeyPair and C_Sign/C_Decrypt of
+ *  shared keys there, as cryptoserver-admin(8) `shared` does.  */
+char *party_control_endpoint (const broker_config_t *config);
+
 /*  Starts the party service of config (cryptoserver-broker.conf(5),
  *  "party"), on its own thread with its own connection to ks's keystore
  *  (keystore_open_again).  Returns the service (caller destroys), or NULL

@@ -14,6 +14,7 @@
 #include "party_int.h"
 #include "cs_util.h"
 #include "key_info.h"
+#include "keyattrs.h"
 #include "cryptoserver/pkcs11v.h"
 
 static void
@@ -27,6 +28,7 @@ s_gen_free (party_gen_t **gen_p)
     free (gen->tenant);
     free (gen->label);
     free (gen->ref);
+    free (gen->templ);
     free (gen->control_id);
     free (gen);
     *gen_p = NULL;
@@ -107,6 +109,40 @@ s_public_pkey (const cs_sk_share_t *share)
     return pkey;
 }
 
+/*  The row's KeyInfo of (N, e): with the templates of gen->templ applied
+ *  under the tenant's rules (keyjobs_info_new, docs/CONTRACTS.md "Attribute
+ *  rules", "Usage separation"; the label of the session when the template
+ *  has none), else the plain description of cryptoserver-admin's keys (no
+ *  decryption).  NULL when a template is refused or out of memory.  */
+static Cs__KeyInfo *
+s_row_info (party_t *self, EVP_PKEY *pkey)
+{
+    party_gen_t *gen = self->gen;
+    if (!gen->templ) {
+        key_info_params_t params = { gen->ref, gen->label, NULL, 0, "shared", true };
+        Cs__KeyInfo *info = key_info_from_pkey (pkey, &params);
+        if (info)
+            info->can_decrypt = false;
+        return info;
+    }
+    Cs__GenerateKeyPairJob *job = cs__generate_key_pair_job__unpack (NULL, gen->templ_len, gen->templ);
+    Cs__KeyInfo *info = NULL;
+    keyattrs_usage_set ((cs_usage_policy_t) broker_config_usage (self->config, gen->tenant));
+    CK_RV rv = job ? keyjobs_info_new (pkey, gen->ref, "shared", true, true, false, job->public_template,
+                                       job->n_public_template, job->private_template, job->n_private_template,
+                                       &info) : CKR_TEMPLATE_INCONSISTENT;
+    if (rv != CKR_OK)
+        zsys_error ("party: the template of \"%s\" for tenant %s is refused: 0x%lx", gen->label, gen->tenant,
+                    (unsigned long) rv);
+    if (info && !*info->label && keyattrs_string_take (&info->label, strdup (gen->label)) != CKR_OK) {
+        cs__key_info__free_unpacked (info, NULL);
+        info = NULL;
+    }
+    if (job)
+        cs__generate_key_pair_job__free_unpacked (job, NULL);
+    return info;
+}
+
 /*  Seals this party's share as the tenant's key row gen->ref: KeyInfo of
  *  (N, e) with home "shared", CKA_CS_SHARED TRUE on the private object,
  *  and the share record as its sealed private material.  */
@@ -115,8 +151,7 @@ s_store (party_t *self)
 {
     party_gen_t *gen = self->gen;
     EVP_PKEY *pkey = s_public_pkey (gen->share);
-    key_info_params_t params = { gen->ref, gen->label, NULL, 0, "shared", true };
-    Cs__KeyInfo *info = pkey ? key_info_from_pkey (pkey, &params) : NULL;
+    Cs__KeyInfo *info = pkey ? s_row_info (self, pkey) : NULL;
     unsigned char *rec = NULL;
     size_t rec_len = 0;
     int rc = -1;
@@ -132,7 +167,6 @@ s_store (party_t *self)
         list [info->n_private_attributes++] = attr;
         attr = NULL;
         info->has_private = info->has_public = true;
-        info->can_decrypt = false;
         if (cs_sk_share_encode (gen->share, &rec, &rec_len) == 0)
             rc = keystore_key_put (self->ks, gen->tenant, info, rec, rec_len);
     }
@@ -184,7 +218,8 @@ s_refusal (party_t *self, const char *tenant, const char *label, unsigned bits)
 /*  Opens the session here: the library party, started; its first messages sent.  */
 static int
 s_open (party_t *self, const unsigned char *session, unsigned coordinator, const char *tenant,
-        const char *label, const char *ref, unsigned bits, const void *id, size_t id_len)
+        const char *label, const char *ref, unsigned bits, ProtobufCBinaryData templ,
+        const void *id, size_t id_len)
 {
     party_gen_t *gen = self->gen = calloc (1, sizeof *gen);
     cs_sk_params_t prm;
@@ -201,13 +236,18 @@ s_open (party_t *self, const unsigned char *session, unsigned coordinator, const
     gen->label = strdup (label);
     gen->ref = strdup (ref);
     gen->bits = bits;
+    if (templ.len && (gen->templ = malloc (templ.len))) {
+        memcpy (gen->templ, templ.data, templ.len);
+        gen->templ_len = templ.len;
+    }
     gen->started = zclock_mono ();
     for (unsigned i = 1; i <= CS_SK_PARTIES; i++)
         self->peer [i].last_heard = gen->started;
     gen->party = cs_sk_party_new (self->index, session, &prm, NULL, NULL);
     cs_sk_outbox_t out = { 0 };
     unsigned unreachable = 0;
-    if (!gen->tenant || !gen->label || !gen->ref || !gen->party || cs_sk_party_start (gen->party, &out))
+    if (!gen->tenant || !gen->label || !gen->ref || !gen->party || (templ.len && !gen->templ)
+    ||  cs_sk_party_start (gen->party, &out))
         return -1;
     if (s_flush (self, &out, &unreachable)) {
         char why [PARTY_ERR_LEN];
@@ -219,21 +259,36 @@ s_open (party_t *self, const unsigned char *session, unsigned coordinator, const
     return 0;
 }
 
+/*  GENERATE tenant label bits [hex-template]: the template is a packed
+ *  GenerateKeyPairJob (the frontend's C_GenerateKeyPair), sent to the peers
+ *  in the GENERATE frame so that the three rows take the same attributes.  */
 void
 party_gen_control (party_t *self, const void *id, size_t id_len, char **args, size_t n)
 {
-    /*  GENERATE tenant label bits  */
-    unsigned bits = n == 4 ? (unsigned) atoi (args [3]) : 0;
-    const char *why = n == 4 ? s_refusal (self, args [1], args [2], bits) : "usage: GENERATE TENANT LABEL BITS";
+    unsigned bits = n == 4 || n == 5 ? (unsigned) atoi (args [3]) : 0;
+    const char *why = n == 4 || n == 5 ? s_refusal (self, args [1], args [2], bits)
+                    : "usage: GENERATE TENANT LABEL BITS [TEMPLATE]";
+    unsigned char *templ = NULL;
+    long templ_len = 0;
+    if (!why && n == 5) {
+        size_t max = strlen (args [4]) / 2 + 1;
+        templ = malloc (max);
+        templ_len = templ ? cs_hex_decode (args [4], templ, max) : -1;
+        if (templ_len < 0)
+            why = "the template is not hex";
+    }
     if (why) {
         party_reply (self, id, id_len, "ERR", "CKR_ARGUMENTS_BAD", why, NULL);
+        free (templ);
         return;
     }
+    ProtobufCBinaryData tb = { (size_t) templ_len, templ };
     unsigned char session [CS_SK_SESSION_LEN];
     char ref [36];
     keystore_ref_new (ref);
     if (RAND_bytes (session, sizeof session) != 1 || !party_session_fresh (self, session)) {
         party_reply (self, id, id_len, "ERR", "CKR_DEVICE_ERROR", "no random session id", NULL);
+        free (templ);
         return;
     }
     for (unsigned i = 1; i <= CS_SK_PARTIES; i++) {
@@ -242,21 +297,24 @@ party_gen_control (party_t *self, const void *id, size_t id_len, char **args, si
         frame.label = args [2];
         frame.ref = ref;
         frame.bits = bits;
+        frame.data = tb;
         if (i != self->index && party_send (self, i, &frame)) {
             char text [PARTY_ERR_LEN];
             snprintf (text, sizeof text, "party %u (%s) is not reachable", i, self->peer [i].endpoint);
             zsys_error ("party: generation of \"%s\" for tenant %s: %s", args [2], args [1], text);
             party_reply (self, id, id_len, "ERR", "CKR_DEVICE_ERROR", text, NULL);
+            free (templ);
             return;
         }
     }
     zsys_info ("party: generating %u-bit shared key \"%s\" for tenant %s as coordinator", bits, args [2], args [1]);
     /*  s_open answers the admin when the generation fails (party_gen_drop).  */
-    if (s_open (self, session, self->index, args [1], args [2], ref, bits, id, id_len) < 0) {
+    if (s_open (self, session, self->index, args [1], args [2], ref, bits, tb, id, id_len) < 0) {
         if (!self->gen || !self->gen->control_id)
             party_reply (self, id, id_len, "ERR", "CKR_HOST_MEMORY", "out of memory", NULL);
         party_gen_drop (self, "out of memory", true);
     }
+    free (templ);
 }
 
 static void
@@ -429,7 +487,8 @@ party_gen_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
             }
             zsys_info ("party: generating %u-bit shared key \"%s\" for tenant %s, coordinator party %u",
                        frame->bits, frame->label, frame->tenant, from);
-            if (s_open (self, frame->session.data, from, frame->tenant, frame->label, frame->ref, frame->bits, NULL, 0) < 0)
+            if (s_open (self, frame->session.data, from, frame->tenant, frame->label, frame->ref, frame->bits,
+                        frame->data, NULL, 0) < 0)
                 party_gen_drop (self, "out of memory", true);
             else
                 s_replay_held (self);

@@ -35,6 +35,9 @@ typedef struct {
     unsigned coordinator;           /* the party that the admin asked */
     char *tenant, *label, *ref;
     unsigned bits;
+    unsigned char *templ;           /* a packed GenerateKeyPairJob whose templates the row
+                                       takes (C_GenerateKeyPair), or NULL (cryptoserver-admin) */
+    size_t templ_len;
     cs_sk_party_t *party;
     cs_sk_share_t *share;           /* once the rounds are done */
     party_gen_state_t state;

@@ -10,13 +10,19 @@
 #include "party_int.h"
 
 bool
-party_tenant_allowed (party_t *self, const char *tenant)
+party_shared_tenant (const broker_config_t *config, const char *tenant)
 {
     char path [300];
     snprintf (path, sizeof path, "keys/shared/%s", tenant);
-    zconfig_t *node = zconfig_locate (self->config->root, path);
-    const char *value = node ? zconfig_value (node) : zconfig_get (self->config->root, "keys/shared", "");
+    zconfig_t *node = zconfig_locate (config->root, path);
+    const char *value = node ? zconfig_value (node) : zconfig_get (config->root, "keys/shared", "");
     return value && streq (value, "3");
+}
+
+bool
+party_tenant_allowed (party_t *self, const char *tenant)
+{
+    return party_shared_tenant (self->config, tenant);
 }
 
 bool

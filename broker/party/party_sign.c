@@ -162,20 +162,24 @@ s_fail (party_t *self, const void *id, size_t id_len, const char *rv, const char
 
 /*  SIGN tenant label mech hex-input | PARTIAL tenant label mech hex-input
  *  party (one party's m^(d_i) mod N alone, for the tests that show a share
- *  alone signs nothing) | PUBLIC tenant label.  */
+ *  alone signs nothing) | PUBLIC tenant label | RAW tenant ref hex-block
+ *  (the frontend's C_Sign and C_Decrypt: a block it padded, or a
+ *  ciphertext, of the key with that ref; the answer x has x^e = block mod N).  */
 void
 party_sign_control (party_t *self, const void *id, size_t id_len, char **args, size_t n)
 {
-    bool sign_verb = streq (args [0], "SIGN"), partial = streq (args [0], "PARTIAL");
-    if (!(sign_verb && n == 5) && !(partial && n == 6) && !(streq (args [0], "PUBLIC") && n == 3)) {
+    bool sign_verb = streq (args [0], "SIGN"), partial = streq (args [0], "PARTIAL"), raw = streq (args [0], "RAW");
+    if (!(sign_verb && n == 5) && !(partial && n == 6) && !(streq (args [0], "PUBLIC") && n == 3) && !(raw && n == 4)) {
         party_reply (self, id, id_len, "ERR", "CKR_ARGUMENTS_BAD",
-                     "usage: SIGN TENANT LABEL MECH HEX | PARTIAL TENANT LABEL MECH HEX PARTY | PUBLIC TENANT LABEL", NULL);
+                     "usage: SIGN TENANT LABEL MECH HEX | PARTIAL TENANT LABEL MECH HEX PARTY | PUBLIC TENANT LABEL"
+                     " | RAW TENANT REF HEX", NULL);
         return;
     }
+    const char *mech = raw ? "raw" : args [3], *hex_in = raw ? args [3] : args [4];
     char err [PARTY_ERR_LEN];
     Cs__KeyInfo *info = NULL;
     cs_sk_share_t *share = NULL;
-    if (party_share_load (self, args [1], args [2], NULL, &info, &share, err)) {
+    if (party_share_load (self, args [1], raw ? NULL : args [2], raw ? args [2] : NULL, &info, &share, err)) {
         party_reply (self, id, id_len, "ERR", "CKR_KEY_HANDLE_INVALID", err, NULL);
         return;
     }
@@ -194,7 +198,7 @@ party_sign_control (party_t *self, const void *id, size_t id_len, char **args, s
         party_reply (self, id, id_len, "ERR", "CKR_FUNCTION_FAILED", "busy with another signature", NULL);
         goto out;
     }
-    long in_len = cs_hex_decode (args [4], in, sizeof in);
+    long in_len = cs_hex_decode (hex_in, in, sizeof in);
     unsigned only = partial ? (unsigned) atoi (args [5]) : 0;
     party_sign_t *sign = self->sign = calloc (1, sizeof *sign);
     if (sign) {
@@ -213,7 +217,7 @@ party_sign_control (party_t *self, const void *id, size_t id_len, char **args, s
     memcpy (sign->control_id, id, id_len);
     sign->control_id_len = id_len;
     if (in_len < 0 || (partial && (only < 1 || only > CS_SK_PARTIES))
-    ||  s_pad (args [3], in, (size_t) in_len, info->bits, sign->m, k)) {
+    ||  s_pad (mech, in, (size_t) in_len, info->bits, sign->m, k)) {
         party_reply (self, id, id_len, "ERR", "CKR_DATA_LEN_RANGE",
                      "bad input: mechanism pkcs1, pss-sha256 or raw, hex of the right length", NULL);
         s_sign_free (&self->sign);

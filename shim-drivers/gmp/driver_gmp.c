@@ -23,7 +23,6 @@
  *  made, used and wiped in the call.  At open the board runs a self-test
  *  and logs its measured RSA-2048 speed.
  */
-#define OPENSSL_SUPPRESS_DEPRECATED 1   /* RSA_padding_add/check_*: deprecated in 3.0, kept */
 #include <string.h>
 #include <gmp.h>
 #include <openssl/crypto.h>
@@ -207,33 +206,6 @@ s_key (cs_drv_session_t *self, const cs_drv_key_t *key, bool *owned_p, CK_RV *rv
     return drv_key_cache_fetch (self->head.cache, key, s_key_parse, owned_p, rv_p);
 }
 
-/*  Encodes the k-byte block to sign: EMSA-PKCS1-v1_5 type 1 around the
- *  given DigestInfo (RFC 8017 §9.2 step 5), EMSA-PSS (§9.1.1), or raw
- *  input left-padded with zeros.  */
-static CK_RV
-s_sign_block (const gmp_rsa_key_t *key, const cs_drv_mech_t *mech, const unsigned char *in,
-              size_t in_len, unsigned char *em)
-{
-    size_t k = gmp_rsa_key_bytes (key);
-    switch (mech->type) {
-        case CKM_RSA_PKCS:
-            if (in_len + 11 > k)
-                return CKR_DATA_LEN_RANGE;
-            return RSA_padding_add_PKCS1_type_1 (em, (int) k, in, (int) in_len) == 1
-                   ? CKR_OK : CKR_FUNCTION_FAILED;
-        case CKM_RSA_PKCS_PSS:
-            return drv_pss_encode (mech, in, in_len, gmp_rsa_key_bits (key), em, k);
-        case CKM_RSA_X_509:
-            if (in_len > k)
-                return CKR_DATA_LEN_RANGE;
-            memset (em, 0, k - in_len);
-            memcpy (em + k - in_len, in, in_len);
-            return CKR_OK;
-        default:
-            return CKR_MECHANISM_INVALID;
-    }
-}
-
 /*  Checks a signature's mechanism before the buffer: an EC mechanism with
  *  this RSA key is CKR_KEY_TYPE_INCONSISTENT, as on the openssl board.  */
 static CK_RV
@@ -269,7 +241,7 @@ s_sign (cs_drv_session_t *self, const cs_drv_key_t *key, const cs_drv_mech_t *me
     if (rv == CKR_OK && *out_len < k)
         rv = CKR_BUFFER_TOO_SMALL;
     if (rv == CKR_OK)
-        rv = s_sign_block (rsa, mech, in, in_len, em);
+        rv = drv_rsa_sign_block (mech, in, in_len, gmp_rsa_key_bits (rsa), em, k);
     if (rv == CKR_OK)
         rv = gmp_rsa_private (rsa, em, out);
     if (rv == CKR_OK)
@@ -301,36 +273,6 @@ s_decrypt_mech (const cs_drv_mech_t *mech)
     }
 }
 
-/*  Removes the padding of em (k bytes) into out.  Every padding failure is
- *  the same CKR_ENCRYPTED_DATA_INVALID from OpenSSL's constant-time checks
- *  (no other path tells a good padding from a bad one); only a message that
- *  decoded and does not fit gives CKR_BUFFER_TOO_SMALL, as PKCS#11 wants.  */
-static CK_RV
-s_unpad (const cs_drv_mech_t *mech, const unsigned char *em, size_t k,
-         unsigned char *out, size_t *out_len)
-{
-    if (mech->type == CKM_RSA_PKCS_OAEP)
-        return drv_oaep_unpad (em, k, mech, out, out_len);
-    if (mech->type == CKM_RSA_X_509) {
-        if (*out_len < k)
-            return CKR_BUFFER_TOO_SMALL;
-        memcpy (out, em, k);
-        *out_len = k;
-        return CKR_OK;
-    }
-    unsigned char buf [S_BLOCK_MAX];
-    int len = RSA_padding_check_PKCS1_type_2 (buf, (int) sizeof buf, em, (int) k, (int) k);
-    ERR_clear_error ();
-    CK_RV rv = len < 0 ? CKR_ENCRYPTED_DATA_INVALID
-             : (size_t) len > *out_len ? CKR_BUFFER_TOO_SMALL : CKR_OK;
-    if (rv == CKR_OK) {
-        memcpy (out, buf, (size_t) len);
-        *out_len = (size_t) len;
-    }
-    OPENSSL_cleanse (buf, sizeof buf);
-    return rv;
-}
-
 /*  CS_DRV_DECRYPT_KEY (cs_driver.h): CKM_RSA_PKCS, CKM_RSA_PKCS_OAEP (any
  *  SHA-1/SHA-2 hash and MGF1, optional label), CKM_RSA_X_509 (k bytes out).
  *  The ciphertext must be exactly k bytes (CKR_ENCRYPTED_DATA_LEN_RANGE).  */
@@ -354,7 +296,7 @@ s_decrypt (cs_drv_session_t *self, const cs_drv_key_t *key, const cs_drv_mech_t 
             rv = CKR_ENCRYPTED_DATA_INVALID;        /* not below the modulus */
     }
     if (rv == CKR_OK)
-        rv = s_unpad (mech, em, k, out, out_len);
+        rv = drv_rsa_unpad (mech, em, k, out, out_len);
     OPENSSL_cleanse (em, sizeof em);
     if (owned)
         gmp_rsa_key_destroy (&rsa);

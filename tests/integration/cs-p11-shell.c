@@ -34,6 +34,10 @@
  *    encrypt-held       C_EncryptInit + C_Encrypt (CKM_AES_CBC_PAD, IV of
  *                       zeros) of 16 bytes with the handle kept by hold-secret
  *    value-held         C_GetAttributeValue (CKA_VALUE) of the handle kept
+ *    shared ID TRUE|FALSE   C_GetAttributeValue (CKA_CS_SHARED, the vendor
+ *                       attribute of cryptoserver/pkcs11v.h) of the private key
+ *                       whose CKA_ID is the hex ID: CKR_OK when it reads that
+ *                       value, CKR_GENERAL_ERROR when it reads the other
  *    init-pin PIN       C_InitPIN
  *    set-pin OLD NEW    C_SetPIN
  *    quit               ends (C_Finalize), exit 0
@@ -45,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <p11-kit/pkcs11.h>
+#include "cryptoserver/pkcs11v.h"
 #include "cs-test-slot.h"
 
 static CK_FUNCTION_LIST *p11;
@@ -150,6 +155,21 @@ s_value_held (void)
     CK_ATTRIBUTE attr = { CKA_VALUE, value, sizeof value };
     CK_RV rv = p11->C_GetAttributeValue (s_session, s_held, &attr, 1);
     memset (value, 0, sizeof value);
+    return rv;
+}
+
+//  CKA_CS_SHARED of the private key `hex` must read `want` ("TRUE", "FALSE").
+static CK_RV
+s_shared (const char *hex, const char *want)
+{
+    CK_BBOOL value = 2;
+    CK_ATTRIBUTE attr = { CKA_CS_SHARED, &value, sizeof value };
+    CK_OBJECT_HANDLE key;
+    CK_RV rv = s_find (CKO_PRIVATE_KEY, hex, &key);
+    if (rv == CKR_OK)
+        rv = p11->C_GetAttributeValue (s_session, key, &attr, 1);
+    if (rv == CKR_OK && (attr.ulValueLen != 1 || value != (strcmp (want, "TRUE") == 0 ? CK_TRUE : CK_FALSE)))
+        rv = CKR_GENERAL_ERROR;
     return rv;
 }
 
@@ -261,6 +281,9 @@ s_command (char *line)
     else
     if (strcmp (command, "value-held") == 0)
         rv = s_value_held ();
+    else
+    if (strcmp (command, "shared") == 0 && a && b)
+        rv = s_shared (a, b);
     else
     if (strcmp (command, "sign-held") == 0)
         rv = s_sign_with (s_held);

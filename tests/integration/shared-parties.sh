@@ -18,64 +18,13 @@ mkdir -p "$WORK/valgrind" "$WORK/sanitizer"
 PROBE=$top_builddir/tests/integration/cs-party-probe
 [ -x "$PROBE" ] || cs_fail "$PROBE is not built"
 
-# A free loopback port below the ephemeral range (see CS_TEST_ENDPOINT).
-free_port () {
-    python3 -c 'import random, socket, sys
-while True:
-    p = random.randint(int(sys.argv[1]), int(sys.argv[2]))
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p)); print(p); break
-    except OSError:
-        pass
-    finally:
-        s.close()' "$CS_PORT_LOW" "$CS_PORT_HIGH"
-}
-
-declare -A PORT
-for i in 1 2 3; do
-    PORT[$i]=$(free_port)
-    "$CS_ADMIN" init "$WORK/p$i" --tenant demo --pin 1234 --so-pin 123456 \
-        --endpoint "$CS_TEST_ENDPOINT" > /dev/null || cs_fail "init p$i"
-    "$CS_ADMIN" board add cpu --type openssl --dir "$WORK/p$i" > /dev/null || cs_fail "board p$i"
-done
-for i in 1 2 3; do
-    conf=$WORK/p$i/broker.conf
-    set_conf () { "$CS_ADMIN" config set "$conf" "$1" "$2" || cs_fail "config set $1"; }
-    for b in 2048 3072; do set_conf keys/pool-rsa-$b 0; done
-    set_conf broker/endpoint-file broker.endpoint
-    set_conf keys/shared/demo 3
-    set_conf party/index "$i"
-    set_conf party/endpoint "tcp://127.0.0.1:${PORT[$i]}"
-    set_conf party/secret-key broker.cert_secret
-    set_conf party/round-timeout-ms 3000
-    for j in 1 2 3; do
-        [ "$j" = "$i" ] && continue
-        set_conf "party/peers/$j/endpoint" "tcp://127.0.0.1:${PORT[$j]}"
-        set_conf "party/peers/$j/public-key" "$(sed -n 's/.*public-key = "\(.*\)"/\1/p' "$WORK/p$j/broker.cert")"
-    done
-done
+# shellcheck source=tests/integration/lib-parties.sh
+. "$(dirname "$0")/lib-parties.sh"
+parties_make
 # A party down, killed or faulty makes the others log why (E:/W: lines).
 cs_expect_broker_log 'party: (generation of|shared-key signature failed|refused)'
 cs_expect_broker_log 'did not answer|not reachable|stops'
 
-# party_start I [config-file]: broker of party I, registered with lib.sh's
-# peers (stopped and log-checked at exit).
-party_start () {
-    local i=$1 conf=${2:-$WORK/p$1/broker.conf} waited=0
-    rm -f "$WORK/p$i/broker.endpoint"
-    echo "---- start $(date +%s.%N)" >> "$WORK/p$i.log"
-    # shellcheck disable=SC2086
-    CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs ${CS_BROKER_WRAPPER:-} "$CS_BROKER" -c "$conf" -f >> "$WORK/p$i.log" 2>&1 < /dev/null &
-    CS_PEER_PID[p$i]=$!
-    CS_PEER_ENDPOINT[p$i]=party
-    until [ -s "$WORK/p$i/broker.endpoint" ] && grep -q "party $i of 3" "$WORK/p$i.log"; do
-        cs_pid_alive "${CS_PEER_PID[p$i]}" || { tail -n 20 "$WORK/p$i.log"; cs_fail "party $i exited"; }
-        [ $waited -lt $(( 30 * 10 * CS_TIME_FACTOR )) ] || cs_fail "party $i did not start"
-        sleep 0.1
-        waited=$((waited + 1))
-    done
-}
 admin () { "$CS_ADMIN" shared "$@" --tenant demo --timeout $((60 * CS_TIME_FACTOR)); }
 # rows LABEL I: rows labelled LABEL in party I's keystore (read offline).
 rows () { "$CS_ADMIN" key list --dir "$WORK/p$2" --tenant demo | grep -c -- "$1" || true; }

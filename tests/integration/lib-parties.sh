@@ -1,0 +1,67 @@
+# lib-parties.sh — three real brokers as the three parties of shared RSA
+# keys (docs/SHARED-KEYS.md "Over the network"), each with its own
+# deployment WORK/pI (keystore, master key, CURVE key pair), tenant demo
+# opted in (keys/shared/demo = 3), one openssl board.  Sourced after lib.sh
+# by shared-parties.sh and shared-pkcs11.sh.
+#
+#   parties_make        makes the three deployments with their party sections
+#   party_start I [CONF]  starts party I (lib.sh's peer p$I: stopped and its
+#                       log checked at exit), waits until it listens
+#   PORT[I]             the party endpoint's port of party I
+
+# A free loopback port below the ephemeral range (see CS_TEST_ENDPOINT).
+free_port () {
+    python3 -c 'import random, socket, sys
+while True:
+    p = random.randint(int(sys.argv[1]), int(sys.argv[2]))
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass
+    finally:
+        s.close()' "$CS_PORT_LOW" "$CS_PORT_HIGH"
+}
+
+declare -A PORT
+parties_make () {
+    local i j conf
+    for i in 1 2 3; do
+        PORT[$i]=$(free_port)
+        "$CS_ADMIN" init "$WORK/p$i" --tenant demo --pin 1234 --so-pin 123456 \
+            --endpoint "$CS_TEST_ENDPOINT" > /dev/null || cs_fail "init p$i"
+        "$CS_ADMIN" board add cpu --type openssl --dir "$WORK/p$i" > /dev/null || cs_fail "board p$i"
+    done
+    for i in 1 2 3; do
+        conf=$WORK/p$i/broker.conf
+        set_conf () { "$CS_ADMIN" config set "$conf" "$1" "$2" || cs_fail "config set $1"; }
+        for b in 2048 3072; do set_conf keys/pool-rsa-$b 0; done
+        set_conf broker/endpoint-file broker.endpoint
+        set_conf keys/shared/demo 3
+        set_conf party/index "$i"
+        set_conf party/endpoint "tcp://127.0.0.1:${PORT[$i]}"
+        set_conf party/secret-key broker.cert_secret
+        set_conf party/round-timeout-ms 3000
+        for j in 1 2 3; do
+            [ "$j" = "$i" ] && continue
+            set_conf "party/peers/$j/endpoint" "tcp://127.0.0.1:${PORT[$j]}"
+            set_conf "party/peers/$j/public-key" "$(sed -n 's/.*public-key = "\(.*\)"/\1/p' "$WORK/p$j/broker.cert")"
+        done
+    done
+}
+
+party_start () {
+    local i=$1 conf=${2:-$WORK/p$1/broker.conf} waited=0
+    rm -f "$WORK/p$i/broker.endpoint"
+    echo "---- start $(date +%s.%N)" >> "$WORK/p$i.log"
+    # shellcheck disable=SC2086
+    CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs ${CS_BROKER_WRAPPER:-} "$CS_BROKER" -c "$conf" -f >> "$WORK/p$i.log" 2>&1 < /dev/null &
+    CS_PEER_PID[p$i]=$!
+    CS_PEER_ENDPOINT[p$i]=party
+    until [ -s "$WORK/p$i/broker.endpoint" ] && grep -q "party $i of 3" "$WORK/p$i.log"; do
+        cs_pid_alive "${CS_PEER_PID[p$i]}" || { tail -n 20 "$WORK/p$i.log"; cs_fail "party $i exited"; }
+        [ $waited -lt $(( 30 * 10 * CS_TIME_FACTOR )) ] || cs_fail "party $i did not start"
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+}

@@ -1,0 +1,162 @@
+#!/bin/bash
+# shared-pkcs11.sh — issue #24 through PKCS#11 (docs/SHARED-KEYS.md "Through
+# PKCS#11"): three real brokers are the parties (lib-parties.sh), tenant
+# demo opted in with keys/shared/demo = 3; an application of broker 1 uses
+# only cryptoserver-pkcs11.so and pkcs11-tool:
+#   - C_GenerateKeyPair (pkcs11-tool --keypairgen --key-type rsa:2048) makes
+#     a shared key: a row at each of the three parties, the same (N, e);
+#   - C_Sign with it (SHA256-RSA-PKCS, SHA256-RSA-PKCS-PSS) verified by
+#     openssl against the token's public key; C_Decrypt (RSA-PKCS-OAEP,
+#     RSA-PKCS) of openssl's ciphertexts;
+#   - CKA_CS_SHARED reads CK_TRUE on it and CK_FALSE on an EC key of the
+#     same token (cs-p11-shell);
+#   - the broker enforces the key's usage: a shared key made with
+#     CKA_DECRYPT FALSE signs but refuses a decryption sent straight to the
+#     broker (cs-wire-client: CKR_KEY_FUNCTION_NOT_PERMITTED);
+#   - cryptoserver-bench --key shared1 --beside plain: one run times the
+#     shared key and an ordinary keystore key, every signature verified;
+#   - with party 2 down, C_Sign fails with CKR_DEVICE_ERROR within the
+#     party deadline and broker 1 logs an E: line naming party 2, and
+#     C_GenerateKeyPair fails leaving no row; once it is back, signing
+#     works again.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+cs_require openssl python3 pkcs11-tool
+trap cs_cleanup EXIT
+rm -rf "$WORK"
+mkdir -p "$WORK/valgrind" "$WORK/sanitizer"
+SHELL_BIN=$top_builddir/tests/integration/cs-p11-shell
+WIRE=$top_builddir/tests/integration/cs-wire-client
+for need in "$SHELL_BIN" "$WIRE"; do [ -x "$need" ] || cs_fail "$need is not built"; done
+
+# shellcheck source=tests/integration/lib-parties.sh
+. "$(dirname "$0")/lib-parties.sh"
+parties_make
+# An application of party 1; a 2048-bit generation by three parties on a
+# loaded 2-core machine may take minutes: a long deadline, granted by the broker.
+"$CS_ADMIN" client add app --dir "$WORK/p1" --tenant demo --endpoint tcp://127.0.0.1:1 > /dev/null \
+    || cs_fail "client add"
+CONF=$WORK/p1/clients/app/client.conf
+"$CS_ADMIN" config set "$CONF" client/timeout-ms $((300000 * CS_TIME_FACTOR))
+"$CS_ADMIN" config set "$WORK/p1/broker.conf" broker/max-deadline-ms $((300000 * CS_TIME_FACTOR))
+# Party 2 down: party 1 and its frontend log why (E: lines).
+cs_expect_broker_log 'party: shared-key signature failed: party 2|shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR: party 2'
+cs_expect_broker_log 'party: generation of "down1" for tenant demo: party 2'
+
+for i in 1 2 3; do party_start "$i"; done
+"$CS_ADMIN" config set "$CONF" client/endpoints "$(cat "$WORK/p1/broker.endpoint")"
+export CRYPTOSERVER_CONF=$CONF
+MODULE=$top_builddir/pkcs11-module/.libs/cryptoserver-pkcs11.so
+P11="pkcs11-tool --module $MODULE --token-label demo --login --pin 1234"
+cs_log "three parties on ports ${PORT[1]} ${PORT[2]} ${PORT[3]}"
+
+# rows LABEL I: rows labelled LABEL in party I's keystore (read offline).
+rows () { "$CS_ADMIN" key list --dir "$WORK/p$2" --tenant demo | grep -c -- "$1" || true; }
+# p11 WHAT ARGS...: pkcs11-tool through the module, bounded; output in $WORK/p11.out.
+p11 () {
+    local what=$1
+    shift
+    timeout $((600 * CS_TIME_FACTOR)) $P11 "$@" > "$WORK/p11.out" 2>&1 || { cat "$WORK/p11.out"; cs_fail "$what failed"; }
+}
+
+# ---- C_GenerateKeyPair -------------------------------------------------------
+start=$(date +%s.%N)
+p11 "keypairgen rsa:2048" --keypairgen --key-type rsa:2048 --label shared1 --id 51
+cs_log "C_GenerateKeyPair rsa:2048 (shared) in $(echo "$(date +%s.%N) - $start" | bc) s"
+for i in 1 2 3; do
+    [ "$(rows shared1 "$i")" = 1 ] || cs_fail "party $i has no row of the shared key"
+done
+p11 "read the public key" --read-object --type pubkey --id 51 -o "$WORK/pub.der"
+openssl pkey -pubin -inform DER -in "$WORK/pub.der" -out "$WORK/pub.pem" || cs_fail "the public key does not parse"
+openssl pkey -pubin -in "$WORK/pub.pem" -text -noout | grep -q "Public-Key: (2048 bit)" || cs_fail "not RSA-2048"
+for i in 2 3; do
+    "$CS_ADMIN" shared public --tenant demo --label shared1 --dir "$WORK/p$i" --out "$WORK/pub$i.pem" \
+        --timeout $((60 * CS_TIME_FACTOR)) || cs_fail "shared public at party $i"
+    cmp -s "$WORK/pub.pem" "$WORK/pub$i.pem" || cs_fail "party $i holds another public key"
+done
+cs_log "one shared key, a row at each party, the same (N, e)"
+
+# ---- C_Sign and C_Decrypt ------------------------------------------------------
+head -c 1000 /dev/urandom > "$WORK/msg"
+p11 "sign SHA256-RSA-PKCS" --sign --id 51 --mechanism SHA256-RSA-PKCS -i "$WORK/msg" -o "$WORK/sig1"
+openssl dgst -sha256 -verify "$WORK/pub.pem" -signature "$WORK/sig1" "$WORK/msg" > /dev/null \
+    || cs_fail "openssl does not verify the PKCS#1 v1.5 signature"
+p11 "sign SHA256-RSA-PKCS-PSS" --sign --id 51 --mechanism SHA256-RSA-PKCS-PSS -i "$WORK/msg" -o "$WORK/sig2"
+openssl dgst -sha256 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:-1 -verify "$WORK/pub.pem" \
+    -signature "$WORK/sig2" "$WORK/msg" > /dev/null || cs_fail "openssl does not verify the PSS signature"
+cs_log "PKCS#1 v1.5 and PSS signatures verified by openssl"
+printf 'a secret for the three parties\n' > "$WORK/plain"
+openssl pkeyutl -encrypt -pubin -inkey "$WORK/pub.pem" -pkeyopt rsa_padding_mode:oaep -in "$WORK/plain" \
+    -out "$WORK/oaep.bin" || cs_fail "openssl encrypt (OAEP)"
+p11 "decrypt RSA-PKCS-OAEP" --decrypt --id 51 --mechanism RSA-PKCS-OAEP --hash-algorithm SHA-1 --mgf MGF1-SHA1 \
+    -i "$WORK/oaep.bin" -o "$WORK/plain.oaep"
+cmp -s "$WORK/plain" "$WORK/plain.oaep" || cs_fail "the OAEP plaintext differs"
+openssl pkeyutl -encrypt -pubin -inkey "$WORK/pub.pem" -in "$WORK/plain" -out "$WORK/pkcs1.bin" \
+    || cs_fail "openssl encrypt (PKCS#1 v1.5)"
+p11 "decrypt RSA-PKCS" --decrypt --id 51 --mechanism RSA-PKCS -i "$WORK/pkcs1.bin" -o "$WORK/plain.pkcs1"
+cmp -s "$WORK/plain" "$WORK/plain.pkcs1" || cs_fail "the PKCS#1 v1.5 plaintext differs"
+cs_log "OAEP and PKCS#1 v1.5 ciphertexts of openssl decrypted"
+
+# ---- CKA_CS_SHARED; the usage rules in the broker -------------------------------
+p11 "keypairgen EC" --keypairgen --key-type EC:prime256v1 --label ec1 --id 52
+[ "$(rows ec1 2)" = 0 ] || cs_fail "an EC key went to the parties"
+shell_out=$(printf 'login 1234\nshared 51 TRUE\nshared 52 FALSE\nkeygen-signer 53 signer\nshared 53 TRUE\nquit\n' \
+            | timeout $((600 * CS_TIME_FACTOR)) "$SHELL_BIN" "$MODULE" demo 2>&1) \
+    || { echo "$shell_out"; cs_fail "cs-p11-shell failed"; }
+for want in "login CKR_OK" "keygen-signer CKR_OK"; do
+    grep -qx "$want" <<< "$shell_out" || { echo "$shell_out"; cs_fail "cs-p11-shell: no \"$want\""; }
+done
+[ "$(grep -cx "shared CKR_OK" <<< "$shell_out")" = 3 ] \
+    || { echo "$shell_out"; cs_fail "CKA_CS_SHARED is not TRUE on the shared keys and FALSE on the EC key"; }
+[ "$(rows signer 3)" = 1 ] || cs_fail "the signer key is not at party 3"
+cs_log "CKA_CS_SHARED: CK_TRUE on shared1 and signer, CK_FALSE on ec1"
+wire () {
+    "$WIRE" --endpoint "$(cat "$WORK/p1/broker.endpoint")" --broker-cert "$WORK/p1/clients/app/broker.cert" \
+        --client-cert "$WORK/p1/clients/app/client.cert" --pin 1234 "$@" 2> "$WORK/wire.err"
+}
+got=$(wire sign signer CKM_RSA_PKCS 3031300d060960864801650304020105000420"$(openssl rand -hex 32)")
+[ "${got%% *}" = CKR_OK ] || cs_fail "the signer key does not sign: $got $(cat "$WORK/wire.err")"
+got=$(wire decrypt signer CKM_RSA_X_509 "00$(openssl rand -hex 255)")
+[ "$got" = CKR_KEY_FUNCTION_NOT_PERMITTED ] \
+    || cs_fail "a decryption with a CKA_DECRYPT FALSE shared key, straight to the broker, gave: $got"
+cs_log "the broker refuses a decryption with the signer key (CKR_KEY_FUNCTION_NOT_PERMITTED)"
+
+# ---- cryptoserver-bench: the shared key beside an ordinary keystore key ---------------
+"$CS_ADMIN" key generate --tenant demo --type rsa:2048 --label plain --dir "$WORK/p1" > /dev/null \
+    || cs_fail "an ordinary keystore key"
+timeout $((300 * CS_TIME_FACTOR)) "$CS_BENCH" --module "$MODULE" --token demo --pin 1234 --key shared1 \
+    --beside plain --count 20 --verify --csv > "$WORK/bench.csv" 2> "$WORK/bench.err" \
+    || { cat "$WORK/bench.csv" "$WORK/bench.err"; cs_fail "cryptoserver-bench --beside failed"; }
+[ "$(grep -c '^mechanism,' "$WORK/bench.csv")" = 1 ] || cs_fail "not one CSV header: $(cat "$WORK/bench.csv")"
+for key in shared1 plain; do
+    grep -Eq "^sha256-rsa-pkcs,$key,2048,1,20,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,20,0\$" "$WORK/bench.csv" \
+        || cs_fail "no row of 20 verified signatures with $key: $(cat "$WORK/bench.csv")"
+done
+cs_log "bench: $(tr '\n' ' ' < "$WORK/bench.csv")"
+
+# ---- a party down ----------------------------------------------------------------
+cs_peer_stop p2
+start=$(date +%s)
+timeout $((60 * CS_TIME_FACTOR)) $P11 --sign --id 51 --mechanism SHA256-RSA-PKCS -i "$WORK/msg" -o "$WORK/sig3" \
+    > "$WORK/down.out" 2>&1 && cs_fail "signed with party 2 down"
+took=$(( $(date +%s) - start ))
+[ $took -le $(( 10 * CS_TIME_FACTOR )) ] || cs_fail "the failure took $took s, over the party deadline"
+grep -q CKR_DEVICE_ERROR "$WORK/down.out" || cs_fail "not CKR_DEVICE_ERROR: $(cat "$WORK/down.out")"
+grep -q "^E: .*shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR: party 2 (tcp://127.0.0.1:${PORT[2]})" "$WORK/p1.log" \
+    || cs_fail "broker 1 has no E: line naming party 2"
+cs_log "party 2 down: CKR_DEVICE_ERROR in $took s; $(grep -m1 "^E: .*shared key ks:" "$WORK/p1.log")"
+timeout $((60 * CS_TIME_FACTOR)) $P11 --keypairgen --key-type rsa:2048 --label down1 --id 54 > "$WORK/down-gen.out" 2>&1 \
+    && cs_fail "generated a shared key with party 2 down"
+grep -q CKR_DEVICE_ERROR "$WORK/down-gen.out" || cs_fail "generation: not CKR_DEVICE_ERROR: $(cat "$WORK/down-gen.out")"
+for i in 1 3; do
+    [ "$(rows down1 "$i")" = 0 ] || cs_fail "party $i kept a row of the generation with party 2 down"
+done
+cs_log "party 2 down: C_GenerateKeyPair fails with CKR_DEVICE_ERROR, no row anywhere"
+party_start 2
+cs_wait_until $((10 * CS_TIME_FACTOR)) $P11 --sign --id 51 --mechanism SHA256-RSA-PKCS -i "$WORK/msg" \
+    -o "$WORK/sig4" > /dev/null 2>&1 || cs_fail "no signature once party 2 is back"
+openssl dgst -sha256 -verify "$WORK/pub.pem" -signature "$WORK/sig4" "$WORK/msg" > /dev/null \
+    || cs_fail "the signature after party 2's return does not verify"
+cs_log "party 2 back: signing works again"
+exit 0
