@@ -163,6 +163,20 @@ cs_sk_share_t *cs_sk_share_decode (const unsigned char *data, size_t len, int *e
 int cs_sk_partial (const cs_sk_share_t *self, const unsigned char *m, size_t m_len,
                    unsigned char *out, size_t out_len);
 
+/*  The operands of the partial result m^(d_i) mod N as one plain raw
+ *  modexp (cs_driver.h cs_modexp_t), for a board to compute it: the base
+ *  (k bytes: m when d_i >= 0, else m^(-1) mod N, since m^(d_i) =
+ *  (m^(-1))^|d_i| for BF's negative shares), the exponent |d_i| (big-endian
+ *  without leading zeros, *exp_len bytes, at most k; 0 bytes when d_i = 0)
+ *  and the modulus, cs_sk_share_public's N.  m is the padded block (k =
+ *  modulus bytes, 0 < m < N); base and exp have room for k bytes each.  The
+ *  exponent is a secret: the caller wipes exp (OPENSSL_cleanse) once the
+ *  board has it.  Returns 0, CS_SK_EINVAL (lengths, m >= N or 0, m not
+ *  invertible mod N).  Source: BF, "private key, small e" (signing with
+ *  additive shares), the raw modexp of Berson et al.  */
+int cs_sk_partial_operands (const cs_sk_share_t *self, const unsigned char *m, size_t m_len,
+                            unsigned char *base, unsigned char *exp, size_t *exp_len);
+
 /*  Combines the three partial results (each k bytes) of m into the
  *  signature sig (k bytes) = prod partial_i mod N, and releases it only if
  *  sig^e mod N == m.  Returns 0, CS_SK_EINVAL (lengths, a value >= N), or

@@ -164,6 +164,31 @@ cs_sk_partial (const cs_sk_share_t *self, const unsigned char *m, size_t m_len,
 }
 
 int
+cs_sk_partial_operands (const cs_sk_share_t *self, const unsigned char *m, size_t m_len,
+                        unsigned char *base, unsigned char *exp, size_t *exp_len)
+{
+    size_t k = self ? s_bytes (self->n) : 0;
+    if (!self || !m || !base || !exp || !exp_len || m_len != k)
+        return CS_SK_EINVAL;
+    mpz_t x, a;
+    mpz_inits (x, a, NULL);
+    mpz_import (x, m_len, 1, 1, 1, 0, m);
+    int rc = mpz_cmp (x, self->n) < 0 && mpz_sgn (x) > 0 ? 0 : CS_SK_EINVAL;
+    if (rc == 0 && mpz_sgn (self->d) < 0 && !mpz_invert (x, x, self->n))
+        rc = CS_SK_EINVAL;
+    if (rc == 0) {
+        s_export (base, k, x);
+        mpz_abs (a, self->d);
+        *exp_len = mpz_sgn (a) ? (mpz_sizeinbase (a, 2) + 7) / 8 : 0;
+        if (*exp_len)
+            s_export (exp, *exp_len, a);
+    }
+    sk_wipe_clear (x);
+    sk_wipe_clear (a);
+    return rc;
+}
+
+int
 cs_sk_combine (const unsigned char *n, size_t k, unsigned long e,
                const unsigned char *m, const unsigned char *const partial [CS_SK_PARTIES],
                unsigned char *sig)

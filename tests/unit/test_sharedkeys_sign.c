@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/core_names.h>
+#include <openssl/bn.h>
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
@@ -68,6 +69,36 @@ s_verify (EVP_PKEY *pkey, const unsigned char *sig, size_t k, const unsigned cha
 }
 
 /*  Signs with the shares and checks everything a signer may get wrong.  */
+/*  The board path: base^exp mod N from cs_sk_partial_operands, computed
+ *  with OpenSSL's BN_mod_exp (as a board would), equals cs_sk_partial's.  */
+static void
+s_check_operands (const cs_sk_share_t *sh, const unsigned char *n, size_t k, const unsigned char *em,
+                  const unsigned char *part)
+{
+    unsigned char base [512], exp [512], out [512];
+    size_t exp_len = 0;
+    ck_assert_int_eq (cs_sk_partial_operands (sh, em, k, base, exp, &exp_len), 0);
+    ck_assert_uint_le (exp_len, k);
+    ck_assert_uint_gt (exp_len, k / 4);             /* BF: |d_j| has at least h bits */
+    BIGNUM *b = BN_bin2bn (base, (int) k, NULL), *x = BN_bin2bn (exp, (int) exp_len, NULL);
+    BIGNUM *N = BN_bin2bn (n, (int) k, NULL), *r = BN_new ();
+    BN_CTX *ctx = BN_CTX_new ();
+    ck_assert_int_eq (BN_mod_exp (r, b, x, N, ctx), 1);
+    ck_assert_int_eq (BN_bn2binpad (r, out, (int) k), (int) k);
+    ck_assert_mem_eq (out, part, k);
+    BN_free (b);
+    BN_clear_free (x);
+    BN_free (N);
+    BN_free (r);
+    BN_CTX_free (ctx);
+    /* a block >= N, or 0, has no operands */
+    memset (out, 0xff, k);
+    ck_assert_int_eq (cs_sk_partial_operands (sh, out, k, base, exp, &exp_len), CS_SK_EINVAL);
+    memset (out, 0, k);
+    ck_assert_int_eq (cs_sk_partial_operands (sh, out, k, base, exp, &exp_len), CS_SK_EINVAL);
+    ck_assert_int_eq (cs_sk_partial_operands (sh, em, k - 1, base, exp, &exp_len), CS_SK_EINVAL);
+}
+
 static void
 s_sign_and_check (cs_sk_share_t *sh [CS_SK_PARTIES], unsigned bits)
 {
@@ -80,6 +111,8 @@ s_sign_and_check (cs_sk_share_t *sh [CS_SK_PARTIES], unsigned bits)
     s_pad ("a message no single party can sign", em, k, h);
     for (unsigned i = 0; i < CS_SK_PARTIES; i++)
         ck_assert_int_eq (cs_sk_partial (sh [i], em, k, part [i], k), 0);
+    for (unsigned i = 0; i < CS_SK_PARTIES; i++)
+        s_check_operands (sh [i], n, k, em, part [i]);
     const unsigned char *const parts [CS_SK_PARTIES] = { part [0], part [1], part [2] };
     ck_assert_int_eq (cs_sk_combine (n, k, e, em, parts, sig), 0);
     EVP_PKEY *pkey = s_pkey (sh [0]);
