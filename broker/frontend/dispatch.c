@@ -238,7 +238,7 @@ fe_submit (frontend_t *self, work_item_t *item)
     fe_request_t *request = item->request;
     size_t worker = 0;
     item->submitted_ns = metrics_now_ns ();
-    item->tenant = request ? request->tenant : NULL;
+    item->tenant = request ? request->tenant : item->tenant;     /* a party's partial result: its tenant */
     bool fast = fe_fast_lane_run (self, item);
     scheduler_outcome_t outcome = fast ? SCHEDULER_ASSIGNED : scheduler_submit (self->scheduler, item, &worker);
     if (outcome == SCHEDULER_NO_BOARD)

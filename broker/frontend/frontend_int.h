@@ -323,6 +323,10 @@ CK_RV fe_route_sym_ref (frontend_t *self, fe_request_t *request, work_item_t *it
  *  to no tenant (drivers/NAME/tenant unset) or to this one; NULL (a
  *  background job for no tenant yet, a pool key): the shared ones only.  */
 uint64_t fe_open_boards (frontend_t *self, const char *tenant);
+/*  Boards open to `tenant` (fe_open_boards) that run raw modexp
+ *  (CS_CAP_MODEXP): a raw modexp job's operands, or a shared key's
+ *  exponent share, are the tenant's.  0 when none.  */
+uint64_t fe_modexp_boards (frontend_t *self, const char *tenant);
 uint64_t fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant);
 int fe_board_index (frontend_t *self, const char *name);
 const fe_board_key_t * fe_board_key_find (frontend_t *self, const char *tenant, const char *ref, unsigned char id [CS_KEY_ID_MAX],

@@ -7,7 +7,7 @@
  *  Owns: fe_inventory_t (private here), frontend_t.rsa_range, the
  *  scheduler's boards, keys and workers.
  *  It also answers which boards may run what for a tenant
- *  (fe_open_boards, fe_generating_boards, fe_board_index), read by the job
+ *  (fe_open_boards, fe_modexp_boards, fe_generating_boards, fe_board_index), read by the job
  *  rooms above it.
  *
  *  May call: board.h, scheduler.h, slow_link.c (fe_slow_new, fe_slow_go),
@@ -145,6 +145,16 @@ fe_open_boards (frontend_t *self, const char *tenant)
             set |= UINT64_C (1) << b;
     }
     return set;
+}
+
+uint64_t
+fe_modexp_boards (frontend_t *self, const char *tenant)
+{
+    uint64_t set = 0;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_modexps (self->args->boards [b]))
+            set |= UINT64_C (1) << b;
+    return set & fe_open_boards (self, tenant);
 }
 
 /*  Boards open to `tenant` (NULL: pool keys, for any tenant later) that

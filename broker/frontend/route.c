@@ -11,7 +11,7 @@
  *  item's or job's `done`.
  *
  *  May call: key_route.c, shared_link.c (fe_shared_crypto), board.h capabilities, ks_cache.h, inventory.c
- *  (fe_open_boards), slow_link.c (fe_slow_new,
+ *  (fe_open_boards, fe_modexp_boards), slow_link.c (fe_slow_new,
  *  fe_slow_go: a key read), dispatch.c (fe_submit, fe_item_wipe_material),
  *  reply.c (fe_log_due, fe_request_job_done, fe_request_release).  */
 #include "modexp_job.h"
@@ -111,18 +111,6 @@ fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index)
     s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (fe_submit) */
 }
 
-/*  Boards open to `tenant` that run raw modexp (CS_CAP_MODEXP): the
- *  operands are the tenant's data.  */
-static uint64_t
-s_modexp_boards (frontend_t *self, const char *tenant)
-{
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_modexps (self->args->boards [b]))
-            set |= UINT64_C (1) << b;
-    return set & fe_open_boards (self, tenant);
-}
-
 /*  A raw modexp job (issue #12; a USER ticket, job_kinds.c): one work item
  *  on any board that runs modexp (modexp_job.h).  */
 void
@@ -132,7 +120,7 @@ fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
     work_item_t *item = &slot->item;
     s_item_new (self, request, index, WORK_MODEXP, item);
     CK_RV rv = modexp_job_operands (request->req, index, &item->modexp);
-    item->boards = s_modexp_boards (self, request->tenant);
+    item->boards = fe_modexp_boards (self, request->tenant);
     if (rv == CKR_OK && !item->boards)
         rv = CKR_MECHANISM_INVALID;
     if (rv == CKR_OK && fe_submit (self, item))
