@@ -219,7 +219,7 @@ s_start (frontend_t *self)
     zloop_reader (self->loop, self->pipe, s_on_pipe, self);
     zloop_reader (self->loop, self->backend, s_on_backend, self);
     zloop_reader (self->loop, self->router, s_on_router, self);
-    if (fe_shared_start (self))
+    if (fe_shared_start (self) || fe_shared_boards_start (self))
         return -1;
     self->reading = true;
     if (self->config->stats_interval_ms > 0)
@@ -232,6 +232,7 @@ static void
 s_frontend_free (frontend_t *self)
 {
     fe_shared_stop (self);                      /* its items' requests answered while the router is up */
+    fe_shared_boards_stop (self);
     slow_pool_destroy (&self->slow);            /* before the loop it reads in */
     ks_settle_destroy (&self->settle);          /* after the threads that use it */
     fe_audit_stop (self);                       /* with this thread's keystore */

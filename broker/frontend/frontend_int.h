@@ -15,6 +15,7 @@
  *    route.c         crypto, modexp and secret-key jobs: items, key reads, completions
  *    key_route.c     a crypto job's key -> its boards; a token secret key's rules
  *    shared_link.c   shared keys: generation and sign/decrypt through the party service
+ *    shared_boards.c shared keys: the party's partial results on this broker's boards
  *    login.c         login, PINs, tickets
  *    pool_jobs.c     pre-generated RSA keys: refills, restore, seal
  *    inventory.c     mechanisms, resident keys and open boards; Hello, ListKeys
@@ -166,6 +167,7 @@ typedef struct {
     struct _ks_settle_t *settle;    /* the connection that looks for others' commits (ks_settle.h) */
     fe_fast_lane_t *fast;           /* the fast lane (fast_lane.c), or NULL: off */
     fe_shared_t *shared;            /* the link to the party service (shared_link.c), or NULL */
+    zsock_t *boards;                /* the party's board lane (shared_boards.c), or NULL */
     frontend_reply_fn *reply_fn;    /* the loopback core's transport (frontend_core_new), or NULL: the router */
     void *reply_arg;
     struct _fe_quota_t *quota;      /* per-tenant quotas (quota_link.c) */
@@ -308,6 +310,16 @@ void fe_shared_stop (frontend_t *self);
 bool fe_shared_tenant (frontend_t *self, const char *tenant);
 CK_RV fe_shared_generate (frontend_t *self, work_item_t *item);
 CK_RV fe_shared_crypto (frontend_t *self, work_item_t *item);
+
+/* ---- shared_boards.c: the party's partial results on the boards (issue #24) ---- */
+/*  fe_shared_boards_start connects the board lane to party/control and
+ *  says BOARDS with the lane token, when broker.conf has a party section
+ *  (0, or -1 after an E: line): from then on the party's MODEXP requests
+ *  run as work items on boards open to their tenant (fe_modexp_boards).
+ *  fe_shared_boards_stop closes the lane; items still out are freed by
+ *  their completion (their answer is dropped).  */
+int fe_shared_boards_start (frontend_t *self);
+void fe_shared_boards_stop (frontend_t *self);
 
 /* ---- key_route.c ---- */
 void fe_item_inputs (work_item_t *item, const Cs__Job *job);

@@ -241,6 +241,17 @@ s_control (party_t *self)
     if (streq (args [0], "GENERATE"))
         party_gen_control (self, zmq_msg_data (&id), zmq_msg_size (&id), args, n);
     else
+    if (streq (args [0], "BOARDS"))         /* the frontend's board lane (party_net.c) */
+        party_board_hello (self, zmq_msg_data (&id), zmq_msg_size (&id), args, n);
+    else
+    if (streq (args [0], "BOARD")) {        /* a partial result back from a board */
+        if (self->board_lane && self->board_lane_len == zmq_msg_size (&id)
+        &&  memcmp (self->board_lane, zmq_msg_data (&id), self->board_lane_len) == 0)
+            party_sign_board (self, args, n);
+        else
+            zsys_warning ("party: refused a BOARD answer from another than the frontend's board lane");
+    }
+    else
         party_sign_control (self, zmq_msg_data (&id), zmq_msg_size (&id), args, n);
     for (size_t i = 0; i < n; i++) {
         OPENSSL_cleanse (args [i], strlen (args [i]));
@@ -319,6 +330,7 @@ party_destroy (party_t **self_p)
     free (self->endpoint);
     free (self->control_endpoint);
     zcert_destroy (&self->cert);
+    free (self->board_lane);
     keystore_destroy (&self->ks);
     free (self);
     *self_p = NULL;

@@ -28,6 +28,16 @@ bool party_shared_tenant (const broker_config_t *config, const char *tenant);
  *  shared keys there, as cryptoserver-admin(8) `shared` does.  */
 char *party_control_endpoint (const broker_config_t *config);
 
+#define PARTY_LANE_TOKEN_LEN 16
+
+/*  The token the frontend's board lane shows in its BOARDS hello to the
+ *  party service of this process (docs/SHARED-KEYS.md "Partial results on
+ *  the boards"): 16 random bytes drawn once per process (OpenSSL's DRBG),
+ *  so that another process that can reach the control socket cannot take
+ *  the lane and receive share exponents.  Copies it into token; 0, or -1
+ *  when no randomness could be drawn.  */
+int party_lane_token (unsigned char token [PARTY_LANE_TOKEN_LEN]);
+
 /*  Starts the party service of config (cryptoserver-broker.conf(5),
  *  "party"), on its own thread with its own connection to ks's keystore
  *  (keystore_open_again).  Returns the service (caller destroys), or NULL

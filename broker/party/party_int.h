@@ -19,6 +19,8 @@
     f.version = CS_SK_PROTOCOL_VERSION; f.kind = (kind_); \
     f.session.data = (uint8_t *) (session_); f.session.len = CS_SK_SESSION_LEN
 #define PARTY_MAX_N 513              /* bytes of the largest modulus (4096 bits) + 1 */
+#define PARTY_SIGNS 16              /* signing sessions in flight at once (coordinator side) */
+#define PARTY_BOARD_JOBS 48         /* partial results out on this broker's boards at once */
 
 typedef struct {
     char *endpoint;                 /* party/peers/N/endpoint */
@@ -46,10 +48,12 @@ typedef struct {
     int64_t started;
 } party_gen_t;
 
-/*  The one signing session in flight (coordinator side).  */
+/*  One signing session in flight (coordinator side), found by its
+ *  session id; at most PARTY_SIGNS at once.  */
 typedef struct {
     unsigned char session [CS_SK_SESSION_LEN];
-    cs_sk_share_t *share;           /* this party's */
+    unsigned char n [PARTY_MAX_N];  /* the key's N (k bytes) and e, for the check */
+    unsigned long e;
     unsigned char *m;               /* the padded block, k bytes */
     unsigned char *partial [CS_SK_PARTIES + 1];
     size_t k;
@@ -58,6 +62,21 @@ typedef struct {
     void *control_id; size_t control_id_len;
     int64_t started;
 } party_sign_t;
+
+/*  A partial result m^(d_i) mod N out on one of this broker's boards
+ *  (docs/SHARED-KEYS.md "Partial results on the boards"): for a signing
+ *  this party coordinates (`from` 0: the session's own partial) or for the
+ *  peer `from` (answered with PARTIAL).  Found by its tag when the
+ *  frontend's board lane answers.  */
+typedef struct {
+    uint64_t tag;                   /* 0: a free slot */
+    unsigned char session [CS_SK_SESSION_LEN];
+    unsigned from;
+    cs_sk_share_t *share;           /* owned: a CPU fallback needs it (no board runs modexp) */
+    unsigned char *m;               /* the block, k bytes, owned */
+    size_t k;
+    int64_t started;
+} party_board_job_t;
 
 typedef struct {
     unsigned char session [CS_SK_SESSION_LEN];
@@ -88,7 +107,12 @@ struct _party_t {
     pthread_t thread;
     volatile int stop;
     party_gen_t *gen;
-    party_sign_t *sign;
+    party_sign_t *sign [PARTY_SIGNS];
+    party_board_job_t board_job [PARTY_BOARD_JOBS];
+    uint64_t board_tag;             /* the last tag given */
+    void *board_lane; size_t board_lane_len;    /* control id of the frontend's board lane
+                                                   (its BOARDS hello), or NULL */
+    bool board_fallback_said;       /* the CPU fallback was logged */
     unsigned char seen [PARTY_SEEN][CS_SK_SESSION_LEN];
     size_t n_seen;
     party_pending_t pending [PARTY_PENDING];
@@ -106,6 +130,20 @@ int party_send (party_t *self, unsigned to, const Cs__Sk__Frame *frame);
 /*  Answers the admin request of control id `id` with the strings of the
  *  NULL-terminated list (frees nothing).  */
 void party_reply (party_t *self, const void *id, size_t id_len, const char *first, ...);
+
+/*  The frontend's BOARDS hello on the control socket: args [1] must be
+ *  the process's lane token (party_lane_token, hex); then id is where
+ *  party_board_send sends.  A wrong token is refused with a W: line.  */
+void party_board_hello (party_t *self, const void *id, size_t id_len, char **args, size_t n);
+
+/*  Sends MODEXP of job `tag` to the frontend's board lane: base^exp mod n
+ *  (k, exp_len bytes; borrowed, the caller wipes exp) on a board open to
+ *  tenant, within deadline_ms.  The frontend answers BOARD tag rv hex on
+ *  the control socket (party_sign_board).  Returns 0, or -1 when no lane
+ *  said hello or the send would block.  Never blocks.  */
+int party_board_send (party_t *self, uint64_t tag, const char *tenant, const unsigned char *base,
+                      const unsigned char *exp, size_t exp_len, const unsigned char *n, size_t k,
+                      int deadline_ms);
 
 /*  True when tenant may hold shared keys here (keys/shared[/TENANT] = 3).  */
 bool party_tenant_allowed (party_t *self, const char *tenant);
@@ -132,7 +170,11 @@ void party_gen_drop (party_t *self, const char *why, bool tell_peers);
 void party_sign_control (party_t *self, const void *id, size_t id_len, char **args, size_t n);
 void party_sign_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame);
 void party_sign_tick (party_t *self);
-/*  Fails the signature in flight, if any, with why (the broker stops).  */
+/*  The frontend's answer BOARD tag rv hex to a party_board_send: the
+ *  partial result goes to its signing or its peer.  */
+void party_sign_board (party_t *self, char **args, size_t n);
+/*  Fails every signature in flight with why and drops the partial
+ *  results out on boards (the broker stops).  */
 void party_sign_drop (party_t *self, const char *why);
 
 #endif

@@ -1,13 +1,76 @@
 /*  party_net.c — what generation (party_gen.c) and signing (party_sign.c)
  *  use of the service (party_int.h): sending a frame to a peer, answering
- *  the admin on the control socket, the sessions seen (replays), and the
- *  tenants that opted in (keys/shared).  Below party.c, which runs the
- *  loop that calls them.
+ *  the admin on the control socket, the frontend's board lane (a partial
+ *  result's modexp out to this broker's boards), the sessions seen
+ *  (replays), and the tenants that opted in (keys/shared).  Below party.c,
+ *  which runs the loop that calls them.
  */
+#include <inttypes.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <czmq.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include "cs_util.h"
 #include "party_int.h"
+
+static unsigned char s_token [PARTY_LANE_TOKEN_LEN];
+static int s_token_rc = -1;
+static pthread_once_t s_token_once = PTHREAD_ONCE_INIT;
+
+static void
+s_token_draw (void)
+{
+    s_token_rc = RAND_bytes (s_token, sizeof s_token) == 1 ? 0 : -1;
+}
+
+int
+party_lane_token (unsigned char token [PARTY_LANE_TOKEN_LEN])
+{
+    pthread_once (&s_token_once, s_token_draw);
+    if (s_token_rc == 0)
+        memcpy (token, s_token, PARTY_LANE_TOKEN_LEN);
+    return s_token_rc;
+}
+
+void
+party_board_hello (party_t *self, const void *id, size_t id_len, char **args, size_t n)
+{
+    unsigned char token [PARTY_LANE_TOKEN_LEN], given [PARTY_LANE_TOKEN_LEN];
+    if (n != 2 || party_lane_token (token) || cs_hex_decode (args [1], given, sizeof given) != (long) sizeof given
+    ||  CRYPTO_memcmp (token, given, sizeof token) != 0) {
+        zsys_warning ("party: refused a BOARDS hello on the control socket (not this broker's frontend)");
+        return;
+    }
+    void *copy = malloc (id_len ? id_len : 1);
+    if (!copy)
+        return;
+    memcpy (copy, id, id_len);
+    free (self->board_lane);
+    self->board_lane = copy;
+    self->board_lane_len = id_len;
+}
+
+int
+party_board_send (party_t *self, uint64_t tag, const char *tenant, const unsigned char *base,
+                  const unsigned char *exp, size_t exp_len, const unsigned char *n, size_t k,
+                  int deadline_ms)
+{
+    if (!self->board_lane)
+        return -1;
+    char tag_s [24], deadline_s [16];
+    snprintf (tag_s, sizeof tag_s, "%" PRIu64, tag);
+    snprintf (deadline_s, sizeof deadline_s, "%d", deadline_ms);
+    struct { const void *data; size_t len; } part [] = {
+        { self->board_lane, self->board_lane_len }, { "", 0 }, { "MODEXP", 6 }, { tag_s, strlen (tag_s) },
+        { tenant, strlen (tenant) }, { base, k }, { exp, exp_len }, { n, k }, { deadline_s, strlen (deadline_s) }
+    };
+    size_t count = sizeof part / sizeof part [0];
+    for (size_t i = 0; i < count; i++)
+        if (zmq_send (self->control, part [i].data, part [i].len, ZMQ_DONTWAIT | (i + 1 < count ? ZMQ_SNDMORE : 0)) < 0)
+            return -1;      /* a ROUTER drops what it cannot route: nothing half sent */
+    return 0;
+}
 
 bool
 party_shared_tenant (const broker_config_t *config, const char *tenant)

@@ -46,7 +46,7 @@ declare -A rank=(
     [reply]=17
     [quota_link]=18
     [inventory]=19
-    [key_route]=20 [shared_link]=20
+    [key_route]=20 [shared_link]=20 [shared_boards]=20
     [route]=21 [pool_jobs]=21 [login]=21
     [keymgmt_jobs]=22
     [job_kinds]=23

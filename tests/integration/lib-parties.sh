@@ -1,13 +1,17 @@
 # lib-parties.sh — three real brokers as the three parties of shared RSA
 # keys (docs/SHARED-KEYS.md "Over the network"), each with its own
 # deployment WORK/pI (keystore, master key, CURVE key pair), tenant demo
-# opted in (keys/shared/demo = 3), one openssl board.  Sourced after lib.sh
-# by shared-parties.sh and shared-pkcs11.sh.
+# opted in (keys/shared/demo = 3), one openssl board "cpu", its metrics on
+# a free port (the URL in WORK/pI/broker.metrics).  Sourced after lib.sh by
+# shared-parties.sh and shared-pkcs11.sh.
 #
 #   parties_make        makes the three deployments with their party sections
 #   party_start I [CONF]  starts party I (lib.sh's peer p$I: stopped and its
 #                       log checked at exit), waits until it listens
 #   PORT[I]             the party endpoint's port of party I
+#   party_modexps I [BOARD]  raw modexp jobs that ran ok on party I's board
+#                       BOARD (default cpu): a partial result each (metrics)
+#   party_jobs I BOARD  every job of party I's board BOARD (metrics)
 
 # A free loopback port below the ephemeral range (see CS_TEST_ENDPOINT).
 free_port () {
@@ -37,6 +41,8 @@ parties_make () {
         set_conf () { "$CS_ADMIN" config set "$conf" "$1" "$2" || cs_fail "config set $1"; }
         for b in 2048 3072; do set_conf keys/pool-rsa-$b 0; done
         set_conf broker/endpoint-file broker.endpoint
+        set_conf broker/metrics "http://127.0.0.1:0/metrics"
+        set_conf broker/metrics-file broker.metrics
         set_conf keys/shared/demo 3
         set_conf party/index "$i"
         set_conf party/endpoint "tcp://127.0.0.1:${PORT[$i]}"
@@ -65,3 +71,11 @@ party_start () {
         waited=$((waited + 1))
     done
 }
+
+# the sum of party $1's cryptoserver_jobs_total lines that start with $2
+s_party_metric () {
+    curl -sf --max-time 10 "$(cat "$WORK/p$1/broker.metrics")" \
+        | awk -v p="cryptoserver_jobs_total{$2" 'index($0, p) == 1 { n += $NF } END { print n + 0 }'
+}
+party_modexps () { s_party_metric "$1" "board=\"${2:-cpu}\",mechanism=\"CKM_CS_MODEXP\",result=\"ok\"}"; }
+party_jobs () { s_party_metric "$1" "board=\"$2\","; }

@@ -8,10 +8,14 @@
 # naming it, and it works again once the party is back; a party killed
 # mid-generation leaves no row anywhere and a retry succeeds; malformed,
 # replayed and out-of-order party frames and unknown keys are refused.
+# Each party's partial result runs on its own board open to the tenant
+# (a raw modexp job counted in its metrics), never on a board of another
+# tenant; two signings in flight at once at a party are both answered and
+# verified.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-cs_require openssl python3
+cs_require openssl python3 curl
 trap cs_cleanup EXIT
 rm -rf "$WORK"
 mkdir -p "$WORK/valgrind" "$WORK/sanitizer"
@@ -21,6 +25,9 @@ PROBE=$top_builddir/tests/integration/cs-party-probe
 # shellcheck source=tests/integration/lib-parties.sh
 . "$(dirname "$0")/lib-parties.sh"
 parties_make
+# A board of another tenant at party 2: a share of demo's key must never go there.
+"$CS_ADMIN" board add otherbox --type openssl --dir "$WORK/p2" --set tenant=other > /dev/null \
+    || cs_fail "board add otherbox"
 # A party down, killed or faulty makes the others log why (E:/W: lines).
 cs_expect_broker_log 'party: (generation of|shared-key signature failed|refused)'
 cs_expect_broker_log 'did not answer|not reachable|stops'
@@ -81,6 +88,42 @@ for i in 1 2 3; do
     verify_pkcs1 "$WORK/partial$i" && cs_fail "party $i's result alone verifies as a signature"
 done
 cs_log "no party's result alone is a signature"
+
+# ---- partial results on the boards (the raw modexp path) -----------------------
+declare -A before
+for i in 1 2 3; do before[$i]=$(party_modexps "$i"); done
+admin sign --dir "$WORK/p2" --label shared1 --mech sha256-pkcs1 --in "$WORK/msg" --out "$WORK/sig-boards" \
+    || cs_fail "sign (party 2 coordinating) failed"
+verify_pkcs1 "$WORK/sig-boards" || cs_fail "OpenSSL does not verify the signature made on the boards"
+for i in 1 2 3; do
+    [ "$(party_modexps "$i")" = $((before[$i] + 1)) ] \
+        || cs_fail "party $i's partial result did not run on its board cpu (modexp jobs ${before[$i]} -> $(party_modexps "$i"))"
+done
+[ "$(party_jobs 2 otherbox)" = 0 ] || cs_fail "party 2 ran $(party_jobs 2 otherbox) jobs on otherbox (tenant other)"
+cs_log "one signature: one modexp job on each party's board cpu, none on otherbox (tenant other)"
+
+# ---- two signings in flight at once at one party ---------------------------------
+# Party 2 stopped (SIGSTOP: connected, silent) holds both signings at party 1
+# until it runs again: both are in flight there at once (party 1's own partial
+# results on its board tell they arrived), then both are answered.
+m1=$(party_modexps 1)
+both_out () { [ "$(party_modexps 1)" -ge $((m1 + 2)) ]; }
+kill -STOP "${CS_PEER_PID[p2]}"
+declare -A signer
+for j in 1 2; do
+    admin sign --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 --in "$WORK/msg" --out "$WORK/flight$j" \
+        > "$WORK/flight$j.out" 2>&1 &
+    signer[$j]=$!
+done
+in_flight=0
+cs_wait_until $((5 * CS_TIME_FACTOR)) both_out && in_flight=1
+kill -CONT "${CS_PEER_PID[p2]}"
+for j in 1 2; do
+    wait "${signer[$j]}" || cs_fail "signing $j of two in flight failed: $(cat "$WORK/flight$j.out")"
+    verify_pkcs1 "$WORK/flight$j" || cs_fail "OpenSSL does not verify signing $j of two in flight"
+done
+[ "$in_flight" = 1 ] || cs_fail "the two signings were not in flight at party 1 at once"
+cs_log "two signings in flight at party 1 at once: both verified by OpenSSL"
 
 # ---- a wrong partial result --------------------------------------------------
 cs_peer_stop p3
