@@ -8,24 +8,29 @@
  *  and the frontend removes a decryption's padding.  The key's rules were
  *  applied before, by key_route.c, as for any keystore key.
  *
- *  Two lanes over the party's control socket, one DEALER each: generation
- *  and private-key operations.  The party runs one of each at a time, so a
- *  lane sends its next request when the answer to the last is back; the
- *  answers come back on the reactor (s_on_lane).
+ *  Lanes over the party's control socket, one DEALER each, with one
+ *  request out at a time: one for generations and S_OPS_LANES for
+ *  private-key operations (several signatures in flight at the party at
+ *  once, each on its own lane, so answers need no tag); the answers come
+ *  back on the reactor (s_on_lane).  The other way, the party's partial
+ *  results to this broker's boards, is shared_boards.c.
  *
  *  Owns: the lanes and their queues of items (borrowed from their slots;
  *  each counted in its request's `pending` until its completion).
  *  May call: party.h (the endpoint, the tenant's opt-in), drv_pad.h,
- *  dispatch.c (fe_item_wipe_material), reply.c (fe_log_due).  What comes back goes up through
- *  the item's `done`, set by the room that made it (route.c, keymgmt_jobs.c).  */
+ *  dispatch.c (fe_item_wipe_material), reply.c (fe_log_due).  What comes
+ *  back goes up through the item's `done`, set by the room that made it
+ *  (route.c, keymgmt_jobs.c).  */
 #include <stdarg.h>
 #include <openssl/rand.h>
 #include "drv_pad.h"
 #include "party.h"
 #include "frontend_int.h"
 
-#define S_GEN 0                     /* the generation lane */
-#define S_OPS 1                     /* the sign / decrypt lane */
+#define S_GEN 0                     /* the generation queue, and its lane */
+#define S_OPS 1                     /* the sign / decrypt queue; its lanes are 1..S_OPS_LANES */
+#define S_OPS_LANES 8               /* signatures and decryptions out at the party at once */
+#define S_LANES (1 + S_OPS_LANES)
 #define S_LABEL_MAX 256             /* bytes of a label sent to the party */
 #define S_MADE 16                   /* generations remembered by idempotency id */
 #define S_ID_MAX 64                 /* bytes of Job.idempotency_id */
@@ -41,9 +46,9 @@ typedef struct {
 } s_made_t;
 
 struct _fe_shared_t {
-    zsock_t *lane [2];              /* DEALERs to party/control */
-    zlist_t *queue [2];             /* work_item_t *, the head is out when out [lane] */
-    bool out [2];
+    zsock_t *lane [S_LANES];        /* DEALERs to party/control: lane 0 generations, then ops */
+    work_item_t *out [S_LANES];     /* the item whose request a lane has out, or NULL */
+    zlist_t *queue [2];             /* work_item_t * waiting, S_GEN and S_OPS */
     s_made_t made [S_MADE];
     size_t n_made;
 };
@@ -85,8 +90,8 @@ s_made_note (fe_shared_t *shared, const work_item_t *item, const char *ref)
     snprintf (made->ref, sizeof made->ref, "%s", ref);
 }
 
-/*  Sends the request of `item` (the head of its lane) to the party: the
- *  frames after the empty delimiter, NULL-terminated.  */
+/*  Sends a request on lane `lane` to the party: the frames after the
+ *  empty delimiter, NULL-terminated.  */
 static int
 s_send (fe_shared_t *shared, int lane, const char *first, ...)
 {
@@ -152,7 +157,7 @@ s_send_generate (fe_shared_t *shared, work_item_t *item)
         cs__generate_key_pair_job__pack (&templ, packed);
         hex = s_hex (packed, len);
     }
-    int rc = hex ? s_send (shared, S_GEN, "GENERATE", request->tenant, label, bits, hex, NULL) : -1;
+    int rc = hex ? s_send (shared, 0, "GENERATE", request->tenant, label, bits, hex, NULL) : -1;
     free (packed);
     free (hex);
     return rc;
@@ -161,7 +166,7 @@ s_send_generate (fe_shared_t *shared, work_item_t *item)
 /*  RAW tenant ref block: the padded block of a signature, or the
  *  ciphertext of a decryption (k bytes, k = the modulus length).  */
 static int
-s_send_raw (fe_shared_t *shared, work_item_t *item)
+s_send_raw (fe_shared_t *shared, int lane, work_item_t *item)
 {
     size_t k = (item->bits + 7) / 8;
     unsigned char *block = malloc (k);
@@ -175,7 +180,7 @@ s_send_raw (fe_shared_t *shared, work_item_t *item)
     if (block)
         hex = s_hex (item->in, item->in_len);
     if (hex)
-        rc = s_send (shared, S_OPS, "RAW", ((fe_request_t *) item->request)->tenant, item->ref, hex, NULL);
+        rc = s_send (shared, lane, "RAW", ((fe_request_t *) item->request)->tenant, item->ref, hex, NULL);
     if (block) {
         OPENSSL_cleanse (block, k);
         free (block);
@@ -184,45 +189,45 @@ s_send_raw (fe_shared_t *shared, work_item_t *item)
     return rc;
 }
 
-static void s_finish (frontend_t *self, int lane, work_item_t *item);
+static void s_finish (frontend_t *self, work_item_t *item);
 
-/*  Sends the head of a lane when none is out; a head that cannot be sent
- *  is finished with its error (CKR_DEVICE_ERROR unless the padding said
- *  otherwise) and the next one tried.  A generation the parties made
- *  already (the module's attempt again) is finished with that key.  */
+/*  Sends the head of queue `kind` on each of its lanes that has none out;
+ *  a head that cannot be sent is finished with its error
+ *  (CKR_DEVICE_ERROR unless the padding said otherwise) and the next one
+ *  tried.  A generation the parties made already (the module's attempt
+ *  again) is finished with that key.  */
 static void
-s_pump (frontend_t *self, int lane)
+s_pump (frontend_t *self, int kind)
 {
     fe_shared_t *shared = self->shared;
-    work_item_t *item;
-    while (!shared->out [lane] && (item = zlist_first (shared->queue [lane]))) {
-        item->rv = CKR_OK;
-        const char *made = lane == S_GEN ? s_made_ref (shared, item) : NULL;
-        if (made) {
-            zlist_pop (shared->queue [lane]);
-            item->out = (unsigned char *) strdup (made);
-            item->out_len = item->out ? strlen (made) : 0;
-            item->rv = item->out ? CKR_OK : CKR_DEVICE_MEMORY;
-            s_finish (self, lane, item);
-            continue;
+    int first = kind == S_GEN ? 0 : 1, end = kind == S_GEN ? 1 : S_LANES;
+    for (int lane = first; lane < end; lane++) {
+        work_item_t *item;
+        while (!shared->out [lane] && (item = zlist_pop (shared->queue [kind]))) {
+            item->rv = CKR_OK;
+            const char *made = kind == S_GEN ? s_made_ref (shared, item) : NULL;
+            if (made) {
+                item->out = (unsigned char *) strdup (made);
+                item->out_len = item->out ? strlen (made) : 0;
+                item->rv = item->out ? CKR_OK : CKR_DEVICE_MEMORY;
+                s_finish (self, item);
+                continue;
+            }
+            if ((kind == S_GEN ? s_send_generate (shared, item) : s_send_raw (shared, lane, item)) == 0) {
+                shared->out [lane] = item;
+                break;
+            }
+            if (item->rv == CKR_OK)
+                item->rv = CKR_DEVICE_ERROR;
+            s_finish (self, item);
         }
-        int rc = lane == S_GEN ? s_send_generate (shared, item) : s_send_raw (shared, item);
-        if (rc == 0) {
-            shared->out [lane] = true;
-            return;
-        }
-        zlist_pop (shared->queue [lane]);
-        if (item->rv == CKR_OK)
-            item->rv = CKR_DEVICE_ERROR;
-        s_finish (self, lane, item);
     }
 }
 
 /*  The item is back for good: its key unpinned, then its completion.  */
 static void
-s_finish (frontend_t *self, int lane, work_item_t *item)
+s_finish (frontend_t *self, work_item_t *item)
 {
-    (void) lane;
     fe_item_wipe_material (self, item);
     item->done (item->done_arg, item);
 }
@@ -282,17 +287,20 @@ s_ops_result (work_item_t *item, const char *hex)
 }
 
 /*  An answer of the party on a lane: ["", "OK", ...] or ["", "ERR",
- *  CKR name, why]; it belongs to the head of the lane.  */
+ *  CKR name, why]; it belongs to the item the lane has out.  */
 static int
 s_on_lane (zloop_t *loop, zsock_t *reader, void *arg)
 {
     (void) loop;
     frontend_t *self = arg;
     fe_shared_t *shared = self->shared;
-    int lane = reader == shared->lane [S_GEN] ? S_GEN : S_OPS;
+    int lane = 0;
+    while (lane < S_LANES - 1 && reader != shared->lane [lane])
+        lane++;
+    int kind = lane == 0 ? S_GEN : S_OPS;
     zmsg_t *msg = zmsg_recv (reader);
-    work_item_t *item = shared->out [lane] ? zlist_pop (shared->queue [lane]) : NULL;
-    shared->out [lane] = false;
+    work_item_t *item = shared->out [lane];
+    shared->out [lane] = NULL;
     if (!msg || !item) {
         zmsg_destroy (&msg);
         return 0;
@@ -300,7 +308,7 @@ s_on_lane (zloop_t *loop, zsock_t *reader, void *arg)
     free (zmsg_popstr (msg));               /* the delimiter */
     char *status = zmsg_popstr (msg), *a = zmsg_popstr (msg), *b = zmsg_popstr (msg);
     if (status && streq (status, "OK") && a) {
-        if (lane == S_GEN) {
+        if (kind == S_GEN) {
             s_made_note (shared, item, a);
             item->out = (unsigned char *) a;        /* the new key's ref */
             item->out_len = strlen (a);
@@ -314,7 +322,7 @@ s_on_lane (zloop_t *loop, zsock_t *reader, void *arg)
         item->rv = s_rv_of (a);
         if (fe_log_due (self, request, "shared-key"))      /* once a minute per client */
             zsys_error ("client %s (tenant %s): shared key %s: %s: %s", request->client_name, request->tenant,
-                        lane == S_GEN ? "generation" : item->ref, a ? a : "?", b ? b : "?");
+                        kind == S_GEN ? "generation" : item->ref, a ? a : "?", b ? b : "?");
     }
     if (a)
         OPENSSL_cleanse (a, strlen (a));
@@ -322,8 +330,8 @@ s_on_lane (zloop_t *loop, zsock_t *reader, void *arg)
     free (a);
     free (b);
     zmsg_destroy (&msg);
-    s_finish (self, lane, item);
-    s_pump (self, lane);
+    s_finish (self, item);
+    s_pump (self, kind);
     return 0;
 }
 
@@ -335,10 +343,12 @@ fe_shared_start (frontend_t *self)
     char *endpoint = party_control_endpoint (self->config);
     fe_shared_t *shared = self->shared = calloc (1, sizeof *shared);
     int rc = endpoint && shared ? 0 : -1;
-    for (int lane = 0; rc == 0 && lane < 2; lane++) {
-        shared->queue [lane] = zlist_new ();
+    for (int kind = 0; rc == 0 && kind < 2; kind++)
+        if (!(shared->queue [kind] = zlist_new ()))
+            rc = -1;
+    for (int lane = 0; rc == 0 && lane < S_LANES; lane++) {
         shared->lane [lane] = zsock_new (ZMQ_DEALER);
-        if (!shared->queue [lane] || !shared->lane [lane] || zsock_connect (shared->lane [lane], "%s", endpoint)
+        if (!shared->lane [lane] || zsock_connect (shared->lane [lane], "%s", endpoint)
         ||  zloop_reader (self->loop, shared->lane [lane], s_on_lane, self))
             rc = -1;
     }
@@ -354,15 +364,23 @@ fe_shared_stop (frontend_t *self)
     fe_shared_t *shared = self->shared;
     if (!shared)
         return;
-    for (int lane = 0; lane < 2; lane++) {
-        for (work_item_t *item; shared->queue [lane] && (item = zlist_pop (shared->queue [lane])); ) {
+    for (int lane = 0; lane < S_LANES; lane++) {
+        work_item_t *item = shared->out [lane];
+        shared->out [lane] = NULL;
+        if (item) {
             item->rv = CKR_DEVICE_ERROR;
-            s_finish (self, lane, item);
+            s_finish (self, item);
         }
-        zlist_destroy (&shared->queue [lane]);
         if (shared->lane [lane] && self->loop)
             zloop_reader_end (self->loop, shared->lane [lane]);
         zsock_destroy (&shared->lane [lane]);
+    }
+    for (int kind = 0; kind < 2; kind++) {
+        for (work_item_t *item; shared->queue [kind] && (item = zlist_pop (shared->queue [kind])); ) {
+            item->rv = CKR_DEVICE_ERROR;
+            s_finish (self, item);
+        }
+        zlist_destroy (&shared->queue [kind]);
     }
     free (shared);
     self->shared = NULL;
@@ -374,17 +392,17 @@ fe_shared_tenant (frontend_t *self, const char *tenant)
     return party_configured (self->config) && party_shared_tenant (self->config, tenant);
 }
 
-/*  Queues item on lane, counted in its request's pending.  */
+/*  Queues item on queue `kind`, counted in its request's pending.  */
 static CK_RV
-s_queue (frontend_t *self, int lane, work_item_t *item)
+s_queue (frontend_t *self, int kind, work_item_t *item)
 {
     fe_shared_t *shared = self->shared;
     if (!shared)
         return CKR_DEVICE_ERROR;            /* the loopback core: no party service */
-    if (zlist_append (shared->queue [lane], item))
+    if (zlist_append (shared->queue [kind], item))
         return CKR_DEVICE_MEMORY;
     ((fe_request_t *) item->request)->pending++;
-    s_pump (self, lane);
+    s_pump (self, kind);
     return CKR_OK;
 }
 

@@ -8,6 +8,9 @@
 #   - C_Sign with it (SHA256-RSA-PKCS, SHA256-RSA-PKCS-PSS) verified by
 #     openssl against the token's public key; C_Decrypt (RSA-PKCS-OAEP,
 #     RSA-PKCS) of openssl's ciphertexts;
+#   - two C_Sign of two applications in flight at once (party 2 stopped
+#     holds both at party 1, whose partial results on its board tell they
+#     arrived): both answered and verified by openssl;
 #   - CKA_CS_SHARED reads CK_TRUE on it and CK_FALSE on an EC key of the
 #     same token (cs-p11-shell);
 #   - the broker enforces the key's usage: a shared key made with
@@ -22,7 +25,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-cs_require openssl python3 pkcs11-tool
+cs_require openssl python3 pkcs11-tool curl
 trap cs_cleanup EXIT
 rm -rf "$WORK"
 mkdir -p "$WORK/valgrind" "$WORK/sanitizer"
@@ -97,6 +100,27 @@ openssl pkeyutl -encrypt -pubin -inkey "$WORK/pub.pem" -in "$WORK/plain" -out "$
 p11 "decrypt RSA-PKCS" --decrypt --id 51 --mechanism RSA-PKCS -i "$WORK/pkcs1.bin" -o "$WORK/plain.pkcs1"
 cmp -s "$WORK/plain" "$WORK/plain.pkcs1" || cs_fail "the PKCS#1 v1.5 plaintext differs"
 cs_log "OAEP and PKCS#1 v1.5 ciphertexts of openssl decrypted"
+
+# ---- two signatures in flight at once (the frontend's lanes, the party's sessions) ---
+m1=$(party_modexps 1)
+both_out () { [ "$(party_modexps 1)" -ge $((m1 + 2)) ]; }
+kill -STOP "${CS_PEER_PID[p2]}"
+declare -A signer
+for j in 1 2; do
+    timeout $((60 * CS_TIME_FACTOR)) $P11 --sign --id 51 --mechanism SHA256-RSA-PKCS -i "$WORK/msg" \
+        -o "$WORK/flight$j" > "$WORK/flight$j.out" 2>&1 &
+    signer[$j]=$!
+done
+in_flight=0
+cs_wait_until $((10 * CS_TIME_FACTOR)) both_out && in_flight=1
+kill -CONT "${CS_PEER_PID[p2]}"
+for j in 1 2; do
+    wait "${signer[$j]}" || cs_fail "C_Sign $j of two in flight failed: $(cat "$WORK/flight$j.out")"
+    openssl dgst -sha256 -verify "$WORK/pub.pem" -signature "$WORK/flight$j" "$WORK/msg" > /dev/null \
+        || cs_fail "openssl does not verify C_Sign $j of two in flight"
+done
+[ "$in_flight" = 1 ] || cs_fail "the two C_Sign were not in flight at party 1 at once"
+cs_log "two C_Sign in flight at once through the module: both verified by openssl"
 
 # ---- CKA_CS_SHARED; the usage rules in the broker -------------------------------
 p11 "keypairgen EC" --keypairgen --key-type EC:prime256v1 --label ec1 --id 52
