@@ -32,25 +32,12 @@
 #define S_OPS_LANES 8               /* signatures and decryptions out at the party at once */
 #define S_LANES (1 + S_OPS_LANES)
 #define S_LABEL_MAX 256             /* bytes of a label sent to the party */
-#define S_MADE 16                   /* generations remembered by idempotency id */
 #define S_ID_MAX 64                 /* bytes of Job.idempotency_id */
-
-/*  A generation that succeeded, by the module's idempotency id: an attempt
- *  the module sends again (its attempt timed out while the parties worked,
- *  docs/CONTRACTS.md "Failover") gets the same key, not a second one.  */
-typedef struct {
-    char tenant [256];
-    unsigned char id [S_ID_MAX];
-    size_t id_len;
-    char ref [40];
-} s_made_t;
 
 struct _fe_shared_t {
     zsock_t *lane [S_LANES];        /* DEALERs to party/control: lane 0 generations, then ops */
     work_item_t *out [S_LANES];     /* the item whose request a lane has out, or NULL */
     zlist_t *queue [2];             /* work_item_t * waiting, S_GEN and S_OPS */
-    s_made_t made [S_MADE];
-    size_t n_made;
 };
 
 /*  The idempotency id of a generation item's job.  */
@@ -59,35 +46,6 @@ s_idempotency_id (const work_item_t *item)
 {
     const fe_request_t *request = item->request;
     return request->req->jobs [item->index]->idempotency_id;
-}
-
-/*  The ref of the key a generation with item's tenant and idempotency id
- *  made already, or NULL.  */
-static const char *
-s_made_ref (fe_shared_t *shared, const work_item_t *item)
-{
-    ProtobufCBinaryData id = s_idempotency_id (item);
-    const char *tenant = ((const fe_request_t *) item->request)->tenant;
-    size_t n = shared->n_made < S_MADE ? shared->n_made : S_MADE;
-    for (size_t i = 0; id.len && i < n; i++)
-        if (shared->made [i].id_len == id.len && memcmp (shared->made [i].id, id.data, id.len) == 0
-        &&  streq (shared->made [i].tenant, tenant))
-            return shared->made [i].ref;
-    return NULL;
-}
-
-/*  Remembers the key ref a generation item made (by its idempotency id).  */
-static void
-s_made_note (fe_shared_t *shared, const work_item_t *item, const char *ref)
-{
-    ProtobufCBinaryData id = s_idempotency_id (item);
-    if (!id.len || id.len > S_ID_MAX)
-        return;
-    s_made_t *made = &shared->made [shared->n_made++ % S_MADE];
-    snprintf (made->tenant, sizeof made->tenant, "%s", ((const fe_request_t *) item->request)->tenant);
-    memcpy (made->id, id.data, id.len);
-    made->id_len = id.len;
-    snprintf (made->ref, sizeof made->ref, "%s", ref);
 }
 
 /*  Sends a request on lane `lane` to the party: the frames after the
@@ -138,8 +96,11 @@ s_label (const Cs__GenerateKeyPairJob *job, char out [S_LABEL_MAX + 1])
     snprintf (out, S_LABEL_MAX + 1, "shared-%02x%02x%02x%02x", r [0], r [1], r [2], r [3]);
 }
 
-/*  GENERATE tenant label bits template: the template is the job without
- *  its exponent and curve (only the attribute templates matter).  */
+/*  GENERATE tenant label bits template [idempotency-id]: the template is
+ *  the job without its exponent and curve (only the attribute templates
+ *  matter); the module's idempotency id (hex) is recorded by each party
+ *  with its row, so that an attempt the module sends to another of the
+ *  three brokers gets this key (party_idem.c).  */
 static int
 s_send_generate (fe_shared_t *shared, work_item_t *item)
 {
@@ -157,9 +118,12 @@ s_send_generate (fe_shared_t *shared, work_item_t *item)
         cs__generate_key_pair_job__pack (&templ, packed);
         hex = s_hex (packed, len);
     }
-    int rc = hex ? s_send (shared, 0, "GENERATE", request->tenant, label, bits, hex, NULL) : -1;
+    ProtobufCBinaryData idem = s_idempotency_id (item);
+    char *idem_hex = idem.len && idem.len <= S_ID_MAX ? s_hex (idem.data, idem.len) : NULL;
+    int rc = hex ? s_send (shared, 0, "GENERATE", request->tenant, label, bits, hex, idem_hex, NULL) : -1;
     free (packed);
     free (hex);
+    free (idem_hex);
     return rc;
 }
 
@@ -195,7 +159,8 @@ static void s_finish (frontend_t *self, work_item_t *item);
  *  a head that cannot be sent is finished with its error
  *  (CKR_DEVICE_ERROR unless the padding said otherwise) and the next one
  *  tried.  A generation the parties made already (the module's attempt
- *  again) is finished with that key.  */
+ *  again, here or at another party) is answered by the party with that
+ *  key (its idempotency id is recorded with the rows).  */
 static void
 s_pump (frontend_t *self, int kind)
 {
@@ -205,14 +170,6 @@ s_pump (frontend_t *self, int kind)
         work_item_t *item;
         while (!shared->out [lane] && (item = zlist_pop (shared->queue [kind]))) {
             item->rv = CKR_OK;
-            const char *made = kind == S_GEN ? s_made_ref (shared, item) : NULL;
-            if (made) {
-                item->out = (unsigned char *) strdup (made);
-                item->out_len = item->out ? strlen (made) : 0;
-                item->rv = item->out ? CKR_OK : CKR_DEVICE_MEMORY;
-                s_finish (self, item);
-                continue;
-            }
             if ((kind == S_GEN ? s_send_generate (shared, item) : s_send_raw (shared, lane, item)) == 0) {
                 shared->out [lane] = item;
                 break;
@@ -309,7 +266,6 @@ s_on_lane (zloop_t *loop, zsock_t *reader, void *arg)
     char *status = zmsg_popstr (msg), *a = zmsg_popstr (msg), *b = zmsg_popstr (msg);
     if (status && streq (status, "OK") && a) {
         if (kind == S_GEN) {
-            s_made_note (shared, item, a);
             item->out = (unsigned char *) a;        /* the new key's ref */
             item->out_len = strlen (a);
             a = NULL;

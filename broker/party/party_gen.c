@@ -8,14 +8,8 @@
 #include <czmq.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
-#include <openssl/evp.h>
-#include <openssl/param_build.h>
-#include <openssl/core_names.h>
 #include "party_int.h"
 #include "cs_util.h"
-#include "key_info.h"
-#include "keyattrs.h"
-#include "cryptoserver/pkcs11v.h"
 
 static void
 s_gen_free (party_gen_t **gen_p)
@@ -30,6 +24,7 @@ s_gen_free (party_gen_t **gen_p)
     free (gen->ref);
     free (gen->templ);
     free (gen->control_id);
+    free (gen->waiter_id);
     free (gen);
     *gen_p = NULL;
 }
@@ -53,12 +48,16 @@ s_flush (party_t *self, cs_sk_outbox_t *out, unsigned *unreachable)
     return rc;
 }
 
+/*  Answers the admin or frontend that asked for the generation, and the
+ *  one that sent it again with the same idempotency id meanwhile.  */
 static void
 s_answer (party_t *self, const char *status, const char *a, const char *b)
 {
     party_gen_t *gen = self->gen;
     if (gen && gen->control_id)
         party_reply (self, gen->control_id, gen->control_id_len, status, a, b, NULL);
+    if (gen && gen->waiter_id)
+        party_reply (self, gen->waiter_id, gen->waiter_id_len, status, a, b, NULL);
 }
 
 void
@@ -80,105 +79,6 @@ party_gen_drop (party_t *self, const char *why, bool tell_peers)
                 gen->tenant ? gen->tenant : "", why);
     s_answer (self, "ERR", "CKR_DEVICE_ERROR", why);
     s_gen_free (&self->gen);
-}
-
-/*  The public key (N, e) of share as an EVP_PKEY; caller frees.  */
-static EVP_PKEY *
-s_public_pkey (const cs_sk_share_t *share)
-{
-    unsigned char n [PARTY_MAX_N];
-    size_t n_len = 0;
-    unsigned long e = 0;
-    EVP_PKEY *pkey = NULL;
-    if (cs_sk_share_public (share, n, sizeof n, &n_len, &e))
-        return NULL;
-    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new ();
-    BIGNUM *bn = BN_bin2bn (n, (int) n_len, NULL), *be = BN_new ();
-    OSSL_PARAM *params = NULL;
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name (NULL, "RSA", NULL);
-    if (bld && bn && be && ctx && BN_set_word (be, e)
-    &&  OSSL_PARAM_BLD_push_BN (bld, OSSL_PKEY_PARAM_RSA_N, bn)
-    &&  OSSL_PARAM_BLD_push_BN (bld, OSSL_PKEY_PARAM_RSA_E, be)
-    &&  (params = OSSL_PARAM_BLD_to_param (bld)) && EVP_PKEY_fromdata_init (ctx) > 0)
-        (void) EVP_PKEY_fromdata (ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params);
-    OSSL_PARAM_free (params);
-    OSSL_PARAM_BLD_free (bld);
-    BN_free (bn);
-    BN_free (be);
-    EVP_PKEY_CTX_free (ctx);
-    return pkey;
-}
-
-/*  The row's KeyInfo of (N, e): with the templates of gen->templ applied
- *  under the tenant's rules (keyjobs_info_new, docs/CONTRACTS.md "Attribute
- *  rules", "Usage separation"; the label of the session when the template
- *  has none), else the plain description of cryptoserver-admin's keys (no
- *  decryption).  NULL when a template is refused or out of memory.  */
-static Cs__KeyInfo *
-s_row_info (party_t *self, EVP_PKEY *pkey)
-{
-    party_gen_t *gen = self->gen;
-    if (!gen->templ) {
-        key_info_params_t params = { gen->ref, gen->label, NULL, 0, "shared", true };
-        Cs__KeyInfo *info = key_info_from_pkey (pkey, &params);
-        if (info)
-            info->can_decrypt = false;
-        return info;
-    }
-    Cs__GenerateKeyPairJob *job = cs__generate_key_pair_job__unpack (NULL, gen->templ_len, gen->templ);
-    Cs__KeyInfo *info = NULL;
-    keyattrs_usage_set ((cs_usage_policy_t) broker_config_usage (self->config, gen->tenant));
-    CK_RV rv = job ? keyjobs_info_new (pkey, gen->ref, "shared", true, true, false, job->public_template,
-                                       job->n_public_template, job->private_template, job->n_private_template,
-                                       &info) : CKR_TEMPLATE_INCONSISTENT;
-    if (rv != CKR_OK)
-        zsys_error ("party: the template of \"%s\" for tenant %s is refused: 0x%lx", gen->label, gen->tenant,
-                    (unsigned long) rv);
-    if (info && !*info->label && keyattrs_string_take (&info->label, strdup (gen->label)) != CKR_OK) {
-        cs__key_info__free_unpacked (info, NULL);
-        info = NULL;
-    }
-    if (job)
-        cs__generate_key_pair_job__free_unpacked (job, NULL);
-    return info;
-}
-
-/*  Seals this party's share as the tenant's key row gen->ref: KeyInfo of
- *  (N, e) with home "shared", CKA_CS_SHARED TRUE on the private object,
- *  and the share record as its sealed private material.  */
-static int
-s_store (party_t *self)
-{
-    party_gen_t *gen = self->gen;
-    EVP_PKEY *pkey = s_public_pkey (gen->share);
-    Cs__KeyInfo *info = pkey ? s_row_info (self, pkey) : NULL;
-    unsigned char *rec = NULL;
-    size_t rec_len = 0;
-    int rc = -1;
-    Cs__Attribute *attr = calloc (1, sizeof *attr);
-    Cs__Attribute **list = info ? realloc (info->private_attributes,
-                                           (info->n_private_attributes + 1) * sizeof *list) : NULL;
-    if (list && attr) {
-        info->private_attributes = list;
-        cs__attribute__init (attr);
-        attr->type = CKA_CS_SHARED;
-        attr->value_case = CS__ATTRIBUTE__VALUE_FLAG;
-        attr->flag = true;
-        list [info->n_private_attributes++] = attr;
-        attr = NULL;
-        info->has_private = info->has_public = true;
-        if (cs_sk_share_encode (gen->share, &rec, &rec_len) == 0)
-            rc = keystore_key_put (self->ks, gen->tenant, info, rec, rec_len);
-    }
-    free (attr);
-    if (rec) {
-        OPENSSL_cleanse (rec, rec_len);
-        free (rec);
-    }
-    if (info)
-        cs__key_info__free_unpacked (info, NULL);
-    EVP_PKEY_free (pkey);
-    return rc;
 }
 
 /*  A label the tenant's keystore already has.  */
@@ -219,7 +119,7 @@ s_refusal (party_t *self, const char *tenant, const char *label, unsigned bits)
 static int
 s_open (party_t *self, const unsigned char *session, unsigned coordinator, const char *tenant,
         const char *label, const char *ref, unsigned bits, ProtobufCBinaryData templ,
-        const void *id, size_t id_len)
+        ProtobufCBinaryData idem, const void *id, size_t id_len)
 {
     party_gen_t *gen = self->gen = calloc (1, sizeof *gen);
     cs_sk_params_t prm;
@@ -236,6 +136,10 @@ s_open (party_t *self, const unsigned char *session, unsigned coordinator, const
     gen->label = strdup (label);
     gen->ref = strdup (ref);
     gen->bits = bits;
+    if (idem.len <= sizeof gen->idem) {
+        memcpy (gen->idem, idem.data, idem.len);
+        gen->idem_len = idem.len;
+    }
     if (templ.len && (gen->templ = malloc (templ.len))) {
         memcpy (gen->templ, templ.data, templ.len);
         gen->templ_len = templ.len;
@@ -259,18 +163,53 @@ s_open (party_t *self, const unsigned char *session, unsigned coordinator, const
     return 0;
 }
 
-/*  GENERATE tenant label bits [hex-template]: the template is a packed
- *  GenerateKeyPairJob (the frontend's C_GenerateKeyPair), sent to the peers
- *  in the GENERATE frame so that the three rows take the same attributes.  */
+/*  A GENERATE whose idempotency id is known here: answered with the key
+ *  that id made (recorded with its row, party_idem.c), or held until the
+ *  generation in flight with that id (this party coordinating it or not)
+ *  ends.  True when it was answered or held.  */
+static bool
+s_idem_known (party_t *self, const void *id, size_t id_len, const char *tenant, const uint8_t *idem,
+              size_t idem_len)
+{
+    char ref [PARTY_REF_LEN];
+    party_gen_t *gen = self->gen;
+    if (!idem_len)
+        return false;
+    if (party_idem_ref (self, tenant, idem, idem_len, ref) == 1) {
+        zsys_info ("party: a generation for tenant %s sent again: its key %s, made before", tenant, ref);
+        party_reply (self, id, id_len, "OK", ref, "", NULL);
+        return true;
+    }
+    if (!gen || gen->waiter_id || gen->idem_len != idem_len || memcmp (gen->idem, idem, idem_len)
+    ||  !streq (gen->tenant, tenant) || !(gen->waiter_id = malloc (id_len ? id_len : 1)))
+        return false;
+    memcpy (gen->waiter_id, id, id_len);
+    gen->waiter_id_len = id_len;
+    zsys_info ("party: a generation for tenant %s sent again: waits for the one in flight", tenant);
+    return true;
+}
+
+/*  GENERATE tenant label bits [hex-template [hex-idempotency-id]]: the
+ *  template is a packed GenerateKeyPairJob (the frontend's
+ *  C_GenerateKeyPair), sent to the peers in the GENERATE frame so that the
+ *  three rows take the same attributes; the idempotency id (the module's
+ *  Job.idempotency_id) goes with it and is recorded with each row.  */
 void
 party_gen_control (party_t *self, const void *id, size_t id_len, char **args, size_t n)
 {
-    unsigned bits = n == 4 || n == 5 ? (unsigned) atoi (args [3]) : 0;
-    const char *why = n == 4 || n == 5 ? s_refusal (self, args [1], args [2], bits)
-                    : "usage: GENERATE TENANT LABEL BITS [TEMPLATE]";
+    uint8_t idem_id [KEYSTORE_IDEM_ID_MAX];
+    long idem_len = n == 6 ? cs_hex_decode (args [5], idem_id, sizeof idem_id) : 0;
+    ProtobufCBinaryData idem = { idem_len > 0 ? (size_t) idem_len : 0, idem_id };
+    if (n == 6 && idem_len > 0 && s_idem_known (self, id, id_len, args [1], idem_id, (size_t) idem_len))
+        return;
+    unsigned bits = n >= 4 && n <= 6 ? (unsigned) atoi (args [3]) : 0;
+    const char *why = n >= 4 && n <= 6 ? s_refusal (self, args [1], args [2], bits)
+                    : "usage: GENERATE TENANT LABEL BITS [TEMPLATE [IDEMPOTENCY-ID]]";
     unsigned char *templ = NULL;
     long templ_len = 0;
-    if (!why && n == 5) {
+    if (!why && idem_len < 0)
+        why = "the idempotency id is not hex of 1 to 64 bytes";
+    if (!why && n >= 5) {
         size_t max = strlen (args [4]) / 2 + 1;
         templ = malloc (max);
         templ_len = templ ? cs_hex_decode (args [4], templ, max) : -1;
@@ -298,6 +237,7 @@ party_gen_control (party_t *self, const void *id, size_t id_len, char **args, si
         frame.ref = ref;
         frame.bits = bits;
         frame.data = tb;
+        frame.idempotency_id = idem;
         if (i != self->index && party_send (self, i, &frame)) {
             char text [PARTY_ERR_LEN];
             snprintf (text, sizeof text, "party %u (%s) is not reachable", i, self->peer [i].endpoint);
@@ -309,7 +249,7 @@ party_gen_control (party_t *self, const void *id, size_t id_len, char **args, si
     }
     zsys_info ("party: generating %u-bit shared key \"%s\" for tenant %s as coordinator", bits, args [2], args [1]);
     /*  s_open answers the admin when the generation fails (party_gen_drop).  */
-    if (s_open (self, session, self->index, args [1], args [2], ref, bits, tb, id, id_len) < 0) {
+    if (s_open (self, session, self->index, args [1], args [2], ref, bits, tb, idem, id, id_len) < 0) {
         if (!self->gen || !self->gen->control_id)
             party_reply (self, id, id_len, "ERR", "CKR_HOST_MEMORY", "out of memory", NULL);
         party_gen_drop (self, "out of memory", true);
@@ -395,7 +335,7 @@ s_coordinate (party_t *self)
         }
     }
     if (gen->state == GEN_COMMITTING && gen->stored [1] + gen->stored [2] + gen->stored [3] == CS_SK_PARTIES - 1) {
-        if (s_store (self)) {
+        if (party_row_store (self)) {
             party_gen_drop (self, "the coordinator cannot seal its share", true);
             return;
         }
@@ -488,7 +428,7 @@ party_gen_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
             zsys_info ("party: generating %u-bit shared key \"%s\" for tenant %s, coordinator party %u",
                        frame->bits, frame->label, frame->tenant, from);
             if (s_open (self, frame->session.data, from, frame->tenant, frame->label, frame->ref, frame->bits,
-                        frame->data, NULL, 0) < 0)
+                        frame->data, frame->idempotency_id, NULL, 0) < 0)
                 party_gen_drop (self, "out of memory", true);
             else
                 s_replay_held (self);
@@ -516,7 +456,7 @@ party_gen_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
                 zsys_warning ("party: refused a COMMIT from party %u", from);
                 return;
             }
-            if (s_store (self)) {
+            if (party_row_store (self)) {
                 party_gen_drop (self, "a party cannot seal its share", true);
                 return;
             }
@@ -527,6 +467,7 @@ party_gen_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
                 (void) party_send (self, from, &stored);
             }
             zsys_info ("party: sealed my share of \"%s\" (%s) for tenant %s", gen->label, gen->ref, gen->tenant);
+            s_answer (self, "OK", gen->ref, "");        /* a module's attempt sent here meanwhile */
             s_gen_free (&self->gen);
             return;
         case CS__SK__FRAME_KIND__STORED:

@@ -13,6 +13,7 @@
 #define PARTY_SEEN 256              /* session ids remembered against replays */
 #define PARTY_PENDING 64            /* round frames held for a session not opened yet */
 #define PARTY_ERR_LEN 256
+#define PARTY_REF_LEN 40            /* bytes of a key ref and its NUL ("ks:" and 32 hex digits) */
 /*  Declares Frame f of kind_ for session_ (CS_SK_SESSION_LEN bytes, borrowed).  */
 #define PARTY_FRAME_INIT(f, kind_, session_) \
     Cs__Sk__Frame f = CS__SK__FRAME__INIT; \
@@ -40,6 +41,11 @@ typedef struct {
     unsigned char *templ;           /* a packed GenerateKeyPairJob whose templates the row
                                        takes (C_GenerateKeyPair), or NULL (cryptoserver-admin) */
     size_t templ_len;
+    uint8_t idem [KEYSTORE_IDEM_ID_MAX];    /* the module's Job.idempotency_id, recorded with the
+                                               row (party_idem.c); idem_len 0: none */
+    size_t idem_len;
+    void *waiter_id; size_t waiter_id_len;  /* a GENERATE with the same idempotency id sent here
+                                               meanwhile (the module's failover): answered too */
     cs_sk_party_t *party;
     cs_sk_share_t *share;           /* once the rounds are done */
     party_gen_state_t state;
@@ -159,6 +165,29 @@ bool party_session_seen (party_t *self, const unsigned char *session);
  *  and share (caller destroys).  Returns 0, or -1 with why in err.  */
 int party_share_load (party_t *self, const char *tenant, const char *label, const char *ref,
                       Cs__KeyInfo **info_p, cs_sk_share_t **share_p, char err [PARTY_ERR_LEN]);
+
+/*  party_idem.c: the ref of the key that a shared generation of tenant
+ *  with idempotency id `id` (1..KEYSTORE_IDEM_ID_MAX bytes) made at this
+ *  party, recorded with its row (keystore_idem_begin) and the row still
+ *  there: 1 with ref set; 0 when not recorded or its row was undone; -1
+ *  on a keystore error (logged by the keystore).  Never leaves a
+ *  transaction open.  */
+int party_idem_ref (party_t *self, const char *tenant, const uint8_t *id, size_t id_len, char ref [PARTY_REF_LEN]);
+
+/*  party_idem.c: runs put (which stores the generation's row) in the one
+ *  keystore transaction that also records (tenant, id) -> ref
+ *  (keystore_idem_begin / _end), so the id is recorded exactly when the
+ *  row is; id_len 0: put alone.  An id already recorded (for a key since
+ *  undone) is not recorded again: the row is stored without it.  Returns
+ *  put's 0, or -1 (put failed, or the record: rolled back).  */
+int party_idem_put (party_t *self, const char *tenant, const uint8_t *id, size_t id_len, const char *ref,
+                    int (*put) (party_t *self));
+
+/*  party_row.c: seals this party's share of the generation in flight as
+ *  the tenant's key row gen->ref (KeyInfo of (N, e) with the templates
+ *  applied, home "shared", CKA_CS_SHARED TRUE, the share record as sealed
+ *  private material), its idempotency id recorded with it.  0 or -1.  */
+int party_row_store (party_t *self);
 
 /*  party_gen.c */
 void party_gen_control (party_t *self, const void *id, size_t id_len, char **args, size_t n);

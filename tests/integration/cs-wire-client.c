@@ -34,8 +34,13 @@
  *                                   first error (docs/CONTRACTS.md "Key lists in pages")
  *    genkp-ec LABEL                 GenerateKeyPairJob of a token EC P-256 pair labelled
  *                                   LABEL (C_GenerateKeyPair's job; tenant quotas)
+ *    genkp-rsa BITS IDEM            GenerateKeyPairJob of a token RSA pair (e = 65537, no
+ *                                   label: the broker picks one) with Job.idempotency_id
+ *                                   the bytes of hex IDEM, as the module sends it again
+ *                                   after a failover; prints " REF" of the key made
  *
- *  --deadline-ms sets the job's Request.deadline_ms (default 10000); with
+ *  --deadline-ms sets the job's Request.deadline_ms (default 10000; the
+ *  client waits for the reply that long and 5 s more, at least 15 s); with
  *  --burst N the job is sent N times before any reply is read (tenant
  *  quotas: quota-tenants.sh) and a line is printed per reply.
  *
@@ -75,7 +80,7 @@ s_usage (void)
 {
     fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] "
              "[--context LABEL] [--deadline-ms N] [--burst N] "
-             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list|genkp-ec ARGS...\n");
+             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list|genkp-ec|genkp-rsa ARGS...\n");
 }
 
 /*  Sends a request of job; its id, or 0 when it could not be sent.  */
@@ -103,13 +108,16 @@ s_send (s_client_t *self, Cs__Job *job)
     return req.request_id;
 }
 
-/*  Waits for the reply of request id (0: of any request); NULL on timeout.
- *  Caller frees with cs__reply__free_unpacked.  */
+/*  Waits for the reply of request id (0: of any request), S_WAIT_MS or
+ *  the job's deadline and 5 s when that is longer (a shared key's
+ *  generation); NULL on timeout.  Caller frees with
+ *  cs__reply__free_unpacked.  */
 static Cs__Reply *
 s_wait (s_client_t *self, uint64_t id)
 {
     zpoller_t *poller = zpoller_new (self->dealer, NULL);
-    int64_t end = zclock_mono () + S_WAIT_MS;
+    int64_t wait = (int64_t) self->deadline_ms + 5000 > S_WAIT_MS ? (int64_t) self->deadline_ms + 5000 : S_WAIT_MS;
+    int64_t end = zclock_mono () + wait;
     Cs__Reply *reply = NULL;
     while (!reply && zclock_mono () < end && zpoller_wait (poller, (int) (end - zclock_mono ())) == self->dealer) {
         zframe_t *got = zframe_recv (self->dealer);
@@ -353,6 +361,50 @@ s_genkp_ec (s_client_t *self, const char *label)
     return status;
 }
 
+/*  Sends a GenerateKeyPairJob of a token RSA pair of `bits` with the
+ *  idempotency id of hex `idem` (CKA_SIGN on the private half); prints the
+ *  result and the new key's ref.  */
+static int
+s_genkp_rsa (s_client_t *self, const char *bits, const char *idem)
+{
+    static uint8_t id [S_MAX_HEX], f4 [] = { 0x01, 0x00, 0x01 };
+    long id_len = s_hex (idem, id);
+    if (id_len <= 0 || id_len > 64) {
+        s_usage ();
+        return 2;
+    }
+    Cs__GenerateKeyPairJob gen = CS__GENERATE_KEY_PAIR_JOB__INIT;
+    Cs__Attribute sign = CS__ATTRIBUTE__INIT;
+    Cs__Attribute *priv [1] = { &sign };
+    Cs__Job job = CS__JOB__INIT;
+    sign.type = CKA_SIGN;
+    sign.value_case = CS__ATTRIBUTE__VALUE_FLAG;
+    sign.flag = true;
+    gen.mechanism = CKM_RSA_PKCS_KEY_PAIR_GEN;
+    gen.modulus_bits = (uint32_t) atoi (bits);
+    gen.public_exponent = (ProtobufCBinaryData) { sizeof f4, f4 };
+    gen.token = true;
+    gen.private_template = priv;
+    gen.n_private_template = 1;
+    job.kind_case = CS__JOB__KIND_GENERATE_KEY_PAIR;
+    job.generate_key_pair = &gen;
+    job.idempotency_id = (ProtobufCBinaryData) { (size_t) id_len, id };
+    Cs__Reply *reply = s_call (self, &job);
+    const Cs__Result *result = s_result (reply);
+    int status = reply ? 0 : 2;
+    if (!reply)
+        fprintf (stderr, "cs-wire-client: no reply\n");
+    else
+    if (result && result->rv == CKR_OK && result->kind_case == CS__RESULT__KIND_GENERATED
+    &&  result->generated->key)
+        printf ("CKR_OK %s\n", result->generated->key->ref);
+    else
+        printf ("%s\n", cs_rv_name (result ? result->rv : reply->rv));
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return status;
+}
+
 /*  Builds and sends the job of argv (after the options).  */
 static int
 s_job (s_client_t *self, int argc, char **argv)
@@ -367,6 +419,8 @@ s_job (s_client_t *self, int argc, char **argv)
     bool sym = streq (kind, "sym") || streq (kind, "keywrap"), change = streq (kind, "set") || streq (kind, "copy");
     if (streq (kind, "genkp-ec") && argc == 2)
         return s_genkp_ec (self, argv [1]);
+    if (streq (kind, "genkp-rsa") && argc == 3)
+        return s_genkp_rsa (self, argv [1], argv [2]);
     int need = crypto ? 4 : sym || change ? 5 : streq (kind, "derive") ? 3 : 0;
     if (streq (kind, "list") && argc == 2)
         return s_list_walk (self, (uint32_t) strtoul (argv [1], NULL, 10));

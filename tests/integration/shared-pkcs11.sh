@@ -18,6 +18,9 @@
 #     broker (cs-wire-client: CKR_KEY_FUNCTION_NOT_PERMITTED);
 #   - cryptoserver-bench --key shared1 --beside plain: one run times the
 #     shared key and an ordinary keystore key, every signature verified;
+#   - a generation sent again with the same idempotency id to broker 2
+#     (the module's failover; cs-wire-client), while the parties generate
+#     and once more after, gets the same key: one row at each party;
 #   - with party 2 down, C_Sign fails with CKR_DEVICE_ERROR within the
 #     party deadline and broker 1 logs an E: line naming party 2, and
 #     C_GenerateKeyPair fails leaving no row; once it is back, signing
@@ -43,6 +46,10 @@ parties_make
 CONF=$WORK/p1/clients/app/client.conf
 "$CS_ADMIN" config set "$CONF" client/timeout-ms $((300000 * CS_TIME_FACTOR))
 "$CS_ADMIN" config set "$WORK/p1/broker.conf" broker/max-deadline-ms $((300000 * CS_TIME_FACTOR))
+# A client of party 2 too: the module's failover target.
+"$CS_ADMIN" client add app2 --dir "$WORK/p2" --tenant demo --endpoint tcp://127.0.0.1:1 > /dev/null \
+    || cs_fail "client add app2"
+"$CS_ADMIN" config set "$WORK/p2/broker.conf" broker/max-deadline-ms $((300000 * CS_TIME_FACTOR))
 # Party 2 down: party 1 and its frontend log why (E: lines).
 cs_expect_broker_log 'party: shared-key signature failed: party 2|shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR: party 2'
 cs_expect_broker_log 'party: generation of "down1" for tenant demo: party 2'
@@ -158,6 +165,40 @@ for key in shared1 plain; do
         || cs_fail "no row of 20 verified signatures with $key: $(cat "$WORK/bench.csv")"
 done
 cs_log "bench: $(tr '\n' ' ' < "$WORK/bench.csv")"
+
+# ---- a generation sent again at another broker (the module's failover) ------------
+# The attempt at broker 1 goes again, with the same idempotency id, to broker 2
+# while the parties generate (party 2 answers it once its row is sealed) and
+# once more afterwards (party 2 finds the id recorded with its row): one key.
+wire_at () { # I CLIENT JOB...: cs-wire-client to broker I as CLIENT
+    local i=$1 c=$2
+    shift 2
+    "$WIRE" --endpoint "$(cat "$WORK/p$i/broker.endpoint")" --broker-cert "$WORK/p$i/clients/$c/broker.cert" \
+        --client-cert "$WORK/p$i/clients/$c/client.cert" --pin 1234 --deadline-ms $((300000 * CS_TIME_FACTOR)) "$@"
+}
+unlabelled () { "$CS_ADMIN" key list --dir "$WORK/p$1" --tenant demo | grep -c -- "shared-[0-9a-f]\{8\}" || true; }
+joined () { grep -c 'generating 2048-bit shared key "shared-[0-9a-f]*" for tenant demo, coordinator party 1' "$WORK/p2.log" || true; }
+declare -A had
+for i in 1 2 3; do had[$i]=$(unlabelled "$i"); done
+idem=$(openssl rand -hex 16)
+seen=$(joined)
+timeout $((600 * CS_TIME_FACTOR)) bash -c "$(declare -f wire_at); WORK='$WORK' WIRE='$WIRE' CS_TIME_FACTOR=$CS_TIME_FACTOR \
+    wire_at 1 app genkp-rsa 2048 $idem" > "$WORK/idem1.out" 2> "$WORK/idem1.err" &
+first=$!
+party2_in () { [ "$(joined)" -gt "$seen" ]; }
+cs_wait_until $((60 * CS_TIME_FACTOR)) party2_in || cs_fail "party 2 did not join the generation of broker 1"
+got2=$(wire_at 2 app2 genkp-rsa 2048 "$idem" 2> "$WORK/idem2.err") || cs_fail "broker 2: $(cat "$WORK/idem2.err")"
+wait "$first" || cs_fail "broker 1: $(cat "$WORK/idem1.out" "$WORK/idem1.err")"
+got1=$(cat "$WORK/idem1.out")
+[ "${got1%% *}" = CKR_OK ] && [ "$got2" = "$got1" ] \
+    || cs_fail "one idempotency id, two attempts: \"$got1\" at broker 1, \"$got2\" at broker 2"
+got3=$(wire_at 2 app2 genkp-rsa 2048 "$idem" 2> "$WORK/idem3.err")
+[ "$got3" = "$got1" ] || cs_fail "the attempt after the generation at broker 2 got \"$got3\", not \"$got1\""
+for i in 1 2 3; do
+    [ "$(unlabelled "$i")" = $((had[$i] + 1)) ] \
+        || cs_fail "party $i has $(unlabelled "$i") unlabelled shared keys, not ${had[$i]} + 1"
+done
+cs_log "one idempotency id at brokers 1 and 2 (during and after the generation): one key, $got1"
 
 # ---- a party down ----------------------------------------------------------------
 cs_peer_stop p2
