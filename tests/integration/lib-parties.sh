@@ -12,6 +12,8 @@
 #   party_modexps I [BOARD]  raw modexp jobs that ran ok on party I's board
 #                       BOARD (default cpu): a partial result each (metrics)
 #   party_jobs I BOARD  every job of party I's board BOARD (metrics)
+#   parties_two_in_flight SECONDS VERIFY CMD...  two signatures at party 1
+#                       at once (below)
 
 # A free loopback port below the ephemeral range (see CS_TEST_ENDPOINT).
 free_port () {
@@ -79,3 +81,29 @@ s_party_metric () {
 }
 party_modexps () { s_party_metric "$1" "board=\"${2:-cpu}\",mechanism=\"CKM_CS_MODEXP\",result=\"ok\"}"; }
 party_jobs () { s_party_metric "$1" "board=\"$2\","; }
+
+# parties_two_in_flight SECONDS VERIFY CMD...: with party 2 stopped
+# (SIGSTOP: connected, silent), runs CMD... twice in the background, each
+# with its output file WORK/flightJ as its last argument; waits (at most
+# SECONDS) until party 1 has both its own partial results out on its board,
+# so that both signatures are in flight there at once; lets party 2 run
+# again; fails unless both commands succeed and VERIFY FILE accepts both.
+parties_two_in_flight () {
+    local limit=$1 verify=$2 j m1 in_flight=0
+    local -A signer
+    shift 2
+    m1=$(party_modexps 1)
+    s_both_out () { [ "$(party_modexps 1)" -ge $((m1 + 2)) ]; }
+    kill -STOP "${CS_PEER_PID[p2]}"
+    for j in 1 2; do
+        "$@" "$WORK/flight$j" > "$WORK/flight$j.out" 2>&1 &
+        signer[$j]=$!
+    done
+    cs_wait_until "$limit" s_both_out && in_flight=1
+    kill -CONT "${CS_PEER_PID[p2]}"
+    for j in 1 2; do
+        wait "${signer[$j]}" || cs_fail "signature $j of two in flight failed: $(cat "$WORK/flight$j.out")"
+        "$verify" "$WORK/flight$j" || cs_fail "signature $j of two in flight does not verify"
+    done
+    [ "$in_flight" = 1 ] || cs_fail "the two signatures were not in flight at party 1 at once"
+}

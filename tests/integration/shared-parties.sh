@@ -106,23 +106,8 @@ cs_log "one signature: one modexp job on each party's board cpu, none on otherbo
 # Party 2 stopped (SIGSTOP: connected, silent) holds both signings at party 1
 # until it runs again: both are in flight there at once (party 1's own partial
 # results on its board tell they arrived), then both are answered.
-m1=$(party_modexps 1)
-both_out () { [ "$(party_modexps 1)" -ge $((m1 + 2)) ]; }
-kill -STOP "${CS_PEER_PID[p2]}"
-declare -A signer
-for j in 1 2; do
-    admin sign --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 --in "$WORK/msg" --out "$WORK/flight$j" \
-        > "$WORK/flight$j.out" 2>&1 &
-    signer[$j]=$!
-done
-in_flight=0
-cs_wait_until $((5 * CS_TIME_FACTOR)) both_out && in_flight=1
-kill -CONT "${CS_PEER_PID[p2]}"
-for j in 1 2; do
-    wait "${signer[$j]}" || cs_fail "signing $j of two in flight failed: $(cat "$WORK/flight$j.out")"
-    verify_pkcs1 "$WORK/flight$j" || cs_fail "OpenSSL does not verify signing $j of two in flight"
-done
-[ "$in_flight" = 1 ] || cs_fail "the two signings were not in flight at party 1 at once"
+parties_two_in_flight $((5 * CS_TIME_FACTOR)) verify_pkcs1 \
+    admin sign --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 --in "$WORK/msg" --out
 cs_log "two signings in flight at party 1 at once: both verified by OpenSSL"
 
 # ---- a wrong partial result --------------------------------------------------

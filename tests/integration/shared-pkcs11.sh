@@ -109,24 +109,10 @@ cmp -s "$WORK/plain" "$WORK/plain.pkcs1" || cs_fail "the PKCS#1 v1.5 plaintext d
 cs_log "OAEP and PKCS#1 v1.5 ciphertexts of openssl decrypted"
 
 # ---- two signatures in flight at once (the frontend's lanes, the party's sessions) ---
-m1=$(party_modexps 1)
-both_out () { [ "$(party_modexps 1)" -ge $((m1 + 2)) ]; }
-kill -STOP "${CS_PEER_PID[p2]}"
-declare -A signer
-for j in 1 2; do
-    timeout $((60 * CS_TIME_FACTOR)) $P11 --sign --id 51 --mechanism SHA256-RSA-PKCS -i "$WORK/msg" \
-        -o "$WORK/flight$j" > "$WORK/flight$j.out" 2>&1 &
-    signer[$j]=$!
-done
-in_flight=0
-cs_wait_until $((10 * CS_TIME_FACTOR)) both_out && in_flight=1
-kill -CONT "${CS_PEER_PID[p2]}"
-for j in 1 2; do
-    wait "${signer[$j]}" || cs_fail "C_Sign $j of two in flight failed: $(cat "$WORK/flight$j.out")"
-    openssl dgst -sha256 -verify "$WORK/pub.pem" -signature "$WORK/flight$j" "$WORK/msg" > /dev/null \
-        || cs_fail "openssl does not verify C_Sign $j of two in flight"
-done
-[ "$in_flight" = 1 ] || cs_fail "the two C_Sign were not in flight at party 1 at once"
+verify_sha256 () { openssl dgst -sha256 -verify "$WORK/pub.pem" -signature "$1" "$WORK/msg" > /dev/null; }
+# shellcheck disable=SC2086
+parties_two_in_flight $((10 * CS_TIME_FACTOR)) verify_sha256 \
+    timeout $((60 * CS_TIME_FACTOR)) $P11 --sign --id 51 --mechanism SHA256-RSA-PKCS -i "$WORK/msg" -o
 cs_log "two C_Sign in flight at once through the module: both verified by openssl"
 
 # ---- CKA_CS_SHARED; the usage rules in the broker -------------------------------
