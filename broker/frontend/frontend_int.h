@@ -288,7 +288,8 @@ void fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index);
 void fe_job_sym (frontend_t *self, fe_request_t *request, size_t index);
 
 /* ---- shared_link.c: shared keys through the party service (issue #24) ---- */
-/*  fe_shared_start connects the two lanes to party/control when broker.conf
+/*  fe_shared_start connects the lanes (one for generations, eight for
+ *  private-key operations) to party/control when broker.conf
  *  has a party section (0, or -1 after an E: line); fe_shared_stop fails
  *  what is queued with CKR_DEVICE_ERROR (through the items' completions).
  *  fe_shared_tenant: the tenant's C_GenerateKeyPair of a token RSA pair

@@ -1,8 +1,11 @@
 /*  party.c — the party service's thread: config, the CurveZMQ sockets to
  *  the two peers with a ZAP handler that admits only their pinned keys, the
  *  admin control socket, and the loop that hands frames to party_gen.c and
- *  party_sign.c (docs/SHARED-KEYS.md "Over the network").  What those two
- *  call back (sending, answering the admin, sessions) is party_net.c.
+ *  party_sign.c (docs/SHARED-KEYS.md "Over the network"); on the control
+ *  socket the frontend's board lane also says BOARDS and brings back the
+ *  partial results its boards computed (BOARD, "Partial results on the
+ *  boards").  What those two call back (sending, answering the admin, the
+ *  board lane, sessions) is party_net.c.
  *
  *  The service has its own ZeroMQ context: a context has one ZAP handler,
  *  and the broker's (zauth) admits the clients of broker/curve/clients,
