@@ -244,8 +244,10 @@ s_control (party_t *self)
     if (streq (args [0], "GENERATE"))
         party_gen_control (self, zmq_msg_data (&id), zmq_msg_size (&id), args, n);
     else
-    if (streq (args [0], "BOARDS"))         /* the frontend's board lane (party_net.c) */
-        party_board_hello (self, zmq_msg_data (&id), zmq_msg_size (&id), args, n);
+    if (streq (args [0], "BOARDS")) {       /* the frontend's board lane (party_net.c) */
+        if (party_board_hello (self, zmq_msg_data (&id), zmq_msg_size (&id), args, n) == 0)
+            party_sign_lane_up (self);
+    }
     else
     if (streq (args [0], "BOARD")) {        /* a partial result back from a board */
         if (self->board_lane && self->board_lane_len == zmq_msg_size (&id)

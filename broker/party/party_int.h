@@ -78,7 +78,10 @@ typedef struct {
     uint64_t tag;                   /* 0: a free slot */
     unsigned char session [CS_SK_SESSION_LEN];
     unsigned from;
-    cs_sk_share_t *share;           /* owned: a CPU fallback needs it (no board runs modexp) */
+    char tenant [256];
+    bool sent;                      /* out on the board lane (else waiting for its BOARDS) */
+    cs_sk_share_t *share;           /* owned: for the send, and the CPU fallback (no board
+                                       runs modexp) */
     unsigned char *m;               /* the block, k bytes, owned */
     size_t k;
     int64_t started;
@@ -139,14 +142,15 @@ void party_reply (party_t *self, const void *id, size_t id_len, const char *firs
 
 /*  The frontend's BOARDS hello on the control socket: args [1] must be
  *  the process's lane token (party_lane_token, hex); then id is where
- *  party_board_send sends.  A wrong token is refused with a W: line.  */
-void party_board_hello (party_t *self, const void *id, size_t id_len, char **args, size_t n);
+ *  party_board_send sends.  Returns 0; -1 for a wrong token (refused
+ *  with a W: line) or out of memory.  */
+int party_board_hello (party_t *self, const void *id, size_t id_len, char **args, size_t n);
 
 /*  Sends MODEXP of job `tag` to the frontend's board lane: base^exp mod n
  *  (k, exp_len bytes; borrowed, the caller wipes exp) on a board open to
  *  tenant, within deadline_ms.  The frontend answers BOARD tag rv hex on
  *  the control socket (party_sign_board).  Returns 0, or -1 when no lane
- *  said hello or the send would block.  Never blocks.  */
+ *  said BOARDS yet or the send failed.  Never blocks.  */
 int party_board_send (party_t *self, uint64_t tag, const char *tenant, const unsigned char *base,
                       const unsigned char *exp, size_t exp_len, const unsigned char *n, size_t k,
                       int deadline_ms);
@@ -199,6 +203,9 @@ void party_gen_drop (party_t *self, const char *why, bool tell_peers);
 void party_sign_control (party_t *self, const void *id, size_t id_len, char **args, size_t n);
 void party_sign_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame);
 void party_sign_tick (party_t *self);
+/*  The frontend's board lane said BOARDS: the partial results that wait
+ *  for it are sent.  */
+void party_sign_lane_up (party_t *self);
 /*  The frontend's answer BOARD tag rv hex to a party_board_send: the
  *  partial result goes to its signing or its peer.  */
 void party_sign_board (party_t *self, char **args, size_t n);

@@ -33,22 +33,23 @@ party_lane_token (unsigned char token [PARTY_LANE_TOKEN_LEN])
     return s_token_rc;
 }
 
-void
+int
 party_board_hello (party_t *self, const void *id, size_t id_len, char **args, size_t n)
 {
     unsigned char token [PARTY_LANE_TOKEN_LEN], given [PARTY_LANE_TOKEN_LEN];
     if (n != 2 || party_lane_token (token) || cs_hex_decode (args [1], given, sizeof given) != (long) sizeof given
     ||  CRYPTO_memcmp (token, given, sizeof token) != 0) {
         zsys_warning ("party: refused a BOARDS hello on the control socket (not this broker's frontend)");
-        return;
+        return -1;
     }
     void *copy = malloc (id_len ? id_len : 1);
     if (!copy)
-        return;
+        return -1;
     memcpy (copy, id, id_len);
     free (self->board_lane);
     self->board_lane = copy;
     self->board_lane_len = id_len;
+    return 0;
 }
 
 int

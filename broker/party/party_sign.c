@@ -232,7 +232,7 @@ s_partial_done (party_t *self, party_board_job_t *job, const unsigned char *out,
 }
 
 /*  The partial result of `job` on this thread (cs_sk_partial: no board of
- *  this broker runs modexp for the tenant, or the frontend has no lane).  */
+ *  this broker open to the tenant runs modexp).  */
 static void
 s_partial_cpu (party_t *self, party_board_job_t *job)
 {
@@ -242,13 +242,33 @@ s_partial_cpu (party_t *self, party_board_job_t *job)
     OPENSSL_cleanse (out, sizeof out);
 }
 
+/*  Sends board job `job` to the frontend's board lane as a plain modexp
+ *  (cs_sk_partial_operands; the exponent |d_i| is wiped here once sent).
+ *  Without a lane yet (the frontend's BOARDS comes just after the broker
+ *  starts) it stays unsent until party_sign_lane_up; a block that has no
+ *  operands fails it.  */
+static void
+s_job_send (party_t *self, party_board_job_t *job)
+{
+    unsigned char base [PARTY_MAX_N], exp [PARTY_MAX_N], n [PARTY_MAX_N];
+    size_t exp_len = 0, n_len = 0;
+    unsigned long e = 0;
+    if (cs_sk_share_public (job->share, n, sizeof n, &n_len, &e) || n_len != job->k
+    ||  cs_sk_partial_operands (job->share, job->m, job->k, base, exp, &exp_len)) {
+        s_partial_done (self, job, NULL, "the block is not k bytes below N or not invertible");
+        return;
+    }
+    job->sent = party_board_send (self, job->tag, job->tenant, base, exp, exp_len, n, job->k,
+                                  self->round_timeout_ms) == 0;
+    OPENSSL_cleanse (exp, sizeof exp);
+}
+
 /*  Starts this party's m^(d_i) mod N (m: k bytes) for the signing of
  *  `session` (from 0) or for the peer `from`: a board job that takes
- *  *share_p (nulled) and a copy of m, sent to the frontend's board lane as
- *  a plain modexp (cs_sk_partial_operands; the exponent |d_i| is wiped
- *  here once sent) and answered by party_sign_board; without a lane it
- *  runs on this thread now.  Returns NULL when the job is out or answered
- *  (s_partial_done); else the CK_RV name, with why, and nothing answered.  */
+ *  *share_p (nulled) and a copy of m, sent to the frontend's board lane
+ *  (s_job_send) and answered by party_sign_board.  Returns NULL when the
+ *  job is out, waits for the lane, or was answered (s_partial_done); else
+ *  the CK_RV name, with why, and nothing answered.  */
 static const char *
 s_partial_start (party_t *self, const char *tenant, const unsigned char *session, unsigned from,
                  cs_sk_share_t **share_p, const unsigned char *m, size_t k, char why [PARTY_ERR_LEN])
@@ -257,37 +277,43 @@ s_partial_start (party_t *self, const char *tenant, const unsigned char *session
     for (size_t i = 0; !job && i < PARTY_BOARD_JOBS; i++)
         if (!self->board_job [i].tag)
             job = &self->board_job [i];
-    unsigned char base [PARTY_MAX_N], exp [PARTY_MAX_N], n [PARTY_MAX_N];
-    size_t exp_len = 0, n_len = 0;
+    unsigned char n [PARTY_MAX_N];
+    size_t n_len = 0;
     unsigned long e = 0;
     if (!job) {
         snprintf (why, PARTY_ERR_LEN, "busy: party %u has %d partial results out on its boards", self->index,
                   PARTY_BOARD_JOBS);
         return "CKR_FUNCTION_FAILED";
     }
-    if (cs_sk_share_public (*share_p, n, sizeof n, &n_len, &e) || n_len != k
-    ||  cs_sk_partial_operands (*share_p, m, k, base, exp, &exp_len)) {
-        snprintf (why, PARTY_ERR_LEN, "the block is not k bytes below N or not invertible");
+    static const unsigned char zero [PARTY_MAX_N];
+    if (cs_sk_share_public (*share_p, n, sizeof n, &n_len, &e) || n_len != k || memcmp (m, n, k) >= 0
+    ||  memcmp (m, zero, k) == 0 || strlen (tenant) >= sizeof job->tenant) {
+        snprintf (why, PARTY_ERR_LEN, "the block is not k bytes below N");
         return "CKR_DATA_LEN_RANGE";
     }
     if (!(job->m = malloc (k))) {
-        OPENSSL_cleanse (exp, sizeof exp);
         snprintf (why, PARTY_ERR_LEN, "out of memory");
         return "CKR_HOST_MEMORY";
     }
     memcpy (job->m, m, k);
     memcpy (job->session, session, CS_SK_SESSION_LEN);
+    snprintf (job->tenant, sizeof job->tenant, "%s", tenant);
     job->tag = ++self->board_tag;
     job->from = from;
     job->k = k;
     job->share = *share_p;
     *share_p = NULL;
     job->started = zclock_mono ();
-    int sent = party_board_send (self, job->tag, tenant, base, exp, exp_len, n, k, self->round_timeout_ms);
-    OPENSSL_cleanse (exp, sizeof exp);
-    if (sent)
-        s_partial_cpu (self, job);
+    s_job_send (self, job);
     return NULL;
+}
+
+void
+party_sign_lane_up (party_t *self)
+{
+    for (size_t i = 0; i < PARTY_BOARD_JOBS; i++)
+        if (self->board_job [i].tag && !self->board_job [i].sent)
+            s_job_send (self, &self->board_job [i]);
 }
 
 /*  SIGN tenant label mech hex-input | PARTIAL tenant label mech hex-input

@@ -22,7 +22,9 @@
  *                 operation): it answers CKR_DEVICE_ERROR, and from then on
  *                 every operation on that session answers
  *                 CKR_OPERATION_ACTIVE until the session is closed
- *  Operations are sign, decrypt, derive, generate and destroy; opening,
+ *  Operations are sign, decrypt, derive, raw modexp (when the inner board
+ *  has it: a shared key's partial results, issue #24), generate and
+ *  destroy; opening,
  *  keys, mechanisms and capabilities are the inner board's.  The counters
  *  are per board (all its sessions), atomic.
  *
@@ -392,6 +394,23 @@ s_decrypt_key (cs_drv_session_t *session, const cs_drv_key_t *key, const cs_drv_
     return s_crypto (CS_DRV_DECRYPT_KEY, session, key, mech, in, in_len, out, out_len);
 }
 
+/*  Raw modexp (CS_DRV_MODEXP), with the same faults; a board whose inner
+ *  board has none answers CKR_FUNCTION_NOT_SUPPORTED (and its
+ *  capabilities, the inner's, have no CS_CAP_MODEXP: the broker sends it
+ *  no modexp).  */
+static CK_RV
+s_modexp (cs_drv_session_t *session, const cs_modexp_t *op, unsigned char *out, size_t *out_len)
+{
+    cs_board_t *self = session->board;
+    cs_drv_modexp_fn *fn = (cs_drv_modexp_fn *) s_fn (self, CS_DRV_MODEXP);
+    CK_RV rv = s_before (self, session);
+    if (rv == CKR_OK)
+        rv = fn ? fn (session->inner, op, out, out_len) : CKR_FUNCTION_NOT_SUPPORTED;
+    if (rv == CKR_OK)
+        s_after (self, out, *out_len);
+    return rv;
+}
+
 static CK_RV
 s_derive_key (cs_drv_session_t *session, const cs_drv_key_t *key, const unsigned char *point,
               size_t point_len, unsigned char *out, size_t *out_len)
@@ -454,6 +473,7 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_SIGN_KEY, (cs_driver_fn_t) s_sign_key },
     { CS_DRV_DECRYPT_KEY, (cs_driver_fn_t) s_decrypt_key },
     { CS_DRV_DERIVE_KEY, (cs_driver_fn_t) s_derive_key },
+    { CS_DRV_MODEXP, (cs_driver_fn_t) s_modexp },
     { CS_DRV_GENERATE_MATERIAL, (cs_driver_fn_t) s_generate_material },
     { CS_DRV_GENERATE_RESIDENT, (cs_driver_fn_t) s_generate_resident },
     { CS_DRV_DESTROY_RESIDENT, (cs_driver_fn_t) s_destroy_resident },

@@ -10,7 +10,8 @@
 # replayed and out-of-order party frames and unknown keys are refused.
 # Each party's partial result runs on its own board open to the tenant
 # (a raw modexp job counted in its metrics), never on a board of another
-# tenant; two signings in flight at once at a party are both answered and
+# tenant, and a faulty board's wrong result is caught (CKR_DEVICE_ERROR,
+# no signature); two signings in flight at once at a party are both answered and
 # verified.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -122,6 +123,23 @@ grep -q CKR_DEVICE_ERROR "$WORK/wrong.out" || cs_fail "no CKR_DEVICE_ERROR: $(ca
 [ ! -e "$WORK/sig3" ] || cs_fail "a signature file was written"
 grep -q '^E: .*does not verify with (N, e)' "$WORK/p1.log" || cs_fail "no E: line for the wrong result"
 cs_log "wrong partial result: $(cat "$WORK/wrong.out")"
+cs_peer_stop p3
+# The same from a board: party 3's board cpu is a fault board over openssl
+# that flips a bit of every result, so its partial result (computed there)
+# is wrong and the combiner's check refuses the product.
+cp "$WORK/p3/broker.conf" "$WORK/p3/faulty-board.conf"
+for setting in drivers/cpu/type:fault drivers/cpu/inner/type:openssl drivers/cpu/flip-every:1; do
+    "$CS_ADMIN" config set "$WORK/p3/faulty-board.conf" "${setting%%:*}" "${setting#*:}" || cs_fail "config set $setting"
+done
+party_start 3 "$WORK/p3/faulty-board.conf"
+m3=$(party_modexps 3)
+rm -f "$WORK/sig3"
+admin sign --dir "$WORK/p1" --label shared1 --mech sha256-pkcs1 --in "$WORK/msg" --out "$WORK/sig3" \
+    > "$WORK/wrong-board.out" 2>&1 && cs_fail "a signature with a partial result of a faulty board was released"
+grep -q CKR_DEVICE_ERROR "$WORK/wrong-board.out" || cs_fail "no CKR_DEVICE_ERROR: $(cat "$WORK/wrong-board.out")"
+[ ! -e "$WORK/sig3" ] || cs_fail "a signature file was written"
+[ "$(party_modexps 3)" = $((m3 + 1)) ] || cs_fail "party 3's partial result did not run on its (faulty) board"
+cs_log "a faulty board's partial result: $(cat "$WORK/wrong-board.out")"
 cs_peer_stop p3
 party_start 3
 
