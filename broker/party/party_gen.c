@@ -136,7 +136,7 @@ s_open (party_t *self, const unsigned char *session, unsigned coordinator, const
     gen->label = strdup (label);
     gen->ref = strdup (ref);
     gen->bits = bits;
-    if (idem.len <= sizeof gen->idem) {
+    if (idem.len && idem.len <= sizeof gen->idem) {
         memcpy (gen->idem, idem.data, idem.len);
         gen->idem_len = idem.len;
     }
