@@ -5,6 +5,7 @@
 #include <string.h>
 #include <p11-kit/pkcs11.h>
 #include "cs_attr_rules.h"
+#include "cs_util.h"
 #include "cs_wire.h"
 #include "cs-wire-objects.h"
 
@@ -21,16 +22,7 @@ cs_wire_objects_kind (const char *kind)
 static long
 s_hex (const char *text, uint8_t *out)
 {
-    size_t len = strlen (text);
-    if (len % 2 || len / 2 > S_MAX_BYTES)
-        return -1;
-    for (size_t i = 0; i < len / 2; i++) {
-        unsigned byte;
-        if (sscanf (text + 2 * i, "%2x", &byte) != 1)
-            return -1;
-        out [i] = (uint8_t) byte;
-    }
-    return (long) (len / 2);
+    return cs_hex_decode (text, out, S_MAX_BYTES);
 }
 
 //  CKA_ names of object attributes (cs_attr_rules.h has the key ones).
