@@ -10,8 +10,10 @@
 #include <openssl/rand.h>
 #include "party_int.h"
 #include "cs_util.h"
+#include "cs_wire.h"
 #include "cs_driver.h"
 #include "drv_pad.h"
+#include "keyattrs.h"
 
 int
 party_share_load (party_t *self, const char *tenant, const char *label, const char *ref,
@@ -135,10 +137,53 @@ s_pad (const char *mech, const unsigned char *in, size_t in_len, size_t bits, un
     return -1;
 }
 
-/*  Sends SIGN of the session to both peers; the first that cannot be
- *  reached, or 0.  */
+/*  This party's row of a shared key allows `use` with wire mechanism
+ *  `mech` (keyattrs_use_check under the tenant's keys/usage-separation):
+ *  0, or -1 with err "CKR_NAME: why".  Every party checks its own row, so a
+ *  role turned off through any of the three brokers is off for the key, and
+ *  no party can have the others compute for a use their rows refuse
+ *  (issue #19).  */
+static int
+s_use_refused (party_t *self, const char *tenant, const Cs__KeyInfo *info, cs_usage_use_t use,
+               CK_MECHANISM_TYPE mech, char err [PARTY_ERR_LEN])
+{
+    cs_usage_policy_t policy = (cs_usage_policy_t) broker_config_usage (self->config, tenant);
+    CK_RV rv = use < CS_USE_COUNT ? keyattrs_use_check (info, policy, use, mech) : CKR_KEY_FUNCTION_NOT_PERMITTED;
+    if (rv == CKR_OK)
+        return 0;
+    snprintf (err, PARTY_ERR_LEN, "%s: key %s of tenant %s at party %u does not allow %s with mechanism 0x%lx",
+              cs_rv_name (rv), info->ref, tenant, self->index, use < CS_USE_COUNT ? cs_usage_use_name (use) : "no use",
+              (unsigned long) mech);
+    return -1;
+}
+
+/*  The CK_RV name an error text starts with ("CKR_KEY_FUNCTION_NOT_PERMITTED:
+ *  ..."), for the use refusals of s_use_refused; "CKR_DEVICE_ERROR" for
+ *  anything else.  */
+static const char *
+s_rv_prefix (const char *text)
+{
+    static const char *names [] = { "CKR_KEY_FUNCTION_NOT_PERMITTED", "CKR_MECHANISM_INVALID" };
+    for (size_t i = 0; text && i < sizeof names / sizeof names [0]; i++)
+        if (strncmp (text, names [i], strlen (names [i])) == 0 && text [strlen (names [i])] == ':')
+            return names [i];
+    return "CKR_DEVICE_ERROR";
+}
+
+/*  The use named `text` ("sign", "decrypt", "unwrap"), or CS_USE_COUNT.  */
+static cs_usage_use_t
+s_use_parse (const char *text)
+{
+    for (int use = 0; use < CS_USE_COUNT; use++)
+        if (streq (text, cs_usage_use_name ((cs_usage_use_t) use)))
+            return (cs_usage_use_t) use;
+    return CS_USE_COUNT;
+}
+
+/*  Sends SIGN of the session to both peers, with the use and mechanism
+ *  their rows must allow; the first that cannot be reached, or 0.  */
 static unsigned
-s_fan_out (party_t *self, const char *tenant, const char *ref)
+s_fan_out (party_t *self, const char *tenant, const char *ref, cs_usage_use_t use, CK_MECHANISM_TYPE mech)
 {
     party_sign_t *sign = self->sign;
     for (unsigned i = 1; i <= CS_SK_PARTIES; i++) {
@@ -147,6 +192,8 @@ s_fan_out (party_t *self, const char *tenant, const char *ref)
         frame.ref = (char *) ref;
         frame.data.data = sign->m;
         frame.data.len = sign->k;
+        frame.use = (uint32_t) use + 1;
+        frame.mechanism = mech;
         if (i != self->index && party_send (self, i, &frame))
             return i;
     }
@@ -163,25 +210,38 @@ s_fail (party_t *self, const void *id, size_t id_len, const char *rv, const char
 /*  SIGN tenant label mech hex-input | PARTIAL tenant label mech hex-input
  *  party (one party's m^(d_i) mod N alone, for the tests that show a share
  *  alone signs nothing) | PUBLIC tenant label | RAW tenant ref hex-block
- *  (the frontend's C_Sign and C_Decrypt: a block it padded, or a
- *  ciphertext, of the key with that ref; the answer x has x^e = block mod N).  */
+ *  use mechanism (the frontend's C_Sign and C_Decrypt: a block it padded,
+ *  or a ciphertext, of the key with that ref, for use "sign", "decrypt" or
+ *  "unwrap" with that wire mechanism (decimal); the answer x has x^e =
+ *  block mod N).  SIGN and PARTIAL are uses "sign" with CKM_RSA_PKCS,
+ *  CKM_RSA_PKCS_PSS or CKM_RSA_X_509; every party checks the use against
+ *  its own row (s_use_refused).  */
 void
 party_sign_control (party_t *self, const void *id, size_t id_len, char **args, size_t n)
 {
     bool sign_verb = streq (args [0], "SIGN"), partial = streq (args [0], "PARTIAL"), raw = streq (args [0], "RAW");
-    if (!(sign_verb && n == 5) && !(partial && n == 6) && !(streq (args [0], "PUBLIC") && n == 3) && !(raw && n == 4)) {
+    if (!(sign_verb && n == 5) && !(partial && n == 6) && !(streq (args [0], "PUBLIC") && n == 3) && !(raw && n == 6)) {
         party_reply (self, id, id_len, "ERR", "CKR_ARGUMENTS_BAD",
                      "usage: SIGN TENANT LABEL MECH HEX | PARTIAL TENANT LABEL MECH HEX PARTY | PUBLIC TENANT LABEL"
-                     " | RAW TENANT REF HEX", NULL);
+                     " | RAW TENANT REF HEX USE MECHANISM", NULL);
         return;
     }
     const char *mech = raw ? "raw" : args [3], *hex_in = raw ? args [3] : args [4];
+    cs_usage_use_t use = raw ? s_use_parse (args [4]) : CS_USE_SIGN;
+    CK_MECHANISM_TYPE wire_mech = raw ? (CK_MECHANISM_TYPE) strtoull (args [5], NULL, 10)
+                                : !mech ? 0 : streq (mech, "pkcs1") ? CKM_RSA_PKCS         /* PUBLIC: no mechanism */
+                                : streq (mech, "pss-sha256") ? CKM_RSA_PKCS_PSS : CKM_RSA_X_509;
     char err [PARTY_ERR_LEN];
     Cs__KeyInfo *info = NULL;
     cs_sk_share_t *share = NULL;
     if (party_share_load (self, args [1], raw ? NULL : args [2], raw ? args [2] : NULL, &info, &share, err)) {
         party_reply (self, id, id_len, "ERR", "CKR_KEY_HANDLE_INVALID", err, NULL);
         return;
+    }
+    if (!streq (args [0], "PUBLIC") && s_use_refused (self, args [1], info, use, wire_mech, err)) {
+        zsys_warning ("party: refused a signature: %s", err);
+        party_reply (self, id, id_len, "ERR", s_rv_prefix (err), err, NULL);
+        goto out;
     }
     unsigned char nbuf [PARTY_MAX_N], in [PARTY_MAX_N];
     size_t k = 0;
@@ -224,7 +284,7 @@ party_sign_control (party_t *self, const void *id, size_t id_len, char **args, s
         goto out;
     }
     (void) party_session_fresh (self, sign->session);
-    unsigned down = s_fan_out (self, args [1], info->ref);
+    unsigned down = s_fan_out (self, args [1], info->ref, use, wire_mech);
     if (down) {
         snprintf (err, sizeof err, "party %u (%s) is not reachable", down, self->peer [down].endpoint);
         s_fail (self, id, id_len, "CKR_DEVICE_ERROR", err);
@@ -292,7 +352,7 @@ party_sign_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
         if (frame->error && *frame->error) {
             char why [PARTY_ERR_LEN];
             snprintf (why, sizeof why, "party %u: %s", from, frame->error);
-            s_fail (self, sign->control_id, sign->control_id_len, "CKR_DEVICE_ERROR", why);
+            s_fail (self, sign->control_id, sign->control_id_len, s_rv_prefix (frame->error), why);
             s_sign_free (&self->sign);
             return;
         }
@@ -314,7 +374,9 @@ party_sign_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
     if (!party_session_fresh (self, frame->session.data))
         snprintf (err, sizeof err, "replayed session id");
     else
-    if (party_share_load (self, frame->tenant, NULL, frame->ref, &info, &share, err) == 0) {
+    if (party_share_load (self, frame->tenant, NULL, frame->ref, &info, &share, err) == 0
+    &&  s_use_refused (self, frame->tenant, info, frame->use ? (cs_usage_use_t) (frame->use - 1) : CS_USE_COUNT,
+                       frame->mechanism, err) == 0) {
         unsigned char n [PARTY_MAX_N];
         unsigned long e;
         cs_sk_share_public (share, n, sizeof n, &k, &e);

@@ -34,6 +34,7 @@
  *                                   first error (docs/CONTRACTS.md "Key lists in pages")
  *    genkp-ec LABEL                 GenerateKeyPairJob of a token EC P-256 pair labelled
  *                                   LABEL (C_GenerateKeyPair's job; tenant quotas)
+ *    obj-new, obj-set, obj-destroy  certificate and data-object jobs (cs-wire-objects.h)
  *
  *  --deadline-ms sets the job's Request.deadline_ms (default 10000); with
  *  --burst N the job is sent N times before any reply is read (tenant
@@ -50,6 +51,7 @@
 #include "cs_attr_rules.h"
 #include "cs_mech.h"
 #include "cs_wire.h"
+#include "cs-wire-objects.h"
 
 #define S_WAIT_MS 15000
 #define S_MAX_HEX 4096
@@ -75,7 +77,7 @@ s_usage (void)
 {
     fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] "
              "[--context LABEL] [--deadline-ms N] [--burst N] "
-             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list|genkp-ec ARGS...\n");
+             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list|genkp-ec|obj-new|obj-set|obj-destroy ARGS...\n");
 }
 
 /*  Sends a request of job; its id, or 0 when it could not be sent.  */
@@ -353,6 +355,13 @@ s_genkp_ec (s_client_t *self, const char *label)
     return status;
 }
 
+/*  s_call for cs-wire-objects.c.  */
+static Cs__Reply *
+s_object_call (void *self, Cs__Job *job)
+{
+    return s_call (self, job);
+}
+
 /*  Builds and sends the job of argv (after the options).  */
 static int
 s_job (s_client_t *self, int argc, char **argv)
@@ -367,6 +376,8 @@ s_job (s_client_t *self, int argc, char **argv)
     bool sym = streq (kind, "sym") || streq (kind, "keywrap"), change = streq (kind, "set") || streq (kind, "copy");
     if (streq (kind, "genkp-ec") && argc == 2)
         return s_genkp_ec (self, argv [1]);
+    if (cs_wire_objects_kind (kind))
+        return cs_wire_objects_run (self, s_object_call, argc, argv);
     int need = crypto ? 4 : sym || change ? 5 : streq (kind, "derive") ? 3 : 0;
     if (streq (kind, "list") && argc == 2)
         return s_list_walk (self, (uint32_t) strtoul (argv [1], NULL, 10));

@@ -13,6 +13,11 @@
 #   - the broker enforces the key's usage: a shared key made with
 #     CKA_DECRYPT FALSE signs but refuses a decryption sent straight to the
 #     broker (cs-wire-client: CKR_KEY_FUNCTION_NOT_PERMITTED);
+#   - every party checks the job's use against its own row (issue #19): a
+#     role turned off through broker 2 (CKA_DECRYPT of shared1, straight at
+#     broker 2) holds for a decryption asked of broker 1, whose row still
+#     says TRUE: CKR_KEY_FUNCTION_NOT_PERMITTED, and party 2 logs the refusal;
+#     signing still works;
 #   - cryptoserver-bench --key shared1 --beside plain: one run times the
 #     shared key and an ordinary keystore key, every signature verified;
 #   - with party 2 down, C_Sign fails with CKR_DEVICE_ERROR within the
@@ -43,6 +48,10 @@ CONF=$WORK/p1/clients/app/client.conf
 # Party 2 down: party 1 and its frontend log why (E: lines).
 cs_expect_broker_log 'party: shared-key signature failed: party 2|shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR: party 2'
 cs_expect_broker_log 'party: generation of "down1" for tenant demo: party 2'
+# A role turned off through broker 2 (issue #19): party 2 refuses, broker 1 says so.
+cs_expect_broker_log 'party: refused a signature for party 1: CKR_KEY_FUNCTION_NOT_PERMITTED'
+cs_expect_broker_log 'shared key ks:[0-9a-f]*: CKR_KEY_FUNCTION_NOT_PERMITTED: party 2'
+cs_expect_broker_log 'party: refused a PARTIAL from party 3 \(no such signature'     # the late partial of that job
 
 for i in 1 2 3; do party_start "$i"; done
 "$CS_ADMIN" config set "$CONF" client/endpoints "$(cat "$WORK/p1/broker.endpoint")"
@@ -122,6 +131,34 @@ got=$(wire decrypt signer CKM_RSA_X_509 "00$(openssl rand -hex 255)")
     || cs_fail "a decryption with a CKA_DECRYPT FALSE shared key, straight to the broker, gave: $got"
 cs_log "the broker refuses a decryption with the signer key (CKR_KEY_FUNCTION_NOT_PERMITTED)"
 
+# ---- a role turned off at one broker holds at the others (issue #19) -------------
+# Another client at broker 1 (its E: lines are rate-limited apart from app's)
+# and one at broker 2, straight at the brokers.
+"$CS_ADMIN" client add app2 --dir "$WORK/p1" --tenant demo --endpoint tcp://127.0.0.1:1 > /dev/null || cs_fail "client add app2"
+"$CS_ADMIN" client add app --dir "$WORK/p2" --tenant demo --endpoint tcp://127.0.0.1:1 > /dev/null || cs_fail "client add at p2"
+wire_at () {
+    local i=$1 client=$2
+    shift 2
+    "$WIRE" --endpoint "$(cat "$WORK/p$i/broker.endpoint")" --broker-cert "$WORK/p$i/clients/$client/broker.cert" \
+        --client-cert "$WORK/p$i/clients/$client/client.cert" --pin 1234 "$@" 2> "$WORK/wire.err"
+}
+openssl pkeyutl -encrypt -pubin -inkey "$WORK/pub.pem" -pkeyopt rsa_padding_mode:oaep -pkeyopt rsa_oaep_md:sha256 \
+    -pkeyopt rsa_mgf1_md:sha256 -in "$WORK/plain" -out "$WORK/oaep256.bin" || cs_fail "openssl encrypt (OAEP SHA-256)"
+OAEP256=$(od -An -tx1 -v "$WORK/oaep256.bin" | tr -d ' \n')
+got=$(wire_at 1 app2 decrypt shared1 CKM_RSA_PKCS_OAEP "$OAEP256")
+[ "${got%% *}" = CKR_OK ] || cs_fail "shared1 does not decrypt at broker 1: $got $(cat "$WORK/wire.err")"
+got=$(wire_at 2 app set shared1 private CKA_DECRYPT 0)
+[ "$got" = CKR_OK ] || cs_fail "CKA_DECRYPT off through broker 2: $got $(cat "$WORK/wire.err")"
+got=$(wire_at 1 app2 decrypt shared1 CKM_RSA_PKCS_OAEP "$OAEP256")
+[ "$got" = CKR_KEY_FUNCTION_NOT_PERMITTED ] \
+    || cs_fail "a decryption at broker 1 after CKA_DECRYPT went off through broker 2 gave: ${got:0:40}"
+cs_wait_until $((10 * CS_TIME_FACTOR)) grep -q \
+    "^W: .*party: refused a signature for party 1: CKR_KEY_FUNCTION_NOT_PERMITTED" "$WORK/p2.log" \
+    || cs_fail "party 2 does not log its refusal"
+got=$(wire_at 1 app2 sign shared1 CKM_RSA_PKCS 3031300d060960864801650304020105000420"$(openssl rand -hex 32)")
+[ "${got%% *}" = CKR_OK ] || cs_fail "shared1 no longer signs: $got $(cat "$WORK/wire.err")"
+cs_log "CKA_DECRYPT off through broker 2: broker 1's decryption CKR_KEY_FUNCTION_NOT_PERMITTED (party 2 refuses), signing works"
+
 # ---- cryptoserver-bench: the shared key beside an ordinary keystore key ---------------
 "$CS_ADMIN" key generate --tenant demo --type rsa:2048 --label plain --dir "$WORK/p1" > /dev/null \
     || cs_fail "an ordinary keystore key"
@@ -145,7 +182,7 @@ took=$(( $(date +%s) - start ))
 grep -q CKR_DEVICE_ERROR "$WORK/down.out" || cs_fail "not CKR_DEVICE_ERROR: $(cat "$WORK/down.out")"
 grep -q "^E: .*shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR: party 2 (tcp://127.0.0.1:${PORT[2]})" "$WORK/p1.log" \
     || cs_fail "broker 1 has no E: line naming party 2"
-cs_log "party 2 down: CKR_DEVICE_ERROR in $took s; $(grep -m1 "^E: .*shared key ks:" "$WORK/p1.log")"
+cs_log "party 2 down: CKR_DEVICE_ERROR in $took s; $(grep -m1 "^E: .*shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR" "$WORK/p1.log")"
 timeout $((60 * CS_TIME_FACTOR)) $P11 --keypairgen --key-type rsa:2048 --label down1 --id 54 > "$WORK/down-gen.out" 2>&1 \
     && cs_fail "generated a shared key with party 2 down"
 grep -q CKR_DEVICE_ERROR "$WORK/down-gen.out" || cs_fail "generation: not CKR_DEVICE_ERROR: $(cat "$WORK/down-gen.out")"
