@@ -26,48 +26,7 @@ static struct {
 /*  ---- attributes of the two classes ------------------------------------- */
 
 
-static const dataobj_def_t s_defs [] = {
-    { CKA_PRIVATE, DATAOBJ_BOOL, DATAOBJ_COPY_ONLY, true, true },
-    { CKA_MODIFIABLE, DATAOBJ_BOOL, DATAOBJ_COPY_ONLY, true, true },
-    { CKA_COPYABLE, DATAOBJ_BOOL, DATAOBJ_ONLY_FALSE, true, true },
-    { CKA_DESTROYABLE, DATAOBJ_BOOL, DATAOBJ_COPY_ONLY, true, true },
-    { CKA_LABEL, DATAOBJ_BYTES, DATAOBJ_FREE, true, true },
-    { CKA_APPLICATION, DATAOBJ_BYTES, DATAOBJ_FREE, false, true },
-    { CKA_OBJECT_ID, DATAOBJ_BYTES, DATAOBJ_FREE, false, true },
-    { CKA_VALUE, DATAOBJ_BYTES, DATAOBJ_FREE, true, true },         /* certificates: DATAOBJ_FIXED (dataobj_rule) */
-    { CKA_CERTIFICATE_TYPE, DATAOBJ_ULONG, DATAOBJ_FIXED, true, false },
-    { CKA_TRUSTED, DATAOBJ_BOOL, DATAOBJ_FIXED, true, false },
-    { CKA_CERTIFICATE_CATEGORY, DATAOBJ_ULONG, DATAOBJ_FREE, true, false },
-    { CKA_CHECK_VALUE, DATAOBJ_BYTES, DATAOBJ_FIXED, true, false },
-    { CKA_START_DATE, DATAOBJ_BYTES, DATAOBJ_FREE, true, false },
-    { CKA_END_DATE, DATAOBJ_BYTES, DATAOBJ_FREE, true, false },
-    { CKA_PUBLIC_KEY_INFO, DATAOBJ_BYTES, DATAOBJ_FIXED, true, false },
-    { CKA_SUBJECT, DATAOBJ_BYTES, DATAOBJ_FREE, true, false },
-    { CKA_ID, DATAOBJ_BYTES, DATAOBJ_FREE, true, false },
-    { CKA_ISSUER, DATAOBJ_BYTES, DATAOBJ_FREE, true, false },
-    { CKA_SERIAL_NUMBER, DATAOBJ_BYTES, DATAOBJ_FREE, true, false },
-    { CKA_URL, DATAOBJ_BYTES, DATAOBJ_FREE, true, false },
-    { CKA_HASH_OF_SUBJECT_PUBLIC_KEY, DATAOBJ_BYTES, DATAOBJ_FREE, true, false },
-    { CKA_HASH_OF_ISSUER_PUBLIC_KEY, DATAOBJ_BYTES, DATAOBJ_FREE, true, false },
-    { CKA_JAVA_MIDP_SECURITY_DOMAIN, DATAOBJ_ULONG, DATAOBJ_FREE, true, false },
-    { CKA_NAME_HASH_ALGORITHM, DATAOBJ_ULONG, DATAOBJ_FREE, true, false },
-};
-#define S_DEFS (sizeof s_defs / sizeof s_defs [0])
 
-const dataobj_def_t *
-dataobj_def (CK_OBJECT_CLASS klass, CK_ATTRIBUTE_TYPE type)
-{
-    for (size_t i = 0; i < S_DEFS; i++)
-        if (s_defs [i].type == type && (klass == CKO_CERTIFICATE ? s_defs [i].cert : s_defs [i].data))
-            return &s_defs [i];
-    return NULL;
-}
-
-dataobj_rule_t
-dataobj_rule (CK_OBJECT_CLASS klass, const dataobj_def_t *def)
-{
-    return klass == CKO_CERTIFICATE && def->type == CKA_VALUE ? DATAOBJ_FIXED : def->rule;
-}
 
 bool
 cs_dataobj_is_handle (CK_OBJECT_HANDLE handle)
@@ -169,7 +128,7 @@ dataobj_value (const dataobj_t *object, CK_ATTRIBUTE_TYPE type, const void **dat
         *len = type == CKA_CLASS ? sizeof *number : sizeof *flag;
         return true;
     }
-    if (!dataobj_def (object->klass, type) || !(stored = cs_attrs_find (&object->attrs, type)))
+    if (!cs_obj_def (object->klass, type) || !(stored = cs_attrs_find (&object->attrs, type)))
         return false;
     *data = stored->len ? stored->value : (const void *) "";
     *len = stored->len;
@@ -286,7 +245,7 @@ dataobj_check_template (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULON
         return CKR_TEMPLATE_INCONSISTENT;
     for (CK_ULONG i = 0; i < count; i++) {
         const CK_ATTRIBUTE *attr = &tmpl [i];
-        const dataobj_def_t *def = dataobj_def (klass, attr->type);
+        const cs_obj_def_t *def = cs_obj_def (klass, attr->type);
         size_t max = attr->type == CKA_VALUE ? CS_WIRE_MAX_OBJECT_VALUE : CS_WIRE_MAX_ATTR_BYTES;
         if (!attr->pValue && attr->ulValueLen)
             return CKR_ARGUMENTS_BAD;
@@ -297,8 +256,8 @@ dataobj_check_template (CK_OBJECT_CLASS klass, const CK_ATTRIBUTE *tmpl, CK_ULON
         }
         if (!def)
             return CKR_ATTRIBUTE_TYPE_INVALID;
-        if ((def->kind == DATAOBJ_BOOL && (attr->ulValueLen != 1 || *(const CK_BBOOL *) attr->pValue > 1))
-        ||  (def->kind == DATAOBJ_ULONG && attr->ulValueLen != sizeof (CK_ULONG))
+        if ((def->kind == CS_OBJ_BOOL && (attr->ulValueLen != 1 || *(const CK_BBOOL *) attr->pValue > 1))
+        ||  (def->kind == CS_OBJ_ULONG && attr->ulValueLen != sizeof (CK_ULONG))
         ||  attr->ulValueLen > max)
             return CKR_ATTRIBUTE_VALUE_INVALID;
     }
@@ -323,12 +282,12 @@ dataobj_attrs_add (cs_attrs_t *attrs, const CK_ATTRIBUTE *tmpl, CK_ULONG count)
 }
 
 static int
-s_default (cs_attrs_t *attrs, CK_ATTRIBUTE_TYPE type, const dataobj_def_t *def, bool flag)
+s_default (cs_attrs_t *attrs, CK_ATTRIBUTE_TYPE type, const cs_obj_def_t *def, bool flag)
 {
     if (cs_attrs_find (attrs, type))
         return 0;
-    return def->kind == DATAOBJ_BOOL ? cs_attrs_set_bool (attrs, type, flag)
-         : def->kind == DATAOBJ_ULONG ? cs_attrs_set_ulong (attrs, type, 0)
+    return def->kind == CS_OBJ_BOOL ? cs_attrs_set_bool (attrs, type, flag)
+         : def->kind == CS_OBJ_ULONG ? cs_attrs_set_ulong (attrs, type, 0)
          : cs_attrs_set (attrs, type, NULL, 0);
 }
 
@@ -390,9 +349,11 @@ s_build (CK_OBJECT_CLASS klass, const cs_attrs_t *base, const CK_ATTRIBUTE *tmpl
     memset (attrs, 0, sizeof *attrs);
     if ((base && cs_attrs_copy (attrs, base)) || dataobj_attrs_add (attrs, tmpl, count))
         return CKR_HOST_MEMORY;
-    for (size_t i = 0; i < S_DEFS; i++) {
-        const dataobj_def_t *def = &s_defs [i];
-        bool dflt = def->type == CKA_MODIFIABLE || def->type == CKA_COPYABLE || def->type == CKA_DESTROYABLE;
+    size_t n_defs = 0;
+    const cs_obj_def_t *defs = cs_obj_defs (&n_defs);
+    for (size_t i = 0; i < n_defs; i++) {
+        const cs_obj_def_t *def = &defs [i];
+        bool dflt = cs_obj_flag_default (def->type);
         if ((klass == CKO_CERTIFICATE ? def->cert : def->data) && def->type != CKA_CERTIFICATE_TYPE
         &&  def->type != CKA_CHECK_VALUE && def->type != CKA_PUBLIC_KEY_INFO
         &&  !(klass == CKO_CERTIFICATE && def->type == CKA_VALUE)

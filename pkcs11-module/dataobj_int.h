@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include "attrs.h"
 #include "cs_p11.h"
+#include "cs_obj_rules.h"
 
 /*  One entry of the table: a certificate or data object.  Every attribute
  *  but CKA_CLASS and CKA_TOKEN is in attrs in its C form.  */
@@ -18,25 +19,8 @@ typedef struct {
     cs_attrs_t attrs;
 } dataobj_t;
 
-typedef enum { DATAOBJ_BYTES, DATAOBJ_BOOL, DATAOBJ_ULONG } s_kind_t;
-
-/*  How one attribute may change (PKCS#11 2.40 §4.4 table 16, §4.5, §4.6).  */
-typedef enum { DATAOBJ_FREE, DATAOBJ_COPY_ONLY, DATAOBJ_ONLY_FALSE, DATAOBJ_FIXED } dataobj_rule_t;
-
-typedef struct {
-    CK_ATTRIBUTE_TYPE type;
-    s_kind_t kind;
-    dataobj_rule_t rule;
-    bool cert, data;            /* an attribute of certificates, of data objects */
-} dataobj_def_t;
-
-/*  The definition of attribute type for objects of klass, or NULL when the
- *  class has no such attribute.  */
-const dataobj_def_t *dataobj_def (CK_OBJECT_CLASS klass, CK_ATTRIBUTE_TYPE type);
-
-/*  How type may change on an object of klass (a certificate's CKA_VALUE
- *  never changes).  */
-dataobj_rule_t dataobj_rule (CK_OBJECT_CLASS klass, const dataobj_def_t *def);
+/*  The attribute table (kinds, change rules) is common/cs_obj_rules.h,
+    which the broker reads too.  */
 
 /*  A template's CKA_CLASS into *klass_p; false when it has none (or one
  *  of the wrong size, or without a value).  Safe on unchecked templates.  */

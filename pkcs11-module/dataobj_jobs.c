@@ -36,19 +36,19 @@ s_to_wire (CK_OBJECT_CLASS klass, const cs_attrs_t *attrs, Cs__ObjectInfo *info)
         return CKR_HOST_MEMORY;
     for (size_t i = 0; i < attrs->count; i++) {
         const cs_attr_t *attr = &attrs->items [i];
-        const dataobj_def_t *def = dataobj_def (klass, attr->type);
+        const cs_obj_def_t *def = cs_obj_def (klass, attr->type);
         Cs__Attribute *wire = malloc (sizeof *wire);
         if (!wire)
             return CKR_HOST_MEMORY;
         cs__attribute__init (wire);
         info->attributes [info->n_attributes++] = wire;
         wire->type = attr->type;
-        if (def && def->kind == DATAOBJ_BOOL && attr->len == 1) {
+        if (def && def->kind == CS_OBJ_BOOL && attr->len == 1) {
             wire->value_case = CS__ATTRIBUTE__VALUE_FLAG;
             wire->flag = attr->value [0] != 0;
         }
         else
-        if (def && def->kind == DATAOBJ_ULONG && attr->len == sizeof (CK_ULONG)) {
+        if (def && def->kind == CS_OBJ_ULONG && attr->len == sizeof (CK_ULONG)) {
             wire->value_case = CS__ATTRIBUTE__VALUE_NUMBER;
             wire->number = *(const CK_ULONG *) attr->value;
         }
@@ -85,7 +85,7 @@ s_put_token_inlock (const Cs__ObjectInfo *info)
         const Cs__Attribute *attr = info->attributes [i];
         CK_BBOOL flag = attr->flag ? CK_TRUE : CK_FALSE;
         CK_ULONG number = (CK_ULONG) attr->number;
-        if (attr->type == CKA_PRIVATE || !dataobj_def (object->klass, attr->type))
+        if (attr->type == CKA_PRIVATE || !cs_obj_def (object->klass, attr->type))
             continue;           /* from a newer peer, or never stored: skipped */
         rc = attr->value_case == CS__ATTRIBUTE__VALUE_FLAG ? cs_attrs_set (&object->attrs, attr->type, &flag, 1)
            : attr->value_case == CS__ATTRIBUTE__VALUE_NUMBER ? cs_attrs_set (&object->attrs, attr->type, &number,
@@ -324,13 +324,13 @@ s_check_change (const dataobj_t *snapshot, const CK_ATTRIBUTE *tmpl, CK_ULONG co
         const void *data;
         CK_ULONG len, number;
         CK_BBOOL flag;
-        const dataobj_def_t *def = dataobj_def (snapshot->klass, tmpl [i].type);
+        const cs_obj_def_t *def = cs_obj_def (snapshot->klass, tmpl [i].type);
         bool same = dataobj_value (snapshot, tmpl [i].type, &data, &len, &flag, &number) && len == tmpl [i].ulValueLen
                  && (!len || memcmp (data, tmpl [i].pValue, len) == 0);
         bool to_true = tmpl [i].ulValueLen == 1 && *(const CK_BBOOL *) tmpl [i].pValue;
-        dataobj_rule_t rule = tmpl [i].type == CKA_TOKEN ? DATAOBJ_COPY_ONLY
-                      : tmpl [i].type == CKA_CLASS ? DATAOBJ_FIXED : dataobj_rule (snapshot->klass, def);
-        if (same || rule == DATAOBJ_FREE || (rule == DATAOBJ_COPY_ONLY && copy) || (rule == DATAOBJ_ONLY_FALSE && !to_true))
+        cs_obj_rule_t rule = tmpl [i].type == CKA_TOKEN ? CS_OBJ_COPY_ONLY
+                      : tmpl [i].type == CKA_CLASS ? CS_OBJ_FIXED : cs_obj_rule (snapshot->klass, def);
+        if (same || rule == CS_OBJ_FREE || (rule == CS_OBJ_COPY_ONLY && copy) || (rule == CS_OBJ_ONLY_FALSE && !to_true))
             continue;
         rv = CKR_ATTRIBUTE_READ_ONLY;
     }

@@ -252,14 +252,7 @@ s_route_board_ref (frontend_t *self, fe_request_t *request, work_item_t *item, c
 static CK_RV
 s_mechanism_allowed (const Cs__KeyInfo *info, CK_MECHANISM_TYPE mech, CK_FLAGS flag)
 {
-    for (size_t i = 0; i < info->n_private_attributes; i++) {
-        const Cs__Attribute *attr = info->private_attributes [i];
-        if (attr->type == CKA_ALLOWED_MECHANISMS)
-            return attr->value_case == CS__ATTRIBUTE__VALUE_BYTES
-                && cs_attr_wire_mech_allowed (attr->bytes.data, attr->bytes.len, mech, flag)
-                 ? CKR_OK : CKR_MECHANISM_INVALID;
-    }
-    return CKR_OK;
+    return keyattrs_mech_allowed (info, mech, flag);
 }
 
 /*  True for a mechanism C_UnwrapKey takes (its row has CKF_UNWRAP:

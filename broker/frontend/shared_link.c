@@ -127,8 +127,9 @@ s_send_generate (fe_shared_t *shared, work_item_t *item)
     return rc;
 }
 
-/*  RAW tenant ref block: the padded block of a signature, or the
- *  ciphertext of a decryption (k bytes, k = the modulus length).  */
+/*  RAW tenant ref block use mechanism: the padded block of a signature, or
+ *  the ciphertext of a decryption (k bytes, k = the modulus length), with
+ *  what it is for, which every party checks against its own row.  */
 static int
 s_send_raw (fe_shared_t *shared, int lane, work_item_t *item)
 {
@@ -143,8 +144,13 @@ s_send_raw (fe_shared_t *shared, int lane, work_item_t *item)
     else
     if (block)
         hex = s_hex (item->in, item->in_len);
-    if (hex)
-        rc = s_send (shared, lane, "RAW", ((fe_request_t *) item->request)->tenant, item->ref, hex, NULL);
+    fe_request_t *request = item->request;
+    bool unwrap = item->kind == WORK_DECRYPT && request->req->jobs [item->index]->decrypt->unwrap;
+    char mech [24];
+    snprintf (mech, sizeof mech, "%lu", (unsigned long) item->mech.type);
+    if (hex)        /* the use and mechanism each party checks against its own row */
+        rc = s_send (shared, lane, "RAW", request->tenant, item->ref, hex,
+                     item->kind == WORK_SIGN ? "sign" : unwrap ? "unwrap" : "decrypt", mech, NULL);
     if (block) {
         OPENSSL_cleanse (block, k);
         free (block);
@@ -196,7 +202,9 @@ s_rv_of (const char *name)
 {
     static const struct { const char *name; CK_RV rv; } names [] = {
         { "CKR_KEY_HANDLE_INVALID", CKR_KEY_HANDLE_INVALID }, { "CKR_DATA_LEN_RANGE", CKR_DATA_LEN_RANGE },
-        { "CKR_ARGUMENTS_BAD", CKR_TEMPLATE_INCONSISTENT }, { "CKR_HOST_MEMORY", CKR_DEVICE_MEMORY }
+        { "CKR_ARGUMENTS_BAD", CKR_TEMPLATE_INCONSISTENT }, { "CKR_HOST_MEMORY", CKR_DEVICE_MEMORY },
+        { "CKR_KEY_FUNCTION_NOT_PERMITTED", CKR_KEY_FUNCTION_NOT_PERMITTED },
+        { "CKR_MECHANISM_INVALID", CKR_MECHANISM_INVALID }
     };
     for (size_t i = 0; name && i < sizeof names / sizeof names [0]; i++)
         if (streq (name, names [i].name))

@@ -6,6 +6,7 @@
 #include "cs_attr_rules.h"
 #include "cs_usage.h"
 #include "cs_wire.h"
+#include "key_info.h"
 #include "keyattrs.h"
 #include "keyjobs.h"
 #include "secretkeys.h"
@@ -171,6 +172,29 @@ keyattrs_roles (const Cs__KeyInfo *info)
     roles |= s_flag_const (info, true, CKA_DERIVE, false) ? CS_ROLE_DERIVE : 0;
     roles |= info->has_public && s_flag_const (info, false, CKA_WRAP, false) ? CS_ROLE_WRAP : 0;
     return roles;
+}
+
+CK_RV
+keyattrs_mech_allowed (const Cs__KeyInfo *info, CK_MECHANISM_TYPE mech, CK_FLAGS flag)
+{
+    const Cs__Attribute *attr = key_info_attribute (info, true, CKA_ALLOWED_MECHANISMS);
+    if (!attr)
+        return CKR_OK;
+    return attr->value_case == CS__ATTRIBUTE__VALUE_BYTES
+        && cs_attr_wire_mech_allowed (attr->bytes.data, attr->bytes.len, mech, flag) ? CKR_OK : CKR_MECHANISM_INVALID;
+}
+
+CK_RV
+keyattrs_use_check (const Cs__KeyInfo *info, cs_usage_policy_t policy, cs_usage_use_t use, CK_MECHANISM_TYPE mech)
+{
+    CK_RV rv = cs_usage_job_check (policy, keyattrs_roles (info), use);
+    if (rv == CKR_OK && use != CS_USE_DERIVE && use != CS_USE_UNWRAP)
+        rv = cs_usage_mech_check (policy, keyattrs_roles (info), mech);
+    CK_FLAGS flag = use == CS_USE_SIGN ? CKF_SIGN : use == CS_USE_DECRYPT ? CKF_DECRYPT
+                  : use == CS_USE_UNWRAP ? CKF_UNWRAP : use == CS_USE_DERIVE ? CKF_DERIVE : 0;
+    if (rv == CKR_OK && !flag)
+        rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
+    return rv == CKR_OK ? keyattrs_mech_allowed (info, mech, flag) : rv;
 }
 
 /*  keyattrs_usage_set: the policy of this thread's next key job.  */

@@ -35,6 +35,21 @@ CK_RV keyattrs_string_take (char **field, char *text);
  *  for keyjobs_limit_problem.  */
 CK_RV keyattrs_limits (Cs__KeyInfo *info);
 
+/*  CKA_ALLOWED_MECHANISMS of a key's private object (PKCS#11 2.40 §4.4
+ *  table 25): CKR_OK when the list is absent or allows `mech` for `flag`
+ *  (CKF_SIGN, CKF_DECRYPT, CKF_UNWRAP, CKF_DERIVE, ...:
+ *  cs_attr_wire_mech_allowed), else CKR_MECHANISM_INVALID.  */
+CK_RV keyattrs_mech_allowed (const Cs__KeyInfo *info, CK_MECHANISM_TYPE mech, CK_FLAGS flag);
+
+/*  May a private key (info) run `use` (CS_USE_SIGN, CS_USE_DECRYPT,
+ *  CS_USE_UNWRAP, CS_USE_DERIVE) with wire mechanism `mech` under `policy`?
+ *  Its roles (cs_usage_job_check; raw RSA needs both roles,
+ *  cs_usage_mech_check), then its CKA_ALLOWED_MECHANISMS.  CKR_OK,
+ *  CKR_KEY_FUNCTION_NOT_PERMITTED (also for another use) or
+ *  CKR_MECHANISM_INVALID (docs/contracts/keys.md "Usage separation").  The
+ *  parties of a shared key check their own rows with it (party_sign.c).  */
+CK_RV keyattrs_use_check (const Cs__KeyInfo *info, cs_usage_policy_t policy, cs_usage_use_t use, CK_MECHANISM_TYPE mech);
+
 /*  Sets the "how it was made" flags (CKA_ALWAYS_SENSITIVE,
  *  CKA_NEVER_EXTRACTABLE) of the private side after the templates.  */
 CK_RV keyattrs_origin (Cs__KeyInfo *info, bool generated);

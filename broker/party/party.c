@@ -14,6 +14,8 @@
  */
 #include <stdarg.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <czmq.h>
 #include <openssl/crypto.h>
 #include "party_int.h"
@@ -69,6 +71,12 @@ s_config (party_t *self)
     }
     self->endpoint = strdup (endpoint);
     self->control_endpoint = party_control_endpoint (self->config);
+    if (self->control_endpoint && strncmp (self->control_endpoint, "ipc:///", 7)) {
+        zsys_error ("party/control: must be ipc:// with an absolute path (got \"%s\"): the control socket "
+                    "has no authentication, whoever reaches it signs and decrypts with every shared key",
+                    self->control_endpoint);
+        return -1;
+    }
     char *secret_path = s_resolve (self->config, secret);
     self->cert = secret_path ? zcert_load (secret_path) : NULL;
     if (!self->cert)
@@ -136,6 +144,35 @@ s_zap (party_t *self)
         zmq_msg_close (&part [i]);
 }
 
+/*  Binds the control socket (ipc://PATH, s_config) for this user and root
+ *  only: the socket has no authentication and its RAW verb decrypts or
+ *  signs with any tenant's shared key, without a PIN (issue #19).  So the
+ *  kernel's peer credentials must be the broker's user or root
+ *  (ZMQ_IPC_FILTER_UID, checked at accept: no window), and the socket file
+ *  is chmod 0600 after bind (whatever the umask).  0, or -1 with an E:
+ *  line naming party/control.  */
+static int
+s_control_bind (party_t *self)
+{
+    const char *path = self->control_endpoint + 6;          /* "ipc://" */
+    int uids [2] = { (int) geteuid (), 0 };
+    for (int i = 0; i < (uids [0] ? 2 : 1); i++)
+        if (zmq_setsockopt (self->control, ZMQ_IPC_FILTER_UID, &uids [i], sizeof uids [i])) {
+            zsys_error ("party/control: cannot limit %s to this user (ZMQ_IPC_FILTER_UID): %s",
+                        self->control_endpoint, zmq_strerror (errno));
+            return -1;
+        }
+    if (zmq_bind (self->control, self->control_endpoint)) {
+        zsys_error ("party/control: cannot bind %s: %s", self->control_endpoint, zmq_strerror (errno));
+        return -1;
+    }
+    if (chmod (path, 0600)) {
+        zsys_error ("party/control: cannot chmod 600 %s: %s", path, strerror (errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int
 s_sockets (party_t *self)
 {
@@ -154,10 +191,8 @@ s_sockets (party_t *self)
     }
     self->control = zmq_socket (self->ctx, ZMQ_ROUTER);
     zmq_setsockopt (self->control, ZMQ_LINGER, &zero, sizeof zero);
-    if (zmq_bind (self->control, self->control_endpoint)) {
-        zsys_error ("party/control: cannot bind %s: %s", self->control_endpoint, zmq_strerror (errno));
+    if (s_control_bind (self))
         return -1;
-    }
     for (unsigned i = 1; i <= CS_SK_PARTIES; i++) {
         if (i == self->index)
             continue;

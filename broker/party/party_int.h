@@ -8,6 +8,7 @@
 #include <zmq.h>
 #include "party.h"
 #include "cs_sharedkeys.h"
+#include "cs_usage.h"
 #include "sharedkeys/sharedkeys.pb-c.h"
 
 #define PARTY_SEEN 256              /* session ids remembered against replays */
@@ -169,6 +170,24 @@ bool party_session_seen (party_t *self, const unsigned char *session);
  *  and share (caller destroys).  Returns 0, or -1 with why in err.  */
 int party_share_load (party_t *self, const char *tenant, const char *label, const char *ref,
                       Cs__KeyInfo **info_p, cs_sk_share_t **share_p, char err [PARTY_ERR_LEN]);
+
+/*  party_use.c: 0 when this party's row of a shared key (info) allows
+ *  `use` with wire mechanism `mech` (keyattrs_use_check under the tenant's
+ *  keys/usage-separation); else -1 with err "CKR_NAME: why".  Every party
+ *  checks its own row, so a role turned off through any of the three
+ *  brokers is off for the key, and no party can have the others compute
+ *  for a use their rows refuse (issue #19).  */
+int party_use_refused (party_t *self, const char *tenant, const Cs__KeyInfo *info, cs_usage_use_t use,
+                       CK_MECHANISM_TYPE mech, char err [PARTY_ERR_LEN]);
+
+/*  party_use.c: the CK_RV name an error text starts with
+ *  ("CKR_KEY_FUNCTION_NOT_PERMITTED: ..."), for party_use_refused's
+ *  refusals; "CKR_DEVICE_ERROR" for anything else.  Static string.  */
+const char *party_rv_prefix (const char *text);
+
+/*  party_use.c: the use named `text` ("sign", "decrypt", "unwrap"), or
+ *  CS_USE_COUNT.  */
+cs_usage_use_t party_use_parse (const char *text);
 
 /*  party_idem.c: the ref of the key that a shared generation of tenant
  *  with idempotency id `id` (1..KEYSTORE_IDEM_ID_MAX bytes) made at this

@@ -140,10 +140,11 @@ s_pad (const char *mech, const unsigned char *in, size_t in_len, size_t bits, un
     return -1;
 }
 
-/*  Sends SIGN of the signing to both peers; the first that cannot be
- *  reached, or 0.  */
+/*  Sends SIGN of the signing to both peers, with the use and mechanism
+ *  their rows must allow; the first that cannot be reached, or 0.  */
 static unsigned
-s_fan_out (party_t *self, const party_sign_t *sign, const char *tenant, const char *ref)
+s_fan_out (party_t *self, const party_sign_t *sign, const char *tenant, const char *ref, cs_usage_use_t use,
+           CK_MECHANISM_TYPE mech)
 {
     for (unsigned i = 1; i <= CS_SK_PARTIES; i++) {
         PARTY_FRAME_INIT (frame, CS__SK__FRAME_KIND__SIGN, sign->session);
@@ -151,6 +152,8 @@ s_fan_out (party_t *self, const party_sign_t *sign, const char *tenant, const ch
         frame.ref = (char *) ref;
         frame.data.data = sign->m;
         frame.data.len = sign->k;
+        frame.use = (uint32_t) use + 1;
+        frame.mechanism = mech;
         if (i != self->index && party_send (self, i, &frame))
             return i;
     }
@@ -319,25 +322,38 @@ party_sign_lane_up (party_t *self)
 /*  SIGN tenant label mech hex-input | PARTIAL tenant label mech hex-input
  *  party (one party's m^(d_i) mod N alone, for the tests that show a share
  *  alone signs nothing) | PUBLIC tenant label | RAW tenant ref hex-block
- *  (the frontend's C_Sign and C_Decrypt: a block it padded, or a
- *  ciphertext, of the key with that ref; the answer x has x^e = block mod N).  */
+ *  use mechanism (the frontend's C_Sign and C_Decrypt: a block it padded,
+ *  or a ciphertext, of the key with that ref, for use "sign", "decrypt" or
+ *  "unwrap" with that wire mechanism (decimal); the answer x has x^e =
+ *  block mod N).  SIGN and PARTIAL are uses "sign" with CKM_RSA_PKCS,
+ *  CKM_RSA_PKCS_PSS or CKM_RSA_X_509; every party checks the use against
+ *  its own row (party_use_refused).  */
 void
 party_sign_control (party_t *self, const void *id, size_t id_len, char **args, size_t n)
 {
     bool sign_verb = streq (args [0], "SIGN"), partial = streq (args [0], "PARTIAL"), raw = streq (args [0], "RAW");
-    if (!(sign_verb && n == 5) && !(partial && n == 6) && !(streq (args [0], "PUBLIC") && n == 3) && !(raw && n == 4)) {
+    if (!(sign_verb && n == 5) && !(partial && n == 6) && !(streq (args [0], "PUBLIC") && n == 3) && !(raw && n == 6)) {
         party_reply (self, id, id_len, "ERR", "CKR_ARGUMENTS_BAD",
                      "usage: SIGN TENANT LABEL MECH HEX | PARTIAL TENANT LABEL MECH HEX PARTY | PUBLIC TENANT LABEL"
-                     " | RAW TENANT REF HEX", NULL);
+                     " | RAW TENANT REF HEX USE MECHANISM", NULL);
         return;
     }
     const char *mech = raw ? "raw" : args [3], *hex_in = raw ? args [3] : args [4];
+    cs_usage_use_t use = raw ? party_use_parse (args [4]) : CS_USE_SIGN;
+    CK_MECHANISM_TYPE wire_mech = raw ? (CK_MECHANISM_TYPE) strtoull (args [5], NULL, 10)
+                                : !mech ? 0 : streq (mech, "pkcs1") ? CKM_RSA_PKCS         /* PUBLIC: no mechanism */
+                                : streq (mech, "pss-sha256") ? CKM_RSA_PKCS_PSS : CKM_RSA_X_509;
     char err [PARTY_ERR_LEN];
     Cs__KeyInfo *info = NULL;
     cs_sk_share_t *share = NULL;
     if (party_share_load (self, args [1], raw ? NULL : args [2], raw ? args [2] : NULL, &info, &share, err)) {
         party_reply (self, id, id_len, "ERR", "CKR_KEY_HANDLE_INVALID", err, NULL);
         return;
+    }
+    if (!streq (args [0], "PUBLIC") && party_use_refused (self, args [1], info, use, wire_mech, err)) {
+        zsys_warning ("party: refused a signature: %s", err);
+        party_reply (self, id, id_len, "ERR", party_rv_prefix (err), err, NULL);
+        goto out;
     }
     unsigned char nbuf [PARTY_MAX_N], in [PARTY_MAX_N];
     size_t k = 0;
@@ -386,7 +402,7 @@ party_sign_control (party_t *self, const void *id, size_t id_len, char **args, s
         goto out;
     }
     (void) party_session_fresh (self, sign->session);
-    unsigned down = s_fan_out (self, sign, args [1], info->ref);
+    unsigned down = s_fan_out (self, sign, args [1], info->ref, use, wire_mech);
     const char *rv = NULL;
     if (down) {
         rv = "CKR_DEVICE_ERROR";
@@ -448,7 +464,7 @@ s_peer_partial (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
     if (frame->error && *frame->error) {
         char why [PARTY_ERR_LEN];
         snprintf (why, sizeof why, "party %u: %s", from, frame->error);
-        s_sign_fail (self, slot, "CKR_DEVICE_ERROR", why);
+        s_sign_fail (self, slot, party_rv_prefix (frame->error), why);
         return;
     }
     if (frame->data.len != sign->k || !(sign->partial [from] = malloc (sign->k))) {
@@ -475,6 +491,8 @@ party_sign_frame (party_t *self, unsigned from, const Cs__Sk__Frame *frame)
         snprintf (err, sizeof err, "replayed session id");
     else
     if (party_share_load (self, frame->tenant, NULL, frame->ref, &info, &share, err) == 0
+    &&  party_use_refused (self, frame->tenant, info, frame->use ? (cs_usage_use_t) (frame->use - 1) : CS_USE_COUNT,
+                       frame->mechanism, err) == 0
     &&  !s_partial_start (self, frame->tenant, frame->session.data, from, &share, frame->data.data,
                           frame->data.len, err))
         *err = 0;

@@ -54,7 +54,7 @@ declare -A rank=(
     [request]=25
     [frontend]=26
     # shared keys: the party service of a broker (its own thread, party/README.md)
-    [party_int]=9 [party_net]=10 [party_idem]=10 [party_row]=11 [party_sign]=11 [party_gen]=12 [party]=13
+    [party_int]=9 [party_net]=10 [party_idem]=10 [party_use]=10 [party_row]=11 [party_sign]=11 [party_gen]=12 [party]=13
     # the daemon
     [server]=27 [main]=28
 )

@@ -104,6 +104,8 @@ main (int argc, char **argv)
     frame.ref = argv [6];
     frame.data.data = m;
     frame.data.len = k;
+    frame.use = 1;                          /* a signature (cs_usage_use_t CS_USE_SIGN + 1) */
+    frame.mechanism = 1;                    /* CKM_RSA_PKCS: the key's row must allow it */
     /*  Party 1 answers through its own connection to party 3's endpoint,
         which it makes again after the probe binds it: until then its answer
         is dropped (ZMQ_IMMEDIATE), so the first SIGN is retried with fresh

@@ -24,7 +24,9 @@ sm_infos (CK_SLOT_ID slot)
         { CKM_AES_CMAC_GENERAL, CKF_SIGN | CKF_VERIFY, 16, 32 },
         { CKM_DES3_ECB, CKF_ENCRYPT | CKF_DECRYPT, 24, 24 },
         { CKM_DES3_CBC, CKF_ENCRYPT | CKF_DECRYPT, 24, 24 },
-        { CKM_DES3_CBC_PAD, CKF_ENCRYPT | CKF_DECRYPT | CKF_WRAP | CKF_UNWRAP, 24, 24 },
+        /*  strict usage separation (the demo tenant's): CBC-PAD wraps but never
+         *  unwraps, a padding oracle (cs_usage_unwrap_oracle), so no CKF_UNWRAP  */
+        { CKM_DES3_CBC_PAD, CKF_ENCRYPT | CKF_DECRYPT | CKF_WRAP, 24, 24 },
         { CKM_DES3_KEY_GEN, CKF_GENERATE, 24, 24 },
         { CKM_AES_KEY_GEN, CKF_GENERATE, 16, 32 },
         { CKM_SHA_1_HMAC, CKF_SIGN | CKF_VERIFY, 16, 256 },
@@ -56,7 +58,7 @@ sm_infos (CK_SLOT_ID slot)
         }
     }
     printf ("C_GetMechanismList/Info: %zu secret-key rows with their flags and key sizes in bytes; "
-            "CKF_WRAP/CKF_UNWRAP on key wrap only\n", sizeof want / sizeof want [0]);
+            "CKF_WRAP/CKF_UNWRAP on key wrap, CKF_WRAP alone on CBC-PAD\n", sizeof want / sizeof want [0]);
 }
 
 /*  `mech` with key `k`: C_EncryptInit (or C_SignInit) gives `want`.  */

@@ -38,6 +38,7 @@
  *                                   label: the broker picks one) with Job.idempotency_id
  *                                   the bytes of hex IDEM, as the module sends it again
  *                                   after a failover; prints " REF" of the key made
+ *    obj-new, obj-set, obj-destroy  certificate and data-object jobs (cs-wire-objects.h)
  *
  *  --deadline-ms sets the job's Request.deadline_ms (default 10000; the
  *  client waits for the reply that long and 5 s more, at least 15 s); with
@@ -55,6 +56,7 @@
 #include "cs_attr_rules.h"
 #include "cs_mech.h"
 #include "cs_wire.h"
+#include "cs-wire-objects.h"
 
 #define S_WAIT_MS 15000
 #define S_MAX_HEX 4096
@@ -80,7 +82,7 @@ s_usage (void)
 {
     fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] "
              "[--context LABEL] [--deadline-ms N] [--burst N] "
-             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list|genkp-ec|genkp-rsa ARGS...\n");
+             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list|genkp-ec|genkp-rsa|obj-new|obj-set|obj-destroy ARGS...\n");
 }
 
 /*  Sends a request of job; its id, or 0 when it could not be sent.  */
@@ -405,6 +407,13 @@ s_genkp_rsa (s_client_t *self, const char *bits, const char *idem)
     return status;
 }
 
+/*  s_call for cs-wire-objects.c.  */
+static Cs__Reply *
+s_object_call (void *self, Cs__Job *job)
+{
+    return s_call (self, job);
+}
+
 /*  Builds and sends the job of argv (after the options).  */
 static int
 s_job (s_client_t *self, int argc, char **argv)
@@ -421,6 +430,8 @@ s_job (s_client_t *self, int argc, char **argv)
         return s_genkp_ec (self, argv [1]);
     if (streq (kind, "genkp-rsa") && argc == 3)
         return s_genkp_rsa (self, argv [1], argv [2]);
+    if (cs_wire_objects_kind (kind))
+        return cs_wire_objects_run (self, s_object_call, argc, argv);
     int need = crypto ? 4 : sym || change ? 5 : streq (kind, "derive") ? 3 : 0;
     if (streq (kind, "list") && argc == 2)
         return s_list_walk (self, (uint32_t) strtoul (argv [1], NULL, 10));

@@ -16,6 +16,11 @@
 #   - the broker enforces the key's usage: a shared key made with
 #     CKA_DECRYPT FALSE signs but refuses a decryption sent straight to the
 #     broker (cs-wire-client: CKR_KEY_FUNCTION_NOT_PERMITTED);
+#   - every party checks the job's use against its own row (issue #19): a
+#     role turned off through broker 2 (CKA_DECRYPT of shared1, straight at
+#     broker 2) holds for a decryption asked of broker 1, whose row still
+#     says TRUE: CKR_KEY_FUNCTION_NOT_PERMITTED, and party 2 logs the refusal;
+#     signing still works;
 #   - cryptoserver-bench --key shared1 --beside plain: one run times the
 #     shared key and an ordinary keystore key, every signature verified;
 #   - a generation sent again with the same idempotency id to broker 2
@@ -46,13 +51,15 @@ parties_make
 CONF=$WORK/p1/clients/app/client.conf
 "$CS_ADMIN" config set "$CONF" client/timeout-ms $((300000 * CS_TIME_FACTOR))
 "$CS_ADMIN" config set "$WORK/p1/broker.conf" broker/max-deadline-ms $((300000 * CS_TIME_FACTOR))
-# A client of party 2 too: the module's failover target.
-"$CS_ADMIN" client add app2 --dir "$WORK/p2" --tenant demo --endpoint tcp://127.0.0.1:1 > /dev/null \
-    || cs_fail "client add app2"
+# Broker 2 too takes the long deadline of a generation (the module's failover target).
 "$CS_ADMIN" config set "$WORK/p2/broker.conf" broker/max-deadline-ms $((300000 * CS_TIME_FACTOR))
 # Party 2 down: party 1 and its frontend log why (E: lines).
 cs_expect_broker_log 'party: shared-key signature failed: party 2|shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR: party 2'
 cs_expect_broker_log 'party: generation of "down1" for tenant demo: party 2'
+# A role turned off through broker 2 (issue #19): party 2 refuses, broker 1 says so.
+cs_expect_broker_log 'party: refused a signature for party 1: CKR_KEY_FUNCTION_NOT_PERMITTED'
+cs_expect_broker_log 'shared key ks:[0-9a-f]*: CKR_KEY_FUNCTION_NOT_PERMITTED: party 2'
+cs_expect_broker_log 'party: refused a PARTIAL from party 3 \(no such signature'     # the late partial of that job
 
 for i in 1 2 3; do party_start "$i"; done
 "$CS_ADMIN" config set "$CONF" client/endpoints "$(cat "$WORK/p1/broker.endpoint")"
@@ -139,6 +146,34 @@ got=$(wire decrypt signer CKM_RSA_X_509 "00$(openssl rand -hex 255)")
     || cs_fail "a decryption with a CKA_DECRYPT FALSE shared key, straight to the broker, gave: $got"
 cs_log "the broker refuses a decryption with the signer key (CKR_KEY_FUNCTION_NOT_PERMITTED)"
 
+# ---- a role turned off at one broker holds at the others (issue #19) -------------
+# Another client at broker 1 (its E: lines are rate-limited apart from app's)
+# and one at broker 2, straight at the brokers.
+"$CS_ADMIN" client add app2 --dir "$WORK/p1" --tenant demo --endpoint tcp://127.0.0.1:1 > /dev/null || cs_fail "client add app2"
+"$CS_ADMIN" client add app --dir "$WORK/p2" --tenant demo --endpoint tcp://127.0.0.1:1 > /dev/null || cs_fail "client add at p2"
+wire_at () {
+    local i=$1 client=$2
+    shift 2
+    "$WIRE" --endpoint "$(cat "$WORK/p$i/broker.endpoint")" --broker-cert "$WORK/p$i/clients/$client/broker.cert" \
+        --client-cert "$WORK/p$i/clients/$client/client.cert" --pin 1234 "$@" 2> "$WORK/wire.err"
+}
+openssl pkeyutl -encrypt -pubin -inkey "$WORK/pub.pem" -pkeyopt rsa_padding_mode:oaep -pkeyopt rsa_oaep_md:sha256 \
+    -pkeyopt rsa_mgf1_md:sha256 -in "$WORK/plain" -out "$WORK/oaep256.bin" || cs_fail "openssl encrypt (OAEP SHA-256)"
+OAEP256=$(od -An -tx1 -v "$WORK/oaep256.bin" | tr -d ' \n')
+got=$(wire_at 1 app2 decrypt shared1 CKM_RSA_PKCS_OAEP "$OAEP256")
+[ "${got%% *}" = CKR_OK ] || cs_fail "shared1 does not decrypt at broker 1: $got $(cat "$WORK/wire.err")"
+got=$(wire_at 2 app set shared1 private CKA_DECRYPT 0)
+[ "$got" = CKR_OK ] || cs_fail "CKA_DECRYPT off through broker 2: $got $(cat "$WORK/wire.err")"
+got=$(wire_at 1 app2 decrypt shared1 CKM_RSA_PKCS_OAEP "$OAEP256")
+[ "$got" = CKR_KEY_FUNCTION_NOT_PERMITTED ] \
+    || cs_fail "a decryption at broker 1 after CKA_DECRYPT went off through broker 2 gave: ${got:0:40}"
+cs_wait_until $((10 * CS_TIME_FACTOR)) grep -q \
+    "^W: .*party: refused a signature for party 1: CKR_KEY_FUNCTION_NOT_PERMITTED" "$WORK/p2.log" \
+    || cs_fail "party 2 does not log its refusal"
+got=$(wire_at 1 app2 sign shared1 CKM_RSA_PKCS 3031300d060960864801650304020105000420"$(openssl rand -hex 32)")
+[ "${got%% *}" = CKR_OK ] || cs_fail "shared1 no longer signs: $got $(cat "$WORK/wire.err")"
+cs_log "CKA_DECRYPT off through broker 2: broker 1's decryption CKR_KEY_FUNCTION_NOT_PERMITTED (party 2 refuses), signing works"
+
 # ---- cryptoserver-bench: the shared key beside an ordinary keystore key ---------------
 "$CS_ADMIN" key generate --tenant demo --type rsa:2048 --label plain --dir "$WORK/p1" > /dev/null \
     || cs_fail "an ordinary keystore key"
@@ -156,29 +191,24 @@ cs_log "bench: $(tr '\n' ' ' < "$WORK/bench.csv")"
 # The attempt at broker 1 goes again, with the same idempotency id, to broker 2
 # while the parties generate (party 2 answers it once its row is sealed) and
 # once more afterwards (party 2 finds the id recorded with its row): one key.
-wire_at () { # I CLIENT JOB...: cs-wire-client to broker I as CLIENT
-    local i=$1 c=$2
-    shift 2
-    "$WIRE" --endpoint "$(cat "$WORK/p$i/broker.endpoint")" --broker-cert "$WORK/p$i/clients/$c/broker.cert" \
-        --client-cert "$WORK/p$i/clients/$c/client.cert" --pin 1234 --deadline-ms $((300000 * CS_TIME_FACTOR)) "$@"
-}
 unlabelled () { "$CS_ADMIN" key list --dir "$WORK/p$1" --tenant demo | grep -c -- "shared-[0-9a-f]\{8\}" || true; }
 joined () { grep -c 'generating 2048-bit shared key "shared-[0-9a-f]*" for tenant demo, coordinator party 1' "$WORK/p2.log" || true; }
 declare -A had
 for i in 1 2 3; do had[$i]=$(unlabelled "$i"); done
 idem=$(openssl rand -hex 16)
 seen=$(joined)
-timeout $((600 * CS_TIME_FACTOR)) bash -c "$(declare -f wire_at); WORK='$WORK' WIRE='$WIRE' CS_TIME_FACTOR=$CS_TIME_FACTOR \
-    wire_at 1 app genkp-rsa 2048 $idem" > "$WORK/idem1.out" 2> "$WORK/idem1.err" &
+long=$((300000 * CS_TIME_FACTOR))
+timeout $((600 * CS_TIME_FACTOR)) bash -c "$(declare -f wire_at); WORK='$WORK' WIRE='$WIRE' \
+    wire_at 1 app --deadline-ms $long genkp-rsa 2048 $idem" > "$WORK/idem1.out" 2> "$WORK/idem1.err" &
 first=$!
 party2_in () { [ "$(joined)" -gt "$seen" ]; }
 cs_wait_until $((60 * CS_TIME_FACTOR)) party2_in || cs_fail "party 2 did not join the generation of broker 1"
-got2=$(wire_at 2 app2 genkp-rsa 2048 "$idem" 2> "$WORK/idem2.err") || cs_fail "broker 2: $(cat "$WORK/idem2.err")"
+got2=$(wire_at 2 app --deadline-ms $long genkp-rsa 2048 "$idem") || cs_fail "broker 2: $(cat "$WORK/wire.err")"
 wait "$first" || cs_fail "broker 1: $(cat "$WORK/idem1.out" "$WORK/idem1.err")"
 got1=$(cat "$WORK/idem1.out")
 [ "${got1%% *}" = CKR_OK ] && [ "$got2" = "$got1" ] \
     || cs_fail "one idempotency id, two attempts: \"$got1\" at broker 1, \"$got2\" at broker 2"
-got3=$(wire_at 2 app2 genkp-rsa 2048 "$idem" 2> "$WORK/idem3.err")
+got3=$(wire_at 2 app --deadline-ms $long genkp-rsa 2048 "$idem")
 [ "$got3" = "$got1" ] || cs_fail "the attempt after the generation at broker 2 got \"$got3\", not \"$got1\""
 for i in 1 2 3; do
     [ "$(unlabelled "$i")" = $((had[$i] + 1)) ] \
@@ -196,7 +226,7 @@ took=$(( $(date +%s) - start ))
 grep -q CKR_DEVICE_ERROR "$WORK/down.out" || cs_fail "not CKR_DEVICE_ERROR: $(cat "$WORK/down.out")"
 grep -q "^E: .*shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR: party 2 (tcp://127.0.0.1:${PORT[2]})" "$WORK/p1.log" \
     || cs_fail "broker 1 has no E: line naming party 2"
-cs_log "party 2 down: CKR_DEVICE_ERROR in $took s; $(grep -m1 "^E: .*shared key ks:" "$WORK/p1.log")"
+cs_log "party 2 down: CKR_DEVICE_ERROR in $took s; $(grep -m1 "^E: .*shared key ks:[0-9a-f]*: CKR_DEVICE_ERROR" "$WORK/p1.log")"
 timeout $((60 * CS_TIME_FACTOR)) $P11 --keypairgen --key-type rsa:2048 --label down1 --id 54 > "$WORK/down-gen.out" 2>&1 \
     && cs_fail "generated a shared key with party 2 down"
 grep -q CKR_DEVICE_ERROR "$WORK/down-gen.out" || cs_fail "generation: not CKR_DEVICE_ERROR: $(cat "$WORK/down-gen.out")"

@@ -1229,15 +1229,45 @@ START_TEST (test_objects)
     data.ref = cert_ref;
     ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_PUT_OBJECT, &data, NULL, NULL),
                        CKR_TEMPLATE_INCONSISTENT);
+    //  The attribute rules of common/cs_obj_rules.h (issue #19): a
+    //  certificate's value never changes, CKA_TRUSTED is the SO's, a label
+    //  changes freely; an object made undestroyable stays.
     cert.ref = cert_ref;
     cert.attributes = attrs;
     cert.n_attributes = 1;
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_PUT_OBJECT, &cert, NULL, NULL),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    Cs__Attribute label = CS__ATTRIBUTE__INIT, flag = CS__ATTRIBUTE__INIT;
+    label.type = CKA_LABEL;
+    label.value_case = CS__ATTRIBUTE__VALUE_BYTES;
+    label.bytes = (ProtobufCBinaryData) { 4, (uint8_t *) "cert" };
+    Cs__Attribute *labelled [] = { &label }, *flagged [] = { &flag };
+    cert.attributes = labelled;
     ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_PUT_OBJECT, &cert, NULL, NULL), CKR_OK);
     ck_assert_uint_eq (s_objects_listed (s_alice, true), 2);
+    flag.type = CKA_TRUSTED;
+    flag.value_case = CS__ATTRIBUTE__VALUE_FLAG;
+    flag.flag = true;
+    Cs__ObjectInfo anchor = CS__OBJECT_INFO__INIT;
+    anchor.object_class = CKO_CERTIFICATE;
+    anchor.attributes = flagged;
+    anchor.n_attributes = 1;
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_PUT_OBJECT, &anchor, NULL, NULL),
+                       CKR_ATTRIBUTE_READ_ONLY);
+    flag.type = CKA_DESTROYABLE;
+    flag.flag = false;
+    anchor.object_class = CKO_DATA;
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_PUT_OBJECT, &anchor, NULL, &reply), CKR_OK);
+    char *pinned_ref = strdup (reply->results [0]->object->ref);
+    cs__reply__free_unpacked (reply, NULL);
+    ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_DESTROY_OBJECT, NULL, pinned_ref, NULL),
+                       CKR_ACTION_PROHIBITED);
+    free (pinned_ref);
+    ck_assert_uint_eq (s_objects_listed (s_alice, true), 3);
     ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_DESTROY_OBJECT, NULL, data_ref, NULL), CKR_OK);
     ck_assert_uint_eq (s_object_job (s_alice, true, CS__JOB__KIND_DESTROY_OBJECT, NULL, data_ref, NULL),
                        CKR_OBJECT_HANDLE_INVALID);
-    ck_assert_uint_eq (s_objects_listed (s_alice, true), 1);
+    ck_assert_uint_eq (s_objects_listed (s_alice, true), 2);
     free (cert_ref);
     free (data_ref);
 }
