@@ -14,6 +14,15 @@
 #   party_jobs I BOARD  every job of party I's board BOARD (metrics)
 #   parties_two_in_flight SECONDS VERIFY CMD...  two signatures at party 1
 #                       at once (below)
+#   CS_ROUND_MS         the parties' party/round-timeout-ms; CS_ROUND_BOUND the
+#                       seconds a failure for a silent or missing party may take
+#
+# The round deadline is 10 s, not less: a loaded 2-core machine (CI, or the
+# suite's own parallel tests) can keep a party's thread off the CPU for
+# seconds mid-generation, and a shorter deadline then drops a generation
+# that was only slow.
+CS_ROUND_MS=$((10000 * CS_TIME_FACTOR))
+CS_ROUND_BOUND=$((CS_ROUND_MS / 1000 + 10 * CS_TIME_FACTOR))
 
 # A free loopback port below the ephemeral range (see CS_TEST_ENDPOINT).
 free_port () {
@@ -49,7 +58,7 @@ parties_make () {
         set_conf party/index "$i"
         set_conf party/endpoint "tcp://127.0.0.1:${PORT[$i]}"
         set_conf party/secret-key broker.cert_secret
-        set_conf party/round-timeout-ms 3000
+        set_conf party/round-timeout-ms "$CS_ROUND_MS"
         for j in 1 2 3; do
             [ "$j" = "$i" ] && continue
             set_conf "party/peers/$j/endpoint" "tcp://127.0.0.1:${PORT[$j]}"
