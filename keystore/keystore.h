@@ -6,7 +6,7 @@
  *  once PostgreSQL made it durable by its own settings); keystore.c and its
  *  rooms (ks_tenant.c, ks_keys.c, ks_objects.c; keystore_int.h) hold
  *  the rules, keystore/ks_sqlite.c and keystore/ks_pg.c the storage
- *  (ks_backend.h).  Only sealed blobs, keyed PIN hashes and MAC'd rows
+ *  (ks_backend.h; their rows through one row layer, ks_sql.h).  Only sealed blobs, keyed PIN hashes and MAC'd rows
  *  reach either.  Each key is a row: its public description in
  *  the clear (a packed cs.KeyInfo, so listing needs no decryption) and, for
  *  keys whose home is the keystore, its private key as PKCS#8 DER encrypted

@@ -10,7 +10,10 @@
  *  tables and their meaning are the same in both (cryptoserver-keystore(5)):
  *  meta (name -> value), tenants, keys, idempotency (the results of
  *  key-management jobs by their ids), objects, issued (fingerprints of
- *  issued pool keys), and a counter for key-list versions and PIN epochs.
+ *  issued pool keys), audit, and a counter for key-list versions and PIN
+ *  epochs.  The row slots (meta_get .. audit_sigs) are the row layer's
+ *  (ks_sql.h: KS_ROWS_SLOTS), the same in both; the rest is each back
+ *  end's own.
  *
  *  Every function returns 0 (or 1 "found/changed", 0 "absent/unchanged"
  *  where it says so) or -1 after a log line naming the database (its

@@ -34,6 +34,7 @@
 #include "cs_secmem.h"
 #include "keystore.h"
 #include "key_info.h"
+#include "ks_sql.h"
 #include "test_smaps.h"
 #ifdef HAVE_LIBPQ
 #include <libpq-fe.h>
@@ -138,6 +139,41 @@ s_file_has_window (const char *path, const uint8_t *secret, size_t len)
     zchunk_destroy (&chunk);
     return found;
 }
+
+/*  The row layer's table descriptions (ks_tables.c) are those of the
+ *  schema each back end makes (issue #20): every table and column they
+ *  name exists in a new keystore, and every statement names only them.  */
+START_TEST (test_table_descriptions)
+{
+    keystore_t *ks = s_open_with_tenant (NULL);
+    keystore_destroy (&ks);
+    const ks_backend_t *be = ks_backend_for (s_path);
+    ck_assert_ptr_nonnull (be);
+    ks_store_t *store = be->open (s_path);
+    ck_assert_ptr_nonnull (store);
+    ck_assert_int_eq (be->begin (store), 0);
+    size_t tables = 0;
+    for (const ks_table_t *t = ks_tables; t->name; t++, tables++) {
+        ck_assert_msg (be->has (store, t->name, NULL) == 1, "table %s", t->name);
+        for (const ks_col_t *c = t->cols; c->name; c++)
+            ck_assert_msg (be->has (store, t->name, c->name) == 1, "column %s.%s", t->name, c->name);
+    }
+    ck_assert_uint_eq (tables, 7);
+    for (int q = 0; q < KS_Q_COUNT; q++) {
+        ck_assert_msg (ks_stmts [q].sql != NULL, "statement %d", q);
+        const char *from = strstr (ks_stmts [q].sql, "FROM ") ? strstr (ks_stmts [q].sql, "FROM ") + 5
+                         : strstr (ks_stmts [q].sql, "INTO ") ? strstr (ks_stmts [q].sql, "INTO ") + 5
+                         : strstr (ks_stmts [q].sql, "UPDATE ") + 7;
+        bool known = false;
+        for (const ks_table_t *t = ks_tables; t->name && !known; t++)
+            known = strncmp (from, t->name, strlen (t->name)) == 0
+                 && (from [strlen (t->name)] == ' ' || !from [strlen (t->name)]);
+        ck_assert_msg (known, "statement %d: %s", q, ks_stmts [q].sql);
+    }
+    ck_assert_int_eq (be->end (store, false), 0);
+    be->close (&store);
+}
+END_TEST
 
 START_TEST (test_key_round_trip)
 {
@@ -1585,6 +1621,7 @@ s_suite (void)
     tcase_add_test (tc, test_objects);
     tcase_add_test (tc, test_upgrade_objects);
     tcase_add_test (tc, test_upgrade_from_schema_2);
+    tcase_add_test (tc, test_table_descriptions);
     suite_add_tcase (suite, tc);
 #ifdef HAVE_LIBPQ
     //  The same assertions against PostgreSQL (tests/integration/keystore-pg.sh);
@@ -1613,6 +1650,7 @@ s_suite (void)
         tcase_add_test (tc, test_idempotency);
         tcase_add_test (tc, test_upgrade_from_schema_2);
         tcase_add_test (tc, test_pg_idempotency_race);
+        tcase_add_test (tc, test_table_descriptions);
         suite_add_tcase (suite, tc);
     }
 #endif
