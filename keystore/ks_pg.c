@@ -23,20 +23,16 @@
 #include <config.h>
 #endif
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <czmq.h>
 #include <libpq-fe.h>
-#include <openssl/rand.h>
 #include "keystore.h"
 #include "ks_sql.h"
 #include "ks_pg.h"
-#include "cs_util.h"
 
-#define S_CONNECT_TIMEOUT "5"           /* seconds, unless the URL says otherwise */
 #define S_LOCK_ID         "7161829137213491"   /* pg_advisory_xact_lock of migrations */
 #define S_MAX_PARAMS      8
 #define S_OID_INT8        20
@@ -55,146 +51,8 @@ struct _ks_store_t {
     bool lost;                  /* the last connection attempt failed */
 };
 
-/*  The migrations: each brings the database from the version before it to
- *  its own; their versions are the keystore's schema versions (2 is the
- *  schema of the SQLite file's version 2: the first one here).  Append,
- *  never change one that was released.  */
-typedef struct {
-    int version;
-    const char *description;
-    const char *sql;
-} s_migration_t;
-
-static const s_migration_t s_migrations [] = {
-    { 2, "meta, tenants, keys with row MACs; version counter; change notifications",
-      "CREATE TABLE meta (name text PRIMARY KEY, value bytea NOT NULL);"
-      "CREATE SEQUENCE version_seq;"
-      "CREATE TABLE tenants ("
-      "  name text PRIMARY KEY,"
-      "  user_pin text NOT NULL, so_pin text NOT NULL,"
-      "  user_failures bigint NOT NULL DEFAULT 0,"
-      "  so_failures bigint NOT NULL DEFAULT 0,"
-      "  keys_version bigint NOT NULL,"
-      "  user_epoch bigint NOT NULL DEFAULT 0,"
-      "  so_epoch bigint NOT NULL DEFAULT 0,"
-      "  mac bytea);"
-      "CREATE TABLE keys ("
-      "  tenant text NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
-      "  ref text NOT NULL,"
-      "  info bytea NOT NULL,"
-      "  private bytea,"
-      "  mac bytea,"
-      "  seq bigint GENERATED ALWAYS AS IDENTITY,"
-      "  PRIMARY KEY (tenant, ref));"
-      "CREATE FUNCTION cryptoserver_keystore_notify () RETURNS trigger LANGUAGE plpgsql AS $$"
-      " BEGIN"
-      "  PERFORM pg_notify ('" KS_PG_CHANNEL "', coalesce (current_setting ('cryptoserver.origin', true), ''));"
-      "  RETURN NULL;"
-      " END $$;"
-      "CREATE TRIGGER tenants_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON tenants"
-      "  FOR EACH STATEMENT EXECUTE FUNCTION cryptoserver_keystore_notify ();"
-      "CREATE TRIGGER keys_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON keys"
-      "  FOR EACH STATEMENT EXECUTE FUNCTION cryptoserver_keystore_notify ();" },
-    { 3, "idempotency: results of key-management jobs by their ids",
-      "CREATE TABLE idempotency ("
-      "  tenant text NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
-      "  id bytea NOT NULL,"
-      "  result bytea NOT NULL,"
-      "  created bigint NOT NULL,"
-      "  mac bytea,"
-      "  PRIMARY KEY (tenant, id));"
-      "CREATE INDEX idempotency_created ON idempotency (created);" },
-    { 4, "objects: certificates and data objects (issue #10)",
-      "CREATE TABLE objects ("
-      "  tenant text NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,"
-      "  ref text NOT NULL,"
-      "  info bytea NOT NULL,"
-      "  private bytea,"
-      "  mac bytea,"
-      "  seq bigint GENERATED ALWAYS AS IDENTITY,"
-      "  PRIMARY KEY (tenant, ref));"
-      "CREATE TRIGGER objects_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON objects"
-      "  FOR EACH STATEMENT EXECUTE FUNCTION cryptoserver_keystore_notify ();" },
-    { 5, "issued: fingerprints of pool keys handed out; the authenticated state record (issue 19)",
-      "CREATE TABLE issued ("
-      "  fingerprint bytea PRIMARY KEY,"
-      "  tenant text NOT NULL,"
-      "  created bigint NOT NULL,"
-      "  mac bytea);" },
-    { 6, "audit: each broker's hash-chained audit records (issue 22)",
-      "CREATE TABLE audit ("
-      "  broker text NOT NULL,"
-      "  seq bigint NOT NULL,"
-      "  record text NOT NULL,"
-      "  prev bytea NOT NULL,"
-      "  hash bytea NOT NULL,"
-      "  sig bytea,"
-      "  PRIMARY KEY (broker, seq));" },
-};
-#define S_MIGRATIONS (sizeof s_migrations / sizeof s_migrations [0])
-
-/* ---- the origin of this process's writes --------------------------------- */
-
-static char s_origin [48];
-static pid_t s_origin_pid;                      /* the process s_origin was made for */
-static pthread_mutex_t s_origin_lock = PTHREAD_MUTEX_INITIALIZER;
-
-const char *
-ks_pg_origin (void)
-{
-    pthread_mutex_lock (&s_origin_lock);
-    if (s_origin_pid != getpid ()) {
-        uint8_t random [8] = { 0 };
-        char hex [17];
-        if (RAND_bytes (random, sizeof random) != 1)
-            memcpy (random, &(int64_t) { zclock_time () }, 8);
-        cs_hex_encode (random, sizeof random, hex);
-        s_origin_pid = getpid ();
-        snprintf (s_origin, sizeof s_origin, "%d-%s", (int) s_origin_pid, hex);
-    }
-    pthread_mutex_unlock (&s_origin_lock);
-    return s_origin;
-}
 
 /* ---- connections --------------------------------------------------------- */
-
-const char *
-ks_pg_message (PGconn *conn)
-{
-    const char *message = conn ? PQerrorMessage (conn) : NULL;
-    return message && *message ? message : "failed";
-}
-
-//  Drops notices (CREATE ... IF NOT EXISTS and the like): nothing to log.
-static void
-s_notice (void *arg, const char *message)
-{
-}
-
-PGconn *
-ks_pg_connect (const char *url, const char *where)
-{
-    const char *keys [] = { "connect_timeout", "application_name", "dbname", NULL };
-    const char *values [] = { S_CONNECT_TIMEOUT, "cryptoserver", url, NULL };
-    PGconn *conn = PQconnectdbParams (keys, values, 1);
-    if (!conn || PQstatus (conn) != CONNECTION_OK) {
-        zsys_error ("keystore %s: database unreachable: %.*s", where, KS_PG_MSG (conn));
-        PQfinish (conn);
-        return NULL;
-    }
-    PQsetNoticeProcessor (conn, s_notice, NULL);
-    char sql [128];
-    snprintf (sql, sizeof sql, "SET cryptoserver.origin = '%s'", ks_pg_origin ());
-    PGresult *res = PQexec (conn, sql);
-    bool ok = PQresultStatus (res) == PGRES_COMMAND_OK;
-    PQclear (res);
-    if (!ok) {
-        zsys_error ("keystore %s: %.*s", where, KS_PG_MSG (conn));
-        PQfinish (conn);
-        return NULL;
-    }
-    return conn;
-}
 
 //  Makes sure the connection is up: opens it again when it dropped (also
 //  after the database came back).  Returns 0, or -1 after a log.
@@ -410,19 +268,19 @@ s_migrate (ks_store_t *self, int *found_p)
     int64_t version = s_get_int8 (res, 0, 0);
     PQclear (res);
     *found_p = (int) version;
-    for (size_t i = 0; i < S_MIGRATIONS; i++) {
-        if (s_migrations [i].version <= version)
+    for (size_t i = 0; i < ks_pg_migrations_count; i++) {
+        if (ks_pg_migrations [i].version <= version)
             continue;
         s_params_t p = { .count = 0 };
-        s_int8 (&p, s_migrations [i].version);
-        s_text (&p, s_migrations [i].description);
-        if (s_script (self, s_migrations [i].sql) != 0 || s_run_changes (self, "INSERT INTO schema_version (version, description) "
+        s_int8 (&p, ks_pg_migrations [i].version);
+        s_text (&p, ks_pg_migrations [i].description);
+        if (s_script (self, ks_pg_migrations [i].sql) != 0 || s_run_changes (self, "INSERT INTO schema_version (version, description) "
                                          "VALUES ($1::bigint::integer, $2)", &p) != 1)
             return -1;
         zsys_info ("keystore %s: schema migrated to version %d (%s)", self->where,
-                   s_migrations [i].version, s_migrations [i].description);
+                   ks_pg_migrations [i].version, ks_pg_migrations [i].description);
         if (version > 0)
-            *found_p = s_migrations [i].version;
+            *found_p = ks_pg_migrations [i].version;
     }
     return 0;
 }
