@@ -307,6 +307,31 @@ s_rows_list (ks_store_t *store, ks_query_t q, const ks_val_t *params, size_t cou
     return -1;
 }
 
+//  Writes the whole row (tenant, rec) of keys or objects: 0, or -1.
+static int
+s_row_put (ks_store_t *store, ks_query_t q, const char *tenant, const ks_key_rec_t *rec)
+{
+    ks_val_t p [] = { KS_V_TEXT (tenant), KS_V_TEXT (rec->ref), KS_V_BLOB (rec->info, rec->info_len),
+                      KS_V_BLOB (rec->private, rec->private_len), KS_V_BLOB (rec->mac, rec->mac_len) };
+    return s_write (store, q, p, N (p)) == 1 ? 0 : -1;
+}
+
+//  Deletes row (tenant, ref) of keys or objects: 1, 0 none, -1.
+static int
+s_row_delete (ks_store_t *store, ks_query_t q, const char *tenant, const char *ref)
+{
+    ks_val_t p [] = { KS_V_TEXT (tenant), KS_V_TEXT (ref) };
+    return s_changed (store, q, p, N (p));
+}
+
+//  Every row of the tenant in keys or objects, in the order stored.
+static int
+s_tenant_rows (ks_store_t *store, ks_query_t q, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
+{
+    ks_val_t p [] = { KS_V_TEXT (tenant) };
+    return s_rows_list (store, q, p, N (p), recs_p, count_p);
+}
+
 int
 ks_rows_key_read (ks_store_t *store, const char *tenant, const char *ref, bool lock, ks_key_rec_t *rec)
 {
@@ -316,9 +341,7 @@ ks_rows_key_read (ks_store_t *store, const char *tenant, const char *ref, bool l
 int
 ks_rows_key_insert (ks_store_t *store, const char *tenant, const ks_key_rec_t *rec)
 {
-    ks_val_t p [] = { KS_V_TEXT (tenant), KS_V_TEXT (rec->ref), KS_V_BLOB (rec->info, rec->info_len),
-                      KS_V_BLOB (rec->private, rec->private_len), KS_V_BLOB (rec->mac, rec->mac_len) };
-    return s_write (store, KS_Q_KEY_INSERT, p, N (p)) == 1 ? 0 : -1;
+    return s_row_put (store, KS_Q_KEY_INSERT, tenant, rec);
 }
 
 int
@@ -333,15 +356,13 @@ ks_rows_key_update (ks_store_t *store, const char *tenant, const char *ref, cons
 int
 ks_rows_key_delete (ks_store_t *store, const char *tenant, const char *ref)
 {
-    ks_val_t p [] = { KS_V_TEXT (tenant), KS_V_TEXT (ref) };
-    return s_changed (store, KS_Q_KEY_DELETE, p, N (p));
+    return s_row_delete (store, KS_Q_KEY_DELETE, tenant, ref);
 }
 
 int
 ks_rows_key_list (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
 {
-    ks_val_t p [] = { KS_V_TEXT (tenant) };
-    return s_rows_list (store, KS_Q_KEY_LIST, p, N (p), recs_p, count_p);
+    return s_tenant_rows (store, KS_Q_KEY_LIST, tenant, recs_p, count_p);
 }
 
 int
@@ -361,23 +382,19 @@ ks_rows_object_read (ks_store_t *store, const char *tenant, const char *ref, ks_
 int
 ks_rows_object_put (ks_store_t *store, const char *tenant, const ks_key_rec_t *rec)
 {
-    ks_val_t p [] = { KS_V_TEXT (tenant), KS_V_TEXT (rec->ref), KS_V_BLOB (rec->info, rec->info_len),
-                      KS_V_BLOB (rec->private, rec->private_len), KS_V_BLOB (rec->mac, rec->mac_len) };
-    return s_write (store, KS_Q_OBJECT_PUT, p, N (p)) == 1 ? 0 : -1;
+    return s_row_put (store, KS_Q_OBJECT_PUT, tenant, rec);
 }
 
 int
 ks_rows_object_delete (ks_store_t *store, const char *tenant, const char *ref)
 {
-    ks_val_t p [] = { KS_V_TEXT (tenant), KS_V_TEXT (ref) };
-    return s_changed (store, KS_Q_OBJECT_DELETE, p, N (p));
+    return s_row_delete (store, KS_Q_OBJECT_DELETE, tenant, ref);
 }
 
 int
 ks_rows_object_list (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p)
 {
-    ks_val_t p [] = { KS_V_TEXT (tenant) };
-    return s_rows_list (store, KS_Q_OBJECT_LIST, p, N (p), recs_p, count_p);
+    return s_tenant_rows (store, KS_Q_OBJECT_LIST, tenant, recs_p, count_p);
 }
 
 /* ---- idempotency rows ------------------------------------------------------ */
