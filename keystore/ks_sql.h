@@ -1,8 +1,9 @@
 /*  ks_sql.h — the keystore's row layer (internal to keystore/): the tables
  *  described once (ks_tables.c: columns, types, key, MAC'd columns and
  *  every statement on them), the row functions of ks_backend.h written once
- *  over that description (ks_rows.c), and the one thing each back end adds:
- *  its dialect, which runs one statement (ks_sqlite.c, ks_pg.c).
+ *  over that description (ks_rows.c, ks_rows_history.c), and the one thing
+ *  each back end adds: its dialect, which runs one statement (ks_sqlite.c,
+ *  ks_pg.c).
  *
  *  A statement is written once with numbered placeholders `?N`; SQLite runs
  *  it as it is, PostgreSQL with `$N`; where the two dialects really differ
@@ -110,8 +111,9 @@ typedef struct {
     int (*chain_lock) (ks_store_t *store, const char *broker);
 } ks_dialect_t;
 
-/*  The row functions of ks_backend.h, the same for every dialect (ks_rows.c;
- *  their contracts are the slots' in ks_backend.h).  */
+/*  The row functions of ks_backend.h, the same for every dialect
+ *  (ks_rows.c, ks_rows_history.c; their contracts are the slots' in
+ *  ks_backend.h).  */
 int ks_rows_meta_get (ks_store_t *store, const char *name, uint8_t **value_p, size_t *len_p);
 int ks_rows_meta_put (ks_store_t *store, const char *name, const void *value, size_t len);
 int ks_rows_tenant_read (ks_store_t *store, const char *name, bool lock, ks_tenant_rec_t *rec);
@@ -150,6 +152,23 @@ int ks_rows_audit_head (ks_store_t *store, const char *broker, int64_t *seq_p,
 int ks_rows_audit_insert (ks_store_t *store, const keystore_audit_row_t *row);
 int ks_rows_audit_list (ks_store_t *store, keystore_audit_row_t **rows_p, size_t *count_p);
 int ks_rows_audit_sigs (ks_store_t *store, uint8_t **sigs_p, size_t *count_p);
+
+/*  What the row rooms (ks_rows.c, ks_rows_history.c) share.  ks_rows_run
+ *  runs statement q through the store's dialect (ks_dialect_t.run, the
+ *  same returns); ks_rows_write one without result rows (the rows
+ *  changed, or -1); ks_rows_changed gives 1 when it changed a row, 0 when
+ *  none, -1.  ks_rows_blob: a result column as a malloc'd copy with a
+ *  spare NUL (ks_dup), NULL for SQL NULL, *ok turned false when out of
+ *  memory; ks_rows_text: a malloc'd string ("" for SQL NULL), NULL when
+ *  out of memory; ks_rows_fixed: a blob column into `room` bytes (zeros
+ *  where it is shorter), returning its stored length.  */
+int ks_rows_run (ks_store_t *store, ks_query_t q, const ks_val_t *params, size_t count, bool lock,
+                 ks_row_fn *row, void *arg);
+int ks_rows_write (ks_store_t *store, ks_query_t q, const ks_val_t *params, size_t count);
+int ks_rows_changed (ks_store_t *store, ks_query_t q, const ks_val_t *params, size_t count);
+uint8_t *ks_rows_blob (const ks_val_t *v, size_t *len_p, bool *ok);
+char *ks_rows_text (const ks_val_t *v);
+size_t ks_rows_fixed (const ks_val_t *v, uint8_t *out, size_t room);
 
 /*  The row slots of a ks_backend_t, for a back end's table.  */
 #define KS_ROWS_SLOTS \
