@@ -323,7 +323,19 @@ CK_RV fe_route_sym_ref (frontend_t *self, fe_request_t *request, work_item_t *it
  *  to no tenant (drivers/NAME/tenant unset) or to this one; NULL (a
  *  background job for no tenant yet, a pool key): the shared ones only.  */
 uint64_t fe_open_boards (frontend_t *self, const char *tenant);
-uint64_t fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant);
+/*  What a board is asked it can do (board.h): generate key material of a
+ *  key type; take key material of a key type to sign or decrypt with;
+ *  run ECDH with a resident key or with EC key material; run a mechanism
+ *  with a CKF_ flag (CKF_SIGN, CKF_DECRYPT, CKF_DERIVE).  */
+typedef enum {
+    FE_CAN_GENERATE, FE_CAN_TAKE_MATERIAL, FE_CAN_DERIVE_RESIDENT, FE_CAN_DERIVE_MATERIAL, FE_CAN_RUN
+} fe_can_t;
+/*  The boards (bit b: board b) that can do `what` with `type` (a key
+ *  type, or for FE_CAN_RUN a mechanism with `flag`; flag is 0 otherwise);
+ *  those that take key material (generate, take, derive with material)
+ *  narrowed to the boards open to `tenant` (fe_open_boards; NULL: pool
+ *  keys, for any tenant later).  */
+uint64_t fe_boards_that (frontend_t *self, fe_can_t what, unsigned long type, CK_FLAGS flag, const char *tenant);
 int fe_board_index (frontend_t *self, const char *name);
 const fe_board_key_t * fe_board_key_find (frontend_t *self, const char *tenant, const char *ref, unsigned char id [CS_KEY_ID_MAX],
                   size_t *id_len_p);
