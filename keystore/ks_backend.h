@@ -132,6 +132,10 @@ typedef struct {
     int (*key_update) (ks_store_t *store, const char *tenant, const char *ref, const uint8_t *info,
                        size_t info_len, const uint8_t mac [ROW_MAC_LEN]);
     int (*key_delete) (ks_store_t *store, const char *tenant, const char *ref);    /* 1 / 0 */
+    /*  Replaces private and mac (a master key rotation, ks_master.c): 1
+     *  changed, 0 unknown.  */
+    int (*key_reseal) (ks_store_t *store, const char *tenant, const char *ref, const uint8_t *private,
+                       size_t private_len, const uint8_t mac [ROW_MAC_LEN]);
     /*  The tenant's key rows in the order they were stored: *recs_p a
      *  malloc'd array of *count_p (free each with ks_key_rec_free).  */
     int (*key_list) (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p);

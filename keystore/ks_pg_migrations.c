@@ -72,6 +72,8 @@ const ks_pg_migration_t ks_pg_migrations [] = {
       "  hash bytea NOT NULL,"
       "  sig bytea,"
       "  PRIMARY KEY (broker, seq));" },
+    { 7, "data_key: the row, PIN and state keys' base, sealed under the master key (issue 22)",
+      "SELECT 1" },                 //  a meta row, written by keystore.c
 };
 
 const size_t ks_pg_migrations_count = sizeof ks_pg_migrations / sizeof ks_pg_migrations [0];

@@ -346,13 +346,28 @@ ks_rows_key_insert (ks_store_t *store, const char *tenant, const ks_key_rec_t *r
     return s_row_put (store, KS_Q_KEY_INSERT, tenant, rec);
 }
 
+//  Sets one blob column of key row (tenant, ref) and its MAC (statement
+//  q: KS_Q_KEY_UPDATE info, KS_Q_KEY_RESEAL private): 1, 0 none, -1.
+static int
+s_key_set (ks_store_t *store, ks_query_t q, const char *tenant, const char *ref, const uint8_t *blob,
+           size_t len, const uint8_t mac [ROW_MAC_LEN])
+{
+    ks_val_t p [] = { KS_V_TEXT (tenant), KS_V_TEXT (ref), KS_V_BLOB (blob, len), KS_V_BLOB (mac, ROW_MAC_LEN) };
+    return ks_rows_write (store, q, p, N (p));
+}
+
 int
 ks_rows_key_update (ks_store_t *store, const char *tenant, const char *ref, const uint8_t *info,
                     size_t info_len, const uint8_t mac [ROW_MAC_LEN])
 {
-    ks_val_t p [] = { KS_V_TEXT (tenant), KS_V_TEXT (ref), KS_V_BLOB (info, info_len),
-                      KS_V_BLOB (mac, ROW_MAC_LEN) };
-    return ks_rows_write (store, KS_Q_KEY_UPDATE, p, N (p));
+    return s_key_set (store, KS_Q_KEY_UPDATE, tenant, ref, info, info_len, mac);
+}
+
+int
+ks_rows_key_reseal (ks_store_t *store, const char *tenant, const char *ref, const uint8_t *private,
+                    size_t private_len, const uint8_t mac [ROW_MAC_LEN])
+{
+    return s_key_set (store, KS_Q_KEY_RESEAL, tenant, ref, private, private_len, mac);
 }
 
 int

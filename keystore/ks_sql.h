@@ -81,7 +81,7 @@ typedef enum {
     KS_Q_META_GET, KS_Q_META_PUT,
     KS_Q_TENANT_READ, KS_Q_TENANT_INSERT, KS_Q_TENANT_UPDATE, KS_Q_TENANT_DELETE,
     KS_Q_TENANT_EXISTS, KS_Q_TENANT_LIST, KS_Q_KEYS_VERSION_GET, KS_Q_KEYS_VERSION_SET,
-    KS_Q_KEY_READ, KS_Q_KEY_INSERT, KS_Q_KEY_UPDATE, KS_Q_KEY_DELETE, KS_Q_KEY_LIST, KS_Q_KEY_PAGE,
+    KS_Q_KEY_READ, KS_Q_KEY_INSERT, KS_Q_KEY_UPDATE, KS_Q_KEY_RESEAL, KS_Q_KEY_DELETE, KS_Q_KEY_LIST, KS_Q_KEY_PAGE,
     KS_Q_OBJECT_READ, KS_Q_OBJECT_PUT, KS_Q_OBJECT_DELETE, KS_Q_OBJECT_LIST,
     KS_Q_IDEM_READ, KS_Q_IDEM_INSERT, KS_Q_IDEM_EXPIRE,
     KS_Q_ISSUED_INSERT, KS_Q_ISSUED_READ, KS_Q_ISSUED_MACS,
@@ -129,6 +129,8 @@ int ks_rows_key_read (ks_store_t *store, const char *tenant, const char *ref, bo
 int ks_rows_key_insert (ks_store_t *store, const char *tenant, const ks_key_rec_t *rec);
 int ks_rows_key_update (ks_store_t *store, const char *tenant, const char *ref, const uint8_t *info,
                         size_t info_len, const uint8_t mac [ROW_MAC_LEN]);
+int ks_rows_key_reseal (ks_store_t *store, const char *tenant, const char *ref, const uint8_t *private,
+                        size_t private_len, const uint8_t mac [ROW_MAC_LEN]);
 int ks_rows_key_delete (ks_store_t *store, const char *tenant, const char *ref);
 int ks_rows_key_list (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p);
 int ks_rows_key_page (ks_store_t *store, const char *tenant, const char *after, size_t limit,
@@ -178,6 +180,7 @@ size_t ks_rows_fixed (const ks_val_t *v, uint8_t *out, size_t room);
     .tenant_exists = ks_rows_tenant_exists, .tenant_list = ks_rows_tenant_list, \
     .keys_version_get = ks_rows_keys_version_get, .keys_version_set = ks_rows_keys_version_set, \
     .key_read = ks_rows_key_read, .key_insert = ks_rows_key_insert, .key_update = ks_rows_key_update, \
+    .key_reseal = ks_rows_key_reseal, \
     .key_delete = ks_rows_key_delete, .key_list = ks_rows_key_list, .key_page = ks_rows_key_page, \
     .object_read = ks_rows_object_read, .object_put = ks_rows_object_put, \
     .object_delete = ks_rows_object_delete, .object_list = ks_rows_object_list, \

@@ -71,6 +71,7 @@ const ks_stmt_t ks_stmts [KS_Q_COUNT] = {
                         .hot = 2, .lock = KS_LOCK_ASKED },
     [KS_Q_KEY_INSERT] = { "INSERT INTO keys (tenant, ref, info, private, mac) VALUES (?1, ?2, ?3, ?4, ?5)" },
     [KS_Q_KEY_UPDATE] = { "UPDATE keys SET info = ?3, mac = ?4 WHERE tenant = ?1 AND ref = ?2" },
+    [KS_Q_KEY_RESEAL] = { "UPDATE keys SET private = ?3, mac = ?4 WHERE tenant = ?1 AND ref = ?2" },
     [KS_Q_KEY_DELETE] = { "DELETE FROM keys WHERE tenant = ?1 AND ref = ?2" },
     [KS_Q_KEY_LIST] = { KEY_COLS "keys WHERE tenant = ?1 ORDER BY rowid",
                         .pg = KEY_COLS "keys WHERE tenant = ?1 ORDER BY seq", .cols = "tbbb",
