@@ -250,9 +250,7 @@ s_open (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN]
     if (self->keys)
         memcpy (self->keys->master, master_key, KEYSTORE_MASTER_KEY_LEN);
     if (!self->be || !self->location || !self->keys
-    ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_ROWS, self->keys->mac_key) != 0
-    ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_PINS, self->keys->pin_key) != 0
-    ||  row_mac_derive (self->keys->master, ROW_MAC_INFO_STATE, self->keys->state_key) != 0
+    ||  ks_keys_derive (self->keys, self->keys->master) != 0
     ||  !(self->store = self->be->open (location))
     ||  ks_schema_open (self, mode) != 0)
         goto fail;

@@ -6,7 +6,7 @@
  *  once PostgreSQL made it durable by its own settings); keystore.c and its
  *  rooms (ks_tenant.c, ks_keys.c, ks_objects.c; keystore_int.h) hold
  *  the rules, keystore/ks_sqlite.c and keystore/ks_pg.c the storage
- *  (ks_backend.h).  Only sealed blobs, keyed PIN hashes and MAC'd rows
+ *  (ks_backend.h; their rows through one row layer, ks_sql.h).  Only sealed blobs, keyed PIN hashes and MAC'd rows
  *  reach either.  Each key is a row: its public description in
  *  the clear (a packed cs.KeyInfo, so listing needs no decryption) and, for
  *  keys whose home is the keystore, its private key as PKCS#8 DER encrypted
@@ -51,6 +51,9 @@
 #include "cryptoserver.pb-c.h"
 
 #define KEYSTORE_MASTER_KEY_LEN 32      /* bytes: AES-256 */
+/*  The schema this code writes and reads (cryptoserver-keystore(5)); 7:
+ *  the data key under the master key (keystore_master_rotate).  */
+#define KEYSTORE_SCHEMA 7
 #define KEYSTORE_PIN_MAX_FAILURES 5     /* wrong PINs in a row before CKR_PIN_LOCKED */
 #define KEYSTORE_DAMAGED (-2)           /* a row does not verify or decrypt */
 #define KEYSTORE_UNAVAILABLE (-3)       /* the database failed or cannot be reached (logged) */
@@ -116,6 +119,22 @@ keystore_t *keystore_open_counted (const char *location, const uint8_t master_ke
  *  was current already, -1.  counter_path as keystore_open_counted.  */
 int keystore_upgrade (const char *location, const uint8_t master_key [KEYSTORE_MASTER_KEY_LEN],
                       const char *counter_path);
+
+/*  The operator's master key rotation (cryptoserver-admin master-key
+ *  rotate, issue #22 item 3; cryptoserver-keystore(5) "The master key"):
+ *  in one write transaction of self (opened with its current master key;
+ *  with keystore_open_counted the counter file follows), every private key
+ *  and private object, the data key (schema 7) and the master key check
+ *  value are sealed again under new_master (32 bytes), every key and
+ *  object row gets its new MAC, and the state record vouches for the rows
+ *  at its counter raised by one; the identity (meta identity), PIN forms,
+ *  other rows and change epochs are unchanged.  Afterwards self works
+ *  under new_master; other handles opened with the old key serve what
+ *  they cached, fail to open other sealed rows, and have every write
+ *  refused (ks_end: the check value no longer opens under their key)
+ *  until opened again with the new key.  The caller keeps new_master (and wipes it).
+ *  Returns 0, or -1 after a log (rolled back: nothing changed).  */
+int keystore_master_rotate (keystore_t *self, const uint8_t new_master [KEYSTORE_MASTER_KEY_LEN]);
 
 /*  The operator's acceptance of a rolled-back keystore (cryptoserver-admin
  *  keystore accept-rollback): its state record must verify (schema checks

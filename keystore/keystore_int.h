@@ -25,9 +25,11 @@
 //  The keystore's secrets, kept together in one locked, no-dump page.
 typedef struct {
     uint8_t master [KEYSTORE_MASTER_KEY_LEN];
-    uint8_t mac_key [32];                   /* HKDF (master, ROW_MAC_INFO_ROWS) */
-    uint8_t pin_key [CS_PIN_KEY_LEN];       /* HKDF (master, ROW_MAC_INFO_PINS) */
-    uint8_t state_key [32];                 /* HKDF (master, ROW_MAC_INFO_STATE) */
+    uint8_t mac_key [32];                   /* HKDF (base, ROW_MAC_INFO_ROWS) */
+    uint8_t pin_key [CS_PIN_KEY_LEN];       /* HKDF (base, ROW_MAC_INFO_PINS) */
+    uint8_t state_key [32];                 /* HKDF (base, ROW_MAC_INFO_STATE); base: the
+                                               data key (schema 7, ks_master.c), before it
+                                               the master key */
 } ks_keys_t;
 
 /*  How keystore_open treats a keystore (ks_state.c): as it is (refusing
@@ -82,7 +84,7 @@ uint8_t *ks_row_aad (const char *prefix, const char *tenant, const char *ref, si
 /* ---- ks_state.c ---------------------------------------------------------- */
 
 /*  The schema this code writes and reads.  */
-#define KS_SCHEMA_VERSION 6
+#define KS_SCHEMA_VERSION KEYSTORE_SCHEMA
 /*  The schema the database says (*stored_p), the highest schema its
  *  tables and columns show (*shows_p), and the first table or column of
  *  schema <= want that is missing ("column tenants.mac", "" when none;
@@ -121,6 +123,23 @@ int ks_state_opened (keystore_t *self, ks_open_mode_t mode);
  *  while open), then after the commit the counter file follows.  Returns
  *  0, or -1 (rolled back, or the commit failed).  */
 int ks_end (keystore_t *self, bool commit);
+
+/* ---- ks_master.c --------------------------------------------------------- */
+
+/*  Derives the row, PIN and state keys of keys from base (32 bytes: the
+ *  data key, or the master key of a keystore before schema 7).  0 or -1.  */
+int ks_keys_derive (ks_keys_t *keys, const uint8_t base [32]);
+/*  Seals the data key `key` (32 bytes) under master into meta data_key and
+ *  derives self's keys from it.  Inside a write transaction.  0 or -1.  */
+int ks_data_key_put (keystore_t *self, const uint8_t master [KEYSTORE_MASTER_KEY_LEN], const uint8_t key [32]);
+/*  Reads meta data_key, opens it under self's master key and derives
+ *  self's keys from it: 0, or -1 after an E: line (missing, or it does not
+ *  open: refused).  */
+int ks_data_key_load (keystore_t *self);
+/*  In a write transaction: 0 when the master key check value still opens
+ *  under self's master key, else -1 after an E: line (rotated by another
+ *  process: the write is refused).  */
+int ks_master_current (keystore_t *self);
 
 /* ---- ks_changes.c -------------------------------------------------------- */
 

@@ -10,7 +10,10 @@
  *  tables and their meaning are the same in both (cryptoserver-keystore(5)):
  *  meta (name -> value), tenants, keys, idempotency (the results of
  *  key-management jobs by their ids), objects, issued (fingerprints of
- *  issued pool keys), and a counter for key-list versions and PIN epochs.
+ *  issued pool keys), audit, and a counter for key-list versions and PIN
+ *  epochs.  The row slots (meta_get .. audit_sigs) are the row layer's
+ *  (ks_sql.h: KS_ROWS_SLOTS), the same in both; the rest is each back
+ *  end's own.
  *
  *  Every function returns 0 (or 1 "found/changed", 0 "absent/unchanged"
  *  where it says so) or -1 after a log line naming the database (its
@@ -129,6 +132,10 @@ typedef struct {
     int (*key_update) (ks_store_t *store, const char *tenant, const char *ref, const uint8_t *info,
                        size_t info_len, const uint8_t mac [ROW_MAC_LEN]);
     int (*key_delete) (ks_store_t *store, const char *tenant, const char *ref);    /* 1 / 0 */
+    /*  Replaces private and mac (a master key rotation, ks_master.c): 1
+     *  changed, 0 unknown.  */
+    int (*key_reseal) (ks_store_t *store, const char *tenant, const char *ref, const uint8_t *private,
+                       size_t private_len, const uint8_t mac [ROW_MAC_LEN]);
     /*  The tenant's key rows in the order they were stored: *recs_p a
      *  malloc'd array of *count_p (free each with ks_key_rec_free).  */
     int (*key_list) (ks_store_t *store, const char *tenant, ks_key_rec_t **recs_p, size_t *count_p);

@@ -43,6 +43,8 @@ keystore_dump_destroy (keystore_dump_t **self_p)
         free (self->issued [i].tenant);
     keystore_audit_rows_free (self->audit, self->n.audit);
     free (self->check);
+    free (self->data_key);
+    free (self->identity);
     free (self->names);
     free (self->tenants);
     free (self->keys);
@@ -141,7 +143,9 @@ s_read (keystore_t *ks, keystore_dump_t *self)
 {
     uint8_t digest [32];
     if (ks_state_get (ks, &self->schema, &self->counter, digest) != 1
-    ||  ks->be->meta_get (ks->store, "master_check", &self->check, &self->check_len) != 1)
+    ||  ks->be->meta_get (ks->store, "master_check", &self->check, &self->check_len) != 1
+    ||  ks->be->meta_get (ks->store, "data_key", &self->data_key, &self->data_key_len) < 0
+    ||  ks->be->meta_get (ks->store, "identity", &self->identity, &self->identity_len) < 0)
         return -1;
     char **names = ks->be->tenant_list (ks->store);
     int rc = names ? 0 : -1;

@@ -26,6 +26,12 @@ struct _keystore_dump_t {
     uint8_t *check;                     /* its master key check value (meta
                                            master_check: its identity) */
     size_t check_len;
+    uint8_t *data_key;                  /* meta data_key, sealed under the master key
+                                           (schema 7), or NULL (a backup of schema 6) */
+    size_t data_key_len;
+    uint8_t *identity;                  /* meta identity (schema 7, 32 bytes), or NULL:
+                                           SHA-256 of check */
+    size_t identity_len;
     char **names;                       /* tenants: names [i], tenants [i] */
     ks_tenant_rec_t *tenants;
     ks_dump_row_t *keys, *objects;

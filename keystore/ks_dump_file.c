@@ -172,6 +172,11 @@ s_serialise (s_buf_t *b, const keystore_dump_t *self)
         s_put_bytes (b, row->hash, row->hash_len);
         s_put_bytes (b, row->sig, row->sig_len);
     }
+    //  Last, so that a backup written before schema 7 (without it) parses.
+    if (self->data_key) {
+        s_put_bytes (b, self->data_key, self->data_key_len);
+        s_put_bytes (b, self->identity, self->identity ? self->identity_len : 0);
+    }
 }
 
 //  A count of rows that the rest of the buffer can hold (each >= 4 bytes).
@@ -272,6 +277,10 @@ s_parse (uint8_t *plain, size_t len)
         s_get_rows (&b, &self->keys, &self->n.keys);
         s_get_rows (&b, &self->objects, &self->n.objects);
         s_get_appends (&b, self);
+        if (!b.bad && b.room < b.len) {
+            b.bad |= !(self->data_key = s_get_bytes (&b, &self->data_key_len));
+            self->identity = s_get_bytes (&b, &self->identity_len);     //  NULL: none
+        }
     }
     if (b.bad || b.room != b.len)
         keystore_dump_destroy (&self);

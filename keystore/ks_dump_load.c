@@ -18,6 +18,7 @@ typedef struct {
     const keystore_dump_t *dump;
     bool *touched;                      /* per dump tenant: its rows changed */
     keystore_dump_counts_t changed;
+    uint64_t schema, counter;           /* the target's state record before the load */
 } s_load_t;
 
 //  The index of tenant `name` in the dump, or n.tenants.
@@ -190,13 +191,12 @@ s_not_older (s_load_t *self)
 {
     keystore_t *ks = self->ks;
     keystore_dump_counts_t c = self->changed;
-    uint8_t *check = NULL, digest [32];
+    uint8_t *check = NULL;
     size_t len = 0;
-    uint64_t schema = 0, counter = 0;
+    uint64_t counter = self->counter;       //  read before the load (s_load_t)
     if (c.tenants + c.keys + c.objects + c.issued + c.audit == 0)
         return 0;
-    if (ks->be->meta_get (ks->store, "master_check", &check, &len) != 1
-    ||  ks_state_get (ks, &schema, &counter, digest) != 1) {
+    if (ks->be->meta_get (ks->store, "master_check", &check, &len) != 1) {
         free (check);
         return -1;
     }
@@ -229,6 +229,13 @@ s_identity (s_load_t *self)
     if (ks->be->meta_put (ks->store, "master_check", self->dump->check, self->dump->check_len) != 0
     ||  EVP_Digest (self->dump->check, self->dump->check_len, ks->id, NULL, EVP_sha256 (), NULL) != 1)
         return -1;
+    //  Schema 7: the identity is its own row (a rotated keystore's differs
+    //  from its check value's hash).
+    const keystore_dump_t *d = self->dump;
+    if (d->identity && d->identity_len == sizeof ks->id)
+        memcpy (ks->id, d->identity, sizeof ks->id);
+    if (ks->be->meta_put (ks->store, "identity", ks->id, sizeof ks->id) != 0)
+        return -1;
     char **names = ks->be->tenant_list (ks->store);
     for (size_t i = 0; names && names [i]; i++) {
         ks_changes_touch (ks, names [i]);
@@ -238,6 +245,21 @@ s_identity (s_load_t *self)
     return names ? 0 : -1;
 }
 
+//  The target takes the source's data key (schema 7, ks_master.c: the
+//  rows' MACs and PIN forms are under keys made from it), sealed under the
+//  master key both share; a dump without one (a backup made at schema 6)
+//  had the master key itself as its base.  Before any row is compared:
+//  the target's own state record was read (s_load_t.schema, counter).
+static int
+s_data_key (s_load_t *self)
+{
+    keystore_t *ks = self->ks;
+    if (!self->dump->data_key)
+        return ks_data_key_put (ks, ks->keys->master, ks->keys->master);
+    return ks->be->meta_put (ks->store, "data_key", self->dump->data_key, self->dump->data_key_len) == 0
+        && ks_data_key_load (ks) == 0 ? 0 : -1;
+}
+
 //  The state record vouches for the rows as they now are, at a counter
 //  not below the target's, the dump's or the counter file's (ks_end then
 //  raises it by one and the file follows).
@@ -245,9 +267,9 @@ static int
 s_vouch (s_load_t *self)
 {
     keystore_t *ks = self->ks;
-    uint64_t schema = 0, counter = 0, file = 0;
-    uint8_t old [32], rows [32];
-    if (ks_state_get (ks, &schema, &counter, old) != 1 || s_identity (self) != 0
+    uint64_t schema = self->schema, counter = self->counter, file = 0;
+    uint8_t rows [32];
+    if (s_identity (self) != 0
     ||  ks_counter_base (ks, &file) != 0
     ||  ks_digest_compute (ks, rows) != 0)
         return -1;
@@ -280,7 +302,9 @@ keystore_dump_load (keystore_t *ks, const keystore_dump_t *dump, bool mirror, co
         free (self.touched);
         return -1;
     }
-    int rc = s_load_tenants (&self) == 0 && s_load_rows (&self, false) == 0 && s_load_rows (&self, true) == 0
+    uint8_t digest [32];
+    int rc = ks_state_get (ks, &self.schema, &self.counter, digest) == 1 && s_data_key (&self) == 0
+          && s_load_tenants (&self) == 0 && s_load_rows (&self, false) == 0 && s_load_rows (&self, true) == 0
           && (!mirror || s_mirror (&self) == 0) && s_load_appends (&self) == 0
           && (mirror || s_not_older (&self) == 0) && s_vouch (&self) == 0 ? 0 : -1;
     if (ks_end (ks, rc == 0) != 0 || rc != 0) {

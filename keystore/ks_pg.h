@@ -1,5 +1,6 @@
-/*  ks_pg.h — what ks_pg.c (the PostgreSQL back end) and ks_pg_listen.c
- *  (its change listener) share; internal to keystore/.  */
+/*  ks_pg.h — what ks_pg.c (the PostgreSQL back end), ks_pg_conn.c (its
+ *  connections), ks_pg_migrations.c (its schema) and ks_pg_listen.c (its
+ *  change listener) share; internal to keystore/.  */
 #ifndef KS_PG_H_INCLUDED
 #define KS_PG_H_INCLUDED
 
@@ -30,5 +31,19 @@ PGconn *ks_pg_connect (const char *url, const char *where);
  *  when it returns, or NULL after a log line.  Caller destroys
  *  (ks_listener_destroy).  */
 keystore_listener_t *ks_pg_listen (const char *url, const char *where);
+
+/*  The migrations: each brings the database from the version before it to
+ *  its own; their versions are the keystore's schema versions (2 is the
+ *  schema of the SQLite file's version 2: the first one here).  Append,
+ *  never change one that was released.  */
+typedef struct {
+    int version;
+    const char *description;
+    const char *sql;                /* statements separated by ";" */
+} ks_pg_migration_t;
+
+/*  Every migration in version order (ks_pg_migrations.c), and how many.  */
+extern const ks_pg_migration_t ks_pg_migrations [];
+extern const size_t ks_pg_migrations_count;
 
 #endif

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <czmq.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include "keystore_int.h"
 
 #define CHECK_AAD        "cs-master-check-v1"
@@ -106,6 +107,14 @@ s_init (keystore_t *self)
     if (rc == 0)
         EVP_Digest (check, len, self->id, NULL, EVP_sha256 (), NULL);
     free (check);
+    //  Schema 7: a random data key under the master key, from which the
+    //  row, PIN and state keys come (a master key rotation re-seals it).
+    uint8_t data_key [32];
+    if (rc == 0 && (RAND_priv_bytes (data_key, sizeof data_key) != 1
+                    || ks_data_key_put (self, self->keys->master, data_key) != 0
+                    || self->be->meta_put (self->store, "identity", self->id, sizeof self->id) != 0))
+        rc = -1;
+    OPENSSL_cleanse (data_key, sizeof data_key);
     uint8_t rows [32];
     if (rc == 0 && ks_counter_base (self, &base) == 0 && ks_digest_compute (self, rows) == 0
     &&  ks_state_put (self, KS_SCHEMA_VERSION, base + 1, rows) == 0)
@@ -152,6 +161,46 @@ s_was_current (keystore_t *self, int stored, bool rows)
     return keyed;
 }
 
+//  At open: loads the data key when the keystore has one (ks_master.c);
+//  at schema 7 it must.  0 or -1 after an E: line.
+static int
+s_has_data_key (keystore_t *self, int stored)
+{
+    uint8_t *value = NULL;
+    size_t len = 0;
+    int got = self->be->meta_get (self->store, "data_key", &value, &len);
+    free (value);
+    //  Its identity, fixed when it was made or upgraded to 7: a master key
+    //  rotation does not change it (authenticated by the state record).
+    int has_id = got == 1 ? self->be->meta_get (self->store, "identity", &value, &len) : 0;
+    if (has_id == 1 && len == sizeof self->id)
+        memcpy (self->id, value, sizeof self->id);
+    free (value);
+    if (got == 1 && has_id < 0)
+        return -1;
+    if (got == 1)
+        return ks_data_key_load (self);
+    if (got == 0 && stored >= 7)
+        zsys_error ("keystore %s: schema %d without its data key (changed without the master key?): "
+                    "refused", ks_where (self), stored);
+    return got == 0 && stored < 7 ? 0 : -1;
+}
+
+//  An upgrade to schema 7 of a keystore without a data key: the master key
+//  itself becomes it, so that every row MAC, PIN form and the state
+//  record stay as they are.  0 or -1.
+static int
+s_data_key_first (keystore_t *self)
+{
+    uint8_t *value = NULL;
+    size_t len = 0;
+    int got = self->be->meta_get (self->store, "data_key", &value, &len);
+    free (value);
+    return got == 0 ? (ks_data_key_put (self, self->keys->master, self->keys->master) == 0
+                       && self->be->meta_put (self->store, "identity", self->id, sizeof self->id) == 0 ? 0 : -1)
+         : got == 1 ? 0 : -1;
+}
+
 //  The operator's upgrade (keystore_upgrade) of a keystore at schema
 //  `stored` whose state record is absent (got 0) or verified (got 1).
 //  Refused: a record that says otherwise than the database (a downgrade),
@@ -173,11 +222,14 @@ s_upgrade (keystore_t *self, int stored, int got, uint64_t auth, uint64_t counte
             zsys_info ("keystore %s: schema %d already: nothing to upgrade", ks_where (self), stored);
             return ks_counter_check (self, auth, counter, digest, KS_OPEN_NORMAL);
         }
-        //  Schema 5 (authenticated, its rows and counter as its record
-        //  says) to 6: the audit table is added; the record says 6.
-        if (auth == 5 && stored == 5 && !missing [0]) {
+        //  Schema 5 or 6 (authenticated, its rows and counter as its
+        //  record says) to 7: the audit table is added (5); the data key
+        //  is the master key itself, so that every row MAC, PIN form and
+        //  the state record stay as they are; the record says 7.
+        if ((auth == 5 || auth == 6) && stored == (int) auth && !missing [0]) {
             if (self->be->migrate (self->store, &found) != 0      //  an empty audit table
             ||  ks_counter_check (self, auth, counter, digest, KS_OPEN_NORMAL) != 0
+            ||  s_data_key_first (self) != 0
             ||  self->be->version_set (self->store, KS_SCHEMA_VERSION) != 0
             ||  ks_state_put (self, KS_SCHEMA_VERSION, counter + 1, digest) != 0)
                 return -1;
@@ -213,6 +265,7 @@ s_upgrade (keystore_t *self, int stored, int got, uint64_t auth, uint64_t counte
     //  (a refusal rolls that back with the rest).
     if (self->be->migrate (self->store, &found) != 0
     ||  (stored == 1 && (s_was_current (self, stored, true) || s_upgrade_1_to_2 (self) != 0))
+    ||  s_data_key_first (self) != 0
     ||  self->be->version_set (self->store, KS_SCHEMA_VERSION) != 0
     ||  ks_counter_base (self, &base) != 0
     ||  ks_digest_compute (self, rows) != 0
@@ -290,6 +343,11 @@ ks_schema_open (keystore_t *self, ks_open_mode_t mode)
         goto out;
     }
     EVP_Digest (value, len, self->id, NULL, EVP_sha256 (), NULL);
+    //  A data key, wherever there is one (a schema taken back below 7 is
+    //  then refused by its state record, as any other): the row, PIN and
+    //  state keys come from it.
+    if (s_has_data_key (self, stored) != 0)
+        goto out;
     uint8_t digest [32] = { 0 };
     int got = ks_state_get (self, &auth, &counter, digest);
     if (mode == KS_OPEN_UPGRADE)

@@ -437,6 +437,10 @@ s_bump (keystore_t *self, uint64_t *next_p)
     if (got != 1)
         return -1;
     *next_p = counter + 1;
+    //  A process whose master key was rotated away must not seal new rows
+    //  under it (schema 7, ks_master.c).
+    if (ks_master_current (self) != 0)
+        return -1;
     if (self->counter_path && s_file_read (self, &file) == 1 && file >= *next_p) {
         zsys_error ("keystore %s: rolled back while open: its counter is %" PRIu64 ", the counter "
                     "file %s says %" PRIu64 ": write refused", ks_where (self), counter,

@@ -40,6 +40,8 @@ s_usage (FILE *out)
         "      manage a tenant's server-held keys in the keystore\n"
         "  master-key wrap --board NAME --label LABEL --public-key PUB.pem [--dir DIR]\n"
         "      wrap the keystore master key with a board's RSA key\n"
+        "  master-key rotate [--dir DIR]\n"
+        "      re-seal the keystore under a new master key; the old key file is shredded\n"
         "  keystore upgrade [DIR] [--master-key FILE] [--keystore-url URL]\n"
         "  keystore accept-rollback [DIR] [--master-key FILE] [--keystore-url URL]\n"
         "      the operator's explicit upgrade of an older keystore, or acceptance of\n"

@@ -29,6 +29,11 @@ int cs_admin_tenant (int argc, char **argv);        /* cs_admin_tenant.c */
 int cs_admin_tenant_quota (int argc, char **argv);
 int cs_admin_key (int argc, char **argv);           /* cs_admin_key.c */
 int cs_admin_master_key (int argc, char **argv);    /* cs_admin_key.c */
+/*  `master-key rotate` (cs_admin_rotate.c; argv [1] "rotate").  */
+int cs_admin_master_rotate (int argc, char **argv);
+/*  Overwrites the file at path twice (random bytes, zeros; fsync each) and
+ *  unlinks it (cs_admin_key.c).  0, or -1 after printing why.  */
+int cs_admin_shred (const char *path);
 int cs_admin_status (int argc, char **argv);        /* cs_admin_status.c */
 int cs_admin_shared (int argc, char **argv);        /* cs_admin_shared.c: shared RSA keys (issue #24) */
 

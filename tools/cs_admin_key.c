@@ -322,8 +322,8 @@ s_wrap_usage (FILE *out, int status)
 
 //  Overwrites a file with random bytes, then zeros, syncs and unlinks it.
 //  Returns 0 or -1 after printing why.
-static int
-s_shred (const char *path)
+int
+cs_admin_shred (const char *path)
 {
     struct stat st;
     int fd = open (path, O_WRONLY | O_CLOEXEC);
@@ -424,7 +424,7 @@ s_wrap_run (cs_admin_ks_args_t *args)
     &&  cs_admin_file_write (out_path, wrapped, wrapped_len, 0600) == 0) {
         zconfig_put (config, "keystore/master-key", value);
         zconfig_put (config, "keystore/master-key-wrapped", "master.key.wrapped");
-        if (cs_admin_conf_save (config, conf_path, 0600) == 0 && s_shred (key_path) == 0) {
+        if (cs_admin_conf_save (config, conf_path, 0600) == 0 && cs_admin_shred (key_path) == 0) {
             printf ("wrapped the master key under %s (%zu bytes in %s); %s shredded\n",
                     value, wrapped_len, out_path, key_path);
             status = CS_ADMIN_OK;
@@ -444,6 +444,8 @@ s_wrap_run (cs_admin_ks_args_t *args)
 int
 cs_admin_master_key (int argc, char **argv)
 {
+    if (argc >= 2 && streq (argv [1], "rotate"))
+        return cs_admin_master_rotate (argc, argv);
     if (argc < 2 || !streq (argv [1], "wrap"))
         return s_wrap_usage (argc >= 2 && (streq (argv [1], "--help") || streq (argv [1], "-h"))
                              ? stdout : stderr,

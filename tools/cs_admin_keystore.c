@@ -21,8 +21,9 @@ s_usage (FILE *out, int status)
         "       cryptoserver-admin keystore accept-rollback [DIR] [--master-key FILE]\n"
         "                                                  [--keystore-url URL]\n"
         "\n"
-        "upgrade brings a keystore made by an earlier version (schema 1 to 5) to\n"
-        "schema 6 (schema 6 adds the audit table): the schema version, row MAC format and master key check are\n"
+        "upgrade brings a keystore made by an earlier version (schema 1 to 6) to\n"
+        "schema 7 (6 adds the audit table, 7 the data key that master-key rotate\n"
+        "re-seals): the schema version, row MAC format and master key check are\n"
         "then bound to a MAC'd state record.  The broker refuses such a keystore\n"
         "until this is run; run it only on a keystore you trust (schema 1 rows\n"
         "get their MACs as they stand).  A keystore whose stored schema is lower\n"
@@ -124,10 +125,10 @@ cs_admin_keystore (int argc, char **argv)
     if (streq (verb, "upgrade")) {
         int from = location ? keystore_upgrade (location, key, counter) : -1;
         if (from > 0)
-            printf ("keystore %s: upgraded from schema %d to 6\n", name, from);
+            printf ("keystore %s: upgraded from schema %d to %d\n", name, from, KEYSTORE_SCHEMA);
         else
         if (from == 0)
-            printf ("keystore %s: schema 6 already: nothing to upgrade\n", name);
+            printf ("keystore %s: schema %d already: nothing to upgrade\n", name, KEYSTORE_SCHEMA);
         else
             cs_admin_error ("%s: not upgraded (see above)", name ? name : "keystore");
         status = from >= 0 ? CS_ADMIN_OK : CS_ADMIN_FAIL;

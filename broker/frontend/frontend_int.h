@@ -316,7 +316,7 @@ CK_RV fe_shared_crypto (frontend_t *self, work_item_t *item);
 /*  fe_shared_boards_start connects the board lane to party/control and
  *  says BOARDS with the lane token, when broker.conf has a party section
  *  (0, or -1 after an E: line): from then on the party's MODEXP requests
- *  run as work items on boards open to their tenant (fe_modexp_boards).
+ *  run as work items on boards open to their tenant (fe_boards_that FE_CAN_MODEXP).
  *  fe_shared_boards_stop closes the lane; items still out are freed by
  *  their completion (their answer is dropped).  */
 int fe_shared_boards_start (frontend_t *self);
@@ -336,11 +336,23 @@ CK_RV fe_route_sym_ref (frontend_t *self, fe_request_t *request, work_item_t *it
  *  to no tenant (drivers/NAME/tenant unset) or to this one; NULL (a
  *  background job for no tenant yet, a pool key): the shared ones only.  */
 uint64_t fe_open_boards (frontend_t *self, const char *tenant);
-/*  Boards open to `tenant` (fe_open_boards) that run raw modexp
- *  (CS_CAP_MODEXP): a raw modexp job's operands, or a shared key's
- *  exponent share, are the tenant's.  0 when none.  */
-uint64_t fe_modexp_boards (frontend_t *self, const char *tenant);
-uint64_t fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant);
+/*  What a board is asked it can do (board.h): generate key material of a
+ *  key type; take key material of a key type to sign or decrypt with;
+ *  run ECDH with a resident key or with EC key material; run a mechanism
+ *  with a CKF_ flag (CKF_SIGN, CKF_DECRYPT, CKF_DERIVE); run raw modexp
+ *  (CS_CAP_MODEXP: a raw modexp job's operands, or a shared key's exponent
+ *  share, are the tenant's).  */
+typedef enum {
+    FE_CAN_GENERATE, FE_CAN_TAKE_MATERIAL, FE_CAN_DERIVE_RESIDENT, FE_CAN_DERIVE_MATERIAL, FE_CAN_RUN,
+    FE_CAN_MODEXP
+} fe_can_t;
+/*  The boards (bit b: board b) that can do `what` with `type` (a key
+ *  type, or for FE_CAN_RUN a mechanism with `flag`; flag is 0 otherwise);
+ *  those that take key material (generate, take, derive with material,
+ *  modexp)
+ *  narrowed to the boards open to `tenant` (fe_open_boards; NULL: pool
+ *  keys, for any tenant later).  */
+uint64_t fe_boards_that (frontend_t *self, fe_can_t what, unsigned long type, CK_FLAGS flag, const char *tenant);
 int fe_board_index (frontend_t *self, const char *name);
 const fe_board_key_t * fe_board_key_find (frontend_t *self, const char *tenant, const char *ref, unsigned char id [CS_KEY_ID_MAX],
                   size_t *id_len_p);

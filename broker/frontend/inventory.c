@@ -7,7 +7,7 @@
  *  Owns: fe_inventory_t (private here), frontend_t.rsa_range, the
  *  scheduler's boards, keys and workers.
  *  It also answers which boards may run what for a tenant
- *  (fe_open_boards, fe_modexp_boards, fe_generating_boards, fe_board_index), read by the job
+ *  (fe_open_boards, fe_boards_that, fe_board_index), read by the job
  *  rooms above it.
  *
  *  May call: board.h, scheduler.h, slow_link.c (fe_slow_new, fe_slow_go),
@@ -147,26 +147,34 @@ fe_open_boards (frontend_t *self, const char *tenant)
     return set;
 }
 
-uint64_t
-fe_modexp_boards (frontend_t *self, const char *tenant)
+//  Whether board can do `what` with `type` (and `flag`), its capability
+//  query of board.h.
+static bool
+s_board_can (const board_t *board, fe_can_t what, unsigned long type, CK_FLAGS flag)
 {
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_modexps (self->args->boards [b]))
-            set |= UINT64_C (1) << b;
-    return set & fe_open_boards (self, tenant);
+    switch (what) {
+        case FE_CAN_GENERATE:           return board_generates (board, type, false);
+        case FE_CAN_TAKE_MATERIAL:      return board_takes_material (board, type);
+        case FE_CAN_DERIVE_RESIDENT:    return board_derives (board, false, type);
+        case FE_CAN_DERIVE_MATERIAL:    return board_derives (board, true, type);
+        case FE_CAN_RUN:                return board_runs (board, type, flag);
+        case FE_CAN_MODEXP:             return board_modexps (board);
+    }
+    return false;
 }
 
-/*  Boards open to `tenant` (NULL: pool keys, for any tenant later) that
- *  generate key_type as material.  */
 uint64_t
-fe_generating_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant)
+fe_boards_that (frontend_t *self, fe_can_t what, unsigned long type, CK_FLAGS flag, const char *tenant)
 {
     uint64_t set = 0;
     for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_generates (self->args->boards [b], key_type, false))
+        if (s_board_can (self->args->boards [b], what, type, flag))
             set |= UINT64_C (1) << b;
-    return set & fe_open_boards (self, tenant);
+    //  Only what takes the tenant's key material or operands is narrowed to its boards:
+    //  a resident key or a mechanism alone says nothing about the tenant.
+    bool material = what == FE_CAN_GENERATE || what == FE_CAN_TAKE_MATERIAL || what == FE_CAN_DERIVE_MATERIAL
+                 || what == FE_CAN_MODEXP;
+    return material ? set & fe_open_boards (self, tenant) : set;
 }
 
 /*  Index of the board called name, or -1.  */

@@ -8,7 +8,7 @@
  *
  *  Owns: the pinning of a cached key by the item it routes.
  *  May call: board.h capabilities, ks_cache.h, keyattrs.h, secretkeys.h,
- *  inventory.c (fe_board_key_find, fe_open_boards), reply.c (fe_log_due).  */
+ *  inventory.c (fe_board_key_find, fe_boards_that), reply.c (fe_log_due).  */
 #include <openssl/objects.h>
 #include <openssl/x509.h>
 #include "cs_attr_rules.h"
@@ -27,31 +27,6 @@
 
 #define S_REF_MAX 128                   /* bytes of a ref (CS_WIRE_MAX_REF) */
 
-/*  Boards open to `tenant` (fe_open_boards) that sign/decrypt with key
- *  material of key_type.  */
-static uint64_t
-s_material_boards (frontend_t *self, CK_KEY_TYPE key_type, const char *tenant)
-{
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_takes_material (self->args->boards [b], key_type))
-            set |= UINT64_C (1) << b;
-    return set & fe_open_boards (self, tenant);
-}
-
-/*  Boards that run ECDH with resident keys (material false: any, the key
- *  decides) or with EC key material of `tenant` (material true: the boards
- *  open to it).  */
-static uint64_t
-s_derive_boards (frontend_t *self, bool material, CK_KEY_TYPE key_type, const char *tenant)
-{
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_derives (self->args->boards [b], material, key_type))
-            set |= UINT64_C (1) << b;
-    return material ? set & fe_open_boards (self, tenant) : set;
-}
-
 /*  The mechanism on the wire of a sign, decrypt or derive item.  */
 static CK_MECHANISM_TYPE
 s_item_mechanism (const work_item_t *item)
@@ -65,11 +40,7 @@ fe_mech_boards (frontend_t *self, const work_item_t *item)
 {
     CK_MECHANISM_TYPE type = s_item_mechanism (item);
     CK_FLAGS flag = item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE;
-    uint64_t set = 0;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_runs (self->args->boards [b], type, flag))
-            set |= UINT64_C (1) << b;
-    return set;
+    return fe_boards_that (self, FE_CAN_RUN, type, flag, NULL);
 }
 
 /*  The modulus bits of an RSAPrivateKey (RFC 8017 A.1.2: SEQUENCE {
@@ -152,8 +123,8 @@ s_route_per_request (frontend_t *self, fe_request_t *request, work_item_t *item,
         return CKR_KEY_TYPE_INCONSISTENT;
     item->key = (cs_drv_key_t) { NULL, 0, der.data, der.len, NULL };
     item->bits = bits;
-    item->boards = item->kind == WORK_DERIVE ? s_derive_boards (self, true, type, request->tenant)
-                                             : s_material_boards (self, type, request->tenant);
+    fe_can_t can = item->kind == WORK_DERIVE ? FE_CAN_DERIVE_MATERIAL : FE_CAN_TAKE_MATERIAL;
+    item->boards = fe_boards_that (self, can, type, 0, request->tenant);
     return item->boards ? CKR_OK : CKR_KEY_TYPE_INCONSISTENT;
 }
 
@@ -238,7 +209,7 @@ s_route_board_ref (frontend_t *self, fe_request_t *request, work_item_t *item, c
     item->bits = key->info.bits;
     item->boards = key->boards;
     if (item->boards && item->kind == WORK_DERIVE) {
-        item->boards &= s_derive_boards (self, false, key->info.key_type, NULL);
+        item->boards &= fe_boards_that (self, FE_CAN_DERIVE_RESIDENT, key->info.key_type, 0, NULL);
         return item->boards ? CKR_OK : CKR_KEY_FUNCTION_NOT_PERMITTED;    /* no board derives */
     }
     return item->boards ? CKR_OK : CKR_KEY_HANDLE_INVALID;
@@ -342,7 +313,7 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
         item->key = (cs_drv_key_t) { item->id, 16, NULL, 0, NULL };
         item->boards = board >= 0 ? UINT64_C (1) << board : 0;
         if (item->kind == WORK_DERIVE)
-            item->boards &= s_derive_boards (self, false, info->key_type, NULL);
+            item->boards &= fe_boards_that (self, FE_CAN_DERIVE_RESIDENT, info->key_type, 0, NULL);
         if (rv == CKR_OK && !item->boards)
             rv = CKR_KEY_FUNCTION_NOT_PERMITTED;
         if (rv == CKR_OK)
@@ -351,8 +322,8 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
     else {
         snprintf (item->ref, sizeof item->ref, "%s", ref);
         item->key = (cs_drv_key_t) { NULL, 0, pkcs8, len, item->ref };
-        item->boards = !pkcs8 ? 0 : item->kind == WORK_DERIVE ? s_derive_boards (self, true, info->key_type, request->tenant)
-                     : s_material_boards (self, info->key_type, request->tenant);
+        fe_can_t can = item->kind == WORK_DERIVE ? FE_CAN_DERIVE_MATERIAL : FE_CAN_TAKE_MATERIAL;
+        item->boards = !pkcs8 ? 0 : fe_boards_that (self, can, info->key_type, 0, request->tenant);
         if (rv == CKR_OK && !item->boards) {
             zsys_warning ("key %s of tenant %s: no board open to the tenant takes keys of its type",
                           ref, request->tenant);

@@ -10,7 +10,7 @@
  *  job's or item's `done`.
  *
  *  May call: pool_jobs.c (fe_pool_take), inventory.c (fe_board_key_find,
- *  fe_generating_boards, fe_board_index), dispatch.c (fe_submit),
+ *  fe_boards_that, fe_board_index), dispatch.c (fe_submit),
  *  slow_link.c, reply.c (fe_key_limit_log, fe_request_release,
  *  fe_drained_check).  */
 #include "frontend_int.h"
@@ -240,7 +240,7 @@ fe_job_generate (frontend_t *self, fe_request_t *request, size_t index)
             s_generated_material (self, request, slot, pkcs8, len, true);   /* pending, or failed */
             return;
         }
-        item->boards = fe_generating_boards (self, type, request->tenant);
+        item->boards = fe_boards_that (self, FE_CAN_GENERATE, type, 0, request->tenant);
         rv = item->boards && fe_submit (self, item) == 0 ? CKR_OK : CKR_MECHANISM_INVALID;
     }
     if (rv != CKR_OK)           /* else the item sets it (s_generate_back), maybe already */

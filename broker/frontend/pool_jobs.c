@@ -4,7 +4,7 @@
  *  clean-ups), and the pipe's POOL-WAIT.
  *
  *  Owns: fe_pool_t (private here: the pool, refills at once, POOL-WAIT).
- *  May call: inventory.c (fe_generating_boards, fe_board_index), dispatch.c
+ *  May call: inventory.c (fe_boards_that, fe_board_index), dispatch.c
  *  (fe_submit), reply.c (fe_drained_check), pool.h, pool_store.h.  */
 #include "pool_store.h"
 #include "frontend_int.h"
@@ -37,7 +37,7 @@ fe_pool_refill (frontend_t *self)
 {
     /*  No refills while draining: a worker that is shutting down would
         never hand the item back, and its key material would leak.  */
-    uint64_t boards = self->pool && !self->draining ? fe_generating_boards (self, CKK_RSA, NULL) : 0;
+    uint64_t boards = self->pool && !self->draining ? fe_boards_that (self, FE_CAN_GENERATE, CKK_RSA, 0, NULL) : 0;
     unsigned bits;
     while (boards && (bits = pool_next_refill (self->pool->keys, self->pool->max_running)) != 0) {
         work_item_t *item = calloc (1, sizeof *item);

@@ -11,7 +11,7 @@
  *  item's or job's `done`.
  *
  *  May call: key_route.c, shared_link.c (fe_shared_crypto), board.h capabilities, ks_cache.h, inventory.c
- *  (fe_open_boards, fe_modexp_boards), slow_link.c (fe_slow_new,
+ *  (fe_open_boards, fe_boards_that), slow_link.c (fe_slow_new,
  *  fe_slow_go: a key read), dispatch.c (fe_submit, fe_item_wipe_material),
  *  reply.c (fe_log_due, fe_request_job_done, fe_request_release).  */
 #include "modexp_job.h"
@@ -120,7 +120,7 @@ fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index)
     work_item_t *item = &slot->item;
     s_item_new (self, request, index, WORK_MODEXP, item);
     CK_RV rv = modexp_job_operands (request->req, index, &item->modexp);
-    item->boards = fe_modexp_boards (self, request->tenant);
+    item->boards = fe_boards_that (self, FE_CAN_MODEXP, 0, 0, request->tenant);
     if (rv == CKR_OK && !item->boards)
         rv = CKR_MECHANISM_INVALID;
     if (rv == CKR_OK && fe_submit (self, item))

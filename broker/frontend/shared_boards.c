@@ -10,7 +10,7 @@
  *  Owns: the board lane; the party's modexp items (s_modexp_t, with the
  *  exponent share: wiped when back).
  *  May call: party.h (the endpoint, the lane token), inventory.c
- *  (fe_modexp_boards), dispatch.c (fe_submit), reply.c (fe_drained_check).  */
+ *  (fe_boards_that), dispatch.c (fe_submit), reply.c (fe_drained_check).  */
 #include <openssl/crypto.h>
 #include "party.h"
 #include "frontend_int.h"
@@ -77,7 +77,7 @@ s_modexp_back (void *arg, work_item_t *item)
 /*  One request of the party on the board lane: ["", "MODEXP", tag,
  *  tenant, base, exponent, modulus, deadline-ms] (party_net.c
  *  party_board_send): a plain raw modexp work item on a board open to the
- *  tenant that runs modexp (fe_modexp_boards; the exponent is the party's
+ *  tenant that runs modexp (fe_boards_that FE_CAN_MODEXP; the exponent is the party's
  *  share of d, so never a board of another tenant), answered by
  *  s_modexp_back; or at once CKR_MECHANISM_INVALID (no such board: the
  *  party computes it itself), CKR_DEVICE_ERROR (every one out of
@@ -106,7 +106,7 @@ s_on_boards (zloop_t *loop, zsock_t *reader, void *arg)
         size_t lens [3] = { zframe_size (part [4]), zframe_size (part [5]), zframe_size (part [6]) };
         op->buf_len = lens [0] + lens [1] + lens [2];
         work_item_t *item = &op->item;
-        item->boards = fe_modexp_boards (self, op->tenant);
+        item->boards = fe_boards_that (self, FE_CAN_MODEXP, 0, 0, op->tenant);
         rv = !item->boards ? CKR_MECHANISM_INVALID
            : !lens [0] || !lens [2] || lens [2] > CS_WIRE_MAX_MODEXP_BYTES || lens [0] > lens [2] || lens [1] > lens [2]
            ? CKR_ARGUMENTS_BAD : (op->buf = malloc (op->buf_len)) ? CKR_OK : CKR_HOST_MEMORY;

@@ -35,7 +35,7 @@ declare -A rank=(
     # scheduling and placement
     [scheduler_int]=3 [placement]=4 [scheduler]=5
     # operations: metrics, config
-    [metrics_quota]=5 [metrics]=6 [metrics_http]=7 [broker_config]=8
+    [metrics_quota]=5 [metrics_int]=5 [metrics]=6 [metrics_render]=6 [metrics_http]=7 [broker_config]=8
     # boards and their health
     [board]=9 [verify]=10 [worker]=11 [board_watch]=11 [cross_check]=12
     # the keystore side: audit chain, slow pool, key pool, slow jobs

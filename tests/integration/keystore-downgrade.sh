@@ -59,11 +59,11 @@ sql "ALTER TABLE tenants DROP COLUMN mac; ALTER TABLE tenants DROP COLUMN user_e
      UPDATE tenants SET user_pin = '$FORGED_HASH', user_failures = 0 WHERE name = 'demo';"
 [ "$(sql "SELECT CAST (value AS TEXT) FROM meta WHERE name = 'schema'")" = 1 ] || cs_fail "the attack did not apply"
 start_refused "schema set back to 1" \
-    "^E: .* keystore $DB: schema 1 in the database is not its authenticated schema 6 \(changed without the master key\): refused$"
-admin_refused "tenant list on the changed keystore" "schema 1 in the database is not its authenticated schema 6" \
+    "^E: .* keystore $DB: schema 1 in the database is not its authenticated schema 7 \(changed without the master key\): refused$"
+admin_refused "tenant list on the changed keystore" "schema 1 in the database is not its authenticated schema 7" \
     "$CS_ADMIN" tenant list --dir "$WORK"
 admin_refused "keystore upgrade of the changed keystore" \
-    "keystore $DB: its authenticated schema is 6 but the database says 1: refused \(changed without the master key\): no upgrade" \
+    "keystore $DB: its authenticated schema is 7 but the database says 1: refused \(changed without the master key\): no upgrade" \
     "$CS_ADMIN" keystore upgrade "$WORK"
 sql "DELETE FROM meta WHERE name = 'state'"
 start_refused "schema 1 without the state record" \
@@ -99,11 +99,11 @@ sqlite3 "$V1/keystore.db" < "$top_srcdir/tests/unit/keystore-v1.sql"
 admin_refused "tenant list on a schema 1 keystore" "keystore $V1/keystore.db: schema 1 is not authenticated" \
     "$CS_ADMIN" tenant list --dir "$V1"
 "$CS_ADMIN" keystore upgrade "$V1" > "$T/upgrade.log" 2>&1 || { cat "$T/upgrade.log"; cs_fail "keystore upgrade failed"; }
-grep -q "^N: .* keystore $V1/keystore.db: upgraded by the operator from schema 1 to 6 (schema 1 rows MACed as they stood)$" \
+grep -q "^N: .* keystore $V1/keystore.db: upgraded by the operator from schema 1 to 7 (schema 1 rows MACed as they stood)$" \
     "$T/upgrade.log" || { cat "$T/upgrade.log"; cs_fail "the upgrade is not logged"; }
-grep -q "^keystore $V1/keystore.db: upgraded from schema 1 to 6$" "$T/upgrade.log" || cs_fail "the upgrade is not printed"
+grep -q "^keystore $V1/keystore.db: upgraded from schema 1 to 7$" "$T/upgrade.log" || cs_fail "the upgrade is not printed"
 "$CS_ADMIN" tenant list --dir "$V1" > "$T/list.log" 2>&1 || { cat "$T/list.log"; cs_fail "the upgraded keystore does not open"; }
 grep -q alice "$T/list.log" && grep -q bob "$T/list.log" || { cat "$T/list.log"; cs_fail "tenants lost"; }
-"$CS_ADMIN" keystore upgrade "$V1" | grep -q "schema 6 already: nothing to upgrade" || cs_fail "a second upgrade did something"
+"$CS_ADMIN" keystore upgrade "$V1" | grep -q "schema 7 already: nothing to upgrade" || cs_fail "a second upgrade did something"
 [ -s "$V1/keystore.counter" ] || cs_fail "no counter file beside the master key"
 cs_log "a genuine schema 1 keystore is refused as it is and opens after 'keystore upgrade' (logged)"

@@ -19,7 +19,7 @@ cs_pg_start keystore_unit
 CK_RUN_CASE=postgresql CS_TEST_PG_URL=$CS_PG_URL CS_TEST_PG_DATA=$CS_PG_DATA \
     timeout $((600 * CS_TIME_FACTOR)) "$UNIT" > "$WORK/unit.log" 2>&1 || { cat "$WORK/unit.log"; cs_fail "test_keystore (postgresql) failed"; }
 cat "$WORK/unit.log"
-grep -q "100%: Checks: 18, Failures: 0, Errors: 0" "$WORK/unit.log" || cs_fail "not every PostgreSQL check ran"
+grep -q "100%: Checks: 20, Failures: 0, Errors: 0" "$WORK/unit.log" || cs_fail "not every PostgreSQL check ran"
 cs_log "the keystore's PostgreSQL back end passes the keystore's tests"
 
 # cryptoserver-admin init --keystore-url: a deployment whose keystore is the

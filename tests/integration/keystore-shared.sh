@@ -29,8 +29,8 @@ rm -f "$WORK/keystore.db"*
 "$CS_ADMIN" tenant add demo --pin "$CRYPTOSERVER_PIN" --so-pin 123456 --dir "$WORK" > "$T/admin.log" 2>&1 \
     || { cat "$T/admin.log"; cs_fail "cryptoserver-admin cannot add the tenant to the PostgreSQL keystore"; }
 [ "$(cs_psql cryptoserver -tAc "SELECT name FROM tenants")" = demo ] || cs_fail "no tenant row in PostgreSQL"
-[ "$(cs_psql cryptoserver -tAc "SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version")" = 2,3,4,5,6 ] \
-    || cs_fail "schema_version does not say 2,3,4,5,6"
+[ "$(cs_psql cryptoserver -tAc "SELECT string_agg (version::text, ',' ORDER BY version) FROM schema_version")" = 2,3,4,5,6,7 ] \
+    || cs_fail "schema_version does not say 2,3,4,5,6,7"
 
 # ---- broker B: a copy of the deployment (its own boards, log, endpoint) ---------
 WB=$WORK/b

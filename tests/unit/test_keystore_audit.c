@@ -249,7 +249,7 @@ START_TEST (test_upgrade_5_to_6)
     uint64_t schema = 0, counter = 0;
     uint8_t digest [32];
     ck_assert_int_eq (ks_state_get (ks, &schema, &counter, digest), 1);
-    ck_assert_uint_eq (schema, 6);
+    ck_assert_uint_eq (schema, 7);
     ck_assert_int_eq (ks->be->begin (ks->store), 0);
     ck_assert_int_eq (ks_state_put (ks, 5, counter, digest), 0);
     ck_assert_int_eq (ks->be->version_set (ks->store, 5), 0);
