@@ -70,6 +70,12 @@ static const cs_attr_rule_t s_rules [] = {
     { CKA_EC_POINT,           "CKA_EC_POINT",           CS_ATTR_V_BYTES, P | V, CR, -1 },
     { CKA_VALUE,              "CKA_VALUE",              CS_ATTR_V_BYTES, V | S, SE, -1 },
     { CKA_VALUE_LEN,          "CKA_VALUE_LEN",          CS_ATTR_V_ULONG, S, CR, -1 },
+    /* PKCS#11 3.2 ML-DSA and ML-KEM key objects (issue #23): the parameter set
+       (required in a generation's public template) */
+    { CKA_PARAMETER_SET,      "CKA_PARAMETER_SET",      CS_ATTR_V_ULONG, P | V, CR, -1 },
+    /* ... and the KEM roles (ML-KEM keys; cs_usage.h) */
+    { CKA_ENCAPSULATE,        "CKA_ENCAPSULATE",        CS_ATTR_V_BOOL,  P, ST, -1 },
+    { CKA_DECAPSULATE,        "CKA_DECAPSULATE",        CS_ATTR_V_BOOL,  V, ST, -1 },
 };
 
 #undef P

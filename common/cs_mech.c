@@ -22,6 +22,8 @@
 #define ED_MAX    448                   /* Ed448 (RFC 8032 §5.2) */
 #define X_MIN     255                   /* X25519 (RFC 7748 §5) .. */
 #define X_MAX     448                   /* X448 */
+#define PQ_MIN    1                     /* CKP_ML_DSA_44, CKP_ML_KEM_512 .. */
+#define PQ_MAX    3                     /* CKP_ML_DSA_87, CKP_ML_KEM_1024 (PKCS#11 3.2) */
 
 #define ROW(T) CKM_ ## T, "CKM_" #T
 #define P_NONE    CS_MECH_PARAM_NONE
@@ -104,6 +106,14 @@ static const cs_mech_row_t s_rows [] = {
     SIGN_EC (ECDSA_SHA3_512, CKM_SHA3_512, CS_MECH_IN_ANY),
     { ROW (EDDSA), CKM_EDDSA, CKK_EC_EDWARDS, 0, S_SIGN, ED_MIN, ED_MAX, P_NONE,
       CS_MECH_IN_MESSAGE, CS_MECH_OUT_EC },
+    /*  PKCS#11 3.2 ML-DSA (FIPS 204), pure: the whole message and its context
+        go to a board (the pq driver); verification too (the module has no
+        ML-DSA code).  Key "sizes" are the range of CKP_ML_DSA_* parameter
+        sets, 1..3, as the board reports them (docs/PQ-DRIVER.md).  */
+    { ROW (ML_DSA), CKM_ML_DSA, CKK_ML_DSA, 0, S_SIGN, PQ_MIN, PQ_MAX, CS_MECH_PARAM_SIGN_CONTEXT,
+      CS_MECH_IN_MESSAGE, CS_MECH_OUT_KEY },
+    { ROW (ML_DSA_KEY_PAIR_GEN), CKM_ML_DSA_KEY_PAIR_GEN, CKK_ML_DSA, 0, S_GEN, PQ_MIN, PQ_MAX, P_NONE,
+      CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     /*  CKK_EC keys, and CKK_EC_MONTGOMERY keys (PKCS#11 3.0 §2.3.7; X25519
         from 255 bits): pkcs11-module/derive.c checks the key type.  */
     { ROW (ECDH1_DERIVE), CKM_ECDH1_DERIVE, CKK_EC, 0, CKF_HW | CKF_DERIVE, X_MIN, EC_MAX,
@@ -229,6 +239,7 @@ cs_mech_output_len (const cs_mech_row_t *row, size_t k, size_t field, size_t h)
         case CS_MECH_OUT_DIGEST:
         case CS_MECH_OUT_MAC:         return h;
         case CS_MECH_OUT_SYM:         return 0;       /* cs_mech_sym_output_len */
+        case CS_MECH_OUT_KEY:         return 0;       /* the key's (ML-DSA: the module's cs_key_signature_len) */
         case CS_MECH_OUT_NONE:
         case CS_MECH_OUT_MODEXP:      return 0;
     }

@@ -56,6 +56,8 @@ typedef enum {
     CS_MECH_PARAM_MAC_LEN,      /* CK_MAC_GENERAL_PARAMS (a CK_ULONG): the
                                    MAC length in bytes, 1..the full MAC of the row's wire
                                    (_HMAC_GENERAL, CKM_AES_CMAC_GENERAL) */
+    CS_MECH_PARAM_SIGN_CONTEXT, /* none, or CK_SIGN_ADDITIONAL_CONTEXT (PKCS#11 3.2, CKM_ML_DSA):
+                                   hedge variant and a context of 0..255 bytes (FIPS 204 §5.2) */
     CS_MECH_PARAM_WRAP_IV,      /* AES key wrap (PKCS#11 3.0 curr. mech.): none (the RFC's default
                                    IV) or an IV of 8 bytes (RFC 3394) / 4 bytes (RFC 5649) */
 } cs_mech_param_t;
@@ -93,6 +95,8 @@ typedef enum {
     CS_MECH_OUT_DIGEST,         /* the hash size */
     CS_MECH_OUT_MODEXP,         /* vendor: the modulus bytes per item (modexp.h) */
     CS_MECH_OUT_SYM,            /* secret-key cipher: cs_mech_sym_output_len */
+    CS_MECH_OUT_KEY,            /* the key's own signature size (ML-DSA: FIPS 204 Table 2, by
+                                   parameter set; the module's cs_key_signature_len): 0 here */
     CS_MECH_OUT_MAC,            /* secret-key MAC: cs_mech_mac_len (the _GENERAL rows: their
                                    parameter) */
 } cs_mech_output_t;

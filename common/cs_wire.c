@@ -37,6 +37,8 @@ s_crypto_job (ProtobufCBinaryData key_id, ProtobufCBinaryData key_pkcs8,
         return S_BAD ("job without mechanism", CKR_DEVICE_ERROR);
     if (mech->oaep_label.len > CS_WIRE_MAX_LABEL)
         return S_BAD ("OAEP label too long", CKR_MECHANISM_PARAM_INVALID);
+    if (mech->context.len > 255)
+        return S_BAD ("context over 255 bytes", CKR_MECHANISM_PARAM_INVALID);   /* FIPS 204 §5.2 */
     if (data.len > CS_WIRE_MAX_DATA)
         return S_BAD ("job data over CS_WIRE_MAX_DATA bytes", data_rv);
     return S_OK;
@@ -155,6 +157,22 @@ s_key_job (const Cs__Job *job)
     }
 }
 
+//  C_Verify with CKM_ML_DSA (issue #23): a public key, message and
+//  signature within the limits (the board checks their exact sizes).
+static s_problem_t
+s_verify_job (const Cs__VerifyJob *verify)
+{
+    if (!verify->mechanism)
+        return S_BAD ("job without mechanism", CKR_DEVICE_ERROR);
+    if (verify->mechanism->context.len > 255)
+        return S_BAD ("context over 255 bytes", CKR_MECHANISM_PARAM_INVALID);
+    if (verify->public_value.len > CS_WIRE_MAX_KEY_DER)
+        return S_BAD ("verify job: public key over CS_WIRE_MAX_KEY_DER bytes", CKR_KEY_SIZE_RANGE);
+    if (verify->data.len > CS_WIRE_MAX_DATA || verify->signature.len > CS_WIRE_MAX_DATA)
+        return S_BAD ("verify job: data or signature over CS_WIRE_MAX_DATA bytes", CKR_DATA_LEN_RANGE);
+    return S_OK;
+}
+
 static s_problem_t
 s_job (const Cs__Job *job)
 {
@@ -176,6 +194,8 @@ s_job (const Cs__Job *job)
                 return S_BAD ("derive job: peer point empty or too long", CKR_MECHANISM_PARAM_INVALID);
             return s_crypto_job (derive->key_id, derive->key_pkcs8, &s_no_mechanism,
                                  derive->public_data, CKR_MECHANISM_PARAM_INVALID);
+        case CS__JOB__KIND_VERIFY:
+            return s_verify_job (job->verify);
         case CS__JOB__KIND_SYM:
             if ((job->sym->key_value.len > 0) == (job->sym->key_id.len > 0))
                 return S_BAD ("sym job needs exactly one of key_value and key_id", CKR_DEVICE_ERROR);

@@ -139,8 +139,10 @@ s_attributes (Cs__KeyInfo *info, bool generated, CK_MECHANISM_TYPE mechanism)
 }
 
 //  Sets ref, label, home and id from params (defaults per key_info.h).
+//  Sets ref, label, home and id from params (defaults per key_info.h);
+//  `derived` (KEY_INFO_ID_LEN bytes) is the CKA_ID when params gives none.
 static int
-s_names (EVP_PKEY *pkey, Cs__KeyInfo *info, const key_info_params_t *params)
+s_names (const uint8_t *derived, Cs__KeyInfo *info, const key_info_params_t *params)
 {
     char ref [36];
     if (!params->ref)
@@ -152,8 +154,37 @@ s_names (EVP_PKEY *pkey, Cs__KeyInfo *info, const key_info_params_t *params)
         return -1;
     if (params->id)
         return s_bytes_set (&info->id, params->id, params->id_len);
+    return derived ? s_bytes_set (&info->id, derived, KEY_INFO_ID_LEN) : -1;
+}
+
+Cs__KeyInfo *
+key_info_from_pq (CK_KEY_TYPE key_type, CK_ULONG parameter_set, const uint8_t *pub, size_t pub_len,
+                  const key_info_params_t *params)
+{
+    static const key_info_params_t defaults = { 0 };
+    if (!pub || !pub_len || (key_type != CKK_ML_DSA && key_type != CKK_ML_KEM)
+    ||  parameter_set < 1 || parameter_set > 3)
+        return NULL;
+    params = params ? params : &defaults;
+    Cs__KeyInfo *info = malloc (sizeof *info);
+    if (!info)
+        return NULL;
+    cs__key_info__init (info);
+    info->key_type = key_type;
+    info->parameter_set = parameter_set;
+    bool dsa = key_type == CKK_ML_DSA;
     uint8_t id [KEY_INFO_ID_LEN];
-    return key_info_derive_id (pkey, id) == 0 ? s_bytes_set (&info->id, id, sizeof id) : -1;
+    SHA1 (pub, pub_len, id);            /* RFC 5280 §4.2.1.2 method 1 over the raw key (RFC 9881 §4) */
+    if (s_bytes_set (&info->public_value, pub, pub_len) != 0
+    ||  s_names (id, info, params) != 0
+    ||  s_attributes (info, params->generated, dsa ? CKM_ML_DSA_KEY_PAIR_GEN : CKM_ML_KEM_KEY_PAIR_GEN) != 0) {
+        cs__key_info__free_unpacked (info, NULL);
+        return NULL;
+    }
+    info->can_sign = dsa;
+    info->has_private = true;
+    info->has_public = true;
+    return info;
 }
 
 Cs__KeyInfo *
@@ -168,8 +199,10 @@ key_info_from_pkey (EVP_PKEY *pkey, const key_info_params_t *params)
         return NULL;
     cs__key_info__init (info);
     CK_MECHANISM_TYPE mechanism = CK_UNAVAILABLE_INFORMATION;
+    uint8_t id [KEY_INFO_ID_LEN];
+    bool derived = params->id || key_info_derive_id (pkey, id) == 0;
     if (s_public_fields (pkey, info, &mechanism) != 0
-    ||  s_names (pkey, info, params) != 0
+    ||  s_names (derived ? id : NULL, info, params) != 0
     ||  s_attributes (info, params->generated, mechanism) != 0) {
         cs__key_info__free_unpacked (info, NULL);
         return NULL;

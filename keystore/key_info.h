@@ -53,6 +53,21 @@ typedef struct {
  *  curve without a name, or out of memory.  pkey is only read.  */
 Cs__KeyInfo *key_info_from_pkey (EVP_PKEY *pkey, const key_info_params_t *params);
 
+/*  Builds the KeyInfo of a post-quantum key pair (issue #23; PKCS#11 3.2):
+ *  key_type CKK_ML_DSA (FIPS 204) or CKK_ML_KEM (FIPS 203), parameter_set
+ *  its CKP_* (1..3, CKA_PARAMETER_SET), public_value a copy of pub (pub_len
+ *  bytes: the raw pk / ek, CKA_VALUE of the public object), bits 0 (these
+ *  keys have no size in bits); can_sign for ML-DSA, can_decrypt never;
+ *  has_private and has_public TRUE; CKA_ID (unless params gives one) the
+ *  SHA-1 of pub, as key_info_derive_id does with a SPKI's key bits;
+ *  private and public attributes as key_info_from_pkey, with
+ *  CKA_KEY_GEN_MECHANISM CKM_ML_DSA_KEY_PAIR_GEN / CKM_ML_KEM_KEY_PAIR_GEN.
+ *  Returns the KeyInfo (caller frees with cs__key_info__free_unpacked), or
+ *  NULL for another type, a parameter set out of 1..3, no pub, or out of
+ *  memory.  */
+Cs__KeyInfo *key_info_from_pq (CK_KEY_TYPE key_type, CK_ULONG parameter_set, const uint8_t *pub, size_t pub_len,
+                               const key_info_params_t *params);
+
 /*  Writes the derived CKA_ID of `pkey` into id (KEY_INFO_ID_LEN bytes): the
  *  SHA-1 of the subjectPublicKey BIT STRING contents (RFC 5280 §4.2.1.2
  *  method 1), i.e. the Subject Key Identifier that `openssl x509` and most

@@ -15,9 +15,10 @@ cs_attr_kind (CK_ATTRIBUTE_TYPE type)
         case CKA_DERIVE: case CKA_SIGN_RECOVER: case CKA_VERIFY_RECOVER: case CKA_LOCAL:
         case CKA_ALWAYS_SENSITIVE: case CKA_NEVER_EXTRACTABLE: case CKA_ALWAYS_AUTHENTICATE:
         case CKA_WRAP_WITH_TRUSTED: case CKA_TRUSTED: case CKA_CS_SHARED:
+        case CKA_ENCAPSULATE: case CKA_DECAPSULATE:
             return CS_ATTR_BOOL;
         case CKA_CLASS: case CKA_KEY_TYPE: case CKA_MODULUS_BITS: case CKA_KEY_GEN_MECHANISM:
-        case CKA_VALUE_LEN:
+        case CKA_VALUE_LEN: case CKA_PARAMETER_SET:
             return CS_ATTR_ULONG;
         case CKA_ID: case CKA_LABEL: case CKA_SUBJECT: case CKA_START_DATE: case CKA_END_DATE:
         case CKA_MODULUS: case CKA_PUBLIC_EXPONENT: case CKA_EC_PARAMS: case CKA_EC_POINT:

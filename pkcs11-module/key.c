@@ -39,6 +39,9 @@ cs_key_ec_point_raw (const cs_key_t *key, const uint8_t **raw_p, size_t *len_p)
 size_t
 cs_key_signature_len (const cs_key_t *key)
 {
+    static const size_t ml_dsa [4] = { 0, 2420, 3309, 4627 };      /* FIPS 204 Table 2 */
+    if (key->key_type == CKK_ML_DSA)
+        return key->parameter_set <= 3 ? ml_dsa [key->parameter_set] : 0;
     return key->key_type == CKK_RSA ? key->modulus_len : 2 * key->field_len;
 }
 
@@ -78,6 +81,7 @@ cs_key_unref (cs_key_t **key_p)
     free (key->exponent);
     free (key->ec_params);
     free (key->ec_point);
+    free (key->value);
     free (key);
 }
 
@@ -123,6 +127,8 @@ s_key_complete (cs_key_t *key)
         key->secret_len = key->bits / 8;        /* a token secret key: the broker holds the value */
         return key->ref && key->bits % 8 == 0 && key->secret_len > 0 && key->secret_len <= CS_WIRE_MAX_SYM_KEY;
     }
+    if (key->key_type == CKK_ML_DSA || key->key_type == CKK_ML_KEM)     /* PKCS#11 3.2 */
+        return key->value_len && key->parameter_set >= 1 && key->parameter_set <= 3;
     if (key->key_type == CKK_RSA) {
         if (!key->modulus_len || !key->exponent_len || key->modulus_len > CS_MAX_RSA_BYTES)
             return false;
@@ -151,7 +157,7 @@ cs_key_new (const Cs__KeyInfo *info)
     cs_key_t *key = NULL;
     if (info->id.len > CS_WIRE_MAX_KEY_ID
     || (info->key_type != CKK_RSA && info->key_type != CKK_EC && info->key_type != CKK_EC_EDWARDS
-        && info->key_type != CKK_EC_MONTGOMERY
+        && info->key_type != CKK_EC_MONTGOMERY && info->key_type != CKK_ML_DSA && info->key_type != CKK_ML_KEM
         && info->key_type != CKK_AES && info->key_type != CKK_GENERIC_SECRET))
         return NULL;
     if (!(key = calloc (1, sizeof *key)))
@@ -164,7 +170,9 @@ cs_key_new (const Cs__KeyInfo *info)
     key->bits = info->bits;
     key->can_sign = info->can_sign;
     key->can_decrypt = info->can_decrypt;
+    key->parameter_set = info->parameter_set;
     if (s_key_ref (key, info)
+    ||  s_copy_bytes (&key->value, &key->value_len, info->public_value, false)
     ||  !(key->label = strdup (info->label ? info->label : ""))
     ||  s_copy_bytes (&key->modulus, &key->modulus_len, info->modulus, true)
     ||  s_copy_bytes (&key->exponent, &key->exponent_len, info->public_exponent, true)
@@ -209,5 +217,7 @@ cs_key_public_only (const cs_key_t *key)
     info.ec_point = (ProtobufCBinaryData) { key->ec_point_len, key->ec_point };
     info.can_sign = key->can_sign;
     info.can_decrypt = key->can_decrypt;
+    info.parameter_set = key->parameter_set;
+    info.public_value = (ProtobufCBinaryData) { key->value_len, key->value };
     return cs_key_new (&info);
 }

@@ -45,10 +45,14 @@ typedef struct {
                                    locked memory, else NULL (a token secret key: the
                                    broker holds it, jobs name it by ref) */
     size_t secret_len;          /* bytes = CKA_VALUE_LEN */
+    CK_ULONG parameter_set;     /* CKK_ML_DSA, CKK_ML_KEM: CKA_PARAMETER_SET (CKP_*, 1..3) */
+    uint8_t *value;             /* ... the public key's CKA_VALUE: FIPS 204 pk / FIPS 203 ek */
+    size_t value_len;
 } cs_key_t;
 
 /*  Bytes of a signature by this key: k for RSA, 2 × field bytes for ECDSA
- *  (raw r||s, PKCS#11 2.40 curr. mech. §2.3.1), 64 for Ed25519.  */
+ *  (raw r||s, PKCS#11 2.40 curr. mech. §2.3.1), 64 for Ed25519; ML-DSA
+ *  2420, 3309 or 4627 (FIPS 204 Table 2).  */
 size_t cs_key_signature_len (const cs_key_t *key);
 
 /*  The raw point inside the key's CKA_EC_POINT (a DER OCTET STRING; a bare

@@ -20,6 +20,7 @@
 #include "token.h"
 #include "keymgmt.h"
 #include "keymgmt_int.h"
+#include "cs_secmem.h"
 #include "dataobj.h"
 
 /*  ---- checks (the rest are keymgmt_check.c) ------------------------------ */
@@ -108,14 +109,35 @@ s_import (const cs_key_t *key, CK_OBJECT_CLASS klass, Cs__Attribute **wire, size
 
 /*  ---- C_GenerateKeyPair ---------------------------------------------------- */
 
-/*  Makes the two session objects of a per-request key from its PKCS#8.  */
+/*  The key of a session ML-DSA or ML-KEM pair (issue #23): its public facts
+ *  from the broker's KeyInfo (OpenSSL 3.0 cannot read its PKCS#8), its
+ *  PKCS#8 copied into locked memory; no ref (jobs carry the material).  */
+static cs_key_t *
+s_session_pq_key (const Cs__KeyInfo *info, ProtobufCBinaryData pkcs8)
+{
+    cs_key_t *key = info ? cs_key_new (info) : NULL;
+    if (!key)
+        return NULL;
+    free (key->ref);
+    key->ref = NULL;
+    key->legacy_id = false;
+    if (!(key->pkcs8 = cs_secmem_dup (pkcs8.data, pkcs8.len)))
+        cs_key_unref (&key);
+    else
+        key->pkcs8_len = pkcs8.len;
+    return key;
+}
+
+/*  Makes the two session objects of a per-request key from its PKCS#8
+ *  (an ML-DSA or ML-KEM key: with the broker's description `info`).  */
 static CK_RV
-s_session_pair (CK_SESSION_HANDLE handle, const cs_keygen_t *gen, ProtobufCBinaryData pkcs8,
+s_session_pair (CK_SESSION_HANDLE handle, const cs_keygen_t *gen, const Cs__KeyInfo *info, ProtobufCBinaryData pkcs8,
                 const CK_ATTRIBUTE *pub, CK_ULONG n_pub, const CK_ATTRIBUTE *priv, CK_ULONG n_priv,
                 CK_OBJECT_HANDLE *pub_p, CK_OBJECT_HANDLE *priv_p)
 {
     CK_RV rv = CKR_HOST_MEMORY;
-    cs_key_t *key = cs_keyder_key_from_pkcs8 (pkcs8.data, pkcs8.len);
+    bool pq = gen->key_type == CKK_ML_DSA || gen->key_type == CKK_ML_KEM;
+    cs_key_t *key = pq ? s_session_pq_key (info, pkcs8) : cs_keyder_key_from_pkcs8 (pkcs8.data, pkcs8.len);
     cs_key_t *public_key = key ? cs_key_public_only (key) : NULL;
     cs_attrs_t pub_attrs = { 0 }, priv_attrs = { 0 };
     cs_session_t *session;
@@ -167,7 +189,7 @@ s_generate (CK_SESSION_HANDLE handle, const cs_keygen_t *gen, Cs__GenerateKeyPai
         rv = CKR_DEVICE_ERROR;
     }
     else
-        rv = s_session_pair (handle, gen, result->private_pkcs8, pub, n_pub, priv, n_priv, pub_p, priv_p);
+        rv = s_session_pair (handle, gen, result->key, result->private_pkcs8, pub, n_pub, priv, n_priv, pub_p, priv_p);
     if (result->private_pkcs8.len)
         OPENSSL_cleanse (result->private_pkcs8.data, result->private_pkcs8.len);
     cs__reply__free_unpacked (reply, NULL);
@@ -203,6 +225,7 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
     if (gen.curve)
         job.ec_params = (ProtobufCBinaryData) { gen.curve->oid_len, (uint8_t *) gen.curve->oid };
     job.token = gen.token;
+    job.parameter_set = gen.parameter_set;
     if ((rv = cs_attrs_to_wire (pub, n_pub, &job.public_template, &job.n_public_template)) == CKR_OK
     &&  (rv = cs_attrs_to_wire (priv, n_priv, &job.private_template, &job.n_private_template)) == CKR_OK)
         rv = s_generate (handle, &gen, &job, pub, n_pub, priv, n_priv, pub_p, priv_p);

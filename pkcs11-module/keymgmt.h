@@ -32,6 +32,7 @@ typedef struct {
     const uint8_t *exponent;        /* RSA: big-endian, NULL = 65537 */
     size_t exponent_len;
     const cs_curve_t *curve;        /* EC, Ed25519 */
+    CK_ULONG parameter_set;         /* ML-DSA, ML-KEM: CKA_PARAMETER_SET (CKP_*, PKCS#11 3.2) */
     bool token;                     /* CKA_TOKEN TRUE in either template */
     bool private_private;           /* the private key's CKA_PRIVATE (default TRUE) */
     bool public_private;            /* the public key's CKA_PRIVATE (default FALSE, as SoftHSMv2) */

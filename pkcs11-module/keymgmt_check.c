@@ -98,6 +98,26 @@ s_check_curve_gen (const CK_ATTRIBUTE *pub, CK_ULONG n_pub, const CK_ATTRIBUTE *
     return gen->curve->key_type == gen->key_type ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
 }
 
+/*  PKCS#11 3.2 ML-DSA / ML-KEM key pair generation: CKA_PARAMETER_SET in
+ *  the public template (or the private one; both must agree) is required,
+ *  a CKP_* of 1..3 (CKP_ML_DSA_44..87, CKP_ML_KEM_512..1024).  */
+static CK_RV
+s_check_pq_gen (const CK_ATTRIBUTE *pub, CK_ULONG n_pub, const CK_ATTRIBUTE *priv, CK_ULONG n_priv,
+                cs_keygen_t *gen)
+{
+    CK_ULONG other = 0;
+    bool in_pub = cs_template_ulong (pub, n_pub, CKA_PARAMETER_SET, &gen->parameter_set);
+    bool in_priv = cs_template_ulong (priv, n_priv, CKA_PARAMETER_SET, &other);
+    if (!in_pub && !in_priv)
+        return cs_template_find (pub, n_pub, CKA_PARAMETER_SET) || cs_template_find (priv, n_priv, CKA_PARAMETER_SET)
+             ? CKR_ATTRIBUTE_VALUE_INVALID : CKR_TEMPLATE_INCOMPLETE;
+    if (!in_pub)
+        gen->parameter_set = other;
+    if (in_pub && in_priv && other != gen->parameter_set)
+        return CKR_TEMPLATE_INCONSISTENT;
+    return gen->parameter_set >= 1 && gen->parameter_set <= 3 ? CKR_OK : CKR_ATTRIBUTE_VALUE_INVALID;
+}
+
 CK_RV
 cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_pub,
                  const CK_ATTRIBUTE *priv, CK_ULONG n_priv, cs_keygen_t *gen)
@@ -110,6 +130,8 @@ cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_p
         case CKM_EC_KEY_PAIR_GEN:         gen->key_type = CKK_EC; break;
         case CKM_EC_EDWARDS_KEY_PAIR_GEN: gen->key_type = CKK_EC_EDWARDS; break;
         case CKM_EC_MONTGOMERY_KEY_PAIR_GEN: gen->key_type = CKK_EC_MONTGOMERY; break;
+        case CKM_ML_DSA_KEY_PAIR_GEN:     gen->key_type = CKK_ML_DSA; break;
+        case CKM_ML_KEM_KEY_PAIR_GEN:     gen->key_type = CKK_ML_KEM; break;
         default:                          return CKR_MECHANISM_INVALID;
     }
     if (mech->ulParameterLen)
@@ -123,6 +145,8 @@ cs_keygen_check (const CK_MECHANISM *mech, const CK_ATTRIBUTE *pub, CK_ULONG n_p
     gen->public_private = cs_template_bool (pub, n_pub, CKA_PRIVATE, false);
     if (gen->key_type == CKK_RSA)
         return s_check_rsa_gen (pub, n_pub, gen);
+    if (gen->key_type == CKK_ML_DSA || gen->key_type == CKK_ML_KEM)
+        return s_check_pq_gen (pub, n_pub, priv, n_priv, gen);
     return s_check_curve_gen (pub, n_pub, priv, n_priv, gen);
 }
 

@@ -89,4 +89,7 @@ cs_keyop_job_mechanism (CK_MECHANISM_TYPE wire, const cs_mech_params_t *params, 
     mech->salt_len = params->salt_len;
     mech->oaep_label.data = params->label;
     mech->oaep_label.len = params->label_len;
+    mech->hedge = params->hedge;                    /* CKM_ML_DSA (issue #23) */
+    mech->context.data = params->context;
+    mech->context.len = params->context_len;
 }

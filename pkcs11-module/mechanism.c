@@ -3,6 +3,7 @@
 #include <string.h>
 #include "cs_wire.h"
 #include "mechanism.h"
+#include "cryptoserver/pkcs11v.h"
 
 const uint8_t *
 cs_mech_digest_info_prefix (CK_MECHANISM_TYPE hash, size_t *len_p)
@@ -101,6 +102,27 @@ s_check_oaep (const CK_MECHANISM *mech, cs_mech_params_t *params)
     return CKR_OK;
 }
 
+/*  CKM_ML_DSA (PKCS#11 3.2): no parameter (hedged, empty context) or a
+ *  CK_SIGN_ADDITIONAL_CONTEXT; FIPS 204 §5.2 limits ctx to 255 bytes.  */
+static CK_RV
+s_check_sign_context (const CK_MECHANISM *mech, cs_mech_params_t *params)
+{
+    const CK_SIGN_ADDITIONAL_CONTEXT *ctx = mech->pParameter;
+    if (!mech->pParameter && mech->ulParameterLen == 0)
+        return CKR_OK;
+    if (!ctx || mech->ulParameterLen != sizeof *ctx || ctx->hedgeVariant > CKH_DETERMINISTIC_REQUIRED
+    ||  ctx->ulContextLen > 255 || (ctx->ulContextLen && !ctx->pContext))
+        return CKR_MECHANISM_PARAM_INVALID;
+    params->hedge = ctx->hedgeVariant;
+    if (ctx->ulContextLen) {
+        if (!(params->context = malloc (ctx->ulContextLen)))
+            return CKR_HOST_MEMORY;
+        memcpy (params->context, ctx->pContext, ctx->ulContextLen);
+        params->context_len = ctx->ulContextLen;
+    }
+    return CKR_OK;
+}
+
 CK_RV
 cs_mech_check (const cs_mech_row_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE key_type,
                size_t modulus_bytes, cs_mech_params_t *params)
@@ -111,6 +133,7 @@ cs_mech_check (const cs_mech_row_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE
     switch (entry->param) {
         case CS_MECH_PARAM_PSS:    return s_check_pss (entry, mech, modulus_bytes, params);
         case CS_MECH_PARAM_OAEP:   return s_check_oaep (mech, params);
+        case CS_MECH_PARAM_SIGN_CONTEXT: return s_check_sign_context (mech, params);
         case CS_MECH_PARAM_ECDH1:  return CKR_MECHANISM_INVALID;   /* C_DeriveKey only (derive.h) */
         case CS_MECH_PARAM_MODEXP: return CKR_MECHANISM_INVALID;   /* C_DigestInit only (modexp.h) */
         case CS_MECH_PARAM_IV:
@@ -131,5 +154,6 @@ cs_mech_params_clear (cs_mech_params_t *params)
     if (!params)
         return;
     free (params->label);
+    free (params->context);
     memset (params, 0, sizeof *params);
 }

@@ -22,13 +22,16 @@
 #include "cs_p11.h"
 #include "cs_mech.h"
 
-/*  Parameters of a PSS or OAEP operation, validated.  */
+/*  Parameters of a PSS, OAEP or ML-DSA operation, validated.  */
 typedef struct {
     CK_MECHANISM_TYPE hash;     /* hashAlg */
     CK_RSA_PKCS_MGF_TYPE mgf;   /* CKG_MGF1_* */
     CK_ULONG salt_len;          /* PSS sLen, bytes */
     uint8_t *label;             /* OAEP label (owned, may be NULL) */
     size_t label_len;
+    CK_ULONG hedge;             /* CKM_ML_DSA: CK_SIGN_ADDITIONAL_CONTEXT hedgeVariant */
+    uint8_t *context;           /* ... its context string (owned, may be NULL), */
+    size_t context_len;         /*     0..255 bytes (FIPS 204 §5.2) */
 } cs_mech_params_t;
 
 /*  The DER DigestInfo prefix of RFC 8017 §9.2 note 1 for `hash` (static
@@ -46,7 +49,10 @@ size_t cs_mech_digest_info (CK_MECHANISM_TYPE hash, const uint8_t *digest, size_
  *  CKR_KEY_TYPE_INCONSISTENT, or CKR_MECHANISM_PARAM_INVALID for a bad
  *  parameter block: wrong size; unknown hashAlg (for CKM_SHAx_RSA_PKCS_PSS it
  *  must be that hash); unknown MGF; sLen > k - hLen - 2; OAEP source other
- *  than CKZ_DATA_SPECIFIED; a label over CS_WIRE_MAX_LABEL bytes.  */
+ *  than CKZ_DATA_SPECIFIED; a label over CS_WIRE_MAX_LABEL bytes; for CKM_ML_DSA
+ *  (PKCS#11 3.2) a parameter that is neither absent nor a
+ *  CK_SIGN_ADDITIONAL_CONTEXT, a hedge variant other than the three CKH_*
+ *  values, a context over 255 bytes or a NULL context of non-zero length.  */
 CK_RV cs_mech_check (const cs_mech_row_t *entry, const CK_MECHANISM *mech, CK_KEY_TYPE key_type,
                      size_t modulus_bytes, cs_mech_params_t *params);
 

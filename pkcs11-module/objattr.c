@@ -44,7 +44,15 @@ cs_objattr_value_wipe (cs_objattr_value_t *value)
         OPENSSL_cleanse (value->secret, sizeof value->secret);
 }
 
-/*  The key material (never stored, never changed).  */
+/*  True for the PKCS#11 3.2 key types with a CKA_PARAMETER_SET.  */
+static bool
+s_pq (const cs_key_t *key)
+{
+    return key->key_type == CKK_ML_DSA || key->key_type == CKK_ML_KEM;
+}
+
+/*  The key material (never stored, never changed); an ML-DSA or ML-KEM
+ *  key has no CKA_EC_PARAMS or CKA_EC_POINT but CKA_PARAMETER_SET.  */
 static cs_objattr_result_t
 s_attr_material (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, cs_objattr_value_t *value)
 {
@@ -59,8 +67,9 @@ s_attr_material (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, cs_objattr_v
         case CKA_PUBLIC_EXPONENT: return rsa ? s_bytes (value, key->exponent, key->exponent_len) : CS_OBJATTR_INVALID;
         case CKA_MODULUS_BITS:
             return rsa && object->klass == CKO_PUBLIC_KEY ? s_ulong (value, key->bits) : CS_OBJATTR_INVALID;
-        case CKA_EC_PARAMS:       return rsa ? CS_OBJATTR_INVALID : s_bytes (value, key->ec_params, key->ec_params_len);
-        case CKA_EC_POINT:        return rsa ? CS_OBJATTR_INVALID : s_bytes (value, key->ec_point, key->ec_point_len);
+        case CKA_EC_PARAMS:       return rsa || s_pq (key) ? CS_OBJATTR_INVALID : s_bytes (value, key->ec_params, key->ec_params_len);
+        case CKA_EC_POINT:        return rsa || s_pq (key) ? CS_OBJATTR_INVALID : s_bytes (value, key->ec_point, key->ec_point_len);
+        case CKA_PARAMETER_SET:   return s_pq (key) ? s_ulong (value, key->parameter_set) : CS_OBJATTR_INVALID;
         default:                  return CS_OBJATTR_INVALID;
     }
 }
@@ -69,7 +78,8 @@ bool
 cs_objattr_is_material (CK_ATTRIBUTE_TYPE type)
 {
     return type == CKA_CLASS || type == CKA_KEY_TYPE || type == CKA_MODULUS || type == CKA_PUBLIC_EXPONENT
-        || type == CKA_MODULUS_BITS || type == CKA_EC_PARAMS || type == CKA_EC_POINT || type == CKA_VALUE_LEN;
+        || type == CKA_MODULUS_BITS || type == CKA_EC_PARAMS || type == CKA_EC_POINT || type == CKA_VALUE_LEN
+        || type == CKA_PARAMETER_SET;
 }
 
 /*  Defaults of every key object (PKCS#11 2.40 §4.4, §4.5, §4.7).  Board
@@ -104,7 +114,7 @@ static cs_objattr_result_t
 s_attr_public (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, cs_objattr_value_t *value)
 {
     switch (type) {
-        case CKA_VERIFY:         return s_bool (value, true);
+        case CKA_VERIFY:         return s_bool (value, key->key_type != CKK_ML_KEM);
         case CKA_ENCRYPT:
         case CKA_VERIFY_RECOVER: return s_bool (value, key->key_type == CKK_RSA);
         case CKA_WRAP:
@@ -167,6 +177,8 @@ s_attr_secret (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, cs_objattr_val
     bool rsa = object->key->key_type == CKK_RSA;
     bool sensitive = cs_attr_read_sensitive (object->klass, type, cs_objattr_flag (object, CKA_SENSITIVE, true),
                                              cs_objattr_flag (object, CKA_EXTRACTABLE, false));
+    if (object->klass == CKO_PUBLIC_KEY && type == CKA_VALUE && s_pq (object->key))
+        return s_bytes (value, object->key->value, object->key->value_len);    /* PKCS#11 3.2: pk / ek */
     if (object->klass == CKO_SECRET_KEY && type == CKA_VALUE) {
         if (!object->key->secret        /* a token secret key: its value never leaves the broker */
         ||  sensitive || object->key->secret_len > sizeof value->secret)

@@ -87,6 +87,13 @@ cs_sigop_update (cs_sigop_t *self, const uint8_t *data, size_t len)
     return CKR_OK;
 }
 
+size_t
+cs_sigop_sig_len (const cs_sigop_t *op)
+{
+    return op->mech->output == CS_MECH_OUT_KEY ? cs_key_signature_len (op->key)
+         : cs_mech_output_len (op->mech, op->key->modulus_len, op->key->field_len, 0);
+}
+
 /*  Checks raw input against the mechanism's input rule (cs_mech.h).  */
 static CK_RV
 s_raw_len_ok (const cs_sigop_t *self, size_t len)
@@ -192,7 +199,7 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
     CK_RV rv;
     CS_BEGIN_OP_CALL (rv, handle, kind, sig_len_p != NULL && (data || !len), &session, (void **) &op);
     /*  The output-size rule of the mechanism's row (cs_mech.h), from the key.  */
-    need = cs_mech_output_len (op->mech, op->key->modulus_len, op->key->field_len, 0);
+    need = cs_sigop_sig_len (op);
     if (!sig || *sig_len_p < need) {
         rv = sig ? CKR_BUFFER_TOO_SMALL : CKR_OK;
         *sig_len_p = need;

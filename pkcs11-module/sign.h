@@ -73,4 +73,8 @@ CK_RV cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const u
 /*  Frees a state (cs_op_free_fn).  NULL-safe.  */
 void cs_sigop_free (void *op);
 
+/*  Bytes of the signature of `op` (its mechanism's output rule, cs_mech.h;
+ *  CS_MECH_OUT_KEY: the key's, cs_key_signature_len).  */
+size_t cs_sigop_sig_len (const cs_sigop_t *op);
+
 #endif

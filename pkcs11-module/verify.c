@@ -18,6 +18,7 @@
 #include "keyder.h"
 #include "keyop.h"
 #include "log.h"
+#include "runner.h"
 #include "secret.h"
 #include "session.h"
 #include "sign.h"
@@ -97,6 +98,32 @@ s_verify_eddsa (EVP_PKEY *pkey, const uint8_t *message, size_t len, const uint8_
     return rv;
 }
 
+/*  ML-DSA (PKCS#11 3.2; FIPS 204 Alg. 3): the module has no ML-DSA code,
+ *  so a VerifyJob with the public key's CKA_VALUE asks a board that lists
+ *  CKM_ML_DSA with CKF_VERIFY.  Without the mutex.  CKR_OK,
+ *  CKR_SIGNATURE_INVALID, CKR_SIGNATURE_LEN_RANGE or the broker's CK_RV
+ *  (CKR_MECHANISM_INVALID when no board verifies).  */
+static CK_RV
+s_verify_job (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_t *sig, size_t sig_len)
+{
+    Cs__Reply *reply = NULL;
+    Cs__Mechanism mech = CS__MECHANISM__INIT;
+    Cs__VerifyJob verify = CS__VERIFY_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    cs_keyop_job_mechanism (CKM_ML_DSA, &op->params, &mech);
+    verify.mechanism = &mech;
+    verify.parameter_set = op->key->parameter_set;
+    verify.public_value = (ProtobufCBinaryData) { op->key->value_len, op->key->value };
+    verify.data = (ProtobufCBinaryData) { len, (uint8_t *) message };
+    verify.signature = (ProtobufCBinaryData) { sig_len, (uint8_t *) sig };
+    job.kind_case = CS__JOB__KIND_VERIFY;
+    job.verify = &verify;
+    CK_RV rv = cs_runner_run_job (&job, false, &reply);
+    if (reply)
+        cs__reply__free_unpacked (reply, NULL);
+    return rv;
+}
+
 /*  Checks `sig` over the prepared message (cs_sigop_message).  */
 static CK_RV
 s_verify (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_t *sig, size_t sig_len)
@@ -105,8 +132,10 @@ s_verify (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_
     EVP_PKEY *pkey = NULL;
     EVP_PKEY_CTX *ctx = NULL;
     /*  PKCS#11 2.40 §5.13 C_Verify: invalid by its length alone.  */
-    if (sig_len != cs_mech_output_len (op->mech, op->key->modulus_len, op->key->field_len, 0))
+    if (sig_len != cs_sigop_sig_len (op))
         return CKR_SIGNATURE_LEN_RANGE;
+    if (op->mech->wire == CKM_ML_DSA)
+        return s_verify_job (op, message, len, sig, sig_len);
     if (!(pkey = cs_keyder_public_pkey (op->key)))
         goto out;
     if (op->mech->wire == CKM_EDDSA)

@@ -1,10 +1,12 @@
 /*  worker.c — worker threads: one driver session each, items by pointer.  */
 #include <openssl/crypto.h>
 #include "cs_wire.h"            /* CS_WIRE_MAX_MODEXP_BYTES only */
+#include "pq_work.h"
 #include "verify.h"
 #include "worker.h"
 
-#define S_OUT_MAX 2048          /* bytes: a 16384-bit RSA result */
+#define S_OUT_MAX 4864          /* bytes: an ML-DSA-87 signature (4627, FIPS 204 Table 2);
+                                   a 16384-bit RSA result is 2048 */
 
 struct _worker_t {
     zactor_t *actor;
@@ -46,6 +48,14 @@ typedef struct {
     size_t out_cap;                 /* bytes allocated for out */
     cs_key_info_t generated;
     bool wrong;
+    unsigned char *pq_buf;          /* copies of mech.context, pub and sig (issue #23) */
+    const unsigned char *pub;       /* ML-DSA sign check, WORK_VERIFY: the public key */
+    size_t pub_len;
+    CK_ULONG parameter_set;
+    const unsigned char *sig;       /* WORK_VERIFY: the signature */
+    size_t sig_len;
+    unsigned char *pub_out;         /* WORK_GENERATE of a PQ key pair: its public key */
+    size_t pub_out_len;
 } s_call_t;
 
 /*  A malloc'd copy of len bytes (1 byte when len is 0), or NULL.  */
@@ -137,8 +147,35 @@ s_copy_sym (s_call_t *call, const cs_sym_t *sym)
     return CKR_OK;
 }
 
-/*  Copies the inputs of a sign/decrypt/derive item (mechanism, OAEP label,
- *  input or peer point).  */
+/*  Copies the ML-DSA parts of an item (context, public key, signature)
+ *  into one allocation (issue #23).  */
+static CK_RV
+s_copy_pq (s_call_t *call, const work_item_t *item)
+{
+    size_t total = item->mech.context_len + (item->pub ? item->pub_len : 0) + (item->sig ? item->sig_len : 0);
+    call->parameter_set = item->parameter_set;
+    if (!total)
+        return CKR_OK;
+    if (!(call->pq_buf = malloc (total)))
+        return CKR_HOST_MEMORY;
+    unsigned char *at = call->pq_buf;
+    if (item->mech.context_len)
+        call->mech.context = memcpy (at, item->mech.context, item->mech.context_len);
+    at += item->mech.context_len;
+    if (item->pub) {
+        call->pub = memcpy (at, item->pub, item->pub_len);
+        call->pub_len = item->pub_len;
+        at += item->pub_len;
+    }
+    if (item->sig) {
+        call->sig = memcpy (at, item->sig, item->sig_len);
+        call->sig_len = item->sig_len;
+    }
+    return CKR_OK;
+}
+
+/*  Copies the inputs of a sign/decrypt/derive/verify item (mechanism, OAEP
+ *  label, ML-DSA context and keys, input or peer point).  */
 static CK_RV
 s_copy_job (s_call_t *call, const work_item_t *item)
 {
@@ -150,6 +187,9 @@ s_copy_job (s_call_t *call, const work_item_t *item)
                 return CKR_HOST_MEMORY;
             call->mech.label = call->label;
         }
+        call->mech.context = NULL;
+        if (s_copy_pq (call, item) != CKR_OK)
+            return CKR_HOST_MEMORY;
     }
     call->in_len = item->in_len;
     return (call->in = s_dup (item->in, item->in_len)) ? CKR_OK : CKR_HOST_MEMORY;
@@ -181,6 +221,7 @@ s_call_prepare (s_call_t *call, const work_item_t *item)
         case WORK_SIGN:
         case WORK_DECRYPT:
         case WORK_DERIVE:
+        case WORK_VERIFY:
             return s_copy_job (call, item);
         case WORK_GENERATE:
         case WORK_GENERATE_RESIDENT:
@@ -215,6 +256,8 @@ s_call_clear (s_call_t *call)
         free (call->sym_buf);
     }
     cs_key_info_free_members (&call->generated);
+    free (call->pq_buf);
+    free (call->pub_out);
     free (call->label);
     free (call->in);
     free (call->gen_buf);
@@ -309,6 +352,14 @@ s_call_run (board_t *board, cs_drv_session_t *session, s_call_t *call)
                      ? board->generate_material (session, &call->gen, &call->out, &call->out_len)
                      : CKR_FUNCTION_NOT_SUPPORTED;
             call->out_cap = call->out_len;
+            if (call->rv == CKR_OK && (call->gen.mechanism == CKM_ML_DSA_KEY_PAIR_GEN
+                                       || call->gen.mechanism == CKM_ML_KEM_KEY_PAIR_GEN))
+                call->rv = pq_work_public (board, session, call->out, call->out_len, &call->pub_out,
+                                           &call->pub_out_len, &call->parameter_set);
+            break;
+        case WORK_VERIFY:
+            call->rv = pq_work_verify (board, session, &call->mech, call->parameter_set, call->pub,
+                                       call->pub_len, call->in, call->in_len, call->sig, call->sig_len);
             break;
         case WORK_GENERATE_RESIDENT:
             call->rv = board->generate_resident
@@ -325,13 +376,20 @@ s_call_run (board_t *board, cs_drv_session_t *session, s_call_t *call)
     }
 }
 
-/*  Checks a sign or decrypt result with the key's public half (verify.h);
+/*  Checks a sign or decrypt result with the key's public half (verify.h;
+ *  ML-DSA on the board's own verify, pq_work.h, with the row's public key);
  *  a wrong one is wiped and the call fails with CKR_DEVICE_ERROR.  */
 static void
-s_call_verify (verify_t *verify, board_t *board, s_call_t *call)
+s_call_verify (verify_t *verify, board_t *board, cs_drv_session_t *session, s_call_t *call)
 {
     if (!verify || call->rv != CKR_OK || (call->kind != WORK_SIGN && call->kind != WORK_DECRYPT))
         return;
+    if (call->kind == WORK_SIGN && pq_work_signs (call->mech.type)) {
+        if (pq_work_sign_check (board, session, &call->key, &call->mech, call->pub, call->pub_len,
+                                call->parameter_set, call->in, call->in_len, call->out, call->out_len))
+            return;                     /* ML-DSA: always checked (issue #23) */
+    }
+    else
     if (verify_result (verify, board, call->kind == WORK_SIGN, &call->key, &call->mech, call->in,
                        call->in_len, call->out, call->out_len) != VERIFY_WRONG)
         return;
@@ -353,6 +411,11 @@ s_call_finish (s_call_t *call, work_item_t *item)
         item->out = call->out;
         item->out_len = call->out_len;
         item->generated = call->generated;
+        item->pub_out = call->pub_out;
+        item->pub_out_len = call->pub_out_len;
+        if (call->pub_out)
+            item->parameter_set = call->parameter_set;
+        call->pub_out = NULL;
         call->out = NULL;
         memset (&call->generated, 0, sizeof call->generated);
     }
@@ -383,7 +446,7 @@ s_run_item (board_t *board, cs_drv_session_t **session_p, verify_t *verify, work
         call->rv = CKR_DEVICE_ERROR;        /* the session could not be reopened */
     else {
         s_call_run (board, *session_p, call);
-        s_call_verify (verify, board, call);
+        s_call_verify (verify, board, *session_p, call);
     }
 }
 

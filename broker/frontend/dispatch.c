@@ -87,6 +87,8 @@ s_item_fail (frontend_t *self, work_item_t *item, bool expired)
     }
     item->out = NULL;
     item->out_len = 0;
+    free (item->pub_out);
+    item->pub_out = NULL;
     item->rv = CKR_DEVICE_ERROR;
     if (expired)
         metrics_item_expired (self->args->metrics, item);
@@ -113,6 +115,8 @@ s_item_rerun (frontend_t *self, work_item_t *item)
         item->out_len = 0;
     }
     cs_key_info_free_members (&item->generated);
+    free (item->pub_out);
+    item->pub_out = NULL;
     scheduler_outcome_t outcome = cs_clock_ms () > item->deadline ? SCHEDULER_NO_BOARD
                                 : scheduler_submit (self->scheduler, item, &worker);
     if (outcome == SCHEDULER_ASSIGNED || outcome == SCHEDULER_QUEUED)

@@ -104,6 +104,8 @@ s_verify_pct (const board_t *board, const work_item_t *item)
                 case CKM_ECDSA:
                 case CKM_EDDSA:
                     return board->verify_ec;
+                case CKM_ML_DSA:
+                    return 100;     /* always checked, on a worker (pq_work.h) */
                 default:
                     return board->verify_rsa;
             }

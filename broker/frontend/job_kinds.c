@@ -64,6 +64,7 @@ static const fe_job_kind_t s_kinds [] = {
     { K (DESTROY_OBJECT),     fe_job_object,    FE_NEEDS_PUBLIC,  NULL,              0      },
     { K (SYM),                fe_job_sym,       FE_NEEDS_USER,    s_sym_carries_key, WORKER },
     { K (GENERATE_KEY),       fe_job_key,       FE_NEEDS_USER,    NULL,              0      },
+    { K (VERIFY),             fe_job_verify,    FE_NEEDS_PUBLIC,  NULL,              WORKER },
 };
 #undef ROW
 #undef WORKER

@@ -71,6 +71,27 @@ s_rsa_modulus_bits (const unsigned char *der, long len)
     return bits;
 }
 
+/*  CKK_ML_DSA or CKK_ML_KEM for the NIST OIDs of their PKCS#8 (RFC 9881;
+ *  the LAMPS ML-KEM profile: id-ml-dsa-44/65/87 2.16.840.1.101.3.4.3.17..19,
+ *  id-alg-ml-kem-512/768/1024 2.16.840.1.101.3.4.4.1..3), which OpenSSL 3.0
+ *  does not name; CKK_VENDOR_DEFINED for any other.  */
+static CK_KEY_TYPE
+s_pq_key_type (const ASN1_OBJECT *oid)
+{
+    char text [64];
+    if (!oid || OBJ_obj2txt (text, sizeof text, oid, 1) <= 0)
+        return CKK_VENDOR_DEFINED;
+    static const char *const dsa [] = { "2.16.840.1.101.3.4.3.17", "2.16.840.1.101.3.4.3.18", "2.16.840.1.101.3.4.3.19" };
+    static const char *const kem [] = { "2.16.840.1.101.3.4.4.1", "2.16.840.1.101.3.4.4.2", "2.16.840.1.101.3.4.4.3" };
+    for (size_t i = 0; i < 3; i++) {
+        if (streq (text, dsa [i]))
+            return CKK_ML_DSA;
+        if (streq (text, kem [i]))
+            return CKK_ML_KEM;
+    }
+    return CKK_VENDOR_DEFINED;
+}
+
 /*  The key type in a PKCS#8 key's algorithm identifier, and for RSA the
  *  modulus bits (*rsa_bits_p, 0 when unknown), without parsing the key
  *  itself; CKK_VENDOR_DEFINED when unknown or malformed.  */
@@ -84,8 +105,9 @@ s_pkcs8_key_type (const uint8_t *der, size_t len, unsigned *rsa_bits_p)
     int nid = p8 && PKCS8_pkey_get0 (&oid, &pk, &pk_len, NULL, p8) ? OBJ_obj2nid (oid) : NID_undef;
     bool rsa = nid == NID_rsaEncryption || nid == NID_rsassaPss;
     *rsa_bits_p = rsa ? s_rsa_modulus_bits (pk, pk_len) : 0;
+    CK_KEY_TYPE pq = nid == NID_undef ? s_pq_key_type (oid) : CKK_VENDOR_DEFINED;
     PKCS8_PRIV_KEY_INFO_free (p8);
-    return rsa ? CKK_RSA : nid == NID_X9_62_id_ecPublicKey ? CKK_EC : nid == NID_ED25519 || nid == NID_ED448 ? CKK_EC_EDWARDS
+    return pq != CKK_VENDOR_DEFINED ? pq : rsa ? CKK_RSA : nid == NID_X9_62_id_ecPublicKey ? CKK_EC : nid == NID_ED25519 || nid == NID_ED448 ? CKK_EC_EDWARDS
          : nid == NID_X25519 || nid == NID_X448 ? CKK_EC_MONTGOMERY
          : CKK_VENDOR_DEFINED;
 }
@@ -322,6 +344,11 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
     else {
         snprintf (item->ref, sizeof item->ref, "%s", ref);
         item->key = (cs_drv_key_t) { NULL, 0, pkcs8, len, item->ref };
+        if (info->key_type == CKK_ML_DSA && info->public_value.len) {
+            item->pub = info->public_value.data;    /* the check before release (pq_work.h) */
+            item->pub_len = info->public_value.len;
+            item->parameter_set = info->parameter_set;
+        }
         fe_can_t can = item->kind == WORK_DERIVE ? FE_CAN_DERIVE_MATERIAL : FE_CAN_TAKE_MATERIAL;
         item->boards = !pkcs8 ? 0 : fe_boards_that (self, can, info->key_type, 0, request->tenant);
         if (rv == CKR_OK && !item->boards) {
@@ -369,7 +396,9 @@ fe_item_inputs (work_item_t *item, const Cs__Job *job)
     if (!wire)
         return;                     /* type 0: no board runs it (CKR_MECHANISM_INVALID) */
     item->mech = (cs_drv_mech_t) { .type = wire->type, .hash = wire->hash, .mgf = wire->mgf,
-                               .salt_len = wire->salt_len };
+                               .salt_len = wire->salt_len, .hedge = wire->hedge,
+                               .context = wire->context.len ? wire->context.data : NULL,
+                               .context_len = wire->context.len };
     if (wire->oaep_label.len) {
         item->mech.label = wire->oaep_label.data;
         item->mech.label_len = wire->oaep_label.len;

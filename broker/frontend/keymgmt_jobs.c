@@ -98,6 +98,9 @@ s_generated_material (frontend_t *self, fe_request_t *request, fe_slot_t *slot,
     describe->pkcs8 = pkcs8;
     describe->pkcs8_len = len;
     describe->pooled = pooled;
+    describe->pq_pub = slot->item.pub_out;              /* ML-DSA, ML-KEM (issue #23): the item, */
+    describe->pq_pub_len = slot->item.pub_out_len;      /* and so the request, keeps it */
+    describe->parameter_set = slot->item.parameter_set;
     fe_slow_go (self, describe);
     return true;
 }

@@ -124,6 +124,7 @@ s_slot_free (fe_slot_t *slot)
         free (item->material);
     }
     cs_key_info_free_members (&item->generated);
+    free (item->pub_out);
     if (slot->private_pkcs8) {
         OPENSSL_cleanse (slot->private_pkcs8, slot->private_pkcs8_len);
         free (slot->private_pkcs8);

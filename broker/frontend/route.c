@@ -111,6 +111,36 @@ fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index)
     s_crypto_submit (self, slot, rv);     /* an item out counts itself in pending (fe_submit) */
 }
 
+/*  A verification job (issue #23; public, job_kinds.c): CKM_ML_DSA, which
+ *  the module cannot compute, checked by a board that lists it with
+ *  CKF_VERIFY, open to the tenant (the message is the tenant's).  No key
+ *  of the keystore is read: the job carries the public key.  None:
+ *  CKR_MECHANISM_INVALID.  */
+void
+fe_job_verify (frontend_t *self, fe_request_t *request, size_t index)
+{
+    fe_slot_t *slot = &request->slots [index];
+    work_item_t *item = &slot->item;
+    const Cs__VerifyJob *job = request->req->jobs [index]->verify;
+    s_item_new (self, request, index, WORK_VERIFY, item);
+    item->mech = (cs_drv_mech_t) { .type = job->mechanism->type, .hedge = job->mechanism->hedge,
+                                   .context = job->mechanism->context.len ? job->mechanism->context.data : NULL,
+                                   .context_len = job->mechanism->context.len };
+    item->in = job->data.data;
+    item->in_len = job->data.len;
+    item->pub = job->public_value.data;
+    item->pub_len = job->public_value.len;
+    item->parameter_set = job->parameter_set;
+    item->sig = job->signature.data;
+    item->sig_len = job->signature.len;
+    for (size_t b = 0; b < self->args->n_boards; b++)
+        if (board_runs (self->args->boards [b], item->mech.type, CKF_VERIFY))
+            item->boards |= UINT64_C (1) << b;
+    item->boards &= fe_open_boards (self, request->tenant);
+    if (item->mech.type != CKM_ML_DSA || !item->boards || fe_submit (self, item))
+        slot->result.rv = CKR_MECHANISM_INVALID;
+}
+
 /*  A raw modexp job (issue #12; a USER ticket, job_kinds.c): one work item
  *  on any board that runs modexp (modexp_job.h).  */
 void

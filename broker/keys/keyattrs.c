@@ -288,6 +288,8 @@ s_key_value_agrees (Cs__KeyInfo *info, bool priv, const Cs__Attribute *attr, boo
             return number == klass ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
         case CKA_KEY_TYPE:
             return number == info->key_type ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
+        case CKA_PARAMETER_SET:         /* PKCS#11 3.2: the job's parameter_set made the key */
+            return number == info->parameter_set ? CKR_OK : CKR_TEMPLATE_INCONSISTENT;
         default:
             break;
     }
@@ -364,7 +366,7 @@ s_store (const cs_attr_rule_t *rule)
         case CKA_SIGN: case CKA_DECRYPT: return S_USAGE;
         case CKA_TOKEN: return S_TOKEN;
         case CKA_CLASS: case CKA_KEY_TYPE: case CKA_MODULUS: case CKA_MODULUS_BITS:
-        case CKA_PUBLIC_EXPONENT: case CKA_EC_PARAMS: case CKA_EC_POINT:
+        case CKA_PUBLIC_EXPONENT: case CKA_EC_PARAMS: case CKA_EC_POINT: case CKA_PARAMETER_SET:
             return S_KEY_VALUE;
         default:
             return rule->rules & CS_ATTR_SENSITIVE ? S_NOT_STORED : S_STORE;

@@ -51,6 +51,18 @@ keyjobs_keygen (const Cs__GenerateKeyPairJob *job, const keyjobs_rsa_range_t *rs
                         : job->mechanism == CKM_EC_MONTGOMERY_KEY_PAIR_GEN ? CKK_EC_MONTGOMERY : CKK_EC;
             return CKR_OK;
         }
+        case CKM_ML_DSA_KEY_PAIR_GEN:
+        case CKM_ML_KEM_KEY_PAIR_GEN:
+            /*  PKCS#11 3.2: CKA_PARAMETER_SET of the public template is required;
+                one that is no CKP_* of the mechanism is CKR_ATTRIBUTE_VALUE_INVALID
+                (the driver answers the same, cs_driver.h).  */
+            if (job->parameter_set == 0)
+                return CKR_TEMPLATE_INCOMPLETE;
+            if (job->parameter_set > 3)
+                return CKR_ATTRIBUTE_VALUE_INVALID;
+            gen->parameter_set = job->parameter_set;
+            *key_type_p = job->mechanism == CKM_ML_DSA_KEY_PAIR_GEN ? CKK_ML_DSA : CKK_ML_KEM;
+            return CKR_OK;
         default:
             return CKR_MECHANISM_INVALID;
     }
@@ -64,15 +76,13 @@ keyjobs_default_exponent (const Cs__GenerateKeyPairJob *job)
     return job->public_exponent.len == 0 || (e.len == 3 && memcmp (e.data, f4, 3) == 0);
 }
 
-CK_RV
-keyjobs_info_new (EVP_PKEY *pkey, const char *ref, const char *home, bool generated,
-                  bool token, bool import,
-                  Cs__Attribute **public_template, size_t n_public,
-                  Cs__Attribute **private_template, size_t n_private,
-                  Cs__KeyInfo **info_p)
+/*  The templates and rules on a new pair's KeyInfo (info, taken: freed on
+ *  failure); as keyjobs_info_new.  */
+static CK_RV
+s_info_finish (Cs__KeyInfo *info, const char *home, bool generated, bool token, bool import,
+               Cs__Attribute **public_template, size_t n_public,
+               Cs__Attribute **private_template, size_t n_private, Cs__KeyInfo **info_p)
 {
-    key_info_params_t params = { ref, NULL, NULL, 0, home, generated };
-    Cs__KeyInfo *info = key_info_from_pkey (pkey, &params);
     keyattrs_limit_reset ();
     if (!info)
         return CKR_ATTRIBUTE_VALUE_INVALID;
@@ -95,6 +105,30 @@ keyjobs_info_new (EVP_PKEY *pkey, const char *ref, const char *home, bool genera
     }
     *info_p = info;
     return rv;
+}
+
+CK_RV
+keyjobs_info_new (EVP_PKEY *pkey, const char *ref, const char *home, bool generated,
+                  bool token, bool import,
+                  Cs__Attribute **public_template, size_t n_public,
+                  Cs__Attribute **private_template, size_t n_private,
+                  Cs__KeyInfo **info_p)
+{
+    key_info_params_t params = { ref, NULL, NULL, 0, home, generated };
+    return s_info_finish (key_info_from_pkey (pkey, &params), home, generated, token, import,
+                          public_template, n_public, private_template, n_private, info_p);
+}
+
+CK_RV
+keyjobs_info_new_pq (CK_KEY_TYPE key_type, CK_ULONG parameter_set, const unsigned char *pub, size_t pub_len,
+                     const char *home, bool token,
+                     Cs__Attribute **public_template, size_t n_public,
+                     Cs__Attribute **private_template, size_t n_private,
+                     Cs__KeyInfo **info_p)
+{
+    key_info_params_t params = { NULL, NULL, NULL, 0, home, true };
+    return s_info_finish (key_info_from_pq (key_type, parameter_set, pub, pub_len, &params), home, true, token,
+                          false, public_template, n_public, private_template, n_private, info_p);
 }
 
 /*  Unwraps a DER OCTET STRING (CKA_EC_POINT) into *data_p and *len_p.  */

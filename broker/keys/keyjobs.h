@@ -91,6 +91,16 @@ CK_RV keyjobs_info_new (EVP_PKEY *pkey, const char *ref, const char *home, bool 
                         Cs__Attribute **private_template, size_t n_private,
                         Cs__KeyInfo **info_p);
 
+/*  keyjobs_info_new for a generated ML-DSA or ML-KEM key pair (issue #23),
+ *  whose public key pub (pub_len bytes, the raw FIPS 204 pk / FIPS 203 ek
+ *  the generating board gave) and CKP_* parameter_set OpenSSL 3.0 cannot
+ *  read from its PKCS#8 (key_info_from_pq); a fresh "ks:" ref.  */
+CK_RV keyjobs_info_new_pq (CK_KEY_TYPE key_type, CK_ULONG parameter_set, const unsigned char *pub, size_t pub_len,
+                           const char *home, bool token,
+                           Cs__Attribute **public_template, size_t n_public,
+                           Cs__Attribute **private_template, size_t n_private,
+                           Cs__KeyInfo **info_p);
+
 /*  Builds a public EVP_PKEY from a board key's public values (for
  *  key_info_from_pkey of a key generated on a board).  NULL on failure.  */
 EVP_PKEY *keyjobs_pkey_from_board_key (const cs_key_info_t *key);

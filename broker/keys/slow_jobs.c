@@ -136,15 +136,23 @@ s_generated (slow_job_t *self, keystore_t *ks)
         self->quota_refused = self->rv == CKR_DEVICE_MEMORY ? 1 + METRICS_QUOTA_KEYS : 0;
         return;
     }
-    EVP_PKEY *pkey = resident ? keyjobs_pkey_from_board_key (self->board_key)
-                              : cs_pkey_from_pkcs8 (self->pkcs8, self->pkcs8_len);
-    self->rv = pkey ? keyjobs_info_new (pkey, resident ? self->resident_ref : NULL,
+    bool pq = self->pq_pub && !resident;        /* ML-DSA, ML-KEM: OpenSSL 3.0 reads neither (issue #23) */
+    EVP_PKEY *pkey = pq ? NULL : resident ? keyjobs_pkey_from_board_key (self->board_key)
+                                          : cs_pkey_from_pkcs8 (self->pkcs8, self->pkcs8_len);
+    if (pq)
+        self->rv = keyjobs_info_new_pq (job->mechanism == CKM_ML_DSA_KEY_PAIR_GEN ? CKK_ML_DSA : CKK_ML_KEM,
+                                        self->parameter_set, self->pq_pub, self->pq_pub_len,
+                                        job->token ? "keystore" : "", job->token, job->public_template,
+                                        job->n_public_template, job->private_template,
+                                        job->n_private_template, &self->info);
+    else
+        self->rv = pkey ? keyjobs_info_new (pkey, resident ? self->resident_ref : NULL,
                                         resident ? self->home : job->token ? "keystore" : "", true,
                                         resident || job->token, false, job->public_template,
                                         job->n_public_template, job->private_template,
                                         job->n_private_template, &self->info)
                     : CKR_DEVICE_ERROR;
-    self->limit = pkey && self->rv != CKR_OK ? keyjobs_limit_problem () : NULL;
+    self->limit = (pkey || pq) && self->rv != CKR_OK ? keyjobs_limit_problem () : NULL;
     if (self->rv == CKR_OK && self->pooled)
         self->rv = s_issue_once (self, ks);
     EVP_PKEY_free (pkey);

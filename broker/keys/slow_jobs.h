@@ -63,6 +63,11 @@ struct _slow_job_t {
     const cs_key_info_t *board_key; /* SLOW_GENERATED on a board: the key there, else NULL */
     char home [300];                /* ... its home "board:NAME" */
     const char *resident_ref;       /* ... and its ref */
+    const unsigned char *pq_pub;    /* SLOW_GENERATED of an ML-DSA/ML-KEM pair: its public key
+                                       as the board gave it (borrowed from the work item, which
+                                       the request holds), else NULL (issue #23) */
+    size_t pq_pub_len;
+    CK_ULONG parameter_set;         /* ... its CKP_* */
     bool pooled;                    /* SLOW_GENERATED: the material came from the key pool:
                                        its fingerprint is recorded before the reply
                                        (keystore_issued_record, issue 19) */

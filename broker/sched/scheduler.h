@@ -41,7 +41,9 @@ typedef enum {
     WORK_DESTROY_RESIDENT,          /* the resident key key.id on the board */
     WORK_DERIVE,                    /* ECDH of `key` with the point `in`: the raw secret Z into out */
     WORK_MODEXP,                    /* `modexp` (raw modular exponentiation) into out */
-    WORK_SYM                        /* `sym` (a secret-key operation, issue #10) into out */
+    WORK_SYM,                       /* `sym` (a secret-key operation, issue #10) into out */
+    WORK_VERIFY                     /* `mech` (CKM_ML_DSA) signature `sig` over `in` with the
+                                       public key `pub`: rv only (issue #23) */
 } work_kind_t;
 
 /*  One job on its way to a worker and back, in the driver ABI's types only
@@ -83,6 +85,18 @@ struct _work_item_t {
     cs_modexp_t modexp;             /* WORK_MODEXP operands (borrowed from the request's jobs) */
     cs_sym_t sym;                   /* WORK_SYM operation (borrowed from the request's job) */
     cs_key_info_t generated;        /* WORK_GENERATE_RESIDENT result (members owned) */
+    const unsigned char *pub;       /* ML-DSA sign (the check before release) and WORK_VERIFY:
+                                       the public key, FIPS 204 pk (CKA_VALUE), borrowed from
+                                       the request or the cached key; NULL on a sign: the
+                                       board derives it from the material (issue #23) */
+    size_t pub_len;                 /* bytes */
+    CK_ULONG parameter_set;         /* CKP_* of pub */
+    const unsigned char *sig;       /* WORK_VERIFY: the signature, borrowed from the request */
+    size_t sig_len;
+    unsigned char *pub_out;         /* WORK_GENERATE of an ML-DSA/ML-KEM key: its public key
+                                       as the board encodes it (malloc'd, owned), with its
+                                       CKP_* in parameter_set */
+    size_t pub_out_len;
     unsigned bits;                  /* key size in bits (pool refills: RSA modulus bits), 0 when
                                        unknown: with the mechanism, the service-time class */
     int64_t deadline;               /* cs_clock_ms() time after which it must not run */

@@ -157,6 +157,15 @@ typedef CK_CS_MULTI_MODEXP_PARAMS *CK_CS_MULTI_MODEXP_PARAMS_PTR;
 #define CKH_HEDGE_PREFERRED         0x00000000UL    /* CK_HEDGE_TYPE */
 #define CKH_HEDGE_REQUIRED          0x00000001UL
 #define CKH_DETERMINISTIC_REQUIRED  0x00000002UL
+/*  PKCS#11 3.2 (ML-DSA, CKM_ML_DSA): the mechanism parameter, an optional
+ *  hedge variant and context string (FIPS 204 §5.2: ctx of 0..255 bytes);
+ *  a header with the CKH_ values has these types too.  */
+typedef CK_ULONG CK_HEDGE_TYPE;
+typedef struct CK_SIGN_ADDITIONAL_CONTEXT {
+    CK_HEDGE_TYPE hedgeVariant;     /* CKH_HEDGE_PREFERRED, _REQUIRED, CKH_DETERMINISTIC_REQUIRED */
+    CK_BYTE_PTR pContext;           /* ctx, may be NULL when ulContextLen is 0 */
+    CK_ULONG ulContextLen;          /* bytes, 0..255 */
+} CK_SIGN_ADDITIONAL_CONTEXT;
 #endif
 #ifndef CKP_ML_DSA_44
 #define CKP_ML_DSA_44               0x00000001UL    /* CK_ML_DSA_PARAMETER_SET_TYPE */

@@ -37,7 +37,7 @@ declare -A rank=(
     # operations: metrics, config
     [metrics_quota]=5 [metrics_int]=5 [metrics]=6 [metrics_render]=6 [metrics_http]=7 [broker_config]=8
     # boards and their health
-    [board]=9 [verify]=10 [worker]=11 [board_watch]=11 [cross_check]=12
+    [board]=9 [verify]=10 [pq_work]=10 [worker]=11 [board_watch]=11 [cross_check]=12
     # the keystore side: audit chain, slow pool, key pool, slow jobs
     [audit]=9 [slow_pool]=9 [pool]=9 [pool_store]=10 [slow_jobs]=13
     # the frontend pipeline, bottom to top (docs/FRONTEND.md)

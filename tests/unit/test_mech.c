@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cs_mech.h"
+#include "cryptoserver/pkcs11v.h"
 #include "cs_wire.h"
 #include "mechanism.h"
 #include "test_run.h"
@@ -91,6 +92,7 @@ START_TEST (test_flags_consistent)
                            r->name);
         if (r->flags & CKF_SIGN)
             ck_assert_msg (r->output == (secret ? CS_MECH_OUT_MAC : r->key_type == CKK_RSA ? CS_MECH_OUT_MODULUS
+                                                : r->key_type == CKK_ML_DSA ? CS_MECH_OUT_KEY
                                                 : CS_MECH_OUT_EC),
                            "%s: signature size rule", r->name);
         /*  Secret-key rows: ciphers sized by cs_mech_sym_output_len, MACs by

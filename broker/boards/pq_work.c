@@ -1,0 +1,65 @@
+/*  pq_work.c — a worker's post-quantum calls on its board (pq_work.h).  */
+#include "pq_work.h"
+
+#define S_PUB_MAX 2592                  /* bytes: an ML-DSA-87 pk (FIPS 204 Table 2), the largest */
+
+bool
+pq_work_signs (CK_MECHANISM_TYPE type)
+{
+    return type == CKM_ML_DSA;
+}
+
+CK_RV
+pq_work_verify (board_t *board, cs_drv_session_t *session, const cs_drv_mech_t *mech,
+                CK_ULONG parameter_set, const unsigned char *pub, size_t pub_len,
+                const unsigned char *in, size_t in_len, const unsigned char *sig, size_t sig_len)
+{
+    if (!board->verify)
+        return CKR_FUNCTION_NOT_SUPPORTED;
+    return board->verify (session, mech, parameter_set, pub, pub_len, in, in_len, sig, sig_len);
+}
+
+bool
+pq_work_sign_check (board_t *board, cs_drv_session_t *session, const cs_drv_key_t *key,
+                    const cs_drv_mech_t *mech, const unsigned char *pub, size_t pub_len,
+                    CK_ULONG parameter_set, const unsigned char *in, size_t in_len,
+                    const unsigned char *sig, size_t sig_len)
+{
+    unsigned char derived [S_PUB_MAX];
+    if (!pub) {                         /* a per-request key: the board derives its public half */
+        CK_KEY_TYPE type = 0;
+        pub_len = sizeof derived;
+        if (!board->public_key || !key->pkcs8
+        ||  board->public_key (session, key, &type, &parameter_set, derived, &pub_len) != CKR_OK
+        ||  type != CKK_ML_DSA)
+            return false;
+        pub = derived;
+    }
+    return pq_work_verify (board, session, mech, parameter_set, pub, pub_len, in, in_len, sig, sig_len) == CKR_OK;
+}
+
+CK_RV
+pq_work_public (board_t *board, cs_drv_session_t *session, const unsigned char *pkcs8, size_t len,
+                unsigned char **pub_p, size_t *pub_len_p, CK_ULONG *parameter_set_p)
+{
+    cs_drv_key_t key = { NULL, 0, pkcs8, len, NULL };
+    CK_KEY_TYPE type = 0;
+    size_t pub_len = S_PUB_MAX;
+    *pub_p = NULL;
+    *pub_len_p = 0;
+    if (!board->public_key)
+        return CKR_FUNCTION_NOT_SUPPORTED;
+    unsigned char *pub = malloc (S_PUB_MAX);
+    if (!pub)
+        return CKR_HOST_MEMORY;
+    CK_RV rv = board->public_key (session, &key, &type, parameter_set_p, pub, &pub_len);
+    if (rv == CKR_OK && (type != CKK_ML_DSA && type != CKK_ML_KEM))
+        rv = CKR_DEVICE_ERROR;
+    if (rv != CKR_OK) {
+        free (pub);
+        return rv;
+    }
+    *pub_p = pub;
+    *pub_len_p = pub_len;
+    return CKR_OK;
+}

@@ -1,0 +1,49 @@
+/*  pq_work.h — a worker's post-quantum calls on its board (issue #23): an
+ *  ML-DSA verification job, the check of an ML-DSA signature before it is
+ *  released, and the public key of freshly generated ML-DSA or ML-KEM
+ *  material.  The board is not trusted (docs/DESIGN.md §7): a signature is
+ *  checked against the public key the keystore row holds, never against one
+ *  the signing board reports, when the row is known.
+ *
+ *  May call: board.h (the driver's functions).  Called by worker.c only.
+ */
+#ifndef PQ_WORK_H_INCLUDED
+#define PQ_WORK_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "board.h"
+
+/*  True for a mechanism whose sign result pq_work_sign_check checks:
+ *  CKM_ML_DSA.  */
+bool pq_work_signs (CK_MECHANISM_TYPE type);
+
+/*  CS_DRV_VERIFY of `board` (FIPS 204 Alg. 3, pure ML-DSA with mech's
+ *  context): signature sig (sig_len bytes) over in (in_len bytes) with the
+ *  public key pub (pub_len bytes, FIPS 204 pk) of `parameter_set`.  Returns
+ *  the driver's CK_RV (CKR_OK valid, CKR_SIGNATURE_INVALID,
+ *  CKR_SIGNATURE_LEN_RANGE, CKR_PUBLIC_KEY_INVALID, CKR_DOMAIN_PARAMS_INVALID
+ *  ...), or CKR_FUNCTION_NOT_SUPPORTED when the driver has no verify.  */
+CK_RV pq_work_verify (board_t *board, cs_drv_session_t *session, const cs_drv_mech_t *mech,
+                      CK_ULONG parameter_set, const unsigned char *pub, size_t pub_len,
+                      const unsigned char *in, size_t in_len, const unsigned char *sig, size_t sig_len);
+
+/*  Checks an ML-DSA signature `sig` by `key` before release: with `pub` (the
+ *  row's CKA_VALUE, pub_len bytes, of parameter_set) when given, else with
+ *  the public key the board derives from the key material (a per-request
+ *  key: nobody else knows it).  True when the signature verifies; false
+ *  when it does not or cannot be checked (the result must not leave).  */
+bool pq_work_sign_check (board_t *board, cs_drv_session_t *session, const cs_drv_key_t *key,
+                         const cs_drv_mech_t *mech, const unsigned char *pub, size_t pub_len,
+                         CK_ULONG parameter_set, const unsigned char *in, size_t in_len,
+                         const unsigned char *sig, size_t sig_len);
+
+/*  The public key of generated material (PKCS#8 pkcs8, len bytes) of an
+ *  ML-DSA or ML-KEM key pair (CS_DRV_PUBLIC_KEY): malloc'd into *pub_p
+ *  (*pub_len_p bytes; caller frees), its CKP_* into *parameter_set_p.
+ *  Returns CKR_OK, the driver's CK_RV, CKR_HOST_MEMORY, or
+ *  CKR_FUNCTION_NOT_SUPPORTED when the driver has no public-key function.  */
+CK_RV pq_work_public (board_t *board, cs_drv_session_t *session, const unsigned char *pkcs8, size_t len,
+                      unsigned char **pub_p, size_t *pub_len_p, CK_ULONG *parameter_set_p);
+
+#endif
