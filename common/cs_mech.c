@@ -114,6 +114,12 @@ static const cs_mech_row_t s_rows [] = {
       CS_MECH_IN_MESSAGE, CS_MECH_OUT_KEY },
     { ROW (ML_DSA_KEY_PAIR_GEN), CKM_ML_DSA_KEY_PAIR_GEN, CKK_ML_DSA, 0, S_GEN, PQ_MIN, PQ_MAX, P_NONE,
       CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
+    /*  PKCS#11 3.2 ML-KEM (FIPS 203): C_EncapsulateKey / C_DecapsulateKey
+        (pkcs11-module/kem.c) on a board, no parameter.  */
+    { ROW (ML_KEM), CKM_ML_KEM, CKK_ML_KEM, 0, CKF_HW | CKF_ENCAPSULATE | CKF_DECAPSULATE, PQ_MIN, PQ_MAX, P_NONE,
+      CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
+    { ROW (ML_KEM_KEY_PAIR_GEN), CKM_ML_KEM_KEY_PAIR_GEN, CKK_ML_KEM, 0, S_GEN, PQ_MIN, PQ_MAX, P_NONE,
+      CS_MECH_IN_NONE, CS_MECH_OUT_NONE },
     /*  CKK_EC keys, and CKK_EC_MONTGOMERY keys (PKCS#11 3.0 §2.3.7; X25519
         from 255 bits): pkcs11-module/derive.c checks the key type.  */
     { ROW (ECDH1_DERIVE), CKM_ECDH1_DERIVE, CKK_EC, 0, CKF_HW | CKF_DERIVE, X_MIN, EC_MAX,

@@ -1,6 +1,7 @@
 /*  cs_usage.c — the usage rules of keys (cs_usage.h).  */
 #include <string.h>
 #include "cs_usage.h"
+#include "cryptoserver/pkcs11v.h"
 
 /*  One row per use: the role it needs, its name.  */
 static const struct {
@@ -14,6 +15,8 @@ static const struct {
     [CS_USE_WRAP]         = { CS_ROLE_WRAP, "wrap" },
     [CS_USE_UNWRAP]       = { CS_ROLE_UNWRAP, "unwrap" },
     [CS_USE_DERIVE]       = { CS_ROLE_DERIVE, "derive" },
+    [CS_USE_ENCAPSULATE]  = { CS_ROLE_ENCAPSULATE, "encapsulate" },
+    [CS_USE_DECAPSULATE]  = { CS_ROLE_DECAPSULATE, "decapsulate" },
 };
 
 unsigned
@@ -27,6 +30,8 @@ cs_usage_role_bit (CK_ATTRIBUTE_TYPE type)
         case CKA_WRAP:          return CS_ROLE_WRAP;
         case CKA_UNWRAP:        return CS_ROLE_UNWRAP;
         case CKA_DERIVE:        return CS_ROLE_DERIVE;
+        case CKA_ENCAPSULATE:   return CS_ROLE_ENCAPSULATE;
+        case CKA_DECAPSULATE:   return CS_ROLE_DECAPSULATE;
         default:                return 0;
     }
 }

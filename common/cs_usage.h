@@ -59,8 +59,14 @@ typedef enum {
 #define CS_ROLE_WRAP          0x10u     /* CKA_WRAP */
 #define CS_ROLE_UNWRAP        0x20u     /* CKA_UNWRAP */
 #define CS_ROLE_DERIVE        0x40u     /* CKA_DERIVE */
+#define CS_ROLE_ENCAPSULATE   0x80u     /* CKA_ENCAPSULATE (PKCS#11 3.2; a pair's public half) */
+#define CS_ROLE_DECAPSULATE  0x100u     /* CKA_DECAPSULATE (PKCS#11 3.2) */
 #define CS_ROLE_DATA  (CS_ROLE_ENCRYPT | CS_ROLE_DECRYPT | CS_ROLE_SIGN | CS_ROLE_SIGN_RECOVER)
-#define CS_ROLE_KEYS  (CS_ROLE_WRAP | CS_ROLE_UNWRAP)
+/*  Key roles: their result is a key object, never data the caller chose.
+ *  The KEM roles count here (issue #23): a KEM makes a secret key, so a key
+ *  that decapsulates never also decrypts or signs under strict, and its
+ *  roles only go TRUE -> FALSE like CKA_UNWRAP's.  */
+#define CS_ROLE_KEYS  (CS_ROLE_WRAP | CS_ROLE_UNWRAP | CS_ROLE_ENCAPSULATE | CS_ROLE_DECAPSULATE)
 
 /*  What a job does with a key.  */
 typedef enum {
@@ -71,10 +77,13 @@ typedef enum {
     CS_USE_WRAP,                /* C_WrapKey, SymJob encrypt with key_wrap */
     CS_USE_UNWRAP,              /* C_UnwrapKey, DecryptJob.unwrap, SymJob decrypt with key_wrap */
     CS_USE_DERIVE,              /* DeriveJob, C_DeriveKey */
+    CS_USE_ENCAPSULATE,         /* C_EncapsulateKey (PKCS#11 3.2) */
+    CS_USE_DECAPSULATE,         /* DecapsulateJob, C_DecapsulateKey (PKCS#11 3.2) */
     CS_USE_COUNT
 } cs_usage_use_t;
 
-/*  The role bit of a role attribute (CKA_ENCRYPT ... CKA_DERIVE), 0 for any
+/*  The role bit of a role attribute (CKA_ENCRYPT ... CKA_DERIVE,
+ *  CKA_ENCAPSULATE, CKA_DECAPSULATE), 0 for any
  *  other type.  */
 unsigned cs_usage_role_bit (CK_ATTRIBUTE_TYPE type);
 

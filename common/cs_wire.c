@@ -196,6 +196,13 @@ s_job (const Cs__Job *job)
                                  derive->public_data, CKR_MECHANISM_PARAM_INVALID);
         case CS__JOB__KIND_VERIFY:
             return s_verify_job (job->verify);
+        case CS__JOB__KIND_ENCAPSULATE:
+            if (job->encapsulate->public_value.len > CS_WIRE_MAX_KEY_DER)
+                return S_BAD ("encapsulate job: public key over CS_WIRE_MAX_KEY_DER bytes", CKR_KEY_SIZE_RANGE);
+            return S_OK;
+        case CS__JOB__KIND_DECAPSULATE:
+            return s_crypto_job (job->decapsulate->key_id, job->decapsulate->key_pkcs8, &s_no_mechanism,
+                                 job->decapsulate->ciphertext, CKR_ENCRYPTED_DATA_LEN_RANGE);
         case CS__JOB__KIND_SYM:
             if ((job->sym->key_value.len > 0) == (job->sym->key_id.len > 0))
                 return S_BAD ("sym job needs exactly one of key_value and key_id", CKR_DEVICE_ERROR);

@@ -181,6 +181,16 @@ key_info_from_pq (CK_KEY_TYPE key_type, CK_ULONG parameter_set, const uint8_t *p
         cs__key_info__free_unpacked (info, NULL);
         return NULL;
     }
+    /*  An ML-KEM pair's KEM roles, stored so that both sides read them
+        (PKCS#11 3.2 CKA_ENCAPSULATE, CKA_DECAPSULATE; the template may
+        turn them off).  */
+    if (!dsa && (s_attr_add (&info->n_private_attributes, &info->private_attributes, CKA_DECAPSULATE,
+                             CS__ATTRIBUTE__VALUE_FLAG, true)
+                 || s_attr_add (&info->n_public_attributes, &info->public_attributes, CKA_ENCAPSULATE,
+                                CS__ATTRIBUTE__VALUE_FLAG, true))) {
+        cs__key_info__free_unpacked (info, NULL);
+        return NULL;
+    }
     info->can_sign = dsa;
     info->has_private = true;
     info->has_public = true;

@@ -21,7 +21,7 @@
  *      13  token, find, keyop, secret_token, modexp, dataobj_jobs
  *      14  derive, secret, secret_key, digest
  *      15  sign
- *      16  decrypt, wrap, local, recover, keymgmt, keymgmt_check
+ *      16  decrypt, wrap, local, recover, keymgmt, keymgmt_check, kem
  *      17  module, verify_sig         C_Initialize, C_Finalize, C_GetInfo; 3.2 verify
  *      18  interface                  the function lists
  *

@@ -115,6 +115,7 @@ s_attr_public (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, cs_objattr_value_t *
 {
     switch (type) {
         case CKA_VERIFY:         return s_bool (value, key->key_type != CKK_ML_KEM);
+        case CKA_ENCAPSULATE:    return s_bool (value, key->key_type == CKK_ML_KEM);     /* PKCS#11 3.2 */
         case CKA_ENCRYPT:
         case CKA_VERIFY_RECOVER: return s_bool (value, key->key_type == CKK_RSA);
         case CKA_WRAP:
@@ -130,6 +131,7 @@ s_attr_private (const cs_key_t *key, CK_ATTRIBUTE_TYPE type, cs_objattr_value_t 
         case CKA_SIGN:              return s_bool (value, key->can_sign);
         case CKA_SIGN_RECOVER:      return s_bool (value, key->can_sign && key->key_type == CKK_RSA);
         case CKA_DECRYPT:           return s_bool (value, key->can_decrypt && key->key_type == CKK_RSA);
+        case CKA_DECAPSULATE:       return s_bool (value, key->key_type == CKK_ML_KEM);    /* PKCS#11 3.2 */
         case CKA_SENSITIVE:
         case CKA_ALWAYS_SENSITIVE:
         case CKA_NEVER_EXTRACTABLE: return s_bool (value, true);
@@ -225,17 +227,19 @@ cs_objattr_get (const cs_object_t *object, CK_ATTRIBUTE_TYPE type, cs_objattr_va
 
 /*  The role attributes of cs_usage.h.  */
 static const CK_ATTRIBUTE_TYPE s_role_types [] = {
-    CKA_ENCRYPT, CKA_DECRYPT, CKA_SIGN, CKA_SIGN_RECOVER, CKA_WRAP, CKA_UNWRAP, CKA_DERIVE
+    CKA_ENCRYPT, CKA_DECRYPT, CKA_SIGN, CKA_SIGN_RECOVER, CKA_WRAP, CKA_UNWRAP, CKA_DERIVE,
+    CKA_ENCAPSULATE, CKA_DECAPSULATE
 };
 
 bool
 cs_objattr_role_of (CK_OBJECT_CLASS klass, CK_ATTRIBUTE_TYPE type)
 {
     switch (klass) {        /* a switch, not the attribute table's scan: C_SignInit pays seven */
-        case CKO_PUBLIC_KEY:  return type == CKA_WRAP;
+        case CKO_PUBLIC_KEY:  return type == CKA_WRAP || type == CKA_ENCAPSULATE;
         case CKO_PRIVATE_KEY: return type == CKA_DECRYPT || type == CKA_SIGN || type == CKA_SIGN_RECOVER
-                                  || type == CKA_UNWRAP || type == CKA_DERIVE;
-        case CKO_SECRET_KEY:  return cs_usage_role_bit (type) && type != CKA_SIGN_RECOVER;
+                                  || type == CKA_UNWRAP || type == CKA_DERIVE || type == CKA_DECAPSULATE;
+        case CKO_SECRET_KEY:  return cs_usage_role_bit (type) && type != CKA_SIGN_RECOVER
+                                  && type != CKA_ENCAPSULATE && type != CKA_DECAPSULATE;
         default:              return false;
     }
 }

@@ -322,8 +322,9 @@ static bool
 s_use_of (CK_FLAGS want, cs_usage_use_t *use_p)
 {
     *use_p = want & CKF_SIGN ? CS_USE_SIGN : want & CKF_DECRYPT ? CS_USE_DECRYPT
-           : want & CKF_DERIVE ? CS_USE_DERIVE : want & CKF_SIGN_RECOVER ? CS_USE_SIGN_RECOVER : CS_USE_ENCRYPT;
-    return !(want & (CKF_VERIFY | CKF_VERIFY_RECOVER));
+           : want & CKF_DERIVE ? CS_USE_DERIVE : want & CKF_SIGN_RECOVER ? CS_USE_SIGN_RECOVER
+           : want & CKF_DECAPSULATE ? CS_USE_DECAPSULATE : CS_USE_ENCRYPT;
+    return !(want & (CKF_VERIFY | CKF_VERIFY_RECOVER | CKF_ENCAPSULATE));
 }
 
 CK_RV
@@ -333,7 +334,7 @@ cs_object_login_check_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want)
     if (!object || !object->key || cs_login_user_logged_in_inlock ())
         return CKR_OK;
     bool held = object->ref && (object->klass == CKO_SECRET_KEY
-                                || (want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT | CKF_DERIVE)));
+                                || (want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT | CKF_DERIVE | CKF_DECAPSULATE)));
     return held || cs_objattr_flag (object, CKA_PRIVATE, true) ? CKR_USER_NOT_LOGGED_IN : CKR_OK;
 }
 
@@ -341,9 +342,11 @@ CK_RV
 cs_object_use_inlock (CK_OBJECT_HANDLE handle, CK_FLAGS want, cs_key_t **key_p)
 {
     cs_object_t *object = s_object (handle);
-    bool need_private = want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT | CKF_DERIVE);
+    bool need_private = want & (CKF_SIGN | CKF_SIGN_RECOVER | CKF_DECRYPT | CKF_DERIVE | CKF_DECAPSULATE);
     CK_ATTRIBUTE_TYPE usage = want & CKF_SIGN ? CKA_SIGN : want & CKF_DECRYPT ? CKA_DECRYPT
                             : want & CKF_DERIVE ? CKA_DERIVE
+                            : want & CKF_DECAPSULATE ? CKA_DECAPSULATE
+                            : want & CKF_ENCAPSULATE ? CKA_ENCAPSULATE
                             : want & CKF_SIGN_RECOVER ? CKA_SIGN_RECOVER
                             : want & CKF_VERIFY_RECOVER ? CKA_VERIFY_RECOVER
                             : want & CKF_VERIFY ? CKA_VERIFY : CKA_ENCRYPT;

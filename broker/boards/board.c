@@ -54,6 +54,8 @@ s_load_driver (board_t *self, const char *driver_dir)
     self->close = (cs_drv_board_close_fn *) cs_driver_lookup (self->driver, CS_DRV_BOARD_CLOSE);
     self->public_key = (cs_drv_public_key_fn *) cs_driver_lookup (self->driver, CS_DRV_PUBLIC_KEY);
     self->verify = (cs_drv_verify_fn *) cs_driver_lookup (self->driver, CS_DRV_VERIFY);
+    self->encapsulate = (cs_drv_encapsulate_fn *) cs_driver_lookup (self->driver, CS_DRV_ENCAPSULATE);
+    self->decapsulate = (cs_drv_decapsulate_fn *) cs_driver_lookup (self->driver, CS_DRV_DECAPSULATE);
     if (!self->session_open || !self->session_close || !self->close
     ||  !cs_driver_lookup (self->driver, CS_DRV_BOARD_OPEN)
     ||  !cs_driver_lookup (self->driver, CS_DRV_BOARD_KEYS)
@@ -280,6 +282,9 @@ board_runs (const board_t *self, CK_MECHANISM_TYPE mechanism, CK_FLAGS flag)
         return false;
     if (flag == CKF_VERIFY && (!self->verify || !(self->caps.flags & CS_CAP_PUBLIC_OPS)))
         return false;                   /* a verification job (issue #23) */
+    if ((flag == CKF_ENCAPSULATE && !self->encapsulate) || (flag == CKF_DECAPSULATE && !self->decapsulate)
+    ||  ((flag == CKF_ENCAPSULATE || flag == CKF_DECAPSULATE) && !(self->caps.flags & CS_CAP_KEM)))
+        return false;                   /* a KEM job (issue #23) */
     for (size_t i = 0; i < self->n_mechs; i++)
         if (self->mechs [i].type == mechanism)
             return (self->mechs [i].flags & flag) != 0;

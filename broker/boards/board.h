@@ -46,6 +46,8 @@ typedef struct {
     cs_drv_board_close_fn *close;
     cs_drv_public_key_fn *public_key;   /* CS_DRV_PUBLIC_KEY (issue #23); NULL when none */
     cs_drv_verify_fn *verify;       /* CS_DRV_VERIFY (issue #23); NULL when none */
+    cs_drv_encapsulate_fn *encapsulate; /* CS_DRV_ENCAPSULATE (issue #23); NULL when none */
+    cs_drv_decapsulate_fn *decapsulate; /* CS_DRV_DECAPSULATE (issue #23); NULL when none */
     int verify_rsa;                 /* health settings of the config (broker_board_conf_t): */
     int verify_ec;                  /*   percent of results checked (verify.h) */
     int call_timeout_ms;            /*   0 = automatic (frontend_health.c) */
@@ -84,7 +86,8 @@ bool board_generates (const board_t *self, CK_KEY_TYPE key_type, bool resident);
 
 /*  True when the board runs the job mechanism `mechanism` for `flag`
  *  (CKF_SIGN: a sign job, CKF_DECRYPT: a decrypt job, CKF_DERIVE: ECDH,
- *  CKF_VERIFY: a verification job, with CS_CAP_PUBLIC_OPS): its
+ *  CKF_VERIFY: a verification job, with CS_CAP_PUBLIC_OPS; CKF_ENCAPSULATE,
+ *  CKF_DECAPSULATE: a KEM job, with CS_CAP_KEM): its
  *  driver reported it with that flag at open (CS_DRV_BOARD_MECHANISMS) and
  *  has the function that runs it.  Routing (docs/CONTRACTS.md "Routing").  */
 bool board_runs (const board_t *self, CK_MECHANISM_TYPE mechanism, CK_FLAGS flag);

@@ -1,7 +1,10 @@
 /*  pq_work.c — a worker's post-quantum calls on its board (pq_work.h).  */
+#include <openssl/crypto.h>
 #include "pq_work.h"
 
 #define S_PUB_MAX 2592                  /* bytes: an ML-DSA-87 pk (FIPS 204 Table 2), the largest */
+#define S_CT_MAX 1568                   /* bytes: an ML-KEM-1024 ciphertext (FIPS 203 Table 3) */
+#define S_SECRET 32                     /* bytes: an ML-KEM shared secret */
 
 bool
 pq_work_signs (CK_MECHANISM_TYPE type)
@@ -36,6 +39,60 @@ pq_work_sign_check (board_t *board, cs_drv_session_t *session, const cs_drv_key_
         pub = derived;
     }
     return pq_work_verify (board, session, mech, parameter_set, pub, pub_len, in, in_len, sig, sig_len) == CKR_OK;
+}
+
+CK_RV
+pq_work_encapsulate (board_t *board, cs_drv_session_t *session, const cs_drv_mech_t *mech,
+                     CK_ULONG parameter_set, const unsigned char *pub, size_t pub_len,
+                     unsigned char **out_p, size_t *out_len_p, size_t *cap_p)
+{
+    size_t ct_len = S_CT_MAX, secret_len = S_SECRET;
+    unsigned char secret [S_SECRET];
+    if (!board->encapsulate)
+        return CKR_FUNCTION_NOT_SUPPORTED;
+    unsigned char *out = malloc (S_CT_MAX + S_SECRET);
+    if (!out)
+        return CKR_HOST_MEMORY;
+    CK_RV rv = board->encapsulate (session, mech, parameter_set, pub, pub_len, out, &ct_len, secret, &secret_len);
+    if (rv == CKR_OK && (ct_len > S_CT_MAX || secret_len != S_SECRET))
+        rv = CKR_DEVICE_ERROR;
+    if (rv == CKR_OK)
+        memcpy (out + ct_len, secret, S_SECRET);
+    OPENSSL_cleanse (secret, sizeof secret);
+    if (rv != CKR_OK) {
+        OPENSSL_cleanse (out, S_CT_MAX + S_SECRET);
+        free (out);
+        return rv;
+    }
+    *out_p = out;
+    *out_len_p = ct_len + S_SECRET;
+    *cap_p = S_CT_MAX + S_SECRET;
+    return CKR_OK;
+}
+
+CK_RV
+pq_work_decapsulate (board_t *board, cs_drv_session_t *session, const cs_drv_key_t *key,
+                     const cs_drv_mech_t *mech, const unsigned char *ct, size_t ct_len,
+                     unsigned char **out_p, size_t *out_len_p, size_t *cap_p)
+{
+    size_t len = S_SECRET;
+    if (!board->decapsulate)
+        return CKR_FUNCTION_NOT_SUPPORTED;
+    unsigned char *out = malloc (S_SECRET);
+    if (!out)
+        return CKR_HOST_MEMORY;
+    CK_RV rv = board->decapsulate (session, key, mech, ct, ct_len, out, &len);
+    if (rv == CKR_OK && len != S_SECRET)
+        rv = CKR_DEVICE_ERROR;
+    if (rv != CKR_OK) {
+        OPENSSL_cleanse (out, S_SECRET);
+        free (out);
+        return rv;
+    }
+    *out_p = out;
+    *out_len_p = S_SECRET;
+    *cap_p = S_SECRET;
+    return CKR_OK;
 }
 
 CK_RV

@@ -38,6 +38,24 @@ bool pq_work_sign_check (board_t *board, cs_drv_session_t *session, const cs_drv
                          CK_ULONG parameter_set, const unsigned char *in, size_t in_len,
                          const unsigned char *sig, size_t sig_len);
 
+/*  CS_DRV_ENCAPSULATE of `board` (FIPS 203 Alg. 20) to pub (pub_len bytes,
+ *  an ML-KEM ek of parameter_set): the ciphertext and then the shared
+ *  secret into a malloc'd *out_p (*out_len_p bytes, *cap_p allocated;
+ *  caller wipes and frees).  Returns the driver's CK_RV (CKR_PUBLIC_KEY_INVALID,
+ *  CKR_DOMAIN_PARAMS_INVALID ...), CKR_HOST_MEMORY, or
+ *  CKR_FUNCTION_NOT_SUPPORTED.  */
+CK_RV pq_work_encapsulate (board_t *board, cs_drv_session_t *session, const cs_drv_mech_t *mech,
+                           CK_ULONG parameter_set, const unsigned char *pub, size_t pub_len,
+                           unsigned char **out_p, size_t *out_len_p, size_t *cap_p);
+
+/*  CS_DRV_DECAPSULATE of `board` (FIPS 203 Alg. 21) of ct (ct_len bytes)
+ *  with `key`: the 32-byte secret into a malloc'd *out_p as above.  A
+ *  ciphertext that was changed gives the implicit-rejection secret: no
+ *  check here can tell (FIPS 203 §6.3), so the result is not verified.  */
+CK_RV pq_work_decapsulate (board_t *board, cs_drv_session_t *session, const cs_drv_key_t *key,
+                           const cs_drv_mech_t *mech, const unsigned char *ct, size_t ct_len,
+                           unsigned char **out_p, size_t *out_len_p, size_t *cap_p);
+
 /*  The public key of generated material (PKCS#8 pkcs8, len bytes) of an
  *  ML-DSA or ML-KEM key pair (CS_DRV_PUBLIC_KEY): malloc'd into *pub_p
  *  (*pub_len_p bytes; caller frees), its CKP_* into *parameter_set_p.

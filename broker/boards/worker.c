@@ -222,6 +222,8 @@ s_call_prepare (s_call_t *call, const work_item_t *item)
         case WORK_DECRYPT:
         case WORK_DERIVE:
         case WORK_VERIFY:
+        case WORK_ENCAPSULATE:
+        case WORK_DECAPSULATE:
             return s_copy_job (call, item);
         case WORK_GENERATE:
         case WORK_GENERATE_RESIDENT:
@@ -360,6 +362,14 @@ s_call_run (board_t *board, cs_drv_session_t *session, s_call_t *call)
         case WORK_VERIFY:
             call->rv = pq_work_verify (board, session, &call->mech, call->parameter_set, call->pub,
                                        call->pub_len, call->in, call->in_len, call->sig, call->sig_len);
+            break;
+        case WORK_ENCAPSULATE:
+            call->rv = pq_work_encapsulate (board, session, &call->mech, call->parameter_set, call->pub,
+                                            call->pub_len, &call->out, &call->out_len, &call->out_cap);
+            break;
+        case WORK_DECAPSULATE:
+            call->rv = pq_work_decapsulate (board, session, &call->key, &call->mech, call->in, call->in_len,
+                                            &call->out, &call->out_len, &call->out_cap);
             break;
         case WORK_GENERATE_RESIDENT:
             call->rv = board->generate_resident

@@ -288,6 +288,8 @@ void fe_job_modexp (frontend_t *self, fe_request_t *request, size_t index);
 void fe_job_sym (frontend_t *self, fe_request_t *request, size_t index);
 /*  route.c: a CKM_ML_DSA verification job on a board (issue #23).  */
 void fe_job_verify (frontend_t *self, fe_request_t *request, size_t index);
+/*  route.c: a CKM_ML_KEM encapsulation job on a board (issue #23).  */
+void fe_job_encapsulate (frontend_t *self, fe_request_t *request, size_t index);
 
 /* ---- shared_link.c: shared keys through the party service (issue #24) ---- */
 /*  fe_shared_start connects the lanes (one for generations, eight for

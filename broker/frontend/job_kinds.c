@@ -12,13 +12,14 @@
  *  keymgmt_jobs.c), by address only: request.c calls them through a row.  */
 #include "frontend_int.h"
 
-/*  True when a sign, decrypt or derive job carries its key (key_pkcs8: a
+/*  True when a sign, decrypt, decapsulate or derive job carries its key (key_pkcs8: a
  *  session key of the client's) rather than naming a server-held one.  */
 static bool
 s_carries_key (const Cs__Job *job)
 {
     ProtobufCBinaryData der = job->kind_case == CS__JOB__KIND_SIGN ? job->sign->key_pkcs8
                             : job->kind_case == CS__JOB__KIND_DECRYPT ? job->decrypt->key_pkcs8
+                            : job->kind_case == CS__JOB__KIND_DECAPSULATE ? job->decapsulate->key_pkcs8
                             : job->derive->key_pkcs8;
     return der.len > 0;
 }
@@ -65,6 +66,8 @@ static const fe_job_kind_t s_kinds [] = {
     { K (SYM),                fe_job_sym,       FE_NEEDS_USER,    s_sym_carries_key, WORKER },
     { K (GENERATE_KEY),       fe_job_key,       FE_NEEDS_USER,    NULL,              0      },
     { K (VERIFY),             fe_job_verify,    FE_NEEDS_PUBLIC,  NULL,              WORKER },
+    { K (ENCAPSULATE),        fe_job_encapsulate, FE_NEEDS_PUBLIC, NULL,             WORKER },
+    { K (DECAPSULATE),        fe_job_crypto,    FE_NEEDS_USER,    s_carries_key,     WORKER },
 };
 #undef ROW
 #undef WORKER

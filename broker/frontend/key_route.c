@@ -31,7 +31,7 @@
 static CK_MECHANISM_TYPE
 s_item_mechanism (const work_item_t *item)
 {
-    return item->kind == WORK_DERIVE ? CKM_ECDH1_DERIVE : item->mech.type;
+    return item->kind == WORK_DERIVE ? CKM_ECDH1_DERIVE : item->kind == WORK_DECAPSULATE ? CKM_ML_KEM : item->mech.type;
 }
 
 /*  Boards that run the job mechanism of a crypto item (board_runs).  */
@@ -39,7 +39,8 @@ uint64_t
 fe_mech_boards (frontend_t *self, const work_item_t *item)
 {
     CK_MECHANISM_TYPE type = s_item_mechanism (item);
-    CK_FLAGS flag = item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DECRYPT ? CKF_DECRYPT : CKF_DERIVE;
+    CK_FLAGS flag = item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DECRYPT ? CKF_DECRYPT
+                  : item->kind == WORK_DECAPSULATE ? CKF_DECAPSULATE : CKF_DERIVE;
     return fe_boards_that (self, FE_CAN_RUN, type, flag, NULL);
 }
 
@@ -141,7 +142,8 @@ s_route_per_request (frontend_t *self, fe_request_t *request, work_item_t *item,
                           CS_WIRE_MAX_RSA_BITS);
         return CKR_KEY_SIZE_RANGE;
     }
-    if (item->kind == WORK_DERIVE && type != CKK_EC && type != CKK_EC_MONTGOMERY)
+    if ((item->kind == WORK_DERIVE && type != CKK_EC && type != CKK_EC_MONTGOMERY)
+    ||  (item->kind == WORK_DECAPSULATE) != (type == CKK_ML_KEM))
         return CKR_KEY_TYPE_INCONSISTENT;
     item->key = (cs_drv_key_t) { NULL, 0, der.data, der.len, NULL };
     item->bits = bits;
@@ -182,6 +184,7 @@ static cs_usage_use_t
 s_item_use (const fe_request_t *request, const work_item_t *item)
 {
     return item->kind == WORK_SIGN ? CS_USE_SIGN : item->kind == WORK_DERIVE ? CS_USE_DERIVE
+         : item->kind == WORK_DECAPSULATE ? CS_USE_DECAPSULATE
          : s_unwrap_job (request, item) ? CS_USE_UNWRAP : CS_USE_DECRYPT;
 }
 
@@ -264,6 +267,7 @@ static CK_FLAGS
 s_item_flag (const fe_request_t *request, const work_item_t *item)
 {
     return item->kind == WORK_SIGN ? CKF_SIGN : item->kind == WORK_DERIVE ? CKF_DERIVE
+         : item->kind == WORK_DECAPSULATE ? CKF_DECAPSULATE
          : s_unwrap_job (request, item) ? CKF_UNWRAP : CKF_DECRYPT;
 }
 
@@ -277,7 +281,9 @@ s_context_auth (frontend_t *self, fe_request_t *request, const work_item_t *item
     const ProtobufCBinaryData *ticket = item->kind == WORK_SIGN && job->kind_case == CS__JOB__KIND_SIGN
                                       ? &job->sign->context_ticket
                                       : item->kind == WORK_DECRYPT && job->kind_case == CS__JOB__KIND_DECRYPT
-                                      ? &job->decrypt->context_ticket : NULL;
+                                      ? &job->decrypt->context_ticket
+                                      : item->kind == WORK_DECAPSULATE && job->kind_case == CS__JOB__KIND_DECAPSULATE
+                                      ? &job->decapsulate->context_ticket : NULL;
     CK_RV rv = context_auth_check (self->tickets, request->client_key, request->tenant, ref, (Cs__KeyInfo *) info,
                                    ticket ? ticket->data : NULL, ticket ? ticket->len : 0,
                                    request->has_state ? request->tenant_state.epoch [0] : 0,
@@ -309,6 +315,9 @@ fe_route_keystore_key (frontend_t *self, fe_request_t *request, work_item_t *ite
     else
     if (item->kind == WORK_DERIVE && info->key_type != CKK_EC && info->key_type != CKK_EC_MONTGOMERY)
         rv = CKR_KEY_TYPE_INCONSISTENT;         /* ECDH with an EC, X25519 or X448 key only */
+    else
+    if ((item->kind == WORK_DECAPSULATE) != (info->key_type == CKK_ML_KEM))
+        rv = CKR_KEY_TYPE_INCONSISTENT;         /* ML-KEM keys decapsulate and do nothing else */
     else
     if (s_unwrap_job (request, item) && !s_unwrap_mechanism (item->mech.type))
         rv = CKR_MECHANISM_INVALID;             /* C_UnwrapKey's mechanisms only (CKF_UNWRAP rows) */
@@ -389,6 +398,12 @@ fe_item_inputs (work_item_t *item, const Cs__Job *job)
         item->in_len = job->derive->public_data.len;
         return;
     }
+    if (item->kind == WORK_DECAPSULATE) {
+        item->in = job->decapsulate->ciphertext.data;
+        item->in_len = job->decapsulate->ciphertext.len;
+        item->mech = (cs_drv_mech_t) { .type = CKM_ML_KEM };
+        return;
+    }
     const Cs__Mechanism *wire = item->kind == WORK_SIGN ? job->sign->mechanism : job->decrypt->mechanism;
     ProtobufCBinaryData in = item->kind == WORK_SIGN ? job->sign->data : job->decrypt->data;
     item->in = in.data;
@@ -411,9 +426,11 @@ CK_RV
 fe_route_crypto (frontend_t *self, fe_request_t *request, work_item_t *item, const Cs__Job *job)
 {
     ProtobufCBinaryData key_id = item->kind == WORK_SIGN ? job->sign->key_id
-                               : item->kind == WORK_DECRYPT ? job->decrypt->key_id : job->derive->key_id;
+                               : item->kind == WORK_DECRYPT ? job->decrypt->key_id
+                               : item->kind == WORK_DECAPSULATE ? job->decapsulate->key_id : job->derive->key_id;
     ProtobufCBinaryData der = item->kind == WORK_SIGN ? job->sign->key_pkcs8
-                            : item->kind == WORK_DECRYPT ? job->decrypt->key_pkcs8 : job->derive->key_pkcs8;
+                            : item->kind == WORK_DECRYPT ? job->decrypt->key_pkcs8
+                            : item->kind == WORK_DECAPSULATE ? job->decapsulate->key_pkcs8 : job->derive->key_pkcs8;
     char ref [S_REF_MAX + 1];
     if (der.len)
         return s_route_per_request (self, request, item, der);

@@ -94,6 +94,7 @@ s_request_wipe (Cs__Request *req)
             case CS__JOB__KIND_SIGN: secrets [0] = job->sign->key_pkcs8; break;
             case CS__JOB__KIND_DECRYPT: secrets [0] = job->decrypt->key_pkcs8; break;
             case CS__JOB__KIND_DERIVE: secrets [0] = job->derive->key_pkcs8; break;
+            case CS__JOB__KIND_DECAPSULATE: secrets [0] = job->decapsulate->key_pkcs8; break;
             case CS__JOB__KIND_LOGIN: secrets [0] = job->login->pin; break;
             case CS__JOB__KIND_INIT_PIN: secrets [0] = job->init_pin->pin; break;
             case CS__JOB__KIND_SET_PIN:

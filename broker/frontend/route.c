@@ -103,7 +103,8 @@ fe_job_crypto (frontend_t *self, fe_request_t *request, size_t index)
     work_item_t *item = &slot->item;
     const Cs__Job *job = request->req->jobs [index];
     s_item_new (self, request, index, job->kind_case == CS__JOB__KIND_SIGN ? WORK_SIGN
-                                    : job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT : WORK_DERIVE, item);
+                                    : job->kind_case == CS__JOB__KIND_DECRYPT ? WORK_DECRYPT
+                                    : job->kind_case == CS__JOB__KIND_DECAPSULATE ? WORK_DECAPSULATE : WORK_DERIVE, item);
     fe_item_inputs (item, job);
     CK_RV rv = fe_route_crypto (self, request, item, job);
     if (s_key_read (self, request, index, item, &rv))
@@ -133,11 +134,28 @@ fe_job_verify (frontend_t *self, fe_request_t *request, size_t index)
     item->parameter_set = job->parameter_set;
     item->sig = job->signature.data;
     item->sig_len = job->signature.len;
-    for (size_t b = 0; b < self->args->n_boards; b++)
-        if (board_runs (self->args->boards [b], item->mech.type, CKF_VERIFY))
-            item->boards |= UINT64_C (1) << b;
-    item->boards &= fe_open_boards (self, request->tenant);
+    item->boards = fe_boards_that (self, FE_CAN_RUN, item->mech.type, CKF_VERIFY, request->tenant);
     if (item->mech.type != CKM_ML_DSA || !item->boards || fe_submit (self, item))
+        slot->result.rv = CKR_MECHANISM_INVALID;
+}
+
+/*  An encapsulation job (issue #23; public, job_kinds.c): CKM_ML_KEM to the
+ *  public key the job carries, on a board that lists it with
+ *  CKF_ENCAPSULATE, open to the tenant.  None: CKR_MECHANISM_INVALID.  The
+ *  result is the ciphertext and the secret (proto EncapsulateJob).  */
+void
+fe_job_encapsulate (frontend_t *self, fe_request_t *request, size_t index)
+{
+    fe_slot_t *slot = &request->slots [index];
+    work_item_t *item = &slot->item;
+    const Cs__EncapsulateJob *job = request->req->jobs [index]->encapsulate;
+    s_item_new (self, request, index, WORK_ENCAPSULATE, item);
+    item->mech = (cs_drv_mech_t) { .type = CKM_ML_KEM };
+    item->pub = job->public_value.data;
+    item->pub_len = job->public_value.len;
+    item->parameter_set = job->parameter_set;
+    item->boards = fe_boards_that (self, FE_CAN_RUN, CKM_ML_KEM, CKF_ENCAPSULATE, request->tenant);
+    if (!item->boards || fe_submit (self, item))
         slot->result.rv = CKR_MECHANISM_INVALID;
 }
 

@@ -171,6 +171,9 @@ keyattrs_roles (const Cs__KeyInfo *info)
     roles |= s_flag_const (info, true, CKA_UNWRAP, false) ? CS_ROLE_UNWRAP : 0;
     roles |= s_flag_const (info, true, CKA_DERIVE, false) ? CS_ROLE_DERIVE : 0;
     roles |= info->has_public && s_flag_const (info, false, CKA_WRAP, false) ? CS_ROLE_WRAP : 0;
+    bool kem = info->key_type == CKK_ML_KEM;        /* PKCS#11 3.2 KEM roles (issue #23) */
+    roles |= s_flag_const (info, true, CKA_DECAPSULATE, kem) ? CS_ROLE_DECAPSULATE : 0;
+    roles |= info->has_public && s_flag_const (info, false, CKA_ENCAPSULATE, kem) ? CS_ROLE_ENCAPSULATE : 0;
     return roles;
 }
 

@@ -237,7 +237,9 @@ metrics_item_mechanism (const work_item_t *item)
     switch (item->kind) {
         case WORK_SIGN:
         case WORK_DECRYPT:
-        case WORK_VERIFY: return item->mech.type ? item->mech.type : METRICS_MECH_NONE;
+        case WORK_VERIFY:
+        case WORK_ENCAPSULATE:
+        case WORK_DECAPSULATE: return item->mech.type ? item->mech.type : METRICS_MECH_NONE;
         case WORK_DERIVE: return CKM_ECDH1_DERIVE;
         case WORK_MODEXP: return item->modexp.modulus ? CKM_CS_MODEXP : CKM_CS_RSA_CRT;
         case WORK_SYM: return item->sym.mechanism;

@@ -42,8 +42,12 @@ typedef enum {
     WORK_DERIVE,                    /* ECDH of `key` with the point `in`: the raw secret Z into out */
     WORK_MODEXP,                    /* `modexp` (raw modular exponentiation) into out */
     WORK_SYM,                       /* `sym` (a secret-key operation, issue #10) into out */
-    WORK_VERIFY                     /* `mech` (CKM_ML_DSA) signature `sig` over `in` with the
+    WORK_VERIFY,                    /* `mech` (CKM_ML_DSA) signature `sig` over `in` with the
                                        public key `pub`: rv only (issue #23) */
+    WORK_ENCAPSULATE,               /* `mech` (CKM_ML_KEM) to the public key `pub`: the
+                                       ciphertext and then the 32-byte secret into out */
+    WORK_DECAPSULATE                /* `mech` (CKM_ML_KEM) of the ciphertext `in` with `key`:
+                                       the secret into out */
 } work_kind_t;
 
 /*  One job on its way to a worker and back, in the driver ABI's types only

@@ -27,6 +27,11 @@ s_needs (const Cs__Job *job)
             return job->derive->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
         case CS__JOB__KIND_SYM:
             return job->sym->key_id.len ? S_NEEDS_USER : S_NEEDS_PUBLIC;
+        case CS__JOB__KIND_DECAPSULATE:         /* issue #23 */
+            return job->decapsulate->key_pkcs8.len ? S_NEEDS_PUBLIC : S_NEEDS_USER;
+        case CS__JOB__KIND_VERIFY:
+        case CS__JOB__KIND_ENCAPSULATE:         /* a public key, no secret */
+            return S_NEEDS_PUBLIC;
         case CS__JOB__KIND_GENERATE_KEY_PAIR:
             return job->generate_key_pair->token ? S_NEEDS_USER : S_NEEDS_PUBLIC;
         case CS__JOB__KIND_GENERATE_KEY:

@@ -41,7 +41,7 @@ declare -A rank=(
     [token]=13 [find]=13 [keyop]=13 [secret_token]=13 [modexp]=13 [dataobj_jobs]=13
     [derive]=14 [secret]=14 [secret_key]=14 [secret_stream]=14 [secret_int]=13 [digest]=14 [random]=14
     [sign]=15
-    [decrypt]=16 [wrap]=17 [encrypt]=16 [verify]=16 [recover]=16 [keymgmt]=16 [keymgmt_check]=16 [keymgmt_int]=1
+    [decrypt]=16 [wrap]=17 [encrypt]=16 [verify]=16 [recover]=16 [keymgmt]=16 [keymgmt_check]=16 [kem]=16 [keymgmt_int]=1
     [module]=17
     [interface]=18
 )

@@ -48,7 +48,8 @@ START_TEST (test_flags_consistent)
     for (size_t i = 0; i < n; i++) {
         const cs_mech_row_t *r = &rows [i];
         CK_FLAGS ops = r->flags & (CKF_SIGN | CKF_VERIFY | CKF_DECRYPT | CKF_ENCRYPT | CKF_DIGEST
-                                   | CKF_DERIVE | CKF_GENERATE_KEY_PAIR | CKF_GENERATE);
+                                   | CKF_DERIVE | CKF_GENERATE_KEY_PAIR | CKF_GENERATE
+                                   | CKF_ENCAPSULATE | CKF_DECAPSULATE);
         bool secret = cs_mech_secret_key_type (r->key_type);
         ck_assert_msg (ops != 0, "%s: no operation", r->name);
         /*  Verify and encrypt are local, so they come with sign and decrypt.  */
