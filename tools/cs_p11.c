@@ -29,6 +29,8 @@ typedef struct {
     const char *context;                /* --context HEX (ML-DSA, 0..255 bytes) */
     bool deterministic;                 /* --deterministic: CKH_DETERMINISTIC_REQUIRED */
     bool session;                       /* keygen --session: a session key pair (tests) */
+    bool no_usage;                      /* keygen --no-usage: CKA_SIGN / CKA_DECAPSULATE FALSE */
+    const char *parameter_set;          /* keygen --parameter-set N: instead of --type's */
 } s_options_t;
 
 static CK_FUNCTION_LIST_3_2 *s_p11;
@@ -38,6 +40,7 @@ s_usage (FILE *out)
 {
     fputs ("usage: cryptoserver-p11 [OPTIONS] COMMAND\n"
            "  keygen --type ml-dsa-44|ml-dsa-65|ml-dsa-87|ml-kem-512|ml-kem-768|ml-kem-1024 --label L\n"
+           "         [--session] [--no-usage] [--parameter-set N]\n"
            "  pubkey --label L --out FILE            the raw FIPS 204 pk / FIPS 203 ek\n"
            "  sign --label L --in FILE --out FILE [--context HEX] [--deterministic]\n"
            "  verify --label L --in FILE --sig FILE [--context HEX]\n"
@@ -185,14 +188,16 @@ s_keygen (const s_options_t *o, CK_SESSION_HANDLE session)
         fprintf (stderr, "cryptoserver-p11: keygen needs --type ml-dsa-44|65|87 or ml-kem-512|768|1024\n");
         return 2;
     }
-    CK_BBOOL yes = CK_TRUE, token = o->session ? CK_FALSE : CK_TRUE;
+    if (o->parameter_set)
+        set = strtoul (o->parameter_set, NULL, 0);
+    CK_BBOOL yes = CK_TRUE, use = o->no_usage ? CK_FALSE : CK_TRUE, token = o->session ? CK_FALSE : CK_TRUE;
     bool dsa = type == CKM_ML_DSA_KEY_PAIR_GEN;
     CK_ATTRIBUTE pub [] = { { CKA_TOKEN, &token, 1 }, { CKA_LABEL, (void *) o->label, strlen (o->label) },
                             { CKA_PARAMETER_SET, &set, sizeof set },
                             { dsa ? CKA_VERIFY : CKA_ENCAPSULATE, &yes, 1 } };
     CK_ATTRIBUTE priv [] = { { CKA_TOKEN, &token, 1 }, { CKA_LABEL, (void *) o->label, strlen (o->label) },
                              { CKA_PRIVATE, &yes, 1 }, { CKA_SENSITIVE, &yes, 1 },
-                             { dsa ? CKA_SIGN : CKA_DECAPSULATE, &yes, 1 } };
+                             { dsa ? CKA_SIGN : CKA_DECAPSULATE, &use, 1 } };
     CK_MECHANISM mech = { type, NULL, 0 };
     CK_OBJECT_HANDLE pub_h, priv_h;
     CK_RV rv = s_p11->C_GenerateKeyPair (session, &mech, pub, 4, priv, 5, &pub_h, &priv_h);
@@ -322,12 +327,14 @@ s_options (int argc, char **argv, s_options_t *o)
         { "context", required_argument, NULL, 'c' }, { "out-ct", required_argument, NULL, 'C' },
         { "out-secret", required_argument, NULL, 'S' }, { "in-ct", required_argument, NULL, 'I' },
         { "deterministic", no_argument, NULL, 'd' }, { "session", no_argument, NULL, 'e' },
+        { "no-usage", no_argument, NULL, 'n' }, { "parameter-set", required_argument, NULL, 'P' },
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
     };
     const char **args [128] = { 0 };
     args ['m'] = &o->module; args ['t'] = &o->token; args ['p'] = &o->pin; args ['y'] = &o->type;
     args ['l'] = &o->label; args ['i'] = &o->in; args ['o'] = &o->out; args ['s'] = &o->sig;
     args ['c'] = &o->context; args ['C'] = &o->out_ct; args ['S'] = &o->out_secret; args ['I'] = &o->in_ct;
+    args ['P'] = &o->parameter_set;
     o->module = getenv ("CRYPTOSERVER_MODULE") ? getenv ("CRYPTOSERVER_MODULE") : "cryptoserver-pkcs11.so";
     o->token = getenv ("CRYPTOSERVER_TOKEN");
     o->pin = getenv ("CRYPTOSERVER_PIN");
@@ -336,8 +343,8 @@ s_options (int argc, char **argv, s_options_t *o)
             s_usage (stdout);
             exit (0);
         }
-        if (c == 'd' || c == 'e')
-            *(c == 'd' ? &o->deterministic : &o->session) = true;
+        if (c == 'd' || c == 'e' || c == 'n')
+            *(c == 'd' ? &o->deterministic : c == 'e' ? &o->session : &o->no_usage) = true;
         else
         if (c > 0 && c < 128 && args [c])
             *args [c] = optarg;

@@ -280,8 +280,10 @@ board_runs (const board_t *self, CK_MECHANISM_TYPE mechanism, CK_FLAGS flag)
     if ((flag == CKF_SIGN && !self->sign) || (flag == CKF_DECRYPT && !self->decrypt)
     ||  (flag == CKF_DERIVE && !self->derive))
         return false;
-    if (flag == CKF_VERIFY && (!self->verify || !(self->caps.flags & CS_CAP_PUBLIC_OPS)))
-        return false;                   /* a verification job (issue #23) */
+    if ((flag == CKF_VERIFY || (flag == CKF_SIGN && mechanism == CKM_ML_DSA))
+    &&  (!self->verify || !(self->caps.flags & CS_CAP_PUBLIC_OPS)))
+        return false;                   /* a verification job, or an ML-DSA signature the worker
+                                           checks on the board before release (issue #23) */
     if ((flag == CKF_ENCAPSULATE && !self->encapsulate) || (flag == CKF_DECAPSULATE && !self->decapsulate)
     ||  ((flag == CKF_ENCAPSULATE || flag == CKF_DECAPSULATE) && !(self->caps.flags & CS_CAP_KEM)))
         return false;                   /* a KEM job (issue #23) */

@@ -452,6 +452,28 @@ s_destroy_resident (cs_drv_session_t *session, const unsigned char *id, size_t i
     return rv != CKR_OK ? rv : fn ? fn (session->inner, id, id_len) : CKR_FUNCTION_NOT_SUPPORTED;
 }
 
+/*  The public operations of a pq inner board (issue #23) pass through
+ *  without faults: they are what the broker checks an ML-DSA result with
+ *  (broker/boards/pq_work.h), so a flipped signature is caught as an RSA
+ *  one is by OpenSSL.  */
+static CK_RV
+s_public_key (cs_drv_session_t *session, const cs_drv_key_t *key, CK_KEY_TYPE *key_type, CK_ULONG *parameter_set,
+              unsigned char *out, size_t *out_len)
+{
+    cs_drv_public_key_fn *fn = (cs_drv_public_key_fn *) s_fn (session->board, CS_DRV_PUBLIC_KEY);
+    return fn ? fn (session->inner, key, key_type, parameter_set, out, out_len) : CKR_FUNCTION_NOT_SUPPORTED;
+}
+
+static CK_RV
+s_verify (cs_drv_session_t *session, const cs_drv_mech_t *mech, CK_ULONG parameter_set,
+          const unsigned char *pub, size_t pub_len, const unsigned char *in, size_t in_len,
+          const unsigned char *sig, size_t sig_len)
+{
+    cs_drv_verify_fn *fn = (cs_drv_verify_fn *) s_fn (session->board, CS_DRV_VERIFY);
+    return fn ? fn (session->inner, mech, parameter_set, pub, pub_len, in, in_len, sig, sig_len)
+              : CKR_FUNCTION_NOT_SUPPORTED;
+}
+
 static size_t
 s_session_cached (cs_drv_session_t *session)
 {
@@ -478,6 +500,8 @@ static const cs_driver_dispatch_t s_dispatch [] = {
     { CS_DRV_GENERATE_RESIDENT, (cs_driver_fn_t) s_generate_resident },
     { CS_DRV_DESTROY_RESIDENT, (cs_driver_fn_t) s_destroy_resident },
     { CS_DRV_SESSION_CACHED, (cs_driver_fn_t) s_session_cached },
+    { CS_DRV_PUBLIC_KEY, (cs_driver_fn_t) s_public_key },
+    { CS_DRV_VERIFY, (cs_driver_fn_t) s_verify },
     { 0, NULL }
 };
 

@@ -6,7 +6,7 @@
 # and the RSA and EC work of the other boards still routes around it: a key
 # generated and used through the module (pkcs11-tool, verified by openssl)
 # never lands on the pq board, whose key types are ML-DSA and ML-KEM only.
-# The broker's job kinds for ML-DSA/ML-KEM are not there yet: this test is
+# The ML-DSA/ML-KEM job kinds are tested by pq-keys.sh: this test is
 # the loader's and the router's part.  Skips when pq.so is not built (no cargo).
 . "$(dirname "$0")/lib.sh"
 

@@ -23,6 +23,7 @@
  *    decrypt LABEL MECH HEX         DecryptJob (CKM_RSA_PKCS_OAEP: SHA-256, MGF1-SHA-256)
  *    unwrap LABEL MECH HEX          DecryptJob with unwrap (C_UnwrapKey's job)
  *    derive LABEL HEX               DeriveJob (the peer's point)
+ *    decapsulate LABEL HEX          DecapsulateJob (an ML-KEM ciphertext; issue #23)
  *    sym LABEL MECH OP HEX          SymJob on a token secret key; OP encrypt, decrypt, mac;
  *                                   CBC: a zero IV; GCM: a 12-byte zero IV, 128-bit tag
  *    keywrap LABEL MECH OP HEX      SymJob with key_wrap (C_WrapKey / C_UnwrapKey)
@@ -82,7 +83,7 @@ s_usage (void)
 {
     fprintf (stderr, "usage: cs-wire-client --endpoint E --broker-cert F --client-cert F [--pin PIN] [--drop-ticket] "
              "[--context LABEL] [--deadline-ms N] [--burst N] "
-             "sign|decrypt|unwrap|derive|sym|keywrap|set|copy|list|genkp-ec|genkp-rsa|obj-new|obj-set|obj-destroy ARGS...\n");
+             "sign|decrypt|unwrap|derive|decapsulate|sym|keywrap|set|copy|list|genkp-ec|genkp-rsa|obj-new|obj-set|obj-destroy ARGS...\n");
 }
 
 /*  Sends a request of job; its id, or 0 when it could not be sent.  */
@@ -432,7 +433,7 @@ s_job (s_client_t *self, int argc, char **argv)
         return s_genkp_rsa (self, argv [1], argv [2]);
     if (cs_wire_objects_kind (kind))
         return cs_wire_objects_run (self, s_object_call, argc, argv);
-    int need = crypto ? 4 : sym || change ? 5 : streq (kind, "derive") ? 3 : 0;
+    int need = crypto ? 4 : sym || change ? 5 : streq (kind, "derive") || streq (kind, "decapsulate") ? 3 : 0;
     if (streq (kind, "list") && argc == 2)
         return s_list_walk (self, (uint32_t) strtoul (argv [1], NULL, 10));
     if (!need || argc != need) {
@@ -453,6 +454,7 @@ s_job (s_client_t *self, int argc, char **argv)
     Cs__SignJob sign = CS__SIGN_JOB__INIT;
     Cs__DecryptJob decrypt = CS__DECRYPT_JOB__INIT;
     Cs__DeriveJob derive = CS__DERIVE_JOB__INIT;
+    Cs__DecapsulateJob decap = CS__DECAPSULATE_JOB__INIT;
     Cs__SymJob symjob = CS__SYM_JOB__INIT;
     Cs__SetKeyAttributesJob set = CS__SET_KEY_ATTRIBUTES_JOB__INIT;
     Cs__CopyKeyJob copy = CS__COPY_KEY_JOB__INIT;
@@ -488,6 +490,13 @@ s_job (s_client_t *self, int argc, char **argv)
         derive.public_data = in;
         job.kind_case = CS__JOB__KIND_DERIVE;
         job.derive = &derive;
+    }
+    else
+    if (streq (kind, "decapsulate")) {
+        decap.key_id = key_id;
+        decap.ciphertext = in;
+        job.kind_case = CS__JOB__KIND_DECAPSULATE;
+        job.decapsulate = &decap;
     }
     else
     if (sym) {
