@@ -1,7 +1,7 @@
 #!/bin/bash
 # pq-keys.sh — post-quantum keys end to end through the module (issue #23):
 # a real broker, first without and then with a pq board, and
-# cryptoserver-p11 through cryptoserver-pkcs11.so.
+# cryptoserver-p11 (and cs-pq-kem) through cryptoserver-pkcs11.so.
 #   - the 3.2 mechanisms are listed (C_GetMechanismList, pkcs11-tool -M)
 #     only while a board offers them; without one, generation is
 #     CKR_MECHANISM_INVALID;
@@ -11,7 +11,8 @@
 #     another context: CKR_SIGNATURE_INVALID;
 #   - ML-KEM-512/768/1024 token keys: kyber-py encapsulates to the module's
 #     public key and the module decapsulates the same secret; the module's
-#     own encapsulation decapsulates to its secret;
+#     own encapsulation decapsulates to its secret; the secret key it makes
+#     MACs and encrypts on the boards as OpenSSL does with the secret;
 #   - refusals with their exact CKR_: a bad parameter set, a key without
 #     CKA_SIGN or CKA_DECAPSULATE, a KEM key asked to sign; and the same
 #     forbidden jobs sent straight to the broker (cs-wire-client, a client
@@ -106,6 +107,14 @@ for set in 512 768 1024; do
     fi
 done
 [ -z "$REF" ] || cs_log "ok: kyber-py ciphertexts decapsulate through the module to kyber-py's secrets"
+# The KEM's secret key is an ordinary secret key: HMAC and AES-GCM on the
+# boards agree with OpenSSL given the same secret (cs-pq-kem).
+KEMC=$top_builddir/tests/integration/cs-pq-kem
+[ -x "$KEMC" ] || cs_fail "cs-pq-kem is not built (make check builds it)"
+cs_run_bounded 60 "$T/kem-client.log" $CS_CLIENT_WRAPPER "$KEMC" "$CRYPTOSERVER_MODULE" "$CRYPTOSERVER_TOKEN" \
+    "$CRYPTOSERVER_PIN" kem768 || { cat "$T/kem-client.log"; cs_fail "cs-pq-kem failed"; }
+grep -q '^cs-pq-kem: every step as expected$' "$T/kem-client.log" || { cat "$T/kem-client.log"; cs_fail "cs-pq-kem did not finish"; }
+cs_log "ok: the KEM secret key MACs (HMAC-SHA256) and encrypts (AES-GCM) as OpenSSL does with the secret"
 
 # Refusals through the module.
 p11q CKR_ATTRIBUTE_VALUE_INVALID keygen --type ml-dsa-65 --parameter-set 4 --label bad
