@@ -10,6 +10,7 @@
 #include "cs_attr_rules.h"
 #include "cs_mech.h"
 #include "cs_usage.h"
+#include "cryptoserver/pkcs11v.h"
 #include "test_run.h"
 
 /*  cs_attr_rule_check of one change.  */
@@ -274,6 +275,32 @@ START_TEST (test_usage_strict)
 }
 END_TEST
 
+/*  The PKCS#11 3.2 KEM roles (issue #23) follow the key roles' rules under
+ *  strict: a decapsulation needs CKA_DECAPSULATE, never runs on a key that
+ *  also decrypts or signs, never combines with a data role at creation, and
+ *  the roles only go TRUE -> FALSE.  */
+START_TEST (test_usage_kem)
+{
+    const cs_usage_policy_t P = CS_USAGE_STRICT;
+    const unsigned decap = CS_ROLE_DECAPSULATE, encap = CS_ROLE_ENCAPSULATE;
+    ck_assert_uint_eq (cs_usage_role_bit (CKA_DECAPSULATE), decap);
+    ck_assert_uint_eq (cs_usage_role_bit (CKA_ENCAPSULATE), encap);
+    ck_assert_uint_eq (cs_usage_needs (CS_USE_DECAPSULATE), decap);
+    ck_assert_str_eq (cs_usage_use_name (CS_USE_DECAPSULATE), "decapsulate");
+    ck_assert_uint_eq (cs_usage_job_check (P, decap | encap, CS_USE_DECAPSULATE), CKR_OK);
+    ck_assert_uint_eq (cs_usage_job_check (P, encap, CS_USE_DECAPSULATE), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (cs_usage_job_check (P, decap | CS_ROLE_DECRYPT, CS_USE_DECAPSULATE),
+                       CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (cs_usage_job_check (P, decap | CS_ROLE_SIGN, CS_USE_SIGN), CKR_KEY_FUNCTION_NOT_PERMITTED);
+    ck_assert_uint_eq (cs_usage_create_check (P, decap | CS_ROLE_SIGN), CKR_TEMPLATE_INCONSISTENT);
+    ck_assert_uint_eq (cs_usage_create_check (P, decap | encap), CKR_OK);
+    ck_assert_uint_eq (cs_usage_change_check (P, 0, decap), CKR_ATTRIBUTE_READ_ONLY);
+    ck_assert_uint_eq (cs_usage_change_check (P, decap | encap, encap), CKR_OK);
+    ck_assert_uint_eq (cs_usage_default_off (P, decap, decap), CS_ROLE_DATA);
+    ck_assert_uint_eq (cs_usage_job_check (CS_USAGE_SPEC, decap | CS_ROLE_DECRYPT, CS_USE_DECAPSULATE), CKR_OK);
+}
+END_TEST
+
 /*  spec: what PKCS#11 allows, the job's own role only.  */
 START_TEST (test_usage_spec)
 {
@@ -336,6 +363,7 @@ main (void)
     tcase_add_test (tc, test_documented);
     tcase_add_test (tc, test_usage_strict);
     tcase_add_test (tc, test_usage_spec);
+    tcase_add_test (tc, test_usage_kem);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <p11-kit/pkcs11.h>
 #include "cs_wire.h"
+#include "cryptoserver/pkcs11v.h"
 #include "test_run.h"
 
 /*  Builds a request with one sign job and one hello job; caller frees *buf_p.  */
@@ -269,6 +270,57 @@ s_job_check (Cs__Job *job)
     return decoded ? CKR_OK : rv;
 }
 
+/*  The post-quantum jobs (issue #23): an ML-DSA context of at most 255
+ *  bytes (FIPS 204 §5.2) on a sign or verify job, a verify job with a
+ *  mechanism, a decapsulation with exactly one key, sizes.  */
+START_TEST (test_pq_job_rules)
+{
+    static uint8_t big [CS_WIRE_MAX_KEY_DER + 1], ref [] = "ks:0123";
+    Cs__Mechanism mech = CS__MECHANISM__INIT;
+    Cs__SignJob sign = CS__SIGN_JOB__INIT;
+    Cs__VerifyJob verify = CS__VERIFY_JOB__INIT;
+    Cs__EncapsulateJob encap = CS__ENCAPSULATE_JOB__INIT;
+    Cs__DecapsulateJob decap = CS__DECAPSULATE_JOB__INIT;
+    Cs__Job job = CS__JOB__INIT;
+    mech.type = CKM_ML_DSA;
+    mech.context = (ProtobufCBinaryData) { 255, big };
+    sign.key_id = (ProtobufCBinaryData) { sizeof ref - 1, ref };
+    sign.mechanism = &mech;
+    job.kind_case = CS__JOB__KIND_SIGN;
+    job.sign = &sign;
+    ck_assert_uint_eq (s_job_check (&job), CKR_OK);
+    mech.context.len = 256;
+    ck_assert_uint_eq (s_job_check (&job), CKR_MECHANISM_PARAM_INVALID);
+    job.kind_case = CS__JOB__KIND_VERIFY;
+    job.verify = &verify;
+    ck_assert_uint_eq (s_job_check (&job), CKR_DEVICE_ERROR);             /* no mechanism */
+    verify.mechanism = &mech;
+    ck_assert_uint_eq (s_job_check (&job), CKR_MECHANISM_PARAM_INVALID);
+    mech.context.len = 0;
+    verify.signature = (ProtobufCBinaryData) { CS_WIRE_MAX_DATA + 1, big };
+    ck_assert_uint_eq (s_job_check (&job), CKR_DATA_LEN_RANGE);
+    verify.signature.len = 4627;
+    verify.public_value = (ProtobufCBinaryData) { sizeof big, big };
+    ck_assert_uint_eq (s_job_check (&job), CKR_KEY_SIZE_RANGE);
+    verify.public_value.len = 2592;
+    ck_assert_uint_eq (s_job_check (&job), CKR_OK);
+    job.kind_case = CS__JOB__KIND_ENCAPSULATE;
+    job.encapsulate = &encap;
+    encap.public_value = (ProtobufCBinaryData) { sizeof big, big };
+    ck_assert_uint_eq (s_job_check (&job), CKR_KEY_SIZE_RANGE);
+    encap.public_value.len = 1184;
+    ck_assert_uint_eq (s_job_check (&job), CKR_OK);
+    job.kind_case = CS__JOB__KIND_DECAPSULATE;
+    job.decapsulate = &decap;
+    ck_assert_uint_eq (s_job_check (&job), CKR_DEVICE_ERROR);             /* no key */
+    decap.key_id = (ProtobufCBinaryData) { sizeof ref - 1, ref };
+    decap.ciphertext = (ProtobufCBinaryData) { CS_WIRE_MAX_DATA + 1, big };
+    ck_assert_uint_eq (s_job_check (&job), CKR_ENCRYPTED_DATA_LEN_RANGE);
+    decap.ciphertext.len = 1088;
+    ck_assert_uint_eq (s_job_check (&job), CKR_OK);
+}
+END_TEST
+
 /*  Token secret keys (issue #10): a SymJob carries exactly one of a key
  *  value and a key ref; an import exactly one key; sizes.  */
 START_TEST (test_secret_key_job_rules)
@@ -500,6 +552,7 @@ main (void)
     tcase_add_test (tc, test_reply_round_trip);
     tcase_add_test (tc, test_request_limit_rvs);
     tcase_add_test (tc, test_modexp_job_rules);
+    tcase_add_test (tc, test_pq_job_rules);
     tcase_add_test (tc, test_secret_key_job_rules);
     tcase_add_test (tc, test_reply_wipe);
     tcase_add_test (tc, test_frame_free_wipes);
