@@ -157,19 +157,29 @@ s_names (const uint8_t *derived, Cs__KeyInfo *info, const key_info_params_t *par
     return derived ? s_bytes_set (&info->id, derived, KEY_INFO_ID_LEN) : -1;
 }
 
+//  A new empty KeyInfo (NULL when out of memory); *params_p NULL becomes
+//  the defaults (every field zero).
+static Cs__KeyInfo *
+s_info_new (const key_info_params_t **params_p)
+{
+    static const key_info_params_t defaults = { 0 };
+    Cs__KeyInfo *info = malloc (sizeof *info);
+    *params_p = *params_p ? *params_p : &defaults;
+    if (info)
+        cs__key_info__init (info);
+    return info;
+}
+
 Cs__KeyInfo *
 key_info_from_pq (CK_KEY_TYPE key_type, CK_ULONG parameter_set, const uint8_t *pub, size_t pub_len,
                   const key_info_params_t *params)
 {
-    static const key_info_params_t defaults = { 0 };
     if (!pub || !pub_len || (key_type != CKK_ML_DSA && key_type != CKK_ML_KEM)
     ||  parameter_set < 1 || parameter_set > 3)
         return NULL;
-    params = params ? params : &defaults;
-    Cs__KeyInfo *info = malloc (sizeof *info);
+    Cs__KeyInfo *info = s_info_new (&params);
     if (!info)
         return NULL;
-    cs__key_info__init (info);
     info->key_type = key_type;
     info->parameter_set = parameter_set;
     bool dsa = key_type == CKK_ML_DSA;
@@ -200,14 +210,9 @@ key_info_from_pq (CK_KEY_TYPE key_type, CK_ULONG parameter_set, const uint8_t *p
 Cs__KeyInfo *
 key_info_from_pkey (EVP_PKEY *pkey, const key_info_params_t *params)
 {
-    static const key_info_params_t defaults = { 0 };
-    if (!pkey)
-        return NULL;
-    params = params ? params : &defaults;
-    Cs__KeyInfo *info = malloc (sizeof *info);
+    Cs__KeyInfo *info = pkey ? s_info_new (&params) : NULL;
     if (!info)
         return NULL;
-    cs__key_info__init (info);
     CK_MECHANISM_TYPE mechanism = CK_UNAVAILABLE_INFORMATION;
     uint8_t id [KEY_INFO_ID_LEN];
     bool derived = params->id || key_info_derive_id (pkey, id) == 0;

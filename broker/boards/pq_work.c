@@ -6,6 +6,60 @@
 #define S_CT_MAX 1568                   /* bytes: an ML-KEM-1024 ciphertext (FIPS 203 Table 3) */
 #define S_SECRET 32                     /* bytes: an ML-KEM shared secret */
 
+int
+pq_work_inputs_copy (pq_work_inputs_t *copy, const work_item_t *item)
+{
+    size_t total = item->mech.context_len + (item->pub ? item->pub_len : 0) + (item->sig ? item->sig_len : 0);
+    memset (copy, 0, sizeof *copy);
+    copy->parameter_set = item->parameter_set;
+    if (!total)
+        return 0;
+    if (!(copy->buf = malloc (total)))
+        return -1;
+    unsigned char *at = copy->buf;
+    if (item->mech.context_len)
+        copy->context = memcpy (at, item->mech.context, item->mech.context_len);
+    at += item->mech.context_len;
+    if (item->pub) {
+        copy->pub = memcpy (at, item->pub, item->pub_len);
+        copy->pub_len = item->pub_len;
+        at += item->pub_len;
+    }
+    if (item->sig) {
+        copy->sig = memcpy (at, item->sig, item->sig_len);
+        copy->sig_len = item->sig_len;
+    }
+    return 0;
+}
+
+void
+pq_work_inputs_clear (pq_work_inputs_t *copy)
+{
+    if (!copy)
+        return;
+    free (copy->buf);
+    memset (copy, 0, sizeof *copy);
+}
+
+CK_RV
+pq_work_run (board_t *board, cs_drv_session_t *session, work_kind_t kind, const cs_drv_key_t *key,
+             const cs_drv_mech_t *mech, const pq_work_inputs_t *inputs, const unsigned char *in,
+             size_t in_len, unsigned char **out_p, size_t *out_len_p, size_t *cap_p)
+{
+    switch (kind) {
+        case WORK_VERIFY:
+            return pq_work_verify (board, session, mech, inputs->parameter_set, inputs->pub, inputs->pub_len,
+                                   in, in_len, inputs->sig, inputs->sig_len);
+        case WORK_ENCAPSULATE:
+            return pq_work_encapsulate (board, session, mech, inputs->parameter_set, inputs->pub, inputs->pub_len,
+                                        out_p, out_len_p, cap_p);
+        case WORK_DECAPSULATE:
+            return pq_work_decapsulate (board, session, key, mech, in, in_len, out_p, out_len_p, cap_p);
+        default:
+            return CKR_FUNCTION_NOT_SUPPORTED;
+    }
+}
+
 bool
 pq_work_signs (CK_MECHANISM_TYPE type)
 {

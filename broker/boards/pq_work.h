@@ -5,7 +5,8 @@
  *  checked against the public key the keystore row holds, never against one
  *  the signing board reports, when the row is known.
  *
- *  May call: board.h (the driver's functions).  Called by worker.c only.
+ *  May call: board.h (the driver's functions), scheduler.h (the work item's
+ *  type only).  Called by worker.c only.
  */
 #ifndef PQ_WORK_H_INCLUDED
 #define PQ_WORK_H_INCLUDED
@@ -13,6 +14,35 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "board.h"
+#include "scheduler.h"
+
+/*  A worker's own copies of an item's post-quantum inputs (the reactor may
+ *  abandon the item while the call runs, health.h).  */
+typedef struct {
+    unsigned char *buf;             /* one allocation: context, pub, sig */
+    const unsigned char *context;   /* ML-DSA context, context_len bytes of item->mech; NULL when none */
+    const unsigned char *pub;       /* the public key (ML-DSA check, verify, encapsulate), or NULL */
+    size_t pub_len;
+    CK_ULONG parameter_set;         /* CKP_* of pub (or, after a generation, of the new key) */
+    const unsigned char *sig;       /* WORK_VERIFY: the signature, or NULL */
+    size_t sig_len;
+} pq_work_inputs_t;
+
+/*  Copies item->mech.context, item->pub and item->sig into *copy (zeroed
+ *  first).  Returns 0, or -1 when out of memory.  */
+int pq_work_inputs_copy (pq_work_inputs_t *copy, const work_item_t *item);
+
+/*  Frees the copies and zeroes *copy; NULL-safe.  */
+void pq_work_inputs_clear (pq_work_inputs_t *copy);
+
+/*  Runs a WORK_VERIFY (rv only), WORK_ENCAPSULATE or WORK_DECAPSULATE call
+ *  (pq_work_verify, pq_work_encapsulate, pq_work_decapsulate below) with
+ *  `key` (decapsulation), mech (its context from `in` copies) and the
+ *  input `in` (the message or the ciphertext).  Returns the CK_RV of the
+ *  call; CKR_FUNCTION_NOT_SUPPORTED for another kind.  */
+CK_RV pq_work_run (board_t *board, cs_drv_session_t *session, work_kind_t kind, const cs_drv_key_t *key,
+                   const cs_drv_mech_t *mech, const pq_work_inputs_t *inputs, const unsigned char *in,
+                   size_t in_len, unsigned char **out_p, size_t *out_len_p, size_t *cap_p);
 
 /*  True for a mechanism whose sign result pq_work_sign_check checks:
  *  CKM_ML_DSA.  */

@@ -48,12 +48,8 @@ typedef struct {
     size_t out_cap;                 /* bytes allocated for out */
     cs_key_info_t generated;
     bool wrong;
-    unsigned char *pq_buf;          /* copies of mech.context, pub and sig (issue #23) */
-    const unsigned char *pub;       /* ML-DSA sign check, WORK_VERIFY: the public key */
-    size_t pub_len;
-    CK_ULONG parameter_set;
-    const unsigned char *sig;       /* WORK_VERIFY: the signature */
-    size_t sig_len;
+    pq_work_inputs_t pq;            /* ML-DSA / ML-KEM: copies of the context, public key and
+                                       signature (issue #23) */
     unsigned char *pub_out;         /* WORK_GENERATE of a PQ key pair: its public key */
     size_t pub_out_len;
 } s_call_t;
@@ -147,33 +143,6 @@ s_copy_sym (s_call_t *call, const cs_sym_t *sym)
     return CKR_OK;
 }
 
-/*  Copies the ML-DSA parts of an item (context, public key, signature)
- *  into one allocation (issue #23).  */
-static CK_RV
-s_copy_pq (s_call_t *call, const work_item_t *item)
-{
-    size_t total = item->mech.context_len + (item->pub ? item->pub_len : 0) + (item->sig ? item->sig_len : 0);
-    call->parameter_set = item->parameter_set;
-    if (!total)
-        return CKR_OK;
-    if (!(call->pq_buf = malloc (total)))
-        return CKR_HOST_MEMORY;
-    unsigned char *at = call->pq_buf;
-    if (item->mech.context_len)
-        call->mech.context = memcpy (at, item->mech.context, item->mech.context_len);
-    at += item->mech.context_len;
-    if (item->pub) {
-        call->pub = memcpy (at, item->pub, item->pub_len);
-        call->pub_len = item->pub_len;
-        at += item->pub_len;
-    }
-    if (item->sig) {
-        call->sig = memcpy (at, item->sig, item->sig_len);
-        call->sig_len = item->sig_len;
-    }
-    return CKR_OK;
-}
-
 /*  Copies the inputs of a sign/decrypt/derive/verify item (mechanism, OAEP
  *  label, ML-DSA context and keys, input or peer point).  */
 static CK_RV
@@ -187,9 +156,9 @@ s_copy_job (s_call_t *call, const work_item_t *item)
                 return CKR_HOST_MEMORY;
             call->mech.label = call->label;
         }
-        call->mech.context = NULL;
-        if (s_copy_pq (call, item) != CKR_OK)
+        if (pq_work_inputs_copy (&call->pq, item))
             return CKR_HOST_MEMORY;
+        call->mech.context = call->pq.context;
     }
     call->in_len = item->in_len;
     return (call->in = s_dup (item->in, item->in_len)) ? CKR_OK : CKR_HOST_MEMORY;
@@ -258,7 +227,7 @@ s_call_clear (s_call_t *call)
         free (call->sym_buf);
     }
     cs_key_info_free_members (&call->generated);
-    free (call->pq_buf);
+    pq_work_inputs_clear (&call->pq);
     free (call->pub_out);
     free (call->label);
     free (call->in);
@@ -357,19 +326,13 @@ s_call_run (board_t *board, cs_drv_session_t *session, s_call_t *call)
             if (call->rv == CKR_OK && (call->gen.mechanism == CKM_ML_DSA_KEY_PAIR_GEN
                                        || call->gen.mechanism == CKM_ML_KEM_KEY_PAIR_GEN))
                 call->rv = pq_work_public (board, session, call->out, call->out_len, &call->pub_out,
-                                           &call->pub_out_len, &call->parameter_set);
+                                           &call->pub_out_len, &call->pq.parameter_set);
             break;
         case WORK_VERIFY:
-            call->rv = pq_work_verify (board, session, &call->mech, call->parameter_set, call->pub,
-                                       call->pub_len, call->in, call->in_len, call->sig, call->sig_len);
-            break;
         case WORK_ENCAPSULATE:
-            call->rv = pq_work_encapsulate (board, session, &call->mech, call->parameter_set, call->pub,
-                                            call->pub_len, &call->out, &call->out_len, &call->out_cap);
-            break;
         case WORK_DECAPSULATE:
-            call->rv = pq_work_decapsulate (board, session, &call->key, &call->mech, call->in, call->in_len,
-                                            &call->out, &call->out_len, &call->out_cap);
+            call->rv = pq_work_run (board, session, call->kind, &call->key, &call->mech, &call->pq, call->in,
+                                    call->in_len, &call->out, &call->out_len, &call->out_cap);
             break;
         case WORK_GENERATE_RESIDENT:
             call->rv = board->generate_resident
@@ -395,8 +358,8 @@ s_call_verify (verify_t *verify, board_t *board, cs_drv_session_t *session, s_ca
     if (!verify || call->rv != CKR_OK || (call->kind != WORK_SIGN && call->kind != WORK_DECRYPT))
         return;
     if (call->kind == WORK_SIGN && pq_work_signs (call->mech.type)) {
-        if (pq_work_sign_check (board, session, &call->key, &call->mech, call->pub, call->pub_len,
-                                call->parameter_set, call->in, call->in_len, call->out, call->out_len))
+        if (pq_work_sign_check (board, session, &call->key, &call->mech, call->pq.pub, call->pq.pub_len,
+                                call->pq.parameter_set, call->in, call->in_len, call->out, call->out_len))
             return;                     /* ML-DSA: always checked (issue #23) */
     }
     else
@@ -424,7 +387,7 @@ s_call_finish (s_call_t *call, work_item_t *item)
         item->pub_out = call->pub_out;
         item->pub_out_len = call->pub_out_len;
         if (call->pub_out)
-            item->parameter_set = call->parameter_set;
+            item->parameter_set = call->pq.parameter_set;
         call->pub_out = NULL;
         call->out = NULL;
         memset (&call->generated, 0, sizeof call->generated);
