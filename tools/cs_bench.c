@@ -9,7 +9,7 @@
  *  Subcommands: `tls` (cs_bench_tls.c), `paper` (cs_bench_paper.c),
  *  `shared-keygen` (cs_bench_shared.c), `idle-associations`
  *  (cs_bench_idle.c), `find-objects` (cs_bench_find.c) and
- *  `transport-floor` (cs_bench_floor.c).
+ *  `transport-floor` (cs_bench_floor.c) and `pq` (cs_bench_pq.c).
  *
  *  Exit status: 0 all signatures made (and verified); 1 a sign or verify
  *  failed, or the module/token/key could not be used; 2 usage.
@@ -39,6 +39,7 @@ s_usage (FILE *out, int status)
         "       cryptoserver-bench idle-associations --count N --dir DIR   (... --help)\n"
         "       cryptoserver-bench find-objects --module SO --token LABEL --pin PIN   (... --help)\n"
         "       cryptoserver-bench transport-floor [--count N] [--bytes B] [--csv]\n"
+        "       cryptoserver-bench pq [--op ml-dsa-65-sign|ml-kem-768-decapsulate] [--threads N] [--count N]\n"
         "\n"
         "  --module SO      any PKCS#11 library (cryptoserver-pkcs11.so, libsofthsm2.so)\n"
         "  --token LABEL    the token's label\n"
@@ -259,6 +260,8 @@ main (int argc, char **argv)
         return cs_bench_find_main (argc - 1, argv + 1);
     if (argc > 1 && strcmp (argv [1], "transport-floor") == 0)
         return cs_bench_floor_main (argc - 1, argv + 1);
+    if (argc > 1 && strcmp (argv [1], "pq") == 0)
+        return cs_bench_pq_main (argc - 1, argv + 1);
     cs_bench_options_t options = { .threads = 1, .blocks = 1, .mech = CS_BENCH_SHA256_RSA_PKCS,
                             .gen.token = true };
     int status = s_parse (argc, argv, &options);

@@ -277,4 +277,9 @@ int cs_bench_find_main (int argc, char **argv);
  *  of the client's latency.  Returns the exit status.  */
 int cs_bench_floor_main (int argc, char **argv);
 
+/*  `cryptoserver-bench pq ...` (cs_bench_pq.c): ML-DSA-65 signatures or
+ *  ML-KEM-768 decapsulations through a PKCS#11 3.2 module, ops/s and
+ *  latency (issue #23).  Returns the exit status.  */
+int cs_bench_pq_main (int argc, char **argv);
+
 #endif
