@@ -91,8 +91,9 @@ expect_files "$MODULE_DEB" "/usr/lib/$TRIPLET/pkcs11/cryptoserver-pkcs11.so" \
     /usr/share/man/man7/cryptoserver-pkcs11.7.gz /usr/share/man/man5/cryptoserver-client.conf.5.gz \
     /usr/include/cryptoserver/pkcs11v.h
 expect_files "$TOOLS_DEB" /usr/bin/cryptoserver-admin /usr/bin/cryptoserver-bench /usr/bin/cryptoserver-modexp \
+    /usr/bin/cryptoserver-p11 \
     /usr/share/man/man1/cryptoserver-admin.1.gz /usr/share/man/man1/cryptoserver-bench.1.gz \
-    /usr/share/man/man1/cryptoserver-modexp.1.gz
+    /usr/share/man/man1/cryptoserver-modexp.1.gz /usr/share/man/man1/cryptoserver-p11.1.gz
 for deb in "$BROKER_DEB" "$MODULE_DEB" "$TOOLS_DEB"; do
     contents "$deb" | grep -v '/$' | sed "s|^|$(basename "$deb") |"
 done > "$T/all-files"
