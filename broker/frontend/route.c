@@ -246,6 +246,9 @@ s_key_read_done (void *arg, slow_job_t *job)
         }
         rv = item->kind == WORK_SYM ? fe_sym_key (self, item, info, pkcs8, len)
            : fe_route_keystore_key (self, request, item, job->ref, info, pkcs8, len);
+        if (!key)
+            item->pub = NULL;       /* it pointed into job->info, freed with this job: the board
+                                       derives the public key of the material (pq_work.h) */
     }
     if (item->kind == WORK_SYM)
         s_sym_submit (self, slot, rv);
