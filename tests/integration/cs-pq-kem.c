@@ -6,7 +6,9 @@
  *  same ciphertext; its attributes are those PKCS#11 3.2 gives a new key
  *  (CKA_SENSITIVE TRUE by default, CKA_VALUE then unreadable,
  *  CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE, CKA_LOCAL FALSE); the
- *  ciphertext length query; CKA_TOKEN TRUE refused.
+ *  ciphertext length query; CKA_TOKEN TRUE refused.  Then session
+ *  (per-request) ML-KEM and ML-DSA pairs: a KEM round trip, a signature
+ *  that verifies and a changed one that does not.
  *
  *  cs-pq-kem MODULE TOKEN PIN LABEL   (LABEL: an ML-KEM-768 token key pair)
  *
@@ -97,6 +99,53 @@ s_gcm_open (const unsigned char *key, const unsigned char *iv, const unsigned ch
     return ok;
 }
 
+/*  Session (per-request) key pairs: the module holds the private key and
+ *  sends it with each job (docs/DESIGN.md §1).  An ML-KEM-512 pair
+ *  decapsulates what it encapsulated; an ML-DSA-44 pair signs (with a
+ *  context) and its signature verifies, a changed one does not.  */
+static int
+s_session_pairs (void)
+{
+    CK_ULONG kem_set = CKP_ML_KEM_512, dsa_set = CKP_ML_DSA_44, ct_len = 1568, sig_len = 2420;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_OBJECT_CLASS secret = CKO_SECRET_KEY;
+    CK_KEY_TYPE generic = CKK_GENERIC_SECRET;
+    CK_ATTRIBUTE kem_pub [] = { { CKA_TOKEN, &no, 1 }, { CKA_PARAMETER_SET, &kem_set, sizeof kem_set } };
+    CK_ATTRIBUTE dsa_pub [] = { { CKA_TOKEN, &no, 1 }, { CKA_PARAMETER_SET, &dsa_set, sizeof dsa_set } };
+    CK_ATTRIBUTE priv [] = { { CKA_TOKEN, &no, 1 } };
+    CK_ATTRIBUTE twin [] = { { CKA_CLASS, &secret, sizeof secret }, { CKA_KEY_TYPE, &generic, sizeof generic },
+                             { CKA_SENSITIVE, &no, 1 }, { CKA_EXTRACTABLE, &yes, 1 } };
+    CK_MECHANISM kem_gen = { CKM_ML_KEM_KEY_PAIR_GEN, NULL, 0 }, dsa_gen = { CKM_ML_DSA_KEY_PAIR_GEN, NULL, 0 };
+    CK_MECHANISM kem = { CKM_ML_KEM, NULL, 0 };
+    unsigned char ctx [] = "session", msg [] = "a per-request ML-DSA key", ct [1568], sig [2420], a [32], b [32];
+    CK_SIGN_ADDITIONAL_CONTEXT param = { CKH_HEDGE_REQUIRED, ctx, sizeof ctx - 1 };
+    CK_MECHANISM dsa = { CKM_ML_DSA, &param, sizeof param };
+    CK_OBJECT_HANDLE pub, prv, k1, k2;
+    CK_ATTRIBUTE read1 = { CKA_VALUE, a, sizeof a }, read2 = { CKA_VALUE, b, sizeof b };
+    S_CHECK ("session ML-KEM-512 pair", s_p11->C_GenerateKeyPair (s_session, &kem_gen, kem_pub, 2, priv, 1, &pub, &prv),
+             CKR_OK);
+    S_CHECK ("its C_EncapsulateKey", s_p11->C_EncapsulateKey (s_session, &kem, pub, twin, 4, ct, &ct_len, &k1), CKR_OK);
+    S_CHECK ("its C_DecapsulateKey (the key travels)", s_p11->C_DecapsulateKey (s_session, &kem, prv, twin, 4, ct,
+                                                                                 ct_len, &k2), CKR_OK);
+    S_CHECK ("both secrets read", s_p11->C_GetAttributeValue (s_session, k1, &read1, 1)
+                                  | s_p11->C_GetAttributeValue (s_session, k2, &read2, 1), CKR_OK);
+    S_CHECK ("the same secret", (CK_RV) (memcmp (a, b, 32) == 0), 1);
+    OPENSSL_cleanse (a, sizeof a);
+    OPENSSL_cleanse (b, sizeof b);
+    S_CHECK ("session ML-DSA-44 pair", s_p11->C_GenerateKeyPair (s_session, &dsa_gen, dsa_pub, 2, priv, 1, &pub, &prv),
+             CKR_OK);
+    S_CHECK ("C_SignInit with a context", s_p11->C_SignInit (s_session, &dsa, prv), CKR_OK);
+    S_CHECK ("C_Sign (checked by the broker with the public key the board derives)",
+             s_p11->C_Sign (s_session, msg, sizeof msg, sig, &sig_len), CKR_OK);
+    S_CHECK ("C_VerifyInit", s_p11->C_VerifyInit (s_session, &dsa, pub), CKR_OK);
+    S_CHECK ("C_Verify", s_p11->C_Verify (s_session, msg, sizeof msg, sig, sig_len), CKR_OK);
+    sig [100] ^= 1;
+    S_CHECK ("C_VerifyInit", s_p11->C_VerifyInit (s_session, &dsa, pub), CKR_OK);
+    S_CHECK ("C_Verify of a changed signature", s_p11->C_Verify (s_session, msg, sizeof msg, sig, sig_len),
+             CKR_SIGNATURE_INVALID);
+    return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -176,6 +225,9 @@ main (int argc, char **argv)
              (CK_RV) s_gcm_open (value, iv, sealed, (int) sealed_len, opened), 1);
     S_CHECK ("the same plaintext", (CK_RV) (memcmp (opened, data, sizeof data) == 0), 1);
     OPENSSL_cleanse (value, sizeof value);
+    status = s_session_pairs ();
+    if (status)
+        return status;
     s_p11->C_Finalize (NULL);
     printf ("cs-pq-kem: every step as expected\n");
     return 0;
