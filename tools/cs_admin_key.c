@@ -20,6 +20,7 @@
 #include "cs_admin.h"
 #include "cs_util.h"
 #include "key_info.h"
+#include "cryptoserver/pkcs11v.h"
 
 #define MAX_ID 64                       /* bytes of a CKA_ID (CS_WIRE_MAX_KEY_ID) */
 
@@ -130,10 +131,16 @@ s_store (keystore_t *keystore, cs_admin_ks_args_t *args, EVP_PKEY *pkey, bool ge
     return status;
 }
 
-//  The printable type of a KeyInfo: rsa, ec, ed25519.
+//  The printable type of a KeyInfo: rsa, ec, ed25519, aes, generic, and the
+//  PKCS#11 3.2 keys by parameter set (ml-dsa-65, ml-kem-768; issue #23).
 static const char *
 s_type_name (const Cs__KeyInfo *info)
 {
+    static const char *const dsa [] = { "ml-dsa-?", "ml-dsa-44", "ml-dsa-65", "ml-dsa-87" };
+    static const char *const kem [] = { "ml-kem-?", "ml-kem-512", "ml-kem-768", "ml-kem-1024" };
+    size_t set = info->parameter_set <= 3 ? (size_t) info->parameter_set : 0;
+    if (info->key_type == CKK_ML_DSA || info->key_type == CKK_ML_KEM)
+        return info->key_type == CKK_ML_DSA ? dsa [set] : kem [set];
     return info->key_type == CKK_RSA ? "rsa" : info->key_type == CKK_EC ? "ec"
          : info->key_type == CKK_EC_EDWARDS ? "ed25519" : info->key_type == CKK_AES ? "aes"
          : info->key_type == CKK_GENERIC_SECRET ? "generic" : "?";

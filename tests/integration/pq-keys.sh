@@ -150,6 +150,12 @@ cs_log "ok: the broker refuses the same jobs from a client without the module"
 
 cs_stop
 [ "$(cs_board_jobs pqc)" -gt 0 ] || cs_fail "the pq board ran no job"
+# The rows are the keystore's like any other key's (sealed PKCS#8, the
+# public description): cryptoserver-admin lists them by parameter set.
+"$CS_ADMIN" key list --tenant demo --dir "$WORK" > "$T/keys.txt" 2>&1 || { cat "$T/keys.txt"; cs_fail "key list failed"; }
+for row in "dsa44 .* ml-dsa-44 " "dsa87 .* ml-dsa-87 " "kem1024 .* ml-kem-1024 "; do
+    grep -Eq "^ks:[0-9a-f]{32} +$row" "$T/keys.txt" || { cat "$T/keys.txt"; cs_fail "key list has no row $row"; }
+done
 
 # 3. Verify before release: a pq board that flips a bit of every 2nd result
 # (a fault board over pq) beside the healthy one.  No wrong ML-DSA signature
