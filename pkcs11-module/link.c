@@ -1,8 +1,9 @@
 /*  link.c — the I/O thread, the leader/follower receive path and the life
  *  cycle of the link (link.h).
  *
- *  Waiters live on the calling thread's stack and sit in the wait queue
- *  (waitq.h), guarded by the link's own mutex.  The DEALER sockets belong
+ *  Waiters live on the calling thread's stack (or, detached, on the heap:
+ *  link_call.c) and sit in the wait queue (waitq.h), guarded by the link's
+ *  own mutex.  The DEALER sockets belong
  *  to whoever holds the token (`leader`, under the mutex): a waiting
  *  application thread that finds it free takes it, drives the queue's
  *  policy (what to send where, when to send again), polls the sockets
@@ -12,7 +13,8 @@
  *  wakes the I/O thread.  The I/O thread owns the monitor sockets only: it
  *  marks brokers up and down, gives a dead broker's jobs back, and
  *  interrupts the leader's poll so that it acts on that.  A waiter always
- *  removes itself, so nobody else frees one.
+ *  removes itself (a detached one: whoever completes or frees it), so
+ *  nobody else frees one.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,39 +28,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include "log.h"
-#include "association.h"
-#include "waitq.h"
-#include "link.h"
-
-/*  A call waiting: the queue's waiter and the condition its thread sleeps
- *  on (CLOCK_MONOTONIC).  */
-typedef struct {
-    cs_waiter_t base;           /* first: the queue's hooks get &base */
-    pthread_cond_t cond;
-} s_call_t;
-
-struct _cs_link_t {
-    void *ctx;
-    cs_assoc_t *assocs;         /* one per endpoint: the DEALERs are the leader's, the
-                                   monitors the I/O thread's; the health fields are
-                                   read and written under the mutex */
-    size_t n_assocs;
-    int wake_fd;                /* eventfd: -> I/O thread (destroy only) */
-    int leader_fd;              /* eventfd: -> the leader's poll */
-    pthread_t thread;
-    bool thread_started;
-    uint64_t io_wakeups;        /* I/O thread poll returns (atomic; for tests) */
-    pthread_mutex_t mutex;      /* guards everything below */
-    pthread_cond_t drained;
-    cs_waitq_t queue;
-    size_t callers;
-    bool stopping;
-    bool refused;               /* every broker refused our CURVE handshake */
-    bool leader;                /* a thread owns the DEALER sockets (the token) */
-    bool leader_polling;        /* ... and is in (or entering) its poll: a new frame
-                                   must interrupt it; otherwise it looks at the
-                                   queue before it polls again */
-};
+#include "link_int.h"
 
 static void
 s_signal_fd (int fd)
@@ -88,7 +58,7 @@ static void
 s_finish_hook (void *arg, cs_waiter_t *waiter)
 {
     (void) arg;
-    pthread_cond_signal (&((s_call_t *) waiter)->cond);
+    pthread_cond_signal (&((cs_link_call_t *) waiter)->cond);
 }
 
 /*  Wipes a received frame (a reply may carry a plaintext, an ECDH secret or
@@ -317,6 +287,7 @@ cs_link_abandon (cs_link_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
+    (*self_p)->abandoned = true;        /* its detached calls are freed without it */
     for (size_t i = 0; i < sizeof s_abandoned / sizeof s_abandoned [0]; i++)
         if (!s_abandoned [i]) {
             s_abandoned [i] = *self_p;
@@ -337,17 +308,18 @@ s_deadline (int64_t timeout_ms, struct timespec *ts)
     }
 }
 
-/*  Leader, mutex held: wakes one waiter still undone to take the token,
- *  when nobody holds it (a leader gone with its reply, or a promoted
- *  thread that found its call done).  */
-static void
-s_promote (cs_link_t *self)
+/*  Leader, mutex held: wakes one blocking waiter still undone to take the
+ *  token, when nobody holds it (a leader gone with its reply, or a promoted
+ *  thread that found its call done); a detached call has no thread to
+ *  wake.  */
+void
+cs_link_int_promote (cs_link_t *self)
 {
     if (self->leader)
         return;
     for (cs_waiter_t *w = self->queue.waiters; w; w = w->next)
-        if (!w->done) {
-            pthread_cond_signal (&((s_call_t *) w)->cond);
+        if (!w->done && !((cs_link_call_t *) w)->detached) {
+            pthread_cond_signal (&((cs_link_call_t *) w)->cond);
             return;
         }
 }
@@ -396,7 +368,7 @@ s_lead_turn (cs_link_t *self, int64_t left_ms)
  *  reply, a failure, or its deadline `deadline_at` in monotonic ms), then
  *  gives the token back and wakes the next leader.  */
 static void
-s_lead (cs_link_t *self, s_call_t *call, int64_t deadline_at, int64_t timeout_ms)
+s_lead (cs_link_t *self, cs_link_call_t *call, int64_t deadline_at, int64_t timeout_ms)
 {
     self->leader = true;
     while (!call->base.done) {
@@ -407,7 +379,7 @@ s_lead (cs_link_t *self, s_call_t *call, int64_t deadline_at, int64_t timeout_ms
             s_lead_turn (self, left);
     }
     self->leader = false;
-    s_promote (self);
+    cs_link_int_promote (self);
 }
 
 /*  Queues the call and blocks until it is done or its deadline passes:
@@ -417,16 +389,15 @@ s_lead (cs_link_t *self, s_call_t *call, int64_t deadline_at, int64_t timeout_ms
  *  leader is out of it (it sends what is queued before it polls again) or
  *  the frame joins waiters held for company (cs_waitq_joins_hold).  Called with the mutex
  *  held.  */
-static void
-s_wait (cs_link_t *self, s_call_t *call, int64_t timeout_ms)
+void
+cs_link_int_wait (cs_link_t *self, cs_link_call_t *call, int64_t timeout_ms)
 {
     struct timespec deadline;
     int64_t deadline_at = cs_assoc_now_ms () + timeout_ms;
     s_deadline (timeout_ms, &deadline);
     cs_waitq_add (&self->queue, &call->base, cs_assoc_now_ms ());
     self->callers++;
-    if (self->leader_polling && !cs_waitq_joins_hold (&self->queue, &call->base))
-        s_signal_fd (self->leader_fd);
+    cs_link_int_queued (self, call);
     while (!call->base.done)
         if (!self->leader)
             s_lead (self, call, deadline_at, timeout_ms);
@@ -435,113 +406,27 @@ s_wait (cs_link_t *self, s_call_t *call, int64_t timeout_ms)
         &&  !call->base.done)
             cs_waiter_expire (&call->base, timeout_ms);
     cs_waitq_remove (&self->queue, &call->base);
-    s_promote (self);
+    cs_link_int_promote (self);
     if (--self->callers == 0 && self->stopping)
         pthread_cond_broadcast (&self->drained);
 }
 
-CK_RV
-cs_link_reply_rv (const Cs__Request *req, const Cs__Reply *reply)
+void
+cs_link_int_queued (cs_link_t *self, cs_link_call_t *call)
 {
-    if (reply->rv != CKR_OK) {
-        if (reply->version < CS_PROTOCOL_VERSION_MIN || reply->version > CS_PROTOCOL_VERSION) {
-            cs_log_error ("protocol version mismatch: this module speaks %u..%u, the broker speaks %u (%s)",
-                          CS_PROTOCOL_VERSION_MIN, CS_PROTOCOL_VERSION, reply->version,
-                          reply->error ? reply->error : "");
-            return CKR_DEVICE_ERROR;
-        }
-        cs_log_error ("the broker failed the request: %s%s%s", cs_rv_name (reply->rv),
-                      reply->error && *reply->error ? ": " : "", reply->error ? reply->error : "");
-        switch (reply->rv) {                /* the broker's limits (docs/CONTRACTS.md "Limits") */
-            case CKR_DEVICE_MEMORY: case CKR_KEY_SIZE_RANGE: case CKR_DATA_LEN_RANGE:
-            case CKR_ENCRYPTED_DATA_LEN_RANGE: case CKR_TEMPLATE_INCONSISTENT:
-            case CKR_ATTRIBUTE_VALUE_INVALID: case CKR_PIN_LEN_RANGE: case CKR_MECHANISM_PARAM_INVALID:
-            case CKR_DOMAIN_PARAMS_INVALID: case CKR_KEY_HANDLE_INVALID: case CKR_OBJECT_HANDLE_INVALID:
-                return (CK_RV) reply->rv;
-            default:
-                return CKR_DEVICE_ERROR;
-        }
-    }
-    if (reply->n_results != req->n_jobs) {
-        cs_log_error ("the broker sent %zu results for %zu jobs", reply->n_results, req->n_jobs);
-        return CKR_DEVICE_ERROR;
-    }
-    return CKR_OK;
+    if (self->leader_polling && !cs_waitq_joins_hold (&self->queue, &call->base))
+        s_signal_fd (self->leader_fd);
 }
 
-/*  Encodes req into a malloc'd frame.  Each key-management job without an
- *  idempotency id gets a fresh one (CS_LINK_IDEM_ID_LEN random bytes) in
- *  the frame only: every attempt of this call re-sends that frame, so the
- *  id is the same on each; req itself is left as it was.  Returns CKR_OK,
- *  CKR_HOST_MEMORY, or CKR_GENERAL_ERROR when no random bytes come.  */
-static CK_RV
-s_encode (Cs__Request *req, uint8_t **frame_p, size_t *size_p)
+void
+cs_link_int_drive (cs_link_t *self)
 {
-    size_t keyed = 0;
-    for (size_t i = 0; i < req->n_jobs; i++)
-        keyed += cs_waitq_key_management (req->jobs [i]) && !req->jobs [i]->idempotency_id.len;
-    uint8_t *ids = keyed ? malloc (keyed * CS_LINK_IDEM_ID_LEN) : NULL;
-    CK_RV rv = keyed && !ids ? CKR_HOST_MEMORY
-             : keyed && RAND_bytes (ids, (int) (keyed * CS_LINK_IDEM_ID_LEN)) != 1 ? CKR_GENERAL_ERROR
-             : CKR_OK;
-    for (size_t i = 0, k = 0; rv == CKR_OK && i < req->n_jobs; i++)
-        if (cs_waitq_key_management (req->jobs [i]) && !req->jobs [i]->idempotency_id.len)
-            req->jobs [i]->idempotency_id = (ProtobufCBinaryData) { CS_LINK_IDEM_ID_LEN,
-                                                                    ids + CS_LINK_IDEM_ID_LEN * k++ };
-    *frame_p = rv == CKR_OK ? cs_wire_encode (&req->base, size_p) : NULL;
-    for (size_t i = 0; ids && i < req->n_jobs; i++)
-        if (req->jobs [i]->idempotency_id.data >= ids
-        &&  req->jobs [i]->idempotency_id.data < ids + keyed * CS_LINK_IDEM_ID_LEN)
-            req->jobs [i]->idempotency_id = (ProtobufCBinaryData) { 0, NULL };
-    free (ids);
-    return rv != CKR_OK ? rv : *frame_p ? CKR_OK : CKR_HOST_MEMORY;
-}
-
-CK_RV
-cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply **reply_p)
-{
-    CK_RV rv = CKR_OK;
-    s_call_t call = { 0 };
-    uint8_t *frame = NULL;
-    size_t size = 0;
-    pthread_condattr_t attr;
-    return_val_if_fail (self && req && reply_p && timeout_ms > 0, CKR_ARGUMENTS_BAD);
-    *reply_p = NULL;
-    req->version_min = CS_PROTOCOL_VERSION_MIN;
-    req->version_max = CS_PROTOCOL_VERSION;
-    req->deadline_ms = (uint32_t) timeout_ms;
-    req->request_id = cs_waitq_next_id (&self->queue);
-    if (s_encode (req, &frame, &size) != CKR_OK)
-        return CKR_HOST_MEMORY;
-    cs_waiter_init (&call.base, req, frame, size);
-    pthread_condattr_init (&attr);
-    pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-    pthread_cond_init (&call.cond, &attr);
-    pthread_condattr_destroy (&attr);
-    pthread_mutex_lock (&self->mutex);
-    if (self->stopping)
-        rv = CKR_CRYPTOKI_NOT_INITIALIZED;
-    else
-    if (self->refused) {
-        cs_log_debug ("link: failing fast: every broker refused this client's key");
-        rv = CKR_DEVICE_ERROR;
-    }
-    else {
-        s_wait (self, &call, timeout_ms);
-        rv = call.base.rv;
-    }
-    pthread_mutex_unlock (&self->mutex);
-    pthread_cond_destroy (&call.cond);
-    if (call.base.frame)
-        OPENSSL_cleanse (call.base.frame, call.base.frame_size);
-    free (call.base.frame);
-    if (rv == CKR_OK && (rv = cs_link_reply_rv (req, call.base.reply)) != CKR_OK)
-        goto out;
-    *reply_p = call.base.reply;
-    call.base.reply = NULL;
-out:
-    cs_wire_reply_free (&call.base.reply);
-    return rv;
+    if (self->leader)
+        return;
+    self->leader = true;
+    s_lead_turn (self, 0);
+    self->leader = false;
+    cs_link_int_promote (self);
 }
 
 uint64_t

@@ -38,6 +38,7 @@
 #include "client_config.h"
 
 typedef struct _cs_link_t cs_link_t;
+typedef struct _cs_link_call_t cs_link_call_t;      /* a call that does not wait (cs_link_submit) */
 
 #define CS_LINK_IDEM_ID_LEN 16          /* bytes of a key-management job's idempotency id */
 
@@ -78,6 +79,34 @@ void cs_link_abandon (cs_link_t **self_p);
  *  arriving after the deadline is dropped, its secrets wiped; the received
  *  frame is wiped once decoded.  */
 CK_RV cs_link_call (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, Cs__Reply **reply_p);
+
+/*  Queues `req` like cs_link_call (its header filled in here; the caller
+ *  keeps req, which need not outlive this call: only its encoded frame
+ *  does) and returns without waiting for the reply: the frame leaves now
+ *  when no thread is driving the link, else with the driver's next turn.
+ *  Any number may be outstanding from one thread; the wire is multiplexed
+ *  by request id (PKCS#11 3.2 asynchronous sessions, issue #23).  On CKR_OK
+ *  *call_p is the call (the caller's: cs_link_complete or
+ *  cs_link_call_free end it).  Errors: CKR_CRYPTOKI_NOT_INITIALIZED while
+ *  the link stops, CKR_DEVICE_ERROR while every broker refuses our key,
+ *  CKR_HOST_MEMORY, CKR_ARGUMENTS_BAD.  */
+CK_RV cs_link_submit (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, cs_link_call_t **call_p);
+
+/*  Drives the link once without blocking (sends what is queued, takes the
+ *  replies that came, when no other thread does) and tells how *call_p
+ *  stands: CKR_PENDING while it waits (the call stays the caller's), else
+ *  it is ended and *call_p nulled: CKR_OK with *reply_p as cs_link_call
+ *  gives it (caller frees with cs__reply__free_unpacked), or one of
+ *  cs_link_call's errors, the deadline included (counted from
+ *  cs_link_submit).  */
+CK_RV cs_link_complete (cs_link_call_t **call_p, Cs__Reply **reply_p);
+
+/*  Abandons a call from cs_link_submit: out of the queue, its frame and any
+ *  reply wiped; a reply arriving later is dropped as late.  The link must
+ *  still exist (C_Finalize frees the calls before cs_link_destroy); on a
+ *  link abandoned over fork() only our memory is freed.  NULL-safe, nulls
+ *  *call_p.  */
+void cs_link_call_free (cs_link_call_t **call_p);
 
 /*  The CK_RV of a reply to req at request level: CKR_OK when reply->rv is
  *  CKR_OK and there is one result per job; a broken broker limit (reply->rv

@@ -11,7 +11,8 @@
  *       2  mechanism, client_config, coalesce
  *       3  keyder, association
  *       4  waitq                      the calls waiting for a broker: send, retry, failover
- *       5  link                       the connection to the brokers: I/O thread, life cycle
+ *       5  link, link_call, link_int  the connection to the brokers: I/O thread, life
+ *                                     cycle; a call, blocking or not (3.2 async)
  *       6  guard                      library mutex and call guard
  *       7  login                      logged-in flags and the login ticket
  *     8-9  dataobj_int, dataobj       the certificate and data object table

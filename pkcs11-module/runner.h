@@ -43,4 +43,25 @@ CK_RV cs_runner_run_job (Cs__Job *job, bool with_ticket, Cs__Reply **reply_p);
  *  with results[i] for jobs[i].  */
 CK_RV cs_runner_run_jobs (Cs__Job **jobs, size_t n_jobs, bool with_ticket, Cs__Reply **reply_p);
 
+/*  A job sent without waiting (PKCS#11 3.2 asynchronous sessions, issue
+ *  #23): the link's call and what the answer about the ticket needs.  */
+typedef struct _cs_runner_pending_t cs_runner_pending_t;
+
+/*  cs_runner_run_job without the wait: sends `job` (borrowed; it need not
+ *  outlive this call) with the login ticket when `with_ticket` and returns.
+ *  On CKR_OK *pending_p is the caller's (cs_runner_complete or
+ *  cs_runner_pending_free end it).  Errors: cs_link_submit's.  Must be
+ *  called WITHOUT the library mutex.  */
+CK_RV cs_runner_submit (Cs__Job *job, bool with_ticket, cs_runner_pending_t **pending_p);
+
+/*  Drives the link once without blocking: CKR_PENDING while the job is out
+ *  (*pending_p stays the caller's); else the job is ended and *pending_p
+ *  nulled, with cs_runner_run_job's outcome (the ticket answer applied).
+ *  Must be called WITHOUT the library mutex.  */
+CK_RV cs_runner_complete (cs_runner_pending_t **pending_p, Cs__Reply **reply_p);
+
+/*  Abandons a pending job (its reply is dropped when it comes).  Callable
+ *  under the library mutex: no network I/O.  NULL-safe, nulls *pending_p.  */
+void cs_runner_pending_free (cs_runner_pending_t **pending_p);
+
 #endif

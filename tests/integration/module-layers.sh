@@ -16,7 +16,8 @@
 #    and one that calls a *_inlock function where it does not hold the
 #    mutex (outside its cs_lock ... cs_unlock at the same level) must be
 #    named *_inlock itself; and none calls the broker (cs_runner_run_job*,
-#    cs_link_call) where it holds the mutex, or in a *_inlock function
+#    cs_link_call, and the asynchronous cs_runner_submit, cs_runner_complete,
+#    cs_link_submit, cs_link_complete) where it holds the mutex, or in a *_inlock function
 #    (docs/DESIGN.md §5: no network I/O under it).  The helpers that returned
 #    with the mutex held (cs_session_enter, cs_session_op_enter) are gone.
 # No broker, no build: it reads the sources.
@@ -31,7 +32,7 @@ declare -A rank=(
     [mechanism]=2 [client_config]=2 [coalesce]=2 [key]=2 [attrs]=2
     [association]=3 [keyder]=3
     [waitq]=4
-    [link]=5
+    [link]=5 [link_int]=5 [link_call]=5
     [guard]=6
     [login]=7
     [dataobj_int]=8 [dataobj]=9
@@ -46,7 +47,7 @@ declare -A rank=(
     [interface]=18
 )
 # files that implement part of another unit's header
-declare -A own=([dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret" [secret_stream]="secret secret_int" [verify]="verify"
+declare -A own=([link_call]="link link_int" [link]="link_int" [link_int]="link" [dataobj_jobs]="dataobj dataobj_int" [secret_key]="secret" [secret_stream]="secret secret_int" [verify]="verify"
                 [object]="object_int" [objattr]="object_int" [object_change]="object object_int" [keymgmt_check]="keymgmt")
 
 for file in "$dir"/*.c "$dir"/*.h; do
@@ -106,7 +107,7 @@ lock_awk='
             # for the lines after that block)
             if (!held && callee == "" && match(line, /[A-Za-z0-9_]+_inlock \(/))
                 callee = substr(line, RSTART, RLENGTH - 2)
-            if ((held || name ~ /_inlock$/) && match(line, /(cs_runner_run_jobs?|cs_link_call) \(/))
+            if ((held || name ~ /_inlock$/) && match(line, /(cs_runner_run_jobs?|cs_runner_submit|cs_runner_complete|cs_link_call|cs_link_submit|cs_link_complete) \(/))
                 { printf "FAIL: %s: %s calls %s with the mutex held: no network I/O under it (docs/DESIGN.md section 5)\n", file, name, substr(line, RSTART, RLENGTH - 2); bad = 1 }
             e = gsub(/(^|[^A-Za-z0-9_])CS_END_CALL \(\)/, "", line)
             n = gsub(/(^|[^A-Za-z0-9_])cs_(module_)?unlock \(\)/, "", line)
