@@ -19,6 +19,7 @@
 #include "runner.h"
 #include "object.h"
 #include "keyop.h"
+#include "async.h"
 #include "secret.h"
 #include "session.h"
 
@@ -64,10 +65,13 @@ s_decrypt_op_new (const CK_MECHANISM *mech, cs_key_t *key, CK_FLAGS want, void *
     return rv;
 }
 
-/*  Runs one DecryptJob; on CKR_OK the op holds the plaintext.  Without the
- *  mutex.  */
+/*  Runs one DecryptJob; on CKR_OK the op holds the plaintext.  In an
+ *  async session (`async`: its slot reserved, `out` holds k bytes) the job
+ *  leaves and CKR_PENDING comes back: C_AsyncComplete writes the plaintext
+ *  into out (async.h).  Without the mutex.  */
 static CK_RV
-s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len, const uint8_t *context, size_t context_len)
+s_decrypt_job (CK_SESSION_HANDLE handle, bool async, CK_BYTE_PTR out, cs_decrypt_op_t *op, const uint8_t *data,
+               size_t len, const uint8_t *context, size_t context_len)
 {
     CK_RV rv;
     Cs__Reply *reply = NULL;
@@ -83,6 +87,8 @@ s_decrypt_job (cs_decrypt_op_t *op, const uint8_t *data, size_t len, const uint8
     decrypt.context_ticket = (ProtobufCBinaryData) { context_len, (uint8_t *) context };
     job.kind_case = CS__JOB__KIND_DECRYPT;
     job.decrypt = &decrypt;
+    if (async)
+        return cs_async_submit (handle, CS_ASYNC_DECRYPT, &job, out, op->key->modulus_len);
     if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
@@ -136,6 +142,7 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     cs_decrypt_op_t *op;
     uint8_t context [CS_CONTEXT_TICKET_MAX];
     size_t context_len = 0;
+    bool async = false;
     CK_RV rv;
     if (cs_secret_active (handle, CS_OP_DECRYPT))
         return cs_secret_finish (handle, CS_OP_DECRYPT, false, data, len, out, out_len_p);
@@ -149,11 +156,19 @@ C_Decrypt (CK_SESSION_HANDLE handle, CK_BYTE_PTR data, CK_ULONG len,
     op = cs_session_op_take_inlock (session, CS_OP_DECRYPT);
     if (!op->plain)         /* CKA_ALWAYS_AUTHENTICATE: the context login's ticket, once */
         rv = cs_session_context_take_inlock (session, CS_OP_DECRYPT, context, &context_len);
+    /*  A 3.2 async session: with room for any plaintext (k bytes; a smaller
+     *  buffer is answered at once, never CKR_PENDING: 3.2 C_AsyncComplete).  */
+    if (rv == CKR_OK && !op->plain && out && *out_len_p >= op->key->modulus_len && len == op->key->modulus_len)
+        async = cs_async_reserve_inlock (session, CS_ASYNC_DECRYPT, &rv);
     CS_END_CALL ();
     if (rv == CKR_OK && !op->plain)
-        rv = len == op->key->modulus_len ? s_decrypt_job (op, data, len, context, context_len)
+        rv = len == op->key->modulus_len ? s_decrypt_job (handle, async, out, op, data, len, context, context_len)
                                          : CKR_ENCRYPTED_DATA_LEN_RANGE;
     OPENSSL_cleanse (context, sizeof context);
+    if (async) {                    /* CKR_PENDING, or the job never left: either way it ends here */
+        s_decrypt_op_free (op);
+        return rv;
+    }
     if (rv == CKR_OK && !out) {
         *out_len_p = op->plain_len;
         rv = CKR_BUFFER_TOO_SMALL;  /* internal marker: keep the op */

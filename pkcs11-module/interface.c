@@ -11,10 +11,8 @@
  *  not leave the module), multi-part encryption and decryption (RSA is
  *  single-part, curr. mech. §2.1), the dual-function calls (no mechanism
  *  of ours has them), and the 3.0 message-based functions (no AEAD
- *  mechanism); of 3.2 (the KEM functions are kem.c's), the
- *  asynchronous functions (no asynchronous session: C_OpenSession answers
- *  CKR_SESSION_ASYNC_NOT_SUPPORTED) and authenticated wrapping (no such
- *  mechanism); C_WrapKey and C_UnwrapKey are in wrap.c, 3.2's
+ *  mechanism); of 3.2 (the KEM functions are kem.c's, the asynchronous
+ *  ones async.c's), authenticated wrapping (no such mechanism); C_WrapKey and C_UnwrapKey are in wrap.c, 3.2's
  *  C_VerifySignature* in verify.c.
  *  C_GetFunctionStatus and C_CancelFunction answer CKR_FUNCTION_NOT_PARALLEL (2.40 §5.16, legacy);
  *  C_WaitForSlotEvent answers CKR_NO_EVENT with CKF_DONT_BLOCK (the one slot
@@ -28,6 +26,7 @@
 #include "token.h"
 #include "verify.h"
 #include "kem.h"
+#include "async.h"
 #include "interface.h"
 
 /*  ---- the wrappers -------------------------------------------------------- */
@@ -121,7 +120,11 @@
     X (C_EncapsulateKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_ATTRIBUTE_PTR d, \
        CK_ULONG e, CK_BYTE_PTR f, CK_ULONG_PTR g, CK_OBJECT_HANDLE_PTR h), (a, b, c, d, e, f, g, h)) \
     X (C_DecapsulateKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_ATTRIBUTE_PTR d, \
-       CK_ULONG e, CK_BYTE_PTR f, CK_ULONG g, CK_OBJECT_HANDLE_PTR h), (a, b, c, d, e, f, g, h))
+       CK_ULONG e, CK_BYTE_PTR f, CK_ULONG g, CK_OBJECT_HANDLE_PTR h), (a, b, c, d, e, f, g, h)) \
+    X (C_AsyncComplete, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ASYNC_DATA_PTR c), (a, b, c)) \
+    X (C_AsyncGetID, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ULONG_PTR c), (a, b, c)) \
+    X (C_AsyncJoin, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG e), \
+       (a, b, c, d, e))
 
 #define S_GUARDED(name, params, args) \
     static CK_RV g_##name params \
@@ -184,11 +187,7 @@ S_NOT_SUPPORTED (C_VerifyMessageBegin, (CK_SESSION_HANDLE a, CK_VOID_PTR b, CK_U
 S_NOT_SUPPORTED (C_VerifyMessageNext, (CK_SESSION_HANDLE a, CK_VOID_PTR b, CK_ULONG c, CK_BYTE_PTR d,
                                        CK_ULONG e, CK_BYTE_PTR f, CK_ULONG g))
 S_NOT_SUPPORTED (C_MessageVerifyFinal, (CK_SESSION_HANDLE a))
-/*  3.2: no asynchronous session (C_OpenSession refuses CKF_ASYNC_SESSION),
- *  no authenticated key wrapping mechanism.  */
-S_NOT_SUPPORTED (C_AsyncComplete, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ASYNC_DATA_PTR c))
-S_NOT_SUPPORTED (C_AsyncGetID, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ULONG_PTR c))
-S_NOT_SUPPORTED (C_AsyncJoin, (CK_SESSION_HANDLE a, CK_UTF8CHAR_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG e))
+/*  3.2: no authenticated key wrapping mechanism.  */
 S_NOT_SUPPORTED (C_WrapKeyAuthenticated, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c,
                                           CK_OBJECT_HANDLE d, CK_BYTE_PTR e, CK_ULONG f, CK_BYTE_PTR g,
                                           CK_ULONG_PTR h))
@@ -287,7 +286,7 @@ static CK_FUNCTION_LIST_3_2 s_list_3_2 = {
     S_LIST_3_0 (s_C_GetInfo_3_2),
     g_C_EncapsulateKey, g_C_DecapsulateKey,
     g_C_VerifySignatureInit, g_C_VerifySignature, g_C_VerifySignatureUpdate, g_C_VerifySignatureFinal,
-    g_C_GetSessionValidationFlags, s_C_AsyncComplete, s_C_AsyncGetID, s_C_AsyncJoin,
+    g_C_GetSessionValidationFlags, g_C_AsyncComplete, g_C_AsyncGetID, g_C_AsyncJoin,
     s_C_WrapKeyAuthenticated, s_C_UnwrapKeyAuthenticated,
 };
 

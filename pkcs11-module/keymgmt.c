@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include "secret.h"
 #include "cs_mech.h"
 #include "cs_attr_rules.h"
@@ -18,6 +19,7 @@
 #include "object.h"
 #include "session.h"
 #include "token.h"
+#include "async.h"
 #include "keymgmt.h"
 #include "keymgmt_int.h"
 #include "cs_secmem.h"
@@ -164,9 +166,25 @@ out:
     return rv;
 }
 
-/*  Runs the GenerateKeyPairJob and makes the objects.  */
+/*  A token key generation in a 3.2 async session (its slot reserved):
+ *  the job leaves with an idempotency id of its own, which C_AsyncGetID
+ *  and C_AsyncJoin reuse (async.h); CKR_PENDING.  */
 static CK_RV
-s_generate (CK_SESSION_HANDLE handle, const cs_keygen_t *gen, Cs__GenerateKeyPairJob *job_gen,
+s_generate_async (CK_SESSION_HANDLE handle, Cs__Job *job)
+{
+    uint8_t idem [CS_LINK_IDEM_ID_LEN];
+    if (RAND_bytes (idem, sizeof idem) != 1) {
+        cs_async_release (handle, CS_ASYNC_GENERATE_KEY_PAIR);
+        return CKR_GENERAL_ERROR;
+    }
+    job->idempotency_id = (ProtobufCBinaryData) { sizeof idem, idem };
+    return cs_async_submit (handle, CS_ASYNC_GENERATE_KEY_PAIR, job, NULL, 0);
+}
+
+/*  Runs the GenerateKeyPairJob and makes the objects (or, `async`, leaves
+ *  it in flight).  */
+static CK_RV
+s_generate (CK_SESSION_HANDLE handle, bool async, const cs_keygen_t *gen, Cs__GenerateKeyPairJob *job_gen,
             const CK_ATTRIBUTE *pub, CK_ULONG n_pub, const CK_ATTRIBUTE *priv, CK_ULONG n_priv,
             CK_OBJECT_HANDLE *pub_p, CK_OBJECT_HANDLE *priv_p)
 {
@@ -176,6 +194,8 @@ s_generate (CK_SESSION_HANDLE handle, const cs_keygen_t *gen, Cs__GenerateKeyPai
     CK_RV rv;
     job.kind_case = CS__JOB__KIND_GENERATE_KEY_PAIR;
     job.generate_key_pair = job_gen;
+    if (async)
+        return s_generate_async (handle, &job);
     if ((rv = s_key_job (&job, CS__RESULT__KIND_GENERATED, &reply)) != CKR_OK)
         return rv;
     result = reply->results [0]->generated;
@@ -206,6 +226,7 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
     cs_session_t *session;
     cs_keygen_t gen;
     CK_MECHANISM_INFO info;
+    bool async = false;
     CK_RV rv;
     return_val_if_fail (mech && pub_p && priv_p && (pub || !n_pub) && (priv || !n_priv), CKR_ARGUMENTS_BAD);
     if ((rv = cs_keygen_check (mech, pub, n_pub, priv, n_priv, &gen)) != CKR_OK)
@@ -227,8 +248,19 @@ C_GenerateKeyPair (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech,
     job.token = gen.token;
     job.parameter_set = gen.parameter_set;
     if ((rv = cs_attrs_to_wire (pub, n_pub, &job.public_template, &job.n_public_template)) == CKR_OK
-    &&  (rv = cs_attrs_to_wire (priv, n_priv, &job.private_template, &job.n_private_template)) == CKR_OK)
-        rv = s_generate (handle, &gen, &job, pub, n_pub, priv, n_priv, pub_p, priv_p);
+    &&  (rv = cs_attrs_to_wire (priv, n_priv, &job.private_template, &job.n_private_template)) == CKR_OK
+    &&  gen.token) {
+        /*  A token key in a 3.2 async session: CKR_PENDING (a session key,
+         *  gone with its session, is made at once).  */
+        if ((rv = cs_guard_check ()) == CKR_OK) {
+            cs_lock ();
+            if ((session = cs_session_lookup_inlock (handle)))
+                async = cs_async_reserve_inlock (session, CS_ASYNC_GENERATE_KEY_PAIR, &rv);
+            cs_unlock ();
+        }
+    }
+    if (rv == CKR_OK)
+        rv = s_generate (handle, async, &gen, &job, pub, n_pub, priv, n_priv, pub_p, priv_p);
     cs_attrs_wire_free (job.public_template, job.n_public_template);
     cs_attrs_wire_free (job.private_template, job.n_private_template);
     return rv;

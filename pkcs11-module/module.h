@@ -20,6 +20,7 @@
  *      11  session                    the session table (its last close logs out)
  *      12  runner                     jobs to the broker, ticket in, answer out
  *      13  token, find, keyop, secret_token, modexp, dataobj_jobs
+ *      13  async                      3.2 asynchronous sessions: calls in flight, C_Async*
  *      14  derive, secret, secret_key, digest
  *      15  sign
  *      16  decrypt, wrap, local, recover, keymgmt, keymgmt_check, kem

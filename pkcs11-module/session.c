@@ -24,6 +24,9 @@ struct _cs_session_t {
     uint8_t *verify_sig;            /* C_VerifySignatureInit's signature, or NULL */
     size_t verify_sig_len;          /* bytes */
     cs_session_context_t context [CS_OP_KINDS];     /* CKA_ALWAYS_AUTHENTICATE, per operation */
+    void *async;                    /* async.h's table of calls in flight, or NULL */
+    cs_op_free_fn *async_free;
+    bool async_busy [CS_OP_KINDS];  /* a C_Sign or C_Decrypt returned CKR_PENDING */
 };
 
 static struct {
@@ -50,6 +53,8 @@ s_session_destroy_inlock (cs_session_t **self_p)
         return;
     for (int kind = 0; kind < CS_OP_KINDS; kind++)
         cs_session_op_end_inlock (self, kind);
+    if (self->async)
+        self->async_free (self->async);     /* its jobs' replies are dropped */
     cs_object_session_closed_inlock (self->handle);
     s_verify_sig_clear_inlock (self);
     OPENSSL_cleanse (self->context, sizeof self->context);
@@ -93,6 +98,25 @@ cs_session_flags_inlock (const cs_session_t *self)
 }
 
 void *
+cs_session_async_inlock (cs_session_t *self)
+{
+    return self->async;
+}
+
+void
+cs_session_async_set_inlock (cs_session_t *self, void *table, cs_op_free_fn *free_fn)
+{
+    self->async = table;
+    self->async_free = free_fn;
+}
+
+void
+cs_session_async_busy_inlock (cs_session_t *self, cs_op_kind_t kind, bool busy)
+{
+    self->async_busy [kind] = busy;
+}
+
+void *
 cs_session_op_inlock (cs_session_t *self, cs_op_kind_t kind)
 {
     return self->ops [kind];
@@ -107,7 +131,7 @@ cs_session_op_free_fn_inlock (cs_session_t *self, cs_op_kind_t kind)
 CK_RV
 cs_session_op_start_inlock (cs_session_t *self, cs_op_kind_t kind, void *op, cs_op_free_fn *free_fn)
 {
-    if (self->ops [kind])
+    if (self->ops [kind] || self->async_busy [kind])
         return CKR_OPERATION_ACTIVE;
     self->ops [kind] = op;
     self->op_free [kind] = free_fn;
@@ -121,6 +145,9 @@ cs_session_op_get_inlock (CK_SESSION_HANDLE handle, cs_op_kind_t kind, bool args
     CK_RV rv = cs_session_get_inlock (handle, session_p);
     if (rv != CKR_OK)
         return rv;
+    if ((*session_p)->async_busy [kind])
+        rv = CKR_OPERATION_ACTIVE;              /* its C_AsyncComplete ends it (3.2 "Asynchronous function management") */
+    else
     if (!(*op_p = cs_session_op_inlock (*session_p, kind)))
         rv = CKR_OPERATION_NOT_INITIALIZED;
     else
@@ -214,15 +241,11 @@ C_OpenSession (CK_SLOT_ID slot, CK_FLAGS flags, CK_VOID_PTR application,
         return CKR_SLOT_ID_INVALID;
     if (!(flags & CKF_SERIAL_SESSION))
         return CKR_SESSION_PARALLEL_NOT_SUPPORTED;
-    /*  PKCS#11 3.2 C_OpenSession: CKF_ASYNC_SESSION on a token without
-     *  CKF_ASYNC_SESSION_SUPPORTED (cryptoserver-pkcs11(7) "PKCS#11 3.2").  */
-    if (flags & CKF_ASYNC_SESSION)
-        return CKR_SESSION_ASYNC_NOT_SUPPORTED;
     cs_lock ();
     if (cs_login_so_logged_in_inlock () && !(flags & CKF_RW_SESSION))
         rv = CKR_SESSION_READ_WRITE_SO_EXISTS;
     else
-        rv = s_session_add (flags & (CKF_SERIAL_SESSION | CKF_RW_SESSION), handle_p);
+        rv = s_session_add (flags & (CKF_SERIAL_SESSION | CKF_RW_SESSION | CKF_ASYNC_SESSION), handle_p);
     cs_unlock ();
     return rv;
 }

@@ -55,7 +55,7 @@ CK_RV cs_session_check (CK_SESSION_HANDLE handle);
 /*  Looks up an open session (under the mutex), or NULL.  */
 cs_session_t *cs_session_lookup_inlock (CK_SESSION_HANDLE handle);
 
-/*  CKF_RW_SESSION | CKF_SERIAL_SESSION as opened.  */
+/*  CKF_RW_SESSION | CKF_SERIAL_SESSION | CKF_ASYNC_SESSION as opened.  */
 CK_FLAGS cs_session_flags_inlock (const cs_session_t *self);
 
 /*  The active operation of `kind`, or NULL.  The session keeps ownership.  */
@@ -113,6 +113,16 @@ CK_RV cs_session_op_get_inlock (CK_SESSION_HANDLE handle, cs_op_kind_t kind, boo
             return (rv); \
         } \
     } while (0)
+
+/*  PKCS#11 3.2 asynchronous sessions (async.h): the session's table of
+ *  calls in flight, or NULL.  _set gives the session `table` (it frees it
+ *  with free_fn when it closes).  _busy marks the operation of `kind` as
+ *  having a call in flight (C_Sign, C_Decrypt returned CKR_PENDING): until
+ *  it is cleared, starting one (cs_session_op_start_inlock) or finishing
+ *  one (cs_session_op_get_inlock) answers CKR_OPERATION_ACTIVE.  */
+void *cs_session_async_inlock (cs_session_t *self);
+void cs_session_async_set_inlock (cs_session_t *self, void *table, cs_op_free_fn *free_fn);
+void cs_session_async_busy_inlock (cs_session_t *self, cs_op_kind_t kind, bool busy);
 
 /*  Number of open sessions; with CKF_RW_SESSION only the read-write ones.  */
 size_t cs_session_count_inlock (CK_FLAGS flags);

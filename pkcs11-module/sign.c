@@ -17,6 +17,7 @@
 #include "runner.h"
 #include "session.h"
 #include "keyop.h"
+#include "async.h"
 #include "sign.h"
 
 /*  ---- the signature state ------------------------------------------ */
@@ -147,10 +148,12 @@ cs_sigop_message (cs_sigop_t *self, const uint8_t *data, size_t len, bool final,
 /*  ---- the job ------------------------------------------------------- */
 
 /*  Runs one SignJob for `message`; copies the signature into sig (which
- *  holds `max` bytes).  Without the mutex.  */
+ *  holds `max` bytes).  In an async session (`async`: its slot reserved)
+ *  the job leaves and CKR_PENDING comes back at once: C_AsyncComplete
+ *  fills sig (async.h).  Without the mutex.  */
 static CK_RV
-s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint8_t *context, size_t context_len,
-            CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p, size_t max)
+s_sign_job (CK_SESSION_HANDLE handle, bool async, const cs_sigop_t *op, const uint8_t *message, size_t len,
+            const uint8_t *context, size_t context_len, CK_BYTE_PTR sig, CK_ULONG_PTR sig_len_p, size_t max)
 {
     CK_RV rv;
     Cs__Reply *reply = NULL;
@@ -166,6 +169,8 @@ s_sign_job (const cs_sigop_t *op, const uint8_t *message, size_t len, const uint
     sign.context_ticket = (ProtobufCBinaryData) { context_len, (uint8_t *) context };
     job.kind_case = CS__JOB__KIND_SIGN;
     job.sign = &sign;
+    if (async)
+        return cs_async_submit (handle, CS_ASYNC_SIGN, &job, sig, max);
     if ((rv = cs_runner_run_job (&job, true, &reply)) != CKR_OK)
         goto out;
     result = reply->results [0];
@@ -196,6 +201,7 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
     size_t message_len = 0, need, context_len = 0;
     cs_session_t *session;
     cs_sigop_t *op = NULL;
+    bool async = false;
     CK_RV rv;
     CS_BEGIN_OP_CALL (rv, handle, kind, sig_len_p != NULL && (data || !len), &session, (void **) &op);
     /*  The output-size rule of the mechanism's row (cs_mech.h), from the key.  */
@@ -212,9 +218,11 @@ cs_sigop_sign_finish (CK_SESSION_HANDLE handle, cs_op_kind_t kind, const uint8_t
     else
     if ((rv = cs_session_context_take_inlock (session, kind, context, &context_len)) == CKR_OK)
         rv = cs_sigop_message (op, data, len, final, message, &message_len);    /* CKA_ALWAYS_AUTHENTICATE */
+    if (rv == CKR_OK && kind == CS_OP_SIGN && !final)          /* C_Sign in a 3.2 async session */
+        async = cs_async_reserve_inlock (session, CS_ASYNC_SIGN, &rv);
     CS_END_CALL ();
     if (rv == CKR_OK)
-        rv = s_sign_job (op, message, message_len, context, context_len, sig, sig_len_p, need);
+        rv = s_sign_job (handle, async, op, message, message_len, context, context_len, sig, sig_len_p, need);
     OPENSSL_cleanse (message, sizeof message);
     OPENSSL_cleanse (context, sizeof context);
     cs_sigop_free (op);

@@ -239,6 +239,7 @@ C_GetTokenInfo (CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info)
     cs_pad (info->model, sizeof info->model, s_token.model);
     cs_pad (info->serialNumber, sizeof info->serialNumber, s_token.serial);
     info->flags = CKF_TOKEN_INITIALIZED | CKF_LOGIN_REQUIRED | CKF_USER_PIN_INITIALIZED | CKF_RNG
+                | CKF_ASYNC_SESSION_SUPPORTED       /* PKCS#11 3.2: async.h */
                 | s_token.pin_flags;
     info->ulMaxSessionCount = CK_EFFECTIVELY_INFINITE;
     info->ulSessionCount = cs_session_count_inlock (0);

@@ -39,7 +39,7 @@ declare -A rank=(
     [object_int]=10 [objattr]=10 [object]=10 [object_change]=10
     [session]=11
     [runner]=12
-    [token]=13 [find]=13 [keyop]=13 [secret_token]=13 [modexp]=13 [dataobj_jobs]=13
+    [token]=13 [async]=13 [find]=13 [keyop]=13 [secret_token]=13 [modexp]=13 [dataobj_jobs]=13
     [derive]=14 [secret]=14 [secret_key]=14 [secret_stream]=14 [secret_int]=13 [digest]=14 [random]=14
     [sign]=15
     [decrypt]=16 [wrap]=17 [encrypt]=16 [verify]=16 [recover]=16 [keymgmt]=16 [keymgmt_check]=16 [kem]=16 [keymgmt_int]=1
