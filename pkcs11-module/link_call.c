@@ -10,9 +10,10 @@
  *  queue that does not block), or with the leader's next turn; its reply
  *  is handed over by whoever drives the link next (a leader, or
  *  cs_link_complete's own turn).  A detached call is never woken to lead,
- *  never counted among the callers C_Finalize waits for, and is not
- *  coalesced (its request does not live on: only its frame does, wiped
- *  when it is freed).
+ *  never counted among the callers C_Finalize waits for; it may share a
+ *  frame with others like a blocking call (coalesce.h), which needs only
+ *  its request's shape: the job count and a copy of the ticket, wiped with
+ *  its frame when it ends.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -114,10 +115,11 @@ s_refusal (const cs_link_t *self)
     return CKR_OK;
 }
 
-/*  The call's frame, wiped, and its condition.  */
+/*  The call's frame and ticket copy, wiped, and its condition.  */
 static void
 s_call_clear (cs_link_call_t *call)
 {
+    OPENSSL_cleanse (call->ticket, sizeof call->ticket);
     pthread_cond_destroy (&call->cond);
     if (call->base.frame)
         OPENSSL_cleanse (call->base.frame, call->base.frame_size);
@@ -178,9 +180,14 @@ cs_link_submit (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, cs_link_c
         return rv;
     }
     cs_waiter_init (&call->base, req, frame, size);
-    call->base.batchable = false;           /* req does not live on */
     call->shape = (Cs__Request) CS__REQUEST__INIT;
-    call->shape.n_jobs = req->n_jobs;
+    call->shape.n_jobs = req->n_jobs;       /* req does not live on: its shape does */
+    if (req->ticket.len <= sizeof call->ticket && req->ticket.len) {
+        memcpy (call->ticket, req->ticket.data, req->ticket.len);
+        call->shape.ticket = (ProtobufCBinaryData) { req->ticket.len, call->ticket };
+    }
+    else
+        call->base.batchable &= !req->ticket.len;
     call->base.req = &call->shape;
     call->detached = true;
     call->link = self;

@@ -24,7 +24,9 @@ struct _cs_link_call_t {
     pthread_cond_t cond;
     bool detached;              /* cs_link_submit's: nobody sleeps on cond */
     cs_link_t *link;            /* detached: the link it is queued on */
-    Cs__Request shape;          /* detached: n_jobs only, for cs_link_reply_rv */
+    Cs__Request shape;          /* detached: what outlives the caller's request: n_jobs
+                                   (cs_link_reply_rv) and the ticket (coalescing) */
+    uint8_t ticket [CS_WIRE_MAX_TICKET];    /* detached: shape's ticket, wiped at the end */
     int64_t deadline_at;        /* detached: monotonic ms */
     int64_t timeout_ms;
 };
