@@ -9,7 +9,8 @@
  *  Subcommands: `tls` (cs_bench_tls.c), `paper` (cs_bench_paper.c),
  *  `shared-keygen` (cs_bench_shared.c), `idle-associations`
  *  (cs_bench_idle.c), `find-objects` (cs_bench_find.c) and
- *  `transport-floor` (cs_bench_floor.c) and `pq` (cs_bench_pq.c).
+ *  `transport-floor` (cs_bench_floor.c) and `pq` (cs_bench_pq.c); --async N,
+ *  one thread with N signatures in flight, is cs_bench_async.c.
  *
  *  Exit status: 0 all signatures made (and verified); 1 a sign or verify
  *  failed, or the module/token/key could not be used; 2 usage.
@@ -72,6 +73,9 @@ s_usage (FILE *out, int status)
         "                   print the broker's CPU time per operation\n"
         "  --beside LABEL   then the same run again with the key LABEL, reported after the\n"
         "                   first (e.g. a shared key beside an ordinary keystore key)\n"
+        "  --async N        then one thread keeps N signatures in flight through the\n"
+        "                   module's PKCS#11 3.2 asynchronous sessions (as many in total,\n"
+        "                   or as long), reported after the threads with the ratio\n"
         "\n"
         "\n"
         "       cryptoserver-bench --module SO --token LABEL --pin PIN\n"
@@ -106,6 +110,7 @@ s_parse (int argc, char **argv, cs_bench_options_t *options)
         { "blocks", required_argument, NULL, 'B' }, { "driver-board", required_argument, NULL, 'D' },
         { "key-file", required_argument, NULL, 'F' }, { "share", no_argument, NULL, 'H' },
         { "metrics", required_argument, NULL, 'u' }, { "beside", required_argument, NULL, 'b' },
+        { "async", required_argument, NULL, 'A' },
         { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 }
     };
     int opt;
@@ -133,6 +138,7 @@ s_parse (int argc, char **argv, cs_bench_options_t *options)
             case 'K': options->verify = true; options->verify_key = optarg; break;
             case 'u': options->metrics = optarg; break;
             case 'b': options->beside = optarg; break;
+            case 'A': options->async = (int) strtol (optarg, &end, 10); break;
             case 'C': options->csv = true; break;
             case 'P': options->progress = true; break;
             case 'S': options->stop_on_error = true; break;
@@ -177,6 +183,11 @@ s_parse (int argc, char **argv, cs_bench_options_t *options)
         options->count = 100;
     if (options->beside && (driver || options->keygen)) {
         fprintf (stderr, "cryptoserver-bench: --beside compares two keys of a module's token\n");
+        return 2;
+    }
+    if (options->async && (driver || options->keygen || options->beside || options->blocks > 1
+                           || options->share || options->async < 0)) {
+        fprintf (stderr, "cryptoserver-bench: --async N runs beside the threads of a plain module run\n");
         return 2;
     }
     if (options->metrics && options->driver_board) {
@@ -237,9 +248,18 @@ s_key_run (const cs_bench_options_t *options, cs_bench_module_t *module, CK_SESS
         verifier = options->verify_key
                  ? cs_bench_verifier_from_pem (options->verify_key, &pubkey, options->mech, err, err_len)
                  : cs_bench_verifier_new (&pubkey, options->mech, err, err_len);
-    if (verifier)
-        status = cs_bench_sign_run (options, module, NULL, options->verify ? verifier : NULL,
+    if (verifier) {
+        double threaded = 0;
+        cs_bench_options_t run = *options;
+        run.ops_per_s = &threaded;
+        status = cs_bench_sign_run (&run, module, NULL, options->verify ? verifier : NULL,
                                     cs_bench_verifier_bits (verifier));
+        if (options->async) {           /* then one thread with N in flight, in the same run */
+            int async = cs_bench_async_run (options, module, options->verify ? verifier : NULL,
+                                            cs_bench_verifier_bits (verifier), threaded);
+            status = status ? status : async;
+        }
+    }
     cs_bench_verifier_destroy (&verifier);
     cs_bench_pubkey_clear (&pubkey);
     return status;

@@ -70,6 +70,11 @@ int cs_bench_module_open (cs_bench_module_t *module, const char *path, const cha
 /*  C_Finalize and dlclose; safe on a half-opened or zeroed module.  */
 void cs_bench_module_close (cs_bench_module_t *module);
 
+/*  The module's PKCS#11 3.2 function list (C_GetInterface "PKCS 11" 3.2;
+ *  the type is cs_p11_3.h's), or NULL when it has none.  The module keeps
+ *  it.  */
+struct CK_FUNCTION_LIST_3_2 *cs_bench_list_3_2 (cs_bench_module_t *module);
+
 /*  Opens a R/W session on module->slot and logs in as CKU_USER with `pin`
  *  (CKR_USER_ALREADY_LOGGED_IN counts as success: login state is per
  *  application, PKCS#11 v2.40 §5.6).  Returns CKR_OK and the session in
@@ -238,6 +243,9 @@ typedef struct {
     const char *beside;             /* --beside LABEL: the same run with this key after
                                        the first (a shared key beside an ordinary one) */
     bool csv_no_header;             /* set for the run of --beside: one CSV header */
+    int async;                      /* --async N: then one thread keeps N signatures in
+                                       flight (PKCS#11 3.2 asynchronous sessions) */
+    double *ops_per_s;              /* when set, cs_bench_sign_run leaves its rate there */
 } cs_bench_options_t;
 
 /*  Runs options->threads threads signing through module (or driver, with
@@ -246,6 +254,16 @@ typedef struct {
  *  status.  */
 int cs_bench_sign_run (const cs_bench_options_t *options, cs_bench_module_t *module,
                        cs_bench_driver_t *driver, const cs_bench_verifier_t *verifier, int bits);
+
+/*  --async N (cs_bench_async.c): one application thread opens N async
+ *  sessions of the module's 3.2 interface and keeps a C_Sign in flight in
+ *  each, polling C_AsyncComplete; the same total of signatures as the
+ *  threaded run (threads x count) or --seconds S; verified after the clock
+ *  stops when `verifier` is set; reported as the threaded run is, with the
+ *  ratio to `threaded_ops_per_s` when it is above 0.  Returns the exit
+ *  status.  */
+int cs_bench_async_run (const cs_bench_options_t *options, cs_bench_module_t *module,
+                        const cs_bench_verifier_t *verifier, int bits, double threaded_ops_per_s);
 
 /*  ---- subcommands ----------------------------------------------------- */
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cs_p11_3.h"
 #include "cs_bench.h"
 #include "cs_wire.h"
 
@@ -265,4 +266,14 @@ cs_bench_pubkey_clear (cs_bench_pubkey_t *pubkey)
     CK_KEY_TYPE key_type = pubkey->key_type;
     memset (pubkey, 0, sizeof *pubkey);
     pubkey->key_type = key_type;
+}
+
+CK_FUNCTION_LIST_3_2 *
+cs_bench_list_3_2 (cs_bench_module_t *module)
+{
+    CK_RV (*get) (CK_UTF8CHAR_PTR, CK_VERSION_PTR, CK_INTERFACE_PTR_PTR, CK_FLAGS)
+        = (CK_RV (*) (CK_UTF8CHAR_PTR, CK_VERSION_PTR, CK_INTERFACE_PTR_PTR, CK_FLAGS)) dlsym (module->dl, "C_GetInterface");
+    CK_VERSION version = { 3, 2 };
+    CK_INTERFACE *iface = NULL;
+    return get && get ((CK_UTF8CHAR *) "PKCS 11", &version, &iface, 0) == CKR_OK && iface ? iface->pFunctionList : NULL;
 }

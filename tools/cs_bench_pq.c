@@ -50,17 +50,6 @@ typedef struct {
     CK_RV first_error;
 } s_worker_t;
 
-/*  The 3.2 function list of the module (C_GetInterface), or NULL.  */
-static CK_FUNCTION_LIST_3_2 *
-s_list_3_2 (cs_bench_module_t *module)
-{
-    CK_RV (*get) (CK_UTF8CHAR_PTR, CK_VERSION_PTR, CK_INTERFACE_PTR_PTR, CK_FLAGS)
-        = (CK_RV (*) (CK_UTF8CHAR_PTR, CK_VERSION_PTR, CK_INTERFACE_PTR_PTR, CK_FLAGS)) dlsym (module->dl, "C_GetInterface");
-    CK_VERSION version = { 3, 2 };
-    CK_INTERFACE *iface = NULL;
-    return get && get ((CK_UTF8CHAR *) "PKCS 11", &version, &iface, 0) == CKR_OK && iface ? iface->pFunctionList : NULL;
-}
-
 /*  A readable session secret key's template (the secret is compared).  */
 static CK_OBJECT_CLASS s_secret_class = CKO_SECRET_KEY;
 static CK_KEY_TYPE s_generic = CKK_GENERIC_SECRET;
@@ -292,7 +281,7 @@ cs_bench_pq_main (int argc, char **argv)
         fprintf (stderr, "cryptoserver-bench pq: %s\n", err);
         goto out;
     }
-    if (!(proto.p11 = s_list_3_2 (&module))) {
+    if (!(proto.p11 = cs_bench_list_3_2 (&module))) {
         fprintf (stderr, "cryptoserver-bench pq: %s has no PKCS#11 3.2 interface\n", o.module_path);
         goto out;
     }

@@ -288,6 +288,8 @@ s_report (const cs_bench_options_t *options, s_totals_t *totals, double seconds,
     double max = cs_bench_percentile (&totals->latency, 100);
     double rate = seconds > 0 ? (double) (totals->ops - totals->failures) / seconds : 0;
     const char *verified = options->verify ? NULL : "-";
+    if (options->ops_per_s)
+        *options->ops_per_s = rate;
     char count [32];
     snprintf (count, sizeof count, "%ld", totals->verified);
     char cpu [32] = "-";
