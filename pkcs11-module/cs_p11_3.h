@@ -152,21 +152,29 @@ typedef CK_FUNCTION_LIST_3_0 *CK_FUNCTION_LIST_3_0_PTR;
  *  list followed by the twelve 3.2 functions in this order (3.2 pkcs11f.h;
  *  spec §3.6 "CK_FUNCTION_LIST_3_2").  Values are those of the OASIS 3.2
  *  pkcs11t.h.  Skipped when the system header is 3.2 already.  */
-#ifndef CKR_PENDING
+/*  cryptoserver/pkcs11v.h, included first, may have defined the
+ *  asynchronous-session values and CK_ASYNC_DATA for a pre-3.2 header
+ *  (CS_PKCS11V_ASYNC, CS_P11_ASYNC_DATA): the rest of 3.2 is still ours.  */
+#if !defined (CKR_PENDING) || defined (CS_PKCS11V_ASYNC)
 #ifndef CS_P11_MEMBERS_3_0
 #error "cs_p11_3.h: a system header with 3.0 but not 3.2 needs its 3.0 members here"
 #endif
+#ifndef CKR_PENDING
 #define CKF_ASYNC_SESSION                   0x00000008UL    /* C_OpenSession flags */
 #define CKF_ASYNC_SESSION_SUPPORTED         0x04000000UL    /* CK_TOKEN_INFO flags */
-#define CKS_LAST_VALIDATION_OK              0x00000001UL    /* CK_SESSION_VALIDATION_FLAGS_TYPE */
 #define CKR_PENDING                         0x00000204UL
 #define CKR_SESSION_ASYNC_NOT_SUPPORTED     0x00000205UL
+#endif
+#define CKS_LAST_VALIDATION_OK              0x00000001UL    /* CK_SESSION_VALIDATION_FLAGS_TYPE */
 #define CKR_OPERATION_NOT_VALIDATED         0x00000207UL
 
 typedef CK_ULONG CK_SESSION_VALIDATION_FLAGS_TYPE;
 typedef CK_FLAGS *CK_FLAGS_PTR;
 
-/*  3.2 §3.x CK_ASYNC_DATA: what C_AsyncComplete hands back.  */
+/*  3.2 CK_ASYNC_DATA (spec §3.6 beside CK_INTERFACE): what C_AsyncComplete
+ *  hands back; ulVersion 0.  */
+#ifndef CS_P11_ASYNC_DATA
+#define CS_P11_ASYNC_DATA 1
 typedef struct CK_ASYNC_DATA {
     CK_ULONG ulVersion;
     CK_BYTE_PTR pValue;
@@ -175,6 +183,7 @@ typedef struct CK_ASYNC_DATA {
     CK_OBJECT_HANDLE hAdditionalObject;
 } CK_ASYNC_DATA;
 typedef CK_ASYNC_DATA *CK_ASYNC_DATA_PTR;
+#endif
 
 typedef struct CK_FUNCTION_LIST_3_2 {
     CK_VERSION version;

@@ -178,6 +178,35 @@ typedef struct CK_SIGN_ADDITIONAL_CONTEXT {
 #define CKP_ML_KEM_1024             0x00000003UL
 #endif
 
+/*  PKCS#11 3.2 asynchronous sessions (cryptoserver-pkcs11(7) "PKCS#11 3.2"),
+ *  for headers older than 3.2: the C_OpenSession flag, the token flag, the
+ *  two return values, and CK_ASYNC_DATA, which C_AsyncComplete fills.  The
+ *  values are those of the OASIS 3.2 pkcs11t.h (CKF_ASYNC_SESSION 1<<3,
+ *  CKF_ASYNC_SESSION_SUPPORTED 0x04000000, CKR_PENDING 0x204,
+ *  CKR_SESSION_ASYNC_NOT_SUPPORTED 0x205; CK_ASYNC_DATA's five members in
+ *  this order), checked against several independent copies of that header
+ *  and of the 3.2 text; docs/PQ-DRIVER.md says which.  Defined only when
+ *  the header lacks CKR_PENDING.  */
+#ifndef CKR_PENDING
+#define CS_PKCS11V_ASYNC 1
+#define CKF_ASYNC_SESSION               0x00000008UL    /* C_OpenSession flags */
+#define CKF_ASYNC_SESSION_SUPPORTED     0x04000000UL    /* CK_TOKEN_INFO flags */
+#define CKR_PENDING                     0x00000204UL
+#define CKR_SESSION_ASYNC_NOT_SUPPORTED 0x00000205UL
+#endif
+#if defined (CS_PKCS11V_ASYNC) && !defined (CS_P11_ASYNC_DATA)
+#define CS_P11_ASYNC_DATA 1
+typedef struct CK_ASYNC_DATA {
+    CK_ULONG ulVersion;                 /* 0 */
+    CK_BYTE_PTR pValue;                 /* the output buffer given to the function (also on
+                                           an error, so that it may be freed) */
+    CK_ULONG ulValue;                   /* bytes of the result in it */
+    CK_OBJECT_HANDLE hObject;           /* C_GenerateKeyPair: the public key */
+    CK_OBJECT_HANDLE hAdditionalObject; /* C_GenerateKeyPair: the private key */
+} CK_ASYNC_DATA;
+typedef CK_ASYNC_DATA *CK_ASYNC_DATA_PTR;
+#endif
+
 #ifdef __cplusplus
 }
 #endif
