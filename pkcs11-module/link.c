@@ -418,13 +418,32 @@ cs_link_int_queued (cs_link_t *self, cs_link_call_t *call)
         s_signal_fd (self->leader_fd);
 }
 
+/*  Token held, mutex held: nothing to send, no timer due and no reply
+ *  waiting on any DEALER (ZMQ_EVENTS, no system call when libzmq has
+ *  nothing new), so a turn would only cost a poll.  */
+static bool
+s_idle (cs_link_t *self)
+{
+    if (cs_waitq_want_send (&self->queue) || cs_waitq_next_timeout (&self->queue, cs_assoc_now_ms ()) == 0)
+        return false;
+    for (size_t i = 0; i < self->n_assocs; i++) {
+        int events = 0;
+        size_t len = sizeof events;
+        if (!self->assocs [i].socket || zmq_getsockopt (self->assocs [i].socket, ZMQ_EVENTS, &events, &len) != 0
+        ||  (events & ZMQ_POLLIN))
+            return false;
+    }
+    return true;
+}
+
 void
 cs_link_int_drive (cs_link_t *self)
 {
     if (self->leader)
         return;
     self->leader = true;
-    s_lead_turn (self, 0);
+    if (!s_idle (self))
+        s_lead_turn (self, 0);
     self->leader = false;
     cs_link_int_promote (self);
 }
