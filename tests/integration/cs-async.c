@@ -54,18 +54,11 @@ s_now (void)
 static int
 s_load (const char *module, const char *token)
 {
-    void *dl = dlopen (module, RTLD_NOW | RTLD_LOCAL);
-    CK_RV (*get) (CK_UTF8CHAR_PTR, CK_VERSION_PTR, CK_INTERFACE_PTR_PTR, CK_FLAGS)
-        = dl ? (CK_RV (*) (CK_UTF8CHAR_PTR, CK_VERSION_PTR, CK_INTERFACE_PTR_PTR, CK_FLAGS)) dlsym (dl, "C_GetInterface")
-             : NULL;
-    CK_VERSION version = { 3, 2 };
-    CK_INTERFACE *iface = NULL;
     CK_C_INITIALIZE_ARGS args = { .flags = CKF_OS_LOCKING_OK };
-    if (!get || get ((CK_UTF8CHAR *) "PKCS 11", &version, &iface, 0) != CKR_OK) {
+    if (!(s_p11 = cs_test_interface_3_2 (module))) {
         printf ("cs-async: cannot load the 3.2 interface of %s\n", module);
         return 2;
     }
-    s_p11 = iface->pFunctionList;
     if (s_p11->C_Initialize (&args) != CKR_OK || cs_test_slot ((CK_FUNCTION_LIST *) s_p11, token, &s_slot) != CKR_OK) {
         printf ("cs-async: cannot find token %s\n", token);
         return 2;

@@ -1,8 +1,10 @@
 /*  cs-test-slot.h — for the test clients (cs-fork, cs-p11-shell,
- *  cs-session-key, cs-sym): the slot whose token has a given label.  */
+ *  cs-session-key, cs-sym, cs-pq-kem, cs-async): the slot whose token has
+ *  a given label, and a module's 3.2 function list.  */
 #ifndef CS_TEST_SLOT_H_INCLUDED
 #define CS_TEST_SLOT_H_INCLUDED
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 #include <p11-kit/pkcs11.h>
@@ -28,5 +30,24 @@ cs_test_slot (CK_FUNCTION_LIST *p11, const char *label, CK_SLOT_ID *slot_p)
     }
     return rv == CKR_OK ? CKR_TOKEN_NOT_PRESENT : rv;
 }
+
+#ifdef CKF_INTERFACE_FORK_SAFE          /* CK_INTERFACE: a 3.0 header, or cs_p11_3.h first */
+/*  The PKCS#11 3.2 function list of the module at `path` (dlopened for the
+ *  life of the process; C_GetInterface "PKCS 11" version 3.2): a
+ *  CK_FUNCTION_LIST_3_2 * (cs_p11_3.h), or NULL when it cannot be loaded
+ *  or has no 3.2 interface.  cs-pq-kem, cs-async.  */
+static inline void *
+cs_test_interface_3_2 (const char *path)
+{
+    void *dl = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+    CK_RV (*get) (CK_UTF8CHAR_PTR, CK_VERSION_PTR, CK_INTERFACE **, CK_FLAGS)
+        = dl ? (CK_RV (*) (CK_UTF8CHAR_PTR, CK_VERSION_PTR, CK_INTERFACE **, CK_FLAGS)) dlsym (dl, "C_GetInterface")
+             : NULL;
+    CK_VERSION version = { 3, 2 };
+    CK_INTERFACE *iface = NULL;
+    return get && get ((CK_UTF8CHAR *) "PKCS 11", &version, &iface, 0) == CKR_OK && iface ? iface->pFunctionList
+                                                                                          : NULL;
+}
+#endif
 
 #endif
