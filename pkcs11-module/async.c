@@ -19,6 +19,7 @@
 #include "log.h"
 #include "guard.h"
 #include "login.h"
+#include "key.h"
 #include "object.h"
 #include "session.h"
 #include "runner.h"
@@ -31,7 +32,8 @@ cs_async_fn (const char *name)
 {
     static const char *const names [CS_ASYNC_FUNCTIONS] = {
         [CS_ASYNC_SIGN] = "C_Sign", [CS_ASYNC_DECRYPT] = "C_Decrypt",
-        [CS_ASYNC_GENERATE_KEY_PAIR] = "C_GenerateKeyPair",
+        [CS_ASYNC_GENERATE_KEY_PAIR] = "C_GenerateKeyPair", [CS_ASYNC_ENCAPSULATE] = "C_EncapsulateKey",
+        [CS_ASYNC_DECAPSULATE] = "C_DecapsulateKey",
     };
     for (int fn = 0; name && fn < CS_ASYNC_FUNCTIONS; fn++)
         if (strcmp (name, names [fn]) == 0)
@@ -81,6 +83,7 @@ cs_async_slot_end (cs_async_table_t *self, cs_async_fn_t fn)
     cs_async_slot_t *slot = &self->slots [fn];
     cs_runner_pending_free (&slot->pending);
     free (slot->job);
+    cs_attrs_clear (&slot->attrs);
     *slot = (cs_async_slot_t) { 0 };
 }
 
@@ -157,9 +160,10 @@ s_job_id (const Cs__Job *job)
     return id | 1;
 }
 
-/*  cs_async_submit; `saved`: the job is in the join directory already.  */
+/*  cs_async_submit and cs_async_submit_kem: where the result goes (`out`,
+ *  its attrs taken); `saved`: the job is in the join directory already.  */
 static CK_RV
-s_submit (CK_SESSION_HANDLE handle, cs_async_fn_t fn, Cs__Job *job, CK_BYTE_PTR out, size_t max, bool saved)
+s_submit (CK_SESSION_HANDLE handle, cs_async_fn_t fn, Cs__Job *job, cs_async_slot_t *out, bool saved)
 {
     cs_runner_pending_t *pending = NULL;
     cs_async_table_t *table;
@@ -184,8 +188,12 @@ s_submit (CK_SESSION_HANDLE handle, cs_async_fn_t fn, Cs__Job *job, CK_BYTE_PTR 
     if (rv == CKR_OK) {
         cs_async_slot_t *slot = &table->slots [fn];
         slot->pending = pending;
-        slot->out = out;
-        slot->max = max;
+        slot->out = out->out;
+        slot->max = out->max;
+        slot->secret_type = out->secret_type;
+        slot->secret_len = out->secret_len;
+        slot->attrs = out->attrs;
+        out->attrs = (cs_attrs_t) { 0 };
         slot->job = packed;
         slot->job_len = packed_len;
         slot->id = packed ? s_job_id (job) : 0;
@@ -197,6 +205,7 @@ s_submit (CK_SESSION_HANDLE handle, cs_async_fn_t fn, Cs__Job *job, CK_BYTE_PTR 
         s_end_inlock (session, fn, 0);
     cs_unlock ();
     cs_runner_pending_free (&pending);
+    cs_attrs_clear (&out->attrs);
     free (packed);
     return rv == CKR_OK ? CKR_PENDING : rv;
 }
@@ -204,7 +213,18 @@ s_submit (CK_SESSION_HANDLE handle, cs_async_fn_t fn, Cs__Job *job, CK_BYTE_PTR 
 CK_RV
 cs_async_submit (CK_SESSION_HANDLE handle, cs_async_fn_t fn, Cs__Job *job, CK_BYTE_PTR out, size_t max)
 {
-    return s_submit (handle, fn, job, out, max, false);
+    cs_async_slot_t where = { .out = out, .max = max };
+    return s_submit (handle, fn, job, &where, false);
+}
+
+CK_RV
+cs_async_submit_kem (CK_SESSION_HANDLE handle, cs_async_fn_t fn, Cs__Job *job, CK_BYTE_PTR ct, size_t ct_len,
+                     CK_KEY_TYPE secret_type, size_t secret_len, cs_attrs_t *attrs)
+{
+    cs_async_slot_t where = { .out = ct, .max = ct_len, .secret_type = secret_type, .secret_len = secret_len,
+                              .attrs = *attrs };
+    *attrs = (cs_attrs_t) { 0 };
+    return s_submit (handle, fn, job, &where, false);
 }
 
 /*  ---- the join directory ------------------------------------------------- */
@@ -326,16 +346,57 @@ s_finish_keys (const Cs__Result *res, CK_ASYNC_DATA *result)
     return rv;
 }
 
+#define S_KEM_SECRET 32             /* bytes of an ML-KEM shared secret (FIPS 203 §2.4) */
+
+/*  A KEM call's new session secret key (kem.c s_kem's, for the secret the
+ *  broker sent after the ciphertext of an encapsulation), in the session of
+ *  `handle`; the ciphertext into the application's buffer.  */
+static CK_RV
+s_finish_kem (CK_SESSION_HANDLE handle, cs_async_slot_t *slot, const Cs__Result *res, CK_ASYNC_DATA *result)
+{
+    size_t ct_len = slot->out ? slot->max : 0;
+    CK_OBJECT_HANDLE object = 0;
+    cs_key_t *key = NULL;
+    CK_RV rv;
+    if (res->kind_case != CS__RESULT__KIND_DATA || res->data.len != ct_len + S_KEM_SECRET
+    ||  slot->secret_len > S_KEM_SECRET) {
+        cs_log_error ("the broker returned a malformed key encapsulation result");
+        return CKR_DEVICE_ERROR;
+    }
+    if (!(key = cs_key_new_secret (slot->secret_type, res->data.data + ct_len, slot->secret_len)))
+        rv = CKR_HOST_MEMORY;
+    else {
+        cs_lock ();
+        rv = cs_session_lookup_inlock (handle)
+           ? cs_object_add_session_inlock (handle, CKO_SECRET_KEY, key, &slot->attrs, &object)
+           : CKR_SESSION_HANDLE_INVALID;
+        cs_unlock ();
+    }
+    OPENSSL_cleanse (res->data.data + ct_len, S_KEM_SECRET);
+    cs_key_unref (&key);
+    if (rv == CKR_OK && ct_len)
+        memcpy (slot->out, res->data.data, ct_len);
+    if (rv == CKR_OK && result) {
+        result->ulValue = ct_len;
+        result->hObject = object;
+    }
+    return rv;
+}
+
 /*  The function's own outcome from the job's rv and reply.  */
 static CK_RV
-s_finish (cs_async_fn_t fn, const cs_async_slot_t *slot, CK_RV rv, const Cs__Reply *reply, CK_ASYNC_DATA *result)
+s_finish (CK_SESSION_HANDLE handle, cs_async_fn_t fn, cs_async_slot_t *slot, CK_RV rv, const Cs__Reply *reply,
+          CK_ASYNC_DATA *result)
 {
-    if (result && fn != CS_ASYNC_GENERATE_KEY_PAIR)
+    if (result && slot->out)
         result->pValue = slot->out;         /* also on an error: it may be freed */
     if (rv != CKR_OK)
         return rv;
-    return fn == CS_ASYNC_GENERATE_KEY_PAIR ? s_finish_keys (reply->results [0], result)
-         : s_finish_data (slot, reply->results [0], result, fn == CS_ASYNC_SIGN);
+    switch (fn) {
+        case CS_ASYNC_GENERATE_KEY_PAIR: return s_finish_keys (reply->results [0], result);
+        case CS_ASYNC_ENCAPSULATE: case CS_ASYNC_DECAPSULATE: return s_finish_kem (handle, slot, reply->results [0], result);
+        default: return s_finish_data (slot, reply->results [0], result, fn == CS_ASYNC_SIGN);
+    }
 }
 
 /*  Gives a claimed job back, or frees it when its session went.  */
@@ -377,11 +438,20 @@ C_AsyncComplete (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR name, CK_ASYNC_DATA_P
     if ((rv = cs_runner_complete (&pending, &reply)) == CKR_PENDING)
         return s_unclaim (handle, fn, serial, pending);
     cs_lock ();
-    s_end_inlock (cs_session_lookup_inlock (handle), fn, serial);
+    session = cs_session_lookup_inlock (handle);
+    table = session ? s_table_inlock (session, false) : NULL;
+    if (table && table->slots [fn].reserved && table->slots [fn].serial == serial) {
+        slot.attrs = table->slots [fn].attrs;       /* the new key's: ours now */
+        table->slots [fn].attrs = (cs_attrs_t) { 0 };
+    }
+    else
+        slot.attrs = (cs_attrs_t) { 0 };            /* freed with the closed session */
+    s_end_inlock (session, fn, serial);
     cs_unlock ();
-    rv = s_finish (fn, &slot, rv, reply, result);
+    rv = s_finish (handle, fn, &slot, rv, reply, result);
     if (slot.saved && rv == CKR_OK)
         s_forget (slot.id);
+    cs_attrs_clear (&slot.attrs);
     cs_wire_reply_free (&reply);
     return rv;
 }
@@ -465,7 +535,7 @@ C_AsyncJoin (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR name, CK_ULONG id, CK_BYT
         (void) cs_async_reserve_inlock (session, fn, &rv);
     cs_unlock ();
     if (rv == CKR_OK)
-        rv = s_submit (handle, fn, job, NULL, 0, true);
+        rv = s_submit (handle, fn, job, &(cs_async_slot_t) { 0 }, true);
     cs__job__free_unpacked (job, NULL);
     return rv == CKR_PENDING ? CKR_OK : rv;
 }

@@ -3,8 +3,9 @@
  *  C_AsyncJoin (3.2 "Asynchronous function management functions";
  *  our reading: cryptoserver-pkcs11(7) "PKCS#11 3.2").
  *
- *  In a session opened with CKF_ASYNC_SESSION, C_Sign, C_Decrypt and a
- *  token key's C_GenerateKeyPair queue their job (runner.h
+ *  In a session opened with CKF_ASYNC_SESSION, C_Sign, C_Decrypt,
+ *  C_EncapsulateKey, C_DecapsulateKey and a token key's C_GenerateKeyPair
+ *  queue their job (runner.h
  *  cs_runner_submit) and return CKR_PENDING; the application asks
  *  C_AsyncComplete (hSession, "C_Sign", &result) until the answer is not
  *  CKR_PENDING.  A function name identifies the call, so a session has at
@@ -20,7 +21,7 @@
  *  answers with the key the first run made.
  *
  *  Layer (module.h): above the runner and the object and session tables,
- *  below sign, decrypt and keymgmt, which start the calls.
+ *  below sign, decrypt, kem and keymgmt, which start the calls.
  */
 #ifndef CS_MODULE_ASYNC_H_INCLUDED
 #define CS_MODULE_ASYNC_H_INCLUDED
@@ -29,11 +30,12 @@
 #include <stddef.h>
 #include "cs_p11_3.h"
 #include "cs_wire.h"
+#include "attrs.h"
 #include "session.h"
 
 /*  The functions an async session runs without waiting.  */
 typedef enum {
-    CS_ASYNC_SIGN, CS_ASYNC_DECRYPT, CS_ASYNC_GENERATE_KEY_PAIR,
+    CS_ASYNC_SIGN, CS_ASYNC_DECRYPT, CS_ASYNC_GENERATE_KEY_PAIR, CS_ASYNC_ENCAPSULATE, CS_ASYNC_DECAPSULATE,
     CS_ASYNC_FUNCTIONS
 } cs_async_fn_t;
 
@@ -61,6 +63,16 @@ bool cs_async_reserve_inlock (cs_session_t *session, cs_async_fn_t fn, CK_RV *rv
  *  Without the library mutex.  */
 CK_RV cs_async_submit (CK_SESSION_HANDLE handle, cs_async_fn_t fn, Cs__Job *job, CK_BYTE_PTR out, size_t max);
 
+/*  cs_async_submit for C_EncapsulateKey (fn CS_ASYNC_ENCAPSULATE: the
+ *  ciphertext, `ct_len` bytes, goes into `ct`, the application's buffer)
+ *  and C_DecapsulateKey (ct NULL): C_AsyncComplete then makes the new
+ *  session secret key of `secret_type` from the first `secret_len` bytes of
+ *  the 32-byte shared secret, with the stored attributes *attrs (taken:
+ *  emptied here, whatever the outcome).  Returns CKR_PENDING or
+ *  cs_async_submit's errors.  */
+CK_RV cs_async_submit_kem (CK_SESSION_HANDLE handle, cs_async_fn_t fn, Cs__Job *job, CK_BYTE_PTR ct, size_t ct_len,
+                           CK_KEY_TYPE secret_type, size_t secret_len, cs_attrs_t *attrs);
+
 /*  Frees a reserved slot whose job never left (an error before
  *  cs_async_submit).  Without the library mutex.  */
 void cs_async_release (CK_SESSION_HANDLE handle, cs_async_fn_t fn);
@@ -77,7 +89,9 @@ bool cs_async_dir (char *buf, size_t size);
  *  comes back, with pResult (may be NULL) filled: pValue the output buffer
  *  given to C_Sign or C_Decrypt (also on an error, so that it may be
  *  freed), ulValue the bytes written; hObject the new public key and
- *  hAdditionalObject the private key of a C_GenerateKeyPair.  Errors of
+ *  hAdditionalObject the private key of a C_GenerateKeyPair; hObject the
+ *  new secret key of a C_EncapsulateKey (pValue, ulValue its ciphertext)
+ *  or C_DecapsulateKey.  Errors of
  *  its own: CKR_ARGUMENTS_BAD (name NULL, or a function never run
  *  asynchronously here), CKR_OPERATION_NOT_INITIALIZED (nothing of `name`
  *  in flight; always in a session that is not async),
@@ -88,8 +102,8 @@ CK_RV C_AsyncComplete (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR name, CK_ASYNC_
  *  generation in flight in `handle` (name "C_GenerateKeyPair"), its job
  *  saved in the join directory (mode 0600) for C_AsyncJoin.  Errors:
  *  CKR_ARGUMENTS_BAD, CKR_OPERATION_NOT_INITIALIZED (nothing of `name` in
- *  flight), CKR_STATE_UNSAVEABLE (a sign or decrypt: not saved past its
- *  session), CKR_FUNCTION_FAILED (the file cannot be written; logged),
+ *  flight), CKR_STATE_UNSAVEABLE (a sign, decrypt or KEM call: not saved
+ *  past its session), CKR_FUNCTION_FAILED (the file cannot be written; logged),
  *  CKR_HOST_MEMORY, CKR_SESSION_HANDLE_INVALID,
  *  CKR_CRYPTOKI_NOT_INITIALIZED.  */
 CK_RV C_AsyncGetID (CK_SESSION_HANDLE handle, CK_UTF8CHAR_PTR name, CK_ULONG_PTR id_p);
@@ -116,13 +130,17 @@ typedef struct _cs_runner_pending_t cs_async_pending_t;    /* runner.h's */
  *  serial: which call holds the slot.  out, max: the output buffer of a
  *  sign or decrypt.  job, job_len: a generation's packed job (for
  *  C_AsyncGetID); id: its ID (from its idempotency id), saved: its job is
- *  in the join directory (removed when the call ends well).  */
+ *  in the join directory (removed when the call ends well).  secret_type,
+ *  secret_len, attrs: the secret key a KEM call makes.  */
 typedef struct {
     bool reserved, claimed, saved;
     unsigned serial;
     cs_async_pending_t *pending;
     CK_BYTE_PTR out;
     size_t max;
+    CK_KEY_TYPE secret_type;
+    size_t secret_len;
+    cs_attrs_t attrs;
     uint8_t *job;
     size_t job_len;
     CK_ULONG id;

@@ -20,6 +20,7 @@
 #include "object.h"
 #include "session.h"
 #include "token.h"
+#include "async.h"
 #include "kem.h"
 #include "cryptoserver/pkcs11v.h"
 
@@ -73,11 +74,15 @@ s_prepare_inlock (const CK_MECHANISM *mech, CK_OBJECT_HANDLE key, CK_FLAGS want,
 /*  One EncapsulateJob or DecapsulateJob (jobs are stateless: the public key,
  *  or the private key's ref or material, travels).  The secret into secret
  *  (S_SECRET bytes), the ciphertext of an encapsulation into ct (ct_max
- *  bytes, *ct_len_p written).  Without the mutex.  */
+ *  bytes, *ct_len_p written).  In a 3.2 async session (`async` set: the
+ *  slot of its function reserved) the job leaves and CKR_PENDING comes
+ *  back: C_AsyncComplete makes the key from req (its attrs taken) and
+ *  writes ct (async.h).  Without the mutex.  */
 static CK_RV
-s_kem_job (const cs_key_t *key, const uint8_t *ct_in, size_t ct_in_len, uint8_t *ct, size_t ct_max,
-           size_t *ct_len_p, uint8_t *secret)
+s_kem_job (CK_SESSION_HANDLE handle, bool async, s_request_t *req, const uint8_t *ct_in, size_t ct_in_len,
+           uint8_t *ct, size_t ct_max, size_t *ct_len_p, uint8_t *secret)
 {
+    const cs_key_t *key = req->key;
     Cs__Reply *reply = NULL;
     Cs__EncapsulateJob encap = CS__ENCAPSULATE_JOB__INIT;
     Cs__DecapsulateJob decap = CS__DECAPSULATE_JOB__INIT;
@@ -96,6 +101,10 @@ s_kem_job (const cs_key_t *key, const uint8_t *ct_in, size_t ct_in_len, uint8_t 
         job.kind_case = CS__JOB__KIND_DECAPSULATE;
         job.decapsulate = &decap;
     }
+    if (async)
+        return cs_async_submit_kem (handle, encapsulate ? CS_ASYNC_ENCAPSULATE : CS_ASYNC_DECAPSULATE, &job,
+                                    ct, encapsulate ? want - S_SECRET : 0, req->secret.key_type,
+                                    req->secret.value_len, &req->attrs);
     CK_RV rv = cs_runner_run_job (&job, !encapsulate, &reply);
     const Cs__Result *result = rv == CKR_OK ? reply->results [0] : NULL;
     if (result && (result->kind_case != CS__RESULT__KIND_DATA || result->data.len != want
@@ -127,6 +136,7 @@ s_kem (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key, CK
     cs_key_t *secret_key = NULL;
     uint8_t secret [S_SECRET];
     size_t ct_len = 0;
+    bool async = false;
     CK_RV rv;
     return_val_if_fail (mech && (tmpl || !count), CKR_ARGUMENTS_BAD);
     if (mech->mechanism == CKM_ML_KEM && cs_guard_check () == CKR_OK && cs_token_mechanism (CKM_ML_KEM, NULL) != CKR_OK)
@@ -139,9 +149,14 @@ s_kem (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key, CK
         CS_END_CALL ();
         goto out;
     }
+    if (rv == CKR_OK)                       /* a 3.2 async session: CKR_PENDING (async.h) */
+        async = cs_async_reserve_inlock (session, want == CKF_ENCAPSULATE ? CS_ASYNC_ENCAPSULATE
+                                                                          : CS_ASYNC_DECAPSULATE, &rv);
     CS_END_CALL ();
     if (rv == CKR_OK)
-        rv = s_kem_job (req.key, ct_in, ct_in_len, ct, ct_len_p ? *ct_len_p : 0, &ct_len, secret);
+        rv = s_kem_job (handle, async, &req, ct_in, ct_in_len, ct, ct_len_p ? *ct_len_p : 0, &ct_len, secret);
+    if (async)
+        goto out;
     if (rv == CKR_OK && !(secret_key = cs_key_new_secret (req.secret.key_type, secret, req.secret.value_len)))
         rv = CKR_HOST_MEMORY;
     OPENSSL_cleanse (secret, sizeof secret);

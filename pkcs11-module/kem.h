@@ -23,7 +23,11 @@
  *  CKR_MECHANISM_INVALID (not CKM_ML_KEM, or no board offers it),
  *  CKR_MECHANISM_PARAM_INVALID (a parameter), CKR_KEY_HANDLE_INVALID,
  *  CKR_KEY_TYPE_INCONSISTENT (not ML-KEM), CKR_KEY_FUNCTION_NOT_PERMITTED
- *  (CKA_ENCAPSULATE FALSE), the template's errors, the broker's.  */
+ *  (CKA_ENCAPSULATE FALSE), the template's errors, the broker's.  In a
+ *  PKCS#11 3.2 async session (async.h) the job leaves and CKR_PENDING comes
+ *  back; C_AsyncComplete ("C_EncapsulateKey") then writes ct and gives the
+ *  key in hObject, the ciphertext in pValue/ulValue (*ct_len_p and *key_p
+ *  are not written then).  */
 CK_RV C_EncapsulateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key,
                         CK_ATTRIBUTE_PTR tmpl, CK_ULONG count, CK_BYTE_PTR ct, CK_ULONG_PTR ct_len_p,
                         CK_OBJECT_HANDLE_PTR key_p);
@@ -35,7 +39,9 @@ CK_RV C_EncapsulateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJE
  *  CKA_NEVER_EXTRACTABLE also those of the private key.  A changed
  *  ciphertext yields FIPS 203's implicit-rejection secret (CKR_OK); one of
  *  the wrong size is CKR_ENCRYPTED_DATA_LEN_RANGE.  Other errors as
- *  C_EncapsulateKey (CKA_DECAPSULATE), and CKR_USER_NOT_LOGGED_IN.  */
+ *  C_EncapsulateKey (CKA_DECAPSULATE), and CKR_USER_NOT_LOGGED_IN.  In an
+ *  async session: CKR_PENDING, then C_AsyncComplete ("C_DecapsulateKey")
+ *  gives the key in hObject.  */
 CK_RV C_DecapsulateKey (CK_SESSION_HANDLE handle, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key,
                         CK_ATTRIBUTE_PTR tmpl, CK_ULONG count, CK_BYTE_PTR ct, CK_ULONG ct_len,
                         CK_OBJECT_HANDLE_PTR key_p);

@@ -14,7 +14,10 @@
 #    an unknown function name, a second C_SignInit, C_Sign or
 #    C_GenerateKeyPair while one is in flight, C_AsyncGetID of a C_Sign, a
 #    join of an unknown or finished ID, a session closed (and the module
-#    finalized) with calls in flight.
+#    finalized) with calls in flight;
+# 4. with a pq board (when the pq driver is built): C_EncapsulateKey and
+#    C_DecapsulateKey of an ML-KEM-768 session pair each CKR_PENDING, then
+#    completed, the two secrets equal.
 . "$(dirname "$0")/lib.sh"
 
 cs_setup
@@ -53,5 +56,16 @@ cs_log "a generation left by a finalized process was joined from another: its ke
 
 run misuse misuse
 cs_log "misuse answers the exact codes (cryptoserver-pkcs11(7) \"PKCS#11 3.2\")"
-
 cs_stop
+
+# 4. With a pq board: C_EncapsulateKey and C_DecapsulateKey pend too.
+if [ -e "$top_builddir/shim-drivers/.libs/pq.so" ]; then
+    "$CS_ADMIN" board add pqc --dir "$WORK" --type pq --threads 2 > "$WORK/add.log" 2>&1 \
+        || { cat "$WORK/add.log"; cs_fail "board add pqc failed"; }
+    cs_start
+    run kem kem
+    cs_log "ML-KEM-768 encapsulation and decapsulation in flight and completed: the secrets agree"
+    cs_stop
+else
+    cs_log "no pq driver built (no cargo): the KEM calls are not tested here"
+fi

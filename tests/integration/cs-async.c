@@ -8,6 +8,10 @@
  *    cs-async MODULE TOKEN PIN misuse          the exact CKR_* of misuse
  *    cs-async MODULE TOKEN PIN keygen LABEL    starts a token P-256 generation, prints
  *                                              "id HEX" (C_AsyncGetID), C_Finalize, exits
+ *    cs-async MODULE TOKEN PIN kem             with a pq board: an ML-KEM-768 session pair,
+ *                                              then C_EncapsulateKey and C_DecapsulateKey
+ *                                              each CKR_PENDING and completed, the two
+ *                                              secrets equal
  *    cs-async MODULE TOKEN PIN join HEX LABEL  C_AsyncJoin of that ID in a new process,
  *                                              the key then signs (checked by OpenSSL with
  *                                              its CKA_EC_POINT) and is the only one so
@@ -28,6 +32,7 @@
 #include <openssl/param_build.h>
 #include <openssl/pem.h>
 #include "cs_p11_3.h"
+#include "cryptoserver/pkcs11v.h"
 #include "cs-test-slot.h"
 
 #define S_MAX_INFLIGHT 256
@@ -351,12 +356,63 @@ s_join (const char *hex, const char *label)
     return 0;
 }
 
+/*  The CKA_VALUE of a readable secret key (32 bytes), into value.  */
+static CK_RV
+s_value (CK_SESSION_HANDLE session, CK_OBJECT_HANDLE key, unsigned char *value)
+{
+    CK_ATTRIBUTE attr = { CKA_VALUE, value, 32 };
+    CK_RV rv = s_p11->C_GetAttributeValue (session, key, &attr, 1);
+    return rv == CKR_OK && attr.ulValueLen != 32 ? CKR_GENERAL_ERROR : rv;
+}
+
+/*  Both KEM calls in flight and completed; the two secrets agree.  */
+static int
+s_kem (void)
+{
+    CK_SESSION_HANDLE session;
+    CK_ULONG set = CKP_ML_KEM_768, ct_len = 0;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_OBJECT_CLASS secret = CKO_SECRET_KEY;
+    CK_KEY_TYPE generic = CKK_GENERIC_SECRET;
+    CK_ATTRIBUTE pub_tmpl [] = { { CKA_TOKEN, &no, 1 }, { CKA_PARAMETER_SET, &set, sizeof set } };
+    CK_ATTRIBUTE priv_tmpl [] = { { CKA_TOKEN, &no, 1 } };
+    CK_ATTRIBUTE twin [] = { { CKA_CLASS, &secret, sizeof secret }, { CKA_KEY_TYPE, &generic, sizeof generic },
+                             { CKA_SENSITIVE, &no, 1 }, { CKA_EXTRACTABLE, &yes, 1 } };
+    CK_MECHANISM gen = { CKM_ML_KEM_KEY_PAIR_GEN, NULL, 0 }, kem = { CKM_ML_KEM, NULL, 0 };
+    CK_OBJECT_HANDLE pub = 0, priv = 0, k1 = 0, k2 = 0;
+    unsigned char ct [1088], a [32], b [32];
+    CK_ASYNC_DATA result = { 0 };
+    S_CHECK ("an async session", s_open (true, &session), CKR_OK);
+    S_CHECK ("an ML-KEM-768 session pair (made at once: nothing to join)",
+             s_p11->C_GenerateKeyPair (session, &gen, pub_tmpl, 2, priv_tmpl, 1, &pub, &priv), CKR_OK);
+    S_CHECK ("C_EncapsulateKey length query: answered at once",
+             s_p11->C_EncapsulateKey (session, &kem, pub, twin, 4, NULL, &ct_len, &k1), CKR_OK);
+    S_CHECK ("the ciphertext length", ct_len == sizeof ct ? CKR_OK : CKR_GENERAL_ERROR, CKR_OK);
+    S_CHECK ("C_EncapsulateKey: CKR_PENDING", s_p11->C_EncapsulateKey (session, &kem, pub, twin, 4, ct, &ct_len, &k1),
+             CKR_PENDING);
+    S_CHECK ("a second C_EncapsulateKey in flight: CKR_OPERATION_ACTIVE",
+             s_p11->C_EncapsulateKey (session, &kem, pub, twin, 4, ct, &ct_len, &k1), CKR_OPERATION_ACTIVE);
+    S_CHECK ("C_AsyncComplete (C_EncapsulateKey)", s_complete (session, "C_EncapsulateKey", &result), CKR_OK);
+    S_CHECK ("the ciphertext in the buffer given, and a key", result.pValue == ct && result.ulValue == sizeof ct
+             && result.hObject ? CKR_OK : CKR_GENERAL_ERROR, CKR_OK);
+    k1 = result.hObject;
+    result = (CK_ASYNC_DATA) { 0 };
+    S_CHECK ("C_DecapsulateKey: CKR_PENDING", s_p11->C_DecapsulateKey (session, &kem, priv, twin, 4, ct, sizeof ct, &k2),
+             CKR_PENDING);
+    S_CHECK ("C_AsyncComplete (C_DecapsulateKey)", s_complete (session, "C_DecapsulateKey", &result), CKR_OK);
+    k2 = result.hObject;
+    S_CHECK ("the encapsulated secret", s_value (session, k1, a), CKR_OK);
+    S_CHECK ("the decapsulated secret", s_value (session, k2, b), CKR_OK);
+    S_CHECK ("the two secrets agree", memcmp (a, b, sizeof a) == 0 ? CKR_OK : CKR_GENERAL_ERROR, CKR_OK);
+    return 0;
+}
+
 int
 main (int argc, char **argv)
 {
     int status;
     if (argc < 5) {
-        fprintf (stderr, "usage: cs-async MODULE TOKEN PIN sign N PUBPEM | misuse | keygen LABEL | join HEX LABEL\n");
+        fprintf (stderr, "usage: cs-async MODULE TOKEN PIN sign N PUBPEM | misuse | kem | keygen LABEL | join HEX LABEL\n");
         return 2;
     }
     s_pin = argv [3];
@@ -367,6 +423,9 @@ main (int argc, char **argv)
     else
     if (strcmp (argv [4], "misuse") == 0)
         status = s_misuse ();
+    else
+    if (strcmp (argv [4], "kem") == 0)
+        status = s_kem ();
     else
     if (strcmp (argv [4], "keygen") == 0 && argc == 6)
         status = s_keygen (argv [5]);

@@ -28,6 +28,8 @@ START_TEST (test_async_names)
     ck_assert_int_eq (cs_async_fn ("C_Sign"), CS_ASYNC_SIGN);
     ck_assert_int_eq (cs_async_fn ("C_Decrypt"), CS_ASYNC_DECRYPT);
     ck_assert_int_eq (cs_async_fn ("C_GenerateKeyPair"), CS_ASYNC_GENERATE_KEY_PAIR);
+    ck_assert_int_eq (cs_async_fn ("C_EncapsulateKey"), CS_ASYNC_ENCAPSULATE);
+    ck_assert_int_eq (cs_async_fn ("C_DecapsulateKey"), CS_ASYNC_DECAPSULATE);
     ck_assert_int_eq (cs_async_fn ("C_SignInit"), CS_ASYNC_FUNCTIONS);     /* never pending here */
     ck_assert_int_eq (cs_async_fn ("C_sign"), CS_ASYNC_FUNCTIONS);
     ck_assert_int_eq (cs_async_fn (""), CS_ASYNC_FUNCTIONS);
