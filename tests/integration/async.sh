@@ -10,6 +10,8 @@
 #    completes; a second process joins it (C_AsyncJoin), gets the key the
 #    first run made (the broker replays its idempotency record: one key
 #    so labelled, no second keystore row) and signs with it (OpenSSL checks);
+#    then once more with the join sent at once, maybe while the first run
+#    still goes on;
 # 3. the exact CKR_* of misuse: C_AsyncComplete in a session that waits,
 #    an unknown function name, a second C_SignInit, C_Sign or
 #    C_GenerateKeyPair while one is in flight, C_AsyncGetID of a C_Sign, a
@@ -52,7 +54,17 @@ run join join "$id" async-joined
 # would have left a row.
 [ "$(cs_keystore_rows demo)" = "$rows_before" ] || cs_fail "the join made another key ($(cs_keystore_rows demo) rows, $rows_before before)"
 [ ! -e "$CRYPTOSERVER_ASYNC_DIR/$(printf %016x "0x$id").job" ] || cs_fail "the joined ID's file stayed"
+grep -q 'done before, its recorded result replayed' "$WORK/broker.log" \
+    || cs_fail "the join was not answered from the first run's idempotency record"
 cs_log "a generation left by a finalized process was joined from another: its key, which signs"
+# Again without waiting: the join may reach the broker while the first
+# run is still under way; still one key (the broker's idempotency record,
+# docs/contracts/module.md "Key management takes effect once").
+run keygen2 keygen async-raced
+id=$(sed -n 's/^id \([0-9a-f]*\)$/\1/p' "$WORK/keygen2.log")
+run join2 join "$id" async-raced
+[ "$(cs_keystore_rows demo)" = "$rows_before" ] || cs_fail "the raced join made another key"
+cs_log "joined at once, maybe while the first run was still going: one key"
 
 run misuse misuse
 cs_log "misuse answers the exact codes (cryptoserver-pkcs11(7) \"PKCS#11 3.2\")"
