@@ -329,7 +329,7 @@ s_workers_start (server_t *self)
     for (size_t b = 0; b < self->n_boards; b++)
         for (int t = 0; t < self->boards [b]->threads; t++) {
             worker_t *worker = worker_new (self->boards [b], self->n_workers, self->backend, self->metrics,
-                                           self->health);
+                                           self->health, self->config->worker_nice);
             if (!worker)
                 return -1;
             self->workers [self->n_workers++] = worker;

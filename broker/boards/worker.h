@@ -28,9 +28,14 @@ typedef struct _worker_t worker_t;
  *  it (health_call_end); else the worker reports back with no item.  After
  *  a session-class error (health_rv_needs_session) the worker reopens its
  *  driver session.  Returns NULL (after logging) when its driver session
- *  cannot be opened.  The board, the registry and health must outlive the
- *  worker.  Caller destroys.  */
-worker_t *worker_new (board_t *board, size_t id, const char *backend, metrics_t *metrics, health_t *health);
+ *  cannot be opened.  The worker's thread runs `nice` steps below the
+ *  caller's thread (0..19, clamped at 19) and under SCHED_BATCH when
+ *  nice > 0 (broker/worker-nice, cryptoserver-broker.conf(5): the reactor
+ *  keeps its CPU against a flood's workers, issue 19 item 6); a thread
+ *  that cannot be lowered logs a warning and runs on.  The board, the
+ *  registry and health must outlive the worker.  Caller destroys.  */
+worker_t *worker_new (board_t *board, size_t id, const char *backend, metrics_t *metrics, health_t *health,
+                      int nice);
 
 /*  Stops the thread (after its current item) and closes its session;
  *  NULL-safe; nulls *self_p.  */

@@ -66,6 +66,9 @@ typedef struct {
     int fast_lane_us;           /* broker/fast-lane-us: items expected to take at most this many
                                    us on an openssl board run on the reactor (fast_lane.c),
                                    0..10000, default 100, 0 = off */
+    int worker_nice;            /* broker/worker-nice: worker threads run this many nice steps
+                                   below the reactor, under SCHED_BATCH (worker.h), 0..19,
+                                   default 10, 0 = as the reactor */
     int cross_check;            /* broker/cross-check: percent of sign, decrypt and derive
                                    jobs also run on a second board and compared
                                    (cross_check.h), 0..100, default 0 */

@@ -27,8 +27,10 @@
  *  --probe-cert (another tenant) measures its Hello round trips alone (H)
  *  and during the flood (one after another).  Prints "cs-wire-flood: sym
  *  summary jobs=N ecb=N cbc=N errors=N quiet-p50-us=X quiet-p99-us=X
- *  hellos=K flood-p50-us=Y flood-p99-us=Y"; exit 1 when a job or a Hello
- *  failed.
+ *  hellos=K flood-p50-us=Y flood-p99-us=Y jobs-per-s=R"; exit 1 when a job
+ *  or a Hello failed.  Without --probe-cert the flood runs alone (no
+ *  Hellos: the p50 fields are 0), which measures the flooding tenant's
+ *  throughput (jobs-per-s) for tools/bench-lane-share.sh.
  *
  *  Prints "cs-wire-flood: summary frames=N refused=N quiet-p50-us=X
  *  flood-hellos=K flood-p50-us=Y flood-max-us=Z final-hello=ok|FAILED".
@@ -286,7 +288,7 @@ s_run_sym (zsock_t *probe, zsock_t **flood, size_t n_flood, const char *pin, int
     size_t max = hellos + 1000000, n = 0, errors = 0, counts [2] = { 0, 0 };
     int64_t *times = calloc (max, sizeof *times);
     uint64_t id = S_ID_HELLO, next = 0;
-    for (size_t i = 0; times && i < hellos; i++)
+    for (size_t i = 0; times && probe && i < hellos; i++)
         if ((times [i] = s_hello (probe, id++)) < 0)
             errors++;
     if (!times || errors) {
@@ -295,22 +297,26 @@ s_run_sym (zsock_t *probe, zsock_t **flood, size_t n_flood, const char *pin, int
         return 1;
     }
     qsort (times, hellos, sizeof *times, s_cmp);
-    int64_t quiet50 = s_pct (times, hellos, 50), quiet99 = s_pct (times, hellos, 99);
-    zpoller_t *poller = zpoller_new (probe, NULL);
+    size_t quiet = probe ? hellos : 0;
+    int64_t quiet50 = s_pct (times, quiet, 50), quiet99 = s_pct (times, quiet, 99);
+    zpoller_t *poller = zpoller_new (NULL);
+    if (probe)
+        zpoller_add (poller, probe);
     for (size_t c = 0; c < n_flood; c++) {
         zpoller_add (poller, flood [c]);
         for (int k = 0; k < S_SYM_IN_FLIGHT; k++)
             s_send_sym (flood [c], ticket, next++);
     }
-    int64_t end = zclock_mono () + (int64_t) seconds * 1000, sent_at = zclock_usecs ();
-    s_send_frame (probe, id, 0);
+    int64_t begin = zclock_mono (), end = begin + (int64_t) seconds * 1000, sent_at = zclock_usecs ();
+    if (probe)
+        s_send_frame (probe, id, 0);
     n = 0;
     while (zclock_mono () < end && n < max && !zsys_interrupted) {
         zsock_t *which = zpoller_wait (poller, 1000);
         if (!which)
             continue;
         Cs__Reply *reply = s_recv (which, 0);
-        if (which == probe) {
+        if (probe && which == probe) {
             if (reply && reply->request_id == id && reply->rv == CKR_OK)
                 times [n++] = zclock_usecs () - sent_at;
             else
@@ -330,11 +336,13 @@ s_run_sym (zsock_t *probe, zsock_t **flood, size_t n_flood, const char *pin, int
             cs_wire_reply_free (&reply);
     }
     zpoller_destroy (&poller);
+    int64_t elapsed_ms = zclock_mono () - begin;
     qsort (times, n, sizeof *times, s_cmp);
     printf ("cs-wire-flood: sym summary jobs=%zu ecb=%zu cbc=%zu errors=%zu quiet-p50-us=%" PRId64
-            " quiet-p99-us=%" PRId64 " hellos=%zu flood-p50-us=%" PRId64 " flood-p99-us=%" PRId64 "\n",
-            counts [0] + counts [1], counts [0], counts [1], errors, quiet50, quiet99, n,
-            s_pct (times, n, 50), s_pct (times, n, 99));
+            " quiet-p99-us=%" PRId64 " hellos=%zu flood-p50-us=%" PRId64 " flood-p99-us=%" PRId64
+            " jobs-per-s=%.0f\n", counts [0] + counts [1], counts [0], counts [1], errors, quiet50, quiet99, n,
+            s_pct (times, n, 50), s_pct (times, n, 99),
+            elapsed_ms > 0 ? (double) (counts [0] + counts [1]) * 1000.0 / (double) elapsed_ms : 0.0);
     free (times);
     return errors ? 1 : 0;
 }
@@ -377,7 +385,7 @@ main (int argc, char **argv)
         zsock_t *probe = probe_cert ? s_dealer (endpoint, broker_cert, probe_cert) : NULL;
         zsock_t *flood [16] = { NULL };
         size_t n = connections < 1 ? 1 : connections > 16 ? 16 : (size_t) connections;
-        bool ok = probe != NULL;
+        bool ok = probe != NULL || !probe_cert;
         for (size_t c = 0; ok && c < n; c++)
             ok = (flood [c] = s_dealer (endpoint, broker_cert, client_cert)) != NULL;
         int rc = ok ? s_run_sym (probe, flood, n, pin, (int) seconds, (size_t) hellos) : 2;

@@ -3,6 +3,8 @@
  *  holding the same RSA key, CURVE on, and a DEALER client.  Needs
  *  CRYPTOSERVER_DRIVER_DIR (set by make check) to find sim.so.
  */
+#include <dirent.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include "test_broker_fixture.h"
@@ -347,6 +349,58 @@ START_TEST (test_client_without_tenant)
 }
 END_TEST
 
+/*  Reads the nice value (proc(5) stat field 19) and scheduling policy
+ *  (field 41) of thread `tid` of this process; false when unreadable.  */
+static bool
+s_thread_sched (const char *tid, int *nice, int *policy)
+{
+    char path [64], line [1024];
+    snprintf (path, sizeof path, "/proc/self/task/%s/stat", tid);
+    FILE *file = fopen (path, "r");
+    bool ok = file && fgets (line, sizeof line, file);
+    if (file)
+        fclose (file);
+    char *field = ok ? strrchr (line, ')') : NULL;         /* the name may hold spaces */
+    if (!field)
+        return false;
+    strtok (field + 1, " ");                                /* field 3, the state */
+    for (int n = 4; n <= 41 && (field = strtok (NULL, " ")); n++) {
+        if (n == 19)
+            *nice = atoi (field);
+        if (n == 41)
+            *policy = atoi (field);
+    }
+    return field != NULL;
+}
+
+/*  broker/worker-nice (default 10): the 4 worker threads (2 sim boards of
+ *  2) run 10 nice steps below the thread that started the server and under
+ *  SCHED_BATCH, and no other thread does — the reactor keeps its CPU
+ *  against a flood's workers (issue 19 item 6).  */
+START_TEST (test_workers_below_reactor)
+{
+    errno = 0;
+    int base = getpriority (PRIO_PROCESS, 0);
+    ck_assert_int_eq (errno, 0);
+    int want = base + 10 > 19 ? 19 : base + 10;
+    DIR *dir = opendir ("/proc/self/task");
+    ck_assert_ptr_nonnull (dir);
+    size_t threads = 0, lowered = 0, batch = 0;
+    for (struct dirent *entry; (entry = readdir (dir)); ) {
+        int nice = 0, policy = -1;
+        if (entry->d_name [0] == '.' || !s_thread_sched (entry->d_name, &nice, &policy))
+            continue;
+        threads++;
+        lowered += nice == want && policy == SCHED_BATCH;
+        batch += policy == SCHED_BATCH;
+    }
+    closedir (dir);
+    ck_assert_uint_gt (threads, 4);
+    ck_assert_uint_eq (lowered, 4);
+    ck_assert_uint_eq (batch, 4);
+}
+END_TEST
+
 START_TEST (test_drain)
 {
     ck_assert_int_eq (server_drain (s_server, 5000), 0);
@@ -368,6 +422,7 @@ s_suite (void)
     tcase_add_test (tc, test_garbage_then_hello);
     tcase_add_test (tc, test_list_keys);
     tcase_add_test (tc, test_client_without_tenant);
+    tcase_add_test (tc, test_workers_below_reactor);
     tcase_add_test (tc, test_drain);
     suite_add_tcase (suite, tc);
     return suite;

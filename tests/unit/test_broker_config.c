@@ -60,6 +60,7 @@ START_TEST (test_good)
     ck_assert_int_eq (config->stats_interval_ms, 0);
     ck_assert_int_eq (config->ticket_lifetime_ms, 4 * 3600 * 1000);   /* 4 h: broker.conf(5) */
     ck_assert_int_eq (config->slow_threads, 1);                         /* broker.conf(5) */
+    ck_assert_int_eq (config->worker_nice, 10);                         /* broker.conf(5) */
     ck_assert_int_eq (config->key_cache, 1024);
     ck_assert (config->curve);
     ck_assert (!config->ticket_key_random);
@@ -338,6 +339,8 @@ static const struct {
     { "    router-sndhwm = 100001\n", NULL, "broker/router-sndhwm: must be 1..100000" },
     { "    slow-threads = 0\n", NULL, "broker/slow-threads: must be 1..16" },
     { "    slow-threads = 17\n", NULL, "broker/slow-threads: must be 1..16" },
+    { "    worker-nice = 20\n", NULL, "broker/worker-nice: must be 0..19" },
+    { "    worker-nice = -1\n", NULL, "broker/worker-nice: must be 0..19" },
     { "", "keys\n    home = nowhere\n" "drivers\n    b\n        type = sim\n",
       "keys/home: must be keystore or a board name" },
     { "", "keys\n    pool-rsa-3072 = 5000\n" "drivers\n    b\n        type = sim\n",
