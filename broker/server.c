@@ -315,6 +315,29 @@ s_frontend_start (server_t *self)
     return -1;
 }
 
+/*  The workers' nice steps below the reactor (broker_config_worker_nice):
+ *  for "auto", from the number of the keystore's tenants at start (a
+ *  tenant added later counts from the next start).  Logs the choice.  */
+static int
+s_worker_nice (server_t *self)
+{
+    size_t n_tenants = 0;
+    bool counted = self->config->worker_nice == BROKER_WORKER_NICE_AUTO;
+    if (counted) {
+        char **tenants = keystore_tenant_list (self->keystore);
+        for (size_t t = 0; tenants && tenants [t]; t++, n_tenants++)
+            free (tenants [t]);
+        free (tenants);
+    }
+    int nice = broker_config_worker_nice (self->config, n_tenants);
+    if (counted)
+        zsys_info ("workers: %d nice steps below the reactor (broker/worker-nice auto, %zu tenants)", nice,
+                   n_tenants);
+    else
+        zsys_info ("workers: %d nice steps below the reactor (broker/worker-nice)", nice);
+    return nice;
+}
+
 /*  Starts board->threads workers per board, ids in board order (the same
  *  order the frontend registers them with the scheduler).  */
 static int
@@ -326,10 +349,11 @@ s_workers_start (server_t *self)
     self->workers = calloc (total, sizeof (worker_t *));
     if (!self->workers)
         return -1;
+    int nice = s_worker_nice (self);
     for (size_t b = 0; b < self->n_boards; b++)
         for (int t = 0; t < self->boards [b]->threads; t++) {
             worker_t *worker = worker_new (self->boards [b], self->n_workers, self->backend, self->metrics,
-                                           self->health, self->config->worker_nice);
+                                           self->health, nice);
             if (!worker)
                 return -1;
             self->workers [self->n_workers++] = worker;

@@ -56,6 +56,26 @@ s_int (s_loader_t *self, const char *path, int fallback, int min, int max, int *
     return 0;
 }
 
+/*  broker/worker-nice: "auto" (or absent) is BROKER_WORKER_NICE_AUTO,
+ *  else 0..19.  */
+static int
+s_worker_nice (s_loader_t *self)
+{
+    const char *text = zconfig_get (self->config->root, "broker/worker-nice", NULL);
+    if (!text || streq (text, "auto")) {
+        self->config->worker_nice = BROKER_WORKER_NICE_AUTO;
+        return 0;
+    }
+    const char *end = text;
+    while (*end >= '0' && *end <= '9')
+        end++;
+    long value = end > text && end - text <= 2 ? strtol (text, NULL, 10) : -1;
+    if (*end || value < 0 || value > 19)    /* digits only: strtol would take " 5" or "+5" */
+        return s_fail (self, "broker/worker-nice", "must be auto or 0..19 (got \"%s\")", text);
+    self->config->worker_nice = (int) value;
+    return 0;
+}
+
 /*  Reads boolean `path` (true/false/yes/no/1/0) into *value_p.  */
 static int
 s_bool (s_loader_t *self, const char *path, bool fallback, bool *value_p)
@@ -266,7 +286,7 @@ s_broker (s_loader_t *self)
     ||  s_cross_check_pct (self)
     ||  s_int (self, "broker/host-cores", s_online_cpus (), 0, 4096, &config->host_cores)
     ||  s_int (self, "broker/fast-lane-us", 100, 0, 10000, &config->fast_lane_us)
-    ||  s_int (self, "broker/worker-nice", 10, 0, 19, &config->worker_nice)
+    ||  s_worker_nice (self)
     ||  s_tenant_weights (self)
     ||  s_int (self, "broker/max-list-page", 1000, 1, 100000, &config->max_list_page)
     ||  s_int (self, "broker/router-rcvhwm", 100, 1, 100000, &config->router_rcvhwm)
@@ -601,4 +621,12 @@ broker_config_board (const broker_config_t *self, const char *name)
         if (streq (self->boards [i].name, name))
             return &self->boards [i];
     return NULL;
+}
+
+int
+broker_config_worker_nice (const broker_config_t *self, size_t n_tenants)
+{
+    if (self->worker_nice != BROKER_WORKER_NICE_AUTO)
+        return self->worker_nice;
+    return n_tenants >= 2 ? BROKER_WORKER_NICE_SHARED : 0;
 }

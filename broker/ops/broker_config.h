@@ -68,7 +68,8 @@ typedef struct {
                                    0..10000, default 100, 0 = off */
     int worker_nice;            /* broker/worker-nice: worker threads run this many nice steps
                                    below the reactor, under SCHED_BATCH (worker.h), 0..19,
-                                   default 10, 0 = as the reactor */
+                                   0 = as the reactor; BROKER_WORKER_NICE_AUTO (the default,
+                                   "auto"): broker_config_worker_nice decides at start */
     int cross_check;            /* broker/cross-check: percent of sign, decrypt and derive
                                    jobs also run on a second board and compared
                                    (cross_check.h), 0..100, default 0 */
@@ -126,6 +127,19 @@ void broker_config_destroy (broker_config_t **self_p);
  *  docs/CONTRACTS.md "Usage separation").  A walk of the tenants named in
  *  the config, no allocation.  */
 int broker_config_usage (const broker_config_t *self, const char *tenant);
+
+/*  broker/worker-nice "auto" (the default), kept as this value.  */
+#define BROKER_WORKER_NICE_AUTO (-1)
+#define BROKER_WORKER_NICE_SHARED 10    /* what "auto" means for two or more tenants */
+
+/*  The nice steps the workers run below the reactor (0..19) for a broker
+ *  that serves `n_tenants` tenants (the keystore's, at start): the
+ *  configured value, or for "auto" BROKER_WORKER_NICE_SHARED when there
+ *  are two or more tenants to keep fair to each other (one tenant's flood
+ *  must not hold the reactor back from another's requests: docs/DESIGN.md
+ *  section 5), else 0, so a single tenant's workers keep their full share
+ *  of cores that clients may share (cryptoserver-broker.conf(5)).  */
+int broker_config_worker_nice (const broker_config_t *self, size_t n_tenants);
 
 /*  Returns the board config called `name`, or NULL.  Owned by self.  */
 const broker_board_conf_t *broker_config_board (const broker_config_t *self, const char *name);

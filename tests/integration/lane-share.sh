@@ -18,6 +18,21 @@ FLOOD=$top_builddir/tests/integration/cs-wire-flood
 cs_require curl
 cs_setup --tenant flood --tenant quiet
 cs_start
+# broker/worker-nice is "auto" (unset): with two tenants (and the demo's) the
+# workers run 10 nice steps below the reactor, the rule that keeps tenant
+# quiet's replies from waiting behind tenant flood's workers.  The threads'
+# nice values are the kernel's (field 19 of /proc/PID/task/TID/stat).
+grep -Eq 'workers: 10 nice steps below the reactor \(broker/worker-nice auto, [2-9][0-9]* tenants\)' "$WORK/broker.log" \
+    || cs_fail "the broker did not put its workers 10 nice steps down for several tenants: $(grep 'workers:' "$WORK/broker.log")"
+base=$(sed "s/^.*) //" "/proc/$CRYPTOSERVER_BROKER_PID/stat" | awk "{ print \$17 }")
+lowered=0
+for stat in /proc/"$CRYPTOSERVER_BROKER_PID"/task/*/stat; do
+    # the fields after the command name, which may hold spaces: state is 1, nice is 17
+    nice=$(sed 's/^.*) //' "$stat" | awk '{ print $17 }')
+    [ "$nice" = $((base + 10 > 19 ? 19 : base + 10)) ] && lowered=$((lowered + 1))
+done
+[ "$lowered" -ge 2 ] || cs_fail "$lowered broker threads run 10 nice steps down, not the workers"
+cs_log "workers: $lowered threads at nice $((base + 10)) (the broker's main thread at $base)"
 URL=$(cat "$WORK/broker.metrics")
 lane_jobs () {
     curl -sf --max-time 10 "$URL" | awk '/^cryptoserver_fast_lane_jobs_total / { print $2 }'

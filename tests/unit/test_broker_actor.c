@@ -25,7 +25,7 @@ s_setup (void)
     th_certs (s_dir, "alice", "demo");
     th_client_add (s_dir, "nobody", NULL);      /* a cert without tenant metadata */
     th_keystore (s_dir);
-    tb_conf_write (s_dir, "",
+    tb_conf_write (s_dir, "    worker-nice = 10\n",     /* one tenant: "auto" would be 0 */
         "drivers\n"
         "    sim0\n        type = sim\n        key-file = key.pem\n        key-id = 01\n"
         "        latency-ms = 4\n        threads = 2\n        tenant = demo\n"
@@ -373,7 +373,7 @@ s_thread_sched (const char *tid, int *nice, int *policy)
     return field != NULL;
 }
 
-/*  broker/worker-nice (default 10): the 4 worker threads (2 sim boards of
+/*  broker/worker-nice = 10: the 4 worker threads (2 sim boards of
  *  2) run 10 nice steps below the thread that started the server and under
  *  SCHED_BATCH, and no other thread does — the reactor keeps its CPU
  *  against a flood's workers (issue 19 item 6).  */

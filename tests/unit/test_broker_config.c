@@ -60,7 +60,13 @@ START_TEST (test_good)
     ck_assert_int_eq (config->stats_interval_ms, 0);
     ck_assert_int_eq (config->ticket_lifetime_ms, 4 * 3600 * 1000);   /* 4 h: broker.conf(5) */
     ck_assert_int_eq (config->slow_threads, 1);                         /* broker.conf(5) */
-    ck_assert_int_eq (config->worker_nice, 10);                         /* broker.conf(5) */
+    /*  broker.conf(5): "auto", the workers below the reactor only for two
+     *  or more tenants (issue 19 item 6).  */
+    ck_assert_int_eq (config->worker_nice, BROKER_WORKER_NICE_AUTO);
+    ck_assert_int_eq (broker_config_worker_nice (config, 0), 0);
+    ck_assert_int_eq (broker_config_worker_nice (config, 1), 0);
+    ck_assert_int_eq (broker_config_worker_nice (config, 2), 10);
+    ck_assert_int_eq (broker_config_worker_nice (config, 40), 10);
     ck_assert_int_eq (config->key_cache, 1024);
     ck_assert (config->curve);
     ck_assert (!config->ticket_key_random);
@@ -244,6 +250,16 @@ START_TEST (test_limits)
     ck_assert_ptr_nonnull (config->tenant_weights);
     ck_assert_str_eq (zconfig_get (config->tenant_weights, "gold", ""), "4");
     broker_config_destroy (&config);
+    /*  A number is kept whatever the tenants: 0 for a host shared with
+     *  clients, or the workers lowered for one tenant too.  */
+    config = s_load ("    worker-nice = 0\n", s_drivers, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ck_assert_int_eq (broker_config_worker_nice (config, 5), 0);
+    broker_config_destroy (&config);
+    config = s_load ("    worker-nice = 7\n", s_drivers, &error);
+    ck_assert_msg (config != NULL, "%s", error ? error : "");
+    ck_assert_int_eq (broker_config_worker_nice (config, 1), 7);
+    broker_config_destroy (&config);
     /*  A default deadline over 60 s raises the cap's default with it.  */
     config = s_load ("    default-deadline-ms = 90000\n", s_drivers, &error);
     ck_assert_msg (config != NULL, "%s", error ? error : "");
@@ -339,8 +355,10 @@ static const struct {
     { "    router-sndhwm = 100001\n", NULL, "broker/router-sndhwm: must be 1..100000" },
     { "    slow-threads = 0\n", NULL, "broker/slow-threads: must be 1..16" },
     { "    slow-threads = 17\n", NULL, "broker/slow-threads: must be 1..16" },
-    { "    worker-nice = 20\n", NULL, "broker/worker-nice: must be 0..19" },
-    { "    worker-nice = -1\n", NULL, "broker/worker-nice: must be 0..19" },
+    { "    worker-nice = 20\n", NULL, "broker/worker-nice: must be auto or 0..19" },
+    { "    worker-nice = -1\n", NULL, "broker/worker-nice: must be auto or 0..19" },
+    { "    worker-nice = +5\n", NULL, "broker/worker-nice: must be auto or 0..19" },
+    { "    worker-nice = always\n", NULL, "broker/worker-nice: must be auto or 0..19" },
     { "", "keys\n    home = nowhere\n" "drivers\n    b\n        type = sim\n",
       "keys/home: must be keystore or a board name" },
     { "", "keys\n    pool-rsa-3072 = 5000\n" "drivers\n    b\n        type = sim\n",
