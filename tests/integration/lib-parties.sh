@@ -12,6 +12,10 @@
 #   party_modexps I [BOARD]  raw modexp jobs that ran ok on party I's board
 #                       BOARD (default cpu): a partial result each (metrics)
 #   party_jobs I BOARD  every job of party I's board BOARD (metrics)
+#   party_rows I LABEL  how many keys of tenant demo party I's keystore holds
+#                       with exactly this CKA_LABEL (the LABEL column: a grep
+#                       of the whole line would also count a ref whose hex
+#                       happens to hold LABEL, as ks:...3ec1ca... holds ec1)
 #   parties_two_in_flight SECONDS VERIFY CMD...  two signatures at party 1
 #                       at once (below)
 #   CS_ROUND_MS         the parties' party/round-timeout-ms; CS_ROUND_BOUND the
@@ -115,4 +119,8 @@ parties_two_in_flight () {
         "$verify" "$WORK/flight$j" || cs_fail "signature $j of two in flight does not verify"
     done
     [ "$in_flight" = 1 ] || cs_fail "the two signatures were not in flight at party 1 at once"
+}
+
+party_rows () {
+    "$CS_ADMIN" key list --dir "$WORK/p$1" --tenant demo | awk -v l="$2" 'NR > 1 && $2 == l { n++ } END { print n + 0 }'
 }

@@ -97,7 +97,8 @@ label=$(sed -n 's/.*generating shared RSA-2048 key \([^ ]*\) .*/\1/p' "$WORK/try
 id=$(sed -n 's/.*(CKA_ID \([0-9a-f]*\)) verified.*/\1/p' "$WORK/try.log")
 [ -n "$label" ] && [ -n "$id" ] || cs_fail "--try named no key"
 for dir in "$WORK" "$WORK/party2" "$WORK/party3"; do
-    "$CS_ADMIN" key list --dir "$dir" --tenant demo | grep -q -- "$label" || cs_fail "$dir has no row of $label"
+    "$CS_ADMIN" key list --dir "$dir" --tenant demo | awk -v l="$label" 'NR > 1 && $2 == l { f = 1 } END { exit !f }' \
+        || cs_fail "$dir has no row of $label"
 done
 head -c 300 /dev/urandom > "$WORK/msg"
 pkcs11-tool --module "$CRYPTOSERVER_MODULE" --token-label "$CRYPTOSERVER_TOKEN" --login --pin "$CRYPTOSERVER_PIN" \

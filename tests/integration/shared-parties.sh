@@ -35,7 +35,7 @@ cs_expect_broker_log 'did not answer|not reachable|stops'
 
 admin () { "$CS_ADMIN" shared "$@" --tenant demo --timeout $((60 * CS_TIME_FACTOR)); }
 # rows LABEL I: rows labelled LABEL in party I's keystore (read offline).
-rows () { "$CS_ADMIN" key list --dir "$WORK/p$2" --tenant demo | grep -c -- "$1" || true; }
+rows () { party_rows "$2" "$1"; }
 
 # A bad party section stops the broker at start (exit 1, an E: line).
 cp "$WORK/p1/broker.conf" "$WORK/p1/bad.conf"

@@ -69,7 +69,7 @@ P11="pkcs11-tool --module $MODULE --token-label demo --login --pin 1234"
 cs_log "three parties on ports ${PORT[1]} ${PORT[2]} ${PORT[3]}"
 
 # rows LABEL I: rows labelled LABEL in party I's keystore (read offline).
-rows () { "$CS_ADMIN" key list --dir "$WORK/p$2" --tenant demo | grep -c -- "$1" || true; }
+rows () { party_rows "$2" "$1"; }
 # p11 WHAT ARGS...: pkcs11-tool through the module, bounded; output in $WORK/p11.out.
 p11 () {
     local what=$1
