@@ -159,7 +159,8 @@ fi
 # Under CI (or when asked) the tarball must also build and pass on its own.
 if [ "${CS_DISTCHECK:-${CI:+1}}" = 1 ] && [ "$rc" = 0 ] && [ "$failed" = 0 ]; then
     step "make distcheck"
-    make -j"$JOBS" distcheck || { rc=$?; echo "make distcheck failed: see above"; }
+    distcheck_failed=
+    make -j"$JOBS" distcheck || { rc=$?; distcheck_failed=1; }
 fi
 
 # Opt-in: the unit and integration tests under valgrind (tests/memcheck.am).
@@ -184,6 +185,18 @@ if [ -n "$demo_failed" ]; then
     echo "FAILED: the quickstart demo beside the tests (see above)"
 fi
 
+# A test that failed in the distcheck tree: its name and its log's end,
+# last, where a CI excerpt of the output's tail shows them.
+if [ -n "${distcheck_failed:-}" ]; then
+    while IFS= read -r trs; do
+        case $(sed -n 's/^:test-result: //p' "$trs" | head -n 1) in
+            PASS|XFAIL|SKIP) ;;
+            *) step "make distcheck: ${trs%.trs}.log (last 40 lines)"
+               tail -n 40 "${trs%.trs}.log" 2>/dev/null ;;
+        esac
+    done < <(find . -path './cryptoserver-*/_build/*' -name '*.trs' -print | sort)
+    echo "FAILED: make distcheck (see above)"
+fi
 for name in $skip_names; do
     echo "skipped: $name: $(grep -h 'SKIP (cannot exist here)' "$name.log" | head -n 1)"
 done

@@ -9,6 +9,7 @@
 #include <openssl/param_build.h>
 #include <openssl/core_names.h>
 #include "cs_admin.h"
+#include "cs_ipc.h"
 #include "cs_util.h"
 
 typedef struct {
@@ -72,14 +73,8 @@ s_call (const s_args_t *a, const char **request)
     zconfig_t *conf = cs_admin_conf_load (a->dir);
     if (!conf)
         return NULL;
-    char *fallback = cs_admin_path (a->dir, "party.ipc"), *endpoint = NULL;
     const char *given = zconfig_get (conf, "party/control", NULL);
-    if (given)
-        endpoint = strdup (given);
-    else
-    if (asprintf (&endpoint, "ipc://%s", fallback) < 0)
-        endpoint = NULL;
-    free (fallback);
+    char *endpoint = given ? strdup (given) : cs_ipc_party_control_default (a->dir);
     zconfig_destroy (&conf);
     zsock_t *req = endpoint ? zsock_new_req (endpoint) : NULL;
     zmsg_t *msg = zmsg_new (), *reply = NULL;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <czmq.h>
 #include <openssl/crypto.h>
+#include "cs_ipc.h"
 #include "party_int.h"
 
 #define S_DEFAULT_ROUND_TIMEOUT_MS 10000
@@ -47,11 +48,25 @@ party_control_endpoint (const broker_config_t *config)
     const char *given = zconfig_get (config->root, "party/control", NULL);
     if (given)
         return strdup (given);
-    char *path = s_resolve (config, "party.ipc"), *endpoint = NULL;
-    if (path && asprintf (&endpoint, "ipc://%s", path) < 0)
-        endpoint = NULL;
-    free (path);
-    return endpoint;
+    return cs_ipc_party_control_default (config->dir);
+}
+
+bool
+party_control_valid (const char *endpoint)
+{
+    if (strncmp (endpoint, "ipc:///", 7)) {
+        zsys_error ("party/control: must be ipc:// with an absolute path (got \"%s\"): the control socket "
+                    "has no authentication, whoever reaches it signs and decrypts with every shared key",
+                    endpoint);
+        return false;
+    }
+    if (strlen (endpoint + 6) > cs_ipc_path_max ()) {
+        zsys_error ("party/control: the path of %s is %zu bytes, over the %zu an ipc socket's path holds "
+                    "(unix(7)): set party/control to a shorter ipc:///path", endpoint, strlen (endpoint + 6),
+                    cs_ipc_path_max ());
+        return false;
+    }
+    return true;
 }
 
 static int
@@ -71,12 +86,8 @@ s_config (party_t *self)
     }
     self->endpoint = strdup (endpoint);
     self->control_endpoint = party_control_endpoint (self->config);
-    if (self->control_endpoint && strncmp (self->control_endpoint, "ipc:///", 7)) {
-        zsys_error ("party/control: must be ipc:// with an absolute path (got \"%s\"): the control socket "
-                    "has no authentication, whoever reaches it signs and decrypts with every shared key",
-                    self->control_endpoint);
+    if (!self->control_endpoint || !party_control_valid (self->control_endpoint))
         return -1;
-    }
     char *secret_path = s_resolve (self->config, secret);
     self->cert = secret_path ? zcert_load (secret_path) : NULL;
     if (!self->cert)
@@ -156,6 +167,11 @@ s_control_bind (party_t *self)
 {
     const char *path = self->control_endpoint + 6;          /* "ipc://" */
     int uids [2] = { (int) geteuid (), 0 };
+    char why [512];
+    if (cs_ipc_prepare (path, why, sizeof why)) {
+        zsys_error ("party/control: %s", why);
+        return -1;
+    }
     for (int i = 0; i < (uids [0] ? 2 : 1); i++)
         if (zmq_setsockopt (self->control, ZMQ_IPC_FILTER_UID, &uids [i], sizeof uids [i])) {
             zsys_error ("party/control: cannot limit %s to this user (ZMQ_IPC_FILTER_UID): %s",

@@ -13,7 +13,13 @@
 #     credentials are checked at accept, ZMQ_IPC_FILTER_UID), while the
 #     broker's user still signs (openssl verifies);
 #   - party/control = tcp://127.0.0.1:PORT stops the broker at start with an
-#     E: line naming the setting.
+#     E: line naming the setting;
+#   - a deployment whose DIR/party.ipc is longer than a socket path holds
+#     (107 bytes, unix(7); a distcheck tree is that deep) binds its socket in
+#     TMPDIR/cryptoserver-UID (mode 700) instead, mode 600, and
+#     cryptoserver-admin shared reaches it there; that directory made by
+#     someone else (mode 777) stops the broker with an E: line, as does a
+#     party/control path that is too long.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -83,4 +89,54 @@ CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs timeout $((30 * CS_TIME
 grep -q '^E: .*party/control: must be ipc:// with an absolute path' "$WORK/tcp.log" \
     || { cat "$WORK/tcp.log"; cs_fail "party/control tcp://: no E: line naming the setting"; }
 cs_log "party/control = tcp://... stops the broker at start: $(grep -m1 'party/control' "$WORK/tcp.log")"
+
+# A deployment too deep for DIR/party.ipc: its socket goes to TMPDIR/cryptoserver-UID.
+DEEP=$WORK/deep/$(printf 'd%.0s' $(seq 1 60))/p1
+mkdir -p "$(dirname "$DEEP")"
+mv "$WORK/p1" "$DEEP"
+[ ${#DEEP} -gt 98 ] || cs_fail "$DEEP/party.ipc is not too long for a socket"
+RUN_TMP=$(mktemp -d /tmp/cs-party-control.XXXXXX)
+RUN_DIR=$RUN_TMP/cryptoserver-$(id -u)
+# The EXIT trap: cs_cleanup, with the exit status it reads, after the run directory goes.
+party_control_cleanup () { local rc=$?; set +e; rm -rf "$RUN_TMP"; (exit "$rc"); cs_cleanup; }
+trap party_control_cleanup EXIT
+# deep_start CONF [LOG]: the deep broker, in the background (DEEP_PID), logging to WORK/LOG.log.
+deep_start () {
+    rm -f "$DEEP/broker.endpoint"
+    TMPDIR=$RUN_TMP CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs "$CS_BROKER" -c "$1" -f \
+        > "$WORK/${2:-deep}.log" 2>&1 < /dev/null &
+    DEEP_PID=$!
+}
+deep_start "$DEEP/broker.conf"
+CS_PEER_PID[deep]=$DEEP_PID
+CS_PEER_ENDPOINT[deep]=party
+s_deep_up () { grep -q "party 1 of 3" "$WORK/deep.log"; }
+cs_wait_until $((30 * CS_TIME_FACTOR)) s_deep_up || { cat "$WORK/deep.log"; cs_fail "the deep deployment did not start"; }
+DEEP_SOCK=$(sed -n 's/.*party 1 of 3 on .* (control ipc:\/\/\(.*\))$/\1/p' "$WORK/deep.log")
+case $DEEP_SOCK in
+    "$RUN_DIR"/party-*.ipc) ;;
+    *) cat "$WORK/deep.log"; cs_fail "the deep deployment's control socket is '$DEEP_SOCK', not in $RUN_DIR" ;;
+esac
+[ -S "$DEEP_SOCK" ] && [ "$(stat -c %a "$DEEP_SOCK")" = 600 ] && [ "$(stat -c %a "$RUN_DIR")" = 700 ] \
+    || cs_fail "$DEEP_SOCK is not a socket of mode 600 in a directory of mode 700"
+TMPDIR=$RUN_TMP admin public --dir "$DEEP" --label ctl1 --out "$WORK/deep-pub.pem" \
+    || cs_fail "cryptoserver-admin shared does not reach the deep deployment's socket"
+cmp -s "$WORK/pub.pem" "$WORK/deep-pub.pem" || cs_fail "the deep deployment gave another public key"
+cs_log "a deployment $((${#DEEP} + 10)) bytes deep: control socket $DEEP_SOCK (mode 600), reached by the admin"
+cs_peer_stop deep
+[ ! -e "$DEEP_SOCK" ] || cs_fail "$DEEP_SOCK is left after the broker stopped"
+
+# That directory made by someone else (here: mode 777) is refused, so is a long party/control.
+chmod 0777 "$RUN_DIR"
+deep_start "$DEEP/broker.conf" refused
+wait "$DEEP_PID" && cs_fail "the broker started with $RUN_DIR mode 777"
+grep -q "^E: .*party/control: $RUN_DIR must be a directory of this user with mode 700" "$WORK/refused.log" \
+    || { cat "$WORK/refused.log"; cs_fail "$RUN_DIR mode 777: no E: line"; }
+cp "$DEEP/broker.conf" "$DEEP/long.conf"
+"$CS_ADMIN" config set "$DEEP/long.conf" party/control "ipc://$DEEP/party.ipc"
+deep_start "$DEEP/long.conf" refused
+wait "$DEEP_PID" && cs_fail "the broker started with a party/control path too long for a socket"
+grep -q '^E: .*party/control: the path of .* is [0-9]* bytes, over the 107' "$WORK/refused.log" \
+    || { cat "$WORK/refused.log"; cs_fail "a long party/control: no E: line"; }
+cs_log "$RUN_DIR of mode 777, and a party/control path too long for a socket, stop the broker with an E: line"
 cs_log "ok"
