@@ -154,6 +154,22 @@ cs_kill_leftovers () {
 # to SECONDS for it to exit, then SIGKILLs it.  Returns its exit status
 # (128+N when it died of signal N; 0 when it is not our child), or 124 when
 # it had to be killed.
+# cs_threads_dump PID: what each thread of a process that will not stop is
+# doing, into the test's log (stderr): its name, state and kernel wait
+# channel, then gdb's backtraces when gdb is there (the broker forbids
+# ptrace by its own user, PR_SET_DUMPABLE; root may still attach).
+cs_threads_dump () {
+    local pid=$1 task
+    echo "[$CS_TEST_NAME] pid $pid: threads (name state wchan):" >&2
+    for task in /proc/"$pid"/task/*; do
+        echo "    $(cat "$task/comm" 2>/dev/null) $(sed -n 's/^State:\t//p' "$task/status" 2>/dev/null)" \
+             "$(cat "$task/wchan" 2>/dev/null)" >&2
+    done
+    if command -v gdb > /dev/null; then
+        timeout 30 gdb -q -batch -p "$pid" -ex 'thread apply all bt 12' 2>&1 | grep -E '^(Thread|#)' | head -n 150 >&2
+    fi
+}
+
 cs_stop_child () {
     local pid=$1 sig=$2 limit=$(( $3 * 10 )) waited=0 status=0
     if cs_pid_alive "$pid"; then
@@ -163,6 +179,7 @@ cs_stop_child () {
             waited=$((waited + 1))
         done
         if cs_pid_alive "$pid"; then
+            cs_threads_dump "$pid"
             kill -KILL "$pid" 2>/dev/null
             wait "$pid" 2>/dev/null
             return 124
