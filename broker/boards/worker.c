@@ -1,4 +1,5 @@
-/*  worker.c — worker threads: one driver session each, items by pointer.  */
+/*  worker.c — worker threads: one driver session each, items by pointer;
+ *  each call runs on the worker's own copies of the item (worker_call.c).  */
 #include <sched.h>
 #include <unistd.h>
 #include <sys/resource.h>
@@ -6,10 +7,7 @@
 #include "cs_wire.h"            /* CS_WIRE_MAX_MODEXP_BYTES only */
 #include "pq_work.h"
 #include "verify.h"
-#include "worker.h"
-
-#define S_OUT_MAX 4864          /* bytes: an ML-DSA-87 signature (4627, FIPS 204 Table 2);
-                                   a 16384-bit RSA result is 2048 */
+#include "worker_call.h"
 
 struct _worker_t {
     zactor_t *actor;
@@ -24,226 +22,12 @@ typedef struct {
     int nice;                   /* added to the creating thread's nice; 0: unchanged */
 } s_args_t;
 
-/*  One driver call on the worker's own copies of the item's inputs: the
- *  reactor may abandon the item while the call runs (health.h), and then
- *  the call must not read or write memory the reactor frees.  */
-typedef struct {
-    work_kind_t kind;
-    cs_drv_key_t key;                   /* points into id/ref/material below */
-    unsigned char id [CS_KEY_ID_MAX];
-    char ref [129];
-    unsigned char *material;        /* copy of the PKCS#8, wiped */
-    size_t material_len;
-    cs_drv_mech_t mech;                 /* label points into label */
-    unsigned char *label;
-    unsigned char *in;              /* data to sign or decrypt, or the ECDH point */
-    size_t in_len;
-    cs_keygen_t gen;                /* pointers into gen_buf */
-    unsigned char *gen_buf;
-    cs_modexp_t modexp;             /* WORK_MODEXP: operands, pointers into modexp_buf */
-    unsigned char *modexp_buf;      /* wiped: may hold a CRT private key */
-    size_t modexp_buf_len;
-    cs_sym_t sym;                   /* WORK_SYM: pointers into sym_buf */
-    unsigned char *sym_buf;         /* wiped: holds the secret key */
-    size_t sym_buf_len;
-    CK_RV rv;
-    unsigned char *out;             /* malloc'd result, wiped when discarded */
-    size_t out_len;
-    size_t out_cap;                 /* bytes allocated for out */
-    cs_key_info_t generated;
-    bool wrong;
-    pq_work_inputs_t pq;            /* ML-DSA / ML-KEM: copies of the context, public key and
-                                       signature (issue #23) */
-    unsigned char *pub_out;         /* WORK_GENERATE of a PQ key pair: its public key */
-    size_t pub_out_len;
-} s_call_t;
-
-/*  A malloc'd copy of len bytes (1 byte when len is 0), or NULL.  */
-static unsigned char *
-s_dup (const void *data, size_t len)
-{
-    unsigned char *copy = malloc (len ? len : 1);
-    if (copy && len)
-        memcpy (copy, data, len);
-    return copy;
-}
-
-/*  Copies gen with its four borrowed buffers into one allocation.  */
-static int
-s_copy_gen (s_call_t *call, const cs_keygen_t *gen)
-{
-    size_t label_len = gen->label ? strlen (gen->label) + 1 : 0;
-    size_t total = gen->public_exponent_len + gen->ec_params_len + gen->id_len + label_len;
-    call->gen = *gen;
-    if (!(call->gen_buf = malloc (total ? total : 1)))
-        return -1;
-    unsigned char *p = call->gen_buf;
-    if (gen->public_exponent) {
-        call->gen.public_exponent = memcpy (p, gen->public_exponent, gen->public_exponent_len);
-        p += gen->public_exponent_len;
-    }
-    if (gen->ec_params) {
-        call->gen.ec_params = memcpy (p, gen->ec_params, gen->ec_params_len);
-        p += gen->ec_params_len;
-    }
-    if (gen->id) {
-        call->gen.id = memcpy (p, gen->id, gen->id_len);
-        p += gen->id_len;
-    }
-    if (gen->label)
-        call->gen.label = memcpy (p, gen->label, label_len);
-    return 0;
-}
-
-/*  Copies the operands of a raw modexp item into one allocation.  */
-static CK_RV
-s_copy_modexp (s_call_t *call, const cs_modexp_t *modexp)
-{
-    const unsigned char **parts [] = { &call->modexp.base, &call->modexp.exponent, &call->modexp.modulus,
-                                       &call->modexp.p, &call->modexp.q, &call->modexp.dp, &call->modexp.dq,
-                                       &call->modexp.qinv, &call->modexp.public_exponent };
-    size_t *lens [] = { &call->modexp.base_len, &call->modexp.exponent_len, &call->modexp.modulus_len,
-                        &call->modexp.p_len, &call->modexp.q_len, &call->modexp.dp_len, &call->modexp.dq_len,
-                        &call->modexp.qinv_len, &call->modexp.public_exponent_len };
-    size_t total = 0;
-    call->modexp = *modexp;
-    for (size_t i = 0; i < sizeof parts / sizeof parts [0]; i++)
-        total += *parts [i] ? *lens [i] : 0;
-    if (!(call->modexp_buf = malloc (total ? total : 1)))
-        return CKR_HOST_MEMORY;
-    call->modexp_buf_len = total;
-    unsigned char *at = call->modexp_buf;
-    for (size_t i = 0; i < sizeof parts / sizeof parts [0]; i++) {
-        if (!*parts [i])
-            continue;
-        memcpy (at, *parts [i], *lens [i]);
-        *parts [i] = at;
-        at += *lens [i];
-    }
-    return CKR_OK;
-}
-
-/*  Copies a secret-key operation (key, IV, AAD, input) into one allocation.  */
-static CK_RV
-s_copy_sym (s_call_t *call, const cs_sym_t *sym)
-{
-    const unsigned char **parts [] = { &call->sym.key, &call->sym.iv, &call->sym.aad, &call->sym.in };
-    size_t *lens [] = { &call->sym.key_len, &call->sym.iv_bytes, &call->sym.aad_bytes, &call->sym.in_len };
-    size_t total = 0;
-    call->sym = *sym;
-    for (size_t i = 0; i < 4; i++)
-        total += *parts [i] ? *lens [i] : 0;
-    if (!(call->sym_buf = malloc (total ? total : 1)))
-        return CKR_HOST_MEMORY;
-    call->sym_buf_len = total;
-    unsigned char *at = call->sym_buf;
-    for (size_t i = 0; i < 4; i++) {
-        if (!*parts [i])
-            continue;
-        memcpy (at, *parts [i], *lens [i]);
-        *parts [i] = at;
-        at += *lens [i];
-    }
-    return CKR_OK;
-}
-
-/*  Copies the inputs of a sign/decrypt/derive/verify item (mechanism, OAEP
- *  label, ML-DSA context and keys, input or peer point).  */
-static CK_RV
-s_copy_job (s_call_t *call, const work_item_t *item)
-{
-    if (item->kind != WORK_DERIVE) {
-        call->mech = item->mech;
-        call->mech.label = NULL;
-        if (item->mech.label_len) {
-            if (!(call->label = s_dup (item->mech.label, item->mech.label_len)))
-                return CKR_HOST_MEMORY;
-            call->mech.label = call->label;
-        }
-        if (pq_work_inputs_copy (&call->pq, item))
-            return CKR_HOST_MEMORY;
-        call->mech.context = call->pq.context;
-    }
-    call->in_len = item->in_len;
-    return (call->in = s_dup (item->in, item->in_len)) ? CKR_OK : CKR_HOST_MEMORY;
-}
-
-/*  Fills call with copies of item's inputs.  Returns CKR_OK, or the CK_RV
- *  the item fails with unrun.  */
-static CK_RV
-s_call_prepare (s_call_t *call, const work_item_t *item)
-{
-    memset (call, 0, sizeof *call);
-    call->kind = item->kind;
-    call->key = item->key;
-    if (item->key.id) {
-        memcpy (call->id, item->key.id, item->key.id_len <= CS_KEY_ID_MAX ? item->key.id_len : 0);
-        call->key.id = call->id;
-    }
-    if (item->key.ref) {
-        snprintf (call->ref, sizeof call->ref, "%s", item->key.ref);
-        call->key.ref = call->ref;
-    }
-    if (item->key.pkcs8) {
-        if (!(call->material = s_dup (item->key.pkcs8, item->key.pkcs8_len)))
-            return CKR_HOST_MEMORY;
-        call->material_len = item->key.pkcs8_len;
-        call->key.pkcs8 = call->material;
-    }
-    switch (item->kind) {
-        case WORK_SIGN:
-        case WORK_DECRYPT:
-        case WORK_DERIVE:
-        case WORK_VERIFY:
-        case WORK_ENCAPSULATE:
-        case WORK_DECAPSULATE:
-            return s_copy_job (call, item);
-        case WORK_GENERATE:
-        case WORK_GENERATE_RESIDENT:
-            return s_copy_gen (call, &item->gen) ? CKR_HOST_MEMORY : CKR_OK;
-        case WORK_MODEXP:
-            return s_copy_modexp (call, &item->modexp);
-        case WORK_SYM:
-            return s_copy_sym (call, &item->sym);
-        default:
-            return CKR_OK;
-    }
-}
-
-/*  Frees the call's copies (wiping key material and any result left).  */
-static void
-s_call_clear (s_call_t *call)
-{
-    if (call->material) {
-        OPENSSL_cleanse (call->material, call->material_len);
-        free (call->material);
-    }
-    if (call->out) {
-        OPENSSL_cleanse (call->out, call->out_cap);
-        free (call->out);
-    }
-    if (call->modexp_buf) {
-        OPENSSL_cleanse (call->modexp_buf, call->modexp_buf_len);
-        free (call->modexp_buf);
-    }
-    if (call->sym_buf) {
-        OPENSSL_cleanse (call->sym_buf, call->sym_buf_len);
-        free (call->sym_buf);
-    }
-    cs_key_info_free_members (&call->generated);
-    pq_work_inputs_clear (&call->pq);
-    free (call->pub_out);
-    free (call->label);
-    free (call->in);
-    free (call->gen_buf);
-    memset (call, 0, sizeof *call);
-}
 
 /*  Sign, decrypt or derive into a fresh buffer.  */
 static void
-s_run_crypto (board_t *board, cs_drv_session_t *session, s_call_t *call)
+s_run_crypto (board_t *board, cs_drv_session_t *session, worker_call_t *call)
 {
-    size_t cap = call->kind == WORK_DERIVE ? 256 : S_OUT_MAX;
+    size_t cap = call->kind == WORK_DERIVE ? 256 : WORKER_CALL_OUT_MAX;
     size_t out_len = cap;
     cs_drv_sign_key_fn *fn = call->kind == WORK_SIGN ? board->sign
                            : call->kind == WORK_DECRYPT ? board->decrypt : NULL;
@@ -266,7 +50,7 @@ s_run_crypto (board_t *board, cs_drv_session_t *session, s_call_t *call)
 
 /*  Raw modexp (cs_driver.h CS_DRV_MODEXP) into a fresh buffer.  */
 static void
-s_run_modexp (board_t *board, cs_drv_session_t *session, s_call_t *call)
+s_run_modexp (board_t *board, cs_drv_session_t *session, worker_call_t *call)
 {
     size_t cap = 2 * CS_WIRE_MAX_MODEXP_BYTES, out_len = cap;
     if (!board->modexp) {
@@ -288,7 +72,7 @@ s_run_modexp (board_t *board, cs_drv_session_t *session, s_call_t *call)
  *  of the input's size and CS_SYM_OUT_EXTRA bytes more (a padding
  *  block, a GCM tag, a key-wrap block; a MAC up to HMAC-SHA512).  */
 static void
-s_run_sym (board_t *board, cs_drv_session_t *session, s_call_t *call)
+s_run_sym (board_t *board, cs_drv_session_t *session, worker_call_t *call)
 {
     size_t cap = call->sym.in_len + CS_SYM_OUT_EXTRA, out_len = cap;
     if (!board->symmetric) {
@@ -308,7 +92,7 @@ s_run_sym (board_t *board, cs_drv_session_t *session, s_call_t *call)
 
 /*  Runs the driver call of `call`.  */
 static void
-s_call_run (board_t *board, cs_drv_session_t *session, s_call_t *call)
+s_call_run (board_t *board, cs_drv_session_t *session, worker_call_t *call)
 {
     switch (call->kind) {
         case WORK_SIGN:
@@ -357,7 +141,7 @@ s_call_run (board_t *board, cs_drv_session_t *session, s_call_t *call)
  *  ML-DSA on the board's own verify, pq_work.h, with the row's public key);
  *  a wrong one is wiped and the call fails with CKR_DEVICE_ERROR.  */
 static void
-s_call_verify (verify_t *verify, board_t *board, cs_drv_session_t *session, s_call_t *call)
+s_call_verify (verify_t *verify, board_t *board, cs_drv_session_t *session, worker_call_t *call)
 {
     if (!verify || call->rv != CKR_OK || (call->kind != WORK_SIGN && call->kind != WORK_DECRYPT))
         return;
@@ -378,40 +162,19 @@ s_call_verify (verify_t *verify, board_t *board, cs_drv_session_t *session, s_ca
     call->wrong = true;
 }
 
-/*  Moves the call's results into item and frees the rest.  */
-static void
-s_call_finish (s_call_t *call, work_item_t *item)
-{
-    item->rv = call->rv;
-    item->wrong = call->wrong;
-    if (call->rv == CKR_OK) {
-        item->out = call->out;
-        item->out_len = call->out_len;
-        item->generated = call->generated;
-        item->pub_out = call->pub_out;
-        item->pub_out_len = call->pub_out_len;
-        if (call->pub_out)
-            item->parameter_set = call->pq.parameter_set;
-        call->pub_out = NULL;
-        call->out = NULL;
-        memset (&call->generated, 0, sizeof call->generated);
-    }
-    s_call_clear (call);
-}
-
 /*  Runs item in the calling thread, verifying with `verify` (NULL: not);
  *  once its inputs are copied, tells `health` (NULL: nobody) that worker
  *  `id` reads the item no more (health_call_running).  */
 static void
-s_run_item (board_t *board, cs_drv_session_t **session_p, verify_t *verify, work_item_t *item, s_call_t *call,
+s_run_item (board_t *board, cs_drv_session_t **session_p, verify_t *verify, work_item_t *item, worker_call_t *call,
             health_t *health, size_t id)
 {
     item->out = NULL;
     item->out_len = 0;
     item->wrong = false;
-    CK_RV rv = s_call_prepare (call, item);
+    CK_RV rv = worker_call_prepare (call, item);
     if (rv != CKR_OK) {
-        s_call_clear (call);
+        worker_call_clear (call);
         call->rv = rv;
         return;
     }
@@ -430,12 +193,12 @@ s_run_item (board_t *board, cs_drv_session_t **session_p, verify_t *verify, work
 void
 worker_run_item (board_t *board, cs_drv_session_t *session, work_item_t *item)
 {
-    s_call_t call;
+    worker_call_t call;
     cs_drv_session_t *used = session;
     s_run_item (board, &used, NULL, item, &call, NULL, 0);
     if (used != session)
         board->session_close (&used);       /* opened for this call only */
-    s_call_finish (&call, item);
+    worker_call_finish (&call, item);
 }
 
 /*  Reopens the worker's driver session (after a session-class error):
@@ -459,19 +222,19 @@ static void
 s_serve_item (zsock_t *dealer, s_args_t *args, cs_drv_session_t **session_p, verify_t *verify, work_item_t *item)
 {
     size_t board_index = item->board;
-    s_call_t call;
+    worker_call_t call;
     int64_t started = metrics_now_ns ();
     s_run_item (args->board, session_p, verify, item, &call, args->health, args->id);
     int64_t service_ns = metrics_now_ns () - started;
     metrics_observe (args->metrics, board_index, METRICS_SERVICE, service_ns);
     bool reopen = health_rv_needs_session (call.rv);
     if (health_call_end (args->health, args->id)) {
-        s_call_finish (&call, item);
+        worker_call_finish (&call, item);
         item->service_ns = service_ns;      /* the scheduler's speed estimate (scheduler.h) */
         zsock_send (dealer, "ip", (int) args->id, item);
     }
     else {
-        s_call_clear (&call);
+        worker_call_clear (&call);
         zsock_send (dealer, "ip", (int) args->id, NULL);
     }
     if (reopen && *session_p)
