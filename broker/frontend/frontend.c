@@ -288,8 +288,37 @@ frontend_actor (zsock_t *pipe, void *arg)
 
 struct _frontend_core_t {
     frontend_t fe;
+    frontend_reply_fn *reply;       /* the caller's (frontend_core_new) */
+    void *reply_arg;
     int64_t settle_end;             /* cs_clock_ms () when frontend_core_settle gives up */
+    bool settling;                  /* frontend_core_settle runs the loop */
+    int check_timer;                /* s_on_settle_check's, or -1 */
 };
+
+/*  Ends the loop when the reply just given was the last one owed; the
+ *  timer of s_core_reply, at the loop's next turn (in_flight drops after
+ *  the reply is given: fe_request_release).  */
+static int
+s_on_settle_check (zloop_t *loop, int timer_id, void *arg)
+{
+    frontend_core_t *self = arg;
+    if (self->fe.in_flight == 0)
+        return -1;                  /* frontend_core_settle ends the timer */
+    self->check_timer = -1;         /* its one turn is over */
+    return 0;
+}
+
+/*  The core's transport: the caller's, then while the loop runs a check
+ *  at its next turn, so frontend_core_settle returns as soon as the last
+ *  reply is out, not at its next 1 ms tick.  */
+static void
+s_core_reply (void *arg, const void *peer, size_t peer_len, const uint8_t *reply, size_t size)
+{
+    frontend_core_t *self = arg;
+    self->reply (self->reply_arg, peer, peer_len, reply, size);
+    if (self->settling && self->check_timer == -1)
+        self->check_timer = zloop_timer (self->fe.loop, 0, 1, s_on_settle_check, self);
+}
 
 frontend_core_t *
 frontend_core_new (const frontend_args_t *args, frontend_reply_fn *reply, void *arg)
@@ -297,7 +326,10 @@ frontend_core_new (const frontend_args_t *args, frontend_reply_fn *reply, void *
     frontend_core_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
-    self->fe = (frontend_t) { .args = args, .config = args->config, .reply_fn = reply, .reply_arg = arg };
+    self->reply = reply;
+    self->reply_arg = arg;
+    self->check_timer = -1;
+    self->fe = (frontend_t) { .args = args, .config = args->config, .reply_fn = s_core_reply, .reply_arg = self };
     snprintf (self->fe.serial, sizeof self->fe.serial, "loopback");
     if (!(self->fe.loop_sessions = calloc (args->n_boards ? args->n_boards : 1, sizeof (cs_drv_session_t *)))
     ||  s_core_start (&self->fe)) {
@@ -340,8 +372,13 @@ frontend_core_settle (frontend_core_t *self, int timeout_ms)
     if (self->fe.in_flight == 0)
         return 0;
     int timer = zloop_timer (self->fe.loop, 1, 0, s_on_settle_timer, self);
+    self->settling = true;
     zloop_start (self->fe.loop);
+    self->settling = false;
     zloop_timer_end (self->fe.loop, timer);
+    if (self->check_timer != -1)
+        zloop_timer_end (self->fe.loop, self->check_timer);
+    self->check_timer = -1;
     return self->fe.in_flight == 0 ? 0 : -1;
 }
 
