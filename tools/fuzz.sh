@@ -20,7 +20,7 @@ run     run target TARGET (frontend or keystore) under nice -n 19 on its corpus:
         tests/fuzz/regress/TARGET) and the inputs it found before
         (_build-fuzz/corpus/TARGET, where new ones go); crashes are saved in
         _build-fuzz/crashes/TARGET/; options go to libFuzzer (-runs=N,
-        -max_total_time=S, -jobs=N ...)
+        -max_total_time=S, -fork=N ...)
 check   build, then run each target for SECONDS (default $CS_FUZZ_SECONDS or 60),
         one after the other; fails when one finds a crash (tools/check.sh)
 merge   add to tests/fuzz/corpus/TARGET the inputs of _build-fuzz/corpus/TARGET that
