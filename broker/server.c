@@ -9,6 +9,7 @@
 #include "keystore.h"
 #include "metrics_http.h"
 #include "party.h"
+#include "pool_store.h"
 #include "server.h"
 #include "worker.h"
 
@@ -292,6 +293,23 @@ s_metrics_start (server_t *self)
     return self->metrics_http ? 0 : -1;
 }
 
+/*  The number of the keystore's tenants at start (a tenant added later
+ *  counts from the next start), not counting the broker's own (@pool, which
+ *  holds the key pool's sealed keys once a broker has stored them:
+ *  pool_store_reserved); 0 when they cannot be listed.  */
+static size_t
+s_tenants_at_start (server_t *self)
+{
+    size_t n_tenants = 0;
+    char **tenants = keystore_tenant_list (self->keystore);
+    for (size_t t = 0; tenants && tenants [t]; t++) {
+        n_tenants += !pool_store_reserved (tenants [t]);
+        free (tenants [t]);
+    }
+    free (tenants);
+    return n_tenants;
+}
+
 static int
 s_frontend_start (server_t *self)
 {
@@ -316,19 +334,13 @@ s_frontend_start (server_t *self)
 }
 
 /*  The workers' nice steps below the reactor (broker_config_worker_nice):
- *  for "auto", from the number of the keystore's tenants at start (a
- *  tenant added later counts from the next start).  Logs the choice.  */
+ *  for "auto", from the number of the keystore's tenants at start.  Logs
+ *  the choice.  */
 static int
 s_worker_nice (server_t *self)
 {
-    size_t n_tenants = 0;
     bool counted = self->config->worker_nice == BROKER_WORKER_NICE_AUTO;
-    if (counted) {
-        char **tenants = keystore_tenant_list (self->keystore);
-        for (size_t t = 0; tenants && tenants [t]; t++, n_tenants++)
-            free (tenants [t]);
-        free (tenants);
-    }
+    size_t n_tenants = counted ? s_tenants_at_start (self) : 0;
     int nice = broker_config_worker_nice (self->config, n_tenants);
     if (counted)
         zsys_info ("workers: %d nice steps below the reactor (broker/worker-nice auto, %zu tenants)", nice,
