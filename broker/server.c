@@ -323,6 +323,7 @@ s_frontend_start (server_t *self)
                                      self->keystore };
     self->args.metrics = self->metrics;
     self->args.health = self->health;
+    self->args.one_tenant = s_tenants_at_start (self) == 1;
     self->frontend = zactor_new (frontend_actor, &self->args);
     char *endpoint = self->frontend ? zstr_recv (self->frontend) : NULL;
     if (endpoint && *endpoint) {

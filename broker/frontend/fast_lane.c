@@ -31,6 +31,11 @@
  *  is charged to its tenant (fair_queue_lane_charge): a tenant that used
  *  its share of the reactor this period (fair_queue.h) sends its items to
  *  the workers until the next one, so no tenant gets the reactor to itself.
+ *  A broker whose keystore held one tenant at start caps no one
+ *  (frontend_args_t.one_tenant, as broker/worker-nice auto): the cap would
+ *  protect no other tenant, and it sent about 4 in 5 of that tenant's
+ *  ECDSA P-256 signatures through the worker round trip (a fifth fewer
+ *  signatures per second at 32 threads; tools/bench-ab.sh).
  *
  *  Owns: one driver session per fast-lane board, opened on the reactor
  *  thread when first used (cs_driver.h: a session stays on its thread).
@@ -75,6 +80,8 @@ fe_fast_lane_start (frontend_t *self)
         return 0;
     }
     self->fast = lane;
+    zsys_info ("fast lane: items up to %d us on the reactor, %s", us,
+               self->args->one_tenant ? "uncapped (one tenant)" : "each tenant's share capped (fair_queue.h)");
     return 0;
 }
 

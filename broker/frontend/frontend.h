@@ -44,6 +44,8 @@ typedef struct {
     metrics_t *metrics;         /* the metrics registry (metrics.h), or NULL */
     health_t *health;           /* board health and worker call states (health.h), shared with
                                    the workers */
+    bool one_tenant;            /* the keystore held one tenant at start: no tenant's fast-lane
+                                   time is capped (fair_queue_lane_share) */
 } frontend_args_t;
 
 /*  Debug logs (-v) of the frontend: CZMQ 4.2.1 has no log level switch in

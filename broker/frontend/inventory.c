@@ -435,6 +435,7 @@ fe_build_routing (frontend_t *self)
     if (!self->inventory->board_keys || !(self->scheduler = scheduler_new ()))
         return -1;
     scheduler_host_cores (self->scheduler, (size_t) self->config->host_cores);
+    scheduler_lane_share (self->scheduler, !self->args->one_tenant);
     s_resident_attrs (self);
     zconfig_t *weights = self->config->tenant_weights;
     for (zconfig_t *w = weights ? zconfig_child (weights) : NULL; w; w = zconfig_next (w))

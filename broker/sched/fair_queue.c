@@ -25,6 +25,7 @@ struct _fair_queue_t {
     size_t new_pending;             /* new flows at [turn, turn + new_pending) not yet
                                        done with their first turn */
     size_t size;                    /* items waiting */
+    bool lane_free;                 /* no flow's reactor time is capped (fair_queue_lane_share) */
 };
 
 static void
@@ -262,10 +263,16 @@ fair_queue_lane_charge (fair_queue_t *self, const char *name, int64_t ns, int64_
     flow->lane_ns += ns;
 }
 
+void
+fair_queue_lane_share (fair_queue_t *self, bool on)
+{
+    self->lane_free = !on;
+}
+
 bool
 fair_queue_lane_spent (fair_queue_t *self, const char *name, int64_t now_ns)
 {
-    s_flow_t *flow = zhashx_lookup (self->flows, name ? name : "");
+    s_flow_t *flow = self->lane_free ? NULL : zhashx_lookup (self->flows, name ? name : "");
     if (!flow || flow->lane_period != now_ns / FAIR_QUEUE_LANE_PERIOD_NS)
         return false;
     int64_t share = (int64_t) flow->weight * FAIR_QUEUE_LANE_PERIOD_NS / FAIR_QUEUE_LANE_SHARE;

@@ -84,6 +84,13 @@ void *fair_queue_remove_if (fair_queue_t *self, fair_queue_match_fn *match, void
 #define FAIR_QUEUE_LANE_PERIOD_NS 100000000     /* 100 ms */
 #define FAIR_QUEUE_LANE_SHARE 10                /* weight 1: 1/10 of the period (10 ms) */
 
+/*  With on false no flow's reactor time is capped: fair_queue_lane_spent
+ *  is false whatever a flow used.  For a broker serving one tenant, whose
+ *  cap would protect no other tenant and sends most of its cheap items
+ *  (ECDSA P-256) through the worker round trip the lane exists to skip.
+ *  On by default.  */
+void fair_queue_lane_share (fair_queue_t *self, bool on);
+
 /*  Charges ns of reactor time to `flow` (NULL: "") in the period of now_ns.
  *  Out of memory: charges nothing.  */
 void fair_queue_lane_charge (fair_queue_t *self, const char *flow, int64_t ns, int64_t now_ns);

@@ -193,6 +193,12 @@ scheduler_lane_charge (scheduler_t *self, const char *tenant, int64_t ns, int64_
     fair_queue_lane_charge (self->queue, tenant, ns, now_ns);
 }
 
+void
+scheduler_lane_share (scheduler_t *self, bool on)
+{
+    fair_queue_lane_share (self->queue, on);
+}
+
 /*  True when board i of the candidates is preferred to board `best` by the
  *  old rule: more idle workers, then fewer items assigned.  */
 static bool

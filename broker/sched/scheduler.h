@@ -277,6 +277,10 @@ bool scheduler_lane_fits (scheduler_t *self, size_t board, const work_item_t *it
  *  not) to the tenant `tenant` (fair_queue_lane_charge).  */
 void scheduler_lane_charge (scheduler_t *self, const char *tenant, int64_t ns, int64_t now_ns);
 
+/*  on false: no tenant's fast-lane time is capped (fair_queue_lane_share:
+ *  a broker serving one tenant).  On by default.  */
+void scheduler_lane_share (scheduler_t *self, bool on);
+
 /*  True when board's estimate for item's class (scheduler_expected_ns) is
  *  older than SCHEDULER_STALE_MS at item->submitted_ns (metrics_now_ns):
  *  placement measures such a board again (placement.h); the fast lane

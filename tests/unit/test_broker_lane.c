@@ -124,6 +124,23 @@ START_TEST (test_lane_tenant_share)
 }
 END_TEST
 
+/*  A broker serving one tenant caps no one (scheduler_lane_share false):
+ *  past its share the tenant's cheap jobs still take the lane; turned on
+ *  again, the charge made meanwhile counts.  */
+START_TEST (test_lane_one_tenant)
+{
+    scheduler_t *s = s_board ();
+    work_item_t only = s_sym (CKM_AES_ECB, 16, "only");
+    s_measured (s, only, 2000, 8);
+    scheduler_lane_share (s, false);
+    scheduler_lane_charge (s, "only", FAIR_QUEUE_LANE_PERIOD_NS, S_NOW_NS + 10);
+    ck_assert (scheduler_lane_fits (s, 0, &only, S_LIMIT_NS, S_NOW_NS + 20));
+    scheduler_lane_share (s, true);
+    ck_assert (!scheduler_lane_fits (s, 0, &only, S_LIMIT_NS, S_NOW_NS + 30));
+    scheduler_destroy (&s);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -131,6 +148,7 @@ main (void)
     TCase *tc = tcase_create ("lane");
     tcase_add_test (tc, test_lane_cost_per_size_class);
     tcase_add_test (tc, test_lane_tenant_share);
+    tcase_add_test (tc, test_lane_one_tenant);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
 }
