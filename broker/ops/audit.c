@@ -18,9 +18,15 @@
 
 #define S_OBJECT_MAX 160            /* bytes of an object name kept */
 
-/*  Key use of one (tenant, key, mechanism, client) in the interval.  */
+/*  The key use counter of one (tenant, key, mechanism, client): found by
+ *  its fields (s_use_hash, s_use_cmp) with no string formatted and nothing
+ *  allocated, so a job's use costs a hash of its names.  A counter outlives
+ *  the take that turned its count into a record; one left at zero for a
+ *  whole interval is freed at the next take, so steady traffic allocates
+ *  nothing and idle pairs do not pile up.  */
 typedef struct {
     char *tenant, *key, *mechanism, *client, *client_key;
+    char *order;                    /* "tenant\x1fkey\x1fmech\x1fclient\x1fclient_key": the records' order */
     uint64_t count, failures;
     CK_RV last_failure;
 } s_use_t;
@@ -41,7 +47,7 @@ struct _broker_audit_t {
     EVP_PKEY *key;                  /* the audit key (Ed25519) */
     int facility;
     zlistx_t *events;               /* char *bodies, in order */
-    zhashx_t *uses;                 /* "tenant\x1fkey\x1fmech\x1fclient" -> s_use_t */
+    zhashx_t *uses;                 /* s_use_t, keyed by itself (s_use_hash, s_use_cmp) */
     zhashx_t *every_use;            /* tenants whose policy is audit = every-use */
     size_t interval_ms;
     size_t ckpt_records;
@@ -140,6 +146,23 @@ broker_audit_event (broker_audit_t *self, const char *client, const char *client
     s_queue (self, &buf);
 }
 
+//  zhashx destructor of a counter (the item; its key is the same pointer).
+static void
+s_use_destroy (void **item)
+{
+    s_use_t *use = *item;
+    if (use) {
+        free (use->tenant);
+        free (use->key);
+        free (use->mechanism);
+        free (use->client);
+        free (use->client_key);
+        free (use->order);
+        free (use);
+    }
+    *item = NULL;
+}
+
 /* ---- jobs ---------------------------------------------------------------- */
 
 //  A key or object name for a record: printable bytes as they are, else
@@ -172,32 +195,77 @@ s_key_name (const Cs__KeyInfo *info, char *out, size_t size)
         out [0] = 0;
 }
 
+//  zhashx's hasher and comparator of s_use_t keys: the five names, each
+//  hashed with a separator after it ("ab" "c" and "a" "bc" differ), compared
+//  one by one (the most varied first).
+static size_t
+s_use_hash (const void *item)
+{
+    const s_use_t *use = item;
+    const char *names [] = { use->tenant, use->key, use->mechanism, use->client, use->client_key };
+    size_t hash = 5381;
+    for (size_t i = 0; i < sizeof names / sizeof names [0]; i++) {
+        for (const char *c = names [i]; *c; c++)
+            hash = (hash * 33) ^ (unsigned char) *c;
+        hash = (hash * 33) ^ 0x1f;
+    }
+    return hash;
+}
+
+static int
+s_use_cmp (const void *item1, const void *item2)
+{
+    const s_use_t *a = item1, *b = item2;
+    int diff = strcmp (a->key, b->key);
+    if (!diff) diff = strcmp (a->client_key, b->client_key);
+    if (!diff) diff = strcmp (a->mechanism, b->mechanism);
+    if (!diff) diff = strcmp (a->tenant, b->tenant);
+    if (!diff) diff = strcmp (a->client, b->client);
+    return diff;
+}
+
+//  A new counter with copies of `like`'s names, in self->uses, or NULL.
+static s_use_t *
+s_use_new (broker_audit_t *self, const s_use_t *like)
+{
+    s_use_t *use = calloc (1, sizeof *use);
+    if (!use)
+        return NULL;
+    use->tenant = strdup (like->tenant);
+    use->key = strdup (like->key);
+    use->mechanism = strdup (like->mechanism);
+    use->client = strdup (like->client);
+    use->client_key = strdup (like->client_key);
+    if (asprintf (&use->order, "%s\x1f%s\x1f%s\x1f%s\x1f%s", like->tenant, like->key, like->mechanism,
+                  like->client, like->client_key) < 0)
+        use->order = NULL;
+    void *item = use;
+    if (!use->tenant || !use->key || !use->mechanism || !use->client || !use->client_key || !use->order
+    ||  zhashx_insert (self->uses, use, use) != 0) {
+        s_use_destroy (&item);
+        return NULL;
+    }
+    return use;
+}
+
 static void
 s_use (broker_audit_t *self, const char *client, const char *client_key, const char *tenant,
        const char *key, const char *mechanism, CK_RV rv)
 {
-    if (tenant && zhashx_lookup (self->every_use, tenant)) {
+    if (tenant && zhashx_size (self->every_use) && zhashx_lookup (self->every_use, tenant)) {
         zchunk_t *buf = s_body (self, client, client_key, tenant, "use", key);
         s_json_member (buf, "mechanism", mechanism);
         s_json_member (buf, "result", cs_rv_name (rv));
         s_queue (self, &buf);
         return;
     }
-    char *name = NULL;
-    if (asprintf (&name, "%s\x1f%s\x1f%s\x1f%s\x1f%s", tenant ? tenant : "", key, mechanism,
-                  client ? client : "", client_key ? client_key : "") < 0)
-        return;
-    s_use_t *use = zhashx_lookup (self->uses, name);
-    if (!use && (use = calloc (1, sizeof *use))) {
-        use->tenant = strdup (tenant ? tenant : "");
-        use->key = strdup (key);
-        use->mechanism = strdup (mechanism);
-        use->client = strdup (client ? client : "");
-        use->client_key = strdup (client_key ? client_key : "");
-        zhashx_insert (self->uses, name, use);
-    }
-    free (name);
-    if (!use)
+    //  The names borrowed for the lookup only.
+    s_use_t like = {
+        .tenant = (char *) (tenant ? tenant : ""), .key = (char *) key, .mechanism = (char *) mechanism,
+        .client = (char *) (client ? client : ""), .client_key = (char *) (client_key ? client_key : ""),
+    };
+    s_use_t *use = zhashx_lookup (self->uses, &like);
+    if (!use && !(use = s_use_new (self, &like)))
         return;
     use->count++;
     if (rv != CKR_OK) {
@@ -309,6 +377,18 @@ broker_audit_interval_ms (const broker_audit_t *self)
     return self->interval_ms;
 }
 
+size_t
+broker_audit_counters (const broker_audit_t *self)
+{
+    return self ? zhashx_size (self->uses) : 0;
+}
+
+const char *
+broker_audit_batch_record (const broker_audit_batch_t *batch, size_t index)
+{
+    return batch && index < batch->count ? batch->bodies [index] : NULL;
+}
+
 static void
 s_batch_free (broker_audit_batch_t **batch_p)
 {
@@ -322,17 +402,32 @@ s_batch_free (broker_audit_batch_t **batch_p)
     *batch_p = NULL;
 }
 
-broker_audit_batch_t *
-broker_audit_take (broker_audit_t *self, bool final)
+static int
+s_use_order (const void *a, const void *b)
 {
-    if (!self || self->out)
-        return NULL;
-    //  The interval's use counts become records (in key order: stable).
-    zlistx_t *names = zhashx_keys (self->uses);
-    zlistx_set_comparator (names, (zlistx_comparator_fn *) strcmp);
-    zlistx_sort (names);
-    for (const char *name = zlistx_first (names); name; name = zlistx_next (names)) {
-        s_use_t *use = zhashx_lookup (self->uses, name);
+    return strcmp ((*(s_use_t * const *) a)->order, (*(s_use_t * const *) b)->order);
+}
+
+//  The interval's use counts become records, in the order of their names
+//  (stable); the counters are set back to zero, and those that were at zero
+//  for the whole interval are freed.
+static void
+s_uses_take (broker_audit_t *self)
+{
+    size_t size = zhashx_size (self->uses), used = 0, idle = 0;
+    s_use_t **uses = size ? calloc (size, sizeof *uses) : NULL;
+    if (!uses)
+        return;                     //  none, or no memory: counted on, taken next time
+    for (s_use_t *use = zhashx_first (self->uses); use; use = zhashx_next (self->uses))
+        if (use->count)
+            uses [used++] = use;
+        else
+            uses [size - ++idle] = use;
+    for (size_t i = size - idle; i < size; i++)
+        zhashx_delete (self->uses, uses [i]);
+    qsort (uses, used, sizeof *uses, s_use_order);
+    for (size_t i = 0; i < used; i++) {
+        s_use_t *use = uses [i];
         zchunk_t *buf = s_body (self, use->client, use->client_key, use->tenant, "use", use->key);
         char n [24];
         s_json_member (buf, "mechanism", use->mechanism);
@@ -342,9 +437,18 @@ broker_audit_take (broker_audit_t *self, bool final)
         s_json_member (buf, "failures", n);
         s_json_member (buf, "result", cs_rv_name (use->failures ? use->last_failure : CKR_OK));
         s_queue (self, &buf);
+        use->count = use->failures = 0;
+        use->last_failure = CKR_OK;
     }
-    zlistx_destroy (&names);
-    zhashx_purge (self->uses);
+    free (uses);
+}
+
+broker_audit_batch_t *
+broker_audit_take (broker_audit_t *self, bool final)
+{
+    if (!self || self->out)
+        return NULL;
+    s_uses_take (self);
     size_t count = zlistx_size (self->events);
     bool due = self->since_ckpt + count > 0
             && (final || self->since_ckpt + count >= self->ckpt_records
@@ -423,21 +527,6 @@ broker_audit_done (broker_audit_t *self, broker_audit_batch_t *batch)
 }
 
 /* ---- lifecycle ------------------------------------------------------------- */
-
-static void
-s_use_destroy (void **item)
-{
-    s_use_t *use = *item;
-    if (use) {
-        free (use->tenant);
-        free (use->key);
-        free (use->mechanism);
-        free (use->client);
-        free (use->client_key);
-        free (use);
-    }
-    *item = NULL;
-}
 
 //  The syslog facility named `name` ("authpriv", "local0".."local7",
 //  "daemon", "auth", "user"), "none" -1, or -2 unknown.
@@ -531,6 +620,10 @@ broker_audit_new (const broker_config_t *config, metrics_t *metrics, bool *off_p
     if (ok) {
         zlistx_set_destructor (self->events, (czmq_destructor *) zstr_free);
         zhashx_set_destructor (self->uses, s_use_destroy);
+        zhashx_set_key_duplicator (self->uses, NULL);       //  a counter is its own key
+        zhashx_set_key_destructor (self->uses, NULL);
+        zhashx_set_key_hasher (self->uses, s_use_hash);
+        zhashx_set_key_comparator (self->uses, s_use_cmp);
         zconfig_t *tenants = zconfig_locate (conf, "tenants");
         for (zconfig_t *t = tenants ? zconfig_child (tenants) : NULL; t; t = zconfig_next (t)) {
             const char *policy = zconfig_get (t, "audit", "aggregate");

@@ -74,4 +74,10 @@ void broker_audit_run (broker_audit_batch_t *batch, keystore_t *ks);
  *  of the queue (an E: line the first time in a row).  Takes ownership.  */
 void broker_audit_done (broker_audit_t *self, broker_audit_batch_t *batch);
 
+/*  For tests: the key-use counters held (one per (tenant, key, mechanism,
+ *  client) used in this interval or the last), and record `index` of a
+ *  batch as it will be appended (NULL past its last).  */
+size_t broker_audit_counters (const broker_audit_t *self);
+const char *broker_audit_batch_record (const broker_audit_batch_t *batch, size_t index);
+
 #endif
