@@ -5,8 +5,11 @@
 # 0 before each cell, so drift of the machine's load hits both alike), the
 # same key (board0's p256 on the demo's SoftHSM boards), every signature
 # verified.  Prints the CSV rows of cryptoserver-bench with the setting in
-# front, then the median ops/s of each and their ratio.  A benchmark, not a
-# test: run it on a quiet machine.  man cryptoserver-bench(1).
+# front, then the median ops/s and broker CPU per op of each, their ratios,
+# and the load average before and after.  The pairs alternate which setting
+# goes first (on off, off on, ...) so that a trend in the load does not favour
+# one.  A benchmark, not a test: run it on a quiet machine.
+# man cryptoserver-bench(1).
 set -eu
 
 usage () {
@@ -71,15 +74,24 @@ cell () { # label
 }
 echo "audit,mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures,broker_cpu_us_per_op"
 : > "$D/rows.csv"
-for _ in $(seq "$R"); do
-    for on in 1 0; do
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+for r in $(seq "$R"); do
+    for on in $([ $((r % 2)) = 1 ] && echo 1 0 || echo 0 1); do
         audit $on
         cell "$([ $on = 1 ] && echo on || echo off)" | tee -a "$D/rows.csv"
     done
 done
-median () { awk -F, -v s="$1" '$1 == s { print $8 }' "$D/rows.csv" | sort -n | awk '{ v [NR] = $1 } END { print (NR % 2) ? v [(NR + 1) / 2] : (v [NR / 2] + v [NR / 2 + 1]) / 2 }'; }
-ON=$(median on); OFF=$(median off)
-echo "# median ops/s: audit on $ON, off $OFF; on/off = $(awk -v a="$ON" -v b="$OFF" 'BEGIN { printf "%.3f", a / b }')"
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+median () { # setting column
+    awk -F, -v s="$1" -v c="$2" '$1 == s && $c != "" { print $c }' "$D/rows.csv" | sort -n \
+        | awk '{ v [NR] = $1 } END { if (!NR) print "?"; else print (NR % 2) ? v [(NR + 1) / 2] : (v [NR / 2] + v [NR / 2 + 1]) / 2 }'
+}
+ratio () { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "?" }'; }
+ON=$(median on 8); OFF=$(median off 8)
+CON=$(median on 15); COFF=$(median off 15)
+echo "# median ops/s: audit on $ON, off $OFF; on/off = $(ratio "$ON" "$OFF")"
+echo "# median broker CPU us/op: audit on $CON, off $COFF; on/off = $(ratio "$CON" "$COFF")"
+echo "# load average (1 5 15 min): before $LOAD0, after $LOAD1"
 if [ -f "$D/keystore.db" ]; then
     echo "# audit rows written: $(sqlite3 "$D/keystore.db" 'SELECT count (*) FROM audit' 2>/dev/null || echo '?')"
 fi
