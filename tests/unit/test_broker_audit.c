@@ -3,8 +3,9 @@
  *  (tenant, key, mechanism, client) becomes one record each per interval,
  *  in the order of those names, with its count, failures and last failure;
  *  an every-use tenant gets a record per use; the counters outlive the take
- *  that reported them and go after an idle interval; the batch appends to a
- *  keystore chain.
+ *  that reported them and go after an idle interval; a key is named by its
+ *  id as text, as hex, or "(session key)"; the batch appends to a keystore
+ *  chain.
  */
 #include "test_broker_helpers.h"
 #include "audit.h"
@@ -47,10 +48,10 @@ s_audit (void)
     return audit;
 }
 
-//  Notes one sign job of client (key "K-client") with key and mech, result rv.
+//  Notes one sign job of client (key "K-client") with key id (len bytes) and mech, result rv.
 static void
-s_sign (broker_audit_t *audit, const char *client, const char *tenant, const char *key,
-        unsigned long mech, CK_RV rv)
+s_sign_id (broker_audit_t *audit, const char *client, const char *tenant, const uint8_t *id, size_t len,
+           unsigned long mech, CK_RV rv)
 {
     Cs__Mechanism m = CS__MECHANISM__INIT;
     Cs__SignJob sign = CS__SIGN_JOB__INIT;
@@ -60,11 +61,18 @@ s_sign (broker_audit_t *audit, const char *client, const char *tenant, const cha
     snprintf (client_key, sizeof client_key, "K-%s", client);
     m.type = mech;
     sign.mechanism = &m;
-    sign.key_id = (ProtobufCBinaryData) { strlen (key), (uint8_t *) key };
+    sign.key_id = (ProtobufCBinaryData) { len, (uint8_t *) id };
     job.kind_case = CS__JOB__KIND_SIGN;
     job.sign = &sign;
     result.rv = rv;
     broker_audit_job (audit, client, client_key, tenant, &job, &result);
+}
+
+static void
+s_sign (broker_audit_t *audit, const char *client, const char *tenant, const char *key,
+        unsigned long mech, CK_RV rv)
+{
+    s_sign_id (audit, client, tenant, (const uint8_t *) key, strlen (key), mech, rv);
 }
 
 //  Record i of batch from its "broker" member on (the time varies).
@@ -144,6 +152,28 @@ START_TEST (test_counters_kept_then_freed)
 }
 END_TEST
 
+START_TEST (test_key_names)
+{
+    broker_audit_t *audit = s_audit ();
+    const uint8_t binary [] = { 0x01, 0xab, 0x7f, 0x00, 0xff };
+    uint8_t long_id [200];
+    memset (long_id, 'k', sizeof long_id);
+    s_sign_id (audit, "alice", "demo", binary, sizeof binary, CKM_ECDSA, CKR_OK);
+    s_sign_id (audit, "alice", "demo", NULL, 0, CKM_ECDSA, CKR_OK);
+    s_sign_id (audit, "alice", "demo", long_id, sizeof long_id, CKM_ECDSA, CKR_OK);
+    broker_audit_batch_t *batch = broker_audit_take (audit, false);
+    ck_assert_ptr_nonnull (batch);
+    ck_assert_str_eq (s_record (batch, 0), S_USE ("alice", "(session key)", "CKM_ECDSA", 1, 0, "CKR_OK"));
+    ck_assert_str_eq (s_record (batch, 1), S_USE ("alice", "01ab7f00ff", "CKM_ECDSA", 1, 0, "CKR_OK"));
+    char object [200] = "\"object\":\"";            //  S_OBJECT_MAX - 1 bytes of it kept
+    memset (object + strlen (object), 'k', 159);
+    strcat (object, "\",");
+    ck_assert_ptr_nonnull (strstr (s_record (batch, 2), object));
+    s_store (audit, batch);
+    broker_audit_destroy (&audit);
+}
+END_TEST
+
 START_TEST (test_every_use)
 {
     broker_audit_t *audit = s_audit ();
@@ -193,6 +223,7 @@ main (void)
     TCase *tc = tr_tcase ("audit", s_setup, s_teardown);
     tcase_add_test (tc, test_use_counted);
     tcase_add_test (tc, test_counters_kept_then_freed);
+    tcase_add_test (tc, test_key_names);
     tcase_add_test (tc, test_every_use);
     tcase_add_test (tc, test_stored_in_chain);
     suite_add_tcase (suite, tc);
