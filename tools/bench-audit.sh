@@ -6,7 +6,7 @@
 # same key (board0's p256 on the demo's SoftHSM boards), every signature
 # verified.  Prints the CSV rows of cryptoserver-bench with the setting in
 # front, then the median ops/s and broker CPU per op of each, their ratios,
-# and the load average before and after.  The pairs alternate which setting
+# the spread of each setting's cells, and the load average before and after.  The pairs alternate which setting
 # goes first (on off, off on, ...) so that a trend in the load does not favour
 # one.  A benchmark, not a test: run it on a quiet machine.
 # man cryptoserver-bench(1).
@@ -91,6 +91,11 @@ ON=$(median on 8); OFF=$(median off 8)
 CON=$(median on 15); COFF=$(median off 15)
 echo "# median ops/s: audit on $ON, off $OFF; on/off = $(ratio "$ON" "$OFF")"
 echo "# median broker CPU us/op: audit on $CON, off $COFF; on/off = $(ratio "$CON" "$COFF")"
+# The spread of a setting's cells, (max - min) / median: an on/off ratio
+# nearer 1 than that is not a difference this run could see.
+spread () { awk -F, -v s="$1" -v m="$2" '$1 == s { v = $8 + 0; if (n++ == 0 || v < lo) lo = v; if (v > hi) hi = v }
+    END { if (n && m + 0 > 0) printf "%.1f%%", 100 * (hi - lo) / m; else print "?" }' "$D/rows.csv"; }
+echo "# spread of the cells' ops/s: audit on $(spread on "$ON"), off $(spread off "$OFF")"
 echo "# load average (1 5 15 min): before $LOAD0, after $LOAD1"
 if [ -f "$D/keystore.db" ]; then
     echo "# audit rows written: $(sqlite3 "$D/keystore.db" 'SELECT count (*) FROM audit' 2>/dev/null || echo '?')"
