@@ -6,8 +6,9 @@
 #ifndef WORKER_CALL_H_INCLUDED
 #define WORKER_CALL_H_INCLUDED
 
+#include "board.h"
 #include "pq_work.h"
-#include "worker.h"
+#include "scheduler.h"
 
 #define WORKER_CALL_OUT_MAX 4864          /* bytes: an ML-DSA-87 signature (4627, FIPS 204 Table 2);
                                    a 16384-bit RSA result is 2048 */

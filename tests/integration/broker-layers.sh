@@ -35,34 +35,35 @@ declare -A rank=(
     # scheduling and placement
     [scheduler_int]=3 [placement]=4 [scheduler]=5
     # operations: metrics, config
-    [metrics_quota]=5 [metrics_int]=5 [metrics]=6 [metrics_render]=6 [metrics_http]=7 [broker_config]=8
+    [metrics_quota]=5 [metrics_int]=5 [metrics]=6 [metrics_render]=6 [metrics_http]=7
+    [broker_config_int]=5 [broker_config_values]=6 [broker_config_boards]=7 [broker_config]=8
     # boards and their health
-    [board]=9 [verify]=10 [pq_work]=10 [worker]=11 [board_watch]=11 [cross_check]=12
+    [board]=9 [verify]=10 [pq_work]=10 [worker_call]=11 [worker]=12 [board_watch]=12 [cross_check]=13
     # the keystore side: audit chain, slow pool, key pool, slow jobs
-    [audit]=9 [slow_pool]=9 [pool]=9 [pool_store]=10 [slow_jobs]=13
+    [audit]=9 [slow_pool]=9 [pool]=9 [pool_store]=10 [slow_jobs]=14
     # the frontend pipeline, bottom to top (docs/FRONTEND.md)
-    [frontend_int]=14
-    [fast_lane]=15 [dispatch]=16 [slow_link]=16
-    [reply]=17
-    [quota_link]=18
-    [inventory]=19
-    [key_route]=20 [shared_link]=20 [shared_boards]=20
-    [route]=21 [pool_jobs]=21 [login]=21
-    [keymgmt_jobs]=22
-    [job_kinds]=23
-    [admission]=24
-    [request]=25
-    [frontend]=26
+    [frontend_int]=15
+    [fast_lane]=16 [dispatch]=17 [slow_link]=17
+    [reply]=18
+    [quota_link]=19
+    [inventory]=20
+    [key_route]=21 [shared_link]=21 [shared_boards]=21
+    [route]=22 [pool_jobs]=22 [login]=22
+    [keymgmt_jobs]=23
+    [job_kinds]=24
+    [admission]=25
+    [request]=26
+    [frontend]=27
     # shared keys: the party service of a broker (its own thread, party/README.md)
-    [party_int]=9 [party_net]=10 [party_idem]=10 [party_use]=10 [party_row]=11 [party_sign]=11 [party_gen]=12 [party]=13
+    [party_int]=9 [party_net]=10 [party_idem]=10 [party_use]=10 [party_row]=12 [party_sign]=12 [party_gen]=13 [party]=14
     # the daemon
-    [server]=27 [main]=28
+    [server]=28 [main]=29
 )
 # headers ranked below their unit's .c: types and prototypes that lower
 # files include
 declare -A hrank=(
     [broker_config.h]=1 [scheduler.h]=2 [keyjobs.h]=1 [secretkeys.h]=1 [slow_pool.h]=1
-    [pool.h]=1 [frontend.h]=12 [metrics.h]=4 [party.h]=8
+    [pool.h]=1 [frontend.h]=13 [metrics.h]=4 [party.h]=8
 )
 
 # the rank of file $1 (a basename), or "" when it has none
