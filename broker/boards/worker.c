@@ -7,6 +7,7 @@
 #include "cs_wire.h"            /* CS_WIRE_MAX_MODEXP_BYTES only */
 #include "pq_work.h"
 #include "verify.h"
+#include "worker.h"
 #include "worker_call.h"
 
 struct _worker_t {
