@@ -1,4 +1,5 @@
-/*  audit.c — the broker's side of the audit log (audit.h;
+/*  audit.c — the broker's side of the audit log (audit.h; the key-use
+ *  counters are audit_uses.c;
  *  cryptoserver-audit(5)).
  */
 #ifdef HAVE_CONFIG_H
@@ -12,24 +13,12 @@
 #include <unistd.h>
 #include <czmq.h>
 #include "audit.h"
+#include "audit_uses.h"
 #include "cs_util.h"
 #include "cs_wire.h"
 #include "keystore_audit.h"
 
 #define S_OBJECT_MAX 160            /* bytes of an object name kept */
-
-/*  The key use counter of one (tenant, key, mechanism, client): found by
- *  its fields (s_use_hash, s_use_cmp) with no string formatted and nothing
- *  allocated, so a job's use costs a hash of its names.  A counter outlives
- *  the take that turned its count into a record; one left at zero for a
- *  whole interval is freed at the next take, so steady traffic allocates
- *  nothing and idle pairs do not pile up.  */
-typedef struct {
-    char *tenant, *key, *mechanism, *client, *client_key;
-    char *order;                    /* "tenant\x1fkey\x1fmech\x1fclient\x1fclient_key": the records' order */
-    uint64_t count, failures;
-    CK_RV last_failure;
-} s_use_t;
 
 struct _broker_audit_batch_t {
     char **bodies;
@@ -47,7 +36,7 @@ struct _broker_audit_t {
     EVP_PKEY *key;                  /* the audit key (Ed25519) */
     int facility;
     zlistx_t *events;               /* char *bodies, in order */
-    zhashx_t *uses;                 /* s_use_t, keyed by itself (s_use_hash, s_use_cmp) */
+    zhashx_t *uses;                 /* the key-use counters (audit_uses.h) */
     zhashx_t *every_use;            /* tenants whose policy is audit = every-use */
     size_t interval_ms;
     size_t ckpt_records;
@@ -146,23 +135,6 @@ broker_audit_event (broker_audit_t *self, const char *client, const char *client
     s_queue (self, &buf);
 }
 
-//  zhashx destructor of a counter (the item; its key is the same pointer).
-static void
-s_use_destroy (void **item)
-{
-    s_use_t *use = *item;
-    if (use) {
-        free (use->tenant);
-        free (use->key);
-        free (use->mechanism);
-        free (use->client);
-        free (use->client_key);
-        free (use->order);
-        free (use);
-    }
-    *item = NULL;
-}
-
 /* ---- jobs ---------------------------------------------------------------- */
 
 //  A key or object name for a record: printable bytes as they are, else
@@ -201,61 +173,6 @@ s_key_name (const Cs__KeyInfo *info, char *out, size_t size)
         out [0] = 0;
 }
 
-//  zhashx's hasher and comparator of s_use_t keys.  The hash takes the
-//  short names, each with a separator after it ("ab" "c" and "a" "bc"
-//  differ), not the 40 characters of client_key (a client's key and name go
-//  together: the allow-list); the comparator takes all five, the most
-//  varied first.
-static size_t
-s_use_hash (const void *item)
-{
-    const s_use_t *use = item;
-    const char *names [] = { use->tenant, use->key, use->mechanism, use->client };
-    size_t hash = 5381;
-    for (size_t i = 0; i < sizeof names / sizeof names [0]; i++) {
-        for (const char *c = names [i]; *c; c++)
-            hash = (hash * 33) ^ (unsigned char) *c;
-        hash = (hash * 33) ^ 0x1f;
-    }
-    return hash;
-}
-
-static int
-s_use_cmp (const void *item1, const void *item2)
-{
-    const s_use_t *a = item1, *b = item2;
-    int diff = strcmp (a->key, b->key);
-    if (!diff) diff = strcmp (a->client_key, b->client_key);
-    if (!diff) diff = strcmp (a->mechanism, b->mechanism);
-    if (!diff) diff = strcmp (a->tenant, b->tenant);
-    if (!diff) diff = strcmp (a->client, b->client);
-    return diff;
-}
-
-//  A new counter with copies of `like`'s names, in self->uses, or NULL.
-static s_use_t *
-s_use_new (broker_audit_t *self, const s_use_t *like)
-{
-    s_use_t *use = calloc (1, sizeof *use);
-    if (!use)
-        return NULL;
-    use->tenant = strdup (like->tenant);
-    use->key = strdup (like->key);
-    use->mechanism = strdup (like->mechanism);
-    use->client = strdup (like->client);
-    use->client_key = strdup (like->client_key);
-    if (asprintf (&use->order, "%s\x1f%s\x1f%s\x1f%s\x1f%s", like->tenant, like->key, like->mechanism,
-                  like->client, like->client_key) < 0)
-        use->order = NULL;
-    void *item = use;
-    if (!use->tenant || !use->key || !use->mechanism || !use->client || !use->client_key || !use->order
-    ||  zhashx_insert (self->uses, use, use) != 0) {
-        s_use_destroy (&item);
-        return NULL;
-    }
-    return use;
-}
-
 static void
 s_use (broker_audit_t *self, const char *client, const char *client_key, const char *tenant,
        const char *key, const char *mechanism, CK_RV rv)
@@ -267,19 +184,7 @@ s_use (broker_audit_t *self, const char *client, const char *client_key, const c
         s_queue (self, &buf);
         return;
     }
-    //  The names borrowed for the lookup only.
-    s_use_t like = {
-        .tenant = (char *) (tenant ? tenant : ""), .key = (char *) key, .mechanism = (char *) mechanism,
-        .client = (char *) (client ? client : ""), .client_key = (char *) (client_key ? client_key : ""),
-    };
-    s_use_t *use = zhashx_lookup (self->uses, &like);
-    if (!use && !(use = s_use_new (self, &like)))
-        return;
-    use->count++;
-    if (rv != CKR_OK) {
-        use->failures++;
-        use->last_failure = rv;
-    }
+    audit_uses_count (self->uses, tenant, key, mechanism, client, client_key, rv);
 }
 
 void
@@ -410,45 +315,20 @@ s_batch_free (broker_audit_batch_t **batch_p)
     *batch_p = NULL;
 }
 
-static int
-s_use_order (const void *a, const void *b)
-{
-    return strcmp ((*(s_use_t * const *) a)->order, (*(s_use_t * const *) b)->order);
-}
-
-//  The interval's use counts become records, in the order of their names
-//  (stable); the counters are set back to zero, and those that were at zero
-//  for the whole interval are freed.
+//  One record of an interval's use counts (audit_uses_take).
 static void
-s_uses_take (broker_audit_t *self)
+s_use_record (const audit_use_t *use, void *arg)
 {
-    size_t size = zhashx_size (self->uses), used = 0, idle = 0;
-    s_use_t **uses = size ? calloc (size, sizeof *uses) : NULL;
-    if (!uses)
-        return;                     //  none, or no memory: counted on, taken next time
-    for (s_use_t *use = zhashx_first (self->uses); use; use = zhashx_next (self->uses))
-        if (use->count)
-            uses [used++] = use;
-        else
-            uses [size - ++idle] = use;
-    for (size_t i = size - idle; i < size; i++)
-        zhashx_delete (self->uses, uses [i]);
-    qsort (uses, used, sizeof *uses, s_use_order);
-    for (size_t i = 0; i < used; i++) {
-        s_use_t *use = uses [i];
-        zchunk_t *buf = s_body (self, use->client, use->client_key, use->tenant, "use", use->key);
-        char n [24];
-        s_json_member (buf, "mechanism", use->mechanism);
-        snprintf (n, sizeof n, "%" PRIu64, use->count);
-        s_json_member (buf, "count", n);
-        snprintf (n, sizeof n, "%" PRIu64, use->failures);
-        s_json_member (buf, "failures", n);
-        s_json_member (buf, "result", cs_rv_name (use->failures ? use->last_failure : CKR_OK));
-        s_queue (self, &buf);
-        use->count = use->failures = 0;
-        use->last_failure = CKR_OK;
-    }
-    free (uses);
+    broker_audit_t *self = arg;
+    zchunk_t *buf = s_body (self, use->client, use->client_key, use->tenant, "use", use->key);
+    char n [24];
+    s_json_member (buf, "mechanism", use->mechanism);
+    snprintf (n, sizeof n, "%" PRIu64, use->count);
+    s_json_member (buf, "count", n);
+    snprintf (n, sizeof n, "%" PRIu64, use->failures);
+    s_json_member (buf, "failures", n);
+    s_json_member (buf, "result", cs_rv_name (use->failures ? use->last_failure : CKR_OK));
+    s_queue (self, &buf);
 }
 
 broker_audit_batch_t *
@@ -456,7 +336,7 @@ broker_audit_take (broker_audit_t *self, bool final)
 {
     if (!self || self->out)
         return NULL;
-    s_uses_take (self);
+    audit_uses_take (self->uses, s_use_record, self);
     size_t count = zlistx_size (self->events);
     bool due = self->since_ckpt + count > 0
             && (final || self->since_ckpt + count >= self->ckpt_records
@@ -614,7 +494,7 @@ broker_audit_new (const broker_config_t *config, metrics_t *metrics, bool *off_p
             free (real);
         }
         self->events = zlistx_new ();
-        self->uses = zhashx_new ();
+        self->uses = audit_uses_new ();
         self->every_use = zhashx_new ();
         self->interval_ms = (size_t) s_number (conf, "audit/interval-ms", 10000);
         self->ckpt_records = (size_t) s_number (conf, "audit/checkpoint-records", 1000);
@@ -627,11 +507,6 @@ broker_audit_new (const broker_config_t *config, metrics_t *metrics, bool *off_p
     }
     if (ok) {
         zlistx_set_destructor (self->events, (czmq_destructor *) zstr_free);
-        zhashx_set_destructor (self->uses, s_use_destroy);
-        zhashx_set_key_duplicator (self->uses, NULL);       //  a counter is its own key
-        zhashx_set_key_destructor (self->uses, NULL);
-        zhashx_set_key_hasher (self->uses, s_use_hash);
-        zhashx_set_key_comparator (self->uses, s_use_cmp);
         zconfig_t *tenants = zconfig_locate (conf, "tenants");
         for (zconfig_t *t = tenants ? zconfig_child (tenants) : NULL; t; t = zconfig_next (t)) {
             const char *policy = zconfig_get (t, "audit", "aggregate");

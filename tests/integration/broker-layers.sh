@@ -40,7 +40,7 @@ declare -A rank=(
     # boards and their health
     [board]=9 [verify]=10 [pq_work]=10 [worker_call]=11 [worker]=12 [board_watch]=12 [cross_check]=13
     # the keystore side: audit chain, slow pool, key pool, slow jobs
-    [audit]=9 [slow_pool]=9 [pool]=9 [pool_store]=10 [slow_jobs]=14
+    [audit_uses]=8 [audit]=9 [slow_pool]=9 [pool]=9 [pool_store]=10 [slow_jobs]=14
     # the frontend pipeline, bottom to top (docs/FRONTEND.md)
     [frontend_int]=15
     [fast_lane]=16 [dispatch]=17 [slow_link]=17
