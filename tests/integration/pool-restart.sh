@@ -9,7 +9,9 @@
 # (cryptoserver-bench --keygen --metrics: from the pool 1 of 1, no board
 # job before them).  The token key from the pool signs and openssl verifies
 # it with the public key the token gives.  No client can be mapped to the
-# reserved tenant.
+# reserved tenant, and it does not count as a tenant: after the restart the
+# broker still serves one (workers at the reactor's priority, the fast lane
+# uncapped).
 . "$(dirname "$0")/lib.sh"
 
 cs_require curl
@@ -57,6 +59,13 @@ grep -q 'pool: 3 pre-generated RSA keys restored from the keystore' "$WORK/broke
 [ "$(metric cryptoserver_pool_keys_restored_total)" = 3 ] || cs_fail "restored_total is not 3"
 [ "$(cs_keystore_rows @pool)" = 0 ] || cs_fail "restored keys are still in the keystore ($(cs_keystore_rows @pool) rows)"
 [ "$(refills_done)" = 0 ] || cs_fail "the boards generated keys although the pool was full"
+# The keystore now holds @pool's rows beside tenant demo's: still one tenant
+# for broker/worker-nice auto and the fast lane (the broker's own tenant is
+# not one to be fair to).
+grep -q 'workers: 0 nice steps below the reactor (broker/worker-nice auto, 1 tenants)' "$WORK/broker.log" \
+    || { grep 'workers:' "$WORK/broker.log"; cs_fail "with @pool's rows the broker counted more than one tenant"; }
+grep -q 'fast lane: .* uncapped (one tenant)' "$WORK/broker.log" \
+    || { grep 'fast lane:' "$WORK/broker.log"; cs_fail "with @pool's rows the fast lane capped its one tenant"; }
 # shellcheck disable=SC2086
 ${CS_CLIENT_WRAPPER:-} "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" --pin "$CRYPTOSERVER_PIN" \
     --keygen rsa:2048 --session-keys --count 1 --metrics "$(cat "$WORK/broker.metrics")" > "$T/bench.log" 2>&1 \
