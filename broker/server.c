@@ -34,6 +34,7 @@ struct _server_t {
     metrics_http_t *metrics_http;
     health_t *health;               /* board health and worker call states (health.h) */
     size_t stuck;                   /* workers left behind in a driver call at destroy */
+    size_t n_tenants;               /* the keystore's tenants at start (s_tenants_count) */
 };
 
 /*  Opens every configured board.  */
@@ -293,21 +294,22 @@ s_metrics_start (server_t *self)
     return self->metrics_http ? 0 : -1;
 }
 
-/*  The number of the keystore's tenants at start (a tenant added later
- *  counts from the next start), not counting the broker's own (@pool, which
- *  holds the key pool's sealed keys once a broker has stored them:
- *  pool_store_reserved); 0 when they cannot be listed.  */
-static size_t
-s_tenants_at_start (server_t *self)
+/*  Counts the keystore's tenants once, at start, into self->n_tenants (a
+ *  tenant added later counts from the next start), not counting the
+ *  broker's own (@pool, which holds the key pool's sealed keys once a broker
+ *  has stored them: pool_store_reserved); 0 when they cannot be listed.
+ *  The fast lane's share and broker/worker-nice auto both go by it.
+ *  Returns 0.  */
+static int
+s_tenants_count (server_t *self)
 {
-    size_t n_tenants = 0;
     char **tenants = keystore_tenant_list (self->keystore);
     for (size_t t = 0; tenants && tenants [t]; t++) {
-        n_tenants += !pool_store_reserved (tenants [t]);
+        self->n_tenants += !pool_store_reserved (tenants [t]);
         free (tenants [t]);
     }
     free (tenants);
-    return n_tenants;
+    return 0;
 }
 
 static int
@@ -323,7 +325,7 @@ s_frontend_start (server_t *self)
                                      self->keystore };
     self->args.metrics = self->metrics;
     self->args.health = self->health;
-    self->args.one_tenant = s_tenants_at_start (self) == 1;
+    self->args.one_tenant = self->n_tenants == 1;
     self->frontend = zactor_new (frontend_actor, &self->args);
     char *endpoint = self->frontend ? zstr_recv (self->frontend) : NULL;
     if (endpoint && *endpoint) {
@@ -341,11 +343,10 @@ static int
 s_worker_nice (server_t *self)
 {
     bool counted = self->config->worker_nice == BROKER_WORKER_NICE_AUTO;
-    size_t n_tenants = counted ? s_tenants_at_start (self) : 0;
-    int nice = broker_config_worker_nice (self->config, n_tenants);
+    int nice = broker_config_worker_nice (self->config, self->n_tenants);
     if (counted)
         zsys_info ("workers: %d nice steps below the reactor (broker/worker-nice auto, %zu tenants)", nice,
-                   n_tenants);
+                   self->n_tenants);
     else
         zsys_info ("workers: %d nice steps below the reactor (broker/worker-nice)", nice);
     return nice;
@@ -384,7 +385,7 @@ server_new (const broker_config_t *config, bool verbose)
     frontend_verbose = verbose;
     if (cs_secmem_protect_process ())
         zsys_warning ("cannot make the broker process non-dumpable: %s", strerror (errno));
-    if (s_boards_open (self) || s_keystore_open (self) || s_auth_start (self, verbose)
+    if (s_boards_open (self) || s_keystore_open (self) || s_tenants_count (self) || s_auth_start (self, verbose)
     ||  s_metrics_start (self) || s_frontend_start (self) || s_workers_start (self)
     ||  (party_configured (config) && !(self->party = party_new (config, self->keystore))))
         server_destroy (&self);
