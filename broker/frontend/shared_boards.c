@@ -149,7 +149,7 @@ fe_shared_boards_start (frontend_t *self)
     char *endpoint = party_control_endpoint (self->config);
     unsigned char token [PARTY_LANE_TOKEN_LEN];
     char hex [2 * PARTY_LANE_TOKEN_LEN + 1];
-    int rc = endpoint && party_control_valid (endpoint) && party_lane_token (token) == 0 && (self->boards = zsock_new (ZMQ_DEALER))
+    int rc = endpoint && party_lane_token (token) == 0 && (self->boards = zsock_new (ZMQ_DEALER))
           && zsock_connect (self->boards, "%s", endpoint) == 0
           && zloop_reader (self->loop, self->boards, s_on_boards, self) == 0 ? 0 : -1;
     if (rc == 0) {

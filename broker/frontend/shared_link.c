@@ -306,7 +306,7 @@ fe_shared_start (frontend_t *self)
         return 0;
     char *endpoint = party_control_endpoint (self->config);
     fe_shared_t *shared = self->shared = calloc (1, sizeof *shared);
-    int rc = endpoint && shared && party_control_valid (endpoint) ? 0 : -1;
+    int rc = endpoint && shared ? 0 : -1;
     for (int kind = 0; rc == 0 && kind < 2; kind++)
         if (!(shared->queue [kind] = zlist_new ()))
             rc = -1;

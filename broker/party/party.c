@@ -42,17 +42,11 @@ s_resolve (const broker_config_t *config, const char *path)
     return asprintf (&out, "%s/%s", config->dir, path) < 0 ? NULL : out;
 }
 
-char *
-party_control_endpoint (const broker_config_t *config)
-{
-    const char *given = zconfig_get (config->root, "party/control", NULL);
-    if (given)
-        return strdup (given);
-    return cs_ipc_party_control_default (config->dir);
-}
-
-bool
-party_control_valid (const char *endpoint)
+/*  True when endpoint may be the control socket: ipc:// with an absolute
+ *  path that fits a socket's path (cs_ipc_path_max, unix(7)); else false
+ *  after an E: line naming party/control.  */
+static bool
+s_control_valid (const char *endpoint)
 {
     if (strncmp (endpoint, "ipc:///", 7)) {
         zsys_error ("party/control: must be ipc:// with an absolute path (got \"%s\"): the control socket "
@@ -67,6 +61,18 @@ party_control_valid (const char *endpoint)
         return false;
     }
     return true;
+}
+
+char *
+party_control_endpoint (const broker_config_t *config)
+{
+    const char *given = zconfig_get (config->root, "party/control", NULL);
+    char *endpoint = given ? strdup (given) : cs_ipc_party_control_default (config->dir);
+    if (endpoint && !s_control_valid (endpoint)) {
+        free (endpoint);
+        endpoint = NULL;
+    }
+    return endpoint;
 }
 
 static int
@@ -86,7 +92,7 @@ s_config (party_t *self)
     }
     self->endpoint = strdup (endpoint);
     self->control_endpoint = party_control_endpoint (self->config);
-    if (!self->control_endpoint || !party_control_valid (self->control_endpoint))
+    if (!self->control_endpoint)
         return -1;
     char *secret_path = s_resolve (self->config, secret);
     self->cert = secret_path ? zcert_load (secret_path) : NULL;

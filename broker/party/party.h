@@ -25,16 +25,14 @@ bool party_shared_tenant (const broker_config_t *config, const char *tenant);
 /*  The endpoint of the party service's control socket (party/control,
  *  default ipc://DIR/party.ipc, or a path in a private directory when that
  *  one is too long for a socket: cs_ipc_party_control_default): malloc'd,
- *  caller frees; NULL when out of memory or the directory is gone.  The
+ *  caller frees; NULL when out of memory, the directory is gone, or the
+ *  endpoint may not be the control socket: not ipc:// with an absolute path
+ *  that fits a socket's path (cs_ipc_path_max, unix(7)), then after an E:
+ *  line naming party/control (the service and the frontend each ask, so
+ *  the broker stops at start whichever side runs first).  The
  *  frontend sends C_GenerateKeyPair and C_Sign/C_Decrypt of shared keys
  *  there, as cryptoserver-admin(8) `shared` does.  */
 char *party_control_endpoint (const broker_config_t *config);
-
-/*  True when endpoint may be the control socket: ipc:// with an absolute
- *  path that fits a socket's path (cs_ipc_path_max, unix(7)); else false
- *  after an E: line naming party/control (the service and the frontend
- *  both check, so the broker stops at start whichever side runs first).  */
-bool party_control_valid (const char *endpoint);
 
 #define PARTY_LANE_TOKEN_LEN 16
 
