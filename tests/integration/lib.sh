@@ -557,6 +557,25 @@ cs_shell () {
     cs_log "$name: $* -> $want"
 }
 
+# cs_shell_eventually NAME WANT MEANWHILE CMD...: sends CMD to shell NAME
+# every 0.2 s until it answers WANT, within 10 s (scaled); any answer but
+# WANT or MEANWHILE fails the test at once, as does no WANT in time.  For a
+# change that reaches the broker asynchronously (PostgreSQL NOTIFY), where
+# a call may still be served as before the change for a moment.
+cs_shell_eventually () {
+    local name=$1 want=$2 meanwhile=$3 line
+    shift 3
+    for _ in $(seq $((50 * CS_TIME_FACTOR))); do
+        echo "$*" >&"${CS_SHELL_IN[$name]}"
+        read -r -t $((60 * CS_TIME_FACTOR)) line <&"${CS_SHELL_OUT[$name]}" \
+            || { cat "$WORK/shell-$name.err" >&2 || true; cs_fail "$name: no answer to '$*'"; }
+        [ "$line" = "$1 $want" ] && { cs_log "$name: $* -> $want"; return 0; }
+        [ "$line" = "$1 $meanwhile" ] || { cat "$WORK/shell-$name.err" >&2 || true; cs_fail "$name: '$*' gave '$line', expected $want or $meanwhile"; }
+        sleep 0.2
+    done
+    cs_fail "$name: '$*' still gave $meanwhile after $((10 * CS_TIME_FACTOR)) s, expected $want"
+}
+
 # cs_shell_stop NAME: ends shell NAME (quit, bounded wait) and fails the test
 # unless it exits 0.
 cs_shell_stop () {
