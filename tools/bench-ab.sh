@@ -113,7 +113,7 @@ cell () { # name side key mechanism threads
         --verify-key "$D/$2/keys/$3.pub.pem" --csv --metrics "$CRYPTOSERVER_METRICS_URL" 2>/dev/null \
         | tail -1 | sed "s/^/$1,/; s/\$/,$load/"
 }
-echo "setup,mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures,broker_cpu_us_per_op,load1"
+echo "setup,mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures,broker_cpu_us_per_op,client_cpu_us_per_op,load1"
 : > "$D/rows.csv"
 for _ in $(seq "$R"); do
     for side in A B; do
@@ -124,7 +124,8 @@ for _ in $(seq "$R"); do
     done
 done
 # The medians of each setup and row; B/A of each; a failed signature or a
-# cell that printed nothing is said.
+# cell that printed nothing is said.  load1 is the last column (a --bench
+# from before client_cpu_us_per_op prints one column fewer).
 awk -F, -v a="$NAME_A" -v b="$NAME_B" '
 function median (list,   n, v, i, j, t) {
     n = split (list, v, " ")
@@ -132,7 +133,7 @@ function median (list,   n, v, i, j, t) {
     return n == 0 ? 0 : (n % 2) ? v [(n + 1) / 2] : (v [n / 2] + v [n / 2 + 1]) / 2
 }
 {   row = $2 "," $5; rows [row] = 1; k = $1 SUBSEP row
-    ops [k] = ops [k] " " $8; p50 [k] = p50 [k] " " $9; us [k] = us [k] " " $15; load [k] = load [k] " " $16
+    ops [k] = ops [k] " " $8; p50 [k] = p50 [k] " " $9; us [k] = us [k] " " $15; load [k] = load [k] " " $NF
     fail += $14 }
 END {
     printf "# medians of each cell\n# %-8s %-16s %7s %10s %8s %13s %6s %8s\n", "setup", "mechanism", "threads", "ops/s", "p50_ms", "broker_us/op", "load1", "B/A"

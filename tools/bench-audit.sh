@@ -72,7 +72,7 @@ cell () { # label
         --verify-key "$D/keys/$K.pub.pem" --csv --metrics "$CRYPTOSERVER_METRICS_URL" 2>/dev/null \
         | tail -1 | sed "s/^/$1,/"
 }
-echo "audit,mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures,broker_cpu_us_per_op"
+echo "audit,mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures,broker_cpu_us_per_op,client_cpu_us_per_op"
 : > "$D/rows.csv"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq "$R"); do

@@ -126,7 +126,7 @@ for board in $BOARDS; do
             row=$("$BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pin "$CRYPTOSERVER_PIN" \
                       --key "$KEY" --verify-key "$PUB" --csv "${args[@]}" | tail -n 1) \
                 || die "$board, $threads threads: cryptoserver-bench failed"
-            IFS=, read -r _ _ _ _ ops _ rate p50 _ _ _ _ failures <<<"$row"
+            IFS=, read -r _ _ _ _ ops _ rate p50 _ _ _ _ failures _ <<<"$row"
             [ "$failures" = 0 ] || die "$board: $failures failed signatures"
             signed=$((signed + ops))
             echo "$board $threads $rate $p50" >> "$RESULTS"

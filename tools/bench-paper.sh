@@ -263,7 +263,7 @@ count_for () {
 record () {
     local table=$1 config=$2 path=$3 sec=$4 crt=$5 row=$6
     local threads ops seconds rate p50 p99 failures
-    IFS=, read -r _ _ _ threads ops seconds rate p50 _ p99 _ _ failures <<<"$row"
+    IFS=, read -r _ _ _ threads ops seconds rate p50 _ p99 _ _ failures _ <<<"$row"
     [ "$failures" = 0 ] || die "$config: $failures failed signatures"
     awk -v OFS=, -v a="$table" -v b="$config" -v c="$path" -v d="$sec" -v e="$crt" -v t="$threads" \
         -v o="$ops" -v s="$seconds" -v r="$rate" -v p="$p50" -v q="$p99" \

@@ -2,7 +2,8 @@
  *  threads, each with its own session, sign blocks of messages started on a
  *  barrier, keep their signatures for OpenSSL to verify once the clock has
  *  stopped, and the totals are reported (with the broker's CPU per operation
- *  read from --metrics).  */
+ *  read from --metrics, and this process's own CPU per operation from
+ *  getrusage).  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <openssl/evp.h>
@@ -39,6 +41,8 @@ typedef struct {
     pthread_barrier_t *ready;       /* every session open (main then reads --metrics) */
     pthread_barrier_t *start;       /* the first block: all threads and main */
     pthread_barrier_t *block;       /* the next blocks: all threads */
+    pthread_barrier_t *signed_all;  /* the last block done: all threads (then verification) */
+    double *cpu_after;              /* set by the barrier's serial thread: s_cpu_seconds () */
     double began [CS_BENCH_MAX_BLOCKS], ended [CS_BENCH_MAX_BLOCKS];  /* cs_bench_now () when this thread
                                        started/stopped signing each block */
     double deadline;                /* cs_bench_now () when --seconds ends; set by the thread */
@@ -178,6 +182,18 @@ s_worker_open (s_worker_t *worker, CK_SESSION_HANDLE *session, CK_OBJECT_HANDLE 
     }
 }
 
+//  The CPU time of this process (every thread: the bench's and the module's,
+//  e.g. its libzmq I/O threads), user and system, in seconds.
+static double
+s_cpu_seconds (void)
+{
+    struct rusage usage;
+    if (getrusage (RUSAGE_SELF, &usage) != 0)
+        return 0;
+    return (double) usage.ru_utime.tv_sec + (double) usage.ru_utime.tv_usec / 1e6
+         + (double) usage.ru_stime.tv_sec + (double) usage.ru_stime.tv_usec / 1e6;
+}
+
 //  Thread body: open a session (login), find the key, wait for the others,
 //  then sign until the count or the deadline, block after block.
 static void *
@@ -210,6 +226,10 @@ s_worker_run (void *arg)
         }
         worker->ended [b] = cs_bench_now ();
     }
+    //  Every thread has stopped signing: the process's CPU time is read
+    //  once here, before any verification or session close.
+    if (pthread_barrier_wait (worker->signed_all) == PTHREAD_BARRIER_SERIAL_THREAD)
+        *worker->cpu_after = s_cpu_seconds ();
     if (session != CK_INVALID_HANDLE)
         worker->module->p11->C_CloseSession (session);
     if (worker->driver)
@@ -266,9 +286,10 @@ s_totals_collect (s_worker_t *workers, int count, s_totals_t *totals)
     }
 }
 
-//  The broker's CPU time per operation, in µs, from the process_cpu_seconds_total
-//  of --metrics before and after the run (every op counts, failed or not);
-//  negative when there were no ops.
+//  CPU time per operation, in µs, from a CPU time in seconds before and
+//  after the run (the broker's process_cpu_seconds_total of --metrics, or
+//  this process's getrusage); every op counts, failed or not; negative
+//  when there were no ops.
 static double
 s_cpu_per_op (const s_totals_t *totals, double cpu_before, double cpu_after)
 {
@@ -276,7 +297,8 @@ s_cpu_per_op (const s_totals_t *totals, double cpu_before, double cpu_after)
 }
 
 static void
-s_report (const cs_bench_options_t *options, s_totals_t *totals, double seconds, int bits, double cpu_us)
+s_report (const cs_bench_options_t *options, s_totals_t *totals, double seconds, int bits, double cpu_us,
+          double client_cpu_us)
 {
     if (totals->first_error != CKR_OK)
         fprintf (stderr, "cryptoserver-bench: first failure: %s\n",
@@ -295,16 +317,20 @@ s_report (const cs_bench_options_t *options, s_totals_t *totals, double seconds,
     char cpu [32] = "-";
     if (cpu_us >= 0)
         snprintf (cpu, sizeof cpu, "%.1f", cpu_us);
+    char client_cpu [32] = "-";
+    if (client_cpu_us >= 0)
+        snprintf (client_cpu, sizeof client_cpu, "%.1f", client_cpu_us);
     if (options->csv) {
-        //  --metrics adds one column at the end: scripts read the others by position.
+        //  New columns go at the end (--metrics: broker_cpu_us_per_op, then
+        //  always client_cpu_us_per_op): scripts read the others by position.
         if (!options->csv_no_header)
-            printf ("mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures%s\n",
-                    options->metrics ? ",broker_cpu_us_per_op" : "");
-        printf ("%s,%s,%d,%d,%ld,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%s,%ld%s%s\n",
+            printf ("mechanism,key,bits,threads,ops,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,max_ms,verified,failures%s"
+                    ",client_cpu_us_per_op\n", options->metrics ? ",broker_cpu_us_per_op" : "");
+        printf ("%s,%s,%d,%d,%ld,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%s,%ld%s%s,%s\n",
                 cs_bench_mech_name (options->mech), options->key ? options->key : "file", bits,
                 options->threads,
                 totals->ops, seconds, rate, p50, p90, p99, max, verified ? verified : count,
-                totals->failures, options->metrics ? "," : "", options->metrics ? cpu : "");
+                totals->failures, options->metrics ? "," : "", options->metrics ? cpu : "", client_cpu);
         return;
     }
     if (options->driver_board)
@@ -321,6 +347,8 @@ s_report (const cs_bench_options_t *options, s_totals_t *totals, double seconds,
     if (options->metrics)
         printf ("broker CPU per op: %s µs (process_cpu_seconds_total of %s over %ld ops)\n", cpu,
                 options->metrics, totals->ops);
+    printf ("client CPU per op: %s µs (getrusage of this process, user + system, over %ld ops)\n",
+            client_cpu, totals->ops);
 }
 
 //  Runs the threads and reports.  Returns the exit status.
@@ -330,21 +358,23 @@ cs_bench_sign_run (const cs_bench_options_t *options, cs_bench_module_t *module,
 {
     s_worker_t *workers = calloc ((size_t) options->threads, sizeof *workers);
     pthread_t *threads = calloc ((size_t) options->threads, sizeof *threads);
-    pthread_barrier_t ready, start, block;
+    pthread_barrier_t ready, start, block, signed_all;
     atomic_long progress = 0, taken [CS_BENCH_MAX_BLOCKS];
     atomic_bool stop = false;
     char err [512] = "";
-    double cpu_before = 0, cpu_after = 0;
+    double cpu_before = 0, cpu_after = 0, client_before = 0, client_after = 0;
     for (int b = 0; b < CS_BENCH_MAX_BLOCKS; b++)
         atomic_init (&taken [b], 0);
     pthread_barrier_init (&ready, NULL, (unsigned) options->threads + 1);
     pthread_barrier_init (&start, NULL, (unsigned) options->threads + 1);
     pthread_barrier_init (&block, NULL, (unsigned) options->threads);
+    pthread_barrier_init (&signed_all, NULL, (unsigned) options->threads);
     for (int i = 0; i < options->threads; i++) {
         workers [i] = (s_worker_t) { .index = i, .options = options, .module = driver ? NULL : module,
                                      .driver = driver, .verifier = verifier, .ready = &ready,
                                      .start = &start,
-                                     .block = &block, .progress = &progress, .taken = taken,
+                                     .block = &block, .signed_all = &signed_all,
+                                     .cpu_after = &client_after, .progress = &progress, .taken = taken,
                                      .stop = &stop };
         pthread_create (&threads [i], NULL, s_worker_run, &workers [i]);
     }
@@ -353,6 +383,7 @@ cs_bench_sign_run (const cs_bench_options_t *options, cs_bench_module_t *module,
                                                                &cpu_before, err, sizeof err) : 0;
     if (metrics_rc)
         atomic_store (&stop, true);     //  no run: the threads stop before their first op
+    client_before = s_cpu_seconds ();   //  after the logins and the --metrics read
     pthread_barrier_wait (&start);      //  the clock starts
     double started = cs_bench_now ();
     s_wait (threads, options->threads, &progress, started, options->progress);
@@ -374,7 +405,8 @@ cs_bench_sign_run (const cs_bench_options_t *options, cs_bench_module_t *module,
     s_totals_collect (workers, options->threads, &totals);
     if (metrics_rc == 0)
         s_report (options, &totals, seconds, bits,
-                  options->metrics ? s_cpu_per_op (&totals, cpu_before, cpu_after) : -1);
+                  options->metrics ? s_cpu_per_op (&totals, cpu_before, cpu_after) : -1,
+                  s_cpu_per_op (&totals, client_before, client_after));
     else
         fprintf (stderr, "cryptoserver-bench: --metrics: %s\n", err);
     if (totals.setup_failures)
@@ -387,6 +419,7 @@ cs_bench_sign_run (const cs_bench_options_t *options, cs_bench_module_t *module,
     pthread_barrier_destroy (&ready);
     pthread_barrier_destroy (&start);
     pthread_barrier_destroy (&block);
+    pthread_barrier_destroy (&signed_all);
     free (threads);
     free (workers);
     return status;

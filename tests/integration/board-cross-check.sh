@@ -38,7 +38,7 @@ cs_start
 $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pin "$CRYPTOSERVER_PIN" \
     --key shared --verify-key "$T/shared.pub.pem" --threads 2 --count 250 --csv > "$T/bench.csv" 2> "$T/bench.err" \
     || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "cryptoserver-bench failed"; }
-IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench.csv")
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures _ < <(tail -n 1 "$T/bench.csv")
 [ "$threads/$ops/$verified/$failures" = "2/500/500/0" ] \
     || cs_fail "bench (threads/ops/verified/failures): $threads/$ops/$verified/$failures, not 2/500/500/0"
 cs_log "500 RSA-2048 signatures, all verified by OpenSSL, none failed"
@@ -66,7 +66,7 @@ $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pi
     --key shared --mechanism rsa-pkcs-pss-sha256 --verify-key "$T/shared.pub.pem" --threads 2 --count 100 \
     --csv > "$T/bench.csv" 2> "$T/bench.err" \
     || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "cryptoserver-bench (PSS) failed"; }
-IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench.csv")
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures _ < <(tail -n 1 "$T/bench.csv")
 [ "$threads/$ops/$verified/$failures" = "2/200/200/0" ] \
     || cs_fail "PSS bench (threads/ops/verified/failures): $threads/$ops/$verified/$failures, not 2/200/200/0"
 curl -sf --max-time 10 "$URL" > "$T/metrics" || cs_fail "GET metrics failed"

@@ -35,7 +35,7 @@ bench () {
     $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pin "$CRYPTOSERVER_PIN" \
         --key shared --verify-key "$T/shared.pub.pem" --threads "$1" --count "$2" --csv > "$T/bench.csv" 2> "$T/bench.err" \
         || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "cryptoserver-bench ($1 x $2) failed"; }
-    IFS=, read -r _ _ _ threads ops _ _ _ _ _ max_ms verified failures < <(tail -n 1 "$T/bench.csv")
+    IFS=, read -r _ _ _ threads ops _ _ _ _ _ max_ms verified failures _ < <(tail -n 1 "$T/bench.csv")
     local total=$(( $1 * $2 ))
     [ "$threads/$ops/$verified/$failures" = "$1/$total/$total/0" ] \
         || cs_fail "bench (threads/ops/verified/failures): $threads/$ops/$verified/$failures, not $1/$total/$total/0"

@@ -33,7 +33,7 @@ bench () {
 
 start=$(date +%s%N)
 bench --threads 8 --count 100 || true
-IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench.csv")
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures _ < <(tail -n 1 "$T/bench.csv")
 [ "$threads/$ops" = "8/800" ] || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "bench did not run 8 x 100 signatures"; }
 [ $(( failures * 100 )) -lt "$ops" ] || cs_fail "$failures of $ops signatures failed (1% or more)"
 [ "$verified" = $(( ops - failures )) ] || cs_fail "$verified verified of $ops - $failures"

@@ -25,7 +25,7 @@ cs_start
 $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pin "$CRYPTOSERVER_PIN" \
     --key shared --verify-key "$T/shared.pub.pem" --threads 4 --count 500 --csv > "$T/bench.csv" 2> "$T/bench.err" \
     || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "cryptoserver-bench failed"; }
-IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench.csv")
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures _ < <(tail -n 1 "$T/bench.csv")
 [ "$threads/$ops/$verified/$failures" = "4/2000/2000/0" ] \
     || cs_fail "bench (threads/ops/verified/failures): $threads/$ops/$verified/$failures, not 4/2000/2000/0"
 cs_log "2000 RSA-2048 signatures, all verified by OpenSSL, none failed"
@@ -60,7 +60,7 @@ cs_start
 $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pin "$CRYPTOSERVER_PIN" \
     --key rsa2048 --verify-key "$KEYS/rsa2048.pub.pem" --threads 4 --count 100 --csv > "$T/bench.csv" 2> "$T/bench.err" \
     || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "cryptoserver-bench (rsa2048) failed"; }
-IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench.csv")
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures _ < <(tail -n 1 "$T/bench.csv")
 [ "$threads/$ops/$verified/$failures" = "4/400/400/0" ] \
     || cs_fail "rsa2048 bench (threads/ops/verified/failures): $threads/$ops/$verified/$failures, not 4/400/400/0"
 URL=$(cat "$WORK/broker.metrics") || cs_fail "the broker wrote no broker.metrics"

@@ -55,7 +55,7 @@ for count in 1 3; do
     bench "$ACME" acme sb 1 $count && cs_fail "signatures with sb (only on a hanging board) succeeded"
     elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
     first_ms=${first_ms:-$elapsed_ms}
-    IFS=, read -r _ _ _ _ ops _ _ _ _ _ _ _ failures < <(tail -n 1 "$T/bench.csv")
+    IFS=, read -r _ _ _ _ ops _ _ _ _ _ _ _ failures _ < <(tail -n 1 "$T/bench.csv")
     [ "$ops/$failures" = "$count/$count" ] || { cat "$T/bench.err"; cs_fail "sb: ops/failures $ops/$failures"; }
     grep -q "first failure: CKR_DEVICE_ERROR" "$T/bench.err" || { cat "$T/bench.err"; cs_fail "sb: not CKR_DEVICE_ERROR"; }
     # The deadline is 10 s: the failure must come from the 500 ms time limit.
@@ -71,14 +71,14 @@ hello_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$hello_ms" -lt "$limit_ms" ] || cs_fail "a Hello (pkcs11-tool -L) took $hello_ms ms while boards hang"
 bench "$CRYPTOSERVER_CONF" "$CRYPTOSERVER_TOKEN" rsa2048 1 20 --verify-key "$KEYS/rsa2048.pub.pem" \
     || { cat "$T/bench.err"; cs_fail "tenant demo's signatures failed while acme's boards hang"; }
-IFS=, read -r _ _ _ _ ops _ _ p50 _ _ max_ms verified failures < <(tail -n 1 "$T/bench.csv")
+IFS=, read -r _ _ _ _ ops _ _ p50 _ _ max_ms verified failures _ < <(tail -n 1 "$T/bench.csv")
 [ "$ops/$verified/$failures" = "20/20/0" ] || cs_fail "demo: ops/verified/failures $ops/$verified/$failures"
 awk -v m="$max_ms" -v l="$limit_ms" 'BEGIN { exit !(m < l) }' || cs_fail "demo: a signature took $max_ms ms"
 cs_log "while boards hang: Hello in $hello_ms ms, tenant demo's 20 signatures p50 $p50 ms, max $max_ms ms"
 
 # ---- sa: on good and on hanga: every job succeeds (re-run on good) ---------
 bench "$ACME" acme sa 4 25 --verify-key "$T/sa.pub.pem" || { cat "$T/bench.err"; cs_fail "signatures with sa failed"; }
-IFS=, read -r _ _ _ _ ops _ _ _ _ _ max_ms verified failures < <(tail -n 1 "$T/bench.csv")
+IFS=, read -r _ _ _ _ ops _ _ _ _ _ max_ms verified failures _ < <(tail -n 1 "$T/bench.csv")
 [ "$ops/$verified/$failures" = "100/100/0" ] || cs_fail "sa: ops/verified/failures $ops/$verified/$failures"
 grep -Eq 'board hanga: worker [0-9]+: a driver call over its time limit of 500 ms' "$WORK/broker.log" \
     || cs_fail "no job of sa went to the hanging board hanga (or its overrun was not logged)"

@@ -23,7 +23,7 @@ URL=$(cat "$WORK/broker.metrics") || cs_fail "the broker wrote no broker.metrics
 $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pin "$CRYPTOSERVER_PIN" \
     --key shared --verify-key "$T/shared.pub.pem" --csv --threads 8 --count 100 \
     > "$T/bench.csv" 2> "$T/bench.err" || true
-IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench.csv")
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures _ < <(tail -n 1 "$T/bench.csv")
 [ "$threads/$ops" = "8/800" ] || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "bench did not run 8 x 100 signatures"; }
 if [ "$failures" != 0 ]; then
     grep -o 'CKR_[A-Z_]*' "$T/bench.err" | sort | uniq -c

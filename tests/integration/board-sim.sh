@@ -55,7 +55,7 @@ cs_log "both sim boards sign and decrypt; OpenSSL checks every result"
 $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token demo --pin "$CRYPTOSERVER_PIN" \
     --key sim-card --verify-key "$T/card.pub.pem" --threads 8 --count 1 --csv > "$T/bench.csv" 2> "$T/bench.err" \
     || { cat "$T/bench.err" "$T/bench.csv"; cs_fail "cryptoserver-bench failed"; }
-IFS=, read -r _ _ _ threads ops seconds _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench.csv")
+IFS=, read -r _ _ _ threads ops seconds _ _ _ _ _ verified failures _ < <(tail -n 1 "$T/bench.csv")
 [ "$threads/$ops/$verified/$failures" = "8/8/8/0" ] || cs_fail "bench: $(tail -n 1 "$T/bench.csv")"
 slack=$(awk -v f="$CS_TIME_FACTOR" 'BEGIN { print 0.3 * f }')
 awk -v s="$seconds" -v slack="$slack" 'BEGIN { exit !(s >= 0.4 && s < 0.4 + slack) }' \

@@ -40,7 +40,7 @@ bench () { # CLIENT KEY PUB
     CRYPTOSERVER_CONF=$WORK/clients/$1/client.conf $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" \
         --token "$1" --pin "$CRYPTOSERVER_PIN" --key "$2" --verify-key "$3" --threads 4 --count 50 --csv \
         > "$T/bench-$1.csv" 2> "$T/bench-$1.err" || { cat "$T/bench-$1.err"; cs_fail "$1: signing with $2 failed"; }
-    IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$T/bench-$1.csv")
+    IFS=, read -r _ _ _ threads ops _ _ _ _ _ _ verified failures _ < <(tail -n 1 "$T/bench-$1.csv")
     [ "$ops/$verified/$failures" = "200/200/0" ] || cs_fail "$1: $ops signatures, $verified verified, $failures failed"
 }
 

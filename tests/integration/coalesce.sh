@@ -29,7 +29,7 @@ $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOS
     > "$WORK/bench.csv" 2> "$WORK/bench.err" \
     || { cat "$WORK/bench.csv" "$WORK/bench.err"; cs_fail "cryptoserver-bench reported failures"; }
 cat "$WORK/bench.csv"
-IFS=, read -r _ _ _ _ ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$WORK/bench.csv")
+IFS=, read -r _ _ _ _ ops _ _ _ _ _ _ verified failures _ < <(tail -n 1 "$WORK/bench.csv")
 [ "$ops" = 1600 ] && [ "$verified" = 1600 ] && [ "$failures" = 0 ] \
     || cs_fail "expected 1600 signed and verified, got ops=$ops verified=$verified failures=$failures"
 cs_log "32 threads x 50 ECDSA signatures: all 1600 verified by OpenSSL"

@@ -34,7 +34,7 @@ $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOS
     --pin "$CRYPTOSERVER_PIN" --key rsa2048 --mechanism sha256-rsa-pkcs --threads 8 --count 50 \
     --verify-key "$KEYS/rsa2048.pub.pem" --csv > "$WORK/bench.csv" 2> "$WORK/bench.err" \
     || { cat "$WORK/bench.csv" "$WORK/bench.err"; cs_fail "cryptoserver-bench reported failures"; }
-IFS=, read -r _ _ _ _ ops _ _ _ _ _ _ verified failures < <(tail -n 1 "$WORK/bench.csv")
+IFS=, read -r _ _ _ _ ops _ _ _ _ _ _ verified failures _ < <(tail -n 1 "$WORK/bench.csv")
 [ "$ops" = 400 ] && [ "$verified" = 400 ] && [ "$failures" = 0 ] \
     || cs_fail "expected 400 signed and verified, got ops=$ops verified=$verified failures=$failures"
 cs_log "8 threads x 50 signatures: all 400 verified by OpenSSL"

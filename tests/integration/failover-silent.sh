@@ -40,7 +40,7 @@ wait "$bench" || rc=$?
 kill -CONT "${CS_PEER_PID[b2]}"
 cat "$WORK/bench.csv" "$WORK/bench.err"
 [ "$rc" = 0 ] || cs_fail "cryptoserver-bench failed (status $rc)"
-IFS=, read -r _ _ _ threads ops _ _ _ _ _ max verified failures < <(tail -n 1 "$WORK/bench.csv")
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ max verified failures _ < <(tail -n 1 "$WORK/bench.csv")
 [ "$ops" -gt 0 ] && [ "$failures" = 0 ] && [ "$verified" = "$ops" ] \
     || cs_fail "expected every operation signed and verified: ops=$ops verified=$verified failures=$failures"
 # Under valgrind every operation takes seconds (three processes on

@@ -46,7 +46,7 @@ cs_wait_until $((RUN + 60 * CS_TIME_FACTOR)) eval '! kill -0 $bench 2>/dev/null'
 wait "$bench" || rc=$?
 cat "$WORK/bench.csv" "$WORK/bench.err"
 [ "$rc" = 0 ] || cs_fail "cryptoserver-bench failed (status $rc)"
-IFS=, read -r _ _ _ threads ops _ _ _ _ _ max verified failures < <(tail -n 1 "$WORK/bench.csv")
+IFS=, read -r _ _ _ threads ops _ _ _ _ _ max verified failures _ < <(tail -n 1 "$WORK/bench.csv")
 [ "$threads" = 8 ] && [ "$ops" -gt 0 ] && [ "$failures" = 0 ] && [ "$verified" = "$ops" ] \
     || cs_fail "expected every operation signed and verified: ops=$ops verified=$verified failures=$failures"
 # Under valgrind every operation takes seconds (three processes on

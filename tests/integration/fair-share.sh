@@ -55,7 +55,7 @@ quiet_p50 () {
     bench quiet --threads 1 --count 25 > "$T/$1.csv" 2> "$T/$1.err" \
         || { cat "$T/$1.err" "$T/$1.csv"; cs_fail "quiet: cryptoserver-bench failed ($1)"; }
     local ops verified failures p50
-    IFS=, read -r _ _ _ _ ops _ _ p50 _ _ _ verified failures < <(tail -n 1 "$T/$1.csv")
+    IFS=, read -r _ _ _ _ ops _ _ p50 _ _ _ verified failures _ < <(tail -n 1 "$T/$1.csv")
     [ "$ops/$verified/$failures" = "25/25/0" ] || cs_fail "quiet ($1): $(tail -n 1 "$T/$1.csv")"
     echo "$p50"
 }

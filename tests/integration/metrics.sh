@@ -65,15 +65,18 @@ $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOS
 cat "$WORK/bench.out"
 grep -Eq '^broker CPU per op: [0-9]+\.[0-9] µs ' "$WORK/bench.out" \
     || cs_fail "cryptoserver-bench --metrics printed no 'broker CPU per op: N µs' line"
+grep -Eq '^client CPU per op: [0-9]+\.[0-9] µs ' "$WORK/bench.out" \
+    || cs_fail "cryptoserver-bench printed no 'client CPU per op: N µs' line"
 $CS_CLIENT_WRAPPER "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" \
     --pin "$CRYPTOSERVER_PIN" --key rsa2048 --threads 2 --count 20 --metrics "$CRYPTOSERVER_METRICS_URL" --csv \
     > "$WORK/bench.csv" 2> "$WORK/bench.err" || { cat "$WORK/bench.csv" "$WORK/bench.err"; cs_fail "bench --csv"; }
 cat "$WORK/bench.csv"
-head -n 1 "$WORK/bench.csv" | grep -q ',verified,failures,broker_cpu_us_per_op$' \
-    || cs_fail "--csv --metrics: broker_cpu_us_per_op is not the last column"
-IFS=, read -r _ _ _ _ ops _ _ _ _ _ _ _ failures cpu < <(tail -n 1 "$WORK/bench.csv")
-[ "$ops" = 40 ] && [ "$failures" = 0 ] && [[ $cpu =~ ^[0-9]+\.[0-9]$ ]] \
-    || cs_fail "--csv --metrics: ops=$ops failures=$failures broker_cpu_us_per_op=$cpu"
+head -n 1 "$WORK/bench.csv" | grep -q ',verified,failures,broker_cpu_us_per_op,client_cpu_us_per_op$' \
+    || cs_fail "--csv --metrics: broker_cpu_us_per_op, client_cpu_us_per_op are not the last columns"
+IFS=, read -r _ _ _ _ ops _ _ _ _ _ _ _ failures cpu client extra < <(tail -n 1 "$WORK/bench.csv")
+[ "$ops" = 40 ] && [ "$failures" = 0 ] && [[ $cpu =~ ^[0-9]+\.[0-9]$ ]] && [[ $client =~ ^[0-9]+\.[0-9]$ ]] \
+    && [ -z "$extra" ] \
+    || cs_fail "--csv --metrics: ops=$ops failures=$failures broker_cpu_us_per_op=$cpu client_cpu_us_per_op=$client"
 if "$CS_BENCH" --module "$CRYPTOSERVER_MODULE" --token "$CRYPTOSERVER_TOKEN" --pin "$CRYPTOSERVER_PIN" \
        --key rsa2048 --count 1 --metrics "${URL%/metrics}/nothing" > "$WORK/bench404.out" 2>&1; then
     cs_fail "cryptoserver-bench --metrics with a wrong path succeeded"

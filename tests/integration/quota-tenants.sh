@@ -64,7 +64,7 @@ bench () {
 # rate OUT: ops/s of a finished bench (failures must be 0).
 rate () {
     local ops_s failures
-    IFS=, read -r _ _ _ _ _ _ ops_s _ _ _ _ _ failures < <(tail -n 1 "$1")
+    IFS=, read -r _ _ _ _ _ _ ops_s _ _ _ _ _ failures _ < <(tail -n 1 "$1")
     [ "$failures" = 0 ] || { cat "$1" "$1.err"; cs_fail "$1: $failures signatures failed"; }
     echo "${ops_s%.*}"
 }
