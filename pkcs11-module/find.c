@@ -5,8 +5,11 @@
  *  list (ListKeysJob {known_version}: an unchanged list costs one small
  *  round trip) and the data objects first, without the mutex.  A list
  *  longer than one page (client/list-page) is walked lazily: C_FindObjects
- *  asks for the next page when the application wants more handles than
- *  the pages so far gave (docs/CONTRACTS.md "Key lists in pages").
+ *  takes the next page when the application wants more handles than the
+ *  pages so far gave; each page, once it is back, asks for the one after
+ *  it before the module files its keys, so that the broker reads a page
+ *  while the module files the one before (docs/CONTRACTS.md "Key lists
+ *  in pages"; issue #25).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,28 +32,32 @@ typedef struct {
     char *cursor;
     unsigned walk;
     uint64_t version;
+    /*  The page after `ahead_after` asked for ahead (s_list_ahead), or
+        NULL; freed with the find when it is never taken.  */
+    cs_runner_pending_t *ahead;
+    char *ahead_after;
 } cs_find_t;
 
-/*  Without the mutex: one ListKeysJob page after `after` ("" for the
- *  first, which carries the cached version: 0 while no list is held, and
- *  the broker's versions start at 1, so it answers 0 with the list).
- *  client/list-page 0 asks for the whole list.  Returns CKR_OK with *reply_p
- *  (caller frees) holding the keys result, or the job's error.  */
-static CK_RV
-s_list_keys (const char *after, Cs__Reply **reply_p)
+/*  A ListKeysJob for the page after `after` ("" for the first, which
+ *  carries known_version) into *list and *job, which point into each
+ *  other and at `after` (borrowed).  */
+static void
+s_list_job (const char *after, uint64_t known_version, Cs__ListKeysJob *list, Cs__Job *job)
 {
-    Cs__ListKeysJob list = CS__LIST_KEYS_JOB__INIT;
-    Cs__Job job = CS__JOB__INIT;
-    if (!*after) {
-        cs_lock ();
-        list.known_version = cs_object_list_version_inlock ();
-        cs_unlock ();
-    }
-    list.after = (char *) after;
-    list.page_size = cs_object_list_page ();
-    job.kind_case = CS__JOB__KIND_LIST_KEYS;
-    job.list_keys = &list;
-    CK_RV rv = cs_runner_run_job (&job, true, reply_p);
+    cs__list_keys_job__init (list);
+    cs__job__init (job);
+    list->known_version = known_version;
+    list->after = (char *) after;
+    list->page_size = cs_object_list_page ();
+    job->kind_case = CS__JOB__KIND_LIST_KEYS;
+    job->list_keys = list;
+}
+
+/*  rv, or CKR_DEVICE_ERROR when an answer rv CKR_OK has no keys; *reply_p
+ *  freed and nulled unless CKR_OK.  */
+static CK_RV
+s_list_checked (CK_RV rv, Cs__Reply **reply_p)
+{
     if (rv == CKR_OK && (*reply_p)->results [0]->kind_case != CS__RESULT__KIND_KEYS) {
         cs_log_error ("the broker answered a key list without keys");
         rv = CKR_DEVICE_ERROR;
@@ -60,6 +67,70 @@ s_list_keys (const char *after, Cs__Reply **reply_p)
     if (rv != CKR_OK)
         *reply_p = NULL;
     return rv;
+}
+
+/*  Without the mutex: one ListKeysJob page after `after` ("" for the
+ *  first, which carries the cached version: 0 while no list is held, and
+ *  the broker's versions start at 1, so it answers 0 with the list).
+ *  client/list-page 0 asks for the whole list.  Returns CKR_OK with *reply_p
+ *  (caller frees) holding the keys result, or the job's error.  */
+static CK_RV
+s_list_keys (const char *after, Cs__Reply **reply_p)
+{
+    Cs__ListKeysJob list;
+    Cs__Job job;
+    uint64_t known_version = 0;
+    if (!*after) {
+        cs_lock ();
+        known_version = cs_object_list_version_inlock ();
+        cs_unlock ();
+    }
+    s_list_job (after, known_version, &list, &job);
+    return s_list_checked (cs_runner_run_job (&job, true, reply_p), reply_p);
+}
+
+/*  Without the mutex: when `page` says more follow, sends the ListKeysJob
+ *  for the page after it without waiting (cs_runner_submit) into
+ *  *ahead_p; else, or when it cannot leave, *ahead_p is NULL and the page
+ *  is asked for when it is wanted.  */
+static void
+s_list_ahead (const Cs__ListKeysResult *page, cs_runner_pending_t **ahead_p)
+{
+    Cs__ListKeysJob list;
+    Cs__Job job;
+    *ahead_p = NULL;
+    if (!page || page->unchanged || !page->more || !page->next || !*page->next)
+        return;
+    s_list_job (page->next, 0, &list, &job);
+    if (cs_runner_submit (&job, true, ahead_p) != CKR_OK)
+        *ahead_p = NULL;
+    else
+        cs_log_debug ("key list: the page after '%s' asked for ahead", page->next);
+}
+
+/*  Without the mutex: the page asked for ahead (*ahead_p, taken) into
+ *  *reply_p, as s_list_keys gives it.  Any failure but a login gone asks
+ *  for the page after `after` again at once: a page asked for ahead may
+ *  have outlived its deadline while the application waited.  */
+static CK_RV
+s_list_taken (cs_runner_pending_t **ahead_p, const char *after, Cs__Reply **reply_p)
+{
+    CK_RV rv = s_list_checked (cs_runner_wait (ahead_p, reply_p), reply_p);
+    return rv == CKR_OK || rv == CKR_USER_NOT_LOGGED_IN ? rv : s_list_keys (after, reply_p);
+}
+
+/*  Under the mutex: the find keeps `ahead`, the page after `after` asked
+ *  for ahead, when that is the page its walk wants next; else it is
+ *  abandoned.  *ahead_p nulled.  */
+static void
+s_ahead_keep_inlock (cs_find_t *find, const char *after, cs_runner_pending_t **ahead_p)
+{
+    if (find && !find->ahead && find->cursor && after && strcmp (find->cursor, after) == 0
+    &&  (find->ahead_after = strdup (after))) {
+        find->ahead = *ahead_p;
+        *ahead_p = NULL;
+    }
+    cs_runner_pending_free (ahead_p);
 }
 
 /*  Without the mutex: the first page of the key list into *reply_p, or
@@ -84,6 +155,8 @@ s_find_free (void *op)
         free (find->handles);
         free (find->tmpl);
         free (find->cursor);
+        cs_runner_pending_free (&find->ahead);
+        free (find->ahead_after);
     }
     free (find);
 }
@@ -150,16 +223,22 @@ s_find_start_inlock (cs_find_t *find, const Cs__ListKeysResult *page)
 }
 
 /*  Without the mutex: fetches the page after `after` for the find of
- *  session `handle` and adds its matches.  The login gone meanwhile
- *  (CKR_USER_NOT_LOGGED_IN) ends the walk where it is; another error stays
- *  the call's, and the next C_FindObjects asks for that page again.  */
+ *  session `handle` (the one asked for ahead when *ahead_p, taken), asks
+ *  for the page after it ahead, and adds its matches.  The login gone
+ *  meanwhile (CKR_USER_NOT_LOGGED_IN) ends the walk where it is; another
+ *  error stays the call's, and the next C_FindObjects asks for that page
+ *  again.  */
 static CK_RV
-s_walk_fetch (CK_SESSION_HANDLE handle, const cs_find_t *expected, const char *after)
+s_walk_fetch (CK_SESSION_HANDLE handle, const cs_find_t *expected, const char *after,
+              cs_runner_pending_t **ahead_p)
 {
     cs_session_t *session;
-    cs_find_t *find;
+    cs_find_t *find = NULL;
     Cs__Reply *reply = NULL;
-    CK_RV got = s_list_keys (after, &reply), rv;
+    cs_runner_pending_t *next = NULL;
+    CK_RV got = *ahead_p ? s_list_taken (ahead_p, after, &reply) : s_list_keys (after, &reply), rv;
+    if (got == CKR_OK)
+        s_list_ahead (reply->results [0]->keys, &next);
     cs_lock ();
     if ((rv = cs_session_get_inlock (handle, &session)) != CKR_OK)
         ;
@@ -176,6 +255,8 @@ s_walk_fetch (CK_SESSION_HANDLE handle, const cs_find_t *expected, const char *a
     &&  (rv = cs_object_walk_page_inlock (reply->results [0]->keys, find->tmpl, find->n_tmpl, &find->handles,
                                           &find->count)) == CKR_OK)
         rv = s_walk_next_inlock (find, reply->results [0]->keys);
+    if (next)
+        s_ahead_keep_inlock (rv == CKR_OK ? find : NULL, reply->results [0]->keys->next, &next);
     cs_unlock ();
     if (reply)
         cs__reply__free_unpacked (reply, NULL);
@@ -201,7 +282,8 @@ C_GetAttributeValue (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE object,
 /*  Starts the find on session `handle` from the list's first page (NULL:
  *  the cached list stays); the session takes `find` on CKR_OK.  */
 static CK_RV
-s_find_begin (CK_SESSION_HANDLE handle, cs_find_t *find, const Cs__ListKeysResult *page)
+s_find_begin (CK_SESSION_HANDLE handle, cs_find_t *find, const Cs__ListKeysResult *page,
+              cs_runner_pending_t **ahead_p)
 {
     cs_session_t *session;
     CK_RV rv;
@@ -209,8 +291,12 @@ s_find_begin (CK_SESSION_HANDLE handle, cs_find_t *find, const Cs__ListKeysResul
     if (cs_session_op_inlock (session, CS_OP_FIND))
         rv = CKR_OPERATION_ACTIVE;
     else
-    if ((rv = s_find_start_inlock (find, page)) == CKR_OK)
+    if ((rv = s_find_start_inlock (find, page)) == CKR_OK) {
+        if (*ahead_p)
+            s_ahead_keep_inlock (find, page->next, ahead_p);
         rv = cs_session_op_start_inlock (session, CS_OP_FIND, find, s_find_free);
+    }
+    cs_runner_pending_free (ahead_p);
     CS_END_CALL ();
     return rv;
 }
@@ -224,6 +310,7 @@ C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG cou
     cs_session_t *session;
     cs_find_t *find = NULL;
     Cs__Reply *reply = NULL;
+    cs_runner_pending_t *ahead = NULL;
     CK_RV rv;
     return_val_if_fail (tmpl || count == 0, CKR_ARGUMENTS_BAD);
     /*  The session is checked first, so that a broker problem cannot hide
@@ -232,11 +319,15 @@ C_FindObjectsInit (CK_SESSION_HANDLE handle, CK_ATTRIBUTE_PTR tmpl, CK_ULONG cou
     CS_END_CALL ();
     if ((rv = s_refresh_keys (&reply)) != CKR_OK)
         return rv;
+    if (reply)
+        s_list_ahead (reply->results [0]->keys, &ahead);
     if ((rv = cs_dataobj_refresh (tmpl, count)) == CKR_OK)
-        rv = (find = s_find_new (tmpl, count)) ? s_find_begin (handle, find, reply ? reply->results [0]->keys : NULL)
+        rv = (find = s_find_new (tmpl, count)) ? s_find_begin (handle, find, reply ? reply->results [0]->keys : NULL,
+                                                               &ahead)
                                                : CKR_HOST_MEMORY;
     if (rv == CKR_OK)
         find = NULL;
+    cs_runner_pending_free (&ahead);
     s_find_free (find);
     if (reply)
         cs__reply__free_unpacked (reply, NULL);
@@ -253,6 +344,7 @@ C_FindObjects (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE_PTR objects, CK_ULONG 
     cs_session_t *session;
     cs_find_t *find = NULL;
     char *after = NULL;
+    cs_runner_pending_t *ahead = NULL;
     CK_RV rv;
     return_val_if_fail (objects && count_p, CKR_ARGUMENTS_BAD);
     *count_p = 0;
@@ -267,11 +359,18 @@ C_FindObjects (CK_SESSION_HANDLE handle, CK_OBJECT_HANDLE_PTR objects, CK_ULONG 
                 objects [(*count_p)++] = find->handles [find->next++];
             if (*count_p < max && find->cursor && !(after = strdup (find->cursor)))
                 rv = CKR_HOST_MEMORY;
+            if (after && find->ahead && strcmp (find->ahead_after, after) == 0) {
+                ahead = find->ahead;            /* ours now: waited on outside the mutex */
+                find->ahead = NULL;
+                free (find->ahead_after);
+                find->ahead_after = NULL;
+            }
         }
         CS_END_CALL ();
-        /*  A paged walk fetches the next page only when the application
+        /*  A paged walk takes the next page only when the application
             wants more than the pages so far hold.  */
-    } while (rv == CKR_OK && after && (rv = s_walk_fetch (handle, find, after)) == CKR_OK);
+    } while (rv == CKR_OK && after && (rv = s_walk_fetch (handle, find, after, &ahead)) == CKR_OK);
+    cs_runner_pending_free (&ahead);
     free (after);
     return rv;
 }

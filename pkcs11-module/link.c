@@ -389,15 +389,15 @@ s_lead (cs_link_t *self, cs_link_call_t *call, int64_t deadline_at, int64_t time
  *  leader is out of it (it sends what is queued before it polls again) or
  *  the frame joins waiters held for company (cs_waitq_joins_hold).  Called with the mutex
  *  held.  */
-void
-cs_link_int_wait (cs_link_t *self, cs_link_call_t *call, int64_t timeout_ms)
+/*  Mutex held, `call` queued and counted among the callers: blocks until
+ *  it is done or `deadline_at` (monotonic ms) passes, as the leader when
+ *  nobody holds the token, else on its condition variable.  */
+static void
+s_wait_done (cs_link_t *self, cs_link_call_t *call, int64_t deadline_at, int64_t timeout_ms)
 {
     struct timespec deadline;
-    int64_t deadline_at = cs_assoc_now_ms () + timeout_ms;
-    s_deadline (timeout_ms, &deadline);
-    cs_waitq_add (&self->queue, &call->base, cs_assoc_now_ms ());
-    self->callers++;
-    cs_link_int_queued (self, call);
+    int64_t left = deadline_at - cs_assoc_now_ms ();
+    s_deadline (left > 0 ? left : 0, &deadline);
     while (!call->base.done)
         if (!self->leader)
             s_lead (self, call, deadline_at, timeout_ms);
@@ -405,10 +405,38 @@ cs_link_int_wait (cs_link_t *self, cs_link_call_t *call, int64_t timeout_ms)
         if (pthread_cond_timedwait (&call->cond, &self->mutex, &deadline) == ETIMEDOUT
         &&  !call->base.done)
             cs_waiter_expire (&call->base, timeout_ms);
-    cs_waitq_remove (&self->queue, &call->base);
-    cs_link_int_promote (self);
+}
+
+//  Mutex held: one caller fewer; the last one wakes a stopping C_Finalize.
+static void
+s_caller_gone (cs_link_t *self)
+{
     if (--self->callers == 0 && self->stopping)
         pthread_cond_broadcast (&self->drained);
+}
+
+void
+cs_link_int_wait (cs_link_t *self, cs_link_call_t *call, int64_t timeout_ms)
+{
+    int64_t deadline_at = cs_assoc_now_ms () + timeout_ms;
+    cs_waitq_add (&self->queue, &call->base, cs_assoc_now_ms ());
+    self->callers++;
+    cs_link_int_queued (self, call);
+    s_wait_done (self, call, deadline_at, timeout_ms);
+    cs_waitq_remove (&self->queue, &call->base);
+    cs_link_int_promote (self);
+    s_caller_gone (self);
+}
+
+void
+cs_link_int_wait_detached (cs_link_t *self, cs_link_call_t *call)
+{
+    self->callers++;
+    call->detached = false;             /* a thread sleeps on it now: it may be woken to lead */
+    s_wait_done (self, call, call->deadline_at, call->timeout_ms);
+    call->detached = true;
+    cs_link_int_promote (self);
+    s_caller_gone (self);
 }
 
 void

@@ -101,6 +101,15 @@ CK_RV cs_link_submit (cs_link_t *self, Cs__Request *req, int64_t timeout_ms, cs_
  *  cs_link_submit).  */
 CK_RV cs_link_complete (cs_link_call_t **call_p, Cs__Reply **reply_p);
 
+/*  cs_link_complete that blocks: waits (leading the link when nobody
+ *  does, as cs_link_call) until *call_p is done or its deadline, counted
+ *  from cs_link_submit, passes; then ends it as cs_link_complete does:
+ *  CKR_OK with *reply_p (caller frees with cs__reply__free_unpacked) or
+ *  one of cs_link_call's errors; *call_p nulled.  Only the call's owner
+ *  may wait on it, and only from one thread.  CKR_ARGUMENTS_BAD for no
+ *  call.  Issue #25: a key list's next page, asked for ahead.  */
+CK_RV cs_link_wait (cs_link_call_t **call_p, Cs__Reply **reply_p);
+
 /*  Abandons a call from cs_link_submit: out of the queue, its frame and any
  *  reply wiped; a reply arriving later is dropped as late.  The link must
  *  still exist (C_Finalize frees the calls before cs_link_destroy); on a

@@ -1,7 +1,7 @@
 /*  link_call.c — one call over the link (link.h): its frame, a call that
  *  blocks (cs_link_call), and calls that do not wait (cs_link_submit,
- *  cs_link_complete, cs_link_call_free: PKCS#11 3.2 asynchronous sessions,
- *  issue #23).
+ *  cs_link_complete, cs_link_wait, cs_link_call_free: PKCS#11 3.2
+ *  asynchronous sessions, issue #23; a key list's next page, issue #25).
  *
  *  A detached call sits in the same wait queue as blocking ones, so the
  *  wire stays multiplexed by request id: one thread may keep any number
@@ -235,6 +235,18 @@ cs_link_complete (cs_link_call_t **call_p, Cs__Reply **reply_p)
     free (call);
     *call_p = NULL;
     return rv;
+}
+
+CK_RV
+cs_link_wait (cs_link_call_t **call_p, Cs__Reply **reply_p)
+{
+    cs_link_call_t *call = call_p ? *call_p : NULL;
+    return_val_if_fail (call && call->detached && reply_p, CKR_ARGUMENTS_BAD);
+    pthread_mutex_lock (&call->link->mutex);
+    if (!call->base.done)
+        cs_link_int_wait_detached (call->link, call);
+    pthread_mutex_unlock (&call->link->mutex);
+    return cs_link_complete (call_p, reply_p);
 }
 
 void

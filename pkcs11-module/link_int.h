@@ -59,6 +59,12 @@ struct _cs_link_t {
  *  deadline of `timeout_ms` passes, leading when nobody holds the token.  */
 void cs_link_int_wait (cs_link_t *self, cs_link_call_t *call, int64_t timeout_ms);
 
+/*  Link mutex held: blocks, as cs_link_int_wait does, until the queued
+ *  detached call (cs_link_submit's) is done or its deadline passes,
+ *  counted among the callers C_Finalize waits for meanwhile; the call
+ *  stays queued and detached (cs_link_complete ends it).  */
+void cs_link_int_wait_detached (cs_link_t *self, cs_link_call_t *call);
+
 /*  Link mutex held: one turn of the queue and a poll of the DEALERs that
  *  does not block, when nobody holds the token (sends what is queued,
  *  hands out the replies that came); a no-op otherwise (the leader does

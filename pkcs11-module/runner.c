@@ -138,11 +138,13 @@ cs_runner_submit (Cs__Job *job, bool with_ticket, cs_runner_pending_t **pending_
     return rv;
 }
 
-CK_RV
-cs_runner_complete (cs_runner_pending_t **pending_p, Cs__Reply **reply_p)
+/*  cs_runner_complete and cs_runner_wait: the job's end by `end`
+ *  (cs_link_complete or cs_link_wait).  */
+static CK_RV
+s_end (cs_runner_pending_t **pending_p, Cs__Reply **reply_p, CK_RV (*end) (cs_link_call_t **, Cs__Reply **))
 {
     cs_runner_pending_t *self = *pending_p;
-    CK_RV rv = cs_link_complete (&self->call, reply_p);
+    CK_RV rv = end (&self->call, reply_p);
     if (rv == CKR_PENDING)
         return rv;
     if (rv == CKR_OK)
@@ -150,6 +152,18 @@ cs_runner_complete (cs_runner_pending_t **pending_p, Cs__Reply **reply_p)
     s_answer (self->ticket, self->ticket_len, *reply_p, rv, self->list_or_context);
     cs_runner_pending_free (pending_p);
     return rv;
+}
+
+CK_RV
+cs_runner_complete (cs_runner_pending_t **pending_p, Cs__Reply **reply_p)
+{
+    return s_end (pending_p, reply_p, cs_link_complete);
+}
+
+CK_RV
+cs_runner_wait (cs_runner_pending_t **pending_p, Cs__Reply **reply_p)
+{
+    return s_end (pending_p, reply_p, cs_link_wait);
 }
 
 void

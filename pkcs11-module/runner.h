@@ -60,6 +60,11 @@ CK_RV cs_runner_submit (Cs__Job *job, bool with_ticket, cs_runner_pending_t **pe
  *  Must be called WITHOUT the library mutex.  */
 CK_RV cs_runner_complete (cs_runner_pending_t **pending_p, Cs__Reply **reply_p);
 
+/*  cs_runner_complete that blocks until the job's answer or its deadline
+ *  (cs_link_wait); *pending_p is always ended and nulled.  Must be called
+ *  WITHOUT the library mutex.  */
+CK_RV cs_runner_wait (cs_runner_pending_t **pending_p, Cs__Reply **reply_p);
+
 /*  Abandons a pending job (its reply is dropped when it comes).  Callable
  *  under the library mutex: no network I/O.  NULL-safe, nulls *pending_p.  */
 void cs_runner_pending_free (cs_runner_pending_t **pending_p);

@@ -8,7 +8,8 @@
 #    once; page size 0 (an old module) still gets the whole list in one reply.
 #  - Through the module with client/list-page 300: pkcs11-tool -O finds every
 #    private and public key object (C_FindObjects walks the pages lazily:
-#    its debug log names each page),
+#    its debug log names each page; each page but the last, once back,
+#    asks for the next one ahead, before the module files its keys: issue #25),
 #    and a key found by its CKA_ID on a late page signs (verified by OpenSSL).
 . "$(dirname "$0")/lib.sh"
 
@@ -60,6 +61,9 @@ labels=$(awk '/^ *label:/ { print $2 }' "$T/objects" | sort | uniq -c | awk '$1 
 pages=$(grep -c "key list: a page of" "$T/objects.log" || true)
 [ "$pages" = $(( (N + 299) / 300 )) ] || cs_fail "the module read $pages pages, not $(( (N + 299) / 300 ))"
 grep -q "key list: a page of .*, the last" "$T/objects.log" || cs_fail "the module's walk never reached the last page"
+ahead=$(grep -c "key list: the page after .* asked for ahead" "$T/objects.log" || true)
+[ "$ahead" = $(( (N + 299) / 300 - 1 )) ] \
+    || cs_fail "the module asked for $ahead pages ahead, not $(( (N + 299) / 300 - 1 )) (one after each page but the last)"
 cs_log "C_FindObjects in pages of 300 found all $N private and $N public key objects"
 
 # A key of a late page: found by CKA_ID (the find walks to its page) and used.

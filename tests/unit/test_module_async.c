@@ -7,8 +7,9 @@
  *  calls that do not wait (link.h cs_link_submit, cs_link_complete): one
  *  thread keeps many requests outstanding against a fake broker that
  *  answers them in the reverse order, and each gets its own reply; an
- *  abandoned call's late reply is dropped and the link goes on.  No sleeps:
- *  completions are polled with a deadline.  */
+ *  abandoned call's late reply is dropped and the link goes on; a thread
+ *  blocks on a call it submitted (cs_link_wait).  No sleeps: completions
+ *  are polled with a deadline.  */
 #include <check.h>
 #include <pthread.h>
 #include <sched.h>
@@ -277,6 +278,64 @@ START_TEST (test_link_many_outstanding)
 }
 END_TEST
 
+/*  cs_link_wait (issue #25: a key list's next page asked for ahead): a
+ *  thread blocks on a call it submitted, leading the link meanwhile, so
+ *  the replies of the calls submitted with it are taken too; a done call
+ *  returns at once; a call no broker answers ends at its deadline
+ *  (counted from the submit) with CKR_DEVICE_ERROR, not later.  */
+START_TEST (test_link_wait)
+{
+    enum { N = 3 };
+    void *ctx = zmq_ctx_new ();
+    s_fake_t fake = { zmq_socket (ctx, ZMQ_ROUTER), N, 0, false };
+    char endpoint [256], *endpoints [] = { endpoint };
+    size_t len = sizeof endpoint;
+    pthread_t thread;
+    ck_assert_int_eq (zmq_bind (fake.router, "tcp://127.0.0.1:*"), 0);
+    ck_assert_int_eq (zmq_getsockopt (fake.router, ZMQ_LAST_ENDPOINT, endpoint, &len), 0);
+    ck_assert_int_eq (pthread_create (&thread, NULL, s_fake_run, &fake), 0);
+    cs_client_config_t config = { .endpoints = endpoints, .n_endpoints = 1, .curve = false, .timeout_ms = 20000 };
+    CK_RV rv = CKR_OK;
+    cs_link_t *link = cs_link_new (&config, &rv);
+    ck_assert_ptr_nonnull (link);
+    cs_link_call_t *calls [N];
+    uint8_t data [N][8];
+    Cs__Request req;
+    Cs__Job job, *jobs [1];
+    Cs__SignJob sign;
+    Cs__Reply *reply = NULL;
+    for (int i = 0; i < N; i++) {
+        snprintf ((char *) data [i], sizeof data [i], "wait%03d", i);
+        s_request (&req, &job, jobs, &sign, data [i]);
+        ck_assert_uint_eq (cs_link_submit (link, &req, 20000, &calls [i]), CKR_OK);
+    }
+    /*  The fake answers 2, 1, then 0: waiting on 0 takes all three.  */
+    ck_assert_uint_eq (cs_link_wait (&calls [0], &reply), CKR_OK);
+    ck_assert_ptr_null (calls [0]);
+    ck_assert_mem_eq (reply->results [0]->data.data, data [0], 8);
+    cs_wire_reply_free (&reply);
+    for (int i = N - 1; i > 0; i--) {
+        ck_assert_uint_eq (cs_link_complete (&calls [i], &reply), CKR_OK);   /* already done */
+        ck_assert_mem_eq (reply->results [0]->data.data, data [i], 8);
+        cs_wire_reply_free (&reply);
+    }
+    ck_assert_uint_eq (cs_link_wait (&calls [0], &reply), CKR_ARGUMENTS_BAD);  /* no call */
+    /*  A call nobody answers (the fake stopped): its deadline ends the wait.  */
+    __atomic_store_n (&fake.stop, true, __ATOMIC_SEQ_CST);
+    pthread_join (thread, NULL);
+    s_request (&req, &job, jobs, &sign, (uint8_t *) "unheard");
+    ck_assert_uint_eq (cs_link_submit (link, &req, 300, &calls [0]), CKR_OK);
+    int64_t started = s_now_ms ();
+    ck_assert_uint_eq (cs_link_wait (&calls [0], &reply), CKR_DEVICE_ERROR);
+    ck_assert_ptr_null (calls [0]);
+    ck_assert_ptr_null (reply);
+    ck_assert_int_lt (s_now_ms () - started, 5000);
+    cs_link_destroy (&link);
+    zmq_close (fake.router);
+    zmq_ctx_term (ctx);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -286,6 +345,7 @@ main (void)
     tcase_add_test (tc, test_async_slots);
     tcase_add_test (tc, test_async_dir);
     tcase_add_test (tc, test_link_many_outstanding);
+    tcase_add_test (tc, test_link_wait);
     tcase_set_timeout (tc, 60);
     suite_add_tcase (suite, tc);
     return tr_run (suite);
