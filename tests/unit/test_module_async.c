@@ -201,20 +201,30 @@ s_now_ms (void)
     return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-START_TEST (test_link_many_outstanding)
+/*  Binds fake's ROUTER on 127.0.0.1, starts its thread (*thread) and
+ *  returns a link to it without CURVE (20 s timeout).  */
+static cs_link_t *
+s_fake_link (s_fake_t *fake, pthread_t *thread)
 {
-    void *ctx = zmq_ctx_new ();
-    s_fake_t fake = { zmq_socket (ctx, ZMQ_ROUTER), S_CALLS, 0, false };
     char endpoint [256], *endpoints [] = { endpoint };
     size_t len = sizeof endpoint;
-    pthread_t thread;
-    ck_assert_int_eq (zmq_bind (fake.router, "tcp://127.0.0.1:*"), 0);
-    ck_assert_int_eq (zmq_getsockopt (fake.router, ZMQ_LAST_ENDPOINT, endpoint, &len), 0);
-    ck_assert_int_eq (pthread_create (&thread, NULL, s_fake_run, &fake), 0);
+    ck_assert_int_eq (zmq_bind (fake->router, "tcp://127.0.0.1:*"), 0);
+    ck_assert_int_eq (zmq_getsockopt (fake->router, ZMQ_LAST_ENDPOINT, endpoint, &len), 0);
+    ck_assert_int_eq (pthread_create (thread, NULL, s_fake_run, fake), 0);
     cs_client_config_t config = { .endpoints = endpoints, .n_endpoints = 1, .curve = false, .timeout_ms = 20000 };
     CK_RV rv = CKR_OK;
     cs_link_t *link = cs_link_new (&config, &rv);
     ck_assert_ptr_nonnull (link);
+    return link;
+}
+
+START_TEST (test_link_many_outstanding)
+{
+    void *ctx = zmq_ctx_new ();
+    s_fake_t fake = { zmq_socket (ctx, ZMQ_ROUTER), S_CALLS, 0, false };
+    pthread_t thread;
+    cs_link_t *link = s_fake_link (&fake, &thread);
+    CK_RV rv = CKR_OK;
     cs_link_call_t *calls [S_CALLS];
     uint8_t data [S_CALLS][8];
     /*  One thread, S_CALLS requests out: the fake answers none until it has
@@ -288,16 +298,8 @@ START_TEST (test_link_wait)
     enum { N = 3 };
     void *ctx = zmq_ctx_new ();
     s_fake_t fake = { zmq_socket (ctx, ZMQ_ROUTER), N, 0, false };
-    char endpoint [256], *endpoints [] = { endpoint };
-    size_t len = sizeof endpoint;
     pthread_t thread;
-    ck_assert_int_eq (zmq_bind (fake.router, "tcp://127.0.0.1:*"), 0);
-    ck_assert_int_eq (zmq_getsockopt (fake.router, ZMQ_LAST_ENDPOINT, endpoint, &len), 0);
-    ck_assert_int_eq (pthread_create (&thread, NULL, s_fake_run, &fake), 0);
-    cs_client_config_t config = { .endpoints = endpoints, .n_endpoints = 1, .curve = false, .timeout_ms = 20000 };
-    CK_RV rv = CKR_OK;
-    cs_link_t *link = cs_link_new (&config, &rv);
-    ck_assert_ptr_nonnull (link);
+    cs_link_t *link = s_fake_link (&fake, &thread);
     cs_link_call_t *calls [N];
     uint8_t data [N][8];
     Cs__Request req;
