@@ -60,7 +60,7 @@ CLIENT=$(ls /usr/lib/*/pkcs11/p11-kit-client.so 2>/dev/null | head -1)
 [ -x "$B" ] && [ -x "$A" ] || { echo "bench-side-by-side.sh: build first (no $B)" >&2; exit 2; }
 
 "$SRC/tools/demo-deploy.sh" "$D" --endpoint 'tcp://127.0.0.1:!' --metrics-port 0 >/dev/null
-trap '"$SRC/tools/demo-deploy.sh" --stop "$D" >/dev/null 2>&1 || true; [ -n "${P11_KIT_SERVER_PID:-}" ] && kill "$P11_KIT_SERVER_PID" 2>/dev/null; rm -rf "$D" "${IPC_DIR:-}"' EXIT
+trap '"$SRC/tools/demo-deploy.sh" --stop "$D" >/dev/null 2>&1 || true; { [ -z "${P11_KIT_SERVER_PID:-}" ] || kill "$P11_KIT_SERVER_PID" 2>/dev/null || true; }; rm -rf "$D" "${IPC_DIR:-}"' EXIT
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$D/ksp256.pem" 2>/dev/null
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$D/ksrsa.pem" 2>/dev/null
 for k in ksp256 ksrsa; do
@@ -97,7 +97,10 @@ host_cores () {
 idle
 export SOFTHSM2_CONF=$D/softhsm2.conf
 if [ -n "$CLIENT" ]; then
-    eval "$(p11-kit server --provider "$SO" -n "$D/p11kit.sock" -s 'pkcs11:token=board0' 2>/dev/null)" || CLIENT=
+    # Its socket goes beside the broker's, in the short directory: under a
+    # deep DIR (make distcheck's tree) DIR/p11kit.sock is longer than a
+    # socket's path may be (107 bytes, unix(7)) and p11-kit's server dies.
+    eval "$(p11-kit server --provider "$SO" -n "$IPC_DIR/p11kit.sock" -s 'pkcs11:token=board0' 2>/dev/null)" || CLIENT=
 fi
 
 ROWS=$D/rows.csv     # every CSV row printed, for the medians of the table
