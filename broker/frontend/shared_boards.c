@@ -147,9 +147,11 @@ fe_shared_boards_start (frontend_t *self)
     if (!party_configured (self->config))
         return 0;
     char *endpoint = party_control_endpoint (self->config);
+    if (!endpoint)
+        return -1;                  /* party_control_endpoint said why */
     unsigned char token [PARTY_LANE_TOKEN_LEN];
     char hex [2 * PARTY_LANE_TOKEN_LEN + 1];
-    int rc = endpoint && party_lane_token (token) == 0 && (self->boards = zsock_new (ZMQ_DEALER))
+    int rc = party_lane_token (token) == 0 && (self->boards = zsock_new (ZMQ_DEALER))
           && zsock_connect (self->boards, "%s", endpoint) == 0
           && zloop_reader (self->loop, self->boards, s_on_boards, self) == 0 ? 0 : -1;
     if (rc == 0) {
@@ -163,8 +165,7 @@ fe_shared_boards_start (frontend_t *self)
     }
     OPENSSL_cleanse (token, sizeof token);
     if (rc)
-        zsys_error ("cannot connect the board lane to the party service's control socket %s",
-                    endpoint ? endpoint : "");
+        zsys_error ("cannot connect the board lane to the party service's control socket %s", endpoint);
     free (endpoint);
     return rc;
 }

@@ -305,8 +305,10 @@ fe_shared_start (frontend_t *self)
     if (!party_configured (self->config))
         return 0;
     char *endpoint = party_control_endpoint (self->config);
+    if (!endpoint)
+        return -1;                  /* party_control_endpoint said why */
     fe_shared_t *shared = self->shared = calloc (1, sizeof *shared);
-    int rc = endpoint && shared ? 0 : -1;
+    int rc = shared ? 0 : -1;
     for (int kind = 0; rc == 0 && kind < 2; kind++)
         if (!(shared->queue [kind] = zlist_new ()))
             rc = -1;
@@ -317,7 +319,7 @@ fe_shared_start (frontend_t *self)
             rc = -1;
     }
     if (rc)
-        zsys_error ("cannot connect to the party service's control socket %s", endpoint ? endpoint : "");
+        zsys_error ("cannot connect to the party service's control socket %s", endpoint);
     free (endpoint);
     return rc;
 }

@@ -90,6 +90,9 @@ CRYPTOSERVER_DRIVER_DIR=$top_builddir/shim-drivers/.libs timeout $((30 * CS_TIME
 [ "$status" != 0 ] && [ "$status" -lt 124 ] || { cat "$WORK/tcp.log"; cs_fail "party/control tcp://: status $status"; }
 grep -q '^E: .*party/control: must be ipc:// with an absolute path' "$WORK/tcp.log" \
     || { cat "$WORK/tcp.log"; cs_fail "party/control tcp://: no E: line naming the setting"; }
+# Said once, where the setting is read: no second E: line naming no socket.
+grep -Eq 'control socket *$' "$WORK/tcp.log" \
+    && { cat "$WORK/tcp.log"; cs_fail "party/control tcp://: an E: line naming an empty control socket"; }
 cs_log "party/control = tcp://... stops the broker at start: $(grep -m1 'party/control' "$WORK/tcp.log")"
 
 # A deployment too deep for DIR/party.ipc: its socket goes to TMPDIR/cryptoserver-UID.
