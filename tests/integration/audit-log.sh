@@ -69,7 +69,11 @@ has "$T/all.json" '"action":"broker-start"'
 has "$T/all.json" '"action":"broker-stop"'
 has "$T/all.json" '"client":"cryptoserver-admin","tenant":"extra","action":"admin-tenant-add","object":"extra","result":"CKR_OK"'
 grep -q '"action":"checkpoint"' "$T/all.json" || cs_fail "no checkpoint record"
-! grep -qE '1234|9999|4321' "$T/all.json" || cs_fail "a PIN is in the audit records"
+# No PIN in any record.  Hashes and signatures (runs of 32 or more hex
+# digits) and the client keys (Z85) are taken out first: a chain hash holds
+# "9999" now and then (the test failed so on CI), and a PIN is neither.
+sed -E 's/[0-9a-f]{32,}//g; s/"client_key":"[^"]*"//g' "$T/all.json" | grep -qE '1234|9999|4321' \
+    && cs_fail "a PIN is in the audit records"
 "$CS_ADMIN" audit show --dir "$WORK" --since 2999-01-01 --json > "$T/none.json"
 [ ! -s "$T/none.json" ] || cs_fail "audit show --since in the future shows records"
 cs_log "operations, the broker's start and stop and an admin change are recorded; use counted exactly (6)"
