@@ -30,37 +30,6 @@ s_job_name (int kind)
     return kind >= 0 && kind < (int) (sizeof names / sizeof names [0]) ? names [kind] : "?";
 }
 
-/*  The kind of a CKR_OK result of a job of kind (frontend.c).  */
-static Cs__Result__KindCase
-s_result_kind (int kind)
-{
-    switch (kind) {
-        case CS__JOB__KIND_HELLO: return CS__RESULT__KIND_HELLO;
-        case CS__JOB__KIND_LOGIN: return CS__RESULT__KIND_LOGIN;
-        case CS__JOB__KIND_LIST_KEYS: return CS__RESULT__KIND_KEYS;
-        case CS__JOB__KIND_SIGN:
-        case CS__JOB__KIND_DECRYPT:
-        case CS__JOB__KIND_DERIVE:
-        case CS__JOB__KIND_MODEXP: return CS__RESULT__KIND_DATA;
-        case CS__JOB__KIND_GENERATE_KEY_PAIR: return CS__RESULT__KIND_GENERATED;
-        case CS__JOB__KIND_IMPORT_KEY: return CS__RESULT__KIND_IMPORTED;
-        case CS__JOB__KIND_DESTROY_KEY:
-        case CS__JOB__KIND_SET_KEY_ATTRIBUTES:
-        case CS__JOB__KIND_COPY_KEY: return CS__RESULT__KIND_KEY;
-        default: return CS__RESULT__KIND__NOT_SET;     /* init-PIN, set-PIN */
-    }
-}
-
-/*  True when the broker would check job against a PIN: login and set-PIN
- *  as CKU_SO or CKU_USER (other user types fail before the check).  */
-static bool
-s_checks_pin (const Cs__Job *job)
-{
-    uint64_t user_type = job->kind_case == CS__JOB__KIND_LOGIN ? job->login->user_type
-                       : job->kind_case == CS__JOB__KIND_SET_PIN ? job->set_pin->user_type : UINT64_MAX;
-    return user_type == CKU_SO || user_type == CKU_USER;
-}
-
 /*  Predicts the answer to a one-frame message as the broker decodes it
  *  (frontend.c s_request_decode: the same codec).  Returns false when the
  *  message must not be sent (a job that checks a PIN).  */
@@ -172,7 +141,10 @@ s_result_problem (const Cs__Result *result, const frames_expect_t *expect, size_
 {
     int kind = expect->jobs [i];
     s_needs_t needs = (s_needs_t) expect->needs [i];
-    if (result->rv == CKR_OK && result->kind_case != s_result_kind (kind))
+    int want = s_result_kind (kind);
+    if (want < 0)
+        want = CS__RESULT__KIND__NOT_SET;       /* the others (init-PIN, set-PIN): no result */
+    if (result->rv == CKR_OK && (int) result->kind_case != want)
         snprintf (why, why_size, "job %zu (%s): a CKR_OK result of the wrong kind", i, s_job_name (kind));
     else
     if (result->rv != CKR_OK && s_must_succeed (expect, kind))
