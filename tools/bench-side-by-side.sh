@@ -188,13 +188,16 @@ if [ -z "$LATENCY" ]; then
 fi
 
 # ---- issue #25's table --------------------------------------------------
+# median: the median of the numbers on stdin, one a line ("?" for none).
+median () {
+    sort -g | awk '{ v [NR] = $1 } END { if (!NR) print "?"; else if (NR % 2) print v [(NR + 1) / 2]
+                                          else print (v [NR / 2] + v [NR / 2 + 1]) / 2 }'
+}
 # med SETUP MECHANISM THREADS COLUMN: the median of a column over the
 # repetitions ("?" without a number).
 med () {
     awk -F, -v s="$1" -v m="$2" -v t="$3" -v c="$4" \
-        '$1 == s && $2 == m && $5 == t && $c ~ /^[0-9]+(\.[0-9]+)?$/ { print $c }' "$ROWS" | sort -g \
-        | awk '{ v [NR] = $1 } END { if (!NR) print "?"; else if (NR % 2) print v [(NR + 1) / 2]
-                                      else print (v [NR / 2] + v [NR / 2 + 1]) / 2 }'
+        '$1 == s && $2 == m && $5 == t && $c ~ /^[0-9]+(\.[0-9]+)?$/ { print $c }' "$ROWS" | median
 }
 # calc FORMAT EXPR VALUE...: EXPR over a, b, c (the values) printed with
 # FORMAT, or "?" when a value is not a number or a divisor is 0.
@@ -216,9 +219,7 @@ goal () {
 }
 # floor TRANSPORT: the median p50 of transport-floor's runs, µs.
 floor () {
-    awk -F, -v t="$1" '$1 == t && $4 ~ /^[0-9.]+$/ { print $4 }' "$D/floor.csv" 2>/dev/null | sort -g \
-        | awk '{ v [NR] = $1 } END { if (!NR) print "?"; else if (NR % 2) print v [(NR + 1) / 2]
-                                      else print (v [NR / 2] + v [NR / 2 + 1]) / 2 }'
+    awk -F, -v t="$1" '$1 == t && $4 ~ /^[0-9.]+$/ { print $4 }' "$D/floor.csv" 2>/dev/null | median
 }
 # speed KEY N: sign/s of the Nth openssl speed run (1: one core, 2: -multi 2).
 speed () { awk -v k="$1" -v n="$2" '$2 == k && ++i == n { print $3 }' "$D/speed.txt" 2>/dev/null || true; }
